@@ -1,0 +1,21 @@
+# GENEB: frozen embeddings -> logistic-regression probes -> MCC tables, figures and report.
+# Rules live in workflow/rules (one file per stage); logic in the geneb package (src/geneb).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/tasks.smk"
+include: "workflow/rules/extract.smk"
+include: "workflow/rules/probe.smk"
+include: "workflow/rules/aggregate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

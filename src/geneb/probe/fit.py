@@ -1,0 +1,267 @@
+"""Every probe of one (model, task): all regimes and seeds of one protocol in one call, in memory.
+
+Input is the frozen embeddings of both splits, the labels, and the persisted shot draws (`shots.py`); output
+is one score row per (regime, seed, metric) and one prediction row per (regime, seed, test row). No files
+are read or written here (`job.py` does that).
+
+What is fitted (docs/protocols.md):
+* full regime: one fit on the whole (possibly capped) training split. With a deterministic solver (lbfgs,
+  newton-cg, newton-cholesky ignore `random_state`) there is nothing random left, so it is fitted once; the
+  paper protocol reports that one fit under each of its seeds (as the reference, whose five fits are
+  identical), geneb-strict reports it once under `cv_seed`. With C_grid set, C is chosen by stratified inner
+  CV on the training split (LogisticRegressionCV, MCC scoring, ties to the smaller C), then refitted.
+* k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (case B35).
+* standardize: a StandardScaler fitted on the training split (its rows only, never test rows) transforms
+  both splits; the k-shot probes therefore use training-split statistics, not the statistics of 2 rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.model_selection import StratifiedKFold
+from sklearn.preprocessing import StandardScaler
+
+from geneb.probe import metrics
+from geneb.probe.errors import ProbeInputError
+from geneb.probe.protocols import Protocol, penalty_kwargs
+from geneb.probe.sampling import require_all_classes
+
+log = logging.getLogger(__name__)
+
+#: solvers whose fit does not depend on random_state
+DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
+
+
+@dataclass
+class TaskArrays:
+    """One task's inputs. X_*: float (n, d) embeddings; y_*: int labels (n,); rows_*: int64 row ids (n,)."""
+
+    task: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    rows_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    rows_test: np.ndarray
+
+    def validate(self) -> np.ndarray:
+        """Check shapes, finiteness and labels; return the task's classes (sorted train labels).
+
+        Raises ProbeInputError naming the task, split, row id and value of the first problem, including a
+        test label that never occurs in the training split (no probe could predict it).
+        """
+        for split, X, y, rows in (("train", self.X_train, self.y_train, self.rows_train),
+                                  ("test", self.X_test, self.y_test, self.rows_test)):  # fmt: skip
+            where = f"task {self.task!r}, split {split!r}"
+            if X.ndim != 2 or X.shape[0] != len(y) or len(rows) != len(y) or len(y) == 0:
+                raise ProbeInputError(f"{where}: X {X.shape}, labels ({len(y)},), rows ({len(rows)},) do not match or are empty")
+            if not np.issubdtype(np.asarray(y).dtype, np.integer):
+                raise ProbeInputError(f"{where}: labels must be integers, got dtype {np.asarray(y).dtype}")
+            bad = ~np.isfinite(X).all(axis=1)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ProbeInputError(f"{where}: non-finite embedding at row id {int(rows[i])}")
+        if self.X_train.shape[1] != self.X_test.shape[1]:
+            raise ProbeInputError(f"task {self.task!r}: train width {self.X_train.shape[1]} != test width {self.X_test.shape[1]}")
+        classes = np.unique(self.y_train)
+        unseen = ~np.isin(self.y_test, classes)
+        if unseen.any():
+            i = int(np.flatnonzero(unseen)[0])
+            raise ProbeInputError(
+                f"task {self.task!r}, split 'test': row id {int(self.rows_test[i])} has label {int(self.y_test[i])}, "
+                f"which no training row has (training classes {classes.tolist()})"
+            )
+        return classes
+
+
+@dataclass
+class Fit:
+    """One fitted probe's test-split outcome and its record."""
+
+    regime: str
+    seeds: tuple[int, ...]  # the seeds this fit is reported under
+    y_pred: np.ndarray
+    proba: np.ndarray
+    n_train: int
+    C: float
+    C_selection: str
+    converged: bool
+    n_iter: int
+    cv_not_converged: int = 0
+    n_short_classes: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _fit_recorded(estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
+    """Fit, turning ConvergenceWarnings into a count (logged, recorded) and passing other warnings on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    n_conv = 0
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            n_conv += 1
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if n_conv:
+        log.warning("%s: %d ConvergenceWarning(s) (recorded as converged=false)", where, n_conv)
+    return n_conv
+
+
+def _single_fit(protocol: Protocol, X, y, C: float, seed: int, where: str) -> tuple[LogisticRegression, bool, int]:
+    lr = protocol.logistic_regression(C, seed)
+    n_conv = _fit_recorded(lr, X, y, where)
+    n_iter = int(np.max(lr.n_iter_))
+    return lr, (n_conv == 0 and n_iter < protocol.max_iter), n_iter
+
+
+def select_C(protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str) -> tuple[float, str, int]:
+    """Choose the full-regime C by stratified inner CV on the training rows (X already standardized).
+
+    n_splits = min(cv_folds, smallest class count); below 2 there is no CV and the fixed C is used (case
+    B35). Scoring is MCC; the grid is ascending and argmax takes the first best, so ties go to the smaller C
+    (stronger regularisation). Returns (C, how it was chosen, number of inner fits that did not converge).
+    """
+    if not protocol.tunes_C:
+        return protocol.C, "fixed", 0
+    n_splits = min(protocol.cv_folds, int(np.bincount(np.unique(y, return_inverse=True)[1]).min()))
+    if n_splits < 2:
+        return protocol.C, "fixed: a class has fewer than 2 training rows, no inner CV", 0
+    cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=protocol.cv_seed)
+    lrcv = LogisticRegressionCV(
+        Cs=list(protocol.C_grid), cv=cv, scoring="matthews_corrcoef", solver=protocol.solver, tol=protocol.tol,
+        max_iter=protocol.max_iter, class_weight=protocol.class_weight, refit=False,
+        random_state=protocol.cv_seed, **_lrcv_kwargs(),
+    )  # fmt: skip
+    _fit_recorded(lrcv, X, y, f"{where} inner CV")
+    scores = np.asarray(lrcv.scores_).reshape(n_splits, -1, len(protocol.C_grid))[:, 0, :]
+    best = int(np.argmax(scores.mean(axis=0)))
+    n_iter = np.asarray(lrcv.n_iter_)
+    return float(protocol.C_grid[best]), f"inner {n_splits}-fold CV (MCC)", int((n_iter >= protocol.max_iter).sum())
+
+
+def _lrcv_kwargs() -> dict:
+    kw = dict(penalty_kwargs())
+    if "l1_ratio" in kw:  # scikit-learn >= 1.8: grid of mixing ratios, and the new attribute layout
+        kw = {"l1_ratios": (kw["l1_ratio"],)}
+        if "use_legacy_attributes" in LogisticRegressionCV().get_params():
+            kw["use_legacy_attributes"] = False
+    return kw
+
+
+def fit_scaler(X_train: np.ndarray) -> StandardScaler:
+    """StandardScaler fitted on the training split's rows only (never test rows; case B36)."""
+    return StandardScaler().fit(X_train)
+
+
+def _positions(rows_train: np.ndarray, wanted: list[int], task: str, regime: str, seed: int | None) -> np.ndarray:
+    order = np.argsort(rows_train)
+    wanted = np.asarray(wanted, dtype=np.int64)
+    pos = np.searchsorted(rows_train, wanted, sorter=order)
+    pos = np.minimum(pos, len(order) - 1)
+    found = rows_train[order[pos]] == wanted
+    if not found.all():
+        bad = int(wanted[np.flatnonzero(~found)[0]])
+        raise ProbeInputError(f"task {task!r}, regime {regime!r}, seed {seed}: shot row id {bad} is not in the training embeddings")
+    return order[pos]
+
+
+def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit], np.ndarray]:
+    """Fit every regime and seed of `protocol` on one task; return the fits and the task's classes.
+
+    shots: the parsed shot file (`shots.read_shots`): `full_rows` (training row ids of the full regime) and
+    `draws` [{regime, seed, rows, short_classes}]. Every training set is checked to contain every class before
+    fitting (case B34). Raises ProbeInputError for bad input (see TaskArrays.validate, unknown shot rows).
+    """
+    classes = data.validate()
+    task = data.task
+    full_pos = _positions(data.rows_train, shots["full_rows"], task, "full", None)
+    X_tr, X_te = data.X_train, data.X_test
+    if protocol.standardize:
+        scaler = fit_scaler(X_tr[full_pos])
+        X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+    fits = []
+
+    def finish(lr, regime, seeds, n_train, C, how, converged, n_iter, **kw):
+        fits.append(Fit(regime, tuple(seeds), lr.predict(X_te), lr.predict_proba(X_te), n_train, C, how,
+                        converged, n_iter, **kw))  # fmt: skip
+
+    y_full = data.y_train[full_pos]
+    require_all_classes(y_full, classes, task=task, regime="full", seed=protocol.seeds[0])
+    where = f"task {task!r}, regime 'full'"
+    C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where)
+    fit_seeds = [protocol.seeds[0]] if protocol.report_full_per_seed else [protocol.cv_seed]
+    if protocol.report_full_per_seed and protocol.solver not in DETERMINISTIC_SOLVERS:
+        fit_seeds = list(protocol.seeds)  # sag/saga shuffle with random_state: one real fit per seed
+    for s in fit_seeds:
+        lr, conv, n_iter = _single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}")
+        reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
+        finish(lr, "full", reported, len(full_pos), C, how, conv, n_iter, cv_not_converged=cv_nc)
+
+    for d in shots["draws"]:
+        regime, seed = d["regime"], int(d["seed"])
+        pos = _positions(data.rows_train, d["rows"], task, regime, seed)
+        require_all_classes(data.y_train[pos], classes, task=task, regime=regime, seed=seed)
+        lr, conv, n_iter = _single_fit(protocol, X_tr[pos], data.y_train[pos], protocol.C, seed,
+                                       f"task {task!r}, regime {regime!r}, seed {seed}")  # fmt: skip
+        finish(lr, regime, (seed,), len(pos), protocol.C, "fixed", conv, n_iter,
+               n_short_classes=len(d.get("short_classes", {})))  # fmt: skip
+    return fits, classes
+
+
+def score_fits(data: TaskArrays, protocol: Protocol, fits: list[Fit], classes: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Score every fit on the test split and lay the results out in long format.
+
+    Returns (scores, predictions). scores: one row per (regime, seed, metric) with value, bootstrap CI on MCC
+    (NaN for other metrics), the seed mean/sd/t-CI of the regime, n_train, n_test, n_short_classes, C,
+    C_selection, converged, n_iter, cv_not_converged. predictions: one row per (regime, seed, test row) with
+    y_true, y_pred and score (positive-class probability for binary tasks, NaN otherwise). The bootstrap of a
+    fit uses `numpy.random.default_rng([bootstrap.seed, k, seed])` (k = 0 for the full regime).
+    """
+    b = protocol.bootstrap
+    y_enc = metrics.encode(data.y_test, classes, f"task {data.task!r}, split 'test'")
+    rows, pred_frames = [], []
+    for f in fits:
+        k = 0 if f.regime == "full" else int(f.regime.removesuffix("shot"))
+        vals = metrics.score_predictions(data.y_test, f.y_pred, f.proba, classes)
+        rng = np.random.default_rng([b.seed, k, f.seeds[0]])
+        p_enc = metrics.encode(f.y_pred, classes, f"task {data.task!r}, regime {f.regime!r} predictions")
+        low, high = metrics.bootstrap_mcc_ci(y_enc, p_enc, len(classes), n_resamples=b.n_resamples,
+                                             confidence=b.confidence, method=b.method, rng=rng)  # fmt: skip
+        score = f.proba[:, 1] if len(classes) == 2 else np.full(len(f.y_pred), np.nan)
+        for seed in f.seeds:
+            for m in metrics.METRICS:
+                rows.append({
+                    "regime": f.regime, "seed": seed, "metric": m, "value": vals[m],
+                    "ci_low": low if m == "MCC" else np.nan, "ci_high": high if m == "MCC" else np.nan,
+                    "n_train": f.n_train, "n_test": len(data.y_test), "n_short_classes": f.n_short_classes,
+                    "C": f.C, "C_selection": f.C_selection, "converged": f.converged, "n_iter": f.n_iter,
+                    "cv_not_converged": f.cv_not_converged,
+                })  # fmt: skip
+            pred_frames.append(pd.DataFrame({"regime": f.regime, "seed": seed, "row": data.rows_test,
+                                             "y_true": data.y_test, "y_pred": f.y_pred, "score": score}))  # fmt: skip
+    scores = pd.DataFrame(rows)
+    summary = []
+    for (regime, metric), g in scores.groupby(["regime", "metric"], sort=False):
+        s = metrics.seed_summary(g["value"].to_numpy(), b.confidence)
+        summary.append({"regime": regime, "metric": metric, "seed_mean": s["mean"], "seed_sd": s["sd"],
+                        "seed_ci_low": s["ci_low"], "seed_ci_high": s["ci_high"], "n_seeds": s["n"]})  # fmt: skip
+    scores = scores.merge(pd.DataFrame(summary), on=["regime", "metric"], how="left", validate="many_to_one")
+    preds = pd.concat(pred_frames, ignore_index=True)
+    return scores, preds
+
+
+def run_task(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`fit_all` then `score_fits`: every regime, seed and metric of one (model, task) under one protocol."""
+    fits, classes = fit_all(data, protocol, shots)
+    return score_fits(data, protocol, fits, classes)
+
+
+__all__ = ["TaskArrays", "Fit", "fit_all", "score_fits", "run_task", "select_C", "fit_scaler"]

@@ -1,0 +1,109 @@
+"""The two workflow steps of the probing stage, file in, file out (called by the Snakemake script shims).
+
+* `write_shot_indices`: task train split + card -> `resources/shots/{protocol}/{task}.json`.
+* `fit_probes`: task splits + card + embedding cache + shot file -> `results/probes/{protocol}/{model}/{task}.parquet`
+  and `results/predictions/{protocol}/{model}/{task}.parquet` (columns: docs/data-dictionary.md, stage 3).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from geneb.atomic import atomic_path
+from geneb.embeddings.cache import read_embeddings
+from geneb.probe.errors import ProbeInputError
+from geneb.probe.fit import TaskArrays, run_task
+from geneb.probe.protocols import from_config
+from geneb.probe.shots import build_shots, read_shots, write_shots
+from geneb.provenance import package_versions
+
+SCHEMA_VERSION = "1"
+Path = str | os.PathLike[str]
+log = logging.getLogger(__name__)
+
+
+def _read_split(path: Path, task: str, split: str) -> pd.DataFrame:
+    df = pd.read_parquet(path, columns=["row", "label"])
+    if df["row"].duplicated().any():
+        raise ProbeInputError(f"task {task!r}, split {split!r}: row id {int(df.loc[df['row'].duplicated(), 'row'].iloc[0])} is duplicated in {path}")
+    return df
+
+
+def _read_card(path: Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def write_shot_indices(*, train: Path, card: Path, output: Path, task: str, protocol: str, settings: dict[str, Any]) -> dict:
+    """Draw and write the shot file of one (protocol, task); returns its content.
+
+    settings: the protocol's draw settings (shots.DRAW_KEYS; extra keys are ignored).
+    """
+    c = _read_card(card)
+    df = _read_split(train, task, "train")
+    shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c["data_hash"], settings)
+    write_shots(output, shots)
+    log.info("task %s, protocol %s: %d draws, distinct row sets per regime %s, full regime %d of %d rows",
+             task, protocol, len(shots["draws"]), shots["distinct_draws"], len(shots["full_rows"]), shots["n_train_source"])  # fmt: skip
+    return shots
+
+
+def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str, split: str, path: Path) -> np.ndarray:
+    X, rows = cached
+    want = df["row"].to_numpy()
+    if len(rows) != len(want) or not np.array_equal(rows, want):
+        n = min(len(rows), len(want))
+        i = int(np.flatnonzero(rows[:n] != want[:n])[0]) if (rows[:n] != want[:n]).any() else n
+        raise ProbeInputError(
+            f"task {task!r}, split {split!r}: embedding rows in {path} ({len(rows)}) do not match the task parquet "
+            f"({len(want)}); first difference at position {i}; re-extract the embeddings"
+        )
+    return X
+
+
+def fit_probes(
+    *, train: Path, test: Path, card: Path, embeddings: Path, shots: Path, scores_out: Path, predictions_out: Path,
+    task: str, model: str, protocol: str, settings: dict[str, Any], threads: int = 1, hdf5_locking: str = "auto",
+) -> pd.DataFrame:  # fmt: skip
+    """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
+
+    settings: the protocol's config section (`config["probe"][protocol]`). threads: BLAS/OpenMP threads
+    (threadpoolctl), an execution knob that never changes a result's identity. Raises ProbeInputError or
+    CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).
+    Returns the score table.
+    """
+    proto = from_config(protocol, settings)
+    c = _read_card(card)
+    tr, te = _read_split(train, task, "train"), _read_split(test, task, "test")
+    cache = read_embeddings(embeddings, expected={"task_data_hash": c["data_hash"]}, hdf5_locking=hdf5_locking)
+    shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings)
+    data = TaskArrays(
+        task, _aligned(cache.splits["train"], tr, task, "train", embeddings), tr["label"].to_numpy(), tr["row"].to_numpy(),
+        _aligned(cache.splits["test"], te, task, "test", embeddings), te["label"].to_numpy(), te["row"].to_numpy(),
+    )  # fmt: skip
+    with threadpool_limits(limits=threads):
+        scores, preds = run_task(data, proto, shot)
+    v = package_versions()
+    ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
+    scores = pd.concat([pd.DataFrame({**ident, "category": c["category"]}, index=scores.index), scores], axis=1)
+    prov = {
+        "config_hash": proto.config_hash(), "data_hash": c["data_hash"], "shots_hash": shot["draw_hash"],
+        "embedding_key_hash": cache.key_hash, "geneb_version": v["geneb"], "sklearn_version": v["scikit-learn"],
+        "numpy_version": v["numpy"], "scipy_version": v["scipy"],
+    }  # fmt: skip
+    scores = scores.assign(**prov)
+    preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
+    for path, table in ((scores_out, scores), (predictions_out, preds)):
+        with atomic_path(path) as tmp:
+            table.to_parquet(tmp, index=False)
+    mcc = scores[scores["metric"] == "MCC"].groupby("regime", sort=False)["value"].mean()
+    log.info("%s / %s / %s: mean MCC per regime %s; non-converged fits: %d",
+             protocol, model, task, mcc.round(4).to_dict(), int((~scores["converged"]).sum() // 4))  # fmt: skip
+    return scores

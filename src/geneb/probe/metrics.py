@@ -1,0 +1,181 @@
+"""Test-split scores and their uncertainty: MCC (primary), accuracy, macro-F1, AUROC; bootstrap and seed CIs.
+
+Point estimates come from scikit-learn. The bootstrap needs MCC for thousands of resamples at once, so
+`batched_mcc` computes it from per-resample confusion matrices with exactly scikit-learn's formula
+(Gorodkin 2004, the K-category correlation coefficient; `sklearn.metrics.matthews_corrcoef`), including its
+rule that a zero denominator gives 0, never NaN (case B29). The resampling itself is `scipy.stats.bootstrap`.
+
+Defined behaviour for degenerate inputs (docs/protocols.md):
+* constant predictions, or a test split with one class: MCC = 0 (scikit-learn's definition), the CI is
+  [0, 0] when every resample is degenerate;
+* AUROC is NaN when the test labels hold fewer than two classes or, for a multiclass task, lack a class;
+* macro-F1 counts a class with no true and no predicted rows as 0 (`zero_division=0.0`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import stats
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, roc_auc_score
+
+from geneb.probe.errors import ProbeInputError
+
+METRICS = ("MCC", "Acc", "F1", "AUROC")
+#: resamples x rows held in memory at once by the bootstrap (about 160 MB of int64)
+BOOTSTRAP_CELLS = 20_000_000
+
+
+def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
+    """Map labels onto 0..K-1 by their position in sorted `classes`; int64 array like `y`.
+
+    Raises ProbeInputError naming `what`, the first offending position and the value when a label is not one
+    of `classes`.
+    """
+    y = np.asarray(y)
+    classes = np.asarray(classes)
+    pos = np.searchsorted(classes, y)
+    ok = (pos < len(classes)) & (classes[np.minimum(pos, len(classes) - 1)] == y)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ProbeInputError(f"{what}: label {y.flat[i]!r} at position {i} is not one of the classes {classes.tolist()}")
+    return pos.astype(np.int64)
+
+
+def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+    """MCC of many label vectors at once, identical to scikit-learn's `matthews_corrcoef` row by row.
+
+    y_true, y_pred: int arrays (..., n) with values in 0..n_classes-1 (see `encode`), n >= 1. Returns float64
+    (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0 (constant truth or prediction),
+    never NaN. Raises ProbeInputError for empty or mismatched inputs.
+    """
+    y_true = np.asarray(y_true, dtype=np.int64)
+    y_pred = np.asarray(y_pred, dtype=np.int64)
+    if y_true.shape != y_pred.shape or y_true.shape[-1] == 0:
+        raise ProbeInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
+    lead = y_true.shape[:-1]
+    b = int(np.prod(lead, dtype=np.int64))
+    k = int(n_classes)
+    cells = (y_true.reshape(b, -1) * k + y_pred.reshape(b, -1)) + (np.arange(b)[:, None] * k * k)
+    cm = np.bincount(cells.ravel(), minlength=b * k * k).reshape(b, k, k).astype(np.float64)
+    t_sum = cm.sum(axis=2)
+    p_sum = cm.sum(axis=1)
+    n_correct = np.trace(cm, axis1=1, axis2=2)
+    n = p_sum.sum(axis=1)
+    cov_ytyp = n_correct * n - np.einsum("bi,bi->b", t_sum, p_sum)
+    cov_ypyp = n**2 - np.einsum("bi,bi->b", p_sum, p_sum)
+    cov_ytyt = n**2 - np.einsum("bi,bi->b", t_sum, t_sum)
+    denom = cov_ypyp * cov_ytyt
+    safe = np.where(denom == 0, 1.0, denom)
+    out = np.where(denom == 0, 0.0, cov_ytyp / np.sqrt(safe))
+    return out.reshape(lead)
+
+
+def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, float]:
+    """MCC, Acc, macro-F1 (scikit-learn) and AUROC (binary; one-vs-rest macro for multiclass) on one test split.
+
+    y_true, y_pred: labels (n,); proba: class probabilities (n, K) in the order of sorted `classes` (K,).
+    AUROC is NaN when it is undefined (see module docstring). Raises ProbeInputError for empty or mismatched
+    inputs.
+    """
+    y_true = np.asarray(y_true)
+    y_pred = np.asarray(y_pred)
+    if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
+        raise ProbeInputError(f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty")
+    out = {
+        "MCC": float(matthews_corrcoef(y_true, y_pred)),
+        "Acc": float(accuracy_score(y_true, y_pred)),
+        "F1": float(f1_score(y_true, y_pred, average="macro", zero_division=0.0)),
+        "AUROC": float("nan"),
+    }
+    present = np.unique(y_true)
+    if len(classes) == 2 and len(present) == 2:
+        out["AUROC"] = float(roc_auc_score(y_true, proba[:, 1]))
+    elif len(classes) > 2 and len(present) == len(classes):
+        out["AUROC"] = float(roc_auc_score(y_true, proba, multi_class="ovr", average="macro", labels=classes))
+    return out
+
+
+def bootstrap_mcc_ci(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    n_classes: int,
+    *,
+    n_resamples: int,
+    confidence: float,
+    method: str,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Bootstrap CI of the test MCC: rows resampled with replacement, (y_true, y_pred) kept paired.
+
+    y_true, y_pred: encoded labels (n,) (see `encode`). method: "percentile" (default in config; O(n) per
+    resample), "basic" or "BCa" (adds an O(n^2) jackknife). Returns (low, high); (v, v) when every resample
+    gives the same MCC (e.g. constant predictions). Source: scipy.stats.bootstrap (Efron & Tibshirani 1993).
+    """
+    yt = np.asarray(y_true, dtype=np.int64)
+    yp = np.asarray(y_pred, dtype=np.int64)
+    batch = max(1, min(n_resamples, BOOTSTRAP_CELLS // max(1, len(yt))))
+
+    def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return batched_mcc(np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1), n_classes)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap((yt, yp), statistic, paired=True, vectorized=True, n_resamples=n_resamples,
+                              batch=batch, confidence_level=confidence, method=method, rng=rng)  # fmt: skip
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    dist = res.bootstrap_distribution
+    if np.isnan(low) and np.all(dist == dist.flat[0]):
+        low = high = float(dist.flat[0])
+    return low, high
+
+
+def paired_bootstrap_mcc_difference(
+    y_true: np.ndarray,
+    pred_a: np.ndarray,
+    pred_b: np.ndarray,
+    classes: np.ndarray,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, float]:
+    """MCC(a) - MCC(b) of two models' predictions on the same test rows, with a paired percentile bootstrap CI.
+
+    y_true, pred_a, pred_b: labels (n,) for the same rows in the same order (join the prediction tables on
+    `row`). Returns {"difference", "ci_low", "ci_high"}; a CI excluding 0 means the gap is larger than the
+    test-set sampling noise. Raises ProbeInputError for mismatched lengths or unknown labels.
+    """
+    if not (len(y_true) == len(pred_a) == len(pred_b)):
+        raise ProbeInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
+    k = len(classes)
+    yt, a, b = (encode(v, classes, name) for v, name in ((y_true, "y_true"), (pred_a, "pred_a"), (pred_b, "pred_b")))
+
+    def statistic(t: np.ndarray, pa: np.ndarray, pb: np.ndarray, axis: int = -1) -> np.ndarray:
+        t, pa, pb = (np.moveaxis(v, axis, -1) for v in (t, pa, pb))
+        return batched_mcc(t, pa, k) - batched_mcc(t, pb, k)
+
+    batch = max(1, min(n_resamples, BOOTSTRAP_CELLS // max(1, len(yt))))
+    res = stats.bootstrap((yt, a, b), statistic, paired=True, vectorized=True, n_resamples=n_resamples, batch=batch,
+                          confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))  # fmt: skip
+    diff = float(batched_mcc(yt, a, k) - batched_mcc(yt, b, k))
+    return {"difference": diff, "ci_low": float(res.confidence_interval.low), "ci_high": float(res.confidence_interval.high)}
+
+
+def seed_summary(values: np.ndarray, confidence: float) -> dict[str, float]:
+    """Mean, sample sd (ddof=1) and Student-t CI of the mean over seeds (scipy.stats.t.interval).
+
+    values: per-seed scores (n_seeds,). With one seed sd and CI are NaN; with zero spread the CI is
+    [mean, mean]. NaN scores (e.g. undefined AUROC) propagate.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    mean = float(v.mean()) if n else float("nan")
+    if n < 2:
+        return {"mean": mean, "sd": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": n}
+    sd = float(v.std(ddof=1))
+    if sd == 0.0:
+        return {"mean": mean, "sd": 0.0, "ci_low": mean, "ci_high": mean, "n": n}
+    low, high = stats.t.interval(confidence, df=n - 1, loc=mean, scale=sd / np.sqrt(n))
+    return {"mean": mean, "sd": sd, "ci_low": float(low), "ci_high": float(high), "n": n}

@@ -1,0 +1,158 @@
+"""Which training rows a probe sees: k-shot draws and the paper's large-task subsample. Pure functions.
+
+Two draw methods, one per protocol (docs/protocols.md):
+
+* `paper_draw`: the published reference loop, reproduced call for call so the same seed gives the same rows:
+  `rng = numpy.random.RandomState(seed)`, then for each class in `numpy.unique(labels)` order
+  `rng.choice(numpy.where(labels == cls)[0], size=min(k, n_cls), replace=False)`, concatenated. The 1-shot and
+  10-shot draws of one seed are independent (not nested), as in the reference.
+* `nested_draw` (geneb-strict): every training row of a class gets a rank, the sha256 of
+  `"geneb-strict|{data_hash}|{seed}|{row}"`; the k-shot set of a class is its k lowest-ranked rows. The ranking
+  does not depend on k, so the 1-shot set is inside the 10-shot set of the same seed; it depends only on
+  (task data hash, seed, row id), never on Python's `hash()`, the process, the NumPy version or the order in
+  which draws are made (the MTEB defect of carrying RNG state from one experiment to the next cannot occur).
+
+A class with fewer than k training rows contributes all of them (`min(k, n_cls)` in both methods); the
+shortfall is reported by `shortfall` and written to the shot file and the probe table.
+
+All positions are 0-based indices into the given label array (the task parquet's row order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from geneb.probe.errors import ProbeInputError
+
+#: prefix of every nested-draw hash; changing it changes every geneb-strict draw
+NESTED_DRAW_DOMAIN = "geneb-strict"
+
+
+def _labels_1d(labels: np.ndarray, what: str) -> np.ndarray:
+    y = np.asarray(labels)
+    if y.ndim != 1 or y.size == 0:
+        raise ProbeInputError(f"{what}: labels must be a non-empty 1-D array, got shape {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise ProbeInputError(f"{what}: labels must be integers, got dtype {y.dtype} (first value {y[0]!r})")
+    return y
+
+
+def _check_k(k: int, what: str) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ProbeInputError(f"{what}: k (examples per class) must be a positive integer, got {k!r}")
+
+
+def paper_draw(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """The published reference k-shot draw (GENEB paper protocol), reproduced exactly.
+
+    labels: int array (n,) of training labels in parquet row order. k: examples per class (>= 1). seed: the
+    `numpy.random.RandomState` seed (paper seeds 13, 17, 42, 123, 997).
+    Returns int64 positions (sum over classes of min(k, n_cls),), class blocks in sorted label order, each
+    block in `RandomState.choice` order. Source: ../shared/reference/geneb_paper/README.md ("Regimes").
+    Raises ProbeInputError for empty or non-integer labels or k < 1.
+    """
+    y = _labels_1d(labels, f"paper draw (k={k}, seed={seed})")
+    _check_k(k, f"paper draw (seed={seed})")
+    rng = np.random.RandomState(seed)
+    parts = []
+    for cls in np.unique(y):
+        members = np.where(y == cls)[0]
+        parts.append(rng.choice(members, size=min(k, len(members)), replace=False))
+    return np.concatenate(parts).astype(np.int64)
+
+
+def row_ranks(rows: np.ndarray, *, data_hash: str, seed: int) -> np.ndarray:
+    """Rank keys of the nested draw: for each row id, the first 8 bytes of sha256(domain|data_hash|seed|row).
+
+    rows: int array (n,) of stable row ids (the parquet `row` column). Returns uint64 (n,). Identical in every
+    process and on every machine (hashlib, not Python's salted `hash()`).
+    """
+    prefix = f"{NESTED_DRAW_DOMAIN}|{data_hash}|{int(seed)}|".encode()
+    keys = np.empty(len(rows), dtype=np.uint64)
+    for i, row in enumerate(np.asarray(rows).tolist()):
+        digest = hashlib.sha256(prefix + str(int(row)).encode()).digest()
+        keys[i] = int.from_bytes(digest[:8], "big")
+    return keys
+
+
+def nested_draw(
+    labels: np.ndarray, rows: np.ndarray, *, data_hash: str, seed: int, ks: tuple[int, ...]
+) -> dict[int, np.ndarray]:
+    """Nested k-shot draws of geneb-strict for every k in `ks` at once.
+
+    labels: int array (n,); rows: int array (n,) of unique row ids, same order; data_hash: the task card's
+    `data_hash` (the identity of the prepared splits); seed: the draw seed; ks: the few-shot sizes.
+    Returns {k: int64 positions} with, per class in sorted label order, the min(k, n_cls) rows of lowest rank
+    (rank = `row_ranks`; ties, which need a sha256 prefix collision, fall back to row order). For k1 < k2 the
+    k1 set is a subset of the k2 set. Raises ProbeInputError for mismatched lengths, duplicate row ids or a
+    bad k.
+    """
+    what = f"nested draw (seed={seed})"
+    y = _labels_1d(labels, what)
+    rows = np.asarray(rows)
+    if rows.shape != y.shape:
+        raise ProbeInputError(f"{what}: {len(rows)} row ids for {len(y)} labels")
+    uniq, counts = np.unique(rows, return_counts=True)
+    if (counts > 1).any():
+        raise ProbeInputError(f"{what}: row id {int(uniq[counts > 1][0])} occurs more than once")
+    for k in ks:
+        _check_k(k, what)
+    keys = row_ranks(rows, data_hash=data_hash, seed=seed)
+    ranked = {cls: np.where(y == cls)[0] for cls in np.unique(y)}
+    ranked = {cls: m[np.lexsort((m, keys[m]))] for cls, m in ranked.items()}
+    return {int(k): np.concatenate([m[:k] for m in ranked.values()]).astype(np.int64) for k in ks}
+
+
+def shortfall(labels: np.ndarray, k: int) -> dict[int, int]:
+    """Classes with fewer than k training rows: {label: rows available}. Empty when every class has >= k."""
+    values, counts = np.unique(np.asarray(labels), return_counts=True)
+    return {int(v): int(c) for v, c in zip(values, counts) if c < k}
+
+
+def stratified_subsample(labels: np.ndarray, max_n: int, seed: int) -> np.ndarray:
+    """The geneb-paper rule for a training split larger than `max_n` rows (the paper's 100,000).
+
+    Keeps `max_n` rows with class proportions preserved: each class gets floor(max_n * n_cls / n) rows, the
+    remaining rows go to the classes with the largest fractional parts (ties: sorted label order), and every
+    class keeps at least one row. Rows are drawn with `numpy.random.RandomState(seed).choice(...,
+    replace=False)` per class in sorted label order and returned sorted (source order), int64 (max_n,).
+    When n <= max_n all positions are returned. The published reference does not document its rule; this
+    one is GENEB's choice (docs/protocols.md). Raises ProbeInputError when max_n < number of classes.
+    """
+    y = _labels_1d(labels, "paper subsample")
+    n = len(y)
+    if n <= max_n:
+        return np.arange(n, dtype=np.int64)
+    values, counts = np.unique(y, return_counts=True)
+    if max_n < len(values):
+        raise ProbeInputError(f"paper subsample: max_n={max_n} is smaller than the {len(values)} classes")
+    exact = max_n * counts / n
+    alloc = np.floor(exact).astype(np.int64)
+    by_fraction = np.lexsort((values, -(exact - alloc)))  # largest fractional part first, then label order
+    alloc[by_fraction[: max_n - int(alloc.sum())]] += 1
+    for c in np.where(alloc == 0)[0]:  # a class too small for its share still keeps one row
+        alloc[np.argmax(alloc)] -= 1
+        alloc[c] = 1
+    rng = np.random.RandomState(seed)
+    parts = [rng.choice(np.where(y == v)[0], size=int(a), replace=False) for v, a in zip(values, alloc)]
+    return np.sort(np.concatenate(parts)).astype(np.int64)
+
+
+def require_all_classes(
+    y_fit: np.ndarray, classes: np.ndarray, *, task: str, regime: str, seed: int
+) -> None:
+    """Refuse a training set that lacks a class of the task, before any estimator is fitted (case B34).
+
+    y_fit: labels of the rows the probe would be fitted on; classes: every class of the task (train and test
+    labels). Raises ProbeInputError naming task, regime, seed, the missing class(es) and the classes present.
+    """
+    present = np.unique(y_fit)
+    missing = sorted(set(np.asarray(classes).tolist()) - set(present.tolist()))
+    if missing or len(present) < 2:
+        raise ProbeInputError(
+            f"task {task!r}, regime {regime!r}, seed {seed}: the probe training set ({len(y_fit)} rows) lacks "
+            f"class(es) {missing or '(fewer than 2 classes)'}; classes present: {present.tolist()}; refusing to "
+            "fit a probe that cannot predict every class (check the task split or the draw)"
+        )

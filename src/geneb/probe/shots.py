@@ -1,0 +1,103 @@
+"""Shot files: the training rows of every (regime, seed), drawn once per (protocol, task), used by every model.
+
+`resources/shots/{protocol}/{task}.json` (docs/data-dictionary.md) holds, as stable parquet row ids:
+`full_rows` (the full regime's training rows: all of them, or the paper protocol's capped subsample) and
+`draws`, one entry per (k-shot regime, seed) with its rows, per-class counts and any class that had fewer
+than k rows (`short_classes`: {label: rows available}). It also records the task data hash and the draw
+settings, and the probe job refuses a shot file whose hash or settings differ from its own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import numpy as np
+
+from geneb.atomic import write_text_atomic
+from geneb.probe.errors import ProbeInputError
+from geneb.probe.sampling import nested_draw, paper_draw, shortfall, stratified_subsample
+from geneb.provenance import canonical_json, stable_hash
+
+SCHEMA_VERSION = "1"
+DRAW_KEYS = ("draw", "seeds", "few_shot_k", "max_train", "subsample_seed")
+log = logging.getLogger(__name__)
+
+
+def draw_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The draw-affecting subset of a protocol's settings (DRAW_KEYS), normalised to plain lists and ints."""
+    return {
+        "draw": settings["draw"], "seeds": [int(s) for s in settings["seeds"]],
+        "few_shot_k": [int(k) for k in settings["few_shot_k"]], "max_train": settings["max_train"],
+        "subsample_seed": int(settings["subsample_seed"]),
+    }  # fmt: skip
+
+
+def build_shots(
+    task: str, protocol: str, labels: np.ndarray, rows: np.ndarray, data_hash: str, settings: dict[str, Any]
+) -> dict[str, Any]:
+    """Draw every (regime, seed) of one task and return the shot-file content.
+
+    labels, rows: the training split's labels and row ids (n,) in parquet order; data_hash: the task card's
+    `data_hash`; settings: at least DRAW_KEYS. The full regime keeps all rows unless `max_train` caps it
+    (`sampling.stratified_subsample`); k-shot draws are taken from the full regime's rows with the
+    protocol's method ("paper" or "nested"). Raises ProbeInputError on bad labels or rows.
+    """
+    ds = draw_settings(settings)
+    labels = np.asarray(labels)
+    rows = np.asarray(rows, dtype=np.int64)
+    if labels.shape != rows.shape:
+        raise ProbeInputError(f"task {task!r}, split 'train': {len(rows)} row ids for {len(labels)} labels")
+    full = np.arange(len(rows)) if ds["max_train"] is None else stratified_subsample(labels, ds["max_train"], ds["subsample_seed"])
+    y, r = labels[full], rows[full]
+    draws = []
+    for seed in ds["seeds"]:
+        if ds["draw"] == "nested":
+            by_k = nested_draw(y, r, data_hash=data_hash, seed=seed, ks=tuple(ds["few_shot_k"]))
+        else:
+            by_k = {k: paper_draw(y, k, seed) for k in ds["few_shot_k"]}
+        for k in ds["few_shot_k"]:
+            pos = by_k[k]
+            cls, cnt = np.unique(y[pos], return_counts=True)
+            short = shortfall(y, k)
+            if short:
+                log.warning("task %r, regime %dshot, seed %d: classes with fewer than %d training rows (all used): %s",
+                            task, k, seed, k, short)  # fmt: skip
+            draws.append({
+                "regime": f"{k}shot", "k": k, "seed": seed, "rows": r[pos].tolist(),
+                "per_class": {str(int(c)): int(n) for c, n in zip(cls, cnt)},
+                "short_classes": {str(c): n for c, n in short.items()},
+            })  # fmt: skip
+    distinct = {}
+    for k in ds["few_shot_k"]:
+        sets = {tuple(sorted(d["rows"])) for d in draws if d["k"] == k}
+        distinct[f"{k}shot"] = len(sets)
+    classes, counts = np.unique(labels, return_counts=True)
+    return {
+        "schema_version": SCHEMA_VERSION, "task": task, "protocol": protocol, "data_hash": data_hash,
+        "draw_settings": ds, "draw_hash": stable_hash(ds),
+        "classes": [int(c) for c in classes], "class_counts": {str(int(c)): int(n) for c, n in zip(classes, counts)},
+        "full_rows": r.tolist(), "full_subsampled": bool(len(full) < len(rows)), "n_train_source": int(len(rows)),
+        "distinct_draws": distinct, "draws": draws,
+    }  # fmt: skip
+
+
+def write_shots(path: str | os.PathLike[str], shots: dict[str, Any]) -> None:
+    """Write a shot file atomically (canonical JSON: identical content gives identical bytes)."""
+    write_text_atomic(path, canonical_json(shots) + "\n")
+
+
+def read_shots(path: str | os.PathLike[str], *, task: str, data_hash: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Read a shot file and check it belongs to this task, data and draw settings.
+
+    Raises ProbeInputError naming the file and the differing item (task, data_hash, draw settings, schema).
+    """
+    with open(path, encoding="utf-8") as fh:
+        shots = json.load(fh)
+    expected = {"schema_version": SCHEMA_VERSION, "task": task, "data_hash": data_hash, "draw_settings": draw_settings(settings)}
+    for key, want in expected.items():
+        if shots.get(key) != want:
+            raise ProbeInputError(f"{path}: shot file {key} is {shots.get(key)!r}, expected {want!r}; rerun write_shot_indices")
+    return shots

@@ -1,0 +1,85 @@
+"""Data hygiene reports: duplicates within a split, train/test overlap (exact and reverse complement),
+sequences that carry two labels. Reported in the task card; nothing is dropped.
+
+Identity for all comparisons is case-insensitive (soft-masked and unmasked copies of one sequence are the
+same sequence); reverse-complement overlap uses `canonical_key`, which is a comparison key only and is never
+stored or fed to a model (case B47).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+_COMPLEMENT = str.maketrans(
+    "ACGTURYSWKMBDHVNacgturyswkmbdhvn",
+    "TGCAAYRSWMKVHDBNtgcaayrswmkvhdbn",
+)
+
+
+def reverse_complement(seq: str) -> str:
+    """Reverse complement of a DNA sequence; keeps case; IUPAC codes map to their complements (U -> A)."""
+    return seq.translate(_COMPLEMENT)[::-1]
+
+
+def identity_key(seq: str) -> str:
+    """Case-insensitive identity of a sequence (the key for exact-duplicate checks)."""
+    return seq.upper()
+
+
+def canonical_key(seq: str) -> str:
+    """Strand-independent, case-insensitive key: the lexicographically smaller of the sequence and its
+    reverse complement, uppercased. For comparisons only; the stored sequence is untouched (case B47)."""
+    up = seq.upper()
+    rc = reverse_complement(up)
+    return min(up, rc)
+
+
+def within_split_duplicates(df: pd.DataFrame) -> dict[str, Any]:
+    """Duplicates inside one split.
+
+    df: columns `row`, `sequence`, `label`. Returns `n_duplicate_rows` (rows repeating an earlier row's
+    sequence), `duplicate_rows` (their row ids), `class_counts` and `class_counts_dedup` (after keeping the
+    first row of each (sequence, label)), and `conflicting_label_sequences` (sequences seen with >1 label).
+    """
+    keys = df["sequence"].map(identity_key)
+    dup_mask = keys.duplicated(keep="first")
+    pair_dup = pd.DataFrame({"k": keys, "y": df["label"]}).duplicated(keep="first")
+    labels_per_seq = pd.DataFrame({"k": keys, "y": df["label"]}).groupby("k")["y"].nunique()
+    counts = Counter(int(v) for v in df["label"])
+    counts_dedup = Counter(int(v) for v in df.loc[~pair_dup.to_numpy(), "label"])
+    return {
+        "n_duplicate_rows": int(dup_mask.sum()),
+        "duplicate_rows": [int(r) for r in df.loc[dup_mask.to_numpy(), "row"]],
+        "dedup_drop_rows": [int(r) for r in df.loc[pair_dup.to_numpy(), "row"]],
+        "class_counts": {str(k): counts[k] for k in sorted(counts)},
+        "class_counts_dedup": {str(k): counts_dedup[k] for k in sorted(counts_dedup)},
+        "conflicting_label_sequences": int((labels_per_seq > 1).sum()),
+    }
+
+
+def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any]:
+    """Test rows whose sequence occurs in train: `exact` (same sequence, any case) and `reverse_complement`
+    (same canonical key but not an exact match), with the test row ids of each and how many overlapping
+    test rows carry a label that differs from a train copy (`label_conflicts`)."""
+    train_exact: dict[str, set[int]] = {}
+    for seq, y in zip(train["sequence"], train["label"]):
+        train_exact.setdefault(identity_key(seq), set()).add(int(y))
+    train_canon = {canonical_key(s) for s in train["sequence"]}
+    exact_rows, rc_rows, conflicts = [], [], 0
+    for row, seq, y in zip(test["row"], test["sequence"], test["label"]):
+        k = identity_key(seq)
+        if k in train_exact:
+            exact_rows.append(int(row))
+            conflicts += int(int(y) not in train_exact[k] or len(train_exact[k]) > 1)
+        elif canonical_key(seq) in train_canon:
+            rc_rows.append(int(row))
+    return {
+        "exact": len(exact_rows),
+        "reverse_complement": len(rc_rows),
+        "exact_rows": exact_rows,
+        "reverse_complement_rows": rc_rows,
+        "label_conflicts": conflicts,
+    }

@@ -1,0 +1,182 @@
+"""`prepare_task`: a source task -> checked parquet splits plus a task card (JSON).
+
+Steps, per split (train, test): read the raw rows from the source; check labels (integers, classes of test
+seen in train, class count as catalogued); apply the alphabet policy to every row (an error names task,
+split, row and character); apply the optional cap (seeded, stratified, recorded); report duplicates, train/test
+overlap (exact and reverse complement) and conflicting labels in the card. Nothing is dropped silently: the
+only rows removed are those a configured cap removes, and the card records which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geneb.atomic import atomic_path, write_text_atomic
+from geneb.categories import check_category
+from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tasks.caps import stratified_cap
+from geneb.tasks.hygiene import train_test_overlap, within_split_duplicates
+from geneb.tasks.sources import TaskSource
+
+SPLITS = ("train", "test")
+CARD_SCHEMA_VERSION = "1"
+
+
+class TaskDataError(ValueError):
+    """Task data that breaks a rule (labels, classes, columns); the message names task, split, row, value."""
+
+
+def parse_labels(raw: pd.Series, rows: pd.Series, *, task: str, split: str) -> np.ndarray:
+    """Labels as int64 (n,). Raises TaskDataError naming the first row whose label is not an integer."""
+    values = np.empty(len(raw), dtype=np.int64)
+    for i, (row, v) in enumerate(zip(rows, raw)):
+        text = str(v).strip()
+        try:
+            values[i] = int(text)
+        except ValueError:
+            try:
+                f = float(text)
+            except ValueError:
+                f = float("nan")
+            if not f.is_integer():
+                raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: label {v!r} is not an integer") from None
+            values[i] = int(f)
+    return values
+
+
+def data_hash(splits: dict[str, pd.DataFrame]) -> str:
+    """sha256 (hex) of the prepared splits' (row, sequence, label) in order: the data identity every cache
+    key downstream carries."""
+    h = hashlib.sha256()
+    for split in sorted(splits):
+        df = splits[split]
+        h.update(f"[{split}]\n".encode())
+        for row, seq, y in zip(df["row"], df["sequence"], df["label"]):
+            h.update(f"{row}\t{seq}\t{y}\n".encode())
+    return h.hexdigest()
+
+
+def _length_stats(seqs: pd.Series) -> dict[str, int]:
+    lengths = seqs.str.len()
+    return {"len_min": int(lengths.min()), "len_max": int(lengths.max()), "len_median": int(lengths.median())}
+
+
+def load_checked_split(task: str, split: str, source: TaskSource, policy: AlphabetPolicy) -> pd.DataFrame:
+    """Read one split from `source` and apply the label and alphabet checks; columns row, sequence, label."""
+    raw = source.read_split(task, split)
+    if raw.empty:
+        raise TaskDataError(f"task {task!r}, split {split!r}: no rows in {source.description}")
+    labels = parse_labels(raw["label"], raw["row"], task=task, split=split)
+    seqs = [policy.apply(s, task=task, split=split, row=int(r)) for r, s in zip(raw["row"], raw["sequence"])]
+    return pd.DataFrame({"row": raw["row"].astype(np.int64), "sequence": pd.Series(seqs, dtype="string"), "label": labels})
+
+
+def prepare_task(
+    task: str,
+    catalogue_row: dict[str, Any],
+    source: TaskSource,
+    policy: AlphabetPolicy,
+    caps: dict[str, int | None],
+    cap_seed: int,
+    out_dir: str | Path,
+) -> dict[str, Any]:
+    """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card.
+
+    catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
+    "max_test": int|None}. Raises TaskDataError / SequenceError / TaskSourceError with task, split and row.
+    """
+    category = check_category(str(catalogue_row["category"]))
+    out_dir = Path(out_dir)
+    splits: dict[str, pd.DataFrame] = {}
+    card_splits: dict[str, Any] = {}
+    cap_record: dict[str, Any] = {}
+    for split in SPLITS:
+        df = load_checked_split(task, split, source, policy)
+        n_source = len(df)
+        cap = caps.get(f"max_{split}")
+        if cap is not None and n_source > cap:
+            keep = stratified_cap(df["label"].to_numpy(), int(cap), cap_seed)
+            df = df.iloc[keep].reset_index(drop=True)
+            kept_hash = hashlib.sha256(df["row"].to_numpy().tobytes()).hexdigest()
+            cap_record[split] = {"cap": int(cap), "seed": cap_seed, "n_source": n_source, "n_kept": len(df), "kept_rows_sha256": kept_hash}
+        splits[split] = df
+        dups = within_split_duplicates(df)
+        card_splits[split] = {"n": len(df), "n_source": n_source, **_length_stats(df["sequence"]), **dups}
+
+    train_classes = set(np.unique(splits["train"]["label"]).tolist())
+    test_classes = set(np.unique(splits["test"]["label"]).tolist())
+    if not test_classes <= train_classes:
+        missing = sorted(test_classes - train_classes)
+        raise TaskDataError(f"task {task!r}, split 'test': classes {missing} never occur in train")
+    expected = str(catalogue_row.get("n_classes") or "").strip()
+    if expected and int(expected) != len(train_classes):
+        raise TaskDataError(
+            f"task {task!r}, split 'train': {len(train_classes)} classes {sorted(train_classes)}, catalogue says {expected}"
+        )
+    if len(train_classes) < 2:
+        raise TaskDataError(f"task {task!r}, split 'train': only one class {sorted(train_classes)}")
+
+    card = {
+        "schema_version": CARD_SCHEMA_VERSION,
+        "task": task,
+        "category": category,
+        "task_set": catalogue_row.get("task_set", ""),
+        "taxon_group": catalogue_row.get("taxon_group", ""),
+        "source": source.description,
+        "n_classes": len(train_classes),
+        "classes": sorted(int(c) for c in train_classes),
+        "splits": card_splits,
+        "train_test_overlap": train_test_overlap(splits["train"], splits["test"]),
+        "caps": cap_record,
+        "alphabet_policy": policy.as_dict(),
+        "data_hash": data_hash(splits),
+    }
+    for split, df in splits.items():
+        with atomic_path(out_dir / f"{split}.parquet") as tmp:
+            df.to_parquet(tmp, index=False)
+    write_text_atomic(out_dir / "card.json", json.dumps(card, indent=1, sort_keys=True))
+    return card
+
+
+def report_lines(card: dict[str, Any]) -> list[str]:
+    """Human-readable summary of a task card (what `prepare_task` logs)."""
+    lines = [f"task {card['task']} ({card['category']}), source {card['source']}, data hash {card['data_hash'][:12]}"]
+    for split, s in card["splits"].items():
+        lines.append(
+            f"  {split}: {s['n']} rows (source {s['n_source']}), lengths {s['len_min']}-{s['len_max']}, classes "
+            f"{s['class_counts']}, within-split duplicates {s['n_duplicate_rows']} (classes after dedup "
+            f"{s['class_counts_dedup']}), sequences with >1 label {s['conflicting_label_sequences']}"
+        )
+    ov = card["train_test_overlap"]
+    lines.append(f"  test rows also in train: exact {ov['exact']}, reverse complement {ov['reverse_complement']}")
+    for split, c in card["caps"].items():
+        lines.append(f"  {split} capped to {c['n_kept']} of {c['n_source']} rows (seed {c['seed']}, stratified)")
+    return lines
+
+
+def prepare_from_params(task: str, params: dict[str, Any], card_path: str | Path) -> dict[str, Any]:
+    """Entry point of the `prepare_task` rule: `params` is common.smk's `task_params` (catalogue row, source
+    string, alphabet policy, caps, cap seed); outputs go beside `card_path`. Logs the card summary."""
+    import logging
+
+    from geneb.tasks.sources import open_source
+
+    source = open_source(params["source"])
+    card = prepare_task(
+        task,
+        params["catalogue_row"],
+        source,
+        AlphabetPolicy.from_config(params["alphabet"]),
+        params["caps"],
+        int(params["cap_seed"]),
+        Path(card_path).parent,
+    )
+    for line in report_lines(card):
+        logging.getLogger(__name__).info(line)
+    return card

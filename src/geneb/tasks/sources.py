@@ -1,0 +1,239 @@
+"""Task sources: where a task's raw splits come from.
+
+Three kinds, chosen by the source string (config key `task_source`, overridden by the environment variable
+GENEB_TASK_SOURCE; paper tasks use their catalogue source unless `paper_task_source` /
+GENEB_PAPER_TASK_SOURCE says otherwise):
+
+* a mirror folder: `{root}/{task}/{split}.csv.gz` (or `.csv`) plus an optional `{root}/{task}/meta.json`;
+* an http(s) base URL with the same layout, downloaded with pooch into a local cache folder; a file's sha256
+  is checked where one is known (`meta.json` key `sha256`: {file name: hex digest});
+* `hf:<dataset>@<revision>`: a Hugging Face dataset through `datasets` at a pinned 40-hex revision
+  (files `tasks/<task>/{train,test}.csv`, the official GENEB layout), or `hf:<local folder>` holding
+  `{task}/` folders written by `DatasetDict.save_to_disk` (offline clusters, tests).
+
+Every source returns the raw split as a DataFrame with columns `row` (0-based index in the source file),
+`sequence`, `label`, untouched: the alphabet policy and label checks happen in `prepare`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+SEQUENCE_COLUMNS = ("sequence", "text", "seq")
+REVISION = re.compile(r"^[0-9a-f]{40}$")
+ENV_TASK_SOURCE = "GENEB_TASK_SOURCE"
+ENV_PAPER_TASK_SOURCE = "GENEB_PAPER_TASK_SOURCE"
+
+
+class TaskSourceError(RuntimeError):
+    """A task or split that cannot be fetched or read; the message names source, task and split."""
+
+
+class TaskSource(Protocol):
+    """What every source provides."""
+
+    description: str
+
+    def read_split(self, task: str, split: str) -> pd.DataFrame: ...
+
+    def has_split(self, task: str, split: str) -> bool: ...
+
+    def read_meta(self, task: str) -> dict[str, Any]: ...
+
+
+def normalise_columns(df: pd.DataFrame, *, where: str) -> pd.DataFrame:
+    """Rename the sequence column to `sequence`, keep `label`, add `row`; raise naming the columns found."""
+    seq_col = next((c for c in SEQUENCE_COLUMNS if c in df.columns), None)
+    if seq_col is None or "label" not in df.columns:
+        raise TaskSourceError(
+            f"{where}: expected a sequence column ({' or '.join(SEQUENCE_COLUMNS)}) and 'label'; found {list(df.columns)}"
+        )
+    out = pd.DataFrame({"row": range(len(df)), "sequence": df[seq_col].to_numpy(), "label": df["label"].to_numpy()})
+    return out
+
+
+def _read_csv(path: Path, *, where: str) -> pd.DataFrame:
+    # keep_default_na=False: a sequence "NA" or "N" must stay text, and an empty cell stays "" (an error later)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except Exception as exc:  # pandas raises several types for broken files
+        raise TaskSourceError(f"{where}: cannot read {path}: {exc}") from exc
+    return normalise_columns(df, where=where)
+
+
+@dataclass
+class MirrorFolder:
+    """A local folder in the mirror layout."""
+
+    root: Path
+
+    @property
+    def description(self) -> str:
+        return f"mirror folder {self.root}"
+
+    def _file(self, task: str, split: str) -> Path | None:
+        for ext in (".csv.gz", ".csv"):
+            p = self.root / task / f"{split}{ext}"
+            if p.exists():
+                return p
+        return None
+
+    def has_split(self, task: str, split: str) -> bool:
+        return self._file(task, split) is not None
+
+    def read_split(self, task: str, split: str) -> pd.DataFrame:
+        path = self._file(task, split)
+        if path is None:
+            raise TaskSourceError(f"task {task!r}, split {split!r}: no {split}.csv.gz or {split}.csv under {self.root / task}")
+        return _read_csv(path, where=f"task {task!r}, split {split!r}")
+
+    def read_meta(self, task: str) -> dict[str, Any]:
+        p = self.root / task / "meta.json"
+        return json.loads(p.read_text()) if p.exists() else {}
+
+
+@dataclass
+class HttpMirror:
+    """An http(s) base URL in the mirror layout; files are cached under `cache_dir` by pooch.
+
+    sha256 digests are taken from the task's `meta.json` (`sha256` mapping) where present; a mismatch raises.
+    """
+
+    base_url: str
+    cache_dir: Path
+    _meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def description(self) -> str:
+        return f"http mirror {self.base_url}"
+
+    def _url(self, task: str, name: str) -> str:
+        return f"{self.base_url.rstrip('/')}/{task}/{name}"
+
+    def _fetch(self, task: str, name: str, known_hash: str | None) -> Path:
+        import pooch
+
+        try:
+            return Path(
+                pooch.retrieve(
+                    self._url(task, name),
+                    known_hash=f"sha256:{known_hash}" if known_hash else None,
+                    fname=name,
+                    path=self.cache_dir / task,
+                    progressbar=False,
+                )
+            )
+        except ValueError as exc:  # pooch raises ValueError on a hash mismatch
+            raise TaskSourceError(f"task {task!r}: {name} from {self.base_url} failed its sha256 check: {exc}") from exc
+        except Exception as exc:
+            raise TaskSourceError(f"task {task!r}: cannot download {self._url(task, name)}: {exc}") from exc
+
+    def read_meta(self, task: str) -> dict[str, Any]:
+        if task not in self._meta:
+            try:
+                path = self._fetch(task, "meta.json", None)
+                self._meta[task] = json.loads(path.read_text())
+            except TaskSourceError as exc:
+                if "404" not in str(exc):  # meta.json is optional; any other failure is real
+                    raise
+                self._meta[task] = {}
+        return self._meta[task]
+
+    def has_split(self, task: str, split: str) -> bool:
+        meta = self.read_meta(task)
+        if "splits" in meta:
+            return split in meta["splits"]
+        try:
+            self._fetch(task, f"{split}.csv.gz", None)
+            return True
+        except TaskSourceError:
+            return False
+
+    def read_split(self, task: str, split: str) -> pd.DataFrame:
+        name = f"{split}.csv.gz"
+        digest = self.read_meta(task).get("sha256", {}).get(name)
+        path = self._fetch(task, name, digest)
+        return _read_csv(path, where=f"task {task!r}, split {split!r} ({self.base_url})")
+
+
+@dataclass
+class HuggingFaceSource:
+    """A Hugging Face dataset at a pinned revision, or a local folder of `save_to_disk` DatasetDicts."""
+
+    repo_or_dir: str
+    revision: str | None = None
+
+    @property
+    def description(self) -> str:
+        return f"hf:{self.repo_or_dir}" + (f"@{self.revision}" if self.revision else "")
+
+    def _is_local(self) -> bool:
+        return Path(self.repo_or_dir).is_dir()
+
+    def _load(self, task: str):
+        try:
+            import datasets
+        except ImportError as exc:  # optional dependency
+            raise TaskSourceError(
+                f"task {task!r}: the Hugging Face source needs the `datasets` package (pip install 'geneb[hf]')"
+            ) from exc
+        if self._is_local():
+            folder = Path(self.repo_or_dir) / task
+            if not folder.is_dir():
+                raise TaskSourceError(f"task {task!r}: no saved dataset folder {folder}")
+            return datasets.load_from_disk(str(folder))
+        if not self.revision or not REVISION.match(self.revision):
+            raise TaskSourceError(
+                f"task {task!r}: hf source {self.repo_or_dir!r} needs a pinned 40-hex revision, got {self.revision!r}"
+            )
+        files = {split: f"tasks/{task}/{split}.csv" for split in ("train", "test")}
+        try:
+            return datasets.load_dataset(self.repo_or_dir, data_files=files, revision=self.revision)
+        except Exception as exc:
+            raise TaskSourceError(f"task {task!r}: cannot load {self.description}: {exc}") from exc
+
+    def has_split(self, task: str, split: str) -> bool:
+        return split in self._load(task)
+
+    def read_split(self, task: str, split: str) -> pd.DataFrame:
+        dd = self._load(task)
+        if split not in dd:
+            raise TaskSourceError(f"task {task!r}, split {split!r}: not in {self.description} (has {list(dd)})")
+        df = dd[split].to_pandas().astype({"label": str}, errors="ignore")
+        return normalise_columns(df, where=f"task {task!r}, split {split!r} ({self.description})")
+
+    def read_meta(self, task: str) -> dict[str, Any]:
+        return {}
+
+
+def resolve_source_string(configured: str | None, env_var: str = ENV_TASK_SOURCE) -> str:
+    """The source string in force: the environment variable `env_var` wins over the configured value."""
+    value = os.environ.get(env_var) or configured
+    if not value:
+        raise TaskSourceError(f"no task source configured (config key or ${env_var})")
+    return value
+
+
+def open_source(spec: str, *, download_dir: str | os.PathLike[str] = "resources/downloads") -> TaskSource:
+    """Build the source for a source string (see module docstring). Raises TaskSourceError for a bad string."""
+    if spec.startswith(("http://", "https://")):
+        return HttpMirror(spec, Path(download_dir))
+    if spec.startswith("hf:"):
+        body = spec[3:]
+        if Path(body).is_dir():
+            return HuggingFaceSource(body)
+        repo, _, revision = body.partition("@")
+        if not REVISION.match(revision):
+            raise TaskSourceError(f"hf task source {spec!r} must pin a 40-hex revision: hf:<dataset>@<revision>")
+        return HuggingFaceSource(repo, revision)
+    root = Path(spec)
+    if not root.is_dir():
+        raise TaskSourceError(f"task source {spec!r} is neither a folder, an http(s) URL nor hf:<dataset>@<revision>")
+    return MirrorFolder(root)

@@ -1,0 +1,14 @@
+# Stage 4: every probe table of this config -> one long-format score table.
+
+
+rule aggregate_scores:
+    input:
+        probe_tables,
+    output:
+        "results/tables/scores.parquet",
+    log:
+        "logs/aggregate_scores.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/aggregate_scores.py"
