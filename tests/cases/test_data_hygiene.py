@@ -1,0 +1,63 @@
+"""Failure cases of kind `data hygiene` (../shared/cases/CASES.md): B47, B48."""
+
+import gzip
+
+import pandas as pd
+import pytest
+
+from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tasks.catalogue import read_catalogue, task_row
+from geneb.tasks.hygiene import canonical_key, reverse_complement, train_test_overlap, within_split_duplicates
+from geneb.tasks.prepare import prepare_task
+from geneb.tasks.sources import open_source
+
+
+def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, repo):
+    assert canonical_key("acgT") == canonical_key("Acgt") == canonical_key(reverse_complement("acgT"))
+    assert reverse_complement("acgTN") == "NAcgt"  # case kept per base
+    # a prepared task stores the sequence byte for byte (soft-masking kept); the key is only for comparisons
+    task = "ienhancer2l_strong_vs_weak"
+    root = tmp_path / "m" / task
+    root.mkdir(parents=True)
+    rows = {"train": [("acgTacgTac", 0), ("GGGCCCAAAT", 1)], "test": [("GTACGTACGT", 0), ("atttgggccc", 1)]}
+    for split, data in rows.items():
+        with gzip.open(root / f"{split}.csv.gz", "wt") as f:
+            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in data))
+    catalogue = read_catalogue(repo / "config/tasks.tsv")
+    card = prepare_task(task, task_row(catalogue, task), open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, tmp_path / "out")
+    stored = pd.read_parquet(tmp_path / "out" / "train.parquet")["sequence"].tolist()
+    assert stored == ["acgTacgTac", "GGGCCCAAAT"]
+    # both test rows are reverse complements (not exact copies) of train rows, whatever the case
+    assert card["train_test_overlap"]["reverse_complement"] == 2 and card["train_test_overlap"]["exact"] == 0
+
+
+def test_B47_rc_overlap_counts_the_whole_kind():
+    train = pd.DataFrame({"row": [0, 1, 2], "sequence": ["AACCGGTTA", "ACGTN", "ryACG"], "label": [0, 1, 0]})
+    test = pd.DataFrame({"row": [0, 1, 2, 3], "sequence": ["TAACCGGTT", "nacgt", "CGTRY", "aaccggtta"], "label": [0, 1, 0, 1]})
+    ov = train_test_overlap(train, test)
+    assert ov["exact"] == 1 and ov["exact_rows"] == [3]  # same sequence, other case
+    assert ov["reverse_complement"] == 3  # RC with N and IUPAC codes complemented
+    assert ov["label_conflicts"] == 1  # row 3 carries label 1, its train copy 0
+
+
+def test_B48_within_split_duplicates_flagged_with_class_counts_before_and_after_dedup():
+    test = pd.DataFrame({"row": range(6), "sequence": ["AAAC", "AAAG", "AAAT", "CCCG", "CCCG", "cccg"], "label": [1, 1, 1, 0, 0, 0]})
+    rep = within_split_duplicates(test)
+    assert rep["n_duplicate_rows"] == 2 and rep["duplicate_rows"] == [4, 5]
+    assert rep["class_counts"] == {"0": 3, "1": 3}
+    assert rep["class_counts_dedup"] == {"0": 1, "1": 3}
+    assert rep["dedup_drop_rows"] == [4, 5]
+    assert rep["conflicting_label_sequences"] == 0
+
+
+def test_B48_real_task_duplicates_match_the_mirror_statistics(shared):
+    # every mirrored task's meta.json carries the mirror's own within-split duplicate count
+    import json
+
+    for task in ("gue_prom_core_all", "idna_ms_6ma_r_chinensis", "gb_human_ocr_ensembl__toy_resplit"):
+        meta = json.loads((shared / f"data/tasks/{task}/meta.json").read_text())
+        for split in ("train", "test"):
+            raw = pd.read_csv(shared / f"data/tasks/{task}/{split}.csv.gz", dtype={"sequence": str})
+            raw.insert(0, "row", range(len(raw)))
+            rep = within_split_duplicates(raw)
+            assert rep["n_duplicate_rows"] == meta["splits"][split]["within_split_dup"], (task, split)
