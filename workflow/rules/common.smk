@@ -81,7 +81,7 @@ def probe_tables(wildcards=None):
 
 
 def final_outputs():
-    """What `snakemake` (rule all) builds: the score table, the leaderboard and the heatmap."""
+    """The default targets of `snakemake`: the score table, the leaderboard and the heatmap."""
     return [
         "results/tables/scores.parquet",
     ]
