@@ -182,7 +182,15 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
     """
     classes = data.validate()
     task = data.task
+    # every training set is resolved and checked before anything is fitted: bad input fails fast
     full_pos = _positions(data.rows_train, shots["full_rows"], task, "full", None)
+    require_all_classes(data.y_train[full_pos], classes, task=task, regime="full", seed=protocol.seeds[0])
+    draws = []
+    for d in shots["draws"]:
+        regime, seed = d["regime"], int(d["seed"])
+        pos = _positions(data.rows_train, d["rows"], task, regime, seed)
+        require_all_classes(data.y_train[pos], classes, task=task, regime=regime, seed=seed)
+        draws.append((regime, seed, pos, len(d.get("short_classes", {}))))
     X_tr, X_te = data.X_train, data.X_test
     if protocol.standardize:
         scaler = fit_scaler(X_tr[full_pos])
@@ -194,7 +202,6 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
                         converged, n_iter, **kw))  # fmt: skip
 
     y_full = data.y_train[full_pos]
-    require_all_classes(y_full, classes, task=task, regime="full", seed=protocol.seeds[0])
     where = f"task {task!r}, regime 'full'"
     C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where)
     fit_seeds = [protocol.seeds[0]] if protocol.report_full_per_seed else [protocol.cv_seed]
@@ -205,14 +212,10 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
         reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
         finish(lr, "full", reported, len(full_pos), C, how, conv, n_iter, cv_not_converged=cv_nc)
 
-    for d in shots["draws"]:
-        regime, seed = d["regime"], int(d["seed"])
-        pos = _positions(data.rows_train, d["rows"], task, regime, seed)
-        require_all_classes(data.y_train[pos], classes, task=task, regime=regime, seed=seed)
+    for regime, seed, pos, n_short in draws:
         lr, conv, n_iter = _single_fit(protocol, X_tr[pos], data.y_train[pos], protocol.C, seed,
                                        f"task {task!r}, regime {regime!r}, seed {seed}")  # fmt: skip
-        finish(lr, regime, (seed,), len(pos), protocol.C, "fixed", conv, n_iter,
-               n_short_classes=len(d.get("short_classes", {})))  # fmt: skip
+        finish(lr, regime, (seed,), len(pos), protocol.C, "fixed", conv, n_iter, n_short_classes=n_short)
     return fits, classes
 
 

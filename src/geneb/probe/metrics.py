@@ -39,7 +39,7 @@ def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     ok = (pos < len(classes)) & (classes[np.minimum(pos, len(classes) - 1)] == y)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        raise ProbeInputError(f"{what}: label {y.flat[i]!r} at position {i} is not one of the classes {classes.tolist()}")
+        raise ProbeInputError(f"{what}: label {y.flat[i].item()!r} at position {i} is not one of the classes {classes.tolist()}")
     return pos.astype(np.int64)
 
 
@@ -115,6 +115,8 @@ def bootstrap_mcc_ci(
     """
     yt = np.asarray(y_true, dtype=np.int64)
     yp = np.asarray(y_pred, dtype=np.int64)
+    if (yt == yt[0]).all() or (yp == yp[0]).all():
+        return 0.0, 0.0  # every resample has a zero MCC denominator: MCC is 0 by definition
     batch = max(1, min(n_resamples, BOOTSTRAP_CELLS // max(1, len(yt))))
 
     def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:

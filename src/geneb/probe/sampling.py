@@ -1,4 +1,4 @@
-"""Which training rows a probe sees: k-shot draws and the paper's large-task subsample. Pure functions.
+"""Which training rows a k-shot probe sees: the paper draw and the nested draw. Pure functions.
 
 Two draw methods, one per protocol (docs/protocols.md):
 
@@ -109,35 +109,6 @@ def shortfall(labels: np.ndarray, k: int) -> dict[int, int]:
     """Classes with fewer than k training rows: {label: rows available}. Empty when every class has >= k."""
     values, counts = np.unique(np.asarray(labels), return_counts=True)
     return {int(v): int(c) for v, c in zip(values, counts) if c < k}
-
-
-def stratified_subsample(labels: np.ndarray, max_n: int, seed: int) -> np.ndarray:
-    """The geneb-paper rule for a training split larger than `max_n` rows (the paper's 100,000).
-
-    Keeps `max_n` rows with class proportions preserved: each class gets floor(max_n * n_cls / n) rows, the
-    remaining rows go to the classes with the largest fractional parts (ties: sorted label order), and every
-    class keeps at least one row. Rows are drawn with `numpy.random.RandomState(seed).choice(...,
-    replace=False)` per class in sorted label order and returned sorted (source order), int64 (max_n,).
-    When n <= max_n all positions are returned. The published reference does not document its rule; this
-    one is GENEB's choice (docs/protocols.md). Raises ProbeInputError when max_n < number of classes.
-    """
-    y = _labels_1d(labels, "paper subsample")
-    n = len(y)
-    if n <= max_n:
-        return np.arange(n, dtype=np.int64)
-    values, counts = np.unique(y, return_counts=True)
-    if max_n < len(values):
-        raise ProbeInputError(f"paper subsample: max_n={max_n} is smaller than the {len(values)} classes")
-    exact = max_n * counts / n
-    alloc = np.floor(exact).astype(np.int64)
-    by_fraction = np.lexsort((values, -(exact - alloc)))  # largest fractional part first, then label order
-    alloc[by_fraction[: max_n - int(alloc.sum())]] += 1
-    for c in np.where(alloc == 0)[0]:  # a class too small for its share still keeps one row
-        alloc[np.argmax(alloc)] -= 1
-        alloc[c] = 1
-    rng = np.random.RandomState(seed)
-    parts = [rng.choice(np.where(y == v)[0], size=int(a), replace=False) for v, a in zip(values, alloc)]
-    return np.sort(np.concatenate(parts)).astype(np.int64)
 
 
 def require_all_classes(

@@ -18,8 +18,9 @@ import numpy as np
 
 from geneb.atomic import write_text_atomic
 from geneb.probe.errors import ProbeInputError
-from geneb.probe.sampling import nested_draw, paper_draw, shortfall, stratified_subsample
+from geneb.probe.sampling import nested_draw, paper_draw, shortfall
 from geneb.provenance import canonical_json, stable_hash
+from geneb.tasks.caps import stratified_cap
 
 SCHEMA_VERSION = "1"
 DRAW_KEYS = ("draw", "seeds", "few_shot_k", "max_train", "subsample_seed")
@@ -42,15 +43,16 @@ def build_shots(
 
     labels, rows: the training split's labels and row ids (n,) in parquet order; data_hash: the task card's
     `data_hash`; settings: at least DRAW_KEYS. The full regime keeps all rows unless `max_train` caps it
-    (`sampling.stratified_subsample`); k-shot draws are taken from the full regime's rows with the
-    protocol's method ("paper" or "nested"). Raises ProbeInputError on bad labels or rows.
+    (`geneb.tasks.caps.stratified_cap`, the project's one stratified-cap rule, seeded by `subsample_seed`);
+    k-shot draws are taken from the full regime's rows with the protocol's method ("paper" or "nested").
+    Raises ProbeInputError on bad labels or rows, ValueError when max_train is below the number of classes.
     """
     ds = draw_settings(settings)
     labels = np.asarray(labels)
     rows = np.asarray(rows, dtype=np.int64)
     if labels.shape != rows.shape:
         raise ProbeInputError(f"task {task!r}, split 'train': {len(rows)} row ids for {len(labels)} labels")
-    full = np.arange(len(rows)) if ds["max_train"] is None else stratified_subsample(labels, ds["max_train"], ds["subsample_seed"])
+    full = np.arange(len(rows)) if ds["max_train"] is None else stratified_cap(labels, ds["max_train"], ds["subsample_seed"])
     y, r = labels[full], rows[full]
     draws = []
     for seed in ds["seeds"]:

@@ -1,0 +1,103 @@
+"""The probing stage through files: real task preparation and k-mer extraction, then shots and probes."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+from geneb.embeddings.cache import CacheKeyMismatchError
+from geneb.embeddings.extract import extract_task
+from geneb.models.registry import extraction_settings, load_registry
+from geneb.probe.errors import ProbeInputError
+from geneb.probe.job import fit_probes, write_shot_indices
+from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tasks.catalogue import read_catalogue, task_row
+from geneb.tasks.prepare import prepare_task
+from geneb.tasks.sources import MirrorFolder
+
+TASK = "gue_emp_h3__devtrain"
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory, shared, repo):
+    """resources/ for one real task (capped 600/300) and the kmer-3 model, made by the project's own steps."""
+    root = tmp_path_factory.mktemp("run")
+    row = task_row(read_catalogue(repo / "config" / "tasks.tsv"), TASK)
+    task_dir = root / "tasks" / TASK
+    prepare_task(TASK, row, MirrorFolder(shared / "data" / "tasks"), AlphabetPolicy(),
+                 {"max_train": 600, "max_test": 300}, 0, task_dir)  # fmt: skip
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
+    extract_task(settings, task_dir, root / "kmer-3.h5")
+    return root, task_dir
+
+
+def _shots(stage, probe_config, protocol):
+    root, task_dir = stage
+    shots = root / "shots" / protocol / f"{TASK}.json"
+    if not shots.exists():
+        write_shot_indices(train=task_dir / "train.parquet", card=task_dir / "card.json", output=shots, task=TASK,
+                           protocol=protocol, settings=probe_config[protocol])  # fmt: skip
+    return shots
+
+
+def _run(stage, probe_config, protocol, **over):
+    root, task_dir = stage
+    files = {"train": task_dir / "train.parquet", "card": task_dir / "card.json"}
+    shots = _shots(stage, probe_config, protocol)
+    args = dict(
+        **files, test=task_dir / "test.parquet", embeddings=root / "kmer-3.h5", shots=shots,
+        scores_out=root / "probes" / protocol / f"{TASK}.parquet",
+        predictions_out=root / "predictions" / protocol / f"{TASK}.parquet",
+        task=TASK, model="kmer-3", protocol=protocol, settings=probe_config[protocol],
+    )  # fmt: skip
+    args.update(over)
+    return fit_probes(**args), args
+
+
+@pytest.mark.parametrize("protocol", ["geneb-paper", "geneb-strict"])
+def test_fit_probes_writes_tables_any_reader_can_use(stage, probe_config, protocol):
+    scores, args = _run(stage, probe_config, protocol)
+    card = json.loads((stage[1] / "card.json").read_text())
+    on_disk = pd.read_parquet(args["scores_out"])
+    assert on_disk.equals(scores)
+    assert (on_disk["schema_version"] == "1").all() and (on_disk["protocol"] == protocol).all()
+    assert (on_disk["category"] == card["category"]).all() and (on_disk["data_hash"] == card["data_hash"]).all()
+    assert on_disk["config_hash"].nunique() == 1 and on_disk["embedding_key_hash"].str.len().eq(12).all()
+    assert pl.read_parquet(args["scores_out"]).height == len(on_disk)
+    q = f"select regime, avg(value) from '{args['scores_out']}' where metric = 'MCC' group by regime"
+    assert {r for r, _ in duckdb.sql(q).fetchall()} == {"full", "10shot", "1shot"}
+    preds = pd.read_parquet(args["predictions_out"])
+    test_rows = pd.read_parquet(stage[1] / "test.parquet")["row"]
+    for _, g in preds.groupby(["regime", "seed"]):
+        assert g["row"].tolist() == test_rows.tolist()
+    assert preds["score"].between(0, 1).all()
+    full = on_disk[(on_disk["regime"] == "full") & (on_disk["metric"] == "MCC")]
+    assert full["value"].iloc[0] > 0.2  # 3-mer frequencies carry real histone-mark signal
+
+
+def test_shot_file_from_another_data_version_is_refused(stage, probe_config, tmp_path):
+    shots = json.loads(_shots(stage, probe_config, "geneb-strict").read_text())
+    shots["data_hash"] = "0" * 64
+    bad = tmp_path / "shots.json"
+    bad.write_text(json.dumps(shots))
+    with pytest.raises(ProbeInputError, match="data_hash is '0000"):
+        _run(stage, probe_config, "geneb-strict", shots=bad)
+
+
+def test_embeddings_of_other_rows_or_data_are_refused(stage, probe_config, tmp_path):
+    root, task_dir = stage
+    card = json.loads((task_dir / "card.json").read_text())
+    other = tmp_path / "card.json"
+    other.write_text(json.dumps({**card, "data_hash": "f" * 64}))
+    with pytest.raises(CacheKeyMismatchError, match="task_data_hash"):
+        _run(stage, probe_config, "geneb-paper", card=other)
+    test = pd.read_parquet(task_dir / "test.parquet")
+    shuffled = tmp_path / "test.parquet"
+    test.iloc[np.r_[1, 0, 2 : len(test)]].to_parquet(shuffled, index=False)
+    with pytest.raises(ProbeInputError, match="split 'test': embedding rows .* first difference at position 0"):
+        _run(stage, probe_config, "geneb-paper", test=shuffled)

@@ -1,0 +1,75 @@
+"""The two named protocols: built from the real config, every setting required, bad settings named."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from geneb.probe.errors import ProtocolConfigError
+from geneb.probe.protocols import SETTING_KEYS, from_config
+
+
+def test_paper_protocol_is_the_published_one(protocols):
+    p = protocols["geneb-paper"]
+    assert (p.draw, p.standardize, p.solver, p.penalty, p.C, p.C_grid) == ("paper", False, "lbfgs", "l2", 1.0, ())
+    assert (p.class_weight, p.max_iter, p.tol) == (None, 1000, 1e-4)
+    assert p.seeds == (13, 17, 42, 123, 997) and p.regimes == ("full", "10shot", "1shot")
+    assert p.max_train == 100_000 and p.report_full_per_seed
+
+
+def test_strict_protocol_tunes_the_full_regime_and_has_ten_seeds(protocols):
+    p = protocols["geneb-strict"]
+    assert p.draw == "nested" and p.standardize and p.tunes_C and len(p.seeds) >= 10
+    assert list(p.C_grid) == sorted(p.C_grid) and p.class_weight == "balanced"
+
+
+def test_config_section_validates_against_the_workflow_schema(repo):
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    validate(config, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
+    broken = copy.deepcopy(config)
+    del broken["probe"]["geneb-strict"]["C_grid"]
+    with pytest.raises(Exception, match="C_grid"):
+        validate(broken, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
+
+
+@pytest.mark.parametrize("key", SETTING_KEYS)
+def test_every_setting_is_required(probe_config, key):
+    settings = copy.deepcopy(probe_config["geneb-strict"])
+    del settings[key]
+    with pytest.raises(ProtocolConfigError, match=rf"'geneb-strict': missing settings \['{key}'\]"):
+        from_config("geneb-strict", settings)
+
+
+@pytest.mark.parametrize(
+    "key, value, match",
+    [
+        ("C_grid", [1.0, 0.1], "strictly ascending"),
+        ("penalty", "l1", "penalty must be 'l2'"),
+        ("seeds", [1, 1], "distinct"),
+        ("class_weight", "auto", "class_weight"),
+        ("bootstrap", {"n_resamples": 10, "seed": 0, "confidence": 0.95, "method": "percentile"}, "n_resamples"),
+        ("draw", "random", "draw must be one of"),
+    ],
+)
+def test_bad_settings_are_named(probe_config, key, value, match):
+    settings = {**probe_config["geneb-strict"], key: value}
+    with pytest.raises(ProtocolConfigError, match=match):
+        from_config("geneb-strict", settings)
+
+
+def test_unknown_settings_and_protocols_are_refused(probe_config):
+    with pytest.raises(ProtocolConfigError, match=r"unknown settings \['n_jobs'\]"):
+        from_config("geneb-strict", {**probe_config["geneb-strict"], "n_jobs": 4})
+    with pytest.raises(ProtocolConfigError, match="unknown protocol"):
+        from_config("geneb-fast", probe_config["geneb-strict"])
+
+
+def test_config_hash_is_stable_and_tracks_every_setting(probe_config, protocols):
+    p = protocols["geneb-strict"]
+    assert p.config_hash() == from_config("geneb-strict", copy.deepcopy(probe_config["geneb-strict"])).config_hash()
+    changed = from_config("geneb-strict", {**probe_config["geneb-strict"], "tol": 1e-5})
+    assert changed.config_hash() != p.config_hash()
+    assert p.config_hash() != protocols["geneb-paper"].config_hash()

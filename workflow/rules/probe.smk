@@ -1,0 +1,47 @@
+# Stage 3: shot draws (once per protocol x task, shared by every model), then every probe of one
+# (protocol, model, task) in one job: all regimes and seeds (docs/protocols.md).
+# params carry the output-affecting probe settings (the rerun key); threads are an execution knob
+# (set them with --set-threads or a profile), never part of a result's identity.
+
+
+rule write_shot_indices:
+    input:
+        train="resources/tasks/{task}/train.parquet",
+        card="resources/tasks/{task}/card.json",
+    output:
+        "resources/shots/{protocol}/{task}.json",
+    params:
+        draw=lookup(dpath="probe/{protocol}/draw", within=config),
+        seeds=lookup(dpath="probe/{protocol}/seeds", within=config),
+        few_shot_k=lookup(dpath="probe/{protocol}/few_shot_k", within=config),
+        max_train=lookup(dpath="probe/{protocol}/max_train", within=config),
+        subsample_seed=lookup(dpath="probe/{protocol}/subsample_seed", within=config),
+    log:
+        "logs/write_shot_indices/{protocol}/{task}.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/write_shot_indices.py"
+
+
+rule fit_probes:
+    input:
+        train="resources/tasks/{task}/train.parquet",
+        test="resources/tasks/{task}/test.parquet",
+        card="resources/tasks/{task}/card.json",
+        embeddings=embedding_file,
+        shots="resources/shots/{protocol}/{task}.json",
+    output:
+        scores="results/probes/{protocol}/{model}/{task}.parquet",
+        predictions="results/predictions/{protocol}/{model}/{task}.parquet",
+    params:
+        settings=lookup(dpath="probe/{protocol}", within=config),
+    threads: 1
+    log:
+        "logs/fit_probes/{protocol}/{model}/{task}.log",
+    benchmark:
+        "benchmarks/fit_probes/{protocol}/{model}/{task}.tsv"
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/fit_probes.py"
