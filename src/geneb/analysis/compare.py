@@ -1,0 +1,78 @@
+"""Place a user's models, run under the `geneb-paper` protocol, beside the paper's 40 published models.
+
+Only tasks whose data is the paper's can be compared: a paper task itself (catalogue `task_set = paper`), or
+a mirrored task whose split is the paper's (`same_split_as_geneb = yes`; its `geneb_task_id` names the paper
+task). Every other task the user ran is listed with the reason it could not be compared (a subset of the
+paper's split, a different split, no paper counterpart), and so is every paper task the user did not run.
+
+The comparison leaderboard is computed over the *common* tasks only, for every model (published and
+user), so the numbers are comparable; `n_tasks_paper` says how many tasks the paper's category has.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from geneb.analysis import leaderboard as lb
+from geneb.analysis.published import PROTOCOL
+from geneb.analysis.tables import AnalysisInputError, cell_scores
+
+
+def paper_task_map(task_meta: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
+    """({task: paper task id} for comparable tasks, {task: reason} for the others), over the catalogue."""
+    ok, why = {}, {}
+    for task, row in task_meta.iterrows():
+        if row.get("task_set") == "paper":
+            ok[task] = task
+        elif row.get("geneb_task_id") and row.get("same_split_as_geneb") == "yes":
+            ok[task] = row["geneb_task_id"]
+        elif row.get("geneb_task_id"):
+            split = row.get("same_split_as_geneb") or "unknown"
+            kind = "a subset of" if split == "subset" else "not the same split as"
+            why[task] = f"same data as paper task {row['geneb_task_id']} but {kind} the paper's split"
+        else:
+            why[task] = "no paper task has this data"
+    return ok, why
+
+
+def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataFrame, task_meta: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Leaderboard of user + published models over the common paper tasks, and the tasks left out.
+
+    user_scores: validated GENEB score table (its `geneb-paper` rows are used); published_scores: the
+    imported published table; task_meta: the catalogue. Returns (board, left_out). board: leaderboard
+    columns plus n_tasks_paper and `origin` ("user" / "published"); user model ids that collide with a
+    published id get the prefix "user:". left_out: task, paper_task, model (user model or "*"), reason.
+    Raises AnalysisInputError when the user ran no comparable task under geneb-paper.
+    """
+    user = user_scores[user_scores["protocol"] == PROTOCOL]
+    if user.empty:
+        raise AnalysisInputError(f"no {PROTOCOL} rows in the user's score table")
+    ok, why = paper_task_map(task_meta)
+    left = []
+    for task in sorted(set(user["task"])):
+        if task not in ok:
+            left.append({"task": task, "paper_task": "", "model": "*", "reason": why.get(task, "task not in the catalogue")})
+    user = user[user["task"].isin(ok)].copy()
+    if user.empty:
+        raise AnalysisInputError("none of the user's geneb-paper tasks has the paper's data and split; nothing to compare")
+    user["task"] = user["task"].map(ok)
+    published_ids = set(published_scores["model"])
+    user["model"] = [f"user:{m}" if m in published_ids else m for m in user["model"]]
+    user["source"] = "geneb"
+    common = sorted(set(user["task"]))
+    for task in sorted(set(published_scores["task"]) - set(common)):
+        left.append({"task": task, "paper_task": task, "model": "*", "reason": "paper task not run by the user"})
+    # a user model that ran only some of the common tasks: list what it misses
+    for model, g in user.groupby("model"):
+        for regime, gr in g.groupby("regime"):
+            for task in sorted(set(common) - set(gr["task"])):
+                left.append({"task": task, "paper_task": task, "model": model, "reason": f"no {regime} result for this model"})
+    pub = published_scores[published_scores["task"].isin(common)]
+    cells = cell_scores(pd.concat([pub, user], ignore_index=True), protocol=PROTOCOL)
+    board = lb.leaderboard(cells)
+    n_paper = published_scores.drop_duplicates("task").groupby("category")["task"].size()
+    board["n_tasks_paper"] = board["category"].map(n_paper)
+    board.loc[board["category"].isin(lb.AGGREGATES), "n_tasks_paper"] = published_scores["task"].nunique()
+    board["n_tasks_paper"] = board["n_tasks_paper"].astype("Int64")
+    board["origin"] = ["user" if m in set(user["model"]) else "published" for m in board["model"]]
+    return board, pd.DataFrame(left, columns=["task", "paper_task", "model", "reason"])

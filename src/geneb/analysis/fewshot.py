@@ -1,0 +1,94 @@
+"""Few-shot: how scores and rankings change from the full training split to k = 10 and k = 1 examples per
+class (k-shot probes, the paper's `10shot` and `1shot` regimes).
+
+* `drops`: macro MCC per model in each regime, absolute drop (full - k-shot) and relative drop
+  ((full - k-shot) / full).
+* `inverse_pattern`: Spearman's rho between the full-data level and the drop (scipy.stats.spearmanr); a
+  positive rho means the strongest models lose the most (the paper's "inverse pattern").
+* `regime_changes`: per category (and macro), the top model in each regime, whether it changes, and
+  Kendall's tau-b between the regime rankings (scipy.stats.kendalltau).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from geneb.analysis.tables import REGIMES, AnalysisInputError
+
+SHOTS = ("10shot", "1shot")
+
+
+def drops(board: pd.DataFrame, protocol: str, category: str = "macro") -> pd.DataFrame:
+    """Per model: `category` value (default macro) in each regime present, and drops relative to full.
+
+    board: leaderboard table. Returns index model with columns full, 10shot, 1shot (those present),
+    abs_drop_{k}, rel_drop_{k} for each k-shot regime present. rel_drop is NaN where full <= 0 (a ratio of
+    a non-positive level is meaningless). Raises AnalysisInputError without a full regime.
+    """
+    b = board[(board["protocol"] == protocol) & (board["category"] == category)]
+    wide = b.pivot(index="model", columns="regime", values="value")
+    if "full" not in wide.columns:
+        raise AnalysisInputError(f"few-shot drops need the full regime (protocol {protocol!r})")
+    wide = wide[[r for r in REGIMES if r in wide.columns]]
+    for k in SHOTS:
+        if k in wide.columns:
+            wide[f"abs_drop_{k}"] = wide["full"] - wide[k]
+            wide[f"rel_drop_{k}"] = np.where(wide["full"] > 0, wide[f"abs_drop_{k}"] / wide["full"], np.nan)
+    return wide.sort_values("full", ascending=False)
+
+
+def inverse_pattern(table: pd.DataFrame) -> pd.DataFrame:
+    """Spearman rho between the full-data level and each drop column of `drops` output.
+
+    Returns rows regime, measure (abs_drop / rel_drop), rho, p_value, n (models with both values); rows with
+    fewer than 3 models are left out.
+    """
+    rows = []
+    for k in SHOTS:
+        for measure in ("abs_drop", "rel_drop"):
+            col = f"{measure}_{k}"
+            if col not in table.columns:
+                continue
+            d = table[["full", col]].dropna()
+            if len(d) < 3:
+                continue
+            r = stats.spearmanr(d["full"], d[col])
+            rows.append({"regime": k, "measure": measure, "rho": float(r.statistic), "p_value": float(r.pvalue), "n": len(d)})
+    return pd.DataFrame(rows, columns=["regime", "measure", "rho", "p_value", "n"])
+
+
+def regime_changes(board: pd.DataFrame, protocol: str) -> pd.DataFrame:
+    """Per category (incl. macro): top model per regime, whether it changes, Kendall tau-b between regimes.
+
+    Returns columns category, top_full, top_10shot, top_1shot (those present), top_changes (bool), and
+    tau_{r1}_vs_{r2}, p_{r1}_vs_{r2}, n_{r1}_vs_{r2} for each pair of regimes present (models with a value
+    in both; NaN with fewer than 3).
+    """
+    b = board[board["protocol"] == protocol]
+    rows = []
+    for category, c in b.groupby("category", sort=False):
+        wide = c.pivot(index="model", columns="regime", values="value")
+        regimes = [r for r in REGIMES if r in wide.columns]
+        row: dict[str, object] = {"category": category}
+        tops = []
+        for r in regimes:
+            col = wide[r].dropna()
+            top = col.idxmax() if len(col) else None
+            row[f"top_{r}"] = top
+            tops.append(top)
+        row["top_changes"] = len(set(tops)) > 1
+        for r1, r2 in itertools.combinations(regimes, 2):
+            d = wide[[r1, r2]].dropna()
+            key = f"{r1}_vs_{r2}"
+            if len(d) >= 3:
+                res = stats.kendalltau(d[r1], d[r2], variant="b")
+                row[f"tau_{key}"], row[f"p_{key}"] = float(res.statistic), float(res.pvalue)
+            else:
+                row[f"tau_{key}"], row[f"p_{key}"] = np.nan, np.nan
+            row[f"n_{key}"] = len(d)
+        rows.append(row)
+    return pd.DataFrame(rows)

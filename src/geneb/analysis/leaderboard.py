@@ -1,0 +1,143 @@
+"""Leaderboards: per task, per category (mean MCC over the category's tasks), macro (mean over categories),
+micro (mean over tasks), each with a rank and a Borda rank, for every (protocol, regime).
+
+Aggregation follows the paper (`benchmark_spec.json`, README "Aggregates"): category score = mean of the
+category's task scores; macro = mean of the category scores; micro = mean over tasks; the leaderboard ranks
+by macro. A model that lacks a task another model has in that (protocol, regime) is *incomplete*: its category
+value is the mean over the tasks it has, but its macro and micro are NaN (not comparable) and it gets no rank
+on them.
+
+Borda rank as MTEB computes it (`mteb/benchmarks/_create_table.py`, `_get_borda_rank`): each task gives every
+model `n - rank` votes (n = number of models; rank 1 = best, ties share the average rank; a model without the
+task gets 0 votes from it); models are ranked by their summed votes, ties sharing the lowest rank ("min").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from geneb import __version__
+from geneb.analysis.tables import AnalysisInputError, frame_sha256
+from geneb.categories import CATEGORIES
+
+SCHEMA_VERSION = "1"
+AGGREGATES = ("macro", "micro")
+
+
+def borda_rank(matrix: pd.DataFrame) -> pd.Series:
+    """MTEB's Borda rank of the models (rows) over the tasks (columns) of `matrix`.
+
+    matrix: (n_models, n_tasks) scores, higher is better, NaN = not evaluated. Returns an int Series
+    (n_models,) of ranks, 1 = best. Raises AnalysisInputError for an empty matrix.
+    """
+    if matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise AnalysisInputError("Borda rank needs at least one model and one task")
+    n = matrix.shape[0]
+    votes = np.zeros(n)
+    for col in matrix.columns:
+        x = matrix[col].to_numpy(dtype=float)
+        ok = np.isfinite(x)
+        if not ok.any():
+            continue
+        ranks = np.full(n, np.nan)
+        ranks[ok] = stats.rankdata(-x[ok], method="average")
+        votes += np.where(ok, n - ranks, 0.0)
+    rank = stats.rankdata(-votes, method="min").astype(int)
+    return pd.Series(rank, index=matrix.index, name="borda_rank")
+
+
+def _rank_desc(values: pd.Series) -> pd.Series:
+    """Rank 1 = highest; ties share the lowest rank; NaN stays unranked (pandas Int64 NA)."""
+    return values.rank(method="min", ascending=False).astype("Int64")
+
+
+def category_scores(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (protocol, regime, model, category): mean cell value over the category's tasks.
+
+    cells: per-cell table (`tables.cell_scores`). Returns columns protocol, regime, model, category, value,
+    n_tasks (tasks the model has), n_tasks_expected (tasks of the category any model has in that protocol
+    and regime), complete (n_tasks == n_tasks_expected).
+    """
+    g = cells.groupby(["protocol", "regime", "model", "category"], observed=True)
+    out = g.agg(value=("value", "mean"), n_tasks=("task", "nunique")).reset_index()
+    expected = (
+        cells.groupby(["protocol", "regime", "category"], observed=True)["task"].nunique().rename("n_tasks_expected")
+    )
+    out = out.merge(expected.reset_index(), on=["protocol", "regime", "category"], how="left")
+    out["complete"] = out["n_tasks"] == out["n_tasks_expected"]
+    return out
+
+
+def _aggregates(cells: pd.DataFrame, cats: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (protocol, regime), c in cats.groupby(["protocol", "regime"], observed=True):
+        n_cat = c["category"].nunique()
+        n_task = cells[(cells["protocol"] == protocol) & (cells["regime"] == regime)]["task"].nunique()
+        for model, m in c.groupby("model"):
+            cell = cells[(cells["protocol"] == protocol) & (cells["regime"] == regime) & (cells["model"] == model)]
+            complete = bool(m["complete"].all()) and len(m) == n_cat
+            rows.append({"protocol": protocol, "regime": regime, "model": model, "category": "macro",
+                         "value": m["value"].mean() if complete else np.nan, "n_tasks": len(cell),
+                         "n_tasks_expected": n_task, "complete": complete})  # fmt: skip
+            rows.append({"protocol": protocol, "regime": regime, "model": model, "category": "micro",
+                         "value": cell["value"].mean() if complete else np.nan, "n_tasks": len(cell),
+                         "n_tasks_expected": n_task, "complete": complete})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def leaderboard(cells: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard table (`results/tables/leaderboard.parquet`, docs/data-dictionary.md).
+
+    cells: per-cell table. Returns one row per (protocol, model, regime, category) for the 13 categories plus
+    `macro` and `micro`, with value, n_tasks, n_tasks_expected, complete, rank (by value within protocol,
+    regime and category; 1 = best), borda_rank (over the category's tasks; over all tasks for macro/micro),
+    source, schema_version, geneb_version and input_sha256 (hash of `cells`).
+    Raises AnalysisInputError for an empty table.
+    """
+    if cells.empty:
+        raise AnalysisInputError("leaderboard: no cells")
+    cats = category_scores(cells)
+    table = pd.concat([cats, _aggregates(cells, cats)], ignore_index=True)
+    table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["value"].transform(_rank_desc)
+    borda = []
+    for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
+        wide = c.pivot(index="model", columns="task", values="value")
+        for agg in AGGREGATES:
+            b = borda_rank(wide)
+            borda.append(pd.DataFrame({"protocol": protocol, "regime": regime, "category": agg,
+                                       "model": b.index, "borda_rank": b.to_numpy()}))  # fmt: skip
+        for cat, cc in c.groupby("category", observed=True):
+            b = borda_rank(cc.pivot(index="model", columns="task", values="value"))
+            borda.append(pd.DataFrame({"protocol": protocol, "regime": regime, "category": cat,
+                                       "model": b.index, "borda_rank": b.to_numpy()}))  # fmt: skip
+    table = table.merge(pd.concat(borda), on=["protocol", "regime", "category", "model"], how="left")
+    table["borda_rank"] = table["borda_rank"].astype("Int64")
+    sources = cells.groupby("model")["source"].agg(lambda s: "+".join(sorted(set(s))))
+    table["source"] = table["model"].map(sources)
+    table["schema_version"] = SCHEMA_VERSION
+    table["geneb_version"] = __version__
+    table["input_sha256"] = frame_sha256(cells)
+    order = {c: i for i, c in enumerate((*CATEGORIES, *AGGREGATES))}
+    table["_o"] = table["category"].map(order)
+    table = table.sort_values(["protocol", "regime", "_o", "rank", "model"], na_position="last").drop(columns="_o")
+    return table.reset_index(drop=True)
+
+
+def task_leaderboard(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per-task leaderboard: cells with a `rank` within (protocol, regime, task), 1 = best."""
+    out = cells.copy()
+    out["rank"] = out.groupby(["protocol", "regime", "task"], observed=True)["value"].transform(_rank_desc)
+    return out.sort_values(["protocol", "regime", "category", "task", "rank"]).reset_index(drop=True)
+
+
+def wide_view(board: pd.DataFrame, protocol: str, regime: str) -> pd.DataFrame:
+    """Leaderboard as a (n_models, 13 categories + macro + micro) frame for one protocol and regime, sorted
+    by macro (best first); columns follow the official category order. Raises AnalysisInputError when empty."""
+    b = board[(board["protocol"] == protocol) & (board["regime"] == regime)]
+    if b.empty:
+        raise AnalysisInputError(f"no leaderboard rows for protocol {protocol!r}, regime {regime!r}")
+    wide = b.pivot(index="model", columns="category", values="value")
+    cols = [c for c in (*CATEGORIES, *AGGREGATES) if c in wide.columns]
+    return wide[cols].sort_values("macro", ascending=False, na_position="last")

@@ -1,0 +1,65 @@
+"""Rank instability: how much a model's rank depends on which category, which tasks and which test rows.
+
+* `category_kendall`: Kendall's tau-b (scipy.stats.kendalltau) between the model rankings of every pair of
+  categories (and macro); tau near 1 means the categories agree on the order, near 0 that they do not.
+* `rank_intervals`: each model's rank in each category and on macro with a bootstrap interval: the 2.5 and
+  97.5 percentiles of its rank over paired replicates (`bootstrap.category_replicates`, test rows and tasks
+  resampled), and how often it ranks first. Overlapping rank intervals mean the order is not resolved.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from geneb.analysis.bootstrap import CategoryReplicates
+from geneb.analysis.tables import AnalysisInputError
+
+
+def category_kendall(wide: pd.DataFrame) -> pd.DataFrame:
+    """Kendall tau-b between the columns of `wide` (n_models, n_columns), over models with no NaN.
+
+    wide: e.g. `leaderboard.wide_view` (categories + macro). Returns one row per unordered column pair:
+    a, b, tau, p_value (scipy's exact/asymptotic two-sided test), n_models. Raises AnalysisInputError with
+    fewer than 3 complete models (tau is undefined or meaningless).
+    """
+    w = wide.dropna(how="any")
+    if len(w) < 3:
+        raise AnalysisInputError(f"Kendall tau between categories needs >= 3 models with every category, got {len(w)}")
+    rows = []
+    for a, b in itertools.combinations(w.columns, 2):
+        res = stats.kendalltau(w[a].to_numpy(), w[b].to_numpy(), variant="b")
+        rows.append({"a": a, "b": b, "tau": float(res.statistic), "p_value": float(res.pvalue), "n_models": len(w)})
+    return pd.DataFrame(rows)
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks along axis -2 (models), 1 = highest, ties share the lowest rank."""
+    return stats.rankdata(-x, axis=-2, method="min")
+
+
+def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
+    """Per (model, category incl. macro): value, rank, rank_low, rank_high, p_top1.
+
+    rep: paired replicates (B, M, C + 1). rank_low/rank_high: percentile interval of the model's rank over
+    replicates at `confidence`; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 =
+    best, ties share the lowest rank (scipy.stats.rankdata, method "min").
+    """
+    point_rank = _ranks(rep.point)
+    draw_rank = _ranks(rep.draws)
+    a = (1 - confidence) / 2
+    low = np.quantile(draw_rank, a, axis=0, method="lower")
+    high = np.quantile(draw_rank, 1 - a, axis=0, method="higher")
+    top = (draw_rank == 1).mean(axis=0)
+    rows = []
+    for m, model in enumerate(rep.models):
+        for c, col in enumerate(rep.columns):
+            rows.append({"model": model, "category": col, "value": rep.point[m, c], "rank": int(point_rank[m, c]),
+                         "rank_low": int(low[m, c]), "rank_high": int(high[m, c]), "p_top1": float(top[m, c])})  # fmt: skip
+    out = pd.DataFrame(rows)
+    out["rows_resampled"] = rep.rows_resampled
+    out["n_resamples"] = rep.draws.shape[0]
+    return out

@@ -1,0 +1,58 @@
+"""Category-aware recommendation: for each category (and macro), the best model and the models it cannot be
+told apart from.
+
+Tie rules (config `analysis.recommendation.tie_rule`):
+* "overlap": a model ties with the best when their percentile CIs overlap (its upper end >= the best's
+  lower end). Conservative: overlapping CIs do not prove equality, but non-overlap proves a difference.
+* "paired": a model ties with the best when the paired-bootstrap CI of (best - model) contains 0; uses the
+  pairing of `bootstrap.category_replicates` (same rows, same tasks) and so separates more models.
+Where a column has no CI (a single-task category without per-row predictions), only exact equality ties.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from geneb.analysis.bootstrap import CategoryReplicates
+from geneb.analysis.tables import AnalysisInputError
+
+TIE_RULES = ("overlap", "paired")
+
+
+def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "overlap") -> pd.DataFrame:
+    """Best and tied models per category (incl. macro).
+
+    rep: paired category replicates of one (protocol, regime). Returns rows category, model, role ("best" or
+    "tied"), value, ci_low, ci_high, n_recommended (best + tied), sorted by category then value. Raises
+    AnalysisInputError for an unknown tie rule.
+    """
+    if tie_rule not in TIE_RULES:
+        raise AnalysisInputError(f"tie_rule must be one of {TIE_RULES}, not {tie_rule!r}")
+    low, high = rep.interval(confidence)
+    a = (1 - confidence) / 2
+    rows = []
+    for c, col in enumerate(rep.columns):
+        values = rep.point[:, c]
+        best = int(np.nanargmax(values))
+        has_ci = np.isfinite(low[best, c])
+        chosen = []
+        for m, model in enumerate(rep.models):
+            if m == best:
+                role = "best"
+            elif not has_ci:
+                role = "tied" if values[m] == values[best] else None
+            elif tie_rule == "overlap":
+                role = "tied" if high[m, c] >= low[best, c] else None
+            else:
+                d = rep.draws[:, best, c] - rep.draws[:, m, c]
+                role = "tied" if np.quantile(d, a) <= 0 else None
+            if role:
+                chosen.append({"category": col, "model": model, "role": role, "value": float(values[m]),
+                               "ci_low": float(low[m, c]), "ci_high": float(high[m, c])})  # fmt: skip
+        for r in chosen:
+            r["n_recommended"] = len(chosen)
+        rows += sorted(chosen, key=lambda r: -r["value"])
+    out = pd.DataFrame(rows)
+    out["tie_rule"] = tie_rule
+    return out

@@ -1,0 +1,137 @@
+"""Scale: does a larger model score higher? Spearman's rho between parameter count and aggregate MCC, with a
+bootstrap CI, recomputed with named models excluded; and "reversals", a model at least `ratio` times smaller
+beating a larger one on aggregate MCC, counted among in-domain models.
+
+Parameter counts are the paper's where the registry records one (`params_paper`), else `params`
+(`metadata.model_frame`, column `params_used`). Models without a positive parameter count (k-mer and
+random-init baselines) are not part of the scale analysis. A model is *in-domain* when its pretraining
+domain can cover the benchmark's organisms: its `pretraining_domain` is not one of the configured
+out-of-domain domains, and it is not named in the configured exclusion list (with a reason); see
+docs/analyses.md for the rule and for the paper's 36 in-domain models.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from geneb.analysis.tables import AnalysisInputError
+
+
+def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: int, confidence: float) -> dict[str, float]:
+    """Spearman's rho of paired samples with a percentile bootstrap CI over the pairs.
+
+    x, y: (n,) finite, n >= 3. rho and its two-sided p-value from scipy.stats.spearmanr; the CI from
+    scipy.stats.bootstrap (paired=True, method="percentile", rng=default_rng(seed)). Returns {rho, p_value,
+    ci_low, ci_high, n}. Raises AnalysisInputError for n < 3, non-finite values or unequal lengths.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise AnalysisInputError(f"Spearman: x {x.shape} and y {y.shape} must be equal-length vectors")
+    if len(x) < 3 or not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise AnalysisInputError(f"Spearman needs >= 3 finite pairs, got {len(x)}")
+    res = stats.spearmanr(x, y)
+
+    def rho(a: np.ndarray, b: np.ndarray) -> float:
+        return stats.spearmanr(a, b).statistic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a resample with a constant column gives NaN rho; see nanquantile below
+        boot = stats.bootstrap((x, y), rho, paired=True, vectorized=False, n_resamples=n_resamples,
+                               confidence_level=confidence, method="percentile",
+                               rng=np.random.default_rng(seed))  # fmt: skip
+    dist = boot.bootstrap_distribution
+    a = (1 - confidence) / 2
+    low, high = np.nanquantile(dist, [a, 1 - a])
+    return {"rho": float(res.statistic), "p_value": float(res.pvalue), "ci_low": float(low), "ci_high": float(high), "n": len(x)}
+
+
+def eligible(meta: pd.DataFrame, models: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Split `models` into those with a positive parameter count and the rest ({model: reason})."""
+    keep, dropped = [], {}
+    for m in models:
+        p = meta["params_used"].get(m, np.nan) if m in meta.index else np.nan
+        if not np.isfinite(p):
+            dropped[m] = "no parameter count in the registry"
+        elif p <= 0:
+            dropped[m] = "no trained parameters (baseline)"
+        else:
+            keep.append(m)
+    return keep, dropped
+
+
+def scale_correlations(
+    score: pd.Series,
+    meta: pd.DataFrame,
+    exclusions: dict[str, str],
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> pd.DataFrame:
+    """rho(parameter count, score) over all eligible models, then without the excluded ones.
+
+    score: aggregate MCC per model (e.g. macro, full regime); meta: model metadata; exclusions: {model:
+    reason} from the config. Returns rows `subset` in {"all", "excluding"} with rho, p_value, ci_low, ci_high,
+    n, excluded (semicolon-separated ids; only those present), reasons. The "excluding" row is present only
+    when an excluded model is among the scored ones. Raises AnalysisInputError when fewer than 3 eligible
+    models remain.
+    """
+    score = score.dropna()
+    keep, _ = eligible(meta, list(score.index))
+    rows = []
+    subsets = [("all", keep, [])]
+    present = [m for m in exclusions if m in keep]
+    if present:
+        subsets.append(("excluding", [m for m in keep if m not in present], present))
+    for name, models, excl in subsets:
+        r = spearman_with_ci(meta.loc[models, "params_used"].to_numpy(), score[models].to_numpy(),
+                             n_resamples=n_resamples, seed=seed, confidence=confidence)  # fmt: skip
+        rows.append({"subset": name, **r, "excluded": ";".join(excl),
+                     "reasons": "; ".join(f"{m}: {exclusions[m]}" for m in excl)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def in_domain(meta: pd.DataFrame, models: list[str], exclude_domains: list[str], exclude_models: dict[str, str]) -> pd.DataFrame:
+    """Which of `models` are in-domain, and why not.
+
+    A model is out of domain when it is listed in `exclude_models` (reason given there) or when its
+    `pretraining_domain` is one of `exclude_domains`. Returns a frame indexed by model with in_domain (bool),
+    pretraining_domain and reason.
+    """
+    rows = []
+    for m in models:
+        dom = meta["pretraining_domain"].get(m, "unknown") if m in meta.index else "unknown"
+        if m in exclude_models:
+            rows.append((m, False, dom, exclude_models[m]))
+        elif dom in exclude_domains:
+            rows.append((m, False, dom, f"pretraining domain {dom!r} is configured as out of domain"))
+        else:
+            rows.append((m, True, dom, ""))
+    return pd.DataFrame(rows, columns=["model", "in_domain", "pretraining_domain", "reason"]).set_index("model")
+
+
+def reversals(params: pd.Series, score: pd.Series, ratio: float) -> pd.DataFrame:
+    """Every ordered pair in which a model at least `ratio` times smaller scores higher than a larger one.
+
+    params, score: per model (same index; NaN rows dropped). A pair (small, large) counts when
+    params[large] >= ratio * params[small] and score[small] > score[large] (ties do not count). Returns
+    columns smaller, larger, params_smaller, params_larger, size_ratio, score_smaller, score_larger, margin,
+    sorted by margin (largest first). Raises AnalysisInputError for ratio <= 1.
+    """
+    if not ratio > 1:
+        raise AnalysisInputError(f"reversal size ratio must be > 1, got {ratio}")
+    df = pd.DataFrame({"p": params, "s": score}).dropna()
+    rows = []
+    for a, b in itertools.permutations(df.index, 2):
+        pa, pb, sa, sb = df.at[a, "p"], df.at[b, "p"], df.at[a, "s"], df.at[b, "s"]
+        if pb >= ratio * pa and sa > sb:
+            rows.append({"smaller": a, "larger": b, "params_smaller": pa, "params_larger": pb, "size_ratio": pb / pa,
+                         "score_smaller": sa, "score_larger": sb, "margin": sa - sb})  # fmt: skip
+    cols = ["smaller", "larger", "params_smaller", "params_larger", "size_ratio", "score_smaller", "score_larger", "margin"]
+    return pd.DataFrame(rows, columns=cols).sort_values("margin", ascending=False).reset_index(drop=True)

@@ -1,0 +1,89 @@
+"""Shared figure style: a colour-blind-safe palette, paper-column sizes and PNG + PDF output.
+
+Palette: Okabe & Ito (2008), "Color Universal Design", the eight colours distinguishable under the common
+colour-vision deficiencies. Sequential maps: `cividis` (Nuñez, Anderton & Renslow 2018), designed to read
+the same with and without deuteranopia. Sizes: a single column is 3.35 in (85 mm) wide and a full page width
+7.0 in (178 mm), the usual two-column journal and conference layouts.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from geneb.atomic import atomic_path  # noqa: E402
+
+OKABE_ITO: tuple[str, ...] = (
+    "#E69F00",  # orange
+    "#56B4E9",  # sky blue
+    "#009E73",  # bluish green
+    "#0072B2",  # blue
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+#: line/marker colours (Okabe-Ito without yellow, which is too faint as a thin line on white)
+LINE_COLOURS: tuple[str, ...] = tuple(c for c in OKABE_ITO if c != "#F0E442")
+GREY = "#9E9E9E"
+SEQUENTIAL = "cividis"
+DIVERGING = "PuOr"  # orange-purple, readable under deuteranopia and protanopia
+SINGLE_COLUMN = 3.35
+DOUBLE_COLUMN = 7.0
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+RC = {
+    "font.size": 7,
+    "axes.titlesize": 8,
+    "axes.labelsize": 7,
+    "xtick.labelsize": 6,
+    "ytick.labelsize": 6,
+    "legend.fontsize": 6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "pdf.fonttype": 42,  # embed TrueType: text stays editable and searchable
+    "svg.fonttype": "none",
+    "savefig.dpi": 300,
+    "figure.dpi": 100,
+}
+
+
+@contextmanager
+def paper_style():
+    """Context in which matplotlib uses the paper rc settings (fonts 6-8 pt, no top/right spines)."""
+    with plt.rc_context(RC):
+        yield
+
+
+def save(fig, png_path: str | Path) -> tuple[Path, Path]:
+    """Save `fig` as `png_path` (300 dpi) and the same name with `.pdf`, atomically; close the figure.
+
+    Returns (png, pdf) paths. Raises ValueError when png_path does not end in .png.
+    """
+    png = Path(png_path)
+    if png.suffix != ".png":
+        raise ValueError(f"figure path must end in .png, got {png}")
+    pdf = png.with_suffix(".pdf")
+    for path, fmt in ((png, "png"), (pdf, "pdf")):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata={"Software": "geneb"} if fmt == "png" else None)
+    plt.close(fig)
+    return png, pdf
+
+
+def short(label: str, width: int = 28) -> str:
+    """Shorten a long model or task label to `width` characters with a middle ellipsis."""
+    return label if len(label) <= width else label[: width // 2 - 1] + "…" + label[-(width // 2 - 1) :]
+
+
+def empty_figure(message: str, width: float = SINGLE_COLUMN):
+    """A small figure that states why there is nothing to plot (an output must still exist)."""
+    fig, ax = plt.subplots(figsize=(width, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    return fig
