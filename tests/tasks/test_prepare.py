@@ -101,7 +101,7 @@ def test_label_and_class_errors(tmp_path, catalogue):
     (root / TASK).mkdir(parents=True)
     _write_split(root / TASK / "train.csv.gz", [("ACGT", 0), ("ACGA", 1)])
     _write_split(root / TASK / "test.csv.gz", [("ACGT", 0), ("ACGA", "x")])
-    with pytest.raises(TaskDataError, match="split 'test', row 1: label 'x' is not an integer"):
+    with pytest.raises(TaskDataError, match="split 'test', row 1: label 'x' is not an integer while other labels are"):
         prepare(tmp_path, open_source(str(root)), catalogue)
     _write_split(root / TASK / "test.csv.gz", [("ACGT", 0), ("ACGA", 2)])
     with pytest.raises(TaskDataError, match=r"classes \[2\] never occur in train"):
@@ -180,3 +180,13 @@ def test_source_resolution_env_overrides_config(monkeypatch, catalogue, tmp_path
     assert source_string(paper, {"task_source": "x"}).startswith("hf:DeepPavlov/geneb-tasks@")
     monkeypatch.setenv("GENEB_PAPER_TASK_SOURCE", "hf:/local/copy")
     assert source_string(paper, {"task_source": "x"}) == "hf:/local/copy"
+
+
+def test_named_labels_map_to_sorted_class_indices_and_are_recorded(tmp_path, shared, catalogue):
+    task = "dnadiffusion_dhs_hepg2_vs_k562"  # labels 'HepG2' / 'K562'
+    card = prepare(tmp_path, open_source(str(shared / "data/tasks")), catalogue, task=task, caps={"max_train": 200, "max_test": 100})
+    assert card["label_names"] == {"0": "HepG2", "1": "K562"}
+    raw = pd.read_csv(shared / f"data/tasks/{task}/train.csv.gz")
+    train = pd.read_parquet(tmp_path / task / "train.parquet")
+    expected = raw.loc[train["row"], "label"].map({"HepG2": 0, "K562": 1}).to_numpy()
+    assert (train["label"].to_numpy() == expected).all()

@@ -32,21 +32,58 @@ class TaskDataError(ValueError):
     """Task data that breaks a rule (labels, classes, columns); the message names task, split, row, value."""
 
 
-def parse_labels(raw: pd.Series, rows: pd.Series, *, task: str, split: str) -> np.ndarray:
-    """Labels as int64 (n,). Raises TaskDataError naming the first row whose label is not an integer."""
+def _as_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            f = float(text)
+        except ValueError:
+            return None
+        return int(f) if f.is_integer() else None
+
+
+def label_encoding(raw: dict[str, pd.DataFrame], *, task: str) -> dict[str, int] | None:
+    """How the raw labels of all splits map to class indices.
+
+    Integer labels (every label parses as an integer) are used as they are: returns None. Named labels (no
+    label parses as an integer, e.g. 'HepG2'/'K562') map to 0..n-1 in sorted name order, which keeps the
+    paper protocol's "classes in sorted label order". Raises TaskDataError naming the first row of a split
+    whose label kind differs from the rest (a mix of integers and names), or an empty label.
+    """
+    kinds: dict[bool, tuple[str, int, str]] = {}
+    names: set[str] = set()
+    for split, df in raw.items():
+        for row, v in zip(df["row"], df["label"]):
+            text = str(v).strip()
+            if not text:
+                raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: empty label")
+            is_int = _as_int(text) is not None
+            kinds.setdefault(is_int, (split, int(row), text))
+            if not is_int:
+                names.add(text)
+    if len(kinds) > 1:
+        split, row, text = kinds[True]
+        s2, r2, t2 = kinds[False]
+        raise TaskDataError(
+            f"task {task!r}, split {s2!r}, row {r2}: label {t2!r} is not an integer while other labels are "
+            f"(e.g. split {split!r}, row {row}: {text!r}); labels must be all integers or all names"
+        )
+    if True in kinds:
+        return None
+    return {name: i for i, name in enumerate(sorted(names))}
+
+
+def parse_labels(raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | None, *, task: str, split: str) -> np.ndarray:
+    """Labels as int64 (n,), through `encoding` for named labels (see label_encoding). Raises TaskDataError
+    naming the row for a label outside the encoding or a non-integer label."""
     values = np.empty(len(raw), dtype=np.int64)
     for i, (row, v) in enumerate(zip(rows, raw)):
         text = str(v).strip()
-        try:
-            values[i] = int(text)
-        except ValueError:
-            try:
-                f = float(text)
-            except ValueError:
-                f = float("nan")
-            if not f.is_integer():
-                raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: label {v!r} is not an integer") from None
-            values[i] = int(f)
+        value = encoding.get(text) if encoding is not None else _as_int(text)
+        if value is None:
+            raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: label {v!r} is not an integer")
+        values[i] = value
     return values
 
 
@@ -67,12 +104,17 @@ def _length_stats(seqs: pd.Series) -> dict[str, int]:
     return {"len_min": int(lengths.min()), "len_max": int(lengths.max()), "len_median": int(lengths.median())}
 
 
-def load_checked_split(task: str, split: str, source: TaskSource, policy: AlphabetPolicy) -> pd.DataFrame:
-    """Read one split from `source` and apply the label and alphabet checks; columns row, sequence, label."""
+def read_raw_split(task: str, split: str, source: TaskSource) -> pd.DataFrame:
+    """The raw split from `source` (columns row, sequence, label); raises TaskDataError if it has no rows."""
     raw = source.read_split(task, split)
     if raw.empty:
         raise TaskDataError(f"task {task!r}, split {split!r}: no rows in {source.description}")
-    labels = parse_labels(raw["label"], raw["row"], task=task, split=split)
+    return raw
+
+
+def check_split(raw: pd.DataFrame, encoding: dict[str, int] | None, policy: AlphabetPolicy, *, task: str, split: str) -> pd.DataFrame:
+    """Apply the label and alphabet checks to a raw split; columns row, sequence, label (int64)."""
+    labels = parse_labels(raw["label"], raw["row"], encoding, task=task, split=split)
     seqs = [policy.apply(s, task=task, split=split, row=int(r)) for r, s in zip(raw["row"], raw["sequence"])]
     return pd.DataFrame({"row": raw["row"].astype(np.int64), "sequence": pd.Series(seqs, dtype="string"), "label": labels})
 
@@ -96,8 +138,10 @@ def prepare_task(
     splits: dict[str, pd.DataFrame] = {}
     card_splits: dict[str, Any] = {}
     cap_record: dict[str, Any] = {}
+    raw = {split: read_raw_split(task, split, source) for split in SPLITS}
+    encoding = label_encoding(raw, task=task)
     for split in SPLITS:
-        df = load_checked_split(task, split, source, policy)
+        df = check_split(raw[split], encoding, policy, task=task, split=split)
         n_source = len(df)
         cap = caps.get(f"max_{split}")
         if cap is not None and n_source > cap:
@@ -131,6 +175,7 @@ def prepare_task(
         "source": source.description,
         "n_classes": len(train_classes),
         "classes": sorted(int(c) for c in train_classes),
+        "label_names": {str(i): name for name, i in encoding.items()} if encoding else None,
         "splits": card_splits,
         "train_test_overlap": train_test_overlap(splits["train"], splits["test"]),
         "caps": cap_record,
