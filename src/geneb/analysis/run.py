@@ -20,6 +20,7 @@ from geneb import __version__
 from geneb.analysis import bootstrap, contamination, difficulty, fewshot, pairs, ranks, recommend, scale
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.metadata import entries
+from geneb.analysis.outputs import ANALYSIS_TABLES, LEADERBOARD_TABLES
 from geneb.analysis.tables import AnalysisInputError, CELL_KEYS, cell_scores, frame_sha256, task_categories, task_matrix
 from geneb.atomic import atomic_path, write_text_atomic
 from geneb.provenance import package_versions, stable_hash
@@ -49,13 +50,6 @@ DEFAULTS: dict[str, Any] = {
     "submission": {"submitted_by": ""},
 }
 
-#: the tables of the `leaderboard` target
-LEADERBOARD_TABLES: tuple[str, ...] = ("leaderboard", "leaderboard_tasks", "contamination")
-#: the tables of the analyses (after the leaderboard), in report order
-ANALYSIS_TABLES: tuple[str, ...] = (
-    "models", "rank_intervals", "category_kendall", "scale", "in_domain", "reversals", "matched_pairs", "fewshot_drops",
-    "fewshot_inverse", "fewshot_regimes", "near_random", "task_variance", "specialists", "recommendations",
-)  # fmt: skip
 TABLES: tuple[str, ...] = LEADERBOARD_TABLES + ANALYSIS_TABLES
 
 
@@ -204,7 +198,10 @@ def run_analyses(
                 rsum["top_model"] = str(macro.idxmax())
                 rsum["top_macro"] = float(macro.max())
             eligible, dropped = scale.eligible(model_meta, list(macro.index))
-            if len(eligible) >= 3:
+            why_not = scale.why_no_correlation(model_meta.loc[eligible, "params_used"] if eligible else pd.Series(dtype=float), macro[eligible])
+            if why_not:
+                rsum["scale_skipped"] = why_not
+            else:
                 sc = scale.scale_correlations(macro[eligible], model_meta, exclusions, n_resamples=n_b, seed=seed, confidence=conf)
                 out["scale"].append(sc.assign(**tag))
                 rsum["spearman"] = {r["subset"]: {k: r[k] for k in ("rho", "ci_low", "ci_high", "p_value", "n", "excluded")}

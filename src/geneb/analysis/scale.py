@@ -51,6 +51,17 @@ def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: in
     return {"rho": float(res.statistic), "p_value": float(res.pvalue), "ci_low": float(low), "ci_high": float(high), "n": len(x)}
 
 
+def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
+    """'' when rho(params, score) is defined; else why not (fewer than 3 models, or a constant column)."""
+    if len(params) < 3:
+        return f"only {len(params)} models with a positive parameter count (3 needed)"
+    if params.nunique() < 2:
+        return "every model has the same parameter count"
+    if score.nunique() < 2:
+        return "every model has the same score"
+    return ""
+
+
 def eligible(meta: pd.DataFrame, models: list[str]) -> tuple[list[str], dict[str, str]]:
     """Split `models` into those with a positive parameter count and the rest ({model: reason})."""
     keep, dropped = [], {}

@@ -26,12 +26,14 @@ METRICS = ("MCC", "Acc", "F1")
 META_KEYS = ("display", "params", "url", "zero_shot", "training_data", "provenance", "submitted_by")
 
 
-def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], task_meta: pd.DataFrame, *, meta: dict[str, Any]) -> dict[str, Any]:
+def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], task_meta: pd.DataFrame, *, meta: dict[str, Any],
+                     exclude: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:  # fmt: skip
     """The schema-1.0 submission of `model` from a validated score table.
 
     scores: GENEB score table (its `geneb-paper` rows of `model` are used); spec: `benchmark_spec.json`;
     task_meta: the catalogue (maps mirrored tasks onto paper ids); meta: the `meta` block (keys META_KEYS;
-    missing keys become "" / False / 0). Raises AnalysisInputError when the model has no comparable task, or
+    missing keys become "" / False / 0); exclude: task ids (GENEB or paper ids) left out, e.g. the tasks the
+    model was trained on (contamination). Raises AnalysisInputError when the model has no comparable task, or
     when two of its tasks map onto the same paper task.
     """
     rows = scores[(scores["protocol"] == PROTOCOL) & (scores["model"] == model) & scores["metric"].isin(METRICS)]
@@ -39,7 +41,7 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
     known = {t["id"] for t in spec["tasks"]}
     rows = rows[rows["task"].isin(ok)].copy()
     rows["paper_task"] = rows["task"].map(ok)
-    rows = rows[rows["paper_task"].isin(known)]
+    rows = rows[rows["paper_task"].isin(known) & ~rows["task"].isin(exclude) & ~rows["paper_task"].isin(exclude)]
     if rows.empty:
         raise AnalysisInputError(f"model {model!r} has no {PROTOCOL} result on a task with the paper's data and split")
     clash = rows.groupby("paper_task")["task"].nunique()

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from geneb.analysis.outputs import FIGURES
 from geneb.analysis.tables import AnalysisInputError
 from geneb.figures import bump, fewshot, forest, heatmap, scale, variance
 from geneb.figures.style import paper_style, save
 
-FIGURES: tuple[str, ...] = ("heatmap", "scale", "rank_bump", "fewshot", "matched_pairs", "task_variance")
 
 
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:

@@ -1,0 +1,91 @@
+"""File-level entry points of the analysis, figure and report rules: each reads its inputs, calls the library
+and writes its outputs, so the `workflow/scripts/*.py` shims only map Snakemake's input/output/params.
+
+Views: "geneb" (a GENEB run: the registry's metadata, per-row predictions) and "published" (the paper's
+40 models imported from the reference folder: metadata from its models.tsv, no predictions).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pandas as pd
+
+from geneb.analysis import compare, metadata, published, run, submission
+from geneb.analysis.tables import AnalysisInputError, load_scores
+from geneb.atomic import atomic_path
+
+log = logging.getLogger(__name__)
+
+
+def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    if view == "published":
+        pub = settings["published"]
+        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), []
+    return metadata.load_model_meta(models_yaml), metadata.declared_pairs(models_yaml)
+
+
+def leaderboard_step(*, scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any], view: str, outputs: dict[str, str]) -> None:
+    """Rule `leaderboard`: write leaderboard, leaderboard_tasks and contamination tables to `outputs[name]`."""
+    settings = run.resolve_settings(analysis_config, view)
+    meta, _ = _meta(view, models_yaml, settings)
+    tables = run.leaderboard_tables(load_scores(scores), meta, metadata.load_task_meta(tasks_tsv), settings)
+    for name in run.LEADERBOARD_TABLES:
+        with atomic_path(outputs[name]) as tmp:
+            tables[name].to_parquet(tmp, index=False)
+    board = tables["leaderboard"]
+    log.info("leaderboard: %d rows, %d models, %d contaminated cells", len(board), board["model"].nunique(), len(tables["contamination"]))
+
+
+def analyses_step(*, scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any], view: str,
+                  predictions_root: str | None, outdir: str) -> None:  # fmt: skip
+    """Rule `analyses`: every analysis table (run.ANALYSIS_TABLES) and analysis_summary.json in `outdir`."""
+    settings = run.resolve_settings(analysis_config, view)
+    meta, pairs = _meta(view, models_yaml, settings)
+    tables, summary = run.run_analyses(load_scores(scores), model_meta=meta, task_meta=metadata.load_task_meta(tasks_tsv),
+                                       declared_pairs=pairs, settings=settings, predictions_root=predictions_root)  # fmt: skip
+    summary["view"] = view
+    for path in run.write_tables(tables, summary, outdir, run.ANALYSIS_TABLES):
+        log.info("wrote %s", path)
+
+
+def import_published_step(*, folder: str, output: str) -> None:
+    """Rule `import_published`: the published results as a GENEB score table at `output`."""
+    scores = published.import_published(folder)
+    with atomic_path(output) as tmp:
+        scores.to_parquet(tmp, index=False)
+    log.info("imported %d published rows (%d models, %d tasks)", len(scores), scores["model"].nunique(), scores["task"].nunique())
+
+
+def compare_step(*, scores: str, published_scores: str, tasks_tsv: str, board_out: str, left_out: str) -> None:
+    """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks."""
+    board, left = compare.compare_with_published(load_scores(scores), load_scores(published_scores), metadata.load_task_meta(tasks_tsv))
+    for df, path in ((board, board_out), (left, left_out)):
+        with atomic_path(path) as tmp:
+            df.to_parquet(tmp, index=False)
+    log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))
+
+
+def submission_step(*, scores: str, models_yaml: str, tasks_tsv: str, spec_dir: str, model: str, submitted_by: str, output: str) -> None:
+    """Rule `submission`: `model`'s schema-1.0 submission file at `output`, validated against the spec; the
+    tasks the model was trained on (registry `trained_on_tasks`) are left out.
+
+    Raises AnalysisInputError listing the problems when the file would not validate.
+    """
+    meta = metadata.load_registry(models_yaml)["models"].get(model, {})
+    src = meta.get("source") or {}
+    url = f"https://huggingface.co/{src['hub_id']}" if src.get("hub_id") else src.get("origin", "")
+    params = meta.get("params", 0)
+    sub_meta = {"display": meta.get("display", model), "params": int(params) if params is not None else 0, "url": url,
+                "zero_shot": False, "training_data": meta.get("pretraining_data", ""),
+                "provenance": f"geneb run, protocol {published.PROTOCOL}", "submitted_by": submitted_by}  # fmt: skip
+    spec = published.load_spec(spec_dir)
+    trained = frozenset(meta.get("trained_on_tasks") or ())
+    sub = submission.build_submission(load_scores(scores), model, spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained)
+    problems = submission.validate_submission(sub, spec)
+    if problems:
+        raise AnalysisInputError(f"submission of {model!r} does not validate: {problems[:5]}")
+    submission.write_submission(sub, output)
+    log.info("submission for %s: %s", model, json.dumps({r: len(t) for r, t in sub["results"].items()}))

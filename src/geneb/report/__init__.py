@@ -1,0 +1,2 @@
+"""The self-contained HTML report of a run (`html.build_report`) and the captions it shares with
+`snakemake --report` (`captions.CAPTIONS`)."""

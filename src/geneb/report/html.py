@@ -1,0 +1,164 @@
+"""One self-contained HTML page with the analysis tables and figures of a run, and the configuration and
+package versions that made them.
+
+Self-contained: the figures are inlined as base64 PNG data URIs, the style sheet is inline, and nothing is
+fetched from the network, so the file can be mailed, archived or opened offline. Every table cell is HTML
+escaped (pandas `to_html(escape=True)`).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from geneb import __version__
+from geneb.analysis.leaderboard import wide_view
+from geneb.analysis.tables import REGIMES, AnalysisInputError
+from geneb.atomic import write_text_atomic
+from geneb.analysis.outputs import FIGURES
+from geneb.figures.render import choose_protocol
+from geneb.report.captions import CAPTIONS
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.4}
+h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.8em;margin:.5em 0}th,td{border:1px solid #ddd;padding:2px 6px;
+text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.85em;color:#444}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
+.headline li{margin:.2em 0}.note{color:#666;font-size:.85em}
+"""
+
+
+def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
+    if df is None or df.empty:
+        return '<p class="note">(no rows)</p>'
+    shown = df.head(max_rows)
+    out = shown.to_html(index=False, escape=True, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0)
+    if len(df) > max_rows:
+        out += f'<p class="note">first {max_rows} of {len(df)} rows; the full table is in the parquet file.</p>'
+    return out
+
+
+def _figure(png: Path, name: str) -> str:
+    if not png.exists():
+        raise AnalysisInputError(f"report: figure {png} not found; render the figures first")
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    cap = html.escape(CAPTIONS.get(name, ""))
+    return (f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" src="data:image/png;base64,{data}">'
+            f"<figcaption>{cap}</figcaption></figure>")  # fmt: skip
+
+
+def _read(tables_dir: Path, name: str) -> pd.DataFrame:
+    path = tables_dir / f"{name}.parquet"
+    if not path.exists():
+        raise AnalysisInputError(f"report: table {path} not found; run the analyses first")
+    return pd.read_parquet(path).drop(columns=["settings_hash", "input_sha256"], errors="ignore")
+
+
+def _headline(summary: dict[str, Any], protocol: str) -> str:
+    p = summary["protocols"].get(protocol, {})
+    items = []
+    regimes = p.get("regimes", {})
+    for regime in sorted(regimes, key=lambda r: REGIMES.index(r) if r in REGIMES else len(REGIMES)):
+        r = regimes[regime]
+        parts = [f"<b>{html.escape(regime)}</b>: {r.get('n_models')} models × {r.get('n_tasks')} tasks"]
+        if r.get("top_model"):
+            parts.append(f"top by macro MCC: {html.escape(r['top_model'])} ({r['top_macro']:.3f})")
+        for subset, s in (r.get("spearman") or {}).items():
+            label = "all models" if subset == "all" else f"excluding {html.escape(s['excluded'])}"
+            parts.append(f"Spearman ρ(params, macro MCC), {label}: {s['rho']:.3f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], n = {s['n']}")
+        if "n_reversals" in r:
+            parts.append(f"{r['n_in_domain']} in-domain models; {r['n_reversals']} reversals (a ≥{summary['settings']['scale']['reversal_ratio']:g}× smaller model beats a larger one)")
+        if r.get("mean_kendall_tau_between_categories") is not None:
+            parts.append(f"mean Kendall τ between category rankings: {r['mean_kendall_tau_between_categories']:.3f}")
+        if "matched_pairs_significant" in r:
+            parts.append(f"matched-pair tests significant after BH: {r['matched_pairs_significant']} of {r['matched_pairs_tested']}")
+        parts.append(f"near-random tasks: {len(r.get('near_random_tasks', []))}")
+        items.append("<li>" + "; ".join(parts) + "</li>")
+    if "categories_whose_top_model_changes" in p:
+        items.append(f"<li>categories whose top model changes between regimes: {p['categories_whose_top_model_changes']}</li>")
+    return '<ul class="headline">' + "".join(items) + "</ul>"
+
+
+def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str | Path, *, config: dict[str, Any],
+                 title: str = "GENEB report", protocol: str | None = None, regime: str = "full") -> Path:  # fmt: skip
+    """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
+
+    config: the workflow configuration that made the run (shown verbatim). The page holds: headline
+    statistics, the leaderboard, each figure with its caption, the analysis tables, the contamination list,
+    the configuration, the analysis settings and package versions. Raises AnalysisInputError when a table
+    or figure is missing.
+    """
+    tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
+    summary = json.loads((tables_dir / "analysis_summary.json").read_text())
+    board = _read(tables_dir, "leaderboard")
+    protocol = choose_protocol(board, protocol)
+    t = {name: _read(tables_dir, name) for name in (
+        "rank_intervals", "scale", "in_domain", "reversals", "matched_pairs", "fewshot_drops", "fewshot_regimes",
+        "near_random", "task_variance", "specialists", "recommendations", "contamination", "models")}  # fmt: skip
+
+    def sel(df: pd.DataFrame, **kw: str) -> pd.DataFrame:
+        for k, v in kw.items():
+            if k in df.columns:
+                df = df[df[k] == v]
+        return df.drop(columns=[k for k in ("protocol", "regime") if k in df.columns])
+
+    display = dict(zip(t["models"]["model"], t["models"]["display"]))
+    wide = wide_view(board, protocol, regime)
+    wide.columns.name = None
+    wide.insert(0, "display", [display.get(m, m) for m in wide.index])
+    wide = wide.reset_index()
+    ri = sel(t["rank_intervals"], protocol=protocol, regime=regime)
+    ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]]
+    mp = sel(t["matched_pairs"], protocol=protocol, regime=regime)
+    mp = mp[mp["significant"].fillna(False).astype(bool)] if len(mp) else mp
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<p class='note'>protocol {html.escape(protocol)}, regime {html.escape(regime)}; generated {now} by geneb "
+        f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
+        f"methods: docs/analyses.md</p>",
+        "<h2 id='headline'>Headline statistics</h2>", _headline(summary, protocol),
+        "<h2 id='leaderboard'>Leaderboard</h2>", f"<p>{html.escape(CAPTIONS['leaderboard'])}</p>", _table(wide, 3, 200),
+        "<h3>Macro rank with 95% bootstrap interval</h3>", _table(ri.sort_values("rank"), 3, 200),
+        "<h2 id='figures'>Figures</h2>",
+    ]
+    parts += [_figure(figures_dir / f"{name}.png", name) for name in FIGURES]
+    sections = [
+        ("Scale: Spearman ρ", sel(t["scale"], protocol=protocol, regime=regime)),
+        ("In-domain models (reversal count)", sel(t["in_domain"], protocol=protocol, regime=regime)),
+        ("Reversals", sel(t["reversals"], protocol=protocol, regime=regime)),
+        ("Matched pairs significant after Benjamini-Hochberg", mp),
+        ("Few-shot drops (macro MCC)", sel(t["fewshot_drops"], protocol=protocol)),
+        ("Top model per regime and Kendall τ between regimes", sel(t["fewshot_regimes"], protocol=protocol)),
+        ("Near-random tasks", sel(t["near_random"], protocol=protocol, regime=regime).query("near_random")),
+        ("High-variance tasks", sel(t["task_variance"], protocol=protocol, regime=regime).query("high_variance")),
+        ("Category winners and specialists", sel(t["specialists"], protocol=protocol, regime=regime)),
+        ("Recommendation per category", sel(t["recommendations"], protocol=protocol, regime=regime)),
+        ("Contaminated cells (left out of rankings by default)", t["contamination"]),
+        ("Models", t["models"]),
+    ]
+    parts.append("<h2 id='tables'>Analysis tables</h2>")
+    for heading, df in sections:
+        parts += [f"<h3>{html.escape(heading)}</h3>", _table(df)]
+    versions = dict(summary.get("package_versions", {}), python=platform.python_version())
+    parts += [
+        "<h2 id='provenance'>Configuration and versions</h2>",
+        "<h3>Workflow configuration</h3>", f"<pre>{html.escape(yaml.safe_dump(config, sort_keys=False))}</pre>",
+        "<h3>Analysis settings (effective)</h3>", f"<pre>{html.escape(yaml.safe_dump(summary['settings'], sort_keys=False))}</pre>",
+        "<h3>Package versions</h3>", f"<pre>{html.escape(yaml.safe_dump(versions, sort_keys=True))}</pre>",
+        "</body></html>",
+    ]
+    write_text_atomic(out_path, "\n".join(parts))
+    return Path(out_path)

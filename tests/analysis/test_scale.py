@@ -1,0 +1,65 @@
+"""Scale: Spearman rho with CI (scipy), exclusions, in-domain rule, reversals (planted)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from synth import meta
+
+from geneb.analysis import scale
+from geneb.analysis.tables import AnalysisInputError
+
+
+def test_planted_rho_equals_the_rank_formula_and_scipy():
+    params = np.array([1e6, 2e6, 5e6, 1e7, 5e7, 1e8, 3e8, 1e9])
+    # score ranks 1 2 4 3 5 7 6 8: d^2 = 0 0 1 1 0 1 1 0 -> rho = 1 - 6*4 / (8*63) = 0.952380...
+    score = np.array([0.1, 0.2, 0.4, 0.3, 0.5, 0.7, 0.6, 0.8])
+    r = scale.spearman_with_ci(params, score, n_resamples=999, seed=0, confidence=0.95)
+    assert r["rho"] == pytest.approx(1 - 6 * 4 / (8 * 63))
+    assert r["rho"] == pytest.approx(stats.spearmanr(params, score).statistic)
+    assert r["p_value"] == pytest.approx(stats.spearmanr(params, score).pvalue)
+    assert r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1
+
+
+def test_exclusion_recomputes_rho_without_the_named_model():
+    models = [f"m{i}" for i in range(10)]
+    m = meta({k: {"params": 10 ** (6 + i / 2)} for i, k in enumerate(models)})
+    score = pd.Series(np.linspace(0.3, 0.6, 10), index=models)
+    score["m9"] = 0.1  # the largest model is an outlier
+    out = scale.scale_correlations(score, m, {"m9": "planted outlier"}, n_resamples=200, seed=0, confidence=0.95).set_index("subset")
+    assert out.loc["excluding", "rho"] == pytest.approx(1.0) and out.loc["all", "rho"] < 0.8
+    assert out.loc["excluding", "n"] == 9 and "planted outlier" in out.loc["excluding", "reasons"]
+
+
+def test_planted_reversals_are_counted_among_in_domain_models():
+    m = meta({
+        "tiny": {"params": 1e6, "pretraining_domain": "human"},
+        "small": {"params": 4e6, "pretraining_domain": "human"},
+        "big": {"params": 5e6, "pretraining_domain": "multispecies"},
+        "huge": {"params": 1e9, "pretraining_domain": "prokaryote"},
+    })  # fmt: skip
+    score = pd.Series({"tiny": 0.6, "small": 0.5, "big": 0.4, "huge": 0.3})
+    dom = scale.in_domain(m, list(score.index), ["prokaryote"], {})
+    assert dom["in_domain"].to_dict() == {"tiny": True, "small": True, "big": True, "huge": False}
+    ind = dom.index[dom["in_domain"]].tolist()
+    rev = scale.reversals(m.loc[ind, "params_used"], score[ind], 5)
+    # only tiny (1M) vs big (5M): ratio exactly 5 counts (>= 5x); small vs big is 1.25x
+    assert rev[["smaller", "larger"]].values.tolist() == [["tiny", "big"]]
+    everyone = scale.reversals(m["params_used"], score, 5)
+    assert len(everyone) == 4  # tiny, small, big all beat huge, and tiny beats big
+    assert scale.in_domain(m, ["big"], [], {"big": "listed"}).loc["big", "reason"] == "listed"
+
+
+def test_ties_do_not_count_and_ratio_must_exceed_one():
+    rev = scale.reversals(pd.Series({"a": 1.0, "b": 10.0}), pd.Series({"a": 0.5, "b": 0.5}), 5)
+    assert rev.empty
+    with pytest.raises(AnalysisInputError):
+        scale.reversals(pd.Series({"a": 1.0}), pd.Series({"a": 0.5}), 1)
+
+
+def test_paper_params_take_precedence_and_baselines_are_left_out():
+    m = meta({"x": {"params": 537e6, "params_paper": 1e9}, "k": {"params": 0}, "u": {}})
+    assert m.loc["x", "params_used"] == 1e9
+    keep, dropped = scale.eligible(m, ["x", "k", "u", "missing"])
+    assert keep == ["x"] and set(dropped) == {"k", "u", "missing"}
+    assert "same parameter count" in scale.why_no_correlation(pd.Series([1.0, 1.0, 1.0]), pd.Series([0.1, 0.2, 0.3]))

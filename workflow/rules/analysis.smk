@@ -1,0 +1,136 @@
+# Stage 5: the paper's analyses on the score tables (docs/analyses.md). The published results of the paper's
+# 40 models go through the same rules under results/published/ (rules published_*), so they never clash with
+# a run's own outputs. params carry the analysis settings (the rerun key).
+
+
+rule leaderboard:
+    input:
+        scores="results/tables/scores.parquet",
+        models=config["model_sheet"],
+        tasks=config["task_sheet"],
+    output:
+        leaderboard=report(
+            "results/tables/leaderboard.parquet",
+            caption="../report/leaderboard.rst",
+            category="Tables",
+        ),
+        leaderboard_tasks="results/tables/leaderboard_tasks.parquet",
+        contamination="results/tables/contamination.parquet",
+    params:
+        analysis=config["analysis"],
+        view="geneb",
+    log:
+        "logs/analysis/leaderboard.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/leaderboard.py"
+
+
+rule analyses:
+    input:
+        scores="results/tables/scores.parquet",
+        predictions=prediction_tables,
+        models=config["model_sheet"],
+        tasks=config["task_sheet"],
+    output:
+        tables=expand("results/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        summary="results/tables/analysis_summary.json",
+    params:
+        analysis=config["analysis"],
+        view="geneb",
+    log:
+        "logs/analysis/analyses.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/analyses.py"
+
+
+rule import_published:
+    input:
+        **PUBLISHED_FILES,
+    output:
+        "results/published/tables/scores.parquet",
+    log:
+        "logs/analysis/import_published.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/import_published.py"
+
+
+use rule leaderboard as published_leaderboard with:
+    input:
+        scores="results/published/tables/scores.parquet",
+        models=config["model_sheet"],
+        tasks=config["task_sheet"],
+        paper_models=PUBLISHED_FILES["models"],
+    output:
+        leaderboard="results/published/tables/leaderboard.parquet",
+        leaderboard_tasks="results/published/tables/leaderboard_tasks.parquet",
+        contamination="results/published/tables/contamination.parquet",
+    params:
+        analysis=config["analysis"],
+        view="published",
+    log:
+        "logs/analysis/published_leaderboard.log",
+
+
+use rule analyses as published_analyses with:
+    input:
+        scores="results/published/tables/scores.parquet",
+        models=config["model_sheet"],
+        tasks=config["task_sheet"],
+        paper_models=PUBLISHED_FILES["models"],
+    output:
+        tables=expand("results/published/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        summary="results/published/tables/analysis_summary.json",
+    params:
+        analysis=config["analysis"],
+        view="published",
+    log:
+        "logs/analysis/published_analyses.log",
+
+
+rule compare_published:
+    input:
+        scores="results/tables/scores.parquet",
+        published="results/published/tables/scores.parquet",
+        tasks=config["task_sheet"],
+    output:
+        board=report(
+            "results/tables/compare_published.parquet",
+            caption="../report/compare_published.rst",
+            category="Tables",
+        ),
+        left_out="results/tables/compare_published_left_out.parquet",
+    log:
+        "logs/analysis/compare_published.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/compare_published.py"
+
+
+rule submission:
+    input:
+        scores="results/tables/scores.parquet",
+        models=config["model_sheet"],
+        tasks=config["task_sheet"],
+        spec=PUBLISHED_FILES["spec"],
+    output:
+        "results/submissions/{model}.json",
+    params:
+        submitted_by=config["analysis"]["submission"]["submitted_by"],
+    log:
+        "logs/analysis/submission/{model}.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/submission.py"
+
+
+rule submissions:
+    input:
+        submission_files(),

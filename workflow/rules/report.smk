@@ -1,0 +1,50 @@
+# Stage 7: one self-contained HTML page per run (tables, figures, config, versions); the same outputs are
+# annotated for `snakemake --report report.zip`.
+
+
+rule report:
+    input:
+        leaderboard="results/tables/leaderboard.parquet",
+        tables=expand("results/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        summary="results/tables/analysis_summary.json",
+        figures=expand("results/figures/{name}.png", name=FIGURES),
+    output:
+        report("results/report/geneb_report.html", caption="../report/html_report.rst", category="Report"),
+    params:
+        config=config,
+        protocol=config["default_protocol"],
+        regime="full",
+        title="GENEB report",
+    log:
+        "logs/report/report.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/report.py"
+
+
+use rule report as published_report with:
+    input:
+        leaderboard="results/published/tables/leaderboard.parquet",
+        tables=expand("results/published/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        summary="results/published/tables/analysis_summary.json",
+        figures=expand("results/published/figures/{name}.png", name=FIGURES),
+    output:
+        report(
+            "results/published/report/geneb_report.html",
+            caption="../report/html_report.rst",
+            category="Published results",
+        ),
+    params:
+        config=config,
+        protocol="geneb-paper",
+        regime="full",
+        title="GENEB: the paper's published results (40 models), reanalysed",
+    log:
+        "logs/report/published_report.log",
+
+
+rule published:
+    input:
+        "results/published/report/geneb_report.html",
+        "results/published/tables/leaderboard.parquet",

@@ -1,0 +1,10 @@
+"""Shim: rules paper_figures / published_figures -> geneb.figures.render.render_figures."""
+
+from pathlib import Path
+
+from geneb.figures.render import render_figures
+from geneb.logs import log_to_file
+
+log_to_file(snakemake.log[0])
+render_figures(Path(snakemake.input.leaderboard).parent, Path(snakemake.output.heatmap).parent,
+               protocol=snakemake.params.protocol, regime=snakemake.params.regime)  # fmt: skip
