@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from geneb.probe.errors import ProbeInputError
-from geneb.probe.sampling import nested_draw, paper_draw, shortfall
+from geneb.probe.sampling import nested_draw, paper_draw, shortfall, splitmix64
 from geneb.probe.shots import build_shots
 
 
@@ -115,3 +115,18 @@ def test_paper_protocol_caps_a_training_split_over_100000_rows(probe_config, tra
     assert np.allclose(share, np.bincount(y) / len(y), atol=1e-5)
     # k-shot draws come from the capped rows
     assert all(set(d["rows"]) <= set(full.tolist()) for d in shots["draws"])
+
+
+def test_splitmix64_known_answers_and_python_reference():
+    assert splitmix64(0, np.array([1, 2], dtype=np.uint64)).tolist() == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]
+    mask = (1 << 64) - 1
+
+    def ref(key, i):  # splitmix64.c in plain Python integers
+        z = (key + i * 0x9E3779B97F4A7C15) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    key = 0xDEADBEEFCAFEF00D
+    counters = np.array([1, 2, 3, 10**6, 2**40], dtype=np.uint64)
+    assert splitmix64(key, counters).tolist() == [ref(key, int(i)) for i in counters]

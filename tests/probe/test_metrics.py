@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.metrics import matthews_corrcoef
 
 from geneb.probe import metrics
@@ -74,8 +75,25 @@ def test_bootstrap_ci_is_seeded_and_multiclass_works():
     y, pred = _noisy(300, 0.7, rng, k=4)
     assert _ci(y, pred, k=4, seed=5) == _ci(y, pred, k=4, seed=5)
     assert _ci(y, pred, k=4, seed=5) != _ci(y, pred, k=4, seed=6)
-    low, high = _ci(y, pred, k=4, method="BCa", n_resamples=200)
+    low, high = _ci(y, pred, k=4, method="basic")
     assert low <= matthews_corrcoef(y, pred) <= high
+    with pytest.raises(ValueError, match="percentile' or 'basic'"):
+        _ci(y, pred, k=4, method="BCa")
+
+
+@pytest.mark.parametrize("k, method", [(2, "percentile"), (3, "percentile"), (2, "basic")])
+def test_multinomial_confusion_bootstrap_equals_scipy_row_bootstrap(k, method):
+    # resampling rows and resampling the confusion matrix multinomially are the same distribution
+    rng = np.random.default_rng(7)
+    y, pred = _noisy(500, 0.75, rng, k=k)
+
+    def mcc(a, b, axis=-1):
+        return metrics.batched_mcc(np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1), k)
+
+    ref = stats.bootstrap((y, pred), mcc, paired=True, vectorized=True, n_resamples=20000, method=method,
+                          rng=np.random.default_rng(0)).confidence_interval  # fmt: skip
+    low, high = _ci(y, pred, k=k, n_resamples=20000, seed=1, method=method)
+    assert low == pytest.approx(ref.low, abs=0.006) and high == pytest.approx(ref.high, abs=0.006)
 
 
 def test_paired_bootstrap_difference_of_two_models_on_the_same_rows():

@@ -1,9 +1,10 @@
 """Test-split scores and their uncertainty: MCC (primary), accuracy, macro-F1, AUROC; bootstrap and seed CIs.
 
 Point estimates come from scikit-learn. The bootstrap needs MCC for thousands of resamples at once, so
-`batched_mcc` computes it from per-resample confusion matrices with exactly scikit-learn's formula
-(Gorodkin 2004, the K-category correlation coefficient; `sklearn.metrics.matthews_corrcoef`), including its
-rule that a zero denominator gives 0, never NaN (case B29). The resampling itself is `scipy.stats.bootstrap`.
+`mcc_from_confusion` computes it from confusion matrices with exactly scikit-learn's formula (Gorodkin 2004,
+the K-category correlation coefficient; `sklearn.metrics.matthews_corrcoef`), including its rule that a zero
+denominator gives 0, never NaN (case B29). The per-fit CI resamples the confusion matrix multinomially (exactly
+the row bootstrap's distribution, see `bootstrap_mcc_ci`); the two-model comparison uses `scipy.stats.bootstrap`.
 
 Defined behaviour for degenerate inputs (docs/protocols.md):
 * constant predictions, or a test split with one class: MCC = 0 (scikit-learn's definition), the CI is
@@ -14,8 +15,6 @@ Defined behaviour for degenerate inputs (docs/protocols.md):
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import stats
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, roc_auc_score
@@ -23,7 +22,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, roc_auc
 from geneb.probe.errors import ProbeInputError
 
 METRICS = ("MCC", "Acc", "F1", "AUROC")
-#: resamples x rows held in memory at once by the bootstrap (about 160 MB of int64)
+#: resamples x rows held in memory at once by the paired model-comparison bootstrap (about 160 MB of int64)
 BOOTSTRAP_CELLS = 20_000_000
 
 
@@ -43,13 +42,26 @@ def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     return pos.astype(np.int64)
 
 
-def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
-    """MCC of many label vectors at once, identical to scikit-learn's `matthews_corrcoef` row by row.
+def mcc_from_confusion(cm: np.ndarray) -> np.ndarray:
+    """MCC of confusion matrices cm (..., K, K) (rows = true class, columns = predicted), scikit-learn's formula.
 
-    y_true, y_pred: int arrays (..., n) with values in 0..n_classes-1 (see `encode`), n >= 1. Returns float64
-    (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0 (constant truth or prediction),
-    never NaN. Raises ProbeInputError for empty or mismatched inputs.
+    Returns float64 (...); 0.0 where the denominator is 0 (constant truth or prediction), never NaN.
+    Source: Gorodkin (2004) as implemented by `sklearn.metrics.matthews_corrcoef`.
     """
+    cm = np.asarray(cm, dtype=np.float64)
+    t_sum = cm.sum(axis=-1)
+    p_sum = cm.sum(axis=-2)
+    n_correct = np.trace(cm, axis1=-2, axis2=-1)
+    n = p_sum.sum(axis=-1)
+    cov_ytyp = n_correct * n - (t_sum * p_sum).sum(axis=-1)
+    cov_ypyp = n**2 - (p_sum * p_sum).sum(axis=-1)
+    cov_ytyt = n**2 - (t_sum * t_sum).sum(axis=-1)
+    denom = cov_ypyp * cov_ytyt
+    return np.where(denom == 0, 0.0, cov_ytyp / np.sqrt(np.where(denom == 0, 1.0, denom)))
+
+
+def confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+    """Confusion counts int64 (..., K, K) of encoded label vectors (..., n); see `encode`."""
     y_true = np.asarray(y_true, dtype=np.int64)
     y_pred = np.asarray(y_pred, dtype=np.int64)
     if y_true.shape != y_pred.shape or y_true.shape[-1] == 0:
@@ -58,18 +70,17 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
     b = int(np.prod(lead, dtype=np.int64))
     k = int(n_classes)
     cells = (y_true.reshape(b, -1) * k + y_pred.reshape(b, -1)) + (np.arange(b)[:, None] * k * k)
-    cm = np.bincount(cells.ravel(), minlength=b * k * k).reshape(b, k, k).astype(np.float64)
-    t_sum = cm.sum(axis=2)
-    p_sum = cm.sum(axis=1)
-    n_correct = np.trace(cm, axis1=1, axis2=2)
-    n = p_sum.sum(axis=1)
-    cov_ytyp = n_correct * n - np.einsum("bi,bi->b", t_sum, p_sum)
-    cov_ypyp = n**2 - np.einsum("bi,bi->b", p_sum, p_sum)
-    cov_ytyt = n**2 - np.einsum("bi,bi->b", t_sum, t_sum)
-    denom = cov_ypyp * cov_ytyt
-    safe = np.where(denom == 0, 1.0, denom)
-    out = np.where(denom == 0, 0.0, cov_ytyp / np.sqrt(safe))
-    return out.reshape(lead)
+    return np.bincount(cells.ravel(), minlength=b * k * k).reshape(*lead, k, k)
+
+
+def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+    """MCC of many label vectors at once, identical to scikit-learn's `matthews_corrcoef` row by row.
+
+    y_true, y_pred: int arrays (..., n) with values in 0..n_classes-1 (see `encode`), n >= 1. Returns float64
+    (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0, never NaN (case B29).
+    Raises ProbeInputError for empty or mismatched inputs.
+    """
+    return mcc_from_confusion(confusion(y_true, y_pred, n_classes))
 
 
 def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, float]:
@@ -107,30 +118,31 @@ def bootstrap_mcc_ci(
     method: str,
     rng: np.random.Generator,
 ) -> tuple[float, float]:
-    """Bootstrap CI of the test MCC: rows resampled with replacement, (y_true, y_pred) kept paired.
+    """Bootstrap CI of the test MCC: test rows resampled with replacement, (y_true, y_pred) kept paired.
 
-    y_true, y_pred: encoded labels (n,) (see `encode`). method: "percentile" (default in config; O(n) per
-    resample), "basic" or "BCa" (adds an O(n^2) jackknife). Returns (low, high); (v, v) when every resample
-    gives the same MCC (e.g. constant predictions). Source: scipy.stats.bootstrap (Efron & Tibshirani 1993).
+    MCC depends on the rows only through the K x K confusion matrix, and resampling n rows with replacement
+    gives a confusion matrix distributed exactly as Multinomial(n, observed cell shares). So each resample is
+    one multinomial draw over the K^2 cells: the same bootstrap distribution as resampling rows
+    (scipy.stats.bootstrap, checked in tests/probe/test_metrics.py) at O(n_resamples * K^2) instead of
+    O(n_resamples * n) cost. y_true, y_pred: encoded labels (n,) (see `encode`). method: "percentile" or
+    "basic" (Efron & Tibshirani 1993, ch. 13; percentiles as numpy.percentile, like scipy). Returns (low, high);
+    (0, 0) when truth or prediction is constant (every resample then has MCC 0).
     """
+    if method not in ("percentile", "basic"):
+        raise ValueError(f"bootstrap method must be 'percentile' or 'basic', got {method!r}")
     yt = np.asarray(y_true, dtype=np.int64)
     yp = np.asarray(y_pred, dtype=np.int64)
     if (yt == yt[0]).all() or (yp == yp[0]).all():
         return 0.0, 0.0  # every resample has a zero MCC denominator: MCC is 0 by definition
-    batch = max(1, min(n_resamples, BOOTSTRAP_CELLS // max(1, len(yt))))
-
-    def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        return batched_mcc(np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1), n_classes)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        res = stats.bootstrap((yt, yp), statistic, paired=True, vectorized=True, n_resamples=n_resamples,
-                              batch=batch, confidence_level=confidence, method=method, rng=rng)  # fmt: skip
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    dist = res.bootstrap_distribution
-    if np.isnan(low) and np.all(dist == dist.flat[0]):
-        low = high = float(dist.flat[0])
-    return low, high
+    cm = confusion(yt, yp, n_classes).ravel()
+    draws = rng.multinomial(len(yt), cm / cm.sum(), size=n_resamples).reshape(n_resamples, n_classes, n_classes)
+    dist = mcc_from_confusion(draws)
+    alpha = (1.0 - confidence) / 2
+    low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
+    if method == "basic":
+        theta = float(mcc_from_confusion(cm.reshape(n_classes, n_classes)))
+        low, high = 2 * theta - high, 2 * theta - low
+    return float(low), float(high)
 
 
 def paired_bootstrap_mcc_difference(

@@ -20,7 +20,7 @@ PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
 DRAWS = ("paper", "nested")
 #: solvers that support an L2 penalty in scikit-learn's LogisticRegression
 L2_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "sag", "saga")
-CI_METHODS = ("percentile", "basic", "BCa")
+CI_METHODS = ("percentile", "basic")
 BOOTSTRAP_KEYS = ("n_resamples", "seed", "confidence", "method")
 SETTING_KEYS = (
     "draw", "standardize", "solver", "penalty", "C", "C_grid", "cv_folds", "cv_seed", "cv_scoring",

@@ -6,11 +6,11 @@ Two draw methods, one per protocol (docs/protocols.md):
   `rng = numpy.random.RandomState(seed)`, then for each class in `numpy.unique(labels)` order
   `rng.choice(numpy.where(labels == cls)[0], size=min(k, n_cls), replace=False)`, concatenated. The 1-shot and
   10-shot draws of one seed are independent (not nested), as in the reference.
-* `nested_draw` (geneb-strict): every training row of a class gets a rank, the sha256 of
-  `"geneb-strict|{data_hash}|{seed}|{row}"`; the k-shot set of a class is its k lowest-ranked rows. The ranking
-  does not depend on k, so the 1-shot set is inside the 10-shot set of the same seed; it depends only on
-  (task data hash, seed, row id), never on Python's `hash()`, the process, the NumPy version or the order in
-  which draws are made (the MTEB defect of carrying RNG state from one experiment to the next cannot occur).
+* `nested_draw` (geneb-strict): every training row of a class gets a rank, a 64-bit hash of its row id keyed
+  by sha256("geneb-strict|{data_hash}|{seed}") (`row_ranks`); the k-shot set of a class is its k
+  lowest-ranked rows. The ranking does not depend on k, so the 1-shot set is inside the 10-shot set of the
+  same seed; it depends only on (task data hash, seed, row id), never on Python's `hash()`, the process, the
+  NumPy version or the order in which draws are made (the MTEB defect of carrying RNG state from one experiment to the next cannot occur).
 
 A class with fewer than k training rows contributes all of them (`min(k, n_cls)` in both methods); the
 shortfall is reported by `shortfall` and written to the shot file and the probe table.
@@ -64,17 +64,30 @@ def paper_draw(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 
 def row_ranks(rows: np.ndarray, *, data_hash: str, seed: int) -> np.ndarray:
-    """Rank keys of the nested draw: for each row id, the first 8 bytes of sha256(domain|data_hash|seed|row).
+    """Rank keys of the nested draw, uint64 (n,): output number row+1 of SplitMix64 seeded by a draw key.
 
-    rows: int array (n,) of stable row ids (the parquet `row` column). Returns uint64 (n,). Identical in every
-    process and on every machine (hashlib, not Python's salted `hash()`).
+    The draw key is the first 8 bytes of sha256("geneb-strict|{data_hash}|{seed}"); the rank of row r is
+    mix64(key + (r + 1) * 0x9E3779B97F4A7C15) with SplitMix64's finaliser (Steele, Lea & Flood 2014, "Fast
+    splittable pseudorandom number generators"; constants of Vigna's splitmix64.c). Pure integer arithmetic on
+    the stable row ids: identical in every process and on every machine, independent of Python's salted
+    `hash()` and of NumPy's random streams. rows: int array (n,) of non-negative row ids.
     """
-    prefix = f"{NESTED_DRAW_DOMAIN}|{data_hash}|{int(seed)}|".encode()
-    keys = np.empty(len(rows), dtype=np.uint64)
-    for i, row in enumerate(np.asarray(rows).tolist()):
-        digest = hashlib.sha256(prefix + str(int(row)).encode()).digest()
-        keys[i] = int.from_bytes(digest[:8], "big")
-    return keys
+    digest = hashlib.sha256(f"{NESTED_DRAW_DOMAIN}|{data_hash}|{int(seed)}".encode()).digest()
+    return splitmix64(int.from_bytes(digest[:8], "big"), np.asarray(rows).astype(np.uint64) + np.uint64(1))
+
+
+def splitmix64(key: int, counters: np.ndarray) -> np.ndarray:
+    """Output number `counters` (uint64 array, >= 1) of SplitMix64 started at state `key` (0 <= key < 2**64).
+
+    Vectorised: state_i = key + counters_i * 0x9E3779B97F4A7C15 (mod 2**64), then the finaliser. With key 0 the
+    outputs for counters 1, 2 are 0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4 (splitmix64.c seeded with 0).
+    """
+    z = np.asarray(counters, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = np.uint64(key) + z * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 def nested_draw(
@@ -85,7 +98,7 @@ def nested_draw(
     labels: int array (n,); rows: int array (n,) of unique row ids, same order; data_hash: the task card's
     `data_hash` (the identity of the prepared splits); seed: the draw seed; ks: the few-shot sizes.
     Returns {k: int64 positions} with, per class in sorted label order, the min(k, n_cls) rows of lowest rank
-    (rank = `row_ranks`; ties, which need a sha256 prefix collision, fall back to row order). For k1 < k2 the
+    (rank = `row_ranks`; ties, which need a 64-bit hash collision, fall back to row order). For k1 < k2 the
     k1 set is a subset of the k2 set. Raises ProbeInputError for mismatched lengths, duplicate row ids or a
     bad k.
     """
@@ -95,6 +108,8 @@ def nested_draw(
     if rows.shape != y.shape:
         raise ProbeInputError(f"{what}: {len(rows)} row ids for {len(y)} labels")
     uniq, counts = np.unique(rows, return_counts=True)
+    if len(uniq) and uniq[0] < 0:
+        raise ProbeInputError(f"{what}: row ids must be non-negative, got {int(uniq[0])}")
     if (counts > 1).any():
         raise ProbeInputError(f"{what}: row id {int(uniq[counts > 1][0])} occurs more than once")
     for k in ks:
