@@ -1,6 +1,7 @@
 # Stage 2: one HDF5 embedding file per (model, task); the GPU stage.
-# params carry the output-affecting settings (the rerun key); device and batch size are execution knobs
-# read from config["execution"] inside the script, so changing them reruns nothing.
+# params carry the output-affecting settings (the rerun key); device, batch size, threads and HDF5 locking
+# are execution knobs read from config["execution"], so changing them reruns nothing. One output file per
+# (model, settings hash, task): no two jobs ever write the same HDF5 file (case B40).
 
 
 rule extract_embeddings:
@@ -12,6 +13,11 @@ rule extract_embeddings:
         "resources/embeddings/{model}/{xhash}/{task}.h5",
     params:
         settings=extraction_params,
+    threads: config["execution"]["threads"]
+    resources:
+        gpu=extraction_gpus,
+        mem_mb=extraction_mem_mb,
+        runtime=extraction_runtime,
     log:
         "logs/extract_embeddings/{model}/{xhash}/{task}.log",
     benchmark:

@@ -1,17 +1,22 @@
 """Shim: rule extract_embeddings -> geneb.embeddings.extract.extract_task (execution knobs from config)."""
 
-from pathlib import Path
+from geneb.embeddings.cache import configure_hdf5_locking
 
-from geneb.embeddings.extract import extract_task
-from geneb.logs import log_to_file
+execution = snakemake.config["execution"]
+configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5py (case B37)
+
+from pathlib import Path  # noqa: E402
+
+from geneb.embeddings.extract import extract_task  # noqa: E402
+from geneb.logs import log_to_file  # noqa: E402
 
 log_to_file(snakemake.log[0])
-execution = snakemake.config["execution"]
 extract_task(
     snakemake.params.settings,
     Path(snakemake.input.card).parent,
     snakemake.output[0],
     device=execution["device"],
     batch_size=execution["batch_size"],
+    threads=snakemake.threads,
     hdf5_locking=execution["hdf5_locking"],
 )

@@ -41,6 +41,17 @@ class CacheKeyMismatchError(CacheError):
     """The file's extraction key differs from the one the caller expects."""
 
 
+def configure_hdf5_locking(hdf5_locking: str) -> dict[str, Any]:
+    """Apply the `hdf5_locking` switch ("auto" | "on" | "off") and return the h5py.File keyword arguments.
+
+    "off" sets HDF5_USE_FILE_LOCKING=FALSE in this process (call it before anything imports h5py; the
+    extraction and probe scripts do so first) and returns {"locking": False} (h5py >= 3.5); "on" returns
+    {"locking": True}; "auto" follows an HDF5_USE_FILE_LOCKING=FALSE already in the environment, else the
+    library default. Raises ValueError for another value. Case B37.
+    """
+    return _locking_kwargs(hdf5_locking)
+
+
 def _locking_kwargs(hdf5_locking: str) -> dict[str, Any]:
     if hdf5_locking not in LOCKING_CHOICES:
         raise ValueError(f"hdf5_locking must be one of {LOCKING_CHOICES}, got {hdf5_locking!r}")
@@ -65,7 +76,8 @@ class SplitEmbeddings:
     """Pooled embeddings of one split.
 
     embeddings: float array (n, d); row: int64 (n,) task-parquet row ids in the same order; n_tokens, n_chunks:
-    int (n,); truncated: bool (n,).
+    int (n,); truncated: bool (n,); trimmed_bases: int (n,) bases dropped by a length_multiple rule; attrs:
+    per-split HDF5 attributes (counts of truncated/chunked rows and pooled positions).
     """
 
     embeddings: np.ndarray
@@ -74,6 +86,7 @@ class SplitEmbeddings:
     n_chunks: np.ndarray | None = None
     truncated: np.ndarray | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    trimmed_bases: np.ndarray | None = None
 
     def validate(self, split: str, where: str) -> None:
         """Raise CacheError naming `where`, the split and the first bad row if shapes or values are wrong."""
@@ -105,11 +118,13 @@ def write_embeddings(
     *,
     storage_dtype: str = "float32",
     hdf5_locking: str = "auto",
+    attrs: dict[str, Any] | None = None,
 ) -> None:
     """Write all splits of one (model, task) to `path` atomically; `complete` is set last.
 
-    storage_dtype: "float32" or "float16" (halves the file; values are checked finite after the cast too).
-    Raises CacheError (file untouched) when any split is malformed or non-finite.
+    storage_dtype: "float32" or "float16" (halves the file; values are checked finite after the cast too,
+    so an overflow to inf in float16 is refused). attrs: flat root attributes (policy and run facts; not
+    part of the key). Raises CacheError (file untouched) when any split is malformed or non-finite.
     """
     if storage_dtype not in ("float32", "float16"):
         raise ValueError(f"storage_dtype must be float32 or float16, got {storage_dtype!r}")
@@ -117,7 +132,9 @@ def write_embeddings(
     for split, emb in splits.items():
         emb.validate(split, where)
         if storage_dtype == "float16":
-            SplitEmbeddings(emb.embeddings.astype(np.float16), emb.row, emb.n_tokens).validate(split, where + " (float16)")
+            with np.errstate(over="ignore"):  # an overflow to inf is reported by validate, as an error
+                half = emb.embeddings.astype(np.float16)
+            SplitEmbeddings(half, emb.row, emb.n_tokens).validate(split, where + " (float16)")
     kwargs = _locking_kwargs(hdf5_locking)
     h5py = _h5py()
     with atomic_path(path) as tmp:
@@ -125,6 +142,9 @@ def write_embeddings(
             f.attrs["schema_version"] = SCHEMA_VERSION
             f.attrs["extraction_key"] = canonical_json(key)
             f.attrs["key_hash"] = key_hash(key)
+            f.attrs["storage_dtype"] = storage_dtype
+            for name, value in (attrs or {}).items():
+                f.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
             for split, emb in splits.items():
                 g = f.create_group(split)
                 g.create_dataset("embeddings", data=emb.embeddings.astype(storage_dtype))
@@ -135,6 +155,8 @@ def write_embeddings(
                 trunc = emb.truncated if emb.truncated is not None else np.zeros(n, dtype=bool)
                 g.create_dataset("n_chunks", data=np.asarray(chunks, dtype=np.int32))
                 g.create_dataset("truncated", data=np.asarray(trunc, dtype=bool))
+                trim = emb.trimmed_bases if emb.trimmed_bases is not None else np.zeros(n, dtype=np.int32)
+                g.create_dataset("trimmed_bases", data=np.asarray(trim, dtype=np.int32))
                 for name, value in emb.attrs.items():
                     g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
             # re-read before declaring the file complete: what is on disk must be finite

@@ -1,8 +1,11 @@
 """`extract_task`: one (model, task) -> one HDF5 embedding file (docs/data-dictionary.md, stage 2).
 
-Builds the model's encoder from its resolved extraction settings (models/registry.py), embeds every split
-of the prepared task in parquet row order (model input = uppercase sequence), applies the reverse-complement
-mode, and writes the cache atomically with the complete extraction key.
+Builds the model's encoder from its resolved extraction settings (models/registry.py) through the lazy
+family adapters (models/adapters.py; a k-mer job never imports torch), embeds every split of the prepared
+task in parquet row order (model input = uppercase sequence), applies the reverse-complement mode, and
+writes the cache atomically with the complete extraction key and the policy as flat HDF5 attributes.
+Every row of every split is embedded or the job fails: GENEB never skips a row for one model, so every
+model is scored on the same rows (case B16).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
+from geneb.embeddings.errors import ExtractionError
 from geneb.models.base import EmbedResult, Encoder
 from geneb.models.registry import extraction_hash
 from geneb.provenance import package_versions
@@ -27,41 +31,59 @@ log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
 
 
-def build_encoder(settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64) -> Encoder:
-    """The encoder for resolved `settings` (registry.extraction_settings). Heavy imports happen here, lazily:
-    a k-mer run never imports torch. Raises ValueError for an unknown family."""
-    family = settings["family"]
-    ext = settings["extraction"]
-    common = {"model_id": settings["model"], "device": device, "batch_size": batch_size}
-    if family == "kmer":
-        from geneb.models.kmer import KmerEncoder
+def build_encoder(settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64, threads: int | None = None,
+                  progress: bool = True) -> Encoder:  # fmt: skip
+    """The encoder for resolved `settings` (registry.extraction_settings).
 
-        return KmerEncoder(int(settings["builtin"]["k"]))
-    if family == "random-init":
-        from geneb.models.hf import random_esm_encoder
+    threads: torch intra-op threads (an execution knob; set only for families that use torch, so a k-mer job
+    never imports it). Raises ValueError for an unknown family or one without an adapter, and
+    MissingPackageError naming the model and the package for a missing optional package.
+    """
+    from geneb.models.adapters import build, family
 
-        return random_esm_encoder(settings["builtin"], ext, **common)
-    if family in ("hf-encoder", "hf-decoder"):
-        from geneb.models.hf import HFEncoder
+    if family(settings["family"], model=settings["model"]).uses_torch:
+        import torch
 
-        src = settings["source"]
-        where = src.get("path") if src["kind"] == "local" else src.get("hub_id")
-        revision = None if src["kind"] == "local" else src.get("revision")
-        return HFEncoder(where, ext, revision=revision, trust_remote_code=settings["trust_remote_code"], **common)
-    raise ValueError(f"model {settings['model']}: unknown family {family!r}")
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        return build(settings, device=device, batch_size=batch_size, progress=progress)
+    return build(settings)
 
 
-def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: str) -> EmbedResult:
+def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: str, *, desc: str | None = None) -> EmbedResult:
     """Embed `sequences` with reverse-complement mode `rc`: none, average (mean of the forward and RC
-    vectors), concat ([forward, RC], width 2d). Raises ValueError for an unknown mode."""
+    vectors, width d), concat ([forward, RC], width 2d). n_tokens/n_chunks are the forward strand's;
+    `truncated` is set when either strand was truncated. Raises ValueError for an unknown mode."""
     if rc not in RC_MODES:
         raise ValueError(f"unknown rc mode {rc!r}; expected one of {RC_MODES}")
-    fwd = encoder.embed(sequences, rows)
+    fwd = encoder.embed(sequences, rows, desc=desc)
     if rc == "none":
         return fwd
-    rev = encoder.embed([reverse_complement(s) for s in sequences], rows)
+    rev = encoder.embed([reverse_complement(s) for s in sequences], rows, desc=f"{desc} (RC)" if desc else None)
     emb = (fwd.embeddings + rev.embeddings) / 2 if rc == "average" else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
-    return EmbedResult(emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated)
+    return EmbedResult(emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases)
+
+
+def policy_attrs(settings: dict[str, Any], identity: dict[str, Any]) -> dict[str, Any]:
+    """Flat, human-readable HDF5 root attributes: the pooling/layer/special-token policy and how the model
+    was run (cases B06, B23, B25). The complete key stays in the `extraction_key` JSON attribute."""
+    ext = settings["extraction"]
+    return {
+        "model": settings["model"],
+        "family": settings["family"],
+        "pooling": ext["pooling"],
+        "layer": str(ext["layer"]),
+        "layer_resolved": identity.get("layer_resolved", "n/a (no layers)"),
+        "exclude_special_tokens": bool(ext["exclude_special_tokens"]),
+        "special_prefix_ids": json.dumps(identity.get("special_prefix", [])),
+        "special_suffix_ids": json.dumps(identity.get("special_suffix", [])),
+        "max_tokens": int(identity.get("max_tokens") or ext.get("max_tokens") or 0),
+        "long_policy": ext["long_policy"],
+        "rc": ext["rc"],
+        "compute_dtype": identity.get("compute_dtype", "float32"),
+        "padding": identity.get("padding", "none (no model)"),
+        "attention_mask": str(identity.get("attention_mask", "n/a")),
+    }
 
 
 def extract_task(
@@ -72,35 +94,78 @@ def extract_task(
     splits: tuple[str, ...] = ("train", "test"),
     device: str = "cpu",
     batch_size: int = 64,
+    threads: int | None = None,
     hdf5_locking: str = "auto",
-    storage_dtype: str = "float32",
+    storage_dtype: str | None = None,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Embed every split of the prepared task in `task_dir` and write `out_path`; returns the extraction key.
 
-    Raises whatever the encoder raises (empty pools, non-finite states, over-long rows under
-    long_policy=error) with the model and row named; nothing is written then.
+    storage_dtype: None = the settings' `extraction.storage_dtype` (float32, or float16 to halve the file).
+    device, batch_size, threads, hdf5_locking, progress: execution knobs (recorded as attributes, not in the
+    key). Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
+    token ids outside the table) are re-raised naming model, task and split; nothing is written then.
     """
     task_dir = Path(task_dir)
     card = json.loads((task_dir / "card.json").read_text())
+    task = card["task"]
     t0 = time.perf_counter()
-    encoder = build_encoder(settings, device=device, batch_size=batch_size)
+    encoder = build_encoder(settings, device=device, batch_size=batch_size, threads=threads, progress=progress)
+    identity = encoder.identity()
+    t_load = time.perf_counter() - t0
     out: dict[str, SplitEmbeddings] = {}
     for split in splits:
         df = pd.read_parquet(task_dir / f"{split}.parquet")
         rows = df["row"].astype(int).tolist()
-        res = embed_with_rc(encoder, [model_input(s) for s in df["sequence"]], rows, settings["extraction"]["rc"])
-        out[split] = SplitEmbeddings(res.embeddings, df["row"].to_numpy(), res.n_tokens, res.n_chunks, res.truncated)
-        log.info("%s/%s %s: %d rows, dim %d, %d chunked, %d truncated", settings["model"], card["task"], split,
-                 len(df), res.embeddings.shape[1], int((res.n_chunks > 1).sum()), int(res.truncated.sum()))
+        where = f"model {settings['model']}, task {task}, split {split}"
+        try:
+            res = embed_with_rc(encoder, [model_input(s) for s in df["sequence"]], rows, settings["extraction"]["rc"],
+                                desc=f"{settings['model']} {task} {split}")  # fmt: skip
+        except (ExtractionError, ValueError, MemoryError) as err:
+            msg = f"{where}: {err}"
+            wrapped = type(err)(msg) if _reraisable(err) else ExtractionError(msg)
+            if isinstance(err, ExtractionError) and isinstance(wrapped, ExtractionError):
+                wrapped.rows = err.rows
+            raise wrapped from err
+        out[split] = SplitEmbeddings(res.embeddings, df["row"].to_numpy(), res.n_tokens, res.n_chunks, res.truncated,
+                                     trimmed_bases=res.trimmed_bases,
+                                     attrs={"n_rows": len(df), "n_truncated": int(res.truncated.sum()),
+                                            "n_chunked": int((res.n_chunks > 1).sum()),
+                                            "n_pooled_positions": int(res.n_tokens.sum()),
+                                            "n_trimmed_rows": int((res.trimmed_bases > 0).sum()),
+                                            "n_unknown_tokens": int(getattr(encoder, "last_unk", (0, 0))[1])})  # fmt: skip
+        log.info("%s: %d rows, dim %d, %d chunked, %d truncated, %d pooled positions", where, len(df),
+                 res.embeddings.shape[1], int((res.n_chunks > 1).sum()), int(res.truncated.sum()), int(res.n_tokens.sum()))  # fmt: skip
     key = {
         "model": settings["model"],
-        "task": card["task"],
+        "task": task,
         "settings_hash": extraction_hash(settings),
         "settings": settings,
-        "encoder": encoder.identity(),
+        "encoder": identity,
         "task_data_hash": card["data_hash"],
         "package_versions": package_versions(),
     }
-    write_embeddings(out_path, out, key, storage_dtype=storage_dtype, hdf5_locking=hdf5_locking)
-    log.info("wrote %s in %.1f s", out_path, time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    attrs = {
+        **policy_attrs(settings, identity),
+        "device": device,
+        "batch_size": int(batch_size),
+        "batch_step_downs": int(getattr(encoder, "step_downs", 0)),
+        "fp32_retries": int(getattr(encoder, "fp32_retries", 0)),
+        "hdf5_locking": hdf5_locking,
+        "seconds_load": round(t_load, 3),
+        "seconds_total": round(seconds, 3),
+    }
+    storage = storage_dtype or settings["extraction"].get("storage_dtype", "float32")
+    write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs)
+    log.info("wrote %s in %.1f s (model load %.1f s)", out_path, time.perf_counter() - t0, t_load)
     return key
+
+
+def _reraisable(err: BaseException) -> bool:
+    """Whether `type(err)(message)` rebuilds the error (single-message constructors)."""
+    try:
+        type(err)("probe")
+    except TypeError:
+        return False
+    return True

@@ -1,7 +1,8 @@
 """Mask-aware pooling of per-token hidden states into one vector per sequence.
 
 One shared helper for every model (the DGEB lesson, case B05): the mask says which positions are real
-(padding, and by policy special tokens, are 0). Pooling always runs in float32, whatever the compute dtype.
+(padding, and by policy special tokens, are 0). Pooling always runs in float32 (the hidden states are cast
+before any sum, so a bf16/fp16 forward pass never accumulates in reduced precision; case B25).
 """
 
 from __future__ import annotations
@@ -9,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-POOLINGS = ("mean", "max", "cls", "last")
-
-
 from geneb.embeddings.errors import EmptyPoolError
+
+POOLINGS = ("mean", "max", "cls", "last")
 
 __all__ = ["POOLINGS", "EmptyPoolError", "last_real_index", "pool"]
 
@@ -22,12 +22,12 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
 
     method: "mean" (average of real positions), "max" (elementwise max over real positions), "cls" (the first
     real position), "last" (the last real position, index = last nonzero of the mask, so right padding is
-    handled). Raises EmptyPoolError naming the row (from `rows`, else the batch index) when a mask row is all
-    zero, and ValueError for an unknown method.
+    handled; case B07). Raises EmptyPoolError naming the row (from `rows`, else the batch index) when a mask
+    row is all zero (never 0/0 = NaN), and ValueError for an unknown method or mismatched shapes.
     """
     if method not in POOLINGS:
         raise ValueError(f"unknown pooling {method!r}; expected one of {POOLINGS}")
-    if hidden.dim() != 3 or mask.shape != hidden.shape[:2]:
+    if hidden.dim() != 3 or tuple(mask.shape) != tuple(hidden.shape[:2]):
         raise ValueError(f"hidden {tuple(hidden.shape)} and mask {tuple(mask.shape)} do not match (B, T, d)/(B, T)")
     m = mask.to(torch.bool)
     counts = m.sum(dim=1)
@@ -37,7 +37,7 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
         raise EmptyPoolError(f"row {name}: no positions left to pool (all padding or special tokens)")
     h = hidden.float()
     if method == "mean":
-        return (h * m.unsqueeze(-1)).sum(dim=1) / counts.unsqueeze(-1)
+        return (h * m.unsqueeze(-1)).sum(dim=1) / counts.unsqueeze(-1).to(h.dtype)
     if method == "max":
         return h.masked_fill(~m.unsqueeze(-1), float("-inf")).amax(dim=1)
     positions = torch.arange(m.shape[1], device=m.device).expand_as(m)
@@ -49,7 +49,9 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
 
 
 def last_real_index(mask: np.ndarray | torch.Tensor) -> np.ndarray:
-    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2 (case B07)."""
+    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2 (case B07).
+
+    Rows with no real position give -1 (pool() refuses them)."""
     m = torch.as_tensor(np.asarray(mask)).to(torch.bool)
     positions = torch.arange(m.shape[1]).expand_as(m)
     return torch.where(m, positions, -1).amax(dim=1).numpy()

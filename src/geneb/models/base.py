@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -10,20 +10,32 @@ import numpy as np
 
 @dataclass
 class EmbedResult:
-    """Pooled embeddings for n sequences: embeddings float32 (n, d); n_tokens int32 (n,) positions pooled;
-    n_chunks int32 (n,); truncated bool (n,)."""
+    """Pooled embeddings for n sequences, in input order.
+
+    embeddings: float32 (n, d). n_tokens: int32 (n,) positions pooled per row (all chunks together; never 0).
+    n_chunks: int32 (n,) forward-pass chunks per row (1 unless longer than the model's maximum).
+    truncated: bool (n,) rows cut to the first chunk (long_policy truncate). trimmed_bases: int32 (n,)
+    trailing bases dropped by a `length_multiple` rule (zeros when the model has none).
+    """
 
     embeddings: np.ndarray
     n_tokens: np.ndarray
     n_chunks: np.ndarray
     truncated: np.ndarray
+    trimmed_bases: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def __post_init__(self) -> None:
+        n = len(self.n_tokens)
+        if len(self.trimmed_bases) != n:
+            self.trimmed_bases = np.zeros(n, np.int32)
 
 
 class Encoder(Protocol):
     """An encoder embeds a list of sequences (never a bare string) in order, one row per sequence."""
 
     def identity(self) -> dict[str, object]:
-        """Everything that defines the embeddings (weights hash, tokenizer, layer, pooling, ...)."""
+        """Everything that defines the embeddings beyond the registry settings (weights hash, tokenizer, ...)."""
 
-    def embed(self, sequences: list[str], rows: list[int] | None = None) -> EmbedResult:
-        """Embed `sequences` (model-input form, uppercase); `rows` name them in errors."""
+    def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
+        """Embed `sequences` (model-input form, uppercase); `rows` name them in errors; `desc` labels the
+        progress bar."""

@@ -44,9 +44,12 @@ class KmerEncoder:
             raise ValueError(f"k-mer size must be between 1 and 8 (4^k features), got {self.k}")
 
     def identity(self) -> dict[str, object]:
+        """The encoder's definition, stored in the extraction key."""
         return {"encoder": "kmer-frequency", "k": self.k, "alphabet": "ACGT", "normalisation": "sum-to-1"}
 
-    def embed(self, sequences: list[str], rows: list[int] | None = None) -> EmbedResult:
+    def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
+        """Frequencies float32 (n, 4^k) in input order; `desc` is unused (no progress bar: this is fast).
+        Raises TypeError for a bare string and EmptyPoolError naming the row when no k-mer is valid."""
         if isinstance(sequences, str):
             raise TypeError("embed() takes a list of sequences, not one string (wrap it: [seq])")
         out = np.zeros((len(sequences), 4**self.k), dtype=np.float32)
@@ -60,3 +63,8 @@ class KmerEncoder:
             out[i] = counts / total
             n_tokens[i] = total
         return EmbedResult(out, n_tokens, np.ones(len(sequences), np.int32), np.zeros(len(sequences), bool))
+
+
+def from_settings(settings: dict, **_execution: object) -> KmerEncoder:
+    """Adapter entry point (see geneb.models.adapters); execution knobs (device, batch size) do not apply."""
+    return KmerEncoder(int(settings["builtin"]["k"]))

@@ -1,16 +1,28 @@
-"""The model registry (config/models.yaml): loading, validation, and each model's resolved extraction
-settings, whose hash names the embedding cache folder (docs/data-dictionary.md)."""
+"""The model registry (config/models.yaml): loading, validation, runnability, and each model's resolved
+extraction settings, whose hash names the embedding cache folder (docs/data-dictionary.md).
+
+Torch-free: Snakemake imports this while it builds the DAG. Field meanings are in docs/data-dictionary.md
+("Inputs: the model registry"); how to add a model is in docs/adding-a-model.md.
+
+Runnable means GENEB can build the model now: a builtin, a local folder that exists, or a hub id pinned to a
+40-hex commit (needs the network or a filled HF cache), in a family with an adapter. An entry whose revision
+is not known (`source.kind: hub-unpinned`), whose weights live outside the hub (`external`), or whose
+family has no adapter (`unsupported`) is kept for its metadata and refused by `extraction_settings`, with
+the reason (case B24: loading by name alone runs whatever is on the hub today).
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from geneb.models.adapters import FAMILIES, family
 from geneb.provenance import stable_hash
 
-#: extraction defaults where a registry entry is silent (docs/adding-a-model.md)
+#: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md)
 DEFAULT_EXTRACTION: dict[str, Any] = {
     "pooling": "mean",
     "layer": -1,
@@ -19,19 +31,36 @@ DEFAULT_EXTRACTION: dict[str, Any] = {
     "long_policy": "chunk_mean",
     "rc": "none",
     "dtype": "auto",
+    "nonfinite": "error",
+    "padding_side": "right",
+    "attention_mask": "auto",
+    "causal": False,
+    "length_multiple": None,
+    "input_transform": None,
+    "embedding_dim": None,
+    "storage_dtype": "float32",
+    "bucket_by_length": "auto",
 }
+SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external")
+#: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
+PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
+REVISION = re.compile(r"^[0-9a-f]{40}$")
 
 
 class RegistryError(ValueError):
-    """A registry problem: unknown model, schema violation."""
+    """A registry problem: unknown model, schema violation, inconsistent entry."""
+
+
+class NotRunnableError(RegistryError):
+    """The model is in the registry for its metadata but cannot be extracted (reason in the message)."""
 
 
 def load_registry(path: str | Path, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Read config/models.yaml; validate it against `schema` (JSON schema) when given.
-
-    Raises RegistryError naming the model and field for a schema violation.
-    """
+    """Read config/models.yaml, validate it against `schema` (JSON schema) when given, and always run the
+    cross-field checks of `check_registry`. Raises RegistryError naming the model and field."""
     data = yaml.safe_load(Path(path).read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise RegistryError(f"{path}: expected a mapping with a `models` mapping")
     if schema is not None:
         import jsonschema
 
@@ -40,7 +69,70 @@ def load_registry(path: str | Path, schema: dict[str, Any] | None = None) -> dic
             e = errors[0]
             where = "/".join(map(str, e.path)) or "(top level)"
             raise RegistryError(f"{path}: {where}: {e.message}")
+    problems = check_registry(data)
+    if problems:
+        raise RegistryError(f"{path}: " + "; ".join(problems))
     return data
+
+
+def _resolved_extraction(spec: dict[str, Any], model: str) -> dict[str, Any]:
+    return {**DEFAULT_EXTRACTION, **family(spec.get("family", "?"), model=model).extraction, **(spec.get("extraction") or {})}
+
+
+def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -> list[str]:
+    """Cross-field checks JSON schema cannot express; returns a list of problems (empty = fine).
+
+    Checks: known family; hub sources pinned to a 40-hex revision; remote code only with a declared
+    transformers range (B19); no left padding for a model without an attention mask (B02); cls/last
+    pooling never with chunk_mean (undefined across chunks); Evo 2 layers are module names; matched pairs
+    name two distinct registry models and an allowed factor; `trained_on_tasks` ids exist in `task_ids`
+    when given.
+    """
+    problems: list[str] = []
+    models = registry.get("models") or {}
+    for name, spec in models.items():
+        where = f"model {name}"
+        fam = spec.get("family")
+        if fam not in FAMILIES:
+            problems.append(f"{where}: unknown family {fam!r} (known: {sorted(FAMILIES)})")
+            continue
+        src = spec.get("source") or {}
+        kind = src.get("kind")
+        if kind not in SOURCE_KINDS:
+            problems.append(f"{where}: source.kind {kind!r} not in {SOURCE_KINDS}")
+        if kind == "hub" and not REVISION.match(str(src.get("revision", ""))):
+            problems.append(f"{where}: source.kind hub needs a 40-hex commit revision, got {src.get('revision')!r}; "
+                            "use kind hub-unpinned until the commit is known")  # fmt: skip
+        if kind == "hub-unpinned" and src.get("revision"):
+            problems.append(f"{where}: a hub-unpinned source must not carry a revision (use kind hub)")
+        if spec.get("trust_remote_code") and not (spec.get("load") or {}).get("transformers"):
+            problems.append(f"{where}: trust_remote_code needs load.transformers (the version range its code supports)")
+        ext = _resolved_extraction(spec, name)
+        if ext["attention_mask"] is False and ext["padding_side"] == "left":
+            problems.append(f"{where}: left padding with no attention mask feeds pads into real positions (B02)")
+        if ext["pooling"] in ("cls", "last") and ext["long_policy"] == "chunk_mean":
+            problems.append(f"{where}: pooling {ext['pooling']} is undefined across chunks; set long_policy truncate or error")
+        if fam == "evo2" and not isinstance(ext["layer"], str):
+            problems.append(f"{where}: Evo 2 needs layer as a module name (e.g. blocks.28.mlp.l3)")
+        if task_ids is not None:
+            unknown = sorted(set(spec.get("trained_on_tasks") or []) - task_ids)
+            if unknown:
+                problems.append(f"{where}: trained_on_tasks not in the task catalogue: {unknown}")
+    seen: set[str] = set()
+    for pair in registry.get("matched_pairs") or []:
+        pid = pair.get("id")
+        if pid in seen:
+            problems.append(f"matched pair {pid!r}: duplicate id")
+        seen.add(pid)
+        members = pair.get("models") or []
+        if len(members) != 2 or len(set(members)) != 2:
+            problems.append(f"matched pair {pid!r}: needs exactly two different models, got {members}")
+        for m in members:
+            if m not in models:
+                problems.append(f"matched pair {pid!r}: model {m!r} is not in the registry")
+        if pair.get("differs_in") not in PAIR_FACTORS:
+            problems.append(f"matched pair {pid!r}: differs_in must be one of {PAIR_FACTORS}")
+    return problems
 
 
 def model_spec(registry: dict[str, Any], model: str) -> dict[str, Any]:
@@ -54,18 +146,64 @@ def model_spec(registry: dict[str, Any], model: str) -> dict[str, Any]:
     return models[model]
 
 
+def runnable(spec: dict[str, Any]) -> tuple[bool, str]:
+    """(True, how) when GENEB can build this entry now, else (False, every reason why not; "; "-joined).
+    See the module docstring."""
+    fam = spec.get("family")
+    src = spec.get("source") or {}
+    kind = src.get("kind")
+    why: list[str] = []
+    if fam not in FAMILIES:
+        why.append(f"unknown family {fam!r}")
+    elif FAMILIES[fam].entry is None:
+        why.append(f"family {fam!r}: {FAMILIES[fam].notes}")
+    if kind == "hub-unpinned":
+        why.append(f"hub id {src.get('hub_id')} has no pinned revision; add the 40-hex commit as source.revision and "
+                   "set source.kind: hub")  # fmt: skip
+    elif kind == "external":
+        why.append(f"weights are outside the hub ({src.get('where', 'see notes')}); provide a local folder (source.kind: local)")
+    elif kind == "local" and not Path(src.get("path", "")).is_dir():
+        why.append(f"local folder {src.get('path')} does not exist (relative paths resolve against the working directory)")
+    elif kind not in ("local", "hub", "builtin", "hub-unpinned", "external"):
+        why.append(f"unknown source kind {kind!r}")
+    if why:
+        return False, "; ".join(why)
+    how = {"local": "local folder", "hub": "pinned hub revision (needs the network or a filled HF cache)", "builtin": "built in"}
+    return True, how[kind]
+
+
+def runnable_offline(spec: dict[str, Any]) -> bool:
+    """Runnable with no network: a builtin or an existing local folder."""
+    ok, _ = runnable(spec)
+    return ok and (spec.get("source") or {}).get("kind") in ("builtin", "local")
+
+
 def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str, Any]) -> dict[str, Any]:
-    """Everything about `model` that changes its embeddings (not execution knobs): identity, source,
-    builtin construction, resolved extraction options, and the alphabet policy. Stable JSON-able dict."""
+    """Everything about `model` that changes its embeddings (not execution knobs), as a stable JSON-able
+    dict: identity, family, source (a local folder carries its content fingerprint, so new files give a new
+    cache path), builtin construction, remote-code flag, loading options, resolved extraction options
+    (DEFAULT_EXTRACTION < family defaults < entry), and the alphabet policy.
+
+    Raises RegistryError for an unknown model and NotRunnableError (with the reason) for an entry that
+    cannot be extracted.
+    """
     spec = model_spec(registry, model)
-    extraction = {**DEFAULT_EXTRACTION, **spec.get("extraction", {})}
+    ok, why = runnable(spec)
+    if not ok:
+        raise NotRunnableError(f"model {model} is in the registry but not runnable: {why}")
+    source = dict(spec["source"])
+    if source["kind"] == "local":
+        from geneb.models.files import folder_fingerprint
+
+        source["fingerprint"] = folder_fingerprint(source["path"])
     return {
         "model": model,
         "family": spec["family"],
-        "source": spec["source"],
+        "source": source,
         "builtin": spec.get("builtin", {}),
         "trust_remote_code": bool(spec.get("trust_remote_code", False)),
-        "extraction": extraction,
+        "load": spec.get("load", {}),
+        "extraction": _resolved_extraction(spec, model),
         "alphabet": dict(sorted(alphabet.items())),
     }
 

@@ -1,0 +1,92 @@
+"""Batch planning and the out-of-memory step-down, independent of torch.
+
+Speed without changing results: work items (token chunks) are sorted by length so each batch is padded only
+to its own longest member (dynamic padding), and every result is stored under its item index, so the output
+order is the input order whatever the batching. Models that take no attention mask and are not causal get
+batches of equal length only (bucketing; case B02), so no pad token ever reaches them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from itertools import groupby
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, *, equal_length: bool = False) -> list[list[int]]:
+    """Group item indices into batches of at most `batch_size`, shortest items first.
+
+    lengths: length (tokens) of each item. equal_length: only items of exactly the same length share a batch
+    (for models without an attention mask). Returns lists of item indices; every index appears once. Ties
+    keep input order, so the plan is deterministic. Raises ValueError for batch_size < 1.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    if not equal_length:
+        return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    batches: list[list[int]] = []
+    for _, group in groupby(order, key=lambda i: lengths[i]):
+        items = list(group)
+        batches.extend(items[s : s + batch_size] for s in range(0, len(items), batch_size))
+    return batches
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """True for CUDA/MPS/CPU allocation failures (torch.OutOfMemoryError, "out of memory" RuntimeErrors,
+    MemoryError); False for everything else, which must propagate unchanged."""
+    if isinstance(err, MemoryError):
+        return True
+    if type(err).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError / torch.cuda.OutOfMemoryError
+        return True
+    return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+
+
+class StepDownRunner:
+    """Run `fn` on each planned batch; on out-of-memory split the batch in halves and retry, and keep the
+    smaller size for the rest of the run (each step-down is logged and counted).
+
+    fn(batch_indices) -> any result; results are returned as (batch_indices, result) pairs in plan order, so
+    the caller stores them by index and row order never depends on the batch size. `free` (e.g.
+    torch.cuda.empty_cache) is called after each out-of-memory error. A single item that still does not fit
+    raises the original error wrapped in MemoryError naming `what` and the item.
+    """
+
+    def __init__(self, fn: Callable[[list[int]], Any], *, what: str, free: Callable[[], None] | None = None) -> None:
+        self.fn = fn
+        self.what = what
+        self.free = free
+        self.step_downs = 0
+        self.max_batch: int | None = None
+
+    def run(self, batches: list[list[int]], on_done: Callable[[list[int], Any], None]) -> None:
+        """Process `batches` in order, calling on_done(batch_indices, result) for every (sub)batch."""
+        for batch in batches:
+            self._run_one(batch, on_done)
+
+    def _run_one(self, batch: list[int], on_done: Callable[[list[int], Any], None]) -> None:
+        if self.max_batch is not None and len(batch) > self.max_batch:
+            for s in range(0, len(batch), self.max_batch):
+                self._run_one(batch[s : s + self.max_batch], on_done)
+            return
+        try:
+            result = self.fn(batch)
+        except BaseException as err:  # noqa: BLE001 - only out-of-memory is handled; the rest re-raises
+            if not is_out_of_memory(err):
+                raise
+            if self.free is not None:
+                self.free()
+            if len(batch) == 1:
+                raise MemoryError(f"{self.what}: out of memory on a single item (index {batch[0]}); "
+                                  "lower max_tokens or use a larger device") from err  # fmt: skip
+            half = (len(batch) + 1) // 2
+            self.max_batch = half
+            self.step_downs += 1
+            log.warning("%s: out of memory at batch size %d; stepping down to %d", self.what, len(batch), half)
+            self._run_one(batch[:half], on_done)
+            self._run_one(batch[half:], on_done)
+            return
+        on_done(batch, result)

@@ -1,0 +1,84 @@
+"""Model families: which adapter loads a registry entry, with which defaults. Adapters load lazily.
+
+A family is data: the adapter's entry point as a "module:function" string (imported only when a model of
+that family is built, so a k-mer job never imports torch and an Evo entry never imports `evo` unless run),
+the extraction defaults the family implies (causal or not, attention mask or not), and the optional
+packages it needs ({import name: pip package}), which are checked before loading with an error that names
+the model and the package. Adding a model of a known family is one registry entry; a new family is one
+entry here plus one adapter module (docs/adding-a-model.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from geneb.models.guards import require_modules
+
+
+@dataclass(frozen=True)
+class Family:
+    """One adapter family. entry: "module:function" returning an Encoder (or None: no adapter yet).
+    extraction: defaults merged under the registry entry's `extraction`. requires: {import name: pip
+    package}. uses_torch: whether building it imports torch. notes: loading notes for docs and errors."""
+
+    entry: str | None
+    extraction: dict[str, Any] = field(default_factory=dict)
+    requires: dict[str, str] = field(default_factory=dict)
+    uses_torch: bool = True
+    notes: str = ""
+
+
+_HF = "geneb.models.hf:from_settings"
+
+FAMILIES: dict[str, Family] = {
+    "kmer": Family("geneb.models.kmer:from_settings", uses_torch=False,
+                   notes="overlapping k-mer frequencies; no model"),
+    "random-init": Family("geneb.models.random_init:from_settings",
+                          notes="seeded random-init NT/ESM-style encoder built from a config"),
+    "hf-encoder": Family(_HF, {"causal": False},
+                         notes="bidirectional transformers encoder (ESM/NT, BERT, ModernBERT, BigBird, remote-code BERTs)"),
+    "hf-decoder": Family(_HF, {"causal": True},
+                         notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)"),
+    "hf-ssm": Family(_HF, {"causal": True},
+                     notes="causal state-space model in transformers (Mamba); takes an attention mask"),
+    "hyena": Family(_HF, {"causal": True, "attention_mask": False},
+                    notes="HyenaDNA -hf remote code: a causal long convolution with no attention mask; right padding "
+                          "is invisible to real positions, so batches are padded on the right and pooled over real tokens"),
+    "caduceus": Family(_HF, {"causal": False, "attention_mask": False}, {"mamba_ssm": "mamba-ssm"},
+                       notes="Caduceus / PlantCaduceus remote code: bidirectional Mamba, no attention mask, so only "
+                             "equal-length sequences share a batch; needs mamba-ssm CUDA kernels"),
+    "gpn": Family(_HF, {"causal": False}, {"gpn": "gpn"},
+                  notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)"),
+    "evo": Family("geneb.models.evo:from_settings", {"causal": True, "attention_mask": False}, {"evo": "evo-model"},
+                  notes="Evo 1 / 1.5 through the evo-model package: StripedHyena returns logits, so the unembedding "
+                        "is replaced by the identity to read the final hidden states (evo-design/evo #32)"),
+    "evo2": Family("geneb.models.evo:from_settings_evo2", {"causal": True, "attention_mask": False}, {"evo2": "evo2"},
+                   notes="Evo 2 through the evo2 package (Vortex): embeddings from a named block via "
+                         "return_embeddings/layer_names; the layer must be a module name"),
+    "enformer": Family("geneb.models.enformer:from_settings", {}, {"enformer_pytorch": "enformer-pytorch"},
+                       notes="Enformer through enformer-pytorch: a fixed 196,608-bp one-hot window, 896 x 128-bp output "
+                             "bins of width 3072; GENEB centres the sequence and pools the bins that cover it"),
+    "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
+}
+
+
+def family(name: str, *, model: str = "?") -> Family:
+    """The Family called `name`; raises ValueError naming the model and the known families."""
+    if name not in FAMILIES:
+        raise ValueError(f"model {model}: unknown family {name!r}; known: {sorted(FAMILIES)}")
+    return FAMILIES[name]
+
+
+def build(settings: dict[str, Any], **execution: Any) -> Any:
+    """Build the encoder of resolved `settings` (registry.extraction_settings) with execution knobs
+    (device, batch_size, progress). Imports the adapter module only now. Raises ValueError for a family
+    without an adapter and MissingPackageError (naming model and package) for a missing optional package."""
+    model = settings["model"]
+    fam = family(settings["family"], model=model)
+    if fam.entry is None:
+        raise ValueError(f"model {model}: family {settings['family']!r} has no GENEB adapter ({fam.notes})")
+    require_modules(model, {**fam.requires, **((settings.get("load") or {}).get("requires") or {})})
+    module, func = fam.entry.split(":")
+    return getattr(importlib.import_module(module), func)(settings, **execution)

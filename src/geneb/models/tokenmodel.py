@@ -1,0 +1,453 @@
+"""The shared engine behind every token-level model adapter (transformers, remote code, Evo).
+
+An adapter only loads its model and says how to tokenize and how to call it; everything that decides what
+the embedding *is* lives here, once (the BEND lesson: per-model chunking and special-token code is where
+bugs live). Policy (docs/footguns.md):
+
+* Input: the model-input form (uppercase); an optional nucleotide-level `length_multiple` rule trims the
+  trailing `len % m` bases (counted per row in `trimmed_bases`; case B13); an optional `input_transform`
+  (overlapping k-mers for DNABERT-1, lowercase for gLM2).
+* Tokens: the tokenizer never pads or truncates; GENEB adds the special tokens itself, so a sequence longer
+  than the model's true maximum (`resolve_max_tokens`, case B14) is split at token level into chunks that
+  each carry the special tokens; `long_policy` chunk_mean (pool across chunks: the mean over every pooled
+  token), truncate (first chunk; counted per row), or error.
+* Batches: chunks sorted by length, padded to the batch's longest on `padding_side` (right by default) with
+  the attention mask passed; a model without an attention mask gets equal-length batches only, unless it is
+  causal and padded on the right (pads then sit where no real position can see them; case B02).
+* Pooling: over the real tokens, minus the special tokens when `exclude_special_tokens` (case B06), in
+  float32 (case B25); layer by index (-1 = last_hidden_state) or by module name (a forward hook).
+* Guards: token ids inside the embedding table (B22), pooled width = hidden size and not vocabulary size
+  (B23), finite values (B27: error, or retry the batch in float32 under `nonfinite: retry_fp32`), and the
+  out-of-memory step-down that keeps row order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from geneb.embeddings.batching import StepDownRunner, plan_batches
+from geneb.embeddings.errors import EmptyPoolError, LongSequenceError, NonFiniteEmbeddingError
+from geneb.embeddings.pooling import pool
+from geneb.models.base import EmbedResult
+from geneb.models.guards import check_pooled_width, check_token_ids, get_layer
+
+log = logging.getLogger(__name__)
+
+#: tokenizers report this (or larger, e.g. 1e30) when no maximum is set: not a real limit (case B14)
+SENTINEL_MAX_LENGTH = 10**9
+REDUCED_DTYPES = ("bfloat16", "float16")
+
+
+def resolve_max_tokens(tokenizer_max: int | None, config_max: int | None, registry_max: int | None, *, model: str) -> int:
+    """The model's usable maximum input length in tokens (special tokens included).
+
+    A registry value wins (a warning is logged where it disagrees with tokenizer or config); otherwise the
+    smaller of the tokenizer's `model_max_length` and the config's maximum positions, ignoring the
+    tokenizer's "not set" sentinel (>= 1e9; transformers uses int(1e30)). Raises ValueError "no usable max
+    length for model X" when nothing usable is known. Source of the pitfall: NT's config said 1024 positions
+    while the models were trained on 1000 tokens (case B14).
+    """
+    usable_tok = tokenizer_max if tokenizer_max is not None and tokenizer_max < SENTINEL_MAX_LENGTH else None
+    if registry_max is not None:
+        for name, value in (("tokenizer", usable_tok), ("config", config_max)):
+            if value is not None and value != registry_max:
+                log.warning("model %s: registry max_tokens %d differs from the %s's %d; using the registry",
+                            model, registry_max, name, value)  # fmt: skip
+        return int(registry_max)
+    candidates = [v for v in (usable_tok, config_max) if v is not None]
+    if not candidates:
+        raise ValueError(f"no usable max length for model {model}: set extraction.max_tokens in the registry")
+    return int(min(candidates))
+
+
+def resolve_device(device: str, *, model: str) -> str:
+    """"cpu", "cuda[:i]" or "auto" (cuda when available) -> a torch device string. device=cuda without CUDA
+    raises RuntimeError: GENEB never falls back to CPU silently."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"model {model}: device={device} was configured but CUDA is not available; not falling back to CPU")
+    return device
+
+
+def transform_input(seq: str, transform: dict[str, Any] | None, *, model: str, row: int) -> str:
+    """Apply the registry's `input_transform` to one model-input sequence.
+
+    None: unchanged. {"kind": "overlapping-kmers", "k": k}: space-separated overlapping k-mers, stride 1
+    ("ACGTAG", k=3 -> "ACG CGT GTA TAG"; DNABERT-1's input format, Ji et al. 2021). {"kind": "lowercase",
+    "prefix": p}: p + lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token).
+    Raises ValueError for an unknown kind or a sequence shorter than k (naming model and row).
+    """
+    if not transform:
+        return seq
+    kind = transform.get("kind")
+    if kind == "overlapping-kmers":
+        k = int(transform["k"])
+        if len(seq) < k:
+            raise EmptyPoolError(f"model {model}, row {row}: sequence of {len(seq)} nt is shorter than k={k}")
+        return " ".join(seq[i : i + k] for i in range(len(seq) - k + 1))
+    if kind == "lowercase":
+        return str(transform.get("prefix", "")) + seq.lower()
+    raise ValueError(f"model {model}: unknown input_transform kind {kind!r}")
+
+
+def init_execution(encoder: Any, settings: dict[str, Any], *, device: str, batch_size: int, progress: bool) -> None:
+    """Set the attributes every adapter shares: settings, model_id, extraction, device (resolved; never a
+    silent CPU fallback), batch_size and progress."""
+    encoder.settings = settings
+    encoder.model_id = str(settings["model"])
+    encoder.extraction = settings["extraction"]
+    encoder.device = resolve_device(device, model=encoder.model_id)
+    encoder.batch_size = int(batch_size)
+    encoder.progress = progress
+
+
+@dataclass
+class Chunk:
+    """One forward-pass item: token ids with the special tokens, and which positions are pooled (1)."""
+
+    seq_index: int
+    ids: list[int]
+    pool_mask: list[int]
+
+
+class TokenModelEncoder:
+    """Base class of token-level adapters. See the module docstring for the policy.
+
+    settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".
+    batch_size: chunks per forward pass (an execution knob; results do not depend on it to 1e-5 in fp32).
+    progress: show a tqdm bar on stderr (the job log).
+
+    Subclasses implement `_load()` (setting model, prefix, suffix, max_tokens, pad_id, hidden_size,
+    vocab_size, num_embeddings, uses_attention_mask), `_tokenize(texts) -> list[list[int]]` (no special
+    tokens) and `_call(inputs, want_states) -> output` (anything `get_layer` understands).
+    """
+
+    def __init__(self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64, progress: bool = True) -> None:
+        init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
+        self.prefix: list[int] = []
+        self.suffix: list[int] = []
+        self.pad_id = 0
+        self.hidden_size: int | None = None
+        self.vocab_size: int | None = None
+        self.num_embeddings: int | None = None
+        self.uses_attention_mask = True
+        self.pad_sensitive = False  # set by an adapter whose model changes with the padded length despite the mask
+        self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
+        self.last_unk = (0, 0)  # (rows with an unknown token, unknown tokens) of the last make_chunks call
+        self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
+        self.step_downs = 0
+        self.fp32_retries = 0
+        self._captured: list[torch.Tensor] = []
+        self.compute_dtype, self.weights_dtype, self.autocast = self._dtypes()
+        self._load()
+        self._after_load()
+
+    # ---- dtype policy -----------------------------------------------------------------------------------
+
+    def _dtypes(self) -> tuple[str, str, bool]:
+        """(compute dtype, weights dtype, autocast?) from `dtype` and `nonfinite`.
+
+        dtype auto: float32 on CPU, bfloat16 on CUDA. A reduced compute dtype loads reduced weights, except
+        under `nonfinite: retry_fp32`, which keeps float32 weights and runs under autocast so a batch with
+        NaN/inf can be rerun in float32.
+        """
+        want = self.extraction.get("dtype", "auto")
+        compute = ("bfloat16" if self.device.startswith("cuda") else "float32") if want == "auto" else want
+        if compute not in ("float32", *REDUCED_DTYPES):
+            raise ValueError(f"model {self.model_id}: unknown dtype {want!r}")
+        if compute == "float32":
+            return compute, "float32", False
+        if self.extraction.get("nonfinite", "error") == "retry_fp32":
+            return compute, "float32", True
+        return compute, compute, False
+
+    # ---- subclass interface -----------------------------------------------------------------------------
+
+    def _load(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---- after loading ----------------------------------------------------------------------------------
+
+    def _after_load(self) -> None:
+        ext = self.extraction
+        self.body_cap = self.max_tokens - len(self.prefix) - len(self.suffix)
+        if self.body_cap < 1:
+            raise ValueError(f"model {self.model_id}: max_tokens {self.max_tokens} leaves no room for sequence tokens")
+        side = ext.get("padding_side", "right")
+        if side not in ("right", "left"):
+            raise ValueError(f"model {self.model_id}: padding_side must be right or left, got {side!r}")
+        self.padding_side = side
+        causal = bool(ext.get("causal", False))
+        if not self.uses_attention_mask and side == "left":
+            raise ValueError(f"model {self.model_id}: left padding without an attention mask would feed pads into "
+                             "every real position (case B02); use padding_side: right")  # fmt: skip
+        # without a mask, only a causal model padded on the right is safe; everything else gets equal lengths.
+        # Some masked models are not padding-invariant either (BigBird's block-sparse attention: its blocks
+        # depend on the padded length); `bucket_by_length` true, or auto with `self.pad_sensitive`, covers them.
+        bucket = ext.get("bucket_by_length", "auto")
+        if bucket not in ("auto", True, False):
+            raise ValueError(f"model {self.model_id}: bucket_by_length must be auto, true or false, got {bucket!r}")
+        unsafe = (not self.uses_attention_mask and not (causal and side == "right")) or self.pad_sensitive
+        if bucket is False and not self.uses_attention_mask and not (causal and side == "right"):
+            raise ValueError(f"model {self.model_id}: bucket_by_length false for a model without an attention mask "
+                             "that is not causal would pad real positions (case B02)")  # fmt: skip
+        self.bucket_equal_lengths = unsafe if bucket == "auto" else bool(bucket)
+        layer = ext.get("layer", -1)
+        if isinstance(layer, str):
+            try:
+                module = self.model.get_submodule(layer)
+            except AttributeError as err:
+                raise ValueError(f"model {self.model_id}: no module named {layer!r} for layer extraction") from err
+            module.register_forward_hook(self._hook)
+            self.layer_resolved = f"module:{layer}"
+        else:
+            self.layer_resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
+        log.info("model %s: max_tokens %d (body %d + special %d/%d), padding %s%s, layer %s, pooling %s, "
+                 "special tokens %s, long_policy %s, compute %s (weights %s%s)", self.model_id, self.max_tokens,
+                 self.body_cap, len(self.prefix), len(self.suffix), self.padding_side,
+                 ("" if self.uses_attention_mask else " without attention mask")
+                 + (", equal-length batches" if self.bucket_equal_lengths else ""),
+                 self.layer_resolved, ext.get("pooling", "mean"),
+                 "excluded" if ext.get("exclude_special_tokens", True) else "included",
+                 ext.get("long_policy", "chunk_mean"), self.compute_dtype, self.weights_dtype,
+                 ", autocast" if self.autocast else "")  # fmt: skip
+
+    def _hook(self, _module: Any, _inputs: Any, output: Any) -> None:
+        self._captured.append(output[0] if isinstance(output, (tuple, list)) else output)
+
+    def identity(self) -> dict[str, Any]:
+        """What defines these embeddings beyond the registry settings (stored in the extraction key)."""
+        return {
+            "adapter": type(self).__name__,
+            "special_prefix": self.prefix,
+            "special_suffix": self.suffix,
+            "max_tokens": self.max_tokens,
+            "pad_id": self.pad_id,
+            "padding": ("none: equal-length batches" if self.bucket_equal_lengths
+                        else f"{self.padding_side}, dynamic (longest in a length-sorted batch)")
+            + ("" if self.uses_attention_mask else "; no attention mask" + ("" if self.bucket_equal_lengths else
+                                                                            " (causal model: pads sit after every real token)")),
+            "attention_mask": self.uses_attention_mask,
+            "layer_resolved": self.layer_resolved,
+            "compute_dtype": self.compute_dtype,
+            "weights_dtype": self.weights_dtype,
+            "autocast": self.autocast,
+            "hidden_size": self.hidden_size,
+            "vocab_size": self.vocab_size,
+            "num_embeddings": self.num_embeddings,
+        }  # fmt: skip
+
+    # ---- chunks -----------------------------------------------------------------------------------------
+
+    def make_chunks(self, sequences: list[str], rows: list[int]) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray]:
+        """Turn sequences into forward-pass chunks; returns (chunks, n_chunks (n,), truncated (n,), trimmed
+        bases (n,)). Raises LongSequenceError under long_policy error, EmptyPoolError for a row with no
+        token or no pooled position, ValueError for cls/last pooling of a multi-chunk row."""
+        ext = self.extraction
+        policy = ext.get("long_policy", "chunk_mean")
+        exclude = bool(ext.get("exclude_special_tokens", True))
+        method = ext.get("pooling", "mean")
+        multiple = ext.get("length_multiple")
+        n = len(sequences)
+        trimmed = np.zeros(n, np.int32)
+        texts = []
+        for i, seq in enumerate(sequences):
+            if multiple:
+                keep = len(seq) - len(seq) % int(multiple)
+                if keep == 0:
+                    raise EmptyPoolError(f"model {self.model_id}, row {rows[i]}: {len(seq)} nt is shorter than the "
+                                         f"model's length multiple {multiple}")  # fmt: skip
+                trimmed[i] = len(seq) - keep
+                seq = seq[:keep]
+            texts.append(transform_input(seq, ext.get("input_transform"), model=self.model_id, row=rows[i]))
+        if multiple and trimmed.any():
+            log.info("model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
+                     self.model_id, multiple, int((trimmed > 0).sum()), int(trimmed.max()))  # fmt: skip
+        encoded = self._tokenize(texts)
+        if self.unk_id is not None:
+            unk = [sum(1 for t in ids if t == self.unk_id) for ids in encoded]
+            self.last_unk = (sum(1 for u in unk if u), sum(unk))
+            if self.last_unk[0]:
+                first = next(i for i, u in enumerate(unk) if u)
+                log.warning("model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
+                            "vocabulary (IUPAC codes?) reach it as UNK", self.model_id, self.last_unk[1],
+                            self.last_unk[0], rows[first])  # fmt: skip
+        special = 0 if exclude else 1
+        chunks: list[Chunk] = []
+        n_chunks = np.zeros(n, np.int32)
+        truncated = np.zeros(n, bool)
+        cap = self.body_cap
+        for i, ids in enumerate(encoded):
+            if not ids:
+                raise EmptyPoolError(f"model {self.model_id}, row {rows[i]}: the tokenizer produced no tokens")
+            pieces = [ids[s : s + cap] for s in range(0, len(ids), cap)]
+            if len(pieces) > 1:
+                if policy == "error":
+                    raise LongSequenceError(f"model {self.model_id}, row {rows[i]}: {len(ids)} tokens > {cap} "
+                                            "(long_policy: error)")  # fmt: skip
+                if policy == "truncate":
+                    pieces, truncated[i] = pieces[:1], True
+                elif method in ("cls", "last"):
+                    raise ValueError(f"model {self.model_id}, row {rows[i]}: pooling {method!r} is undefined across "
+                                     f"{len(pieces)} chunks; use long_policy truncate")  # fmt: skip
+            for piece in pieces:
+                mask = [special] * len(self.prefix) + [1] * len(piece) + [special] * len(self.suffix)
+                chunks.append(Chunk(i, self.prefix + list(piece) + self.suffix, mask))
+            n_chunks[i] = len(pieces)
+        return chunks, n_chunks, truncated, trimmed
+
+    def batch_tensors(self, batch: list[Chunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rectangular (B, T) tensors for a batch: input ids (pad id outside the sequence), attention mask
+        (1 = real token) and pool mask (1 = pooled position), padded on `padding_side` to the batch's
+        longest chunk (case B11: batched tokenization is always rectangular, with a mask), or to
+        `pad_to_length` when set (used to show padding invariance, case B04, and by the naive benchmark loop).
+        Equal-length batching (models that must never see a pad) ignores `pad_to_length`."""
+        width = max(len(c.ids) for c in batch)
+        if self.pad_to_length is not None and not self.bucket_equal_lengths:
+            width = max(width, int(self.pad_to_length))
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((len(batch), width), dtype=torch.long)
+        pmask = torch.zeros((len(batch), width), dtype=torch.long)
+        for b, c in enumerate(batch):
+            n = len(c.ids)
+            sl = slice(0, n) if self.padding_side == "right" else slice(width - n, width)
+            ids[b, sl] = torch.tensor(c.ids, dtype=torch.long)
+            attn[b, sl] = 1
+            pmask[b, sl] = torch.tensor(c.pool_mask, dtype=torch.long)
+        return ids, attn, pmask
+
+    # ---- forward ----------------------------------------------------------------------------------------
+
+    def hidden_states(self, ids: torch.Tensor, attn: torch.Tensor, *, force_fp32: bool = False) -> torch.Tensor:
+        """Hidden states (B, T, d) of the configured layer for one rectangular batch."""
+        inputs = {"input_ids": ids.to(self.device)}
+        if self.uses_attention_mask:
+            inputs["attention_mask"] = attn.to(self.device)
+        layer = self.extraction.get("layer", -1)
+        want_states = isinstance(layer, int) and layer != -1
+        use_autocast = self.autocast and not force_fp32
+        ctx = (torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.compute_dtype))
+               if use_autocast else contextlib.nullcontext())  # fmt: skip
+        self._captured.clear()
+        with torch.inference_mode(), ctx:
+            out = self._call(inputs, want_states)
+        if isinstance(layer, str):
+            if not self._captured:
+                raise RuntimeError(f"model {self.model_id}: module {layer!r} did not run in the forward pass")
+            return self._captured[-1]
+        return get_layer(out, layer, model=self.model_id)
+
+    def _forward_batch(self, chunks: list[Chunk], rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, attn, pmask = self.batch_tensors(chunks)
+        check_token_ids(ids, self.num_embeddings, model=self.model_id, rows=rows)
+        hidden = self.hidden_states(ids, attn)
+        bad = self._nonfinite_rows(hidden, attn)
+        if bad and self.autocast:
+            self.fp32_retries += 1
+            log.warning("model %s: non-finite %s states for rows %s; retrying the batch in float32 (nonfinite: retry_fp32)",
+                        self.model_id, self.compute_dtype, [rows[b] for b in bad])  # fmt: skip
+            hidden = self.hidden_states(ids, attn, force_fp32=True)
+            bad = self._nonfinite_rows(hidden, attn)
+        if bad:
+            raise NonFiniteEmbeddingError(
+                f"model {self.model_id}: non-finite hidden states (NaN/inf, compute dtype {self.compute_dtype}) for "
+                f"row {rows[bad[0]]}" + (f" and {len(bad) - 1} more" if len(bad) > 1 else ""),
+                rows=[rows[b] for b in bad],
+            )  # fmt: skip
+        if hidden.shape[:2] != ids.shape:
+            raise ValueError(f"model {self.model_id}: hidden states {tuple(hidden.shape)} do not align with the input "
+                             f"tokens {tuple(ids.shape)}; this layer cannot be pooled per token")  # fmt: skip
+        pooled = pool(hidden, pmask.to(hidden.device), self.extraction.get("pooling", "mean"), rows=rows)
+        return pooled.cpu(), pmask.sum(dim=1)
+
+    @staticmethod
+    def _nonfinite_rows(hidden: torch.Tensor, attn: torch.Tensor) -> list[int]:
+        real = attn.to(hidden.device).bool()
+        finite = torch.isfinite(hidden).all(dim=-1) | ~real
+        return [int(b) for b in torch.nonzero(~finite.all(dim=1)).flatten()]
+
+    # ---- embed ------------------------------------------------------------------------------------------
+
+    def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
+        """Pooled embeddings float32 (n, d) in input order, with per-row n_tokens (pooled positions, all chunks),
+        n_chunks, truncated and trimmed_bases. Raises TypeError for a bare string (case B12)."""
+        if isinstance(sequences, str):
+            raise TypeError("embed() takes a list of sequences, not one string (wrap it: [seq])")
+        sequences = list(sequences)
+        rows = list(rows) if rows is not None else list(range(len(sequences)))
+        if len(rows) != len(sequences):
+            raise ValueError(f"model {self.model_id}: {len(sequences)} sequences but {len(rows)} row ids")
+        if not sequences:
+            raise ValueError(f"model {self.model_id}: nothing to embed (0 sequences)")
+        chunks, n_chunks, truncated, trimmed = self.make_chunks(sequences, rows)
+        method = self.extraction.get("pooling", "mean")
+        plan = plan_batches([len(c.ids) for c in chunks], self.batch_size, equal_length=self.bucket_equal_lengths)
+        state: dict[str, Any] = {"acc": None, "counts": np.zeros(len(sequences), np.int64)}
+        bar = _progress(len(chunks), desc or self.model_id, enabled=self.progress)
+
+        def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+            batch = [chunks[j] for j in idx]
+            return self._forward_batch(batch, [rows[c.seq_index] for c in batch])
+
+        def done(idx: list[int], result: tuple[torch.Tensor, torch.Tensor]) -> None:
+            pooled, ntok = result
+            if state["acc"] is None:
+                check_pooled_width(int(pooled.shape[1]), model=self.model_id, hidden_size=self.hidden_size,
+                                   vocab_size=self.vocab_size, expected=self.extraction.get("embedding_dim"))  # fmt: skip
+                state["acc"] = np.zeros((len(sequences), pooled.shape[1]), np.float64)
+                if method == "max":
+                    state["acc"][:] = -np.inf
+            acc, counts = state["acc"], state["counts"]
+            for j, v, n in zip(idx, pooled.numpy().astype(np.float64), ntok.numpy()):
+                i = chunks[j].seq_index
+                if method == "mean":
+                    acc[i] += v * n
+                elif method == "max":
+                    acc[i] = np.maximum(acc[i], v)
+                else:  # cls / last: one chunk per sequence (make_chunks refuses more)
+                    acc[i] = v
+                counts[i] += int(n)
+            bar.update(len(idx))
+
+        free = torch.cuda.empty_cache if self.device.startswith("cuda") else None
+        runner = StepDownRunner(run, what=f"model {self.model_id}", free=free)
+        try:
+            runner.run(plan, done)
+        finally:
+            bar.close()
+        self.step_downs += runner.step_downs
+        acc, counts = state["acc"], state["counts"]
+        if method == "mean":
+            acc = acc / counts[:, None]
+        return EmbedResult(acc.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, trimmed)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, desc: str, *, enabled: bool) -> Any:
+    """A tqdm progress bar on stderr (the job's log file), updated at most every 10 s; a no-op when disabled."""
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="chunk", file=sys.stderr, mininterval=10.0, leave=True)
