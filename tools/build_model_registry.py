@@ -1,0 +1,559 @@
+"""Regenerate config/models.yaml from the shared reference facts plus GENEB's curation.
+
+Run from the repository root: `python tools/build_model_registry.py [--shared ../shared]`. The output is
+committed; this script documents how it was made. Facts come from `../shared/reference/geneb_paper/models.tsv`
+(the paper's 40 models: official ids, hub ids or other sources, parameter counts, architecture, tokenizer,
+the reference extractor's input cap, hidden-state tap, pooling, width and known defects) and
+`../shared/reference/registry.yaml` (111 public models: hub ids, sizes, context, pretraining data, loader
+notes, licences). The tables below are curation decisions, each with its reason: which GENEB adapter family
+serves a model, the transformers range its remote code needs, the paper's reference extraction as each
+paper model's default, what GENEB does differently where the reference is known to be wrong, and the
+declared matched pairs.
+
+No hub revision is known for any hub model in these sources, so every hub entry is written as
+`source.kind: hub-unpinned` (not runnable; case B24): pinning one is adding `revision: <40-hex commit>` and
+changing the kind to `hub`. No commit hash is ever made up here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+# ---- vocabularies ------------------------------------------------------------------------------------------
+
+# paper `family` column -> GENEB architecture_family (docs/data-dictionary.md)
+PAPER_ARCH_FAMILY = {
+    "transformer-decoder": "transformer-decoder",
+    "transformer-encoder": "transformer-encoder",
+    "striped-hyena": "striped-hyena",
+    "hyena": "hyena",
+    "mamba": "ssm",
+    "cnn-transformer": "hybrid",
+    "cnn-transformer-moe": "hybrid",
+    "hybrid-mamba-moe": "hybrid",
+}
+PAPER_TOKENIZER = {"character": "single-nucleotide"}
+
+# remote-code transformers ranges (case B19), with their sources
+RANGE_DEFAULT = ("<5", "registry.yaml section 5: remote code of these repos targets transformers 4.2x-4.4x; "
+                       "transformers 5 breaks trust_remote_code loading (USER_ASKS 12)")  # fmt: skip
+RANGE_DNABERT2 = (">=4.28,<4.30", "config.json written by 4.28.0; maintainers advise pinning 4.29 because newer "
+                                  "transformers raise a config_class mismatch (registry.yaml, MAGICS-LAB/DNABERT_2 issues)")  # fmt: skip
+RANGE_HYENA = (">=4.26,<4.40", "CharacterTokenizer clashes with a base-class method from transformers 4.40 unless "
+                               "the pinned revision carries the upstream fix (case B19)")  # fmt: skip
+RANGE_LUCAONE = ("==4.41.2", "LucaOne pins transformers 4.41.2 (registry.yaml section 5)")
+
+# registry.yaml `family` -> (GENEB family, extra extraction, extra load, note)
+REGISTRY_FAMILY: dict[str, tuple[str, dict[str, Any], dict[str, Any], str]] = {
+    "DNABERT": ("hf-encoder", {}, {}, ""),
+    "DNABERT-2": ("hf-encoder", {}, {"hide_modules_on_cpu": ["triton"]}, ""),
+    "Nucleotide Transformer v1": ("hf-encoder", {}, {}, ""),
+    "Nucleotide Transformer v2": ("hf-encoder", {}, {}, ""),
+    "Nucleotide Transformer (plant)": ("hf-encoder", {}, {}, ""),
+    "Nucleotide Transformer v3": ("unsupported", {}, {}, "U-Net + transformer remote code kept in another repo "
+                                  "(InstaDeepAI/ntv3_base_model), gated weights; not wired into GENEB yet"),
+    "HyenaDNA": ("hyena", {}, {}, ""),
+    "Caduceus": ("caduceus", {}, {}, ""),
+    "PlantCaduceus": ("caduceus", {}, {}, ""),
+    "PlantCAD2": ("caduceus", {}, {}, ""),
+    "GPN": ("gpn", {}, {"preimport": ["gpn.model"]}, ""),
+    "Evo": ("evo", {}, {}, ""),
+    "Evo 2": ("evo2", {}, {}, ""),
+    "GENA-LM": ("hf-encoder", {}, {}, ""),
+    "GROVER": ("hf-encoder", {}, {}, ""),
+    "GENERator": ("hf-decoder", {}, {}, "GENERator's card recommends trimming input to a multiple of 6 (leftovers "
+                  "become <oov>): set extraction.length_multiple: 6 for the authors' recipe"),
+    "GENERanno": ("hf-encoder", {}, {}, ""),
+    "MutBERT": ("hf-encoder", {}, {}, ""),
+    "Mistral-DNA": ("hf-decoder", {}, {}, ""),
+    "Jamba-DNA": ("hf-decoder", {}, {}, "Jamba's fast path needs mamba-ssm; the transformers slow path runs without it"),
+    "ModernBERT-DNA": ("hf-encoder", {}, {}, ""),
+    "GenomeOcean": ("hf-decoder", {}, {}, ""),
+    "gLM2": ("hf-encoder", {"input_transform": {"kind": "lowercase", "prefix": "<+>"}}, {},
+             "gLM2 reads nucleotides in lowercase after a strand token (<+>)"),
+    "METAGENE": ("hf-decoder", {}, {}, ""),
+    "Omni-DNA": ("hf-decoder", {}, {}, ""),
+    "OmniNA": ("hf-decoder", {}, {}, ""),
+    "ProkBERT": ("hf-encoder", {}, {}, ""),
+    "SpeciesLM": ("unsupported", {}, {}, "input needs a species token before the overlapping 6-mers; GENEB has no "
+                  "input transform for it yet"),
+    "AIDO.DNA": ("unsupported", {}, {}, "loads through GenBio's ModelGenerator package; no GENEB adapter yet"),
+    "LucaOne": ("unsupported", {}, {}, "loads through the lucaone package; no GENEB adapter yet"),
+    "Genos": ("unsupported", {}, {}, "custom MoE stack, GPU-only in practice (registry.yaml); not wired into GENEB yet"),
+    "HybriDNA": ("unsupported", {}, {}, "custom hybrid stack, GPU-only in practice (registry.yaml); not wired into GENEB yet"),
+    "eccDNAMamba": ("hf-encoder", {}, {"requires": {"mamba_ssm": "mamba-ssm"}}, "bidirectional Mamba-2 remote code"),
+    "Plant DNA LLMs": ("hf-encoder", {}, {}, ""),  # refined per model below
+    "Enformer": ("enformer", {}, {}, ""),
+    "Borzoi": ("unsupported", {}, {}, "borzoi-pytorch package; no GENEB adapter yet"),
+    "AlphaGenome": ("unsupported", {}, {}, "JAX model with gated weights; no GENEB adapter"),
+    "GenSLM": ("unsupported", {}, {}, "weights outside the hub (GitHub release); no GENEB adapter"),
+    "DNAGPT": ("unsupported", {}, {}, "weights outside the hub; no GENEB adapter"),
+    "megaDNA": ("unsupported", {}, {}, "custom MEGABYTE code; hub id unverified"),
+    "JanusDNA": ("unsupported", {}, {}, "custom code; weights outside the hub"),
+}
+PLANT_FAMILY = {"plant-dnagpt-BPE": "hf-decoder", "plant-dnagemma-BPE": "hf-decoder", "plant-dnamamba-BPE": "hf-ssm"}
+#: Evo 2 block named in its README for embeddings of the 7B model; other sizes have no established layer
+EVO2_LAYER = {"evo2_7b_base": "blocks.28.mlp.l3", "evo2_7b": "blocks.28.mlp.l3"}
+
+# ---- the paper's 40 models: GENEB family and what GENEB changes ---------------------------------------------------
+
+# official id -> curation (family; registry.yaml name it matches when the hub id differs or is absent;
+# notes on the reference extractor's defect and what GENEB does instead)
+PAPER: dict[str, dict[str, Any]] = {
+    "METAGENE-1": {"family": "hf-decoder",
+                   "geneb_changes": "reference averaged padded rows into the mean; GENEB pools over real tokens only"},
+    "evo-1-131k-base": {"family": "evo", "package_model_name": "evo-1-131k-base",
+                        "geneb_changes": "reference kept only batch element 0 of each batch; GENEB embeds every row"},
+    "GenomeOcean-4B": {"family": "hf-decoder", "registry_name": "GenomeOcean-4B"},
+    "GENERator-eukaryote-3b-base": {"family": "hf-decoder"},
+    "dna_gpt3b_m": {"family": "unsupported", "registry_name": "DNAGPT", "where": "google-drive (DNAGPT authors)"},
+    "nucleotide-transformer-2.5b-multi-species": {"family": "hf-encoder",
+                                                  "geneb_changes": "reference padded to 1000 tokens; GENEB pads dynamically (identical result with the mask)"},
+    "LucaOne-default-step36M": {"family": "unsupported"},
+    "GENERator-eukaryote-1.2b-base": {"family": "hf-decoder"},
+    "Omni-DNA-1B": {"family": "hf-decoder"},
+    "agro-nucleotide-transformer-1b": {"family": "hf-encoder",
+                                       "geneb_changes": "reference padded to 1024 tokens; GENEB pads dynamically (identical result with the mask)"},
+    "space": {"family": "unsupported", "note": "custom SPACE code (species mixture-of-experts Enformer); no GENEB adapter"},
+    "eccdnamamba_weights": {"family": "hf-encoder", "registry_name": "eccDNAMamba-1M",
+                            "geneb_changes": "reference declared no finite input cap, so nothing was truncated; GENEB "
+                                             "needs extraction.max_tokens before it runs this model"},
+    "GenomeOcean-500M": {"family": "hf-decoder", "registry_name": "GenomeOcean-500M"},
+    "gena-lm-bert-large-t2t": {"family": "hf-encoder"},
+    "Omni-DNA-300M": {"family": "hf-decoder"},
+    "BioFM-265M": {"family": "unsupported", "note": "BioToken annotation tokenizer from its own package; no GENEB adapter",
+                   "geneb_changes": "reference dropped the attention mask and indexed valid_count-2 as an absolute row, so "
+                                    "short records in a left-padded batch read a pad row; GENEB would take the last real "
+                                    "non-special token of each row"},
+    "enformer-official-rough": {"family": "enformer", "registry_name": "Enformer",
+                                "geneb_changes": "reference averaged all 896 bins of a prefix-aligned, N-padded window; "
+                                                 "GENEB centres the sequence and pools only the bins that cover it"},
+    "nucleotide-transformer-v2-250m-multi-species": {"family": "hf-encoder"},
+    "PlantCaduceus_l32": {"family": "caduceus",
+                          "geneb_changes": "reference declared no finite cap (nothing truncated); GENEB caps at the "
+                                           "trained 512 bp and chunks or truncates by policy; no attention mask is passed"},
+    "OmniNA-220m": {"family": "hf-decoder",
+                    "geneb_changes": "reference asked for truncation against the tokenizer's 1e30 sentinel, so nothing "
+                                     "was truncated; GENEB applies the 2048-token cap (case B14)"},
+    "gpt2_gene_multi_v2_ft": {"family": "hf-decoder"},
+    "gpt2_gene_v1": {"family": "hf-decoder"},
+    "genomics-fm": {"family": "unsupported", "where": "google-drive (Genomics-FM authors)",
+                    "note": "custom BERT code; its CPU path raises TypeError (paper notes)"},
+    "DNABERT-S": {"family": "hf-encoder",
+                  "geneb_changes": "reference omitted trust_remote_code, so the built-in BERT class ran with the Mosaic "
+                                   "checkpoint's tensors missing; GENEB loads the remote code (and refuses an auto_map "
+                                   "checkpoint without it)"},
+    "dnabert2-no-flashattention": {"family": "hf-encoder", "registry_name": "DNABERT-2-117M",
+                                   "geneb_changes": "GENEB hides triton while the remote code loads on CPU, forcing the "
+                                                    "PyTorch attention path (the paper's 'no-flashattention' variant)"},
+    "gena-lm-bert-base-t2t-multi": {"family": "hf-encoder"},
+    "gena-lm-bert-base": {"family": "hf-encoder", "remote": True},
+    "dna_gpt0.1b_h": {"family": "unsupported", "registry_name": "DNAGPT", "where": "google-drive (DNAGPT authors)"},
+    "nucleotide-transformer-v2-100m-multi-species": {"family": "hf-encoder"},
+    "GROVER": {"family": "hf-encoder",
+               "note": "tokenizer.json has 610 entries but the checkpoint's vocabulary is 609; GENEB's token-id guard "
+                       "(case B22) stops the run if id 609 is ever produced"},
+    "MutBERT": {"family": "hf-encoder",
+                "geneb_changes": "reference asked for truncation without a finite tokenizer maximum, so long inputs "
+                                 "were not truncated; GENEB applies the 512-token cap"},
+    "deepgene": {"family": "unsupported", "where": "google-drive (DeepGene authors)"},
+    "hyenadna-large-1m-seqlen-hf": {"family": "hyena",
+                                    "geneb_changes": "reference left-padded with no mask, so pads reached real positions; "
+                                                     "GENEB pads on the right (a causal model cannot see them) and pools real positions (case B02)"},
+    "nucleotide-transformer-v2-50m-3mer-multi-species": {"family": "hf-encoder"},
+    "nucleotide-transformer-v2-50m-multi-species": {"family": "hf-encoder"},
+    "hyenadna-medium-160k-seqlen-hf": {"family": "hyena",
+                                       "geneb_changes": "reference left-padded with no mask, so pads reached real positions; "
+                                                        "GENEB pads on the right (a causal model cannot see them) and pools real positions (case B02)"},
+    "caduceus-ps_seqlen-131k_d_model-256_n_layer-16": {"family": "caduceus",
+                                                       "geneb_changes": "reference passed an attention mask the Caduceus forward does not take; "
+                                                                        "GENEB passes none and batches equal lengths only"},
+    "JanusDNA_72_w": {"family": "unsupported", "registry_name": "JanusDNA", "where": "harvard-dataverse",
+                      "geneb_changes": "reference wrapper defaulted to CPU while the model needs CUDA mamba kernels"},
+    "JanusDNA_72_wo": {"family": "unsupported", "registry_name": "JanusDNA", "where": "harvard-dataverse",
+                       "geneb_changes": "reference wrapper defaulted to CPU while the model needs CUDA mamba kernels"},
+    "caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3": {"family": "caduceus"},
+}
+
+# remote code for paper models not in registry.yaml (others take registry.yaml's needs_remote_code)
+PAPER_REMOTE_DEFAULT = {"BioFM-265M": True, "space": True, "gpt2_gene_multi_v2_ft": False, "gpt2_gene_v1": False,
+                        "genomics-fm": True, "deepgene": True, "gena-lm-bert-base": True}  # fmt: skip
+PAPER_DOMAIN = {  # paper-only models: domain from the paper's (unverified) pretraining column
+    "BioFM-265M": "human", "space": "mammal", "gpt2_gene_multi_v2_ft": "unknown", "gpt2_gene_v1": "unknown",
+    "genomics-fm": "unknown", "deepgene": "human", "gena-lm-bert-base": "human", "dna_gpt3b_m": "multispecies",
+    "dna_gpt0.1b_h": "human",
+}  # fmt: skip
+SUPERVISED = {"enformer-official-rough", "space", "Enformer", "borzoi-replicate-0", "alphagenome"}
+
+# ---- matched pairs: two models that differ in one factor (differs_in), the rest held equal ----------------------
+
+PAIRS: list[dict[str, Any]] = [
+    {"id": "nt-v2-50m-6mer-vs-3mer", "models": ["nucleotide-transformer-v2-50m-multi-species", "nucleotide-transformer-v2-50m-3mer-multi-species"],
+     "differs_in": "tokenizer", "held_equal": ["architecture", "pretraining_data", "size"],
+     "note": "NT-v2 50M on the 850-genome multi-species data: non-overlapping 6-mers vs 3-mers"},
+    {"id": "caduceus-1k-ph-vs-ps", "models": ["caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3", "caduceus-ps_seqlen-1k_d_model-256_n_layer-4_lr-8e-3"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size", "context"],
+     "note": "Caduceus d256 4 layers on hg38: RC augmentation (ph) vs RC-equivariant parameter sharing (ps)"},
+    {"id": "caduceus-131k-ph-vs-ps", "models": ["caduceus-ph_seqlen-131k_d_model-256_n_layer-16", "caduceus-ps_seqlen-131k_d_model-256_n_layer-16"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size", "context"],
+     "note": "Caduceus d256 16 layers on hg38: RC augmentation (ph) vs RC-equivariant parameter sharing (ps)"},
+    {"id": "hyena-vs-caduceus-1k-tiny", "models": ["hyenadna-tiny-1k-seqlen-hf", "caduceus-ph_seqlen-1k_d_model-118_n_layer-4_lr-8e-3"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "context"],
+     "note": "hg38, single-nucleotide tokens, 1 kb context, ~0.44M vs ~0.47M parameters: causal Hyena vs bidirectional Mamba"},
+    {"id": "gena-bert-vs-bigbird-t2t", "models": ["gena-lm-bert-base-t2t", "gena-lm-bigbird-base-t2t"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
+     "note": "GENA-LM base on T2T + 1000G SNPs with the 32k BPE: dense BERT (512 tokens) vs BigBird sparse attention (4096 tokens)"},
+    {"id": "gena-t2t-vs-t2t-multi", "models": ["gena-lm-bert-base-t2t", "gena-lm-bert-base-t2t-multi"],
+     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
+     "note": "GENA-LM BERT base: human T2T vs human T2T + multispecies genomes"},
+    {"id": "nt-500m-ref-vs-1000g", "models": ["nucleotide-transformer-500m-human-ref", "nucleotide-transformer-500m-1000g"],
+     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
+     "note": "NT v1 500M: human reference genome vs 3,202 genomes of 1000 Genomes"},
+    {"id": "nt-2.5b-1000g-vs-multispecies", "models": ["nucleotide-transformer-2.5b-1000g", "nucleotide-transformer-2.5b-multi-species"],
+     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
+     "note": "NT v1 2.5B: 1000 Genomes human genomes vs 850 species"},
+    {"id": "mutbert-variants-vs-ref", "models": ["MutBERT", "MutBERT-Human-Ref"],
+     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
+     "note": "MutBERT 86M: human reference with population variant frequencies vs the reference alone"},
+    {"id": "dnabert2-vs-dnabert-s", "models": ["dnabert2-no-flashattention", "DNABERT-S"],
+     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
+     "note": "DNABERT-2 117M vs the same backbone after contrastive training on microbial genome pairs"},
+    {"id": "plant-bpe-bert-vs-gpt", "models": ["plant-dnabert-BPE", "plant-dnagpt-BPE"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
+     "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT encoder vs GPT-2 decoder (sizes from a secondary source)"},
+    {"id": "plant-bpe-bert-vs-mamba", "models": ["plant-dnabert-BPE", "plant-dnamamba-BPE"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
+     "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT encoder vs Mamba"},
+    {"id": "plant-bpe-bert-vs-nt", "models": ["plant-dnabert-BPE", "plant-nucleotide-transformer-BPE"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
+     "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT vs ESM-style (NT) encoder"},
+    {"id": "mistral-vs-jamba-dna-hg38", "models": ["Mistral-DNA-v1-138M-hg38", "Jamba-DNA-v1-114M-hg38"],
+     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer"],
+     "note": "hg38 with the DNABERT-2 BPE tokenizer: Mixtral MoE decoder (138M) vs Jamba Mamba-attention hybrid (114M); sizes differ by 17%"},
+]
+
+
+# ---- builtins and local checkpoints (hand-written) ---------------------------------------------------------------
+
+
+def builtin_entries() -> dict[str, dict[str, Any]]:
+    """The k-mer baselines, the random-init floor and the three local Mistral-DNA checkpoints."""
+    out: dict[str, dict[str, Any]] = {}
+    for k in (3, 4, 5, 6):
+        out[f"kmer-{k}"] = {
+            "display": f"{k}-mer frequencies", "family": "kmer", "source": {"kind": "builtin"}, "builtin": {"k": k},
+            "architecture": "kmer-frequency", "architecture_family": "kmer", "tokenizer_type": "k-mer", "params": 0,
+            "pretraining_data": "none (no training)", "pretraining_domain": "none", "license": "Apache-2.0",
+            "notes": "Overlapping k-mer frequency vector (4^k, frequencies sum to 1 over k-mers of ACGT only); a no-training baseline.",
+        }  # fmt: skip
+    out["random-esm-tiny"] = {
+        "display": "Random-init ESM/NT-style encoder (tiny)", "family": "random-init", "source": {"kind": "builtin"},
+        "builtin": {"architecture": "esm", "tokenizer": "nt-6mer", "init_seed": 0,
+                    "config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "intermediate_size": 128, "max_position_embeddings": 1002}},
+        "architecture": "esm-masked-lm", "architecture_family": "transformer-encoder", "tokenizer_type": "k-mer",
+        "params": 0, "params_note": "random weights: nothing was trained", "pretraining_data": "none (random initialisation)",
+        "pretraining_domain": "none", "license": "Apache-2.0",
+        "extraction": {"pooling": "mean", "layer": -1, "exclude_special_tokens": True, "max_tokens": 1000,
+                       "long_policy": "chunk_mean", "rc": "none"},
+        "notes": "Seeded random initialisation of an NT-style encoder (6-mer tokens, CLS prefix); the floor a pretrained model must beat.",
+    }  # fmt: skip
+    for short, task, desc in (("prom", "prom_core_all", "prom_core_all"), ("tf0", "human_tf_0", "human tf_0"),
+                              ("tf1", "human_tf_1", "human tf_1")):  # fmt: skip
+        out[f"mistral-dna-1m-ft-{short}"] = {
+            "display": f"Mistral-DNA-v1-1M-hg38 (fine-tuned {desc})", "family": "hf-decoder",
+            "source": {"kind": "local", "path": f"../shared/models/mistral-dna-v1-1m-hg38-finetuned-{short}",
+                       "origin": "github.com/raphaelmourad/LLM-for-genomics-training@92a45fe",
+                       "base_hub_id": "RaphaelMourad/Mistral-DNA-v1-1M-hg38"},
+            "architecture": "mixtral-causal-lm", "architecture_family": "transformer-decoder", "tokenizer_type": "bpe",
+            "tokenizer": "DNABERT-2 BPE (vocab 4096); adds [CLS] ... [SEP]",
+            "params": 720000, "context_tokens": 256,
+            "pretraining_data": f"human reference genome hg38, then fine-tuned on GUE {desc}",
+            "pretraining_domain": "human", "license": "Apache-2.0", "trust_remote_code": False,
+            "extraction": {"pooling": "mean", "layer": -1, "exclude_special_tokens": False, "max_tokens": 256,
+                           "long_policy": "chunk_mean", "rc": "none", "embedding_dim": 64},
+            "trained_on_tasks": [f"gue_{task}", f"leannmlindsey_GUE_{task}"],
+            "registry_name": "Mistral-DNA-v1-1M-hg38", "verified": "V",
+            "notes": "Real checkpoint (Mixtral sparse MoE, hidden 64, 4 layers, 8 experts, 1 per token); its sequence-"
+                     "classification head (score.weight) is unused. Fine-tuned on a GUE task: flagged as contaminated "
+                     "for that task. Special tokens are pooled (exclude_special_tokens: false), like the paper's reference.",
+        }  # fmt: skip
+    return out
+
+
+# ---- parsing -----------------------------------------------------------------------------------------------------
+
+_UNIT = {"K": 1e3, "M": 1e6, "B": 1e9}
+
+
+def parse_params(text: Any) -> int | None:
+    """'~86M' -> 86000000; '1.2B (0.33B active)' -> 1200000000; 'unverified', '25M / 250M' -> None."""
+    s = str(text).strip()
+    if "/" in s.split("(")[0]:
+        return None
+    m = re.match(r"^~?\s*([0-9]+(?:\.[0-9]+)?)\s*([KMB])\b", s)
+    return int(round(float(m.group(1)) * _UNIT[m.group(2)])) if m else None
+
+
+def parse_tokens(text: Any) -> int | None:
+    """'512 tokens (~512 bp)' -> 512; '16,384 tokens' -> 16384; anything not stated in tokens -> None."""
+    m = re.match(r"^\s*([0-9][0-9,]*)\s+tokens\b", str(text))
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def arch_family_of(architecture: str) -> str:
+    a = architecture.lower()
+    if "stripedhyena" in a.replace(" ", ""):
+        return "striped-hyena"
+    if a.startswith("hyena"):
+        return "hyena"
+    if "hybrid" in a:
+        return "hybrid"
+    if "mamba" in a:
+        return "ssm"
+    if a.startswith("cnn"):
+        return "cnn"
+    if "decoder" in a:
+        return "transformer-decoder"
+    if "encoder" in a or "transformer" in a:
+        return "transformer-encoder"
+    return "unknown"
+
+
+def tokenizer_type_of(tokenizer: str) -> str:
+    t = tokenizer.lower()
+    for key, value in (("mixed", "mixed"), ("one-hot", "one-hot"), ("codon", "codon"), ("bpe", "bpe"),
+                       ("sentencepiece", "bpe"), ("mer", "k-mer"), ("single nucleotide", "single-nucleotide"),
+                       ("char", "single-nucleotide"), ("byte", "single-nucleotide")):  # fmt: skip
+        if key in t:
+            return value
+    return "unknown"
+
+
+def clean_hub_id(hf_id: Any) -> tuple[str | None, bool]:
+    """(hub id, verified?) from registry.yaml's hf_id ('x/y (unverified)' -> ('x/y', False))."""
+    if not hf_id:
+        return None, False
+    s = str(hf_id)
+    return s.split(" (")[0].strip(), "unverified" not in s
+
+
+def remote_load(spec_name: str, key: str, needs_remote: bool) -> dict[str, Any]:
+    """The load section for a remote-code model: its transformers range and the range's source."""
+    if not needs_remote:
+        return {}
+    rng = RANGE_DEFAULT
+    if spec_name in ("DNABERT-2", "DNABERT-2-117M", "DNABERT-S"):
+        rng = RANGE_DNABERT2
+    elif spec_name.startswith("hyenadna") or key.startswith("hyenadna"):
+        rng = RANGE_HYENA
+    elif spec_name == "LucaOne":
+        rng = RANGE_LUCAONE
+    return {"transformers": rng[0], "transformers_note": rng[1]}
+
+
+# ---- assembly ----------------------------------------------------------------------------------------------------
+
+
+def registry_entry(e: dict[str, Any], key: str) -> dict[str, Any]:
+    """A GENEB entry for one registry.yaml record (not a paper model)."""
+    fam, ext_extra, load_extra, note = REGISTRY_FAMILY[e["family"]]
+    fam = PLANT_FAMILY.get(key, fam)
+    hub, hub_ok = clean_hub_id(e.get("hf_id"))
+    remote = bool(e["needs_remote_code"])
+    extraction: dict[str, Any] = {"pooling": "mean", "layer": -1, "exclude_special_tokens": True,
+                                  "max_tokens": parse_tokens(e["max_length"]), "long_policy": "chunk_mean", "rc": "none"}  # fmt: skip
+    extraction.update(ext_extra)
+    if e["family"] == "DNABERT":
+        extraction["input_transform"] = {"kind": "overlapping-kmers", "k": int(e["name"].split("-")[1])}
+    if fam == "evo2":
+        if key in EVO2_LAYER:
+            extraction["layer"] = EVO2_LAYER[key]
+        else:
+            fam, note = "unsupported", "which Evo 2 block gives the best embeddings is not established for this size (evo2 #124); set family evo2 and a module name as layer to run it"
+    if fam == "enformer":
+        extraction.pop("max_tokens")
+    load = {**load_extra, **remote_load(e["name"], key, remote)}
+    if fam in ("evo", "evo2"):
+        load["package_model_name"] = key
+    if e["family"] == "Caduceus" and "-ps_" in key:
+        note = (note + "; " if note else "") + "RC-equivariant: the hidden size is 2 x d_model (forward and RC channels)"
+    entry: dict[str, Any] = {
+        "display": e["name"],
+        "family": fam,
+        "source": ({"kind": "hub-unpinned", "hub_id": hub} if hub and hub_ok else
+                   {"kind": "external", "where": f"hub id unverified: {e.get('hf_id')}" if hub else "not on the hub (see notes)"}),
+        "architecture": e["architecture"],
+        "architecture_family": arch_family_of(e["architecture"]),
+        "tokenizer_type": tokenizer_type_of(e["tokenizer"]),
+        "tokenizer": e["tokenizer"],
+        "params": parse_params(e["params"]),
+        "params_note": str(e["params"]),
+        "context_tokens": parse_tokens(e["max_length"]),
+        "context": str(e["max_length"]),
+        "pretraining_data": e["pretraining_data"],
+        "pretraining_domain": e["domain"],
+        "license": e["license"],
+        "trust_remote_code": remote,
+        "load": load,
+        "extraction": extraction,
+        "trained_on_tasks": [],
+        "registry_name": e["name"],
+        "verified": str(e["verified"]).split(" ")[0],
+        "loading_notes": " ".join(str(e["loader_notes"]).split()),
+    }  # fmt: skip
+    if key in SUPERVISED or e["name"] in SUPERVISED:
+        entry["supervised"] = True
+    if note:
+        entry["notes"] = note
+    return _tidy(entry)
+
+
+def paper_entry(row: pd.Series, reg: dict[str, Any] | None) -> dict[str, Any]:
+    """A GENEB entry for one of the paper's models, with the paper's reference extraction as default."""
+    mid = row["geneb_model_id"]
+    cur = PAPER[mid]
+    fam = cur["family"]
+    src_text = str(row["hub_id_or_source"])
+    remote = bool(reg["needs_remote_code"]) if reg else PAPER_REMOTE_DEFAULT.get(mid, cur.get("remote", False))
+    if cur.get("remote") is not None:
+        remote = bool(cur["remote"])
+    cap = str(row["extractor_max_input"])
+    pooling_ref = str(row["pooling_reference"])
+    pooling = {"cls-token": "cls", "penultimate-valid-token": "last"}.get(pooling_ref, "mean")
+    extraction: dict[str, Any] = {
+        "pooling": pooling, "layer": -1,
+        "exclude_special_tokens": pooling_ref == "penultimate-valid-token",
+        "max_tokens": parse_tokens(cap), "long_policy": "truncate", "rc": "none",
+        "embedding_dim": int(row["emb_dim"]) if str(row["emb_dim"]).isdigit() else None,
+    }  # fmt: skip
+    if mid == "PlantCaduceus_l32":
+        extraction["max_tokens"] = 512
+    load: dict[str, Any] = {}
+    if reg:
+        load.update(REGISTRY_FAMILY[reg["family"]][2])
+    load.update(remote_load(reg["name"] if reg else mid, mid, remote))
+    if cur.get("package_model_name"):
+        load["package_model_name"] = cur["package_model_name"]
+    if fam == "enformer":
+        extraction.pop("max_tokens")
+        load["window_bp"] = 196608
+    if "/" in src_text and " " not in src_text:
+        source: dict[str, Any] = {"kind": "hub-unpinned", "hub_id": src_text}
+    else:
+        source = {"kind": "external", "where": cur.get("where", src_text)}
+    arch_family = PAPER_ARCH_FAMILY[row["family"]]
+    notes = [n for n in (cur.get("note"), REGISTRY_FAMILY[reg["family"]][3] if reg else None) if n]
+    if reg and reg.get("hf_id") and clean_hub_id(reg["hf_id"])[0] not in (None, src_text):
+        notes.append(f"registry.yaml lists the hub id as {clean_hub_id(reg['hf_id'])[0]}")
+    notes.append("default extraction = the paper's reference (last hidden state, its pooling with special tokens "
+                 "included, its input cap, truncation beyond it, no RC)")
+    paper = {
+        "model_id": mid, "display": row["leaderboard_display"], "name": row["model_paper_name_v4"], "source": src_text,
+        "params": int(row["params_current"]),
+        "reference_extraction": {"max_input": cap, "hidden_tap": row["hidden_tap_reference"], "pooling": pooling_ref,
+                                 "embedding_dim": extraction["embedding_dim"]},
+    }  # fmt: skip
+    if isinstance(row["reference_extractor_notes"], str) and row["reference_extractor_notes"].strip():
+        paper["reference_defects"] = row["reference_extractor_notes"].strip()
+    if cur.get("geneb_changes"):
+        paper["geneb_changes"] = cur["geneb_changes"]
+    entry: dict[str, Any] = {
+        "display": row["leaderboard_display"],
+        "family": fam,
+        "source": source,
+        "architecture": row["architecture"],
+        "architecture_family": arch_family,
+        "tokenizer_type": PAPER_TOKENIZER.get(row["tokenizer"], row["tokenizer"]),
+        "tokenizer": reg["tokenizer"] if reg else row["tokenizer"],
+        "params": int(row["params_current"]),
+        "params_paper": int(row["params_early_meta"]) if str(row["params_early_meta"]).strip() not in ("", "nan") else None,
+        "context_tokens": parse_tokens(reg["max_length"]) if reg else parse_tokens(cap),
+        "context": str(reg["max_length"]) if reg else cap,
+        "pretraining_data": reg["pretraining_data"] if reg else row["pretraining_data_unverified"],
+        "pretraining_domain": reg["domain"] if reg else PAPER_DOMAIN[mid],
+        "license": reg["license"] if reg else "unknown (not in the shared registry)",
+        "trust_remote_code": remote,
+        "load": load,
+        "extraction": extraction,
+        "trained_on_tasks": [],
+        "paper": paper,
+        "registry_name": reg["name"] if reg else None,
+        "verified": str(reg["verified"]).split(" ")[0] if reg else None,
+        "loading_notes": " ".join(str(reg["loader_notes"]).split()) if reg else None,
+        "notes": "; ".join(notes),
+    }  # fmt: skip
+    if mid in SUPERVISED:
+        entry["supervised"] = True
+    return _tidy(entry)
+
+
+def _tidy(entry: dict[str, Any]) -> dict[str, Any]:
+    """Drop empty optional fields (None, {}) so the YAML stays readable; required fields stay."""
+    keep = {"params", "display", "family", "source", "architecture_family", "tokenizer_type", "pretraining_domain", "license"}
+    out = {k: v for k, v in entry.items() if k in keep or v not in (None, {}, "")}
+    if "extraction" in out:
+        out["extraction"] = {k: v for k, v in out["extraction"].items() if v is not None or k == "max_tokens"}
+    return out
+
+
+def build(shared: Path) -> dict[str, Any]:
+    """The whole registry document."""
+    reg = yaml.safe_load((shared / "reference" / "registry.yaml").read_text())
+    by_hub = {clean_hub_id(e["hf_id"])[0].lower(): e for e in reg if e.get("hf_id")}
+    by_name = {e["name"]: e for e in reg}
+    paper = pd.read_csv(shared / "reference" / "geneb_paper" / "models.tsv", sep="\t", dtype=str, keep_default_na=False)
+    models = builtin_entries()
+    used: set[str] = set()
+    for _, row in paper.iterrows():
+        mid = row["geneb_model_id"]
+        cur = PAPER[mid]
+        match = by_name.get(cur["registry_name"]) if cur.get("registry_name") else by_hub.get(str(row["hub_id_or_source"]).lower())
+        if match is not None:
+            used.add(match["name"])
+        models[mid] = paper_entry(row, match)
+    for e in reg:
+        if e["name"] in used:
+            continue
+        hub, _ = clean_hub_id(e.get("hf_id"))
+        key = hub.split("/")[-1] if hub else e["name"]
+        if key in models:
+            raise SystemExit(f"registry key collision: {key}")
+        models[key] = registry_entry(e, key)
+    return {"schema_version": 1, "matched_pairs": PAIRS, "models": models}
+
+
+HEADER = """\
+# GENEB model registry. Validated against workflow/schemas/models.schema.yaml plus the cross-field checks of
+# geneb.models.registry.check_registry; field meanings in docs/data-dictionary.md ("Inputs: the model registry");
+# adding a model: docs/adding-a-model.md.
+#
+# Generated once by tools/build_model_registry.py from ../shared/reference (the paper's models.tsv and
+# registry.yaml) and GENEB's curation; edit this file directly from now on.
+#
+# Runnable entries: the builtins, local folders that exist, and hub ids pinned to a 40-hex commit
+# (source.kind: hub). No commit is known for any hub model in the shared sources, so those are
+# `hub-unpinned` and refused until someone pins them (case B24). Paper models (with a `paper:` section)
+# default to the paper's reference extraction; `paper.geneb_changes` says where GENEB fixes a known defect.
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shared", default="../shared", type=Path)
+    ap.add_argument("--out", default="config/models.yaml", type=Path)
+    args = ap.parse_args()
+    doc = build(args.shared)
+    text = yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None)
+    args.out.write_text(HEADER + text)
+    print(f"wrote {args.out}: {len(doc['models'])} models, {len(doc['matched_pairs'])} matched pairs")
+
+
+if __name__ == "__main__":
+    main()
