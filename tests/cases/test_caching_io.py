@@ -1,0 +1,168 @@
+"""Failure cases of kind "caching/IO" (../shared/cases/CASES.md): B37 (HDF5 file locking on network file
+systems) and B40 (several jobs writing HDF5). Policy: docs/footguns.md ("Caching and IO").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+from extraction_support import make_task, random_dna  # noqa: F401
+
+from geneb.embeddings.cache import SplitEmbeddings, configure_hdf5_locking, read_embeddings, write_embeddings
+from geneb.embeddings.extract import extract_task
+from geneb.models.registry import extraction_settings, load_registry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _file(path: Path) -> Path:
+    split = SplitEmbeddings(np.arange(6, dtype=np.float32).reshape(3, 2), np.arange(3), np.ones(3, np.int32))
+    write_embeddings(path, {"train": split, "test": split}, {"model": "M", "task": "T"}, hdf5_locking="off")
+    return path
+
+
+def _python(code: str, **env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **env})  # fmt: skip
+
+
+# ---- B37 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B37_switch_values():
+    assert configure_hdf5_locking("on") == {"locking": True}
+    assert configure_hdf5_locking("off") == {"locking": False} and os.environ["HDF5_USE_FILE_LOCKING"] == "FALSE"
+    with pytest.raises(ValueError, match="hdf5_locking must be one of"):
+        configure_hdf5_locking("maybe")
+
+
+def test_B37_locking_is_set_before_h5py_is_imported():
+    """Importing the cache module does not import h5py, so the switch (env var) is in place before HDF5 starts."""
+    p = _python("""
+        import sys
+        from geneb.embeddings.cache import configure_hdf5_locking
+        assert "h5py" not in sys.modules
+        configure_hdf5_locking("off")
+        import os, h5py
+        print(os.environ["HDF5_USE_FILE_LOCKING"])
+    """)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert out.strip() == "FALSE"
+    script = (ROOT / "workflow" / "scripts" / "extract_embeddings.py").read_text()
+    assert script.index("configure_hdf5_locking(") < script.index("from geneb.embeddings.extract import")
+
+
+def test_B37_two_readers_at_once_with_locking_off(tmp_path):
+    """A second process holds the cache file open while this one reads it, with locking disabled."""
+    path = _file(tmp_path / "shared.h5")
+    holder = _python(f"""
+        import sys, time
+        from geneb.embeddings.cache import configure_hdf5_locking
+        import h5py
+        with h5py.File({str(path)!r}, "r", **configure_hdf5_locking("off")) as f:
+            print("open", flush=True)
+            time.sleep(3)
+            print(f["train"]["embeddings"].shape, flush=True)
+    """)
+    assert holder.stdout.readline().strip() == "open"
+    t0 = time.time()
+    cached = read_embeddings(path, hdf5_locking="off")
+    assert time.time() - t0 < 3  # did not wait for the other reader
+    np.testing.assert_array_equal(cached.splits["train"][0], np.arange(6, dtype=np.float32).reshape(3, 2))
+    out, err = holder.communicate(timeout=60)
+    assert holder.returncode == 0, err
+
+
+def test_B37_flag_is_recorded_in_the_file(repo, make_task, tmp_path):
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
+    task = make_task([random_dna(40, 1), random_dna(50, 2)], [random_dna(30, 3)])
+    extract_task(settings, task, tmp_path / "e.h5", hdf5_locking="off", progress=False)
+    with h5py.File(tmp_path / "e.h5", "r", locking=False) as f:
+        assert f.attrs["hdf5_locking"] == "off"
+    config_schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert config_schema["properties"]["execution"]["properties"]["hdf5_locking"]["enum"] == ["auto", "on", "off"]
+
+
+# ---- B40 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B40_concurrent_writers_in_one_folder(tmp_path):
+    """Two processes write two caches into the same folder at once: both complete, no temporary leftovers."""
+    procs = [
+        _python(f"""
+            import numpy as np
+            from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
+            s = SplitEmbeddings(np.full((2000, 64), {i}, np.float32), np.arange(2000), np.ones(2000, np.int32))
+            for _ in range(5):
+                write_embeddings({str(tmp_path / f"task{i}.h5")!r}, {{"train": s}}, {{"model": "M", "task": "task{i}"}})
+        """)
+        for i in range(2)
+    ]  # fmt: skip
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    for i in range(2):
+        cached = read_embeddings(tmp_path / f"task{i}.h5", splits=("train",))
+        assert cached.key["task"] == f"task{i}" and (cached.splits["train"][0] == i).all()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task0.h5", "task1.h5"]
+
+
+@pytest.fixture(scope="module")
+def workflow_dir(tmp_path_factory, repo, shared):
+    """A run folder with a Snakefile that includes the real rule files (common, tasks, extract) and a config
+    for two real tasks (capped small) and two k-mer models."""
+    d = tmp_path_factory.mktemp("wf")
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config.update(
+        task_source=str(shared / "data" / "tasks"), task_sheet=str(repo / "config" / "tasks.tsv"),
+        model_sheet=str(repo / "config" / "models.yaml"), tasks=["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"],
+        models=["kmer-3", "kmer-4"], caps={"seed": 0, "default": {"max_train": 100, "max_test": 50}, "per_task": {}},
+    )  # fmt: skip
+    (d / "config.yaml").write_text(yaml.safe_dump(config))
+    rules = repo / "workflow" / "rules"
+    (d / "Snakefile").write_text(
+        'configfile: "config.yaml"\n\n\n'
+        + "".join(f'include: "{rules / name}"\n' for name in ("common.smk", "tasks.smk", "extract.smk"))
+    )  # fmt: skip
+    return d
+
+
+def _snakemake(d: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(d / "Snakefile"), "-d", str(d), *args],
+                          capture_output=True, text=True, timeout=300, cwd=d)  # fmt: skip
+
+
+def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
+    """Every extraction job of the DAG writes its own file (model, settings hash, task); two jobs run at once
+    (-j 2) produce two complete files, and neither touches the other's."""
+    import re
+
+    from geneb.models.registry import extraction_hash
+
+    d = workflow_dir
+    registry = load_registry(repo / "config" / "models.yaml")
+    targets = [f"resources/embeddings/{m}/{extraction_hash(extraction_settings(registry, m, yaml.safe_load((d / 'config.yaml').read_text())['alphabet']))}/{t}.h5"
+               for m in ("kmer-3", "kmer-4") for t in ("idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0")]  # fmt: skip
+    assert len(set(targets)) == 4
+    dry = _snakemake(d, *targets, "-n", "--quiet", "rules")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    counts = dict(re.findall(r"^(extract_embeddings|prepare_task)\s+(\d+)\s*$", dry.stdout + dry.stderr, flags=re.M))
+    assert counts == {"extract_embeddings": "4", "prepare_task": "2"}, dry.stdout + dry.stderr
+    two = targets[:2]  # kmer-3 on both tasks
+    run = _snakemake(d, *two, "-j", "2", "--quiet", "all")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for t in two:
+        cached = read_embeddings(d / t)
+        assert cached.key["task"] == Path(t).stem and cached.key["model"] == "kmer-3"
+    leftovers = [p for p in (d / "resources" / "embeddings").rglob("*") if p.name.startswith(".tmp-")]
+    assert not leftovers

@@ -1,0 +1,382 @@
+"""Failure cases of kind "model loading" (../shared/cases/CASES.md): B18, B19, B20, B22, B23, B24.
+
+Remote code is exercised with hand-made remote-code folders (config auto_map + a modeling file written at
+test time, geneb.models.tiny); families outside transformers with stand-in packages injected into
+sys.modules that follow the documented APIs. Policy: docs/footguns.md ("Model loading").
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import shutil
+import sys
+import types
+
+import h5py
+import numpy as np
+import pytest
+import torch
+import yaml
+from extraction_support import make_task, random_dna, spec, zoo  # noqa: F401
+from packaging.specifiers import SpecifierSet
+from transformers.modeling_outputs import BaseModelOutput
+
+from geneb.embeddings.errors import (
+    LayerNotExposedError,
+    LooksLikeLogitsError,
+    MissingPackageError,
+    RemoteCodeError,
+    TokenIdRangeError,
+    TransformersVersionError,
+)
+from geneb.embeddings.extract import build_encoder, extract_task
+from geneb.models.guards import check_pooled_width, check_token_ids, check_transformers_range, get_layer
+from geneb.models.hf import HFEncoder
+from geneb.models.registry import (
+    NotRunnableError,
+    check_registry,
+    extraction_hash,
+    extraction_settings,
+    load_registry,
+    runnable,
+    runnable_offline,
+)
+
+
+@pytest.fixture(scope="module")
+def registry(repo):
+    return load_registry(repo / "config" / "models.yaml", yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text()))
+
+
+def _copy(zoo, kind, dest):
+    shutil.copytree(zoo.folder(kind), dest)
+    return dest
+
+
+# ---- B18 ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def importable_triton(tmp_path, monkeypatch):
+    """A stand-in `triton` package that imports fine (as on a CPU runner that has triton installed). transformers
+    itself is imported first: its own optional kernels would try the empty stand-in's submodules."""
+    from transformers import AutoModel, AutoTokenizer, PreTrainedModel  # noqa: F401
+
+    (tmp_path / "site" / "triton").mkdir(parents=True)
+    (tmp_path / "site" / "triton" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    sys.modules.pop("triton", None)
+    yield
+    sys.modules.pop("triton", None)
+
+
+def _mosaic(zoo, folder, load):
+    s = extraction_settings({"models": {"dnabert2-tiny": spec(folder, "hf-encoder", {"max_tokens": 512}, trust=True, load=load)}},
+                            "dnabert2-tiny", {})  # fmt: skip
+    return build_encoder(s, progress=False)
+
+
+def test_B18_dnabert2_cpu_with_triton_importable(zoo, tmp_path, importable_triton):
+    """A DNABERT-2-shaped remote-code model on CPU with triton importable: GENEB forces the PyTorch path."""
+    import triton  # noqa: F401 - importable here
+
+    enc = _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_hidden"), {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]})
+    assert sys.modules[type(enc.model).__module__].TRITON is False
+    out = enc.embed([random_dna(80, 1), random_dna(300, 2)])
+    assert out.embeddings.shape == (2, 32) and np.isfinite(out.embeddings).all()
+    import triton as again  # the stand-in is importable again after loading
+
+    assert again is not None
+    # without the hiding, the remote code takes the Triton path and fails on CPU tensors (the reported crash)
+    naive = _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_naive"), {"transformers": ">=4.26"})
+    with pytest.raises(AssertionError, match="CUDA"):
+        naive.embed([random_dna(80, 1)])
+
+
+def test_B18_dnabert2_cpu_without_triton(zoo, tmp_path):
+    """With triton absent the same model gives the same vectors."""
+    import importlib.util
+
+    assert importlib.util.find_spec("triton") is None  # the CPU torch build ships no triton
+    a = _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_plain"), {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]})
+    b = zoo.encoder("mosaic")
+    seqs = [random_dna(80, 1), random_dna(300, 2)]
+    np.testing.assert_allclose(a.embed(seqs).embeddings, b.embed(seqs).embeddings, atol=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="device check: needs CUDA (flash vs non-flash paths of a DNABERT-2-shaped model)")
+def test_B18_device_flash_and_plain_paths_agree(zoo, tmp_path):
+    seqs = [random_dna(200, i) for i in range(4)]
+    s = extraction_settings({"models": {"m": spec(_copy(zoo, "mosaic", tmp_path / "mosaic_gpu"), "hf-encoder", {"max_tokens": 512, "dtype": "float32"},
+                                                  trust=True, load={"transformers": ">=4.26"})}}, "m", {})  # fmt: skip
+    gpu = build_encoder(s, device="cuda", progress=False).embed(seqs).embeddings
+    cpu = zoo.encoder("mosaic").embed(seqs).embeddings
+    cos = (gpu * cpu).sum(1) / np.linalg.norm(gpu, axis=1) / np.linalg.norm(cpu, axis=1)
+    assert cos.min() >= 0.999
+
+
+# ---- B19 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B19_version_guard_unit():
+    check_transformers_range("m", ">=4.26,<6", "5.24.0")
+    check_transformers_range("m", None, "5.24.0")
+    with pytest.raises(TransformersVersionError, match=r"model DNABERT-2 declares transformers >=4.28,<4.30, but 5.24.0"):
+        check_transformers_range("DNABERT-2", ">=4.28,<4.30", "5.24.0")
+    with pytest.raises(ValueError, match="not a valid version specifier"):
+        check_transformers_range("m", "four", "5.24.0")
+
+
+def test_B19_guard_runs_before_remote_code_loads(zoo, tmp_path):
+    folder = _copy(zoo, "mosaic", tmp_path / "mosaic_old")
+    s = extraction_settings({"models": {"old": spec(folder, "hf-encoder", {}, trust=True, load={"transformers": "<5"})}}, "old", {})
+    with pytest.raises(TransformersVersionError, match="model old declares transformers <5"):
+        build_encoder(s, progress=False)
+
+
+def test_B19_registry_remote_code_models_declare_a_valid_range(registry):
+    """Every trust_remote_code entry declares a range; every runnable one must contain the installed version."""
+    import transformers
+
+    remote = {k: v for k, v in registry["models"].items() if v.get("trust_remote_code")}
+    assert len(remote) > 40
+    for name, v in remote.items():
+        SpecifierSet(v["load"]["transformers"])  # parses
+        assert v["load"].get("transformers_note"), name
+    outside = [f"model {k}: transformers {v['load']['transformers']} excludes {transformers.__version__}"
+               for k, v in remote.items() if runnable(v)[0] and transformers.__version__ not in SpecifierSet(v["load"]["transformers"])]  # fmt: skip
+    assert not outside, outside
+
+
+def test_B19_smoke_every_offline_runnable_registry_model(registry):
+    """The 'pinned' matrix entry offline: every registry model runnable without network loads and embeds."""
+    offline = [k for k, v in registry["models"].items() if runnable_offline(v)]
+    assert set(offline) >= {"kmer-3", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf1"}
+    for name in offline:
+        res = build_encoder(extraction_settings(registry, name, {}), progress=False).embed([random_dna(90, 3), random_dna(400, 4)])
+        assert res.embeddings.shape[0] == 2 and np.isfinite(res.embeddings).all(), name
+
+
+def test_B19_other_registry_models_say_why_they_cannot_run(registry):
+    """Not runnable offline: each entry carries a reason (requires network / pinning / package), never a crash."""
+    for name, v in registry["models"].items():
+        ok, why = runnable(v)
+        if not runnable_offline(v):
+            assert why, name
+        if not ok:
+            with pytest.raises(NotRunnableError, match=name):
+                extraction_settings(registry, name, {})
+
+
+# ---- B20 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B20_get_layer_from_any_output_shape():
+    last = torch.randn(2, 5, 4)
+    states = tuple(torch.randn(2, 5, 4) for _ in range(4)) + (last,)
+    outputs = {"ModelOutput": BaseModelOutput(last_hidden_state=last, hidden_states=states),
+               "tuple": (last, torch.randn(2, 4)), "dict": {"last_hidden_state": last}, "tensor": last}  # fmt: skip
+    for kind, out in outputs.items():
+        assert torch.equal(get_layer(out, -1, model="X"), last), kind
+    assert torch.equal(get_layer(outputs["ModelOutput"], -3, model="X"), states[-3])
+    for kind in ("tuple", "dict", "tensor"):
+        with pytest.raises(LayerNotExposedError, match="model X does not expose intermediate layers"):
+            get_layer(outputs[kind], -3, model="X")
+
+
+def test_B20_remote_model_returning_a_tuple(zoo):
+    """The DNABERT-2-shaped model ignores output_hidden_states and returns (last, pooled): layer -1 works,
+    an index raises, a module name is read with a hook."""
+    seqs = [random_dna(60, 5)]
+    assert zoo.encoder("mosaic").embed(seqs).embeddings.shape == (1, 32)
+    with pytest.raises(LayerNotExposedError, match="does not expose intermediate layers"):
+        zoo.encoder("mosaic", layer=1).embed(seqs)
+    hooked = zoo.encoder("mosaic", layer="layers.0").embed(seqs)
+    assert hooked.embeddings.shape == (1, 32)
+    assert not np.allclose(hooked.embeddings, zoo.encoder("mosaic").embed(seqs).embeddings)
+
+
+# ---- B22 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B22_token_ids_against_the_embedding_table():
+    check_token_ids(torch.tensor([[0, 5, 11]]), 16, model="M")  # vocab 12, table padded to 16 rows: fine
+    with pytest.raises(TokenIdRangeError, match="model M: token id 13 is outside the embedding table"):
+        check_token_ids(torch.tensor([[0, 13]]), 12, model="M")
+
+
+def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
+    hyena = zoo.encoder("hyena")
+    assert len(hyena.tokenizer) == 12 and hyena.num_embeddings == 16
+    assert np.isfinite(hyena.embed(["ACGTN"]).embeddings).all()
+    folder = _copy(zoo, "bert", tmp_path / "bert_wrong_tokenizer")
+    from geneb.models.tiny import copy_tokenizer
+
+    copy_tokenizer(zoo.shared / "models" / "tokenizers" / "gena-lm-bigbird-base-t2t", folder)  # 32k ids, 4096 rows
+    enc = build_encoder(extraction_settings({"models": {"wrongtok": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "wrongtok", {}), progress=False)
+    with pytest.raises(TokenIdRangeError, match=r"model wrongtok: token id \d+ is outside the embedding table \(0..4095\)"):
+        enc.embed([random_dna(300, 6)], [42])
+
+
+# ---- B23 ----------------------------------------------------------------------------------------------------------
+
+
+def _fake_evo(monkeypatch, hidden=8, vocab=512):
+    """A stand-in `evo` package following evo-model's API: Evo(name).model / .tokenizer; model(ids) -> (logits, cache)."""
+
+    class Unembed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Linear(hidden, vocab, bias=False)
+
+        def unembed(self, u):
+            return self.w(u)
+
+    class StripedHyenaStandIn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.config = {"hidden_size": hidden, "vocab_size": vocab}
+            self.embed = torch.nn.Embedding(vocab, hidden)
+            self.mix = torch.nn.Linear(hidden, hidden)
+            self.unembed = Unembed()
+
+        def forward(self, ids):
+            h = torch.cumsum(self.mix(self.embed(ids)), dim=1)  # causal
+            return self.unembed.unembed(h), None
+
+    class Tok:
+        def tokenize(self, seq):
+            return list(seq.encode())
+
+    class Evo:
+        def __init__(self, name):
+            self.model, self.tokenizer = StripedHyenaStandIn(), Tok()
+
+    module = types.ModuleType("evo")
+    module.Evo = Evo
+    module.__spec__ = importlib.machinery.ModuleSpec("evo", None)
+    monkeypatch.setitem(sys.modules, "evo", module)
+
+
+def _evo_settings():
+    entry = {"display": "evo", "family": "evo", "source": {"kind": "builtin"}, "architecture_family": "striped-hyena",
+             "tokenizer_type": "single-nucleotide", "params": 0, "pretraining_domain": "prokaryote", "license": "x",
+             "load": {"package_model_name": "evo-1-8k-base"}, "extraction": {"max_tokens": 8192}}  # fmt: skip
+    return extraction_settings({"models": {"evo-standin": entry}}, "evo-standin", {})
+
+
+def test_B23_evo_hidden_states_not_logits(monkeypatch):
+    _fake_evo(monkeypatch)
+    enc = build_encoder(_evo_settings(), progress=False)
+    res = enc.embed([random_dna(30, 7), random_dna(70, 8)])
+    assert res.embeddings.shape == (2, 8)  # hidden size, not the 512-token vocabulary
+    alone = enc.embed([random_dna(30, 7)]).embeddings
+    np.testing.assert_allclose(res.embeddings[:1], alone, atol=1e-5)  # causal, right padded, no mask
+
+
+def test_B23_pooled_logits_are_refused(monkeypatch):
+    """The reference mistake (pooling what the generation API returns): 'looks like logits'."""
+    from geneb.models.evo import EvoEncoder
+
+    _fake_evo(monkeypatch)
+
+    class LeavesUnembedding(EvoEncoder):
+        def _open(self, name):
+            from evo import Evo
+
+            w = Evo(name)
+            return w.model, w.tokenizer
+
+    with pytest.raises(LooksLikeLogitsError, match="looks like logits"):
+        LeavesUnembedding(_evo_settings(), progress=False).embed([random_dna(30, 7)])
+    with pytest.raises(LooksLikeLogitsError):
+        check_pooled_width(512, model="X", hidden_size=4096, vocab_size=512)
+    check_pooled_width(512, model="Caduceus-PS", hidden_size=256, vocab_size=16, expected=512)
+
+
+def test_B23_every_entry_states_its_layer_and_the_file_records_it(registry, zoo, make_task, tmp_path):
+    for name, v in registry["models"].items():
+        if v["family"] not in ("kmer", "enformer"):
+            assert "layer" in v.get("extraction", {}), f"model {name} does not state its layer"
+    task = make_task([random_dna(100, 9), random_dna(40, 10)], [random_dna(60, 11)])
+    extract_task(zoo.settings("mistral-dna", layer=2), task, tmp_path / "e.h5", progress=False)
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        assert f.attrs["layer"] == "2" and f.attrs["layer_resolved"] == "hidden_states[2]"
+        assert json.loads(f.attrs["extraction_key"])["settings"]["extraction"]["layer"] == 2
+
+
+def test_B23_missing_optional_package_is_a_clear_error():
+    """Without the evo-model package, the Evo family fails before loading, naming model and package."""
+    with pytest.raises(MissingPackageError, match="model evo-standin needs the optional package 'evo-model'"):
+        build_encoder(_evo_settings(), progress=False)
+
+
+# ---- B24 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
+    base = registry["models"]["METAGENE-1"]
+    for rev in ("main", "v1.0", "abc123", "A" * 40):
+        bad = {"models": {"m": {**base, "source": {"kind": "hub", "hub_id": "x/y", "revision": rev}}}}
+        assert any("40-hex" in p for p in check_registry(bad)), rev
+    good = {"models": {"m": {**base, "source": {"kind": "hub", "hub_id": "x/y", "revision": "0123456789abcdef0123456789abcdef01234567"}}}}
+    assert not check_registry(good)
+    for name, v in registry["models"].items():
+        src = v["source"]
+        assert src["kind"] != "hub" or len(src["revision"]) == 40, name
+        if src["kind"] == "hub-unpinned":
+            assert not runnable(v)[0] and "pinned revision" in runnable(v)[1]
+
+
+def test_B24_remote_code_needs_a_pin_even_outside_the_registry(zoo):
+    settings = {**zoo.settings("mosaic"), "source": {"kind": "hub", "hub_id": "zhihan1996/DNABERT-2-117M", "revision": None}}
+    with pytest.raises(RemoteCodeError, match="pinned 40-hex revision"):
+        HFEncoder(settings, progress=False)
+
+
+def test_B24_auto_map_without_trust_is_refused(zoo, tmp_path):
+    """The DNABERT-S reference defect: remote code present, not trusted -> built-in class with missing weights."""
+    folder = _copy(zoo, "mosaic", tmp_path / "mosaic_untrusted")
+    s = extraction_settings({"models": {"dnabert-s-like": spec(folder, "hf-encoder", {"max_tokens": 512})}}, "dnabert-s-like", {})
+    with pytest.raises(RemoteCodeError, match="auto_map"):
+        build_encoder(s, progress=False)
+
+
+def test_B24_every_key_component_changes_the_cache_path(zoo):
+    base = zoo.registry("bert")
+    entry = base["models"]["tiny-bert"]
+    ref = extraction_hash(extraction_settings(base, "tiny-bert", {"allow_iupac": True}))
+    variants = {
+        "model_id": {"models": {"tiny-bert-2": entry}},
+        "layer": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "layer": 1}}}},
+        "pooling": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "pooling": "max"}}}},
+        "dtype": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "dtype": "bfloat16"}}}},
+        "max_tokens": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "max_tokens": 32}}}},
+        "long_policy": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "long_policy": "truncate"}}}},
+        "rc": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "rc": "average"}}}},
+    }  # fmt: skip
+    hashes = {ref}
+    for what, reg in variants.items():
+        name = next(iter(reg["models"]))
+        h = extraction_hash(extraction_settings(reg, name, {"allow_iupac": True}))
+        assert h not in hashes, what
+        hashes.add(h)
+    iupac = extraction_hash(extraction_settings(base, "tiny-bert", {"allow_iupac": False}))
+    assert iupac not in hashes
+    pinned = [extraction_hash({**extraction_settings(base, "tiny-bert", {}), "source": {"kind": "hub", "hub_id": "x/y", "revision": r * 40}})
+              for r in "ab"]  # fmt: skip
+    assert pinned[0] != pinned[1]  # revision
+
+
+def test_B24_local_weights_are_fingerprinted(zoo, tmp_path):
+    """A local checkpoint is identified by its file contents: changed weights give a new cache path."""
+    folder = _copy(zoo, "mistral-dna", tmp_path / "mistral_copy")
+    reg = {"models": {"m": spec(folder, "hf-decoder", {"max_tokens": 256})}}
+    before = extraction_hash(extraction_settings(reg, "m", {}))
+    assert extraction_hash(extraction_settings(reg, "m", {})) == before
+    data = bytearray((folder / "model.safetensors").read_bytes())
+    data[-1] ^= 1
+    (folder / "model.safetensors").write_bytes(bytes(data))
+    assert extraction_hash(extraction_settings(reg, "m", {})) != before

@@ -1,0 +1,182 @@
+"""Failure cases of kind "numerics" (../shared/cases/CASES.md): B25 (CPU-checkable parts; the bf16 parts are
+device checks that skip without CUDA), B26, B27. Policy: docs/footguns.md ("Numerics").
+"""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from extraction_support import KINDS, make_task, random_dna, zoo  # noqa: F401
+
+from geneb.embeddings.cache import CacheError, SplitEmbeddings, write_embeddings
+from geneb.embeddings.checks import DEFAULT_ATOL, InvarianceError, check_batch_invariance
+from geneb.embeddings.errors import NonFiniteEmbeddingError
+from geneb.embeddings.extract import extract_task
+from geneb.embeddings.pooling import pool
+from geneb.models.base import EmbedResult
+from geneb.models.registry import DEFAULT_EXTRACTION
+from geneb.models.tokenmodel import TokenModelEncoder
+
+# ---- B25 ----------------------------------------------------------------------------------------------------------
+
+
+def test_B25_pooling_accumulates_in_fp32():
+    """bf16 states [256, 1 x 100]: a bf16 running sum sticks at 256 (257 is not representable); GENEB's pool
+    casts first, so the mean is 356/101 and the result is float32."""
+    h = torch.ones(1, 101, 1, dtype=torch.bfloat16)
+    h[0, 0, 0] = 256
+    m = torch.ones(1, 101, dtype=torch.long)
+    out = pool(h, m, "mean")
+    assert out.dtype == torch.float32
+    assert out.item() == pytest.approx(356 / 101, rel=1e-6)
+    acc = torch.zeros((), dtype=torch.bfloat16)
+    for v in h[0, :, 0]:  # a running sum kept in bf16, as a reduced-precision kernel may do
+        acc = acc + v
+    assert acc.item() == 256
+
+
+def test_B25_compute_dtype_is_recorded(zoo, make_task, tmp_path):
+    """compute_dtype is an HDF5 attribute; bf16 weights on CPU give float32, finite, close vectors."""
+    task = make_task([random_dna(120, i) for i in range(4)], [random_dna(80, 9)])
+    files = {}
+    for dtype in ("float32", "bfloat16"):
+        files[dtype] = tmp_path / f"{dtype}.h5"
+        extract_task(zoo.settings("mistral-dna", dtype=dtype), task, files[dtype], progress=False)
+    with h5py.File(files["float32"], "r") as a, h5py.File(files["bfloat16"], "r") as b:
+        assert a.attrs["compute_dtype"] == "float32" and b.attrs["compute_dtype"] == "bfloat16"
+        x, y = a["train"]["embeddings"][:], b["train"]["embeddings"][:]
+        assert y.dtype == np.float32 and np.isfinite(y).all()
+        cos = (x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)
+        assert cos.min() >= 0.99
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="device check: bf16 autocast vs fp32 on CUDA needs a GPU")
+def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
+    """8 x 200 nt: per-row cosine >= 0.999 (fp32 vs bf16 autocast); bf16 batch sizes 1 and 8: probe MCC within 0.01."""
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import matthews_corrcoef
+
+    from geneb.embeddings.extract import build_encoder
+
+    seqs = [random_dna(200, i) for i in range(8)]
+    fp32 = build_encoder(zoo.settings("mistral-dna", dtype="float32"), device="cuda", progress=False)
+    bf16 = build_encoder(zoo.settings("mistral-dna", dtype="bfloat16", nonfinite="retry_fp32"), device="cuda", progress=False)
+    x, y = fp32.embed(seqs).embeddings, bf16.embed(seqs).embeddings
+    assert ((x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)).min() >= 0.999
+    folder = shared / "data" / "tasks" / "gue_human_tf_2"
+    tr, te = pd.read_csv(folder / "train.csv.gz").iloc[:600], pd.read_csv(folder / "test.csv.gz").iloc[:300]
+    mcc = []
+    for bs in (1, 8):
+        bf16.batch_size = bs
+        xt, xs = bf16.embed(tr["sequence"].tolist()).embeddings, bf16.embed(te["sequence"].tolist()).embeddings
+        clf = LogisticRegression(max_iter=1000, random_state=0).fit(xt, tr["label"])
+        mcc.append(matthews_corrcoef(te["label"], clf.predict(xs)))
+    assert abs(mcc[0] - mcc[1]) <= 0.01
+
+
+# ---- B26 ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_B26_batch_invariance_fp32_every_family(zoo, kind):
+    """Tiny random model of every family on CPU fp32: batch 1 vs 4 vs 7, max |diff| <= 1e-5."""
+    seqs = [random_dna(n, n) for n in (37, 200, 12, 90, 64, 150, 300)]
+    report = check_batch_invariance(zoo.encoder(kind), seqs, batch_sizes=(1, 4, 7)).require()
+    assert report.atol == 1e-5
+
+
+class _Drifting:
+    """A stand-in encoder whose vectors drift by 1e-7 per extra batch member (float-error-sized)."""
+
+    compute_dtype = "float32"
+
+    def __init__(self) -> None:
+        self.batch_size = 1
+
+    def embed(self, seqs, rows=None, *, desc=None):
+        x = np.ones((len(seqs), 3), np.float32) + np.float32(1e-7) * (self.batch_size - 1)
+        return EmbedResult(x, np.ones(len(seqs), np.int32), np.ones(len(seqs), np.int32), np.zeros(len(seqs), bool))
+
+
+def test_B26_checker_tolerance_is_explicit():
+    enc = _Drifting()
+    report = check_batch_invariance(enc, ["A", "C"], batch_sizes=(1, 4))
+    assert 0 < report.max_abs_diff < 1e-6 and report.ok  # fp32 default 1e-5
+    with pytest.raises(InvarianceError, match="atol 0.0e"):
+        check_batch_invariance(enc, ["A", "C"], batch_sizes=(1, 4), atol=0).require()
+    assert DEFAULT_ATOL["float32"] == 1e-5 and DEFAULT_ATOL["bfloat16"] == 2e-2
+    enc.compute_dtype = "bfloat16"
+    assert check_batch_invariance(enc, ["A"], batch_sizes=(1, 2)).atol == 2e-2
+
+
+# ---- B27 ----------------------------------------------------------------------------------------------------------
+
+
+class InfModel(TokenModelEncoder):
+    """A stand-in model: hidden states = a small embedding of A/C/G/T; a row made only of T overflows to inf,
+    either always (`only_reduced` False) or only under reduced-precision autocast (True)."""
+
+    only_reduced = False
+
+    def _load(self) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Embedding(4, 4)
+        self.max_tokens, self.hidden_size, self.vocab_size, self.num_embeddings = 64, 4, 4, 4
+
+    def _tokenize(self, texts):
+        return [["ACGT".index(c) for c in t] for t in texts]
+
+    def _call(self, inputs, want_states):
+        ids = inputs["input_ids"]
+        h = self.model(ids).float()
+        if not self.only_reduced or torch.is_autocast_enabled("cpu"):
+            h[(ids == 3).all(dim=1)] = float("inf")
+        return h
+
+
+def _inf_settings(**extraction):
+    return {"model": "fake-inf", "family": "hf-encoder", "source": {"kind": "builtin"}, "builtin": {}, "trust_remote_code": False,
+            "load": {}, "extraction": {**DEFAULT_EXTRACTION, **extraction}, "alphabet": {}}  # fmt: skip
+
+
+def test_B27_inf_row_raises_naming_model_task_row(make_task, tmp_path, monkeypatch):
+    """One inf row in a batch of 3: the job fails naming model, task and row 1, and writes no file."""
+    settings = _inf_settings()
+    monkeypatch.setattr("geneb.embeddings.extract.build_encoder", lambda s, **kw: InfModel(s, batch_size=3, progress=False))
+    task = make_task(["ACGA", "TTTT", "GGCA"], ["ACGT"], task="overflow")
+    out = tmp_path / "e.h5"
+    with pytest.raises(NonFiniteEmbeddingError, match="model fake-inf, task overflow, split train: .*row 1") as err:
+        extract_task(settings, task, out, progress=False)
+    assert err.value.rows == [1]
+    assert not out.exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_B27_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
+    """nonfinite: retry_fp32 with bf16 autocast: the overflowing batch is rerun in float32; the file is finite."""
+
+    class ReducedOnly(InfModel):
+        only_reduced = True
+
+    settings = _inf_settings(dtype="bfloat16", nonfinite="retry_fp32")
+    monkeypatch.setattr("geneb.embeddings.extract.build_encoder", lambda s, **kw: ReducedOnly(s, batch_size=3, progress=False))
+    task = make_task(["ACGA", "TTTT", "GGCA"], ["ACGT"], task="overflow")
+    out = tmp_path / "e.h5"
+    extract_task(settings, task, out, progress=False)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["complete"] and f.attrs["fp32_retries"] == 1 and f.attrs["compute_dtype"] == "bfloat16"
+        assert np.isfinite(f["train"]["embeddings"][:]).all()
+
+
+def test_B27_cache_never_holds_non_finite_values(tmp_path):
+    emb = np.ones((3, 2), np.float32)
+    emb[1, 0] = np.inf
+    split = SplitEmbeddings(emb, np.arange(3), np.ones(3, np.int32))
+    with pytest.raises(CacheError, match="row index 1"):
+        write_embeddings(tmp_path / "x.h5", {"train": split}, {"model": "M", "task": "T"})
+    big = SplitEmbeddings(np.full((2, 2), 1e5, np.float32), np.arange(2), np.ones(2, np.int32))  # > fp16 max 65504
+    with pytest.raises(CacheError, match="float16"):
+        write_embeddings(tmp_path / "y.h5", {"train": big}, {"model": "M", "task": "T"}, storage_dtype="float16")
+    assert not list(tmp_path.iterdir())

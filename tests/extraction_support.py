@@ -1,0 +1,130 @@
+"""Shared fixtures of the extraction tests (tests/embeddings, tests/models, tests/cases): a zoo of tiny
+random-init checkpoints of every family, built once per session with save_pretrained and loaded through the
+real registry and adapters, and a factory of prepared task folders (the stage-1 layout extract_task reads).
+
+Conftests import the fixtures from here (`from extraction_support import zoo, make_task`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geneb.models.registry import extraction_settings
+
+#: zoo kind -> (GENEB family, registry extraction defaults, trust_remote_code, load section)
+KINDS: dict[str, tuple[str, dict[str, Any], bool, dict[str, Any]]] = {
+    "esm": ("hf-encoder", {"max_tokens": 1000}, False, {}),
+    "bert": ("hf-encoder", {"max_tokens": 64}, False, {}),
+    "modernbert": ("hf-encoder", {"max_tokens": 64}, False, {}),
+    "bigbird": ("hf-encoder", {"max_tokens": 1024}, False, {}),
+    "llama": ("hf-decoder", {"max_tokens": 64}, False, {}),
+    "mistral": ("hf-decoder", {"max_tokens": 64}, False, {}),
+    "mixtral": ("hf-decoder", {"max_tokens": 64}, False, {}),
+    "gpt-neox": ("hf-decoder", {"max_tokens": 64}, False, {}),
+    "mamba": ("hf-ssm", {"max_tokens": 64}, False, {}),
+    "hyena": ("hyena", {"max_tokens": 1024}, True, {"transformers": ">=4.26"}),
+    "mosaic": ("hf-encoder", {"max_tokens": 512}, True, {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]}),
+    "mistral-dna": ("hf-decoder", {"max_tokens": 256, "exclude_special_tokens": False}, False, {}),
+}
+ENCODERS = ("esm", "bert", "modernbert", "bigbird", "mosaic")
+DECODERS = ("llama", "mistral", "mixtral", "gpt-neox", "mamba", "hyena")
+
+
+def spec(path: str | Path, family: str, extraction: dict[str, Any] | None = None, *, trust: bool = False,
+         load: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """A minimal registry entry for a local checkpoint folder."""
+    entry: dict[str, Any] = {
+        "display": Path(path).name, "family": family, "source": {"kind": "local", "path": str(path)},
+        "architecture_family": "test", "tokenizer_type": "test", "params": 0, "pretraining_domain": "none",
+        "license": "test", "extraction": dict(extraction or {}), "trust_remote_code": trust,
+    }  # fmt: skip
+    if load:
+        entry["load"] = load
+    return entry
+
+
+class Zoo:
+    """Tiny checkpoints by kind, built on first use; settings and encoders through the real registry code."""
+
+    def __init__(self, root: Path, shared: Path) -> None:
+        self.root = root
+        self.shared = shared
+        self._folders: dict[str, Path] = {}
+        self._encoders: dict[str, Any] = {}
+
+    def folder(self, kind: str) -> Path:
+        from geneb.models import tiny
+
+        if kind not in self._folders:
+            tok = self.shared / "models" / "tokenizers"
+            target = self.root / kind
+            if kind == "hyena":
+                tiny.write_remote_hyena(target)
+            elif kind == "mosaic":
+                tiny.write_remote_mosaic(target, tok / "dnabert-2-117m")
+            elif kind == "mistral-dna":
+                target = self.shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
+            else:
+                tiny.build_tiny(kind, target, tokenizer_dir=tok / ("gena-lm-bigbird-base-t2t" if kind == "bigbird" else "dnabert-2-117m"))
+            self._folders[kind] = target
+        return self._folders[kind]
+
+    def registry(self, kind: str, name: str | None = None, **extraction: Any) -> dict[str, Any]:
+        family, defaults, trust, load = KINDS[kind]
+        name = name or f"tiny-{kind}"
+        return {"models": {name: spec(self.folder(kind), family, {**defaults, **extraction}, trust=trust, load=load)}}
+
+    def settings(self, kind: str, **extraction: Any) -> dict[str, Any]:
+        return extraction_settings(self.registry(kind, **extraction), f"tiny-{kind}", {})
+
+    def encoder(self, kind: str, *, batch_size: int = 4, **extraction: Any) -> Any:
+        """A built encoder (cached per kind and extraction settings; batch_size is reset on every call)."""
+        from geneb.embeddings.extract import build_encoder
+
+        key = json.dumps([kind, extraction], sort_keys=True)
+        if key not in self._encoders:
+            self._encoders[key] = build_encoder(self.settings(kind, **extraction), batch_size=batch_size, progress=False)
+        enc = self._encoders[key]
+        enc.batch_size = batch_size
+        return enc
+
+
+@pytest.fixture(scope="session")
+def zoo(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Zoo:
+    """The session's tiny-model zoo."""
+    return Zoo(tmp_path_factory.mktemp("zoo"), shared)
+
+
+def random_dna(n: int, seed: int) -> str:
+    """A random ACGT string of length n (numpy default_rng(seed))."""
+    return "".join(np.random.default_rng(seed).choice(list("ACGT"), n))
+
+
+def write_task(folder: Path, task: str, train: list[str], test: list[str]) -> Path:
+    """A prepared task folder (train/test parquet with row, sequence, label; card.json with task and data_hash)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    for split, seqs in (("train", train), ("test", test)):
+        df = pd.DataFrame({"row": np.arange(len(seqs), dtype=np.int64), "sequence": seqs,
+                           "label": np.arange(len(seqs), dtype=np.int64) % 2})  # fmt: skip
+        df.to_parquet(folder / f"{split}.parquet", index=False)
+        h.update(json.dumps(seqs).encode())
+    (folder / "card.json").write_text(json.dumps({"task": task, "category": "test", "data_hash": h.hexdigest()[:12]}))
+    return folder
+
+
+@pytest.fixture
+def make_task(tmp_path: Path):
+    """make_task(train, test, task="t") -> a prepared task folder under tmp_path."""
+
+    def make(train: list[str], test: list[str], task: str = "t") -> Path:
+        return write_task(tmp_path / "tasks" / task, task, train, test)
+
+    return make
