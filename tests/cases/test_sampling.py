@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
@@ -18,6 +19,13 @@ from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, fit_all, fit_scaler
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots
+from geneb.tasks.caps import stratified_cap
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_blas_thread():
+    with threadpool_limits(1):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +35,10 @@ def cfg(repo):
 
 @pytest.fixture(scope="module")
 def promoters(shared):
-    """The real GUE core-promoter TATA task, first 1500 training rows, 3-mer frequencies."""
+    """The real GUE core-promoter TATA task, 1000 training rows (stratified cap), 3-mer frequencies."""
     folder = shared / "data" / "tasks" / "gue_prom_core_tata"
-    tr = pd.read_csv(folder / "train.csv.gz").iloc[:1500]
+    tr = pd.read_csv(folder / "train.csv.gz")
+    tr = tr.iloc[stratified_cap(tr["label"].to_numpy(), 1000, 0)]
     te = pd.read_csv(folder / "test.csv.gz")
     enc = KmerEncoder(3)
     return TaskArrays("gue_prom_core_tata",

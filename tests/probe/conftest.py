@@ -9,10 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from threadpoolctl import threadpool_limits
 
 from geneb.models.kmer import KmerEncoder
 from geneb.probe.fit import TaskArrays
 from geneb.probe.protocols import Protocol, from_config
+from geneb.tasks.caps import stratified_cap
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_blas_thread():
+    """Probes run single-threaded, as the workflow's default `threads: 1` (fast and steady on shared CPUs)."""
+    with threadpool_limits(1):
+        yield
 
 
 @functools.cache
@@ -20,8 +29,8 @@ def _load(shared: Path, task: str, k: int, max_train: int | None) -> TaskArrays:
     folder = shared / "data" / "tasks" / task
     tr = pd.read_csv(folder / "train.csv.gz")
     te = pd.read_csv(folder / "test.csv.gz")
-    if max_train is not None and len(tr) > max_train:
-        tr = tr.iloc[:max_train]
+    if max_train is not None:  # the project's seeded stratified cap, as a task cap would apply it
+        tr = tr.iloc[stratified_cap(tr["label"].to_numpy(), max_train, 0)]
     enc = KmerEncoder(k)
     return TaskArrays(
         task,
@@ -32,7 +41,8 @@ def _load(shared: Path, task: str, k: int, max_train: int | None) -> TaskArrays:
 
 @pytest.fixture(scope="session")
 def real_task(shared):
-    """real_task(name, k=3, max_train=None) -> TaskArrays with k-mer frequency embeddings (float32, 4^k wide)."""
+    """real_task(name, k=3, max_train=None) -> TaskArrays with k-mer frequency embeddings (float32, 4^k wide);
+    max_train caps the training split (stratified, seed 0)."""
 
     def get(task: str, k: int = 3, max_train: int | None = None) -> TaskArrays:
         return _load(shared, task, k, max_train)

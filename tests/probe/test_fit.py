@@ -44,7 +44,7 @@ def test_paper_protocol_equals_the_reference_script_fits(real_task, protocols, p
 
 
 def test_strict_protocol_equals_plain_scikit_learn_pipelines(real_task, protocols, probe_config):
-    data = real_task(TASK)
+    data = real_task(TASK, max_train=2000)
     p = protocols["geneb-strict"]
     fits, _ = fit_all(data, p, _shots(data, "geneb-strict", probe_config))
     full = next(f for f in fits if f.regime == "full")
@@ -66,7 +66,7 @@ def test_strict_protocol_equals_plain_scikit_learn_pipelines(real_task, protocol
 
 
 def test_score_table_layout_and_seed_statistics(real_task, protocols, probe_config):
-    data = real_task("ienhancer2l_types_3class")  # real 3-class task
+    data = real_task("ienhancer2l_types_3class", max_train=1200)  # real 3-class task
     for name, n_full in (("geneb-paper", 5), ("geneb-strict", 1)):
         p = protocols[name]
         scores, preds = run_task(data, p, _shots(data, name, probe_config))

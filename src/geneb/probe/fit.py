@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -96,7 +96,6 @@ class Fit:
     n_iter: int
     cv_not_converged: int = 0
     n_short_classes: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def _fit_recorded(estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
@@ -141,7 +140,9 @@ def select_C(protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str) -> tu
         random_state=protocol.cv_seed, **_lrcv_kwargs(),
     )  # fmt: skip
     _fit_recorded(lrcv, X, y, f"{where} inner CV")
-    scores = np.asarray(lrcv.scores_).reshape(n_splits, -1, len(protocol.C_grid))[:, 0, :]
+    raw = lrcv.scores_
+    raw = next(iter(raw.values())) if isinstance(raw, dict) else raw  # legacy layout: {class: (folds, Cs)}
+    scores = np.asarray(raw).reshape(n_splits, -1, len(protocol.C_grid))[:, 0, :]
     best = int(np.argmax(scores.mean(axis=0)))
     n_iter = np.asarray(lrcv.n_iter_)
     return float(protocol.C_grid[best]), f"inner {n_splits}-fold CV (MCC)", int((n_iter >= protocol.max_iter).sum())

@@ -103,7 +103,8 @@ def fit_probes(
     for path, table in ((scores_out, scores), (predictions_out, preds)):
         with atomic_path(path) as tmp:
             table.to_parquet(tmp, index=False)
-    mcc = scores[scores["metric"] == "MCC"].groupby("regime", sort=False)["value"].mean()
-    log.info("%s / %s / %s: mean MCC per regime %s; non-converged fits: %d",
-             protocol, model, task, mcc.round(4).to_dict(), int((~scores["converged"]).sum() // 4))  # fmt: skip
+    mcc = scores[scores["metric"] == "MCC"]
+    log.info("%s / %s / %s: mean MCC per regime %s; (regime, seed) rows from non-converged fits: %d",
+             protocol, model, task, mcc.groupby("regime", sort=False)["value"].mean().round(4).to_dict(),
+             int((~mcc["converged"]).sum()))  # fmt: skip
     return scores
