@@ -71,20 +71,21 @@ def category_scores(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _aggregates(cells: pd.DataFrame, cats: pd.DataFrame) -> pd.DataFrame:
+    keys = ["protocol", "regime"]
+    n_cat = cats.groupby(keys, observed=True)["category"].nunique().rename("n_cat")
+    n_task = cells.groupby(keys, observed=True)["task"].nunique().rename("n_tasks_expected")
+    per_model = cats.groupby([*keys, "model"], observed=True).agg(
+        macro=("value", "mean"), n_cat_model=("category", "nunique"), all_complete=("complete", "all")
+    )
+    micro = cells.groupby([*keys, "model"], observed=True)["value"].agg(["mean", "size"])
+    m = per_model.join(micro).reset_index().merge(n_cat.reset_index(), on=keys).merge(n_task.reset_index(), on=keys)
+    m["complete"] = m["all_complete"] & (m["n_cat_model"] == m["n_cat"])
     rows = []
-    for (protocol, regime), c in cats.groupby(["protocol", "regime"], observed=True):
-        n_cat = c["category"].nunique()
-        n_task = cells[(cells["protocol"] == protocol) & (cells["regime"] == regime)]["task"].nunique()
-        for model, m in c.groupby("model"):
-            cell = cells[(cells["protocol"] == protocol) & (cells["regime"] == regime) & (cells["model"] == model)]
-            complete = bool(m["complete"].all()) and len(m) == n_cat
-            rows.append({"protocol": protocol, "regime": regime, "model": model, "category": "macro",
-                         "value": m["value"].mean() if complete else np.nan, "n_tasks": len(cell),
-                         "n_tasks_expected": n_task, "complete": complete})  # fmt: skip
-            rows.append({"protocol": protocol, "regime": regime, "model": model, "category": "micro",
-                         "value": cell["value"].mean() if complete else np.nan, "n_tasks": len(cell),
-                         "n_tasks_expected": n_task, "complete": complete})  # fmt: skip
-    return pd.DataFrame(rows)
+    for agg, col in (("macro", "macro"), ("micro", "mean")):
+        rows.append(pd.DataFrame({"protocol": m["protocol"], "regime": m["regime"], "model": m["model"], "category": agg,
+                                  "value": m[col].where(m["complete"]), "n_tasks": m["size"],
+                                  "n_tasks_expected": m["n_tasks_expected"], "complete": m["complete"]}))  # fmt: skip
+    return pd.concat(rows, ignore_index=True)
 
 
 def leaderboard(cells: pd.DataFrame) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,24 @@ def _cell_cis(cells: pd.DataFrame, scores: pd.DataFrame, metric: str) -> pd.Data
     return out
 
 
+def _attach_row_cis(used: pd.DataFrame, tag: dict[str, str], complete: pd.DataFrame, rows: np.ndarray, conf: float) -> None:
+    """Overwrite, in place, the CI of the cells of `tag` (protocol, regime) that have row replicates (B, M, T)
+    with their percentile interval; ci_source says "paired bootstrap over test rows"."""
+    a = (1 - conf) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: cells without predictions
+        lo, hi = np.nanquantile(rows, a, axis=0), np.nanquantile(rows, 1 - a, axis=0)
+    ci = pd.DataFrame({"model": np.repeat(complete.index, complete.shape[1]), "task": np.tile(complete.columns, complete.shape[0]),
+                       "boot_low": lo.ravel(), "boot_high": hi.ravel()})  # fmt: skip
+    sel = (used["protocol"] == tag["protocol"]) & (used["regime"] == tag["regime"])
+    merged = used.loc[sel, ["model", "task"]].merge(ci, on=["model", "task"], how="left")
+    has = merged["boot_high"].notna().to_numpy()
+    idx = used.index[sel][has]
+    used.loc[idx, "ci_low"] = merged["boot_low"].to_numpy()[has]
+    used.loc[idx, "ci_high"] = merged["boot_high"].to_numpy()[has]
+    used.loc[idx, "ci_source"] = "paired bootstrap over test rows"
+
+
 def prepare_cells(scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells)."""
     cells = contamination.flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
@@ -146,6 +165,10 @@ def run_analyses(
     for protocol in sorted(used["protocol"].unique()):
         psum: dict[str, Any] = {"regimes": {}}
         pcells = used[used["protocol"] == protocol]
+        protocol_preds = {}
+        if predictions_root is not None and Path(predictions_root).exists():
+            protocol_preds = bootstrap.load_predictions(predictions_root, protocol, sorted(pcells["model"].unique()),
+                                                        sorted(pcells["task"].unique()))  # fmt: skip
         if s["matched_pairs"]["derive"]:
             derived = pairs.derive_pairs(model_meta, sorted(pcells["model"].unique()), float(s["matched_pairs"]["max_params_ratio"]))
         declared_ids = {tuple(sorted(p["models"])) for p in declared_pairs}
@@ -159,22 +182,10 @@ def run_analyses(
             rsum["incomplete_models"] = sorted(set(matrix.index) - set(complete.index))
             tag = {"protocol": protocol, "regime": regime}
             rows = None
-            if predictions_root is not None and Path(predictions_root).exists() and len(complete):
-                preds = bootstrap.load_predictions(predictions_root, protocol, list(complete.index), list(complete.columns))
-                if preds:
-                    rows = bootstrap.row_replicates(preds, list(complete.index), list(complete.columns), regime, n_resamples=n_b, seed=seed)
-                    a = (1 - conf) / 2
-                    lo, hi = np.nanquantile(rows, a, axis=0), np.nanquantile(rows, 1 - a, axis=0)
-                    ci = pd.DataFrame({"model": np.repeat(complete.index, complete.shape[1]),
-                                       "task": np.tile(complete.columns, complete.shape[0]),
-                                       "boot_low": lo.ravel(), "boot_high": hi.ravel()})  # fmt: skip
-                    sel = (used["protocol"] == protocol) & (used["regime"] == regime)
-                    merged = used.loc[sel, ["model", "task"]].merge(ci, on=["model", "task"], how="left")
-                    has = merged["boot_high"].notna().to_numpy()
-                    idx = used.index[sel][has]
-                    used.loc[idx, "ci_low"] = merged["boot_low"].to_numpy()[has]
-                    used.loc[idx, "ci_high"] = merged["boot_high"].to_numpy()[has]
-                    used.loc[idx, "ci_source"] = "paired bootstrap over test rows"
+            preds = {k: v for k, v in protocol_preds.items() if k[0] in complete.index and k[1] in complete.columns}
+            if len(complete) and preds:
+                rows = bootstrap.row_replicates(preds, list(complete.index), list(complete.columns), regime, n_resamples=n_b, seed=seed)
+                _attach_row_cis(used, tag, complete, rows, conf)
             rsum["rows_resampled"] = rows is not None
             if len(complete) >= 2:
                 rep = bootstrap.category_replicates(complete, task_categories(pcells), rows, n_resamples=n_b, seed=seed,

@@ -1,0 +1,107 @@
+"""compare_published and the schema-1.0 submission writer, on a synthetic user run and the real reference."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from synth import grid, scores_from_values
+
+from geneb.analysis import compare, published, submission
+from geneb.analysis.metadata import load_task_meta
+from geneb.analysis.tables import AnalysisInputError, check_scores
+
+PAPER_PROM = "leannmlindsey_GUE_prom_core_all"
+
+
+@pytest.fixture(scope="module")
+def paper(shared):
+    return shared / "reference" / "geneb_paper"
+
+
+@pytest.fixture(scope="module")
+def catalogue(repo):
+    return load_task_meta(repo / "config" / "tasks.tsv")
+
+
+@pytest.fixture(scope="module")
+def pub(paper):
+    return published.import_published(paper)
+
+
+def _user(catalogue, model="my-model"):
+    same = catalogue[(catalogue["same_split_as_geneb"] == "yes") & (catalogue["task_set"] == "mirror")]
+    subset = catalogue[catalogue["same_split_as_geneb"] == "subset"]
+    other = catalogue[(catalogue["task_set"] == "mirror") & (catalogue["geneb_task_id"] == "")]
+    tasks = [same.index[0], same.index[1], subset.index[0], other.index[0]]
+    cats = catalogue.loc[tasks, "category"].to_dict()
+    return tasks, check_scores(scores_from_values(grid([model], tasks, lambda m, t, r: 0.99, ("full", "10shot")), cats))
+
+
+def test_user_model_is_placed_beside_the_40_on_the_common_tasks(catalogue, pub):
+    tasks, user = _user(catalogue)
+    board, left = compare.compare_with_published(user, pub, catalogue)
+    common = {catalogue.loc[t, "geneb_task_id"] for t in tasks[:2]}
+    assert board["model"].nunique() == 41 and set(board.loc[board["origin"] == "user", "model"]) == {"my-model"}
+    macro = board[(board["regime"] == "full") & (board["category"] == "macro")].set_index("model")
+    assert macro.loc["my-model", "rank"] == 1 and macro.loc["my-model", "n_tasks"] == 2
+    # every model is scored on the same 2 common tasks, not on its 100
+    assert (macro["n_tasks"] == 2).all() and (macro["n_tasks_paper"] == 100).all()
+    pub_cells = pub[(pub["metric"] == "MCC") & (pub["regime"] == "full") & pub["task"].isin(common)]
+    some = pub_cells["model"].iloc[0]
+    per_cat = pub_cells[pub_cells["model"] == some].groupby("category")["value"].mean()
+    assert macro.loc[some, "value"] == pytest.approx(per_cat.mean())
+    reasons = left.set_index("task")["reason"]
+    assert "subset" in reasons[tasks[2]] and "no paper task" in reasons[tasks[3]]
+    assert (left["reason"] == "paper task not run by the user").sum() == 98
+    assert (left["model"] == "*").all()  # both regimes were run on both common tasks: no per-model gaps
+    gap = user[~((user["task"] == tasks[1]) & (user["regime"] == "10shot"))]
+    _, left = compare.compare_with_published(gap, pub, catalogue)
+    row = left[left["model"] == "my-model"]
+    assert row[["paper_task", "reason"]].values.tolist() == [[catalogue.loc[tasks[1], "geneb_task_id"], "no 10shot result for this model"]]
+
+
+def test_colliding_ids_are_prefixed_and_nothing_comparable_is_an_error(catalogue, pub):
+    _, user = _user(catalogue, model="DNABERT-S")
+    board, _ = compare.compare_with_published(user, pub, catalogue)
+    assert "user:DNABERT-S" in set(board["model"]) and "DNABERT-S" in set(board["model"])
+    other = catalogue[(catalogue["task_set"] == "mirror") & (catalogue["geneb_task_id"] == "")].index[0]
+    lone = check_scores(scores_from_values({("m", other, "full"): 0.5}, {other: catalogue.loc[other, "category"]}))
+    with pytest.raises(AnalysisInputError, match="nothing to compare"):
+        compare.compare_with_published(lone, pub, catalogue)
+
+
+def test_every_official_submission_validates_and_a_broken_one_does_not(paper):
+    spec = published.load_spec(paper)
+    for path in sorted((paper / "submissions").glob("*.json")):
+        assert submission.validate_submission(json.loads(path.read_text()), spec) == [], path.name
+    bad = json.loads((paper / "submissions" / "DNABERT-S.json").read_text())
+    bad["schema_version"] = "2.0"
+    bad["meta"].pop("url")
+    bad["results"]["full"]["not_a_task"] = {"MCC": 2.0}
+    problems = submission.validate_submission(bad, spec)
+    assert len(problems) >= 4
+
+
+def test_written_submission_reproduces_the_official_file_of_a_published_model(paper, pub, catalogue, tmp_path):
+    spec = published.load_spec(paper)
+    official = json.loads((paper / "submissions" / "GenomeOcean-500M.json").read_text())  # published rounded to 4 decimals
+    sub = submission.build_submission(pub, "GenomeOcean-500M", spec, catalogue, meta=official["meta"])
+    assert submission.validate_submission(sub, spec) == []
+    assert sub["meta"] == official["meta"] and sub["results"] == official["results"]
+    submission.write_submission(sub, tmp_path / "s.json")
+    assert json.loads((tmp_path / "s.json").read_text()) == sub
+
+
+def test_user_submission_maps_mirrored_tasks_to_paper_ids_and_leaves_out_training_tasks(catalogue, paper):
+    spec = published.load_spec(paper)
+    tasks, user = _user(catalogue)
+    sub = submission.build_submission(user, "my-model", spec, catalogue, meta={"params": 1000})
+    want = {catalogue.loc[t, "geneb_task_id"] for t in tasks[:2]}
+    assert set(sub["results"]["full"]) == want and set(sub["results"]) == {"full", "10shot"}
+    assert sub["results"]["full"][next(iter(want))]["MCC"] == 0.99 and sub["meta"]["params"] == 1000
+    assert submission.validate_submission(sub, spec) == []
+    partial = submission.build_submission(user, "my-model", spec, catalogue, meta={}, exclude={tasks[0]})
+    assert set(partial["results"]["full"]) == {catalogue.loc[tasks[1], "geneb_task_id"]}
+    with pytest.raises(AnalysisInputError, match="no geneb-paper result"):
+        submission.build_submission(user, "someone-else", spec, catalogue, meta={})
