@@ -1,0 +1,82 @@
+"""Batch planning and the out-of-memory step-down (geneb.embeddings.batching)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from extraction_support import random_dna, zoo  # noqa: F401
+
+from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
+
+
+def test_plan_covers_every_item_once_shortest_first():
+    lengths = [5, 1, 9, 1, 3, 7, 2]
+    plan = plan_batches(lengths, 3)
+    flat = [i for b in plan for i in b]
+    assert sorted(flat) == list(range(7)) and len(flat) == 7
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    assert all(len(b) <= 3 for b in plan)
+    assert flat[:2] == [1, 3]  # ties keep input order
+
+
+def test_plan_equal_length_buckets():
+    plan = plan_batches([4, 4, 2, 4, 2, 9], 2, equal_length=True)
+    assert all(len({[4, 4, 2, 4, 2, 9][i] for i in b}) == 1 for b in plan)
+    assert sorted(i for b in plan for i in b) == list(range(6))
+    with pytest.raises(ValueError):
+        plan_batches([1], 0)
+
+
+def test_out_of_memory_detection():
+    assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
+    assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: out of memory"))
+    assert is_out_of_memory(MemoryError())
+    assert not is_out_of_memory(RuntimeError("shape mismatch"))
+
+
+def test_step_down_keeps_order_and_sticks():
+    seen = []
+
+    def fn(batch):
+        seen.append(len(batch))
+        if len(batch) > 2:
+            raise torch.OutOfMemoryError("out of memory")
+        return [i * 10 for i in batch]
+
+    runner = StepDownRunner(fn, what="model X")
+    out = {}
+    runner.run([[0, 1, 2, 3, 4], [5, 6, 7, 8]], lambda b, r: out.update(zip(b, r)))
+    assert out == {i: i * 10 for i in range(9)}
+    assert runner.step_downs == 2 and runner.max_batch == 2
+    assert seen[-2:] == [2, 2]  # the second batch went straight to the smaller size after one failure
+
+
+def test_step_down_other_errors_propagate_and_single_item_oom_names_it():
+    with pytest.raises(ValueError, match="boom"):
+        StepDownRunner(lambda b: (_ for _ in ()).throw(ValueError("boom")), what="m").run([[0, 1]], lambda b, r: None)
+
+    def always(batch):
+        raise torch.OutOfMemoryError("out of memory")
+
+    with pytest.raises(MemoryError, match="model M: out of memory on a single item"):
+        StepDownRunner(always, what="model M").run([[3, 4]], lambda b, r: None)
+
+
+def test_encoder_out_of_memory_step_down_same_embeddings(zoo, monkeypatch):
+    """A real encoder whose forward fails above 2 sequences: same vectors, same order, the step-down counted."""
+    enc = zoo.encoder("llama", batch_size=8)
+    seqs = [random_dna(n, n) for n in (90, 20, 60, 33, 120, 45, 70)]
+    reference = enc.embed(seqs).embeddings
+    real = enc.hidden_states
+
+    def limited(ids, attn, **kw):
+        if ids.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(ids, attn, **kw)
+
+    monkeypatch.setattr(enc, "hidden_states", limited)
+    before = enc.step_downs
+    res = enc.embed(seqs)
+    np.testing.assert_allclose(res.embeddings, reference, atol=1e-5)
+    assert enc.step_downs > before

@@ -1,0 +1,156 @@
+"""The adapters on real files: tiny checkpoints of each family (chunking, pooling, layers, loading errors),
+the real Mistral-DNA checkpoints and the real DNABERT-2 / GENA-LM tokenizers, and the Enformer adapter on
+a stand-in package that follows enformer-pytorch's documented API."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import shutil
+import sys
+import types
+
+import numpy as np
+import pytest
+import torch
+from extraction_support import random_dna, spec, zoo  # noqa: F401
+
+from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
+from geneb.embeddings.extract import build_encoder
+from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
+from geneb.models.registry import extraction_settings, load_registry
+
+
+def test_chunk_mean_is_the_mean_over_every_pooled_token(zoo):
+    """A sequence longer than the cap: chunk_mean = token-weighted mean of the chunks' means."""
+    enc = zoo.encoder("bert", max_tokens=24, batch_size=3)
+    seq = random_dna(400, 1)
+    chunks, n_chunks, *_ = enc.make_chunks([seq], [0])
+    assert n_chunks[0] == len(chunks) >= 3
+    assert all(len(c.ids) <= 24 and c.ids[0] == enc.prefix[0] and c.ids[-1] == enc.suffix[-1] for c in chunks)
+    parts = [enc._forward_batch([c], [0]) for c in chunks]
+    manual = sum(v[0].double() * n[0] for v, n in parts) / sum(int(n[0]) for _, n in parts)
+    res = enc.embed([seq])
+    np.testing.assert_allclose(res.embeddings[0], manual.numpy(), atol=1e-6)
+    assert res.n_tokens[0] == len(enc._tokenize([seq])[0])  # every body token pooled once, specials excluded
+
+
+def test_max_and_cls_pooling(zoo):
+    seq = random_dna(400, 2)
+    enc = zoo.encoder("bert", max_tokens=24, pooling="max")
+    parts = [enc._forward_batch([c], [0])[0][0] for c in enc.make_chunks([seq], [0])[0]]
+    np.testing.assert_allclose(enc.embed([seq]).embeddings[0], torch.stack(parts).max(0).values.numpy(), atol=1e-7)
+    with pytest.raises(ValueError, match="undefined across"):
+        zoo.encoder("bert", max_tokens=24, pooling="cls").embed([seq])
+    cls = zoo.encoder("bert", max_tokens=24, pooling="cls", long_policy="truncate", exclude_special_tokens=False)
+    chunk = cls.make_chunks([seq], [0])[0][0]
+    ids, attn, _ = cls.batch_tensors([chunk])
+    np.testing.assert_allclose(cls.embed([seq]).embeddings[0], cls.hidden_states(ids, attn)[0, 0].numpy(), atol=1e-6)
+
+
+def test_layer_by_index_and_by_module_name(zoo):
+    """hidden_states[1] of a Llama is the output of its first decoder layer: the hook on `layers.0` agrees."""
+    seqs = [random_dna(50, 4), random_dna(90, 5)]
+    by_index = zoo.encoder("llama", layer=1).embed(seqs).embeddings
+    by_name = zoo.encoder("llama", layer="layers.0").embed(seqs).embeddings
+    np.testing.assert_allclose(by_index, by_name, atol=1e-6)
+    assert not np.allclose(by_index, zoo.encoder("llama").embed(seqs).embeddings)
+    with pytest.raises(ValueError, match="no module named"):
+        zoo.encoder("llama", layer="layers.9")
+
+
+def test_missing_checkpoint_tensors_are_an_error(zoo, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "bert_missing"
+    shutil.copytree(zoo.folder("bert"), folder)
+    tensors = load_file(folder / "model.safetensors")
+    victim = next(k for k in tensors if "attention" in k)
+    del tensors[victim]
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    s = extraction_settings({"models": {"holey": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "holey", {})
+    with pytest.raises(WeightsNotLoadedError, match="model holey: 1 tensors"):
+        build_encoder(s, progress=False)
+
+
+def test_missing_optional_package_for_caduceus(zoo):
+    s = extraction_settings({"models": {"cad": spec(zoo.folder("bert"), "caduceus", {"max_tokens": 64})}}, "cad", {})
+    with pytest.raises(MissingPackageError, match="model cad needs the optional package 'mamba-ssm'"):
+        build_encoder(s, progress=False)
+
+
+def test_unsupported_family_is_refused_with_its_reason(repo):
+    registry = load_registry(repo / "config" / "models.yaml")
+    s = {**extraction_settings(registry, "kmer-3", {}), "family": "unsupported"}
+    with pytest.raises(ValueError, match="has no GENEB adapter"):
+        build_encoder(s)
+
+
+# ---- real files -------------------------------------------------------------------------------------------------
+
+
+def test_real_mistral_dna_checkpoints(repo, shared):
+    registry = load_registry(repo / "config" / "models.yaml")
+    seqs = [random_dna(n, n) for n in (70, 101, 300, 1500)]
+    out = {}
+    for name in ("mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf0", "mistral-dna-1m-ft-tf1"):
+        enc = build_encoder(extraction_settings(registry, name, {}), batch_size=3, progress=False)
+        ident = enc.identity()
+        folder = shared / "models" / registry["models"][name]["source"]["path"].split("/")[-1]
+        assert ident["weights_sha256"] == hashlib.sha256(b"model.safetensors" + (folder / "model.safetensors").read_bytes()).hexdigest()
+        assert ident["model_class"] == "MixtralModel" and ident["special_prefix"] == [1] and ident["special_suffix"] == [2]
+        res = enc.embed(seqs)
+        assert res.embeddings.shape == (4, 64) and res.n_chunks[-1] >= 2  # 1500 nt > 256 BPE tokens
+        out[name] = res.embeddings
+    assert not np.allclose(out["mistral-dna-1m-ft-prom"], out["mistral-dna-1m-ft-tf0"])
+
+
+def test_real_bpe_tokenizers_affixes_and_chunks(zoo, shared):
+    from transformers import AutoTokenizer
+
+    from geneb.models.hf import special_affixes
+
+    for name in ("dnabert-2-117m", "gena-lm-bigbird-base-t2t"):
+        tok = AutoTokenizer.from_pretrained(shared / "models" / "tokenizers" / name)
+        assert special_affixes(tok) == ([tok.cls_token_id], [tok.sep_token_id])
+    enc = zoo.encoder("bigbird", max_tokens=128)
+    chunks, n_chunks, *_ = enc.make_chunks([random_dna(5000, 6)], [0])
+    assert n_chunks[0] == len(chunks) > 1 and max(len(c.ids) for c in chunks) == 128
+
+
+# ---- Enformer on a stand-in package ------------------------------------------------------------------------------
+
+
+def test_window_and_bins():
+    start, mask = window_and_bins(200)
+    assert start == (196_608 - 200) // 2 and 1 <= mask.sum() <= 3
+    assert window_and_bins(114_688)[1].all()  # the central 896 x 128 bp
+    assert window_and_bins(1)[1].sum() == 1
+    with pytest.raises(ValueError):
+        window_and_bins(196_609)
+
+
+def test_enformer_adapter_pools_only_the_sequence_bins(monkeypatch):
+    """Stand-in model: each bin's embedding is its fraction of non-N bases (x 1 in every channel). The pooled
+    value for a sequence of pure ACGT is then exactly 1: no N padding was averaged in."""
+
+    class StandIn(torch.nn.Module):
+        def forward(self, x, return_embeddings=False):
+            assert x.shape[1] == 196_608 and return_embeddings
+            real = (x < 4).float()
+            central = real[:, (196_608 - N_BINS * 128) // 2 :][:, : N_BINS * 128].reshape(x.shape[0], N_BINS, 128).mean(-1)
+            return {"human": None}, central.unsqueeze(-1).expand(-1, -1, WIDTH).contiguous()
+
+    module = types.ModuleType("enformer_pytorch")
+    module.from_pretrained = lambda where, **kw: StandIn()
+    module.__spec__ = importlib.machinery.ModuleSpec("enformer_pytorch", None)
+    monkeypatch.setitem(sys.modules, "enformer_pytorch", module)
+    entry = {"display": "enf", "family": "enformer", "source": {"kind": "builtin"}, "architecture_family": "hybrid",
+             "tokenizer_type": "one-hot", "params": 0, "pretraining_domain": "human", "license": "x",
+             "extraction": {"max_tokens": None}}  # fmt: skip
+    enc = build_encoder(extraction_settings({"models": {"enf": entry}}, "enf", {}), batch_size=2, progress=False)
+    res = enc.embed([random_dna(1280, 7), random_dna(300, 8)])
+    assert res.embeddings.shape == (2, WIDTH)
+    np.testing.assert_allclose(res.embeddings[0], 1.0, atol=1e-6)  # 1280 bp centred = exactly 10 full bins
+    assert res.n_tokens.tolist() == [10, int(window_and_bins(300)[1].sum())]
+    assert (res.embeddings[1] < 1).all() and (res.embeddings[1] > 0.5).all()  # edge bins are part sequence, part N

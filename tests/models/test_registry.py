@@ -1,0 +1,142 @@
+"""config/models.yaml against its schema, the cross-field rules, and the shared reference facts it was
+built from (../shared/reference/geneb_paper/models.tsv, registry.yaml)."""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+import pytest
+import yaml
+
+from geneb.models.adapters import FAMILIES
+from geneb.models.registry import (
+    NotRunnableError,
+    RegistryError,
+    check_registry,
+    extraction_settings,
+    load_registry,
+    runnable,
+    runnable_offline,
+)
+
+
+@pytest.fixture(scope="module")
+def schema(repo):
+    return yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def registry(repo, schema):
+    return load_registry(repo / "config" / "models.yaml", schema)
+
+
+@pytest.fixture(scope="module")
+def paper(shared):
+    return pd.read_csv(shared / "reference" / "geneb_paper" / "models.tsv", sep="\t", dtype=str, keep_default_na=False)
+
+
+def test_paper_models_present_with_official_ids_and_counts(registry, paper):
+    by_id = {v["paper"]["model_id"]: (k, v) for k, v in registry["models"].items() if "paper" in v}
+    assert set(by_id) == set(paper["geneb_model_id"]) and len(by_id) == 40
+    for _, row in paper.iterrows():
+        key, v = by_id[row["geneb_model_id"]]
+        assert key == row["geneb_model_id"]
+        assert v["params"] == int(row["params_current"]), key
+        assert v["display"] == row["leaderboard_display"]
+        if row["params_early_meta"]:
+            assert v["params_paper"] == int(row["params_early_meta"]), key
+        src = v["source"]
+        assert src.get("hub_id", src.get("where")) in (row["hub_id_or_source"],) or src["kind"] == "external", key
+        ref = v["paper"]["reference_extraction"]
+        assert ref["pooling"] == row["pooling_reference"] and ref["max_input"] == row["extractor_max_input"]
+
+
+def test_paper_defaults_reproduce_the_reference(registry):
+    """Paper models default to the reference: last hidden state, special tokens pooled, truncation, no RC;
+    CLS pooling for DNABERT-S and Genomics-FM; a GENEB change is written down wherever a defect is known."""
+    for key, v in registry["models"].items():
+        if "paper" not in v:
+            continue
+        ext = v["extraction"]
+        assert ext["layer"] == -1 and ext["rc"] == "none" and ext["long_policy"] == "truncate", key
+        assert ext["pooling"] == {"cls-token": "cls", "penultimate-valid-token": "last"}.get(v["paper"]["reference_extraction"]["pooling"], "mean")
+    for key in ("METAGENE-1", "evo-1-131k-base", "DNABERT-S", "hyenadna-large-1m-seqlen-hf", "MutBERT", "OmniNA-220m",
+                "PlantCaduceus_l32", "caduceus-ps_seqlen-131k_d_model-256_n_layer-16", "JanusDNA_72_w", "BioFM-265M"):  # fmt: skip
+        assert registry["models"][key]["paper"].get("geneb_changes"), key
+
+
+def test_further_models_and_families(registry, shared):
+    reference = yaml.safe_load((shared / "reference" / "registry.yaml").read_text())
+    names = {v.get("registry_name") for v in registry["models"].values()}
+    assert {e["name"] for e in reference} <= names  # every model of the shared registry is represented
+    assert len(registry["models"]) >= 120
+    assert {v["family"] for v in registry["models"].values()} <= set(FAMILIES)
+    for key, v in registry["models"].items():
+        assert v["pretraining_domain"] and v["architecture_family"] and v["tokenizer_type"], key
+
+
+def test_runnable_counts(registry):
+    offline = sorted(k for k, v in registry["models"].items() if runnable_offline(v))
+    assert offline == sorted(["kmer-3", "kmer-4", "kmer-5", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom",
+                              "mistral-dna-1m-ft-tf0", "mistral-dna-1m-ft-tf1"])  # fmt: skip
+    with pytest.raises(NotRunnableError, match="no pinned revision"):
+        extraction_settings(registry, "DNABERT-S", {})
+
+
+def test_matched_pairs_and_contamination(registry, repo):
+    pairs = registry["matched_pairs"]
+    assert len(pairs) >= 10 and len({p["id"] for p in pairs}) == len(pairs)
+    for p in pairs:
+        a, b = (registry["models"][m] for m in p["models"])
+        if p["differs_in"] == "tokenizer":
+            assert a["pretraining_data"] == b["pretraining_data"] or "850" in a["pretraining_data"] + b["pretraining_data"]
+        if p["differs_in"] == "architecture":
+            assert a["architecture"] != b["architecture"]
+    tasks = set(pd.read_csv(repo / "config" / "tasks.tsv", sep="\t", usecols=["task"])["task"])
+    assert not check_registry(registry, task_ids=tasks)
+    flagged = {k: v["trained_on_tasks"] for k, v in registry["models"].items() if v.get("trained_on_tasks")}
+    assert flagged["mistral-dna-1m-ft-prom"] == ["gue_prom_core_all", "leannmlindsey_GUE_prom_core_all"]
+    assert len(flagged) == 3
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda e: e.update(family="nope"), "unknown family"),
+        (lambda e: e.update(trust_remote_code=True, load={}), "load.transformers"),
+        (lambda e: e["extraction"].update(pooling="cls", long_policy="chunk_mean"), "undefined across chunks"),
+        (lambda e: e.update(source={"kind": "hub-unpinned", "hub_id": "a/b", "revision": "0" * 40}), "must not carry a revision"),
+        (lambda e: e.update(family="evo2"), "module name"),
+    ],
+)
+def test_cross_field_rules(registry, change, message):
+    entry = copy.deepcopy(registry["models"]["mistral-dna-1m-ft-prom"])
+    change(entry)
+    assert any(message in p for p in check_registry({"models": {"m": entry}}))
+
+
+def test_pair_rules(registry):
+    bad = {"models": registry["models"], "matched_pairs": [{"id": "x", "models": ["kmer-3", "nope"], "differs_in": "size"}]}
+    problems = check_registry(bad)
+    assert any("'nope' is not in the registry" in p for p in problems) and any("differs_in" in p for p in problems)
+
+
+def test_adding_a_model_is_one_entry(repo, tmp_path, schema):
+    """A new model of a known family: one YAML entry, no code."""
+    doc = yaml.safe_load((repo / "config" / "models.yaml").read_text())
+    doc["models"]["my-mistral"] = {**doc["models"]["mistral-dna-1m-ft-tf0"], "display": "mine",
+                                   "extraction": {"pooling": "max", "layer": 2, "max_tokens": 128}}  # fmt: skip
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
+    s = extraction_settings(load_registry(tmp_path / "models.yaml", schema), "my-mistral", {})
+    assert s["extraction"]["pooling"] == "max" and s["extraction"]["causal"] is True  # family default
+    doc["models"]["typo"] = {**doc["models"]["kmer-3"], "extraction": {"poolng": "mean"}}
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(RegistryError, match="poolng"):
+        load_registry(tmp_path / "models.yaml", schema)
+
+
+def test_unknown_model_suggests(registry):
+    with pytest.raises(RegistryError, match="did you mean"):
+        extraction_settings(registry, "kmer3", {})
+    assert runnable(registry["models"]["kmer-3"]) == (True, "built in")
