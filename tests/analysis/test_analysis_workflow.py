@@ -3,6 +3,7 @@ published-results chain executed end to end (import -> leaderboard -> analyses -
 
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -56,3 +57,8 @@ def test_published_chain_runs_and_writes_every_output(workdir):
     scale = pd.read_parquet(out / "tables" / "scale.parquet").query("regime == 'full'").set_index("subset")
     assert round(scale.loc["all", "rho"], 3) == 0.565 and round(scale.loc["excluding", "rho"], 3) == 0.686
     assert (workdir / "logs" / "analysis" / "published_analyses.log").exists()
+    # the same outputs through `snakemake --report`
+    r = _snakemake(workdir, "published", "--configfile", str(overlay), "--report", str(workdir / "report.zip"))
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    names = zipfile.ZipFile(workdir / "report.zip").namelist()
+    assert sum(n.endswith(".png") for n in names) == len(FIGURES) and any(n.endswith("geneb_report.html") for n in names)

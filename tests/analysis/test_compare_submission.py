@@ -105,3 +105,12 @@ def test_user_submission_maps_mirrored_tasks_to_paper_ids_and_leaves_out_trainin
     assert set(partial["results"]["full"]) == {catalogue.loc[tasks[1], "geneb_task_id"]}
     with pytest.raises(AnalysisInputError, match="no geneb-paper result"):
         submission.build_submission(user, "someone-else", spec, catalogue, meta={})
+
+
+def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue, pub):
+    tasks, user = _user(catalogue)
+    board, left = compare.compare_with_published(user, pub, catalogue, {("my-model", tasks[0])})
+    macro = board[(board["regime"] == "full") & (board["category"] == "macro")].set_index("model")
+    assert macro.loc["my-model", "n_tasks"] == 1
+    row = left[left["model"] == "my-model"]
+    assert row["reason"].tolist() == ["left out: the model was trained on this task"] and row["task"].tolist() == [tasks[0]]

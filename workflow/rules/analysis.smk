@@ -66,6 +66,7 @@ use rule leaderboard as published_leaderboard with:
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         paper_models=PUBLISHED_FILES["models"],
+        registry=PUBLISHED_REGISTRY,
     output:
         leaderboard="results/published/tables/leaderboard.parquet",
         leaderboard_tasks="results/published/tables/leaderboard_tasks.parquet",
@@ -83,6 +84,7 @@ use rule analyses as published_analyses with:
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         paper_models=PUBLISHED_FILES["models"],
+        registry=PUBLISHED_REGISTRY,
     output:
         tables=expand("results/published/tables/{name}.parquet", name=ANALYSIS_TABLES),
         summary="results/published/tables/analysis_summary.json",
@@ -97,6 +99,7 @@ rule compare_published:
     input:
         scores="results/tables/scores.parquet",
         published="results/published/tables/scores.parquet",
+        models=config["model_sheet"],
         tasks=config["task_sheet"],
     output:
         board=report(
@@ -105,6 +108,8 @@ rule compare_published:
             category="Tables",
         ),
         left_out="results/tables/compare_published_left_out.parquet",
+    params:
+        analysis=config["analysis"],
     log:
         "logs/analysis/compare_published.log",
     conda:

@@ -35,11 +35,13 @@ def paper_task_map(task_meta: pd.DataFrame) -> tuple[dict[str, str], dict[str, s
     return ok, why
 
 
-def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataFrame, task_meta: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataFrame, task_meta: pd.DataFrame,
+                           exclude_cells: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset()) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
     """Leaderboard of user + published models over the common paper tasks, and the tasks left out.
 
     user_scores: validated GENEB score table (its `geneb-paper` rows are used); published_scores: the
-    imported published table; task_meta: the catalogue. Returns (board, left_out). board: leaderboard
+    imported published table; task_meta: the catalogue; exclude_cells: (model, task) cells left out and
+    listed, e.g. contaminated ones (`contamination.flag_contamination`). Returns (board, left_out). board: leaderboard
     columns plus n_tasks_paper and `origin` ("user" / "published"); user model ids that collide with a
     published id get the prefix "user:". left_out: task, paper_task, model (user model or "*"), reason.
     Raises AnalysisInputError when the user ran no comparable task under geneb-paper.
@@ -52,7 +54,11 @@ def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataF
     for task in sorted(set(user["task"])):
         if task not in ok:
             left.append({"task": task, "paper_task": "", "model": "*", "reason": why.get(task, "task not in the catalogue")})
-    user = user[user["task"].isin(ok)].copy()
+    for model, task in sorted(exclude_cells):
+        if ((user["model"] == model) & (user["task"] == task)).any():
+            left.append({"task": task, "paper_task": ok.get(task, ""), "model": model, "reason": "left out: the model was trained on this task"})
+    drop = pd.Series([(m, t) in exclude_cells for m, t in zip(user["model"], user["task"])], index=user.index, dtype=bool)
+    user = user[~drop & user["task"].isin(ok)].copy()
     if user.empty:
         raise AnalysisInputError("none of the user's geneb-paper tasks has the paper's data and split; nothing to compare")
     user["task"] = user["task"].map(ok)

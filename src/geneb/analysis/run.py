@@ -174,6 +174,7 @@ def run_analyses(
         declared_ids = {tuple(sorted(p["models"])) for p in declared_pairs}
         all_pairs = [dict(p, source=p.get("source", "declared")) for p in declared_pairs]
         all_pairs += [p for p in derived if tuple(p["models"]) not in declared_ids]
+        psum["matched_pairs_considered"] = len(all_pairs)
         for regime in sorted(pcells["regime"].unique(), key=["full", "10shot", "1shot"].index):
             rsum: dict[str, Any] = {}
             matrix = task_matrix(pcells, regime)
@@ -252,7 +253,6 @@ def run_analyses(
         "settings": s, "settings_hash": stable_hash(s), "input_sha256": frame_sha256(scores),
         "n_contaminated_cells": int(len(contaminated)), "geneb_version": __version__,
         "package_versions": package_versions(("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn")),
-        "matched_pairs_considered": len(all_pairs) if used["protocol"].nunique() else 0,
     })  # fmt: skip
     return tables, summary
 

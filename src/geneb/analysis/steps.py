@@ -59,9 +59,17 @@ def import_published_step(*, folder: str, output: str) -> None:
     log.info("imported %d published rows (%d models, %d tasks)", len(scores), scores["model"].nunique(), scores["task"].nunique())
 
 
-def compare_step(*, scores: str, published_scores: str, tasks_tsv: str, board_out: str, left_out: str) -> None:
-    """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks."""
-    board, left = compare.compare_with_published(load_scores(scores), load_scores(published_scores), metadata.load_task_meta(tasks_tsv))
+def compare_step(*, scores: str, published_scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any],
+                 board_out: str, left_out: str) -> None:  # fmt: skip
+    """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks;
+    contaminated cells are left out (and listed) unless the contamination policy is "flag"."""
+    settings = run.resolve_settings(analysis_config, "geneb")
+    user, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
+    exclude: set[tuple[str, str]] = set()
+    if settings["contamination"] == "exclude":
+        _, bad = run.prepare_cells(user, metadata.load_model_meta(models_yaml), task_meta, settings)
+        exclude = set(zip(bad["model"], bad["task"]))
+    board, left = compare.compare_with_published(user, load_scores(published_scores), task_meta, exclude)
     for df, path in ((board, board_out), (left, left_out)):
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
