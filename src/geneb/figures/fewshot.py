@@ -15,6 +15,8 @@ def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, 
     drops: `fewshot.drops` rows with protocol; inverse: `fewshot.inverse_pattern` rows with protocol.
     Returns the figure (a note figure without k-shot regimes).
     """
+    if drops.empty:
+        return empty_figure("few-shot plot needs the full regime and a k-shot regime")
     d = drops[drops["protocol"] == protocol].set_index("model")
     regimes = [r for r in REGIMES if r in d.columns and d[r].notna().any()]
     if len(regimes) < 2:

@@ -18,6 +18,8 @@ def scale_scatter(board: pd.DataFrame, scale_table: pd.DataFrame, in_domain: pd.
     out-of-domain (orange triangles), excluded from rho (vermillion cross, labelled). Returns the figure (a
     note figure when fewer than 3 models have a parameter count).
     """
+    if in_domain.empty or scale_table.empty:
+        return empty_figure("no scale analysis: it needs >= 3 models with different parameter counts")
     sel = (in_domain["protocol"] == protocol) & (in_domain["regime"] == regime)
     d = in_domain[sel].set_index("model")
     macro = board[(board["protocol"] == protocol) & (board["regime"] == regime) & (board["category"] == "macro")]

@@ -119,9 +119,12 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
     wide = wide.reset_index()
     ri = sel(t["rank_intervals"], protocol=protocol, regime=regime)
-    ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]]
+    if len(ri):
+        ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]].sort_values("rank")
     mp = sel(t["matched_pairs"], protocol=protocol, regime=regime)
     mp = mp[mp["significant"].fillna(False).astype(bool)] if len(mp) else mp
+    nr = sel(t["near_random"], protocol=protocol, regime=regime)
+    hv = sel(t["task_variance"], protocol=protocol, regime=regime)
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -131,7 +134,7 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         f"methods: docs/analyses.md</p>",
         "<h2 id='headline'>Headline statistics</h2>", _headline(summary, protocol),
         "<h2 id='leaderboard'>Leaderboard</h2>", f"<p>{html.escape(CAPTIONS['leaderboard'])}</p>", _table(wide, 3, 200),
-        "<h3>Macro rank with 95% bootstrap interval</h3>", _table(ri.sort_values("rank"), 3, 200),
+        "<h3>Macro rank with 95% bootstrap interval</h3>", _table(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
     ]
     parts += [_figure(figures_dir / f"{name}.png", name) for name in FIGURES]
@@ -142,8 +145,8 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         ("Matched pairs significant after Benjamini-Hochberg", mp),
         ("Few-shot drops (macro MCC)", sel(t["fewshot_drops"], protocol=protocol)),
         ("Top model per regime and Kendall τ between regimes", sel(t["fewshot_regimes"], protocol=protocol)),
-        ("Near-random tasks", sel(t["near_random"], protocol=protocol, regime=regime).query("near_random")),
-        ("High-variance tasks", sel(t["task_variance"], protocol=protocol, regime=regime).query("high_variance")),
+        ("Near-random tasks", nr[nr["near_random"]] if len(nr) else nr),
+        ("High-variance tasks", hv[hv["high_variance"]] if len(hv) else hv),
         ("Category winners and specialists", sel(t["specialists"], protocol=protocol, regime=regime)),
         ("Recommendation per category", sel(t["recommendations"], protocol=protocol, regime=regime)),
         ("Contaminated cells (left out of rankings by default)", t["contamination"]),

@@ -1,0 +1,30 @@
+"""Small or lopsided runs do not crash the analyses, figures or report: what cannot be computed is skipped
+and said so (one model; only the full regime; every model a baseline)."""
+
+import json
+
+import pytest
+from synth import grid, meta, scores_from_values
+
+from geneb.analysis import run
+from geneb.analysis.tables import check_scores
+from geneb.figures.render import render_figures
+from geneb.report.html import build_report
+
+CATS = {"p1": "Promoters", "e1": "Enhancers"}
+
+
+@pytest.mark.parametrize("models", [["only"], ["kmer-3", "kmer-4", "kmer-5"]])
+def test_tiny_runs_produce_every_output(models, tmp_path):
+    scores = check_scores(scores_from_values(grid(models, list(CATS), lambda m, t, r: 0.3 + 0.1 * models.index(m)), CATS))
+    m = meta({k: {"params": 0, "pretraining_domain": "none"} for k in models})
+    tables, summary = run.run_analyses(scores, model_meta=m, task_meta=None, declared_pairs=[],
+                                       settings=run.resolve_settings({"bootstrap": {"n_resamples": 100}}))  # fmt: skip
+    full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
+    assert "only 0 models with a positive parameter count" in full["scale_skipped"]
+    assert tables["fewshot_drops"].empty and tables["scale"].empty
+    run.write_tables(tables, summary, tmp_path / "tables", run.TABLES)
+    render_figures(tmp_path / "tables", tmp_path / "figures")
+    out = build_report(tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={})
+    assert out.read_text().count("data:image/png;base64,") == 6
+    assert json.loads((tmp_path / "tables" / "analysis_summary.json").read_text())["protocols"]
