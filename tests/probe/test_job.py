@@ -99,5 +99,7 @@ def test_embeddings_of_other_rows_or_data_are_refused(stage, probe_config, tmp_p
     test = pd.read_parquet(task_dir / "test.parquet")
     shuffled = tmp_path / "test.parquet"
     test.iloc[np.r_[1, 0, 2 : len(test)]].to_parquet(shuffled, index=False)
-    with pytest.raises(ProbeInputError, match="split 'test': embedding rows .* first difference at position 0"):
+    first, second = test["row"].iloc[0], test["row"].iloc[1]
+    msg = f"split 'test': embedding rows .* position 0: embedding row id {first}, parquet row id {second}"
+    with pytest.raises(ProbeInputError, match=msg):
         _run(stage, probe_config, "geneb-paper", test=shuffled)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import sklearn
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
@@ -34,6 +35,11 @@ from geneb.probe.protocols import Protocol, penalty_kwargs
 from geneb.probe.sampling import require_all_classes
 
 log = logging.getLogger(__name__)
+
+#: scikit-learn settings inside the fitting and scoring loops: inputs are already checked here (finite
+#: embeddings in TaskArrays.validate, hyperparameters in protocols.from_config), so scikit-learn's per-call
+#: re-validation is skipped (`sklearn.config_context`; results are identical, only checks are skipped)
+PREVALIDATED = {"assume_finite": True, "skip_parameter_validation": True}
 
 #: solvers whose fit does not depend on random_state
 DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
@@ -174,16 +180,10 @@ def _positions(rows_train: np.ndarray, wanted: list[int], task: str, regime: str
     return order[pos]
 
 
-def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit], np.ndarray]:
-    """Fit every regime and seed of `protocol` on one task; return the fits and the task's classes.
-
-    shots: the parsed shot file (`shots.read_shots`): `full_rows` (training row ids of the full regime) and
-    `draws` [{regime, seed, rows, short_classes}]. Every training set is checked to contain every class before
-    fitting (case B34). Raises ProbeInputError for bad input (see TaskArrays.validate, unknown shot rows).
-    """
+def _training_sets(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[np.ndarray, np.ndarray, list]:
+    """Validate the task, resolve every training set to positions and check its classes (case B34)."""
     classes = data.validate()
     task = data.task
-    # every training set is resolved and checked before anything is fitted: bad input fails fast
     full_pos = _positions(data.rows_train, shots["full_rows"], task, "full", None)
     require_all_classes(data.y_train[full_pos], classes, task=task, regime="full", seed=protocol.seeds[0])
     draws = []
@@ -192,31 +192,45 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
         pos = _positions(data.rows_train, d["rows"], task, regime, seed)
         require_all_classes(data.y_train[pos], classes, task=task, regime=regime, seed=seed)
         draws.append((regime, seed, pos, len(d.get("short_classes", {}))))
-    X_tr, X_te = data.X_train, data.X_test
-    if protocol.standardize:
-        scaler = fit_scaler(X_tr[full_pos])
-        X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
-    fits = []
+    return classes, full_pos, draws
 
-    def finish(lr, regime, seeds, n_train, C, how, converged, n_iter, **kw):
-        fits.append(Fit(regime, tuple(seeds), lr.predict(X_te), lr.predict_proba(X_te), n_train, C, how,
-                        converged, n_iter, **kw))  # fmt: skip
 
-    y_full = data.y_train[full_pos]
-    where = f"task {task!r}, regime 'full'"
-    C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where)
-    fit_seeds = [protocol.seeds[0]] if protocol.report_full_per_seed else [protocol.cv_seed]
-    if protocol.report_full_per_seed and protocol.solver not in DETERMINISTIC_SOLVERS:
-        fit_seeds = list(protocol.seeds)  # sag/saga shuffle with random_state: one real fit per seed
-    for s in fit_seeds:
-        lr, conv, n_iter = _single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}")
-        reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
-        finish(lr, "full", reported, len(full_pos), C, how, conv, n_iter, cv_not_converged=cv_nc)
+def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit], np.ndarray]:
+    """Fit every regime and seed of `protocol` on one task; return the fits and the task's classes.
 
-    for regime, seed, pos, n_short in draws:
-        lr, conv, n_iter = _single_fit(protocol, X_tr[pos], data.y_train[pos], protocol.C, seed,
-                                       f"task {task!r}, regime {regime!r}, seed {seed}")  # fmt: skip
-        finish(lr, regime, (seed,), len(pos), protocol.C, "fixed", conv, n_iter, n_short_classes=n_short)
+    shots: the parsed shot file (`shots.read_shots`): `full_rows` (training row ids of the full regime) and
+    `draws` [{regime, seed, rows, short_classes}]. Every training set is resolved and checked to contain every
+    class before anything is fitted (case B34). Raises ProbeInputError for bad input (see TaskArrays.validate,
+    unknown shot rows, missing classes).
+    """
+    classes, full_pos, draws = _training_sets(data, protocol, shots)
+    task = data.task
+    fits: list[Fit] = []
+    with sklearn.config_context(**PREVALIDATED):
+        X_tr, X_te = data.X_train, data.X_test
+        if protocol.standardize:
+            scaler = fit_scaler(X_tr[full_pos])
+            X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+
+        def add(fitted: tuple, regime: str, seeds: tuple, n_train: int, C: float, how: str, **kw) -> None:
+            lr, converged, n_iter = fitted
+            fits.append(Fit(regime, tuple(seeds), lr.predict(X_te), lr.predict_proba(X_te), n_train, C, how,
+                            converged, n_iter, **kw))  # fmt: skip
+
+        y_full = data.y_train[full_pos]
+        where = f"task {task!r}, regime 'full'"
+        C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where)
+        fit_seeds = [protocol.seeds[0]] if protocol.report_full_per_seed else [protocol.cv_seed]
+        if protocol.report_full_per_seed and protocol.solver not in DETERMINISTIC_SOLVERS:
+            fit_seeds = list(protocol.seeds)  # sag/saga shuffle with random_state: one real fit per seed
+        for s in fit_seeds:
+            reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
+            add(_single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}"), "full", reported,
+                len(full_pos), C, how, cv_not_converged=cv_nc)  # fmt: skip
+        for regime, seed, pos, n_short in draws:
+            fitted = _single_fit(protocol, X_tr[pos], data.y_train[pos], protocol.C, seed,
+                                 f"task {task!r}, regime {regime!r}, seed {seed}")  # fmt: skip
+            add(fitted, regime, (seed,), len(pos), protocol.C, "fixed", n_short_classes=n_short)
     return fits, classes
 
 
@@ -232,25 +246,26 @@ def score_fits(data: TaskArrays, protocol: Protocol, fits: list[Fit], classes: n
     b = protocol.bootstrap
     y_enc = metrics.encode(data.y_test, classes, f"task {data.task!r}, split 'test'")
     rows, pred_frames = [], []
-    for f in fits:
-        k = 0 if f.regime == "full" else int(f.regime.removesuffix("shot"))
-        vals = metrics.score_predictions(data.y_test, f.y_pred, f.proba, classes)
-        rng = np.random.default_rng([b.seed, k, f.seeds[0]])
-        p_enc = metrics.encode(f.y_pred, classes, f"task {data.task!r}, regime {f.regime!r} predictions")
-        low, high = metrics.bootstrap_mcc_ci(y_enc, p_enc, len(classes), n_resamples=b.n_resamples,
-                                             confidence=b.confidence, method=b.method, rng=rng)  # fmt: skip
-        score = f.proba[:, 1] if len(classes) == 2 else np.full(len(f.y_pred), np.nan)
-        for seed in f.seeds:
-            for m in metrics.METRICS:
-                rows.append({
-                    "regime": f.regime, "seed": seed, "metric": m, "value": vals[m],
-                    "ci_low": low if m == "MCC" else np.nan, "ci_high": high if m == "MCC" else np.nan,
-                    "n_train": f.n_train, "n_test": len(data.y_test), "n_short_classes": f.n_short_classes,
-                    "C": f.C, "C_selection": f.C_selection, "converged": f.converged, "n_iter": f.n_iter,
-                    "cv_not_converged": f.cv_not_converged,
-                })  # fmt: skip
-            pred_frames.append(pd.DataFrame({"regime": f.regime, "seed": seed, "row": data.rows_test,
-                                             "y_true": data.y_test, "y_pred": f.y_pred, "score": score}))  # fmt: skip
+    with sklearn.config_context(**PREVALIDATED):
+        for f in fits:
+            k = 0 if f.regime == "full" else int(f.regime.removesuffix("shot"))
+            vals = metrics.score_predictions(data.y_test, f.y_pred, f.proba, classes)
+            rng = np.random.default_rng([b.seed, k, f.seeds[0]])
+            p_enc = metrics.encode(f.y_pred, classes, f"task {data.task!r}, regime {f.regime!r} predictions")
+            low, high = metrics.bootstrap_mcc_ci(y_enc, p_enc, len(classes), n_resamples=b.n_resamples,
+                                                 confidence=b.confidence, method=b.method, rng=rng)  # fmt: skip
+            score = f.proba[:, 1] if len(classes) == 2 else np.full(len(f.y_pred), np.nan)
+            for seed in f.seeds:
+                for m in metrics.METRICS:
+                    rows.append({
+                        "regime": f.regime, "seed": seed, "metric": m, "value": vals[m],
+                        "ci_low": low if m == "MCC" else np.nan, "ci_high": high if m == "MCC" else np.nan,
+                        "n_train": f.n_train, "n_test": len(data.y_test), "n_short_classes": f.n_short_classes,
+                        "C": f.C, "C_selection": f.C_selection, "converged": f.converged, "n_iter": f.n_iter,
+                        "cv_not_converged": f.cv_not_converged,
+                    })  # fmt: skip
+                pred_frames.append(pd.DataFrame({"regime": f.regime, "seed": seed, "row": data.rows_test,
+                                                 "y_true": data.y_test, "y_pred": f.y_pred, "score": score}))  # fmt: skip
     scores = pd.DataFrame(rows)
     summary = []
     for (regime, metric), g in scores.groupby(["regime", "metric"], sort=False):

@@ -61,9 +61,12 @@ def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str,
     if len(rows) != len(want) or not np.array_equal(rows, want):
         n = min(len(rows), len(want))
         i = int(np.flatnonzero(rows[:n] != want[:n])[0]) if (rows[:n] != want[:n]).any() else n
+        got = int(rows[i]) if i < len(rows) else "none"
+        exp = int(want[i]) if i < len(want) else "none"
         raise ProbeInputError(
             f"task {task!r}, split {split!r}: embedding rows in {path} ({len(rows)}) do not match the task parquet "
-            f"({len(want)}); first difference at position {i}; re-extract the embeddings"
+            f"({len(want)}); first difference at position {i}: embedding row id {got}, parquet row id {exp}; "
+            "re-extract the embeddings"
         )
     return X
 
