@@ -210,7 +210,9 @@ def run_analyses(
                 rsum["top_model"] = str(macro.idxmax())
                 rsum["top_macro"] = float(macro.max())
             eligible, dropped = scale.eligible(model_meta, list(macro.index))
-            why_not = scale.why_no_correlation(model_meta.loc[eligible, "params_used"] if eligible else pd.Series(dtype=float), macro[eligible])
+            why_not = "no model has a macro MCC (every model lacks a task)" if macro.empty else scale.why_no_correlation(
+                model_meta.loc[eligible, "params_used"] if eligible else pd.Series(dtype=float), macro[eligible]
+            )
             if why_not:
                 rsum["scale_skipped"] = why_not
             else:
