@@ -41,7 +41,9 @@ def test_max_and_cls_pooling(zoo):
     parts = [enc._forward_batch([c], [0])[0][0] for c in enc.make_chunks([seq], [0])[0]]
     np.testing.assert_allclose(enc.embed([seq]).embeddings[0], torch.stack(parts).max(0).values.numpy(), atol=1e-7)
     with pytest.raises(ValueError, match="undefined across"):
-        zoo.encoder("bert", max_tokens=24, pooling="cls").embed([seq])
+        zoo.encoder("bert", max_tokens=24, pooling="cls", exclude_special_tokens=False).embed([seq])
+    with pytest.raises(ValueError, match="reads the CLS token"):
+        zoo.encoder("bert", max_tokens=24, pooling="cls", long_policy="truncate")
     cls = zoo.encoder("bert", max_tokens=24, pooling="cls", long_policy="truncate", exclude_special_tokens=False)
     chunk = cls.make_chunks([seq], [0])[0][0]
     ids, attn, _ = cls.batch_tensors([chunk])

@@ -108,6 +108,7 @@ def test_matched_pairs_and_contamination(registry, repo):
         (lambda e: e["extraction"].update(pooling="cls", long_policy="chunk_mean"), "undefined across chunks"),
         (lambda e: e.update(source={"kind": "hub-unpinned", "hub_id": "a/b", "revision": "0" * 40}), "must not carry a revision"),
         (lambda e: e.update(family="evo2"), "module name"),
+        (lambda e: e["extraction"].update(pooling="cls", long_policy="truncate", exclude_special_tokens=True), "CLS token"),
     ],
 )
 def test_cross_field_rules(registry, change, message):

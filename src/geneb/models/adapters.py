@@ -48,7 +48,10 @@ FAMILIES: dict[str, Family] = {
                           "is invisible to real positions, so batches are padded on the right and pooled over real tokens"),
     "caduceus": Family(_HF, {"causal": False, "attention_mask": False}, {"mamba_ssm": "mamba-ssm"},
                        notes="Caduceus / PlantCaduceus remote code: bidirectional Mamba, no attention mask, so only "
-                             "equal-length sequences share a batch; needs mamba-ssm CUDA kernels"),
+                             "equal-length sequences share a batch; needs mamba-ssm CUDA kernels. RC: -ps checkpoints are "
+                             "RC-equivariant by parameter sharing (hidden = 2 x d_model, forward and RC channel halves; "
+                             "mean pooling of an RC input swaps the halves), -ph ones were trained with RC augmentation, "
+                             "for which the authors average forward and RC embeddings (rc: average)"),
     "gpn": Family(_HF, {"causal": False}, {"gpn": "gpn"},
                   notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)"),
     "evo": Family("geneb.models.evo:from_settings", {"causal": True, "attention_mask": False}, {"evo": "evo-model"},

@@ -206,6 +206,8 @@ class TokenModelEncoder:
             raise ValueError(f"model {self.model_id}: bucket_by_length false for a model without an attention mask "
                              "that is not causal would pad real positions (case B02)")  # fmt: skip
         self.bucket_equal_lengths = unsafe if bucket == "auto" else bool(bucket)
+        if ext.get("pooling", "mean") == "cls" and ext.get("exclude_special_tokens", True):
+            raise ValueError(f"model {self.model_id}: pooling cls reads the CLS token; set exclude_special_tokens: false")
         layer = ext.get("layer", -1)
         if isinstance(layer, str):
             try:
