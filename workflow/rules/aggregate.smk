@@ -1,4 +1,9 @@
 # Stage 4: every probe table of this config -> one long-format score table.
+# A local rule: seconds of work, so on a cluster it is not worth a Slurm job (docs/hpc.md).
+
+
+localrules:
+    aggregate_scores,
 
 
 rule aggregate_scores:

@@ -2,13 +2,19 @@
 import re
 
 import yaml
+from snakemake.logging import logger
 from snakemake.utils import validate
 
+from geneb import hpc
+from geneb.models.adapters import family as model_family
 from geneb.models.registry import extraction_hash, extraction_settings, load_registry, model_spec
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 
 
 validate(config, "../schemas/config.schema.yaml")
+# Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
+# reruns a job (case B44; geneb.hpc.stable_params).
+config.update(hpc.stable_params(config))
 
 TASK_SHEET = read_catalogue(config["task_sheet"])
 validate_catalogue(TASK_SHEET, yaml.safe_load(open(workflow.source_path("../schemas/tasks.schema.yaml"))))
@@ -21,8 +27,19 @@ for _model in config["models"]:
     model_spec(REGISTRY, _model)  # unknown model ids fail here, with close matches
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
-EXTRACTION_SETTINGS = {m: extraction_settings(REGISTRY, m, config["alphabet"]) for m in config["models"]}
+EXTRACTION_SETTINGS = {
+    m: hpc.stable_params(extraction_settings(REGISTRY, m, config["alphabet"])) for m in config["models"]
+}
 EXTRACTION_HASH = {m: extraction_hash(s) for m, s in EXTRACTION_SETTINGS.items()}
+
+# An embedding file that GENEB's reader would refuse (no `complete` attribute) is moved aside before the DAG
+# is built, so Snakemake schedules its extraction again instead of trusting it (case B41). Main process only:
+# jobs on cluster nodes parse this file too.
+if workflow.is_main_process:
+    for _old, _new in hpc.set_aside_partial(
+        f"resources/embeddings/{m}/{EXTRACTION_HASH[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]
+    ):
+        logger.warning(f"{_old} is not a complete embedding file (moved to {_new.name}); it will be extracted again")
 
 
 wildcard_constraints:
@@ -40,13 +57,15 @@ def task_params(wildcards):
     """Everything that decides a prepared task's content: catalogue row, source string, policy, caps."""
     row = task_row(TASK_SHEET, wildcards.task)
     caps = config["caps"]
-    return {
-        "catalogue_row": row,
-        "source": source_string(row, config),
-        "alphabet": config["alphabet"],
-        "caps": {**caps["default"], **caps["per_task"].get(wildcards.task, {})},
-        "cap_seed": caps["seed"],
-    }
+    return hpc.stable_params(
+        {
+            "catalogue_row": row,
+            "source": source_string(row, config),
+            "alphabet": config["alphabet"],
+            "caps": {**caps["default"], **caps["per_task"].get(wildcards.task, {})},
+            "cap_seed": caps["seed"],
+        }
+    )
 
 
 # ---- extraction ---------------------------------------------------------------------------------------
@@ -65,6 +84,35 @@ def extraction_params(wildcards):
             f"current settings hash is {EXTRACTION_HASH[wildcards.model]}"
         )
     return EXTRACTION_SETTINGS[wildcards.model]
+
+
+# ---- resources (portable: counts, MB, minutes; site values live in profiles/, docs/hpc.md) ------------
+
+
+def extraction_gpus(wildcards):
+    """1 GPU for a torch model when execution.device is cuda/auto, else 0 (k-mer models, device cpu)."""
+    uses_torch = model_family(EXTRACTION_SETTINGS[wildcards.model]["family"]).uses_torch
+    return hpc.extraction_gpus(uses_torch, config["execution"]["device"])
+
+
+def extraction_mem_mb(wildcards, attempt):
+    """Host memory of one extraction job: base + weights (registry `params`), doubled on each retry."""
+    return hpc.extraction_mem_mb(model_spec(REGISTRY, wildcards.model).get("params"), attempt)
+
+
+def extraction_runtime(wildcards, attempt):
+    """Minutes of one extraction job, doubled on each retry."""
+    return hpc.extraction_runtime(attempt)
+
+
+def probe_mem_mb(wildcards, attempt):
+    """Memory of one probe job (all regimes and seeds of a protocol x model x task), doubled on each retry."""
+    return hpc.probe_mem_mb(attempt)
+
+
+def probe_runtime(wildcards, attempt):
+    """Minutes of one probe job, doubled on each retry."""
+    return hpc.probe_runtime(attempt)
 
 
 # ---- aggregation and targets --------------------------------------------------------------------------

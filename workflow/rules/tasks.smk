@@ -1,4 +1,10 @@
 # Stage 1: a task from its source (mirror folder, HTTP mirror, Hugging Face) -> checked parquet + task card.
+# A local rule: on a cluster it runs beside the main Snakemake process (login nodes reach the network,
+# compute nodes often do not; docs/hpc.md), never as a Slurm job.
+
+
+localrules:
+    prepare_task,
 
 
 rule prepare_task:

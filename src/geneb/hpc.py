@@ -1,0 +1,109 @@
+"""What the workflow's jobs ask of a scheduler, and params that stay equal from one Snakemake call to the next.
+
+Rules declare portable resources only (a GPU count, memory, run time); site specifics (partition, account,
+GPU model, `gres` strings) live in `profiles/`. The functions here are pure, so common.smk wraps them in
+one-line input functions and tests call them directly (docs/hpc.md).
+
+Resources are never rerun triggers: changing the device, a memory size or the retry count reruns nothing.
+Params are rerun triggers, compared by `repr` (Snakemake's persistence): `stable_params` sorts every
+mapping so that key order in a YAML file, or a dict built in a different order, never reruns a job
+(case B44).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from geneb.provenance import canonical_json
+
+#: memory (MB) of an extraction job besides the model weights; k-mer jobs need no more
+EXTRACTION_BASE_MEM_MB = 4000
+#: host memory per model parameter (bytes): float32 weights (4) plus loading overhead
+EXTRACTION_BYTES_PER_PARAM = 6
+#: first-attempt run time of one (model, task) extraction job, minutes
+EXTRACTION_RUNTIME_MIN = 120
+#: first-attempt memory and run time of one (protocol, model, task) probe job (all regimes and seeds)
+PROBE_MEM_MB = 4000
+PROBE_RUNTIME_MIN = 60
+
+
+def stable_params(obj: Any) -> Any:
+    """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists and numpy
+    scalars as Python numbers: the same value whatever order it was built in, so `repr` (Snakemake's
+    params key) is equal across processes and key orders. Raises TypeError for objects JSON cannot hold."""
+    return json.loads(canonical_json(obj))
+
+
+def scaled(base: int, attempt: int) -> int:
+    """`base` doubled for every retry: attempt 1 -> base, 2 -> 2 x base, 3 -> 4 x base. Used for memory and
+    run time, so a job killed for memory or walltime gets more on its retry (`retries:` in the profile)."""
+    if attempt < 1:
+        raise ValueError(f"attempt must be >= 1, got {attempt}")
+    return int(base) * 2 ** (attempt - 1)
+
+
+def extraction_gpus(uses_torch: bool, device: str) -> int:
+    """GPUs one extraction job asks for: 1 when the model runs on torch and the configured device is a GPU
+    ("cuda", "cuda:N", or "auto", which uses one when present), else 0 (k-mer models, device cpu)."""
+    if not uses_torch:
+        return 0
+    return 1 if device == "auto" or device.startswith("cuda") else 0
+
+
+def extraction_mem_mb(n_params: int | float | None, attempt: int) -> int:
+    """Host memory (MB) of one extraction job: a base plus room for the weights, doubled on each retry."""
+    weights = math.ceil(float(n_params or 0) * EXTRACTION_BYTES_PER_PARAM / 1e6)
+    return scaled(EXTRACTION_BASE_MEM_MB + weights, attempt)
+
+
+def extraction_runtime(attempt: int) -> int:
+    """Run time (minutes) of one extraction job, doubled on each retry (a walltime kill is retried longer)."""
+    return scaled(EXTRACTION_RUNTIME_MIN, attempt)
+
+
+def probe_mem_mb(attempt: int) -> int:
+    """Memory (MB) of one probe job, doubled on each retry."""
+    return scaled(PROBE_MEM_MB, attempt)
+
+
+def probe_runtime(attempt: int) -> int:
+    """Run time (minutes) of one probe job, doubled on each retry."""
+    return scaled(PROBE_RUNTIME_MIN, attempt)
+
+
+def is_complete_embedding_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is an HDF5 file with GENEB's `complete` attribute set (geneb.embeddings.cache writes it
+    last). False for a truncated or foreign file, or one a writer left half done."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            return bool(f.attrs.get("complete", False))
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def set_aside_partial(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Path]]:
+    """Move every existing file among `paths` that is not a complete embedding cache to
+    `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing and schedules the extraction again.
+
+    Why: Snakemake alone cannot tell a partial output from a complete one. 9.27 records a failed job's kept
+    output (--keep-incomplete) as complete, and a copy interrupted mid-way (rsync --inplace, cp) is never
+    marked at all (case B41). GENEB's own writers never leave such a file (atomic rename), and readers refuse
+    it; this puts it out of the way before the DAG is built. Returns the (old, new) path pairs moved.
+    """
+    moved = []
+    for path in map(Path, paths):
+        if not path.is_file() or is_complete_embedding_file(path):
+            continue
+        n = 0
+        while (aside := path.with_name(f".partial-{path.name}.{n}")).exists():
+            n += 1
+        os.replace(path, aside)
+        moved.append((path, aside))
+    return moved
