@@ -1,0 +1,769 @@
+"""Failure cases of kind `workflow/cluster` (../shared/cases/CASES.md): B40 (the workflow half), B41, B42, B43,
+B44; and issue 6: partial reruns, interrupted work, and the Slurm profile on a real single-node Slurm.
+
+Every test runs the real Snakefile (`snakemake -s <repo>/Snakefile`) in its own run directory under tmp_path,
+with a small config derived from config/config.yaml (2 tasks x k-mer models, capped), and reads Snakemake's
+own dry-run output (`-n`, `--detailed-summary`, `--list-changes params`) to learn what would rerun. The Slurm
+test needs the cluster of tests/slurm/cluster.sh (started by .ci/run) and skips without it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
+SNAKEFILE = REPO / "Snakefile"
+TASKS = ["idna_ms_5hmc_h_sapiens", "ienhancer2l_enhancer_vs_non"]
+MODELS = ["kmer-3", "kmer-4"]
+SCORES = "results/tables/scores.parquet"
+#: a task of long sequences: kmer-6 extraction and probing each take a few seconds, long enough to kill midway
+KILL_TASK = "pgb_lncrna_solanum_lycopersicum__testonly_resplit"
+SLURM_DIR = Path(os.environ.get("GENEB_SLURM_DIR", "/tmp/geneb-slurm"))
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
+
+
+def write_config(run: Path, *, tasks=TASKS, models=MODELS, caps=(200, 100), registry: dict | None = None, edit=None) -> dict:
+    """Write run/config/config.yaml: the repository's config with absolute sheet paths, `tasks` x `models`,
+    `caps` (max_train, max_test), a light geneb-paper protocol; `registry` replaces the model sheet (written
+    beside it); `edit(config)` changes anything else. Returns the config."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config.update(
+        task_source=str(SHARED / "data" / "tasks"),
+        task_sheet=str(REPO / "config" / "tasks.tsv"),
+        model_sheet=str(REPO / "config" / "models.yaml"),
+        tasks=list(tasks),
+        models=list(models),
+        protocols=["geneb-paper"],
+        default_protocol="geneb-paper",
+    )
+    config["caps"]["default"] = {"max_train": caps[0], "max_test": caps[1]}
+    paper = config["probe"]["geneb-paper"]
+    paper["seeds"] = [13, 17]
+    paper["bootstrap"]["n_resamples"] = 100
+    (run / "config").mkdir(parents=True, exist_ok=True)
+    if registry is not None:
+        (run / "config" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+        config["model_sheet"] = str(run / "config" / "models.yaml")
+    if edit is not None:
+        edit(config)
+    (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return config
+
+
+def repo_registry() -> dict:
+    return yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+
+
+def env_for_tests(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
+    env.update(extra)
+    return env
+
+
+def snakemake(run: Path, *args: str, check: bool = True, snakefile: Path = SNAKEFILE, env=None, timeout=900):
+    """Run `python -m snakemake -s <snakefile> --cores 2 <args>` in `run`; returns the CompletedProcess
+    (stdout and stderr together in .stdout). check: raise with the output when it fails."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", *args]
+    proc = subprocess.run(cmd, cwd=run, env=env or env_for_tests(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=timeout)  # fmt: skip
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-6000:]}")
+    return proc
+
+
+JOB_HEADER = re.compile(r"^(?:local)?rule (\S+):$")
+
+
+def planned_jobs(run: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[dict]:
+    """The jobs a dry run (`snakemake -n <args>`) would run: dicts with rule, wildcards, reason, output,
+    parsed from Snakemake's own job listing. [] when it reports nothing to be done."""
+    out = snakemake(run, "-n", *args, snakefile=snakefile).stdout
+    jobs: list[dict] = []
+    job = None
+    for line in out.splitlines():
+        m = JOB_HEADER.match(line.strip()) if not line.startswith(" ") else None
+        if m:
+            job = {"rule": m.group(1), "wildcards": {}, "reason": "", "output": []}
+            jobs.append(job)
+            continue
+        if job is None or not line.startswith("    "):
+            job = None if not line.startswith("    ") else job
+            continue
+        key, _, value = line.strip().partition(": ")
+        if key == "wildcards":
+            job["wildcards"] = dict(kv.split("=", 1) for kv in value.split(", "))
+        elif key == "reason":
+            job["reason"] = value
+        elif key == "output":
+            job["output"] = value.split(", ")
+    if not jobs:
+        assert "Nothing to be done" in out, out[-3000:]
+    return jobs
+
+
+def job_keys(jobs: list[dict]) -> Counter:
+    """(rule, model or '', task or '') -> count: the shape of a dry run, comparable across runs."""
+    return Counter((j["rule"], j["wildcards"].get("model", ""), j["wildcards"].get("task", "")) for j in jobs)
+
+
+def detailed_summary(run: Path, *args: str) -> pd.DataFrame:
+    """Snakemake's `--detailed-summary` (one row per output file: rule, status, plan) as a frame."""
+    out = snakemake(run, "--detailed-summary", *args).stdout
+    lines = out[out.index("output_file\t"):].splitlines()
+    rows = [line.split("\t") for line in lines if line.count("\t") >= 7]
+    return pd.DataFrame(rows[1:], columns=rows[0])
+
+
+def scores(run: Path) -> pd.DataFrame:
+    df = pd.read_parquet(run / SCORES)
+    return df.sort_values(["protocol", "model", "task", "regime", "seed", "metric"]).reset_index(drop=True)
+
+
+def assert_same_scores(a: Path, b: Path) -> None:
+    pd.testing.assert_frame_equal(scores(a), scores(b), check_exact=True)
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    """A copy of a finished run directory (outputs, logs and Snakemake's metadata; mtimes kept)."""
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def reversed_mappings(obj):
+    """`obj` with the key order of every mapping reversed (same content)."""
+    if isinstance(obj, dict):
+        return {k: reversed_mappings(obj[k]) for k in reversed(list(obj))}
+    if isinstance(obj, list):
+        return [reversed_mappings(x) for x in obj]
+    return obj
+
+
+def embedding_files(run: Path) -> list[Path]:
+    return sorted((run / "resources" / "embeddings").glob("*/*/*.h5"))
+
+
+def assert_downstream_newer(run: Path) -> None:
+    """Every probe table is newer than its embedding file, and the score table newer than every probe table
+    (no output older than an input it was rebuilt from)."""
+    table = (run / SCORES).stat().st_mtime
+    for h5 in embedding_files(run):
+        model, task = h5.parent.parent.name, h5.stem
+        probes = list((run / "results" / "probes").glob(f"*/{model}/{task}.parquet"))
+        assert probes, f"no probe table reads {h5}"
+        for probe in probes:
+            assert probe.stat().st_mtime >= h5.stat().st_mtime, f"{probe} is older than its input {h5}"
+            assert table >= probe.stat().st_mtime, f"{SCORES} is older than {probe}"
+
+
+def write_kill_config(run: Path) -> dict:
+    """The configuration the SIGKILL tests interrupt: KILL_TASK x kmer-6, uncapped, under the geneb-strict
+    protocol as configured (inner CV over its C grid, 10 seeds), so that extraction writes for a moment and
+    probing fits for seconds."""
+    probe = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["probe"]
+
+    def strict(config: dict) -> None:
+        config.update(protocols=["geneb-strict"], default_protocol="geneb-strict", probe=probe)
+
+    return write_config(run, tasks=[KILL_TASK], models=["kmer-6"], caps=(None, None), edit=strict)
+
+
+# ---- shared finished runs (built once per module) -----------------------------------------------------------
+
+
+def finished_run(factory, name: str, write) -> Path:
+    """A run directory configured by `write(run)` and run to the score table."""
+    run = factory.mktemp(name)
+    write(run)
+    snakemake(run, SCORES)
+    return run
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> Path:
+    """A finished run: 2 tasks x kmer-3, kmer-4 (the score table and everything before it)."""
+    return finished_run(tmp_path_factory, "baseline", write_config)
+
+
+@pytest.fixture(scope="module")
+def kill_reference(tmp_path_factory) -> Path:
+    """An uninterrupted run of the configuration the SIGKILL tests interrupt (write_kill_config)."""
+    return finished_run(tmp_path_factory, "kill_reference", write_kill_config)
+
+
+# ---- partial reruns (issue 6) -----------------------------------------------------------------------------
+
+
+def test_finished_run_has_nothing_to_do(baseline):
+    assert planned_jobs(baseline, SCORES) == []
+    summary = detailed_summary(baseline, SCORES)
+    assert set(summary["plan"]) == {"no update"}, summary[summary["plan"] != "no update"]
+
+
+def test_adding_a_model_runs_only_its_jobs_then_reaggregates(baseline, tmp_path):
+    run = copy_run(baseline, tmp_path / "run")
+    write_config(run, models=[*MODELS, "kmer-5"])
+    jobs = planned_jobs(run, SCORES)
+    assert job_keys(jobs) == Counter(
+        [("extract_embeddings", "kmer-5", t) for t in TASKS]
+        + [("fit_probes", "kmer-5", t) for t in TASKS]
+        + [("aggregate_scores", "", "")]
+    )
+    pending = detailed_summary(run, SCORES).query("plan == 'update pending'")
+    assert not pending["output_file"].str.contains("kmer-3|kmer-4|resources/tasks|resources/shots").any(), pending
+    before = {p: p.stat().st_mtime_ns for p in embedding_files(run)}
+    probes_before = {p: p.stat().st_mtime_ns for p in (run / "results" / "probes").rglob("*.parquet")}
+    snakemake(run, SCORES)
+    assert all(p.stat().st_mtime_ns == t for p, t in before.items()), "an existing embedding was rewritten"
+    assert all(p.stat().st_mtime_ns == t for p, t in probes_before.items()), "an existing probe table was rewritten"
+    table = scores(run)
+    assert set(table["model"]) == {*MODELS, "kmer-5"}
+    old = table[table["model"].isin(MODELS)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(old, scores(baseline), check_exact=True)
+
+
+def _registry_with_rc_average(model: str) -> dict:
+    reg = repo_registry()
+    reg["models"][model].setdefault("extraction", {})["rc"] = "average"
+    return reg
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        # an extraction setting of one model (registry): that model's embeddings and probes, then the table
+        ("rc", [("extract_embeddings", "kmer-4", t) for t in TASKS] + [("fit_probes", "kmer-4", t) for t in TASKS]),
+        # a probe setting that no shot draw reads (the fixed C): every probe, nothing else
+        ("probe_C", [("fit_probes", m, t) for m in MODELS for t in TASKS]),
+        # the probe seeds: the shot draws (per task) and every probe
+        ("seeds", [("write_shot_indices", "", t) for t in TASKS] + [("fit_probes", m, t) for m in MODELS for t in TASKS]),
+        # one task's test cap: that task's preparation and everything that reads it, not the other task
+        ("cap_one_task", [("prepare_task", "", TASKS[0]), ("write_shot_indices", "", TASKS[0])]
+         + [(r, m, TASKS[0]) for r in ("extract_embeddings", "fit_probes") for m in MODELS]),
+    ],
+)  # fmt: skip
+def test_output_affecting_change_reruns_exactly_the_affected_jobs(baseline, tmp_path, change, expected):
+    run = copy_run(baseline, tmp_path / "run")
+    if change == "rc":
+        write_config(run, registry=_registry_with_rc_average("kmer-4"))
+    elif change == "probe_C":
+        write_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(C=0.5))
+    elif change == "seeds":
+        write_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(seeds=[13, 17, 42]))
+    else:
+        write_config(run, edit=lambda c: c["caps"]["per_task"].update({TASKS[0]: {"max_test": 60}}))
+    jobs = planned_jobs(run, SCORES)
+    assert job_keys(jobs) == Counter([*expected, ("aggregate_scores", "", "")])
+    # Snakemake's reasons: params changed only for the first rule the change reaches; the rest follow from it.
+    # (Not `--list-changes params`: in Snakemake 9.27 it lists every output, changed or not; docs/footguns.md.)
+    by_params = {j["rule"] for j in jobs if "Params have changed" in j["reason"]}
+    if change == "rc":  # a registry change gives new embedding paths (missing outputs), not a params change
+        assert by_params == set()
+        assert all("Missing output" in j["reason"] for j in jobs if j["rule"] == "extract_embeddings")
+    else:
+        assert by_params == {expected[0][0]}
+    pending = detailed_summary(run, SCORES).query("plan == 'update pending'")
+    assert set(pending["rule"]) == {r for r, _, _ in expected} | {"aggregate_scores"}
+
+
+@pytest.mark.parametrize("where", ["config", "command_line"])
+def test_execution_knobs_rerun_nothing(baseline, tmp_path, where):
+    """Batch size, device, threads, HDF5 locking (config `execution:`), and threads, resources and retries
+    on the command line, are not rerun keys: a finished run stays finished."""
+    run = copy_run(baseline, tmp_path / "run")
+    args: list[str] = []
+    if where == "config":
+        knobs = {"batch_size": 7, "device": "cuda", "threads": 2, "hdf5_locking": "off"}
+        config = write_config(run, edit=lambda c: c["execution"].update(knobs))
+        assert config["execution"] != yaml.safe_load((baseline / "config" / "config.yaml").read_text())["execution"]
+    else:
+        args = ["--set-threads", "fit_probes=2", "extract_embeddings=2", "--retries", "3",
+                "--set-resources", "fit_probes:mem_mb=12345", "--default-resources", "runtime=7"]  # fmt: skip
+    assert planned_jobs(run, SCORES, *args) == []
+
+
+def test_slurm_profile_dry_run_reruns_nothing(baseline, tmp_path):
+    """The cluster profile (device cuda, retries, partitions, resources) changes no rerun key."""
+    run = copy_run(baseline, tmp_path / "run")
+    assert planned_jobs(run, "--profile", str(REPO / "profiles" / "slurm"), SCORES) == []
+
+
+# ---- B40: one writer per embedding file -----------------------------------------------------------------------
+
+H5_TRACE_SITECUSTOMIZE = '''
+"""Test instrumentation (GENEB B40): log every h5py.File open (pid, path, mode) and each process's lifetime."""
+import atexit, json, os, sys, time
+_trace = os.environ.get("GENEB_TEST_H5_TRACE")
+if _trace:
+    def _log(**rec):
+        with open(_trace, "a") as fh:
+            fh.write(json.dumps({"pid": os.getpid(), "t": time.time(), **rec}) + "\\n")
+    _log(event="start", argv=sys.argv[:3])
+    atexit.register(lambda: _log(event="end"))
+    import h5py
+    _File = h5py.File
+    class _TracedFile(_File):
+        def __init__(self, name, mode="r", *args, **kwargs):
+            _log(event="open", path=os.path.abspath(os.fspath(name)), mode=mode)
+            super().__init__(name, mode, *args, **kwargs)
+    h5py.File = _TracedFile
+'''
+
+
+def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
+    run = tmp_path / "run"
+    models = ["kmer-3", "kmer-4", "kmer-5"]
+    write_config(run, tasks=TASKS[:1], models=models)
+    # the DAG: one distinct output per (model, settings hash, task), the hash folder per model
+    jobs = [j for j in planned_jobs(run, SCORES) if j["rule"] == "extract_embeddings"]
+    outputs = [j["output"][0] for j in jobs]
+    assert len(outputs) == len(set(outputs)) == len(models)
+    for j in jobs:
+        wc = j["wildcards"]
+        assert j["output"] == [f"resources/embeddings/{wc['model']}/{wc['xhash']}/{wc['task']}.h5"]
+    assert len({j["wildcards"]["xhash"] for j in jobs}) == len(models)  # k differs: settings hashes differ
+    # run the extractions two at a time and trace every HDF5 open of every process
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(H5_TRACE_SITECUSTOMIZE)
+    trace = tmp_path / "h5trace.jsonl"
+    env = env_for_tests(GENEB_TEST_H5_TRACE=str(trace), PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    snakemake(run, "--until", "extract_embeddings", env=env)
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    opens = [r for r in records if r["event"] == "open"]
+    writers: dict[int, list[dict]] = {}
+    for r in opens:
+        if r["mode"] != "r":
+            writers.setdefault(r["pid"], []).append(r)
+    assert len(writers) == len(models), f"expected one writing process per extraction job: {writers}"
+    targets = {}
+    for pid, recs in writers.items():
+        parents = {Path(r["path"]).parent for r in recs}
+        assert len(parents) == 1, f"process {pid} wrote into several folders: {parents}"
+        for r in recs:
+            assert Path(r["path"]).name.startswith(f".tmp-{TASKS[0]}.h5."), r  # the atomic temporary name
+        targets[pid] = parents.pop()
+        # this process opened no HDF5 file of another job, in any mode
+        foreign = [r for r in opens if r["pid"] == pid and Path(r["path"]).parent != targets[pid]]
+        assert not foreign, foreign
+    assert len(set(targets.values())) == len(models), "two jobs wrote into one folder"
+    assert sorted(targets.values()) == sorted((run / o).parent.resolve() for o in outputs)
+    # the jobs really ran at the same time (-j 2): at least two writer processes overlap in time
+    life = {pid: (min(r["t"] for r in records if r["pid"] == pid), max(r["t"] for r in records if r["pid"] == pid)) for pid in writers}
+    spans = sorted(life.values())
+    assert any(a[1] > b[0] for a, b in zip(spans, spans[1:])), f"extraction processes never overlapped: {spans}"
+    for o in outputs:
+        with h5py.File(run / o, "r") as f:
+            assert bool(f.attrs["complete"])
+
+
+# ---- B41: a failed job's partial output -----------------------------------------------------------------------
+
+HALF_WRITER = """
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "w") as f:  # a non-atomic writer that dies half way: no `complete` attribute
+    f.create_group("train").create_dataset("embeddings", data=np.zeros((3, 4), dtype="float32"))
+"""
+
+
+def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
+    """A test-double embed rule writes half its HDF5 output and exits 1 under --keep-incomplete. Snakemake
+    9.27 records that output with incomplete=false (the regression of the case), so GENEB does not rely on
+    it: the partial-file check that common.smk runs before every DAG moves the file aside, and the job is
+    scheduled again; GENEB's reader refuses the file by itself."""
+    from geneb.embeddings.cache import IncompleteCacheError, read_embeddings
+    from geneb.hpc import set_aside_partial
+
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    (wf / "half.py").write_text(HALF_WRITER)
+    (wf / "Snakefile").write_text(textwrap.dedent(f"""
+        rule embed:
+            output: "resources/embeddings/m/0123456789ab/t.h5"
+            shell: "{sys.executable} {wf / 'half.py'} {{output}}; exit 1"
+    """))  # fmt: skip
+    out = wf / "resources/embeddings/m/0123456789ab/t.h5"
+    failed = snakemake(wf, "--keep-incomplete", str(out.relative_to(wf)), check=False, snakefile=wf / "Snakefile")
+    assert failed.returncode != 0 and out.exists()
+    with pytest.raises(IncompleteCacheError):
+        read_embeddings(out)
+    moved = set_aside_partial([out])
+    assert moved == [(out, out.with_name(".partial-t.h5.0"))] and not out.exists()
+    jobs = planned_jobs(wf, snakefile=wf / "Snakefile")
+    assert [j["rule"] for j in jobs] == ["embed"] and "Missing output" in jobs[0]["reason"]
+    assert set_aside_partial([out]) == []  # a missing file is left alone
+
+
+def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline, tmp_path):
+    """The state a failed extraction leaves when Snakemake records its partial output as complete: the
+    embedding file is half written (one cut to half its bytes, one without its `complete` attribute) and
+    nothing downstream of it exists. A dry run schedules exactly their extractions (not only the probes,
+    which would refuse the files) and what reads them; the run rebuilds them and the scores equal the
+    uninterrupted run."""
+    run = copy_run(baseline, tmp_path / "run")
+    files = {(p.parent.parent.name, p.stem): p for p in embedding_files(run)}
+    cut, unmarked = files[("kmer-3", TASKS[0])], files[("kmer-4", TASKS[1])]
+    data = cut.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with h5py.File(unmarked, "r+") as f:
+        del f.attrs["complete"]
+    for model, task in (("kmer-3", TASKS[0]), ("kmer-4", TASKS[1])):
+        for kind in ("probes", "predictions"):
+            (run / "results" / kind / "geneb-paper" / model / f"{task}.parquet").unlink()
+    (run / SCORES).unlink()
+    jobs = planned_jobs(run, SCORES)
+    assert job_keys(jobs) == Counter(
+        [("extract_embeddings", "kmer-3", TASKS[0]), ("fit_probes", "kmer-3", TASKS[0]),
+         ("extract_embeddings", "kmer-4", TASKS[1]), ("fit_probes", "kmer-4", TASKS[1]), ("aggregate_scores", "", "")]
+    )  # fmt: skip
+    assert all("Missing output" in j["reason"] for j in jobs if j["rule"] == "extract_embeddings")
+    assert (cut.parent / f".partial-{cut.name}.0").exists() and (unmarked.parent / f".partial-{unmarked.name}.0").exists()
+    snakemake(run, SCORES)
+    assert_same_scores(run, baseline)
+    assert_downstream_newer(run)
+
+
+def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
+    """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing."""
+    from geneb.embeddings.cache import IncompleteCacheError
+    from geneb.probe.job import fit_probes
+
+    run = copy_run(baseline, tmp_path / "run")
+    h5 = next(p for p in embedding_files(run) if p.parent.parent.name == "kmer-3" and p.stem == TASKS[0])
+    with h5py.File(h5, "r+") as f:
+        del f.attrs["complete"]
+    config = yaml.safe_load((run / "config" / "config.yaml").read_text())
+    task_dir = run / "resources" / "tasks" / TASKS[0]
+    out = tmp_path / "out"
+    with pytest.raises(IncompleteCacheError, match="incomplete"):
+        fit_probes(train=task_dir / "train.parquet", test=task_dir / "test.parquet", card=task_dir / "card.json",
+                   embeddings=h5, shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+                   scores_out=out / "scores.parquet", predictions_out=out / "predictions.parquet", task=TASKS[0],
+                   model="kmer-3", protocol="geneb-paper", settings=config["probe"]["geneb-paper"])  # fmt: skip
+    assert not out.exists() or not list(out.iterdir())
+
+
+def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
+    """The embedding writer fails after its datasets are written: no file under the final name, no temp."""
+    from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
+
+    target = tmp_path / "resources" / "embeddings" / "m" / "0123456789ab" / "t.h5"
+    n = 5
+    split = SplitEmbeddings(np.ones((n, 4), dtype=np.float32), np.arange(n), np.ones(n, dtype=np.int32),
+                            attrs={"unserialisable": object()})  # fails while writing the split's attributes  # fmt: skip
+    with pytest.raises(Exception):
+        write_embeddings(target, {"train": split}, {"model": "m", "task": "t"})
+    assert list(target.parent.iterdir()) == []
+
+
+# ---- B42: SIGKILL midway, then recover ---------------------------------------------------------------------
+
+
+def _start(run: Path, *args: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--cores", "1", *args]
+    return subprocess.Popen(cmd, cwd=run, env=env_for_tests(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL Snakemake and its job processes (its process group): no chance to clean up."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def _wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 300.0, poll: float = 0.002):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = condition()
+        if found:
+            return found
+        if proc.poll() is not None:
+            raise AssertionError(f"snakemake ended (exit {proc.returncode}) before {what}")
+        time.sleep(poll)
+    _kill_group(proc)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _recover_and_check(run: Path, reference: Path) -> None:
+    # the kill left the directory locked: a plain run stops and names --unlock
+    plain = snakemake(run, SCORES, check=False)
+    assert plain.returncode != 0 and "--unlock" in plain.stdout, plain.stdout[-2000:]
+    # the documented recovery command unlocks, removes partial temporaries, and reruns what is incomplete
+    proc = subprocess.run([sys.executable, "-m", "geneb.recover", "-s", str(SNAKEFILE), "--cores", "2", SCORES],
+                          cwd=run, env=env_for_tests(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert not list(run.rglob(".tmp-*")), "a partial temporary file survived the recovery"
+    assert planned_jobs(run, SCORES) == []
+    assert_downstream_newer(run)
+    assert_same_scores(run, reference)
+
+
+def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
+    run = tmp_path / "run"
+    write_kill_config(run)
+    proc = _start(run, SCORES)
+    emb_dir = run / "resources" / "embeddings" / "kmer-6"
+    # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
+    tmp = _wait_for(lambda: next(iter(emb_dir.glob("*/.tmp-*")), None) if emb_dir.is_dir() else None, proc,
+                    "the extraction job to start writing")  # fmt: skip
+    _kill_group(proc)
+    assert tmp.exists(), "the temporary vanished: the job finished before the kill"
+    assert embedding_files(run) == [], "a killed extraction left a file under its final name"
+    incomplete = list((run / ".snakemake" / "incomplete").rglob("*"))
+    assert [p for p in incomplete if p.is_file()], "Snakemake recorded no incomplete output"
+    _recover_and_check(run, kill_reference)
+
+
+def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
+    run = tmp_path / "run"
+    write_kill_config(run)
+    proc = _start(run, SCORES)
+    log = run / "logs" / "fit_probes" / "geneb-strict" / "kmer-6" / f"{KILL_TASK}.log"
+    _wait_for(log.exists, proc, "the probe job to start")
+    time.sleep(2.0)  # into the fits: the log opens after the imports, the fits take about 10 s
+    probe = run / "results" / "probes" / "geneb-strict" / "kmer-6" / f"{KILL_TASK}.parquet"
+    assert not probe.exists(), "the probe job finished before the kill; the kill test is void"
+    _kill_group(proc)
+    assert not probe.exists() and not (run / SCORES).exists()
+    assert len(embedding_files(run)) == 1  # the finished extraction is kept and will not rerun
+    h5_mtime = embedding_files(run)[0].stat().st_mtime_ns
+    _recover_and_check(run, kill_reference)
+    assert embedding_files(run)[0].stat().st_mtime_ns == h5_mtime, "recovery redid a finished extraction"
+
+
+# ---- B43: GPU requests reach sbatch; no CPU fallback ----------------------------------------------------------
+
+
+def _sbatch_lines(run: Path, *profiles: str, config: list[str] | None = None) -> dict[str, list[str]]:
+    """rule -> sbatch lines of a run (via geneb.sbatch_preview); local jobs -> 'local'."""
+    args = [sys.executable, "-m", "geneb.sbatch_preview", "-s", str(SNAKEFILE), SCORES]
+    for p in profiles:
+        args += ["--profile", str(REPO / "profiles" / p)]
+    if config:
+        args += ["--config", *config]
+    out = subprocess.run(args, cwd=run, env=env_for_tests(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines: dict[str, list[str]] = {}
+    for line in out.stdout.splitlines():
+        head, _, sbatch = line.partition("\t")
+        rule, _, wc = head.partition("[")
+        lines.setdefault(rule, []).append(f"{wc} {sbatch}")
+    return lines
+
+
+GPU_FLAG = re.compile(r"--gpus[= ]|--gres[= ]\S*gpu")
+
+
+def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
+    run = tmp_path / "run"
+    write_config(run, models=["kmer-3", "random-esm-tiny"])
+    for profiles, flag in ((("slurm",), "--gpus=1"), (("slurm", "slurm-gres"), "--gres=gpu:1")):
+        lines = _sbatch_lines(run, *profiles)
+        embed = lines["extract_embeddings"]
+        assert len(embed) == 2 * len(TASKS)
+        neural = [ln for ln in embed if "random-esm-tiny" in ln]
+        assert len(neural) == len(TASKS) and all(flag in ln and " -p gpu " in ln for ln in neural), neural
+        if "slurm-gres" in profiles:
+            assert all("--gpus" not in ln for ln in embed), embed  # gres style: never --gpus as well
+        for rule in ("fit_probes", "write_shot_indices"):
+            for ln in lines.get(rule, []):
+                assert not GPU_FLAG.search(ln), ln
+        for rule in ("prepare_task", "aggregate_scores"):
+            assert all(ln.endswith(" local") for ln in lines[rule]), lines[rule]
+    # device cpu (a CPU-only cluster): no job asks for a GPU
+    lines = _sbatch_lines(run, "slurm", config=["execution={device: cpu}"])
+    assert not any(GPU_FLAG.search(ln) for rule in lines.values() for ln in rule)
+
+
+def test_B43_device_cuda_without_cuda_stops_at_once(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
+    run = tmp_path / "run"
+    write_config(run, tasks=TASKS[:1], models=["random-esm-tiny"], edit=lambda c: c["execution"].update(device="cuda"))
+    proc = snakemake(run, "--until", "extract_embeddings", check=False)
+    assert proc.returncode != 0
+    logs = list((run / "logs" / "extract_embeddings" / "random-esm-tiny").rglob("*.log"))
+    text = "".join(p.read_text() for p in logs)
+    assert "CUDA is not available" in text and "not falling back to CPU" in text, text[-2000:]
+    assert "split train" not in text, "rows were embedded before the device check"
+    assert embedding_files(run) == []
+
+
+# ---- B44: params that stay equal ----------------------------------------------------------------------------
+
+
+def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
+    """Right after a complete run nothing reruns: not in a new process with another hash seed, not after the
+    config and registry YAML are rewritten with every mapping's keys in reverse order, not after comments in
+    the Snakefile and a rule file change (the workflow copied elsewhere)."""
+    run = copy_run(baseline, tmp_path / "run")
+    for seed in ("0", "12345"):
+        env = env_for_tests(PYTHONHASHSEED=seed)
+        assert "Nothing to be done" in snakemake(run, "-n", SCORES, env=env).stdout
+    config = yaml.safe_load((run / "config" / "config.yaml").read_text())
+    flipped = reversed_mappings(config)
+    assert list(flipped["probe"]["geneb-paper"]) != list(config["probe"]["geneb-paper"])  # the order did change
+    registry = reversed_mappings(repo_registry())
+    (run / "config" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+    flipped["model_sheet"] = str(run / "config" / "models.yaml")
+    (run / "config" / "config.yaml").write_text(yaml.safe_dump(flipped, sort_keys=False))
+    assert planned_jobs(run, SCORES) == []
+    # a copy of the workflow with edited comments in the Snakefile and in extract.smk
+    wf = tmp_path / "workflow_copy"
+    wf.mkdir()
+    shutil.copy2(SNAKEFILE, wf / "Snakefile")
+    shutil.copytree(REPO / "workflow", wf / "workflow")
+    shutil.copytree(REPO / "profiles", wf / "profiles")
+    for path in (wf / "Snakefile", wf / "workflow" / "rules" / "extract.smk"):
+        mtime = path.stat().st_mtime
+        path.write_text(path.read_text().replace("# ", "# (edited comment) ", 1))
+        os.utime(path, (time.time(), time.time()))
+        assert path.stat().st_mtime > mtime
+    assert planned_jobs(run, SCORES, snakefile=wf / "Snakefile") == []
+
+
+def test_B44_stable_params_renders_identically_in_separate_processes():
+    code = textwrap.dedent("""
+        import random, sys
+        from geneb.hpc import stable_params
+        keys = ["pooling", "layer", "rc", "max_tokens", "dtype"]
+        random.Random(int(sys.argv[1])).shuffle(keys)
+        value = {k: {"b": {1, 2, 3}, "a": (1, 2)} for k in keys}
+        value["tags"] = {"x", "yy", "zzz", "w"}
+        print(repr(stable_params(value)))
+    """)  # fmt: skip
+    outs = set()
+    for seed in ("1", "2", "3"):
+        env = env_for_tests(PYTHONHASHSEED=seed)
+        outs.add(subprocess.run([sys.executable, "-c", code, seed], env=env, capture_output=True, text=True, check=True).stdout)
+    assert len(outs) == 1, outs
+    # without stable_params the same values render differently (so the check above can fail)
+    raw = "import random,sys; k=['a','b','c','d','e']; random.Random(int(sys.argv[1])).shuffle(k); print(repr({x: 1 for x in k}))"
+    assert len({subprocess.run([sys.executable, "-c", raw, s], capture_output=True, text=True).stdout for s in "123"}) > 1
+
+
+# ---- a real Slurm (issue 6) -----------------------------------------------------------------------------------
+
+
+def _slurm_env() -> dict[str, str]:
+    conf = SLURM_DIR / "slurm.conf"
+    if not conf.exists() or shutil.which("sbatch") is None:
+        pytest.skip(f"no single-node Slurm running (no {conf} or no sbatch); start it with tests/slurm/cluster.sh start")
+    status = subprocess.run(["bash", str(REPO / "tests" / "slurm" / "cluster.sh"), "status"], capture_output=True, text=True,
+                            env={**os.environ, "GENEB_SLURM_DIR": str(SLURM_DIR)})  # fmt: skip
+    if status.returncode != 0:
+        pytest.skip(f"the Slurm of tests/slurm/cluster.sh is not usable: {status.stderr.strip()}")
+    return env_for_tests(SLURM_CONF=str(conf))
+
+
+def _squeue(env, run_id: str) -> list[dict]:
+    """Every job (any state, while MinJobAge keeps it) whose name is the plugin's run id."""
+    out = subprocess.run(["squeue", "--states=all", "--noheader", f"--name={run_id}", "--format=%i|%T|%P|%k|%b|%Z"],
+                         env=env, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    keys = ("id", "state", "partition", "comment", "tres", "workdir")
+    return [dict(zip(keys, line.split("|"))) for line in out.splitlines() if line.strip()]
+
+
+SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs", "--latency-wait", "10"]
+
+
+@pytest.mark.slurm
+def test_slurm_profile_runs_the_workflow_on_a_real_cluster(baseline, tmp_path):
+    env = _slurm_env()
+    run = tmp_path / "run"
+    write_config(run)
+    t0 = time.monotonic()
+    proc = snakemake(run, "--profile", str(REPO / "profiles" / "slurm"), "--config", "execution={device: cpu}", *SLURM_FAST,
+                     SCORES, env=env)  # fmt: skip
+    elapsed = time.monotonic() - t0
+    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
+    jobs = _squeue(env, run_id)
+    by_rule = Counter(re.match(r"rule_(\w+?)_wildcards", j["comment"]).group(1) for j in jobs)
+    assert by_rule["extract_embeddings"] == len(MODELS) * len(TASKS)
+    assert by_rule["fit_probes"] == len(MODELS) * len(TASKS)
+    assert "prepare_task" not in by_rule and "aggregate_scores" not in by_rule  # local rules
+    assert all(j["state"] == "COMPLETED" for j in jobs), jobs
+    assert all(Path(j["workdir"]).resolve() == run.resolve() for j in jobs)
+    assert {j["partition"] for j in jobs if "extract_embeddings" in j["comment"]} == {"gpu"}
+    assert {j["partition"] for j in jobs if "fit_probes" in j["comment"]} == {"cpu"}
+    # each Slurm job left its log, named by its job id, under the profile's slurm-logdir
+    logged = {p.stem for p in (run / "logs" / "slurm").rglob("*.log")}
+    assert {j["id"] for j in jobs} <= logged
+    assert_same_scores(run, baseline)
+    assert planned_jobs(run, SCORES) == []
+    print(f"slurm workflow run: {len(jobs)} Slurm jobs in {elapsed:.1f} s")
+
+
+@pytest.mark.slurm
+def test_B42_slurm_scancel_midway_is_retried_and_equals_local(baseline, tmp_path):
+    env = _slurm_env()
+    run = tmp_path / "run"
+    write_config(run)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--profile", str(REPO / "profiles" / "slurm"),
+           "--config", "execution={device: cpu}", *SLURM_FAST, SCORES]  # fmt: skip
+    log = tmp_path / "snakemake.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=run, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+
+        def running_extraction():
+            m = re.search(r"SLURM run ID: (\S+)", log.read_text())
+            if not m:
+                return None
+            return next((j for j in _squeue(env, m.group(1)) if j["state"] == "RUNNING" and "extract_embeddings" in j["comment"]), None)
+
+        job = _wait_for(running_extraction, proc, "a running extraction job", poll=0.2)
+        subprocess.run(["scancel", job["id"]], env=env, check=True)
+        proc.wait(timeout=600)
+    out = log.read_text()
+    assert proc.returncode == 0, out[-4000:]
+    run_id = re.search(r"SLURM run ID: (\S+)", out).group(1)
+    states = {j["id"]: j["state"] for j in _squeue(env, run_id)}
+    assert states[job["id"]] == "CANCELLED"
+    retried = [j for j in _squeue(env, run_id) if j["comment"] == job["comment"] and j["state"] == "COMPLETED"]
+    assert retried, "the cancelled extraction was not resubmitted"
+    assert_same_scores(run, baseline)
+    assert_downstream_newer(run)
+
+
+@pytest.mark.slurm
+def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(tmp_path):
+    env = _slurm_env()
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
+    run = tmp_path / "run"
+    write_config(run, tasks=TASKS[:1], models=["random-esm-tiny"])
+    proc = snakemake(run, "--profile", str(REPO / "profiles" / "slurm"), "--profile", str(REPO / "profiles" / "slurm-gres"),
+                     *SLURM_FAST, "--retries", "0", "--until", "extract_embeddings", env=env, check=False)  # fmt: skip
+    assert proc.returncode != 0
+    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
+    (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
+    assert job["partition"] == "gpu" and "gpu" in job["tres"], job
+    assert job["state"] == "FAILED", job
+    detail = subprocess.run(["scontrol", "show", "job", job["id"]], env=env, capture_output=True, text=True).stdout
+    assert "gres/gpu" in detail or "gres:gpu" in detail, detail
+    text = "".join(p.read_text() for p in (run / "logs").rglob("*.log"))
+    assert "CUDA is not available" in text and "not falling back to CPU" in text, text[-3000:]
+    assert embedding_files(run) == []
