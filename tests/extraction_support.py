@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,9 @@ class Zoo:
 
         if kind not in self._folders:
             tok = self.shared / "models" / "tokenizers"
-            target = self.root / kind
+            # remote code is cached by folder name (HF_MODULES_CACHE/transformers_modules/<name>): a unique name
+            # keeps concurrent test sessions from sharing one cached module
+            target = self.root / (f"{kind}-{uuid.uuid4().hex[:12]}" if kind in ("hyena", "mosaic") else kind)
             if kind == "hyena":
                 tiny.write_remote_hyena(target)
             elif kind == "mosaic":

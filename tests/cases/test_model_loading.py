@@ -12,6 +12,7 @@ import json
 import shutil
 import sys
 import types
+import uuid
 
 import h5py
 import numpy as np
@@ -50,6 +51,8 @@ def registry(repo):
 
 
 def _copy(zoo, kind, dest):
+    """Copy a zoo checkpoint; the name gets a unique suffix (remote code is cached by folder name)."""
+    dest = dest.with_name(f"{dest.name}-{uuid.uuid4().hex[:12]}")
     shutil.copytree(zoo.folder(kind), dest)
     return dest
 
