@@ -550,7 +550,11 @@ def main() -> None:
     ap.add_argument("--out", default="config/models.yaml", type=Path)
     args = ap.parse_args()
     doc = build(args.shared)
-    text = yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None)
+    class NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:  # shared lists are written out, not as &id001 anchors
+            return True
+
+    text = yaml.dump(doc, Dumper=NoAliases, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None)
     args.out.write_text(HEADER + text)
     print(f"wrote {args.out}: {len(doc['models'])} models, {len(doc['matched_pairs'])} matched pairs")
 
