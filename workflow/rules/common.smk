@@ -133,3 +133,34 @@ def final_outputs():
     return [
         "results/tables/scores.parquet",
     ]
+
+
+# ---- analyses, figures, report (issue 5; analysis rules in analysis.smk, figures.smk, report.smk) --------
+from geneb.analysis.outputs import ANALYSIS_TABLES, FIGURES
+
+#: the published results' reference files (config analysis.published.dir)
+PUBLISHED_FILES = {
+    name: f"{config['analysis']['published']['dir']}/{file}"
+    for name, file in (
+        ("results", "per_task_results.tsv"),
+        ("spec", "benchmark_spec.json"),
+        ("models", "models.tsv"),
+    )
+}
+#: the reference registry the published view takes pretraining domains from (config analysis.published.registry)
+PUBLISHED_REGISTRY = config["analysis"]["published"]["registry"]
+
+
+def prediction_tables(wildcards=None):
+    """Every per-(protocol, model, task) prediction table of this config (the paired bootstraps read them)."""
+    return expand(
+        "results/predictions/{protocol}/{model}/{task}.parquet",
+        protocol=config["protocols"],
+        model=config["models"],
+        task=config["tasks"],
+    )
+
+
+def submission_files():
+    """One leaderboard submission file (schema 1.0) per configured model."""
+    return expand("results/submissions/{model}.json", model=config["models"])
