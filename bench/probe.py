@@ -163,7 +163,7 @@ def write_section(table: pd.DataFrame, command: str, k: int, repeats: int, path:
         "`run_task`: all regimes and seeds, 4 metrics, a 1000-resample bootstrap CI on every MCC, seed summaries)\n"
         "against the same protocol written as a plain scikit-learn loop (a `StandardScaler` +\n"
         "`LogisticRegressionCV` pipeline per seed for the tuned full regime, the reference script's loop for\n"
-        "geneb-paper; the same four scikit-learn metrics per fit, no CIs). Real tasks, `kmer-{k}` frequency\n"
+        f"geneb-paper; the same four scikit-learn metrics per fit, no CIs). Real tasks, `kmer-{k}` frequency\n"
         f"embeddings ({4**k} dims), one BLAS thread each, same process, one after the other. Times are CPU seconds\n"
         f"of the process (`time.process_time`), best of {repeats} runs; `speedup` is their ratio, `wall_speedup` the\n"
         f"ratio of the best wall times. Machine: {platform.machine()}, {os.cpu_count()} cores, shared (load average\n"
