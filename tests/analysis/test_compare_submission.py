@@ -114,3 +114,7 @@ def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue,
     assert macro.loc["my-model", "n_tasks"] == 1
     row = left[left["model"] == "my-model"]
     assert row["reason"].tolist() == ["left out: the model was trained on this task"] and row["task"].tolist() == [tasks[0]]
+    # with a second model that ran both tasks, the excluded task stays common but is not listed twice
+    two = pd.concat([user, user.assign(model="other")])
+    _, left = compare.compare_with_published(two, pub, catalogue, {("my-model", tasks[0])})
+    assert left[left["model"] == "my-model"]["reason"].tolist() == ["left out: the model was trained on this task"]

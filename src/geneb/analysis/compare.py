@@ -69,9 +69,10 @@ def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataF
     for task in sorted(set(published_scores["task"]) - set(common)):
         left.append({"task": task, "paper_task": task, "model": "*", "reason": "paper task not run by the user"})
     # a user model that ran only some of the common tasks: list what it misses
+    excluded = {(m, ok.get(t, t)) for m, t in exclude_cells}
     for model, g in user.groupby("model"):
         for regime, gr in g.groupby("regime"):
-            for task in sorted(set(common) - set(gr["task"])):
+            for task in sorted(set(common) - set(gr["task"]) - {t for m, t in excluded if m == model}):
                 left.append({"task": task, "paper_task": task, "model": model, "reason": f"no {regime} result for this model"})
     pub = published_scores[published_scores["task"].isin(common)]
     cells = cell_scores(pd.concat([pub, user], ignore_index=True), protocol=PROTOCOL)
