@@ -16,13 +16,13 @@ rule leaderboard:
         ),
         leaderboard_tasks="results/tables/leaderboard_tasks.parquet",
         contamination="results/tables/contamination.parquet",
-    params:
-        analysis=config["analysis"],
-        view="geneb",
     log:
         "logs/analysis/leaderboard.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        analysis=config["analysis"],
+        view="geneb",
     script:
         "../scripts/leaderboard.py"
 
@@ -36,13 +36,13 @@ rule analyses:
     output:
         tables=expand("results/tables/{name}.parquet", name=ANALYSIS_TABLES),
         summary="results/tables/analysis_summary.json",
-    params:
-        analysis=config["analysis"],
-        view="geneb",
     log:
         "logs/analysis/analyses.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        analysis=config["analysis"],
+        view="geneb",
     script:
         "../scripts/analyses.py"
 
@@ -71,11 +71,11 @@ use rule leaderboard as published_leaderboard with:
         leaderboard="results/published/tables/leaderboard.parquet",
         leaderboard_tasks="results/published/tables/leaderboard_tasks.parquet",
         contamination="results/published/tables/contamination.parquet",
+    log:
+        "logs/analysis/published_leaderboard.log",
     params:
         analysis=config["analysis"],
         view="published",
-    log:
-        "logs/analysis/published_leaderboard.log",
 
 
 use rule analyses as published_analyses with:
@@ -88,11 +88,11 @@ use rule analyses as published_analyses with:
     output:
         tables=expand("results/published/tables/{name}.parquet", name=ANALYSIS_TABLES),
         summary="results/published/tables/analysis_summary.json",
+    log:
+        "logs/analysis/published_analyses.log",
     params:
         analysis=config["analysis"],
         view="published",
-    log:
-        "logs/analysis/published_analyses.log",
 
 
 rule compare_published:
@@ -108,12 +108,12 @@ rule compare_published:
             category="Tables",
         ),
         left_out="results/tables/compare_published_left_out.parquet",
-    params:
-        analysis=config["analysis"],
     log:
         "logs/analysis/compare_published.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        analysis=config["analysis"],
     script:
         "../scripts/compare_published.py"
 
@@ -126,12 +126,12 @@ rule submission:
         spec=PUBLISHED_FILES["spec"],
     output:
         "results/submissions/{model}.json",
-    params:
-        submitted_by=config["analysis"]["submission"]["submitted_by"],
     log:
         "logs/analysis/submission/{model}.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        submitted_by=config["analysis"]["submission"]["submitted_by"],
     script:
         "../scripts/submission.py"
 

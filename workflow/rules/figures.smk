@@ -7,10 +7,26 @@ rule paper_figures:
         leaderboard="results/tables/leaderboard.parquet",
         tables=expand("results/tables/{name}.parquet", name=ANALYSIS_TABLES),
     output:
-        heatmap=report("results/figures/heatmap.png", caption="../report/heatmap.rst", category="Figures"),
-        scale=report("results/figures/scale.png", caption="../report/scale.rst", category="Figures"),
-        rank_bump=report("results/figures/rank_bump.png", caption="../report/rank_bump.rst", category="Figures"),
-        fewshot=report("results/figures/fewshot.png", caption="../report/fewshot.rst", category="Figures"),
+        heatmap=report(
+            "results/figures/heatmap.png",
+            caption="../report/heatmap.rst",
+            category="Figures",
+        ),
+        scale=report(
+            "results/figures/scale.png",
+            caption="../report/scale.rst",
+            category="Figures",
+        ),
+        rank_bump=report(
+            "results/figures/rank_bump.png",
+            caption="../report/rank_bump.rst",
+            category="Figures",
+        ),
+        fewshot=report(
+            "results/figures/fewshot.png",
+            caption="../report/fewshot.rst",
+            category="Figures",
+        ),
         matched_pairs=report(
             "results/figures/matched_pairs.png",
             caption="../report/matched_pairs.rst",
@@ -22,13 +38,13 @@ rule paper_figures:
             category="Figures",
         ),
         pdf=expand("results/figures/{name}.pdf", name=FIGURES),
-    params:
-        protocol=config["default_protocol"],
-        regime="full",
     log:
         "logs/figures/paper_figures.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        protocol=config["default_protocol"],
+        regime="full",
     script:
         "../scripts/figures.py"
 
@@ -69,8 +85,8 @@ use rule paper_figures as published_figures with:
             category="Published results",
         ),
         pdf=expand("results/published/figures/{name}.pdf", name=FIGURES),
+    log:
+        "logs/figures/published_figures.log",
     params:
         protocol="geneb-paper",
         regime="full",
-    log:
-        "logs/figures/published_figures.log",

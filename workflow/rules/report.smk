@@ -9,16 +9,20 @@ rule report:
         summary="results/tables/analysis_summary.json",
         figures=expand("results/figures/{name}.png", name=FIGURES),
     output:
-        report("results/report/geneb_report.html", caption="../report/html_report.rst", category="Report"),
+        report(
+            "results/report/geneb_report.html",
+            caption="../report/html_report.rst",
+            category="Report",
+        ),
+    log:
+        "logs/report/report.log",
+    conda:
+        "../envs/geneb.yaml"
     params:
         config=config,
         protocol=config["default_protocol"],
         regime="full",
         title="GENEB report",
-    log:
-        "logs/report/report.log",
-    conda:
-        "../envs/geneb.yaml"
     script:
         "../scripts/report.py"
 
@@ -35,13 +39,13 @@ use rule report as published_report with:
             caption="../report/html_report.rst",
             category="Published results",
         ),
+    log:
+        "logs/report/published_report.log",
     params:
         config=config,
         protocol="geneb-paper",
         regime="full",
         title="GENEB: the paper's published results (40 models), reanalysed",
-    log:
-        "logs/report/published_report.log",
 
 
 rule published:
