@@ -27,6 +27,8 @@ from geneb.analysis.outputs import FIGURES
 from geneb.figures.render import choose_protocol
 from geneb.report.captions import CAPTIONS
 
+#: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
+DISPLAY_SCALE = 0.45
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.4}
@@ -35,7 +37,7 @@ table{border-collapse:collapse;font-size:.8em;margin:.5em 0}th,td{border:1px sol
 text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#444}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
-.headline li{margin:.2em 0}.note{color:#666;font-size:.85em}
+.headline li{margin:.2em 0}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
 """
 
 
@@ -43,7 +45,7 @@ def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
     if df is None or df.empty:
         return '<p class="note">(no rows)</p>'
     shown = df.head(max_rows)
-    out = shown.to_html(index=False, escape=True, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0)
+    out = '<div class="scroll">' + shown.to_html(index=False, escape=True, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0) + "</div>"
     if len(df) > max_rows:
         out += f'<p class="note">first {max_rows} of {len(df)} rows; the full table is in the parquet file.</p>'
     return out
@@ -52,9 +54,12 @@ def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
 def _figure(png: Path, name: str) -> str:
     if not png.exists():
         raise AnalysisInputError(f"report: figure {png} not found; render the figures first")
-    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    raw = png.read_bytes()
+    width_px = int.from_bytes(raw[16:20], "big")  # PNG IHDR width
+    shown = min(1000, round(width_px * DISPLAY_SCALE))
+    data = base64.b64encode(raw).decode("ascii")
     cap = html.escape(CAPTIONS.get(name, ""))
-    return (f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" src="data:image/png;base64,{data}">'
+    return (f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" width="{shown}" src="data:image/png;base64,{data}">'
             f"<figcaption>{cap}</figcaption></figure>")  # fmt: skip
 
 
@@ -83,6 +88,8 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
             parts.append(f"mean Kendall τ between category rankings: {r['mean_kendall_tau_between_categories']:.3f}")
         if "matched_pairs_significant" in r:
             parts.append(f"matched-pair tests significant after BH: {r['matched_pairs_significant']} of {r['matched_pairs_tested']}")
+        if r.get("scale_skipped"):
+            parts.append(f"scale analysis skipped: {html.escape(r['scale_skipped'])}")
         parts.append(f"near-random tasks: {len(r.get('near_random_tasks', []))}")
         items.append("<li>" + "; ".join(parts) + "</li>")
     if "categories_whose_top_model_changes" in p:
