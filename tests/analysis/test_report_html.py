@@ -22,7 +22,7 @@ def report(synthetic_run, tmp_path_factory):
 
 def test_report_is_self_contained_with_every_figure_table_and_the_config(report):
     text = report.read_text()
-    imgs = re.findall(r'<img alt="([^"]+) figure" src="data:image/png;base64,', text)
+    imgs = re.findall(r'<img alt="([^"]+) figure" width="[0-9]+" src="data:image/png;base64,', text)
     assert imgs == list(FIGURES)
     assert not re.search(r'(src|href)="(https?:)?//', text)  # nothing fetched from the network
     assert "Test &lt;run&gt;" in text  # escaped
