@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from geneb.analysis import published, run
-from geneb.analysis.metadata import load_task_meta
+from geneb.analysis.metadata import load_task_meta, paper_pairs
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def analysed(paper, pub_scores, repo, shared):
     settings["bootstrap"]["n_resamples"] = 300  # the point statistics do not depend on it
     meta = published.published_model_meta(paper, repo / "config" / "models.yaml", shared / "reference" / "registry.yaml")
     return run.run_analyses(pub_scores, model_meta=meta, task_meta=load_task_meta(repo / "config" / "tasks.tsv"),
-                            declared_pairs=[], settings=settings)  # fmt: skip
+                            declared_pairs=paper_pairs(repo / "config" / "models.yaml"), settings=settings)  # fmt: skip
 
 
 def test_import_is_complete_and_in_score_table_format(pub_scores):
@@ -91,3 +91,17 @@ def test_headline_leaderboard_and_fewshot_statistics(analysed):
     inv = {(r["regime"], r["measure"]): r["rho"] for r in p["inverse_pattern"]}
     assert inv[("10shot", "abs_drop")] > 0.5  # the stronger the model, the larger its 10-shot drop
     assert json.dumps(run._jsonable(summary))  # the summary is JSON-able
+
+
+def test_declared_pairs_among_the_papers_models_are_analysed(analysed, repo):
+    tables, _ = analysed
+    declared = paper_pairs(repo / "config" / "models.yaml")
+    assert declared and all(len(p["models"]) == 2 for p in declared)
+    mp = tables["matched_pairs"]
+    got = set(mp.loc[mp["pair_source"] == "declared", "pair_id"])
+    assert got == {p["id"] for p in declared}
+    macro = mp[(mp["pair_source"] == "declared") & (mp["regime"] == "full") & (mp["category"] == "macro")].set_index("pair_id")
+    board = tables["leaderboard"].set_index(["model", "regime", "category"])["value"]
+    for p in declared:
+        a, b = p["models"]
+        assert macro.loc[p["id"], "diff"] == pytest.approx(board[(a, "full", "macro")] - board[(b, "full", "macro")])

@@ -102,6 +102,18 @@ def declared_pairs(path: str | Path) -> list[dict[str, Any]]:
     return pairs
 
 
+def paper_pairs(path: str | Path) -> list[dict[str, Any]]:
+    """The declared matched pairs whose two models are both among the paper's models, with the models
+    renamed to their official ids (`paper.model_id`), for analysing the published results."""
+    models = load_registry(path)["models"]
+    out = []
+    for p in declared_pairs(path):
+        ids = [(models.get(m, {}).get("paper") or {}).get("model_id") for m in p["models"]]
+        if all(ids):
+            out.append({**p, "models": ids})
+    return out
+
+
 def load_task_meta(path: str | Path) -> pd.DataFrame:
     """The task catalogue as strings indexed by task id; raises AnalysisInputError on duplicate ids or when
     the columns task/category/taxon_group are missing."""

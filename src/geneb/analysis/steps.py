@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     if view == "published":
         pub = settings["published"]
-        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), []
+        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), metadata.paper_pairs(models_yaml)
     return metadata.load_model_meta(models_yaml), metadata.declared_pairs(models_yaml)
 
 
