@@ -1,0 +1,247 @@
+"""How long Snakemake takes to plan a paper-scale GENEB run, and how many jobs it plans (issue 6).
+
+    python bench/dag.py                      # 40 models x 100 tasks, best of 3; prints the table
+    python bench/dag.py --write-docs         # ... and replaces the `## DAG scale` section of docs/performance.md
+    python bench/dag.py --models 40 --tasks 100 --repeats 3 --snakefile Snakefile
+
+The configuration: config/config.yaml with the paper's 100 tasks (catalogue rows with task_set=paper) and the
+paper's 40 models (registry entries with a `paper` block). The registry is synthetic where it must be: a
+model whose hub revision is not pinned yet gets a made-up 40-hex revision, and a model without a GENEB
+adapter stands in as an `hf-encoder` (nothing is downloaded or loaded by a dry run; only ids and settings
+hashes matter). Each repeat runs `snakemake --dry-run` in this process (a fresh run directory, no outputs)
+and times Snakemake's DAG construction (`Workflow._build_dag`: parsing is excluded, every job, its input
+functions and params, and the needrun decisions are included) and the whole dry run. The jobs are counted
+from the DAG, and those a Slurm run would submit (not local rules) through geneb.sbatch_preview with
+profiles/slurm. Goals: DAG construction <= 20 s, jobs per model x task <= 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import hashlib
+import io
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SECTION = "## DAG scale"
+GOAL_DAG_S = 20.0
+GOAL_JOBS_PER_CELL = 2.0
+
+
+def synthetic_registry(n_models: int) -> tuple[dict, list[str]]:
+    """The repository registry, with its first `n_models` paper models made runnable for a dry run."""
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+    models = [m for m, spec in registry["models"].items() if spec.get("paper")][:n_models]
+    if len(models) < n_models:
+        raise SystemExit(f"the registry has {len(models)} paper models; asked for {n_models}")
+    for m in models:
+        spec = registry["models"][m]
+        revision = hashlib.sha1(m.encode()).hexdigest()  # a made-up pin: nothing is fetched in a dry run
+        if spec["family"] == "unsupported":
+            spec.update(family="hf-encoder", trust_remote_code=False)
+            spec.pop("load", None)
+            spec["source"] = {"kind": "hub", "hub_id": f"synthetic/{m}", "revision": revision}
+        elif spec["source"]["kind"] == "hub-unpinned":
+            spec["source"] = {**spec["source"], "kind": "hub", "revision": revision}
+    return registry, models
+
+
+def write_run(run: Path, n_models: int, n_tasks: int) -> tuple[list[str], list[str]]:
+    """A run directory with the paper-scale config; returns (models, tasks)."""
+    registry, models = synthetic_registry(n_models)
+    catalogue = pd.read_csv(REPO / "config" / "tasks.tsv", sep="\t")
+    tasks = catalogue.loc[catalogue["task_set"] == "paper", "task"].tolist()[:n_tasks]
+    if len(tasks) < n_tasks:
+        raise SystemExit(f"the catalogue has {len(tasks)} paper tasks; asked for {n_tasks}")
+    (run / "config").mkdir(parents=True)
+    (run / "config" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    shared = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
+    config.update(
+        task_source=str(shared / "data" / "tasks"),
+        task_sheet=str(REPO / "config" / "tasks.tsv"),
+        model_sheet=str(run / "config" / "models.yaml"),
+        tasks=tasks,
+        models=models,
+    )
+    published = config.get("analysis", {}).get("published")
+    if published:  # relative to the repository, not to the run directory
+        for key in ("dir", "registry"):
+            if key in published and not os.path.isabs(published[key]):
+                published[key] = str((REPO / published[key]).resolve())
+    (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return models, tasks
+
+
+def timed_dry_run(run: Path, snakefile: Path) -> tuple[float, float, float, Counter]:
+    """(DAG construction wall seconds, its CPU seconds, whole dry run wall seconds, jobs per rule) of one
+    in-process `snakemake -n`."""
+    import snakemake.cli
+    from snakemake.workflow import Workflow
+
+    spans: list[float] = []
+    cpu: list[float] = []
+    counts: Counter = Counter()
+    original = Workflow._build_dag
+
+    def build_dag(self, *args, **kwargs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            spans.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            counts.update(job.rule.name for job in self.dag.needrun_jobs())
+
+    out = io.StringIO()
+    cwd = os.getcwd()
+    Workflow._build_dag = build_dag  # type: ignore[method-assign]
+    try:
+        os.chdir(run)
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                snakemake.cli.main(["-s", str(snakefile), "--dry-run", "--cores", "1", "--quiet", "all"])
+                code = 0
+            except SystemExit as exit_:
+                code = exit_.code or 0
+        total = time.perf_counter() - t0
+    finally:
+        os.chdir(cwd)
+        Workflow._build_dag = original  # type: ignore[method-assign]
+    text = out.getvalue()
+    if code != 0 or not spans:
+        raise SystemExit(f"dry run failed (exit {code}):\n{text[-4000:]}")
+    return sum(spans), sum(cpu), total, counts
+
+
+def submitted_jobs(run: Path, snakefile: Path) -> tuple[int, Counter]:
+    """Jobs a Slurm run with profiles/slurm would submit with sbatch (local rules excluded), per rule."""
+    sys.path.insert(0, str(REPO / "src"))
+    from geneb.sbatch_preview import preview
+
+    cwd = os.getcwd()
+    try:
+        os.chdir(run)
+        jobs = preview(["-s", str(snakefile), "--profile", str(REPO / "profiles" / "slurm")])
+    finally:
+        os.chdir(cwd)
+    remote = Counter(j.rule for j in jobs if not j.local)
+    return sum(remote.values()), remote
+
+
+def markdown(rows: list[dict], per_rule: Counter, remote_rule: Counter, n_models: int, n_tasks: int, repeats: int) -> str:
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    rules = ", ".join(f"{rule} {n}" for rule, n in per_rule.items())
+    remote = ", ".join(f"{rule} {n}" for rule, n in remote_rule.items())
+    r = rows[0]
+    verdict_dag = "met" if min(r["dag_build_s"], r["dag_build_cpu_s"]) <= GOAL_DAG_S else "NOT met"
+    verdict_jobs = "met" if r["sbatch_jobs_per_model_x_task"] <= GOAL_JOBS_PER_CELL else "NOT met"
+    return f"""{SECTION}
+
+Command: `python bench/dag.py --write-docs` (bench/dag.py). A dry run (`snakemake -n`, no outputs present) of the
+paper-scale configuration: the paper's {n_models} models (the registry's entries with a `paper` block; unpinned
+hub revisions replaced by made-up pins and models without an adapter standing in as `hf-encoder`, since a
+dry run loads nothing) x the paper's {n_tasks} tasks, protocol geneb-paper, the default target. `dag_build_s`
+is Snakemake's DAG construction (`Workflow._build_dag`: every job with its input functions, params and
+resources, and the needrun decisions; parsing excluded) in wall-clock seconds, `dag_build_cpu_s` the same in
+CPU seconds of the process (robust when neighbours load the machine), `dry_run_s` the whole in-process dry
+run including parsing and the job listing; best of {repeats} runs. `jobs` counts every job of the DAG;
+`sbatch_jobs` the ones a Slurm run (`--profile profiles/slurm`) submits, local rules excluded. Machine:
+{platform.machine()}, {os.cpu_count()} cores, shared with other work; Python {platform.python_version()},
+Snakemake {_snakemake_version()}.
+
+{chr(10).join(lines)}
+
+Jobs per rule: {rules}. Submitted with sbatch: {remote}. Goals: DAG construction <= {GOAL_DAG_S:.0f} s ({verdict_dag});
+Slurm jobs per model x task <= {GOAL_JOBS_PER_CELL:.0f} ({verdict_jobs}). Per model x task and protocol there is one
+extraction job and one probe job (every regime and seed inside), never a job per fit.{_extra(remote_rule, n_models * n_tasks)}
+"""
+
+
+def _extra(remote_rule: Counter, cells: int) -> str:
+    """A sentence on the submitted jobs that are not per model x task (per task or per run)."""
+    other = {rule: n for rule, n in remote_rule.items() if n != cells}
+    if not other:
+        return " Task preparation, shot draws and aggregation run as local rules and never reach the scheduler."
+    names = ", ".join(f"`{rule}` ({n})" for rule, n in other.items())
+    share = sum(other.values()) / cells
+    return (f" Also submitted: {names}, +{share:.3f} per model x task; declared as local rules they would run"
+            " beside the main process instead.")
+
+
+def _snakemake_version() -> str:
+    from importlib.metadata import version
+
+    return version("snakemake")
+
+
+def replace_section(doc: Path, section: str) -> None:
+    """Replace the `## DAG scale` section of `doc` (up to the next `## ` heading), or append it."""
+    text = doc.read_text() if doc.exists() else "# GENEB performance\n\nMeasured costs of the pipeline stages.\n"
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text, count=1).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
+    doc.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=int, default=40)
+    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--snakefile", type=Path, default=REPO / "Snakefile")
+    parser.add_argument("--write-docs", action="store_true", help="replace the DAG scale section of docs/performance.md")
+    args = parser.parse_args(argv)
+    snakefile = args.snakefile.resolve()
+    builds, cpus, totals = [], [], []
+    with tempfile.TemporaryDirectory(prefix="geneb-dag-") as tmp:
+        for i in range(args.repeats):
+            run = Path(tmp) / f"run{i}"
+            write_run(run, args.models, args.tasks)
+            build, build_cpu, total, per_rule = timed_dry_run(run, snakefile)
+            builds.append(build)
+            cpus.append(build_cpu)
+            totals.append(total)
+            print(f"repeat {i + 1}: DAG construction {build:.1f} s ({build_cpu:.1f} s CPU), dry run {total:.1f} s",
+                  file=sys.stderr)  # fmt: skip
+        n_remote, remote_rule = submitted_jobs(Path(tmp) / "run0", snakefile)
+    cells = args.models * args.tasks
+    n_jobs = sum(per_rule.values())
+    row = {
+        "models": args.models,
+        "tasks": args.tasks,
+        "jobs": n_jobs,
+        "jobs_per_model_x_task": round(n_jobs / cells, 3),
+        "sbatch_jobs": n_remote,
+        "sbatch_jobs_per_model_x_task": round(n_remote / cells, 3),
+        "dag_build_s": round(min(builds), 1),
+        "dag_build_cpu_s": round(min(cpus), 1),
+        "dry_run_s": round(min(totals), 1),
+    }
+    section = markdown([row], per_rule, remote_rule, args.models, args.tasks, args.repeats)
+    print(section)
+    if args.write_docs:
+        replace_section(REPO / "docs" / "performance.md", section)
+        print("wrote the DAG scale section of docs/performance.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
