@@ -71,23 +71,25 @@ def cmd_tasks(args: argparse.Namespace) -> str:
     return tasks[["category", "task_set", "taxon_group", "geneb_task_id"]].to_string()
 
 
-def cmd_leaderboard(args: argparse.Namespace) -> str:
-    board = _protocol(_read(args.table, "leaderboard table"), args.protocol)
+def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
+    """The rows of `args.table` for args.protocol/regime/category, and the category's official spelling."""
+    table = _protocol(_read(args.table, f"{what} table"), args.protocol)
     cat = _category(args.category)
-    b = board[(board["regime"] == args.regime) & (board["category"] == cat)]
-    if b.empty:
-        raise CliError(f"no rows for category {cat!r}, regime {args.regime!r}")
+    rows = table[(table["regime"] == args.regime) & (table["category"] == cat)]
+    if rows.empty:
+        raise CliError(f"no {what} rows for category {cat!r}, regime {args.regime!r}")
+    return rows, cat
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> str:
+    b, cat = _rows(args, "leaderboard")
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
     return f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC\n" + b[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}")
 
 
 def cmd_recommend(args: argparse.Namespace) -> str:
-    rec = _protocol(_read(args.table, "recommendation table"), args.protocol)
-    cat = _category(args.category)
-    r = rec[(rec["regime"] == args.regime) & (rec["category"] == cat)]
-    if r.empty:
-        raise CliError(f"no recommendation for category {cat!r}, regime {args.regime!r}")
+    r, cat = _rows(args, "recommendation")
     best = r[r["role"] == "best"].iloc[0]
     lines = [f"{cat}, {args.regime}: {best['model']} (MCC {best['value']:.4f}, 95% CI {best['ci_low']:.4f}-{best['ci_high']:.4f})"]
     tied = r[r["role"] == "tied"]
