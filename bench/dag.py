@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import hashlib
 import io
 import os
@@ -142,7 +141,9 @@ def submitted_jobs(run: Path, snakefile: Path) -> tuple[int, Counter]:
     return sum(remote.values()), remote
 
 
-def markdown(rows: list[dict], per_rule: Counter, remote_rule: Counter, n_models: int, n_tasks: int, repeats: int) -> str:
+def markdown(
+    rows: list[dict], per_rule: Counter, remote_rule: Counter, n_models: int, n_tasks: int, repeats: int
+) -> str:
     cols = list(rows[0])
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
@@ -150,6 +151,7 @@ def markdown(rows: list[dict], per_rule: Counter, remote_rule: Counter, n_models
     remote = ", ".join(f"{rule} {n}" for rule, n in remote_rule.items())
     r = rows[0]
     verdict_dag = "met" if min(r["dag_build_s"], r["dag_build_cpu_s"]) <= GOAL_DAG_S else "NOT met"
+    extra = _extra(remote_rule, n_models * n_tasks)
     verdict_jobs = "met" if r["sbatch_jobs_per_model_x_task"] <= GOAL_JOBS_PER_CELL else "NOT met"
     return f"""{SECTION}
 
@@ -169,7 +171,7 @@ Snakemake {_snakemake_version()}.
 
 Jobs per rule: {rules}. Submitted with sbatch: {remote}. Goals: DAG construction <= {GOAL_DAG_S:.0f} s ({verdict_dag});
 Slurm jobs per model x task <= {GOAL_JOBS_PER_CELL:.0f} ({verdict_jobs}). Per model x task and protocol there is one
-extraction job and one probe job (every regime and seed inside), never a job per fit.{_extra(remote_rule, n_models * n_tasks)}
+extraction job and one probe job (every regime and seed inside), never a job per fit.{extra}
 """
 
 
@@ -180,8 +182,10 @@ def _extra(remote_rule: Counter, cells: int) -> str:
         return " Task preparation, shot draws and aggregation run as local rules and never reach the scheduler."
     names = ", ".join(f"`{rule}` ({n})" for rule, n in other.items())
     share = sum(other.values()) / cells
-    return (f" Also submitted: {names}, +{share:.3f} per model x task; declared as local rules they would run"
-            " beside the main process instead.")
+    return (
+        f" Also submitted: {names}, +{share:.3f} per model x task; declared as local rules they would run"
+        " beside the main process instead."
+    )
 
 
 def _snakemake_version() -> str:
@@ -207,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--snakefile", type=Path, default=REPO / "Snakefile")
-    parser.add_argument("--write-docs", action="store_true", help="replace the DAG scale section of docs/performance.md")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="replace the DAG scale section of docs/performance.md"
+    )
     args = parser.parse_args(argv)
     snakefile = args.snakefile.resolve()
     builds, cpus, totals = [], [], []
@@ -219,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             builds.append(build)
             cpus.append(build_cpu)
             totals.append(total)
-            print(f"repeat {i + 1}: DAG construction {build:.1f} s ({build_cpu:.1f} s CPU), dry run {total:.1f} s",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"repeat {i + 1}: DAG construction {build:.1f} s ({build_cpu:.1f} s CPU), dry run {total:.1f} s",
+                file=sys.stderr,
+            )
         n_remote, remote_rule = submitted_jobs(Path(tmp) / "run0", snakefile)
     cells = args.models * args.tasks
     n_jobs = sum(per_rule.values())

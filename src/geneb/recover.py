@@ -74,8 +74,11 @@ def active_slurm_jobs(workdir: Path) -> list[str]:
     try:
         out = subprocess.run(
             ["squeue", "--me", "--noheader", f"--states={ACTIVE_SLURM_STATES}", "--format=%i|%Z"],
-            capture_output=True, text=True, timeout=60, check=True,
-        ).stdout  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     jobs = []
@@ -88,7 +91,9 @@ def active_slurm_jobs(workdir: Path) -> list[str]:
 
 def stale_temporaries(workdir: Path) -> list[Path]:
     """`.tmp-*` files left by GENEB's atomic writers under resources/ and results/ of `workdir`."""
-    return sorted(p for root in OUTPUT_ROOTS if (workdir / root).is_dir() for p in (workdir / root).rglob(".tmp-*") if p.is_file())
+    return sorted(
+        p for root in OUTPUT_ROOTS if (workdir / root).is_dir() for p in (workdir / root).rglob(".tmp-*") if p.is_file()
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,13 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     workdir = run_directory(args)
     busy = running_snakemake(workdir)
     if busy:
-        print(f"geneb.recover: Snakemake still runs in {workdir} (pid {', '.join(map(str, busy))}); "
-              "let it finish or stop it first", file=sys.stderr)  # fmt: skip
+        print(
+            f"geneb.recover: Snakemake still runs in {workdir} (pid {', '.join(map(str, busy))}); "
+            "let it finish or stop it first",
+            file=sys.stderr,
+        )
         return 3
     jobs = active_slurm_jobs(workdir)
     if jobs:
-        print(f"geneb.recover: Slurm jobs of this run directory are still queued or running ({', '.join(jobs)}); "
-              "wait for them or `scancel` them, then run this again", file=sys.stderr)  # fmt: skip
+        print(
+            f"geneb.recover: Slurm jobs of this run directory are still queued or running ({', '.join(jobs)}); "
+            "wait for them or `scancel` them, then run this again",
+            file=sys.stderr,
+        )
         return 3
     snakemake = [sys.executable, "-m", "snakemake"]
     unlock = subprocess.run([*snakemake, *args, "--unlock"], capture_output=True, text=True)

@@ -96,7 +96,9 @@ def preview(snakemake_args: list[str]) -> list[JobPreview]:
                 local=local,
                 resources={k: resources[k] for k in resources.keys()},
                 threads=int(self.threads),
-                sbatch=None if local else render_sbatch(self.rule.name, dict(self.wildcards_dict), resources, int(self.threads)),
+                sbatch=None
+                if local
+                else render_sbatch(self.rule.name, dict(self.wildcards_dict), resources, int(self.threads)),
             )
         )
         return original(self, *args, **kwargs)

@@ -9,7 +9,6 @@ test needs the cluster of tests/slurm/cluster.sh (started by .ci/run) and skips 
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -42,7 +41,9 @@ SLURM_DIR = Path(os.environ.get("GENEB_SLURM_DIR", "/tmp/geneb-slurm"))
 # ---- helpers ---------------------------------------------------------------------------------------------
 
 
-def write_config(run: Path, *, tasks=TASKS, models=MODELS, caps=(200, 100), registry: dict | None = None, edit=None) -> dict:
+def write_config(
+    run: Path, *, tasks=TASKS, models=MODELS, caps=(200, 100), registry: dict | None = None, edit=None
+) -> dict:
     """Write run/config/config.yaml: the repository's config with absolute sheet paths, `tasks` x `models`,
     `caps` (max_train, max_test), a light geneb-paper protocol; `registry` replaces the model sheet (written
     beside it); `edit(config)` changes anything else. Returns the config."""
@@ -84,8 +85,15 @@ def snakemake(run: Path, *args: str, check: bool = True, snakefile: Path = SNAKE
     """Run `python -m snakemake -s <snakefile> --cores 2 <args>` in `run`; returns the CompletedProcess
     (stdout and stderr together in .stdout). check: raise with the output when it fails."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", *args]
-    proc = subprocess.run(cmd, cwd=run, env=env or env_for_tests(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=timeout)  # fmt: skip
+    proc = subprocess.run(
+        cmd,
+        cwd=run,
+        env=env or env_for_tests(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-6000:]}")
     return proc
@@ -129,7 +137,7 @@ def job_keys(jobs: list[dict]) -> Counter:
 def detailed_summary(run: Path, *args: str) -> pd.DataFrame:
     """Snakemake's `--detailed-summary` (one row per output file: rule, status, plan) as a frame."""
     out = snakemake(run, "--detailed-summary", *args).stdout
-    lines = out[out.index("output_file\t"):].splitlines()
+    lines = out[out.index("output_file\t") :].splitlines()
     rows = [line.split("\t") for line in lines if line.count("\t") >= 7]
     return pd.DataFrame(rows[1:], columns=rows[0])
 
@@ -255,12 +263,18 @@ def _registry_with_rc_average(model: str) -> dict:
         # a probe setting that no shot draw reads (the fixed C): every probe, nothing else
         ("probe_C", [("fit_probes", m, t) for m in MODELS for t in TASKS]),
         # the probe seeds: the shot draws (per task) and every probe
-        ("seeds", [("write_shot_indices", "", t) for t in TASKS] + [("fit_probes", m, t) for m in MODELS for t in TASKS]),
+        (
+            "seeds",
+            [("write_shot_indices", "", t) for t in TASKS] + [("fit_probes", m, t) for m in MODELS for t in TASKS],
+        ),
         # one task's test cap: that task's preparation and everything that reads it, not the other task
-        ("cap_one_task", [("prepare_task", "", TASKS[0]), ("write_shot_indices", "", TASKS[0])]
-         + [(r, m, TASKS[0]) for r in ("extract_embeddings", "fit_probes") for m in MODELS]),
+        (
+            "cap_one_task",
+            [("prepare_task", "", TASKS[0]), ("write_shot_indices", "", TASKS[0])]
+            + [(r, m, TASKS[0]) for r in ("extract_embeddings", "fit_probes") for m in MODELS],
+        ),
     ],
-)  # fmt: skip
+)
 def test_output_affecting_change_reruns_exactly_the_affected_jobs(baseline, tmp_path, change, expected):
     run = copy_run(baseline, tmp_path / "run")
     if change == "rc":
@@ -296,8 +310,17 @@ def test_execution_knobs_rerun_nothing(baseline, tmp_path, where):
         config = write_config(run, edit=lambda c: c["execution"].update(knobs))
         assert config["execution"] != yaml.safe_load((baseline / "config" / "config.yaml").read_text())["execution"]
     else:
-        args = ["--set-threads", "fit_probes=2", "extract_embeddings=2", "--retries", "3",
-                "--set-resources", "fit_probes:mem_mb=12345", "--default-resources", "runtime=7"]  # fmt: skip
+        args = [
+            "--set-threads",
+            "fit_probes=2",
+            "extract_embeddings=2",
+            "--retries",
+            "3",
+            "--set-resources",
+            "fit_probes:mem_mb=12345",
+            "--default-resources",
+            "runtime=7",
+        ]
     assert planned_jobs(run, SCORES, *args) == []
 
 
@@ -346,7 +369,9 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
     site.mkdir()
     (site / "sitecustomize.py").write_text(H5_TRACE_SITECUSTOMIZE)
     trace = tmp_path / "h5trace.jsonl"
-    env = env_for_tests(GENEB_TEST_H5_TRACE=str(trace), PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    env = env_for_tests(
+        GENEB_TEST_H5_TRACE=str(trace), PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    )
     snakemake(run, "--until", "extract_embeddings", env=env)
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     opens = [r for r in records if r["event"] == "open"]
@@ -368,9 +393,14 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
     assert len(set(targets.values())) == len(models), "two jobs wrote into one folder"
     assert sorted(targets.values()) == sorted((run / o).parent.resolve() for o in outputs)
     # the jobs really ran at the same time (-j 2): at least two writer processes overlap in time
-    life = {pid: (min(r["t"] for r in records if r["pid"] == pid), max(r["t"] for r in records if r["pid"] == pid)) for pid in writers}
+    life = {
+        pid: (min(r["t"] for r in records if r["pid"] == pid), max(r["t"] for r in records if r["pid"] == pid))
+        for pid in writers
+    }
     spans = sorted(life.values())
-    assert any(a[1] > b[0] for a, b in zip(spans, spans[1:])), f"extraction processes never overlapped: {spans}"
+    assert any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)), (
+        f"extraction processes never overlapped: {spans}"
+    )
     for o in outputs:
         with h5py.File(run / o, "r") as f:
             assert bool(f.attrs["complete"])
@@ -396,11 +426,13 @@ def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
     wf = tmp_path / "wf"
     wf.mkdir()
     (wf / "half.py").write_text(HALF_WRITER)
-    (wf / "Snakefile").write_text(textwrap.dedent(f"""
+    (wf / "Snakefile").write_text(
+        textwrap.dedent(f"""
         rule embed:
             output: "resources/embeddings/m/0123456789ab/t.h5"
-            shell: "{sys.executable} {wf / 'half.py'} {{output}}; exit 1"
-    """))  # fmt: skip
+            shell: "{sys.executable} {wf / "half.py"} {{output}}; exit 1"
+    """)
+    )
     out = wf / "resources/embeddings/m/0123456789ab/t.h5"
     failed = snakemake(wf, "--keep-incomplete", str(out.relative_to(wf)), check=False, snakefile=wf / "Snakefile")
     assert failed.returncode != 0 and out.exists()
@@ -432,11 +464,18 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
     (run / SCORES).unlink()
     jobs = planned_jobs(run, SCORES)
     assert job_keys(jobs) == Counter(
-        [("extract_embeddings", "kmer-3", TASKS[0]), ("fit_probes", "kmer-3", TASKS[0]),
-         ("extract_embeddings", "kmer-4", TASKS[1]), ("fit_probes", "kmer-4", TASKS[1]), ("aggregate_scores", "", "")]
-    )  # fmt: skip
+        [
+            ("extract_embeddings", "kmer-3", TASKS[0]),
+            ("fit_probes", "kmer-3", TASKS[0]),
+            ("extract_embeddings", "kmer-4", TASKS[1]),
+            ("fit_probes", "kmer-4", TASKS[1]),
+            ("aggregate_scores", "", ""),
+        ]
+    )
     assert all("Missing output" in j["reason"] for j in jobs if j["rule"] == "extract_embeddings")
-    assert (cut.parent / f".partial-{cut.name}.0").exists() and (unmarked.parent / f".partial-{unmarked.name}.0").exists()
+    assert (cut.parent / f".partial-{cut.name}.0").exists() and (
+        unmarked.parent / f".partial-{unmarked.name}.0"
+    ).exists()
     snakemake(run, SCORES)
     assert_same_scores(run, baseline)
     assert_downstream_newer(run)
@@ -455,10 +494,19 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
     task_dir = run / "resources" / "tasks" / TASKS[0]
     out = tmp_path / "out"
     with pytest.raises(IncompleteCacheError, match="incomplete"):
-        fit_probes(train=task_dir / "train.parquet", test=task_dir / "test.parquet", card=task_dir / "card.json",
-                   embeddings=h5, shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
-                   scores_out=out / "scores.parquet", predictions_out=out / "predictions.parquet", task=TASKS[0],
-                   model="kmer-3", protocol="geneb-paper", settings=config["probe"]["geneb-paper"])  # fmt: skip
+        fit_probes(
+            train=task_dir / "train.parquet",
+            test=task_dir / "test.parquet",
+            card=task_dir / "card.json",
+            embeddings=h5,
+            shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+            scores_out=out / "scores.parquet",
+            predictions_out=out / "predictions.parquet",
+            task=TASKS[0],
+            model="kmer-3",
+            protocol="geneb-paper",
+            settings=config["probe"]["geneb-paper"],
+        )
     assert not out.exists() or not list(out.iterdir())
 
 
@@ -468,9 +516,10 @@ def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
 
     target = tmp_path / "resources" / "embeddings" / "m" / "0123456789ab" / "t.h5"
     n = 5
-    split = SplitEmbeddings(np.ones((n, 4), dtype=np.float32), np.arange(n), np.ones(n, dtype=np.int32),
-                            attrs={"unserialisable": object()})  # fails while writing the split's attributes  # fmt: skip
-    with pytest.raises(Exception):
+    split = SplitEmbeddings(
+        np.ones((n, 4), dtype=np.float32), np.arange(n), np.ones(n, dtype=np.int32), attrs={"unserialisable": object()}
+    )  # fails while writing the split's attributes
+    with pytest.raises(TypeError):
         write_embeddings(target, {"train": split}, {"model": "m", "task": "t"})
     assert list(target.parent.iterdir()) == []
 
@@ -480,8 +529,9 @@ def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
 
 def _start(run: Path, *args: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--cores", "1", *args]
-    return subprocess.Popen(cmd, cwd=run, env=env_for_tests(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        cmd, cwd=run, env=env_for_tests(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -508,8 +558,14 @@ def _recover_and_check(run: Path, reference: Path) -> None:
     plain = snakemake(run, SCORES, check=False)
     assert plain.returncode != 0 and "--unlock" in plain.stdout, plain.stdout[-2000:]
     # the documented recovery command unlocks, removes partial temporaries, and reruns what is incomplete
-    proc = subprocess.run([sys.executable, "-m", "geneb.recover", "-s", str(SNAKEFILE), "--cores", "2", SCORES],
-                          cwd=run, env=env_for_tests(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "geneb.recover", "-s", str(SNAKEFILE), "--cores", "2", SCORES],
+        cwd=run,
+        env=env_for_tests(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert not list(run.rglob(".tmp-*")), "a partial temporary file survived the recovery"
     assert planned_jobs(run, SCORES) == []
@@ -523,8 +579,11 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     proc = _start(run, SCORES)
     emb_dir = run / "resources" / "embeddings" / "kmer-6"
     # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
-    tmp = _wait_for(lambda: next(iter(emb_dir.glob("*/.tmp-*")), None) if emb_dir.is_dir() else None, proc,
-                    "the extraction job to start writing")  # fmt: skip
+    tmp = _wait_for(
+        lambda: next(iter(emb_dir.glob("*/.tmp-*")), None) if emb_dir.is_dir() else None,
+        proc,
+        "the extraction job to start writing",
+    )
     _kill_group(proc)
     assert tmp.exists(), "the temporary vanished: the job finished before the kill"
     assert embedding_files(run) == [], "a killed extraction left a file under its final name"
@@ -652,15 +711,24 @@ def test_B44_stable_params_renders_identically_in_separate_processes():
         value = {k: {"b": {1, 2, 3}, "a": (1, 2)} for k in keys}
         value["tags"] = {"x", "yy", "zzz", "w"}
         print(repr(stable_params(value)))
-    """)  # fmt: skip
+    """)
     outs = set()
     for seed in ("1", "2", "3"):
         env = env_for_tests(PYTHONHASHSEED=seed)
-        outs.add(subprocess.run([sys.executable, "-c", code, seed], env=env, capture_output=True, text=True, check=True).stdout)
+        outs.add(
+            subprocess.run(
+                [sys.executable, "-c", code, seed], env=env, capture_output=True, text=True, check=True
+            ).stdout
+        )
     assert len(outs) == 1, outs
     # without stable_params the same values render differently (so the check above can fail)
-    raw = "import random,sys; k=['a','b','c','d','e']; random.Random(int(sys.argv[1])).shuffle(k); print(repr({x: 1 for x in k}))"
-    assert len({subprocess.run([sys.executable, "-c", raw, s], capture_output=True, text=True).stdout for s in "123"}) > 1
+    raw = (
+        "import random, sys; k = ['a', 'b', 'c', 'd', 'e']; random.Random(int(sys.argv[1])).shuffle(k); "
+        "print(repr({x: 1 for x in k}))"
+    )
+    assert (
+        len({subprocess.run([sys.executable, "-c", raw, s], capture_output=True, text=True).stdout for s in "123"}) > 1
+    )
 
 
 # ---- a real Slurm (issue 6) -----------------------------------------------------------------------------------
@@ -669,9 +737,15 @@ def test_B44_stable_params_renders_identically_in_separate_processes():
 def _slurm_env() -> dict[str, str]:
     conf = SLURM_DIR / "slurm.conf"
     if not conf.exists() or shutil.which("sbatch") is None:
-        pytest.skip(f"no single-node Slurm running (no {conf} or no sbatch); start it with tests/slurm/cluster.sh start")
-    status = subprocess.run(["bash", str(REPO / "tests" / "slurm" / "cluster.sh"), "status"], capture_output=True, text=True,
-                            env={**os.environ, "GENEB_SLURM_DIR": str(SLURM_DIR)})  # fmt: skip
+        pytest.skip(
+            f"no single-node Slurm running (no {conf} or no sbatch); start it with tests/slurm/cluster.sh start"
+        )
+    status = subprocess.run(
+        ["bash", str(REPO / "tests" / "slurm" / "cluster.sh"), "status"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GENEB_SLURM_DIR": str(SLURM_DIR)},
+    )
     if status.returncode != 0:
         pytest.skip(f"the Slurm of tests/slurm/cluster.sh is not usable: {status.stderr.strip()}")
     return env_for_tests(SLURM_CONF=str(conf))
@@ -679,10 +753,15 @@ def _slurm_env() -> dict[str, str]:
 
 def _squeue(env, run_id: str) -> list[dict]:
     """Every job (any state, while MinJobAge keeps it) whose name is the plugin's run id."""
-    out = subprocess.run(["squeue", "--states=all", "--noheader", f"--name={run_id}", "--format=%i|%T|%P|%k|%b|%Z"],
-                         env=env, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["squeue", "--states=all", "--noheader", f"--name={run_id}", "--format=%i|%T|%P|%k|%b|%Z"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     keys = ("id", "state", "partition", "comment", "tres", "workdir")
-    return [dict(zip(keys, line.split("|"))) for line in out.splitlines() if line.strip()]
+    return [dict(zip(keys, line.split("|"), strict=True)) for line in out.splitlines() if line.strip()]
 
 
 SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs", "--latency-wait", "10"]
@@ -694,8 +773,16 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(baseline, tmp_path):
     run = tmp_path / "run"
     write_config(run)
     t0 = time.monotonic()
-    proc = snakemake(run, "--profile", str(REPO / "profiles" / "slurm"), "--config", "execution={device: cpu}", *SLURM_FAST,
-                     SCORES, env=env)  # fmt: skip
+    proc = snakemake(
+        run,
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--config",
+        "execution={device: cpu}",
+        *SLURM_FAST,
+        SCORES,
+        env=env,
+    )
     elapsed = time.monotonic() - t0
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
     jobs = _squeue(env, run_id)
@@ -720,8 +807,19 @@ def test_B42_slurm_scancel_midway_is_retried_and_equals_local(baseline, tmp_path
     env = _slurm_env()
     run = tmp_path / "run"
     write_config(run)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--profile", str(REPO / "profiles" / "slurm"),
-           "--config", "execution={device: cpu}", *SLURM_FAST, SCORES]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--config",
+        "execution={device: cpu}",
+        *SLURM_FAST,
+        SCORES,
+    ]
     log = tmp_path / "snakemake.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(cmd, cwd=run, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
@@ -730,7 +828,14 @@ def test_B42_slurm_scancel_midway_is_retried_and_equals_local(baseline, tmp_path
             m = re.search(r"SLURM run ID: (\S+)", log.read_text())
             if not m:
                 return None
-            return next((j for j in _squeue(env, m.group(1)) if j["state"] == "RUNNING" and "extract_embeddings" in j["comment"]), None)
+            return next(
+                (
+                    j
+                    for j in _squeue(env, m.group(1))
+                    if j["state"] == "RUNNING" and "extract_embeddings" in j["comment"]
+                ),
+                None,
+            )
 
         job = _wait_for(running_extraction, proc, "a running extraction job", poll=0.2)
         subprocess.run(["scancel", job["id"]], env=env, check=True)
@@ -755,8 +860,20 @@ def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(tmp_path):
         pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
     run = tmp_path / "run"
     write_config(run, tasks=TASKS[:1], models=["random-esm-tiny"])
-    proc = snakemake(run, "--profile", str(REPO / "profiles" / "slurm"), "--profile", str(REPO / "profiles" / "slurm-gres"),
-                     *SLURM_FAST, "--retries", "0", "--until", "extract_embeddings", env=env, check=False)  # fmt: skip
+    proc = snakemake(
+        run,
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--profile",
+        str(REPO / "profiles" / "slurm-gres"),
+        *SLURM_FAST,
+        "--retries",
+        "0",
+        "--until",
+        "extract_embeddings",
+        env=env,
+        check=False,
+    )
     assert proc.returncode != 0
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
     (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
