@@ -884,3 +884,69 @@ def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(tmp_path):
     text = "".join(p.read_text() for p in (run / "logs").rglob("*.log"))
     assert "CUDA is not available" in text and "not falling back to CPU" in text, text[-3000:]
     assert embedding_files(run) == []
+
+
+@pytest.mark.slurm
+def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(tmp_path, monkeypatch):
+    """A hard kill of the main process leaves its Slurm jobs running; recovery must not start a second writer."""
+    from geneb import recover
+
+    env = _slurm_env()
+    run = tmp_path / "run"
+    run.mkdir()
+    job = subprocess.run(
+        ["sbatch", "--parsable", "-D", str(run), "--output", str(tmp_path / "sleep.log"), "--wrap", "sleep 120"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
+        monkeypatch.chdir(run)
+        assert recover.active_slurm_jobs(run.resolve()) == [job]
+        assert recover.main(["-s", str(SNAKEFILE), "--cores", "1"]) == 3
+        assert not (run / ".snakemake").exists()  # it touched nothing
+    finally:
+        subprocess.run(["scancel", job], env=env, check=True)
+
+
+# ---- the pieces, directly ---------------------------------------------------------------------------------
+
+
+def test_resources_double_per_attempt_and_gpu_follows_device():
+    from geneb import hpc
+
+    assert [hpc.scaled(100, a) for a in (1, 2, 3)] == [100, 200, 400]
+    with pytest.raises(ValueError):
+        hpc.scaled(100, 0)
+    assert hpc.extraction_mem_mb(7e9, 1) == hpc.EXTRACTION_BASE_MEM_MB + 42000
+    assert hpc.extraction_mem_mb(None, 2) == 2 * hpc.EXTRACTION_BASE_MEM_MB
+    assert [hpc.extraction_gpus(True, d) for d in ("cuda", "cuda:1", "auto", "cpu")] == [1, 1, 1, 0]
+    assert hpc.extraction_gpus(False, "cuda") == 0  # k-mer models never hold a GPU
+    assert (
+        hpc.probe_runtime(3) == 4 * hpc.PROBE_RUNTIME_MIN
+        and hpc.extraction_runtime(2) == 2 * hpc.EXTRACTION_RUNTIME_MIN
+    )
+
+
+def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeypatch):
+    from geneb import recover
+
+    run = tmp_path / "run"
+    run.mkdir()
+    fake = tmp_path / "bin" / "snakemake"  # a process whose command is `snakemake`, working in the run directory
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.chmod(0o755)
+    proc = subprocess.Popen([str(fake)], cwd=run)
+    try:
+        assert proc.pid in recover.running_snakemake(run.resolve())
+        monkeypatch.chdir(run)
+        assert recover.main(["-s", str(SNAKEFILE), "--cores", "1"]) == 3
+        assert recover.run_directory(["--directory", str(tmp_path)]) == tmp_path.resolve()
+        assert recover.run_directory(["-d", "x"]) == (run / "x").resolve()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert recover.running_snakemake(run.resolve()) == []
