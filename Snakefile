@@ -13,6 +13,9 @@ include: "workflow/rules/tasks.smk"
 include: "workflow/rules/extract.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

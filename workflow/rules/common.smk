@@ -129,9 +129,12 @@ def probe_tables(wildcards=None):
 
 
 def final_outputs():
-    """The default targets of `snakemake`: the score table, the leaderboard and the heatmap."""
+    """The default targets of `snakemake`: the score table, the leaderboard, the heatmap and the report."""
     return [
         "results/tables/scores.parquet",
+        "results/tables/leaderboard.parquet",
+        "results/figures/heatmap.png",
+        "results/report/geneb_report.html",
     ]
 
 
