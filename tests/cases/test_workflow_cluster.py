@@ -734,7 +734,9 @@ def test_B44_stable_params_renders_identically_in_separate_processes():
 # ---- a real Slurm (issue 6) -----------------------------------------------------------------------------------
 
 
-def _slurm_env() -> dict[str, str]:
+@pytest.fixture
+def slurm_env() -> dict[str, str]:
+    """The environment for Slurm clients; skips (first, before other fixtures) when no cluster is up."""
     conf = SLURM_DIR / "slurm.conf"
     if not conf.exists() or shutil.which("sbatch") is None:
         pytest.skip(
@@ -768,8 +770,8 @@ SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-su
 
 
 @pytest.mark.slurm
-def test_slurm_profile_runs_the_workflow_on_a_real_cluster(baseline, tmp_path):
-    env = _slurm_env()
+def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, tmp_path):
+    env = slurm_env
     run = tmp_path / "run"
     write_config(run)
     t0 = time.monotonic()
@@ -803,8 +805,8 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(baseline, tmp_path):
 
 
 @pytest.mark.slurm
-def test_B42_slurm_scancel_midway_is_retried_and_equals_local(baseline, tmp_path):
-    env = _slurm_env()
+def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, baseline, tmp_path):
+    env = slurm_env
     run = tmp_path / "run"
     write_config(run)
     cmd = [
@@ -852,8 +854,8 @@ def test_B42_slurm_scancel_midway_is_retried_and_equals_local(baseline, tmp_path
 
 
 @pytest.mark.slurm
-def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(tmp_path):
-    env = _slurm_env()
+def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, tmp_path):
+    env = slurm_env
     import torch
 
     if torch.cuda.is_available():
@@ -887,11 +889,11 @@ def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(tmp_path):
 
 
 @pytest.mark.slurm
-def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(tmp_path, monkeypatch):
+def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tmp_path, monkeypatch):
     """A hard kill of the main process leaves its Slurm jobs running; recovery must not start a second writer."""
     from geneb import recover
 
-    env = _slurm_env()
+    env = slurm_env
     run = tmp_path / "run"
     run.mkdir()
     job = subprocess.run(
