@@ -1,6 +1,19 @@
 #!/usr/bin/env bash
 # README command 2: set up and run the test suite (what CI runs through .ci/run).
+#
+# As root on a Debian machine it also installs what the system-level tests need and starts it: Debian's
+# chromium (the HTML report is opened headless) and a real single-node Slurm (slurm-wlm, munge), stopped
+# again on exit. Elsewhere those tests skip with their reason. GENEB_TEST_SYSTEM=0 skips this step.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/setup-env.sh
+
+if [ "${GENEB_TEST_SYSTEM:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if ! command -v chromium >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+    tests/slurm/cluster.sh start
+    trap 'tests/slurm/cluster.sh stop' EXIT
+fi
+
 python -m pytest -q "$@"

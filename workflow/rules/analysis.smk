@@ -3,6 +3,15 @@
 # a run's own outputs. params carry the analysis settings (the rerun key).
 
 
+# quick table/figure/report steps: run where snakemake runs, not as cluster jobs
+localrules:
+    leaderboard,
+    import_published,
+    compare_published,
+    submission,
+    submissions,
+
+
 rule leaderboard:
     input:
         scores="results/tables/scores.parquet",

@@ -105,6 +105,21 @@ def extraction_runtime(wildcards, attempt):
     return hpc.extraction_runtime(attempt)
 
 
+# the keys of a protocol's probe settings that decide its shot draws (write_shot_indices)
+SHOT_DRAW_KEYS = ("draw", "seeds", "few_shot_k", "max_train", "subsample_seed")
+
+
+def probe_settings(wildcards):
+    """The probe settings of wildcards.protocol (config probe.<protocol>): the fit_probes rerun key."""
+    return config["probe"][wildcards.protocol]
+
+
+def shot_draw_params(wildcards):
+    """The part of the protocol's settings that decides the shot draws: the write_shot_indices rerun key."""
+    settings = config["probe"][wildcards.protocol]
+    return {key: settings[key] for key in SHOT_DRAW_KEYS}
+
+
 def probe_mem_mb(wildcards, attempt):
     """Memory of one probe job (all regimes and seeds of a protocol x model x task), doubled on each retry."""
     return hpc.probe_mem_mb(attempt)

@@ -2,6 +2,11 @@
 # results/published/figures/. Captions: workflow/report/*.rst (shared with the HTML report).
 
 
+# quick table/figure/report steps: run where snakemake runs, not as cluster jobs
+localrules:
+    paper_figures,
+
+
 rule paper_figures:
     input:
         leaderboard="results/tables/leaderboard.parquet",

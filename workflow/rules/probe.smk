@@ -4,6 +4,11 @@
 # (set them with --set-threads or a profile), never part of a result's identity.
 
 
+# one small file per (protocol, task): not worth a cluster job
+localrules:
+    write_shot_indices,
+
+
 rule write_shot_indices:
     input:
         train="resources/tasks/{task}/train.parquet",
@@ -11,11 +16,7 @@ rule write_shot_indices:
     output:
         "resources/shots/{protocol}/{task}.json",
     params:
-        draw=lookup(dpath="probe/{protocol}/draw", within=config),
-        seeds=lookup(dpath="probe/{protocol}/seeds", within=config),
-        few_shot_k=lookup(dpath="probe/{protocol}/few_shot_k", within=config),
-        max_train=lookup(dpath="probe/{protocol}/max_train", within=config),
-        subsample_seed=lookup(dpath="probe/{protocol}/subsample_seed", within=config),
+        draw=shot_draw_params,
     log:
         "logs/write_shot_indices/{protocol}/{task}.log",
     conda:
@@ -35,8 +36,11 @@ rule fit_probes:
         scores="results/probes/{protocol}/{model}/{task}.parquet",
         predictions="results/predictions/{protocol}/{model}/{task}.parquet",
     params:
-        settings=lookup(dpath="probe/{protocol}", within=config),
+        settings=probe_settings,
     threads: 1
+    resources:
+        mem_mb=probe_mem_mb,
+        runtime=probe_runtime,
     log:
         "logs/fit_probes/{protocol}/{model}/{task}.log",
     benchmark:

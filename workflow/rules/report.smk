@@ -2,6 +2,11 @@
 # annotated for `snakemake --report report.zip`.
 
 
+# quick table/figure/report steps: run where snakemake runs, not as cluster jobs
+localrules:
+    report,
+
+
 rule report:
     input:
         leaderboard="results/tables/leaderboard.parquet",

@@ -10,5 +10,5 @@ write_shot_indices(
     output=snakemake.output[0],
     task=snakemake.wildcards.task,
     protocol=snakemake.wildcards.protocol,
-    settings=dict(snakemake.params.items()),
+    settings=snakemake.params.draw,
 )
