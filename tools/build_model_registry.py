@@ -252,8 +252,14 @@ def builtin_entries() -> dict[str, dict[str, Any]]:
             "pretraining_data": "none (no training)", "pretraining_domain": "none", "license": "Apache-2.0",
             "notes": "Overlapping k-mer frequency vector (4^k, frequencies sum to 1 over k-mers of ACGT only); a no-training baseline.",
         }  # fmt: skip
+    out["kmer-3to6"] = {
+        "display": "3- to 6-mer spectrum", "family": "kmer", "source": {"kind": "builtin"}, "builtin": {"k": [3, 4, 5, 6]},
+        "architecture": "kmer-frequency", "architecture_family": "kmer", "tokenizer_type": "k-mer", "params": 0,
+        "pretraining_data": "none (no training)", "pretraining_domain": "none", "license": "Apache-2.0",
+        "notes": "The 3-, 4-, 5- and 6-mer frequency vectors concatenated (64+256+1024+4096 = 5440 features, each block sums to 1); one no-training baseline covering k = 3..6.",
+    }  # fmt: skip
     out["random-esm-tiny"] = {
-        "display": "Random-init ESM/NT-style encoder (tiny)", "family": "random-init", "source": {"kind": "builtin"},
+        "display": "Random-init NT-style (tiny)", "family": "random-init", "source": {"kind": "builtin"},
         "builtin": {"architecture": "esm", "tokenizer": "nt-6mer", "init_seed": 0,
                     "config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                                "intermediate_size": 128, "max_position_embeddings": 1002}},
@@ -267,7 +273,7 @@ def builtin_entries() -> dict[str, dict[str, Any]]:
     for short, task, desc in (("prom", "prom_core_all", "prom_core_all"), ("tf0", "human_tf_0", "human tf_0"),
                               ("tf1", "human_tf_1", "human tf_1")):  # fmt: skip
         out[f"mistral-dna-1m-ft-{short}"] = {
-            "display": f"Mistral-DNA-v1-1M-hg38 (fine-tuned {desc})", "family": "hf-decoder",
+            "display": f"Mistral-DNA 1M ft-{short}", "family": "hf-decoder",
             "source": {"kind": "local", "path": f"../shared/models/mistral-dna-v1-1m-hg38-finetuned-{short}",
                        "origin": "github.com/raphaelmourad/LLM-for-genomics-training@92a45fe",
                        "base_hub_id": "RaphaelMourad/Mistral-DNA-v1-1M-hg38"},

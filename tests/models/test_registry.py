@@ -78,7 +78,7 @@ def test_further_models_and_families(registry, shared):
 
 def test_runnable_counts(registry):
     offline = sorted(k for k, v in registry["models"].items() if runnable_offline(v))
-    assert offline == sorted(["kmer-3", "kmer-4", "kmer-5", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom",
+    assert offline == sorted(["kmer-3", "kmer-3to6", "kmer-4", "kmer-5", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom",
                               "mistral-dna-1m-ft-tf0", "mistral-dna-1m-ft-tf1"])  # fmt: skip
     with pytest.raises(NotRunnableError, match="no pinned revision"):
         extraction_settings(registry, "DNABERT-S", {})

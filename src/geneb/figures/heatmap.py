@@ -12,7 +12,7 @@ from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, sh
 def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", annotate: bool = True):
     """Heatmap of the 13 category MCCs plus macro (columns) for every model (rows, best macro on top).
 
-    board: leaderboard table; display: model id -> display name. Cells without a value are blank. The colour
+    board: leaderboard table; display: model id -> display name. Cells without a value read 'n/a'. The colour
     scale (cividis) spans the table's minimum (or 0, if lower) to its maximum. Returns the figure; a note
     figure when the board has no row for (protocol, regime).
     """
@@ -35,9 +35,13 @@ def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regi
                 v = values[i, j]
                 if np.isfinite(v):
                     ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=4.5, color="black" if v > mid else "white")
+                else:
+                    ax.text(j, i, "n/a", ha="center", va="center", fontsize=4.5, color="0.45")
     ax.spines[:].set_visible(False)
     ax.tick_params(length=0)
     cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
     cb.set_label("MCC")
     ax.set_title(f"MCC per category ({regime}); last column: macro mean over categories")
+    if np.isnan(values).any():
+        fig.text(0.01, 0.01, "n/a: no score (a cell left out, e.g. a model trained on that task: results/tables/contamination.parquet)", fontsize=4.5, color="0.3")
     return fig

@@ -1,8 +1,9 @@
 """The k-mer frequency encoder: a no-training baseline that needs no download.
 
 Embedding of a sequence = frequencies of its overlapping k-mers over A, C, G, T (case-insensitive), a vector
-of length 4^k in lexicographic k-mer order (AAA..., AAC..., ...), summing to 1. Windows containing any other
-letter (N, IUPAC codes) are skipped; `n_tokens` counts the windows used. A sequence with no valid window
+of length 4^k in lexicographic k-mer order (AAA..., AAC..., ...), summing to 1. With several k (a k-mer
+spectrum, e.g. k = 3..6) the per-k vectors are concatenated in the order given, each summing to 1. Windows containing any other
+letter (N, IUPAC codes) are skipped; `n_tokens` counts the windows used (of the first k in a spectrum). A sequence with no valid window
 (shorter than k, or no k consecutive ACGT) is an error naming the row (docs/footguns.md, empty pools).
 """
 
@@ -35,36 +36,45 @@ def kmer_counts(seq: str, k: int) -> np.ndarray:
 
 @dataclass
 class KmerEncoder:
-    """Overlapping k-mer frequency encoder (k >= 1). `embed` returns float32 (n, 4^k)."""
+    """Overlapping k-mer frequency encoder. `k`: one size, or a list of sizes (a spectrum), each 1..8.
+    `embed` returns float32 (n, sum of 4^k)."""
 
-    k: int
+    k: int | list[int]
 
     def __post_init__(self) -> None:
-        if not 1 <= self.k <= 8:
-            raise ValueError(f"k-mer size must be between 1 and 8 (4^k features), got {self.k}")
+        sizes = [self.k] if isinstance(self.k, int) else list(self.k)
+        if not sizes or any(not isinstance(k, int) or not 1 <= k <= 8 for k in sizes) or len(set(sizes)) != len(sizes):
+            raise ValueError(f"k-mer sizes must be distinct integers between 1 and 8 (4^k features), got {self.k!r}")
+        self.sizes = sizes
 
     def identity(self) -> dict[str, object]:
         """The encoder's definition, stored in the extraction key."""
-        return {"encoder": "kmer-frequency", "k": self.k, "alphabet": "ACGT", "normalisation": "sum-to-1"}
+        return {"encoder": "kmer-frequency", "k": self.k, "alphabet": "ACGT", "normalisation": "sum-to-1 per k"}
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Frequencies float32 (n, 4^k) in input order; `desc` is unused (no progress bar: this is fast).
         Raises TypeError for a bare string and EmptyPoolError naming the row when no k-mer is valid."""
         if isinstance(sequences, str):
             raise TypeError("embed() takes a list of sequences, not one string (wrap it: [seq])")
-        out = np.zeros((len(sequences), 4**self.k), dtype=np.float32)
+        widths = [4**k for k in self.sizes]
+        out = np.zeros((len(sequences), sum(widths)), dtype=np.float32)
         n_tokens = np.zeros(len(sequences), dtype=np.int32)
         for i, seq in enumerate(sequences):
-            counts = kmer_counts(seq, self.k)
-            total = counts.sum()
-            if total == 0:
-                name = rows[i] if rows is not None else i
-                raise EmptyPoolError(f"row {name}: no valid {self.k}-mer (length {len(seq)}, only ACGT windows count)")
-            out[i] = counts / total
-            n_tokens[i] = total
+            start = 0
+            for k, width in zip(self.sizes, widths):
+                counts = kmer_counts(seq, k)
+                total = counts.sum()
+                if total == 0:
+                    name = rows[i] if rows is not None else i
+                    raise EmptyPoolError(f"row {name}: no valid {k}-mer (length {len(seq)}, only ACGT windows count)")
+                out[i, start : start + width] = counts / total
+                if start == 0:
+                    n_tokens[i] = total  # windows of the first k
+                start += width
         return EmbedResult(out, n_tokens, np.ones(len(sequences), np.int32), np.zeros(len(sequences), bool))
 
 
 def from_settings(settings: dict, **_execution: object) -> KmerEncoder:
     """Adapter entry point (see geneb.models.adapters); execution knobs (device, batch size) do not apply."""
-    return KmerEncoder(int(settings["builtin"]["k"]))
+    k = settings["builtin"]["k"]
+    return KmerEncoder(int(k) if isinstance(k, int) else [int(x) for x in k])

@@ -1,0 +1,28 @@
+"""The k-mer spectrum encoder (k = 3..6 concatenated) used by the quickstart."""
+
+import numpy as np
+import pytest
+
+from geneb.embeddings.errors import EmptyPoolError
+from geneb.models.kmer import KmerEncoder, from_settings
+
+
+def test_spectrum_is_the_per_k_vectors_concatenated_each_summing_to_one():
+    seqs = ["ACGTACGTTTGCANNAC", "ttgcaACGTRYAAAAC"]
+    spectrum = KmerEncoder([3, 4, 5, 6]).embed(seqs).embeddings
+    assert spectrum.shape == (2, 64 + 256 + 1024 + 4096)
+    blocks = [KmerEncoder(k).embed(seqs).embeddings for k in (3, 4, 5, 6)]
+    assert np.array_equal(spectrum, np.concatenate(blocks, axis=1))
+    assert np.allclose([b.sum(axis=1) for b in blocks], 1.0)
+
+
+def test_spectrum_from_registry_settings_and_errors():
+    enc = from_settings({"builtin": {"k": [3, 4, 5, 6]}})
+    assert enc.identity()["k"] == [3, 4, 5, 6]
+    with pytest.raises(ValueError, match="distinct integers between 1 and 8"):
+        KmerEncoder([3, 3])
+    with pytest.raises(ValueError, match="distinct integers between 1 and 8"):
+        KmerEncoder([3, 9])
+    # a row too short for the largest k has no 6-mer: an error naming the row, never a silent zero block
+    with pytest.raises(EmptyPoolError, match="row 42: no valid 6-mer"):
+        enc.embed(["ACGTA"], rows=[42])
