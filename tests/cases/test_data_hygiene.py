@@ -61,3 +61,51 @@ def test_B48_real_task_duplicates_match_the_mirror_statistics(shared):
             raw.insert(0, "row", range(len(raw)))
             rep = within_split_duplicates(raw)
             assert rep["n_duplicate_rows"] == meta["splits"][split]["within_split_dup"], (task, split)
+
+
+def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo):
+    """A test split [1,1,1,0,0,0] whose three 0-rows are one sequence: the strict protocol scores it as given
+    (MCC) and without the two repeats (MCC_dedup), through the real probe job on a real embedding cache."""
+    import json
+
+    import numpy as np
+    import yaml
+
+    from geneb.embeddings.extract import extract_task
+    from geneb.models.registry import extraction_settings, load_registry
+    from geneb.probe.job import fit_probes, write_shot_indices
+
+    task = "ienhancer2l_strong_vs_weak"
+    src = tmp_path / "m" / task
+    src.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    train = [("".join(rng.choice(list("ACGT"), 40)) + ("GGGGCC" if y else "ATATAT") * 3, y) for y in [0, 1] * 15]
+    test = [("ACGTACGTGGGGCCGGGGCCGGGGCCTTGA", 1), ("TTGGCCGGGGCCGGGGCCAAGGTTCA", 1), ("CAGGGGCCGGGGCCGGGGCCAATGCA", 1)]
+    test += [("ATATATATATATATATATGCAGCTAC", 0)] * 3
+    for split, data in (("train", train), ("test", test)):
+        with gzip.open(src / f"{split}.csv.gz", "wt") as f:
+            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in data))
+    catalogue = read_catalogue(repo / "config/tasks.tsv")
+    out = tmp_path / "tasks" / task
+    card = prepare_task(task, task_row(catalogue, task), open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, out)
+    assert card["splits"]["test"]["class_counts"] == {"0": 3, "1": 3}
+    assert card["splits"]["test"]["class_counts_dedup"] == {"0": 1, "1": 3}
+    settings = extraction_settings(load_registry(repo / "config/models.yaml"), "kmer-3", {})
+    extract_task(settings, out, tmp_path / "emb.h5")
+    config = yaml.safe_load((repo / "config/config.yaml").read_text())
+    strict = {**config["probe"]["geneb-strict"], "seeds": [0, 1]}
+    write_shot_indices(train=out / "train.parquet", card=out / "card.json", output=tmp_path / "shots.json", task=task,
+                       protocol="geneb-strict", settings=strict)  # fmt: skip
+    scores = fit_probes(train=out / "train.parquet", test=out / "test.parquet", card=out / "card.json", embeddings=tmp_path / "emb.h5",
+                        shots=tmp_path / "shots.json", scores_out=tmp_path / "s.parquet", predictions_out=tmp_path / "p.parquet",
+                        task=task, model="kmer-3", protocol="geneb-strict", settings=strict)  # fmt: skip
+    full = scores[scores["regime"] == "full"].set_index("metric")
+    assert full.loc["MCC", "n_test"] == 6 and full.loc["MCC_dedup", "n_test"] == 4
+    preds = pd.read_parquet(tmp_path / "p.parquet")
+    kept = preds[(preds["regime"] == "full") & ~preds["row"].isin([4, 5])]
+    from sklearn.metrics import matthews_corrcoef
+
+    assert full.loc["MCC_dedup", "value"] == pytest.approx(matthews_corrcoef(kept["y_true"], kept["y_pred"]))
+    # the paper protocol scores the split as given only
+    assert not config["probe"]["geneb-paper"]["dedup_test"]
+    assert json.loads((out / "card.json").read_text())["splits"]["test"]["dedup_drop_rows"] == [4, 5]

@@ -943,6 +943,9 @@ def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeyp
     fake.chmod(0o755)
     proc = subprocess.Popen([str(fake)], cwd=run)
     try:
+        deadline = time.monotonic() + 10  # the child needs a moment before /proc shows its command line
+        while proc.pid not in recover.running_snakemake(run.resolve()) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert proc.pid in recover.running_snakemake(run.resolve())
         monkeypatch.chdir(run)
         assert recover.main(["-s", str(SNAKEFILE), "--cores", "1"]) == 3

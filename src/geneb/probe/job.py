@@ -12,14 +12,18 @@ import logging
 import os
 from typing import Any
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from threadpoolctl import threadpool_limits
 
 from geneb.atomic import atomic_path
 from geneb.embeddings.cache import read_embeddings
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
+from geneb.probe.metrics import seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots, read_shots, write_shots
 from geneb.provenance import package_versions
@@ -71,6 +75,40 @@ def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str,
     return X
 
 
+DEDUP_METRICS = {"MCC": matthews_corrcoef, "Acc": accuracy_score, "F1": partial(f1_score, average="macro")}
+
+
+def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any], task: str, confidence: float) -> pd.DataFrame:
+    """Scores on the test split without its within-split duplicates (case B48), one row per (regime, seed,
+    metric) named `<metric>_dedup` (MCC, Acc, macro-F1 from scikit-learn), with the fit's other columns.
+
+    preds: the prediction table (regime, seed, row, y_true, y_pred); scores: the score table of the same fits;
+    card: the task card, whose `splits.test.dedup_drop_rows` lists the repeated rows (the first copy of each
+    (sequence, label) stays); confidence: level of the over-seeds interval (metrics.seed_summary). Raises
+    ProbeInputError when a dropped row id has no prediction.
+    """
+    drop = set(card["splits"]["test"].get("dedup_drop_rows", []))
+    missing = drop - set(preds["row"].unique())
+    if missing:
+        raise ProbeInputError(f"task {task!r}, split 'test': dedup row ids {sorted(missing)[:5]} have no prediction")
+    kept = preds[~preds["row"].isin(drop)]
+    base = scores[scores["metric"] == "MCC"].drop(columns=["metric", "value", "ci_low", "ci_high"], errors="ignore")
+    rows = []
+    for (regime, seed), g in kept.groupby(["regime", "seed"], sort=False):
+        for metric, fn in DEDUP_METRICS.items():
+            rows.append({"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": float(fn(g["y_true"], g["y_pred"])),
+                         "n_test_dedup": len(g)})  # fmt: skip
+    seed_cols = ["seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds"]
+    out = pd.DataFrame(rows).merge(base.drop(columns=seed_cols, errors="ignore"), on=["regime", "seed"], how="left", validate="many_to_one")
+    out["ci_low"] = out["ci_high"] = np.nan
+    out["n_test"] = out.pop("n_test_dedup")
+    for (_, _), idx in out.groupby(["regime", "metric"], sort=False).groups.items():
+        summary = seed_summary(out.loc[idx, "value"].to_numpy(), confidence)
+        for col in seed_cols:
+            out.loc[idx, col] = summary[col.removeprefix("seed_")] if col != "n_seeds" else summary["n"]
+    return out[[c for c in scores.columns if c in out.columns]]
+
+
 def fit_probes(
     *, train: Path, test: Path, card: Path, embeddings: Path, shots: Path, scores_out: Path, predictions_out: Path,
     task: str, model: str, protocol: str, settings: dict[str, Any], threads: int = 1, hdf5_locking: str = "auto",
@@ -93,6 +131,8 @@ def fit_probes(
     )  # fmt: skip
     with threadpool_limits(limits=threads):
         scores, preds = run_task(data, proto, shot)
+    if proto.dedup_test:
+        scores = pd.concat([scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence)], ignore_index=True)
     v = package_versions()
     ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
     scores = pd.concat([pd.DataFrame({**ident, "category": c["category"]}, index=scores.index), scores], axis=1)

@@ -25,7 +25,7 @@ BOOTSTRAP_KEYS = ("n_resamples", "seed", "confidence", "method")
 SETTING_KEYS = (
     "draw", "standardize", "solver", "penalty", "C", "C_grid", "cv_folds", "cv_seed", "cv_scoring",
     "class_weight", "tol", "max_iter", "seeds", "few_shot_k", "report_full_per_seed", "max_train",
-    "subsample_seed", "bootstrap",
+    "subsample_seed", "bootstrap", "dedup_test",
 )  # fmt: skip
 
 
@@ -51,7 +51,9 @@ class Protocol:
     cv_scoring: "MCC". seeds: draw / probe seeds. few_shot_k: the k of each k-shot regime. report_full_per_seed:
     the full regime, which has no randomness left (lbfgs ignores random_state), is fitted once and reported
     under every seed (paper) or once under cv_seed (strict). max_train: training-split cap (paper: 100,000;
-    None = no cap), subsample_seed its seed. bootstrap: CI settings.
+    None = no cap), subsample_seed its seed. bootstrap: CI settings. dedup_test: also score every fit on the
+    test split without its within-split duplicate rows (task card `dedup_drop_rows`), as metrics `MCC_dedup`,
+    `Acc_dedup`, `F1_dedup` beside the scores on the split as given (case B48).
     """
 
     name: str
@@ -73,6 +75,7 @@ class Protocol:
     max_train: int | None
     subsample_seed: int
     bootstrap: Bootstrap
+    dedup_test: bool
 
     @property
     def regimes(self) -> tuple[str, ...]:
@@ -160,6 +163,7 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
     _need(_is_int(b["n_resamples"]) and b["n_resamples"] >= 100, name, f"bootstrap.n_resamples must be >= 100, got {b['n_resamples']!r}")
     _need(0 < b["confidence"] < 1, name, f"bootstrap.confidence must be in (0, 1), got {b['confidence']!r}")
     _need(b["method"] in CI_METHODS, name, f"bootstrap.method must be one of {CI_METHODS}, got {b['method']!r}")
+    _need(isinstance(s["dedup_test"], bool), name, f"dedup_test must be true or false, got {s['dedup_test']!r}")
     return Protocol(
         name=name, draw=s["draw"], standardize=bool(s["standardize"]), solver=s["solver"], penalty="l2",
         C=float(s["C"]), C_grid=tuple(grid), cv_folds=int(s["cv_folds"]), cv_seed=int(s["cv_seed"]),
@@ -168,4 +172,5 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
         report_full_per_seed=bool(s["report_full_per_seed"]), max_train=s["max_train"],
         subsample_seed=int(s["subsample_seed"]),
         bootstrap=Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
+        dedup_test=s["dedup_test"],
     )  # fmt: skip
