@@ -6,6 +6,8 @@
                                        print the leaderboard of a category (default macro) and regime
     geneb recommend --category C [--regime R]
                                        the best model(s) for a category, with ties where CIs overlap
+    geneb pin-revisions MODEL ... [--ref main]
+                                       pin hub models to the commit a ref points to now (needs network)
 
 Running the benchmark is `snakemake`; this command only reads its outputs (`results/tables/*.parquet`) and
 the configuration sheets. Exit status 2 for bad arguments or missing/invalid inputs.
@@ -99,6 +101,19 @@ def cmd_recommend(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def cmd_pin_revisions(args: argparse.Namespace) -> str:
+    from geneb.models.pins import PinError, resolve_revisions, write_pins
+    from geneb.models.registry import load_registry
+
+    registry = load_registry(args.sheet, pins=args.pins)
+    try:
+        pins = resolve_revisions(registry, args.models, ref=args.ref, endpoint=args.endpoint)
+    except PinError as err:
+        raise CliError(str(err)) from err
+    write_pins(args.pins, pins)
+    return "\n".join(f"{m}: {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in pins.items()) + f"\nwritten to {args.pins}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `geneb` command."""
     p = argparse.ArgumentParser(prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations.")
@@ -111,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--category")
     t.add_argument("--set", choices=["paper", "mirror"])
     t.set_defaults(func=cmd_tasks)
+    pr = sub.add_parser("pin-revisions", help="pin hub models to the commit a ref points to now (needs network)")
+    pr.add_argument("models", nargs="+", help="registry ids of hub models")
+    pr.add_argument("--ref", default="main", help="branch or tag to resolve (default main)")
+    pr.add_argument("--sheet", default="config/models.yaml")
+    pr.add_argument("--pins", default="config/model_revisions.yaml")
+    pr.add_argument("--endpoint", default=None, help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    pr.set_defaults(func=cmd_pin_revisions)
     for name, func, table, help_ in (
         ("leaderboard", cmd_leaderboard, "results/tables/leaderboard.parquet", "print a leaderboard"),
         ("recommend", cmd_recommend, "results/tables/recommendations.parquet", "recommend a model for a category"),

@@ -21,7 +21,7 @@ validate_catalogue(TASK_SHEET, yaml.safe_load(open(workflow.source_path("../sche
 for _task in config["tasks"]:
     task_row(TASK_SHEET, _task)  # unknown task ids fail here, with close matches
 
-REGISTRY = load_registry(config["model_sheet"])
+REGISTRY = load_registry(config["model_sheet"], pins=config["model_revisions"])
 validate(REGISTRY, "../schemas/models.schema.yaml")
 for _model in config["models"]:
     model_spec(REGISTRY, _model)  # unknown model ids fail here, with close matches

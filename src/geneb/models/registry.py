@@ -55,13 +55,21 @@ class NotRunnableError(RegistryError):
     """The model is in the registry for its metadata but cannot be extracted (reason in the message)."""
 
 
-def load_registry(path: str | Path, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Read config/models.yaml, validate it against `schema` (JSON schema) when given, and always run the
-    cross-field checks of `check_registry`. Raises RegistryError naming the model and field."""
+def load_registry(path: str | Path, schema: dict[str, Any] | None = None, *, pins: str | Path | None = None) -> dict[str, Any]:
+    """Read config/models.yaml, apply the pinned hub revisions of the file `pins` (config key
+    `model_revisions`; geneb.models.pins), validate against `schema` (JSON schema) when given, and always run
+    the cross-field checks of `check_registry`. Raises RegistryError naming the model and field."""
+    from geneb.models.pins import PinError, apply_pins, read_pins
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there: ~10x faster
     data = yaml.load(Path(path).read_text(), Loader=loader)  # noqa: S506 - a safe loader
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         raise RegistryError(f"{path}: expected a mapping with a `models` mapping")
+    if pins is not None:
+        try:
+            apply_pins(data, read_pins(pins))
+        except PinError as exc:
+            raise RegistryError(f"{pins}: {exc}") from exc
     if schema is not None:
         import jsonschema
 
