@@ -21,7 +21,7 @@ def test_tiny_runs_produce_every_output(models, tmp_path):
     tables, summary = run.run_analyses(scores, model_meta=m, task_meta=None, declared_pairs=[],
                                        settings=run.resolve_settings({"bootstrap": {"n_resamples": 100}}))  # fmt: skip
     full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
-    assert "only 0 models with a positive parameter count" in full["scale_skipped"]
+    assert "only 0 models with both a positive parameter count and an aggregate score" in full["scale_skipped"]
     assert tables["fewshot_drops"].empty and tables["scale"].empty
     run.write_tables(tables, summary, tmp_path / "tables", run.TABLES)
     render_figures(tmp_path / "tables", tmp_path / "figures")

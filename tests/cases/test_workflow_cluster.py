@@ -198,18 +198,18 @@ def write_kill_config(run: Path) -> dict:
 # ---- shared finished runs (built once per module) -----------------------------------------------------------
 
 
-def finished_run(factory, name: str, write) -> Path:
-    """A run directory configured by `write(run)` and run to the score table."""
+def finished_run(factory, name: str, write, *targets: str) -> Path:
+    """A run directory configured by `write(run)` and run to `targets` (default: the score table)."""
     run = factory.mktemp(name)
     write(run)
-    snakemake(run, SCORES)
+    snakemake(run, *(targets or (SCORES,)))
     return run
 
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> Path:
-    """A finished run: 2 tasks x kmer-3, kmer-4 (the score table and everything before it)."""
-    return finished_run(tmp_path_factory, "baseline", write_config)
+    """A finished run of the default target: 2 tasks x kmer-3, kmer-4, up to the tables, figures and report."""
+    return finished_run(tmp_path_factory, "baseline", write_config, "all")
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +222,7 @@ def kill_reference(tmp_path_factory) -> Path:
 
 
 def test_finished_run_has_nothing_to_do(baseline):
+    assert planned_jobs(baseline) == []
     assert planned_jobs(baseline, SCORES) == []
     summary = detailed_summary(baseline, SCORES)
     assert set(summary["plan"]) == {"no update"}, summary[summary["plan"] != "no update"]
@@ -322,6 +323,7 @@ def test_execution_knobs_rerun_nothing(baseline, tmp_path, where):
             "runtime=7",
         ]
     assert planned_jobs(run, SCORES, *args) == []
+    assert planned_jobs(run, *args) == []  # nor the tables, figures and report of the default target
 
 
 def test_slurm_profile_dry_run_reruns_nothing(baseline, tmp_path):

@@ -52,8 +52,10 @@ def test_carriage_return_is_shown_escaped():
 
 
 def test_inner_whitespace_fails_even_with_strip():
-    with pytest.raises(SequenceError, match="position 2"):
+    with pytest.raises(SequenceError, match=r"position 2 is not allowed \(whitespace inside a sequence"):
         check(AlphabetPolicy(strip_whitespace=True), "AC GT")
+    with pytest.raises(SequenceError, match="whitespace inside a sequence"):
+        check(DEFAULT, "AC GT")
 
 
 @pytest.mark.parametrize("seq", ["", "   ", None, 5])

@@ -190,3 +190,17 @@ def test_named_labels_map_to_sorted_class_indices_and_are_recorded(tmp_path, sha
     train = pd.read_parquet(tmp_path / task / "train.parquet")
     expected = raw.loc[train["row"], "label"].map({"HepG2": 0, "K562": 1}).to_numpy()
     assert (train["label"].to_numpy() == expected).all()
+
+
+def test_blank_line_and_broken_csv_are_errors_naming_the_place(tmp_path, catalogue):
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    _write_split(root / TASK / "train.csv.gz", [("ACGT", 0), ("ACGA", 1)])
+    with gzip.open(root / TASK / "test.csv.gz", "wt") as f:
+        f.write("sequence,label\nACGT,0\n\nACGA,1\n")  # a blank line between two rows: not skipped silently
+    with pytest.raises(TaskDataError, match="split 'test', row 1: empty label"):
+        prepare(tmp_path, open_source(str(root)), catalogue)
+    with gzip.open(root / TASK / "test.csv.gz", "wt") as f:
+        f.write("sequence,label\nACGT,0\nACGA,1,extra\n")
+    with pytest.raises(TaskSourceError, match=r"split 'test'.*Expected 2 fields in line 3, saw 3.*header being line 1"):
+        prepare(tmp_path, open_source(str(root)), catalogue)

@@ -9,6 +9,7 @@ from geneb import hpc
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import extraction_hash, extraction_settings, load_registry, model_spec
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
+from geneb.tasks.sources import source_identity
 
 
 validate(config, "../schemas/config.schema.yaml")
@@ -54,13 +55,16 @@ wildcard_constraints:
 
 
 def task_params(wildcards):
-    """Everything that decides a prepared task's content: catalogue row, source string, policy, caps."""
+    """Everything that decides a prepared task's content: catalogue row, the source's content identity
+    (file digests for a mirror folder, so an edited file reruns the task and a moved mirror with the same
+    files does not; the pinned source string otherwise), alphabet policy and caps. Where the data is read
+    from is resolved again in the job (config + environment), outside the rerun key."""
     row = task_row(TASK_SHEET, wildcards.task)
     caps = config["caps"]
     return hpc.stable_params(
         {
             "catalogue_row": row,
-            "source": source_string(row, config),
+            "source_identity": source_identity(source_string(row, config), wildcards.task),
             "alphabet": config["alphabet"],
             "caps": {**caps["default"], **caps["per_task"].get(wildcards.task, {})},
             "cap_seed": caps["seed"],
@@ -141,6 +145,12 @@ def probe_tables(wildcards=None):
         model=config["models"],
         task=config["tasks"],
     )
+
+
+def report_config(wildcards=None):
+    """The configuration shown in the report, without the execution knobs (they never change a result, so
+    they must not rerun the report either), every mapping sorted."""
+    return hpc.stable_params({key: value for key, value in config.items() if key != "execution"})
 
 
 def final_outputs():

@@ -24,7 +24,7 @@ rule report:
     conda:
         "../envs/geneb.yaml"
     params:
-        config=config,
+        config=report_config,
         protocol=config["default_protocol"],
         regime="full",
         title="GENEB report",
@@ -47,7 +47,7 @@ use rule report as published_report with:
     log:
         "logs/report/published_report.log",
     params:
-        config=config,
+        config=report_config,
         protocol="geneb-paper",
         regime="full",
         title="GENEB: the paper's published results (40 models), reanalysed",

@@ -1,7 +1,10 @@
 """Shim: rule prepare_task -> geneb.tasks.prepare.prepare_from_params."""
 
 from geneb.logs import log_to_file
+from geneb.tasks.catalogue import source_string
 from geneb.tasks.prepare import prepare_from_params
 
 log_to_file(snakemake.log[0])
-prepare_from_params(snakemake.wildcards.task, snakemake.params.task, snakemake.output.card)
+# where to read is resolved here, from config and environment: the rerun key holds the data's identity only
+source = source_string(snakemake.params.task["catalogue_row"], snakemake.config)
+prepare_from_params(snakemake.wildcards.task, snakemake.params.task, source, snakemake.output.card)

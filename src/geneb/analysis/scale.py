@@ -54,7 +54,7 @@ def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: in
 def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
     """'' when rho(params, score) is defined; else why not (fewer than 3 models, or a constant column)."""
     if len(params) < 3:
-        return f"only {len(params)} models with a positive parameter count (3 needed)"
+        return f"only {len(params)} models with both a positive parameter count and an aggregate score (3 needed)"
     if params.nunique() < 2:
         return "every model has the same parameter count"
     if score.nunique() < 2:

@@ -27,9 +27,10 @@ def rank_bump(board: pd.DataFrame, display: dict[str, str], *, protocol: str, re
         if m not in top:
             ax.plot(x, wide.loc[m], color=GREY, lw=0.5, alpha=0.6)
     for i, m in enumerate(top):
-        ax.plot(x, wide.loc[m], color=LINE_COLOURS[i], lw=1.2, marker=MARKERS[i], ms=3, label=short(display.get(m, m), 24))
+        ax.plot(x, wide.loc[m], color=LINE_COLOURS[i], lw=1.2, marker=MARKERS[i], ms=3, label=short(display.get(m, m), 32))
     ax.set_ylim(len(wide) + 0.5, 0.5)
-    ax.set_yticks(sorted({1, *range(5, len(wide) + 1, 5)}))
+    # every rank for a short list, every fifth beyond that
+    ax.set_yticks(range(1, len(wide) + 1) if len(wide) <= 12 else sorted({1, *range(5, len(wide) + 1, 5)}))
     ax.set_xticks(list(x), cols, rotation=30, ha="right")
     ax.set_ylabel("rank (1 = best)")
     ax.set_title(f"Rank per category ({regime}); coloured: the {len(top)} best by macro MCC")

@@ -41,7 +41,8 @@ def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regi
     ax.tick_params(length=0)
     cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
     cb.set_label("MCC")
-    ax.set_title(f"MCC per category ({regime}); last column: macro mean over categories")
+    title = f"MCC per category ({regime}); last column: macro mean over categories"
     if np.isnan(values).any():
-        fig.text(0.01, 0.01, "n/a: no score (a cell left out, e.g. a model trained on that task: results/tables/contamination.parquet)", fontsize=4.5, color="0.3")
+        title += "\nn/a: no score (a cell left out, e.g. a model trained on that task; see contamination.parquet)"
+    ax.set_title(title)
     return fig

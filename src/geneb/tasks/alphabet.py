@@ -52,9 +52,11 @@ class AlphabetPolicy:
         letters = ALWAYS_ALLOWED + (IUPAC_AMBIGUITY if self.allow_iupac else "") + ("U" if self.u_to_t else "")
         return letters + letters.lower()
 
-    def _reason(self, ch: str) -> str:
+    def _reason(self, ch: str, at_end: bool) -> str:
         if ch.isspace():
-            return "whitespace (set alphabet.strip_whitespace to strip it at the ends)"
+            if at_end:
+                return "whitespace (set alphabet.strip_whitespace to strip it at the ends)"
+            return "whitespace inside a sequence (never allowed)"
         if ch.upper() == "U":
             return "RNA base U (set alphabet.u_to_t to read it as T)"
         if ch.upper() in IUPAC_AMBIGUITY:
@@ -77,9 +79,10 @@ class AlphabetPolicy:
         m = self._bad_char(seq)
         if m is not None:
             ch = m.group(0)
+            at_end = not seq[: m.start()].strip() or not seq[m.start() :].strip()
             raise SequenceError(
                 f"task {task!r}, split {split!r}, row {row}: character {ch!r} at position {m.start()} "
-                f"is not allowed ({self._reason(ch)}); sequence begins {seq[:30]!r}"
+                f"is not allowed ({self._reason(ch, at_end)}); sequence begins {seq[:30]!r}"
             )
         return seq
 

@@ -205,14 +205,20 @@ def report_lines(card: dict[str, Any]) -> list[str]:
     return lines
 
 
-def prepare_from_params(task: str, params: dict[str, Any], card_path: str | Path) -> dict[str, Any]:
+def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, card_path: str | Path) -> dict[str, Any]:
     """Entry point of the `prepare_task` rule: `params` is common.smk's `task_params` (catalogue row, source
-    string, alphabet policy, caps, cap seed); outputs go beside `card_path`. Logs the card summary."""
+    identity, alphabet policy, caps, cap seed); `source_spec` is where to read the task (the source string
+    resolved from config and environment); outputs go beside `card_path`. For a mirror folder, the files
+    read must be the ones whose digests are in `params` (else TaskSourceError: the data changed after the
+    workflow was planned). Logs the card summary."""
     import logging
 
-    from geneb.tasks.sources import open_source
+    from geneb.tasks.sources import TaskSourceError, open_source, source_identity
 
-    source = open_source(params["source"])
+    planned = params.get("source_identity")
+    if planned is not None and planned.get("files") and source_identity(source_spec, task) != planned:
+        raise TaskSourceError(f"task {task!r}: the files under {source_spec} changed after the workflow was planned; run again")
+    source = open_source(source_spec)
     card = prepare_task(
         task,
         params["catalogue_row"],

@@ -60,11 +60,15 @@ def normalise_columns(df: pd.DataFrame, *, where: str) -> pd.DataFrame:
 
 
 def _read_csv(path: Path, *, where: str) -> pd.DataFrame:
-    # keep_default_na=False: a sequence "NA" or "N" must stay text, and an empty cell stays "" (an error later)
+    # keep_default_na=False: a sequence "NA" or "N" must stay text, and an empty cell stays "" (an error later);
+    # skip_blank_lines=False: a blank line is a row (refused later, by its row id), never silently skipped
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
     except Exception as exc:  # pandas raises several types for broken files
-        raise TaskSourceError(f"{where}: cannot read {path}: {exc}") from exc
+        raise TaskSourceError(
+            f"{where}: cannot read {path}: {str(exc).strip()} (line numbers count file lines from 1, the header being line 1; "
+            "GENEB's row ids count data rows from 0)"
+        ) from exc
     return normalise_columns(df, where=where)
 
 
@@ -219,6 +223,34 @@ def resolve_source_string(configured: str | None, env_var: str = ENV_TASK_SOURCE
     if not value:
         raise TaskSourceError(f"no task source configured (config key or ${env_var})")
     return value
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 (hex) of a file's bytes."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def source_identity(spec: str, task: str) -> dict[str, Any]:
+    """What identifies a task's raw data, for the `prepare_task` rerun key.
+
+    For a mirror folder: the sha256 of each of the task's files (not the folder's path: the same files under
+    another path are the same data, an edited file is new data). For an http(s) mirror or a Hugging Face
+    dataset: the source string with the task id (a pinned revision, or a URL whose files meta.json checksums).
+    A mirror folder without the task gives the bare spec; preparing it then fails with the missing file named.
+    """
+    if spec.startswith(("http://", "https://", "hf:")):
+        return {"kind": "remote", "source": spec, "task": task}
+    folder = Path(spec) / task
+    files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+    if not files:
+        return {"kind": "folder", "source": spec, "task": task}
+    return {"kind": "folder", "task": task, "files": {p.name: file_sha256(p) for p in files}}
 
 
 def open_source(spec: str, *, download_dir: str | os.PathLike[str] = "resources/downloads") -> TaskSource:

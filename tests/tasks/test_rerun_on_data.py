@@ -1,0 +1,71 @@
+"""prepare_task reruns when the task's data changes, and only then: an edited file in a mirror folder is
+new data; the same files in another folder (a moved mirror, $GENEB_TASK_SOURCE) are not."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TASK = "ienhancer2l_strong_vs_weak"
+CARD = f"resources/tasks/{TASK}/card.json"
+
+
+def run_snakemake(run: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    base = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args, CARD],
+        cwd=run, env={**base, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    return proc.stdout
+
+
+def planned_prepare(run: Path, env: dict[str, str] | None = None) -> bool:
+    return "rule prepare_task:" in run_snakemake(run, "-n", env=env)
+
+
+def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path, shared):
+    mirror = tmp_path / "mirror"
+    shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
+    run = tmp_path / "run"
+    (run / "config").mkdir(parents=True)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.update(task_source=str(mirror), task_sheet=str(REPO / "config/tasks.tsv"), model_sheet=str(REPO / "config/models.yaml"),
+                  model_revisions=str(REPO / "config/model_revisions.yaml"), tasks=[TASK], models=["kmer-3"])  # fmt: skip
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(run)
+    assert not planned_prepare(run)
+
+    # the same files under another folder, named by the environment variable: nothing to do
+    moved = tmp_path / "moved"
+    shutil.copytree(mirror, moved)
+    assert not planned_prepare(run, env={"GENEB_TASK_SOURCE": str(moved)})
+
+    # a touched but unchanged file: nothing to do either (identity is content, not mtime)
+    os.utime(mirror / TASK / "test.csv.gz")
+    assert not planned_prepare(run)
+
+    # an edited file (one label flipped) is new data: the task is prepared again
+    path = mirror / TASK / "test.csv.gz"
+    with gzip.open(path, "rt") as f:
+        lines = f.read().splitlines()
+    seq, label = lines[1].split(",")
+    lines[1] = f"{seq},{1 - int(label)}"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    assert planned_prepare(run)
+    run_snakemake(run)
+    import json
+
+    import pandas as pd
+
+    test = pd.read_parquet(run / f"resources/tasks/{TASK}/test.parquet")
+    assert int(test.loc[test["row"] == 0, "label"].iloc[0]) == 1 - int(label)
+    assert json.loads((run / CARD).read_text())["splits"]["test"]["n"] == len(lines) - 1
