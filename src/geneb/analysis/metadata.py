@@ -1,5 +1,7 @@
-"""Model and task metadata for the analyses, read from the registry (config/models.yaml) and the catalogue
-(config/tasks.tsv) with plain yaml/pandas (field meanings: docs/data-dictionary.md, "Inputs").
+"""Model and task metadata for the analyses, read from the registry (config/models.yaml) with plain yaml and
+the catalogue (config/tasks.tsv) with `geneb.tasks.catalogue.read_catalogue` (field meanings:
+docs/data-dictionary.md, "Inputs"). The registry is read for its metadata only: unlike
+`geneb.models.registry.load_registry`, entries need no family or source (the analyses never extract).
 
 The analyses need, per model: display name, parameter count (the paper's count where it differs),
 architecture family, tokenizer type, pretraining data and domain, and the tasks it was trained on
@@ -16,6 +18,8 @@ import pandas as pd
 import yaml
 
 from geneb.analysis.tables import AnalysisInputError
+from geneb.models.registry import PAIR_FACTORS
+from geneb.tasks.catalogue import CatalogueError, read_catalogue
 
 #: columns of a model-metadata frame (index: model id)
 MODEL_COLUMNS: tuple[str, ...] = (
@@ -90,11 +94,15 @@ def declared_pairs(path: str | Path) -> list[dict[str, Any]]:
 
     Raises AnalysisInputError for an entry without exactly two models or with an unknown `differs_in`.
     """
-    pairs = load_registry(path).get("matched_pairs") or []
+    return _checked_pairs(load_registry(path), path)
+
+
+def _checked_pairs(registry: dict[str, Any], path: str | Path) -> list[dict[str, Any]]:
+    pairs = registry.get("matched_pairs") or []
     for p in pairs:
         if len(p.get("models", [])) != 2:
             raise AnalysisInputError(f"{path}: matched pair {p.get('id')!r} must list exactly two models")
-        if p.get("differs_in") not in ("architecture", "tokenizer", "pretraining_data"):
+        if p.get("differs_in") not in PAIR_FACTORS:
             raise AnalysisInputError(
                 f"{path}: matched pair {p.get('id')!r}: differs_in must be architecture, tokenizer or "
                 f"pretraining_data, not {p.get('differs_in')!r}"
@@ -105,9 +113,10 @@ def declared_pairs(path: str | Path) -> list[dict[str, Any]]:
 def paper_pairs(path: str | Path) -> list[dict[str, Any]]:
     """The declared matched pairs whose two models are both among the paper's models, with the models
     renamed to their official ids (`paper.model_id`), for analysing the published results."""
-    models = load_registry(path)["models"]
+    registry = load_registry(path)
+    models = registry["models"]
     out = []
-    for p in declared_pairs(path):
+    for p in _checked_pairs(registry, path):
         ids = [(models.get(m, {}).get("paper") or {}).get("model_id") for m in p["models"]]
         if all(ids):
             out.append({**p, "models": ids})
@@ -115,18 +124,19 @@ def paper_pairs(path: str | Path) -> list[dict[str, Any]]:
 
 
 def load_task_meta(path: str | Path) -> pd.DataFrame:
-    """The task catalogue as strings indexed by task id; raises AnalysisInputError on duplicate ids or when
-    the columns task/category/taxon_group are missing."""
-    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    """The task catalogue as strings indexed by task id (`geneb.tasks.catalogue.read_catalogue`); raises
+    AnalysisInputError on duplicate ids or when the columns task/category/taxon_group are missing."""
+    try:
+        df = read_catalogue(path)
+    except CatalogueError as err:
+        raise AnalysisInputError(str(err)) from err
     for col in ("task", "category", "taxon_group"):
         if col not in df.columns:
             raise AnalysisInputError(f"{path}: column {col!r} missing")
-    if df["task"].duplicated().any():
-        raise AnalysisInputError(f"{path}: duplicate task ids {sorted(set(df['task'][df['task'].duplicated()]))}")
     for col in ("task_set", "geneb_task_id", "same_split_as_geneb"):
         if col not in df.columns:
             df[col] = ""
-    return df.set_index("task", drop=False)
+    return df
 
 
 def entries(items: list[dict[str, Any]] | None, what: str) -> dict[str, str]:

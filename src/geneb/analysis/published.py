@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
-from geneb.analysis.metadata import model_frame
+from geneb.analysis.metadata import load_registry, model_frame
 from geneb.analysis.tables import PUBLISHED_SEED, AnalysisInputError, check_scores, file_sha256
 from geneb.categories import CATEGORIES
 
@@ -95,7 +95,7 @@ def published_model_meta(folder: str | Path, models_yaml: str | Path | None = No
     tsv = pd.read_csv(_need(folder, "models.tsv"), sep="\t")
     own: dict[str, dict[str, Any]] = {}
     if models_yaml is not None and Path(models_yaml).exists():
-        for spec in (yaml.safe_load(Path(models_yaml).read_text()) or {}).get("models", {}).values():
+        for spec in load_registry(models_yaml)["models"].values():
             pid = (spec.get("paper") or {}).get("model_id")
             if pid:
                 own[str(pid)] = spec

@@ -15,8 +15,11 @@ class CatalogueError(ValueError):
 
 
 def read_catalogue(path: str | Path) -> pd.DataFrame:
-    """The catalogue as strings (empty cells stay ''), indexed by `task`. Raises on duplicate task ids."""
+    """The catalogue as strings (empty cells stay ''), indexed by `task`. Raises CatalogueError on duplicate
+    task ids or a missing `task` column."""
     df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if "task" not in df.columns:
+        raise CatalogueError(f"{path}: column 'task' missing")
     dup = df["task"][df["task"].duplicated()]
     if not dup.empty:
         raise CatalogueError(f"{path}: duplicate task ids: {sorted(set(dup))}")
