@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from importlib import metadata
 from typing import Any
 
@@ -36,6 +37,16 @@ def canonical_json(obj: Any) -> str:
 def stable_hash(obj: Any, length: int = 12) -> str:
     """First `length` hex digits of the sha256 of `canonical_json(obj)`; identical across processes/machines."""
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def file_sha256(path: str | os.PathLike[str], length: int = 12) -> str:
+    """First `length` hex digits (64: all of them) of the sha256 of a file's bytes, read in 1 MiB blocks.
+    Raises OSError when the file cannot be read."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:length]
 
 
 def package_versions(packages: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:

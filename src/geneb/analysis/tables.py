@@ -117,12 +117,3 @@ def frame_sha256(df: pd.DataFrame, length: int = 12) -> str:
     h.update("\x1f".join(map(str, df.columns)).encode())
     h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
     return h.hexdigest()[:length]
-
-
-def file_sha256(path: str, length: int = 12) -> str:
-    """First `length` hex digits of the sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:length]

@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from geneb.provenance import file_sha256
+
 SEQUENCE_COLUMNS = ("sequence", "text", "seq")
 REVISION = re.compile(r"^[0-9a-f]{40}$")
 ENV_TASK_SOURCE = "GENEB_TASK_SOURCE"
@@ -225,17 +227,6 @@ def resolve_source_string(configured: str | None, env_var: str = ENV_TASK_SOURCE
     return value
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 (hex) of a file's bytes."""
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def source_identity(spec: str, task: str) -> dict[str, Any]:
     """What identifies a task's raw data, for the `prepare_task` rerun key.
 
@@ -250,7 +241,7 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
     files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
     if not files:
         return {"kind": "folder", "source": spec, "task": task}
-    return {"kind": "folder", "task": task, "files": {p.name: file_sha256(p) for p in files}}
+    return {"kind": "folder", "task": task, "files": {p.name: file_sha256(p, length=64) for p in files}}
 
 
 def open_source(spec: str, *, download_dir: str | os.PathLike[str] = "resources/downloads") -> TaskSource:
