@@ -21,16 +21,15 @@ a user with network access pins models once, on a login node, before running off
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from geneb.atomic import write_text_atomic
+from geneb.models.registry import REVISION
 
 PINS_SCHEMA_VERSION = 1
-REVISION = re.compile(r"^[0-9a-f]{40}$")
 
 
 class PinError(ValueError):

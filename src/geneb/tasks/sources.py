@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
 
+from geneb.models.registry import REVISION
 from geneb.provenance import file_sha256
 
 SEQUENCE_COLUMNS = ("sequence", "text", "seq")
-REVISION = re.compile(r"^[0-9a-f]{40}$")
 ENV_TASK_SOURCE = "GENEB_TASK_SOURCE"
 ENV_PAPER_TASK_SOURCE = "GENEB_PAPER_TASK_SOURCE"
 
