@@ -8,6 +8,7 @@ from snakemake.utils import validate
 from geneb import hpc
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import extraction_hash, extraction_settings, load_registry, model_spec
+from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.sources import source_identity
 
@@ -107,10 +108,6 @@ def extraction_mem_mb(wildcards, attempt):
 def extraction_runtime(wildcards, attempt):
     """Minutes of one extraction job, doubled on each retry."""
     return hpc.extraction_runtime(attempt)
-
-
-# the keys of a protocol's probe settings that decide its shot draws (write_shot_indices)
-SHOT_DRAW_KEYS = ("draw", "seeds", "few_shot_k", "max_train", "subsample_seed")
 
 
 def probe_settings(wildcards):
