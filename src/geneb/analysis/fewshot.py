@@ -19,7 +19,8 @@ from scipy import stats
 
 from geneb.analysis.tables import REGIMES, AnalysisInputError
 
-SHOTS = ("10shot", "1shot")
+#: the k-shot regimes, in REGIMES order
+SHOTS: tuple[str, ...] = tuple(r for r in REGIMES if r != "full")
 
 
 def drops(board: pd.DataFrame, protocol: str, category: str = "macro") -> pd.DataFrame:

@@ -22,7 +22,7 @@ from geneb.analysis import bootstrap, contamination, difficulty, fewshot, pairs,
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.metadata import entries
 from geneb.analysis.outputs import ANALYSIS_TABLES, LEADERBOARD_TABLES
-from geneb.analysis.tables import AnalysisInputError, CELL_KEYS, cell_scores, frame_sha256, task_categories, task_matrix
+from geneb.analysis.tables import REGIMES, AnalysisInputError, CELL_KEYS, cell_scores, frame_sha256, task_categories, task_matrix
 from geneb.atomic import atomic_path, write_text_atomic
 from geneb.provenance import package_versions, stable_hash
 
@@ -175,7 +175,7 @@ def run_analyses(
         all_pairs = [dict(p, source=p.get("source", "declared")) for p in declared_pairs]
         all_pairs += [p for p in derived if tuple(p["models"]) not in declared_ids]
         psum["matched_pairs_considered"] = len(all_pairs)
-        for regime in sorted(pcells["regime"].unique(), key=["full", "10shot", "1shot"].index):
+        for regime in sorted(pcells["regime"].unique(), key=REGIMES.index):
             rsum: dict[str, Any] = {}
             matrix = task_matrix(pcells, regime)
             complete = matrix.dropna(how="any")
@@ -232,7 +232,7 @@ def run_analyses(
             rsum["not_in_scale_analysis"] = dropped
             psum["regimes"][regime] = rsum
         fd = fewshot.drops(board, protocol)
-        if {"10shot", "1shot"} & set(fd.columns):
+        if set(fewshot.SHOTS) & set(fd.columns):
             out["fewshot_drops"].append(fd.reset_index().assign(protocol=protocol))
             inv = fewshot.inverse_pattern(fd)
             out["fewshot_inverse"].append(inv.assign(protocol=protocol))

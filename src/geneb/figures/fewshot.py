@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from geneb.analysis.fewshot import SHOTS
 from geneb.analysis.tables import REGIMES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short
 
@@ -34,7 +35,7 @@ def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, 
     a.set_ylabel("macro MCC")
     a.set_title("(a) macro MCC by regime")
     a.legend(frameon=False, fontsize=5)
-    k = next((r for r in ("10shot", "1shot") if f"abs_drop_{r}" in d.columns), None)
+    k = next((r for r in SHOTS if f"abs_drop_{r}" in d.columns), None)
     if k is None:
         b.axis("off")
     else:
