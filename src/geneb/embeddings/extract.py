@@ -26,6 +26,7 @@ from geneb.models.registry import extraction_hash
 from geneb.provenance import package_versions
 from geneb.tasks.alphabet import model_input
 from geneb.tasks.hygiene import reverse_complement
+from geneb.tasks.prepare import read_card
 
 log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
@@ -107,7 +108,7 @@ def extract_task(
     token ids outside the table) are re-raised naming model, task and split; nothing is written then.
     """
     task_dir = Path(task_dir)
-    card = json.loads((task_dir / "card.json").read_text())
+    card = read_card(task_dir / "card.json")
     task = card["task"]
     t0 = time.perf_counter()
     encoder = build_encoder(settings, device=device, batch_size=batch_size, threads=threads, progress=progress)

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any
@@ -27,6 +26,7 @@ from geneb.probe.metrics import seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots, read_shots, write_shots
 from geneb.provenance import package_versions
+from geneb.tasks.prepare import read_card
 
 SCHEMA_VERSION = "1"
 Path = str | os.PathLike[str]
@@ -40,17 +40,12 @@ def _read_split(path: Path, task: str, split: str) -> pd.DataFrame:
     return df
 
 
-def _read_card(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 def write_shot_indices(*, train: Path, card: Path, output: Path, task: str, protocol: str, settings: dict[str, Any]) -> dict:
     """Draw and write the shot file of one (protocol, task); returns its content.
 
     settings: the protocol's draw settings (shots.DRAW_KEYS; extra keys are ignored).
     """
-    c = _read_card(card)
+    c = read_card(card)
     df = _read_split(train, task, "train")
     shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c["data_hash"], settings)
     write_shots(output, shots)
@@ -121,7 +116,7 @@ def fit_probes(
     Returns the score table.
     """
     proto = from_config(protocol, settings)
-    c = _read_card(card)
+    c = read_card(card)
     tr, te = _read_split(train, task, "train"), _read_split(test, task, "test")
     cache = read_embeddings(embeddings, expected={"task_data_hash": c["data_hash"]}, hdf5_locking=hdf5_locking)
     shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings)

@@ -189,6 +189,13 @@ def prepare_task(
     return card
 
 
+def read_card(path: str | Path) -> dict[str, Any]:
+    """The task card written by `prepare_task` (`resources/tasks/{task}/card.json`; keys in
+    docs/data-dictionary.md, stage 1). Raises OSError / json.JSONDecodeError for a missing or broken file."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def report_lines(card: dict[str, Any]) -> list[str]:
     """Human-readable summary of a task card (what `prepare_task` logs)."""
     lines = [f"task {card['task']} ({card['category']}), source {card['source']}, data hash {card['data_hash'][:12]}"]
