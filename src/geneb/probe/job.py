@@ -11,18 +11,15 @@ import logging
 import os
 from typing import Any
 
-from functools import partial
-
 import numpy as np
 import pandas as pd
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from threadpoolctl import threadpool_limits
 
 from geneb.atomic import atomic_path
 from geneb.embeddings.cache import read_embeddings
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
-from geneb.probe.metrics import seed_summary
+from geneb.probe.metrics import label_scores, seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots, read_shots, write_shots
 from geneb.provenance import package_versions
@@ -70,12 +67,9 @@ def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str,
     return X
 
 
-DEDUP_METRICS = {"MCC": matthews_corrcoef, "Acc": accuracy_score, "F1": partial(f1_score, average="macro")}
-
-
 def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any], task: str, confidence: float) -> pd.DataFrame:
     """Scores on the test split without its within-split duplicates (case B48), one row per (regime, seed,
-    metric) named `<metric>_dedup` (MCC, Acc, macro-F1 from scikit-learn), with the fit's other columns.
+    metric) named `<metric>_dedup` (MCC, Acc, macro-F1: `metrics.label_scores`), with the fit's other columns.
 
     preds: the prediction table (regime, seed, row, y_true, y_pred); scores: the score table of the same fits;
     card: the task card, whose `splits.test.dedup_drop_rows` lists the repeated rows (the first copy of each
@@ -90,8 +84,8 @@ def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any]
     base = scores[scores["metric"] == "MCC"].drop(columns=["metric", "value", "ci_low", "ci_high"], errors="ignore")
     rows = []
     for (regime, seed), g in kept.groupby(["regime", "seed"], sort=False):
-        for metric, fn in DEDUP_METRICS.items():
-            rows.append({"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": float(fn(g["y_true"], g["y_pred"])),
+        for metric, value in label_scores(g["y_true"].to_numpy(), g["y_pred"].to_numpy()).items():
+            rows.append({"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": value,
                          "n_test_dedup": len(g)})  # fmt: skip
     seed_cols = ["seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds"]
     out = pd.DataFrame(rows).merge(base.drop(columns=seed_cols, errors="ignore"), on=["regime", "seed"], how="left", validate="many_to_one")

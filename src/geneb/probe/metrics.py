@@ -83,6 +83,16 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
     return mcc_from_confusion(confusion(y_true, y_pred, n_classes))
 
 
+def label_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
+    """MCC, Acc and macro-F1 (scikit-learn; F1 `zero_division=0.0`) of predicted labels y_pred (n,) against
+    y_true (n,): the label-only part of `score_predictions`, also used for the deduplicated test split."""
+    return {
+        "MCC": float(matthews_corrcoef(y_true, y_pred)),
+        "Acc": float(accuracy_score(y_true, y_pred)),
+        "F1": float(f1_score(y_true, y_pred, average="macro", zero_division=0.0)),
+    }
+
+
 def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, float]:
     """MCC, Acc, macro-F1 (scikit-learn) and AUROC (binary; one-vs-rest macro for multiclass) on one test split.
 
@@ -94,12 +104,7 @@ def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray,
     y_pred = np.asarray(y_pred)
     if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
         raise ProbeInputError(f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty")
-    out = {
-        "MCC": float(matthews_corrcoef(y_true, y_pred)),
-        "Acc": float(accuracy_score(y_true, y_pred)),
-        "F1": float(f1_score(y_true, y_pred, average="macro", zero_division=0.0)),
-        "AUROC": float("nan"),
-    }
+    out = {**label_scores(y_true, y_pred), "AUROC": float("nan")}
     present = np.unique(y_true)
     if len(classes) == 2 and len(present) == 2:
         out["AUROC"] = float(roc_auc_score(y_true, proba[:, 1]))
