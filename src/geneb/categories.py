@@ -21,23 +21,6 @@ CATEGORIES: tuple[str, ...] = (
     "Chromatin Acc.",
 )
 
-#: number of paper tasks per category (benchmark_spec.json `categories`; 100 in all)
-PAPER_TASKS_PER_CATEGORY: dict[str, int] = {
-    "Histone Mod.": 30,
-    "Promoters": 22,
-    "Enhancers": 8,
-    "DNA Methyl.": 8,
-    "Splice Sites": 7,
-    "lncRNA": 6,
-    "Mouse Enh.": 5,
-    "TF Binding": 5,
-    "Species Clf.": 3,
-    "Regulatory": 2,
-    "Virus/Phage": 2,
-    "Coding/NC": 1,
-    "Chromatin Acc.": 1,
-}
-
 
 def check_category(name: str) -> str:
     """Return `name` if it is one of the 13 categories, else raise ValueError listing the valid spellings."""

@@ -32,7 +32,6 @@ OKABE_ITO: tuple[str, ...] = (
 LINE_COLOURS: tuple[str, ...] = tuple(c for c in OKABE_ITO if c != "#F0E442")
 GREY = "#9E9E9E"
 SEQUENTIAL = "cividis"
-DIVERGING = "PuOr"  # orange-purple, readable under deuteranopia and protanopia
 SINGLE_COLUMN = 3.35
 DOUBLE_COLUMN = 7.0
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")

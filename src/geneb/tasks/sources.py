@@ -44,8 +44,6 @@ class TaskSource(Protocol):
 
     def read_split(self, task: str, split: str) -> pd.DataFrame: ...
 
-    def has_split(self, task: str, split: str) -> bool: ...
-
     def read_meta(self, task: str) -> dict[str, Any]: ...
 
 
@@ -89,9 +87,6 @@ class MirrorFolder:
             if p.exists():
                 return p
         return None
-
-    def has_split(self, task: str, split: str) -> bool:
-        return self._file(task, split) is not None
 
     def read_split(self, task: str, split: str) -> pd.DataFrame:
         path = self._file(task, split)
@@ -151,16 +146,6 @@ class HttpMirror:
                 self._meta[task] = {}
         return self._meta[task]
 
-    def has_split(self, task: str, split: str) -> bool:
-        meta = self.read_meta(task)
-        if "splits" in meta:
-            return split in meta["splits"]
-        try:
-            self._fetch(task, f"{split}.csv.gz", None)
-            return True
-        except TaskSourceError:
-            return False
-
     def read_split(self, task: str, split: str) -> pd.DataFrame:
         name = f"{split}.csv.gz"
         digest = self.read_meta(task).get("sha256", {}).get(name)
@@ -203,9 +188,6 @@ class HuggingFaceSource:
             return datasets.load_dataset(self.repo_or_dir, data_files=files, revision=self.revision)
         except Exception as exc:
             raise TaskSourceError(f"task {task!r}: cannot load {self.description}: {exc}") from exc
-
-    def has_split(self, task: str, split: str) -> bool:
-        return split in self._load(task)
 
     def read_split(self, task: str, split: str) -> pd.DataFrame:
         dd = self._load(task)
