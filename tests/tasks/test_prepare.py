@@ -49,7 +49,9 @@ def test_prepare_real_task_from_folder(tmp_path, shared, catalogue):
     assert card["splits"]["train"]["n"] == meta["splits"]["train"]["n"] == len(train)
     assert card["splits"]["train"]["class_counts"] == meta["splits"]["train"]["labels"]
     assert card["splits"]["train"]["n_duplicate_rows"] == meta["splits"]["train"]["within_split_dup"]
-    assert card["train_test_overlap"]["exact"] >= 0 and len(card["data_hash"]) == 64
+    # no within-split duplicates in test, so test rows found in train = the mirror's shared-sequence count
+    assert card["train_test_overlap"]["exact"] == meta["overlap_exact_seq"]["train&test"] == 100
+    assert len(card["data_hash"]) == 64
     assert json.loads((tmp_path / TASK / "card.json").read_text()) == card
 
 
@@ -57,7 +59,9 @@ def test_overlap_and_conflicts_reported_on_a_task_with_known_leakage(tmp_path, s
     task = "gue_prom_core_all"  # meta.json: train&test exact overlap 42, 64 sequences with >1 label
     card = prepare(tmp_path, open_source(str(shared / "data/tasks")), catalogue, task=task)
     meta = json.loads((shared / f"data/tasks/{task}/meta.json").read_text())
-    assert card["train_test_overlap"]["exact"] >= 1
+    test = pd.read_parquet(tmp_path / task / "test.parquet").set_index("row")["sequence"]
+    shared_seqs = {s.upper() for s in test.loc[card["train_test_overlap"]["exact_rows"]]}
+    assert len(shared_seqs) == meta["overlap_exact_seq"]["train&test"] == 42  # distinct sequences, as meta.json counts
     assert card["splits"]["train"]["n_duplicate_rows"] == meta["splits"]["train"]["within_split_dup"]
     assert card["splits"]["train"]["n"] == meta["splits"]["train"]["n"]  # reported, nothing dropped
     conflicting = card["splits"]["train"]["conflicting_label_sequences"] + card["splits"]["test"]["conflicting_label_sequences"]
