@@ -56,10 +56,17 @@ def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
     from geneb.figures.style import paper_style, save
 
     with paper_style():
-        save(forest.forest(pd.DataFrame(), {}, protocol="geneb-paper"), tmp_path / "f.png")
+        f = forest.forest(pd.DataFrame(), {}, protocol="geneb-paper")
         empty = pd.DataFrame(columns=["protocol", "regime", "model", "in_domain", "params_used"])
-        save(scale.scale_scatter(pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]), empty, empty, {},
-                                 protocol="geneb-paper"), tmp_path / "s.png")  # fmt: skip
+        s = scale.scale_scatter(pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]), empty, empty, {},
+                                protocol="geneb-paper")  # fmt: skip
+        # a note figure: one blank axes holding the reason as its only text, no plotted data
+        for fig, reason in ((f, "no matched pair could be tested"), (s, "no scale analysis")):
+            (ax,) = fig.axes
+            assert not ax.axison and not ax.lines and not ax.collections
+            assert [t.get_text()[: len(reason)] for t in ax.texts] == [reason]
+        save(f, tmp_path / "f.png")
+        save(s, tmp_path / "s.png")
     assert (tmp_path / "f.pdf").exists() and (tmp_path / "s.png").exists()
     with pytest.raises(ValueError):
         save(forest.forest(pd.DataFrame(), {}, protocol="x"), tmp_path / "f.jpg")
