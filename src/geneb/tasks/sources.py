@@ -42,9 +42,15 @@ class TaskSource(Protocol):
 
     description: str
 
-    def read_split(self, task: str, split: str) -> pd.DataFrame: ...
+    def read_split(self, task: str, split: str) -> pd.DataFrame:
+        """The raw split ("train" or "test"), one row per source line in file order: columns `row` (int,
+        0-based line index), `sequence` (str, untouched) and `label` (as given: integer or name). Raises
+        TaskSourceError naming source, task and split when the split is missing or unreadable."""
+        ...
 
-    def read_meta(self, task: str) -> dict[str, Any]: ...
+    def read_meta(self, task: str) -> dict[str, Any]:
+        """The task's `meta.json` as a dict ({} where the source has none, e.g. a Hugging Face dataset)."""
+        ...
 
 
 def normalise_columns(df: pd.DataFrame, *, where: str) -> pd.DataFrame:
