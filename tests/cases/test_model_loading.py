@@ -27,6 +27,7 @@ from geneb.embeddings.errors import (
     LayerNotExposedError,
     LooksLikeLogitsError,
     MissingPackageError,
+    ModelForwardError,
     RemoteCodeError,
     TokenIdRangeError,
     TransformersVersionError,
@@ -92,9 +93,10 @@ def test_B18_dnabert2_cpu_with_triton_importable(zoo, tmp_path, importable_trito
 
     assert again is not None
     # without the hiding, the remote code takes the Triton path and fails on CPU tensors (the reported crash)
-    naive = _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_naive"), {"transformers": ">=4.26"})
-    with pytest.raises(AssertionError, match="CUDA"):
-        naive.embed([random_dna(80, 1)])
+    # (GENEB's load-time padding check runs the model, so that is where it fails, naming the model)
+    with pytest.raises(ModelForwardError, match="model dnabert2-tiny: the forward pass failed.*CUDA") as err:
+        _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_naive"), {"transformers": ">=4.26"})
+    assert isinstance(err.value.__cause__, AssertionError)
 
 
 def test_B18_dnabert2_cpu_without_triton(zoo, tmp_path):
@@ -217,9 +219,9 @@ def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
     from geneb.models.tiny import copy_tokenizer
 
     copy_tokenizer(zoo.shared / "models" / "tokenizers" / "gena-lm-bigbird-base-t2t", folder)  # 32k ids, 4096 rows
-    enc = build_encoder(extraction_settings({"models": {"wrongtok": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "wrongtok", {}), progress=False)
+    # the load-time padding check already tokenizes and runs a probe sequence, so loading is where it stops
     with pytest.raises(TokenIdRangeError, match=r"model wrongtok: token id \d+ is outside the embedding table \(0..4095\)"):
-        enc.embed([random_dna(300, 6)], [42])
+        build_encoder(extraction_settings({"models": {"wrongtok": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "wrongtok", {}), progress=False)
 
 
 # ---- B23 ----------------------------------------------------------------------------------------------------------

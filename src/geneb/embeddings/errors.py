@@ -40,6 +40,25 @@ class LooksLikeLogitsError(ExtractionError):
     """The pooled width equals the vocabulary size, not the hidden size: the output is logits (B23)."""
 
 
+class ModelForwardError(ExtractionError):
+    """The model's own forward pass raised (an index past a position table, a length rule of its code); the
+    message names the model, the batch shape and the rows, and keeps the model's error as the cause (B13)."""
+
+
+class PaddingVarianceError(ExtractionError):
+    """A sequence's embedding changes when it is batched with a longer one: the padding (side, mask, position
+    ids) is not handled for this model, so results would depend on batch mates (B02, B04, B07)."""
+
+
+class MaxLengthError(ExtractionError):
+    """The model fails on an input of the maximum length GENEB resolved for it: its true limit is lower (B14)."""
+
+
+class DroppedInputError(ExtractionError):
+    """The tokenizer produced no token for some letters of a row (a vocabulary without an UNK token): the
+    embedding would be of a different sequence (B11, B16)."""
+
+
 class MissingPackageError(ImportError):
     """An optional package a model family needs is not installed; the message names model and package."""
 

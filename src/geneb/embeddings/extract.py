@@ -24,7 +24,7 @@ from geneb.embeddings.errors import ExtractionError
 from geneb.models.base import EmbedResult, Encoder
 from geneb.models.registry import extraction_hash
 from geneb.provenance import package_versions
-from geneb.tasks.alphabet import model_input
+from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.hygiene import reverse_complement
 from geneb.tasks.prepare import read_card
 
@@ -63,6 +63,16 @@ def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: s
     rev = encoder.embed([reverse_complement(s) for s in sequences], rows, desc=f"{desc} (RC)" if desc else None)
     emb = (fwd.embeddings + rev.embeddings) / 2 if rc == "average" else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
     return EmbedResult(emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases)
+
+
+def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
+    """The model-input form (uppercase) of a prepared split's `sequence` column, each row checked again
+    against the widest alphabet policy (A C G T N and IUPAC codes, no whitespace, not empty): a parquet
+    written by other means than `prepare_task` cannot slip whitespace or stray letters into a tokenizer that
+    would swallow them (case B11). Raises SequenceError naming task, split, row and character."""
+    policy = AlphabetPolicy()
+    return [model_input(policy.apply(seq, task=task, split=split, row=int(row)))
+            for seq, row in zip(df["sequence"], df["row"])]  # fmt: skip
 
 
 def policy_attrs(settings: dict[str, Any], identity: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +130,7 @@ def extract_task(
         rows = df["row"].astype(int).tolist()
         where = f"model {settings['model']}, task {task}, split {split}"
         try:
-            res = embed_with_rc(encoder, [model_input(s) for s in df["sequence"]], rows, settings["extraction"]["rc"],
+            res = embed_with_rc(encoder, model_inputs(df, task=task, split=split), rows, settings["extraction"]["rc"],
                                 desc=f"{settings['model']} {task} {split}")  # fmt: skip
         except (ExtractionError, ValueError, MemoryError) as err:
             msg = f"{where}: {err}"

@@ -22,7 +22,7 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
 
     method: "mean" (average of real positions), "max" (elementwise max over real positions), "cls" (the first
     real position), "last" (the last real position, index = last nonzero of the mask, so right padding is
-    handled; case B07). Raises EmptyPoolError naming the row (from `rows`, else the batch index) when a mask
+    handled; case B07). Values at masked positions never reach the result, not even NaN/inf. Raises EmptyPoolError naming the row (from `rows`, else the batch index) when a mask
     row is all zero (never 0/0 = NaN), and ValueError for an unknown method or mismatched shapes.
     """
     if method not in POOLINGS:
@@ -37,7 +37,8 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
         raise EmptyPoolError(f"row {name}: no positions left to pool (all padding or special tokens)")
     h = hidden.float()
     if method == "mean":
-        return (h * m.unsqueeze(-1)).sum(dim=1) / counts.unsqueeze(-1).to(h.dtype)
+        # masked_fill, not a product with the mask: NaN/inf at a pad position times 0 is still NaN (case B05)
+        return h.masked_fill(~m.unsqueeze(-1), 0.0).sum(dim=1) / counts.unsqueeze(-1).to(h.dtype)
     if method == "max":
         return h.masked_fill(~m.unsqueeze(-1), float("-inf")).amax(dim=1)
     positions = torch.arange(m.shape[1], device=m.device).expand_as(m)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,6 +28,29 @@ class EmbedResult:
         n = len(self.n_tokens)
         if len(self.trimmed_bases) != n:
             self.trimmed_bases = np.zeros(n, np.int32)
+
+
+def sequence_batch(sequences: Any, rows: Any, *, model: str) -> tuple[list[str], list[int]]:
+    """Check and normalise an `embed()` call's input -> (sequences, rows) as lists.
+
+    sequences: any iterable of str (list, tuple, numpy array, pandas Series); rows: matching ids or None
+    (0..n-1). Raises TypeError for a bare string or bytes (iterating it would embed single letters; case B12)
+    and for an element that is not text (naming the row and its type), ValueError for a length mismatch or
+    an empty batch.
+    """
+    if isinstance(sequences, (str, bytes, bytearray)):
+        what = "string" if isinstance(sequences, str) else f"{type(sequences).__name__} object"
+        raise TypeError(f"model {model}: embed() takes a list of sequences, not one {what} (wrap it: [seq])")
+    seqs = list(sequences)
+    ids = list(rows) if rows is not None else list(range(len(seqs)))
+    if len(ids) != len(seqs):
+        raise ValueError(f"model {model}: {len(seqs)} sequences but {len(ids)} row ids")
+    if not seqs:
+        raise ValueError(f"model {model}: nothing to embed (0 sequences)")
+    for seq, row in zip(seqs, ids):
+        if not isinstance(seq, str):
+            raise TypeError(f"model {model}, row {row}: a sequence must be text (str), got {type(seq).__name__} {seq!r:.40}")
+    return seqs, ids
 
 
 class Encoder(Protocol):

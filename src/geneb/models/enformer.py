@@ -22,7 +22,7 @@ import torch
 from geneb.embeddings.batching import StepDownRunner, plan_batches
 from geneb.embeddings.errors import LongSequenceError, NonFiniteEmbeddingError
 from geneb.embeddings.pooling import pool
-from geneb.models.base import EmbedResult
+from geneb.models.base import EmbedResult, sequence_batch
 from geneb.models.guards import check_pooled_width
 from geneb.models.tokenmodel import _progress, init_execution
 
@@ -82,10 +82,7 @@ class EnformerEncoder:
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row."""
-        if isinstance(sequences, str):
-            raise TypeError("embed() takes a list of sequences, not one string (wrap it: [seq])")
-        sequences = list(sequences)
-        rows = list(rows) if rows is not None else list(range(len(sequences)))
+        sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         policy = self.extraction.get("long_policy", "chunk_mean")
         items: list[tuple[int, str]] = []
         n_chunks = np.zeros(len(sequences), np.int32)

@@ -91,15 +91,18 @@ def check_token_ids(ids: Any, num_embeddings: int | None, *, model: str, rows: l
 
 
 def check_pooled_width(width: int, *, model: str, hidden_size: int | None, vocab_size: int | None,
-                       expected: int | None = None) -> None:  # fmt: skip
+                       expected: int | None = None, num_embeddings: int | None = None) -> None:  # fmt: skip
     """Check the pooled width `width` (d) of a model's embedding.
 
     expected: the registry's `embedding_dim` (wins when set; e.g. Caduceus-PS is 2 x d_model). hidden_size /
-    vocab_size: from the model config. Raises LooksLikeLogitsError when width == vocab_size != hidden_size
+    vocab_size: from the model config; num_embeddings: rows of the input embedding table (a vocabulary padded
+    to a multiple of 8, so logits are that wide, not vocab_size). Raises LooksLikeLogitsError when width is
+    either vocabulary size and not the expected/hidden size, or is one of them while no hidden size is known
     (a generation head was pooled, e.g. Evo's unembedding left in place), and ValueError when width differs
     from the expected or hidden size.
     """
-    if vocab_size is not None and width == vocab_size and width != (expected or hidden_size):
+    vocab = {v for v in (vocab_size, num_embeddings) if v is not None}
+    if width in vocab and width != (expected or hidden_size):
         raise LooksLikeLogitsError(
             f"model {model}: pooled width {width} equals the vocabulary size; this looks like logits, not hidden "
             "states (remove the output head, or pick a hidden layer)"

@@ -7,8 +7,9 @@ Loading rules (docs/footguns.md, "Model loading"):
 
 * Remote code runs only when the registry entry says `trust_remote_code: true` and the source is pinned
   (a 40-hex hub revision, or a local folder whose files are hashed into the settings); a checkpoint whose
-  config carries an `auto_map` while the entry does not allow remote code is refused, instead of silently
-  loading the built-in class with missing weights (the DNABERT-S reference defect). A remote-code entry
+  config or tokenizer config carries an `auto_map` while the entry does not allow remote code is refused,
+  instead of silently loading a built-in class (missing weights: the DNABERT-S reference defect; a generic
+  tokenizer in place of the authors' one gives other token ids). A remote-code entry
   declares a transformers range, checked before loading (case B19).
 * Modules listed in `load.hide_modules_on_cpu` (triton for DNABERT-2) are unimportable while the model loads
   on CPU, which forces the remote code's pure-PyTorch path (case B18).
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 IGNORABLE_MISSING_PREFIXES = ("pooler.",)
 #: config keys that may hold the model's maximum positions, in order of preference
 CONFIG_MAX_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_len")
+#: config keys that may hold the hidden size, in order of preference
+CONFIG_HIDDEN_KEYS = ("hidden_size", "d_model", "n_embd", "hidden_dim", "embed_dim", "dim", "width")
 
 
 def special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -54,16 +57,34 @@ def special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:
     raise ValueError("cannot locate the sequence tokens inside the tokenizer's special-token template")
 
 
-def read_config_json(where: str, revision: str | None) -> dict[str, Any]:
-    """The raw config.json of a local folder or a hub snapshot (no class is instantiated, no code runs)."""
+def read_config_json(where: str, revision: str | None, name: str = "config.json", *, required: bool = True) -> dict[str, Any]:
+    """The raw JSON file `name` (config.json, tokenizer_config.json) of a local folder or a hub snapshot (no
+    class is instantiated, no code runs); {} for a missing file that is not `required`."""
     local = Path(where)
     if local.is_dir():
-        path = local / "config.json"
+        path: Path | None = local / name
+        if not required and not path.exists():
+            return {}
     else:
         from transformers.utils import cached_file
 
-        path = Path(cached_file(where, "config.json", revision=revision))
-    return json.loads(Path(path).read_text())
+        found = cached_file(where, name, revision=revision, _raise_exceptions_for_missing_entries=required)
+        path = Path(found) if found else None
+    return json.loads(path.read_text()) if path is not None else {}
+
+
+def position_offset(model: Any, positions: int | None) -> int:
+    """How many rows of the learned position table no real token can use: RoBERTa-style embeddings (RoBERTa,
+    ESM with absolute positions, ...) number positions from `padding_idx + 1`, so 514 positions allow 512
+    tokens. Found structurally (a module with `padding_idx` and a `position_embeddings` table of `positions`
+    rows), not by model name; 0 when there is none."""
+    import torch.nn as nn
+
+    for module in model.modules():
+        table, pad = getattr(module, "position_embeddings", None), getattr(module, "padding_idx", None)
+        if isinstance(table, nn.Embedding) and isinstance(pad, int) and table.num_embeddings == positions:
+            return pad + 1
+    return 0
 
 
 class HFEncoder(TokenModelEncoder):
@@ -94,13 +115,16 @@ class HFEncoder(TokenModelEncoder):
                 raise RemoteCodeError(f"model {self.model_id}: trust_remote_code needs a pinned 40-hex revision "
                                       f"(got {self.revision!r}); unpinned remote code runs whatever is on main")  # fmt: skip
             check_transformers_range(self.model_id, load.get("transformers"))
-        raw = read_config_json(self.where, self.revision)
-        if not trust and "auto_map" in raw:
-            raise RemoteCodeError(
-                f"model {self.model_id}: the checkpoint ships remote code (config auto_map {sorted(raw['auto_map'])}) but "
-                "the registry entry has trust_remote_code: false; loading it with a built-in class would leave its "
-                "weights unused. Set trust_remote_code: true with a pinned revision and a transformers range."
-            )
+        if not trust:
+            for name, required in (("config.json", True), ("tokenizer_config.json", False)):
+                raw = read_config_json(self.where, self.revision, name, required=required)
+                if "auto_map" in raw:
+                    raise RemoteCodeError(
+                        f"model {self.model_id}: the checkpoint ships remote code ({name} auto_map "
+                        f"{sorted(raw['auto_map'])}) but the registry entry has trust_remote_code: false; loading it "
+                        "with a built-in class would leave its weights unused or tokenize differently. Set "
+                        "trust_remote_code: true with a pinned revision and a transformers range."
+                    )  # fmt: skip
         import_modules(load.get("preimport") or [])
         hide = list(load.get("hide_modules_on_cpu") or []) if self.device == "cpu" else []
         kwargs: dict[str, Any] = {"trust_remote_code": trust}
@@ -122,19 +146,31 @@ class HFEncoder(TokenModelEncoder):
         self.model = model.eval().to(self.device)
         cfg = self.model.config
         config_max = next((getattr(cfg, k) for k in CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)
+        if config_max is not None:
+            offset = position_offset(self.model, config_max)
+            if offset:
+                log.info("model %s: positions start at padding_idx + 1: %d of %d positions usable", self.model_id,
+                         config_max - offset, config_max)  # fmt: skip
+                config_max -= offset
         self.max_tokens = resolve_max_tokens(getattr(self.tokenizer, "model_max_length", None), config_max,
                                              self.extraction.get("max_tokens"), model=self.model_id)  # fmt: skip
+        if self.extraction.get("max_tokens") is None:
+            self.max_tokens_from = "tokenizer/config"
         self._override_tokenizer_padding()
         self.prefix, self.suffix = special_affixes(self.tokenizer)
         self.unk_id = getattr(self.tokenizer, "unk_token_id", None)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
-        self.hidden_size = next((getattr(cfg, k) for k in ("hidden_size", "d_model", "n_embd") if isinstance(getattr(cfg, k, None), int)), None)
         self.vocab_size = getattr(cfg, "vocab_size", None)
         try:
-            self.num_embeddings = int(self.model.get_input_embeddings().num_embeddings)
+            table = self.model.get_input_embeddings()
+            self.num_embeddings, table_width = int(table.num_embeddings), int(table.embedding_dim)
         except (AttributeError, NotImplementedError, TypeError):
-            self.num_embeddings = None
+            # no table found: the config's vocabulary size still bounds the ids (a padded table is larger)
+            self.num_embeddings = self.vocab_size if isinstance(self.vocab_size, int) else None
+            table_width = None
+        self.hidden_size = next((getattr(cfg, k) for k in CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)),
+                                table_width)  # fmt: skip
         self.uses_attention_mask = self._takes_attention_mask()
         # BigBird's block-sparse attention pads to whole blocks and picks blocks by the padded length
         self.pad_sensitive = getattr(cfg, "attention_type", None) == "block_sparse"
@@ -166,7 +202,12 @@ class HFEncoder(TokenModelEncoder):
         self.tokenizer.model_max_length = SENTINEL_MAX_LENGTH * 10
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        return self.tokenizer(texts, add_special_tokens=False, padding=False, truncation=False)["input_ids"]
+        # fast tokenizers also give each token's character span, so letters dropped without a token are seen
+        fast = bool(getattr(self.tokenizer, "is_fast", False))
+        enc = self.tokenizer(texts, add_special_tokens=False, padding=False, truncation=False,
+                             return_offsets_mapping=fast)  # fmt: skip
+        self._offsets = enc["offset_mapping"] if fast else None
+        return enc["input_ids"]
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
         if want_states:

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from geneb.embeddings.errors import EmptyPoolError
-from geneb.models.base import EmbedResult
+from geneb.models.base import EmbedResult, sequence_batch
 
 _CODE = np.full(256, -1, dtype=np.int64)
 for _i, _b in enumerate("ACGT"):
@@ -54,8 +54,7 @@ class KmerEncoder:
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Frequencies float32 (n, 4^k) in input order; `desc` is unused (no progress bar: this is fast).
         Raises TypeError for a bare string and EmptyPoolError naming the row when no k-mer is valid."""
-        if isinstance(sequences, str):
-            raise TypeError("embed() takes a list of sequences, not one string (wrap it: [seq])")
+        sequences, rows = sequence_batch(sequences, rows, model=f"kmer-{self.k}")
         widths = [4**k for k in self.sizes]
         out = np.zeros((len(sequences), sum(widths)), dtype=np.float32)
         n_tokens = np.zeros(len(sequences), dtype=np.int32)

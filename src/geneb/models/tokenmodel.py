@@ -13,12 +13,17 @@ bugs live). Policy (docs/footguns.md):
   token), truncate (first chunk; counted per row), or error.
 * Batches: chunks sorted by length, padded to the batch's longest on `padding_side` (right by default) with
   the attention mask passed; a model without an attention mask gets equal-length batches only, unless it is
-  causal and padded on the right (pads then sit where no real position can see them; case B02).
+  causal and padded on the right (pads then sit where no real position can see them; case B02). Whatever the
+  family, every encoder proves this at load: a probe sequence embedded alone and beside a longer one must give
+  the same vector, else PaddingVarianceError (left padding of learned absolute positions, a mask the model
+  ignores; cases B02, B04, B07). A pad id outside the embedding table is replaced by id 0 (pads are masked).
 * Pooling: over the real tokens, minus the special tokens when `exclude_special_tokens` (case B06), in
   float32 (case B25); layer by index (-1 = last_hidden_state) or by module name (a forward hook).
 * Guards: token ids inside the embedding table (B22), pooled width = hidden size and not vocabulary size
   (B23), finite values (B27: error, or retry the batch in float32 under `nonfinite: retry_fp32`), and the
-  out-of-memory step-down that keeps row order.
+  out-of-memory step-down that keeps row order; letters the tokenizer drops without a token (no UNK in its
+  vocabulary) are an error naming the row (B11); a maximum length taken from the model's files is tried once
+  at load (B14); any other error of the model's forward pass is re-raised naming the model and rows (B13).
 """
 
 from __future__ import annotations
@@ -32,10 +37,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from geneb.embeddings.batching import StepDownRunner, plan_batches
-from geneb.embeddings.errors import EmptyPoolError, LongSequenceError, NonFiniteEmbeddingError
+from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
+from geneb.embeddings.errors import (
+    DroppedInputError,
+    EmptyPoolError,
+    ExtractionError,
+    LongSequenceError,
+    MaxLengthError,
+    ModelForwardError,
+    NonFiniteEmbeddingError,
+    PaddingVarianceError,
+)
 from geneb.embeddings.pooling import pool
-from geneb.models.base import EmbedResult
+from geneb.models.base import EmbedResult, sequence_batch
 from geneb.models.guards import check_pooled_width, check_token_ids, get_layer
 
 log = logging.getLogger(__name__)
@@ -43,6 +57,11 @@ log = logging.getLogger(__name__)
 #: tokenizers report this (or larger, e.g. 1e30) when no maximum is set: not a real limit (case B14)
 SENTINEL_MAX_LENGTH = 10**9
 REDUCED_DTYPES = ("bfloat16", "float16")
+#: a maximum worked out from the model's files (not set in the registry) is tried once at load, up to this length
+MAX_LENGTH_CHECK_TOKENS = 8192
+#: relative difference of a pooled vector alone vs batched with a longer one that counts as padding-dependent
+#: (fp32 differences are ~1e-6; a padding bug moves vectors by 1e-1 and more), per compute dtype
+PADDING_CHECK_TOLERANCE = {"float32": 1e-3, "bfloat16": 5e-2, "float16": 5e-2}
 
 
 def resolve_max_tokens(tokenizer_max: int | None, config_max: int | None, registry_max: int | None, *, model: str) -> int:
@@ -143,6 +162,8 @@ class TokenModelEncoder:
         self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
         self.last_unk = (0, 0)  # (rows with an unknown token, unknown tokens) of the last make_chunks call
         self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
+        self.max_tokens_from = "registry"  # where max_tokens came from: registry, or the model's files (then tried)
+        self._offsets: list[list[tuple[int, int]]] | None = None  # character spans of the last _tokenize call
         self.step_downs = 0
         self.fp32_retries = 0
         self._captured: list[torch.Tensor] = []
@@ -185,8 +206,17 @@ class TokenModelEncoder:
     def _after_load(self) -> None:
         ext = self.extraction
         self.body_cap = self.max_tokens - len(self.prefix) - len(self.suffix)
+        multiple = ext.get("length_multiple")
+        if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
+            self.body_cap -= self.body_cap % int(multiple)
         if self.body_cap < 1:
-            raise ValueError(f"model {self.model_id}: max_tokens {self.max_tokens} leaves no room for sequence tokens")
+            raise ValueError(f"model {self.model_id}: max_tokens {self.max_tokens} leaves no room for sequence tokens"
+                             + (f" in multiples of {multiple}" if multiple else ""))  # fmt: skip
+        if self.num_embeddings is not None and not 0 <= self.pad_id < self.num_embeddings:
+            # pads are masked (or sit after every real token of a causal model): any id in the table will do
+            log.warning("model %s: pad id %d is outside the embedding table (%d rows); padding with id 0",
+                        self.model_id, self.pad_id, self.num_embeddings)  # fmt: skip
+            self.pad_id = 0
         side = ext.get("padding_side", "right")
         if side not in ("right", "left"):
             raise ValueError(f"model {self.model_id}: padding_side must be right or left, got {side!r}")
@@ -227,6 +257,63 @@ class TokenModelEncoder:
                  "excluded" if ext.get("exclude_special_tokens", True) else "included",
                  ext.get("long_policy", "chunk_mean"), self.compute_dtype, self.weights_dtype,
                  ", autocast" if self.autocast else "")  # fmt: skip
+        self._check_max_length()
+        self._check_padding_invariance()
+
+    def _probe_ids(self, n_tokens: int) -> list[int]:
+        """Up to `n_tokens` body token ids of a fixed probe sequence (for the load-time checks)."""
+        ext = self.extraction
+        seq = ("ACGTTGCAGGATCCATTGCAAGCTTACG" * (n_tokens // 4 + 8))[: max(24, n_tokens * 8)]
+        ids = self._tokenize([transform_input(seq, ext.get("input_transform"), model=self.model_id, row=-1)])[0]
+        return list(ids[:n_tokens])
+
+    def _check_max_length(self) -> None:
+        """One forward pass at the resolved maximum when it came from the model's files, not the registry: a
+        position table shifted by a padding offset (RoBERTa/ESM: 514 positions, 512 usable) or a stale config
+        value then fails here, naming the model, instead of on some row mid-run (case B14). Skipped above
+        MAX_LENGTH_CHECK_TOKENS tokens (cost). Raises MaxLengthError."""
+        if self.max_tokens_from == "registry" or self.max_tokens > MAX_LENGTH_CHECK_TOKENS:
+            return
+        body = self._probe_ids(self.body_cap)
+        if len(body) < self.body_cap:
+            return  # the probe sequence is too short for this tokenizer: nothing to learn
+        chunk = Chunk(0, self.prefix + body + self.suffix, [1] * (len(body) + len(self.prefix) + len(self.suffix)))
+        try:
+            self._forward_batch([chunk], [-1])
+        except ModelForwardError as err:
+            raise MaxLengthError(
+                f"model {self.model_id}: an input of its maximum length {self.max_tokens} tokens (from the "
+                f"{self.max_tokens_from}) fails in the forward pass ({err.__cause__!r}); its true limit is lower: "
+                "set extraction.max_tokens in the registry entry"
+            ) from err
+
+    def _check_padding_invariance(self) -> None:
+        """Embed a short probe alone and in a batch with a longer one; the short one's pooled vector must not
+        change beyond PADDING_CHECK_TOLERANCE (relative to its largest value). Catches padding the model does
+        not honour, whatever the family: left pads shifting learned absolute positions, a mask it ignores
+        (cases B02, B04, B07). Skipped under equal-length batching (no pads ever). Raises PaddingVarianceError."""
+        if self.bucket_equal_lengths:
+            return
+        multiple = int(self.extraction.get("length_multiple") or 1)
+        long_ids = self._probe_ids(min(self.body_cap, 64))
+        n_short = max(multiple, (len(long_ids) // 3) // multiple * multiple)
+        if len(long_ids) <= n_short:
+            return  # the model takes too few tokens for two lengths
+        affix = [0 if self.extraction.get("exclude_special_tokens", True) else 1]
+        chunks = [Chunk(i, self.prefix + ids + self.suffix, affix * len(self.prefix) + [1] * len(ids) + affix * len(self.suffix))
+                  for i, ids in enumerate((long_ids[:n_short], long_ids))]  # fmt: skip
+        alone, _ = self._forward_batch(chunks[:1], [-1])
+        batched, _ = self._forward_batch(chunks, [-1, -2])
+        scale = float(alone.abs().max().clamp_min(1e-6))
+        diff = float((alone[0] - batched[0]).abs().max()) / scale
+        tol = PADDING_CHECK_TOLERANCE[self.compute_dtype]
+        if not diff <= tol:
+            raise PaddingVarianceError(
+                f"model {self.model_id}: a {n_short}-token probe's embedding changes by {diff:.3g} (relative; limit "
+                f"{tol:g}) when batched with a {len(long_ids)}-token one under padding_side {self.padding_side}"
+                f"{'' if self.uses_attention_mask else ' without an attention mask'}: results would depend on batch "
+                "mates. Use padding_side: right, or bucket_by_length: true (equal-length batches)"
+            )
 
     def _hook(self, _module: Any, _inputs: Any, output: Any) -> None:
         self._captured.append(output[0] if isinstance(output, (tuple, list)) else output)
@@ -280,6 +367,7 @@ class TokenModelEncoder:
             log.info("model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
                      self.model_id, multiple, int((trimmed > 0).sum()), int(trimmed.max()))  # fmt: skip
         encoded = self._tokenize(texts)
+        self._check_dropped(texts, rows)
         if self.unk_id is not None:
             unk = [sum(1 for t in ids if t == self.unk_id) for ids in encoded]
             self.last_unk = (sum(1 for u in unk if u), sum(unk))
@@ -312,6 +400,36 @@ class TokenModelEncoder:
             n_chunks[i] = len(pieces)
         return chunks, n_chunks, truncated, trimmed
 
+    def _check_dropped(self, texts: list[str], rows: list[int]) -> None:
+        """Raise DroppedInputError for the first row with a non-whitespace character that no token stands for
+        (a vocabulary without UNK deletes letters it cannot spell, e.g. N or IUPAC codes; case B11).
+
+        Needs the character spans of the last `_tokenize` call (`self._offsets`, set by fast tokenizers);
+        without them the check is not possible and is skipped. A run of one repeated letter whose neighbour
+        (the same letter) has a token is a run the tokenizer's normalizer collapsed on purpose (GENA-LM maps
+        an N run to one token; case B16), not a dropped letter."""
+        if self._offsets is None:
+            return
+        for i, (text, spans) in enumerate(zip(texts, self._offsets)):
+            covered = bytearray(len(text))
+            for a, b in spans:
+                covered[a:b] = b"\x01" * (b - a)
+            j = covered.find(0)
+            while j != -1:
+                end = covered.find(1, j)
+                end = len(text) if end == -1 else end
+                gap = text[j:end].strip()
+                if gap and not _collapsed_run(text, covered, j, end):
+                    k = j + next(n for n, ch in enumerate(text[j:end]) if not ch.isspace())
+                    raise DroppedInputError(
+                        f"model {self.model_id}, row {rows[i]}: {len(gap)} letters have no token (the first by the "
+                        f"tokenizer's character spans: {text[k]!r} at position {k}; a vocabulary without an UNK token "
+                        "drops what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another "
+                        "sequence; use a task without such letters or a model whose vocabulary spells them",
+                        rows=[rows[i]],
+                    )  # fmt: skip
+                j = covered.find(0, end)
+
     def batch_tensors(self, batch: list[Chunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rectangular (B, T) tensors for a batch: input ids (pad id outside the sequence), attention mask
         (1 = real token) and pool mask (1 = pooled position), padded on `padding_side` to the batch's
@@ -334,8 +452,11 @@ class TokenModelEncoder:
 
     # ---- forward ----------------------------------------------------------------------------------------
 
-    def hidden_states(self, ids: torch.Tensor, attn: torch.Tensor, *, force_fp32: bool = False) -> torch.Tensor:
-        """Hidden states (B, T, d) of the configured layer for one rectangular batch."""
+    def hidden_states(self, ids: torch.Tensor, attn: torch.Tensor, *, force_fp32: bool = False,
+                      rows: list[int] | None = None) -> torch.Tensor:  # fmt: skip
+        """Hidden states (B, T, d) of the configured layer for one rectangular batch. An error of the model's
+        own forward pass (not out-of-memory, which the batch step-down handles) is re-raised as
+        ModelForwardError naming the model, the batch shape and `rows`."""
         inputs = {"input_ids": ids.to(self.device)}
         if self.uses_attention_mask:
             inputs["attention_mask"] = attn.to(self.device)
@@ -345,8 +466,18 @@ class TokenModelEncoder:
         ctx = (torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.compute_dtype))
                if use_autocast else contextlib.nullcontext())  # fmt: skip
         self._captured.clear()
-        with torch.inference_mode(), ctx:
-            out = self._call(inputs, want_states)
+        try:
+            with torch.inference_mode(), ctx:
+                out = self._call(inputs, want_states)
+        except Exception as err:  # noqa: BLE001 - re-raised with the model and rows named
+            if is_out_of_memory(err) or isinstance(err, ExtractionError):
+                raise
+            shown = ("the load-time check's probe sequences" if rows and min(rows) < 0  # see _check_padding_invariance
+                     else "rows " + (", ".join(str(r) for r in (rows or [])[:5]) or "?") + (" ..." if rows and len(rows) > 5 else ""))
+            raise ModelForwardError(
+                f"model {self.model_id}: the forward pass failed on a batch of {ids.shape[0]} x {ids.shape[1]} tokens "
+                f"({shown}): {type(err).__name__}: {err}", rows=[r for r in rows or [] if r >= 0],
+            ) from err  # fmt: skip
         if isinstance(layer, str):
             if not self._captured:
                 raise RuntimeError(f"model {self.model_id}: module {layer!r} did not run in the forward pass")
@@ -355,14 +486,14 @@ class TokenModelEncoder:
 
     def _forward_batch(self, chunks: list[Chunk], rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         ids, attn, pmask = self.batch_tensors(chunks)
-        check_token_ids(ids, self.num_embeddings, model=self.model_id, rows=rows)
-        hidden = self.hidden_states(ids, attn)
+        check_token_ids(ids[attn.bool()], self.num_embeddings, model=self.model_id, rows=rows)
+        hidden = self.hidden_states(ids, attn, rows=rows)
         bad = self._nonfinite_rows(hidden, attn)
         if bad and self.autocast:
             self.fp32_retries += 1
             log.warning("model %s: non-finite %s states for rows %s; retrying the batch in float32 (nonfinite: retry_fp32)",
                         self.model_id, self.compute_dtype, [rows[b] for b in bad])  # fmt: skip
-            hidden = self.hidden_states(ids, attn, force_fp32=True)
+            hidden = self.hidden_states(ids, attn, force_fp32=True, rows=rows)
             bad = self._nonfinite_rows(hidden, attn)
         if bad:
             raise NonFiniteEmbeddingError(
@@ -387,14 +518,7 @@ class TokenModelEncoder:
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled embeddings float32 (n, d) in input order, with per-row n_tokens (pooled positions, all chunks),
         n_chunks, truncated and trimmed_bases. Raises TypeError for a bare string (case B12)."""
-        if isinstance(sequences, str):
-            raise TypeError("embed() takes a list of sequences, not one string (wrap it: [seq])")
-        sequences = list(sequences)
-        rows = list(rows) if rows is not None else list(range(len(sequences)))
-        if len(rows) != len(sequences):
-            raise ValueError(f"model {self.model_id}: {len(sequences)} sequences but {len(rows)} row ids")
-        if not sequences:
-            raise ValueError(f"model {self.model_id}: nothing to embed (0 sequences)")
+        sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         chunks, n_chunks, truncated, trimmed = self.make_chunks(sequences, rows)
         method = self.extraction.get("pooling", "mean")
         plan = plan_batches([len(c.ids) for c in chunks], self.batch_size, equal_length=self.bucket_equal_lengths)
@@ -409,7 +533,8 @@ class TokenModelEncoder:
             pooled, ntok = result
             if state["acc"] is None:
                 check_pooled_width(int(pooled.shape[1]), model=self.model_id, hidden_size=self.hidden_size,
-                                   vocab_size=self.vocab_size, expected=self.extraction.get("embedding_dim"))  # fmt: skip
+                                   vocab_size=self.vocab_size, expected=self.extraction.get("embedding_dim"),
+                                   num_embeddings=self.num_embeddings)  # fmt: skip
                 state["acc"] = np.zeros((len(sequences), pooled.shape[1]), np.float64)
                 if method == "max":
                     state["acc"][:] = -np.inf
@@ -436,6 +561,17 @@ class TokenModelEncoder:
         if method == "mean":
             acc = acc / counts[:, None]
         return EmbedResult(acc.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, trimmed)
+
+
+def _collapsed_run(text: str, covered: bytearray, start: int, end: int) -> bool:
+    """Whether the uncovered span text[start:end] is one repeated letter next to a covered copy of it."""
+    letters = set(text[start:end])
+    if len(letters) != 1:
+        return False
+    letter = letters.pop()
+    after = end < len(text) and covered[end] and text[end] == letter
+    before = start > 0 and covered[start - 1] and text[start - 1] == letter
+    return bool(after or before)
 
 
 class _NoBar:

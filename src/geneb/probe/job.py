@@ -112,7 +112,8 @@ def fit_probes(
     proto = from_config(protocol, settings)
     c = read_card(card)
     tr, te = _read_split(train, task, "train"), _read_split(test, task, "test")
-    cache = read_embeddings(embeddings, expected={"task_data_hash": c["data_hash"]}, hdf5_locking=hdf5_locking)
+    cache = read_embeddings(embeddings, expected={"task_data_hash": c["data_hash"], "model": model, "task": task},
+                            hdf5_locking=hdf5_locking)  # fmt: skip
     shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings)
     data = TaskArrays(
         task, _aligned(cache.splits["train"], tr, task, "train", embeddings), tr["label"].to_numpy(), tr["row"].to_numpy(),
@@ -127,7 +128,10 @@ def fit_probes(
     scores = pd.concat([pd.DataFrame({**ident, "category": c["category"]}, index=scores.index), scores], axis=1)
     prov = {
         "config_hash": proto.config_hash(), "data_hash": c["data_hash"], "shots_hash": shot["draw_hash"],
-        "embedding_key_hash": cache.key_hash, "geneb_version": v["geneb"], "sklearn_version": v["scikit-learn"],
+        "embedding_key_hash": cache.key_hash,
+        # under dtype auto the device picks it (float32 on CPU, bfloat16 on CUDA) and the device never reruns work
+        "embedding_compute_dtype": str(cache.key.get("encoder", {}).get("compute_dtype") or "n/a"),
+        "geneb_version": v["geneb"], "sklearn_version": v["scikit-learn"],
         "numpy_version": v["numpy"], "scipy_version": v["scipy"],
     }  # fmt: skip
     scores = scores.assign(**prov)
