@@ -166,3 +166,52 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
         assert cached.key["task"] == Path(t).stem and cached.key["model"] == "kmer-3"
     leftovers = [p for p in (d / "resources" / "embeddings").rglob("*") if p.name.startswith(".tmp-")]
     assert not leftovers
+
+
+def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monkeypatch):
+    """On a file system without locks every open with locking fails (errno 37); the pre-DAG completeness check
+    must still see a complete file as complete (else every run would move all caches aside)."""
+    from geneb import hpc
+
+    path = _file(tmp_path / "e.h5")
+    real = h5py.File
+
+    def no_locks(name, mode="r", *args, locking=None, **kwargs):
+        if locking is not False:
+            raise OSError(f"Unable to synchronously open file (unable to lock file, errno = 37, error message = 'No locks available')")
+        return real(name, mode, *args, locking=locking, **kwargs)
+
+    monkeypatch.setattr(h5py, "File", no_locks)
+    assert hpc.is_complete_embedding_file(path) and hpc.is_complete_embedding_file(path, hdf5_locking="on")
+    assert hpc.set_aside_partial([path]) == [] and path.exists()
+    monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
+    with pytest.raises(Exception, match=r"cannot lock the file .*hdf5_locking: off") as err:
+        read_embeddings(path, hdf5_locking="on")
+    assert str(path) in str(err.value)
+    assert read_embeddings(path, hdf5_locking="off").key["model"] == "M"
+
+
+@pytest.mark.parametrize("damage", ["zero bytes", "truncated", "no key", "key not JSON"])
+def test_B41_broken_cache_files_are_named_and_never_read(tmp_path, damage):
+    """Whatever is wrong with a cache file, the reader names the file and refuses it; the pre-DAG check sets
+    it aside."""
+    from geneb import hpc
+    from geneb.embeddings.cache import CacheError, read_key
+
+    path = _file(tmp_path / "e.h5")
+    if damage == "zero bytes":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:1500])
+    else:
+        with h5py.File(path, "r+") as f:
+            if damage == "no key":
+                del f.attrs["extraction_key"]
+            else:
+                f.attrs["extraction_key"] = "{not json"
+    for read in (read_embeddings, read_key):
+        with pytest.raises(CacheError, match="rerun extraction") as err:
+            read(path, hdf5_locking="off")
+        assert str(path) in str(err.value)
+    if damage in ("zero bytes", "truncated"):
+        assert [old for old, _ in hpc.set_aside_partial([path], hdf5_locking="off")] == [path]

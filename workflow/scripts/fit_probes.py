@@ -1,5 +1,7 @@
 """Shim: rule fit_probes -> geneb.probe.job.fit_probes (threads and HDF5 locking are execution knobs)."""
 
+from pathlib import Path
+
 from geneb.logs import log_to_file
 from geneb.probe.job import fit_probes
 
@@ -18,4 +20,5 @@ fit_probes(
     settings=snakemake.params.settings,
     threads=snakemake.threads,
     hdf5_locking=snakemake.config["execution"]["hdf5_locking"],
+    settings_hash=Path(snakemake.input.embeddings).parent.name,  # resources/embeddings/{model}/{xhash}/{task}.h5
 )

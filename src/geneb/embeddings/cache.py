@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,12 @@ def _locking_kwargs(hdf5_locking: str) -> dict[str, Any]:
     if os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() == "FALSE":
         return {"locking": False}
     return {}
+
+
+def is_lock_error(err: BaseException) -> bool:
+    """Whether an HDF5 open failed because the file system refused a lock ("unable to lock file, errno = 37";
+    case B37), not because of the file's content (a truncated file's message mentions "sblock", not a lock)."""
+    return isinstance(err, OSError) and re.search(r"\block(s|ing)?\b", str(err), re.IGNORECASE) is not None
 
 
 def _h5py():
@@ -176,13 +183,40 @@ class CachedTask:
     n_tokens: dict[str, np.ndarray]
 
 
-def read_key(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, Any]:
-    """The extraction key of a complete cache file. Raises IncompleteCacheError if `complete` is missing."""
+def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
+    """h5py.File(path, "r"), or CacheError naming the file: IncompleteCacheError for a file HDF5 cannot read
+    (zero bytes, truncated, foreign), a plain CacheError with the NFS advice when the lock is refused."""
     h5py = _h5py()
-    with h5py.File(path, "r", **_locking_kwargs(hdf5_locking)) as f:
-        if not bool(f.attrs.get("complete", False)):
-            raise IncompleteCacheError(f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction")
-        return json.loads(f.attrs["extraction_key"])
+    try:
+        return h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        if is_lock_error(err):
+            raise CacheError(f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off "
+                             "(case B37)") from err  # fmt: skip
+        raise IncompleteCacheError(f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); "
+                                   "rerun extraction") from err  # fmt: skip
+
+
+def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
+    if not bool(f.attrs.get("complete", False)):
+        raise IncompleteCacheError(f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction")
+    try:
+        key = json.loads(f.attrs["extraction_key"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise CacheError(f"{path}: the extraction key attribute is missing or not JSON ({err!r}); rerun extraction") from err
+    if not isinstance(key, dict):
+        raise CacheError(f"{path}: the extraction key is not a mapping; rerun extraction")
+    return key
+
+
+def read_key(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, Any]:
+    """The extraction key of a complete cache file. Raises IncompleteCacheError if `complete` is missing or
+    the file is not readable HDF5, CacheError for a missing or broken key."""
+    path = Path(path)
+    with _open_for_reading(path, hdf5_locking) as f:
+        return _read_key_attr(f, path)
 
 
 def read_embeddings(
@@ -195,15 +229,12 @@ def read_embeddings(
     """Read a complete cache file.
 
     expected: key items that must match (e.g. {"task_data_hash": ..., "model": ...}); a mismatch raises
-    CacheKeyMismatchError naming the differing items. Raises IncompleteCacheError for partial files and
-    CacheError for a missing split. Embeddings are returned as float32.
+    CacheKeyMismatchError naming the differing items. Raises IncompleteCacheError for partial, empty or
+    truncated files and CacheError for a missing split or key (each naming the file). Embeddings are returned as float32.
     """
     path = Path(path)
-    h5py = _h5py()
-    with h5py.File(path, "r", **_locking_kwargs(hdf5_locking)) as f:
-        if not bool(f.attrs.get("complete", False)):
-            raise IncompleteCacheError(f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction")
-        key = json.loads(f.attrs["extraction_key"])
+    with _open_for_reading(path, hdf5_locking) as f:
+        key = _read_key_attr(f, path)
         if expected:
             diff = {k: (key.get(k), v) for k, v in expected.items() if key.get(k) != v}
             if diff:
@@ -215,6 +246,13 @@ def read_embeddings(
             if split not in f:
                 raise CacheError(f"{path}: split {split!r} missing from embedding cache")
             g = f[split]
-            out[split] = (g["embeddings"][:].astype(np.float32), g["row"][:])
-            ntok[split] = g["n_tokens"][:]
+            try:
+                out[split] = (g["embeddings"][:].astype(np.float32), g["row"][:])
+                ntok[split] = g["n_tokens"][:]
+            except KeyError as err:
+                raise CacheError(f"{path}: split {split!r} lacks a dataset ({err}); rerun extraction") from err
+            if len(out[split][0]) != len(out[split][1]):
+                raise CacheError(f"{path}: split {split!r} has {len(out[split][0])} embeddings for {len(out[split][1])} row ids")
+        if "key_hash" not in f.attrs:
+            raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
         return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok)
