@@ -512,6 +512,30 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
     assert not out.exists() or not list(out.iterdir())
 
 
+def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(baseline, tmp_path):
+    """A complete cache copied in from elsewhere (another model, other extraction settings) is not trusted: the
+    probe compares the file's key with its model, task and settings-hash folder."""
+    from geneb.embeddings.cache import CacheKeyMismatchError
+    from geneb.probe.job import fit_probes
+
+    run = copy_run(baseline, tmp_path / "run")
+    h5 = next(p for p in embedding_files(run) if p.parent.parent.name == "kmer-3" and p.stem == TASKS[0])
+    config = yaml.safe_load((run / "config" / "config.yaml").read_text())
+    task_dir = run / "resources" / "tasks" / TASKS[0]
+    out = tmp_path / "out"
+    common = dict(train=task_dir / "train.parquet", test=task_dir / "test.parquet", card=task_dir / "card.json",
+                  embeddings=h5, shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+                  scores_out=out / "scores.parquet", predictions_out=out / "predictions.parquet", task=TASKS[0],
+                  protocol="geneb-paper", settings=config["probe"]["geneb-paper"])  # fmt: skip
+    with pytest.raises(CacheKeyMismatchError, match=r"settings_hash: file has '[0-9a-f]{12}', expected '000000000000'"):
+        fit_probes(**common, model="kmer-3", settings_hash="000000000000")
+    with pytest.raises(CacheKeyMismatchError, match=r"model: file has 'kmer-3', expected 'kmer-6'"):
+        fit_probes(**common, model="kmer-6", settings_hash=h5.parent.name)
+    assert not out.exists() or not list(out.iterdir())
+    fit_probes(**common, model="kmer-3", settings_hash=h5.parent.name)  # its own folder: accepted
+    assert (out / "scores.parquet").exists()
+
+
 def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
     """The embedding writer fails after its datasets are written: no file under the final name, no temp."""
     from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
@@ -696,12 +720,28 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
     shutil.copy2(SNAKEFILE, wf / "Snakefile")
     shutil.copytree(REPO / "workflow", wf / "workflow")
     shutil.copytree(REPO / "profiles", wf / "profiles")
-    for path in (wf / "Snakefile", wf / "workflow" / "rules" / "extract.smk"):
+    # ... and in the scripts: Snakemake's "code" trigger takes a script's mtime as a code change, so without
+    # profiles/default's rerun-triggers a checkout or a comment would redo every extraction
+    scripts = [wf / "workflow" / "scripts" / f"{name}.py" for name in ("extract_embeddings", "prepare_task", "fit_probes")]
+    for path in (wf / "Snakefile", wf / "workflow" / "rules" / "extract.smk", *scripts):
         mtime = path.stat().st_mtime
         path.write_text(path.read_text().replace("# ", "# (edited comment) ", 1))
         os.utime(path, (time.time(), time.time()))
         assert path.stat().st_mtime > mtime
     assert planned_jobs(run, SCORES, snakefile=wf / "Snakefile") == []
+
+
+def test_B44_one_spelling_per_local_path(tmp_path, monkeypatch):
+    """`config/x`, `./config/x` and `/abs/config/x` are one rerun key for the sheets (rule inputs)."""
+    from geneb.hpc import canonical_path
+
+    monkeypatch.chdir(tmp_path)
+    spellings = ["config/models.yaml", "./config/models.yaml", str(tmp_path / "config" / "models.yaml"), "config/../config/models.yaml"]
+    assert {canonical_path(p) for p in spellings} == {"config/models.yaml"}
+    outside = tmp_path.parent / "shared" / "tasks.tsv"
+    assert canonical_path("../shared/tasks.tsv") == canonical_path(str(outside)) == str(outside)
+    assert canonical_path("hf:org/data@" + "0" * 40) == "hf:org/data@" + "0" * 40
+    assert canonical_path("https://example.org/tasks") == "https://example.org/tasks"
 
 
 def test_B44_stable_params_renders_identically_in_separate_processes():

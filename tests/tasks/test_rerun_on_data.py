@@ -4,6 +4,7 @@ new data; the same files in another folder (a moved mirror, $GENEB_TASK_SOURCE) 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -52,6 +53,13 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     os.utime(mirror / TASK / "test.csv.gz")
     assert not planned_prepare(run)
 
+    # files prepare_task never reads: a .DS_Store, an edited note in meta.json, a dev split (case B44)
+    (mirror / TASK / ".DS_Store").write_bytes(b"")
+    meta = json.loads((mirror / TASK / "meta.json").read_text())
+    (mirror / TASK / "meta.json").write_text(json.dumps({**meta, "caveats": ["edited note"]}))
+    shutil.copy(mirror / TASK / "test.csv.gz", mirror / TASK / "dev.csv.gz")
+    assert not planned_prepare(run)
+
     # an edited file (one label flipped) is new data: the task is prepared again
     path = mirror / TASK / "test.csv.gz"
     with gzip.open(path, "rt") as f:
@@ -62,8 +70,6 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
         f.write("\n".join(lines) + "\n")
     assert planned_prepare(run)
     run_snakemake(run)
-    import json
-
     import pandas as pd
 
     test = pd.read_parquet(run / f"resources/tasks/{TASK}/test.parquet")

@@ -17,6 +17,11 @@ validate(config, "../schemas/config.schema.yaml")
 # Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
 # reruns a job (case B44; geneb.hpc.stable_params).
 config.update(hpc.stable_params(config))
+# One spelling per local path: the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them.
+for _key in ("task_sheet", "model_sheet", "model_revisions"):
+    config[_key] = hpc.canonical_path(config[_key])
+for _key in ("dir", "registry"):
+    config["analysis"]["published"][_key] = hpc.canonical_path(config["analysis"]["published"][_key])
 
 TASK_SHEET = read_catalogue(config["task_sheet"])
 validate_catalogue(TASK_SHEET, yaml.safe_load(open(workflow.source_path("../schemas/tasks.schema.yaml"))))
@@ -39,7 +44,8 @@ EXTRACTION_HASH = {m: extraction_hash(s) for m, s in EXTRACTION_SETTINGS.items()
 # jobs on cluster nodes parse this file too.
 if workflow.is_main_process:
     for _old, _new in hpc.set_aside_partial(
-        f"resources/embeddings/{m}/{EXTRACTION_HASH[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]
+        (f"resources/embeddings/{m}/{EXTRACTION_HASH[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]),
+        hdf5_locking=config["execution"]["hdf5_locking"],
     ):
         logger.warning(f"{_old} is not a complete embedding file (moved to {_new.name}); it will be extracted again")
 
@@ -147,7 +153,10 @@ def probe_tables(wildcards=None):
 def report_config(wildcards=None):
     """The configuration shown in the report, without the execution knobs (they never change a result, so
     they must not rerun the report either), every mapping sorted."""
-    return hpc.stable_params({key: value for key, value in config.items() if key != "execution"})
+    shown = {key: value for key, value in config.items() if key != "execution"}
+    for key in ("tasks", "models", "protocols"):  # their order changes no result
+        shown[key] = sorted(shown[key])
+    return hpc.stable_params(shown)
 
 
 def final_outputs():

@@ -28,6 +28,9 @@ import pandas as pd
 from geneb.models.registry import REVISION
 from geneb.provenance import file_sha256
 
+#: the splits a task is made of (a mirror's other files, e.g. a `dev` split, are not read)
+SPLITS = ("train", "test")
+
 SEQUENCE_COLUMNS = ("sequence", "text", "seq")
 ENV_TASK_SOURCE = "GENEB_TASK_SOURCE"
 ENV_PAPER_TASK_SOURCE = "GENEB_PAPER_TASK_SOURCE"
@@ -87,7 +90,8 @@ class MirrorFolder:
     def description(self) -> str:
         return f"mirror folder {self.root}"
 
-    def _file(self, task: str, split: str) -> Path | None:
+    def split_file(self, task: str, split: str) -> Path | None:
+        """The file `split` of `task` is read from ({split}.csv.gz, else {split}.csv), or None."""
         for ext in (".csv.gz", ".csv"):
             p = self.root / task / f"{split}{ext}"
             if p.exists():
@@ -95,7 +99,7 @@ class MirrorFolder:
         return None
 
     def read_split(self, task: str, split: str) -> pd.DataFrame:
-        path = self._file(task, split)
+        path = self.split_file(task, split)
         if path is None:
             raise TaskSourceError(f"task {task!r}, split {split!r}: no {split}.csv.gz or {split}.csv under {self.root / task}")
         return _read_csv(path, where=f"task {task!r}, split {split!r}")
@@ -217,15 +221,18 @@ def resolve_source_string(configured: str | None, env_var: str = ENV_TASK_SOURCE
 def source_identity(spec: str, task: str) -> dict[str, Any]:
     """What identifies a task's raw data, for the `prepare_task` rerun key.
 
-    For a mirror folder: the sha256 of each of the task's files (not the folder's path: the same files under
-    another path are the same data, an edited file is new data). For an http(s) mirror or a Hugging Face
-    dataset: the source string with the task id (a pinned revision, or a URL whose files meta.json checksums).
-    A mirror folder without the task gives the bare spec; preparing it then fails with the missing file named.
+    For a mirror folder: the sha256 of each split file the task is read from (`train`/`test`, `.csv.gz` or
+    `.csv`; not the folder's path: the same files under another path are the same data, an edited file is new
+    data). Other files (`meta.json` notes, a `.DS_Store`, a `dev` split) are not read by `prepare_task`, so they
+    are not part of the identity and never rerun the workflow (case B44). For an http(s) mirror or a Hugging
+    Face dataset: the source string with the task id (a pinned revision, or a URL whose files meta.json
+    checksums). A mirror folder without the task gives the bare spec; preparing it then fails with the missing
+    file named.
     """
     if spec.startswith(("http://", "https://", "hf:")):
         return {"kind": "remote", "source": spec, "task": task}
-    folder = Path(spec) / task
-    files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+    mirror = MirrorFolder(Path(spec))
+    files = [p for p in (mirror.split_file(task, split) for split in SPLITS) if p is not None]
     if not files:
         return {"kind": "folder", "source": spec, "task": task}
     return {"kind": "folder", "task": task, "files": {p.name: file_sha256(p, length=64) for p in files}}
