@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.metrics import matthews_corrcoef
+from sklearn.metrics import f1_score, matthews_corrcoef
 
 from geneb.probe import metrics
 
@@ -50,3 +50,31 @@ def test_B29_degenerate_bootstrap_and_scores_are_defined_not_nan():
         assert (low, high) == (0.0, 0.0)
     s = metrics.score_predictions(y, const, np.tile([0.9, 0.1], (60, 1)), np.array([0, 1]))
     assert s["MCC"] == 0.0 and not np.isnan(s["F1"])
+
+
+def test_B29_macro_f1_averages_over_every_class_of_the_task():
+    """A class absent from the test split counts 0 for every model: the F1 denominator is the task's classes,
+    not whatever a model happened to predict (sklearn without `labels` would give 1.0 vs 0.63 here)."""
+    classes = np.array([0, 1, 2])
+    y = np.array([0, 0, 1, 1, 0, 1])
+    once = np.array([0, 0, 1, 1, 2, 1])
+    never_two = metrics.label_scores(y, y, classes, "task")["F1"]
+    once_two = metrics.label_scores(y, once, classes, "task")["F1"]
+    assert never_two == pytest.approx(2 / 3)  # (1 + 1 + 0) / 3
+    assert once_two == pytest.approx((0.8 + 1.0 + 0.0) / 3)
+    assert once_two < never_two
+    # the paper's definition (geneb-paper): scikit-learn's default, over the classes present
+    assert metrics.label_scores(y, y, classes, "present")["F1"] == 1.0
+    assert metrics.label_scores(y, once, classes, "present")["F1"] == pytest.approx(f1_score(y, once, average="macro"))
+    with pytest.raises(ValueError, match="f1_labels must be one of"):
+        metrics.label_scores(y, y, classes, "all")
+
+
+def test_B29_class_code_out_of_range_is_refused_not_counted_elsewhere():
+    """A code >= K in one vector of a batch would land in the next vector's confusion matrix."""
+    y_true = np.array([[0, 1, 2, 0], [0, 1, 0, 1]])
+    y_pred = np.array([[0, 1, 1, 0], [0, 1, 0, 1]])
+    with pytest.raises(metrics.ProbeInputError, match=r"y_true holds class code 2, outside 0..1"):
+        metrics.batched_mcc(y_true, y_pred, 2)
+    with pytest.raises(metrics.ProbeInputError, match=r"y_pred holds class code -1"):
+        metrics.batched_mcc(y_true[1:], y_pred[1:] - 1, 2)

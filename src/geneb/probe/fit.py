@@ -249,7 +249,7 @@ def score_fits(data: TaskArrays, protocol: Protocol, fits: list[Fit], classes: n
     with sklearn.config_context(**PREVALIDATED):
         for f in fits:
             k = 0 if f.regime == "full" else int(f.regime.removesuffix("shot"))
-            vals = metrics.score_predictions(data.y_test, f.y_pred, f.proba, classes)
+            vals = metrics.score_predictions(data.y_test, f.y_pred, f.proba, classes, protocol.f1_labels)
             rng = np.random.default_rng([b.seed, k, f.seeds[0]])
             p_enc = metrics.encode(f.y_pred, classes, f"task {data.task!r}, regime {f.regime!r} predictions")
             low, high = metrics.bootstrap_mcc_ci(y_enc, p_enc, len(classes), n_resamples=b.n_resamples,

@@ -67,13 +67,15 @@ def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str,
     return X
 
 
-def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any], task: str, confidence: float) -> pd.DataFrame:
+def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any], task: str, confidence: float,
+                 f1_labels: str = "task") -> pd.DataFrame:  # fmt: skip
     """Scores on the test split without its within-split duplicates (case B48), one row per (regime, seed,
     metric) named `<metric>_dedup` (MCC, Acc, macro-F1: `metrics.label_scores`), with the fit's other columns.
 
     preds: the prediction table (regime, seed, row, y_true, y_pred); scores: the score table of the same fits;
     card: the task card, whose `splits.test.dedup_drop_rows` lists the repeated rows (the first copy of each
-    (sequence, label) stays); confidence: level of the over-seeds interval (metrics.seed_summary). Raises
+    (sequence, label) stays); confidence: level of the over-seeds interval (metrics.seed_summary); f1_labels:
+    the protocol's macro-F1 classes (metrics.label_scores). Raises
     ProbeInputError when a dropped row id has no prediction.
     """
     drop = set(card["splits"]["test"].get("dedup_drop_rows", []))
@@ -84,7 +86,7 @@ def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any]
     base = scores[scores["metric"] == "MCC"].drop(columns=["metric", "value", "ci_low", "ci_high"], errors="ignore")
     rows = []
     for (regime, seed), g in kept.groupby(["regime", "seed"], sort=False):
-        for metric, value in label_scores(g["y_true"].to_numpy(), g["y_pred"].to_numpy()).items():
+        for metric, value in label_scores(g["y_true"].to_numpy(), g["y_pred"].to_numpy(), np.asarray(card["classes"]), f1_labels).items():
             rows.append({"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": value,
                          "n_test_dedup": len(g)})  # fmt: skip
     seed_cols = ["seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds"]
@@ -101,19 +103,24 @@ def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any]
 def fit_probes(
     *, train: Path, test: Path, card: Path, embeddings: Path, shots: Path, scores_out: Path, predictions_out: Path,
     task: str, model: str, protocol: str, settings: dict[str, Any], threads: int = 1, hdf5_locking: str = "auto",
+    settings_hash: str | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
 
     settings: the protocol's config section (`config["probe"][protocol]`). threads: BLAS/OpenMP threads
-    (threadpoolctl), an execution knob that never changes a result's identity. Raises ProbeInputError or
+    (threadpoolctl), an execution knob that never changes a result's identity. settings_hash: the extraction
+    settings hash the cache must carry (its folder name in the workflow; a file copied in from other settings
+    is refused). Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).
     Returns the score table.
     """
     proto = from_config(protocol, settings)
     c = read_card(card)
     tr, te = _read_split(train, task, "train"), _read_split(test, task, "test")
-    cache = read_embeddings(embeddings, expected={"task_data_hash": c["data_hash"], "model": model, "task": task},
-                            hdf5_locking=hdf5_locking)  # fmt: skip
+    expected = {"task_data_hash": c["data_hash"], "model": model, "task": task}
+    if settings_hash is not None:
+        expected["settings_hash"] = settings_hash
+    cache = read_embeddings(embeddings, expected=expected, hdf5_locking=hdf5_locking)
     shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings)
     data = TaskArrays(
         task, _aligned(cache.splits["train"], tr, task, "train", embeddings), tr["label"].to_numpy(), tr["row"].to_numpy(),
@@ -122,7 +129,7 @@ def fit_probes(
     with threadpool_limits(limits=threads):
         scores, preds = run_task(data, proto, shot)
     if proto.dedup_test:
-        scores = pd.concat([scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence)], ignore_index=True)
+        scores = pd.concat([scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence, proto.f1_labels)], ignore_index=True)
     v = package_versions()
     ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
     scores = pd.concat([pd.DataFrame({**ident, "category": c["category"]}, index=scores.index), scores], axis=1)

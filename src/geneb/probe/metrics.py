@@ -10,7 +10,9 @@ Defined behaviour for degenerate inputs (docs/protocols.md):
 * constant predictions, or a test split with one class: MCC = 0 (scikit-learn's definition), the CI is
   [0, 0] when every resample is degenerate;
 * AUROC is NaN when the test labels hold fewer than two classes or, for a multiclass task, lack a class;
-* macro-F1 counts a class with no true and no predicted rows as 0 (`zero_division=0.0`).
+* macro-F1 averages over every class of the task under `f1_labels: task` (geneb-strict): a class with no true
+  and no predicted rows counts as 0 (`zero_division=0.0`) for every model alike; under `f1_labels: present`
+  (geneb-paper, scikit-learn's default) over the classes present in truth or prediction.
 """
 
 from __future__ import annotations
@@ -61,11 +63,17 @@ def mcc_from_confusion(cm: np.ndarray) -> np.ndarray:
 
 
 def confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
-    """Confusion counts int64 (..., K, K) of encoded label vectors (..., n); see `encode`."""
+    """Confusion counts int64 (..., K, K) of encoded label vectors (..., n); see `encode`. Raises
+    ProbeInputError for mismatched or empty inputs and for a code outside 0..K-1 (it would be counted in
+    another vector's matrix)."""
     y_true = np.asarray(y_true, dtype=np.int64)
     y_pred = np.asarray(y_pred, dtype=np.int64)
     if y_true.shape != y_pred.shape or y_true.shape[-1] == 0:
         raise ProbeInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
+    for name, y in (("y_true", y_true), ("y_pred", y_pred)):
+        lo, hi = int(y.min()), int(y.max())
+        if lo < 0 or hi >= n_classes:
+            raise ProbeInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
     lead = y_true.shape[:-1]
     b = int(np.prod(lead, dtype=np.int64))
     k = int(n_classes)
@@ -83,28 +91,41 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
     return mcc_from_confusion(confusion(y_true, y_pred, n_classes))
 
 
-def label_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
-    """MCC, Acc and macro-F1 (scikit-learn; F1 `zero_division=0.0`) of predicted labels y_pred (n,) against
-    y_true (n,): the label-only part of `score_predictions`, also used for the deduplicated test split."""
+F1_LABELS = ("present", "task")
+
+
+def label_scores(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray, f1_labels: str = "task") -> dict[str, float]:
+    """MCC, Acc and macro-F1 (scikit-learn, `zero_division=0.0`) of predicted labels y_pred (n,) against y_true
+    (n,): the label-only part of `score_predictions`, also used for the deduplicated test split.
+
+    classes: the task's classes (K,). f1_labels (the protocol's setting): "task" averages F1 over every class
+    of the task (`labels=classes`), so a class absent from the test split counts 0 for every model alike;
+    "present" is scikit-learn's default and the paper's, the classes present in y_true or y_pred, a
+    denominator that can change with a model's predictions when the test split lacks a class. Raises
+    ValueError for another f1_labels."""
+    if f1_labels not in F1_LABELS:
+        raise ValueError(f"f1_labels must be one of {F1_LABELS}, got {f1_labels!r}")
+    labels = np.asarray(classes) if f1_labels == "task" else None
     return {
         "MCC": float(matthews_corrcoef(y_true, y_pred)),
         "Acc": float(accuracy_score(y_true, y_pred)),
-        "F1": float(f1_score(y_true, y_pred, average="macro", zero_division=0.0)),
+        "F1": float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0.0)),
     }
 
 
-def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray) -> dict[str, float]:
+def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray,
+                      f1_labels: str = "task") -> dict[str, float]:  # fmt: skip
     """MCC, Acc, macro-F1 (scikit-learn) and AUROC (binary; one-vs-rest macro for multiclass) on one test split.
 
     y_true, y_pred: labels (n,); proba: class probabilities (n, K) in the order of sorted `classes` (K,).
-    AUROC is NaN when it is undefined (see module docstring). Raises ProbeInputError for empty or mismatched
+    f1_labels: see `label_scores`. AUROC is NaN when it is undefined (see module docstring). Raises ProbeInputError for empty or mismatched
     inputs.
     """
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
         raise ProbeInputError(f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty")
-    out = {**label_scores(y_true, y_pred), "AUROC": float("nan")}
+    out = {**label_scores(y_true, y_pred, classes, f1_labels), "AUROC": float("nan")}
     present = np.unique(y_true)
     if len(classes) == 2 and len(present) == 2:
         out["AUROC"] = float(roc_auc_score(y_true, proba[:, 1]))

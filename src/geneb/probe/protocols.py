@@ -14,6 +14,7 @@ import sklearn
 from sklearn.linear_model import LogisticRegression
 
 from geneb.probe.errors import ProtocolConfigError
+from geneb.probe.metrics import F1_LABELS
 from geneb.provenance import stable_hash
 
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
@@ -25,7 +26,7 @@ BOOTSTRAP_KEYS = ("n_resamples", "seed", "confidence", "method")
 SETTING_KEYS = (
     "draw", "standardize", "solver", "penalty", "C", "C_grid", "cv_folds", "cv_seed", "cv_scoring",
     "class_weight", "tol", "max_iter", "seeds", "few_shot_k", "report_full_per_seed", "max_train",
-    "subsample_seed", "bootstrap", "dedup_test",
+    "subsample_seed", "bootstrap", "dedup_test", "f1_labels",
 )  # fmt: skip
 
 
@@ -53,7 +54,9 @@ class Protocol:
     under every seed (paper) or once under cv_seed (strict). max_train: training-split cap (paper: 100,000;
     None = no cap), subsample_seed its seed. bootstrap: CI settings. dedup_test: also score every fit on the
     test split without its within-split duplicate rows (task card `dedup_drop_rows`), as metrics `MCC_dedup`,
-    `Acc_dedup`, `F1_dedup` beside the scores on the split as given (case B48).
+    `Acc_dedup`, `F1_dedup` beside the scores on the split as given (case B48). f1_labels: the classes macro-F1
+    averages over, "present" (scikit-learn's default, the paper's) or "task" (every class of the task; see
+    `metrics.label_scores`).
     """
 
     name: str
@@ -76,6 +79,7 @@ class Protocol:
     subsample_seed: int
     bootstrap: Bootstrap
     dedup_test: bool
+    f1_labels: str
 
     @property
     def regimes(self) -> tuple[str, ...]:
@@ -164,6 +168,7 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
     _need(0 < b["confidence"] < 1, name, f"bootstrap.confidence must be in (0, 1), got {b['confidence']!r}")
     _need(b["method"] in CI_METHODS, name, f"bootstrap.method must be one of {CI_METHODS}, got {b['method']!r}")
     _need(isinstance(s["dedup_test"], bool), name, f"dedup_test must be true or false, got {s['dedup_test']!r}")
+    _need(s["f1_labels"] in F1_LABELS, name, f"f1_labels must be one of {F1_LABELS}, got {s['f1_labels']!r}")
     return Protocol(
         name=name, draw=s["draw"], standardize=bool(s["standardize"]), solver=s["solver"], penalty="l2",
         C=float(s["C"]), C_grid=tuple(grid), cv_folds=int(s["cv_folds"]), cv_seed=int(s["cv_seed"]),
@@ -172,5 +177,5 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
         report_full_per_seed=bool(s["report_full_per_seed"]), max_train=s["max_train"],
         subsample_seed=int(s["subsample_seed"]),
         bootstrap=Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
-        dedup_test=s["dedup_test"],
+        dedup_test=s["dedup_test"], f1_labels=s["f1_labels"],
     )  # fmt: skip
