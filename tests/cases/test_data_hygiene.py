@@ -109,3 +109,12 @@ def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo
     # the paper protocol scores the split as given only
     assert not config["probe"]["geneb-paper"]["dedup_test"]
     assert json.loads((out / "card.json").read_text())["splits"]["test"]["dedup_drop_rows"] == [4, 5]
+
+
+def test_B47_rc_overlap_with_another_label_is_a_label_conflict():
+    """A test row whose reverse complement sits in train with the other label conflicts just as an exact copy does."""
+    train = pd.DataFrame({"row": [0, 1], "sequence": ["AACCGGTTAG", "GGGGAAAACC"], "label": [0, 1]})
+    test = pd.DataFrame({"row": [0, 1], "sequence": ["CTAACCGGTT", "ggttttcccc"], "label": [1, 1]})
+    ov = train_test_overlap(train, test)
+    assert ov["reverse_complement_rows"] == [0, 1] and ov["exact"] == 0
+    assert ov["label_conflicts"] == 1  # row 0: label 1, its RC in train has 0; row 1 agrees

@@ -68,3 +68,12 @@ def test_empty_or_non_text_sequences_fail(seq):
 def test_unknown_policy_key_is_refused():
     with pytest.raises(ValueError, match="unknown alphabet policy keys"):
         AlphabetPolicy.from_config({"lowercase": True})
+
+
+@pytest.mark.parametrize("char", ["\xa0", "\x1c", "\x1f", "\x85", "\u2028", "\u3000"])
+def test_strip_removes_only_space_tab_cr_lf(char):
+    """str.strip() would also eat a no-break space or an ASCII separator; the policy strips only ' \\t\\r\\n'."""
+    with pytest.raises(SequenceError, match=r"other than space, tab, CR and LF") as err:
+        check(AlphabetPolicy(strip_whitespace=True), f"ACGT{char}")
+    assert f"character {char!r} at position 4" in str(err.value)
+    assert check(AlphabetPolicy(strip_whitespace=True), " \tACGT\r\n") == "ACGT"

@@ -112,6 +112,31 @@ def test_label_and_class_errors(tmp_path, catalogue):
         prepare(tmp_path, open_source(str(root)), catalogue)
 
 
+@pytest.mark.parametrize(
+    "bad, why",
+    [("1.0", "is a number but not a plain integer"), ("+1", "is a number but not a plain integer"),
+     ("1e0", "is a number but not a plain integer"), (" 1", "has whitespace around it"),
+     ("99999999999999999999", "outside the int64 range"), ("", "empty label")],
+)  # fmt: skip
+def test_labels_are_read_as_written_never_coerced(tmp_path, catalogue, bad, why):
+    """'1.0', '+1', ' 1' next to '0' and '1' would all be read as class 1; each is an error naming the row."""
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    _write_split(root / TASK / "train.csv.gz", [("ACGT", 0), ("ACGA", 1), ("ACGG", bad)])
+    _write_split(root / TASK / "test.csv.gz", [("ACGT", 0), ("ACGA", 1)])
+    with pytest.raises(TaskDataError, match=rf"split 'train', row 2: .*{why}"):
+        prepare(tmp_path, open_source(str(root)), catalogue)
+
+
+def test_named_label_with_whitespace_is_not_merged_or_split(tmp_path, catalogue):
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    _write_split(root / TASK / "train.csv.gz", [("ACGT", "HepG2"), ("ACGA", "K562")])
+    _write_split(root / TASK / "test.csv.gz", [("ACGT", "HepG2 "), ("ACGA", "K562")])
+    with pytest.raises(TaskDataError, match=r"split 'test', row 0: label 'HepG2 ' has whitespace around it"):
+        prepare(tmp_path, open_source(str(root)), catalogue)
+
+
 @pytest.fixture()
 def http_root(tmp_path):
     root = tmp_path / "served"

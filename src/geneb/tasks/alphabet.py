@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 ALWAYS_ALLOWED = "ACGTN"
+#: what `strip_whitespace` removes at the ends of a sequence: space, tab, CR, LF (nothing else)
+STRIPPABLE = " \t\r\n"
 #: IUPAC nucleotide ambiguity codes (NC-IUB 1984), N excluded (always allowed)
 IUPAC_AMBIGUITY = "RYSWKMBDHV"
 
@@ -53,6 +55,8 @@ class AlphabetPolicy:
         return letters + letters.lower()
 
     def _reason(self, ch: str, at_end: bool) -> str:
+        if ch.isspace() and ch not in STRIPPABLE:
+            return "a whitespace or separator character other than space, tab, CR and LF (never allowed)"
         if ch.isspace():
             if at_end:
                 return "whitespace (set alphabet.strip_whitespace to strip it at the ends)"
@@ -71,7 +75,7 @@ class AlphabetPolicy:
         if not isinstance(seq, str):
             raise SequenceError(f"task {task!r}, split {split!r}, row {row}: sequence is {seq!r} (not text)")
         if self.strip_whitespace:
-            seq = seq.strip()
+            seq = seq.strip(STRIPPABLE)  # not str.strip(): that also eats NBSP, U+2028, \x1c-\x1f
         if not seq:
             raise SequenceError(f"task {task!r}, split {split!r}, row {row}: empty sequence")
         if self.u_to_t:

@@ -63,19 +63,25 @@ def within_split_duplicates(df: pd.DataFrame) -> dict[str, Any]:
 def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any]:
     """Test rows whose sequence occurs in train: `exact` (same sequence, any case) and `reverse_complement`
     (same canonical key but not an exact match), with the test row ids of each and how many overlapping
-    test rows carry a label that differs from a train copy (`label_conflicts`)."""
+    test rows (exact or reverse-complement) carry a label that differs from a train copy, or whose train
+    copies disagree among themselves (`label_conflicts`)."""
     train_exact: dict[str, set[int]] = {}
+    train_canon: dict[str, set[int]] = {}
     for seq, y in zip(train["sequence"], train["label"]):
         train_exact.setdefault(identity_key(seq), set()).add(int(y))
-    train_canon = {canonical_key(s) for s in train["sequence"]}
+        train_canon.setdefault(canonical_key(seq), set()).add(int(y))
     exact_rows, rc_rows, conflicts = [], [], 0
     for row, seq, y in zip(test["row"], test["sequence"], test["label"]):
         k = identity_key(seq)
         if k in train_exact:
             exact_rows.append(int(row))
-            conflicts += int(int(y) not in train_exact[k] or len(train_exact[k]) > 1)
-        elif canonical_key(seq) in train_canon:
+            labels = train_exact[k]
+        elif (c := canonical_key(seq)) in train_canon:
             rc_rows.append(int(row))
+            labels = train_canon[c]
+        else:
+            continue
+        conflicts += int(int(y) not in labels or len(labels) > 1)
     return {
         "exact": len(exact_rows),
         "reverse_complement": len(rc_rows),

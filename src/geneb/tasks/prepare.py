@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,8 @@ from geneb.categories import check_category
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.caps import stratified_cap
 from geneb.tasks.hygiene import train_test_overlap, within_split_duplicates
-from geneb.tasks.sources import TaskSource
+from geneb.tasks.sources import SPLITS, TaskSource
 
-SPLITS = ("train", "test")
 CARD_SCHEMA_VERSION = "1"
 
 
@@ -32,15 +32,34 @@ class TaskDataError(ValueError):
     """Task data that breaks a rule (labels, classes, columns); the message names task, split, row, value."""
 
 
+INTEGER_LABEL = re.compile(r"-?[0-9]+")
+NUMBER_LIKE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+INT64_MAX = 2**63 - 1
+
+
 def _as_int(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            f = float(text)
-        except ValueError:
-            return None
-        return int(f) if f.is_integer() else None
+    """The value of a plain integer label ('0', '1', '-1'); None for anything else."""
+    return int(text) if INTEGER_LABEL.fullmatch(text) else None
+
+
+def check_label(value: object, *, task: str, split: str, row: int) -> str:
+    """The label's text, unchanged, after the label policy (docs/alphabet.md, "Labels"): not empty, no
+    whitespace around it (' HepG2' would be another class than 'HepG2'), an integer written plainly ('1', not
+    '1.0', '+1' or '1e0': GENEB never rounds a label) and within int64. Raises TaskDataError naming task,
+    split, row and value."""
+    text = str(value)
+    where = f"task {task!r}, split {split!r}, row {row}"
+    if not text.strip():
+        raise TaskDataError(f"{where}: empty label")
+    if text != text.strip():
+        raise TaskDataError(f"{where}: label {text!r} has whitespace around it; labels are read as written")
+    if INTEGER_LABEL.fullmatch(text):
+        if abs(int(text)) > INT64_MAX:
+            raise TaskDataError(f"{where}: integer label {text!r} is outside the int64 range")
+    elif NUMBER_LIKE.fullmatch(text):
+        raise TaskDataError(f"{where}: label {text!r} is a number but not a plain integer; write class labels as "
+                            "0, 1, ... (GENEB never rounds or converts a label)")  # fmt: skip
+    return text
 
 
 def label_encoding(raw: dict[str, pd.DataFrame], *, task: str) -> dict[str, int] | None:
@@ -49,15 +68,13 @@ def label_encoding(raw: dict[str, pd.DataFrame], *, task: str) -> dict[str, int]
     Integer labels (every label parses as an integer) are used as they are: returns None. Named labels (no
     label parses as an integer, e.g. 'HepG2'/'K562') map to 0..n-1 in sorted name order, which keeps the
     paper protocol's "classes in sorted label order". Raises TaskDataError naming the first row of a split
-    whose label kind differs from the rest (a mix of integers and names), or an empty label.
+    whose label kind differs from the rest (a mix of integers and names), or a label `check_label` refuses.
     """
     kinds: dict[bool, tuple[str, int, str]] = {}
     names: set[str] = set()
     for split, df in raw.items():
         for row, v in zip(df["row"], df["label"]):
-            text = str(v).strip()
-            if not text:
-                raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: empty label")
+            text = check_label(v, task=task, split=split, row=int(row))
             is_int = _as_int(text) is not None
             kinds.setdefault(is_int, (split, int(row), text))
             if not is_int:
@@ -79,7 +96,7 @@ def parse_labels(raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | Non
     naming the row for a label outside the encoding or a non-integer label."""
     values = np.empty(len(raw), dtype=np.int64)
     for i, (row, v) in enumerate(zip(rows, raw)):
-        text = str(v).strip()
+        text = check_label(v, task=task, split=split, row=int(row))
         value = encoding.get(text) if encoding is not None else _as_int(text)
         if value is None:
             raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: label {v!r} is not an integer")
@@ -220,7 +237,7 @@ def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, car
     workflow was planned). Logs the card summary."""
     import logging
 
-    from geneb.tasks.sources import TaskSourceError, open_source, source_identity
+    from geneb.tasks.sources import SPLITS, TaskSourceError, open_source, source_identity
 
     planned = params.get("source_identity")
     if planned is not None and planned.get("files") and source_identity(source_spec, task) != planned:
