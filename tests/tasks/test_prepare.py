@@ -233,3 +233,18 @@ def test_blank_line_and_broken_csv_are_errors_naming_the_place(tmp_path, catalog
         f.write("sequence,label\nACGT,0\nACGA,1,extra\n")
     with pytest.raises(TaskSourceError, match=r"split 'test'.*Expected 2 fields in line 3, saw 3.*header being line 1"):
         prepare(tmp_path, open_source(str(root)), catalogue)
+
+
+def test_unquoted_carriage_return_inside_a_row_is_named_not_split_into_rows(tmp_path, catalogue):
+    """A stray CR in an LF file would make the CSV reader split the row in two ('empty label' on the wrong row,
+    every later row id shifted); it is an error naming the line and data row instead."""
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    _write_split(root / TASK / "train.csv.gz", [("ACGT", 0), ("ACGA", 1)])
+    _write_split(root / TASK / "test.csv.gz", [("ACGT", 0), ("AC\rGA", 1), ("ACGG", 0)])
+    with pytest.raises(TaskSourceError, match=r"split 'test'.*carriage return .* inside line 3 .*\(data row 1\)"):
+        prepare(tmp_path, open_source(str(root)), catalogue)
+    # CRLF line ends throughout are fine
+    with gzip.open(root / TASK / "test.csv.gz", "wt", newline="") as f:
+        f.write("sequence,label\r\nACGT,0\r\nACGA,1\r\n")
+    assert prepare(tmp_path, open_source(str(root)), catalogue)["splits"]["test"]["n"] == 2

@@ -17,8 +17,11 @@ Every source returns the raw split as a DataFrame with columns `row` (0-based in
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,6 +33,8 @@ from geneb.provenance import file_sha256
 
 #: the splits a task is made of (a mirror's other files, e.g. a `dev` split, are not read)
 SPLITS = ("train", "test")
+#: a CR not followed by LF
+LONE_CR = re.compile(rb"\r(?!\n)")
 
 SEQUENCE_COLUMNS = ("sequence", "text", "seq")
 ENV_TASK_SOURCE = "GENEB_TASK_SOURCE"
@@ -71,13 +76,34 @@ def _read_csv(path: Path, *, where: str) -> pd.DataFrame:
     # keep_default_na=False: a sequence "NA" or "N" must stay text, and an empty cell stays "" (an error later);
     # skip_blank_lines=False: a blank line is a row (refused later, by its row id), never silently skipped
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
+        data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        _check_line_ends(data, path, where=where)
+        df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skip_blank_lines=False)
+    except TaskSourceError:
+        raise
     except Exception as exc:  # pandas raises several types for broken files
         raise TaskSourceError(
             f"{where}: cannot read {path}: {str(exc).strip()} (line numbers count file lines from 1, the header being line 1; "
             "GENEB's row ids count data rows from 0)"
         ) from exc
     return normalise_columns(df, where=where)
+
+
+def _check_line_ends(data: bytes, path: Path, *, where: str) -> None:
+    """Refuse a lone carriage return in a file whose lines end in LF: the CSV reader would take it for a line
+    end and split that row in two (a stray CR inside a sequence), shifting every later row id. Files with
+    CRLF or CR-only line ends are fine, and so is a CR inside a quoted field (kept as text, then refused by
+    the alphabet policy naming its row)."""
+    if b"\n" not in data:
+        return
+    for m in LONE_CR.finditer(data):
+        if data.count(b'"', data.rfind(b"\n", 0, m.start()) + 1, m.start()) % 2:
+            continue  # inside a quoted field: the reader keeps it, and the alphabet policy names its row
+        line = data.count(b"\n", 0, m.start()) + 1
+        raise TaskSourceError(
+            f"{where}: a carriage return ('\\r') inside line {line} of {path} (data row {line - 2}), in a file whose "
+            "lines end in '\\n'; a sequence or label holds a stray '\\r'"
+        )
 
 
 @dataclass
