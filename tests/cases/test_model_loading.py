@@ -174,6 +174,26 @@ def test_B19_other_registry_models_say_why_they_cannot_run(registry):
                 extraction_settings(registry, name, {})
 
 
+def test_B19_tokenizer_auto_map_without_trust_is_refused(zoo, tmp_path):
+    """Remote code in the tokenizer only (tokenizer_config.json auto_map, as custom DNA char tokenizers ship)
+    with a built-in model: without trust_remote_code a generic tokenizer would give other ids -> refused."""
+    folder = _copy(zoo, "bert", tmp_path / "bert_tokenizer_remote")
+    (folder / "tokenization_dna.py").write_text(
+        "from transformers import PreTrainedTokenizerFast\n\n\n"
+        "class DNATokenizer(PreTrainedTokenizerFast):\n"
+        "    def __call__(self, text, *args, **kwargs):  # the authors' own behaviour would live here\n"
+        "        return super().__call__(text, *args, **kwargs)\n"
+    )
+    cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    cfg.update(auto_map={"AutoTokenizer": [None, "tokenization_dna.DNATokenizer"]}, tokenizer_class="DNATokenizer")
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    assert "auto_map" not in json.loads((folder / "config.json").read_text())  # the model itself is built in
+    s = extraction_settings({"models": {"tok-remote": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "tok-remote", {})
+    with pytest.raises(RemoteCodeError, match=r"model tok-remote: the checkpoint ships remote code \(tokenizer_config.json "
+                       r"auto_map \['AutoTokenizer'\]\) but the registry entry has trust_remote_code: false"):
+        build_encoder(s, progress=False)
+
+
 # ---- B20 ----------------------------------------------------------------------------------------------------------
 
 
@@ -222,6 +242,107 @@ def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
     # the load-time padding check already tokenizes and runs a probe sequence, so loading is where it stops
     with pytest.raises(TokenIdRangeError, match=r"model wrongtok: token id \d+ is outside the embedding table \(0..4095\)"):
         build_encoder(extraction_settings({"models": {"wrongtok": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "wrongtok", {}), progress=False)
+
+
+def test_B22_pad_id_outside_the_table_is_replaced(tmp_path, caplog):
+    """A [PAD] added to the tokenizer after training (id 6) on a 6-row table: pads are masked, so GENEB pads
+    with id 0 instead (logged) and a row's vector is the same at batch size 1 (no pads) and 2 (padded)."""
+    import transformers as tf
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "A": 1, "C": 2, "G": 3, "T": 4, "N": 5}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.add_special_tokens(["[PAD]"])
+    folder = tmp_path / "gpt2_pad_added"
+    folder.mkdir()
+    tok.save(str(folder / "tokenizer.json"))
+    tok_cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "[PAD]", "unk_token": "[UNK]"}
+    (folder / "tokenizer_config.json").write_text(json.dumps(tok_cfg))
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(vocab_size=6, n_embd=16, n_layer=2, n_head=2, n_positions=128, bos_token_id=None, eos_token_id=None)
+    tf.GPT2Model(cfg).save_pretrained(folder)
+    s = extraction_settings({"models": {"pad-added": spec(folder, "hf-decoder", {"max_tokens": 128})}}, "pad-added", {})
+    with caplog.at_level("WARNING"):
+        enc = build_encoder(s, batch_size=1, progress=False)
+    assert enc.tokenizer.pad_token_id == 6 and enc.num_embeddings == 6 and enc.pad_id == 0
+    assert "model pad-added: pad id 6 is outside the embedding table (6 rows); padding with id 0" in caplog.text
+    seqs = [random_dna(30, 1), random_dna(50, 2)]
+    alone = enc.embed(seqs).embeddings
+    enc.batch_size = 2
+    chunks, *_ = enc.make_chunks(seqs, [0, 1])
+    ids, attn, _ = enc.batch_tensors(chunks)
+    assert (attn == 0).sum() == 20 and (ids[attn == 0] == 0).all()  # the batch is padded, with id 0
+    np.testing.assert_allclose(enc.embed(seqs).embeddings, alone, atol=1e-5)
+
+
+_TABLE_CONFIG = """
+from transformers import PretrainedConfig
+
+
+class TinyEncConfig(PretrainedConfig):
+    model_type = "tinyenc"
+
+    def __init__(self, vocab_size=64, hidden_dim=16, max_seq_len=512, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_dim = hidden_dim
+        self.max_seq_len = max_seq_len
+        super().__init__(**kwargs)
+"""
+
+_TABLE_MODEL = """
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput
+
+from .configuration_tinyenc import TinyEncConfig
+
+
+class TinyEncModel(PreTrainedModel):
+    config_class = TinyEncConfig
+    base_model_prefix = "tinyenc"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.token_table = nn.Embedding(config.vocab_size, config.hidden_dim)  # not found by get_input_embeddings()
+        self.mix = nn.Linear(config.hidden_dim, config.hidden_dim)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, **kwargs):
+        x = self.token_table(input_ids)
+        m = attention_mask[..., None].float() if attention_mask is not None else torch.ones_like(x[..., :1])
+        ctx = (x * m).sum(1, keepdim=True) / m.sum(1, keepdim=True)
+        return BaseModelOutput(last_hidden_state=torch.tanh(self.mix(x + ctx)))
+"""
+
+
+def test_B22_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, shared):
+    """A remote-code model whose table get_input_embeddings() cannot find (NotImplementedError): the config's
+    vocab_size (64) still bounds the ids, so a mismatched tokenizer (DNABERT-2's 4096 ids) stops at load
+    with TokenIdRangeError, not an IndexError inside the model; a matching tokenizer embeds. With no table
+    to measure, the width comes from the config, here under `hidden_dim` (B23's width check needs it)."""
+    from geneb.models.tiny import _write_remote, copy_tokenizer, write_char_tokenizer
+
+    folder = tmp_path / f"tinyenc-{uuid.uuid4().hex[:12]}"
+    write_char_tokenizer(folder, padding_side="right")
+    _write_remote(folder, {"configuration_tinyenc.py": _TABLE_CONFIG, "modeling_tinyenc.py": _TABLE_MODEL}, "configuration_tinyenc",
+                  "modeling_tinyenc", lambda m: m.TinyEncConfig(vocab_size=64, hidden_dim=16, max_seq_len=512),
+                  {"AutoConfig": "configuration_tinyenc.TinyEncConfig", "AutoModel": "modeling_tinyenc.TinyEncModel"}, 0)  # fmt: skip
+
+    def settings(path, name):
+        entry = spec(path, "hf-encoder", {"max_tokens": 512}, trust=True, load={"transformers": ">=4.26"})
+        return extraction_settings({"models": {name: entry}}, name, {})
+
+    enc = build_encoder(settings(folder, "tinyenc"), progress=False)
+    with pytest.raises(NotImplementedError):
+        enc.model.get_input_embeddings()
+    assert enc.num_embeddings == 64 and enc.vocab_size == 64 and enc.hidden_size == 16
+    assert enc.embed([random_dna(40, 1)]).embeddings.shape == (1, 16)
+    mismatched = folder.with_name(f"tinyenc-{uuid.uuid4().hex[:12]}")
+    shutil.copytree(folder, mismatched)
+    copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", mismatched)
+    with pytest.raises(TokenIdRangeError, match=r"model tinyenc-dnabert2: token id \d+ is outside the embedding table \(0..63\)"):
+        build_encoder(settings(mismatched, "tinyenc-dnabert2"), progress=False)
 
 
 # ---- B23 ----------------------------------------------------------------------------------------------------------
@@ -299,6 +420,69 @@ def test_B23_pooled_logits_are_refused(monkeypatch):
     with pytest.raises(LooksLikeLogitsError):
         check_pooled_width(512, model="X", hidden_size=4096, vocab_size=512)
     check_pooled_width(512, model="Caduceus-PS", hidden_size=256, vocab_size=16, expected=512)
+
+
+_LM_CONFIG = """
+from transformers import PretrainedConfig
+
+
+class TinyLMConfig(PretrainedConfig):
+    model_type = "tinylm"
+
+    def __init__(self, vocab_size=12, hidden_dim=32, pad_vocab_size_multiple=8, max_seq_len=1024, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_dim = hidden_dim
+        self.pad_vocab_size_multiple = pad_vocab_size_multiple
+        self.max_seq_len = max_seq_len
+        super().__init__(**kwargs)
+"""
+
+_LM_MODEL = """
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+from .configuration_tinylm import TinyLMConfig
+
+
+class TinyLM(PreTrainedModel):
+    config_class = TinyLMConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        v = -(-config.vocab_size // config.pad_vocab_size_multiple) * config.pad_vocab_size_multiple
+        self.embed_tokens = nn.Embedding(v, config.hidden_dim)
+        self.mix = nn.Linear(config.hidden_dim, config.hidden_dim)
+        self.lm_head = nn.Linear(config.hidden_dim, v, bias=False)
+        self.post_init()
+
+    def forward(self, input_ids, **kwargs):
+        h = torch.cumsum(torch.tanh(self.mix(self.embed_tokens(input_ids))), dim=1)
+        return self.lm_head(h), None
+"""
+
+
+def test_B23_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
+    """A causal LM whose AutoModel class returns (logits, cache), with its width under `hidden_dim` (32) and its
+    vocabulary padded to a multiple of 8 (12 -> 16 rows and 16 logits, as HyenaDNA/Evo do): the pooled width 16
+    is neither vocab_size nor a known hidden size by the old keys; the table width identifies the logits."""
+    from geneb.models.tiny import _write_remote, write_char_tokenizer
+
+    folder = tmp_path / f"tinylm-{uuid.uuid4().hex[:12]}"
+    write_char_tokenizer(folder, padding_side="right")
+    _write_remote(folder, {"configuration_tinylm.py": _LM_CONFIG, "modeling_tinylm.py": _LM_MODEL}, "configuration_tinylm",
+                  "modeling_tinylm", lambda m: m.TinyLMConfig(),
+                  {"AutoConfig": "configuration_tinylm.TinyLMConfig", "AutoModel": "modeling_tinylm.TinyLM"}, 0)  # fmt: skip
+    entry = spec(folder, "hyena", {"max_tokens": 1024}, trust=True, load={"transformers": ">=4.26"})
+    enc = build_encoder(extraction_settings({"models": {"tinylm": entry}}, "tinylm", {}), progress=False)
+    assert enc.hidden_size == 32 and enc.vocab_size == 12 and enc.num_embeddings == 16
+    with pytest.raises(LooksLikeLogitsError, match="model tinylm: pooled width 16 equals the vocabulary size; this looks like logits"):
+        enc.embed([random_dna(50, 1), random_dna(20, 2)])
+    # the guard itself: a padded table's width counts as a vocabulary size, also when no hidden size is known
+    with pytest.raises(LooksLikeLogitsError):
+        check_pooled_width(16, model="X", hidden_size=None, vocab_size=12, num_embeddings=16)
+    check_pooled_width(32, model="X", hidden_size=32, vocab_size=12, num_embeddings=16)
+    check_pooled_width(16, model="X", hidden_size=16, vocab_size=12, num_embeddings=16)  # a 16-wide model is fine
 
 
 def test_B23_every_entry_states_its_layer_and_the_file_records_it(registry, zoo, make_task, tmp_path):

@@ -52,6 +52,47 @@ def test_B25_compute_dtype_is_recorded(zoo, make_task, tmp_path):
         assert cos.min() >= 0.99
 
 
+def test_B25_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
+    """Under dtype auto the device picks the compute dtype and a device change never reruns work, so every score
+    row states the dtype its embeddings were computed in (read from the cache key): bfloat16 here, not the
+    float32 default."""
+    import gzip
+
+    import pandas as pd
+    import yaml
+
+    from geneb.probe.job import fit_probes, write_shot_indices
+    from geneb.tasks.alphabet import AlphabetPolicy
+    from geneb.tasks.catalogue import read_catalogue, task_row
+    from geneb.tasks.prepare import prepare_task
+    from geneb.tasks.sources import open_source
+
+    task = "ienhancer2l_strong_vs_weak"
+    src = tmp_path / "m" / task
+    src.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    rows = {split: [("".join(rng.choice(list("ACGT"), 30)) + ("GGGGCC" if y else "ATATAT") * 3, y) for y in [0, 1] * n]
+            for split, n in (("train", 12), ("test", 4))}  # fmt: skip
+    for split, data in rows.items():
+        with gzip.open(src / f"{split}.csv.gz", "wt") as f:
+            f.write("sequence,label\n" + "".join(f"{q},{y}\n" for q, y in data))
+    out = tmp_path / "tasks" / task
+    prepare_task(task, task_row(read_catalogue(repo / "config/tasks.tsv"), task), open_source(str(tmp_path / "m")),
+                 AlphabetPolicy(), {}, 0, out)  # fmt: skip
+    settings = zoo.settings("mistral-dna", dtype="bfloat16")
+    extract_task(settings, out, tmp_path / "emb.h5", progress=False)
+    strict = {**yaml.safe_load((repo / "config/config.yaml").read_text())["probe"]["geneb-strict"], "seeds": [0]}
+    write_shot_indices(train=out / "train.parquet", card=out / "card.json", output=tmp_path / "shots.json", task=task,
+                       protocol="geneb-strict", settings=strict)  # fmt: skip
+    scores = fit_probes(train=out / "train.parquet", test=out / "test.parquet", card=out / "card.json", embeddings=tmp_path / "emb.h5",
+                        shots=tmp_path / "shots.json", scores_out=tmp_path / "s.parquet", predictions_out=tmp_path / "p.parquet",
+                        task=task, model=settings["model"], protocol="geneb-strict", settings=strict)  # fmt: skip
+    assert len(scores) > 0 and scores["embedding_compute_dtype"].tolist() == ["bfloat16"] * len(scores)
+    assert set(pd.read_parquet(tmp_path / "s.parquet")["embedding_compute_dtype"]) == {"bfloat16"}
+    with h5py.File(tmp_path / "emb.h5", "r") as f:
+        assert f.attrs["compute_dtype"] == "bfloat16"
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="device check: bf16 autocast vs fp32 on CUDA needs a GPU")
 def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
     """8 x 200 nt: per-row cosine >= 0.999 (fp32 vs bf16 autocast); bf16 batch sizes 1 and 8: probe MCC within 0.01."""

@@ -13,14 +13,14 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from extraction_support import DECODERS, KINDS, make_task, random_dna, zoo  # noqa: F401
+from extraction_support import DECODERS, KINDS, make_task, random_dna, spec, zoo  # noqa: F401
 
 from geneb.embeddings.checks import check_padding_invariance
-from geneb.embeddings.errors import EmptyPoolError
-from geneb.embeddings.extract import extract_task
+from geneb.embeddings.errors import EmptyPoolError, PaddingVarianceError
+from geneb.embeddings.extract import build_encoder, extract_task
 from geneb.embeddings.pooling import last_real_index, pool
-from geneb.models.registry import check_registry, extraction_settings, load_registry
-from geneb.models.tokenmodel import Chunk
+from geneb.models.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
+from geneb.models.tokenmodel import Chunk, TokenModelEncoder
 
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 
@@ -126,6 +126,61 @@ def test_B05_empty_mask_names_the_row(method):
         pool(h, torch.tensor([[1, 0, 0], [0, 0, 0]]), method, rows=[16, 17])
 
 
+def test_B05_non_finite_values_at_pads_never_reach_the_pool():
+    """NaN / inf / -inf at masked positions (a pad row of a left-padded causal model, an fp16 overflow of a pad
+    embedding): every method gives the value of the real positions (NaN * 0 would be NaN for a mask product)."""
+    h = torch.tensor([[[1.0, 1.0], [3.0, 3.0], [float("nan"), float("inf")]],
+                      [[5.0, -1.0], [float("-inf"), float("nan")], [float("inf"), float("-inf")]]])  # fmt: skip
+    m = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    assert pool(h, m, "mean").tolist() == [[2.0, 2.0], [5.0, -1.0]]
+    assert pool(h, m, "max").tolist() == [[3.0, 3.0], [5.0, -1.0]]
+    assert pool(h, m, "last").tolist() == [[3.0, 3.0], [5.0, -1.0]]
+    assert pool(h, m, "cls").tolist() == [[1.0, 1.0], [5.0, -1.0]]
+    # a non-finite value at a REAL position is not hidden (the finiteness guards must still see it)
+    real_nan = torch.tensor([[[1.0, float("nan")], [3.0, 3.0]]])
+    out = pool(real_nan, torch.tensor([[1, 1]]), "mean")
+    assert out[0, 0].item() == 2.0 and torch.isnan(out[0, 1])
+
+
+class PadNaN(TokenModelEncoder):
+    """A stand-in model: hidden states = a small embedding of A/C/G/T (ids 0-3); the pad id 4 gives NaN states,
+    as a fully masked query row of some attention kernels does. Real positions are always finite."""
+
+    def _load(self) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Embedding(5, 4)
+        self.max_tokens, self.hidden_size, self.vocab_size, self.num_embeddings = 64, 4, 5, 5
+        self.pad_id = 4
+
+    def _tokenize(self, texts):
+        return [["ACGT".index(c) for c in t] for t in texts]
+
+    def _call(self, inputs, want_states):
+        ids = inputs["input_ids"]
+        h = self.model(ids).float()
+        h[ids == 4] = float("nan")  # pads only
+        return h
+
+
+def test_B05_nan_at_pads_through_embed():
+    """Rows of 4, 8 and 4 bases in one padded batch: each vector is the mean of its own bases' table rows, the
+    same as alone, finite (the load-time padding check passes too: it would see NaN as a difference)."""
+    settings = {"model": "fake-padnan", "family": "hf-encoder", "source": {"kind": "builtin"}, "builtin": {},
+                "trust_remote_code": False, "load": {}, "extraction": dict(DEFAULT_EXTRACTION), "alphabet": {}}  # fmt: skip
+    enc = PadNaN(settings, batch_size=3, progress=False)
+    seqs = ["ACGA", "TTTTTTTT", "GGCA"]
+    chunks, *_ = enc.make_chunks(seqs, [0, 1, 2])
+    ids, attn, _ = enc.batch_tensors(chunks)
+    assert (ids == 4).sum() == 8 and (attn == 0).sum() == 8  # two rows really are padded, with the NaN id
+    batched = enc.embed(seqs).embeddings
+    assert np.isfinite(batched).all()
+    table = enc.model.weight.detach().numpy()
+    expected = np.stack([table[["ACGT".index(c) for c in s]].mean(0) for s in seqs])
+    np.testing.assert_allclose(batched, expected, atol=1e-6)
+    enc.batch_size = 1
+    np.testing.assert_allclose(enc.embed(seqs).embeddings, batched, atol=1e-6)
+
+
 def test_B05_only_special_tokens_left_is_an_error_not_nan(zoo):
     """A sequence whose only real position is a special token, with special tokens excluded: error naming the row."""
     enc = zoo.encoder("esm")
@@ -192,3 +247,52 @@ def test_B07_last_token_pooling_right_padding(zoo, kind):
     n_real = int(attn[0].sum())
     assert last_real_index(pmask)[0] == n_real - 1
     np.testing.assert_allclose(batched[0], hidden[0, n_real - 1].float().numpy(), atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def gpt2_folder(tmp_path_factory):
+    """A tiny GPT-2 (learned absolute positions, wpe) with a HyenaDNA-style char tokenizer, via save_pretrained."""
+    import transformers as tf
+
+    from geneb.models.tiny import write_char_tokenizer
+
+    folder = tmp_path_factory.mktemp("gpt2")
+    write_char_tokenizer(folder, padding_side="right")
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(vocab_size=12, n_embd=16, n_layer=2, n_head=2, n_positions=128, bos_token_id=2, eos_token_id=1)
+    tf.GPT2Model(cfg).save_pretrained(folder)
+    return folder
+
+
+def _gpt2(folder, **extraction):
+    entry = spec(folder, "hf-decoder", {"max_tokens": 128, "pooling": "last", **extraction})
+    return build_encoder(extraction_settings({"models": {"tiny-gpt2": entry}}, "tiny-gpt2", {}), progress=False)
+
+
+def test_B07_left_padding_of_learned_absolute_positions_fails_at_load(zoo, gpt2_folder):
+    """padding_side: left on GPT-2 / BERT (position ids 0.. counted from the left edge, pads included): the real
+    tokens of a padded row get other positions, so a vector depends on its batch mates. The validator allows
+    the setting (the model has a mask), so the load-time check refuses it, naming model and padding side."""
+    assert not check_registry({"models": {"tiny-gpt2": spec(gpt2_folder, "hf-decoder", {"padding_side": "left"})}})
+    with pytest.raises(PaddingVarianceError, match=r"model tiny-gpt2: a \d+-token probe's embedding changes by .* when "
+                       r"batched with a \d+-token one under padding_side left: results would depend on batch mates"):
+        _gpt2(gpt2_folder, padding_side="left")
+    with pytest.raises(PaddingVarianceError, match="model tiny-bert: .* under padding_side left"):
+        zoo.encoder("bert", padding_side="left")
+    # the same checkpoints padded on the right load and are padding-invariant
+    right = _gpt2(gpt2_folder)
+    check_padding_invariance(right, random_dna(12, 6), [random_dna(40, 7)], atol=1e-5).require()
+    check_padding_invariance(zoo.encoder("bert"), random_dna(30, 6), [random_dna(200, 7)], atol=1e-5).require()
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt-neox"])
+def test_B07_left_padding_of_a_rotary_model_still_loads(zoo, kind):
+    """Rotary positions only enter attention as differences, so a shift by the pad count changes nothing: left
+    padding passes the load-time check, and a padded row equals the row alone (last-token pooling too)."""
+    enc = zoo.encoder(kind, padding_side="left", pooling="last", long_policy="truncate", exclude_special_tokens=False, batch_size=2)
+    assert enc.padding_side == "left"
+    s1, s2 = random_dna(12, 6), random_dna(40, 7)
+    chunks, *_ = enc.make_chunks([s1, s2], [0, 1])
+    _, attn, _ = enc.batch_tensors(chunks)
+    assert attn[0, 0] == 0 and attn[0, -1] == 1  # S1 really is padded, on the left
+    check_padding_invariance(enc, s1, [s2], atol=1e-4).require()

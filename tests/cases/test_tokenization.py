@@ -13,14 +13,28 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from extraction_support import ENCODERS, make_task, random_dna, zoo  # noqa: F401
+from extraction_support import ENCODERS, make_task, random_dna, spec, zoo  # noqa: F401
 
-from geneb.embeddings.errors import EmptyPoolError, ExtractionError, LongSequenceError
-from geneb.embeddings.extract import extract_task
+from geneb.embeddings.errors import (
+    DroppedInputError,
+    EmptyPoolError,
+    ExtractionError,
+    LongSequenceError,
+    MaxLengthError,
+    ModelForwardError,
+)
+from geneb.embeddings.extract import build_encoder, extract_task
+from geneb.models.hf import position_offset
 from geneb.models.kmer import KmerEncoder
 from geneb.models.registry import extraction_settings, load_registry
 from geneb.models.tokenmodel import resolve_max_tokens
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
+
+
+def _local(folder, family, name, **extraction):
+    """Settings of a one-entry registry for a local checkpoint folder."""
+    return extraction_settings({"models": {name: spec(folder, family, extraction)}}, name, {})
+
 
 # ---- B11 ----------------------------------------------------------------------------------------------------------
 
@@ -55,6 +69,72 @@ def test_B11_unknown_letters_are_counted_and_logged(zoo, caplog):
     assert "unknown-token ids" in caplog.text and "row 10" in caplog.text
 
 
+@pytest.fixture(scope="module")
+def bpe_no_unk(tmp_path_factory):
+    """A tiny GPT-2 with a byte-pair vocabulary trained on ACGT only and no UNK token (tokenizers' BPE with
+    unk_token=None, common for DNA BPEs): it has no token for N or IUPAC codes and silently drops them."""
+    import json
+
+    import transformers as tf
+    from tokenizers import Tokenizer, models, trainers
+
+    folder = tmp_path_factory.mktemp("bpe_no_unk")
+    tok = Tokenizer(models.BPE(unk_token=None))
+    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=["<pad>", "<s>", "</s>"], initial_alphabet=list("ACGT"))
+    tok.train_from_iterator([random_dna(500, i) for i in range(50)], trainer)
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>"}))
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(vocab_size=tok.get_vocab_size(), n_embd=16, n_layer=1, n_head=2, n_positions=256, bos_token_id=1, eos_token_id=2)
+    tf.GPT2Model(cfg).save_pretrained(folder)
+    return folder
+
+
+def test_B11_bpe_without_unk_dropping_letters_is_an_error(bpe_no_unk):
+    """50 N (or 4 IUPAC codes) inside 120 ACGT: the tokenizer gives the same 47 tokens as for the 120 ACGT
+    alone; GENEB raises DroppedInputError naming model, row and how many letters have no token."""
+    enc = build_encoder(_local(bpe_no_unk, "hf-decoder", "bpe-nounk", max_tokens=256), progress=False)
+    assert enc.unk_id is None
+    left, right = random_dna(60, 1), random_dna(60, 2)
+    plain, n_run, iupac = left + right, left + "N" * 50 + right, left + "RYKM" + right
+    assert enc._tokenize([n_run])[0] == enc._tokenize([iupac])[0] == enc._tokenize([plain])[0]  # the trap
+    assert enc.embed([plain], [3]).embeddings.shape == (1, 16)
+    with pytest.raises(DroppedInputError, match=r"model bpe-nounk, row 11: 50 letters have no token") as err:
+        enc.embed([plain, n_run], [10, 11])
+    assert err.value.rows == [11]
+    with pytest.raises(DroppedInputError, match=r"model bpe-nounk, row 5: 4 letters have no token") as err:
+        enc.embed([iupac, plain], [5, 6])
+    assert err.value.rows == [5]
+
+
+def test_B11_gena_lm_n_run_collapsed_on_purpose_is_not_an_error(zoo, shared):
+    """The real GENA-LM tokenizer maps an N run (N{10,}) to one '-' token: 199 of 200 N have no character span,
+    yet nothing is lost by accident, so it embeds without DroppedInputError (case B16's policy)."""
+    enc = zoo.encoder("bigbird")
+    real = shared / "models" / "tokenizers" / "gena-lm-bigbird-base-t2t" / "tokenizer.json"
+    assert (zoo.folder("bigbird") / "tokenizer.json").read_bytes() == real.read_bytes()
+    seq = random_dna(150, 14) + "N" * 200 + random_dna(150, 15)
+    spans = enc.tokenizer(seq, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    covered = {i for a, b in spans for i in range(a, b)}
+    assert len(seq) - len(covered) == 199 and set(range(150, 349)).isdisjoint(covered)  # the run has no spans
+    res = enc.embed([seq, "NNNNN" + random_dna(60, 16)], [3, 4])
+    assert np.isfinite(res.embeddings).all() and (res.n_tokens > 0).all()
+
+
+def test_B11_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
+    """A parquet written by other means than prepare_task, with a space inside a row: extract_task applies the
+    alphabet check again (a BPE tokenizer would swallow the space) and names task, split, row and character."""
+    task = make_task([random_dna(40, 1), "ACGTACGG TACGT"], [random_dna(40, 2)], task="ws")
+    out = tmp_path / "e.h5"
+    with pytest.raises(SequenceError, match=r"model tiny-bert, task ws, split train: task 'ws', split 'train', row 1: "
+                       r"character ' ' at position 8"):
+        extract_task(zoo.settings("bert"), task, out, progress=False)
+    assert not out.exists()
+    task = make_task([random_dna(40, 1)], [random_dna(40, 2), "ACGTACGTAC\r"], task="cr")
+    with pytest.raises(SequenceError, match=r"split 'test', row 1: character '\\r' at position 10"):
+        extract_task(zoo.settings("bert"), task, out, progress=False)
+
+
 # ---- B12 ----------------------------------------------------------------------------------------------------------
 
 
@@ -64,6 +144,23 @@ def test_B12_bare_string_is_refused(zoo, kind):
     with pytest.raises(TypeError, match="not one string"):
         enc.embed("ATGC")
     assert enc.embed(["ATGC"]).embeddings.shape[0] == 1
+
+
+@pytest.mark.parametrize("kind", ["kmer", "bert", "mistral-dna"])
+def test_B12_bytes_and_non_text_elements_are_refused(zoo, kind):
+    """bytes / bytearray would iterate as integers, a bytes or None element is not a sequence: TypeError naming
+    the row and the type; a tuple, numpy array or pandas Series of str is fine (one vector per element)."""
+    enc = KmerEncoder(3) if kind == "kmer" else zoo.encoder(kind)
+    with pytest.raises(TypeError, match=r"embed\(\) takes a list of sequences, not one bytes object"):
+        enc.embed(b"ATGC")
+    with pytest.raises(TypeError, match=r"not one bytearray object"):
+        enc.embed(bytearray(b"ATGC"))
+    with pytest.raises(TypeError, match=r"row 8: a sequence must be text \(str\), got bytes b'ATGC'"):
+        enc.embed(["ATGC", b"ATGC"], [7, 8])
+    with pytest.raises(TypeError, match=r"row 1: a sequence must be text \(str\), got NoneType"):
+        enc.embed(["ATGC", None])
+    for ok in (("ATGC", "GGCA"), np.array(["ATGC", "GGCA"]), pd.Series(["ATGC", "GGCA"])):
+        assert enc.embed(ok).embeddings.shape[0] == 2
 
 
 def test_B12_three_row_csv_gives_three_vectors_in_order(zoo, tmp_path):
@@ -130,6 +227,51 @@ def test_B13_length_multiple_trims_and_logs(zoo, make_task, tmp_path, caplog):
         assert f["test"]["trimmed_bases"][:].tolist() == [1]
 
 
+def _length_rule(model, multiple):
+    """Give a loaded model a SegmentNT-style length rule (the tokens before the appended [SEP] must be a
+    multiple of `multiple`), checked in its own forward pass; returns the list of lengths it ran."""
+    inner, seen = model.forward, []
+
+    def forward(input_ids, *args, **kwargs):
+        n = input_ids.shape[1] - 1
+        if n % multiple:
+            raise ValueError(f"sequence length {n} (without [SEP]) must be divisible by {multiple}")
+        seen.append(n)
+        return inner(input_ids, *args, **kwargs)
+
+    model.forward = forward
+    return seen
+
+
+def test_B13_length_multiple_holds_for_every_chunk(zoo):
+    """length_multiple 4 and max_tokens 100 (room for 99 bases before the appended [SEP]): a 1482-nt row is
+    trimmed to 1480 and cut into chunks of at most 96 bases (not 99), so a model with that length rule runs
+    every chunk."""
+    enc = build_encoder(zoo.settings("hyena", length_multiple=4, max_tokens=100), batch_size=4, progress=False)
+    assert enc.suffix == [enc.tokenizer.sep_token_id] and enc.body_cap == 96
+    chunks, n_chunks, _, trimmed = enc.make_chunks([random_dna(1482, 11), random_dna(400, 12)], [0, 1])
+    bodies = [len(c.ids) - 1 for c in chunks]
+    assert all(b % 4 == 0 for b in bodies) and max(bodies) == 96
+    assert sum(bodies) == 1480 + 400 and n_chunks.tolist() == [16, 5] and trimmed.tolist() == [2, 0]
+    seen = _length_rule(enc.model, 4)
+    res = enc.embed([random_dna(1482, 11), random_dna(400, 12)], [0, 1])
+    assert res.n_chunks.tolist() == [16, 5] and res.n_tokens.tolist() == [1480, 400] and np.isfinite(res.embeddings).all()
+    assert seen and all(n % 4 == 0 for n in seen)
+
+
+def test_B13_model_forward_error_names_model_and_rows(zoo):
+    """Without length_multiple the same rule breaks inside the model's forward pass: ModelForwardError naming
+    the model, the batch shape and the rows, with the model's own error kept as the cause."""
+    enc = build_encoder(zoo.settings("hyena", max_tokens=100), batch_size=4, progress=False)
+    assert enc.body_cap == 99
+    _length_rule(enc.model, 4)
+    with pytest.raises(ModelForwardError, match=r"model tiny-hyena: the forward pass failed on a batch of 4 x 100 tokens "
+                       r"\(rows 42(, 42)*\): ValueError: sequence length 99 \(without \[SEP\]\) must be divisible by 4") as err:
+        enc.embed([random_dna(1482, 11)], [42])
+    assert set(err.value.rows) == {42}  # one row, cut into chunks
+    assert isinstance(err.value.__cause__, ValueError)
+
+
 # ---- B14 ----------------------------------------------------------------------------------------------------------
 
 
@@ -155,6 +297,55 @@ def test_B14_real_tokenizers_report_the_sentinel(zoo, shared):
         assert AutoTokenizer.from_pretrained(shared / "models" / "tokenizers" / name).model_max_length >= 10**29
     enc = zoo.encoder("bert", max_tokens=None)
     assert enc.max_tokens == 512  # max_position_embeddings of the tiny BERT
+
+
+@pytest.fixture(scope="module")
+def padding_idx_models(tmp_path_factory):
+    """Tiny RoBERTa and absolute-position ESM checkpoints with 130 position rows and pad id 4, with a char
+    tokenizer that sets no model_max_length (the 'not set' sentinel): only the config gives a maximum."""
+    import transformers as tf
+
+    from geneb.models.tiny import write_char_tokenizer
+
+    folders = {}
+    common = {"vocab_size": 12, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 32, "max_position_embeddings": 130, "pad_token_id": 4}  # fmt: skip
+    for kind, cfg in (("roberta", tf.RobertaConfig(**common)),
+                      ("esm", tf.EsmConfig(**common, mask_token_id=3, position_embedding_type="absolute"))):  # fmt: skip
+        folders[kind] = tmp_path_factory.mktemp(kind)
+        write_char_tokenizer(folders[kind], padding_side="right")
+        torch.manual_seed(0)
+        tf.AutoModel.from_config(cfg).save_pretrained(folders[kind])
+    return folders
+
+
+@pytest.mark.parametrize("kind", ["roberta", "esm"])
+def test_B14_padding_idx_offset_of_learned_positions(padding_idx_models, kind):
+    """Positions numbered from padding_idx + 1: 130 rows and pad id 4 allow 130 - 4 - 1 = 125 tokens. A row of
+    exactly that length ([SEP] included) embeds in one chunk; one base more gives two chunks, not a crash."""
+    enc = build_encoder(_local(padding_idx_models[kind], "hf-encoder", f"tiny-{kind}"), progress=False)
+    assert enc.tokenizer.model_max_length >= 10**9  # nothing from the tokenizer
+    assert position_offset(enc.model, 130) == 5
+    assert enc.max_tokens == 125 and enc.max_tokens_from == "tokenizer/config" and enc.body_cap == 124
+    res = enc.embed([random_dna(124, 1), random_dna(125, 2)])
+    assert res.n_chunks.tolist() == [1, 2] and res.n_tokens.tolist() == [124, 125] and np.isfinite(res.embeddings).all()
+    with pytest.raises((IndexError, RuntimeError)):  # the limit is real: 126 tokens fail inside the model
+        enc.model(input_ids=torch.full((1, 126), 7))
+
+
+def test_B14_config_maximum_failing_in_the_forward_pass(padding_idx_models, monkeypatch):
+    """A maximum from the model's files is tried once at load: if the offset were not found (here: hidden),
+    130 tokens would index past the table, and loading fails with MaxLengthError naming model and length.
+    A registry max_tokens is trusted as set (no load-time pass)."""
+    monkeypatch.setattr("geneb.models.hf.position_offset", lambda model, positions: 0)
+    folder = padding_idx_models["roberta"]
+    with pytest.raises(MaxLengthError, match=r"model tiny-roberta: an input of its maximum length 130 tokens \(from the "
+                       r"tokenizer/config\) fails in the forward pass .*set extraction.max_tokens") as err:
+        build_encoder(_local(folder, "hf-encoder", "tiny-roberta"), progress=False)
+    assert isinstance(err.value.__cause__, ModelForwardError)
+    enc = build_encoder(_local(folder, "hf-encoder", "tiny-roberta", max_tokens=125), progress=False)
+    assert enc.max_tokens == 125 and enc.max_tokens_from == "registry"
+    assert enc.embed([random_dna(124, 1)]).n_chunks.tolist() == [1]
 
 
 # ---- B16 ----------------------------------------------------------------------------------------------------------
