@@ -405,30 +405,36 @@ class TokenModelEncoder:
         (a vocabulary without UNK deletes letters it cannot spell, e.g. N or IUPAC codes; case B11).
 
         Needs the character spans of the last `_tokenize` call (`self._offsets`, set by fast tokenizers);
-        without them the check is not possible and is skipped. A run of one repeated letter whose neighbour
-        (the same letter) has a token is a run the tokenizer's normalizer collapsed on purpose (GENA-LM maps
-        an N run to one token; case B16), not a dropped letter."""
+        without them the check is not possible and is skipped. With an UNK token in the vocabulary the spans
+        are exact, and a run of one repeated letter whose neighbour (the same letter) has a token is a run the
+        tokenizer's normalizer collapsed on purpose (GENA-LM maps an N run to one token; case B16), not a drop.
+        Without one, a model that drops letters reports the spans as if they had never been there (the gap
+        shows at the end of the row), so any uncovered letter is an error and no position is claimed."""
         if self._offsets is None:
             return
+        exact_spans = self.unk_id is not None
         for i, (text, spans) in enumerate(zip(texts, self._offsets)):
             covered = bytearray(len(text))
             for a, b in spans:
                 covered[a:b] = b"\x01" * (b - a)
+            gaps = []
             j = covered.find(0)
             while j != -1:
                 end = covered.find(1, j)
                 end = len(text) if end == -1 else end
-                gap = text[j:end].strip()
-                if gap and not _collapsed_run(text, covered, j, end):
-                    k = j + next(n for n, ch in enumerate(text[j:end]) if not ch.isspace())
-                    raise DroppedInputError(
-                        f"model {self.model_id}, row {rows[i]}: {len(gap)} letters have no token (the first by the "
-                        f"tokenizer's character spans: {text[k]!r} at position {k}; a vocabulary without an UNK token "
-                        "drops what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another "
-                        "sequence; use a task without such letters or a model whose vocabulary spells them",
-                        rows=[rows[i]],
-                    )  # fmt: skip
+                if text[j:end].strip() and not (exact_spans and _collapsed_run(text, covered, j, end)):
+                    gaps.append((j, end))
                 j = covered.find(0, end)
+            if gaps:
+                n = sum(len(text[a:b].strip()) for a, b in gaps)
+                k = gaps[0][0] + next(m for m, ch in enumerate(text[gaps[0][0] : gaps[0][1]]) if not ch.isspace())
+                where = (f"the first: {text[k]!r} at position {k}" if exact_spans
+                         else "its vocabulary has no UNK token, so its character spans cannot place them")  # fmt: skip
+                raise DroppedInputError(
+                    f"model {self.model_id}, row {rows[i]}: {n} letters have no token ({where}; a tokenizer drops "
+                    "what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
+                    "use a task without such letters or a model whose vocabulary spells them", rows=[rows[i]],
+                )  # fmt: skip
 
     def batch_tensors(self, batch: list[Chunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rectangular (B, T) tensors for a batch: input ids (pad id outside the sequence), attention mask
@@ -472,11 +478,12 @@ class TokenModelEncoder:
         except Exception as err:  # noqa: BLE001 - re-raised with the model and rows named
             if is_out_of_memory(err) or isinstance(err, ExtractionError):
                 raise
-            shown = ("the load-time check's probe sequences" if rows and min(rows) < 0  # see _check_padding_invariance
-                     else "rows " + (", ".join(str(r) for r in (rows or [])[:5]) or "?") + (" ..." if rows and len(rows) > 5 else ""))
+            named = list(dict.fromkeys(r for r in rows or [] if r >= 0))  # a row's chunks share its id
+            shown = ("the load-time check's probe sequences" if rows and not named  # see _check_padding_invariance
+                     else "rows " + (", ".join(map(str, named[:5])) or "?") + (" ..." if len(named) > 5 else ""))
             raise ModelForwardError(
                 f"model {self.model_id}: the forward pass failed on a batch of {ids.shape[0]} x {ids.shape[1]} tokens "
-                f"({shown}): {type(err).__name__}: {err}", rows=[r for r in rows or [] if r >= 0],
+                f"({shown}): {type(err).__name__}: {err}", rows=named,
             ) from err  # fmt: skip
         if isinstance(layer, str):
             if not self._captured:
