@@ -2,7 +2,7 @@
 
     geneb models                       list the models of the registry
     geneb tasks [--category C]         list the tasks of the catalogue
-    geneb leaderboard [--category C] [--regime R]
+    geneb leaderboard [--category C] [--regime R] [--top N]
                                        print the leaderboard of a category (default macro) and regime
     geneb recommend --category C [--regime R]
                                        the best model(s) for a category, with ties where CIs overlap
@@ -10,45 +10,94 @@
                                        pin hub models to the commit a ref points to now (needs network)
 
 Running the benchmark is `snakemake`; this command only reads its outputs (`results/tables/*.parquet`) and
-the configuration sheets. Exit status 2 for bad arguments or missing/invalid inputs.
+the configuration sheets. Exit status 2, with a one-line `geneb: error: ...` on stderr and no traceback, for
+bad arguments or missing/invalid inputs (a file that is not the table or sheet the command reads, a
+category with nothing in it). Output cut short by its reader (`geneb models | head`) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import yaml
 
 from geneb.analysis.leaderboard import AGGREGATES
-from geneb.analysis.metadata import load_model_meta, load_task_meta
+from geneb.analysis.metadata import load_task_meta, model_frame
 from geneb.analysis.tables import REGIMES, AnalysisInputError
 from geneb.categories import CATEGORIES
+
+#: the columns each table-reading command needs, and the table it expects
+TABLES = {
+    "leaderboard": (
+        ("protocol", "regime", "category", "model", "value", "rank", "n_tasks", "borda_rank", "complete"),
+        "results/tables/leaderboard.parquet (or compare_published.parquet)",
+    ),
+    "recommendation": (
+        ("protocol", "regime", "category", "model", "role", "value", "ci_low", "ci_high", "tie_rule"),
+        "results/tables/recommendations.parquet",
+    ),
+}
 
 
 class CliError(Exception):
     """A user-facing error: printed without a traceback, exit status 2."""
 
 
-def _read(path: str, what: str) -> pd.DataFrame:
+def _short(err: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, at most `limit` characters."""
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _file(path: str, what: str, hint: str = "") -> Path:
+    """`path` as a Path; CliError when it does not exist or is not a file."""
     p = Path(path)
     if not p.exists():
-        raise CliError(f"{what} {p} not found; run `snakemake leaderboard` (or the analyses) first, or pass --table")
-    return pd.read_parquet(p)
+        raise CliError(f"{what} {p} not found{hint}")
+    if not p.is_file():
+        raise CliError(f"{what} {p} is not a file")
+    return p
 
 
-def _category(name: str) -> str:
-    if name in (*CATEGORIES, *AGGREGATES):
+def _read(path: str, what: str) -> pd.DataFrame:
+    """The `what` table ("leaderboard" or "recommendation") at `path`; CliError when it is missing, not
+    parquet, empty, or lacks the columns the command needs."""
+    cols, expected = TABLES[what]
+    p = _file(path, f"{what} table", "; run `snakemake leaderboard` (or the analyses) first, or pass --table")
+    try:
+        df = pd.read_parquet(p)
+    except (OSError, ValueError, pa.ArrowException) as err:
+        why = "not a parquet file, or a corrupt one" if isinstance(err, pa.ArrowInvalid) else _short(err)
+        raise CliError(f"{p} cannot be read as a table ({why}); expected {expected}") from err
+    if df.empty:
+        raise CliError(f"{what} table {p} has no rows")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise CliError(f"{p} is not a {what} table (it lacks the columns {', '.join(missing)}); expected {expected}")
+    return df
+
+
+def _category(name: str, allowed: tuple[str, ...] = (*CATEGORIES, *AGGREGATES)) -> str:
+    if name in allowed:
         return name
-    low = {c.lower(): c for c in (*CATEGORIES, *AGGREGATES)}
+    low = {c.lower(): c for c in allowed}
     if name.lower() in low:
         return low[name.lower()]
-    raise CliError(f"unknown category {name!r}; choose one of: {', '.join((*CATEGORIES, *AGGREGATES))}")
+    raise CliError(f"unknown category {name!r}; choose one of: {', '.join(allowed)}")
 
 
 def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
-    have = sorted(df["protocol"].unique())
+    have = sorted(df["protocol"].dropna().astype(str).unique())
+    if not have:
+        raise CliError("the table has no protocol values")
     if protocol is None:
         protocol = "geneb-paper" if "geneb-paper" in have else have[0]
     if protocol not in have:
@@ -56,8 +105,46 @@ def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
     return df[df["protocol"] == protocol]
 
 
+def _registry(path: str) -> dict[str, Any]:
+    """The model sheet (config/models.yaml) parsed; CliError for unreadable or malformed YAML, or when it
+    is not a mapping with a `models` mapping of model id -> mapping."""
+    p = _file(path, "model sheet")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise CliError(f"{p}: not valid YAML ({where}{err.problem or err.context})") from err
+    except yaml.YAMLError as err:
+        raise CliError(f"{p}: not valid YAML ({_short(err)})") from err
+    except UnicodeDecodeError as err:
+        raise CliError(f"{p}: not a text file ({_short(err)})") from err
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise CliError(f"{p}: expected a mapping with a `models` mapping")
+    bad = [str(m) for m, spec in data["models"].items() if not isinstance(spec, dict)]
+    if bad:
+        raise CliError(f"{p}: the entry of each model must be a mapping of fields, not of {', '.join(bad[:5])}")
+    return data
+
+
+def _ci_label(path: str, table: pd.DataFrame) -> str | None:
+    """"95% CI" etc.: the confidence level of the analysis that wrote the table, from the
+    analysis_summary.json beside it when its settings_hash is the table's; None when not known."""
+    try:
+        summary = json.loads(Path(path).with_name("analysis_summary.json").read_text())
+        hashes = set(table["settings_hash"].dropna().astype(str))
+        conf = float(summary["settings"]["confidence"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if hashes != {summary.get("settings_hash")} or not 0 < conf < 1:
+        return None
+    return f"{conf * 100:g}% CI"
+
+
 def cmd_models(args: argparse.Namespace) -> str:
-    meta = load_model_meta(args.sheet)
+    meta = model_frame(_registry(args.sheet)["models"])
+    if meta.empty:
+        raise CliError(f"model sheet {args.sheet} lists no models")
     cols = ["display", "params", "architecture_family", "tokenizer_type", "pretraining_domain"]
     out = meta[cols].copy()
     out["params"] = out["params"].map(lambda v: "" if pd.isna(v) else f"{v:,.0f}")
@@ -65,21 +152,32 @@ def cmd_models(args: argparse.Namespace) -> str:
 
 
 def cmd_tasks(args: argparse.Namespace) -> str:
-    tasks = load_task_meta(args.sheet)
-    if args.category:
-        tasks = tasks[tasks["category"] == _category(args.category)]
+    p = _file(args.sheet, "task sheet")
+    try:
+        tasks = load_task_meta(p)
+    except AnalysisInputError:
+        raise
+    except (ValueError, OSError) as err:  # not tab-separated text: pandas' parser, a binary file
+        raise CliError(f"{p} is not a readable task sheet (tab-separated) ({_short(err)})") from err
+    cat = _category(args.category, CATEGORIES) if args.category else None
     if args.set:
         tasks = tasks[tasks["task_set"] == args.set]
-    return tasks[["category", "task_set", "taxon_group", "geneb_task_id"]].to_string()
+    picked = tasks[tasks["category"] == cat] if cat else tasks
+    if picked.empty:
+        where = ", ".join(f"{k} {v!r}" for k, v in (("category", cat), ("set", args.set)) if v)
+        have = sorted(set(tasks["category"]) - {""})
+        raise CliError(f"no tasks in {p}" + (f" for {where}" if where else "") + (f"; categories with tasks: {', '.join(have)}" if have else ""))
+    return picked[["category", "task_set", "taxon_group", "geneb_task_id"]].to_string()
 
 
 def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
     """The rows of `args.table` for args.protocol/regime/category, and the category's official spelling."""
-    table = _protocol(_read(args.table, f"{what} table"), args.protocol)
+    table = _protocol(_read(args.table, what), args.protocol)
     cat = _category(args.category)
     rows = table[(table["regime"] == args.regime) & (table["category"] == cat)]
     if rows.empty:
-        raise CliError(f"no {what} rows for category {cat!r}, regime {args.regime!r}")
+        have = sorted(table.loc[table["regime"] == args.regime, "category"].dropna().astype(str).unique())
+        raise CliError(f"no {what} rows for category {cat!r}, regime {args.regime!r}" + (f" (the table has: {', '.join(have)})" if have else ""))
     return rows, cat
 
 
@@ -92,26 +190,49 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
 
 def cmd_recommend(args: argparse.Namespace) -> str:
     r, cat = _rows(args, "recommendation")
-    best = r[r["role"] == "best"].iloc[0]
-    lines = [f"{cat}, {args.regime}: {best['model']} (MCC {best['value']:.4f}, 95% CI {best['ci_low']:.4f}-{best['ci_high']:.4f})"]
+    best = r[r["role"] == "best"]
+    if best.empty:
+        raise CliError(f"{args.table}: no 'best' row for category {cat!r}, regime {args.regime!r}")
+    label = _ci_label(args.table, r)
+
+    def ci(lo: float, hi: float) -> str:
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return "no CI"
+        return f"{label or 'CI'} {lo:.4f}-{hi:.4f}"
+
+    b = best.iloc[0]
+    lines = [f"{cat}, {args.regime}: {b['model']} (MCC {b['value']:.4f}, {ci(b['ci_low'], b['ci_high'])})"]
     tied = r[r["role"] == "tied"]
     if len(tied):
         lines.append(f"indistinguishable by the {r['tie_rule'].iloc[0]} rule:")
-        lines += [f"  {t.model} (MCC {t.value:.4f}, 95% CI {t.ci_low:.4f}-{t.ci_high:.4f})" for t in tied.itertuples()]
+        lines += [f"  {t.model} (MCC {t.value:.4f}, {ci(t.ci_low, t.ci_high)})" for t in tied.itertuples()]
+    if label is None:
+        lines.append("(confidence level unknown: no analysis_summary.json with the table's settings_hash beside it)")
     return "\n".join(lines)
 
 
 def cmd_pin_revisions(args: argparse.Namespace) -> str:
     from geneb.models.pins import PinError, resolve_revisions, write_pins
-    from geneb.models.registry import load_registry
+    from geneb.models.registry import RegistryError, load_registry
 
-    registry = load_registry(args.sheet, pins=args.pins)
+    _registry(args.sheet)  # a malformed sheet is a one-line error, not the registry loader's traceback
     try:
+        registry = load_registry(args.sheet, pins=args.pins)
         pins = resolve_revisions(registry, args.models, ref=args.ref, endpoint=args.endpoint)
-    except PinError as err:
+    except (PinError, RegistryError) as err:
         raise CliError(str(err)) from err
     write_pins(args.pins, pins)
     return "\n".join(f"{m}: {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in pins.items()) + f"\nwritten to {args.pins}"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return n
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_models)
     t = sub.add_parser("tasks", help="list the tasks of the catalogue")
     t.add_argument("--sheet", default="config/tasks.tsv")
-    t.add_argument("--category")
+    t.add_argument("--category", help=f"one of: {', '.join(CATEGORIES)}")
     t.add_argument("--set", choices=["paper", "mirror"])
     t.set_defaults(func=cmd_tasks)
     pr = sub.add_parser("pin-revisions", help="pin hub models to the commit a ref points to now (needs network)")
@@ -143,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--protocol")
         s.add_argument("--table", default=table)
         if name == "leaderboard":
-            s.add_argument("--top", type=int, default=50)
+            s.add_argument("--top", type=_positive_int, default=50, help="print the first N models (default 50)")
         s.set_defaults(func=func)
     return p
 
@@ -152,10 +273,17 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `geneb` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        print(args.func(args))
-    except (CliError, AnalysisInputError, FileNotFoundError) as err:
-        print(f"geneb: error: {err}", file=sys.stderr)
+        out = args.func(args)
+    except (CliError, AnalysisInputError, OSError) as err:
+        msg = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        print(f"geneb: error: {msg}", file=sys.stderr)
         return 2
+    try:
+        print(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (`geneb models | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the flush at exit does not fail again
     return 0
 
 

@@ -1,5 +1,12 @@
 """The `geneb` command: listing, leaderboard, recommendation, and clear errors."""
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
 import pytest
 
 from geneb.cli import main
@@ -39,3 +46,115 @@ def test_errors_are_one_line_with_exit_status_2(argv, message, synthetic_run, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("geneb: error:") and message in err
+
+
+def _error_line(capsys) -> str:
+    """The stderr of the last call: exactly one `geneb: error:` line, no traceback, nothing on stdout."""
+    cap = capsys.readouterr()
+    assert cap.out == "" and "Traceback" not in cap.err
+    lines = cap.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("geneb: error:"), cap.err
+    return lines[0]
+
+
+def test_a_file_that_is_not_a_table_is_a_one_line_error(synthetic_run, tmp_path, capsys):
+    t = synthetic_run["root"] / "results" / "tables"
+    (tmp_path / "bad.parquet").write_text("corrupt\n")
+    (tmp_path / "dir.parquet").mkdir()
+    for argv, message in (
+        (["leaderboard", "--table", str(tmp_path / "bad.parquet")], "not a parquet file"),
+        (["recommend", "--category", "Promoters", "--table", str(tmp_path / "bad.parquet")], "not a parquet file"),
+        (["leaderboard", "--table", str(tmp_path / "dir.parquet")], "is not a file"),
+        (["leaderboard", "--table", str(t / "analysis_summary.json")], "not a parquet file"),
+    ):
+        assert main(argv) == 2
+        assert message in _error_line(capsys)
+
+
+def test_the_wrong_kind_of_table_names_the_table_expected(synthetic_run, tmp_path, capsys):
+    t = synthetic_run["root"] / "results" / "tables"
+    assert main(["recommend", "--category", "Promoters", "--table", str(t / "leaderboard.parquet")]) == 2
+    line = _error_line(capsys)
+    assert "not a recommendation table" in line and "role" in line and "recommendations.parquet" in line
+    assert main(["leaderboard", "--category", "Promoters", "--table", str(t / "leaderboard_tasks.parquet")]) == 2
+    line = _error_line(capsys)
+    assert "not a leaderboard table" in line and "borda_rank" in line and "leaderboard.parquet" in line
+    pd.DataFrame({"settings_hash": pd.Series([], dtype=str)}).to_parquet(tmp_path / "empty.parquet")  # what an absent table is written as
+    assert main(["recommend", "--category", "Promoters", "--table", str(tmp_path / "empty.parquet")]) == 2
+    assert "has no rows" in _error_line(capsys)
+
+
+@pytest.mark.parametrize("top", ["0", "-3", "two"])
+def test_top_must_be_a_positive_integer(top, synthetic_run, capsys):
+    t = synthetic_run["root"] / "results" / "tables"
+    with pytest.raises(SystemExit) as exc:
+        main(["leaderboard", "--table", str(t / "leaderboard.parquet"), "--top", top])
+    assert exc.value.code == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "Traceback" not in cap.err
+    assert cap.err.splitlines()[-1] == f"geneb leaderboard: error: argument --top: must be a positive integer, not {top!r}"
+
+
+def test_a_malformed_model_sheet_is_a_one_line_error(tmp_path, capsys):
+    cases = {
+        "unparsable.yaml": ("models: [\n  a: b\n", "not valid YAML (line 3"),
+        "list.yaml": ("- 1\n", "expected a mapping with a `models` mapping"),
+        "entry.yaml": ("models:\n  x: 3\n", "must be a mapping of fields, not of x"),
+        "binary.yaml": (b"\xff\xfe\x00", "not a text file"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        for argv in (["models", "--sheet", str(path)], ["pin-revisions", "x", "--sheet", str(path)]):
+            assert main(argv) == 2
+            assert message in _error_line(capsys)
+    for argv in (["models", "--sheet", str(tmp_path)], ["tasks", "--sheet", str(tmp_path)]):
+        assert main(argv) == 2
+        assert "is not a file" in _error_line(capsys)
+    assert main(["tasks", "--sheet", str(tmp_path / "binary.yaml")]) == 2
+    assert "not a readable task sheet" in _error_line(capsys)
+
+
+def test_recommend_prints_the_confidence_level_of_the_analysis(synthetic_run, tmp_path, capsys):
+    t = synthetic_run["root"] / "results" / "tables"
+    argv = ["recommend", "--category", "Splice Sites", "--table", str(tmp_path / "recommendations.parquet")]
+    shutil.copy(t / "recommendations.parquet", tmp_path)
+    summary = json.loads((t / "analysis_summary.json").read_text())
+    assert summary["settings"]["confidence"] == 0.95
+    (tmp_path / "analysis_summary.json").write_text(json.dumps(summary))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "95% CI" in out and "unknown" not in out
+    summary["settings"]["confidence"] = 0.5  # the level is the one the summary of the same settings states
+    (tmp_path / "analysis_summary.json").write_text(json.dumps(summary))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "50% CI" in out and "95%" not in out
+    summary["settings_hash"] = "another-run"  # a summary of other settings says nothing about this table
+    (tmp_path / "analysis_summary.json").write_text(json.dumps(summary))
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "% CI" not in lines[0] and " CI " in lines[0] and lines[-1].startswith("(confidence level unknown")
+    (tmp_path / "analysis_summary.json").unlink()
+    assert main(argv) == 0
+    assert "confidence level unknown" in capsys.readouterr().out
+
+
+def test_tasks_that_match_nothing_is_an_error_listing_the_categories(synthetic_run, capsys):
+    sheet = str(synthetic_run["root"] / "config" / "tasks.tsv")
+    assert main(["tasks", "--sheet", sheet, "--category", "micro"]) == 2
+    line = _error_line(capsys)
+    assert "unknown category 'micro'" in line and "Promoters" in line and "macro" not in line
+    assert main(["tasks", "--sheet", sheet, "--category", "promoters", "--set", "paper"]) == 2  # the synthetic tasks are all mirrors
+    assert "no tasks in" in _error_line(capsys)
+
+
+def test_a_reader_that_stops_early_is_not_an_error(repo):
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before geneb writes: `geneb models | head -0`
+    try:
+        proc = subprocess.run([sys.executable, "-m", "geneb.cli", "models", "--sheet", str(repo / "config" / "models.yaml")],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.returncode == 0 and proc.stderr == ""
