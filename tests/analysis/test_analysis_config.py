@@ -53,3 +53,24 @@ def test_merge_and_entries():
 def test_rst_captions_equal_the_html_captions(repo):
     for name, text in CAPTIONS.items():
         assert (repo / "workflow" / "report" / f"{name}.rst").read_text().strip() == text
+
+
+@pytest.mark.parametrize("where", ["own", "published"])
+def test_a_misspelled_model_in_an_exclusion_list_stops_the_workflow(repo, tmp_path, where):
+    """`evo-1-131k` for `evo-1-131k-base` would exclude nothing and change rho and the reversals silently."""
+    import subprocess
+    import sys
+
+    cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    scale = cfg["analysis"]["scale"] if where == "own" else cfg["analysis"]["published"]["scale"]
+    scale["in_domain"]["exclude_models"] = [{"model": "evo-1-131k", "reason": "typo"}]
+    for key in ("task_sheet", "model_sheet", "model_revisions"):
+        cfg[key] = str(repo / cfg[key])
+    overlay = tmp_path / "config.yaml"
+    overlay.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--cores", "1",
+                           "--configfile", str(overlay), "--directory", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode != 0
+    prefix = "analysis.scale" if where == "own" else "analysis.published.scale"
+    assert f"{prefix}.in_domain.exclude_models: model 'evo-1-131k' is not in the registry; did you mean ['evo-1-131k-base'" in proc.stdout + proc.stderr

@@ -54,11 +54,41 @@ def test_user_model_is_placed_beside_the_40_on_the_common_tasks(catalogue, pub):
     reasons = left.set_index("task")["reason"]
     assert "subset" in reasons[tasks[2]] and "no paper task" in reasons[tasks[3]]
     assert (left["reason"] == "paper task not run by the user").sum() == 98
-    assert (left["model"] == "*").all()  # both regimes were run on both common tasks: no per-model gaps
+    # full and 10shot were run on both common tasks; the regime the model never ran (1shot) is listed per task
+    gaps = left[left["model"] == "my-model"]
+    assert sorted(gaps["paper_task"]) == sorted(common) and set(gaps["reason"]) == {"no 1shot result for this model"}
     gap = user[~((user["task"] == tasks[1]) & (user["regime"] == "10shot"))]
     _, left = compare.compare_with_published(gap, pub, catalogue)
-    row = left[left["model"] == "my-model"]
+    row = left[(left["model"] == "my-model") & (left["reason"] != "no 1shot result for this model")]
     assert row[["paper_task", "reason"]].values.tolist() == [[catalogue.loc[tasks[1], "geneb_task_id"], "no 10shot result for this model"]]
+
+
+def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed(catalogue, pub, tmp_path):
+    """A capped run is a subsample, not the paper's split; one paper task reached twice keeps the paper's own."""
+    import json
+
+    tasks, user = _user(catalogue)
+    cards = []
+    for task, caps in ((tasks[0], {"train": {"cap": 2000, "n_source": 47356, "n_kept": 2000}}),
+                       (tasks[1], {"train": {"cap": 5000, "n_source": 3000, "n_kept": 3000}})):  # fmt: skip
+        path = tmp_path / f"{task}.json"
+        path.write_text(json.dumps({"task": task, "caps": caps}))
+        cards.append(path)
+    capped = compare.capped_tasks(cards)
+    assert list(capped) == [tasks[0]] and "train 2000 of 47356 rows" in capped[tasks[0]]
+    board, left = compare.compare_with_published(user, pub, catalogue, capped=capped)
+    assert left.set_index("task").loc[tasks[0], "reason"] == capped[tasks[0]]
+    assert board.loc[board["category"] == "macro", "n_tasks"].max() == 1  # only the uncapped common task
+    # the paper task itself and its same-split mirror, both run by the model: the paper task's value is used
+    paper_id = catalogue.loc[tasks[1], "geneb_task_id"]
+    both = check_scores(scores_from_values({("my-model", tasks[1], "full"): 0.2, ("my-model", paper_id, "full"): 0.8},
+                                           {tasks[1]: catalogue.loc[tasks[1], "category"],
+                                            paper_id: catalogue.loc[paper_id, "category"]}))  # fmt: skip
+    board, left = compare.compare_with_published(both, pub, catalogue)
+    cell = board[(board["model"] == "my-model") & (board["regime"] == "full") & (board["category"] == "macro")]
+    assert cell["value"].item() == pytest.approx(0.8)
+    shadow = left[(left["model"] == "my-model") & (left["task"] == tasks[1])]
+    assert shadow["reason"].str.contains("also ran the paper task itself").all() and len(shadow) == 1
 
 
 def test_colliding_ids_are_prefixed_and_nothing_comparable_is_an_error(catalogue, pub):
@@ -112,9 +142,11 @@ def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue,
     board, left = compare.compare_with_published(user, pub, catalogue, {("my-model", tasks[0])})
     macro = board[(board["regime"] == "full") & (board["category"] == "macro")].set_index("model")
     assert macro.loc["my-model", "n_tasks"] == 1
+    left = left[left["reason"] != "no 1shot result for this model"]  # the regime this user never ran
     row = left[left["model"] == "my-model"]
     assert row["reason"].tolist() == ["left out: the model was trained on this task"] and row["task"].tolist() == [tasks[0]]
     # with a second model that ran both tasks, the excluded task stays common but is not listed twice
     two = pd.concat([user, user.assign(model="other")])
     _, left = compare.compare_with_published(two, pub, catalogue, {("my-model", tasks[0])})
+    left = left[left["reason"] != "no 1shot result for this model"]
     assert left[left["model"] == "my-model"]["reason"].tolist() == ["left out: the model was trained on this task"]

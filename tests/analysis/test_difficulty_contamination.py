@@ -87,3 +87,18 @@ def test_recommendation_ties_only_indistinguishable_models():
     assert set(paired.loc[paired["category"] == "Promoters", "model"]) == {"best"}
     with pytest.raises(AnalysisInputError):
         recommend.recommend(rep, confidence=0.95, tie_rule="vote")
+
+
+def test_contamination_follows_the_data_not_the_id_either_way():
+    """A mirror task and its paper task hold the same data: listing either id flags both cells, and a mirror
+    that is only a subset of the paper's split is flagged too (the model saw that data)."""
+    catalogue = pd.DataFrame(
+        {"geneb_task_id": ["paper_prom", "paper_prom", "paper_prom", ""]},
+        index=["paper_prom", "mirror_prom", "mirror_prom_subset", "unrelated"],
+    )
+    values = {(m, t, "full"): 0.5 for m in ("a", "b") for t in catalogue.index}
+    cells = cell_scores(check_scores(scores_from_values(values, {t: "Promoters" for t in catalogue.index})))
+    for listed in ("mirror_prom", "paper_prom", "mirror_prom_subset"):
+        flagged = contamination.flag_contamination(cells, meta({"a": {"trained_on_tasks": [listed]}, "b": {}}), catalogue)
+        hit = flagged.loc[flagged["contaminated"], ["model", "task"]].values.tolist()
+        assert sorted(hit) == [["a", "mirror_prom"], ["a", "mirror_prom_subset"], ["a", "paper_prom"]], listed

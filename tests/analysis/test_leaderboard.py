@@ -60,3 +60,25 @@ def test_incomplete_model_has_no_macro_and_no_rank():
 def test_wide_view_orders_by_macro():
     w = lb.wide_view(_board(), "geneb-paper", "full")
     assert list(w.index) == ["b", "a", "c"] and list(w.columns[-2:]) == ["macro", "micro"]
+
+
+def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
+    """Model e has only p1 of Promoters (0.95, above everyone): its partial mean is shown but never ranked, so it
+    cannot win the category, be its specialist or its few-shot top on the one task it has."""
+    from geneb.analysis import difficulty, fewshot
+
+    values = grid([*PLANT, "e"], list(CATS), lambda m, t, r: 0.95 if m == "e" else PLANT[m][t], regimes=("full", "10shot"))
+    for regime in ("full", "10shot"):
+        values.pop(("e", "p2", regime))
+    b = lb.leaderboard(cell_scores(check_scores(scores_from_values(values, CATS))))
+    promo = b[(b["category"] == "Promoters") & (b["regime"] == "full")].set_index("model")
+    assert promo.loc["e", "value"] == pytest.approx(0.95) and not promo.loc["e", "complete"] and pd.isna(promo.loc["e", "rank"])
+    assert promo.loc["a", "rank"] == 1 and promo["rank"].notna().sum() == 3
+    # e is complete in Enhancers and ranked there
+    assert b[(b["category"] == "Enhancers") & (b["regime"] == "full")].set_index("model").loc["e", "rank"] == 1
+    spec = difficulty.specialists(b)
+    assert spec.loc[(spec["category"] == "Promoters") & (spec["regime"] == "full"), "winner"].tolist() == ["a"]
+    tops = fewshot.regime_changes(b, "geneb-paper").set_index("category")
+    assert tops.loc["Promoters", "top_full"] == "a" and tops.loc["Promoters", "top_10shot"] == "a"
+    assert np.isnan(lb.wide_view(b, "geneb-paper", "full").loc["e", "Promoters"])
+    assert lb.wide_view(b, "geneb-paper", "full", complete_only=False).loc["e", "Promoters"] == pytest.approx(0.95)

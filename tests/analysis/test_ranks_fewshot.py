@@ -59,3 +59,30 @@ def test_drops_inverse_pattern_and_top_model_change():
 def test_task_matrix_feeds_replicates_in_model_order():
     cells = cell_scores(check_scores(scores_from_values(grid(["b", "a"], list(CATS), lambda m, t, r: 0.5), CATS)))
     assert list(task_matrix(cells, "full").index) == ["a", "b"]
+
+
+def test_a_single_task_category_without_row_replicates_has_no_rank_interval():
+    """Resampling one task gives that task every time: the interval would be [rank, rank] and p_top1 1.0, a
+    certainty the data cannot give. Without row-level replicates it is missing; a many-task category keeps it."""
+    tasks = ["c1", "p1", "p2", "p3"]
+    cats = pd.Series(["Coding/NC", "Promoters", "Promoters", "Promoters"], index=tasks)
+    matrix = pd.DataFrame([[0.9043, 0.5, 0.6, 0.4], [0.9007, 0.45, 0.62, 0.41]], index=["g", "l"], columns=tasks)
+    rep = bootstrap.category_replicates(matrix, cats, None, n_resamples=200, seed=0)
+    out = ranks.rank_intervals(rep, 0.95).set_index(["model", "category"])
+    assert out.loc[("g", "Coding/NC"), "rank"] == 1
+    assert pd.isna(out.loc[("g", "Coding/NC"), "rank_low"]) and pd.isna(out.loc[("g", "Coding/NC"), "rank_high"])
+    assert np.isnan(out.loc[("g", "Coding/NC"), "p_top1"])
+    assert out.loc[("g", "Promoters"), "rank_low"] >= 1 and np.isfinite(out.loc[("g", "Promoters"), "p_top1"])
+
+
+def test_a_table_without_the_full_regime_skips_only_the_few_shot_tables():
+    from geneb.analysis import run
+    from synth import meta
+
+    values = grid(["a", "b", "c"], list(CATS), lambda m, t, r: {"a": 0.3, "b": 0.5, "c": 0.4}[m], regimes=("10shot", "1shot"))
+    scores = check_scores(scores_from_values(values, CATS))
+    models = meta({m: {"params": p} for m, p in (("a", 1e6), ("b", 1e7), ("c", 1e8))})
+    tables, summary = run.run_analyses(scores, model_meta=models, task_meta=None, declared_pairs=[],
+                                       settings=run.resolve_settings({}, "geneb"))
+    assert summary["protocols"]["geneb-paper"]["fewshot_skipped"].startswith("no full regime")
+    assert tables["fewshot_drops"].empty and not tables["leaderboard"].empty and not tables["rank_intervals"].empty

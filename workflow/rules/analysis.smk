@@ -110,6 +110,7 @@ rule compare_published:
         published="results/published/tables/scores.parquet",
         models=config["model_sheet"],
         tasks=config["task_sheet"],
+        cards=task_cards(),
     output:
         board=report(
             "results/tables/compare_published.parquet",
@@ -133,6 +134,7 @@ rule submission:
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         spec=PUBLISHED_FILES["spec"],
+        cards=task_cards(),
     output:
         "results/submissions/{model}.json",
     log:

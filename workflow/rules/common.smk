@@ -7,7 +7,7 @@ from snakemake.utils import validate
 
 from geneb import hpc
 from geneb.models.adapters import family as model_family
-from geneb.models.registry import extraction_hash, extraction_settings, load_registry, model_spec
+from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.sources import source_identity
@@ -32,6 +32,15 @@ REGISTRY = load_registry(config["model_sheet"], pins=config["model_revisions"])
 validate(REGISTRY, "../schemas/models.schema.yaml")
 for _model in config["models"]:
     model_spec(REGISTRY, _model)  # unknown model ids fail here, with close matches
+# a misspelled id in an analysis exclusion list would silently exclude nothing: fail here too
+for _where, _scale in (("analysis.scale", config["analysis"]["scale"]), ("analysis.published.scale", config["analysis"]["published"].get("scale", {}))):
+    for _key, _items in (("rho_exclusions", _scale.get("rho_exclusions") or []),
+                         ("in_domain.exclude_models", (_scale.get("in_domain") or {}).get("exclude_models") or [])):
+        for _item in _items:
+            try:
+                model_spec(REGISTRY, _item["model"])
+            except RegistryError as _err:
+                raise ValueError(f"{_where}.{_key}: {_err}") from None
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
 EXTRACTION_SETTINGS = {
@@ -157,6 +166,11 @@ def report_config(wildcards=None):
     for key in ("tasks", "models", "protocols"):  # their order changes no result
         shown[key] = sorted(shown[key])
     return hpc.stable_params(shown)
+
+
+def task_cards():
+    """The task cards of every configured task (they record caps, which make a task not the paper's split)."""
+    return [f"resources/tasks/{task}/card.json" for task in config["tasks"]]
 
 
 def final_outputs():

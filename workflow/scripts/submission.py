@@ -8,4 +8,4 @@ from geneb.logs import log_to_file
 log_to_file(snakemake.log[0])
 submission_step(scores=snakemake.input.scores, models_yaml=snakemake.input.models, tasks_tsv=snakemake.input.tasks,
                 spec_dir=str(Path(snakemake.input.spec).parent), model=snakemake.wildcards.model,
-                submitted_by=snakemake.params.submitted_by, output=snakemake.output[0])  # fmt: skip
+                submitted_by=snakemake.params.submitted_by, output=snakemake.output[0], cards=list(snakemake.input.cards))  # fmt: skip

@@ -1,8 +1,9 @@
 """Contamination: cells where the model was trained or fine-tuned on the task itself.
 
 A model's registry entry lists `trained_on_tasks` (mirror and paper task ids). A cell (model, task) is
-contaminated when the task id, or the paper task with the same data (`geneb_task_id` of the catalogue), is in
-that list. Such a cell measures memorisation, not transfer: by default it is left out of every ranking
+contaminated when the task has the same data as a listed task: tasks are grouped by the catalogue's
+`geneb_task_id` (a mirror task and its paper task, whatever the split), so listing the mirror id or the paper
+id flags both. Such a cell measures memorisation, not transfer: by default it is left out of every ranking
 (policy "exclude") and listed in its own table; policy "flag" keeps it, marked.
 """
 
@@ -22,14 +23,15 @@ def flag_contamination(cells: pd.DataFrame, model_meta: pd.DataFrame, task_meta:
     from it are treated as clean); task_meta: the catalogue (optional; adds the paper-id alias).
     """
     out = cells.copy()
-    alias: dict[str, str] = {}
+    # tasks with the same data share a group (the paper task id): listing either id covers every one of them
+    group: dict[str, str] = {}
     if task_meta is not None and "geneb_task_id" in task_meta.columns:
-        alias = {t: g for t, g in task_meta["geneb_task_id"].items() if g}
+        group = {t: g for t, g in task_meta["geneb_task_id"].items() if g}
     trained = model_meta["trained_on_tasks"].to_dict() if "trained_on_tasks" in model_meta else {}
     flags, reasons = [], []
     for model, task in zip(out["model"], out["task"]):
-        seen = set(trained.get(model, ()))
-        hit = task in seen or (alias.get(task) in seen if alias.get(task) else False)
+        seen = {group.get(t, t) for t in trained.get(model, ())}
+        hit = group.get(task, task) in seen
         flags.append(hit)
         reasons.append(f"{model} was trained on {task}" if hit else "")
     out["contaminated"] = flags

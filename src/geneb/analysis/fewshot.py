@@ -67,9 +67,10 @@ def regime_changes(board: pd.DataFrame, protocol: str) -> pd.DataFrame:
 
     Returns columns category, top_full, top_10shot, top_1shot (those present), top_changes (bool), and
     tau_{r1}_vs_{r2}, p_{r1}_vs_{r2}, n_{r1}_vs_{r2} for each pair of regimes present (models with a value
-    in both; NaN with fewer than 3).
+    in both; NaN with fewer than 3). Only complete rows count (see `leaderboard.leaderboard`).
     """
     b = board[board["protocol"] == protocol]
+    b = b.assign(value=b["value"].where(b["complete"]))  # a model missing some of a category's tasks is not ranked
     rows = []
     for category, c in b.groupby("category", sort=False):
         wide = c.pivot(index="model", columns="regime", values="value")

@@ -4,8 +4,8 @@ micro (mean over tasks), each with a rank and a Borda rank, for every (protocol,
 Aggregation follows the paper (`benchmark_spec.json`, README "Aggregates"): category score = mean of the
 category's task scores; macro = mean of the category scores; micro = mean over tasks; the leaderboard ranks
 by macro. A model that lacks a task another model has in that (protocol, regime) is *incomplete*: its category
-value is the mean over the tasks it has, but its macro and micro are NaN (not comparable) and it gets no rank
-on them.
+value is the mean over the tasks it has (shown, but not ranked: `rank` is NA on every row where `complete` is
+false, so a model cannot win a category on the one task it has), and its macro and micro are NaN.
 
 Borda rank as MTEB computes it (`mteb/benchmarks/_create_table.py`, `_get_borda_rank`): each task gives every
 model `n - rank` votes (n = number of models; rank 1 = best, ties share the average rank; a model without the
@@ -101,7 +101,9 @@ def leaderboard(cells: pd.DataFrame) -> pd.DataFrame:
         raise AnalysisInputError("leaderboard: no cells")
     cats = category_scores(cells)
     table = pd.concat([cats, _aggregates(cells, cats)], ignore_index=True)
-    table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["value"].transform(_rank_desc)
+    table["_ranked"] = table["value"].where(table["complete"])
+    table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["_ranked"].transform(_rank_desc)
+    table = table.drop(columns="_ranked")
     borda = []
     for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
         wide = c.pivot(index="model", columns="task", values="value")
@@ -133,12 +135,15 @@ def task_leaderboard(cells: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["protocol", "regime", "category", "task", "rank"]).reset_index(drop=True)
 
 
-def wide_view(board: pd.DataFrame, protocol: str, regime: str) -> pd.DataFrame:
+def wide_view(board: pd.DataFrame, protocol: str, regime: str, *, complete_only: bool = True) -> pd.DataFrame:
     """Leaderboard as a (n_models, 13 categories + macro + micro) frame for one protocol and regime, sorted
-    by macro (best first); columns follow the official category order. Raises AnalysisInputError when empty."""
+    by macro (best first); columns follow the official category order. complete_only: NaN where the model
+    lacks some of the category's tasks (what rankings and correlations use); False keeps those partial means
+    (for display). Raises AnalysisInputError when empty."""
     b = board[(board["protocol"] == protocol) & (board["regime"] == regime)]
     if b.empty:
         raise AnalysisInputError(f"no leaderboard rows for protocol {protocol!r}, regime {regime!r}")
+    b = b.assign(value=b["value"].where(b["complete"])) if complete_only else b
     wide = b.pivot(index="model", columns="category", values="value")
     cols = [c for c in (*CATEGORIES, *AGGREGATES) if c in wide.columns]
     return wide[cols].sort_values("macro", ascending=False, na_position="last")

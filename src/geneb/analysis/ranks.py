@@ -46,7 +46,9 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
 
     rep: paired replicates (B, M, C + 1). rank_low/rank_high: percentile interval of the model's rank over
     replicates at `confidence`; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 =
-    best, ties share the lowest rank (scipy.stats.rankdata, method "min").
+    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). A single-task category without
+    row-level replicates has nothing to resample (every replicate is the point estimate): its interval and
+    p_top1 are missing (NA), not a certain-looking [rank, rank] and 1.0.
     """
     point_rank = _ranks(rep.point)
     draw_rank = _ranks(rep.draws)
@@ -54,12 +56,16 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
     low = np.quantile(draw_rank, a, axis=0, method="lower")
     high = np.quantile(draw_rank, 1 - a, axis=0, method="higher")
     top = (draw_rank == 1).mean(axis=0)
+    no_variation = np.append(rep.n_tasks < 2, False) & (not rep.rows_resampled)
     rows = []
     for m, model in enumerate(rep.models):
         for c, col in enumerate(rep.columns):
+            known = not no_variation[c]
             rows.append({"model": model, "category": col, "value": rep.point[m, c], "rank": int(point_rank[m, c]),
-                         "rank_low": int(low[m, c]), "rank_high": int(high[m, c]), "p_top1": float(top[m, c])})  # fmt: skip
+                         "rank_low": int(low[m, c]) if known else None, "rank_high": int(high[m, c]) if known else None,
+                         "p_top1": float(top[m, c]) if known else np.nan})  # fmt: skip
     out = pd.DataFrame(rows)
+    out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
     out["rows_resampled"] = rep.rows_resampled
     out["n_resamples"] = rep.draws.shape[0]
     return out

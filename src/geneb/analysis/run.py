@@ -231,7 +231,10 @@ def run_analyses(
                 rsum["n_reversals"] = len(rev)
             rsum["not_in_scale_analysis"] = dropped
             psum["regimes"][regime] = rsum
-        fd = fewshot.drops(board, protocol)
+        regimes_present = set(board.loc[board["protocol"] == protocol, "regime"])
+        if "full" not in regimes_present:
+            psum["fewshot_skipped"] = "no full regime: few-shot drops are relative to it"
+        fd = fewshot.drops(board, protocol) if "full" in regimes_present else pd.DataFrame()
         if set(fewshot.SHOTS) & set(fd.columns):
             out["fewshot_drops"].append(fd.reset_index().assign(protocol=protocol))
             inv = fewshot.inverse_pattern(fd)

@@ -60,25 +60,29 @@ def import_published_step(*, folder: str, output: str) -> None:
 
 
 def compare_step(*, scores: str, published_scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any],
-                 board_out: str, left_out: str) -> None:  # fmt: skip
+                 board_out: str, left_out: str, cards: list[str] = ()) -> None:  # fmt: skip
     """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks;
-    contaminated cells are left out (and listed) unless the contamination policy is "flag"."""
+    contaminated cells are left out (and listed) unless the contamination policy is "flag", and so are tasks
+    whose card (`cards`: the run's task cards) records a cap."""
     settings = run.resolve_settings(analysis_config, "geneb")
     user, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
     exclude: set[tuple[str, str]] = set()
     if settings["contamination"] == "exclude":
         _, bad = run.prepare_cells(user, metadata.load_model_meta(models_yaml), task_meta, settings)
         exclude = set(zip(bad["model"], bad["task"]))
-    board, left = compare.compare_with_published(user, load_scores(published_scores), task_meta, exclude)
+    board, left = compare.compare_with_published(user, load_scores(published_scores), task_meta, exclude,
+                                                 capped=compare.capped_tasks(cards))  # fmt: skip
     for df, path in ((board, board_out), (left, left_out)):
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
     log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))
 
 
-def submission_step(*, scores: str, models_yaml: str, tasks_tsv: str, spec_dir: str, model: str, submitted_by: str, output: str) -> None:
+def submission_step(*, scores: str, models_yaml: str, tasks_tsv: str, spec_dir: str, model: str, submitted_by: str, output: str,
+                    cards: list[str] = ()) -> None:  # fmt: skip
     """Rule `submission`: `model`'s schema-1.0 submission file at `output`, validated against the spec; the
-    tasks the model was trained on (registry `trained_on_tasks`) are left out.
+    tasks the model was trained on (registry `trained_on_tasks`) are left out, and so are tasks whose card
+    (`cards`) records a cap (not the paper's split).
 
     Raises AnalysisInputError listing the problems when the file would not validate.
     """
@@ -90,7 +94,10 @@ def submission_step(*, scores: str, models_yaml: str, tasks_tsv: str, spec_dir: 
                 "zero_shot": False, "training_data": meta.get("pretraining_data", ""),
                 "provenance": f"geneb run, protocol {published.PROTOCOL}", "submitted_by": submitted_by}  # fmt: skip
     spec = published.load_spec(spec_dir)
-    trained = frozenset(meta.get("trained_on_tasks") or ())
+    capped = compare.capped_tasks(cards)
+    for task, why in sorted(capped.items()):
+        log.warning("submission for %s: %s left out, %s", model, task, why)
+    trained = frozenset(meta.get("trained_on_tasks") or ()) | frozenset(capped)
     sub = submission.build_submission(load_scores(scores), model, spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained)
     problems = submission.validate_submission(sub, spec)
     if problems:

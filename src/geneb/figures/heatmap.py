@@ -19,7 +19,7 @@ def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regi
     b = board[(board["protocol"] == protocol) & (board["regime"] == regime)]
     if b.empty:
         return empty_figure(f"no {protocol} / {regime} results to plot")
-    wide = wide_view(board, protocol, regime).drop(columns="micro")
+    wide = wide_view(board, protocol, regime, complete_only=False).drop(columns="micro")
     values = wide.to_numpy(dtype=float)
     n, k = values.shape
     fig, ax = plt.subplots(figsize=(DOUBLE_COLUMN, 0.9 + 0.16 * n))

@@ -121,7 +121,7 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         return df.drop(columns=[k for k in ("protocol", "regime") if k in df.columns])
 
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
-    wide = wide_view(board, protocol, regime)
+    wide = wide_view(board, protocol, regime, complete_only=False)
     wide.columns.name = None
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
     wide = wide.reset_index()
