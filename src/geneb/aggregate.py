@@ -9,18 +9,28 @@ import pandas as pd
 from geneb.atomic import atomic_path
 
 
-def concat_tables(paths: list[str | Path], out_path: str | Path) -> pd.DataFrame:
+def concat_tables(paths: list[str | Path], out_path: str | Path, *, schema_version: str | None = None) -> pd.DataFrame:
     """Concatenate parquet tables with one schema into `out_path` (atomically); returns the table.
 
-    Raises ValueError naming the first file whose columns or `schema_version` differ from the first file's.
+    schema_version: the version every row must carry (default: the probe tables' current
+    `geneb.probe.job.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
+    (or mixed), and the first file whose columns differ from those of the first file of the right version.
     """
     if not paths:
         raise ValueError("no probe tables to aggregate")
+    if schema_version is None:
+        from geneb.probe.job import SCHEMA_VERSION as schema_version
     frames = [pd.read_parquet(p) for p in paths]
-    cols, versions = list(frames[0].columns), set(frames[0]["schema_version"])
     for p, df in zip(paths, frames):
-        if list(df.columns) != cols or set(df["schema_version"]) != versions:
-            raise ValueError(f"{p}: columns/schema_version differ from {paths[0]} ({list(df.columns)} vs {cols})")
+        found = sorted(set(df["schema_version"].astype(str))) if "schema_version" in df.columns else []
+        if found != [schema_version]:
+            raise ValueError(f"{p}: schema_version {found or 'missing'}, expected [{schema_version!r}]; rerun the job that "
+                             "wrote it")  # fmt: skip
+    cols = list(frames[0].columns)
+    for p, df in zip(paths, frames):
+        if list(df.columns) != cols:
+            extra, missing = sorted(set(df.columns) - set(cols)), sorted(set(cols) - set(df.columns))
+            raise ValueError(f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)")
     table = pd.concat(frames, ignore_index=True)
     with atomic_path(out_path) as tmp:
         table.to_parquet(tmp, index=False)

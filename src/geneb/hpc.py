@@ -33,10 +33,22 @@ PROBE_RUNTIME_MIN = 60
 
 
 def stable_params(obj: Any) -> Any:
-    """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists and numpy
-    scalars as Python numbers: the same value whatever order it was built in, so `repr` (Snakemake's
-    params key) is equal across processes and key orders. Raises TypeError for objects JSON cannot hold."""
-    return json.loads(canonical_json(obj))
+    """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists, numpy
+    scalars as Python numbers and integral floats as ints (`200.0` -> `200`, `C: 1` and `C: 1.0` alike): the
+    same value however it was written or built, so `repr` (Snakemake's params key) is equal across processes,
+    key orders and number spellings (case B44). Booleans stay booleans. Raises TypeError for objects JSON
+    cannot hold."""
+    return _integral_floats_as_ints(json.loads(canonical_json(obj)))
+
+
+def _integral_floats_as_ints(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_integral_floats_as_ints(v) for v in obj]
+    if isinstance(obj, float) and obj.is_integer():
+        return int(obj)
+    return obj
 
 
 def canonical_path(path: str) -> str:

@@ -78,3 +78,14 @@ def test_B29_class_code_out_of_range_is_refused_not_counted_elsewhere():
         metrics.batched_mcc(y_true, y_pred, 2)
     with pytest.raises(metrics.ProbeInputError, match=r"y_pred holds class code -1"):
         metrics.batched_mcc(y_true[1:], y_pred[1:] - 1, 2)
+
+
+def test_B29_basic_bootstrap_interval_stays_inside_mccs_range():
+    """A basic interval is reflected around the estimate; for a near-perfect MCC on few rows it would reach
+    past 1 (up to 2 on n = 2). Both methods stay within [-1, 1]."""
+    for y, p in (([0, 1], [0, 1]), ([0, 1], [1, 0]), ([0, 1] * 15, [0, 1] * 14 + [1, 1])):
+        y, p = np.array(y), np.array(p)
+        for method in ("percentile", "basic"):
+            low, high = metrics.bootstrap_mcc_ci(y, p, 2, n_resamples=500, confidence=0.95, method=method,
+                                                 rng=np.random.default_rng(0))  # fmt: skip
+            assert -1.0 <= low <= high <= 1.0, (method, low, high)

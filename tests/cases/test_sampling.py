@@ -90,6 +90,39 @@ def test_B31_whole_kind_every_draw_input_is_used(cfg, promoters):
         assert len(ten) == len(p.seeds) and len(set(ten)) == len(ten)
 
 
+@pytest.mark.parametrize("damage", ["draw deleted", "row repeated", "full_rows cut", "draw repeated", "regime renamed",
+                                    "row outside full", "one class short"])  # fmt: skip
+def test_B31_a_shot_file_that_is_not_its_settings_draw_is_refused(cfg, damage):
+    """Every model reads the same shot file; one edited or damaged by hand (a draw missing, so a seed silently
+    drops out of the mean; a repeated row; a shortened full set) is refused, naming the file."""
+    import copy
+
+    from geneb.probe.shots import check_shots
+
+    y, rows = np.array([0, 1, 2] * 40), np.arange(100, 220)
+    settings = {**cfg["geneb-strict"], "seeds": [0, 1, 2]}
+    good = build_shots("t", "geneb-strict", y, rows, "h", settings)
+    check_shots(good, rows, y, path="shots.json")  # the real draw passes
+    bad = copy.deepcopy(good)
+    ten = next(d for d in bad["draws"] if d["regime"] == "10shot")
+    if damage == "draw deleted":
+        bad["draws"].remove(ten)
+    elif damage == "row repeated":
+        ten["rows"][1] = ten["rows"][0]
+    elif damage == "full_rows cut":
+        bad["full_rows"] = bad["full_rows"][:60]
+    elif damage == "draw repeated":
+        bad["draws"].append(copy.deepcopy(ten))
+    elif damage == "regime renamed":
+        ten["regime"] = "5shot"
+    elif damage == "row outside full":
+        ten["rows"][0] = int(rows[0]) - 1  # not a training row at all
+    else:
+        ten["rows"] = ten["rows"][:-1]
+    with pytest.raises(ProbeInputError, match=r"shots.json: .*rerun write_shot_indices"):
+        check_shots(bad, rows, y, path="shots.json")
+
+
 # ---- B34: a one-class training set is refused before any fit ----------------------------------------------
 
 

@@ -712,6 +712,10 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
     registry = reversed_mappings(repo_registry())
     (run / "config" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
     flipped["model_sheet"] = str(run / "config" / "models.yaml")
+    # the same numbers spelled otherwise: C 1 for 1.0, seeds and caps as 13.0 / 200.0 (YAML floats)
+    paper = flipped["probe"]["geneb-paper"]
+    paper["C"], paper["seeds"] = int(paper["C"]), [float(x) for x in paper["seeds"]]
+    flipped["caps"]["default"] = {k: float(v) for k, v in flipped["caps"]["default"].items()}
     (run / "config" / "config.yaml").write_text(yaml.safe_dump(flipped, sort_keys=False))
     assert planned_jobs(run, SCORES) == []
     # a copy of the workflow with edited comments in the Snakefile and in extract.smk
@@ -729,6 +733,14 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
         os.utime(path, (time.time(), time.time()))
         assert path.stat().st_mtime > mtime
     assert planned_jobs(run, SCORES, snakefile=wf / "Snakefile") == []
+
+
+def test_B44_integral_floats_are_ints_in_params():
+    from geneb.hpc import stable_params
+
+    a = stable_params({"C": 1.0, "seeds": [13.0, 17], "tol": 1e-4, "caps": {"max_train": 200.0}, "flag": True, "k": 0.5})
+    b = stable_params({"k": 0.5, "flag": True, "caps": {"max_train": 200}, "tol": 0.0001, "seeds": [13, 17], "C": 1})
+    assert repr(a) == repr(b) and a["C"] == 1 and type(a["C"]) is int and a["flag"] is True and a["k"] == 0.5
 
 
 def test_B44_one_spelling_per_local_path(tmp_path, monkeypatch):

@@ -73,3 +73,13 @@ def test_config_hash_is_stable_and_tracks_every_setting(probe_config, protocols)
     changed = from_config("geneb-strict", {**probe_config["geneb-strict"], "tol": 1e-5})
     assert changed.config_hash() != p.config_hash()
     assert p.config_hash() != protocols["geneb-paper"].config_hash()
+
+
+def test_few_shot_k_outside_the_known_regimes_is_refused_before_any_job(repo):
+    """k = 5 would draw, probe and aggregate, then fail at the leaderboard (regimes are full/10shot/1shot)."""
+    import yaml
+
+    settings = yaml.safe_load((repo / "config" / "config.yaml").read_text())["probe"]["geneb-strict"]
+    with pytest.raises(ProtocolConfigError, match=r"few_shot_k \[5\] not supported"):
+        from_config("geneb-strict", {**settings, "few_shot_k": [10, 5]})
+    assert from_config("geneb-strict", {**settings, "few_shot_k": [1]}).regimes == ("full", "1shot")

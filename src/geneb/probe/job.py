@@ -21,7 +21,7 @@ from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
 from geneb.probe.metrics import label_scores, seed_summary
 from geneb.probe.protocols import from_config
-from geneb.probe.shots import build_shots, read_shots, write_shots
+from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.provenance import package_versions
 from geneb.tasks.prepare import read_card
 
@@ -121,7 +121,8 @@ def fit_probes(
     if settings_hash is not None:
         expected["settings_hash"] = settings_hash
     cache = read_embeddings(embeddings, expected=expected, hdf5_locking=hdf5_locking)
-    shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings)
+    shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings, protocol=protocol)
+    check_shots(shot, tr["row"].to_numpy(), tr["label"].to_numpy(), path=shots)
     data = TaskArrays(
         task, _aligned(cache.splits["train"], tr, task, "train", embeddings), tr["label"].to_numpy(), tr["row"].to_numpy(),
         _aligned(cache.splits["test"], te, task, "test", embeddings), te["label"].to_numpy(), te["row"].to_numpy(),

@@ -151,8 +151,9 @@ def bootstrap_mcc_ci(
     one multinomial draw over the K^2 cells: the same bootstrap distribution as resampling rows
     (scipy.stats.bootstrap, checked in tests/probe/test_metrics.py) at O(n_resamples * K^2) instead of
     O(n_resamples * n) cost. y_true, y_pred: encoded labels (n,) (see `encode`). method: "percentile" or
-    "basic" (Efron & Tibshirani 1993, ch. 13; percentiles as numpy.percentile, like scipy). Returns (low, high);
-    (0, 0) when truth or prediction is constant (every resample then has MCC 0).
+    "basic" (Efron & Tibshirani 1993, ch. 13; percentiles as numpy.percentile, like scipy; its reflected ends are
+    clipped to MCC's range [-1, 1]). Returns (low, high); (0, 0) when truth or prediction is constant (every
+    resample then has MCC 0).
     """
     if method not in ("percentile", "basic"):
         raise ValueError(f"bootstrap method must be 'percentile' or 'basic', got {method!r}")
@@ -167,7 +168,8 @@ def bootstrap_mcc_ci(
     low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
     if method == "basic":
         theta = float(mcc_from_confusion(cm.reshape(n_classes, n_classes)))
-        low, high = 2 * theta - high, 2 * theta - low
+        # reflected around the estimate, the ends can leave MCC's range [-1, 1]; an interval for MCC stays in it
+        low, high = max(-1.0, 2 * theta - high), min(1.0, 2 * theta - low)
     return float(low), float(high)
 
 

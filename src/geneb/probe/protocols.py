@@ -13,6 +13,7 @@ from typing import Any
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
+from geneb.analysis.tables import REGIMES
 from geneb.probe.errors import ProtocolConfigError
 from geneb.probe.metrics import F1_LABELS
 from geneb.provenance import stable_hash
@@ -20,6 +21,8 @@ from geneb.provenance import stable_hash
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
 DRAWS = ("paper", "nested")
 #: solvers that support an L2 penalty in scikit-learn's LogisticRegression
+#: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; analysis.tables.REGIMES)
+SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
 L2_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "sag", "saga")
 CI_METHODS = ("percentile", "basic")
 BOOTSTRAP_KEYS = ("n_resamples", "seed", "confidence", "method")
@@ -158,6 +161,11 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
     ks = list(s["few_shot_k"])
     _need(all(_is_int(k) and k >= 1 for k in ks) and len(set(ks)) == len(ks), name,
           f"few_shot_k must be distinct positive integers, got {s['few_shot_k']!r}")  # fmt: skip
+    # the analyses, figures and the leaderboard's submission format know the paper's regimes only: refuse others
+    # here, before any job runs, not at the leaderboard after every probe
+    _need(set(ks) <= set(SUPPORTED_K), name,
+          f"few_shot_k {sorted(set(ks) - set(SUPPORTED_K))} not supported: the regimes are {list(REGIMES)}, so k must be "
+          f"among {sorted(SUPPORTED_K, reverse=True)}")  # fmt: skip
     _need(s["max_train"] is None or (_is_int(s["max_train"]) and s["max_train"] > 0), name,
           f"max_train must be null or a positive integer, got {s['max_train']!r}")  # fmt: skip
     _need(_is_int(s["max_iter"]) and s["max_iter"] > 0, name, f"max_iter must be a positive integer, got {s['max_iter']!r}")

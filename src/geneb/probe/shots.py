@@ -91,15 +91,64 @@ def write_shots(path: str | os.PathLike[str], shots: dict[str, Any]) -> None:
     write_text_atomic(path, canonical_json(shots) + "\n")
 
 
-def read_shots(path: str | os.PathLike[str], *, task: str, data_hash: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """Read a shot file and check it belongs to this task, data and draw settings.
+def read_shots(path: str | os.PathLike[str], *, task: str, data_hash: str, settings: dict[str, Any],
+               protocol: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Read a shot file and check it belongs to this task, data, draw settings (and protocol, when given).
 
-    Raises ProbeInputError naming the file and the differing item (task, data_hash, draw settings, schema).
+    Raises ProbeInputError naming the file and the differing item (task, data_hash, draw settings, protocol,
+    schema).
     """
     with open(path, encoding="utf-8") as fh:
         shots = json.load(fh)
     expected = {"schema_version": SCHEMA_VERSION, "task": task, "data_hash": data_hash, "draw_settings": draw_settings(settings)}
+    if protocol is not None:
+        expected["protocol"] = protocol
     for key, want in expected.items():
         if shots.get(key) != want:
             raise ProbeInputError(f"{path}: shot file {key} is {shots.get(key)!r}, expected {want!r}; rerun write_shot_indices")
     return shots
+
+
+def check_shots(shots: dict[str, Any], rows: np.ndarray, labels: np.ndarray, *, path: str | os.PathLike[str]) -> None:
+    """Check a shot file's content against the training split it draws from, so an edited or damaged file is
+    refused instead of scored: `full_rows` unique training rows (all of them, or `max_train` of them); exactly
+    one draw per (k-shot regime, seed) of the draw settings; each draw's rows unique, inside `full_rows`, and
+    min(k, rows of the class) per class, as its `per_class` says.
+
+    rows, labels: the training split's row ids and labels (n,). Raises ProbeInputError naming the file and the
+    first problem.
+    """
+    def bad(what: str) -> ProbeInputError:
+        return ProbeInputError(f"{path}: {what}; the shot file is not the draw its settings define (edited or damaged?): "
+                               "rerun write_shot_indices")  # fmt: skip
+
+    ds = shots["draw_settings"]
+    label_of = dict(zip(np.asarray(rows, dtype=np.int64).tolist(), np.asarray(labels).tolist()))
+    full = [int(r) for r in shots["full_rows"]]
+    if len(set(full)) != len(full) or not set(full) <= set(label_of):
+        raise bad("full_rows repeats a row or names a row that is not in the training split")
+    want_full = len(label_of) if ds["max_train"] is None else min(len(label_of), int(ds["max_train"]))
+    if len(full) != want_full:
+        raise bad(f"full_rows holds {len(full)} rows, the settings give {want_full}")
+    keys = [(d["regime"], int(d["seed"])) for d in shots["draws"]]
+    want = [(f"{k}shot", int(seed)) for seed in ds["seeds"] for k in ds["few_shot_k"]]
+    if sorted(keys) != sorted(want):
+        missing, extra = sorted(set(want) - set(keys)), sorted(set(keys) - set(want))
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        raise bad(f"draws differ from seeds x few_shot_k (missing {missing}, unexpected {extra}, repeated {dup})")
+    in_full = set(full)
+    per_class_full: dict[Any, int] = {}
+    for r in full:
+        per_class_full[label_of[r]] = per_class_full.get(label_of[r], 0) + 1
+    for d in shots["draws"]:
+        drawn = [int(r) for r in d["rows"]]
+        where = f"draw {d['regime']} seed {d['seed']}"
+        if len(set(drawn)) != len(drawn) or not set(drawn) <= in_full:
+            raise bad(f"{where} repeats a row or draws a row outside full_rows")
+        counts: dict[Any, int] = {}
+        for r in drawn:
+            counts[label_of[r]] = counts.get(label_of[r], 0) + 1
+        k = int(d["regime"].removesuffix("shot"))
+        expect = {c: min(k, n) for c, n in per_class_full.items()}
+        if counts != expect:
+            raise bad(f"{where} has {counts} rows per class, a {k}-shot draw has {expect}")
