@@ -8,7 +8,17 @@ the reference extractor's input cap, hidden-state tap, pooling, width and known 
 notes, licences). The tables below are curation decisions, each with its reason: which GENEB adapter family
 serves a model, the transformers range its remote code needs, the paper's reference extraction as each
 paper model's default, what GENEB does differently where the reference is known to be wrong, and the
-declared matched pairs.
+declared matched pairs. config/models.yaml is this script's output: never edit it by hand; change a table here
+and rerun (a test compares the committed file with a fresh build).
+
+Where the two sources disagree about a paper model, the verified fact wins and the entry's notes say so:
+* the three factors matched-pair derivation compares (architecture family, tokenizer type, pretraining
+  domain; geneb.analysis.pairs): `reconcile` takes registry.yaml's value where its record is verified (V),
+  the paper's sheet's where it is not (K), and notes the disagreement either way; the run prints each one;
+* the hub id: `resolve_hub_id` takes registry.yaml's verified id (GenomeOcean: pGenomeOcean/, not DOEJGI/);
+* an input cap above the trained context (extraction.max_tokens > context_tokens) is refused by
+  geneb.models.registry.check_registry unless the entry says why (`beyond_trained_context`,
+  BEYOND_TRAINED_CONTEXT here).
 
 No hub revision is known for any hub model in these sources, so every hub entry is written as
 `source.kind: hub-unpinned` (not runnable; case B24): pinning one is adding `revision: <40-hex commit>` and
@@ -184,10 +194,43 @@ PAPER: dict[str, dict[str, Any]] = {
 # remote code for paper models not in registry.yaml (others take registry.yaml's needs_remote_code)
 PAPER_REMOTE_DEFAULT = {"BioFM-265M": True, "space": True, "gpt2_gene_multi_v2_ft": False, "gpt2_gene_v1": False,
                         "genomics-fm": True, "deepgene": True, "gena-lm-bert-base": True}  # fmt: skip
-PAPER_DOMAIN = {  # paper-only models: domain from the paper's (unverified) pretraining column
-    "BioFM-265M": "human", "space": "mammal", "gpt2_gene_multi_v2_ft": "unknown", "gpt2_gene_v1": "unknown",
-    "genomics-fm": "unknown", "deepgene": "human", "gena-lm-bert-base": "human", "dna_gpt3b_m": "multispecies",
-    "dna_gpt0.1b_h": "human",
+#: the paper sheet's pretraining data (models.tsv `pretraining_data_unverified`) read into GENEB's domain
+#: vocabulary, for all 40 models: the domain of a paper-only model, and the paper's side of the comparison with
+#: registry.yaml (`reconcile` below). "unknown" = the sheet does not say (eccDNA names no organism).
+PAPER_DOMAIN = {
+    "METAGENE-1": "microbial", "evo-1-131k-base": "prokaryote", "GenomeOcean-4B": "microbial",
+    "GENERator-eukaryote-3b-base": "eukaryote", "dna_gpt3b_m": "multispecies",
+    "nucleotide-transformer-2.5b-multi-species": "multispecies", "LucaOne-default-step36M": "multispecies",
+    "GENERator-eukaryote-1.2b-base": "eukaryote", "Omni-DNA-1B": "multispecies",
+    "agro-nucleotide-transformer-1b": "plant", "space": "mammal", "eccdnamamba_weights": "unknown",
+    "GenomeOcean-500M": "microbial", "gena-lm-bert-large-t2t": "human", "Omni-DNA-300M": "multispecies",
+    "BioFM-265M": "human", "enformer-official-rough": "mammal",
+    "nucleotide-transformer-v2-250m-multi-species": "multispecies", "PlantCaduceus_l32": "plant",
+    "OmniNA-220m": "multispecies", "gpt2_gene_multi_v2_ft": "unknown", "gpt2_gene_v1": "unknown",
+    "genomics-fm": "unknown", "DNABERT-S": "microbial", "dnabert2-no-flashattention": "multispecies",
+    "gena-lm-bert-base-t2t-multi": "multispecies", "gena-lm-bert-base": "human", "dna_gpt0.1b_h": "human",
+    "nucleotide-transformer-v2-100m-multi-species": "multispecies", "GROVER": "human", "MutBERT": "human",
+    "deepgene": "human", "hyenadna-large-1m-seqlen-hf": "human",
+    "nucleotide-transformer-v2-50m-3mer-multi-species": "multispecies",
+    "nucleotide-transformer-v2-50m-multi-species": "multispecies", "hyenadna-medium-160k-seqlen-hf": "human",
+    "caduceus-ps_seqlen-131k_d_model-256_n_layer-16": "human", "JanusDNA_72_w": "human", "JanusDNA_72_wo": "human",
+    "caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3": "human",
+}  # fmt: skip
+#: per-checkpoint facts where registry.yaml's record covers a whole family and is unverified (K), with the source
+PAPER_CONTEXT = {
+    "dna_gpt0.1b_h": ("4,096 tokens (~24.6 kb)", "DNAGPT's code (TencentAILabHealthcare/DNAGPT, dna_gpt/model/dna_gpt.py, "
+                      "DNAGPT.from_name) builds dna_gpt0.1b_h with max_len 4096 learned positions (non-overlapping 6-mers) "
+                      "and dna_gpt3b_m with 512; registry.yaml's family-wide '~512 tokens' (unverified) is the 3B model's"),
+}  # fmt: skip
+#: why an entry's extraction.max_tokens may exceed its context_tokens (geneb.models.registry.check_registry
+#: refuses the overrun otherwise); the two numbers are in the same unit, tokens, in every case listed
+BEYOND_TRAINED_CONTEXT = {
+    "LucaOne-default-step36M": (
+        "the paper's reference cap, 4,096 tokens, is kept as the paper default: both numbers are tokens of LucaOne's "
+        "single-nucleotide tokenizer (one token per nucleotide plus 2 special tokens, so ~4,094 nt against the "
+        "1,280-token maximum length registry.yaml gives, verified); 4,096 is the checkpoint's "
+        "max_position_embeddings (rotary, LucaOne/LucaOne config/lucaone_gplm.json), so the model runs but reads "
+        "3.2x beyond that length. Set extraction.max_tokens: 1280 (long_policy chunk_mean) to stay within it"),
 }  # fmt: skip
 SUPERVISED = {"enformer-official-rough", "space", "Enformer", "borzoi-replicate-0", "alphagenome"}
 
@@ -291,6 +334,11 @@ def builtin_entries() -> dict[str, dict[str, Any]]:
                      "for that task. Special tokens are pooled (exclude_special_tokens: false), like the paper's reference.",
         }  # fmt: skip
     return out
+
+
+#: further hand-written entries (a model in neither shared source, e.g. a new checkpoint of a known family),
+#: written out as they stand after the generated ones; docs/adding-a-model.md shows the fields
+EXTRA_MODELS: dict[str, dict[str, Any]] = {}
 
 
 # ---- parsing -----------------------------------------------------------------------------------------------------
@@ -421,7 +469,68 @@ def registry_entry(e: dict[str, Any], key: str) -> dict[str, Any]:
     return _tidy(entry)
 
 
-def paper_entry(row: pd.Series, reg: dict[str, Any] | None) -> dict[str, Any]:
+def reg_verified(reg: dict[str, Any] | None) -> bool:
+    """registry.yaml's `verified: V ...` (checked against the model card or repo files); K is not."""
+    return bool(reg) and str(reg.get("verified", "")).strip().upper().startswith("V")
+
+
+#: the factors matched-pair derivation compares (geneb.analysis.pairs.FACTORS), as named in the notes
+FACT_LABEL = {"architecture_family": "architecture family", "tokenizer_type": "tokenizer type",
+              "pretraining_domain": "pretraining domain"}  # fmt: skip
+
+
+def reconcile(field: str, paper_value: str, paper_text: str, reg: dict[str, Any] | None, reg_value: str,
+              reg_text: str) -> tuple[str, str | None]:
+    """One pair-derivation factor of a paper model: (value, note on a disagreement or None).
+
+    The paper's sheet (models.tsv) and registry.yaml are compared as GENEB classifies them. Agreement,
+    or "unknown" on one side (that source does not say), takes the known value. On a disagreement a verified (V)
+    registry record wins: it was checked against the model card or the repository's files, while the paper's
+    sheet was filled in by hand (PlantCaduceus_l32's tokenizer was copied as bpe there). An unverified (K) record
+    loses to the sheet, which names the exact checkpoint the paper ran (registry.yaml's DNAGPT record covers the
+    0.1B human and the 3B multi-species models at once). Either way the note names both sources.
+    """
+    if reg is None or reg_value in ("unknown", "", None) or reg_value == paper_value:
+        return paper_value, None
+    if paper_value in ("unknown", "", None):
+        return reg_value, None
+    label = FACT_LABEL[field]
+    paper_says = paper_value if paper_text in ("", paper_value) else f"{paper_value} ({paper_text})"
+    both = (f"{label}: models.tsv says {paper_says}, registry.yaml says {reg_value} ({reg_text}, "
+            f"verified {str(reg.get('verified', '?')).split(' ')[0]})")  # fmt: skip
+    if reg_verified(reg):
+        return reg_value, both + "; the verified registry.yaml value is used"
+    return paper_value, both + "; registry.yaml is unverified there, so the paper's record of this checkpoint is used"
+
+
+def resolve_hub_id(paper_hub: str, reg: dict[str, Any] | None, verified_orgs: dict[str, set[str]]) -> tuple[str, str | None]:
+    """The hub id of a paper model whose models.tsv source is a hub id: (hub id, note or None).
+
+    registry.yaml's hub id wins when it differs and is verified, either on its own record (V) or because every
+    verified record of its family lives under the same organisation (GenomeOcean-500M is K, but the verified
+    GenomeOcean-100M and -4B are under pGenomeOcean/); that id is what `geneb pin-revisions` asks the hub for.
+    """
+    hub, hub_ok = clean_hub_id(reg.get("hf_id")) if reg else (None, False)
+    if not hub or not hub_ok or hub == paper_hub:
+        return paper_hub, None
+    org = hub.split("/")[0]
+    if reg_verified(reg):
+        why = f"registry.yaml's record is verified ({reg['verified']})"
+    elif org in verified_orgs.get(reg["family"], set()):
+        why = (f"registry.yaml's record is unverified ({reg['verified']}), but every verified {reg['family']} record "
+               f"is under {org}/, so the family is kept under one organisation")  # fmt: skip
+    else:
+        return paper_hub, f"registry.yaml lists the hub id as {hub} (unverified there); models.tsv's {paper_hub} is used"
+    note = f"hub id {hub} from registry.yaml, not models.tsv's {paper_hub}: {why}"
+    if reg["family"] == "GenomeOcean":
+        note += ("; the GenomeOcean README lists the checkpoints as pGenomeOcean/... but links them to "
+                 "huggingface.co/DOEJGI/..., so DOEJGI looks like the organisation's later name, which the hub "
+                 "redirects to; check that the pinned commit is the same under both names")
+    return hub, note
+
+
+def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[str, set[str]] | None = None,
+                log: list[str] | None = None) -> dict[str, Any]:
     """A GENEB entry for one of the paper's models, with the paper's reference extraction as default."""
     mid = row["geneb_model_id"]
     cur = PAPER[mid]
@@ -450,14 +559,33 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None) -> dict[str, Any]:
     if fam == "enformer":
         extraction.pop("max_tokens")
         load["window_bp"] = 196608
+    notes = [n for n in (cur.get("note"), REGISTRY_FAMILY[reg["family"]][3] if reg else None) if n]
+    fact_notes: list[str] = []
     if "/" in src_text and " " not in src_text:
-        source: dict[str, Any] = {"kind": "hub-unpinned", "hub_id": src_text}
+        hub_id, hub_note = resolve_hub_id(src_text, reg, verified_orgs or {})
+        source: dict[str, Any] = {"kind": "hub-unpinned", "hub_id": hub_id}
+        fact_notes += [hub_note] if hub_note else []
     else:
         source = {"kind": "external", "where": cur.get("where", src_text)}
-    arch_family = PAPER_ARCH_FAMILY[row["family"]]
-    notes = [n for n in (cur.get("note"), REGISTRY_FAMILY[reg["family"]][3] if reg else None) if n]
-    if reg and reg.get("hf_id") and clean_hub_id(reg["hf_id"])[0] not in (None, src_text):
-        notes.append(f"registry.yaml lists the hub id as {clean_hub_id(reg['hf_id'])[0]}")
+    # the three factors of matched-pair derivation: the paper's sheet against registry.yaml (reconcile)
+    arch_family, n1 = reconcile("architecture_family", PAPER_ARCH_FAMILY[row["family"]], f"{row['family']}",
+                                reg, arch_family_of(reg["architecture"]) if reg else "", reg["architecture"] if reg else "")
+    tokenizer_type, n2 = reconcile("tokenizer_type", PAPER_TOKENIZER.get(row["tokenizer"], row["tokenizer"]),
+                                   row["tokenizer"], reg, tokenizer_type_of(reg["tokenizer"]) if reg else "",
+                                   reg["tokenizer"] if reg else "")
+    domain, n3 = reconcile("pretraining_domain", PAPER_DOMAIN[mid], row["pretraining_data_unverified"], reg,
+                           reg["domain"] if reg else "", reg["pretraining_data"] if reg else "")
+    fact_notes += [n for n in (n1, n2, n3) if n]
+    data_from_paper = reg is None or (domain != reg["domain"] and domain == PAPER_DOMAIN[mid])
+    context_text = str(reg["max_length"]) if reg else cap
+    if mid in PAPER_CONTEXT:
+        context_text, why = PAPER_CONTEXT[mid]
+        fact_notes.append(f"context {context_text}: {why}")
+    if mid in BEYOND_TRAINED_CONTEXT:
+        fact_notes.append("extraction.max_tokens exceeds context_tokens on purpose (beyond_trained_context)")
+    notes += fact_notes
+    if log is not None:
+        log += [f"{mid}: {n}" for n in fact_notes]
     notes.append("default extraction = the paper's reference (last hidden state, its pooling with special tokens "
                  "included, its input cap, truncation beyond it, no RC)")
     paper = {
@@ -476,14 +604,15 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None) -> dict[str, Any]:
         "source": source,
         "architecture": row["architecture"],
         "architecture_family": arch_family,
-        "tokenizer_type": PAPER_TOKENIZER.get(row["tokenizer"], row["tokenizer"]),
+        "tokenizer_type": tokenizer_type,
         "tokenizer": reg["tokenizer"] if reg else row["tokenizer"],
         "params": int(row["params_current"]),
         "params_paper": int(row["params_early_meta"]) if str(row["params_early_meta"]).strip() not in ("", "nan") else None,
-        "context_tokens": parse_tokens(reg["max_length"]) if reg else parse_tokens(cap),
-        "context": str(reg["max_length"]) if reg else cap,
-        "pretraining_data": reg["pretraining_data"] if reg else row["pretraining_data_unverified"],
-        "pretraining_domain": reg["domain"] if reg else PAPER_DOMAIN[mid],
+        "context_tokens": parse_tokens(context_text),
+        "context": context_text,
+        "beyond_trained_context": BEYOND_TRAINED_CONTEXT.get(mid),
+        "pretraining_data": row["pretraining_data_unverified"] if data_from_paper else reg["pretraining_data"],
+        "pretraining_domain": domain,
         "license": reg["license"] if reg else "unknown (not in the shared registry)",
         "trust_remote_code": remote,
         "load": load,
@@ -509,11 +638,17 @@ def _tidy(entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build(shared: Path) -> dict[str, Any]:
-    """The whole registry document."""
+def build(shared: Path, log: list[str] | None = None) -> dict[str, Any]:
+    """The whole registry document; `log` collects each place where the paper's sheet and registry.yaml
+    disagree and which value was taken (the same text as the entry's notes)."""
     reg = yaml.safe_load((shared / "reference" / "registry.yaml").read_text())
     by_hub = {clean_hub_id(e["hf_id"])[0].lower(): e for e in reg if e.get("hf_id")}
     by_name = {e["name"]: e for e in reg}
+    verified_orgs: dict[str, set[str]] = {}  # registry family -> hub organisations of its verified records
+    for e in reg:
+        hub, hub_ok = clean_hub_id(e.get("hf_id"))
+        if hub and hub_ok and reg_verified(e):
+            verified_orgs.setdefault(e["family"], set()).add(hub.split("/")[0])
     paper = pd.read_csv(shared / "reference" / "geneb_paper" / "models.tsv", sep="\t", dtype=str, keep_default_na=False)
     models = builtin_entries()
     used: set[str] = set()
@@ -523,7 +658,7 @@ def build(shared: Path) -> dict[str, Any]:
         match = by_name.get(cur["registry_name"]) if cur.get("registry_name") else by_hub.get(str(row["hub_id_or_source"]).lower())
         if match is not None:
             used.add(match["name"])
-        models[mid] = paper_entry(row, match)
+        models[mid] = paper_entry(row, match, verified_orgs, log)
     for e in reg:
         if e["name"] in used:
             continue
@@ -532,6 +667,10 @@ def build(shared: Path) -> dict[str, Any]:
         if key in models:
             raise SystemExit(f"registry key collision: {key}")
         models[key] = registry_entry(e, key)
+    for key, entry in EXTRA_MODELS.items():
+        if key in models:
+            raise SystemExit(f"EXTRA_MODELS key collision: {key}")
+        models[key] = entry
     return {"schema_version": 1, "matched_pairs": PAIRS, "models": models}
 
 
@@ -540,8 +679,10 @@ HEADER = """\
 # geneb.models.registry.check_registry; field meanings in docs/data-dictionary.md ("Inputs: the model registry");
 # adding a model: docs/adding-a-model.md.
 #
-# Generated once by tools/build_model_registry.py from ../shared/reference (the paper's models.tsv and
-# registry.yaml) and GENEB's curation; edit this file directly from now on.
+# GENERATED by tools/build_model_registry.py from ../shared/reference (the paper's models.tsv and registry.yaml)
+# and GENEB's curation tables in that script: do not edit by hand; change the script and rerun it
+# (tests/models/test_registry.py checks that this file is its output). Hub commits are pinned separately, in
+# config/model_revisions.yaml (`geneb pin-revisions`).
 #
 # Runnable entries: the builtins, local folders that exist, and hub ids pinned to a 40-hex commit
 # (source.kind: hub). No commit is known for any hub model in the shared sources, so those are
@@ -550,19 +691,28 @@ HEADER = """\
 """
 
 
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:  # shared lists are written out, not as &id001 anchors
+        return True
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The text of config/models.yaml for `doc` (header included)."""
+    return HEADER + yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shared", default="../shared", type=Path)
     ap.add_argument("--out", default="config/models.yaml", type=Path)
     args = ap.parse_args()
-    doc = build(args.shared)
-    class NoAliases(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:  # shared lists are written out, not as &id001 anchors
-            return True
-
-    text = yaml.dump(doc, Dumper=NoAliases, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None)
-    args.out.write_text(HEADER + text)
+    log: list[str] = []
+    doc = build(args.shared, log)
+    args.out.write_text(render(doc))
     print(f"wrote {args.out}: {len(doc['models'])} models, {len(doc['matched_pairs'])} matched pairs")
+    print(f"models.tsv vs registry.yaml: {len(log)} resolved disagreement(s)")
+    for line in log:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":

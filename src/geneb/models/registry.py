@@ -93,7 +93,8 @@ def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -
 
     Checks: known family; hub sources pinned to a 40-hex revision; remote code only with a declared
     transformers range (B19); no left padding for a model without an attention mask (B02); cls/last
-    pooling never with chunk_mean (undefined across chunks); cls pooling keeps the special tokens; Evo 2 layers are module names; matched pairs
+    pooling never with chunk_mean (undefined across chunks); cls pooling keeps the special tokens; Evo 2 layers are module names;
+    `extraction.max_tokens` no larger than `context_tokens` unless `beyond_trained_context` says why; matched pairs
     name two distinct registry models and an allowed factor; `trained_on_tasks` ids exist in `task_ids`
     when given.
     """
@@ -125,6 +126,7 @@ def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -
             problems.append(f"{where}: pooling cls reads the CLS token, so exclude_special_tokens must be false")
         if fam == "evo2" and not isinstance(ext["layer"], str):
             problems.append(f"{where}: Evo 2 needs layer as a module name (e.g. blocks.28.mlp.l3)")
+        problems += _context_problems(where, spec, ext["max_tokens"])
         if task_ids is not None:
             unknown = sorted(set(spec.get("trained_on_tasks") or []) - task_ids)
             if unknown:
@@ -144,6 +146,31 @@ def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -
         if pair.get("differs_in") not in PAIR_FACTORS:
             problems.append(f"matched pair {pid!r}: differs_in must be one of {PAIR_FACTORS}")
     return problems
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _context_problems(where: str, spec: dict[str, Any], max_tokens: Any) -> list[str]:
+    """An input cap above the trained context: `extraction.max_tokens` (resolved) > `context_tokens`.
+
+    Both count tokens, special tokens included: `context_tokens` is set only where the source states the
+    trained maximum in tokens (a figure in bp is not a token count unless the tokenizer has one token per
+    base, and even then the special tokens come on top), so the comparison is unit for unit. An overrun is an
+    error unless the entry says why in `beyond_trained_context` (the paper's reference cap for LucaOne is one);
+    a reason given where there is no overrun is an error too, so it cannot go stale silently.
+    """
+    ctx, why = spec.get("context_tokens"), spec.get("beyond_trained_context")
+    over = _is_count(max_tokens) and _is_count(ctx) and max_tokens > ctx
+    if over and not why:
+        return [f"{where}: extraction.max_tokens {max_tokens} exceeds context_tokens {ctx} (the trained maximum, in "
+                "tokens); lower max_tokens (long_policy chunk_mean or truncate handles longer inputs), or keep it "
+                "and say why in beyond_trained_context"]  # fmt: skip
+    if why and not over:
+        return [f"{where}: beyond_trained_context is set, but extraction.max_tokens ({max_tokens}) does not exceed "
+                f"context_tokens ({ctx}); remove it"]  # fmt: skip
+    return []
 
 
 def model_spec(registry: dict[str, Any], model: str) -> dict[str, Any]:
