@@ -53,13 +53,15 @@ def _integral_floats_as_ints(obj: Any) -> Any:
 
 def canonical_path(path: str) -> str:
     """One spelling for a local path, so that `config/models.yaml`, `./config/models.yaml` and its absolute
-    form are the same rerun key (case B44): relative to the working directory when inside it, else absolute,
-    normalised either way. URLs and `hf:` specs are returned unchanged."""
+    form are the same rerun key (case B44): a path inside the working directory becomes relative to it; one
+    outside it keeps its form (relative or absolute), normalised (`a/../b` -> `b`, no trailing slash), so the
+    same config in another run folder gives the same key. URLs and `hf:` specs are returned unchanged."""
     if "://" in path or path.startswith("hf:"):
         return path
-    absolute = os.path.abspath(path)
-    relative = os.path.relpath(absolute)
-    return absolute if relative == ".." or relative.startswith("../") else relative
+    relative = os.path.relpath(os.path.abspath(path))
+    if relative != ".." and not relative.startswith("../"):
+        return relative
+    return os.path.normpath(path)
 
 
 def scaled(base: int, attempt: int) -> int:

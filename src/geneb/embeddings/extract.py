@@ -53,14 +53,25 @@ def build_encoder(settings: dict[str, Any], *, device: str = "cpu", batch_size: 
 
 def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: str, *, desc: str | None = None) -> EmbedResult:
     """Embed `sequences` with reverse-complement mode `rc`: none, average (mean of the forward and RC
-    vectors, width d), concat ([forward, RC], width 2d). n_tokens/n_chunks are the forward strand's;
-    `truncated` is set when either strand was truncated. Raises ValueError for an unknown mode."""
+    vectors, width d), concat ([forward, RC], width 2d). The RC strand is that of the bases the forward pass
+    keeps (after a `length_multiple` trim). n_tokens/n_chunks are the forward strand's; `truncated` is set
+    when either strand was truncated. Raises ValueError for an unknown mode, and for rc with long_policy
+    truncate (the strands would be cut at opposite ends of the row)."""
     if rc not in RC_MODES:
         raise ValueError(f"unknown rc mode {rc!r}; expected one of {RC_MODES}")
+    ext = getattr(encoder, "extraction", None) or {}
+    if rc != "none" and ext.get("long_policy") == "truncate":
+        # each strand would be cut at its own 5' end: the two halves would describe different regions
+        raise ValueError(f"rc {rc!r} with long_policy truncate would average two different windows of a long row; "
+                         "use long_policy chunk_mean (or rc none)")  # fmt: skip
     fwd = encoder.embed(sequences, rows, desc=desc)
     if rc == "none":
         return fwd
-    rev = encoder.embed([reverse_complement(s) for s in sequences], rows, desc=f"{desc} (RC)" if desc else None)
+    # the reverse strand of the bases the forward pass kept: a length_multiple rule trims the 3' end of the
+    # forward strand, which is the 5' start of its reverse complement
+    multiple = int(ext.get("length_multiple") or 1)
+    kept = [s[: len(s) - len(s) % multiple] for s in sequences]
+    rev = encoder.embed([reverse_complement(s) for s in kept], rows, desc=f"{desc} (RC)" if desc else None)
     emb = (fwd.embeddings + rev.embeddings) / 2 if rc == "average" else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
     return EmbedResult(emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases)
 

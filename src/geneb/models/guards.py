@@ -36,7 +36,7 @@ def _is_states(x: Any) -> bool:
     return isinstance(x, (tuple, list)) and len(x) > 0 and all(getattr(t, "dim", lambda: 0)() == 3 for t in x)
 
 
-def get_layer(out: Any, layer: int, *, model: str) -> Any:
+def get_layer(out: Any, layer: int, *, model: str, n_layers: int | None = None) -> Any:
     """The hidden states (B, T, d) of `layer` from a model output of any common shape.
 
     out: a transformers ModelOutput, a dict (keys `last_hidden_state`, `hidden_states`), a tuple/list whose
@@ -44,6 +44,9 @@ def get_layer(out: Any, layer: int, *, model: str) -> Any:
     tuple of 3-D tensors is taken as the per-layer states), or a bare (B, T, d) tensor.
     layer: -1 = the model's final output (`last_hidden_state`; the paper's "last hidden state"); any other
     index selects from the per-layer states (0 = embeddings, as in transformers).
+    n_layers: the model's number of blocks (config), when known: an index other than -1 then needs exactly
+    n_layers + 1 per-layer states (the embeddings, then each block), else the index would name another layer
+    than the docs say (remote code that leaves out the embedding output) and LayerNotExposedError is raised.
     Raises LayerNotExposedError "model X does not expose intermediate layers" when an index other than -1 is
     asked of an output without per-layer states (never silently the last layer), and ValueError when no
     (B, T, d) tensor is found.
@@ -69,6 +72,11 @@ def get_layer(out: Any, layer: int, *, model: str) -> Any:
         raise LayerNotExposedError(
             f"model {model} does not expose intermediate layers (its output has no per-layer hidden states); "
             f"layer {layer} cannot be extracted, use layer: -1 or a module name"
+        )
+    if n_layers is not None and len(states) != n_layers + 1:
+        raise LayerNotExposedError(
+            f"model {model}: {len(states)} per-layer hidden states for {n_layers} layers (expected {n_layers + 1}: the "
+            f"embeddings, then each layer), so index {layer} is ambiguous; use layer: -1 or a module name"
         )
     if not -len(states) <= layer < len(states):
         raise LayerNotExposedError(f"model {model}: layer {layer} out of range ({len(states)} hidden states)")

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 IGNORABLE_MISSING_PREFIXES = ("pooler.",)
 #: config keys that may hold the model's maximum positions, in order of preference
 CONFIG_MAX_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_len")
+#: config keys that may hold the number of blocks, in order of preference
+CONFIG_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 #: config keys that may hold the hidden size, in order of preference
 CONFIG_HIDDEN_KEYS = ("hidden_size", "d_model", "n_embd", "hidden_dim", "embed_dim", "dim", "width")
 
@@ -101,6 +103,11 @@ class HFEncoder(TokenModelEncoder):
         self.revision = revision if where is not None else (src.get("revision") if src["kind"] == "hub" else None)
         if not self.where:
             raise ValueError(f"model {settings['model']}: no hub id or path to load from (source {src})")
+        if where is None and src["kind"] == "hub" and Path(self.where).exists():
+            # from_pretrained prefers a local path over the hub: the pinned revision would not be what loads
+            raise ValueError(f"model {settings['model']}: a local folder {Path(self.where).resolve()} has the hub id's name; "
+                             f"transformers would load it instead of {self.where}@{self.revision}. Rename it, or run "
+                             "from another directory, or register it as a local model")  # fmt: skip
         super().__init__(settings, **kwargs)
 
     def _load(self) -> None:
@@ -162,6 +169,7 @@ class HFEncoder(TokenModelEncoder):
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
         self.vocab_size = getattr(cfg, "vocab_size", None)
+        self.n_layers = next((getattr(cfg, k) for k in CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None)
         try:
             table = self.model.get_input_embeddings()
             self.num_embeddings, table_width = int(table.num_embeddings), int(table.embedding_dim)
@@ -208,6 +216,9 @@ class HFEncoder(TokenModelEncoder):
                              return_offsets_mapping=fast)  # fmt: skip
         self._offsets = enc["offset_mapping"] if fast else None
         return enc["input_ids"]
+
+    def _token_texts(self, ids: list[int]) -> list[str] | None:
+        return [str(t) for t in self.tokenizer.convert_ids_to_tokens(ids)]
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
         if want_states:

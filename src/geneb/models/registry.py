@@ -234,6 +234,10 @@ def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str
         from geneb.models.files import folder_fingerprint
 
         source["fingerprint"] = folder_fingerprint(source["path"])
+    extraction = _resolved_extraction(spec, model)
+    if extraction.get("rc", "none") != "none" and extraction.get("long_policy") == "truncate":
+        raise RegistryError(f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
+                            "at opposite ends of a long row and combine different windows; use long_policy chunk_mean")  # fmt: skip
     return {
         "model": model,
         "family": spec["family"],
@@ -241,11 +245,16 @@ def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str
         "builtin": spec.get("builtin", {}),
         "trust_remote_code": bool(spec.get("trust_remote_code", False)),
         "load": spec.get("load", {}),
-        "extraction": _resolved_extraction(spec, model),
+        "extraction": extraction,
         "alphabet": dict(sorted(alphabet.items())),
     }
 
 
 def extraction_hash(settings: dict[str, Any]) -> str:
-    """12-hex hash of `extraction_settings(...)`: the cache folder name; any change gives a new path."""
+    """12-hex hash of `extraction_settings(...)`: the cache folder name; any change gives a new path. A local
+    folder is identified by its content fingerprint, not by how its path is spelled (`../x`, `/abs/x`, `x/`
+    are one model; case B44), so its path is left out of the hash."""
+    source = settings.get("source") or {}
+    if source.get("kind") == "local" and source.get("fingerprint"):
+        settings = {**settings, "source": {k: v for k, v in source.items() if k != "path"}}
     return stable_hash(settings)

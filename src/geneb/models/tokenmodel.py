@@ -40,6 +40,7 @@ import torch
 from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
 from geneb.embeddings.errors import (
     DroppedInputError,
+    LayerNotExposedError,
     EmptyPoolError,
     ExtractionError,
     LongSequenceError,
@@ -101,7 +102,8 @@ def transform_input(seq: str, transform: dict[str, Any] | None, *, model: str, r
 
     None: unchanged. {"kind": "overlapping-kmers", "k": k}: space-separated overlapping k-mers, stride 1
     ("ACGTAG", k=3 -> "ACG CGT GTA TAG"; DNABERT-1's input format, Ji et al. 2021). {"kind": "lowercase",
-    "prefix": p}: p + lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token).
+    "prefix": p}: the lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token p; the
+    encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._after_load`).
     Raises ValueError for an unknown kind or a sequence shorter than k (naming model and row).
     """
     if not transform:
@@ -113,7 +115,7 @@ def transform_input(seq: str, transform: dict[str, Any] | None, *, model: str, r
             raise EmptyPoolError(f"model {model}, row {row}: sequence of {len(seq)} nt is shorter than k={k}")
         return " ".join(seq[i : i + k] for i in range(len(seq) - k + 1))
     if kind == "lowercase":
-        return str(transform.get("prefix", "")) + seq.lower()
+        return seq.lower()
     raise ValueError(f"model {model}: unknown input_transform kind {kind!r}")
 
 
@@ -162,6 +164,7 @@ class TokenModelEncoder:
         self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
         self.last_unk = (0, 0)  # (rows with an unknown token, unknown tokens) of the last make_chunks call
         self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
+        self.n_layers: int | None = None  # transformer blocks, when the config says (checks per-layer state counts)
         self.max_tokens_from = "registry"  # where max_tokens came from: registry, or the model's files (then tried)
         self._offsets: list[list[tuple[int, int]]] | None = None  # character spans of the last _tokenize call
         self.step_downs = 0
@@ -205,6 +208,9 @@ class TokenModelEncoder:
 
     def _after_load(self) -> None:
         ext = self.extraction
+        strand = (ext.get("input_transform") or {}).get("prefix")
+        if strand:  # gLM2's strand token: on every chunk, after the tokenizer's own prefix, never pooled
+            self.prefix = self.prefix + list(self._tokenize([str(strand)])[0])
         self.body_cap = self.max_tokens - len(self.prefix) - len(self.suffix)
         multiple = ext.get("length_multiple")
         if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
@@ -238,6 +244,9 @@ class TokenModelEncoder:
         self.bucket_equal_lengths = unsafe if bucket == "auto" else bool(bucket)
         if ext.get("pooling", "mean") == "cls" and ext.get("exclude_special_tokens", True):
             raise ValueError(f"model {self.model_id}: pooling cls reads the CLS token; set exclude_special_tokens: false")
+        if ext.get("pooling", "mean") == "cls" and not self.prefix:
+            raise ValueError(f"model {self.model_id}: pooling cls, but the tokenizer puts no token before the sequence "
+                             "(no CLS): the first nucleotide token would be pooled; use mean or last pooling")  # fmt: skip
         layer = ext.get("layer", -1)
         if isinstance(layer, str):
             try:
@@ -257,8 +266,10 @@ class TokenModelEncoder:
                  "excluded" if ext.get("exclude_special_tokens", True) else "included",
                  ext.get("long_policy", "chunk_mean"), self.compute_dtype, self.weights_dtype,
                  ", autocast" if self.autocast else "")  # fmt: skip
+        self._check_vocabulary()
         self._check_max_length()
         self._check_padding_invariance()
+        self.fp32_retries = self.step_downs = 0  # count the task's rows only, not the load-time probes
 
     def _probe_ids(self, n_tokens: int) -> list[int]:
         """Up to `n_tokens` body token ids of a fixed probe sequence (for the load-time checks)."""
@@ -266,6 +277,23 @@ class TokenModelEncoder:
         seq = ("ACGTTGCAGGATCCATTGCAAGCTTACG" * (n_tokens // 4 + 8))[: max(24, n_tokens * 8)]
         ids = self._tokenize([transform_input(seq, ext.get("input_transform"), model=self.model_id, row=-1)])[0]
         return list(ids[:n_tokens])
+
+    def _check_vocabulary(self) -> None:
+        """A plain ACGT probe sequence must tokenize to mostly known tokens: a vocabulary or normalizer that does
+        not match the input form (a lowercasing normalizer over an uppercase vocabulary, a word-piece limit
+        shorter than a sequence) would otherwise turn every row into the same UNK tokens (case B11). Raises
+        DroppedInputError when over half the probe's tokens are UNK or there are none."""
+        ids = self._probe_ids(min(self.body_cap, 256))
+        if not ids:
+            raise DroppedInputError(f"model {self.model_id}: the tokenizer turns a plain ACGT sequence into no tokens")
+        if self.unk_id is not None:
+            unk = sum(1 for t in ids if t == self.unk_id)
+            if unk * 2 > len(ids):
+                raise DroppedInputError(
+                    f"model {self.model_id}: the tokenizer reads a plain ACGT probe sequence as UNK ({unk} of {len(ids)} "
+                    "tokens): its vocabulary or normalizer does not match the model-input form (lowercasing? a word "
+                    "longer than its limit? a missing input_transform?)"
+                )  # fmt: skip
 
     def _check_max_length(self) -> None:
         """One forward pass at the resolved maximum when it came from the model's files, not the registry: a
@@ -316,7 +344,11 @@ class TokenModelEncoder:
             )
 
     def _hook(self, _module: Any, _inputs: Any, output: Any) -> None:
-        self._captured.append(output[0] if isinstance(output, (tuple, list)) else output)
+        if isinstance(output, (tuple, list)):
+            output = output[0]
+        elif not isinstance(output, torch.Tensor):  # a ModelOutput / dict from a whole sub-model
+            output = output["last_hidden_state"] if "last_hidden_state" in output else next(iter(output.values()))
+        self._captured.append(output)
 
     def identity(self) -> dict[str, Any]:
         """What defines these embeddings beyond the registry settings (stored in the extraction key)."""
@@ -367,10 +399,18 @@ class TokenModelEncoder:
             log.info("model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
                      self.model_id, multiple, int((trimmed > 0).sum()), int(trimmed.max()))  # fmt: skip
         encoded = self._tokenize(texts)
+        self._last_encoded = encoded
         self._check_dropped(texts, rows)
         if self.unk_id is not None:
             unk = [sum(1 for t in ids if t == self.unk_id) for ids in encoded]
             self.last_unk = (sum(1 for u in unk if u), sum(unk))
+            blind = next((i for i, (u, ids) in enumerate(zip(unk, encoded)) if ids and u == len(ids)), None)
+            if blind is not None:
+                raise DroppedInputError(
+                    f"model {self.model_id}, row {rows[blind]}: every one of its {unk[blind]} tokens is UNK, so nothing "
+                    "of the sequence reaches the model (a vocabulary that cannot spell it, a lowercasing normalizer, "
+                    "a word longer than the tokenizer's limit?)", rows=[rows[blind]],
+                )  # fmt: skip
             if self.last_unk[0]:
                 first = next(i for i, u in enumerate(unk) if u)
                 log.warning("model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
@@ -411,6 +451,7 @@ class TokenModelEncoder:
         Without one, a model that drops letters reports the spans as if they had never been there (the gap
         shows at the end of the row), so any uncovered letter is an error and no position is claimed."""
         if self._offsets is None:
+            self._check_dropped_by_token_text(texts, rows)
             return
         exact_spans = self.unk_id is not None
         for i, (text, spans) in enumerate(zip(texts, self._offsets)):
@@ -433,6 +474,33 @@ class TokenModelEncoder:
                 raise DroppedInputError(
                     f"model {self.model_id}, row {rows[i]}: {n} letters have no token ({where}; a tokenizer drops "
                     "what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
+                    "use a task without such letters or a model whose vocabulary spells them", rows=[rows[i]],
+                )  # fmt: skip
+
+    def _token_texts(self, ids: list[int]) -> list[str] | None:
+        """The text of each token id (subclass hook; None when the tokenizer cannot say)."""
+        return None
+
+    def _check_dropped_by_token_text(self, texts: list[str], rows: list[int]) -> None:
+        """The dropped-letter check for tokenizers without character spans (slow, Python tokenizers): in a row
+        with no UNK token, the tokens' letters (word-piece markers `##`, `▁`, `Ġ` removed) must add up to the
+        row's letters; fewer means letters were skipped. Rows with an UNK token cannot be counted (one UNK may
+        stand for several letters) and rely on the UNK count instead."""
+        encoded = getattr(self, "_last_encoded", None)
+        if encoded is None:
+            return
+        for i, (text, ids) in enumerate(zip(texts, encoded)):
+            if self.unk_id is not None and self.unk_id in ids:
+                continue
+            pieces = self._token_texts(list(ids))
+            if pieces is None:
+                return
+            have = sum(len(t.replace("##", "").replace("\u2581", "").replace("\u0120", "").strip()) for t in pieces)
+            want = sum(1 for ch in text if not ch.isspace())
+            if have < want:
+                raise DroppedInputError(
+                    f"model {self.model_id}, row {rows[i]}: its tokens spell {have} of its {want} letters (the tokenizer "
+                    "skips what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
                     "use a task without such letters or a model whose vocabulary spells them", rows=[rows[i]],
                 )  # fmt: skip
 
@@ -486,10 +554,12 @@ class TokenModelEncoder:
                 f"({shown}): {type(err).__name__}: {err}", rows=named,
             ) from err  # fmt: skip
         if isinstance(layer, str):
-            if not self._captured:
-                raise RuntimeError(f"model {self.model_id}: module {layer!r} did not run in the forward pass")
-            return self._captured[-1]
-        return get_layer(out, layer, model=self.model_id)
+            if len(self._captured) != 1:
+                what = "did not run" if not self._captured else f"ran {len(self._captured)} times (a shared block?)"
+                raise LayerNotExposedError(f"model {self.model_id}: module {layer!r} {what} in one forward pass; its output "
+                                           "is not one layer's hidden states: name a module that runs once")  # fmt: skip
+            return self._captured[0]
+        return get_layer(out, layer, model=self.model_id, n_layers=self.n_layers)
 
     def _forward_batch(self, chunks: list[Chunk], rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         ids, attn, pmask = self.batch_tensors(chunks)
@@ -503,16 +573,21 @@ class TokenModelEncoder:
             hidden = self.hidden_states(ids, attn, force_fp32=True, rows=rows)
             bad = self._nonfinite_rows(hidden, attn)
         if bad:
+            named = [rows[b] for b in bad if rows[b] >= 0]
+            which = (f"row {named[0]}" + (f" and {len(named) - 1} more" if len(named) > 1 else "")) if named \
+                else "the load-time check's probe sequences"
             raise NonFiniteEmbeddingError(
-                f"model {self.model_id}: non-finite hidden states (NaN/inf, compute dtype {self.compute_dtype}) for "
-                f"row {rows[bad[0]]}" + (f" and {len(bad) - 1} more" if len(bad) > 1 else ""),
-                rows=[rows[b] for b in bad],
+                f"model {self.model_id}: non-finite hidden states (NaN/inf, compute dtype {self.compute_dtype}) for {which}",
+                rows=named,
             )  # fmt: skip
         if hidden.shape[:2] != ids.shape:
             raise ValueError(f"model {self.model_id}: hidden states {tuple(hidden.shape)} do not align with the input "
                              f"tokens {tuple(ids.shape)}; this layer cannot be pooled per token")  # fmt: skip
-        pooled = pool(hidden, pmask.to(hidden.device), self.extraction.get("pooling", "mean"), rows=rows)
-        return pooled.cpu(), pmask.sum(dim=1)
+        method = self.extraction.get("pooling", "mean")
+        pooled = pool(hidden, pmask.to(hidden.device), method, rows=rows)
+        # positions that went into each vector: all pooled ones for mean/max, the one token for cls/last
+        used = pmask.sum(dim=1) if method in ("mean", "max") else torch.ones(len(chunks), dtype=torch.long)
+        return pooled.cpu(), used
 
     @staticmethod
     def _nonfinite_rows(hidden: torch.Tensor, attn: torch.Tensor) -> list[int]:
