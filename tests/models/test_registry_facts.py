@@ -43,9 +43,26 @@ def reference(shared):
 
 
 def test_models_yaml_is_the_tool_output(repo, shared, tool):
-    """Never hand-edited: a fresh build from ../shared/reference gives the committed file byte for byte."""
-    assert (repo / "config" / "models.yaml").read_text() == tool.render(tool.build(shared)), (
+    """The generated entries are never hand-edited: a fresh build from ../shared/reference (keeping the entries
+    users added) gives the committed file byte for byte."""
+    text = (repo / "config" / "models.yaml").read_text()
+    assert text == tool.render(tool.build(shared, existing=yaml.safe_load(text))), (
         "config/models.yaml differs from `python tools/build_model_registry.py` output: change the tool and rerun it")
+
+
+def test_a_hand_added_model_is_one_yaml_entry_that_the_tool_keeps(repo, shared, tool, schema, tmp_path):
+    """Adding a model is one YAML entry appended to config/models.yaml; rerunning the tool keeps it, while a
+    hand edit of a generated entry is overwritten by the tool's value."""
+    doc = yaml.safe_load((repo / "config" / "models.yaml").read_text())
+    mine = {**doc["models"]["mistral-dna-1m-ft-prom"], "display": "my copy"}
+    doc["models"]["my-model"] = mine
+    doc["models"]["kmer-3"] = {**doc["models"]["kmer-3"], "notes": "hand edit"}
+    rebuilt = tool.build(shared, existing=doc)
+    assert rebuilt["models"]["my-model"] == mine and list(rebuilt["models"])[-1] == "my-model"
+    assert rebuilt["models"]["kmer-3"]["notes"] != "hand edit"
+    out = tmp_path / "models.yaml"
+    out.write_text(tool.render(rebuilt))
+    assert load_registry(out, schema)["models"]["my-model"]["display"] == "my copy"
 
 
 def test_plantcaduceus_l32_tokenizer_is_single_nucleotide(registry):
