@@ -44,6 +44,7 @@ from geneb.models.registry import (
     runnable,
     runnable_offline,
 )
+from geneb.models.tokenmodel import TokenModelEncoder
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +221,111 @@ def test_B20_remote_model_returning_a_tuple(zoo):
     hooked = zoo.encoder("mosaic", layer="layers.0").embed(seqs)
     assert hooked.embeddings.shape == (1, 32)
     assert not np.allclose(hooked.embeddings, zoo.encoder("mosaic").embed(seqs).embeddings)
+
+
+def test_B20_layer_index_needs_the_embedding_output(tmp_path):
+    """Remote code whose hidden_states leave out the embedding output (2 entries for 2 layers): index 0 would
+    silently be the first block, not the embeddings, so an index other than -1 is LayerNotExposedError; -1 runs."""
+    from geneb.models import tiny
+
+    assert "states = [x]" in tiny._HYENA_MODEL
+    folder = tmp_path / f"hyena-noemb-{uuid.uuid4().hex[:12]}"
+    tiny.write_char_tokenizer(folder, padding_side="right")
+    tiny._write_remote(folder, {"configuration_tinyhyena.py": tiny._HYENA_CONFIG,
+                                "modeling_tinyhyena.py": tiny._HYENA_MODEL.replace("states = [x]", "states = []")},
+                       "configuration_tinyhyena", "modeling_tinyhyena",
+                       lambda m: m.TinyHyenaConfig(vocab_size=16, d_model=16, n_layer=2, max_seq_len=1024),
+                       {"AutoConfig": "configuration_tinyhyena.TinyHyenaConfig", "AutoModel": "modeling_tinyhyena.TinyHyenaModel"}, 0)  # fmt: skip
+
+    def encoder(layer):
+        entry = spec(folder, "hyena", {"max_tokens": 1024, "layer": layer}, trust=True, load={"transformers": ">=4.26"})
+        return build_encoder(extraction_settings({"models": {"hyena-noemb": entry}}, "hyena-noemb", {}), progress=False)
+
+    seqs = [random_dna(60, 1), random_dna(30, 2)]
+    for layer in (0, 1, 2):
+        with pytest.raises(LayerNotExposedError, match=r"model hyena-noemb: 2 per-layer hidden states for 2 layers "
+                           rf"\(expected 3: .*index {layer} is ambiguous"):  # fmt: skip
+            encoder(layer).embed(seqs)
+    assert encoder(-1).embed(seqs).embeddings.shape == (2, 16)
+
+
+@pytest.fixture(scope="module")
+def albert_folder(tmp_path_factory, shared):
+    """A tiny ALBERT: one shared block applied num_hidden_layers (3) times per forward pass."""
+    import transformers as tf
+
+    from geneb.models.tiny import copy_tokenizer
+
+    folder = tmp_path_factory.mktemp("albert")
+    copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
+    torch.manual_seed(0)
+    tf.AlbertModel(tf.AlbertConfig(vocab_size=4096, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                                   intermediate_size=64, max_position_embeddings=512, pad_token_id=3)).save_pretrained(folder)  # fmt: skip
+    return folder
+
+
+class _SpareModule(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Embedding(4, 4)
+        self.spare = torch.nn.Linear(4, 4)  # built, never called in forward
+
+    def forward(self, ids):
+        return self.embed(ids)
+
+
+class _SpareEncoder(TokenModelEncoder):
+    """A stand-in model whose named module `spare` never runs."""
+
+    def _load(self) -> None:
+        self.model = _SpareModule()
+        self.max_tokens, self.hidden_size, self.vocab_size, self.num_embeddings = 64, 4, 4, 4
+
+    def _tokenize(self, texts):
+        return [["ACGT".index(c) for c in t] for t in texts]
+
+    def _call(self, inputs, want_states):
+        return self.model(inputs["input_ids"])
+
+
+def test_B20_module_layer_must_run_exactly_once(albert_folder):
+    """A module-name layer is one layer's output only if it runs once per forward pass: ALBERT's shared block runs
+    3 times (its last call is the final layer, not 'layer 0'), and a module that never runs has no output; both
+    are LayerNotExposedError naming the module. The same ALBERT by index loads (4 states for 3 layers)."""
+    from geneb.models.registry import DEFAULT_EXTRACTION
+
+    name = "encoder.albert_layer_groups.0.albert_layers.0"
+    seqs = [random_dna(40, 1), random_dna(70, 2)]
+
+    def albert(layer):
+        entry = spec(albert_folder, "hf-encoder", {"max_tokens": 64, "layer": layer})
+        return build_encoder(extraction_settings({"models": {"tiny-albert": entry}}, "tiny-albert", {}), progress=False)
+
+    with pytest.raises(LayerNotExposedError, match=rf"model tiny-albert: module '{name}' ran 3 times \(a shared block\?\)"):
+        albert(name).embed(seqs)
+    assert albert(1).embed(seqs).embeddings.shape == (2, 32)
+    settings = {"model": "spare", "family": "hf-encoder", "source": {"kind": "builtin"}, "builtin": {}, "trust_remote_code": False,
+                "load": {}, "extraction": {**DEFAULT_EXTRACTION, "layer": "spare"}, "alphabet": {}}  # fmt: skip
+    with pytest.raises(LayerNotExposedError, match=r"model spare: module 'spare' did not run in one forward pass"):
+        _SpareEncoder(settings, progress=False).embed(["ACGT", "ACGTACGTAC"])
+
+
+def test_B20_module_returning_a_model_output_is_unpacked(zoo):
+    """A named module that is a whole sub-model (BERT's `encoder`) returns a ModelOutput: its last_hidden_state is
+    taken, the same vectors as layer -1 (BertModel adds nothing after its encoder)."""
+    from transformers.utils import ModelOutput
+
+    enc = zoo.encoder("bert", layer="encoder")
+    seen = []
+    handle = enc.model.encoder.register_forward_hook(lambda _m, _i, out: seen.append(type(out)))
+    try:
+        seqs = [random_dna(40, 1), random_dna(90, 2)]
+        hooked = enc.embed(seqs).embeddings
+    finally:
+        handle.remove()
+    assert seen and all(issubclass(t, ModelOutput) for t in seen)
+    np.testing.assert_allclose(hooked, zoo.encoder("bert").embed(seqs).embeddings, atol=1e-6)
 
 
 # ---- B22 ----------------------------------------------------------------------------------------------------------
@@ -569,3 +675,32 @@ def test_B24_local_weights_are_fingerprinted(zoo, tmp_path):
     data[-1] ^= 1
     (folder / "model.safetensors").write_bytes(bytes(data))
     assert extraction_hash(extraction_settings(reg, "m", {})) != before
+
+
+def test_B24_hub_id_shadowed_by_a_local_folder_is_refused(zoo, tmp_path, monkeypatch):
+    """A pinned hub entry whose hub id also names a folder under the working directory: transformers would load
+    that folder instead of the pinned revision, so loading stops with a ValueError naming the folder."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(zoo.folder("bert"), tmp_path / "someorg" / "dna-model")
+    entry = {**spec("unused", "hf-encoder", {"max_tokens": 64}),
+             "source": {"kind": "hub", "hub_id": "someorg/dna-model", "revision": "0123456789abcdef0123456789abcdef01234567"}}  # fmt: skip
+    settings = extraction_settings({"models": {"shadowed": entry}}, "shadowed", {})
+    folder = re.escape(str((tmp_path / "someorg" / "dna-model").resolve()))
+    with pytest.raises(ValueError, match=rf"model shadowed: a local folder {folder} has the hub id's name; transformers "
+                       r"would load it instead of someorg/dna-model@0123456789abcdef0123456789abcdef01234567"):
+        build_encoder(settings, progress=False)
+
+
+def test_B24_local_path_spellings_give_one_hash(zoo, tmp_path, monkeypatch):
+    """One local checkpoint named '../models/bert', by its absolute path, with a trailing '/', or through '..' and
+    '.': the cache folder follows its content, so every spelling gives one extraction_hash."""
+    folder = tmp_path / "models" / "bert"
+    shutil.copytree(zoo.folder("bert"), folder)
+    (tmp_path / "run").mkdir()
+    monkeypatch.chdir(tmp_path / "run")
+    spellings = ["../models/bert", str(folder), str(folder) + "/", "../models/bert/", "./../models/bert", "../run/../models/bert"]
+    hashes = {extraction_hash(extraction_settings({"models": {"m": spec(p, "hf-encoder", {"max_tokens": 64})}}, "m", {}))
+              for p in spellings}  # fmt: skip
+    assert len(hashes) == 1, hashes

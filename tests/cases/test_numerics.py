@@ -221,3 +221,35 @@ def test_B27_cache_never_holds_non_finite_values(tmp_path):
     with pytest.raises(CacheError, match="float16"):
         write_embeddings(tmp_path / "y.h5", {"train": big}, {"model": "M", "task": "T"}, storage_dtype="float16")
     assert not list(tmp_path.iterdir())
+
+
+
+def test_B27_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypatch):
+    """A model whose rows of over 32 tokens overflow under reduced-precision autocast: the load-time padding check
+    batches a 64-token probe, which overflows and is rerun in float32, but the written fp32_retries counts only
+    the task's batches (one overflowing batch here: 1, not 2)."""
+    overflows: list[int] = []
+
+    class LongOverflows(InfModel):
+        def _call(self, inputs, want_states):
+            h = self.model(inputs["input_ids"]).float()
+            long = inputs["attention_mask"].sum(dim=1) > 32
+            if torch.is_autocast_enabled("cpu") and long.any():
+                overflows.append(int(long.sum()))
+                h[long] = float("inf")
+            return h
+
+    at_load: list[int] = []
+
+    def build(s, **kw):
+        enc = LongOverflows(s, batch_size=3, progress=False)
+        at_load.append(len(overflows))
+        return enc
+
+    monkeypatch.setattr("geneb.embeddings.extract.build_encoder", build)
+    task = make_task(["ACGA", "ACGT" * 10, "GGCA"], ["ACGT", "GGCC"], task="overflow")
+    extract_task(_inf_settings(dtype="bfloat16", nonfinite="retry_fp32"), task, tmp_path / "e.h5", progress=False)
+    assert at_load == [1] and len(overflows) == 2  # one overflow (and retry) at load, one in the task's train split
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        assert f.attrs["complete"] and f.attrs["fp32_retries"] == 1
+        assert np.isfinite(f["train"]["embeddings"][:]).all()

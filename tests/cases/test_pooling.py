@@ -296,3 +296,83 @@ def test_B07_left_padding_of_a_rotary_model_still_loads(zoo, kind):
     _, attn, _ = enc.batch_tensors(chunks)
     assert attn[0, 0] == 0 and attn[0, -1] == 1  # S1 really is padded, on the left
     check_padding_invariance(enc, s1, [s2], atol=1e-4).require()
+
+
+# ---- B06 / B07, round 2: strand prefix, cls without a CLS, n_tokens of one-position pooling ------------------------
+
+
+@pytest.fixture(scope="module")
+def strand_folder(tmp_path_factory):
+    """A gLM2-shaped checkpoint: a lowercase single-letter vocabulary with a '<+>' strand token (a special token
+    of the tokenizer), no post-processor (the tokenizer adds no CLS/SEP), a tiny BERT behind it."""
+    import transformers as tf
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    folder = tmp_path_factory.mktemp("strand")
+    vocab = ["<pad>", "<unk>", "<+>", "a", "c", "g", "t", "n"]
+    tok = Tokenizer(models.WordLevel({v: i for i, v in enumerate(vocab)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    hf = tf.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+    hf.add_special_tokens({"additional_special_tokens": ["<+>"]})
+    hf.save_pretrained(folder)
+    torch.manual_seed(0)
+    tf.BertModel(tf.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=512, pad_token_id=0)).save_pretrained(folder)  # fmt: skip
+    return folder
+
+
+def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
+    """input_transform {kind: lowercase, prefix: '<+>'} and max_tokens 32: a 70-nt row is cut into chunks of 31
+    bases, each led by the strand token, which is never pooled (n_tokens 70, not 71), and every chunk's vector is
+    the mean of its own base positions only."""
+    entry = spec(strand_folder, "hf-encoder", {"max_tokens": 32, "input_transform": {"kind": "lowercase", "prefix": "<+>"}})
+    enc = build_encoder(extraction_settings({"models": {"glm-like": entry}}, "glm-like", {}), batch_size=4, progress=False)
+    strand = enc.tokenizer.convert_tokens_to_ids("<+>")
+    assert enc.prefix == [strand] and enc.suffix == [] and enc.body_cap == 31
+    seq = random_dna(70, 1)
+    chunks, n_chunks, _, _ = enc.make_chunks([seq], [0])
+    assert n_chunks.tolist() == [3]
+    for c in chunks:
+        assert c.ids[0] == strand and c.pool_mask[0] == 0 and strand not in c.ids[1:]
+        assert all(c.pool_mask[1:])
+    assert [len(c.ids) - 1 for c in chunks] == [31, 31, 8]
+    res = enc.embed([seq])
+    assert res.n_tokens.tolist() == [70]
+    ids, attn, _ = enc.batch_tensors(chunks)
+    hidden = enc.hidden_states(ids, attn)
+    expected = sum(hidden[k, 1 : len(c.ids)].double().sum(0) for k, c in enumerate(chunks)) / 70
+    np.testing.assert_allclose(res.embeddings[0], expected.numpy(), atol=1e-5)
+
+
+def test_B06_cls_pooling_refused_without_a_cls_token(zoo, tmp_path):
+    """The tiny BERT with its tokenizer's post-processor removed adds no token before the sequence: cls pooling
+    would pool the first nucleotide token, so loading refuses it; the same checkpoint with its [CLS] loads."""
+    import shutil
+
+    folder = tmp_path / "bert-no-cls"
+    shutil.copytree(zoo.folder("bert"), folder)
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    tok["post_processor"] = None
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    ext = {"max_tokens": 64, "pooling": "cls", "exclude_special_tokens": False, "long_policy": "truncate"}
+    settings = extraction_settings({"models": {"no-cls": spec(folder, "hf-encoder", ext)}}, "no-cls", {})
+    with pytest.raises(ValueError, match=r"model no-cls: pooling cls, but the tokenizer puts no token before the sequence"):
+        build_encoder(settings, progress=False)
+    with_cls = zoo.encoder("bert", pooling="cls", exclude_special_tokens=False, long_policy="truncate")
+    assert with_cls.prefix == [with_cls.tokenizer.cls_token_id]
+
+
+def test_B07_n_tokens_is_one_per_row_for_last_and_cls(zoo, make_task, tmp_path):
+    """last / cls pooling read one position per row: n_tokens is 1 for every row, whatever its length, and the
+    split's n_pooled_positions is the row count (mean pooling counts every pooled token)."""
+    seqs = [random_dna(12, 6), random_dna(40, 7), random_dna(90, 8)]
+    last = zoo.encoder("llama", pooling="last", long_policy="truncate", exclude_special_tokens=False, batch_size=2)
+    assert last.embed(seqs).n_tokens.tolist() == [1, 1, 1]
+    cls = zoo.encoder("bert", pooling="cls", exclude_special_tokens=False, long_policy="truncate")
+    assert cls.embed(seqs).n_tokens.tolist() == [1, 1, 1]
+    assert min(zoo.encoder("bert").embed(seqs).n_tokens) > 1  # mean: every pooled position
+    task = make_task(seqs, seqs[:1])
+    extract_task(zoo.settings("llama", pooling="last", long_policy="truncate", exclude_special_tokens=False), task,
+                 tmp_path / "e.h5", progress=False)  # fmt: skip
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        assert f["train"]["n_tokens"][:].tolist() == [1, 1, 1] and f["train"].attrs["n_pooled_positions"] == 3

@@ -140,6 +140,130 @@ def test_B11_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
         extract_task(zoo.settings("bert"), task, out, progress=False)
 
 
+def test_B11_row_of_only_unk_tokens_is_an_error(zoo):
+    """A row every letter of which is outside the character vocabulary (IUPAC codes) reaches the model as nothing
+    but UNK tokens: DroppedInputError naming model and row (a row with some UNK is only counted, above)."""
+    enc = zoo.encoder("hyena")
+    assert enc.unk_id is not None
+    with pytest.raises(DroppedInputError, match=r"model tiny-hyena, row 7: every one of its 8 tokens is UNK") as err:
+        enc.embed(["ACGTACGT", "RYKMRYKM"], [6, 7])
+    assert err.value.rows == [7]
+    assert enc.embed(["ACGTACGT", "RYKMACGT"], [6, 7]).embeddings.shape[0] == 2
+
+
+def _wordpiece_bert(folder, vocab, *, lowercase=False, max_chars=100):
+    """A tiny BERT behind a BERT-style WordPiece tokenizer ([CLS] $A [SEP]) over `vocab` (after 5 specials)."""
+    import transformers as tf
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *vocab]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]", max_input_chars_per_word=max_chars))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tf.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                               sep_token="[SEP]", mask_token="[MASK]").save_pretrained(folder)  # fmt: skip
+    torch.manual_seed(0)
+    tf.BertModel(tf.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=512, pad_token_id=0)).save_pretrained(folder)  # fmt: skip
+    return folder
+
+
+def test_B11_lowercasing_normalizer_over_an_uppercase_vocabulary_fails_at_load(tmp_path):
+    """DNABERT-1 style overlapping 6-mers over an uppercase 6-mer vocabulary, saved with BertNormalizer's default
+    lowercasing (a common hub misconfiguration): every k-mer becomes [UNK], so every row would embed alike. The
+    load-time probe finds it (DroppedInputError); the same vocabulary without lowercasing loads and embeds."""
+    import itertools
+
+    kmers = ["".join(p) for p in itertools.product("ACGT", repeat=6)]
+    kt = {"kind": "overlapping-kmers", "k": 6}
+    lower = _wordpiece_bert(tmp_path / "lower", kmers, lowercase=True)
+    with pytest.raises(DroppedInputError, match=r"model kmer-lower: the tokenizer reads a plain ACGT probe sequence as UNK "
+                       r"\((\d+) of \1 tokens\)"):
+        build_encoder(_local(lower, "hf-encoder", "kmer-lower", max_tokens=512, input_transform=kt), progress=False)
+    upper = _wordpiece_bert(tmp_path / "upper", kmers)
+    enc = build_encoder(_local(upper, "hf-encoder", "kmer-upper", max_tokens=512, input_transform=kt), progress=False)
+    res = enc.embed([random_dna(100, 1), random_dna(100, 2)])
+    assert enc.last_unk == (0, 0) and not np.allclose(res.embeddings[0], res.embeddings[1])
+
+
+def test_B11_wordpiece_word_longer_than_its_limit_fails_at_load(tmp_path):
+    """A WordPiece tokenizer (single letters and ## pieces) with max_input_chars_per_word 100 turns any longer
+    'word' (a whole DNA row) into one [UNK]: the load-time probe, longer than the limit, is one UNK token."""
+    folder = _wordpiece_bert(tmp_path / "wp", [*"ACGTN", *("##" + c for c in "ACGTN")], max_chars=100)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert tok(random_dna(150, 1), add_special_tokens=False)["input_ids"] == [tok.unk_token_id]  # the trap
+    with pytest.raises(DroppedInputError, match=r"model wp-100: the tokenizer reads a plain ACGT probe sequence as UNK "
+                       r"\(1 of 1 tokens\)"):
+        build_encoder(_local(folder, "hf-encoder", "wp-100", max_tokens=512), progress=False)
+
+
+_SKIPPING_TOKENIZER = '''
+from transformers import PreTrainedTokenizer
+
+
+class SkipTokenizer(PreTrainedTokenizer):
+    """A slow (Python) character tokenizer without UNK handling: letters outside its vocabulary are skipped."""
+
+    vocab_files_names = {}
+    model_input_names = ["input_ids", "attention_mask"]
+
+    def __init__(self, **kwargs):
+        names = ["[CLS]", "[SEP]", "[BOS]", "[MASK]", "[PAD]", "[RESERVED]", "[UNUSED]", "A", "C", "G", "T"]
+        self._v = {t: i for i, t in enumerate(names)}
+        super().__init__(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", **kwargs)
+
+    @property
+    def vocab_size(self):
+        return len(self._v)
+
+    def get_vocab(self):
+        return dict(self._v)
+
+    def _tokenize(self, text, **kwargs):
+        return [c for c in text if c in self._v]
+
+    def _convert_token_to_id(self, token):
+        return self._v[token]
+
+    def _convert_id_to_token(self, index):
+        return {v: k for k, v in self._v.items()}[index]
+
+    def build_inputs_with_special_tokens(self, a, b=None):
+        return a + [self._v["[SEP]"]]
+
+    def save_vocabulary(self, save_directory, filename_prefix=None):
+        return ()
+'''
+
+
+def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
+    """A remote-code checkpoint whose slow tokenizer (no character spans) skips N and IUPAC codes: the letters its
+    tokens spell are counted against the row's, and a row with 34 skipped letters is DroppedInputError."""
+    import json
+    import uuid
+
+    from geneb.models.tiny import write_remote_hyena
+
+    folder = write_remote_hyena(tmp_path / f"hyena-slow-{uuid.uuid4().hex[:12]}")  # remote code is cached by folder name
+    (folder / "tokenizer.json").unlink()
+    (folder / "tokenization_skip.py").write_text(_SKIPPING_TOKENIZER)
+    auto_map = {"AutoTokenizer": ["tokenization_skip.SkipTokenizer", None]}
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "SkipTokenizer", "auto_map": auto_map}))
+    entry = spec(folder, "hyena", {"max_tokens": 1024}, trust=True, load={"transformers": ">=4.26"})
+    enc = build_encoder(extraction_settings({"models": {"slow-skip": entry}}, "slow-skip", {}), progress=False)
+    assert not enc.tokenizer.is_fast and enc.unk_id is None
+    plain = random_dna(40, 1)
+    skipped = plain[:20] + "N" * 30 + "RYKM" + plain[20:]
+    assert enc._tokenize([skipped]) == enc._tokenize([plain])  # the trap: the same tokens
+    assert enc.embed([plain], [0]).embeddings.shape[0] == 1
+    with pytest.raises(DroppedInputError, match=r"model slow-skip, row 1: its tokens spell 40 of its 74 letters") as err:
+        enc.embed([plain, skipped], [0, 1])
+    assert err.value.rows == [1]
+
+
 # ---- B12 ----------------------------------------------------------------------------------------------------------
 
 
@@ -275,6 +399,45 @@ def test_B13_model_forward_error_names_model_and_rows(zoo):
         enc.embed([random_dna(1482, 11)], [42])
     assert set(err.value.rows) == {42}  # one row, cut into chunks
     assert isinstance(err.value.__cause__, ValueError)
+
+
+def test_B13_rc_is_of_the_kept_window_under_length_multiple(zoo):
+    """length_multiple 4 and a 43-nt row: the forward strand embeds its first 40 bases, so the RC half of concat
+    (and of average) is exactly embed(rc(seq[:40])), not the RC of the whole row trimmed at its own end
+    (rc(seq[3:]), another window)."""
+    from geneb.embeddings.extract import embed_with_rc
+    from geneb.tasks.hygiene import reverse_complement as rc
+
+    enc = zoo.encoder("bert", length_multiple=4)
+    seq = random_dna(43, 12)
+    keep = seq[:40]
+    fwd, rev = enc.embed([keep]).embeddings[0], enc.embed([rc(keep)]).embeddings[0]
+    concat = embed_with_rc(enc, [seq], [0], "concat")
+    d = concat.embeddings.shape[1] // 2
+    np.testing.assert_allclose(concat.embeddings[0, :d], fwd, atol=1e-5)
+    np.testing.assert_allclose(concat.embeddings[0, d:], rev, atol=1e-5)
+    assert concat.trimmed_bases.tolist() == [3]
+    average = embed_with_rc(enc, [seq], [0], "average")
+    np.testing.assert_allclose(average.embeddings[0], (fwd + rev) / 2, atol=1e-5)
+    other_window = enc.embed([rc(seq[3:])]).embeddings[0]
+    assert not np.allclose(concat.embeddings[0, d:], other_window, atol=1e-3)
+
+
+def test_B13_rc_with_long_policy_truncate_is_refused(zoo):
+    """rc average/concat with long_policy truncate would combine the first window of the forward strand with the
+    first window of the reverse one (the row's other end): extraction_settings refuses it (RegistryError), and
+    so does embed_with_rc for an encoder built another way; rc none + truncate and rc + chunk_mean are fine."""
+    from geneb.embeddings.extract import embed_with_rc
+    from geneb.models.registry import RegistryError
+
+    for mode in ("average", "concat"):
+        with pytest.raises(RegistryError, match=rf"model tiny-bert: rc '{mode}' with long_policy truncate"):
+            extraction_settings(zoo.registry("bert", rc=mode, long_policy="truncate"), "tiny-bert", {})
+    extraction_settings(zoo.registry("bert", rc="none", long_policy="truncate"), "tiny-bert", {})
+    extraction_settings(zoo.registry("bert", rc="average", long_policy="chunk_mean"), "tiny-bert", {})
+    enc = zoo.encoder("bert", long_policy="truncate")
+    with pytest.raises(ValueError, match=r"rc 'average' with long_policy truncate"):
+        embed_with_rc(enc, [random_dna(3000, 11)], [0], "average")
 
 
 # ---- B14 ----------------------------------------------------------------------------------------------------------
