@@ -328,7 +328,7 @@ def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     entry = spec(strand_folder, "hf-encoder", {"max_tokens": 32, "input_transform": {"kind": "lowercase", "prefix": "<+>"}})
     enc = build_encoder(extraction_settings({"models": {"glm-like": entry}}, "glm-like", {}), batch_size=4, progress=False)
     strand = enc.tokenizer.convert_tokens_to_ids("<+>")
-    assert enc.prefix == [strand] and enc.suffix == [] and enc.body_cap == 31
+    assert enc.prefix == [] and enc.strand == [strand] and enc.suffix == [] and enc.body_cap == 31
     seq = random_dna(70, 1)
     chunks, n_chunks, _, _ = enc.make_chunks([seq], [0])
     assert n_chunks.tolist() == [3]
@@ -342,6 +342,11 @@ def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     hidden = enc.hidden_states(ids, attn)
     expected = sum(hidden[k, 1 : len(c.ids)].double().sum(0) for k, c in enumerate(chunks)) / 70
     np.testing.assert_allclose(res.embeddings[0], expected.numpy(), atol=1e-5)
+    # with the tokenizer's special tokens pooled, the strand token still is not (it is the same in every row)
+    keep = spec(strand_folder, "hf-encoder", {"max_tokens": 32, "exclude_special_tokens": False,
+                                              "input_transform": {"kind": "lowercase", "prefix": "<+>"}})  # fmt: skip
+    enc2 = build_encoder(extraction_settings({"models": {"glm-like": keep}}, "glm-like", {}), progress=False)
+    assert enc2.embed([seq]).n_tokens.tolist() == [70]
 
 
 def test_B06_cls_pooling_refused_without_a_cls_token(zoo, tmp_path):

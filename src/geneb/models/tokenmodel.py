@@ -164,6 +164,7 @@ class TokenModelEncoder:
         self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
         self.last_unk = (0, 0)  # (rows with an unknown token, unknown tokens) of the last make_chunks call
         self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
+        self.strand: list[int] = []  # a strand token an input_transform puts before the sequence (gLM2)
         self.n_layers: int | None = None  # transformer blocks, when the config says (checks per-layer state counts)
         self.max_tokens_from = "registry"  # where max_tokens came from: registry, or the model's files (then tried)
         self._offsets: list[list[tuple[int, int]]] | None = None  # character spans of the last _tokenize call
@@ -209,9 +210,9 @@ class TokenModelEncoder:
     def _after_load(self) -> None:
         ext = self.extraction
         strand = (ext.get("input_transform") or {}).get("prefix")
-        if strand:  # gLM2's strand token: on every chunk, after the tokenizer's own prefix, never pooled
-            self.prefix = self.prefix + list(self._tokenize([str(strand)])[0])
-        self.body_cap = self.max_tokens - len(self.prefix) - len(self.suffix)
+        # gLM2's strand token: on every chunk, after the tokenizer's own prefix, never pooled (see `chunk`)
+        self.strand = list(self._tokenize([str(strand)])[0]) if strand else []
+        self.body_cap = self.max_tokens - len(self.prefix) - len(self.strand) - len(self.suffix)
         multiple = ext.get("length_multiple")
         if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
             self.body_cap -= self.body_cap % int(multiple)
@@ -244,7 +245,7 @@ class TokenModelEncoder:
         self.bucket_equal_lengths = unsafe if bucket == "auto" else bool(bucket)
         if ext.get("pooling", "mean") == "cls" and ext.get("exclude_special_tokens", True):
             raise ValueError(f"model {self.model_id}: pooling cls reads the CLS token; set exclude_special_tokens: false")
-        if ext.get("pooling", "mean") == "cls" and not self.prefix:
+        if ext.get("pooling", "mean") == "cls" and not self.prefix:  # the tokenizer's own prefix (a strand token is no CLS)
             raise ValueError(f"model {self.model_id}: pooling cls, but the tokenizer puts no token before the sequence "
                              "(no CLS): the first nucleotide token would be pooled; use mean or last pooling")  # fmt: skip
         layer = ext.get("layer", -1)
@@ -305,7 +306,7 @@ class TokenModelEncoder:
         body = self._probe_ids(self.body_cap)
         if len(body) < self.body_cap:
             return  # the probe sequence is too short for this tokenizer: nothing to learn
-        chunk = Chunk(0, self.prefix + body + self.suffix, [1] * (len(body) + len(self.prefix) + len(self.suffix)))
+        chunk = self.chunk(0, body)
         try:
             self._forward_batch([chunk], [-1])
         except ModelForwardError as err:
@@ -327,9 +328,7 @@ class TokenModelEncoder:
         n_short = max(multiple, (len(long_ids) // 3) // multiple * multiple)
         if len(long_ids) <= n_short:
             return  # the model takes too few tokens for two lengths
-        affix = [0 if self.extraction.get("exclude_special_tokens", True) else 1]
-        chunks = [Chunk(i, self.prefix + ids + self.suffix, affix * len(self.prefix) + [1] * len(ids) + affix * len(self.suffix))
-                  for i, ids in enumerate((long_ids[:n_short], long_ids))]  # fmt: skip
+        chunks = [self.chunk(i, ids) for i, ids in enumerate((long_ids[:n_short], long_ids))]
         alone, _ = self._forward_batch(chunks[:1], [-1])
         batched, _ = self._forward_batch(chunks, [-1, -2])
         scale = float(alone.abs().max().clamp_min(1e-6))
@@ -355,6 +354,7 @@ class TokenModelEncoder:
         return {
             "adapter": type(self).__name__,
             "special_prefix": self.prefix,
+            "strand_prefix": self.strand,
             "special_suffix": self.suffix,
             "max_tokens": self.max_tokens,
             "pad_id": self.pad_id,
@@ -380,7 +380,6 @@ class TokenModelEncoder:
         token or no pooled position, ValueError for cls/last pooling of a multi-chunk row."""
         ext = self.extraction
         policy = ext.get("long_policy", "chunk_mean")
-        exclude = bool(ext.get("exclude_special_tokens", True))
         method = ext.get("pooling", "mean")
         multiple = ext.get("length_multiple")
         n = len(sequences)
@@ -416,7 +415,6 @@ class TokenModelEncoder:
                 log.warning("model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
                             "vocabulary (IUPAC codes?) reach it as UNK", self.model_id, self.last_unk[1],
                             self.last_unk[0], rows[first])  # fmt: skip
-        special = 0 if exclude else 1
         chunks: list[Chunk] = []
         n_chunks = np.zeros(n, np.int32)
         truncated = np.zeros(n, bool)
@@ -435,10 +433,17 @@ class TokenModelEncoder:
                     raise ValueError(f"model {self.model_id}, row {rows[i]}: pooling {method!r} is undefined across "
                                      f"{len(pieces)} chunks; use long_policy truncate")  # fmt: skip
             for piece in pieces:
-                mask = [special] * len(self.prefix) + [1] * len(piece) + [special] * len(self.suffix)
-                chunks.append(Chunk(i, self.prefix + list(piece) + self.suffix, mask))
+                chunks.append(self.chunk(i, list(piece)))
             n_chunks[i] = len(pieces)
         return chunks, n_chunks, truncated, trimmed
+
+    def chunk(self, seq_index: int, body: list[int]) -> Chunk:
+        """One forward-pass item: the tokenizer's prefix, the strand token (if any), `body`, the suffix; pooled
+        positions are the body's, plus the tokenizer's special tokens unless `exclude_special_tokens` (a strand
+        token is never pooled: it is the same in every row)."""
+        special = 0 if self.extraction.get("exclude_special_tokens", True) else 1
+        mask = [special] * len(self.prefix) + [0] * len(self.strand) + [1] * len(body) + [special] * len(self.suffix)
+        return Chunk(seq_index, self.prefix + self.strand + list(body) + self.suffix, mask)
 
     def _check_dropped(self, texts: list[str], rows: list[int]) -> None:
         """Raise DroppedInputError for the first row with a non-whitespace character that no token stands for
