@@ -5,10 +5,14 @@ Facts used (registry.yaml loader notes; enformer-pytorch README): `from_pretrain
 N = all-zero one-hot) and returns (predictions, embeddings (B, 896, 3072)); the 896 output bins of 128 bp
 cover the central 114,688 bp of the window (Avsec et al. 2021: 320 bins are cropped on each side).
 
-GENEB's policy: each sequence is centred in an all-N window; the pooled vector is the mean (or max) over the
-output bins that overlap the sequence, so N padding is never averaged in (the paper's reference averaged
-all 896 bins of a prefix-aligned, N-padded window). A sequence longer than the window is chunked into
-window-length pieces (long_policy chunk_mean) or cut to the first (truncate); `n_tokens` counts pooled bins.
+GENEB's policy: a sequence up to the bins' span (114,688 bp) is centred in an all-N window; the pooled vector
+is the mean (or max) over the output bins that overlap the sequence, so N padding is never averaged in (the
+paper's reference averaged all 896 bins of a prefix-aligned, N-padded window). A longer sequence is tiled
+(`enformer_tiles`): consecutive 114,688-bp spans, each the centre of its own window with the sequence around
+it as context, so every base lies in exactly one pooled bin (window-length pieces would leave 81,920 bp of
+each piece outside every bin); long_policy chunk_mean pools every tile, truncate the first, error refuses.
+`n_tokens` counts pooled bins. Letters other than A, C, G, T, N enter as N (all-zero) and are counted per
+split as `n_unknown_tokens`, like a tokenizer's UNK.
 """
 
 from __future__ import annotations
@@ -35,6 +39,26 @@ WIDTH = 3072
 _INDEX = np.full(256, 4, dtype=np.int64)
 for _i, _b in enumerate("ACGT"):
     _INDEX[ord(_b)] = _i
+
+
+def enformer_tiles(length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP) -> list[tuple[int, np.ndarray]]:
+    """How a sequence of `length` bp is laid into Enformer windows: a list of (sequence position of window
+    position 0 — negative where the window starts before the sequence —, bool mask (n_bins,) of the bins that
+    cover this tile's own bases). Up to n_bins * bin_bp bp: one window with the sequence centred
+    (`window_and_bins`). Longer: tiles of n_bins * bin_bp bp at that stride, each centred in its window (the
+    rest of the window is the neighbouring sequence, or N beyond the ends), so every base is in exactly one
+    pooled bin. Raises ValueError for length < 1."""
+    span = n_bins * bin_bp
+    if length <= span:
+        start, mask = window_and_bins(length, window=window, n_bins=n_bins, bin_bp=bin_bp)
+        return [(-start, mask)]
+    flank = (window - span) // 2
+    tiles = []
+    for s in range(0, length, span):
+        mask = np.zeros(n_bins, bool)
+        mask[: -(-min(span, length - s) // bin_bp)] = True
+        tiles.append((s - flank, mask))
+    return tiles
 
 
 def window_and_bins(length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP) -> tuple[int, np.ndarray]:
@@ -84,17 +108,23 @@ class EnformerEncoder:
         """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         policy = self.extraction.get("long_policy", "chunk_mean")
-        items: list[tuple[int, str]] = []
+        items: list[tuple[int, int, np.ndarray]] = []  # (row index, sequence position of window start, bin mask)
         n_chunks = np.zeros(len(sequences), np.int32)
         truncated = np.zeros(len(sequences), bool)
+        unknown = [sum(1 for ch in seq if ch not in "ACGTN") for seq in sequences]
+        self.last_unk = (sum(1 for u in unknown if u), sum(unknown))
+        if self.last_unk[0]:
+            log.warning("model %s: %d letters outside A/C/G/T/N in %d rows enter as N (first: row %s)", self.model_id,
+                        self.last_unk[1], self.last_unk[0], rows[next(i for i, u in enumerate(unknown) if u)])  # fmt: skip
         for i, seq in enumerate(sequences):
-            pieces = [seq[s : s + self.window] for s in range(0, len(seq), self.window)] or [seq]
-            if len(pieces) > 1 and policy == "error":
-                raise LongSequenceError(f"model {self.model_id}, row {rows[i]}: {len(seq)} bp > window {self.window}")
-            if len(pieces) > 1 and policy == "truncate":
-                pieces, truncated[i] = pieces[:1], True
-            items.extend((i, p) for p in pieces)
-            n_chunks[i] = len(pieces)
+            tiles = enformer_tiles(len(seq), window=self.window)
+            if len(tiles) > 1 and policy == "error":
+                raise LongSequenceError(f"model {self.model_id}, row {rows[i]}: {len(seq)} bp > the {N_BINS * BIN_BP} bp "
+                                        "its output bins cover (long_policy: error)")  # fmt: skip
+            if len(tiles) > 1 and policy == "truncate":
+                tiles, truncated[i] = tiles[:1], True
+            items.extend((i, ws, mask) for ws, mask in tiles)
+            n_chunks[i] = len(tiles)
         acc = np.zeros((len(sequences), WIDTH), np.float64)
         method = self.extraction.get("pooling", "mean")
         if method == "max":
@@ -106,9 +136,11 @@ class EnformerEncoder:
             x = torch.full((len(idx), self.window), 4, dtype=torch.long)
             mask = torch.zeros((len(idx), N_BINS), dtype=torch.long)
             for b, j in enumerate(idx):
-                text = items[j][1]
-                start, bins = window_and_bins(len(text), window=self.window)
-                x[b, start : start + len(text)] = torch.from_numpy(_INDEX[np.frombuffer(text.encode("ascii"), np.uint8)])
+                i, ws, bins = items[j]
+                seq = sequences[i]
+                lo, hi = max(ws, 0), min(ws + self.window, len(seq))  # the part of the sequence in this window
+                text = seq[lo:hi]
+                x[b, lo - ws : hi - ws] = torch.from_numpy(_INDEX[np.frombuffer(text.encode("ascii"), np.uint8)])
                 mask[b] = torch.from_numpy(bins.astype(np.int64))
             with torch.inference_mode():
                 _, emb = self.model(x.to(self.device), return_embeddings=True)

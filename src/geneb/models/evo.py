@@ -16,6 +16,8 @@ is provided (case B24).
 
 from __future__ import annotations
 
+import logging
+
 from typing import Any
 
 import torch
@@ -23,6 +25,8 @@ from torch import nn
 
 from geneb.models.tokenmodel import TokenModelEncoder, resolve_max_tokens
 
+
+log = logging.getLogger(__name__)
 
 class _IdentityUnembed(nn.Module):
     """Stands in for StripedHyena's unembedding module: `unembed(u)` returns the hidden states unchanged."""
@@ -46,7 +50,7 @@ class EvoEncoder(TokenModelEncoder):
         if not name:
             raise ValueError(f"model {self.model_id}: load.package_model_name is required for family {self.settings['family']}")
         self.model, self.tokenizer = self._open(name)
-        self.model = self.model.eval().to(self.device)
+        self.model = self._as_weights_dtype(self.model).eval().to(self.device)
         cfg = getattr(self.model, "config", None)
         self.hidden_size = _cfg_int(cfg, "hidden_size")
         self.vocab_size = _cfg_int(cfg, "vocab_size")
@@ -55,6 +59,25 @@ class EvoEncoder(TokenModelEncoder):
         self.pad_id = int(getattr(self.tokenizer, "pad_id", 1) or 1)
         self.uses_attention_mask = False
         self.num_embeddings = None
+
+    def _as_weights_dtype(self, model: Any) -> Any:
+        """The package's model in GENEB's weights dtype, so the recorded `compute_dtype` is what runs: evo-model
+        loads Evo in bfloat16 (except its filter poles and residues) whatever the device, while GENEB's `dtype:
+        auto` means float32 on CPU. A bfloat16 target uses the package's own `to_bfloat16_except_poles_residues`
+        where it has one."""
+        floats = [p.dtype for p in model.parameters() if p.is_floating_point()]
+        if not floats:
+            return model
+        actual = max(set(floats), key=floats.count)
+        want = getattr(torch, self.weights_dtype)
+        if actual == want:
+            return model
+        log.info("model %s: the package loaded %s weights; cast to %s (GENEB's dtype policy)", self.model_id,
+                 str(actual).removeprefix("torch."), self.weights_dtype)  # fmt: skip
+        if want == torch.bfloat16 and hasattr(model, "to_bfloat16_except_poles_residues"):
+            model.to_bfloat16_except_poles_residues()
+            return model
+        return model.to(want)
 
     def _open(self, name: str) -> tuple[Any, Any]:
         from evo import Evo

@@ -75,6 +75,18 @@ def read_config_json(where: str, revision: str | None, name: str = "config.json"
     return json.loads(path.read_text()) if path is not None else {}
 
 
+def _foreign_code(where: str, revision: str | None) -> set[str]:
+    """auto_map entries of config.json and tokenizer_config.json that name code in another repository
+    ("other/repo--modeling_x.XModel"), which transformers loads from that repository, not the model's."""
+    found = set()
+    for name, required in (("config.json", True), ("tokenizer_config.json", False)):
+        for value in (read_config_json(where, revision, name, required=required).get("auto_map") or {}).values():
+            for ref in value if isinstance(value, list) else [value]:
+                if isinstance(ref, str) and "--" in ref:
+                    found.add(ref)
+    return found
+
+
 def position_offset(model: Any, positions: int | None) -> int:
     """How many rows of the learned position table no real token can use: RoBERTa-style embeddings (RoBERTa,
     ESM with absolute positions, ...) number positions from `padding_idx + 1`, so 514 positions allow 512
@@ -132,11 +144,21 @@ class HFEncoder(TokenModelEncoder):
                         "with a built-in class would leave its weights unused or tokenize differently. Set "
                         "trust_remote_code: true with a pinned revision and a transformers range."
                     )  # fmt: skip
+        if trust:
+            foreign = sorted(_foreign_code(self.where, self.revision))
+            if foreign and not REVISION.match(str(load.get("code_revision") or "")):
+                raise RemoteCodeError(
+                    f"model {self.model_id}: its auto_map takes code from another repository ({foreign[0]}), which "
+                    "transformers fetches from that repository's main branch, outside the model's pinned revision and "
+                    "the cache key; pin it with load.code_revision (a 40-hex commit of that repository)"
+                )  # fmt: skip
         import_modules(load.get("preimport") or [])
         hide = list(load.get("hide_modules_on_cpu") or []) if self.device == "cpu" else []
         kwargs: dict[str, Any] = {"trust_remote_code": trust}
         if self.revision:
             kwargs["revision"] = self.revision
+        if load.get("code_revision"):
+            kwargs["code_revision"] = load["code_revision"]
         with hidden_modules(hide):
             self.tokenizer = AutoTokenizer.from_pretrained(self.where, **kwargs)
             model, info = AutoModel.from_pretrained(self.where, dtype=getattr(torch, self.weights_dtype),
