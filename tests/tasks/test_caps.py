@@ -29,3 +29,14 @@ def test_cap_below_class_count_is_an_error():
     with pytest.raises(ValueError, match="class would vanish"):
         stratified_cap(np.array([0, 1, 2, 0, 1, 2]), 2, 0)
 
+
+
+@pytest.mark.parametrize("cap", [3, 4, 5, 100])
+def test_every_rare_class_keeps_a_row_when_several_are_rare(cap):
+    """Two rare classes: giving each one row overshoots the cap, and the trim must take from a class that has
+    more than one row, never send a rare class back to 0 (the cap then silently loses a class: AUROC NaN)."""
+    labels = np.array([0] * 1000 + [1] + [2])
+    keep = stratified_cap(labels, cap, seed=0)
+    assert len(keep) == cap and np.bincount(labels[keep], minlength=3).tolist() == [cap - 2, 1, 1]
+    labels = np.array([0] * 500 + [1] * 3 + [2] + [3])
+    assert set(labels[stratified_cap(labels, 4, seed=1)]) == {0, 1, 2, 3}

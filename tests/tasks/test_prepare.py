@@ -163,7 +163,26 @@ def test_http_mirror_downloads_checks_sha256_and_matches_the_folder(tmp_path, sh
     via_http = prepare(tmp_path / "h", open_source(url, download_dir=tmp_path / "dl"), catalogue)
     via_folder = prepare(tmp_path / "f", open_source(str(shared / "data/tasks")), catalogue)
     assert via_http["data_hash"] == via_folder["data_hash"]
-    assert (tmp_path / "dl" / TASK / "train.csv.gz").exists()
+    assert len(list((tmp_path / "dl").glob(f"*/{TASK}/train.csv.gz"))) == 1  # cached under the mirror's URL hash
+
+
+def test_http_mirrors_never_share_cached_files_and_serve_plain_csv(tmp_path, shared, catalogue, http_root):
+    """Switching task_source from mirror A to mirror B must read B's data, not A's cached files; a mirror may
+    serve {split}.csv instead of .csv.gz; an error page served as meta.json is named, not a bare JSON error."""
+    root, url = http_root
+    for name, flip in (("a", False), ("b", True)):
+        (root / name / TASK).mkdir(parents=True)
+        rows = [("ACGTACGTAC", 0), ("GGGGCCCCAA", 1), ("TTTTAAAACC", 0), ("CACACAGTGT", 1)]
+        rows = [(s, 1 - y) for s, y in rows] if flip else rows
+        _write_split(root / name / TASK / "train.csv.gz", rows)
+        (root / name / TASK / "test.csv").write_text("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    dl = tmp_path / "dl"
+    a = prepare(tmp_path / "a", open_source(f"{url}/a", download_dir=dl), catalogue)
+    b = prepare(tmp_path / "b", open_source(f"{url}/b", download_dir=dl), catalogue)
+    assert a["data_hash"] != b["data_hash"] and a["splits"]["test"]["n"] == 4
+    (root / "b" / TASK / "meta.json").write_text("<html>502 Bad Gateway</html>")
+    with pytest.raises(TaskSourceError, match=r"meta.json is not JSON .*error page"):
+        prepare(tmp_path / "b2", open_source(f"{url}/b", download_dir=dl), catalogue)
 
 
 def test_http_mirror_refuses_a_file_with_the_wrong_sha256(tmp_path, shared, catalogue, http_root):
@@ -193,6 +212,43 @@ def test_hugging_face_dataset_saved_to_disk_gives_the_same_data(tmp_path, shared
     via_folder = prepare(tmp_path / "f", open_source(str(shared / "data/tasks")), catalogue)
     assert via_hf["data_hash"] == via_folder["data_hash"]
     assert via_hf["source"].startswith("hf:")
+
+
+def test_hf_folder_class_labels_nulls_and_single_datasets(tmp_path, catalogue):
+    """ClassLabel names are read as names (sorted, recorded), a null label names its row, a saved single
+    Dataset (not a DatasetDict) is refused in one line."""
+    datasets = pytest.importorskip("datasets")
+    seqs = ["ACGTACGTAC", "GGGGCCCCAA", "TTTTAAAACC", "CACACAGTGT"]
+    feats = datasets.Features({"sequence": datasets.Value("string"), "label": datasets.ClassLabel(names=["pos", "neg"])})
+    part = datasets.Dataset.from_dict({"sequence": seqs, "label": [0, 1, 0, 1]}, features=feats)
+    datasets.DatasetDict({"train": part, "test": part}).save_to_disk(str(tmp_path / "hf" / TASK))
+    card = prepare(tmp_path / "c", open_source(f"hf:{tmp_path / 'hf'}"), catalogue)
+    assert card["label_names"] == {"0": "neg", "1": "pos"}  # sorted names, as a CSV with named labels gives
+    nulls = datasets.Dataset.from_dict({"sequence": seqs, "label": [0, 1, None, 1]})
+    datasets.DatasetDict({"train": nulls, "test": nulls}).save_to_disk(str(tmp_path / "hf2" / TASK))
+    with pytest.raises(TaskSourceError, match=r"split 'train' .*row 2: null label"):
+        prepare(tmp_path / "n", open_source(f"hf:{tmp_path / 'hf2'}"), catalogue)
+    datasets.Dataset.from_dict({"sequence": seqs, "label": [0, 1, 0, 1]}).save_to_disk(str(tmp_path / "hf3" / TASK))
+    with pytest.raises(TaskSourceError, match="single Dataset, not a DatasetDict"):
+        prepare(tmp_path / "s", open_source(f"hf:{tmp_path / 'hf3'}"), catalogue)
+
+
+def test_hf_folder_identity_is_its_content(tmp_path):
+    """Edited data in a local save_to_disk folder is new data (the task reruns); the same files moved are not."""
+    import shutil
+
+    from geneb.tasks.sources import source_identity
+
+    datasets = pytest.importorskip("datasets")
+    part = datasets.Dataset.from_dict({"sequence": ["ACGT", "GGCC"], "label": [0, 1]})
+    datasets.DatasetDict({"train": part, "test": part}).save_to_disk(str(tmp_path / "a" / TASK))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    first = source_identity(f"hf:{tmp_path / 'a'}", TASK)
+    assert first == source_identity(f"hf:{tmp_path / 'b'}", TASK) and first["files"]
+    edited = datasets.Dataset.from_dict({"sequence": ["ACGT", "GGCA"], "label": [0, 1]})
+    shutil.rmtree(tmp_path / "a" / TASK)
+    datasets.DatasetDict({"train": edited, "test": part}).save_to_disk(str(tmp_path / "a" / TASK))
+    assert source_identity(f"hf:{tmp_path / 'a'}", TASK) != first
 
 
 def test_remote_hf_source_needs_a_pinned_revision():

@@ -9,7 +9,7 @@ from geneb import hpc
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
-from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
+from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.sources import source_identity
 
 
@@ -27,6 +27,11 @@ TASK_SHEET = read_catalogue(config["task_sheet"])
 validate_catalogue(TASK_SHEET, yaml.safe_load(open(workflow.source_path("../schemas/tasks.schema.yaml"))))
 for _task in config["tasks"]:
     task_row(TASK_SHEET, _task)  # unknown task ids fail here, with close matches
+for _task in config["caps"].get("per_task") or {}:  # a misspelled id would cap nothing, silently
+    try:
+        task_row(TASK_SHEET, _task)
+    except CatalogueError as _err:
+        raise ValueError(f"caps.per_task: {_err}") from None
 
 REGISTRY = load_registry(config["model_sheet"], pins=config["model_revisions"])
 validate(REGISTRY, "../schemas/models.schema.yaml")

@@ -45,14 +45,17 @@ def build_shots(
     `data_hash`; settings: at least DRAW_KEYS. The full regime keeps all rows unless `max_train` caps it
     (`geneb.tasks.caps.stratified_cap`, the project's one stratified-cap rule, seeded by `subsample_seed`);
     k-shot draws are taken from the full regime's rows with the protocol's method ("paper" or "nested").
-    Raises ProbeInputError on bad labels or rows, ValueError when max_train is below the number of classes.
+    Raises ProbeInputError on bad labels or rows, and when max_train is below the number of classes.
     """
     ds = draw_settings(settings)
     labels = np.asarray(labels)
     rows = np.asarray(rows, dtype=np.int64)
     if labels.shape != rows.shape:
         raise ProbeInputError(f"task {task!r}, split 'train': {len(rows)} row ids for {len(labels)} labels")
-    full = np.arange(len(rows)) if ds["max_train"] is None else stratified_cap(labels, ds["max_train"], ds["subsample_seed"])
+    try:
+        full = np.arange(len(rows)) if ds["max_train"] is None else stratified_cap(labels, ds["max_train"], ds["subsample_seed"])
+    except ValueError as err:
+        raise ProbeInputError(f"task {task!r}, split 'train': protocol {protocol!r} max_train {ds['max_train']}: {err}") from err
     y, r = labels[full], rows[full]
     draws = []
     for seed in ds["seeds"]:

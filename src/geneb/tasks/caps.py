@@ -26,8 +26,8 @@ def stratified_cap(labels: np.ndarray, cap: int, seed: int) -> np.ndarray:
         raise ValueError(f"cap {cap} is smaller than the number of classes ({len(classes)}); a class would vanish")
     exact = cap * counts / n
     take = np.maximum(np.floor(exact).astype(int), 1)
-    while take.sum() > cap:  # the max(…, 1) floor can overshoot: trim the largest allocations
-        take[np.argmax(take - exact)] -= 1
+    while take.sum() > cap:  # the max(…, 1) floor can overshoot: trim the most over-allocated class that has > 1
+        take[np.argmax(np.where(take > 1, take - exact, -np.inf))] -= 1
     leftover = cap - take.sum()
     order = np.lexsort((np.arange(len(classes)), -(exact - np.floor(exact))))
     for i in order:

@@ -162,7 +162,10 @@ def prepare_task(
         n_source = len(df)
         cap = caps.get(f"max_{split}")
         if cap is not None and n_source > cap:
-            keep = stratified_cap(df["label"].to_numpy(), int(cap), cap_seed)
+            try:
+                keep = stratified_cap(df["label"].to_numpy(), int(cap), cap_seed)
+            except ValueError as err:
+                raise TaskDataError(f"task {task!r}, split {split!r}: caps max_{split} {cap}: {err}") from err
             df = df.iloc[keep].reset_index(drop=True)
             kept_hash = hashlib.sha256(df["row"].to_numpy().tobytes()).hexdigest()
             cap_record[split] = {"cap": int(cap), "seed": cap_seed, "n_source": n_source, "n_kept": len(df), "kept_rows_sha256": kept_hash}

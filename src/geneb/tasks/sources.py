@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from geneb.models.registry import REVISION
-from geneb.provenance import file_sha256
+from geneb.provenance import file_sha256, stable_hash
 
 #: the splits a task is made of (a mirror's other files, e.g. a `dev` split, are not read)
 SPLITS = ("train", "test")
@@ -137,9 +137,13 @@ class MirrorFolder:
 
 @dataclass
 class HttpMirror:
-    """An http(s) base URL in the mirror layout; files are cached under `cache_dir` by pooch.
+    """An http(s) base URL in the mirror layout; files are cached by pooch under `cache_dir/<url hash>/<task>/`
+    (one folder per base URL, so switching mirrors never reuses another mirror's files).
 
-    sha256 digests are taken from the task's `meta.json` (`sha256` mapping) where present; a mismatch raises.
+    Splits are `{split}.csv.gz`, else `{split}.csv` (as in a mirror folder). sha256 digests are taken from the
+    task's `meta.json` (`sha256` mapping) where present; a mismatch raises. `meta.json` is fetched afresh once
+    per process (it carries the digests), and a cached split that cannot be read is deleted, so the next run
+    downloads it again instead of failing on it forever.
     """
 
     base_url: str
@@ -153,6 +157,9 @@ class HttpMirror:
     def _url(self, task: str, name: str) -> str:
         return f"{self.base_url.rstrip('/')}/{task}/{name}"
 
+    def _folder(self, task: str) -> Path:
+        return self.cache_dir / stable_hash(self.base_url.rstrip("/")) / task
+
     def _fetch(self, task: str, name: str, known_hash: str | None) -> Path:
         import pooch
 
@@ -162,7 +169,7 @@ class HttpMirror:
                     self._url(task, name),
                     known_hash=f"sha256:{known_hash}" if known_hash else None,
                     fname=name,
-                    path=self.cache_dir / task,
+                    path=self._folder(task),
                     progressbar=False,
                 )
             )
@@ -173,20 +180,41 @@ class HttpMirror:
 
     def read_meta(self, task: str) -> dict[str, Any]:
         if task not in self._meta:
+            (self._folder(task) / "meta.json").unlink(missing_ok=True)  # always the server's current digests
             try:
                 path = self._fetch(task, "meta.json", None)
-                self._meta[task] = json.loads(path.read_text())
             except TaskSourceError as exc:
                 if "404" not in str(exc):  # meta.json is optional; any other failure is real
                     raise
                 self._meta[task] = {}
+                return self._meta[task]
+            try:
+                meta = json.loads(path.read_text())
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                path.unlink(missing_ok=True)
+                raise TaskSourceError(f"task {task!r}: {self._url(task, 'meta.json')} is not JSON ({exc}); "
+                                      "an error page served with status 200?") from exc  # fmt: skip
+            if not isinstance(meta, dict):
+                raise TaskSourceError(f"task {task!r}: {self._url(task, 'meta.json')} is not a JSON object")
+            self._meta[task] = meta
         return self._meta[task]
 
     def read_split(self, task: str, split: str) -> pd.DataFrame:
-        name = f"{split}.csv.gz"
-        digest = self.read_meta(task).get("sha256", {}).get(name)
-        path = self._fetch(task, name, digest)
-        return _read_csv(path, where=f"task {task!r}, split {split!r} ({self.base_url})")
+        digests = self.read_meta(task).get("sha256", {})
+        where = f"task {task!r}, split {split!r} ({self.base_url})"
+        for name in (f"{split}.csv.gz", f"{split}.csv"):
+            try:
+                path = self._fetch(task, name, digests.get(name))
+            except TaskSourceError as exc:
+                if "404" in str(exc) and name.endswith(".gz"):
+                    continue  # no .csv.gz: try the plain file
+                raise
+            try:
+                return _read_csv(path, where=where)
+            except TaskSourceError:
+                path.unlink(missing_ok=True)  # never trusted again: the next run downloads it afresh
+                raise
+        raise TaskSourceError(f"{where}: neither {split}.csv.gz nor {split}.csv on the server")
 
 
 @dataclass
@@ -226,11 +254,29 @@ class HuggingFaceSource:
             raise TaskSourceError(f"task {task!r}: cannot load {self.description}: {exc}") from exc
 
     def read_split(self, task: str, split: str) -> pd.DataFrame:
+        """See TaskSource.read_split. A `ClassLabel` label column is read as its names (like named labels in a
+        CSV: mapped to class indices in sorted name order, the names recorded in the card); a null label is an
+        error naming its row. Raises TaskSourceError for a saved single Dataset (not a DatasetDict)."""
+        import datasets
+
         dd = self._load(task)
+        where = f"task {task!r}, split {split!r} ({self.description})"
+        if not isinstance(dd, (datasets.DatasetDict, dict)):
+            raise TaskSourceError(f"{where}: the saved dataset is a single {type(dd).__name__}, not a DatasetDict with "
+                                  "train and test splits")  # fmt: skip
         if split not in dd:
-            raise TaskSourceError(f"task {task!r}, split {split!r}: not in {self.description} (has {list(dd)})")
-        df = dd[split].to_pandas().astype({"label": str}, errors="ignore")
-        return normalise_columns(df, where=f"task {task!r}, split {split!r} ({self.description})")
+            raise TaskSourceError(f"task {task!r}, split {split!r}: not in {self.description} (has {sorted(dd.keys())})")
+        ds = dd[split]
+        feature = ds.features.get("label")
+        df = ds.to_pandas()
+        if "label" in df.columns:
+            missing = df["label"].isna().to_numpy()
+            if missing.any():
+                raise TaskSourceError(f"{where}, row {int(missing.argmax())}: null label")
+            if isinstance(feature, datasets.ClassLabel):
+                df["label"] = [feature.int2str(int(v)) for v in df["label"]]
+            df = df.astype({"label": str})
+        return normalise_columns(df, where=where)
 
     def read_meta(self, task: str) -> dict[str, Any]:
         return {}
@@ -251,10 +297,19 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
     `.csv`; not the folder's path: the same files under another path are the same data, an edited file is new
     data). Other files (`meta.json` notes, a `.DS_Store`, a `dev` split) are not read by `prepare_task`, so they
     are not part of the identity and never rerun the workflow (case B44). For an http(s) mirror or a Hugging
-    Face dataset: the source string with the task id (a pinned revision, or a URL whose files meta.json
-    checksums). A mirror folder without the task gives the bare spec; preparing it then fails with the missing
+    Face dataset on the hub: the source string with the task id (a pinned revision, or a URL whose files
+    meta.json checksums). A local folder of `save_to_disk` datasets (`hf:/path`): the sha256 of the task's
+    dataset files (`state.json`, which holds a cache fingerprint, excluded). A mirror folder without the task gives the bare spec; preparing it then fails with the missing
     file named.
     """
+    if spec.startswith("hf:") and Path(spec[3:]).is_dir():
+        # a local folder of save_to_disk datasets: its content, not its path (like a mirror folder)
+        folder = Path(spec[3:]) / task
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "state.json") if folder.is_dir() else []
+        if not files:
+            return {"kind": "hf-folder", "source": spec, "task": task}
+        return {"kind": "hf-folder", "task": task,
+                "files": {str(p.relative_to(folder)): file_sha256(p, length=64) for p in files}}  # fmt: skip
     if spec.startswith(("http://", "https://", "hf:")):
         return {"kind": "remote", "source": spec, "task": task}
     mirror = MirrorFolder(Path(spec))

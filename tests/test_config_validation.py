@@ -1,0 +1,38 @@
+"""Config mistakes stop the workflow before any job: ids that would escape their folders, misspelled task ids
+in per-task caps."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+
+@pytest.mark.parametrize("bad", ["..", ".", ".hidden", "a/b", "a b"])
+def test_ids_that_are_not_plain_names_are_refused(repo, bad):
+    """`..` as a model id wrote resources/<hash>/t.h5 and results/probes/t.parquet (one file for two protocols)."""
+    schema = str(repo / "workflow" / "schemas" / "config.schema.yaml")
+    for key in ("models", "tasks"):
+        cfg = {"tasks": ["t1"], "models": ["m1"], key: [bad]}
+        with pytest.raises(WorkflowError):
+            validate(cfg, schema)
+    registry = {"schema_version": 1, "models": {bad: {}}}
+    with pytest.raises(WorkflowError):
+        validate(registry, str(repo / "workflow" / "schemas" / "models.schema.yaml"))
+    validate({"tasks": ["t.1"], "models": ["m-1.5"]}, schema)  # dots inside a name are fine
+
+
+def test_a_misspelled_task_in_per_task_caps_stops_the_workflow(repo, tmp_path):
+    cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    cfg["caps"]["per_task"] = {"gue_prom_core_tatta": {"max_train": 10}}
+    for key in ("task_sheet", "model_sheet", "model_revisions"):
+        cfg[key] = str(repo / cfg[key])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--cores", "1",
+                           "--configfile", str(tmp_path / "c.yaml"), "--directory", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode != 0
+    assert "caps.per_task: task 'gue_prom_core_tatta' is not in the catalogue; did you mean ['gue_prom_core_tata'" in (
+        proc.stdout + proc.stderr)
