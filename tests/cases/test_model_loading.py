@@ -37,6 +37,7 @@ from geneb.models.guards import check_pooled_width, check_token_ids, check_trans
 from geneb.models.hf import HFEncoder
 from geneb.models.registry import (
     NotRunnableError,
+    RegistryError,
     check_registry,
     extraction_hash,
     extraction_settings,
@@ -704,3 +705,57 @@ def test_B24_local_path_spellings_give_one_hash(zoo, tmp_path, monkeypatch):
     hashes = {extraction_hash(extraction_settings({"models": {"m": spec(p, "hf-encoder", {"max_tokens": 64})}}, "m", {}))
               for p in spellings}  # fmt: skip
     assert len(hashes) == 1, hashes
+
+
+def test_B24_auto_map_into_another_repository_needs_code_revision(zoo, tmp_path, monkeypatch, repo):
+    """A trusted local checkpoint whose config.json auto_map names code in another hub repository
+    ('someorg/remote-code--modeling_x.XModel'): transformers would fetch that code from the other repository's
+    main branch, outside the folder's fingerprint and the cache key, so loading is refused unless
+    load.code_revision pins it to a 40-hex commit; with the pin, code_revision reaches from_pretrained (model and
+    tokenizer). from_pretrained is stood in (it would need the network) and loads the folder's built-in BERT."""
+    import transformers as tf
+
+    folder = _copy(zoo, "bert", tmp_path / "bert_foreign_code")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": "someorg/remote-code--configuration_x.XConfig",
+                       "AutoModel": "someorg/remote-code--modeling_x.XModel"}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(cfg))
+    calls: dict[str, dict] = {}
+
+    def fake_model(where, **kwargs):
+        calls["model"] = kwargs
+        return tf.BertModel.from_pretrained(where, dtype=kwargs["dtype"], output_loading_info=kwargs["output_loading_info"])
+
+    def fake_tokenizer(where, **kwargs):
+        calls["tokenizer"] = kwargs
+        return tf.PreTrainedTokenizerFast.from_pretrained(where)
+
+    monkeypatch.setattr(tf.AutoModel, "from_pretrained", fake_model)
+    monkeypatch.setattr(tf.AutoTokenizer, "from_pretrained", fake_tokenizer)
+
+    def settings(**load):
+        entry = spec(folder, "hf-encoder", {"max_tokens": 64}, trust=True, load={"transformers": ">=4.26", **load})
+        return extraction_settings({"models": {"foreign-code": entry}}, "foreign-code", {})
+
+    for load in ({}, {"code_revision": "main"}, {"code_revision": "A" * 40}):
+        with pytest.raises(RemoteCodeError, match=r"model foreign-code: its auto_map takes code from another repository "
+                           r"\(someorg/remote-code--configuration_x\.XConfig\), which transformers fetches from that "
+                           r"repository's main branch.*pin it with load\.code_revision \(a 40-hex commit"):  # fmt: skip
+            build_encoder(settings(**load), progress=False)
+    assert not calls  # refused before anything is loaded
+    pin = "0123456789abcdef0123456789abcdef01234567"
+    enc = build_encoder(settings(code_revision=pin), progress=False)
+    assert calls["model"]["code_revision"] == pin and calls["model"]["trust_remote_code"] is True
+    assert calls["tokenizer"]["code_revision"] == pin
+    assert extraction_hash(settings(code_revision=pin)) != extraction_hash(settings(code_revision="f" * 40))  # in the cache key
+    assert enc.embed([random_dna(40, 1)]).embeddings.shape == (1, enc.hidden_size)
+    # the registry schema takes the pin (a 40-hex commit) and nothing else
+    schema = yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text())
+    for value, ok in ((pin, True), ("main", False)):
+        entry = spec(folder, "hf-encoder", {"max_tokens": 64}, trust=True, load={"transformers": ">=4.26", "code_revision": value})
+        (tmp_path / "models.yaml").write_text(yaml.safe_dump({"schema_version": 1, "models": {"foreign-code": entry}}))
+        if ok:
+            assert load_registry(tmp_path / "models.yaml", schema)["models"]["foreign-code"]["load"]["code_revision"] == pin
+        else:
+            with pytest.raises(RegistryError, match="code_revision"):
+                load_registry(tmp_path / "models.yaml", schema)

@@ -93,6 +93,88 @@ def test_B25_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
         assert f.attrs["compute_dtype"] == "bfloat16"
 
 
+
+def _evo_package(monkeypatch, package_dtype):
+    """A stand-in `evo` package (evo-model's API, as in test_model_loading's B23 tests) whose Evo(name).model comes
+    in `package_dtype`, the way evo-model loads Evo in bfloat16 whatever the device, and which has evo-model's
+    `to_bfloat16_except_poles_residues` (bfloat16 everywhere except the filter's `poles`, kept float32). Returns a
+    dict that records the dtype the forward pass ran in and whether the package's own cast was used."""
+    import importlib.machinery
+    import sys
+    import types
+
+    seen: dict = {"bf16_except_poles": 0}
+
+    class StripedHyenaStandIn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.config = {"hidden_size": 8, "vocab_size": 512}
+            self.embed = torch.nn.Embedding(512, 8)
+            self.mix = torch.nn.Linear(8, 8)
+            self.poles = torch.nn.Parameter(torch.ones(8))
+            self.unembed = torch.nn.Linear(8, 512)
+
+        def to_bfloat16_except_poles_residues(self):
+            seen["bf16_except_poles"] += 1
+            for name, p in self.named_parameters():
+                if name != "poles":
+                    p.data = p.data.to(torch.bfloat16)
+
+        def forward(self, ids):
+            h = torch.cumsum(self.mix(self.embed(ids)) * self.poles.to(self.mix.weight.dtype), dim=1)  # causal
+            seen["ran_in"] = h.dtype
+            return self.unembed.unembed(h) if hasattr(self.unembed, "unembed") else self.unembed(h), None
+
+    class Tok:
+        def tokenize(self, seq):
+            return list(seq.encode())
+
+    class Evo:
+        def __init__(self, name):
+            self.model, self.tokenizer = StripedHyenaStandIn().to(package_dtype), Tok()
+
+    module = types.ModuleType("evo")
+    module.Evo = Evo
+    module.__spec__ = importlib.machinery.ModuleSpec("evo", None)
+    monkeypatch.setitem(sys.modules, "evo", module)
+    return seen
+
+
+def _evo_settings(dtype):
+    from geneb.models.registry import extraction_settings
+
+    entry = {"display": "evo", "family": "evo", "source": {"kind": "builtin"}, "architecture_family": "striped-hyena",
+             "tokenizer_type": "single-nucleotide", "params": 0, "pretraining_domain": "prokaryote", "license": "x",
+             "load": {"package_model_name": "evo-1-8k-base"}, "extraction": {"max_tokens": 8192, "dtype": dtype}}  # fmt: skip
+    return extraction_settings({"models": {"evo-standin": entry}}, "evo-standin", {})
+
+
+def test_B25_evo_runs_in_the_recorded_dtype(monkeypatch):
+    """evo-model hands Evo over in bfloat16 whatever the device; GENEB casts it to its own weights dtype so the
+    recorded compute_dtype is what runs. dtype auto on CPU: float32 parameters, a float32 forward pass, float32
+    recorded. dtype bfloat16 of a package model in float32: the package's to_bfloat16_except_poles_residues is
+    used (poles stay float32, the rest is bfloat16) and bfloat16 is recorded."""
+    from geneb.embeddings.extract import build_encoder
+
+    seen = _evo_package(monkeypatch, torch.bfloat16)
+    enc = build_encoder(_evo_settings("auto"), device="cpu", progress=False)
+    assert {p.dtype for p in enc.model.parameters()} == {torch.float32}
+    assert enc.identity()["compute_dtype"] == "float32" and enc.identity()["weights_dtype"] == "float32"
+    res = enc.embed([random_dna(50, 1)])
+    assert seen["ran_in"] == torch.float32 and res.embeddings.dtype == np.float32 and np.isfinite(res.embeddings).all()
+    assert seen["bf16_except_poles"] == 0
+
+    seen = _evo_package(monkeypatch, torch.float32)
+    enc = build_encoder(_evo_settings("bfloat16"), device="cpu", progress=False)
+    assert seen["bf16_except_poles"] == 1  # the package's own cast, not a blanket .to(bfloat16)
+    dtypes = {name: p.dtype for name, p in enc.model.named_parameters()}
+    assert dtypes.pop("poles") == torch.float32 and set(dtypes.values()) == {torch.bfloat16}
+    assert enc.identity()["compute_dtype"] == "bfloat16" and enc.identity()["weights_dtype"] == "bfloat16"
+    enc.embed([random_dna(50, 1)])
+    assert seen["ran_in"] == torch.bfloat16
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="device check: bf16 autocast vs fp32 on CUDA needs a GPU")
 def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
     """8 x 200 nt: per-row cosine >= 0.999 (fp32 vs bf16 autocast); bf16 batch sizes 1 and 8: probe MCC within 0.01."""

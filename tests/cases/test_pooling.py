@@ -62,6 +62,79 @@ def test_B02_registry_has_no_left_padded_maskless_model(repo):
     assert any("left padding" in p for p in check_registry(bad))
 
 
+
+def _tiny_from_config(folder, shared, config_cls, model_cls, **config):
+    """A random-init checkpoint (torch seed 0) with the DNABERT-2 tokenizer, written with save_pretrained."""
+    from transformers import AutoTokenizer
+
+    from geneb.models.tiny import copy_tokenizer
+
+    copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
+    vocab = len(AutoTokenizer.from_pretrained(folder))
+    torch.manual_seed(0)
+    model_cls(config_cls(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, pad_token_id=3, **config)).save_pretrained(folder)  # fmt: skip
+    return folder
+
+
+def _load(folder, family, **extraction):
+    entry = spec(folder, family, extraction)
+    return build_encoder(extraction_settings({"models": {folder.name: entry}}, folder.name, {}), batch_size=8, progress=False)
+
+
+def test_B02_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, tmp_path):
+    """A Llama with dynamic-NTK RoPE and 128 trained positions: its rotary base grows with the padded width once
+    that passes 128, so a short row's vector depends on a long batch mate, never on a short one. Under a registry
+    cap of 512 tokens (beyond the trained positions, which dynamic RoPE exists to allow) the load-time check
+    batches a long probe and refuses it; capped at 128 tokens the padded width never passes 128 and it loads."""
+    import transformers as tf
+
+    folder = _tiny_from_config(tmp_path / "llama-dynamic-rope", shared, tf.LlamaConfig, tf.LlamaModel,
+                               num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.1,
+                               rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0})  # fmt: skip
+    model = tf.LlamaModel.from_pretrained(folder).eval()
+    ids = torch.randint(5, 100, (1, 40), generator=torch.Generator().manual_seed(0))
+
+    def padded_to(width):  # the 40 real positions' states, the row right-padded (masked) to `width`
+        x = torch.full((1, width), 3)
+        x[:, :40] = ids
+        mask = (torch.arange(width) < 40).long()[None]
+        with torch.no_grad():
+            return model(input_ids=x, attention_mask=mask).last_hidden_state[0, :40]
+
+    alone = padded_to(40)
+    assert (padded_to(128) - alone).abs().max() <= 1e-5 * alone.abs().max()  # within the trained positions: exact
+    assert (padded_to(400) - alone).abs().max() > 1e-2 * alone.abs().max()  # beyond: the pads change the vector
+    with pytest.raises(PaddingVarianceError, match=rf"model {folder.name}: a \d+-token probe's embedding changes by .* "
+                       r"\(relative; limit 0.0001\) when batched with a \d+-token one under padding_side right"):
+        _load(folder, "hf-decoder", max_tokens=512)
+    enc = _load(folder, "hf-decoder", max_tokens=128)
+    check_padding_invariance(enc, random_dna(60, 1), [random_dna(1500, 2)], atol=1e-5).require()
+
+
+def test_B02_convbert_pad_leak_refused_in_fp32(shared, tmp_path):
+    """ConvBERT masks its self-attention, but its span-based dynamic convolution reads the pad positions next to
+    the last real tokens: a leak of a few 1e-4 (relative) in float32, below the old 1e-3 tolerance and below
+    bfloat16 rounding. With float32 weights the load-time check runs in float32 at tolerance 1e-4 and refuses it;
+    an honest BERT of the same size and initialisation loads and is padding-invariant."""
+    import re
+
+    import transformers as tf
+
+    same = {"max_position_embeddings": 512, "initializer_range": 0.02}
+    conv = _tiny_from_config(tmp_path / "convbert", shared, tf.ConvBertConfig, tf.ConvBertModel,
+                             embedding_size=32, conv_kernel_size=9, head_ratio=1, **same)  # fmt: skip
+    with pytest.raises(PaddingVarianceError, match=r"model convbert: a \d+-token probe's embedding changes by .* "
+                       r"\(relative; limit 0.0001\)") as err:  # fmt: skip
+        _load(conv, "hf-encoder", max_tokens=512, dtype="float32")
+    leak = float(re.search(r"changes by (\S+) \(relative", str(err.value)).group(1))
+    assert 1e-4 < leak < 1e-3  # small: a real leak, not rounding (fp32 noise is ~1e-7)
+    bert = _tiny_from_config(tmp_path / "bert", shared, tf.BertConfig, tf.BertModel, **same)
+    enc = _load(bert, "hf-encoder", max_tokens=512, dtype="float32")
+    assert enc.compute_dtype == "float32" and not enc.bucket_equal_lengths
+    check_padding_invariance(enc, random_dna(100, 1), [random_dna(1500, 2)], atol=1e-5).require()
+
+
 # ---- B04: fixed padding from tokenizer files ----------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 import torch
-from extraction_support import random_dna, spec, zoo  # noqa: F401
+from extraction_support import make_task, random_dna, spec, zoo  # noqa: F401
 
 from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
 from geneb.embeddings.extract import build_encoder
@@ -156,3 +156,83 @@ def test_enformer_adapter_pools_only_the_sequence_bins(monkeypatch):
     np.testing.assert_allclose(res.embeddings[0], 1.0, atol=1e-6)  # 1280 bp centred = exactly 10 full bins
     assert res.n_tokens.tolist() == [10, int(window_and_bins(300)[1].sum())]
     assert (res.embeddings[1] < 1).all() and (res.embeddings[1] > 0.5).all()  # edge bins are part sequence, part N
+
+
+def _enformer_standin(monkeypatch, per_bin):
+    """An Enformer encoder on a stand-in enformer_pytorch whose embedding of each of the 896 central bins is
+    `per_bin(x_bins)` (x_bins: (B, 896, 128) one-hot indices, A C G T = 0..3, N = 4) in every channel."""
+
+    class StandIn(torch.nn.Module):
+        def forward(self, x, return_embeddings=False):
+            assert x.shape[1] == 196_608 and return_embeddings
+            bins = x[:, (196_608 - N_BINS * 128) // 2 :][:, : N_BINS * 128].reshape(x.shape[0], N_BINS, 128)
+            return {"human": None}, per_bin(bins).float().unsqueeze(-1).expand(-1, -1, WIDTH).contiguous()
+
+    module = types.ModuleType("enformer_pytorch")
+    module.from_pretrained = lambda where, **kw: StandIn()
+    module.__spec__ = importlib.machinery.ModuleSpec("enformer_pytorch", None)
+    monkeypatch.setitem(sys.modules, "enformer_pytorch", module)
+    entry = {"display": "enf", "family": "enformer", "source": {"kind": "builtin"}, "architecture_family": "hybrid",
+             "tokenizer_type": "one-hot", "params": 0, "pretraining_domain": "human", "license": "x",
+             "extraction": {"max_tokens": None}}  # fmt: skip
+    return extraction_settings({"models": {"enf": entry}}, "enf", {})
+
+
+def test_enformer_tiles_pool_every_base_once():
+    """A 393,216-bp row (two windows) is laid in tiles of the bins' 114,688-bp span: counting, for every base, the
+    pooled bins (mask True) whose 128 bp hold it gives exactly 1 everywhere, and no pooled bin lies wholly outside
+    the row. A row up to 114,688 bp gets one window with the row centred (window_and_bins)."""
+    from geneb.models.enformer import enformer_tiles
+
+    window, span, first_bin = 196_608, N_BINS * 128, (196_608 - N_BINS * 128) // 2
+    length = 2 * window
+    cover = np.zeros(length, np.int32)
+    tiles = enformer_tiles(length)
+    for ws, mask in tiles:
+        assert mask.shape == (N_BINS,)
+        for j in np.flatnonzero(mask):
+            lo = ws + first_bin + 128 * j  # sequence position of the bin's first base
+            assert lo < length and lo + 128 > 0
+            cover[max(lo, 0) : min(lo + 128, length)] += 1
+    assert cover.min() == 1 and cover.max() == 1
+    assert len(tiles) == -(-length // span) == 4
+    for n in (1, 200, 1280, 50_001, span):
+        (ws, mask), *rest = enformer_tiles(n)
+        start, bins = window_and_bins(n)
+        assert not rest and ws == -start == -((window - n) // 2) and (mask == bins).all()
+    assert len(enformer_tiles(span + 1)) == 2
+
+
+def test_enformer_long_row_pools_its_ends(monkeypatch):
+    """Stand-in: each bin's embedding is its fraction of G. A 393,216-bp row whose G sits only in its first and
+    last 40 kb (outside the central 114,688 bp of either window-length half) gets a G signal of exactly
+    80,000 / 393,216 with 3,072 pooled bins in 4 tiles; an all-A row of that length gets 0."""
+    settings = _enformer_standin(monkeypatch, lambda bins: (bins == 2).float().mean(-1))
+    enc = build_encoder(settings, batch_size=2, progress=False)
+    length = 2 * 196_608
+    edges = "G" * 40_000 + "A" * (length - 80_000) + "G" * 40_000
+    res = enc.embed([edges, "A" * length])
+    np.testing.assert_allclose(res.embeddings[0], 80_000 / length, rtol=1e-5)
+    assert (res.embeddings[1] == 0).all()
+    assert res.n_chunks.tolist() == [4, 4] and res.n_tokens.tolist() == [length // 128] * 2
+
+
+def test_enformer_counts_letters_outside_acgtn(monkeypatch, make_task, tmp_path):
+    """IUPAC codes reach Enformer as N (all-zero one-hot), as a tokenizer's letters outside its vocabulary reach
+    a model as UNK: the written split counts them in n_unknown_tokens (train: 150 R/Y/K/M/S/W in two rows;
+    test: none, N being one of Enformer's letters)."""
+    import h5py
+
+    from geneb.embeddings.extract import extract_task
+
+    settings = _enformer_standin(monkeypatch, lambda bins: (bins < 4).float().mean(-1))
+    iupac = ("ACGTRYKMSWACGT" * 20)[:256]
+    n_iupac = sum(iupac.count(c) for c in "RYKMSW")
+    assert n_iupac == 108
+    task = make_task([iupac, random_dna(256, 1), iupac[:100]], [random_dna(300, 2), "ACGTN" * 20])
+    extract_task(settings, task, tmp_path / "enf.h5", batch_size=2, progress=False)
+    with h5py.File(tmp_path / "enf.h5", "r") as f:
+        assert f["train"].attrs["n_unknown_tokens"] == n_iupac + 42 == 150
+        assert f["test"].attrs["n_unknown_tokens"] == 0
+        emb = f["train"]["embeddings"][:]
+    assert emb[0, 0] < emb[1, 0] == 1.0  # the IUPAC letters entered as N
