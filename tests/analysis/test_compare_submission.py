@@ -113,12 +113,23 @@ def test_every_official_submission_validates_and_a_broken_one_does_not(paper):
     assert len(problems) >= 4
 
 
-def test_written_submission_reproduces_the_official_file_of_a_published_model(paper, pub, catalogue, tmp_path):
+def test_written_submissions_reproduce_the_official_files_of_all_40_models(paper, pub, catalogue, tmp_path):
+    """Import the published results, export every model with its official meta: 37 official files hold
+    unrounded seed means and come back identical; 3 were rounded to 4 decimals upstream and agree to 5e-5."""
     spec = published.load_spec(paper)
-    official = json.loads((paper / "submissions" / "GenomeOcean-500M.json").read_text())  # published rounded to 4 decimals
-    sub = submission.build_submission(pub, "GenomeOcean-500M", spec, catalogue, meta=official["meta"])
-    assert submission.validate_submission(sub, spec) == []
-    assert sub["meta"] == official["meta"] and sub["results"] == official["results"]
+    identical = 0
+    for path in sorted((paper / "submissions").glob("*.json")):
+        official = json.loads(path.read_text())
+        sub = submission.build_submission(pub, official["model_id"], spec, catalogue, meta=official["meta"])
+        assert submission.validate_submission(sub, spec) == [] and sub["meta"] == official["meta"]
+        assert set(sub["results"]) == set(official["results"])
+        for regime, tasks in official["results"].items():
+            assert set(sub["results"][regime]) == set(tasks)
+            for task, metrics in tasks.items():
+                for k, v in metrics.items():
+                    assert sub["results"][regime][task][k] == pytest.approx(v, abs=5.1e-5), (path.name, regime, task, k)
+        identical += sub["results"] == official["results"] and sub["harness_version"] == official["harness_version"]
+    assert identical == 37
     submission.write_submission(sub, tmp_path / "s.json")
     assert json.loads((tmp_path / "s.json").read_text()) == sub
 
@@ -129,7 +140,7 @@ def test_user_submission_maps_mirrored_tasks_to_paper_ids_and_leaves_out_trainin
     sub = submission.build_submission(user, "my-model", spec, catalogue, meta={"params": 1000})
     want = {catalogue.loc[t, "geneb_task_id"] for t in tasks[:2]}
     assert set(sub["results"]["full"]) == want and set(sub["results"]) == {"full", "10shot"}
-    assert sub["results"]["full"][next(iter(want))]["MCC"] == 0.99 and sub["meta"]["params"] == 1000
+    assert sub["results"]["full"][next(iter(want))]["MCC"] == pytest.approx(0.99) and sub["meta"]["params"] == 1000
     assert submission.validate_submission(sub, spec) == []
     partial = submission.build_submission(user, "my-model", spec, catalogue, meta={}, exclude={tasks[0]})
     assert set(partial["results"]["full"]) == {catalogue.loc[tasks[1], "geneb_task_id"]}
@@ -150,3 +161,41 @@ def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue,
     _, left = compare.compare_with_published(two, pub, catalogue, {("my-model", tasks[0])})
     left = left[left["reason"] != "no 1shot result for this model"]
     assert left[left["model"] == "my-model"]["reason"].tolist() == ["left out: the model was trained on this task"]
+
+
+def test_submission_leaves_out_every_task_with_the_data_the_model_was_trained_on(catalogue, paper):
+    """Listing only the mirror id of a training task must still keep its paper task out of the submission."""
+    spec = published.load_spec(paper)
+    same = catalogue[(catalogue["same_split_as_geneb"] == "yes") & (catalogue["task_set"] == "mirror")]
+    mirror, other = same.index[0], same.index[1]
+    paper_id = catalogue.loc[mirror, "geneb_task_id"]
+    cats = {paper_id: catalogue.loc[paper_id, "category"], other: catalogue.loc[other, "category"]}
+    scores = check_scores(scores_from_values({("m", paper_id, "full"): 0.5, ("m", other, "full"): 0.6}, cats))
+    sub = submission.build_submission(scores, "m", spec, catalogue, meta={"params": 1}, exclude={mirror})
+    assert set(sub["results"]["full"]) == {catalogue.loc[other, "geneb_task_id"]}
+
+
+@pytest.mark.parametrize("damage", ["bool metric", "bool params", "negative params", "empty task", "empty regime",
+                                    "model_id int", "display None", "extra key", "results list", "not an object"])  # fmt: skip
+def test_validate_submission_lists_every_malformed_field_and_never_raises(paper, damage):
+    spec = published.load_spec(paper)
+    sub = json.loads(sorted((paper / "submissions").glob("*.json"))[0].read_text())
+    assert submission.validate_submission(sub, spec) == []
+    regime = next(iter(sub["results"]))
+    task = next(iter(sub["results"][regime]))
+    edits = {
+        "bool metric": lambda: sub["results"][regime][task].update(MCC=True),
+        "bool params": lambda: sub["meta"].update(params=True),
+        "negative params": lambda: sub["meta"].update(params=-5),
+        "empty task": lambda: sub["results"][regime].update({task: {}}),
+        "empty regime": lambda: sub["results"].update({regime: {}}),
+        "model_id int": lambda: sub.update(model_id=123),
+        "display None": lambda: sub["meta"].update(display=None),
+        "extra key": lambda: sub.update(extra=1),
+        "results list": lambda: sub.update(results=[]),
+    }
+    if damage == "not an object":
+        assert submission.validate_submission([sub], spec)
+        return
+    edits[damage]()
+    assert submission.validate_submission(sub, spec)

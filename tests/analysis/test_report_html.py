@@ -56,3 +56,12 @@ def test_report_renders_in_headless_chromium_with_its_figures(report, tmp_path):
     shot = tmp_path / "shot.png"
     r = subprocess.run([exe, *flags, "--window-size=1200,2400", f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=120)
     assert r.returncode == 0 and shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20000
+
+
+def test_figure_labels_stay_distinct_after_shortening():
+    from geneb.figures.style import short_all
+
+    a = "organisation-foundation-model-large-hg38-variant-A-final"
+    b = "organisation-foundation-model-large-mm10-variant-A-final"
+    out = short_all([a, b, "short"], 28)
+    assert len(set(out)) == 3 and out[2] == "short" and all(len(x) <= len(a) for x in out)

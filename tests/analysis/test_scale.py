@@ -17,7 +17,8 @@ def test_planted_rho_equals_the_rank_formula_and_scipy():
     r = scale.spearman_with_ci(params, score, n_resamples=999, seed=0, confidence=0.95)
     assert r["rho"] == pytest.approx(1 - 6 * 4 / (8 * 63))
     assert r["rho"] == pytest.approx(stats.spearmanr(params, score).statistic)
-    assert r["p_value"] == pytest.approx(stats.spearmanr(params, score).pvalue)
+    # n = 8: the exact p over all 8! pairings (46 of them at least as extreme), not the t approximation
+    assert r["p_value"] == pytest.approx(46 / 40320)
     assert r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1
 
 
@@ -63,3 +64,26 @@ def test_paper_params_take_precedence_and_baselines_are_left_out():
     keep, dropped = scale.eligible(m, ["x", "k", "u", "missing"])
     assert keep == ["x"] and set(dropped) == {"k", "u", "missing"}
     assert "same parameter count" in scale.why_no_correlation(pd.Series([1.0, 1.0, 1.0]), pd.Series([0.1, 0.2, 0.3]))
+
+
+def test_spearman_p_is_exact_at_small_n_and_the_ci_needs_defined_resamples():
+    """n = 4 in perfect agreement: scipy's t approximation says p = 0, the exact pairing test 1/12. With tied
+    parameter counts at n = 3 a third of the resamples have no rho: no CI rather than a decisive-looking one."""
+    from geneb.analysis.scale import spearman_rho_p, spearman_with_ci
+
+    rho, p = spearman_rho_p(np.array([1.0, 2, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4]))
+    assert rho == pytest.approx(1.0) and p == pytest.approx(1 / 12)
+    x, y = np.arange(12.0), np.arange(12.0) + np.sin(np.arange(12.0))
+    assert spearman_rho_p(x, y)[1] == pytest.approx(stats.spearmanr(x, y).pvalue)  # large n: scipy's
+    r = spearman_with_ci(np.array([1e8, 1e8, 5e8]), np.array([0.1, 0.2, 0.3]), n_resamples=500, seed=0, confidence=0.95)
+    assert r["ci_undefined_share"] > 0.2 and np.isnan(r["ci_low"]) and np.isnan(r["ci_high"])
+
+
+def test_exclusions_that_leave_no_correlation_give_a_noted_row_not_a_crash():
+    from geneb.analysis.scale import scale_correlations
+
+    models = meta({m: {"params": p} for m, p in (("a", 1e6), ("b", 1e7), ("c", 1e8), ("d", 1e9))})
+    score = pd.Series({"a": 0.1, "b": 0.2, "c": 0.4, "d": 0.3})
+    out = scale_correlations(score, models, {"c": "x", "d": "y"}, n_resamples=200, seed=0, confidence=0.95).set_index("subset")
+    assert np.isfinite(out.loc["all", "rho"]) and np.isnan(out.loc["excluding", "rho"])
+    assert "only 2 models" in out.loc["excluding", "note"] and out.loc["all", "note"] == ""

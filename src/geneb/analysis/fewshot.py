@@ -3,7 +3,7 @@ class (k-shot probes, the paper's `10shot` and `1shot` regimes).
 
 * `drops`: macro MCC per model in each regime, absolute drop (full - k-shot) and relative drop
   ((full - k-shot) / full).
-* `inverse_pattern`: Spearman's rho between the full-data level and the drop (scipy.stats.spearmanr); a
+* `inverse_pattern`: Spearman's rho between the full-data level and the drop (`scale.spearman_rho_p`: exact p for small n); a
   positive rho means the strongest models lose the most (the paper's "inverse pattern").
 * `regime_changes`: per category (and macro), the top model in each regime, whether it changes, and
   Kendall's tau-b between the regime rankings (scipy.stats.kendalltau).
@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from geneb.analysis.scale import spearman_rho_p
 from geneb.analysis.tables import REGIMES, AnalysisInputError
 
 #: the k-shot regimes, in REGIMES order
@@ -57,8 +58,8 @@ def inverse_pattern(table: pd.DataFrame) -> pd.DataFrame:
             d = table[["full", col]].dropna()
             if len(d) < 3:
                 continue
-            r = stats.spearmanr(d["full"], d[col])
-            rows.append({"regime": k, "measure": measure, "rho": float(r.statistic), "p_value": float(r.pvalue), "n": len(d)})
+            rho, p_value = spearman_rho_p(d["full"].to_numpy(), d[col].to_numpy())
+            rows.append({"regime": k, "measure": measure, "rho": rho, "p_value": p_value, "n": len(d)})
     return pd.DataFrame(rows, columns=["regime", "measure", "rho", "p_value", "n"])
 
 

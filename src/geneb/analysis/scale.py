@@ -22,12 +22,45 @@ from scipy import stats
 from geneb.analysis.tables import AnalysisInputError
 
 
+#: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
+EXACT_P_MAX_N = 8
+#: a bootstrap CI is reported only when at most this share of resamples has a defined rho
+MAX_UNDEFINED_SHARE = 0.05
+
+
+def spearman_rho_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman's rho and its two-sided p-value. For n <= EXACT_P_MAX_N the p-value is exact
+    (scipy.stats.permutation_test over every pairing); above, scipy.stats.spearmanr's t approximation, which
+    at n = 4 would print p = 0 for a perfect rank agreement whose exact p is 1/12."""
+    res = stats.spearmanr(x, y)
+    if len(x) > EXACT_P_MAX_N or not np.isfinite(res.statistic):
+        return float(res.statistic), float(res.pvalue)
+    # Spearman's rho is Pearson's r of the ranks: rank once, then r of every pairing (n! <= 40320) at once; the
+    # p-value is the share of pairings at least as extreme (the exact permutation test, as
+    # scipy.stats.permutation_test with permutation_type="pairings" computes it)
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    pairings = np.array(list(itertools.permutations(ry)))
+    r = _pearson(np.broadcast_to(rx, pairings.shape), pairings)
+    observed = _pearson(rx, ry)
+    p_value = float(np.mean(np.abs(r) >= abs(observed) - 1e-12))
+    return float(res.statistic), p_value
+
+
+def _pearson(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    a = a - a.mean(axis=axis, keepdims=True)
+    b = b - b.mean(axis=axis, keepdims=True)
+    return (a * b).sum(axis=axis) / np.sqrt((a * a).sum(axis=axis) * (b * b).sum(axis=axis))
+
+
 def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: int, confidence: float) -> dict[str, float]:
     """Spearman's rho of paired samples with a percentile bootstrap CI over the pairs.
 
-    x, y: (n,) finite, n >= 3. rho and its two-sided p-value from scipy.stats.spearmanr; the CI from
-    scipy.stats.bootstrap (paired=True, method="percentile", rng=default_rng(seed)). Returns {rho, p_value,
-    ci_low, ci_high, n}. Raises AnalysisInputError for n < 3, non-finite values or unequal lengths.
+    x, y: (n,) finite, n >= 3. rho and its two-sided p-value from `spearman_rho_p` (exact for small n); the CI
+    from scipy.stats.bootstrap (paired=True, method="percentile", rng=default_rng(seed)). A resample with a
+    constant column has no rho: their share is returned as `ci_undefined_share`, and the CI is NaN when it
+    exceeds MAX_UNDEFINED_SHARE (percentiles of the defined ones alone would look decisive at small n).
+    Returns {rho, p_value, ci_low, ci_high, ci_undefined_share, n}. Raises AnalysisInputError for n < 3,
+    non-finite values or unequal lengths.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -35,7 +68,7 @@ def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: in
         raise AnalysisInputError(f"Spearman: x {x.shape} and y {y.shape} must be equal-length vectors")
     if len(x) < 3 or not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise AnalysisInputError(f"Spearman needs >= 3 finite pairs, got {len(x)}")
-    res = stats.spearmanr(x, y)
+    rho_value, p_value = spearman_rho_p(x, y)
 
     def rho(a: np.ndarray, b: np.ndarray) -> float:
         return stats.spearmanr(a, b).statistic
@@ -46,9 +79,11 @@ def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: in
                                confidence_level=confidence, method="percentile",
                                rng=np.random.default_rng(seed))  # fmt: skip
     dist = boot.bootstrap_distribution
+    undefined = float(np.isnan(dist).mean())
     a = (1 - confidence) / 2
-    low, high = np.nanquantile(dist, [a, 1 - a])
-    return {"rho": float(res.statistic), "p_value": float(res.pvalue), "ci_low": float(low), "ci_high": float(high), "n": len(x)}
+    low, high = np.nanquantile(dist, [a, 1 - a]) if undefined <= MAX_UNDEFINED_SHARE else (np.nan, np.nan)
+    return {"rho": rho_value, "p_value": p_value, "ci_low": float(low), "ci_high": float(high),
+            "ci_undefined_share": undefined, "n": len(x)}  # fmt: skip
 
 
 def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
@@ -89,9 +124,10 @@ def scale_correlations(
 
     score: aggregate MCC per model (e.g. macro, full regime); meta: model metadata; exclusions: {model:
     reason} from the config. Returns rows `subset` in {"all", "excluding"} with rho, p_value, ci_low, ci_high,
-    n, excluded (semicolon-separated ids; only those present), reasons. The "excluding" row is present only
-    when an excluded model is among the scored ones. Raises AnalysisInputError when fewer than 3 eligible
-    models remain.
+    n, excluded (semicolon-separated ids; only those present), reasons, note. The "excluding" row is present
+    only when an excluded model is among the scored ones; when rho is undefined without them (fewer than 3
+    models, a constant column) its values are NaN and `note` says why. Raises AnalysisInputError when fewer
+    than 3 eligible models remain for "all".
     """
     score = score.dropna()
     keep, _ = eligible(meta, list(score.index))
@@ -101,10 +137,15 @@ def scale_correlations(
     if present:
         subsets.append(("excluding", [m for m in keep if m not in present], present))
     for name, models, excl in subsets:
-        r = spearman_with_ci(meta.loc[models, "params_used"].to_numpy(), score[models].to_numpy(),
-                             n_resamples=n_resamples, seed=seed, confidence=confidence)  # fmt: skip
+        why = why_no_correlation(meta.loc[models, "params_used"], score[models]) if name == "excluding" else ""
+        if why:
+            r = {"rho": np.nan, "p_value": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_undefined_share": np.nan,
+                 "n": len(models)}  # fmt: skip
+        else:
+            r = spearman_with_ci(meta.loc[models, "params_used"].to_numpy(), score[models].to_numpy(),
+                                 n_resamples=n_resamples, seed=seed, confidence=confidence)  # fmt: skip
         rows.append({"subset": name, **r, "excluded": ";".join(excl),
-                     "reasons": "; ".join(f"{m}: {exclusions[m]}" for m in excl)})  # fmt: skip
+                     "reasons": "; ".join(f"{m}: {exclusions[m]}" for m in excl), "note": why})  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -32,8 +32,9 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
 
     scores: GENEB score table (its `geneb-paper` rows of `model` are used); spec: `benchmark_spec.json`;
     task_meta: the catalogue (maps mirrored tasks onto paper ids); meta: the `meta` block (keys META_KEYS;
-    missing keys become "" / False / 0); exclude: task ids (GENEB or paper ids) left out, e.g. the tasks the
-    model was trained on (contamination). Raises AnalysisInputError when the model has no comparable task, or
+    missing keys become "" / False / 0); exclude: task ids (GENEB or paper ids) left out with every task of
+    the same data (the catalogue's `geneb_task_id` group), e.g. the tasks the model was trained on
+    (contamination). Metric values are written unrounded. Raises AnalysisInputError when the model has no comparable task, or
     when two of its tasks map onto the same paper task.
     """
     rows = scores[(scores["protocol"] == PROTOCOL) & (scores["model"] == model) & scores["metric"].isin(METRICS)]
@@ -41,7 +42,11 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
     known = {t["id"] for t in spec["tasks"]}
     rows = rows[rows["task"].isin(ok)].copy()
     rows["paper_task"] = rows["task"].map(ok)
-    rows = rows[rows["paper_task"].isin(known) & ~rows["task"].isin(exclude) & ~rows["paper_task"].isin(exclude)]
+    # an excluded task takes every task with the same data with it (mirror <-> paper id), as in contamination
+    group = {t: g for t, g in task_meta["geneb_task_id"].items() if g} if "geneb_task_id" in task_meta.columns else {}
+    dropped = {group.get(t, t) for t in exclude}
+    rows = rows[rows["paper_task"].isin(known) & ~rows["task"].map(lambda t: group.get(t, t)).isin(dropped)
+                & ~rows["paper_task"].isin(dropped)]  # fmt: skip
     if rows.empty:
         raise AnalysisInputError(f"model {model!r} has no {PROTOCOL} result on a task with the paper's data and split")
     clash = rows.groupby("paper_task")["task"].nunique()
@@ -55,7 +60,7 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
         per_task = {}
         for task in sorted(means.loc[regime].index.get_level_values(0).unique()):
             m = means.loc[(regime, task)]
-            per_task[task] = {k: round(float(m[k]), 4) for k in METRICS if k in m.index and np.isfinite(m[k])}
+            per_task[task] = {k: float(m[k]) for k in METRICS if k in m.index and np.isfinite(m[k])}  # unrounded, as most official files
         results[regime] = per_task
     full_meta = {"display": model, "params": 0, "url": "", "zero_shot": False, "training_data": "",
                  "provenance": f"geneb {__version__}", "submitted_by": ""}  # fmt: skip
@@ -65,39 +70,68 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
             "meta": full_meta, "results": results}  # fmt: skip
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+
+
 def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     """Problems of a submission against schema 1.0 and the benchmark spec; [] when it is valid.
 
-    Checks the top-level keys, schema version, meta keys and types, regimes, that every task id is in the
-    spec, and that each metric is a number (MCC in [-1, 1], Acc and F1 in [0, 1]).
+    Checks the top-level keys (no others), schema version, `model_id` and `harness_version` as text, meta keys
+    and types (`zero_shot` a boolean, `params` a non-negative integer, the text fields text), regimes, that
+    every task id is in the spec and has an MCC, and that each metric is a number, not a boolean (MCC in
+    [-1, 1], Acc and F1 in [0, 1]). Never raises on a malformed document: every problem is listed.
     """
+    if not isinstance(sub, dict):
+        return [f"a submission is a JSON object, not {type(sub).__name__}"]
     problems = []
-    for key in ("schema_version", "model_id", "harness_version", "meta", "results"):
+    top = ("schema_version", "model_id", "harness_version", "meta", "results")
+    for key in top:
         if key not in sub:
             problems.append(f"missing key {key!r}")
+    problems += [f"unknown key {k!r}" for k in sub if k not in top]
     if problems:
         return problems
     if sub["schema_version"] != SCHEMA_VERSION:
         problems.append(f"schema_version is {sub['schema_version']!r}, expected {SCHEMA_VERSION!r}")
-    missing = [k for k in META_KEYS if k not in sub["meta"]]
+    for key in ("model_id", "harness_version"):
+        if not isinstance(sub[key], str) or not sub[key]:
+            problems.append(f"{key} must be non-empty text, got {sub[key]!r}")
+    meta = sub["meta"]
+    if not isinstance(meta, dict):
+        return problems + ["meta must be an object"]
+    missing = [k for k in META_KEYS if k not in meta]
     if missing:
         problems.append(f"meta lacks {missing}")
-    if not isinstance(sub["meta"].get("zero_shot"), bool):
+    if not isinstance(meta.get("zero_shot"), bool):
         problems.append("meta.zero_shot must be true or false")
-    if not isinstance(sub["meta"].get("params"), int):
-        problems.append("meta.params must be an integer")
+    params = meta.get("params")
+    if not isinstance(params, int) or isinstance(params, bool) or params < 0:
+        problems.append(f"meta.params must be a non-negative integer, got {params!r}")
+    for key in META_KEYS:
+        if key not in ("zero_shot", "params") and key in meta and not isinstance(meta[key], str):
+            problems.append(f"meta.{key} must be text, got {meta[key]!r}")
+    results = sub["results"]
+    if not isinstance(results, dict) or not results:
+        return problems + [f"results must be a non-empty object of regimes, got {results!r:.60}"]
     known = {t["id"] for t in spec["tasks"]}
-    for regime, tasks in sub["results"].items():
+    for regime, tasks in results.items():
         if regime not in spec.get("regimes", REGIMES):
             problems.append(f"unknown regime {regime!r}")
+        if not isinstance(tasks, dict) or not tasks:
+            problems.append(f"{regime}: no tasks")
+            continue
         for task, metrics in tasks.items():
             if task not in known:
                 problems.append(f"{regime}: task {task!r} is not in the benchmark spec")
+            if not isinstance(metrics, dict) or "MCC" not in metrics:
+                problems.append(f"{regime}/{task}: no MCC")
+                continue
             for k, v in metrics.items():
                 lo = -1.0 if k == "MCC" else 0.0
                 if k not in METRICS:
                     problems.append(f"{regime}/{task}: unknown metric {k!r}")
-                elif not isinstance(v, (int, float)) or not lo <= v <= 1:
+                elif not _is_number(v) or not lo <= v <= 1:
                     problems.append(f"{regime}/{task}: {k} = {v!r} is not a number in [{lo}, 1]")
     return problems
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from geneb.categories import CATEGORIES
-from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short
+from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
 def rank_bump(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", highlight: int = 7):
@@ -26,8 +26,9 @@ def rank_bump(board: pd.DataFrame, display: dict[str, str], *, protocol: str, re
     for m in wide.index:
         if m not in top:
             ax.plot(x, wide.loc[m], color=GREY, lw=0.5, alpha=0.6)
+    names = short_all([display.get(m, m) for m in top], 32)
     for i, m in enumerate(top):
-        ax.plot(x, wide.loc[m], color=LINE_COLOURS[i], lw=1.2, marker=MARKERS[i], ms=3, label=short(display.get(m, m), 32))
+        ax.plot(x, wide.loc[m], color=LINE_COLOURS[i], lw=1.2, marker=MARKERS[i], ms=3, label=names[i])
     ax.set_ylim(len(wide) + 0.5, 0.5)
     # every rank for a short list, every fifth beyond that
     ax.set_yticks(range(1, len(wide) + 1) if len(wide) <= 12 else sorted({1, *range(5, len(wide) + 1, 5)}))

@@ -6,7 +6,7 @@ import pandas as pd
 
 from geneb.analysis.fewshot import SHOTS
 from geneb.analysis.tables import REGIMES
-from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short
+from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
 def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, str], *, protocol: str, highlight: int = 7):
@@ -23,14 +23,15 @@ def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, 
     if len(regimes) < 2:
         return empty_figure("few-shot plot needs the full regime and a k-shot regime")
     d = d.sort_values("full", ascending=False)
-    top = list(d.index[: min(highlight, len(LINE_COLOURS))])
+    top = [m for m in d.index if d.loc[m, regimes].notna().any()][: min(highlight, len(LINE_COLOURS))]  # no line, no entry
+    names = short_all([display.get(m, m) for m in top], 22)
     fig, (a, b) = plt.subplots(1, 2, figsize=(DOUBLE_COLUMN, 2.6), gridspec_kw={"width_ratios": [1.2, 1]})
     x = range(len(regimes))
     for m in d.index:
         if m not in top:
             a.plot(x, d.loc[m, regimes], color=GREY, lw=0.5, alpha=0.6)
     for i, m in enumerate(top):
-        a.plot(x, d.loc[m, regimes], color=LINE_COLOURS[i], marker=MARKERS[i], ms=3, lw=1.1, label=short(display.get(m, m), 22))
+        a.plot(x, d.loc[m, regimes], color=LINE_COLOURS[i], marker=MARKERS[i], ms=3, lw=1.1, label=names[i])
     a.set_xticks(list(x), regimes)
     a.set_ylabel("macro MCC")
     a.set_title("(a) macro MCC by regime")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.analysis.leaderboard import wide_view
-from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, short
+from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, short_all
 
 
 def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", annotate: bool = True):
@@ -26,7 +26,7 @@ def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regi
     vmin = min(0.0, float(np.nanmin(values)))
     im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap=SEQUENTIAL, vmin=vmin, vmax=float(np.nanmax(values)))
     ax.set_xticks(range(k), wide.columns, rotation=40, ha="right")
-    ax.set_yticks(range(n), [short(display.get(m, m)) for m in wide.index])
+    ax.set_yticks(range(n), short_all([display.get(m, m) for m in wide.index]))
     ax.axvline(k - 1.5, color="white", lw=1.5)
     if annotate and n <= 60:
         mid = vmin + (np.nanmax(values) - vmin) / 2

@@ -80,6 +80,18 @@ def short(label: str, width: int = 28) -> str:
     return label if len(label) <= width else label[: width // 2 - 1] + "…" + label[-(width // 2 - 1) :]
 
 
+def short_all(labels: list[str], width: int = 28) -> list[str]:
+    """`short` for a list of labels that must stay distinct (a legend, an axis): labels that would collide
+    after shortening keep more characters, up to their full length."""
+    out = [short(x, width) for x in labels]
+    w = width
+    while len(set(out)) < len(set(labels)) and w < max(len(x) for x in labels):
+        w += 4
+        clash = {o for o in out if sum(1 for p in out if p == o) > 1}
+        out = [short(x, w) if o in clash else o for x, o in zip(labels, out)]
+    return out
+
+
 def empty_figure(message: str, width: float = SINGLE_COLUMN):
     """A small figure that states why there is nothing to plot (an output must still exist)."""
     fig, ax = plt.subplots(figsize=(width, 1.2))

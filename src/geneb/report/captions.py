@@ -13,7 +13,7 @@ CAPTIONS: dict[str, str] = {
         "the per-task MCC averaged over probe seeds. Colour scale: cividis (colour-blind safe)."
     ),
     "scale": (
-        "Parameter count (log scale) against macro MCC. Spearman's rho with a 95% percentile bootstrap CI over "
+        "Parameter count (log scale) against macro MCC. Spearman's rho with a percentile bootstrap CI (at the configured `analysis.confidence`) over "
         "models, for all models and again without the models excluded in the configuration (crosses, with the "
         "reasons in the scale table). Triangles: models whose pretraining domain does not match the benchmark's "
         "organisms (left out of the reversal count)."
@@ -29,7 +29,7 @@ CAPTIONS: dict[str, str] = {
     ),
     "matched_pairs": (
         "Matched pairs: models that differ in one factor (architecture, tokenizer or pretraining data) with the "
-        "others equal. MCC(a) - MCC(b) per category with a 95% paired-bootstrap CI (same test rows and same tasks "
+        "others equal. MCC(a) - MCC(b) per category with a paired-bootstrap CI at the configured confidence level (same test rows and same tasks "
         "for both models); filled markers are significant after Benjamini-Hochberg correction over all tests."
     ),
     "task_variance": (

@@ -70,6 +70,11 @@ def _read(tables_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(path).drop(columns=["settings_hash", "input_sha256"], errors="ignore")
 
 
+def _num(value: Any, fmt: str) -> str:
+    """A number formatted, or "n/a" for a missing one (None in the summary JSON, NaN)."""
+    return "n/a" if value is None or (isinstance(value, float) and value != value) else format(value, fmt)
+
+
 def _headline(summary: dict[str, Any], protocol: str) -> str:
     p = summary["protocols"].get(protocol, {})
     items = []
@@ -81,7 +86,8 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
             parts.append(f"top by macro MCC: {html.escape(r['top_model'])} ({r['top_macro']:.3f})")
         for subset, s in (r.get("spearman") or {}).items():
             label = "all models" if subset == "all" else f"excluding {html.escape(s['excluded'])}"
-            parts.append(f"Spearman ρ(params, macro MCC), {label}: {s['rho']:.3f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}], n = {s['n']}")
+            parts.append(f"Spearman ρ(params, macro MCC), {label}: {_num(s['rho'], '.3f')} [{_num(s['ci_low'], '.2f')}, "
+                         f"{_num(s['ci_high'], '.2f')}], n = {s['n']}")  # fmt: skip
         if "n_reversals" in r:
             parts.append(f"{r['n_in_domain']} in-domain models; {r['n_reversals']} reversals (a ≥{summary['settings']['scale']['reversal_ratio']:g}× smaller model beats a larger one)")
         if r.get("mean_kendall_tau_between_categories") is not None:
@@ -141,7 +147,7 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         f"methods: docs/analyses.md</p>",
         "<h2 id='headline'>Headline statistics</h2>", _headline(summary, protocol),
         "<h2 id='leaderboard'>Leaderboard</h2>", f"<p>{html.escape(CAPTIONS['leaderboard'])}</p>", _table(wide, 3, 200),
-        "<h3>Macro rank with 95% bootstrap interval</h3>", _table(ri, 3, 200),
+        f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>", _table(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
     ]
     parts += [_figure(figures_dir / f"{name}.png", name) for name in FIGURES]
