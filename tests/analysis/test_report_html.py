@@ -26,7 +26,8 @@ def test_report_is_self_contained_with_every_figure_table_and_the_config(report)
     assert imgs == list(FIGURES)
     assert not re.search(r'(src|href)="(https?:)?//', text)  # nothing fetched from the network
     assert "Test &lt;run&gt;" in text  # escaped
-    for heading in ("Headline statistics", "Leaderboard", "Reversals", "Matched pairs", "Near-random tasks", "Configuration and versions"):
+    for heading in ("Headline statistics", "Leaderboard", "Reversals", "Matched pairs", "Near-random tasks", "Configuration and versions",
+                    "Inverse pattern", "Kendall τ between category rankings", "Macro rank with 95% bootstrap interval"):
         assert heading in text
     assert "planted outlier" in text and "n_resamples: 200" in text and "scipy" in text
     assert CAPTIONS["heatmap"][:60] in text and "Encoder big" in text

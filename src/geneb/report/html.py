@@ -118,7 +118,8 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
     protocol = choose_protocol(board, protocol)
     t = {name: _read(tables_dir, name) for name in (
         "rank_intervals", "scale", "in_domain", "reversals", "matched_pairs", "fewshot_drops", "fewshot_regimes",
-        "near_random", "task_variance", "specialists", "recommendations", "contamination", "models")}  # fmt: skip
+        "near_random", "task_variance", "specialists", "recommendations", "contamination", "models",
+        "fewshot_inverse", "category_kendall")}  # fmt: skip
 
     def sel(df: pd.DataFrame, **kw: str) -> pd.DataFrame:
         for k, v in kw.items():
@@ -158,6 +159,8 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         ("Matched pairs significant after Benjamini-Hochberg", mp),
         ("Few-shot drops (macro MCC)", sel(t["fewshot_drops"], protocol=protocol)),
         ("Top model per regime and Kendall τ between regimes", sel(t["fewshot_regimes"], protocol=protocol)),
+        ("Inverse pattern: Spearman ρ between full-data level and drop", sel(t["fewshot_inverse"], protocol=protocol)),
+        ("Kendall τ between category rankings", sel(t["category_kendall"], protocol=protocol, regime=regime)),
         ("Near-random tasks", nr[nr["near_random"]] if len(nr) else nr),
         ("High-variance tasks", hv[hv["high_variance"]] if len(hv) else hv),
         ("Category winners and specialists", sel(t["specialists"], protocol=protocol, regime=regime)),
@@ -174,6 +177,9 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         "<h3>Workflow configuration</h3>", f"<pre>{html.escape(yaml.safe_dump(config, sort_keys=False))}</pre>",
         "<h3>Analysis settings (effective)</h3>", f"<pre>{html.escape(yaml.safe_dump(summary['settings'], sort_keys=False))}</pre>",
         "<h3>Package versions</h3>", f"<pre>{html.escape(yaml.safe_dump(versions, sort_keys=True))}</pre>",
+        "<p class='note'>The versions that computed the embeddings (torch, transformers, the model's revision and "
+        "weights hash) are in each HDF5 file's extraction key; the probe tables carry its hash (`embedding_key_hash`) "
+        "and the versions of the probe (docs/data-dictionary.md).</p>",
         "</body></html>",
     ]
     write_text_atomic(out_path, "\n".join(parts))
