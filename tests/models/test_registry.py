@@ -22,16 +22,6 @@ from geneb.models.registry import (
 
 
 @pytest.fixture(scope="module")
-def schema(repo):
-    return yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
-def registry(repo, schema):
-    return load_registry(repo / "config" / "models.yaml", schema)
-
-
-@pytest.fixture(scope="module")
 def paper(shared):
     return pd.read_csv(shared / "reference" / "geneb_paper" / "models.tsv", sep="\t", dtype=str, keep_default_na=False)
 

@@ -28,16 +28,6 @@ def tool(repo):
 
 
 @pytest.fixture(scope="module")
-def schema(repo):
-    return yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
-def registry(repo, schema):
-    return load_registry(repo / "config" / "models.yaml", schema)
-
-
-@pytest.fixture(scope="module")
 def reference(shared):
     return {e["name"]: e for e in yaml.safe_load((shared / "reference" / "registry.yaml").read_text())}
 
