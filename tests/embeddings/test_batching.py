@@ -80,3 +80,16 @@ def test_encoder_out_of_memory_step_down_same_embeddings(zoo, monkeypatch):
     res = enc.embed(seqs)
     np.testing.assert_allclose(res.embeddings, reference, atol=1e-5)
     assert enc.step_downs > before
+
+
+def test_a_single_item_out_of_memory_names_its_row():
+    """The item index is a chunk position (a long row has several); the error names the task row instead."""
+    from geneb.embeddings.errors import ExtractionError, ItemOutOfMemoryError
+
+    def always(batch):
+        raise MemoryError("out of memory")
+
+    rows_of_chunks = {0: 100, 1: 412, 2: 412}  # chunk -> row id
+    with pytest.raises(ItemOutOfMemoryError, match="model M: out of memory on row 100 alone") as err:
+        StepDownRunner(always, what="model M", row_of=rows_of_chunks.get).run([[0, 1, 2]], lambda b, r: None)
+    assert err.value.rows == [100] and isinstance(err.value, ExtractionError) and isinstance(err.value, MemoryError)

@@ -75,3 +75,31 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     test = pd.read_parquet(run / f"resources/tasks/{TASK}/test.parquet")
     assert int(test.loc[test["row"] == 0, "label"].iloc[0]) == 1 - int(label)
     assert json.loads((run / CARD).read_text())["splits"]["test"]["n"] == len(lines) - 1
+
+
+def test_a_note_in_the_task_sheet_reruns_nothing(tmp_path, shared):
+    """Only the catalogue columns a prepared task uses are its rerun key: a caveat, licence or organism edit
+    must not rerun preparation (and with it every model's extraction); a category change does."""
+    import pandas as pd
+
+    run = tmp_path / "run"
+    (run / "config").mkdir(parents=True)
+    sheet = pd.read_csv(REPO / "config/tasks.tsv", sep="\t", dtype=str, keep_default_na=False)
+    sheet.to_csv(run / "config/tasks.tsv", sep="\t", index=False)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.update(task_source=str(shared / "data/tasks"), task_sheet=str(run / "config/tasks.tsv"),
+                  model_sheet=str(REPO / "config/models.yaml"), model_revisions=str(REPO / "config/model_revisions.yaml"),
+                  tasks=[TASK], models=["kmer-3"])  # fmt: skip
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(run)
+    edited = sheet.copy()
+    row = edited["task"] == TASK
+    edited.loc[row, "caveats"] = "a corrected note"
+    edited.loc[row, "license"] = "CC-BY-4.0 (checked)"
+    edited.loc[row, "organism"] = edited.loc[row, "organism"] + " "
+    edited.to_csv(run / "config/tasks.tsv", sep="\t", index=False)
+    assert not planned_prepare(run)
+    other = "Enhancers" if edited.loc[row, "category"].item() != "Enhancers" else "Promoters"
+    edited.loc[row, "category"] = other
+    edited.to_csv(run / "config/tasks.tsv", sep="\t", index=False)
+    assert planned_prepare(run)

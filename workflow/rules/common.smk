@@ -10,6 +10,7 @@ from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
+from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
 
@@ -76,7 +77,7 @@ wildcard_constraints:
 
 
 def task_params(wildcards):
-    """Everything that decides a prepared task's content: catalogue row, the source's content identity
+    """Everything that decides a prepared task's content: the catalogue columns it uses, the source's content identity
     (file digests for a mirror folder, so an edited file reruns the task and a moved mirror with the same
     files does not; the pinned source string otherwise), alphabet policy and caps. Where the data is read
     from is resolved again in the job (config + environment), outside the rerun key."""
@@ -84,7 +85,7 @@ def task_params(wildcards):
     caps = config["caps"]
     return hpc.stable_params(
         {
-            "catalogue_row": row,
+            "catalogue_row": {key: row.get(key, "") for key in CATALOGUE_COLUMNS_USED},
             "source_identity": source_identity(source_string(row, config), wildcards.task),
             "alphabet": config["alphabet"],
             "caps": {**caps["default"], **caps["per_task"].get(wildcards.task, {})},

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any
 
+from geneb.embeddings.errors import ItemOutOfMemoryError
+
 log = logging.getLogger(__name__)
 
 
@@ -55,10 +57,12 @@ class StepDownRunner:
     raises the original error wrapped in MemoryError naming `what` and the item.
     """
 
-    def __init__(self, fn: Callable[[list[int]], Any], *, what: str, free: Callable[[], None] | None = None) -> None:
+    def __init__(self, fn: Callable[[list[int]], Any], *, what: str, free: Callable[[], None] | None = None,
+                 row_of: Callable[[int], int] | None = None) -> None:  # fmt: skip
         self.fn = fn
         self.what = what
         self.free = free
+        self.row_of = row_of
         self.step_downs = 0
         self.max_batch: int | None = None
 
@@ -80,8 +84,12 @@ class StepDownRunner:
             if self.free is not None:
                 self.free()
             if len(batch) == 1:
-                raise MemoryError(f"{self.what}: out of memory on a single item (index {batch[0]}); "
-                                  "lower max_tokens or use a larger device") from err  # fmt: skip
+                if self.row_of is None:
+                    raise MemoryError(f"{self.what}: out of memory on a single item (index {batch[0]}); "
+                                      "lower max_tokens or use a larger device") from err  # fmt: skip
+                row = self.row_of(batch[0])
+                raise ItemOutOfMemoryError(f"{self.what}: out of memory on row {row} alone (one chunk of it); lower "
+                                           "max_tokens or use a larger device", rows=[row]) from err  # fmt: skip
             half = (len(batch) + 1) // 2
             self.max_batch = half
             self.step_downs += 1

@@ -59,6 +59,10 @@ class DroppedInputError(ExtractionError):
     embedding would be of a different sequence (B11, B16)."""
 
 
+class ItemOutOfMemoryError(ExtractionError, MemoryError):
+    """One row (one chunk) does not fit on the device even alone; names the row."""
+
+
 class MissingPackageError(ImportError):
     """An optional package a model family needs is not installed; the message names model and package."""
 

@@ -67,11 +67,14 @@ def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: s
     fwd = encoder.embed(sequences, rows, desc=desc)
     if rc == "none":
         return fwd
+    forward_unk = getattr(encoder, "last_unk", None)  # the file reports the forward strand's counts
     # the reverse strand of the bases the forward pass kept: a length_multiple rule trims the 3' end of the
     # forward strand, which is the 5' start of its reverse complement
     multiple = int(ext.get("length_multiple") or 1)
     kept = [s[: len(s) - len(s) % multiple] for s in sequences]
     rev = encoder.embed([reverse_complement(s) for s in kept], rows, desc=f"{desc} (RC)" if desc else None)
+    if forward_unk is not None:
+        encoder.last_unk = forward_unk
     emb = (fwd.embeddings + rev.embeddings) / 2 if rc == "average" else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
     return EmbedResult(emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases)
 

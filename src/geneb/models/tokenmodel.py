@@ -645,7 +645,7 @@ class TokenModelEncoder:
             bar.update(len(idx))
 
         free = torch.cuda.empty_cache if self.device.startswith("cuda") else None
-        runner = StepDownRunner(run, what=f"model {self.model_id}", free=free)
+        runner = StepDownRunner(run, what=f"model {self.model_id}", free=free, row_of=lambda j: rows[chunks[j].seq_index])
         try:
             runner.run(plan, done)
         finally:

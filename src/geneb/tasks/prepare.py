@@ -26,6 +26,9 @@ from geneb.tasks.hygiene import train_test_overlap, within_split_duplicates
 from geneb.tasks.sources import SPLITS, TaskSource
 
 CARD_SCHEMA_VERSION = "1"
+#: the catalogue columns a prepared task depends on (card fields, the class-count check, where to read it from);
+#: only these are in the prepare_task rerun key, so a note, licence or organism edit reruns nothing (case B44)
+CATALOGUE_COLUMNS_USED = ("category", "n_classes", "task_set", "taxon_group", "source")
 
 
 class TaskDataError(ValueError):
