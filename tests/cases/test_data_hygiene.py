@@ -118,3 +118,12 @@ def test_B47_rc_overlap_with_another_label_is_a_label_conflict():
     ov = train_test_overlap(train, test)
     assert ov["reverse_complement_rows"] == [0, 1] and ov["exact"] == 0
     assert ov["label_conflicts"] == 1  # row 0: label 1, its RC in train has 0; row 1 agrees
+
+
+def test_B48_reverse_complement_copies_inside_a_split_are_reported():
+    """[d, rc(d), d]: one exact repeat (dropped by dedup) and one reverse-complement copy (reported, kept)."""
+    d = "ACGTTGCAAAGG"
+    test = pd.DataFrame({"row": range(4), "sequence": [d, reverse_complement(d), d.lower(), "TTTTGGGG"], "label": [0, 0, 0, 1]})
+    rep = within_split_duplicates(test)
+    assert rep["n_duplicate_rows"] == 1 and rep["duplicate_rows"] == [2]
+    assert rep["n_rc_duplicate_rows"] == 1 and rep["rc_duplicate_rows"] == [1]

@@ -571,3 +571,13 @@ def test_B17_every_encoder_gives_one_row_per_sequence(zoo, kind):
     seqs = ["A" * 100, random_dna(100, 22), random_dna(7, 23)]
     res = zoo.encoder(kind).embed(seqs)
     assert res.embeddings.shape[0] == 3 and res.embeddings.dtype == np.float32 and (res.n_tokens > 0).all()
+
+
+def test_B12_a_table_is_refused_not_iterated_by_column_name():
+    import pandas as pd
+
+    from geneb.models.kmer import KmerEncoder
+
+    with pytest.raises(TypeError, match="not a table; pass its sequence column"):
+        KmerEncoder(3).embed(pd.DataFrame({"sequence": ["ACGTACGT", "GGGGCCCC"]}))
+    assert KmerEncoder(3).embed(pd.DataFrame({"sequence": ["ACGTACGT", "GGGGCCCC"]})["sequence"]).embeddings.shape == (2, 64)

@@ -41,6 +41,8 @@ def sequence_batch(sequences: Any, rows: Any, *, model: str) -> tuple[list[str],
     if isinstance(sequences, (str, bytes, bytearray)):
         what = "string" if isinstance(sequences, str) else f"{type(sequences).__name__} object"
         raise TypeError(f"model {model}: embed() takes a list of sequences, not one {what} (wrap it: [seq])")
+    if hasattr(sequences, "columns"):  # a DataFrame iterates over its column names
+        raise TypeError(f"model {model}: embed() takes a list of sequences, not a table; pass its sequence column")
     seqs = list(sequences)
     ids = list(rows) if rows is not None else list(range(len(seqs)))
     if len(ids) != len(seqs):

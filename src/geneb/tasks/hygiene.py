@@ -42,10 +42,13 @@ def within_split_duplicates(df: pd.DataFrame) -> dict[str, Any]:
 
     df: columns `row`, `sequence`, `label`. Returns `n_duplicate_rows` (rows repeating an earlier row's
     sequence), `duplicate_rows` (their row ids), `class_counts` and `class_counts_dedup` (after keeping the
-    first row of each (sequence, label)), and `conflicting_label_sequences` (sequences seen with >1 label).
+    first row of each (sequence, label)), `conflicting_label_sequences` (sequences seen with >1 label), and
+    `n_rc_duplicate_rows` / `rc_duplicate_rows`: rows that are not such a repeat but whose reverse complement
+    (`canonical_key`) is an earlier row of the split (reported only; the dedup scores drop exact repeats).
     """
     keys = df["sequence"].map(identity_key)
     dup_mask = keys.duplicated(keep="first")
+    rc_mask = df["sequence"].map(canonical_key).duplicated(keep="first") & ~dup_mask
     pair_dup = pd.DataFrame({"k": keys, "y": df["label"]}).duplicated(keep="first")
     labels_per_seq = pd.DataFrame({"k": keys, "y": df["label"]}).groupby("k")["y"].nunique()
     counts = Counter(int(v) for v in df["label"])
@@ -57,6 +60,8 @@ def within_split_duplicates(df: pd.DataFrame) -> dict[str, Any]:
         "class_counts": {str(k): counts[k] for k in sorted(counts)},
         "class_counts_dedup": {str(k): counts_dedup[k] for k in sorted(counts_dedup)},
         "conflicting_label_sequences": int((labels_per_seq > 1).sum()),
+        "n_rc_duplicate_rows": int(rc_mask.sum()),
+        "rc_duplicate_rows": [int(r) for r in df.loc[rc_mask.to_numpy(), "row"]],
     }
 
 
