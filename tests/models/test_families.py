@@ -136,21 +136,8 @@ def test_enformer_adapter_pools_only_the_sequence_bins(monkeypatch):
     """Stand-in model: each bin's embedding is its fraction of non-N bases (x 1 in every channel). The pooled
     value for a sequence of pure ACGT is then exactly 1: no N padding was averaged in."""
 
-    class StandIn(torch.nn.Module):
-        def forward(self, x, return_embeddings=False):
-            assert x.shape[1] == 196_608 and return_embeddings
-            real = (x < 4).float()
-            central = real[:, (196_608 - N_BINS * 128) // 2 :][:, : N_BINS * 128].reshape(x.shape[0], N_BINS, 128).mean(-1)
-            return {"human": None}, central.unsqueeze(-1).expand(-1, -1, WIDTH).contiguous()
-
-    module = types.ModuleType("enformer_pytorch")
-    module.from_pretrained = lambda where, **kw: StandIn()
-    module.__spec__ = importlib.machinery.ModuleSpec("enformer_pytorch", None)
-    monkeypatch.setitem(sys.modules, "enformer_pytorch", module)
-    entry = {"display": "enf", "family": "enformer", "source": {"kind": "builtin"}, "architecture_family": "hybrid",
-             "tokenizer_type": "one-hot", "params": 0, "pretraining_domain": "human", "license": "x",
-             "extraction": {"max_tokens": None}}  # fmt: skip
-    enc = build_encoder(extraction_settings({"models": {"enf": entry}}, "enf", {}), batch_size=2, progress=False)
+    settings = _enformer_standin(monkeypatch, lambda bins: (bins < 4).float().mean(-1))
+    enc = build_encoder(settings, batch_size=2, progress=False)
     res = enc.embed([random_dna(1280, 7), random_dna(300, 8)])
     assert res.embeddings.shape == (2, WIDTH)
     np.testing.assert_allclose(res.embeddings[0], 1.0, atol=1e-6)  # 1280 bp centred = exactly 10 full bins
