@@ -61,8 +61,15 @@ def load_task(task: str, k: int) -> TaskArrays:
     folder = SHARED / "data" / "tasks" / task
     tr, te = pd.read_csv(folder / "train.csv.gz"), pd.read_csv(folder / "test.csv.gz")
     enc = KmerEncoder(k)
-    return TaskArrays(task, enc.embed(tr["sequence"].tolist()).embeddings, tr["label"].to_numpy(), np.arange(len(tr)),
-                      enc.embed(te["sequence"].tolist()).embeddings, te["label"].to_numpy(), np.arange(len(te)))  # fmt: skip
+    return TaskArrays(
+        task,
+        enc.embed(tr["sequence"].tolist()).embeddings,
+        tr["label"].to_numpy(),
+        np.arange(len(tr)),
+        enc.embed(te["sequence"].tolist()).embeddings,
+        te["label"].to_numpy(),
+        np.arange(len(te)),
+    )
 
 
 def _four_metrics(y: np.ndarray, clf, X: np.ndarray) -> float:
@@ -88,10 +95,19 @@ def baseline(data: TaskArrays, p: Protocol, shots: dict) -> dict[str, float]:
         Ztr, Zte = Xtr, Xte
     for seed in p.seeds:
         if p.tunes_C:
-            clf = make_pipeline(StandardScaler(), LogisticRegressionCV(
-                Cs=list(p.C_grid), cv=StratifiedKFold(p.cv_folds, shuffle=True, random_state=seed),
-                scoring="matthews_corrcoef", class_weight=p.class_weight, max_iter=p.max_iter, tol=p.tol,
-                l1_ratios=(0.0,), use_legacy_attributes=False))  # fmt: skip
+            clf = make_pipeline(
+                StandardScaler(),
+                LogisticRegressionCV(
+                    Cs=list(p.C_grid),
+                    cv=StratifiedKFold(p.cv_folds, shuffle=True, random_state=seed),
+                    scoring="matthews_corrcoef",
+                    class_weight=p.class_weight,
+                    max_iter=p.max_iter,
+                    tol=p.tol,
+                    l1_ratios=(0.0,),
+                    use_legacy_attributes=False,
+                ),
+            )
         else:
             clf = LogisticRegression(max_iter=p.max_iter, random_state=seed)
         clf.fit(Xtr, data.y_train)
@@ -124,27 +140,40 @@ def bench(tasks: list[str], k: int, repeats: int) -> pd.DataFrame:
         data = load_task(task, k)
         for name in ("geneb-strict", "geneb-paper"):
             p = from_config(name, cfg[name])
-            def ours():
+
+            def ours(task=task, name=name, data=data, p=p):
                 shots = build_shots(task, name, data.y_train, data.rows_train, f"bench:{task}", cfg[name])
                 return shots, run_task(data, p, shots)[0]
 
             with threadpool_limits(1):
                 (shots, scores), c_ours, w_ours = best_of(repeats, ours)
-                base, c_base, w_base = best_of(repeats, lambda: baseline(data, p, shots))
+                base, c_base, w_base = best_of(repeats, lambda data=data, p=p, shots=shots: baseline(data, p, shots))
             ours = scores[scores["metric"] == "MCC"].groupby("regime")["value"].mean()
             diff = max(abs(ours[r] - base[r]) for r in base)
-            rows.append({
-                "task": task, "protocol": name, "n_train": len(data.y_train), "n_test": len(data.y_test),
-                "dim": data.X_train.shape[1], "fits": len(shots["draws"]) + (1 if p.tunes_C else len(p.seeds)),
-                "baseline_cpu_s": c_base, "geneb_cpu_s": c_ours, "speedup": c_base / c_ours,
-                "wall_speedup": w_base / w_ours,
-                "MCC_full_geneb": ours["full"], "MCC_full_baseline": base["full"], "max_abs_MCC_diff": diff,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "task": task,
+                    "protocol": name,
+                    "n_train": len(data.y_train),
+                    "n_test": len(data.y_test),
+                    "dim": data.X_train.shape[1],
+                    "fits": len(shots["draws"]) + (1 if p.tunes_C else len(p.seeds)),
+                    "baseline_cpu_s": c_base,
+                    "geneb_cpu_s": c_ours,
+                    "speedup": c_base / c_ours,
+                    "wall_speedup": w_base / w_ours,
+                    "MCC_full_geneb": ours["full"],
+                    "MCC_full_baseline": base["full"],
+                    "max_abs_MCC_diff": diff,
+                }
+            )
             print(pd.DataFrame(rows[-1:]).round(4).to_string(index=False, header=len(rows) == 1), flush=True)
     return pd.DataFrame(rows)
 
 
-def write_section(table: pd.DataFrame, command: str, k: int, repeats: int, path: Path = REPO / "docs" / "performance.md") -> None:
+def write_section(
+    table: pd.DataFrame, command: str, k: int, repeats: int, path: Path = REPO / "docs" / "performance.md"
+) -> None:
     """Replace (or append) the `## Probing` section of docs/performance.md; other sections are kept."""
     fmt = table.copy()
     for c in ("baseline_cpu_s", "geneb_cpu_s"):
@@ -196,7 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table.round(4).to_string(index=False))
     if not args.no_write:
-        write_section(table, " ".join(["python bench/probe.py", *(argv if argv is not None else sys.argv[1:])]), args.k, args.repeats)
+        write_section(
+            table,
+            " ".join(["python bench/probe.py", *(argv if argv is not None else sys.argv[1:])]),
+            args.k,
+            args.repeats,
+        )
     return 0
 
 

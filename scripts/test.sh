@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README command 2: set up and run the test suite (what CI runs through .ci/run).
+# README command 2: set up and run the style gates and the test suite (what CI runs through .ci/run).
 #
 # As root on a Debian machine it also installs what the system-level tests need and starts it: Debian's
 # chromium (the HTML report is opened headless) and a real single-node Slurm (slurm-wlm, munge), stopped
@@ -15,5 +15,11 @@ if [ "${GENEB_TEST_SYSTEM:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get
     tests/slurm/cluster.sh start
     trap 'tests/slurm/cluster.sh stop' EXIT
 fi
+
+# Style gates first (cheap, and a finding fails the run): lint, formatting, Snakemake formatting and lint.
+ruff check --quiet src workflow tools bench tests
+ruff format --check --quiet src workflow tools bench tests
+snakefmt --check Snakefile workflow
+snakemake --lint
 
 python -m pytest -q "$@"

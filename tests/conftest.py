@@ -26,3 +26,8 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# The extraction fixtures (a zoo of tiny checkpoints, prepared task folders), shared by tests/cases,
+# tests/embeddings and tests/models: imported here so that pytest finds them without per-module imports.
+from extraction_support import make_task, zoo  # noqa: E402, F401

@@ -2,7 +2,7 @@
 random-init checkpoints of every family, built once per session with save_pretrained and loaded through the
 real registry and adapters, and a factory of prepared task folders (the stage-1 layout extract_task reads).
 
-Conftests import the fixtures from here (`from extraction_support import zoo, make_task`).
+tests/conftest.py imports the fixtures from here, so every test module sees them.
 """
 
 from __future__ import annotations
@@ -38,14 +38,27 @@ ENCODERS = ("esm", "bert", "modernbert", "bigbird", "mosaic")
 DECODERS = ("llama", "mistral", "mixtral", "gpt-neox", "mamba", "hyena")
 
 
-def spec(path: str | Path, family: str, extraction: dict[str, Any] | None = None, *, trust: bool = False,
-         load: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def spec(
+    path: str | Path,
+    family: str,
+    extraction: dict[str, Any] | None = None,
+    *,
+    trust: bool = False,
+    load: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A minimal registry entry for a local checkpoint folder."""
     entry: dict[str, Any] = {
-        "display": Path(path).name, "family": family, "source": {"kind": "local", "path": str(path)},
-        "architecture_family": "test", "tokenizer_type": "test", "params": 0, "pretraining_domain": "none",
-        "license": "test", "extraction": dict(extraction or {}), "trust_remote_code": trust,
-    }  # fmt: skip
+        "display": Path(path).name,
+        "family": family,
+        "source": {"kind": "local", "path": str(path)},
+        "architecture_family": "test",
+        "tokenizer_type": "test",
+        "params": 0,
+        "pretraining_domain": "none",
+        "license": "test",
+        "extraction": dict(extraction or {}),
+        "trust_remote_code": trust,
+    }
     if load:
         entry["load"] = load
     return entry
@@ -75,7 +88,11 @@ class Zoo:
             elif kind == "mistral-dna":
                 target = self.shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
             else:
-                tiny.build_tiny(kind, target, tokenizer_dir=tok / ("gena-lm-bigbird-base-t2t" if kind == "bigbird" else "dnabert-2-117m"))
+                tiny.build_tiny(
+                    kind,
+                    target,
+                    tokenizer_dir=tok / ("gena-lm-bigbird-base-t2t" if kind == "bigbird" else "dnabert-2-117m"),
+                )
             self._folders[kind] = target
         return self._folders[kind]
 
@@ -93,7 +110,9 @@ class Zoo:
 
         key = json.dumps([kind, extraction], sort_keys=True)
         if key not in self._encoders:
-            self._encoders[key] = build_encoder(self.settings(kind, **extraction), batch_size=batch_size, progress=False)
+            self._encoders[key] = build_encoder(
+                self.settings(kind, **extraction), batch_size=batch_size, progress=False
+            )
         enc = self._encoders[key]
         enc.batch_size = batch_size
         return enc
@@ -115,8 +134,13 @@ def write_task(folder: Path, task: str, train: list[str], test: list[str]) -> Pa
     folder.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     for split, seqs in (("train", train), ("test", test)):
-        df = pd.DataFrame({"row": np.arange(len(seqs), dtype=np.int64), "sequence": seqs,
-                           "label": np.arange(len(seqs), dtype=np.int64) % 2})  # fmt: skip
+        df = pd.DataFrame(
+            {
+                "row": np.arange(len(seqs), dtype=np.int64),
+                "sequence": seqs,
+                "label": np.arange(len(seqs), dtype=np.int64) % 2,
+            }
+        )
         df.to_parquet(folder / f"{split}.parquet", index=False)
         h.update(json.dumps(seqs).encode())
     (folder / "card.json").write_text(json.dumps({"task": task, "category": "test", "data_hash": h.hexdigest()[:12]}))

@@ -13,10 +13,9 @@ def test_atomic_outputs_get_umask_permissions_and_no_partial_file(tmp_path):
         with atomic_path(tmp_path / "out.txt") as tmp:
             tmp.write_text("x")
         assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o644
-        with pytest.raises(RuntimeError):
-            with atomic_path(tmp_path / "fail.txt") as tmp:
-                tmp.write_text("half")
-                raise RuntimeError("killed")
+        with pytest.raises(RuntimeError), atomic_path(tmp_path / "fail.txt") as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed")
         assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
     finally:
         os.umask(old)

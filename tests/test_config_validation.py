@@ -30,9 +30,26 @@ def test_a_misspelled_task_in_per_task_caps_stops_the_workflow(repo, tmp_path):
     for key in ("task_sheet", "model_sheet", "model_revisions"):
         cfg[key] = str(repo / cfg[key])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--cores", "1",
-                           "--configfile", str(tmp_path / "c.yaml"), "--directory", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(repo / "Snakefile"),
+            "-n",
+            "--cores",
+            "1",
+            "--configfile",
+            str(tmp_path / "c.yaml"),
+            "--directory",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "caps.per_task: task 'gue_prom_core_tatta' is not in the catalogue; did you mean ['gue_prom_core_tata'" in (
-        proc.stdout + proc.stderr)
+        proc.stdout + proc.stderr
+    )

@@ -51,12 +51,21 @@ PAPER_ARCH_FAMILY = {
 PAPER_TOKENIZER = {"character": "single-nucleotide"}
 
 # remote-code transformers ranges (case B19), with their sources
-RANGE_DEFAULT = ("<5", "registry.yaml section 5: remote code of these repos targets transformers 4.2x-4.4x; "
-                       "transformers 5 breaks trust_remote_code loading (USER_ASKS 12)")  # fmt: skip
-RANGE_DNABERT2 = (">=4.28,<4.30", "config.json written by 4.28.0; maintainers advise pinning 4.29 because newer "
-                                  "transformers raise a config_class mismatch (registry.yaml, MAGICS-LAB/DNABERT_2 issues)")  # fmt: skip
-RANGE_HYENA = (">=4.26,<4.40", "CharacterTokenizer clashes with a base-class method from transformers 4.40 unless "
-                               "the pinned revision carries the upstream fix (case B19)")  # fmt: skip
+RANGE_DEFAULT = (
+    "<5",
+    "registry.yaml section 5: remote code of these repos targets transformers 4.2x-4.4x; "
+    "transformers 5 breaks trust_remote_code loading (USER_ASKS 12)",
+)
+RANGE_DNABERT2 = (
+    ">=4.28,<4.30",
+    "config.json written by 4.28.0; maintainers advise pinning 4.29 because newer "
+    "transformers raise a config_class mismatch (registry.yaml, MAGICS-LAB/DNABERT_2 issues)",
+)
+RANGE_HYENA = (
+    ">=4.26,<4.40",
+    "CharacterTokenizer clashes with a base-class method from transformers 4.40 unless "
+    "the pinned revision carries the upstream fix (case B19)",
+)
 RANGE_LUCAONE = ("==4.41.2", "LucaOne pins transformers 4.41.2 (registry.yaml section 5)")
 
 # registry.yaml `family` -> (GENEB family, extra extraction, extra load, note)
@@ -66,8 +75,13 @@ REGISTRY_FAMILY: dict[str, tuple[str, dict[str, Any], dict[str, Any], str]] = {
     "Nucleotide Transformer v1": ("hf-encoder", {}, {}, ""),
     "Nucleotide Transformer v2": ("hf-encoder", {}, {}, ""),
     "Nucleotide Transformer (plant)": ("hf-encoder", {}, {}, ""),
-    "Nucleotide Transformer v3": ("unsupported", {}, {}, "U-Net + transformer remote code kept in another repo "
-                                  "(InstaDeepAI/ntv3_base_model), gated weights; not wired into GENEB yet"),
+    "Nucleotide Transformer v3": (
+        "unsupported",
+        {},
+        {},
+        "U-Net + transformer remote code kept in another repo "
+        "(InstaDeepAI/ntv3_base_model), gated weights; not wired into GENEB yet",
+    ),
     "HyenaDNA": ("hyena", {}, {}, ""),
     "Caduceus": ("caduceus", {}, {}, ""),
     "PlantCaduceus": ("caduceus", {}, {}, ""),
@@ -77,26 +91,54 @@ REGISTRY_FAMILY: dict[str, tuple[str, dict[str, Any], dict[str, Any], str]] = {
     "Evo 2": ("evo2", {}, {}, ""),
     "GENA-LM": ("hf-encoder", {}, {}, ""),
     "GROVER": ("hf-encoder", {}, {}, ""),
-    "GENERator": ("hf-decoder", {}, {}, "GENERator's card recommends trimming input to a multiple of 6 (leftovers "
-                  "become <oov>): set extraction.length_multiple: 6 for the authors' recipe"),
+    "GENERator": (
+        "hf-decoder",
+        {},
+        {},
+        "GENERator's card recommends trimming input to a multiple of 6 (leftovers "
+        "become <oov>): set extraction.length_multiple: 6 for the authors' recipe",
+    ),
     "GENERanno": ("hf-encoder", {}, {}, ""),
     "MutBERT": ("hf-encoder", {}, {}, ""),
     "Mistral-DNA": ("hf-decoder", {}, {}, ""),
-    "Jamba-DNA": ("hf-decoder", {}, {}, "Jamba's fast path needs mamba-ssm; the transformers slow path runs without it"),
+    "Jamba-DNA": (
+        "hf-decoder",
+        {},
+        {},
+        "Jamba's fast path needs mamba-ssm; the transformers slow path runs without it",
+    ),
     "ModernBERT-DNA": ("hf-encoder", {}, {}, ""),
     "GenomeOcean": ("hf-decoder", {}, {}, ""),
-    "gLM2": ("hf-encoder", {"input_transform": {"kind": "lowercase", "prefix": "<+>"}}, {},
-             "gLM2 reads nucleotides in lowercase after a strand token (<+>)"),
+    "gLM2": (
+        "hf-encoder",
+        {"input_transform": {"kind": "lowercase", "prefix": "<+>"}},
+        {},
+        "gLM2 reads nucleotides in lowercase after a strand token (<+>)",
+    ),
     "METAGENE": ("hf-decoder", {}, {}, ""),
     "Omni-DNA": ("hf-decoder", {}, {}, ""),
     "OmniNA": ("hf-decoder", {}, {}, ""),
     "ProkBERT": ("hf-encoder", {}, {}, ""),
-    "SpeciesLM": ("unsupported", {}, {}, "input needs a species token before the overlapping 6-mers; GENEB has no "
-                  "input transform for it yet"),
+    "SpeciesLM": (
+        "unsupported",
+        {},
+        {},
+        "input needs a species token before the overlapping 6-mers; GENEB has no input transform for it yet",
+    ),
     "AIDO.DNA": ("unsupported", {}, {}, "loads through GenBio's ModelGenerator package; no GENEB adapter yet"),
     "LucaOne": ("unsupported", {}, {}, "loads through the lucaone package; no GENEB adapter yet"),
-    "Genos": ("unsupported", {}, {}, "custom MoE stack, GPU-only in practice (registry.yaml); not wired into GENEB yet"),
-    "HybriDNA": ("unsupported", {}, {}, "custom hybrid stack, GPU-only in practice (registry.yaml); not wired into GENEB yet"),
+    "Genos": (
+        "unsupported",
+        {},
+        {},
+        "custom MoE stack, GPU-only in practice (registry.yaml); not wired into GENEB yet",
+    ),
+    "HybriDNA": (
+        "unsupported",
+        {},
+        {},
+        "custom hybrid stack, GPU-only in practice (registry.yaml); not wired into GENEB yet",
+    ),
     "eccDNAMamba": ("hf-encoder", {}, {"requires": {"mamba_ssm": "mamba-ssm"}}, "bidirectional Mamba-2 remote code"),
     "Plant DNA LLMs": ("hf-encoder", {}, {}, ""),  # refined per model below
     "Enformer": ("enformer", {}, {}, ""),
@@ -116,112 +158,196 @@ EVO2_LAYER = {"evo2_7b_base": "blocks.28.mlp.l3", "evo2_7b": "blocks.28.mlp.l3"}
 # official id -> curation (family; registry.yaml name it matches when the hub id differs or is absent;
 # notes on the reference extractor's defect and what GENEB does instead)
 PAPER: dict[str, dict[str, Any]] = {
-    "METAGENE-1": {"family": "hf-decoder",
-                   "geneb_changes": "reference averaged padded rows into the mean; GENEB pools over real tokens only"},
-    "evo-1-131k-base": {"family": "evo", "package_model_name": "evo-1-131k-base",
-                        "geneb_changes": "reference kept only batch element 0 of each batch; GENEB embeds every row"},
+    "METAGENE-1": {
+        "family": "hf-decoder",
+        "geneb_changes": "reference averaged padded rows into the mean; GENEB pools over real tokens only",
+    },
+    "evo-1-131k-base": {
+        "family": "evo",
+        "package_model_name": "evo-1-131k-base",
+        "geneb_changes": "reference kept only batch element 0 of each batch; GENEB embeds every row",
+    },
     "GenomeOcean-4B": {"family": "hf-decoder", "registry_name": "GenomeOcean-4B"},
     "GENERator-eukaryote-3b-base": {"family": "hf-decoder"},
     "dna_gpt3b_m": {"family": "unsupported", "registry_name": "DNAGPT", "where": "google-drive (DNAGPT authors)"},
-    "nucleotide-transformer-2.5b-multi-species": {"family": "hf-encoder",
-                                                  "geneb_changes": "reference padded to 1000 tokens; GENEB pads dynamically (identical result with the mask)"},
+    "nucleotide-transformer-2.5b-multi-species": {
+        "family": "hf-encoder",
+        "geneb_changes": "reference padded to 1000 tokens; GENEB pads dynamically (identical result with the mask)",
+    },
     "LucaOne-default-step36M": {"family": "unsupported"},
     "GENERator-eukaryote-1.2b-base": {"family": "hf-decoder"},
     "Omni-DNA-1B": {"family": "hf-decoder"},
-    "agro-nucleotide-transformer-1b": {"family": "hf-encoder",
-                                       "geneb_changes": "reference padded to 1024 tokens; GENEB pads dynamically (identical result with the mask)"},
-    "space": {"family": "unsupported", "note": "custom SPACE code (species mixture-of-experts Enformer); no GENEB adapter"},
-    "eccdnamamba_weights": {"family": "hf-encoder", "registry_name": "eccDNAMamba-1M",
-                            "geneb_changes": "reference declared no finite input cap, so nothing was truncated; GENEB "
-                                             "needs extraction.max_tokens before it runs this model"},
+    "agro-nucleotide-transformer-1b": {
+        "family": "hf-encoder",
+        "geneb_changes": "reference padded to 1024 tokens; GENEB pads dynamically (identical result with the mask)",
+    },
+    "space": {
+        "family": "unsupported",
+        "note": "custom SPACE code (species mixture-of-experts Enformer); no GENEB adapter",
+    },
+    "eccdnamamba_weights": {
+        "family": "hf-encoder",
+        "registry_name": "eccDNAMamba-1M",
+        "geneb_changes": "reference declared no finite input cap, so nothing was truncated; GENEB "
+        "needs extraction.max_tokens before it runs this model",
+    },
     "GenomeOcean-500M": {"family": "hf-decoder", "registry_name": "GenomeOcean-500M"},
     "gena-lm-bert-large-t2t": {"family": "hf-encoder"},
     "Omni-DNA-300M": {"family": "hf-decoder"},
-    "BioFM-265M": {"family": "unsupported", "note": "BioToken annotation tokenizer from its own package; no GENEB adapter",
-                   "geneb_changes": "reference dropped the attention mask and indexed valid_count-2 as an absolute row, so "
-                                    "short records in a left-padded batch read a pad row; GENEB would take the last real "
-                                    "non-special token of each row"},
-    "enformer-official-rough": {"family": "enformer", "registry_name": "Enformer",
-                                "geneb_changes": "reference averaged all 896 bins of a prefix-aligned, N-padded window; "
-                                                 "GENEB centres the sequence and pools only the bins that cover it"},
+    "BioFM-265M": {
+        "family": "unsupported",
+        "note": "BioToken annotation tokenizer from its own package; no GENEB adapter",
+        "geneb_changes": "reference dropped the attention mask and indexed valid_count-2 as an absolute row, so "
+        "short records in a left-padded batch read a pad row; GENEB would take the last real "
+        "non-special token of each row",
+    },
+    "enformer-official-rough": {
+        "family": "enformer",
+        "registry_name": "Enformer",
+        "geneb_changes": "reference averaged all 896 bins of a prefix-aligned, N-padded window; "
+        "GENEB centres the sequence and pools only the bins that cover it",
+    },
     "nucleotide-transformer-v2-250m-multi-species": {"family": "hf-encoder"},
-    "PlantCaduceus_l32": {"family": "caduceus",
-                          "geneb_changes": "reference declared no finite cap (nothing truncated); GENEB caps at the "
-                                           "trained 512 bp and chunks or truncates by policy; no attention mask is passed"},
-    "OmniNA-220m": {"family": "hf-decoder",
-                    "geneb_changes": "reference asked for truncation against the tokenizer's 1e30 sentinel, so nothing "
-                                     "was truncated; GENEB applies the 2048-token cap (case B14)"},
+    "PlantCaduceus_l32": {
+        "family": "caduceus",
+        "geneb_changes": "reference declared no finite cap (nothing truncated); GENEB caps at the "
+        "trained 512 bp and chunks or truncates by policy; no attention mask is passed",
+    },
+    "OmniNA-220m": {
+        "family": "hf-decoder",
+        "geneb_changes": "reference asked for truncation against the tokenizer's 1e30 sentinel, so nothing "
+        "was truncated; GENEB applies the 2048-token cap (case B14)",
+    },
     "gpt2_gene_multi_v2_ft": {"family": "hf-decoder"},
     "gpt2_gene_v1": {"family": "hf-decoder"},
-    "genomics-fm": {"family": "unsupported", "where": "google-drive (Genomics-FM authors)",
-                    "note": "custom BERT code; its CPU path raises TypeError (paper notes)"},
-    "DNABERT-S": {"family": "hf-encoder",
-                  "geneb_changes": "reference omitted trust_remote_code, so the built-in BERT class ran with the Mosaic "
-                                   "checkpoint's tensors missing; GENEB loads the remote code (and refuses an auto_map "
-                                   "checkpoint without it)"},
-    "dnabert2-no-flashattention": {"family": "hf-encoder", "registry_name": "DNABERT-2-117M",
-                                   "geneb_changes": "GENEB hides triton while the remote code loads on CPU, forcing the "
-                                                    "PyTorch attention path (the paper's 'no-flashattention' variant)"},
+    "genomics-fm": {
+        "family": "unsupported",
+        "where": "google-drive (Genomics-FM authors)",
+        "note": "custom BERT code; its CPU path raises TypeError (paper notes)",
+    },
+    "DNABERT-S": {
+        "family": "hf-encoder",
+        "geneb_changes": "reference omitted trust_remote_code, so the built-in BERT class ran with the Mosaic "
+        "checkpoint's tensors missing; GENEB loads the remote code (and refuses an auto_map "
+        "checkpoint without it)",
+    },
+    "dnabert2-no-flashattention": {
+        "family": "hf-encoder",
+        "registry_name": "DNABERT-2-117M",
+        "geneb_changes": "GENEB hides triton while the remote code loads on CPU, forcing the "
+        "PyTorch attention path (the paper's 'no-flashattention' variant)",
+    },
     "gena-lm-bert-base-t2t-multi": {"family": "hf-encoder"},
     "gena-lm-bert-base": {"family": "hf-encoder", "remote": True},
     "dna_gpt0.1b_h": {"family": "unsupported", "registry_name": "DNAGPT", "where": "google-drive (DNAGPT authors)"},
     "nucleotide-transformer-v2-100m-multi-species": {"family": "hf-encoder"},
-    "GROVER": {"family": "hf-encoder",
-               "note": "tokenizer.json has 610 entries but the checkpoint's vocabulary is 609; GENEB's token-id guard "
-                       "(case B22) stops the run if id 609 is ever produced"},
-    "MutBERT": {"family": "hf-encoder",
-                "geneb_changes": "reference asked for truncation without a finite tokenizer maximum, so long inputs "
-                                 "were not truncated; GENEB applies the 512-token cap"},
+    "GROVER": {
+        "family": "hf-encoder",
+        "note": "tokenizer.json has 610 entries but the checkpoint's vocabulary is 609; GENEB's token-id guard "
+        "(case B22) stops the run if id 609 is ever produced",
+    },
+    "MutBERT": {
+        "family": "hf-encoder",
+        "geneb_changes": "reference asked for truncation without a finite tokenizer maximum, so long inputs "
+        "were not truncated; GENEB applies the 512-token cap",
+    },
     "deepgene": {"family": "unsupported", "where": "google-drive (DeepGene authors)"},
-    "hyenadna-large-1m-seqlen-hf": {"family": "hyena",
-                                    "geneb_changes": "reference left-padded with no mask, so pads reached real positions; "
-                                                     "GENEB pads on the right (a causal model cannot see them) and pools real positions (case B02)"},
+    "hyenadna-large-1m-seqlen-hf": {
+        "family": "hyena",
+        "geneb_changes": "reference left-padded with no mask, so pads reached real positions; "
+        "GENEB pads on the right (a causal model cannot see them) and pools real positions (case B02)",
+    },
     "nucleotide-transformer-v2-50m-3mer-multi-species": {"family": "hf-encoder"},
     "nucleotide-transformer-v2-50m-multi-species": {"family": "hf-encoder"},
-    "hyenadna-medium-160k-seqlen-hf": {"family": "hyena",
-                                       "geneb_changes": "reference left-padded with no mask, so pads reached real positions; "
-                                                        "GENEB pads on the right (a causal model cannot see them) and pools real positions (case B02)"},
-    "caduceus-ps_seqlen-131k_d_model-256_n_layer-16": {"family": "caduceus",
-                                                       "geneb_changes": "reference passed an attention mask the Caduceus forward does not take; "
-                                                                        "GENEB passes none and batches equal lengths only"},
-    "JanusDNA_72_w": {"family": "unsupported", "registry_name": "JanusDNA", "where": "harvard-dataverse",
-                      "geneb_changes": "reference wrapper defaulted to CPU while the model needs CUDA mamba kernels"},
-    "JanusDNA_72_wo": {"family": "unsupported", "registry_name": "JanusDNA", "where": "harvard-dataverse",
-                       "geneb_changes": "reference wrapper defaulted to CPU while the model needs CUDA mamba kernels"},
+    "hyenadna-medium-160k-seqlen-hf": {
+        "family": "hyena",
+        "geneb_changes": "reference left-padded with no mask, so pads reached real positions; "
+        "GENEB pads on the right (a causal model cannot see them) and pools real positions (case B02)",
+    },
+    "caduceus-ps_seqlen-131k_d_model-256_n_layer-16": {
+        "family": "caduceus",
+        "geneb_changes": "reference passed an attention mask the Caduceus forward does not take; "
+        "GENEB passes none and batches equal lengths only",
+    },
+    "JanusDNA_72_w": {
+        "family": "unsupported",
+        "registry_name": "JanusDNA",
+        "where": "harvard-dataverse",
+        "geneb_changes": "reference wrapper defaulted to CPU while the model needs CUDA mamba kernels",
+    },
+    "JanusDNA_72_wo": {
+        "family": "unsupported",
+        "registry_name": "JanusDNA",
+        "where": "harvard-dataverse",
+        "geneb_changes": "reference wrapper defaulted to CPU while the model needs CUDA mamba kernels",
+    },
     "caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3": {"family": "caduceus"},
 }
 
 # remote code for paper models not in registry.yaml (others take registry.yaml's needs_remote_code)
-PAPER_REMOTE_DEFAULT = {"BioFM-265M": True, "space": True, "gpt2_gene_multi_v2_ft": False, "gpt2_gene_v1": False,
-                        "genomics-fm": True, "deepgene": True, "gena-lm-bert-base": True}  # fmt: skip
+PAPER_REMOTE_DEFAULT = {
+    "BioFM-265M": True,
+    "space": True,
+    "gpt2_gene_multi_v2_ft": False,
+    "gpt2_gene_v1": False,
+    "genomics-fm": True,
+    "deepgene": True,
+    "gena-lm-bert-base": True,
+}
 #: the paper sheet's pretraining data (models.tsv `pretraining_data_unverified`) read into GENEB's domain
 #: vocabulary, for all 40 models: the domain of a paper-only model, and the paper's side of the comparison with
 #: registry.yaml (`reconcile` below). "unknown" = the sheet does not say (eccDNA names no organism).
 PAPER_DOMAIN = {
-    "METAGENE-1": "microbial", "evo-1-131k-base": "prokaryote", "GenomeOcean-4B": "microbial",
-    "GENERator-eukaryote-3b-base": "eukaryote", "dna_gpt3b_m": "multispecies",
-    "nucleotide-transformer-2.5b-multi-species": "multispecies", "LucaOne-default-step36M": "multispecies",
-    "GENERator-eukaryote-1.2b-base": "eukaryote", "Omni-DNA-1B": "multispecies",
-    "agro-nucleotide-transformer-1b": "plant", "space": "mammal", "eccdnamamba_weights": "unknown",
-    "GenomeOcean-500M": "microbial", "gena-lm-bert-large-t2t": "human", "Omni-DNA-300M": "multispecies",
-    "BioFM-265M": "human", "enformer-official-rough": "mammal",
-    "nucleotide-transformer-v2-250m-multi-species": "multispecies", "PlantCaduceus_l32": "plant",
-    "OmniNA-220m": "multispecies", "gpt2_gene_multi_v2_ft": "unknown", "gpt2_gene_v1": "unknown",
-    "genomics-fm": "unknown", "DNABERT-S": "microbial", "dnabert2-no-flashattention": "multispecies",
-    "gena-lm-bert-base-t2t-multi": "multispecies", "gena-lm-bert-base": "human", "dna_gpt0.1b_h": "human",
-    "nucleotide-transformer-v2-100m-multi-species": "multispecies", "GROVER": "human", "MutBERT": "human",
-    "deepgene": "human", "hyenadna-large-1m-seqlen-hf": "human",
+    "METAGENE-1": "microbial",
+    "evo-1-131k-base": "prokaryote",
+    "GenomeOcean-4B": "microbial",
+    "GENERator-eukaryote-3b-base": "eukaryote",
+    "dna_gpt3b_m": "multispecies",
+    "nucleotide-transformer-2.5b-multi-species": "multispecies",
+    "LucaOne-default-step36M": "multispecies",
+    "GENERator-eukaryote-1.2b-base": "eukaryote",
+    "Omni-DNA-1B": "multispecies",
+    "agro-nucleotide-transformer-1b": "plant",
+    "space": "mammal",
+    "eccdnamamba_weights": "unknown",
+    "GenomeOcean-500M": "microbial",
+    "gena-lm-bert-large-t2t": "human",
+    "Omni-DNA-300M": "multispecies",
+    "BioFM-265M": "human",
+    "enformer-official-rough": "mammal",
+    "nucleotide-transformer-v2-250m-multi-species": "multispecies",
+    "PlantCaduceus_l32": "plant",
+    "OmniNA-220m": "multispecies",
+    "gpt2_gene_multi_v2_ft": "unknown",
+    "gpt2_gene_v1": "unknown",
+    "genomics-fm": "unknown",
+    "DNABERT-S": "microbial",
+    "dnabert2-no-flashattention": "multispecies",
+    "gena-lm-bert-base-t2t-multi": "multispecies",
+    "gena-lm-bert-base": "human",
+    "dna_gpt0.1b_h": "human",
+    "nucleotide-transformer-v2-100m-multi-species": "multispecies",
+    "GROVER": "human",
+    "MutBERT": "human",
+    "deepgene": "human",
+    "hyenadna-large-1m-seqlen-hf": "human",
     "nucleotide-transformer-v2-50m-3mer-multi-species": "multispecies",
-    "nucleotide-transformer-v2-50m-multi-species": "multispecies", "hyenadna-medium-160k-seqlen-hf": "human",
-    "caduceus-ps_seqlen-131k_d_model-256_n_layer-16": "human", "JanusDNA_72_w": "human", "JanusDNA_72_wo": "human",
+    "nucleotide-transformer-v2-50m-multi-species": "multispecies",
+    "hyenadna-medium-160k-seqlen-hf": "human",
+    "caduceus-ps_seqlen-131k_d_model-256_n_layer-16": "human",
+    "JanusDNA_72_w": "human",
+    "JanusDNA_72_wo": "human",
     "caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3": "human",
-}  # fmt: skip
+}
 #: per-checkpoint facts where registry.yaml's record covers a whole family and is unverified (K), with the source
 PAPER_CONTEXT = {
-    "dna_gpt0.1b_h": ("4,096 tokens (~24.6 kb)", "DNAGPT's code (TencentAILabHealthcare/DNAGPT, dna_gpt/model/dna_gpt.py, "
-                      "DNAGPT.from_name) builds dna_gpt0.1b_h with max_len 4096 learned positions (non-overlapping 6-mers) "
-                      "and dna_gpt3b_m with 512; registry.yaml's family-wide '~512 tokens' (unverified) is the 3B model's"),
-}  # fmt: skip
+    "dna_gpt0.1b_h": (
+        "4,096 tokens (~24.6 kb)",
+        "DNAGPT's code (TencentAILabHealthcare/DNAGPT, dna_gpt/model/dna_gpt.py, "
+        "DNAGPT.from_name) builds dna_gpt0.1b_h with max_len 4096 learned positions (non-overlapping 6-mers) "
+        "and dna_gpt3b_m with 512; registry.yaml's family-wide '~512 tokens' (unverified) is the 3B model's",
+    ),
+}
 #: why an entry's extraction.max_tokens may exceed its context_tokens (geneb.models.registry.check_registry
 #: refuses the overrun otherwise); the two numbers are in the same unit, tokens, in every case listed
 BEYOND_TRAINED_CONTEXT = {
@@ -230,55 +356,115 @@ BEYOND_TRAINED_CONTEXT = {
         "single-nucleotide tokenizer (one token per nucleotide plus 2 special tokens, so ~4,094 nt against the "
         "1,280-token maximum length registry.yaml gives, verified); 4,096 is the checkpoint's "
         "max_position_embeddings (rotary, LucaOne/LucaOne config/lucaone_gplm.json), so the model runs but reads "
-        "3.2x beyond that length. Set extraction.max_tokens: 1280 (long_policy chunk_mean) to stay within it"),
-}  # fmt: skip
+        "3.2x beyond that length. Set extraction.max_tokens: 1280 (long_policy chunk_mean) to stay within it"
+    ),
+}
 SUPERVISED = {"enformer-official-rough", "space", "Enformer", "borzoi-replicate-0", "alphagenome"}
 
 # ---- matched pairs: two models that differ in one factor (differs_in), the rest held equal ----------------------
 
 PAIRS: list[dict[str, Any]] = [
-    {"id": "nt-v2-50m-6mer-vs-3mer", "models": ["nucleotide-transformer-v2-50m-multi-species", "nucleotide-transformer-v2-50m-3mer-multi-species"],
-     "differs_in": "tokenizer", "held_equal": ["architecture", "pretraining_data", "size"],
-     "note": "NT-v2 50M on the 850-genome multi-species data: non-overlapping 6-mers vs 3-mers"},
-    {"id": "caduceus-1k-ph-vs-ps", "models": ["caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3", "caduceus-ps_seqlen-1k_d_model-256_n_layer-4_lr-8e-3"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size", "context"],
-     "note": "Caduceus d256 4 layers on hg38: RC augmentation (ph) vs RC-equivariant parameter sharing (ps)"},
-    {"id": "caduceus-131k-ph-vs-ps", "models": ["caduceus-ph_seqlen-131k_d_model-256_n_layer-16", "caduceus-ps_seqlen-131k_d_model-256_n_layer-16"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size", "context"],
-     "note": "Caduceus d256 16 layers on hg38: RC augmentation (ph) vs RC-equivariant parameter sharing (ps)"},
-    {"id": "hyena-vs-caduceus-1k-tiny", "models": ["hyenadna-tiny-1k-seqlen-hf", "caduceus-ph_seqlen-1k_d_model-118_n_layer-4_lr-8e-3"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "context"],
-     "note": "hg38, single-nucleotide tokens, 1 kb context, ~0.44M vs ~0.47M parameters: causal Hyena vs bidirectional Mamba"},
-    {"id": "gena-bert-vs-bigbird-t2t", "models": ["gena-lm-bert-base-t2t", "gena-lm-bigbird-base-t2t"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
-     "note": "GENA-LM base on T2T + 1000G SNPs with the 32k BPE: dense BERT (512 tokens) vs BigBird sparse attention (4096 tokens)"},
-    {"id": "gena-t2t-vs-t2t-multi", "models": ["gena-lm-bert-base-t2t", "gena-lm-bert-base-t2t-multi"],
-     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
-     "note": "GENA-LM BERT base: human T2T vs human T2T + multispecies genomes"},
-    {"id": "nt-500m-ref-vs-1000g", "models": ["nucleotide-transformer-500m-human-ref", "nucleotide-transformer-500m-1000g"],
-     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
-     "note": "NT v1 500M: human reference genome vs 3,202 genomes of 1000 Genomes"},
-    {"id": "nt-2.5b-1000g-vs-multispecies", "models": ["nucleotide-transformer-2.5b-1000g", "nucleotide-transformer-2.5b-multi-species"],
-     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
-     "note": "NT v1 2.5B: 1000 Genomes human genomes vs 850 species"},
-    {"id": "mutbert-variants-vs-ref", "models": ["MutBERT", "MutBERT-Human-Ref"],
-     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
-     "note": "MutBERT 86M: human reference with population variant frequencies vs the reference alone"},
-    {"id": "dnabert2-vs-dnabert-s", "models": ["dnabert2-no-flashattention", "DNABERT-S"],
-     "differs_in": "pretraining_data", "held_equal": ["architecture", "tokenizer", "size"],
-     "note": "DNABERT-2 117M vs the same backbone after contrastive training on microbial genome pairs"},
-    {"id": "plant-bpe-bert-vs-gpt", "models": ["plant-dnabert-BPE", "plant-dnagpt-BPE"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
-     "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT encoder vs GPT-2 decoder (sizes from a secondary source)"},
-    {"id": "plant-bpe-bert-vs-mamba", "models": ["plant-dnabert-BPE", "plant-dnamamba-BPE"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
-     "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT encoder vs Mamba"},
-    {"id": "plant-bpe-bert-vs-nt", "models": ["plant-dnabert-BPE", "plant-nucleotide-transformer-BPE"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer", "size"],
-     "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT vs ESM-style (NT) encoder"},
-    {"id": "mistral-vs-jamba-dna-hg38", "models": ["Mistral-DNA-v1-138M-hg38", "Jamba-DNA-v1-114M-hg38"],
-     "differs_in": "architecture", "held_equal": ["pretraining_data", "tokenizer"],
-     "note": "hg38 with the DNABERT-2 BPE tokenizer: Mixtral MoE decoder (138M) vs Jamba Mamba-attention hybrid (114M); sizes differ by 17%"},
+    {
+        "id": "nt-v2-50m-6mer-vs-3mer",
+        "models": ["nucleotide-transformer-v2-50m-multi-species", "nucleotide-transformer-v2-50m-3mer-multi-species"],
+        "differs_in": "tokenizer",
+        "held_equal": ["architecture", "pretraining_data", "size"],
+        "note": "NT-v2 50M on the 850-genome multi-species data: non-overlapping 6-mers vs 3-mers",
+    },
+    {
+        "id": "caduceus-1k-ph-vs-ps",
+        "models": [
+            "caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3",
+            "caduceus-ps_seqlen-1k_d_model-256_n_layer-4_lr-8e-3",
+        ],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "size", "context"],
+        "note": "Caduceus d256 4 layers on hg38: RC augmentation (ph) vs RC-equivariant parameter sharing (ps)",
+    },
+    {
+        "id": "caduceus-131k-ph-vs-ps",
+        "models": ["caduceus-ph_seqlen-131k_d_model-256_n_layer-16", "caduceus-ps_seqlen-131k_d_model-256_n_layer-16"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "size", "context"],
+        "note": "Caduceus d256 16 layers on hg38: RC augmentation (ph) vs RC-equivariant parameter sharing (ps)",
+    },
+    {
+        "id": "hyena-vs-caduceus-1k-tiny",
+        "models": ["hyenadna-tiny-1k-seqlen-hf", "caduceus-ph_seqlen-1k_d_model-118_n_layer-4_lr-8e-3"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "context"],
+        "note": "hg38, single-nucleotide tokens, 1 kb context, ~0.44M vs ~0.47M parameters: causal Hyena vs bidirectional Mamba",
+    },
+    {
+        "id": "gena-bert-vs-bigbird-t2t",
+        "models": ["gena-lm-bert-base-t2t", "gena-lm-bigbird-base-t2t"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "size"],
+        "note": "GENA-LM base on T2T + 1000G SNPs with the 32k BPE: dense BERT (512 tokens) vs BigBird sparse attention (4096 tokens)",
+    },
+    {
+        "id": "gena-t2t-vs-t2t-multi",
+        "models": ["gena-lm-bert-base-t2t", "gena-lm-bert-base-t2t-multi"],
+        "differs_in": "pretraining_data",
+        "held_equal": ["architecture", "tokenizer", "size"],
+        "note": "GENA-LM BERT base: human T2T vs human T2T + multispecies genomes",
+    },
+    {
+        "id": "nt-500m-ref-vs-1000g",
+        "models": ["nucleotide-transformer-500m-human-ref", "nucleotide-transformer-500m-1000g"],
+        "differs_in": "pretraining_data",
+        "held_equal": ["architecture", "tokenizer", "size"],
+        "note": "NT v1 500M: human reference genome vs 3,202 genomes of 1000 Genomes",
+    },
+    {
+        "id": "nt-2.5b-1000g-vs-multispecies",
+        "models": ["nucleotide-transformer-2.5b-1000g", "nucleotide-transformer-2.5b-multi-species"],
+        "differs_in": "pretraining_data",
+        "held_equal": ["architecture", "tokenizer", "size"],
+        "note": "NT v1 2.5B: 1000 Genomes human genomes vs 850 species",
+    },
+    {
+        "id": "mutbert-variants-vs-ref",
+        "models": ["MutBERT", "MutBERT-Human-Ref"],
+        "differs_in": "pretraining_data",
+        "held_equal": ["architecture", "tokenizer", "size"],
+        "note": "MutBERT 86M: human reference with population variant frequencies vs the reference alone",
+    },
+    {
+        "id": "dnabert2-vs-dnabert-s",
+        "models": ["dnabert2-no-flashattention", "DNABERT-S"],
+        "differs_in": "pretraining_data",
+        "held_equal": ["architecture", "tokenizer", "size"],
+        "note": "DNABERT-2 117M vs the same backbone after contrastive training on microbial genome pairs",
+    },
+    {
+        "id": "plant-bpe-bert-vs-gpt",
+        "models": ["plant-dnabert-BPE", "plant-dnagpt-BPE"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "size"],
+        "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT encoder vs GPT-2 decoder (sizes from a secondary source)",
+    },
+    {
+        "id": "plant-bpe-bert-vs-mamba",
+        "models": ["plant-dnabert-BPE", "plant-dnamamba-BPE"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "size"],
+        "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT encoder vs Mamba",
+    },
+    {
+        "id": "plant-bpe-bert-vs-nt",
+        "models": ["plant-dnabert-BPE", "plant-nucleotide-transformer-BPE"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer", "size"],
+        "note": "zhangtaolab plant reference genomes, same BPE, ~100M: BERT vs ESM-style (NT) encoder",
+    },
+    {
+        "id": "mistral-vs-jamba-dna-hg38",
+        "models": ["Mistral-DNA-v1-138M-hg38", "Jamba-DNA-v1-114M-hg38"],
+        "differs_in": "architecture",
+        "held_equal": ["pretraining_data", "tokenizer"],
+        "note": "hg38 with the DNABERT-2 BPE tokenizer: Mixtral MoE decoder (138M) vs Jamba Mamba-attention hybrid (114M); sizes differ by 17%",
+    },
 ]
 
 
@@ -290,49 +476,107 @@ def builtin_entries() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for k in (3, 4, 5, 6):
         out[f"kmer-{k}"] = {
-            "display": f"{k}-mer frequencies", "family": "kmer", "source": {"kind": "builtin"}, "builtin": {"k": k},
-            "architecture": "kmer-frequency", "architecture_family": "kmer", "tokenizer_type": "k-mer", "params": 0,
-            "pretraining_data": "none (no training)", "pretraining_domain": "none", "license": "Apache-2.0",
+            "display": f"{k}-mer frequencies",
+            "family": "kmer",
+            "source": {"kind": "builtin"},
+            "builtin": {"k": k},
+            "architecture": "kmer-frequency",
+            "architecture_family": "kmer",
+            "tokenizer_type": "k-mer",
+            "params": 0,
+            "pretraining_data": "none (no training)",
+            "pretraining_domain": "none",
+            "license": "Apache-2.0",
             "notes": "Overlapping k-mer frequency vector (4^k, frequencies sum to 1 over k-mers of ACGT only); a no-training baseline.",
-        }  # fmt: skip
+        }
     out["kmer-3to6"] = {
-        "display": "3- to 6-mer spectrum", "family": "kmer", "source": {"kind": "builtin"}, "builtin": {"k": [3, 4, 5, 6]},
-        "architecture": "kmer-frequency", "architecture_family": "kmer", "tokenizer_type": "k-mer", "params": 0,
-        "pretraining_data": "none (no training)", "pretraining_domain": "none", "license": "Apache-2.0",
+        "display": "3- to 6-mer spectrum",
+        "family": "kmer",
+        "source": {"kind": "builtin"},
+        "builtin": {"k": [3, 4, 5, 6]},
+        "architecture": "kmer-frequency",
+        "architecture_family": "kmer",
+        "tokenizer_type": "k-mer",
+        "params": 0,
+        "pretraining_data": "none (no training)",
+        "pretraining_domain": "none",
+        "license": "Apache-2.0",
         "notes": "The 3-, 4-, 5- and 6-mer frequency vectors concatenated (64+256+1024+4096 = 5440 features, each block sums to 1); one no-training baseline covering k = 3..6.",
-    }  # fmt: skip
+    }
     out["random-esm-tiny"] = {
-        "display": "Random-init NT-style (tiny)", "family": "random-init", "source": {"kind": "builtin"},
-        "builtin": {"architecture": "esm", "tokenizer": "nt-6mer", "init_seed": 0,
-                    "config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                               "intermediate_size": 128, "max_position_embeddings": 1002}},
-        "architecture": "esm-masked-lm", "architecture_family": "transformer-encoder", "tokenizer_type": "k-mer",
-        "params": 0, "params_note": "random weights: nothing was trained", "pretraining_data": "none (random initialisation)",
-        "pretraining_domain": "none", "license": "Apache-2.0",
-        "extraction": {"pooling": "mean", "layer": -1, "exclude_special_tokens": True, "max_tokens": 1000,
-                       "long_policy": "chunk_mean", "rc": "none"},
+        "display": "Random-init NT-style (tiny)",
+        "family": "random-init",
+        "source": {"kind": "builtin"},
+        "builtin": {
+            "architecture": "esm",
+            "tokenizer": "nt-6mer",
+            "init_seed": 0,
+            "config": {
+                "hidden_size": 64,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "intermediate_size": 128,
+                "max_position_embeddings": 1002,
+            },
+        },
+        "architecture": "esm-masked-lm",
+        "architecture_family": "transformer-encoder",
+        "tokenizer_type": "k-mer",
+        "params": 0,
+        "params_note": "random weights: nothing was trained",
+        "pretraining_data": "none (random initialisation)",
+        "pretraining_domain": "none",
+        "license": "Apache-2.0",
+        "extraction": {
+            "pooling": "mean",
+            "layer": -1,
+            "exclude_special_tokens": True,
+            "max_tokens": 1000,
+            "long_policy": "chunk_mean",
+            "rc": "none",
+        },
         "notes": "Seeded random initialisation of an NT-style encoder (6-mer tokens, CLS prefix); the floor a pretrained model must beat.",
-    }  # fmt: skip
-    for short, task, desc in (("prom", "prom_core_all", "prom_core_all"), ("tf0", "human_tf_0", "human tf_0"),
-                              ("tf1", "human_tf_1", "human tf_1")):  # fmt: skip
+    }
+    for short, task, desc in (
+        ("prom", "prom_core_all", "prom_core_all"),
+        ("tf0", "human_tf_0", "human tf_0"),
+        ("tf1", "human_tf_1", "human tf_1"),
+    ):
         out[f"mistral-dna-1m-ft-{short}"] = {
-            "display": f"Mistral-DNA 1M ft-{short}", "family": "hf-decoder",
-            "source": {"kind": "local", "path": f"../shared/models/mistral-dna-v1-1m-hg38-finetuned-{short}",
-                       "origin": "github.com/raphaelmourad/LLM-for-genomics-training@92a45fe",
-                       "base_hub_id": "RaphaelMourad/Mistral-DNA-v1-1M-hg38"},
-            "architecture": "mixtral-causal-lm", "architecture_family": "transformer-decoder", "tokenizer_type": "bpe",
+            "display": f"Mistral-DNA 1M ft-{short}",
+            "family": "hf-decoder",
+            "source": {
+                "kind": "local",
+                "path": f"../shared/models/mistral-dna-v1-1m-hg38-finetuned-{short}",
+                "origin": "github.com/raphaelmourad/LLM-for-genomics-training@92a45fe",
+                "base_hub_id": "RaphaelMourad/Mistral-DNA-v1-1M-hg38",
+            },
+            "architecture": "mixtral-causal-lm",
+            "architecture_family": "transformer-decoder",
+            "tokenizer_type": "bpe",
             "tokenizer": "DNABERT-2 BPE (vocab 4096); adds [CLS] ... [SEP]",
-            "params": 720000, "context_tokens": 256,
+            "params": 720000,
+            "context_tokens": 256,
             "pretraining_data": f"human reference genome hg38, then fine-tuned on GUE {desc}",
-            "pretraining_domain": "human", "license": "Apache-2.0", "trust_remote_code": False,
-            "extraction": {"pooling": "mean", "layer": -1, "exclude_special_tokens": False, "max_tokens": 256,
-                           "long_policy": "chunk_mean", "rc": "none", "embedding_dim": 64},
+            "pretraining_domain": "human",
+            "license": "Apache-2.0",
+            "trust_remote_code": False,
+            "extraction": {
+                "pooling": "mean",
+                "layer": -1,
+                "exclude_special_tokens": False,
+                "max_tokens": 256,
+                "long_policy": "chunk_mean",
+                "rc": "none",
+                "embedding_dim": 64,
+            },
             "trained_on_tasks": [f"gue_{task}", f"leannmlindsey_GUE_{task}"],
-            "registry_name": "Mistral-DNA-v1-1M-hg38", "verified": "V",
+            "registry_name": "Mistral-DNA-v1-1M-hg38",
+            "verified": "V",
             "notes": "Real checkpoint (Mixtral sparse MoE, hidden 64, 4 layers, 8 experts, 1 per token); its sequence-"
-                     "classification head (score.weight) is unused. Fine-tuned on a GUE task: flagged as contaminated "
-                     "for that task. Special tokens are pooled (exclude_special_tokens: false), like the paper's reference.",
-        }  # fmt: skip
+            "classification head (score.weight) is unused. Fine-tuned on a GUE task: flagged as contaminated "
+            "for that task. Special tokens are pooled (exclude_special_tokens: false), like the paper's reference.",
+        }
     return out
 
 
@@ -382,9 +626,17 @@ def arch_family_of(architecture: str) -> str:
 
 def tokenizer_type_of(tokenizer: str) -> str:
     t = tokenizer.lower()
-    for key, value in (("mixed", "mixed"), ("one-hot", "one-hot"), ("codon", "codon"), ("bpe", "bpe"),
-                       ("sentencepiece", "bpe"), ("mer", "k-mer"), ("single nucleotide", "single-nucleotide"),
-                       ("char", "single-nucleotide"), ("byte", "single-nucleotide")):  # fmt: skip
+    for key, value in (
+        ("mixed", "mixed"),
+        ("one-hot", "one-hot"),
+        ("codon", "codon"),
+        ("bpe", "bpe"),
+        ("sentencepiece", "bpe"),
+        ("mer", "k-mer"),
+        ("single nucleotide", "single-nucleotide"),
+        ("char", "single-nucleotide"),
+        ("byte", "single-nucleotide"),
+    ):
         if key in t:
             return value
     return "unknown"
@@ -421,8 +673,14 @@ def registry_entry(e: dict[str, Any], key: str) -> dict[str, Any]:
     fam = PLANT_FAMILY.get(key, fam)
     hub, hub_ok = clean_hub_id(e.get("hf_id"))
     remote = bool(e["needs_remote_code"])
-    extraction: dict[str, Any] = {"pooling": "mean", "layer": -1, "exclude_special_tokens": True,
-                                  "max_tokens": parse_tokens(e["max_length"]), "long_policy": "chunk_mean", "rc": "none"}  # fmt: skip
+    extraction: dict[str, Any] = {
+        "pooling": "mean",
+        "layer": -1,
+        "exclude_special_tokens": True,
+        "max_tokens": parse_tokens(e["max_length"]),
+        "long_policy": "chunk_mean",
+        "rc": "none",
+    }
     extraction.update(ext_extra)
     if e["family"] == "DNABERT":
         extraction["input_transform"] = {"kind": "overlapping-kmers", "k": int(e["name"].split("-")[1])}
@@ -430,19 +688,30 @@ def registry_entry(e: dict[str, Any], key: str) -> dict[str, Any]:
         if key in EVO2_LAYER:
             extraction["layer"] = EVO2_LAYER[key]
         else:
-            fam, note = "unsupported", "which Evo 2 block gives the best embeddings is not established for this size (evo2 #124); set family evo2 and a module name as layer to run it"
+            fam, note = (
+                "unsupported",
+                "which Evo 2 block gives the best embeddings is not established for this size (evo2 #124); set family evo2 and a module name as layer to run it",
+            )
     if fam == "enformer":
         extraction.pop("max_tokens")
     load = {**load_extra, **remote_load(e["name"], key, remote)}
     if fam in ("evo", "evo2"):
         load["package_model_name"] = key
     if e["family"] == "Caduceus" and "-ps_" in key:
-        note = (note + "; " if note else "") + "RC-equivariant: the hidden size is 2 x d_model (forward and RC channels)"
+        note = (
+            note + "; " if note else ""
+        ) + "RC-equivariant: the hidden size is 2 x d_model (forward and RC channels)"
     entry: dict[str, Any] = {
         "display": e["name"],
         "family": fam,
-        "source": ({"kind": "hub-unpinned", "hub_id": hub} if hub and hub_ok else
-                   {"kind": "external", "where": f"hub id unverified: {e.get('hf_id')}" if hub else "not on the hub (see notes)"}),
+        "source": (
+            {"kind": "hub-unpinned", "hub_id": hub}
+            if hub and hub_ok
+            else {
+                "kind": "external",
+                "where": f"hub id unverified: {e.get('hf_id')}" if hub else "not on the hub (see notes)",
+            }
+        ),
         "architecture": e["architecture"],
         "architecture_family": arch_family_of(e["architecture"]),
         "tokenizer_type": tokenizer_type_of(e["tokenizer"]),
@@ -461,7 +730,7 @@ def registry_entry(e: dict[str, Any], key: str) -> dict[str, Any]:
         "registry_name": e["name"],
         "verified": str(e["verified"]).split(" ")[0],
         "loading_notes": " ".join(str(e["loader_notes"]).split()),
-    }  # fmt: skip
+    }
     if key in SUPERVISED or e["name"] in SUPERVISED:
         entry["supervised"] = True
     if note:
@@ -475,12 +744,16 @@ def reg_verified(reg: dict[str, Any] | None) -> bool:
 
 
 #: the factors matched-pair derivation compares (geneb.analysis.pairs.FACTORS), as named in the notes
-FACT_LABEL = {"architecture_family": "architecture family", "tokenizer_type": "tokenizer type",
-              "pretraining_domain": "pretraining domain"}  # fmt: skip
+FACT_LABEL = {
+    "architecture_family": "architecture family",
+    "tokenizer_type": "tokenizer type",
+    "pretraining_domain": "pretraining domain",
+}
 
 
-def reconcile(field: str, paper_value: str, paper_text: str, reg: dict[str, Any] | None, reg_value: str,
-              reg_text: str) -> tuple[str, str | None]:
+def reconcile(
+    field: str, paper_value: str, paper_text: str, reg: dict[str, Any] | None, reg_value: str, reg_text: str
+) -> tuple[str, str | None]:
     """One pair-derivation factor of a paper model: (value, note on a disagreement or None).
 
     The paper's sheet (models.tsv) and registry.yaml are compared as GENEB classifies them. Agreement,
@@ -496,14 +769,18 @@ def reconcile(field: str, paper_value: str, paper_text: str, reg: dict[str, Any]
         return reg_value, None
     label = FACT_LABEL[field]
     paper_says = paper_value if paper_text in ("", paper_value) else f"{paper_value} ({paper_text})"
-    both = (f"{label}: models.tsv says {paper_says}, registry.yaml says {reg_value} ({reg_text}, "
-            f"verified {str(reg.get('verified', '?')).split(' ')[0]})")  # fmt: skip
+    both = (
+        f"{label}: models.tsv says {paper_says}, registry.yaml says {reg_value} ({reg_text}, "
+        f"verified {str(reg.get('verified', '?')).split(' ')[0]})"
+    )
     if reg_verified(reg):
         return reg_value, both + "; the verified registry.yaml value is used"
     return paper_value, both + "; registry.yaml is unverified there, so the paper's record of this checkpoint is used"
 
 
-def resolve_hub_id(paper_hub: str, reg: dict[str, Any] | None, verified_orgs: dict[str, set[str]]) -> tuple[str, str | None]:
+def resolve_hub_id(
+    paper_hub: str, reg: dict[str, Any] | None, verified_orgs: dict[str, set[str]]
+) -> tuple[str, str | None]:
     """The hub id of a paper model whose models.tsv source is a hub id: (hub id, note or None).
 
     registry.yaml's hub id wins when it differs and is verified, either on its own record (V) or because every
@@ -517,20 +794,31 @@ def resolve_hub_id(paper_hub: str, reg: dict[str, Any] | None, verified_orgs: di
     if reg_verified(reg):
         why = f"registry.yaml's record is verified ({reg['verified']})"
     elif org in verified_orgs.get(reg["family"], set()):
-        why = (f"registry.yaml's record is unverified ({reg['verified']}), but every verified {reg['family']} record "
-               f"is under {org}/, so the family is kept under one organisation")  # fmt: skip
+        why = (
+            f"registry.yaml's record is unverified ({reg['verified']}), but every verified {reg['family']} record "
+            f"is under {org}/, so the family is kept under one organisation"
+        )
     else:
-        return paper_hub, f"registry.yaml lists the hub id as {hub} (unverified there); models.tsv's {paper_hub} is used"
+        return (
+            paper_hub,
+            f"registry.yaml lists the hub id as {hub} (unverified there); models.tsv's {paper_hub} is used",
+        )
     note = f"hub id {hub} from registry.yaml, not models.tsv's {paper_hub}: {why}"
     if reg["family"] == "GenomeOcean":
-        note += ("; the GenomeOcean README lists the checkpoints as pGenomeOcean/... but links them to "
-                 "huggingface.co/DOEJGI/..., so DOEJGI looks like the organisation's later name, which the hub "
-                 "redirects to; check that the pinned commit is the same under both names")
+        note += (
+            "; the GenomeOcean README lists the checkpoints as pGenomeOcean/... but links them to "
+            "huggingface.co/DOEJGI/..., so DOEJGI looks like the organisation's later name, which the hub "
+            "redirects to; check that the pinned commit is the same under both names"
+        )
     return hub, note
 
 
-def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[str, set[str]] | None = None,
-                log: list[str] | None = None) -> dict[str, Any]:
+def paper_entry(
+    row: pd.Series,
+    reg: dict[str, Any] | None,
+    verified_orgs: dict[str, set[str]] | None = None,
+    log: list[str] | None = None,
+) -> dict[str, Any]:
     """A GENEB entry for one of the paper's models, with the paper's reference extraction as default."""
     mid = row["geneb_model_id"]
     cur = PAPER[mid]
@@ -543,11 +831,14 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[
     pooling_ref = str(row["pooling_reference"])
     pooling = {"cls-token": "cls", "penultimate-valid-token": "last"}.get(pooling_ref, "mean")
     extraction: dict[str, Any] = {
-        "pooling": pooling, "layer": -1,
+        "pooling": pooling,
+        "layer": -1,
         "exclude_special_tokens": pooling_ref == "penultimate-valid-token",
-        "max_tokens": parse_tokens(cap), "long_policy": "truncate", "rc": "none",
+        "max_tokens": parse_tokens(cap),
+        "long_policy": "truncate",
+        "rc": "none",
         "embedding_dim": int(row["emb_dim"]) if str(row["emb_dim"]).isdigit() else None,
-    }  # fmt: skip
+    }
     if mid == "PlantCaduceus_l32":
         extraction["max_tokens"] = 512
     load: dict[str, Any] = {}
@@ -568,13 +859,30 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[
     else:
         source = {"kind": "external", "where": cur.get("where", src_text)}
     # the three factors of matched-pair derivation: the paper's sheet against registry.yaml (reconcile)
-    arch_family, n1 = reconcile("architecture_family", PAPER_ARCH_FAMILY[row["family"]], f"{row['family']}",
-                                reg, arch_family_of(reg["architecture"]) if reg else "", reg["architecture"] if reg else "")
-    tokenizer_type, n2 = reconcile("tokenizer_type", PAPER_TOKENIZER.get(row["tokenizer"], row["tokenizer"]),
-                                   row["tokenizer"], reg, tokenizer_type_of(reg["tokenizer"]) if reg else "",
-                                   reg["tokenizer"] if reg else "")
-    domain, n3 = reconcile("pretraining_domain", PAPER_DOMAIN[mid], row["pretraining_data_unverified"], reg,
-                           reg["domain"] if reg else "", reg["pretraining_data"] if reg else "")
+    arch_family, n1 = reconcile(
+        "architecture_family",
+        PAPER_ARCH_FAMILY[row["family"]],
+        f"{row['family']}",
+        reg,
+        arch_family_of(reg["architecture"]) if reg else "",
+        reg["architecture"] if reg else "",
+    )
+    tokenizer_type, n2 = reconcile(
+        "tokenizer_type",
+        PAPER_TOKENIZER.get(row["tokenizer"], row["tokenizer"]),
+        row["tokenizer"],
+        reg,
+        tokenizer_type_of(reg["tokenizer"]) if reg else "",
+        reg["tokenizer"] if reg else "",
+    )
+    domain, n3 = reconcile(
+        "pretraining_domain",
+        PAPER_DOMAIN[mid],
+        row["pretraining_data_unverified"],
+        reg,
+        reg["domain"] if reg else "",
+        reg["pretraining_data"] if reg else "",
+    )
     fact_notes += [n for n in (n1, n2, n3) if n]
     data_from_paper = reg is None or (domain != reg["domain"] and domain == PAPER_DOMAIN[mid])
     context_text = str(reg["max_length"]) if reg else cap
@@ -586,14 +894,23 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[
     notes += fact_notes
     if log is not None:
         log += [f"{mid}: {n}" for n in fact_notes]
-    notes.append("default extraction = the paper's reference (last hidden state, its pooling with special tokens "
-                 "included, its input cap, truncation beyond it, no RC)")
+    notes.append(
+        "default extraction = the paper's reference (last hidden state, its pooling with special tokens "
+        "included, its input cap, truncation beyond it, no RC)"
+    )
     paper = {
-        "model_id": mid, "display": row["leaderboard_display"], "name": row["model_paper_name_v4"], "source": src_text,
+        "model_id": mid,
+        "display": row["leaderboard_display"],
+        "name": row["model_paper_name_v4"],
+        "source": src_text,
         "params": int(row["params_current"]),
-        "reference_extraction": {"max_input": cap, "hidden_tap": row["hidden_tap_reference"], "pooling": pooling_ref,
-                                 "embedding_dim": extraction["embedding_dim"]},
-    }  # fmt: skip
+        "reference_extraction": {
+            "max_input": cap,
+            "hidden_tap": row["hidden_tap_reference"],
+            "pooling": pooling_ref,
+            "embedding_dim": extraction["embedding_dim"],
+        },
+    }
     if isinstance(row["reference_extractor_notes"], str) and row["reference_extractor_notes"].strip():
         paper["reference_defects"] = row["reference_extractor_notes"].strip()
     if cur.get("geneb_changes"):
@@ -607,7 +924,9 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[
         "tokenizer_type": tokenizer_type,
         "tokenizer": reg["tokenizer"] if reg else row["tokenizer"],
         "params": int(row["params_current"]),
-        "params_paper": int(row["params_early_meta"]) if str(row["params_early_meta"]).strip() not in ("", "nan") else None,
+        "params_paper": int(row["params_early_meta"])
+        if str(row["params_early_meta"]).strip() not in ("", "nan")
+        else None,
         "context_tokens": parse_tokens(context_text),
         "context": context_text,
         "beyond_trained_context": BEYOND_TRAINED_CONTEXT.get(mid),
@@ -623,7 +942,7 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[
         "verified": str(reg["verified"]).split(" ")[0] if reg else None,
         "loading_notes": " ".join(str(reg["loader_notes"]).split()) if reg else None,
         "notes": "; ".join(notes),
-    }  # fmt: skip
+    }
     if mid in SUPERVISED:
         entry["supervised"] = True
     return _tidy(entry)
@@ -631,7 +950,16 @@ def paper_entry(row: pd.Series, reg: dict[str, Any] | None, verified_orgs: dict[
 
 def _tidy(entry: dict[str, Any]) -> dict[str, Any]:
     """Drop empty optional fields (None, {}) so the YAML stays readable; required fields stay."""
-    keep = {"params", "display", "family", "source", "architecture_family", "tokenizer_type", "pretraining_domain", "license"}
+    keep = {
+        "params",
+        "display",
+        "family",
+        "source",
+        "architecture_family",
+        "tokenizer_type",
+        "pretraining_domain",
+        "license",
+    }
     out = {k: v for k, v in entry.items() if k in keep or v not in (None, {}, "")}
     if "extraction" in out:
         out["extraction"] = {k: v for k, v in out["extraction"].items() if v is not None or k == "max_tokens"}
@@ -657,7 +985,11 @@ def build(shared: Path, log: list[str] | None = None, existing: dict[str, Any] |
     for _, row in paper.iterrows():
         mid = row["geneb_model_id"]
         cur = PAPER[mid]
-        match = by_name.get(cur["registry_name"]) if cur.get("registry_name") else by_hub.get(str(row["hub_id_or_source"]).lower())
+        match = (
+            by_name.get(cur["registry_name"])
+            if cur.get("registry_name")
+            else by_hub.get(str(row["hub_id_or_source"]).lower())
+        )
         if match is not None:
             used.add(match["name"])
         models[mid] = paper_entry(row, match, verified_orgs, log)
@@ -706,7 +1038,9 @@ class _NoAliases(yaml.SafeDumper):
 
 def render(doc: dict[str, Any]) -> str:
     """The text of config/models.yaml for `doc` (header included)."""
-    return HEADER + yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None)
+    return HEADER + yaml.dump(
+        doc, Dumper=_NoAliases, sort_keys=False, width=120, allow_unicode=True, default_flow_style=None
+    )
 
 
 def main() -> None:

@@ -81,20 +81,37 @@ def main() -> None:
         n_cls = "".join(ch for ch in str(r.n_classes_inferred) if ch.isdigit())
         rows.append(
             dict(
-                task=r.task_id, task_set="paper", category=r.category, label=r.label, geneb_task_id=r.task_id,
-                same_split_as_geneb="yes", organism=r.organism_inferred, taxon_group=taxon_group(r.organism_inferred),
+                task=r.task_id,
+                task_set="paper",
+                category=r.category,
+                label=r.label,
+                geneb_task_id=r.task_id,
+                same_split_as_geneb="yes",
+                organism=r.organism_inferred,
+                taxon_group=taxon_group(r.organism_inferred),
                 n_classes=n_cls if n_cls and n_cls == str(r.n_classes_inferred).strip() else "",
-                source_benchmark=r.source_benchmark, license="see the upstream benchmark (paper task data keeps upstream licences)",
-                source=source, caveats="organism and class count inferred from the source dataset, not official",
+                source_benchmark=r.source_benchmark,
+                license="see the upstream benchmark (paper task data keeps upstream licences)",
+                source=source,
+                caveats="organism and class count inferred from the source dataset, not official",
             )
         )
     for r in mirror.itertuples():
         rows.append(
             dict(
-                task=r.task, task_set="mirror", category=r.category, label=r.task, geneb_task_id=r.geneb_task_id,
-                same_split_as_geneb=r.same_split_as_geneb or "no", organism=r.organism,
-                taxon_group=taxon_group(r.organism), n_classes=r.n_classes, source_benchmark=r.source_benchmark,
-                license=r.license, source="mirror", caveats=r.caveats,
+                task=r.task,
+                task_set="mirror",
+                category=r.category,
+                label=r.task,
+                geneb_task_id=r.geneb_task_id,
+                same_split_as_geneb=r.same_split_as_geneb or "no",
+                organism=r.organism,
+                taxon_group=taxon_group(r.organism),
+                n_classes=r.n_classes,
+                source_benchmark=r.source_benchmark,
+                license=r.license,
+                source="mirror",
+                caveats=r.caveats,
             )
         )
     out = pd.DataFrame(rows)

@@ -24,13 +24,16 @@ def concat_tables(paths: list[str | Path], out_path: str | Path, *, schema_versi
     for p, df in zip(paths, frames):
         found = sorted(set(df["schema_version"].astype(str))) if "schema_version" in df.columns else []
         if found != [schema_version]:
-            raise ValueError(f"{p}: schema_version {found or 'missing'}, expected [{schema_version!r}]; rerun the job that "
-                             "wrote it")  # fmt: skip
+            raise ValueError(
+                f"{p}: schema_version {found or 'missing'}, expected [{schema_version!r}]; rerun the job that wrote it"
+            )
     cols = list(frames[0].columns)
     for p, df in zip(paths, frames):
         if list(df.columns) != cols:
             extra, missing = sorted(set(df.columns) - set(cols)), sorted(set(cols) - set(df.columns))
-            raise ValueError(f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)")
+            raise ValueError(
+                f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)"
+            )
     table = pd.concat(frames, ignore_index=True)
     with atomic_path(out_path) as tmp:
         table.to_parquet(tmp, index=False)

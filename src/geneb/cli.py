@@ -128,7 +128,7 @@ def _registry(path: str) -> dict[str, Any]:
 
 
 def _ci_label(path: str, table: pd.DataFrame) -> str | None:
-    """"95% CI" etc.: the confidence level of the analysis that wrote the table, from the
+    """ "95% CI" etc.: the confidence level of the analysis that wrote the table, from the
     analysis_summary.json beside it when its settings_hash is the table's; None when not known."""
     try:
         summary = json.loads(Path(path).with_name("analysis_summary.json").read_text())
@@ -166,7 +166,11 @@ def cmd_tasks(args: argparse.Namespace) -> str:
     if picked.empty:
         where = ", ".join(f"{k} {v!r}" for k, v in (("category", cat), ("set", args.set)) if v)
         have = sorted(set(tasks["category"]) - {""})
-        raise CliError(f"no tasks in {p}" + (f" for {where}" if where else "") + (f"; categories with tasks: {', '.join(have)}" if have else ""))
+        raise CliError(
+            f"no tasks in {p}"
+            + (f" for {where}" if where else "")
+            + (f"; categories with tasks: {', '.join(have)}" if have else "")
+        )
     return picked[["category", "task_set", "taxon_group", "geneb_task_id"]].to_string()
 
 
@@ -177,7 +181,10 @@ def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
     rows = table[(table["regime"] == args.regime) & (table["category"] == cat)]
     if rows.empty:
         have = sorted(table.loc[table["regime"] == args.regime, "category"].dropna().astype(str).unique())
-        raise CliError(f"no {what} rows for category {cat!r}, regime {args.regime!r}" + (f" (the table has: {', '.join(have)})" if have else ""))
+        raise CliError(
+            f"no {what} rows for category {cat!r}, regime {args.regime!r}"
+            + (f" (the table has: {', '.join(have)})" if have else "")
+        )
     return rows, cat
 
 
@@ -185,7 +192,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     b, cat = _rows(args, "leaderboard")
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
-    return f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC\n" + b[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    return f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC\n" + b[cols].to_string(
+        index=False, float_format=lambda v: f"{v:.4f}"
+    )
 
 
 def cmd_recommend(args: argparse.Namespace) -> str:
@@ -222,7 +231,10 @@ def cmd_pin_revisions(args: argparse.Namespace) -> str:
     except (PinError, RegistryError) as err:
         raise CliError(str(err)) from err
     write_pins(args.pins, pins)
-    return "\n".join(f"{m}: {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in pins.items()) + f"\nwritten to {args.pins}"
+    return (
+        "\n".join(f"{m}: {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in pins.items())
+        + f"\nwritten to {args.pins}"
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -237,7 +249,9 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `geneb` command."""
-    p = argparse.ArgumentParser(prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations.")
+    p = argparse.ArgumentParser(
+        prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("models", help="list the models of the registry")
     m.add_argument("--sheet", default="config/models.yaml")

@@ -127,7 +127,9 @@ def is_complete_embedding_file(path: str | os.PathLike[str], *, hdf5_locking: st
         return False
 
 
-def set_aside_partial(paths: Iterable[str | os.PathLike[str]], *, hdf5_locking: str = "auto") -> list[tuple[Path, Path]]:
+def set_aside_partial(
+    paths: Iterable[str | os.PathLike[str]], *, hdf5_locking: str = "auto"
+) -> list[tuple[Path, Path]]:
     """Move every existing file among `paths` that is not a complete embedding cache to
     `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing and schedules the extraction again.
 

@@ -11,5 +11,7 @@ def log_to_file(path: str, level: int = logging.INFO) -> None:
     job's log holds its traceback."""
     stream = open(path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     sys.stderr = stream
-    logging.basicConfig(level=level, stream=stream, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    logging.basicConfig(
+        level=level, stream=stream, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
     logging.captureWarnings(True)

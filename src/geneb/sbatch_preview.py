@@ -94,7 +94,7 @@ def preview(snakemake_args: list[str]) -> list[JobPreview]:
                 rule=self.rule.name,
                 wildcards=dict(self.wildcards_dict),
                 local=local,
-                resources={k: resources[k] for k in resources.keys()},
+                resources={k: resources[k] for k in resources},
                 threads=int(self.threads),
                 sbatch=None
                 if local

@@ -12,13 +12,49 @@ from sklearn.metrics import matthews_corrcoef
 from geneb.categories import CATEGORIES
 
 MODELS = {
-    "enc-small": {"display": "Encoder small", "params": 10e6, "architecture_family": "transformer-encoder", "tokenizer_type": "bpe", "pretraining_domain": "human"},
-    "enc-small-ms": {"display": "Encoder small MS", "params": 12e6, "architecture_family": "transformer-encoder", "tokenizer_type": "bpe", "pretraining_domain": "multispecies"},
-    "enc-big": {"display": "Encoder big", "params": 500e6, "architecture_family": "transformer-encoder", "tokenizer_type": "k-mer", "pretraining_domain": "multispecies"},
-    "ssm": {"display": "SSM", "params": 8e6, "architecture_family": "ssm", "tokenizer_type": "single-nucleotide", "pretraining_domain": "human"},
-    "prok": {"display": "Prokaryotic", "params": 1e9, "architecture_family": "transformer-decoder", "tokenizer_type": "bpe", "pretraining_domain": "prokaryote"},
-    "kmer": {"display": "4-mer", "params": 0, "architecture_family": "kmer", "tokenizer_type": "k-mer", "pretraining_domain": "none"},
-}  # fmt: skip
+    "enc-small": {
+        "display": "Encoder small",
+        "params": 10e6,
+        "architecture_family": "transformer-encoder",
+        "tokenizer_type": "bpe",
+        "pretraining_domain": "human",
+    },
+    "enc-small-ms": {
+        "display": "Encoder small MS",
+        "params": 12e6,
+        "architecture_family": "transformer-encoder",
+        "tokenizer_type": "bpe",
+        "pretraining_domain": "multispecies",
+    },
+    "enc-big": {
+        "display": "Encoder big",
+        "params": 500e6,
+        "architecture_family": "transformer-encoder",
+        "tokenizer_type": "k-mer",
+        "pretraining_domain": "multispecies",
+    },
+    "ssm": {
+        "display": "SSM",
+        "params": 8e6,
+        "architecture_family": "ssm",
+        "tokenizer_type": "single-nucleotide",
+        "pretraining_domain": "human",
+    },
+    "prok": {
+        "display": "Prokaryotic",
+        "params": 1e9,
+        "architecture_family": "transformer-decoder",
+        "tokenizer_type": "bpe",
+        "pretraining_domain": "prokaryote",
+    },
+    "kmer": {
+        "display": "4-mer",
+        "params": 0,
+        "architecture_family": "kmer",
+        "tokenizer_type": "k-mer",
+        "pretraining_domain": "none",
+    },
+}
 #: planted accuracy level per model (full regime); k-shot regimes lower it
 LEVEL = {"enc-small": 0.78, "enc-small-ms": 0.84, "enc-big": 0.86, "ssm": 0.74, "prok": 0.70, "kmer": 0.66}
 SHOT = {"full": 0.0, "10shot": 0.08, "1shot": 0.14}
@@ -31,8 +67,18 @@ def _write_run(root) -> dict:
     rows, cat_rows = [], []
     for task, cat in tasks.items():
         y = rng.integers(0, 2, 120)
-        cat_rows.append({"task": task, "task_set": "mirror", "category": cat, "label": task, "geneb_task_id": "",
-                         "same_split_as_geneb": "", "organism": "x", "taxon_group": "human"})  # fmt: skip
+        cat_rows.append(
+            {
+                "task": task,
+                "task_set": "mirror",
+                "category": cat,
+                "label": task,
+                "geneb_task_id": "",
+                "same_split_as_geneb": "",
+                "organism": "x",
+                "taxon_group": "human",
+            }
+        )
         for model in MODELS:
             frames = []
             for regime, drop in SHOT.items():
@@ -40,20 +86,55 @@ def _write_run(root) -> dict:
                     acc = LEVEL[model] - drop + (0.2 if (model == "ssm" and cat == "Splice Sites") else 0.0)
                     right = rng.random(len(y)) < acc
                     yp = np.where(right, y, 1 - y)
-                    frames.append(pd.DataFrame({"regime": regime, "seed": seed, "row": np.arange(len(y)), "y_true": y, "y_pred": yp, "score": np.nan}))
+                    frames.append(
+                        pd.DataFrame(
+                            {
+                                "regime": regime,
+                                "seed": seed,
+                                "row": np.arange(len(y)),
+                                "y_true": y,
+                                "y_pred": yp,
+                                "score": np.nan,
+                            }
+                        )
+                    )
                     for metric, v in (("MCC", matthews_corrcoef(y, yp)), ("Acc", float(np.mean(y == yp)))):
-                        rows.append({"schema_version": "1", "protocol": "geneb-paper", "model": model, "task": task, "category": cat,
-                                     "regime": regime, "seed": seed, "metric": metric, "value": v, "ci_low": np.nan,
-                                     "ci_high": np.nan, "n_train": 100, "n_test": len(y)})  # fmt: skip
+                        rows.append(
+                            {
+                                "schema_version": "1",
+                                "protocol": "geneb-paper",
+                                "model": model,
+                                "task": task,
+                                "category": cat,
+                                "regime": regime,
+                                "seed": seed,
+                                "metric": metric,
+                                "value": v,
+                                "ci_low": np.nan,
+                                "ci_high": np.nan,
+                                "n_train": 100,
+                                "n_test": len(y),
+                            }
+                        )
             path = root / "results" / "predictions" / "geneb-paper" / model / f"{task}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pd.concat(frames).to_parquet(path, index=False)
     (root / "results" / "tables").mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(root / "results" / "tables" / "scores.parquet", index=False)
     (root / "config").mkdir(exist_ok=True)
-    reg = {"schema_version": 1, "matched_pairs": [{"id": "declared", "models": ["enc-small", "ssm"], "differs_in": "architecture",
-                                                    "held_equal": ["pretraining_data"], "note": "planted"}],
-           "models": MODELS}  # fmt: skip
+    reg = {
+        "schema_version": 1,
+        "matched_pairs": [
+            {
+                "id": "declared",
+                "models": ["enc-small", "ssm"],
+                "differs_in": "architecture",
+                "held_equal": ["pretraining_data"],
+                "note": "planted",
+            }
+        ],
+        "models": MODELS,
+    }
     (root / "config" / "models.yaml").write_text(yaml.safe_dump(reg))
     pd.DataFrame(cat_rows).to_csv(root / "config" / "tasks.tsv", sep="\t", index=False)
     return {"tasks": tasks}
@@ -69,10 +150,20 @@ def synthetic_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
     info = _write_run(root)
     t = root / "results" / "tables"
-    analysis = {"bootstrap": {"n_resamples": 200, "seed": 5}, "scale": {"rho_exclusions": [{"model": "prok", "reason": "planted outlier"}]}}
-    common = {"scores": str(t / "scores.parquet"), "models_yaml": str(root / "config" / "models.yaml"),
-              "tasks_tsv": str(root / "config" / "tasks.tsv"), "analysis_config": analysis, "view": "geneb"}  # fmt: skip
-    leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in ("leaderboard", "leaderboard_tasks", "contamination")})
+    analysis = {
+        "bootstrap": {"n_resamples": 200, "seed": 5},
+        "scale": {"rho_exclusions": [{"model": "prok", "reason": "planted outlier"}]},
+    }
+    common = {
+        "scores": str(t / "scores.parquet"),
+        "models_yaml": str(root / "config" / "models.yaml"),
+        "tasks_tsv": str(root / "config" / "tasks.tsv"),
+        "analysis_config": analysis,
+        "view": "geneb",
+    }
+    leaderboard_step(
+        **common, outputs={n: str(t / f"{n}.parquet") for n in ("leaderboard", "leaderboard_tasks", "contamination")}
+    )
     analyses_step(**common, predictions_root=str(root / "results" / "predictions"), outdir=str(t))
     render_figures(t, root / "results" / "figures")
     return {"root": root, "config": {"analysis": analysis, "models": list(MODELS)}, **info}

@@ -10,8 +10,15 @@ from geneb.analysis.metadata import model_frame
 SEEDS = (13, 17, 42)
 
 
-def scores_from_values(values: dict[tuple[str, str, str], float], categories: dict[str, str], *, protocol: str = "geneb-paper",
-                       seeds: tuple[int, ...] = SEEDS, noise: float = 0.0, rng_seed: int = 0) -> pd.DataFrame:  # fmt: skip
+def scores_from_values(
+    values: dict[tuple[str, str, str], float],
+    categories: dict[str, str],
+    *,
+    protocol: str = "geneb-paper",
+    seeds: tuple[int, ...] = SEEDS,
+    noise: float = 0.0,
+    rng_seed: int = 0,
+) -> pd.DataFrame:
     """A score table from {(model, task, regime): MCC}: one MCC row per seed (value + zero-mean noise whose
     seed mean is exactly the planted value) plus Acc and F1 rows."""
     rng = np.random.default_rng(rng_seed)
@@ -21,13 +28,29 @@ def scores_from_values(values: dict[tuple[str, str, str], float], categories: di
         eps -= eps.mean()
         for seed, e in zip(seeds, eps):
             for metric, val in (("MCC", v + e), ("Acc", 0.5 + v / 2), ("F1", 0.5 + v / 2)):
-                rows.append({"schema_version": "1", "protocol": protocol, "model": model, "task": task,
-                             "category": categories[task], "regime": regime, "seed": seed, "metric": metric,
-                             "value": float(val), "ci_low": np.nan, "ci_high": np.nan, "n_train": 100, "n_test": 50})  # fmt: skip
+                rows.append(
+                    {
+                        "schema_version": "1",
+                        "protocol": protocol,
+                        "model": model,
+                        "task": task,
+                        "category": categories[task],
+                        "regime": regime,
+                        "seed": seed,
+                        "metric": metric,
+                        "value": float(val),
+                        "ci_low": np.nan,
+                        "ci_high": np.nan,
+                        "n_train": 100,
+                        "n_test": 50,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def grid(models: list[str], tasks: list[str], fn, regimes: tuple[str, ...] = ("full",)) -> dict[tuple[str, str, str], float]:
+def grid(
+    models: list[str], tasks: list[str], fn, regimes: tuple[str, ...] = ("full",)
+) -> dict[tuple[str, str, str], float]:
     """{(model, task, regime): fn(model, task, regime)} over the full grid."""
     return {(m, t, r): float(fn(m, t, r)) for m in models for t in tasks for r in regimes}
 
@@ -37,7 +60,9 @@ def meta(specs: dict[str, dict]) -> pd.DataFrame:
     return model_frame(specs)
 
 
-def predictions(y_true: np.ndarray, accuracy: float, seed: int, regimes: tuple[str, ...] = ("full",), seeds: tuple[int, ...] = (0,)) -> pd.DataFrame:
+def predictions(
+    y_true: np.ndarray, accuracy: float, seed: int, regimes: tuple[str, ...] = ("full",), seeds: tuple[int, ...] = (0,)
+) -> pd.DataFrame:
     """A prediction table whose predictions equal y_true on a random `accuracy` fraction of rows (binary)."""
     rng = np.random.default_rng(seed)
     frames = []
@@ -45,6 +70,16 @@ def predictions(y_true: np.ndarray, accuracy: float, seed: int, regimes: tuple[s
         for s in seeds:
             right = rng.random(len(y_true)) < accuracy
             y_pred = np.where(right, y_true, 1 - y_true)
-            frames.append(pd.DataFrame({"regime": regime, "seed": s, "row": np.arange(len(y_true)), "y_true": y_true,
-                                        "y_pred": y_pred, "score": np.nan}))  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "regime": regime,
+                        "seed": s,
+                        "row": np.arange(len(y_true)),
+                        "y_true": y_true,
+                        "y_pred": y_pred,
+                        "score": np.nan,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)

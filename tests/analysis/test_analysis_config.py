@@ -36,14 +36,21 @@ def test_shipped_config_validates_and_sets_the_papers_choices_for_the_published_
 def test_bad_analysis_settings_are_refused_by_the_schema(repo):
     from snakemake.exceptions import WorkflowError
 
-    for bad in ({"contamination": "ignore"}, {"bootstrap": {"n_resamples": 10}}, {"scale": {"rho_exclusions": [{"model": "x"}]}}):
+    for bad in (
+        {"contamination": "ignore"},
+        {"bootstrap": {"n_resamples": 10}},
+        {"scale": {"rho_exclusions": [{"model": "x"}]}},
+    ):
         with pytest.raises(WorkflowError):
             _validate({"tasks": ["x"], "models": ["y"], "analysis": copy.deepcopy(bad)}, repo)
 
 
 def test_merge_and_entries():
     s = run.merge_settings(run.DEFAULTS, {"bootstrap": {"seed": 1}})
-    assert s["bootstrap"] == {"n_resamples": 1000, "seed": 1, "resample_tasks": True} and run.DEFAULTS["bootstrap"]["seed"] == 20260604
+    assert (
+        s["bootstrap"] == {"n_resamples": 1000, "seed": 1, "resample_tasks": True}
+        and run.DEFAULTS["bootstrap"]["seed"] == 20260604
+    )
     with pytest.raises(AnalysisInputError, match="reason"):
         entries([{"model": "x"}], "analysis.scale.rho_exclusions")
     with pytest.raises(AnalysisInputError):
@@ -68,9 +75,28 @@ def test_a_misspelled_model_in_an_exclusion_list_stops_the_workflow(repo, tmp_pa
         cfg[key] = str(repo / cfg[key])
     overlay = tmp_path / "config.yaml"
     overlay.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--cores", "1",
-                           "--configfile", str(overlay), "--directory", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(repo / "Snakefile"),
+            "-n",
+            "--cores",
+            "1",
+            "--configfile",
+            str(overlay),
+            "--directory",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     prefix = "analysis.scale" if where == "own" else "analysis.published.scale"
-    assert f"{prefix}.in_domain.exclude_models: model 'evo-1-131k' is not in the registry; did you mean ['evo-1-131k-base'" in proc.stdout + proc.stderr
+    assert (
+        f"{prefix}.in_domain.exclude_models: model 'evo-1-131k' is not in the registry; did you mean ['evo-1-131k-base'"
+        in proc.stdout + proc.stderr
+    )

@@ -37,8 +37,19 @@ def _snakemake(work: Path, *args: str, timeout: int = 300) -> subprocess.Complet
 def test_named_targets_resolve_to_a_dag(workdir):
     r = _snakemake(workdir, "-n", *TARGETS)
     assert r.returncode == 0, r.stderr[-3000:]
-    for rule in ("import_published", "published_leaderboard", "published_analyses", "published_figures", "published_report",
-                 "leaderboard", "analyses", "paper_figures", "report", "compare_published", "submission"):  # fmt: skip
+    for rule in (
+        "import_published",
+        "published_leaderboard",
+        "published_analyses",
+        "published_figures",
+        "published_report",
+        "leaderboard",
+        "analyses",
+        "paper_figures",
+        "report",
+        "compare_published",
+        "submission",
+    ):
         assert rule in r.stdout, rule
 
 
@@ -61,4 +72,6 @@ def test_published_chain_runs_and_writes_every_output(workdir):
     r = _snakemake(workdir, "published", "--configfile", str(overlay), "--report", str(workdir / "report.zip"))
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     names = zipfile.ZipFile(workdir / "report.zip").namelist()
-    assert sum(n.endswith(".png") for n in names) == len(FIGURES) and any(n.endswith("geneb_report.html") for n in names)
+    assert sum(n.endswith(".png") for n in names) == len(FIGURES) and any(
+        n.endswith("geneb_report.html") for n in names
+    )

@@ -13,7 +13,11 @@ from geneb.analysis.tables import AnalysisInputError
 
 def _preds(n=400):
     y = np.random.default_rng(1).integers(0, 2, n)
-    return y, {("good", "t1"): predictions(y, 0.9, 2), ("same", "t1"): predictions(y, 0.9, 2), ("bad", "t1"): predictions(y, 0.6, 3)}
+    return y, {
+        ("good", "t1"): predictions(y, 0.9, 2),
+        ("same", "t1"): predictions(y, 0.9, 2),
+        ("bad", "t1"): predictions(y, 0.6, 3),
+    }
 
 
 def test_row_replicates_are_paired_and_centred_on_the_sklearn_mcc():
@@ -47,8 +51,15 @@ def test_row_replicate_ci_agrees_with_scipy_bootstrap():
     assert _binary_mcc(y, yp) == pytest.approx(matthews_corrcoef(y, yp))
     rows = bootstrap.row_replicates(preds, ["bad"], ["t1"], "full", n_resamples=4000, seed=3)
     ours = np.quantile(rows[:, 0, 0], [0.025, 0.975])
-    ref = stats.bootstrap((y, yp), _binary_mcc, paired=True, vectorized=True,
-                          n_resamples=4000, method="percentile", rng=np.random.default_rng(0)).confidence_interval  # fmt: skip
+    ref = stats.bootstrap(
+        (y, yp),
+        _binary_mcc,
+        paired=True,
+        vectorized=True,
+        n_resamples=4000,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
     assert ours == pytest.approx([ref.low, ref.high], abs=0.02)
 
 
@@ -59,7 +70,9 @@ def test_task_resampled_category_ci_agrees_with_scipy_bootstrap_of_the_mean():
     cats = pd.Series("Promoters", index=matrix.columns)
     rep = bootstrap.category_replicates(matrix, cats, None, n_resamples=5000, seed=1)
     low, high = rep.interval(0.95)
-    ref = stats.bootstrap((vals,), np.mean, n_resamples=5000, method="percentile", rng=np.random.default_rng(2)).confidence_interval
+    ref = stats.bootstrap(
+        (vals,), np.mean, n_resamples=5000, method="percentile", rng=np.random.default_rng(2)
+    ).confidence_interval
     assert [low[0, 0], high[0, 0]] == pytest.approx([ref.low, ref.high], abs=0.01)
     assert rep.point[0, 0] == pytest.approx(vals.mean()) and rep.point[0, -1] == pytest.approx(vals.mean())
 
@@ -94,4 +107,10 @@ def test_unpaired_rows_and_bad_settings_are_refused():
     with pytest.raises(AnalysisInputError, match="n_resamples"):
         bootstrap.row_replicates(preds, ["good"], ["t1"], "full", n_resamples=0, seed=0)
     with pytest.raises(AnalysisInputError, match="missing cells"):
-        bootstrap.category_replicates(pd.DataFrame({"a": [0.1, np.nan]}, index=["x", "y"]), pd.Series({"a": "Promoters"}), None, n_resamples=5, seed=0)
+        bootstrap.category_replicates(
+            pd.DataFrame({"a": [0.1, np.nan]}, index=["x", "y"]),
+            pd.Series({"a": "Promoters"}),
+            None,
+            n_resamples=5,
+            seed=0,
+        )

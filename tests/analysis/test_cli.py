@@ -15,7 +15,9 @@ from geneb.cli import main
 def test_models_and_tasks_list_the_sheets(repo, capsys):
     assert main(["models", "--sheet", str(repo / "config" / "models.yaml")]) == 0
     assert "kmer-4" in capsys.readouterr().out
-    assert main(["tasks", "--sheet", str(repo / "config" / "tasks.tsv"), "--category", "coding/nc", "--set", "paper"]) == 0
+    assert (
+        main(["tasks", "--sheet", str(repo / "config" / "tasks.tsv"), "--category", "coding/nc", "--set", "paper"]) == 0
+    )
     out = capsys.readouterr().out
     assert "katarinagresova_Genomic_Benchmarks_demo_coding_vs_intergenomic_seqs" in out and "prelnc" not in out
 
@@ -25,7 +27,22 @@ def test_leaderboard_and_recommendation(synthetic_run, capsys):
     assert main(["leaderboard", "--table", str(t / "leaderboard.parquet")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("macro, full (geneb-paper)") and lines[2].split()[:2] == ["1", "enc-big"]
-    assert main(["leaderboard", "--table", str(t / "leaderboard.parquet"), "--category", "splice sites", "--regime", "10shot", "--top", "1"]) == 0
+    assert (
+        main(
+            [
+                "leaderboard",
+                "--table",
+                str(t / "leaderboard.parquet"),
+                "--category",
+                "splice sites",
+                "--regime",
+                "10shot",
+                "--top",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Splice Sites, 10shot" in out and "ssm" in out and len(out.splitlines()) == 3
     assert main(["recommend", "--table", str(t / "recommendations.parquet"), "--category", "Splice Sites"]) == 0
@@ -79,7 +96,9 @@ def test_the_wrong_kind_of_table_names_the_table_expected(synthetic_run, tmp_pat
     assert main(["leaderboard", "--category", "Promoters", "--table", str(t / "leaderboard_tasks.parquet")]) == 2
     line = _error_line(capsys)
     assert "not a leaderboard table" in line and "borda_rank" in line and "leaderboard.parquet" in line
-    pd.DataFrame({"settings_hash": pd.Series([], dtype=str)}).to_parquet(tmp_path / "empty.parquet")  # what an absent table is written as
+    pd.DataFrame({"settings_hash": pd.Series([], dtype=str)}).to_parquet(
+        tmp_path / "empty.parquet"
+    )  # what an absent table is written as
     assert main(["recommend", "--category", "Promoters", "--table", str(tmp_path / "empty.parquet")]) == 2
     assert "has no rows" in _error_line(capsys)
 
@@ -92,7 +111,9 @@ def test_top_must_be_a_positive_integer(top, synthetic_run, capsys):
     assert exc.value.code == 2
     cap = capsys.readouterr()
     assert cap.out == "" and "Traceback" not in cap.err
-    assert cap.err.splitlines()[-1] == f"geneb leaderboard: error: argument --top: must be a positive integer, not {top!r}"
+    assert (
+        cap.err.splitlines()[-1] == f"geneb leaderboard: error: argument --top: must be a positive integer, not {top!r}"
+    )
 
 
 def test_a_malformed_model_sheet_is_a_one_line_error(tmp_path, capsys):
@@ -145,7 +166,9 @@ def test_tasks_that_match_nothing_is_an_error_listing_the_categories(synthetic_r
     assert main(["tasks", "--sheet", sheet, "--category", "micro"]) == 2
     line = _error_line(capsys)
     assert "unknown category 'micro'" in line and "Promoters" in line and "macro" not in line
-    assert main(["tasks", "--sheet", sheet, "--category", "promoters", "--set", "paper"]) == 2  # the synthetic tasks are all mirrors
+    assert (
+        main(["tasks", "--sheet", sheet, "--category", "promoters", "--set", "paper"]) == 2
+    )  # the synthetic tasks are all mirrors
     assert "no tasks in" in _error_line(capsys)
 
 
@@ -153,8 +176,13 @@ def test_a_reader_that_stops_early_is_not_an_error(repo):
     read, write = os.pipe()
     os.close(read)  # the reader is gone before geneb writes: `geneb models | head -0`
     try:
-        proc = subprocess.run([sys.executable, "-m", "geneb.cli", "models", "--sheet", str(repo / "config" / "models.yaml")],
-                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "geneb.cli", "models", "--sheet", str(repo / "config" / "models.yaml")],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     finally:
         os.close(write)
     assert proc.returncode == 0 and proc.stderr == ""

@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 from synth import grid, scores_from_values
@@ -60,7 +59,9 @@ def test_user_model_is_placed_beside_the_40_on_the_common_tasks(catalogue, pub):
     gap = user[~((user["task"] == tasks[1]) & (user["regime"] == "10shot"))]
     _, left = compare.compare_with_published(gap, pub, catalogue)
     row = left[(left["model"] == "my-model") & (left["reason"] != "no 1shot result for this model")]
-    assert row[["paper_task", "reason"]].values.tolist() == [[catalogue.loc[tasks[1], "geneb_task_id"], "no 10shot result for this model"]]
+    assert row[["paper_task", "reason"]].values.tolist() == [
+        [catalogue.loc[tasks[1], "geneb_task_id"], "no 10shot result for this model"]
+    ]
 
 
 def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed(catalogue, pub, tmp_path):
@@ -69,8 +70,10 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
 
     tasks, user = _user(catalogue)
     cards = []
-    for task, caps in ((tasks[0], {"train": {"cap": 2000, "n_source": 47356, "n_kept": 2000}}),
-                       (tasks[1], {"train": {"cap": 5000, "n_source": 3000, "n_kept": 3000}})):  # fmt: skip
+    for task, caps in (
+        (tasks[0], {"train": {"cap": 2000, "n_source": 47356, "n_kept": 2000}}),
+        (tasks[1], {"train": {"cap": 5000, "n_source": 3000, "n_kept": 3000}}),
+    ):
         path = tmp_path / f"{task}.json"
         path.write_text(json.dumps({"task": task, "caps": caps}))
         cards.append(path)
@@ -81,9 +84,12 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
     assert board.loc[board["category"] == "macro", "n_tasks"].max() == 1  # only the uncapped common task
     # the paper task itself and its same-split mirror, both run by the model: the paper task's value is used
     paper_id = catalogue.loc[tasks[1], "geneb_task_id"]
-    both = check_scores(scores_from_values({("my-model", tasks[1], "full"): 0.2, ("my-model", paper_id, "full"): 0.8},
-                                           {tasks[1]: catalogue.loc[tasks[1], "category"],
-                                            paper_id: catalogue.loc[paper_id, "category"]}))  # fmt: skip
+    both = check_scores(
+        scores_from_values(
+            {("my-model", tasks[1], "full"): 0.2, ("my-model", paper_id, "full"): 0.8},
+            {tasks[1]: catalogue.loc[tasks[1], "category"], paper_id: catalogue.loc[paper_id, "category"]},
+        )
+    )
     board, left = compare.compare_with_published(both, pub, catalogue)
     cell = board[(board["model"] == "my-model") & (board["regime"] == "full") & (board["category"] == "macro")]
     assert cell["value"].item() == pytest.approx(0.8)
@@ -155,7 +161,9 @@ def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue,
     assert macro.loc["my-model", "n_tasks"] == 1
     left = left[left["reason"] != "no 1shot result for this model"]  # the regime this user never ran
     row = left[left["model"] == "my-model"]
-    assert row["reason"].tolist() == ["left out: the model was trained on this task"] and row["task"].tolist() == [tasks[0]]
+    assert row["reason"].tolist() == ["left out: the model was trained on this task"] and row["task"].tolist() == [
+        tasks[0]
+    ]
     # with a second model that ran both tasks, the excluded task stays common but is not listed twice
     two = pd.concat([user, user.assign(model="other")])
     _, left = compare.compare_with_published(two, pub, catalogue, {("my-model", tasks[0])})
@@ -175,8 +183,21 @@ def test_submission_leaves_out_every_task_with_the_data_the_model_was_trained_on
     assert set(sub["results"]["full"]) == {catalogue.loc[other, "geneb_task_id"]}
 
 
-@pytest.mark.parametrize("damage", ["bool metric", "bool params", "negative params", "empty task", "empty regime",
-                                    "model_id int", "display None", "extra key", "results list", "not an object"])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "bool metric",
+        "bool params",
+        "negative params",
+        "empty task",
+        "empty regime",
+        "model_id int",
+        "display None",
+        "extra key",
+        "results list",
+        "not an object",
+    ],
+)
 def test_validate_submission_lists_every_malformed_field_and_never_raises(paper, damage):
     spec = published.load_spec(paper)
     sub = json.loads(sorted((paper / "submissions").glob("*.json"))[0].read_text())

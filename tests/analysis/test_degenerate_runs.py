@@ -16,10 +16,17 @@ CATS = {"p1": "Promoters", "e1": "Enhancers"}
 
 @pytest.mark.parametrize("models", [["only"], ["kmer-3", "kmer-4", "kmer-5"]])
 def test_tiny_runs_produce_every_output(models, tmp_path):
-    scores = check_scores(scores_from_values(grid(models, list(CATS), lambda m, t, r: 0.3 + 0.1 * models.index(m)), CATS))
+    scores = check_scores(
+        scores_from_values(grid(models, list(CATS), lambda m, t, r: 0.3 + 0.1 * models.index(m)), CATS)
+    )
     m = meta({k: {"params": 0, "pretraining_domain": "none"} for k in models})
-    tables, summary = run.run_analyses(scores, model_meta=m, task_meta=None, declared_pairs=[],
-                                       settings=run.resolve_settings({"bootstrap": {"n_resamples": 100}}))  # fmt: skip
+    tables, summary = run.run_analyses(
+        scores,
+        model_meta=m,
+        task_meta=None,
+        declared_pairs=[],
+        settings=run.resolve_settings({"bootstrap": {"n_resamples": 100}}),
+    )
     full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
     assert "only 0 models with both a positive parameter count and an aggregate score" in full["scale_skipped"]
     assert tables["fewshot_drops"].empty and tables["scale"].empty

@@ -18,7 +18,9 @@ VALUES = {
 
 
 def _cells():
-    return cell_scores(check_scores(scores_from_values(grid(list(VALUES), list(CATS), lambda m, t, r: VALUES[m][t]), CATS)))
+    return cell_scores(
+        check_scores(scores_from_values(grid(list(VALUES), list(CATS), lambda m, t, r: VALUES[m][t]), CATS))
+    )
 
 
 def test_near_random_uses_the_ci_when_there_is_one():
@@ -44,8 +46,13 @@ def test_specialist_wins_a_category_below_the_median_macro():
     # b wins Enhancers; macro: a (0.85+0.5+0.05)/3=0.467, b (0.25+0.6+0.04)/3=0.297, c (0.5+0.1+0.02)/3=0.207
     # median 0.297 -> b is not below the median; c wins nothing; a wins Promoters and Splice Sites
     assert sp.loc["Enhancers", "winner"] == "b" and not sp.loc["Enhancers", "specialist"]
-    values = {**VALUES, "c": {"p1": 0.1, "p2": 0.1, "e1": 0.7, "hard": 0.02}}  # c wins Enhancers, macro 0.273 < median 0.297
-    cells = cell_scores(check_scores(scores_from_values(grid(list(values), list(CATS), lambda m, t, r: values[m][t]), CATS)))
+    values = {
+        **VALUES,
+        "c": {"p1": 0.1, "p2": 0.1, "e1": 0.7, "hard": 0.02},
+    }  # c wins Enhancers, macro 0.273 < median 0.297
+    cells = cell_scores(
+        check_scores(scores_from_values(grid(list(values), list(CATS), lambda m, t, r: values[m][t]), CATS))
+    )
     sp = difficulty.specialists(lb.leaderboard(cells)).set_index("category")
     assert sp.loc["Enhancers", "winner"] == "c" and sp.loc["Enhancers", "specialist"]
 
@@ -58,7 +65,9 @@ def test_contaminated_cells_are_left_out_of_rankings_by_default():
     kept, bad = contamination.apply_policy(flagged, "exclude")
     assert len(bad) == 1 and not ((kept["model"] == "a") & (kept["task"] == "p1")).any()
     board = lb.leaderboard(kept).set_index(["model", "category"])
-    assert board.loc[("a", "Promoters"), "value"] == pytest.approx(0.8) and board.loc[("a", "Promoters"), "n_tasks"] == 1
+    assert (
+        board.loc[("a", "Promoters"), "value"] == pytest.approx(0.8) and board.loc[("a", "Promoters"), "n_tasks"] == 1
+    )
     kept_all, _ = contamination.apply_policy(flagged, "flag")
     assert len(kept_all) == len(flagged) and kept_all["contaminated"].sum() == 1
     with pytest.raises(AnalysisInputError):
@@ -97,8 +106,10 @@ def test_contamination_follows_the_data_not_the_id_either_way():
         index=["paper_prom", "mirror_prom", "mirror_prom_subset", "unrelated"],
     )
     values = {(m, t, "full"): 0.5 for m in ("a", "b") for t in catalogue.index}
-    cells = cell_scores(check_scores(scores_from_values(values, {t: "Promoters" for t in catalogue.index})))
+    cells = cell_scores(check_scores(scores_from_values(values, dict.fromkeys(catalogue.index, "Promoters"))))
     for listed in ("mirror_prom", "paper_prom", "mirror_prom_subset"):
-        flagged = contamination.flag_contamination(cells, meta({"a": {"trained_on_tasks": [listed]}, "b": {}}), catalogue)
+        flagged = contamination.flag_contamination(
+            cells, meta({"a": {"trained_on_tasks": [listed]}, "b": {}}), catalogue
+        )
         hit = flagged.loc[flagged["contaminated"], ["model", "task"]].values.tolist()
         assert sorted(hit) == [["a", "mirror_prom"], ["a", "mirror_prom_subset"], ["a", "paper_prom"]], listed

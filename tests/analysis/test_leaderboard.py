@@ -17,7 +17,13 @@ PLANT = {  # planted: a wins Promoters, b wins Enhancers and Splice Sites, c is 
 
 
 def _board():
-    return lb.leaderboard(cell_scores(check_scores(scores_from_values(grid(list(PLANT), list(CATS), lambda m, t, r: PLANT[m][t]), CATS, noise=0.02))))
+    return lb.leaderboard(
+        cell_scores(
+            check_scores(
+                scores_from_values(grid(list(PLANT), list(CATS), lambda m, t, r: PLANT[m][t]), CATS, noise=0.02)
+            )
+        )
+    )
 
 
 def test_category_macro_micro_values_and_planted_rank_change():
@@ -67,12 +73,18 @@ def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
     cannot win the category, be its specialist or its few-shot top on the one task it has."""
     from geneb.analysis import difficulty, fewshot
 
-    values = grid([*PLANT, "e"], list(CATS), lambda m, t, r: 0.95 if m == "e" else PLANT[m][t], regimes=("full", "10shot"))
+    values = grid(
+        [*PLANT, "e"], list(CATS), lambda m, t, r: 0.95 if m == "e" else PLANT[m][t], regimes=("full", "10shot")
+    )
     for regime in ("full", "10shot"):
         values.pop(("e", "p2", regime))
     b = lb.leaderboard(cell_scores(check_scores(scores_from_values(values, CATS))))
     promo = b[(b["category"] == "Promoters") & (b["regime"] == "full")].set_index("model")
-    assert promo.loc["e", "value"] == pytest.approx(0.95) and not promo.loc["e", "complete"] and pd.isna(promo.loc["e", "rank"])
+    assert (
+        promo.loc["e", "value"] == pytest.approx(0.95)
+        and not promo.loc["e", "complete"]
+        and pd.isna(promo.loc["e", "rank"])
+    )
     assert promo.loc["a", "rank"] == 1 and promo["rank"].notna().sum() == 3
     # e is complete in Enhancers and ranked there
     assert b[(b["category"] == "Enhancers") & (b["regime"] == "full")].set_index("model").loc["e", "rank"] == 1

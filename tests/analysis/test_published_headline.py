@@ -28,9 +28,16 @@ def analysed(paper, pub_scores, repo, shared):
     cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())["analysis"]
     settings = run.resolve_settings(cfg, "published")
     settings["bootstrap"]["n_resamples"] = 300  # the point statistics do not depend on it
-    meta = published.published_model_meta(paper, repo / "config" / "models.yaml", shared / "reference" / "registry.yaml")
-    return run.run_analyses(pub_scores, model_meta=meta, task_meta=load_task_meta(repo / "config" / "tasks.tsv"),
-                            declared_pairs=paper_pairs(repo / "config" / "models.yaml"), settings=settings)  # fmt: skip
+    meta = published.published_model_meta(
+        paper, repo / "config" / "models.yaml", shared / "reference" / "registry.yaml"
+    )
+    return run.run_analyses(
+        pub_scores,
+        model_meta=meta,
+        task_meta=load_task_meta(repo / "config" / "tasks.tsv"),
+        declared_pairs=paper_pairs(repo / "config" / "models.yaml"),
+        settings=settings,
+    )
 
 
 def test_import_is_complete_and_in_score_table_format(pub_scores):
@@ -49,7 +56,12 @@ def test_recomputed_category_and_macro_mcc_equal_the_official_leaderboard(paper,
     # the official leaderboard rounds to 4 decimals (error <= 5e-5); a few models' per-task values were themselves
     # published rounded to 4 decimals (GENEB-0.1.0 files), which adds up to 5e-5 more
     raw = pd.read_csv(paper / "per_task_results.tsv", sep="\t")
-    rounded = set(raw.groupby("model_id")["value"].apply(lambda v: bool(np.allclose(v, v.round(4), atol=1e-12))).loc[lambda x: x].index)
+    rounded = set(
+        raw.groupby("model_id")["value"]
+        .apply(lambda v: bool(np.allclose(v, v.round(4), atol=1e-12)))
+        .loc[lambda x: x]
+        .index
+    )
     assert {"GENERator-eukaryote-3b-base", "GenomeOcean-500M"} <= rounded and len(rounded) < 5
     err = (joined["ours"] - joined["official"]).abs()
     is_rounded = joined.index.get_level_values("model").isin(rounded)
@@ -74,7 +86,9 @@ def test_headline_scale_statistics(analysed):
     assert abs(full["spearman"]["excluding"]["rho"] - 0.685) < 1e-3
     # paper: 36 in-domain models
     assert full["n_in_domain"] == 36
-    assert sorted(full["out_of_domain"]) == sorted(["evo-1-131k-base", "METAGENE-1", "GenomeOcean-4B", "GenomeOcean-500M"])
+    assert sorted(full["out_of_domain"]) == sorted(
+        ["evo-1-131k-base", "METAGENE-1", "GenomeOcean-4B", "GenomeOcean-500M"]
+    )
     # paper: 31 reversals (a >= 5x smaller model beats a larger one); this rule gives 36 (docs/analyses.md)
     assert full["n_reversals"] == 36
     rev = tables["reversals"]
@@ -100,7 +114,9 @@ def test_declared_pairs_among_the_papers_models_are_analysed(analysed, repo):
     mp = tables["matched_pairs"]
     got = set(mp.loc[mp["pair_source"] == "declared", "pair_id"])
     assert got == {p["id"] for p in declared}
-    macro = mp[(mp["pair_source"] == "declared") & (mp["regime"] == "full") & (mp["category"] == "macro")].set_index("pair_id")
+    macro = mp[(mp["pair_source"] == "declared") & (mp["regime"] == "full") & (mp["category"] == "macro")].set_index(
+        "pair_id"
+    )
     board = tables["leaderboard"].set_index(["model", "regime", "category"])["value"]
     for p in declared:
         a, b = p["models"]

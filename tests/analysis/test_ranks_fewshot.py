@@ -15,7 +15,9 @@ CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancer
 
 
 def test_kendall_between_categories_is_scipys_tau_b():
-    wide = pd.DataFrame({"A": [0.9, 0.8, 0.7, 0.1], "B": [0.1, 0.8, 0.9, 0.7], "macro": [0.5, 0.8, 0.8, 0.4]}, index=list("wxyz"))
+    wide = pd.DataFrame(
+        {"A": [0.9, 0.8, 0.7, 0.1], "B": [0.1, 0.8, 0.9, 0.7], "macro": [0.5, 0.8, 0.8, 0.4]}, index=list("wxyz")
+    )
     out = ranks.category_kendall(wide).set_index(["a", "b"])
     ref = stats.kendalltau(wide["A"], wide["B"], variant="b")
     assert out.loc[("A", "B"), "tau"] == pytest.approx(ref.statistic)
@@ -27,7 +29,11 @@ def test_rank_intervals_separate_a_clear_leader_and_not_a_tie():
     rng = np.random.default_rng(0)
     tasks = [f"t{i}" for i in range(20)]
     base = rng.uniform(0.3, 0.5, 20)
-    matrix = pd.DataFrame([base + 0.3, base + rng.normal(0, 0.05, 20), base + rng.normal(0, 0.05, 20)], index=["lead", "x", "y"], columns=tasks)
+    matrix = pd.DataFrame(
+        [base + 0.3, base + rng.normal(0, 0.05, 20), base + rng.normal(0, 0.05, 20)],
+        index=["lead", "x", "y"],
+        columns=tasks,
+    )
     rep = bootstrap.category_replicates(matrix, pd.Series("Promoters", index=tasks), None, n_resamples=500, seed=0)
     out = ranks.rank_intervals(rep, 0.95).set_index(["model", "category"])
     assert out.loc[("lead", "macro"), "rank_high"] == 1 and out.loc[("lead", "macro"), "p_top1"] == 1.0
@@ -50,7 +56,11 @@ def test_drops_inverse_pattern_and_top_model_change():
     ref = stats.spearmanr(d["full"], d["abs_drop_10shot"])
     assert inv.loc[("10shot", "abs_drop"), "rho"] == pytest.approx(ref.statistic) == pytest.approx(1.0)
     ch = fewshot.regime_changes(board, "geneb-paper").set_index("category")
-    assert ch.loc["macro", "top_full"] == "a" and ch.loc["macro", "top_10shot"] == "b" and ch.loc["macro", "top_1shot"] == "c"
+    assert (
+        ch.loc["macro", "top_full"] == "a"
+        and ch.loc["macro", "top_10shot"] == "b"
+        and ch.loc["macro", "top_1shot"] == "c"
+    )
     assert ch.loc["macro", "top_changes"]
     w = board[board["category"] == "macro"].pivot(index="model", columns="regime", values="value")
     assert ch.loc["macro", "tau_full_vs_1shot"] == pytest.approx(stats.kendalltau(w["full"], w["1shot"]).statistic)
@@ -76,13 +86,17 @@ def test_a_single_task_category_without_row_replicates_has_no_rank_interval():
 
 
 def test_a_table_without_the_full_regime_skips_only_the_few_shot_tables():
-    from geneb.analysis import run
     from synth import meta
 
-    values = grid(["a", "b", "c"], list(CATS), lambda m, t, r: {"a": 0.3, "b": 0.5, "c": 0.4}[m], regimes=("10shot", "1shot"))
+    from geneb.analysis import run
+
+    values = grid(
+        ["a", "b", "c"], list(CATS), lambda m, t, r: {"a": 0.3, "b": 0.5, "c": 0.4}[m], regimes=("10shot", "1shot")
+    )
     scores = check_scores(scores_from_values(values, CATS))
     models = meta({m: {"params": p} for m, p in (("a", 1e6), ("b", 1e7), ("c", 1e8))})
-    tables, summary = run.run_analyses(scores, model_meta=models, task_meta=None, declared_pairs=[],
-                                       settings=run.resolve_settings({}, "geneb"))
+    tables, summary = run.run_analyses(
+        scores, model_meta=models, task_meta=None, declared_pairs=[], settings=run.resolve_settings({}, "geneb")
+    )
     assert summary["protocols"]["geneb-paper"]["fewshot_skipped"].startswith("no full regime")
     assert tables["fewshot_drops"].empty and not tables["leaderboard"].empty and not tables["rank_intervals"].empty

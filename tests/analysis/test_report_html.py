@@ -16,7 +16,13 @@ from geneb.report.html import build_report
 def report(synthetic_run, tmp_path_factory):
     root = synthetic_run["root"]
     out = tmp_path_factory.mktemp("report") / "report.html"
-    build_report(root / "results" / "tables", root / "results" / "figures", out, config=synthetic_run["config"], title="Test <run>")
+    build_report(
+        root / "results" / "tables",
+        root / "results" / "figures",
+        out,
+        config=synthetic_run["config"],
+        title="Test <run>",
+    )
     return out
 
 
@@ -26,8 +32,17 @@ def test_report_is_self_contained_with_every_figure_table_and_the_config(report)
     assert imgs == list(FIGURES)
     assert not re.search(r'(src|href)="(https?:)?//', text)  # nothing fetched from the network
     assert "Test &lt;run&gt;" in text  # escaped
-    for heading in ("Headline statistics", "Leaderboard", "Reversals", "Matched pairs", "Near-random tasks", "Configuration and versions",
-                    "Inverse pattern", "Kendall τ between category rankings", "Macro rank with 95% bootstrap interval"):
+    for heading in (
+        "Headline statistics",
+        "Leaderboard",
+        "Reversals",
+        "Matched pairs",
+        "Near-random tasks",
+        "Configuration and versions",
+        "Inverse pattern",
+        "Kendall τ between category rankings",
+        "Macro rank with 95% bootstrap interval",
+    ):
         assert heading in text
     assert "planted outlier" in text and "n_resamples: 200" in text and "scipy" in text
     assert CAPTIONS["heatmap"][:60] in text and "Encoder big" in text
@@ -44,18 +59,35 @@ def test_report_renders_in_headless_chromium_with_its_figures(report, tmp_path):
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); the lead's CI installs it")
     # a test copy of the page reports, after load, how many images decoded (naturalWidth > 0) into the DOM
     probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", "<script>window.addEventListener('load',()=>{"
-        "const ok=[...document.images].filter(i=>i.complete&&i.naturalWidth>0).length;"
-        "document.body.setAttribute('data-decoded',ok+'/'+document.images.length);});</script></body>"))  # fmt: skip
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-             "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]  # fmt: skip
+    probe.write_text(
+        report.read_text().replace(
+            "</body>",
+            "<script>window.addEventListener('load',()=>{"
+            "const ok=[...document.images].filter(i=>i.complete&&i.naturalWidth>0).length;"
+            "document.body.setAttribute('data-decoded',ok+'/'+document.images.length);});</script></body>",
+        )
+    )
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=10000",
+    ]
     dom = subprocess.run([exe, *flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     n = len(FIGURES)
     assert f'data-decoded="{n}/{n}"' in dom.stdout
     assert dom.stdout.count("<table") >= 10
     shot = tmp_path / "shot.png"
-    r = subprocess.run([exe, *flags, "--window-size=1200,2400", f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=120)
+    r = subprocess.run(
+        [exe, *flags, "--window-size=1200,2400", f"--screenshot={shot}", report.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20000
 
 

@@ -26,7 +26,9 @@ def test_planted_findings_are_found(synthetic_run):
     assert full["rows_resampled"] and full["top_model"] == "enc-big"
     # scale: prok (1e9, weakest pretrained) is excluded by name; kmer has no parameters; prok is out of domain
     assert full["spearman"]["excluding"]["rho"] > full["spearman"]["all"]["rho"]
-    assert full["spearman"]["excluding"]["n"] == 4 and full["not_in_scale_analysis"] == {"kmer": "no trained parameters (baseline)"}
+    assert full["spearman"]["excluding"]["n"] == 4 and full["not_in_scale_analysis"] == {
+        "kmer": "no trained parameters (baseline)"
+    }
     assert full["out_of_domain"] == ["prok"] and full["n_in_domain"] == 4
     # reversal planted: enc-small-ms (12M) and enc-small (10M) and ssm (8M) all trail enc-big (500M): none;
     # but the specialist ssm wins Splice Sites
@@ -58,8 +60,13 @@ def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
     with paper_style():
         f = forest.forest(pd.DataFrame(), {}, protocol="geneb-paper")
         empty = pd.DataFrame(columns=["protocol", "regime", "model", "in_domain", "params_used"])
-        s = scale.scale_scatter(pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]), empty, empty, {},
-                                protocol="geneb-paper")  # fmt: skip
+        s = scale.scale_scatter(
+            pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]),
+            empty,
+            empty,
+            {},
+            protocol="geneb-paper",
+        )
         # a note figure: one blank axes holding the reason as its only text, no plotted data
         for fig, reason in ((f, "no matched pair could be tested"), (s, "no scale analysis")):
             (ax,) = fig.axes

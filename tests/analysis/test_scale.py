@@ -27,18 +27,22 @@ def test_exclusion_recomputes_rho_without_the_named_model():
     m = meta({k: {"params": 10 ** (6 + i / 2)} for i, k in enumerate(models)})
     score = pd.Series(np.linspace(0.3, 0.6, 10), index=models)
     score["m9"] = 0.1  # the largest model is an outlier
-    out = scale.scale_correlations(score, m, {"m9": "planted outlier"}, n_resamples=200, seed=0, confidence=0.95).set_index("subset")
+    out = scale.scale_correlations(
+        score, m, {"m9": "planted outlier"}, n_resamples=200, seed=0, confidence=0.95
+    ).set_index("subset")
     assert out.loc["excluding", "rho"] == pytest.approx(1.0) and out.loc["all", "rho"] < 0.8
     assert out.loc["excluding", "n"] == 9 and "planted outlier" in out.loc["excluding", "reasons"]
 
 
 def test_planted_reversals_are_counted_among_in_domain_models():
-    m = meta({
-        "tiny": {"params": 1e6, "pretraining_domain": "human"},
-        "small": {"params": 4e6, "pretraining_domain": "human"},
-        "big": {"params": 5e6, "pretraining_domain": "multispecies"},
-        "huge": {"params": 1e9, "pretraining_domain": "prokaryote"},
-    })  # fmt: skip
+    m = meta(
+        {
+            "tiny": {"params": 1e6, "pretraining_domain": "human"},
+            "small": {"params": 4e6, "pretraining_domain": "human"},
+            "big": {"params": 5e6, "pretraining_domain": "multispecies"},
+            "huge": {"params": 1e9, "pretraining_domain": "prokaryote"},
+        }
+    )
     score = pd.Series({"tiny": 0.6, "small": 0.5, "big": 0.4, "huge": 0.3})
     dom = scale.in_domain(m, list(score.index), ["prokaryote"], {})
     assert dom["in_domain"].to_dict() == {"tiny": True, "small": True, "big": True, "huge": False}
@@ -84,6 +88,8 @@ def test_exclusions_that_leave_no_correlation_give_a_noted_row_not_a_crash():
 
     models = meta({m: {"params": p} for m, p in (("a", 1e6), ("b", 1e7), ("c", 1e8), ("d", 1e9))})
     score = pd.Series({"a": 0.1, "b": 0.2, "c": 0.4, "d": 0.3})
-    out = scale_correlations(score, models, {"c": "x", "d": "y"}, n_resamples=200, seed=0, confidence=0.95).set_index("subset")
+    out = scale_correlations(score, models, {"c": "x", "d": "y"}, n_resamples=200, seed=0, confidence=0.95).set_index(
+        "subset"
+    )
     assert np.isfinite(out.loc["all", "rho"]) and np.isnan(out.loc["excluding", "rho"])
     assert "only 2 models" in out.loc["excluding", "note"] and out.loc["all", "note"] == ""

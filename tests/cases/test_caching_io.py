@@ -15,8 +15,8 @@ import h5py
 import numpy as np
 import pytest
 import yaml
-from extraction_support import make_task, random_dna  # noqa: F401
 
+from extraction_support import random_dna
 from geneb.embeddings.cache import SplitEmbeddings, configure_hdf5_locking, read_embeddings, write_embeddings
 from geneb.embeddings.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
@@ -31,8 +31,13 @@ def _file(path: Path) -> Path:
 
 
 def _python(code: str, **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **env})  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 # ---- B37 ----------------------------------------------------------------------------------------------------------
@@ -107,7 +112,7 @@ def test_B40_concurrent_writers_in_one_folder(tmp_path):
                 write_embeddings({str(tmp_path / f"task{i}.h5")!r}, {{"train": s}}, {{"model": "M", "task": "task{i}"}})
         """)
         for i in range(2)
-    ]  # fmt: skip
+    ]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -124,22 +129,30 @@ def workflow_dir(tmp_path_factory, repo, shared):
     d = tmp_path_factory.mktemp("wf")
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     config.update(
-        task_source=str(shared / "data" / "tasks"), task_sheet=str(repo / "config" / "tasks.tsv"),
-        model_sheet=str(repo / "config" / "models.yaml"), tasks=["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"],
-        models=["kmer-3", "kmer-4"], caps={"seed": 0, "default": {"max_train": 100, "max_test": 50}, "per_task": {}},
-    )  # fmt: skip
+        task_source=str(shared / "data" / "tasks"),
+        task_sheet=str(repo / "config" / "tasks.tsv"),
+        model_sheet=str(repo / "config" / "models.yaml"),
+        tasks=["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"],
+        models=["kmer-3", "kmer-4"],
+        caps={"seed": 0, "default": {"max_train": 100, "max_test": 50}, "per_task": {}},
+    )
     (d / "config.yaml").write_text(yaml.safe_dump(config))
     rules = repo / "workflow" / "rules"
     (d / "Snakefile").write_text(
         'configfile: "config.yaml"\n\n\n'
         + "".join(f'include: "{rules / name}"\n' for name in ("common.smk", "tasks.smk", "extract.smk"))
-    )  # fmt: skip
+    )
     return d
 
 
 def _snakemake(d: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(d / "Snakefile"), "-d", str(d), *args],
-                          capture_output=True, text=True, timeout=300, cwd=d)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(d / "Snakefile"), "-d", str(d), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=d,
+    )
 
 
 def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
@@ -151,8 +164,11 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
 
     d = workflow_dir
     registry = load_registry(repo / "config" / "models.yaml")
-    targets = [f"resources/embeddings/{m}/{extraction_hash(extraction_settings(registry, m, yaml.safe_load((d / 'config.yaml').read_text())['alphabet']))}/{t}.h5"
-               for m in ("kmer-3", "kmer-4") for t in ("idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0")]  # fmt: skip
+    targets = [
+        f"resources/embeddings/{m}/{extraction_hash(extraction_settings(registry, m, yaml.safe_load((d / 'config.yaml').read_text())['alphabet']))}/{t}.h5"
+        for m in ("kmer-3", "kmer-4")
+        for t in ("idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0")
+    ]
     assert len(set(targets)) == 4
     dry = _snakemake(d, *targets, "-n", "--quiet", "rules")
     assert dry.returncode == 0, dry.stderr[-3000:]
@@ -178,7 +194,9 @@ def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, m
 
     def no_locks(name, mode="r", *args, locking=None, **kwargs):
         if locking is not False:
-            raise OSError(f"Unable to synchronously open file (unable to lock file, errno = 37, error message = 'No locks available')")
+            raise OSError(
+                "Unable to synchronously open file (unable to lock file, errno = 37, error message = 'No locks available')"
+            )
         return real(name, mode, *args, locking=locking, **kwargs)
 
     monkeypatch.setattr(h5py, "File", no_locks)

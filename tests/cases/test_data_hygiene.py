@@ -24,7 +24,9 @@ def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, r
         with gzip.open(root / f"{split}.csv.gz", "wt") as f:
             f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in data))
     catalogue = read_catalogue(repo / "config/tasks.tsv")
-    card = prepare_task(task, task_row(catalogue, task), open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, tmp_path / "out")
+    card = prepare_task(
+        task, task_row(catalogue, task), open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, tmp_path / "out"
+    )
     stored = pd.read_parquet(tmp_path / "out" / "train.parquet")["sequence"].tolist()
     assert stored == ["acgTacgTac", "GGGCCCAAAT"]
     # both test rows are reverse complements (not exact copies) of train rows, whatever the case
@@ -33,7 +35,9 @@ def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, r
 
 def test_B47_rc_overlap_counts_the_whole_kind():
     train = pd.DataFrame({"row": [0, 1, 2], "sequence": ["AACCGGTTA", "ACGTN", "ryACG"], "label": [0, 1, 0]})
-    test = pd.DataFrame({"row": [0, 1, 2, 3], "sequence": ["TAACCGGTT", "nacgt", "CGTRY", "aaccggtta"], "label": [0, 1, 0, 1]})
+    test = pd.DataFrame(
+        {"row": [0, 1, 2, 3], "sequence": ["TAACCGGTT", "nacgt", "CGTRY", "aaccggtta"], "label": [0, 1, 0, 1]}
+    )
     ov = train_test_overlap(train, test)
     assert ov["exact"] == 1 and ov["exact_rows"] == [3]  # same sequence, other case
     assert ov["reverse_complement"] == 3  # RC with N and IUPAC codes complemented
@@ -41,7 +45,9 @@ def test_B47_rc_overlap_counts_the_whole_kind():
 
 
 def test_B48_within_split_duplicates_flagged_with_class_counts_before_and_after_dedup():
-    test = pd.DataFrame({"row": range(6), "sequence": ["AAAC", "AAAG", "AAAT", "CCCG", "CCCG", "cccg"], "label": [1, 1, 1, 0, 0, 0]})
+    test = pd.DataFrame(
+        {"row": range(6), "sequence": ["AAAC", "AAAG", "AAAT", "CCCG", "CCCG", "cccg"], "label": [1, 1, 1, 0, 0, 0]}
+    )
     rep = within_split_duplicates(test)
     assert rep["n_duplicate_rows"] == 2 and rep["duplicate_rows"] == [4, 5]
     assert rep["class_counts"] == {"0": 3, "1": 3}
@@ -94,11 +100,27 @@ def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo
     extract_task(settings, out, tmp_path / "emb.h5")
     config = yaml.safe_load((repo / "config/config.yaml").read_text())
     strict = {**config["probe"]["geneb-strict"], "seeds": [0, 1]}
-    write_shot_indices(train=out / "train.parquet", card=out / "card.json", output=tmp_path / "shots.json", task=task,
-                       protocol="geneb-strict", settings=strict)  # fmt: skip
-    scores = fit_probes(train=out / "train.parquet", test=out / "test.parquet", card=out / "card.json", embeddings=tmp_path / "emb.h5",
-                        shots=tmp_path / "shots.json", scores_out=tmp_path / "s.parquet", predictions_out=tmp_path / "p.parquet",
-                        task=task, model="kmer-3", protocol="geneb-strict", settings=strict)  # fmt: skip
+    write_shot_indices(
+        train=out / "train.parquet",
+        card=out / "card.json",
+        output=tmp_path / "shots.json",
+        task=task,
+        protocol="geneb-strict",
+        settings=strict,
+    )
+    scores = fit_probes(
+        train=out / "train.parquet",
+        test=out / "test.parquet",
+        card=out / "card.json",
+        embeddings=tmp_path / "emb.h5",
+        shots=tmp_path / "shots.json",
+        scores_out=tmp_path / "s.parquet",
+        predictions_out=tmp_path / "p.parquet",
+        task=task,
+        model="kmer-3",
+        protocol="geneb-strict",
+        settings=strict,
+    )
     full = scores[scores["regime"] == "full"].set_index("metric")
     assert full.loc["MCC", "n_test"] == 6 and full.loc["MCC_dedup", "n_test"] == 4
     preds = pd.read_parquet(tmp_path / "p.parquet")
@@ -123,7 +145,9 @@ def test_B47_rc_overlap_with_another_label_is_a_label_conflict():
 def test_B48_reverse_complement_copies_inside_a_split_are_reported():
     """[d, rc(d), d]: one exact repeat (dropped by dedup) and one reverse-complement copy (reported, kept)."""
     d = "ACGTTGCAAAGG"
-    test = pd.DataFrame({"row": range(4), "sequence": [d, reverse_complement(d), d.lower(), "TTTTGGGG"], "label": [0, 0, 0, 1]})
+    test = pd.DataFrame(
+        {"row": range(4), "sequence": [d, reverse_complement(d), d.lower(), "TTTTGGGG"], "label": [0, 0, 0, 1]}
+    )
     rep = within_split_duplicates(test)
     assert rep["n_duplicate_rows"] == 1 and rep["duplicate_rows"] == [2]
     assert rep["n_rc_duplicate_rows"] == 1 and rep["rc_duplicate_rows"] == [1]

@@ -45,8 +45,9 @@ def test_B29_degenerate_bootstrap_and_scores_are_defined_not_nan():
     y = np.array([0, 1] * 30)
     const = np.zeros(60, dtype=int)
     for method in ("percentile", "basic"):
-        low, high = metrics.bootstrap_mcc_ci(y, const, 2, n_resamples=200, confidence=0.95, method=method,
-                                             rng=np.random.default_rng(0))  # fmt: skip
+        low, high = metrics.bootstrap_mcc_ci(
+            y, const, 2, n_resamples=200, confidence=0.95, method=method, rng=np.random.default_rng(0)
+        )
         assert (low, high) == (0.0, 0.0)
     s = metrics.score_predictions(y, const, np.tile([0.9, 0.1], (60, 1)), np.array([0, 1]))
     assert s["MCC"] == 0.0 and not np.isnan(s["F1"])
@@ -86,6 +87,7 @@ def test_B29_basic_bootstrap_interval_stays_inside_mccs_range():
     for y, p in (([0, 1], [0, 1]), ([0, 1], [1, 0]), ([0, 1] * 15, [0, 1] * 14 + [1, 1])):
         y, p = np.array(y), np.array(p)
         for method in ("percentile", "basic"):
-            low, high = metrics.bootstrap_mcc_ci(y, p, 2, n_resamples=500, confidence=0.95, method=method,
-                                                 rng=np.random.default_rng(0))  # fmt: skip
+            low, high = metrics.bootstrap_mcc_ci(
+                y, p, 2, n_resamples=500, confidence=0.95, method=method, rng=np.random.default_rng(0)
+            )
             assert -1.0 <= low <= high <= 1.0, (method, low, high)

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from extraction_support import make_task, random_dna, spec, zoo  # noqa: F401
 from packaging.specifiers import SpecifierSet
 from transformers.modeling_outputs import BaseModelOutput
 
+from extraction_support import random_dna, spec
 from geneb.embeddings.errors import (
     LayerNotExposedError,
     LooksLikeLogitsError,
@@ -50,7 +50,10 @@ from geneb.models.tokenmodel import TokenModelEncoder
 
 @pytest.fixture(scope="module")
 def registry(repo):
-    return load_registry(repo / "config" / "models.yaml", yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text()))
+    return load_registry(
+        repo / "config" / "models.yaml",
+        yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text()),
+    )
 
 
 def _copy(zoo, kind, dest):
@@ -78,8 +81,11 @@ def importable_triton(tmp_path, monkeypatch):
 
 
 def _mosaic(zoo, folder, load):
-    s = extraction_settings({"models": {"dnabert2-tiny": spec(folder, "hf-encoder", {"max_tokens": 512}, trust=True, load=load)}},
-                            "dnabert2-tiny", {})  # fmt: skip
+    s = extraction_settings(
+        {"models": {"dnabert2-tiny": spec(folder, "hf-encoder", {"max_tokens": 512}, trust=True, load=load)}},
+        "dnabert2-tiny",
+        {},
+    )
     return build_encoder(s, progress=False)
 
 
@@ -87,7 +93,11 @@ def test_B18_dnabert2_cpu_with_triton_importable(zoo, tmp_path, importable_trito
     """A DNABERT-2-shaped remote-code model on CPU with triton importable: GENEB forces the PyTorch path."""
     import triton  # noqa: F401 - importable here
 
-    enc = _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_hidden"), {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]})
+    enc = _mosaic(
+        zoo,
+        _copy(zoo, "mosaic", tmp_path / "mosaic_hidden"),
+        {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]},
+    )
     assert sys.modules[type(enc.model).__module__].TRITON is False
     out = enc.embed([random_dna(80, 1), random_dna(300, 2)])
     assert out.embeddings.shape == (2, 32) and np.isfinite(out.embeddings).all()
@@ -106,17 +116,37 @@ def test_B18_dnabert2_cpu_without_triton(zoo, tmp_path):
     import importlib.util
 
     assert importlib.util.find_spec("triton") is None  # the CPU torch build ships no triton
-    a = _mosaic(zoo, _copy(zoo, "mosaic", tmp_path / "mosaic_plain"), {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]})
+    a = _mosaic(
+        zoo,
+        _copy(zoo, "mosaic", tmp_path / "mosaic_plain"),
+        {"transformers": ">=4.26", "hide_modules_on_cpu": ["triton"]},
+    )
     b = zoo.encoder("mosaic")
     seqs = [random_dna(80, 1), random_dna(300, 2)]
     np.testing.assert_allclose(a.embed(seqs).embeddings, b.embed(seqs).embeddings, atol=1e-6)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="device check: needs CUDA (flash vs non-flash paths of a DNABERT-2-shaped model)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="device check: needs CUDA (flash vs non-flash paths of a DNABERT-2-shaped model)",
+)
 def test_B18_device_flash_and_plain_paths_agree(zoo, tmp_path):
     seqs = [random_dna(200, i) for i in range(4)]
-    s = extraction_settings({"models": {"m": spec(_copy(zoo, "mosaic", tmp_path / "mosaic_gpu"), "hf-encoder", {"max_tokens": 512, "dtype": "float32"},
-                                                  trust=True, load={"transformers": ">=4.26"})}}, "m", {})  # fmt: skip
+    s = extraction_settings(
+        {
+            "models": {
+                "m": spec(
+                    _copy(zoo, "mosaic", tmp_path / "mosaic_gpu"),
+                    "hf-encoder",
+                    {"max_tokens": 512, "dtype": "float32"},
+                    trust=True,
+                    load={"transformers": ">=4.26"},
+                )
+            }
+        },
+        "m",
+        {},
+    )
     gpu = build_encoder(s, device="cuda", progress=False).embed(seqs).embeddings
     cpu = zoo.encoder("mosaic").embed(seqs).embeddings
     cos = (gpu * cpu).sum(1) / np.linalg.norm(gpu, axis=1) / np.linalg.norm(cpu, axis=1)
@@ -129,7 +159,9 @@ def test_B18_device_flash_and_plain_paths_agree(zoo, tmp_path):
 def test_B19_version_guard_unit():
     check_transformers_range("m", ">=4.26,<6", "5.24.0")
     check_transformers_range("m", None, "5.24.0")
-    with pytest.raises(TransformersVersionError, match=r"model DNABERT-2 declares transformers >=4.28,<4.30, but 5.24.0"):
+    with pytest.raises(
+        TransformersVersionError, match=r"model DNABERT-2 declares transformers >=4.28,<4.30, but 5.24.0"
+    ):
         check_transformers_range("DNABERT-2", ">=4.28,<4.30", "5.24.0")
     with pytest.raises(ValueError, match="not a valid version specifier"):
         check_transformers_range("m", "four", "5.24.0")
@@ -137,7 +169,9 @@ def test_B19_version_guard_unit():
 
 def test_B19_guard_runs_before_remote_code_loads(zoo, tmp_path):
     folder = _copy(zoo, "mosaic", tmp_path / "mosaic_old")
-    s = extraction_settings({"models": {"old": spec(folder, "hf-encoder", {}, trust=True, load={"transformers": "<5"})}}, "old", {})
+    s = extraction_settings(
+        {"models": {"old": spec(folder, "hf-encoder", {}, trust=True, load={"transformers": "<5"})}}, "old", {}
+    )
     with pytest.raises(TransformersVersionError, match="model old declares transformers <5"):
         build_encoder(s, progress=False)
 
@@ -151,8 +185,11 @@ def test_B19_registry_remote_code_models_declare_a_valid_range(registry):
     for name, v in remote.items():
         SpecifierSet(v["load"]["transformers"])  # parses
         assert v["load"].get("transformers_note"), name
-    outside = [f"model {k}: transformers {v['load']['transformers']} excludes {transformers.__version__}"
-               for k, v in remote.items() if runnable(v)[0] and transformers.__version__ not in SpecifierSet(v["load"]["transformers"])]  # fmt: skip
+    outside = [
+        f"model {k}: transformers {v['load']['transformers']} excludes {transformers.__version__}"
+        for k, v in remote.items()
+        if runnable(v)[0] and transformers.__version__ not in SpecifierSet(v["load"]["transformers"])
+    ]
     assert not outside, outside
 
 
@@ -161,7 +198,9 @@ def test_B19_smoke_every_offline_runnable_registry_model(registry):
     offline = [k for k, v in registry["models"].items() if runnable_offline(v)]
     assert set(offline) >= {"kmer-3", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf1"}
     for name in offline:
-        res = build_encoder(extraction_settings(registry, name, {}), progress=False).embed([random_dna(90, 3), random_dna(400, 4)])
+        res = build_encoder(extraction_settings(registry, name, {}), progress=False).embed(
+            [random_dna(90, 3), random_dna(400, 4)]
+        )
         assert res.embeddings.shape[0] == 2 and np.isfinite(res.embeddings).all(), name
 
 
@@ -190,9 +229,14 @@ def test_B19_tokenizer_auto_map_without_trust_is_refused(zoo, tmp_path):
     cfg.update(auto_map={"AutoTokenizer": [None, "tokenization_dna.DNATokenizer"]}, tokenizer_class="DNATokenizer")
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
     assert "auto_map" not in json.loads((folder / "config.json").read_text())  # the model itself is built in
-    s = extraction_settings({"models": {"tok-remote": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "tok-remote", {})
-    with pytest.raises(RemoteCodeError, match=r"model tok-remote: the checkpoint ships remote code \(tokenizer_config.json "
-                       r"auto_map \['AutoTokenizer'\]\) but the registry entry has trust_remote_code: false"):
+    s = extraction_settings(
+        {"models": {"tok-remote": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "tok-remote", {}
+    )
+    with pytest.raises(
+        RemoteCodeError,
+        match=r"model tok-remote: the checkpoint ships remote code \(tokenizer_config.json "
+        r"auto_map \['AutoTokenizer'\]\) but the registry entry has trust_remote_code: false",
+    ):
         build_encoder(s, progress=False)
 
 
@@ -202,8 +246,12 @@ def test_B19_tokenizer_auto_map_without_trust_is_refused(zoo, tmp_path):
 def test_B20_get_layer_from_any_output_shape():
     last = torch.randn(2, 5, 4)
     states = tuple(torch.randn(2, 5, 4) for _ in range(4)) + (last,)
-    outputs = {"ModelOutput": BaseModelOutput(last_hidden_state=last, hidden_states=states),
-               "tuple": (last, torch.randn(2, 4)), "dict": {"last_hidden_state": last}, "tensor": last}  # fmt: skip
+    outputs = {
+        "ModelOutput": BaseModelOutput(last_hidden_state=last, hidden_states=states),
+        "tuple": (last, torch.randn(2, 4)),
+        "dict": {"last_hidden_state": last},
+        "tensor": last,
+    }
     for kind, out in outputs.items():
         assert torch.equal(get_layer(out, -1, model="X"), last), kind
     assert torch.equal(get_layer(outputs["ModelOutput"], -3, model="X"), states[-3])
@@ -232,11 +280,18 @@ def test_B20_layer_index_needs_the_embedding_output(tmp_path):
     assert "states = [x]" in tiny._HYENA_MODEL
     folder = tmp_path / f"hyena-noemb-{uuid.uuid4().hex[:12]}"
     tiny.write_char_tokenizer(folder, padding_side="right")
-    tiny._write_remote(folder, {"configuration_tinyhyena.py": tiny._HYENA_CONFIG,
-                                "modeling_tinyhyena.py": tiny._HYENA_MODEL.replace("states = [x]", "states = []")},
-                       "configuration_tinyhyena", "modeling_tinyhyena",
-                       lambda m: m.TinyHyenaConfig(vocab_size=16, d_model=16, n_layer=2, max_seq_len=1024),
-                       {"AutoConfig": "configuration_tinyhyena.TinyHyenaConfig", "AutoModel": "modeling_tinyhyena.TinyHyenaModel"}, 0)  # fmt: skip
+    tiny._write_remote(
+        folder,
+        {
+            "configuration_tinyhyena.py": tiny._HYENA_CONFIG,
+            "modeling_tinyhyena.py": tiny._HYENA_MODEL.replace("states = [x]", "states = []"),
+        },
+        "configuration_tinyhyena",
+        "modeling_tinyhyena",
+        lambda m: m.TinyHyenaConfig(vocab_size=16, d_model=16, n_layer=2, max_seq_len=1024),
+        {"AutoConfig": "configuration_tinyhyena.TinyHyenaConfig", "AutoModel": "modeling_tinyhyena.TinyHyenaModel"},
+        0,
+    )
 
     def encoder(layer):
         entry = spec(folder, "hyena", {"max_tokens": 1024, "layer": layer}, trust=True, load={"transformers": ">=4.26"})
@@ -244,8 +299,11 @@ def test_B20_layer_index_needs_the_embedding_output(tmp_path):
 
     seqs = [random_dna(60, 1), random_dna(30, 2)]
     for layer in (0, 1, 2):
-        with pytest.raises(LayerNotExposedError, match=r"model hyena-noemb: 2 per-layer hidden states for 2 layers "
-                           rf"\(expected 3: .*index {layer} is ambiguous"):  # fmt: skip
+        with pytest.raises(
+            LayerNotExposedError,
+            match=r"model hyena-noemb: 2 per-layer hidden states for 2 layers "
+            rf"\(expected 3: .*index {layer} is ambiguous",
+        ):
             encoder(layer).embed(seqs)
     assert encoder(-1).embed(seqs).embeddings.shape == (2, 16)
 
@@ -260,8 +318,18 @@ def albert_folder(tmp_path_factory, shared):
     folder = tmp_path_factory.mktemp("albert")
     copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
     torch.manual_seed(0)
-    tf.AlbertModel(tf.AlbertConfig(vocab_size=4096, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
-                                   intermediate_size=64, max_position_embeddings=512, pad_token_id=3)).save_pretrained(folder)  # fmt: skip
+    tf.AlbertModel(
+        tf.AlbertConfig(
+            vocab_size=4096,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=512,
+            pad_token_id=3,
+        )
+    ).save_pretrained(folder)
     return folder
 
 
@@ -303,11 +371,21 @@ def test_B20_module_layer_must_run_exactly_once(albert_folder):
         entry = spec(albert_folder, "hf-encoder", {"max_tokens": 64, "layer": layer})
         return build_encoder(extraction_settings({"models": {"tiny-albert": entry}}, "tiny-albert", {}), progress=False)
 
-    with pytest.raises(LayerNotExposedError, match=rf"model tiny-albert: module '{name}' ran 3 times \(a shared block\?\)"):
+    with pytest.raises(
+        LayerNotExposedError, match=rf"model tiny-albert: module '{name}' ran 3 times \(a shared block\?\)"
+    ):
         albert(name).embed(seqs)
     assert albert(1).embed(seqs).embeddings.shape == (2, 32)
-    settings = {"model": "spare", "family": "hf-encoder", "source": {"kind": "builtin"}, "builtin": {}, "trust_remote_code": False,
-                "load": {}, "extraction": {**DEFAULT_EXTRACTION, "layer": "spare"}, "alphabet": {}}  # fmt: skip
+    settings = {
+        "model": "spare",
+        "family": "hf-encoder",
+        "source": {"kind": "builtin"},
+        "builtin": {},
+        "trust_remote_code": False,
+        "load": {},
+        "extraction": {**DEFAULT_EXTRACTION, "layer": "spare"},
+        "alphabet": {},
+    }
     with pytest.raises(LayerNotExposedError, match=r"model spare: module 'spare' did not run in one forward pass"):
         _SpareEncoder(settings, progress=False).embed(["ACGT", "ACGTACGTAC"])
 
@@ -347,8 +425,15 @@ def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
 
     copy_tokenizer(zoo.shared / "models" / "tokenizers" / "gena-lm-bigbird-base-t2t", folder)  # 32k ids, 4096 rows
     # the load-time padding check already tokenizes and runs a probe sequence, so loading is where it stops
-    with pytest.raises(TokenIdRangeError, match=r"model wrongtok: token id \d+ is outside the embedding table \(0..4095\)"):
-        build_encoder(extraction_settings({"models": {"wrongtok": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "wrongtok", {}), progress=False)
+    with pytest.raises(
+        TokenIdRangeError, match=r"model wrongtok: token id \d+ is outside the embedding table \(0..4095\)"
+    ):
+        build_encoder(
+            extraction_settings(
+                {"models": {"wrongtok": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "wrongtok", {}
+            ),
+            progress=False,
+        )
 
 
 def test_B22_pad_id_outside_the_table_is_replaced(tmp_path, caplog):
@@ -366,7 +451,9 @@ def test_B22_pad_id_outside_the_table_is_replaced(tmp_path, caplog):
     tok_cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "[PAD]", "unk_token": "[UNK]"}
     (folder / "tokenizer_config.json").write_text(json.dumps(tok_cfg))
     torch.manual_seed(0)
-    cfg = tf.GPT2Config(vocab_size=6, n_embd=16, n_layer=2, n_head=2, n_positions=128, bos_token_id=None, eos_token_id=None)
+    cfg = tf.GPT2Config(
+        vocab_size=6, n_embd=16, n_layer=2, n_head=2, n_positions=128, bos_token_id=None, eos_token_id=None
+    )
     tf.GPT2Model(cfg).save_pretrained(folder)
     s = extraction_settings({"models": {"pad-added": spec(folder, "hf-decoder", {"max_tokens": 128})}}, "pad-added", {})
     with caplog.at_level("WARNING"):
@@ -432,9 +519,15 @@ def test_B22_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, sh
 
     folder = tmp_path / f"tinyenc-{uuid.uuid4().hex[:12]}"
     write_char_tokenizer(folder, padding_side="right")
-    _write_remote(folder, {"configuration_tinyenc.py": _TABLE_CONFIG, "modeling_tinyenc.py": _TABLE_MODEL}, "configuration_tinyenc",
-                  "modeling_tinyenc", lambda m: m.TinyEncConfig(vocab_size=64, hidden_dim=16, max_seq_len=512),
-                  {"AutoConfig": "configuration_tinyenc.TinyEncConfig", "AutoModel": "modeling_tinyenc.TinyEncModel"}, 0)  # fmt: skip
+    _write_remote(
+        folder,
+        {"configuration_tinyenc.py": _TABLE_CONFIG, "modeling_tinyenc.py": _TABLE_MODEL},
+        "configuration_tinyenc",
+        "modeling_tinyenc",
+        lambda m: m.TinyEncConfig(vocab_size=64, hidden_dim=16, max_seq_len=512),
+        {"AutoConfig": "configuration_tinyenc.TinyEncConfig", "AutoModel": "modeling_tinyenc.TinyEncModel"},
+        0,
+    )
 
     def settings(path, name):
         entry = spec(path, "hf-encoder", {"max_tokens": 512}, trust=True, load={"transformers": ">=4.26"})
@@ -448,7 +541,9 @@ def test_B22_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, sh
     mismatched = folder.with_name(f"tinyenc-{uuid.uuid4().hex[:12]}")
     shutil.copytree(folder, mismatched)
     copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", mismatched)
-    with pytest.raises(TokenIdRangeError, match=r"model tinyenc-dnabert2: token id \d+ is outside the embedding table \(0..63\)"):
+    with pytest.raises(
+        TokenIdRangeError, match=r"model tinyenc-dnabert2: token id \d+ is outside the embedding table \(0..63\)"
+    ):
         build_encoder(settings(mismatched, "tinyenc-dnabert2"), progress=False)
 
 
@@ -494,9 +589,18 @@ def _fake_evo(monkeypatch, hidden=8, vocab=512):
 
 
 def _evo_settings():
-    entry = {"display": "evo", "family": "evo", "source": {"kind": "builtin"}, "architecture_family": "striped-hyena",
-             "tokenizer_type": "single-nucleotide", "params": 0, "pretraining_domain": "prokaryote", "license": "x",
-             "load": {"package_model_name": "evo-1-8k-base"}, "extraction": {"max_tokens": 8192}}  # fmt: skip
+    entry = {
+        "display": "evo",
+        "family": "evo",
+        "source": {"kind": "builtin"},
+        "architecture_family": "striped-hyena",
+        "tokenizer_type": "single-nucleotide",
+        "params": 0,
+        "pretraining_domain": "prokaryote",
+        "license": "x",
+        "load": {"package_model_name": "evo-1-8k-base"},
+        "extraction": {"max_tokens": 8192},
+    }
     return extraction_settings({"models": {"evo-standin": entry}}, "evo-standin", {})
 
 
@@ -577,13 +681,21 @@ def test_B23_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
 
     folder = tmp_path / f"tinylm-{uuid.uuid4().hex[:12]}"
     write_char_tokenizer(folder, padding_side="right")
-    _write_remote(folder, {"configuration_tinylm.py": _LM_CONFIG, "modeling_tinylm.py": _LM_MODEL}, "configuration_tinylm",
-                  "modeling_tinylm", lambda m: m.TinyLMConfig(),
-                  {"AutoConfig": "configuration_tinylm.TinyLMConfig", "AutoModel": "modeling_tinylm.TinyLM"}, 0)  # fmt: skip
+    _write_remote(
+        folder,
+        {"configuration_tinylm.py": _LM_CONFIG, "modeling_tinylm.py": _LM_MODEL},
+        "configuration_tinylm",
+        "modeling_tinylm",
+        lambda m: m.TinyLMConfig(),
+        {"AutoConfig": "configuration_tinylm.TinyLMConfig", "AutoModel": "modeling_tinylm.TinyLM"},
+        0,
+    )
     entry = spec(folder, "hyena", {"max_tokens": 1024}, trust=True, load={"transformers": ">=4.26"})
     enc = build_encoder(extraction_settings({"models": {"tinylm": entry}}, "tinylm", {}), progress=False)
     assert enc.hidden_size == 32 and enc.vocab_size == 12 and enc.num_embeddings == 16
-    with pytest.raises(LooksLikeLogitsError, match="model tinylm: pooled width 16 equals the vocabulary size; this looks like logits"):
+    with pytest.raises(
+        LooksLikeLogitsError, match="model tinylm: pooled width 16 equals the vocabulary size; this looks like logits"
+    ):
         enc.embed([random_dna(50, 1), random_dna(20, 2)])
     # the guard itself: a padded table's width counts as a vocabulary size, also when no hidden size is known
     with pytest.raises(LooksLikeLogitsError):
@@ -617,7 +729,14 @@ def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
     for rev in ("main", "v1.0", "abc123", "A" * 40):
         bad = {"models": {"m": {**base, "source": {"kind": "hub", "hub_id": "x/y", "revision": rev}}}}
         assert any("40-hex" in p for p in check_registry(bad)), rev
-    good = {"models": {"m": {**base, "source": {"kind": "hub", "hub_id": "x/y", "revision": "0123456789abcdef0123456789abcdef01234567"}}}}
+    good = {
+        "models": {
+            "m": {
+                **base,
+                "source": {"kind": "hub", "hub_id": "x/y", "revision": "0123456789abcdef0123456789abcdef01234567"},
+            }
+        }
+    }
     assert not check_registry(good)
     for name, v in registry["models"].items():
         src = v["source"]
@@ -627,7 +746,10 @@ def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
 
 
 def test_B24_remote_code_needs_a_pin_even_outside_the_registry(zoo):
-    settings = {**zoo.settings("mosaic"), "source": {"kind": "hub", "hub_id": "zhihan1996/DNABERT-2-117M", "revision": None}}
+    settings = {
+        **zoo.settings("mosaic"),
+        "source": {"kind": "hub", "hub_id": "zhihan1996/DNABERT-2-117M", "revision": None},
+    }
     with pytest.raises(RemoteCodeError, match="pinned 40-hex revision"):
         HFEncoder(settings, progress=False)
 
@@ -635,7 +757,9 @@ def test_B24_remote_code_needs_a_pin_even_outside_the_registry(zoo):
 def test_B24_auto_map_without_trust_is_refused(zoo, tmp_path):
     """The DNABERT-S reference defect: remote code present, not trusted -> built-in class with missing weights."""
     folder = _copy(zoo, "mosaic", tmp_path / "mosaic_untrusted")
-    s = extraction_settings({"models": {"dnabert-s-like": spec(folder, "hf-encoder", {"max_tokens": 512})}}, "dnabert-s-like", {})
+    s = extraction_settings(
+        {"models": {"dnabert-s-like": spec(folder, "hf-encoder", {"max_tokens": 512})}}, "dnabert-s-like", {}
+    )
     with pytest.raises(RemoteCodeError, match="auto_map"):
         build_encoder(s, progress=False)
 
@@ -650,9 +774,11 @@ def test_B24_every_key_component_changes_the_cache_path(zoo):
         "pooling": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "pooling": "max"}}}},
         "dtype": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "dtype": "bfloat16"}}}},
         "max_tokens": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "max_tokens": 32}}}},
-        "long_policy": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "long_policy": "truncate"}}}},
+        "long_policy": {
+            "models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "long_policy": "truncate"}}}
+        },
         "rc": {"models": {"tiny-bert": {**entry, "extraction": {**entry["extraction"], "rc": "average"}}}},
-    }  # fmt: skip
+    }
     hashes = {ref}
     for what, reg in variants.items():
         name = next(iter(reg["models"]))
@@ -661,8 +787,15 @@ def test_B24_every_key_component_changes_the_cache_path(zoo):
         hashes.add(h)
     iupac = extraction_hash(extraction_settings(base, "tiny-bert", {"allow_iupac": False}))
     assert iupac not in hashes
-    pinned = [extraction_hash({**extraction_settings(base, "tiny-bert", {}), "source": {"kind": "hub", "hub_id": "x/y", "revision": r * 40}})
-              for r in "ab"]  # fmt: skip
+    pinned = [
+        extraction_hash(
+            {
+                **extraction_settings(base, "tiny-bert", {}),
+                "source": {"kind": "hub", "hub_id": "x/y", "revision": r * 40},
+            }
+        )
+        for r in "ab"
+    ]
     assert pinned[0] != pinned[1]  # revision
 
 
@@ -685,12 +818,21 @@ def test_B24_hub_id_shadowed_by_a_local_folder_is_refused(zoo, tmp_path, monkeyp
 
     monkeypatch.chdir(tmp_path)
     shutil.copytree(zoo.folder("bert"), tmp_path / "someorg" / "dna-model")
-    entry = {**spec("unused", "hf-encoder", {"max_tokens": 64}),
-             "source": {"kind": "hub", "hub_id": "someorg/dna-model", "revision": "0123456789abcdef0123456789abcdef01234567"}}  # fmt: skip
+    entry = {
+        **spec("unused", "hf-encoder", {"max_tokens": 64}),
+        "source": {
+            "kind": "hub",
+            "hub_id": "someorg/dna-model",
+            "revision": "0123456789abcdef0123456789abcdef01234567",
+        },
+    }
     settings = extraction_settings({"models": {"shadowed": entry}}, "shadowed", {})
     folder = re.escape(str((tmp_path / "someorg" / "dna-model").resolve()))
-    with pytest.raises(ValueError, match=rf"model shadowed: a local folder {folder} has the hub id's name; transformers "
-                       r"would load it instead of someorg/dna-model@0123456789abcdef0123456789abcdef01234567"):
+    with pytest.raises(
+        ValueError,
+        match=rf"model shadowed: a local folder {folder} has the hub id's name; transformers "
+        r"would load it instead of someorg/dna-model@0123456789abcdef0123456789abcdef01234567",
+    ):
         build_encoder(settings, progress=False)
 
 
@@ -701,9 +843,18 @@ def test_B24_local_path_spellings_give_one_hash(zoo, tmp_path, monkeypatch):
     shutil.copytree(zoo.folder("bert"), folder)
     (tmp_path / "run").mkdir()
     monkeypatch.chdir(tmp_path / "run")
-    spellings = ["../models/bert", str(folder), str(folder) + "/", "../models/bert/", "./../models/bert", "../run/../models/bert"]
-    hashes = {extraction_hash(extraction_settings({"models": {"m": spec(p, "hf-encoder", {"max_tokens": 64})}}, "m", {}))
-              for p in spellings}  # fmt: skip
+    spellings = [
+        "../models/bert",
+        str(folder),
+        str(folder) + "/",
+        "../models/bert/",
+        "./../models/bert",
+        "../run/../models/bert",
+    ]
+    hashes = {
+        extraction_hash(extraction_settings({"models": {"m": spec(p, "hf-encoder", {"max_tokens": 64})}}, "m", {}))
+        for p in spellings
+    }
     assert len(hashes) == 1, hashes
 
 
@@ -717,14 +868,18 @@ def test_B24_auto_map_into_another_repository_needs_code_revision(zoo, tmp_path,
 
     folder = _copy(zoo, "bert", tmp_path / "bert_foreign_code")
     cfg = json.loads((folder / "config.json").read_text())
-    cfg["auto_map"] = {"AutoConfig": "someorg/remote-code--configuration_x.XConfig",
-                       "AutoModel": "someorg/remote-code--modeling_x.XModel"}  # fmt: skip
+    cfg["auto_map"] = {
+        "AutoConfig": "someorg/remote-code--configuration_x.XConfig",
+        "AutoModel": "someorg/remote-code--modeling_x.XModel",
+    }
     (folder / "config.json").write_text(json.dumps(cfg))
     calls: dict[str, dict] = {}
 
     def fake_model(where, **kwargs):
         calls["model"] = kwargs
-        return tf.BertModel.from_pretrained(where, dtype=kwargs["dtype"], output_loading_info=kwargs["output_loading_info"])
+        return tf.BertModel.from_pretrained(
+            where, dtype=kwargs["dtype"], output_loading_info=kwargs["output_loading_info"]
+        )
 
     def fake_tokenizer(where, **kwargs):
         calls["tokenizer"] = kwargs
@@ -738,24 +893,38 @@ def test_B24_auto_map_into_another_repository_needs_code_revision(zoo, tmp_path,
         return extraction_settings({"models": {"foreign-code": entry}}, "foreign-code", {})
 
     for load in ({}, {"code_revision": "main"}, {"code_revision": "A" * 40}):
-        with pytest.raises(RemoteCodeError, match=r"model foreign-code: its auto_map takes code from another repository "
-                           r"\(someorg/remote-code--configuration_x\.XConfig\), which transformers fetches from that "
-                           r"repository's main branch.*pin it with load\.code_revision \(a 40-hex commit"):  # fmt: skip
+        with pytest.raises(
+            RemoteCodeError,
+            match=r"model foreign-code: its auto_map takes code from another repository "
+            r"\(someorg/remote-code--configuration_x\.XConfig\), which transformers fetches from that "
+            r"repository's main branch.*pin it with load\.code_revision \(a 40-hex commit",
+        ):
             build_encoder(settings(**load), progress=False)
     assert not calls  # refused before anything is loaded
     pin = "0123456789abcdef0123456789abcdef01234567"
     enc = build_encoder(settings(code_revision=pin), progress=False)
     assert calls["model"]["code_revision"] == pin and calls["model"]["trust_remote_code"] is True
     assert calls["tokenizer"]["code_revision"] == pin
-    assert extraction_hash(settings(code_revision=pin)) != extraction_hash(settings(code_revision="f" * 40))  # in the cache key
+    assert extraction_hash(settings(code_revision=pin)) != extraction_hash(
+        settings(code_revision="f" * 40)
+    )  # in the cache key
     assert enc.embed([random_dna(40, 1)]).embeddings.shape == (1, enc.hidden_size)
     # the registry schema takes the pin (a 40-hex commit) and nothing else
     schema = yaml.safe_load((repo / "workflow" / "schemas" / "models.schema.yaml").read_text())
     for value, ok in ((pin, True), ("main", False)):
-        entry = spec(folder, "hf-encoder", {"max_tokens": 64}, trust=True, load={"transformers": ">=4.26", "code_revision": value})
+        entry = spec(
+            folder,
+            "hf-encoder",
+            {"max_tokens": 64},
+            trust=True,
+            load={"transformers": ">=4.26", "code_revision": value},
+        )
         (tmp_path / "models.yaml").write_text(yaml.safe_dump({"schema_version": 1, "models": {"foreign-code": entry}}))
         if ok:
-            assert load_registry(tmp_path / "models.yaml", schema)["models"]["foreign-code"]["load"]["code_revision"] == pin
+            assert (
+                load_registry(tmp_path / "models.yaml", schema)["models"]["foreign-code"]["load"]["code_revision"]
+                == pin
+            )
         else:
             with pytest.raises(RegistryError, match="code_revision"):
                 load_registry(tmp_path / "models.yaml", schema)

@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from extraction_support import KINDS, make_task, random_dna, zoo  # noqa: F401
 
+from extraction_support import KINDS, random_dna
 from geneb.embeddings.cache import CacheError, SplitEmbeddings, write_embeddings
 from geneb.embeddings.checks import DEFAULT_ATOL, InvarianceError, check_batch_invariance
 from geneb.embeddings.errors import NonFiniteEmbeddingError
@@ -71,27 +71,51 @@ def test_B25_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
     src = tmp_path / "m" / task
     src.mkdir(parents=True)
     rng = np.random.default_rng(0)
-    rows = {split: [("".join(rng.choice(list("ACGT"), 30)) + ("GGGGCC" if y else "ATATAT") * 3, y) for y in [0, 1] * n]
-            for split, n in (("train", 12), ("test", 4))}  # fmt: skip
+    rows = {
+        split: [("".join(rng.choice(list("ACGT"), 30)) + ("GGGGCC" if y else "ATATAT") * 3, y) for y in [0, 1] * n]
+        for split, n in (("train", 12), ("test", 4))
+    }
     for split, data in rows.items():
         with gzip.open(src / f"{split}.csv.gz", "wt") as f:
             f.write("sequence,label\n" + "".join(f"{q},{y}\n" for q, y in data))
     out = tmp_path / "tasks" / task
-    prepare_task(task, task_row(read_catalogue(repo / "config/tasks.tsv"), task), open_source(str(tmp_path / "m")),
-                 AlphabetPolicy(), {}, 0, out)  # fmt: skip
+    prepare_task(
+        task,
+        task_row(read_catalogue(repo / "config/tasks.tsv"), task),
+        open_source(str(tmp_path / "m")),
+        AlphabetPolicy(),
+        {},
+        0,
+        out,
+    )
     settings = zoo.settings("mistral-dna", dtype="bfloat16")
     extract_task(settings, out, tmp_path / "emb.h5", progress=False)
     strict = {**yaml.safe_load((repo / "config/config.yaml").read_text())["probe"]["geneb-strict"], "seeds": [0]}
-    write_shot_indices(train=out / "train.parquet", card=out / "card.json", output=tmp_path / "shots.json", task=task,
-                       protocol="geneb-strict", settings=strict)  # fmt: skip
-    scores = fit_probes(train=out / "train.parquet", test=out / "test.parquet", card=out / "card.json", embeddings=tmp_path / "emb.h5",
-                        shots=tmp_path / "shots.json", scores_out=tmp_path / "s.parquet", predictions_out=tmp_path / "p.parquet",
-                        task=task, model=settings["model"], protocol="geneb-strict", settings=strict)  # fmt: skip
+    write_shot_indices(
+        train=out / "train.parquet",
+        card=out / "card.json",
+        output=tmp_path / "shots.json",
+        task=task,
+        protocol="geneb-strict",
+        settings=strict,
+    )
+    scores = fit_probes(
+        train=out / "train.parquet",
+        test=out / "test.parquet",
+        card=out / "card.json",
+        embeddings=tmp_path / "emb.h5",
+        shots=tmp_path / "shots.json",
+        scores_out=tmp_path / "s.parquet",
+        predictions_out=tmp_path / "p.parquet",
+        task=task,
+        model=settings["model"],
+        protocol="geneb-strict",
+        settings=strict,
+    )
     assert len(scores) > 0 and scores["embedding_compute_dtype"].tolist() == ["bfloat16"] * len(scores)
     assert set(pd.read_parquet(tmp_path / "s.parquet")["embedding_compute_dtype"]) == {"bfloat16"}
     with h5py.File(tmp_path / "emb.h5", "r") as f:
         assert f.attrs["compute_dtype"] == "bfloat16"
-
 
 
 def _evo_package(monkeypatch, package_dtype):
@@ -144,9 +168,18 @@ def _evo_package(monkeypatch, package_dtype):
 def _evo_settings(dtype):
     from geneb.models.registry import extraction_settings
 
-    entry = {"display": "evo", "family": "evo", "source": {"kind": "builtin"}, "architecture_family": "striped-hyena",
-             "tokenizer_type": "single-nucleotide", "params": 0, "pretraining_domain": "prokaryote", "license": "x",
-             "load": {"package_model_name": "evo-1-8k-base"}, "extraction": {"max_tokens": 8192, "dtype": dtype}}  # fmt: skip
+    entry = {
+        "display": "evo",
+        "family": "evo",
+        "source": {"kind": "builtin"},
+        "architecture_family": "striped-hyena",
+        "tokenizer_type": "single-nucleotide",
+        "params": 0,
+        "pretraining_domain": "prokaryote",
+        "license": "x",
+        "load": {"package_model_name": "evo-1-8k-base"},
+        "extraction": {"max_tokens": 8192, "dtype": dtype},
+    }
     return extraction_settings({"models": {"evo-standin": entry}}, "evo-standin", {})
 
 
@@ -186,7 +219,9 @@ def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
 
     seqs = [random_dna(200, i) for i in range(8)]
     fp32 = build_encoder(zoo.settings("mistral-dna", dtype="float32"), device="cuda", progress=False)
-    bf16 = build_encoder(zoo.settings("mistral-dna", dtype="bfloat16", nonfinite="retry_fp32"), device="cuda", progress=False)
+    bf16 = build_encoder(
+        zoo.settings("mistral-dna", dtype="bfloat16", nonfinite="retry_fp32"), device="cuda", progress=False
+    )
     x, y = fp32.embed(seqs).embeddings, bf16.embed(seqs).embeddings
     assert ((x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)).min() >= 0.999
     folder = shared / "data" / "tasks" / "gue_human_tf_2"
@@ -261,14 +296,24 @@ class InfModel(TokenModelEncoder):
 
 
 def _inf_settings(**extraction):
-    return {"model": "fake-inf", "family": "hf-encoder", "source": {"kind": "builtin"}, "builtin": {}, "trust_remote_code": False,
-            "load": {}, "extraction": {**DEFAULT_EXTRACTION, **extraction}, "alphabet": {}}  # fmt: skip
+    return {
+        "model": "fake-inf",
+        "family": "hf-encoder",
+        "source": {"kind": "builtin"},
+        "builtin": {},
+        "trust_remote_code": False,
+        "load": {},
+        "extraction": {**DEFAULT_EXTRACTION, **extraction},
+        "alphabet": {},
+    }
 
 
 def test_B27_inf_row_raises_naming_model_task_row(make_task, tmp_path, monkeypatch):
     """One inf row in a batch of 3: the job fails naming model, task and row 1, and writes no file."""
     settings = _inf_settings()
-    monkeypatch.setattr("geneb.embeddings.extract.build_encoder", lambda s, **kw: InfModel(s, batch_size=3, progress=False))
+    monkeypatch.setattr(
+        "geneb.embeddings.extract.build_encoder", lambda s, **kw: InfModel(s, batch_size=3, progress=False)
+    )
     task = make_task(["ACGA", "TTTT", "GGCA"], ["ACGT"], task="overflow")
     out = tmp_path / "e.h5"
     with pytest.raises(NonFiniteEmbeddingError, match="model fake-inf, task overflow, split train: .*row 1") as err:
@@ -284,7 +329,9 @@ def test_B27_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
         only_reduced = True
 
     settings = _inf_settings(dtype="bfloat16", nonfinite="retry_fp32")
-    monkeypatch.setattr("geneb.embeddings.extract.build_encoder", lambda s, **kw: ReducedOnly(s, batch_size=3, progress=False))
+    monkeypatch.setattr(
+        "geneb.embeddings.extract.build_encoder", lambda s, **kw: ReducedOnly(s, batch_size=3, progress=False)
+    )
     task = make_task(["ACGA", "TTTT", "GGCA"], ["ACGT"], task="overflow")
     out = tmp_path / "e.h5"
     extract_task(settings, task, out, progress=False)
@@ -303,7 +350,6 @@ def test_B27_cache_never_holds_non_finite_values(tmp_path):
     with pytest.raises(CacheError, match="float16"):
         write_embeddings(tmp_path / "y.h5", {"train": big}, {"model": "M", "task": "T"}, storage_dtype="float16")
     assert not list(tmp_path.iterdir())
-
 
 
 def test_B27_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypatch):

@@ -13,8 +13,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from extraction_support import DECODERS, KINDS, make_task, random_dna, spec, zoo  # noqa: F401
 
+from extraction_support import DECODERS, KINDS, random_dna, spec
 from geneb.embeddings.checks import check_padding_invariance
 from geneb.embeddings.errors import EmptyPoolError, PaddingVarianceError
 from geneb.embeddings.extract import build_encoder, extract_task
@@ -58,9 +58,12 @@ def test_B02_registry_has_no_left_padded_maskless_model(repo):
     """The shipped registry passes the same check (load_registry runs it on every load)."""
     registry = load_registry(repo / "config" / "models.yaml")
     assert not [p for p in check_registry(registry) if "B02" in p]
-    bad = {"models": {"x": {**registry["models"]["hyenadna-medium-160k-seqlen-hf"], "extraction": {"padding_side": "left"}}}}
+    bad = {
+        "models": {
+            "x": {**registry["models"]["hyenadna-medium-160k-seqlen-hf"], "extraction": {"padding_side": "left"}}
+        }
+    }
     assert any("left padding" in p for p in check_registry(bad))
-
 
 
 def _tiny_from_config(folder, shared, config_cls, model_cls, **config):
@@ -72,14 +75,25 @@ def _tiny_from_config(folder, shared, config_cls, model_cls, **config):
     copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
     vocab = len(AutoTokenizer.from_pretrained(folder))
     torch.manual_seed(0)
-    model_cls(config_cls(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, pad_token_id=3, **config)).save_pretrained(folder)  # fmt: skip
+    model_cls(
+        config_cls(
+            vocab_size=vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            pad_token_id=3,
+            **config,
+        )
+    ).save_pretrained(folder)
     return folder
 
 
 def _load(folder, family, **extraction):
     entry = spec(folder, family, extraction)
-    return build_encoder(extraction_settings({"models": {folder.name: entry}}, folder.name, {}), batch_size=8, progress=False)
+    return build_encoder(
+        extraction_settings({"models": {folder.name: entry}}, folder.name, {}), batch_size=8, progress=False
+    )
 
 
 def test_B02_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, tmp_path):
@@ -89,9 +103,16 @@ def test_B02_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, t
     batches a long probe and refuses it; capped at 128 tokens the padded width never passes 128 and it loads."""
     import transformers as tf
 
-    folder = _tiny_from_config(tmp_path / "llama-dynamic-rope", shared, tf.LlamaConfig, tf.LlamaModel,
-                               num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.1,
-                               rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0})  # fmt: skip
+    folder = _tiny_from_config(
+        tmp_path / "llama-dynamic-rope",
+        shared,
+        tf.LlamaConfig,
+        tf.LlamaModel,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        initializer_range=0.1,
+        rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0},
+    )
     model = tf.LlamaModel.from_pretrained(folder).eval()
     ids = torch.randint(5, 100, (1, 40), generator=torch.Generator().manual_seed(0))
 
@@ -105,8 +126,11 @@ def test_B02_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, t
     alone = padded_to(40)
     assert (padded_to(128) - alone).abs().max() <= 1e-5 * alone.abs().max()  # within the trained positions: exact
     assert (padded_to(400) - alone).abs().max() > 1e-2 * alone.abs().max()  # beyond: the pads change the vector
-    with pytest.raises(PaddingVarianceError, match=rf"model {folder.name}: a \d+-token probe's embedding changes by .* "
-                       r"\(relative; limit 0.0001\) when batched with a \d+-token one under padding_side right"):
+    with pytest.raises(
+        PaddingVarianceError,
+        match=rf"model {folder.name}: a \d+-token probe's embedding changes by .* "
+        r"\(relative; limit 0.0001\) when batched with a \d+-token one under padding_side right",
+    ):
         _load(folder, "hf-decoder", max_tokens=512)
     enc = _load(folder, "hf-decoder", max_tokens=128)
     check_padding_invariance(enc, random_dna(60, 1), [random_dna(1500, 2)], atol=1e-5).require()
@@ -122,10 +146,21 @@ def test_B02_convbert_pad_leak_refused_in_fp32(shared, tmp_path):
     import transformers as tf
 
     same = {"max_position_embeddings": 512, "initializer_range": 0.02}
-    conv = _tiny_from_config(tmp_path / "convbert", shared, tf.ConvBertConfig, tf.ConvBertModel,
-                             embedding_size=32, conv_kernel_size=9, head_ratio=1, **same)  # fmt: skip
-    with pytest.raises(PaddingVarianceError, match=r"model convbert: a \d+-token probe's embedding changes by .* "
-                       r"\(relative; limit 0.0001\)") as err:  # fmt: skip
+    conv = _tiny_from_config(
+        tmp_path / "convbert",
+        shared,
+        tf.ConvBertConfig,
+        tf.ConvBertModel,
+        embedding_size=32,
+        conv_kernel_size=9,
+        head_ratio=1,
+        **same,
+    )
+    with pytest.raises(
+        PaddingVarianceError,
+        match=r"model convbert: a \d+-token probe's embedding changes by .* "
+        r"\(relative; limit 0.0001\)",
+    ) as err:
         _load(conv, "hf-encoder", max_tokens=512, dtype="float32")
     leak = float(re.search(r"changes by (\S+) \(relative", str(err.value)).group(1))
     assert 1e-4 < leak < 1e-3  # small: a real leak, not rounding (fp32 noise is ~1e-7)
@@ -160,16 +195,24 @@ def test_B04_fixed_padding_in_tokenizer_files_is_overridden(zoo, tmp_path, caplo
     folder = tmp_path / "bert-fixed-pad"
     shutil.copytree(zoo.folder("bert"), folder)
     tok = json.loads((folder / "tokenizer.json").read_text())
-    tok["padding"] = {"strategy": {"Fixed": 128}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 3,
-                      "pad_type_id": 0, "pad_token": "[PAD]"}  # fmt: skip
+    tok["padding"] = {
+        "strategy": {"Fixed": 128},
+        "direction": "Right",
+        "pad_to_multiple_of": None,
+        "pad_id": 3,
+        "pad_type_id": 0,
+        "pad_token": "[PAD]",
+    }
     tok["truncation"] = {"direction": "Right", "max_length": 16, "strategy": "LongestFirst", "stride": 0}
     (folder / "tokenizer.json").write_text(json.dumps(tok))
-    from geneb.embeddings.extract import build_encoder
     from extraction_support import spec
+    from geneb.embeddings.extract import build_encoder
 
     with caplog.at_level(logging.INFO):
-        enc = build_encoder(extraction_settings({"models": {"fixed": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "fixed", {}),
-                            progress=False)  # fmt: skip
+        enc = build_encoder(
+            extraction_settings({"models": {"fixed": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "fixed", {}),
+            progress=False,
+        )
     seq = random_dna(300, 5)
     ids = enc._tokenize([seq])[0]
     assert 16 < len(ids) < 128  # neither truncated to 16 nor padded to 128
@@ -202,8 +245,12 @@ def test_B05_empty_mask_names_the_row(method):
 def test_B05_non_finite_values_at_pads_never_reach_the_pool():
     """NaN / inf / -inf at masked positions (a pad row of a left-padded causal model, an fp16 overflow of a pad
     embedding): every method gives the value of the real positions (NaN * 0 would be NaN for a mask product)."""
-    h = torch.tensor([[[1.0, 1.0], [3.0, 3.0], [float("nan"), float("inf")]],
-                      [[5.0, -1.0], [float("-inf"), float("nan")], [float("inf"), float("-inf")]]])  # fmt: skip
+    h = torch.tensor(
+        [
+            [[1.0, 1.0], [3.0, 3.0], [float("nan"), float("inf")]],
+            [[5.0, -1.0], [float("-inf"), float("nan")], [float("inf"), float("-inf")]],
+        ]
+    )
     m = torch.tensor([[1, 1, 0], [1, 0, 0]])
     assert pool(h, m, "mean").tolist() == [[2.0, 2.0], [5.0, -1.0]]
     assert pool(h, m, "max").tolist() == [[3.0, 3.0], [5.0, -1.0]]
@@ -238,8 +285,16 @@ class PadNaN(TokenModelEncoder):
 def test_B05_nan_at_pads_through_embed():
     """Rows of 4, 8 and 4 bases in one padded batch: each vector is the mean of its own bases' table rows, the
     same as alone, finite (the load-time padding check passes too: it would see NaN as a difference)."""
-    settings = {"model": "fake-padnan", "family": "hf-encoder", "source": {"kind": "builtin"}, "builtin": {},
-                "trust_remote_code": False, "load": {}, "extraction": dict(DEFAULT_EXTRACTION), "alphabet": {}}  # fmt: skip
+    settings = {
+        "model": "fake-padnan",
+        "family": "hf-encoder",
+        "source": {"kind": "builtin"},
+        "builtin": {},
+        "trust_remote_code": False,
+        "load": {},
+        "extraction": dict(DEFAULT_EXTRACTION),
+        "alphabet": {},
+    }
     enc = PadNaN(settings, batch_size=3, progress=False)
     seqs = ["ACGA", "TTTTTTTT", "GGCA"]
     chunks, *_ = enc.make_chunks(seqs, [0, 1, 2])
@@ -347,8 +402,11 @@ def test_B07_left_padding_of_learned_absolute_positions_fails_at_load(zoo, gpt2_
     tokens of a padded row get other positions, so a vector depends on its batch mates. The validator allows
     the setting (the model has a mask), so the load-time check refuses it, naming model and padding side."""
     assert not check_registry({"models": {"tiny-gpt2": spec(gpt2_folder, "hf-decoder", {"padding_side": "left"})}})
-    with pytest.raises(PaddingVarianceError, match=r"model tiny-gpt2: a \d+-token probe's embedding changes by .* when "
-                       r"batched with a \d+-token one under padding_side left: results would depend on batch mates"):
+    with pytest.raises(
+        PaddingVarianceError,
+        match=r"model tiny-gpt2: a \d+-token probe's embedding changes by .* when "
+        r"batched with a \d+-token one under padding_side left: results would depend on batch mates",
+    ):
         _gpt2(gpt2_folder, padding_side="left")
     with pytest.raises(PaddingVarianceError, match="model tiny-bert: .* under padding_side left"):
         zoo.encoder("bert", padding_side="left")
@@ -362,7 +420,9 @@ def test_B07_left_padding_of_learned_absolute_positions_fails_at_load(zoo, gpt2_
 def test_B07_left_padding_of_a_rotary_model_still_loads(zoo, kind):
     """Rotary positions only enter attention as differences, so a shift by the pad count changes nothing: left
     padding passes the load-time check, and a padded row equals the row alone (last-token pooling too)."""
-    enc = zoo.encoder(kind, padding_side="left", pooling="last", long_policy="truncate", exclude_special_tokens=False, batch_size=2)
+    enc = zoo.encoder(
+        kind, padding_side="left", pooling="last", long_policy="truncate", exclude_special_tokens=False, batch_size=2
+    )
     assert enc.padding_side == "left"
     s1, s2 = random_dna(12, 6), random_dna(40, 7)
     chunks, *_ = enc.make_chunks([s1, s2], [0, 1])
@@ -389,8 +449,17 @@ def strand_folder(tmp_path_factory):
     hf.add_special_tokens({"additional_special_tokens": ["<+>"]})
     hf.save_pretrained(folder)
     torch.manual_seed(0)
-    tf.BertModel(tf.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                               intermediate_size=64, max_position_embeddings=512, pad_token_id=0)).save_pretrained(folder)  # fmt: skip
+    tf.BertModel(
+        tf.BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=512,
+            pad_token_id=0,
+        )
+    ).save_pretrained(folder)
     return folder
 
 
@@ -398,8 +467,12 @@ def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     """input_transform {kind: lowercase, prefix: '<+>'} and max_tokens 32: a 70-nt row is cut into chunks of 31
     bases, each led by the strand token, which is never pooled (n_tokens 70, not 71), and every chunk's vector is
     the mean of its own base positions only."""
-    entry = spec(strand_folder, "hf-encoder", {"max_tokens": 32, "input_transform": {"kind": "lowercase", "prefix": "<+>"}})
-    enc = build_encoder(extraction_settings({"models": {"glm-like": entry}}, "glm-like", {}), batch_size=4, progress=False)
+    entry = spec(
+        strand_folder, "hf-encoder", {"max_tokens": 32, "input_transform": {"kind": "lowercase", "prefix": "<+>"}}
+    )
+    enc = build_encoder(
+        extraction_settings({"models": {"glm-like": entry}}, "glm-like", {}), batch_size=4, progress=False
+    )
     strand = enc.tokenizer.convert_tokens_to_ids("<+>")
     assert enc.prefix == [] and enc.strand == [strand] and enc.suffix == [] and enc.body_cap == 31
     seq = random_dna(70, 1)
@@ -416,8 +489,11 @@ def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     expected = sum(hidden[k, 1 : len(c.ids)].double().sum(0) for k, c in enumerate(chunks)) / 70
     np.testing.assert_allclose(res.embeddings[0], expected.numpy(), atol=1e-5)
     # with the tokenizer's special tokens pooled, the strand token still is not (it is the same in every row)
-    keep = spec(strand_folder, "hf-encoder", {"max_tokens": 32, "exclude_special_tokens": False,
-                                              "input_transform": {"kind": "lowercase", "prefix": "<+>"}})  # fmt: skip
+    keep = spec(
+        strand_folder,
+        "hf-encoder",
+        {"max_tokens": 32, "exclude_special_tokens": False, "input_transform": {"kind": "lowercase", "prefix": "<+>"}},
+    )
     enc2 = build_encoder(extraction_settings({"models": {"glm-like": keep}}, "glm-like", {}), progress=False)
     assert enc2.embed([seq]).n_tokens.tolist() == [70]
 
@@ -434,7 +510,9 @@ def test_B06_cls_pooling_refused_without_a_cls_token(zoo, tmp_path):
     (folder / "tokenizer.json").write_text(json.dumps(tok))
     ext = {"max_tokens": 64, "pooling": "cls", "exclude_special_tokens": False, "long_policy": "truncate"}
     settings = extraction_settings({"models": {"no-cls": spec(folder, "hf-encoder", ext)}}, "no-cls", {})
-    with pytest.raises(ValueError, match=r"model no-cls: pooling cls, but the tokenizer puts no token before the sequence"):
+    with pytest.raises(
+        ValueError, match=r"model no-cls: pooling cls, but the tokenizer puts no token before the sequence"
+    ):
         build_encoder(settings, progress=False)
     with_cls = zoo.encoder("bert", pooling="cls", exclude_special_tokens=False, long_policy="truncate")
     assert with_cls.prefix == [with_cls.tokenizer.cls_token_id]
@@ -450,7 +528,11 @@ def test_B07_n_tokens_is_one_per_row_for_last_and_cls(zoo, make_task, tmp_path):
     assert cls.embed(seqs).n_tokens.tolist() == [1, 1, 1]
     assert min(zoo.encoder("bert").embed(seqs).n_tokens) > 1  # mean: every pooled position
     task = make_task(seqs, seqs[:1])
-    extract_task(zoo.settings("llama", pooling="last", long_policy="truncate", exclude_special_tokens=False), task,
-                 tmp_path / "e.h5", progress=False)  # fmt: skip
+    extract_task(
+        zoo.settings("llama", pooling="last", long_policy="truncate", exclude_special_tokens=False),
+        task,
+        tmp_path / "e.h5",
+        progress=False,
+    )
     with h5py.File(tmp_path / "e.h5", "r") as f:
         assert f["train"]["n_tokens"][:].tolist() == [1, 1, 1] and f["train"].attrs["n_pooled_positions"] == 3

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
 
 from geneb.models.kmer import KmerEncoder
 from geneb.probe.errors import ProbeInputError
@@ -41,9 +41,15 @@ def promoters(shared):
     tr = tr.iloc[stratified_cap(tr["label"].to_numpy(), 1000, 0)]
     te = pd.read_csv(folder / "test.csv.gz")
     enc = KmerEncoder(3)
-    return TaskArrays("gue_prom_core_tata",
-                      enc.embed(tr["sequence"].tolist()).embeddings, tr["label"].to_numpy(), np.arange(len(tr)),
-                      enc.embed(te["sequence"].tolist()).embeddings, te["label"].to_numpy(), np.arange(len(te)))  # fmt: skip
+    return TaskArrays(
+        "gue_prom_core_tata",
+        enc.embed(tr["sequence"].tolist()).embeddings,
+        tr["label"].to_numpy(),
+        np.arange(len(tr)),
+        enc.embed(te["sequence"].tolist()).embeddings,
+        te["label"].to_numpy(),
+        np.arange(len(te)),
+    )
 
 
 def _shots(data, name, settings):
@@ -90,8 +96,18 @@ def test_B31_whole_kind_every_draw_input_is_used(cfg, promoters):
         assert len(ten) == len(p.seeds) and len(set(ten)) == len(ten)
 
 
-@pytest.mark.parametrize("damage", ["draw deleted", "row repeated", "full_rows cut", "draw repeated", "regime renamed",
-                                    "row outside full", "one class short"])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "draw deleted",
+        "row repeated",
+        "full_rows cut",
+        "draw repeated",
+        "regime renamed",
+        "row outside full",
+        "one class short",
+    ],
+)
 def test_B31_a_shot_file_that_is_not_its_settings_draw_is_refused(cfg, damage):
     """Every model reads the same shot file; one edited or damaged by hand (a draw missing, so a seed silently
     drops out of the mean; a repeated row; a shortened full set) is refused, naming the file."""
@@ -184,7 +200,9 @@ def test_B35_few_shot_regimes_never_run_inner_cv(cfg, promoters, kfold_spy):
 
 def test_B35_inner_cv_folds_shrink_to_the_smallest_class(cfg, kfold_spy):
     data = _tiny([0] * 12 + [1] * 3, [0, 1] * 4, d=3)
-    fits, _ = fit_all(data, from_config("geneb-strict", cfg["geneb-strict"]), _shots(data, "geneb-strict", cfg["geneb-strict"]))
+    fits, _ = fit_all(
+        data, from_config("geneb-strict", cfg["geneb-strict"]), _shots(data, "geneb-strict", cfg["geneb-strict"])
+    )
     assert kfold_spy == [3] and fits[0].C_selection == "inner 3-fold CV (MCC)"
 
 
@@ -196,7 +214,9 @@ def _scaled(seed=0):
     y = np.repeat([0, 1], 20)
     X = (rng.normal(size=(40, 3)) + y[:, None]) * 1e4
     Xt = (rng.normal(size=(30, 3)) + 5.0) * 1e4  # test rows far from the training mean
-    return TaskArrays("scaled", X.astype(np.float32), y, np.arange(40), Xt.astype(np.float32), np.repeat([0, 1], 15), np.arange(30))
+    return TaskArrays(
+        "scaled", X.astype(np.float32), y, np.arange(40), Xt.astype(np.float32), np.repeat([0, 1], 15), np.arange(30)
+    )
 
 
 def test_B36_scaler_is_fitted_on_train_rows_only(cfg):
@@ -208,7 +228,9 @@ def test_B36_scaler_is_fitted_on_train_rows_only(cfg):
     p = from_config("geneb-strict", cfg["geneb-strict"])
     shots = _shots(data, "geneb-strict", cfg["geneb-strict"])
     whole, _ = fit_all(data, p, shots)
-    half = TaskArrays("scaled", data.X_train, data.y_train, data.rows_train, data.X_test[:10], data.y_test[:10], data.rows_test[:10])
+    half = TaskArrays(
+        "scaled", data.X_train, data.y_train, data.rows_train, data.X_test[:10], data.y_test[:10], data.rows_test[:10]
+    )
     part, _ = fit_all(half, p, shots)
     for a, b in zip(whole, part):
         assert np.array_equal(a.y_pred[:10], b.y_pred) and np.allclose(a.proba[:10], b.proba)
@@ -222,7 +244,9 @@ def test_B36_non_convergence_is_recorded_not_swallowed(cfg):
         fits, _ = fit_all(data, p, _shots(data, "geneb-paper", cfg["geneb-paper"]))
     full = fits[0]
     assert full.converged is False and full.n_iter == 3
-    ok, _ = fit_all(data, from_config("geneb-strict", cfg["geneb-strict"]), _shots(data, "geneb-strict", cfg["geneb-strict"]))
+    ok, _ = fit_all(
+        data, from_config("geneb-strict", cfg["geneb-strict"]), _shots(data, "geneb-strict", cfg["geneb-strict"])
+    )
     assert all(f.converged and f.n_iter < 1000 for f in ok)
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from extraction_support import ENCODERS, make_task, random_dna, spec, zoo  # noqa: F401
 
+from extraction_support import ENCODERS, random_dna, spec
 from geneb.embeddings.errors import (
     DroppedInputError,
     EmptyPoolError,
@@ -83,9 +83,13 @@ def bpe_no_unk(tmp_path_factory):
     trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=["<pad>", "<s>", "</s>"], initial_alphabet=list("ACGT"))
     tok.train_from_iterator([random_dna(500, i) for i in range(50)], trainer)
     tok.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>"}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>"})
+    )
     torch.manual_seed(0)
-    cfg = tf.GPT2Config(vocab_size=tok.get_vocab_size(), n_embd=16, n_layer=1, n_head=2, n_positions=256, bos_token_id=1, eos_token_id=2)
+    cfg = tf.GPT2Config(
+        vocab_size=tok.get_vocab_size(), n_embd=16, n_layer=1, n_head=2, n_positions=256, bos_token_id=1, eos_token_id=2
+    )
     tf.GPT2Model(cfg).save_pretrained(folder)
     return folder
 
@@ -131,8 +135,11 @@ def test_B11_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
     alphabet check again (a BPE tokenizer would swallow the space) and names task, split, row and character."""
     task = make_task([random_dna(40, 1), "ACGTACGG TACGT"], [random_dna(40, 2)], task="ws")
     out = tmp_path / "e.h5"
-    with pytest.raises(SequenceError, match=r"model tiny-bert, task ws, split train: task 'ws', split 'train', row 1: "
-                       r"character ' ' at position 8"):
+    with pytest.raises(
+        SequenceError,
+        match=r"model tiny-bert, task ws, split train: task 'ws', split 'train', row 1: "
+        r"character ' ' at position 8",
+    ):
         extract_task(zoo.settings("bert"), task, out, progress=False)
     assert not out.exists()
     task = make_task([random_dna(40, 1)], [random_dna(40, 2), "ACGTACGTAC\r"], task="cr")
@@ -157,15 +164,34 @@ def _wordpiece_bert(folder, vocab, *, lowercase=False, max_chars=100):
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *vocab]
-    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]", max_input_chars_per_word=max_chars))
+    tok = Tokenizer(
+        models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]", max_input_chars_per_word=max_chars)
+    )
     tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    tf.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                               sep_token="[SEP]", mask_token="[MASK]").save_pretrained(folder)  # fmt: skip
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tf.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    ).save_pretrained(folder)
     torch.manual_seed(0)
-    tf.BertModel(tf.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=64, max_position_embeddings=512, pad_token_id=0)).save_pretrained(folder)  # fmt: skip
+    tf.BertModel(
+        tf.BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=512,
+            pad_token_id=0,
+        )
+    ).save_pretrained(folder)
     return folder
 
 
@@ -178,8 +204,11 @@ def test_B11_lowercasing_normalizer_over_an_uppercase_vocabulary_fails_at_load(t
     kmers = ["".join(p) for p in itertools.product("ACGT", repeat=6)]
     kt = {"kind": "overlapping-kmers", "k": 6}
     lower = _wordpiece_bert(tmp_path / "lower", kmers, lowercase=True)
-    with pytest.raises(DroppedInputError, match=r"model kmer-lower: the tokenizer reads a plain ACGT probe sequence as UNK "
-                       r"\((\d+) of \1 tokens\)"):
+    with pytest.raises(
+        DroppedInputError,
+        match=r"model kmer-lower: the tokenizer reads a plain ACGT probe sequence as UNK "
+        r"\((\d+) of \1 tokens\)",
+    ):
         build_encoder(_local(lower, "hf-encoder", "kmer-lower", max_tokens=512, input_transform=kt), progress=False)
     upper = _wordpiece_bert(tmp_path / "upper", kmers)
     enc = build_encoder(_local(upper, "hf-encoder", "kmer-upper", max_tokens=512, input_transform=kt), progress=False)
@@ -195,8 +224,11 @@ def test_B11_wordpiece_word_longer_than_its_limit_fails_at_load(tmp_path):
 
     tok = AutoTokenizer.from_pretrained(folder)
     assert tok(random_dna(150, 1), add_special_tokens=False)["input_ids"] == [tok.unk_token_id]  # the trap
-    with pytest.raises(DroppedInputError, match=r"model wp-100: the tokenizer reads a plain ACGT probe sequence as UNK "
-                       r"\(1 of 1 tokens\)"):
+    with pytest.raises(
+        DroppedInputError,
+        match=r"model wp-100: the tokenizer reads a plain ACGT probe sequence as UNK "
+        r"\(1 of 1 tokens\)",
+    ):
         build_encoder(_local(folder, "hf-encoder", "wp-100", max_tokens=512), progress=False)
 
 
@@ -247,11 +279,15 @@ def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
 
     from geneb.models.tiny import write_remote_hyena
 
-    folder = write_remote_hyena(tmp_path / f"hyena-slow-{uuid.uuid4().hex[:12]}")  # remote code is cached by folder name
+    folder = write_remote_hyena(
+        tmp_path / f"hyena-slow-{uuid.uuid4().hex[:12]}"
+    )  # remote code is cached by folder name
     (folder / "tokenizer.json").unlink()
     (folder / "tokenization_skip.py").write_text(_SKIPPING_TOKENIZER)
     auto_map = {"AutoTokenizer": ["tokenization_skip.SkipTokenizer", None]}
-    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "SkipTokenizer", "auto_map": auto_map}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "SkipTokenizer", "auto_map": auto_map})
+    )
     entry = spec(folder, "hyena", {"max_tokens": 1024}, trust=True, load={"transformers": ">=4.26"})
     enc = build_encoder(extraction_settings({"models": {"slow-skip": entry}}, "slow-skip", {}), progress=False)
     assert not enc.tokenizer.is_fast and enc.unk_id is None
@@ -259,7 +295,9 @@ def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
     skipped = plain[:20] + "N" * 30 + "RYKM" + plain[20:]
     assert enc._tokenize([skipped]) == enc._tokenize([plain])  # the trap: the same tokens
     assert enc.embed([plain], [0]).embeddings.shape[0] == 1
-    with pytest.raises(DroppedInputError, match=r"model slow-skip, row 1: its tokens spell 40 of its 74 letters") as err:
+    with pytest.raises(
+        DroppedInputError, match=r"model slow-skip, row 1: its tokens spell 40 of its 74 letters"
+    ) as err:
         enc.embed([plain, skipped], [0, 1])
     assert err.value.rows == [1]
 
@@ -384,7 +422,9 @@ def test_B13_length_multiple_holds_for_every_chunk(zoo):
     assert sum(bodies) == 1480 + 400 and n_chunks.tolist() == [16, 5] and trimmed.tolist() == [2, 0]
     seen = _length_rule(enc.model, 4)
     res = enc.embed([random_dna(1482, 11), random_dna(400, 12)], [0, 1])
-    assert res.n_chunks.tolist() == [16, 5] and res.n_tokens.tolist() == [1480, 400] and np.isfinite(res.embeddings).all()
+    assert (
+        res.n_chunks.tolist() == [16, 5] and res.n_tokens.tolist() == [1480, 400] and np.isfinite(res.embeddings).all()
+    )
     assert seen and all(n % 4 == 0 for n in seen)
 
 
@@ -394,8 +434,11 @@ def test_B13_model_forward_error_names_model_and_rows(zoo):
     enc = build_encoder(zoo.settings("hyena", max_tokens=100), batch_size=4, progress=False)
     assert enc.body_cap == 99
     _length_rule(enc.model, 4)
-    with pytest.raises(ModelForwardError, match=r"model tiny-hyena: the forward pass failed on a batch of 4 x 100 tokens "
-                       r"\(rows 42(, 42)*\): ValueError: sequence length 99 \(without \[SEP\]\) must be divisible by 4") as err:
+    with pytest.raises(
+        ModelForwardError,
+        match=r"model tiny-hyena: the forward pass failed on a batch of 4 x 100 tokens "
+        r"\(rows 42(, 42)*\): ValueError: sequence length 99 \(without \[SEP\]\) must be divisible by 4",
+    ) as err:
         enc.embed([random_dna(1482, 11)], [42])
     assert set(err.value.rows) == {42}  # one row, cut into chunks
     assert isinstance(err.value.__cause__, ValueError)
@@ -476,10 +519,19 @@ def padding_idx_models(tmp_path_factory):
     from geneb.models.tiny import write_char_tokenizer
 
     folders = {}
-    common = {"vocab_size": 12, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-              "intermediate_size": 32, "max_position_embeddings": 130, "pad_token_id": 4}  # fmt: skip
-    for kind, cfg in (("roberta", tf.RobertaConfig(**common)),
-                      ("esm", tf.EsmConfig(**common, mask_token_id=3, position_embedding_type="absolute"))):  # fmt: skip
+    common = {
+        "vocab_size": 12,
+        "hidden_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 32,
+        "max_position_embeddings": 130,
+        "pad_token_id": 4,
+    }
+    for kind, cfg in (
+        ("roberta", tf.RobertaConfig(**common)),
+        ("esm", tf.EsmConfig(**common, mask_token_id=3, position_embedding_type="absolute")),
+    ):
         folders[kind] = tmp_path_factory.mktemp(kind)
         write_char_tokenizer(folders[kind], padding_side="right")
         torch.manual_seed(0)
@@ -507,8 +559,11 @@ def test_B14_config_maximum_failing_in_the_forward_pass(padding_idx_models, monk
     A registry max_tokens is trusted as set (no load-time pass)."""
     monkeypatch.setattr("geneb.models.hf.position_offset", lambda model, positions: 0)
     folder = padding_idx_models["roberta"]
-    with pytest.raises(MaxLengthError, match=r"model tiny-roberta: an input of its maximum length 130 tokens \(from the "
-                       r"tokenizer/config\) fails in the forward pass .*set extraction.max_tokens") as err:
+    with pytest.raises(
+        MaxLengthError,
+        match=r"model tiny-roberta: an input of its maximum length 130 tokens \(from the "
+        r"tokenizer/config\) fails in the forward pass .*set extraction.max_tokens",
+    ) as err:
         build_encoder(_local(folder, "hf-encoder", "tiny-roberta"), progress=False)
     assert isinstance(err.value.__cause__, ModelForwardError)
     enc = build_encoder(_local(folder, "hf-encoder", "tiny-roberta", max_tokens=125), progress=False)
@@ -524,9 +579,11 @@ def test_B16_n_runs_same_rows_for_every_model(zoo, repo, make_task, tmp_path):
     n_row = random_dna(150, 14) + "N" * 200 + random_dna(150, 15)
     task = make_task([n_row, random_dna(300, 16), "N" * 7 + random_dna(60, 17)], [n_row, random_dna(90, 18)])
     registry = load_registry(repo / "config" / "models.yaml")
-    settings = {"kmer-3": extraction_settings(registry, "kmer-3", {}),
-                "random-esm-tiny": extraction_settings(registry, "random-esm-tiny", {}),
-                **{f"tiny-{k}": zoo.settings(k) for k in ("bert", "bigbird")}}  # fmt: skip
+    settings = {
+        "kmer-3": extraction_settings(registry, "kmer-3", {}),
+        "random-esm-tiny": extraction_settings(registry, "random-esm-tiny", {}),
+        **{f"tiny-{k}": zoo.settings(k) for k in ("bert", "bigbird")},
+    }
     rows = {}
     for name, s in settings.items():
         out = tmp_path / f"{name}.h5"
@@ -580,4 +637,7 @@ def test_B12_a_table_is_refused_not_iterated_by_column_name():
 
     with pytest.raises(TypeError, match="not a table; pass its sequence column"):
         KmerEncoder(3).embed(pd.DataFrame({"sequence": ["ACGTACGT", "GGGGCCCC"]}))
-    assert KmerEncoder(3).embed(pd.DataFrame({"sequence": ["ACGTACGT", "GGGGCCCC"]})["sequence"]).embeddings.shape == (2, 64)
+    assert KmerEncoder(3).embed(pd.DataFrame({"sequence": ["ACGTACGT", "GGGGCCCC"]})["sequence"]).embeddings.shape == (
+        2,
+        64,
+    )

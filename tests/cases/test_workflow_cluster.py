@@ -523,10 +523,18 @@ def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_mo
     config = yaml.safe_load((run / "config" / "config.yaml").read_text())
     task_dir = run / "resources" / "tasks" / TASKS[0]
     out = tmp_path / "out"
-    common = dict(train=task_dir / "train.parquet", test=task_dir / "test.parquet", card=task_dir / "card.json",
-                  embeddings=h5, shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
-                  scores_out=out / "scores.parquet", predictions_out=out / "predictions.parquet", task=TASKS[0],
-                  protocol="geneb-paper", settings=config["probe"]["geneb-paper"])  # fmt: skip
+    common = dict(
+        train=task_dir / "train.parquet",
+        test=task_dir / "test.parquet",
+        card=task_dir / "card.json",
+        embeddings=h5,
+        shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+        scores_out=out / "scores.parquet",
+        predictions_out=out / "predictions.parquet",
+        task=TASKS[0],
+        protocol="geneb-paper",
+        settings=config["probe"]["geneb-paper"],
+    )
     with pytest.raises(CacheKeyMismatchError, match=r"settings_hash: file has '[0-9a-f]{12}', expected '000000000000'"):
         fit_probes(**common, model="kmer-3", settings_hash="000000000000")
     with pytest.raises(CacheKeyMismatchError, match=r"model: file has 'kmer-3', expected 'kmer-6'"):
@@ -726,7 +734,9 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
     shutil.copytree(REPO / "profiles", wf / "profiles")
     # ... and in the scripts: Snakemake's "code" trigger takes a script's mtime as a code change, so without
     # profiles/default's rerun-triggers a checkout or a comment would redo every extraction
-    scripts = [wf / "workflow" / "scripts" / f"{name}.py" for name in ("extract_embeddings", "prepare_task", "fit_probes")]
+    scripts = [
+        wf / "workflow" / "scripts" / f"{name}.py" for name in ("extract_embeddings", "prepare_task", "fit_probes")
+    ]
     for path in (wf / "Snakefile", wf / "workflow" / "rules" / "extract.smk", *scripts):
         mtime = path.stat().st_mtime
         path.write_text(path.read_text().replace("# ", "# (edited comment) ", 1))
@@ -738,7 +748,9 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
 def test_B44_integral_floats_are_ints_in_params():
     from geneb.hpc import stable_params
 
-    a = stable_params({"C": 1.0, "seeds": [13.0, 17], "tol": 1e-4, "caps": {"max_train": 200.0}, "flag": True, "k": 0.5})
+    a = stable_params(
+        {"C": 1.0, "seeds": [13.0, 17], "tol": 1e-4, "caps": {"max_train": 200.0}, "flag": True, "k": 0.5}
+    )
     b = stable_params({"k": 0.5, "flag": True, "caps": {"max_train": 200}, "tol": 0.0001, "seeds": [13, 17], "C": 1})
     assert repr(a) == repr(b) and a["C"] == 1 and type(a["C"]) is int and a["flag"] is True and a["k"] == 0.5
 
@@ -748,11 +760,18 @@ def test_B44_one_spelling_per_local_path(tmp_path, monkeypatch):
     from geneb.hpc import canonical_path
 
     monkeypatch.chdir(tmp_path)
-    spellings = ["config/models.yaml", "./config/models.yaml", str(tmp_path / "config" / "models.yaml"), "config/../config/models.yaml"]
+    spellings = [
+        "config/models.yaml",
+        "./config/models.yaml",
+        str(tmp_path / "config" / "models.yaml"),
+        "config/../config/models.yaml",
+    ]
     assert {canonical_path(p) for p in spellings} == {"config/models.yaml"}
     outside = tmp_path.parent / "shared" / "tasks.tsv"
     # outside the run folder the form is kept (a copied run folder must give the same key), only normalised
-    assert canonical_path("../shared/./tasks.tsv") == canonical_path("../shared/x/../tasks.tsv") == "../shared/tasks.tsv"
+    assert (
+        canonical_path("../shared/./tasks.tsv") == canonical_path("../shared/x/../tasks.tsv") == "../shared/tasks.tsv"
+    )
     assert canonical_path(str(outside) + "/") == str(outside)
     assert canonical_path("hf:org/data@" + "0" * 40) == "hf:org/data@" + "0" * 40
     assert canonical_path("https://example.org/tasks") == "https://example.org/tasks"

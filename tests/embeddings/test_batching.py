@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from extraction_support import random_dna, zoo  # noqa: F401
 
+from extraction_support import random_dna
 from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
 
 

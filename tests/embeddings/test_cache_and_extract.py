@@ -9,8 +9,8 @@ import sys
 import h5py
 import numpy as np
 import pytest
-from extraction_support import make_task, random_dna, zoo  # noqa: F401
 
+from extraction_support import random_dna
 from geneb.embeddings.cache import (
     CacheKeyMismatchError,
     IncompleteCacheError,
@@ -26,7 +26,9 @@ from geneb.tasks.hygiene import reverse_complement
 
 def _split(n=4, d=3, value=None):
     x = np.arange(n * d, dtype=np.float32).reshape(n, d) / 7 if value is None else np.full((n, d), value, np.float32)
-    return SplitEmbeddings(x, np.arange(10, 10 + n), np.full(n, 5, np.int32), trimmed_bases=np.arange(n, dtype=np.int32))
+    return SplitEmbeddings(
+        x, np.arange(10, 10 + n), np.full(n, 5, np.int32), trimmed_bases=np.arange(n, dtype=np.int32)
+    )
 
 
 def test_roundtrip_attrs_and_datasets(tmp_path):
@@ -92,8 +94,8 @@ def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):
 import sys
 from geneb.embeddings.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
-s = extraction_settings(load_registry({str(repo / 'config' / 'models.yaml')!r}), "kmer-4", {{}})
-extract_task(s, {str(task)!r}, {str(tmp_path / 'k.h5')!r}, threads=1, progress=False)
+s = extraction_settings(load_registry({str(repo / "config" / "models.yaml")!r}), "kmer-4", {{}})
+extract_task(s, {str(task)!r}, {str(tmp_path / "k.h5")!r}, threads=1, progress=False)
 print(sorted(m for m in ("torch", "transformers", "tokenizers") if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=repo)

@@ -13,8 +13,8 @@ import types
 import numpy as np
 import pytest
 import torch
-from extraction_support import make_task, random_dna, spec, zoo  # noqa: F401
 
+from extraction_support import random_dna, spec
 from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
 from geneb.embeddings.extract import build_encoder
 from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
@@ -99,8 +99,13 @@ def test_real_mistral_dna_checkpoints(repo, shared):
         enc = build_encoder(extraction_settings(registry, name, {}), batch_size=3, progress=False)
         ident = enc.identity()
         folder = shared / "models" / registry["models"][name]["source"]["path"].split("/")[-1]
-        assert ident["weights_sha256"] == hashlib.sha256(b"model.safetensors" + (folder / "model.safetensors").read_bytes()).hexdigest()
-        assert ident["model_class"] == "MixtralModel" and ident["special_prefix"] == [1] and ident["special_suffix"] == [2]
+        assert (
+            ident["weights_sha256"]
+            == hashlib.sha256(b"model.safetensors" + (folder / "model.safetensors").read_bytes()).hexdigest()
+        )
+        assert (
+            ident["model_class"] == "MixtralModel" and ident["special_prefix"] == [1] and ident["special_suffix"] == [2]
+        )
         res = enc.embed(seqs)
         assert res.embeddings.shape == (4, 64) and res.n_chunks[-1] >= 2  # 1500 nt > 256 BPE tokens
         out[name] = res.embeddings
@@ -159,9 +164,17 @@ def _enformer_standin(monkeypatch, per_bin):
     module.from_pretrained = lambda where, **kw: StandIn()
     module.__spec__ = importlib.machinery.ModuleSpec("enformer_pytorch", None)
     monkeypatch.setitem(sys.modules, "enformer_pytorch", module)
-    entry = {"display": "enf", "family": "enformer", "source": {"kind": "builtin"}, "architecture_family": "hybrid",
-             "tokenizer_type": "one-hot", "params": 0, "pretraining_domain": "human", "license": "x",
-             "extraction": {"max_tokens": None}}  # fmt: skip
+    entry = {
+        "display": "enf",
+        "family": "enformer",
+        "source": {"kind": "builtin"},
+        "architecture_family": "hybrid",
+        "tokenizer_type": "one-hot",
+        "params": 0,
+        "pretraining_domain": "human",
+        "license": "x",
+        "extraction": {"max_tokens": None},
+    }
     return extraction_settings({"models": {"enf": entry}}, "enf", {})
 
 

@@ -52,9 +52,21 @@ def test_paper_defaults_reproduce_the_reference(registry):
             continue
         ext = v["extraction"]
         assert ext["layer"] == -1 and ext["rc"] == "none" and ext["long_policy"] == "truncate", key
-        assert ext["pooling"] == {"cls-token": "cls", "penultimate-valid-token": "last"}.get(v["paper"]["reference_extraction"]["pooling"], "mean")
-    for key in ("METAGENE-1", "evo-1-131k-base", "DNABERT-S", "hyenadna-large-1m-seqlen-hf", "MutBERT", "OmniNA-220m",
-                "PlantCaduceus_l32", "caduceus-ps_seqlen-131k_d_model-256_n_layer-16", "JanusDNA_72_w", "BioFM-265M"):  # fmt: skip
+        assert ext["pooling"] == {"cls-token": "cls", "penultimate-valid-token": "last"}.get(
+            v["paper"]["reference_extraction"]["pooling"], "mean"
+        )
+    for key in (
+        "METAGENE-1",
+        "evo-1-131k-base",
+        "DNABERT-S",
+        "hyenadna-large-1m-seqlen-hf",
+        "MutBERT",
+        "OmniNA-220m",
+        "PlantCaduceus_l32",
+        "caduceus-ps_seqlen-131k_d_model-256_n_layer-16",
+        "JanusDNA_72_w",
+        "BioFM-265M",
+    ):
         assert registry["models"][key]["paper"].get("geneb_changes"), key
 
 
@@ -70,8 +82,19 @@ def test_further_models_and_families(registry, shared):
 
 def test_runnable_counts(registry):
     offline = sorted(k for k, v in registry["models"].items() if runnable_offline(v))
-    assert offline == sorted(["kmer-3", "kmer-3to6", "kmer-4", "kmer-5", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom",
-                              "mistral-dna-1m-ft-tf0", "mistral-dna-1m-ft-tf1"])  # fmt: skip
+    assert offline == sorted(
+        [
+            "kmer-3",
+            "kmer-3to6",
+            "kmer-4",
+            "kmer-5",
+            "kmer-6",
+            "random-esm-tiny",
+            "mistral-dna-1m-ft-prom",
+            "mistral-dna-1m-ft-tf0",
+            "mistral-dna-1m-ft-tf1",
+        ]
+    )
     with pytest.raises(NotRunnableError, match="no pinned revision"):
         extraction_settings(registry, "DNABERT-S", {})
 
@@ -82,7 +105,9 @@ def test_matched_pairs_and_contamination(registry, repo):
     for p in pairs:
         a, b = (registry["models"][m] for m in p["models"])
         if p["differs_in"] == "tokenizer":
-            assert a["pretraining_data"] == b["pretraining_data"] or "850" in a["pretraining_data"] + b["pretraining_data"]
+            assert (
+                a["pretraining_data"] == b["pretraining_data"] or "850" in a["pretraining_data"] + b["pretraining_data"]
+            )
         if p["differs_in"] == "architecture":
             assert a["architecture"] != b["architecture"]
     tasks = set(pd.read_csv(repo / "config" / "tasks.tsv", sep="\t", usecols=["task"])["task"])
@@ -98,9 +123,15 @@ def test_matched_pairs_and_contamination(registry, repo):
         (lambda e: e.update(family="nope"), "unknown family"),
         (lambda e: e.update(trust_remote_code=True, load={}), "load.transformers"),
         (lambda e: e["extraction"].update(pooling="cls", long_policy="chunk_mean"), "undefined across chunks"),
-        (lambda e: e.update(source={"kind": "hub-unpinned", "hub_id": "a/b", "revision": "0" * 40}), "must not carry a revision"),
+        (
+            lambda e: e.update(source={"kind": "hub-unpinned", "hub_id": "a/b", "revision": "0" * 40}),
+            "must not carry a revision",
+        ),
         (lambda e: e.update(family="evo2"), "module name"),
-        (lambda e: e["extraction"].update(pooling="cls", long_policy="truncate", exclude_special_tokens=True), "CLS token"),
+        (
+            lambda e: e["extraction"].update(pooling="cls", long_policy="truncate", exclude_special_tokens=True),
+            "CLS token",
+        ),
     ],
 )
 def test_cross_field_rules(registry, change, message):
@@ -110,7 +141,10 @@ def test_cross_field_rules(registry, change, message):
 
 
 def test_pair_rules(registry):
-    bad = {"models": registry["models"], "matched_pairs": [{"id": "x", "models": ["kmer-3", "nope"], "differs_in": "size"}]}
+    bad = {
+        "models": registry["models"],
+        "matched_pairs": [{"id": "x", "models": ["kmer-3", "nope"], "differs_in": "size"}],
+    }
     problems = check_registry(bad)
     assert any("'nope' is not in the registry" in p for p in problems) and any("differs_in" in p for p in problems)
 
@@ -118,8 +152,11 @@ def test_pair_rules(registry):
 def test_adding_a_model_is_one_entry(repo, tmp_path, schema):
     """A new model of a known family: one YAML entry, no code."""
     doc = yaml.safe_load((repo / "config" / "models.yaml").read_text())
-    doc["models"]["my-mistral"] = {**doc["models"]["mistral-dna-1m-ft-tf0"], "display": "mine",
-                                   "extraction": {"pooling": "max", "layer": 2, "max_tokens": 128}}  # fmt: skip
+    doc["models"]["my-mistral"] = {
+        **doc["models"]["mistral-dna-1m-ft-tf0"],
+        "display": "mine",
+        "extraction": {"pooling": "max", "layer": 2, "max_tokens": 128},
+    }
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
     s = extraction_settings(load_registry(tmp_path / "models.yaml", schema), "my-mistral", {})
     assert s["extraction"]["pooling"] == "max" and s["extraction"]["causal"] is True  # family default

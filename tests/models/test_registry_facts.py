@@ -37,7 +37,8 @@ def test_models_yaml_is_the_tool_output(repo, shared, tool):
     users added) gives the committed file byte for byte."""
     text = (repo / "config" / "models.yaml").read_text()
     assert text == tool.render(tool.build(shared, existing=yaml.safe_load(text))), (
-        "config/models.yaml differs from `python tools/build_model_registry.py` output: change the tool and rerun it")
+        "config/models.yaml differs from `python tools/build_model_registry.py` output: change the tool and rerun it"
+    )
 
 
 def test_a_hand_added_model_is_one_yaml_entry_that_the_tool_keeps(repo, shared, tool, schema, tmp_path):
@@ -65,8 +66,11 @@ def test_plantcaduceus_l32_tokenizer_is_single_nucleotide(registry):
 def test_tokenizer_type_matches_each_entrys_own_tokenizer(registry, tool):
     """Wherever an entry's tokenizer description classifies, its tokenizer_type agrees (PlantCaduceus_l32 said bpe
     next to 'single nucleotide (char)'; Enformer single-nucleotide next to 'one-hot')."""
-    wrong = {k: (v["tokenizer_type"], v.get("tokenizer")) for k, v in registry["models"].items()
-             if tool.tokenizer_type_of(str(v.get("tokenizer", ""))) not in ("unknown", v["tokenizer_type"])}  # fmt: skip
+    wrong = {
+        k: (v["tokenizer_type"], v.get("tokenizer"))
+        for k, v in registry["models"].items()
+        if tool.tokenizer_type_of(str(v.get("tokenizer", ""))) not in ("unknown", v["tokenizer_type"])
+    }
     assert not wrong
 
 
@@ -78,9 +82,11 @@ def test_verified_registry_facts_win_for_all_paper_models(registry, reference, t
         if "paper" not in v or not v.get("registry_name"):
             continue
         ref = reference[v["registry_name"]]
-        for field, ref_value in (("architecture_family", tool.arch_family_of(ref["architecture"])),
-                                 ("tokenizer_type", tool.tokenizer_type_of(ref["tokenizer"])),
-                                 ("pretraining_domain", ref["domain"])):  # fmt: skip
+        for field, ref_value in (
+            ("architecture_family", tool.arch_family_of(ref["architecture"])),
+            ("tokenizer_type", tool.tokenizer_type_of(ref["tokenizer"])),
+            ("pretraining_domain", ref["domain"]),
+        ):
             if ref_value == "unknown":
                 continue
             if str(ref["verified"]).startswith("V"):
@@ -93,7 +99,10 @@ def test_verified_registry_facts_win_for_all_paper_models(registry, reference, t
 
 def test_disagreements_are_noted(registry):
     notes = {k: v.get("notes", "") for k, v in registry["models"].items()}
-    assert "tokenizer type: models.tsv says single-nucleotide, registry.yaml says one-hot" in notes["enformer-official-rough"]
+    assert (
+        "tokenizer type: models.tsv says single-nucleotide, registry.yaml says one-hot"
+        in notes["enformer-official-rough"]
+    )
     assert "registry.yaml says codon" in notes["nucleotide-transformer-v2-50m-3mer-multi-species"]
     # DNAGPT's registry record (K) covers the whole family; the 0.1B human checkpoint is human, 4,096 tokens
     h = registry["models"]["dna_gpt0.1b_h"]
@@ -164,11 +173,16 @@ def test_lucaone_overrun_is_declared_and_caught_without_the_reason(registry, rep
     single-nucleotide tokenizer. Kept as the paper default with the reason; the file without it is refused."""
     luca = registry["models"]["LucaOne-default-step36M"]
     assert luca["context_tokens"] == 1280 and luca["extraction"]["max_tokens"] == 4096
-    assert "single-nucleotide" in luca["beyond_trained_context"] and "max_position_embeddings" in luca["beyond_trained_context"]
+    assert (
+        "single-nucleotide" in luca["beyond_trained_context"]
+        and "max_position_embeddings" in luca["beyond_trained_context"]
+    )
     doc = yaml.safe_load((repo / "config" / "models.yaml").read_text())
     del doc["models"]["LucaOne-default-step36M"]["beyond_trained_context"]
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
-    with pytest.raises(RegistryError, match="LucaOne-default-step36M: extraction.max_tokens 4096 exceeds context_tokens 1280"):
+    with pytest.raises(
+        RegistryError, match="LucaOne-default-step36M: extraction.max_tokens 4096 exceeds context_tokens 1280"
+    ):
         load_registry(tmp_path / "models.yaml", schema)
     doc["models"]["LucaOne-default-step36M"]["beyond_trained_context"] = ""
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
@@ -177,7 +191,11 @@ def test_lucaone_overrun_is_declared_and_caught_without_the_reason(registry, rep
 
 
 def test_no_other_entry_exceeds_its_context(registry):
-    over = sorted(k for k, v in registry["models"].items()
-                  if isinstance(v.get("context_tokens"), int) and isinstance((v.get("extraction") or {}).get("max_tokens"), int)
-                  and v["extraction"]["max_tokens"] > v["context_tokens"])  # fmt: skip
+    over = sorted(
+        k
+        for k, v in registry["models"].items()
+        if isinstance(v.get("context_tokens"), int)
+        and isinstance((v.get("extraction") or {}).get("max_tokens"), int)
+        and v["extraction"]["max_tokens"] > v["context_tokens"]
+    )
     assert over == ["LucaOne-default-step36M"]

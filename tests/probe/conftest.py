@@ -34,9 +34,13 @@ def _load(shared: Path, task: str, k: int, max_train: int | None) -> TaskArrays:
     enc = KmerEncoder(k)
     return TaskArrays(
         task,
-        enc.embed(tr["sequence"].tolist()).embeddings, tr["label"].to_numpy(), np.arange(len(tr), dtype=np.int64),
-        enc.embed(te["sequence"].tolist()).embeddings, te["label"].to_numpy(), np.arange(len(te), dtype=np.int64),
-    )  # fmt: skip
+        enc.embed(tr["sequence"].tolist()).embeddings,
+        tr["label"].to_numpy(),
+        np.arange(len(tr), dtype=np.int64),
+        enc.embed(te["sequence"].tolist()).embeddings,
+        te["label"].to_numpy(),
+        np.arange(len(te), dtype=np.int64),
+    )
 
 
 @pytest.fixture(scope="session")

@@ -21,10 +21,12 @@ def test_paper_draw_is_the_reference_loop_on_a_real_task(train_labels):
     for seed in (13, 17, 42, 123, 997):
         for k in (1, 10):
             rng = np.random.RandomState(seed)
-            want = np.concatenate([
-                rng.choice(np.where(y == cls)[0], size=min(k, int((y == cls).sum())), replace=False)
-                for cls in np.unique(y)
-            ])  # fmt: skip
+            want = np.concatenate(
+                [
+                    rng.choice(np.where(y == cls)[0], size=min(k, int((y == cls).sum())), replace=False)
+                    for cls in np.unique(y)
+                ]
+            )
             got = paper_draw(y, k, seed)
             assert got.tolist() == want.tolist()
             assert np.bincount(y[got]).tolist() == [k] * 3
@@ -108,7 +110,9 @@ def test_paper_protocol_caps_a_training_split_over_100000_rows(probe_config, tra
     # the one mirrored task whose training split exceeds the paper's 100,000 sequences
     y = train_labels("idna_ms_6ma_t_thermophile")
     assert len(y) > 100_000
-    shots = build_shots("idna_ms_6ma_t_thermophile", "geneb-paper", y, np.arange(len(y)), "h", probe_config["geneb-paper"])
+    shots = build_shots(
+        "idna_ms_6ma_t_thermophile", "geneb-paper", y, np.arange(len(y)), "h", probe_config["geneb-paper"]
+    )
     full = np.array(shots["full_rows"])
     assert len(full) == 100_000 and shots["full_subsampled"] and np.all(np.diff(full) > 0)
     share = np.bincount(y[full]) / len(full)

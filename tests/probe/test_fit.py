@@ -49,9 +49,19 @@ def test_strict_protocol_equals_plain_scikit_learn_pipelines(real_task, protocol
     fits, _ = fit_all(data, p, _shots(data, "geneb-strict", probe_config))
     full = next(f for f in fits if f.regime == "full")
     cv = StratifiedKFold(p.cv_folds, shuffle=True, random_state=p.cv_seed)
-    lrcv = make_pipeline(StandardScaler(), LogisticRegressionCV(
-        Cs=list(p.C_grid), cv=cv, scoring="matthews_corrcoef", class_weight="balanced", max_iter=p.max_iter,
-        tol=p.tol, l1_ratios=(0.0,), use_legacy_attributes=False)).fit(data.X_train, data.y_train)  # fmt: skip
+    lrcv = make_pipeline(
+        StandardScaler(),
+        LogisticRegressionCV(
+            Cs=list(p.C_grid),
+            cv=cv,
+            scoring="matthews_corrcoef",
+            class_weight="balanced",
+            max_iter=p.max_iter,
+            tol=p.tol,
+            l1_ratios=(0.0,),
+            use_legacy_attributes=False,
+        ),
+    ).fit(data.X_train, data.y_train)
     assert full.C == lrcv[-1].C_ and full.C_selection == "inner 5-fold CV (MCC)"
     assert full.seeds == (p.cv_seed,)
     plain = make_pipeline(StandardScaler(), LogisticRegression(C=full.C, class_weight="balanced", max_iter=1000))
@@ -78,7 +88,7 @@ def test_score_table_layout_and_seed_statistics(real_task, protocols, probe_conf
         assert (mcc["ci_low"] <= mcc["value"]).all() and (mcc["value"] <= mcc["ci_high"]).all()
         assert scores.loc[scores["metric"] != "MCC", "ci_low"].isna().all()
         assert scores.loc[scores["metric"] == "AUROC", "value"].between(0, 1).all()
-        for (regime, metric), g in scores.groupby(["regime", "metric"]):
+        for _key, g in scores.groupby(["regime", "metric"]):
             assert g["seed_mean"].iloc[0] == pytest.approx(g["value"].mean())
             assert g["n_seeds"].iloc[0] == len(g)
         # every prediction row's MCC is the reported value

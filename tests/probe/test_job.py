@@ -29,8 +29,15 @@ def stage(tmp_path_factory, shared, repo):
     root = tmp_path_factory.mktemp("run")
     row = task_row(read_catalogue(repo / "config" / "tasks.tsv"), TASK)
     task_dir = root / "tasks" / TASK
-    prepare_task(TASK, row, MirrorFolder(shared / "data" / "tasks"), AlphabetPolicy(),
-                 {"max_train": 600, "max_test": 300}, 0, task_dir)  # fmt: skip
+    prepare_task(
+        TASK,
+        row,
+        MirrorFolder(shared / "data" / "tasks"),
+        AlphabetPolicy(),
+        {"max_train": 600, "max_test": 300},
+        0,
+        task_dir,
+    )
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
     extract_task(settings, task_dir, root / "kmer-3.h5")
     return root, task_dir
@@ -40,8 +47,14 @@ def _shots(stage, probe_config, protocol):
     root, task_dir = stage
     shots = root / "shots" / protocol / f"{TASK}.json"
     if not shots.exists():
-        write_shot_indices(train=task_dir / "train.parquet", card=task_dir / "card.json", output=shots, task=TASK,
-                           protocol=protocol, settings=probe_config[protocol])  # fmt: skip
+        write_shot_indices(
+            train=task_dir / "train.parquet",
+            card=task_dir / "card.json",
+            output=shots,
+            task=TASK,
+            protocol=protocol,
+            settings=probe_config[protocol],
+        )
     return shots
 
 
@@ -50,11 +63,17 @@ def _run(stage, probe_config, protocol, **over):
     files = {"train": task_dir / "train.parquet", "card": task_dir / "card.json"}
     shots = _shots(stage, probe_config, protocol)
     args = dict(
-        **files, test=task_dir / "test.parquet", embeddings=root / "kmer-3.h5", shots=shots,
+        **files,
+        test=task_dir / "test.parquet",
+        embeddings=root / "kmer-3.h5",
+        shots=shots,
         scores_out=root / "probes" / protocol / f"{TASK}.parquet",
         predictions_out=root / "predictions" / protocol / f"{TASK}.parquet",
-        task=TASK, model="kmer-3", protocol=protocol, settings=probe_config[protocol],
-    )  # fmt: skip
+        task=TASK,
+        model="kmer-3",
+        protocol=protocol,
+        settings=probe_config[protocol],
+    )
     args.update(over)
     return fit_probes(**args), args
 

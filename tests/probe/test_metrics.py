@@ -12,8 +12,9 @@ from geneb.probe.errors import ProbeInputError
 
 
 def _ci(y_true, y_pred, k=2, n_resamples=1000, seed=0, method="percentile"):
-    return metrics.bootstrap_mcc_ci(y_true, y_pred, k, n_resamples=n_resamples, confidence=0.95, method=method,
-                                    rng=np.random.default_rng(seed))  # fmt: skip
+    return metrics.bootstrap_mcc_ci(
+        y_true, y_pred, k, n_resamples=n_resamples, confidence=0.95, method=method, rng=np.random.default_rng(seed)
+    )
 
 
 def _noisy(n, accuracy, rng, k=2):
@@ -90,8 +91,9 @@ def test_multinomial_confusion_bootstrap_equals_scipy_row_bootstrap(k, method):
     def mcc(a, b, axis=-1):
         return metrics.batched_mcc(np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1), k)
 
-    ref = stats.bootstrap((y, pred), mcc, paired=True, vectorized=True, n_resamples=20000, method=method,
-                          rng=np.random.default_rng(0)).confidence_interval  # fmt: skip
+    ref = stats.bootstrap(
+        (y, pred), mcc, paired=True, vectorized=True, n_resamples=20000, method=method, rng=np.random.default_rng(0)
+    ).confidence_interval
     low, high = _ci(y, pred, k=k, n_resamples=20000, seed=1, method=method)
     assert low == pytest.approx(ref.low, abs=0.006) and high == pytest.approx(ref.high, abs=0.006)
 

@@ -25,7 +25,15 @@ def test_iupac_codes_allowed_by_default_and_refused_when_off(code):
 
 @pytest.mark.parametrize(
     "seq, char, pos",
-    [("ACGU", "'U'", 3), ("AC-GT", "'-'", 2), ("ACG.T", "'.'", 3), ("MS ACGTN", "' '", 2), ("Eq ACGT", "'E'", 0), ("ACG1", "'1'", 3), ("ACGTX", "'X'", 4)],
+    [
+        ("ACGU", "'U'", 3),
+        ("AC-GT", "'-'", 2),
+        ("ACG.T", "'.'", 3),
+        ("MS ACGTN", "' '", 2),
+        ("Eq ACGT", "'E'", 0),
+        ("ACG1", "'1'", 3),
+        ("ACGTX", "'X'", 4),
+    ],
 )
 def test_other_characters_fail_naming_task_split_row_position_and_character(seq, char, pos):
     with pytest.raises(SequenceError) as err:

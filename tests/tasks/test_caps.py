@@ -30,7 +30,6 @@ def test_cap_below_class_count_is_an_error():
         stratified_cap(np.array([0, 1, 2, 0, 1, 2]), 2, 0)
 
 
-
 @pytest.mark.parametrize("cap", [3, 4, 5, 100])
 def test_every_rare_class_keeps_a_row_when_several_are_rare(cap):
     """Two rare classes: giving each one row overshoots the cap, and the trim must take from a class that has

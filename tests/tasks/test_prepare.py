@@ -28,7 +28,9 @@ def catalogue(repo):
 
 
 def prepare(tmp_path, source, catalogue, task=TASK, caps=None, policy=None):
-    return prepare_task(task, task_row(catalogue, task), source, policy or AlphabetPolicy(), caps or {}, 0, tmp_path / task)
+    return prepare_task(
+        task, task_row(catalogue, task), source, policy or AlphabetPolicy(), caps or {}, 0, tmp_path / task
+    )
 
 
 def test_catalogue_validates_and_holds_both_sets(repo, catalogue):
@@ -38,7 +40,9 @@ def test_catalogue_validates_and_holds_both_sets(repo, catalogue):
     counts = catalogue["task_set"].value_counts().to_dict()
     assert counts == {"paper": 100, "mirror": 80}
     assert catalogue.loc[catalogue.task_set == "mirror", "category"].nunique() == 13
-    assert (catalogue.loc[catalogue.task_set == "paper", "source"].str.match(r"^hf:DeepPavlov/geneb-tasks@[0-9a-f]{40}$")).all()
+    assert (
+        catalogue.loc[catalogue.task_set == "paper", "source"].str.match(r"^hf:DeepPavlov/geneb-tasks@[0-9a-f]{40}$")
+    ).all()
 
 
 def test_prepare_real_task_from_folder(tmp_path, shared, catalogue):
@@ -64,7 +68,9 @@ def test_overlap_and_conflicts_reported_on_a_task_with_known_leakage(tmp_path, s
     assert len(shared_seqs) == meta["overlap_exact_seq"]["train&test"] == 42  # distinct sequences, as meta.json counts
     assert card["splits"]["train"]["n_duplicate_rows"] == meta["splits"]["train"]["within_split_dup"]
     assert card["splits"]["train"]["n"] == meta["splits"]["train"]["n"]  # reported, nothing dropped
-    conflicting = card["splits"]["train"]["conflicting_label_sequences"] + card["splits"]["test"]["conflicting_label_sequences"]
+    conflicting = (
+        card["splits"]["train"]["conflicting_label_sequences"] + card["splits"]["test"]["conflicting_label_sequences"]
+    )
     assert conflicting > 0
 
 
@@ -114,10 +120,15 @@ def test_label_and_class_errors(tmp_path, catalogue):
 
 @pytest.mark.parametrize(
     "bad, why",
-    [("1.0", "is a number but not a plain integer"), ("+1", "is a number but not a plain integer"),
-     ("1e0", "is a number but not a plain integer"), (" 1", "has whitespace around it"),
-     ("99999999999999999999", "outside the int64 range"), ("", "empty label")],
-)  # fmt: skip
+    [
+        ("1.0", "is a number but not a plain integer"),
+        ("+1", "is a number but not a plain integer"),
+        ("1e0", "is a number but not a plain integer"),
+        (" 1", "has whitespace around it"),
+        ("99999999999999999999", "outside the int64 range"),
+        ("", "empty label"),
+    ],
+)
 def test_labels_are_read_as_written_never_coerced(tmp_path, catalogue, bad, why):
     """'1.0', '+1', ' 1' next to '0' and '1' would all be read as class 1; each is an error naming the row."""
     root = tmp_path / "m"
@@ -204,7 +215,9 @@ def test_http_mirror_missing_task_is_a_clear_error(tmp_path, catalogue, http_roo
 def test_hugging_face_dataset_saved_to_disk_gives_the_same_data(tmp_path, shared, catalogue):
     datasets = pytest.importorskip("datasets")
     parts = {
-        split: datasets.Dataset.from_pandas(pd.read_csv(shared / f"data/tasks/{TASK}/{split}.csv.gz").rename(columns={"sequence": "text"}))
+        split: datasets.Dataset.from_pandas(
+            pd.read_csv(shared / f"data/tasks/{TASK}/{split}.csv.gz").rename(columns={"sequence": "text"})
+        )
         for split in ("train", "test")
     }
     datasets.DatasetDict(parts).save_to_disk(str(tmp_path / "hf" / TASK))
@@ -219,7 +232,9 @@ def test_hf_folder_class_labels_nulls_and_single_datasets(tmp_path, catalogue):
     Dataset (not a DatasetDict) is refused in one line."""
     datasets = pytest.importorskip("datasets")
     seqs = ["ACGTACGTAC", "GGGGCCCCAA", "TTTTAAAACC", "CACACAGTGT"]
-    feats = datasets.Features({"sequence": datasets.Value("string"), "label": datasets.ClassLabel(names=["pos", "neg"])})
+    feats = datasets.Features(
+        {"sequence": datasets.Value("string"), "label": datasets.ClassLabel(names=["pos", "neg"])}
+    )
     part = datasets.Dataset.from_dict({"sequence": seqs, "label": [0, 1, 0, 1]}, features=feats)
     datasets.DatasetDict({"train": part, "test": part}).save_to_disk(str(tmp_path / "hf" / TASK))
     card = prepare(tmp_path / "c", open_source(f"hf:{tmp_path / 'hf'}"), catalogue)
@@ -269,7 +284,13 @@ def test_source_resolution_env_overrides_config(monkeypatch, catalogue, tmp_path
 
 def test_named_labels_map_to_sorted_class_indices_and_are_recorded(tmp_path, shared, catalogue):
     task = "dnadiffusion_dhs_hepg2_vs_k562"  # labels 'HepG2' / 'K562'
-    card = prepare(tmp_path, open_source(str(shared / "data/tasks")), catalogue, task=task, caps={"max_train": 200, "max_test": 100})
+    card = prepare(
+        tmp_path,
+        open_source(str(shared / "data/tasks")),
+        catalogue,
+        task=task,
+        caps={"max_train": 200, "max_test": 100},
+    )
     assert card["label_names"] == {"0": "HepG2", "1": "K562"}
     raw = pd.read_csv(shared / f"data/tasks/{task}/train.csv.gz")
     train = pd.read_parquet(tmp_path / task / "train.parquet")

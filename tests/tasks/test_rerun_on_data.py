@@ -22,8 +22,13 @@ def run_snakemake(run: Path, *args: str, env: dict[str, str] | None = None) -> s
     base = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args, CARD],
-        cwd=run, env={**base, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=run,
+        env={**base, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:]
     return proc.stdout
 
@@ -38,8 +43,14 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     run = tmp_path / "run"
     (run / "config").mkdir(parents=True)
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(task_source=str(mirror), task_sheet=str(REPO / "config/tasks.tsv"), model_sheet=str(REPO / "config/models.yaml"),
-                  model_revisions=str(REPO / "config/model_revisions.yaml"), tasks=[TASK], models=["kmer-3"])  # fmt: skip
+    config.update(
+        task_source=str(mirror),
+        task_sheet=str(REPO / "config/tasks.tsv"),
+        model_sheet=str(REPO / "config/models.yaml"),
+        model_revisions=str(REPO / "config/model_revisions.yaml"),
+        tasks=[TASK],
+        models=["kmer-3"],
+    )
     (run / "config/config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(run)
     assert not planned_prepare(run)
@@ -87,9 +98,14 @@ def test_a_note_in_the_task_sheet_reruns_nothing(tmp_path, shared):
     sheet = pd.read_csv(REPO / "config/tasks.tsv", sep="\t", dtype=str, keep_default_na=False)
     sheet.to_csv(run / "config/tasks.tsv", sep="\t", index=False)
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(task_source=str(shared / "data/tasks"), task_sheet=str(run / "config/tasks.tsv"),
-                  model_sheet=str(REPO / "config/models.yaml"), model_revisions=str(REPO / "config/model_revisions.yaml"),
-                  tasks=[TASK], models=["kmer-3"])  # fmt: skip
+    config.update(
+        task_source=str(shared / "data/tasks"),
+        task_sheet=str(run / "config/tasks.tsv"),
+        model_sheet=str(REPO / "config/models.yaml"),
+        model_revisions=str(REPO / "config/model_revisions.yaml"),
+        tasks=[TASK],
+        models=["kmer-3"],
+    )
     (run / "config/config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(run)
     edited = sheet.copy()

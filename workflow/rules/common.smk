@@ -13,7 +13,6 @@ from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string,
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
-
 validate(config, "../schemas/config.schema.yaml")
 # Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
 # reruns a job (case B44; geneb.hpc.stable_params).
@@ -39,9 +38,14 @@ validate(REGISTRY, "../schemas/models.schema.yaml")
 for _model in config["models"]:
     model_spec(REGISTRY, _model)  # unknown model ids fail here, with close matches
 # a misspelled id in an analysis exclusion list would silently exclude nothing: fail here too
-for _where, _scale in (("analysis.scale", config["analysis"]["scale"]), ("analysis.published.scale", config["analysis"]["published"].get("scale", {}))):
-    for _key, _items in (("rho_exclusions", _scale.get("rho_exclusions") or []),
-                         ("in_domain.exclude_models", (_scale.get("in_domain") or {}).get("exclude_models") or [])):
+for _where, _scale in (
+    ("analysis.scale", config["analysis"]["scale"]),
+    ("analysis.published.scale", config["analysis"]["published"].get("scale", {})),
+):
+    for _key, _items in (
+        ("rho_exclusions", _scale.get("rho_exclusions") or []),
+        ("in_domain.exclude_models", (_scale.get("in_domain") or {}).get("exclude_models") or []),
+    ):
         for _item in _items:
             try:
                 model_spec(REGISTRY, _item["model"])

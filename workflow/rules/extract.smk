@@ -11,18 +11,18 @@ rule extract_embeddings:
         card="resources/tasks/{task}/card.json",
     output:
         "resources/embeddings/{model}/{xhash}/{task}.h5",
-    params:
-        settings=extraction_params,
-    threads: config["execution"]["threads"]
-    resources:
-        gpu=extraction_gpus,
-        mem_mb=extraction_mem_mb,
-        runtime=extraction_runtime,
     log:
         "logs/extract_embeddings/{model}/{xhash}/{task}.log",
     benchmark:
         "benchmarks/extract_embeddings/{model}/{xhash}/{task}.tsv"
     conda:
         "../envs/geneb.yaml"
+    threads: config["execution"]["threads"]
+    resources:
+        gpu=extraction_gpus,
+        mem_mb=extraction_mem_mb,
+        runtime=extraction_runtime,
+    params:
+        settings=extraction_params,
     script:
         "../scripts/extract_embeddings.py"

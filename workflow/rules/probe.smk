@@ -15,12 +15,12 @@ rule write_shot_indices:
         card="resources/tasks/{task}/card.json",
     output:
         "resources/shots/{protocol}/{task}.json",
-    params:
-        draw=shot_draw_params,
     log:
         "logs/write_shot_indices/{protocol}/{task}.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        draw=shot_draw_params,
     script:
         "../scripts/write_shot_indices.py"
 
@@ -35,17 +35,17 @@ rule fit_probes:
     output:
         scores="results/probes/{protocol}/{model}/{task}.parquet",
         predictions="results/predictions/{protocol}/{model}/{task}.parquet",
-    params:
-        settings=probe_settings,
-    threads: 1
-    resources:
-        mem_mb=probe_mem_mb,
-        runtime=probe_runtime,
     log:
         "logs/fit_probes/{protocol}/{model}/{task}.log",
     benchmark:
         "benchmarks/fit_probes/{protocol}/{model}/{task}.tsv"
     conda:
         "../envs/geneb.yaml"
+    threads: 1
+    resources:
+        mem_mb=probe_mem_mb,
+        runtime=probe_runtime,
+    params:
+        settings=probe_settings,
     script:
         "../scripts/fit_probes.py"

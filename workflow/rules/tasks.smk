@@ -12,11 +12,11 @@ rule prepare_task:
         train="resources/tasks/{task}/train.parquet",
         test="resources/tasks/{task}/test.parquet",
         card="resources/tasks/{task}/card.json",
-    params:
-        task=task_params,
     log:
         "logs/prepare_task/{task}.log",
     conda:
         "../envs/geneb.yaml"
+    params:
+        task=task_params,
     script:
         "../scripts/prepare_task.py"

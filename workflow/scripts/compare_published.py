@@ -4,6 +4,13 @@ from geneb.analysis.steps import compare_step
 from geneb.logs import log_to_file
 
 log_to_file(snakemake.log[0])
-compare_step(scores=snakemake.input.scores, published_scores=snakemake.input.published, models_yaml=snakemake.input.models,
-             tasks_tsv=snakemake.input.tasks, analysis_config=snakemake.params.analysis, board_out=snakemake.output.board,
-             left_out=snakemake.output.left_out, cards=list(snakemake.input.cards))  # fmt: skip
+compare_step(
+    scores=snakemake.input.scores,
+    published_scores=snakemake.input.published,
+    models_yaml=snakemake.input.models,
+    tasks_tsv=snakemake.input.tasks,
+    analysis_config=snakemake.params.analysis,
+    board_out=snakemake.output.board,
+    left_out=snakemake.output.left_out,
+    cards=list(snakemake.input.cards),
+)

@@ -6,5 +6,9 @@ from geneb.figures.render import render_figures
 from geneb.logs import log_to_file
 
 log_to_file(snakemake.log[0])
-render_figures(Path(snakemake.input.leaderboard).parent, Path(snakemake.output.heatmap).parent,
-               protocol=snakemake.params.protocol, regime=snakemake.params.regime)  # fmt: skip
+render_figures(
+    Path(snakemake.input.leaderboard).parent,
+    Path(snakemake.output.heatmap).parent,
+    protocol=snakemake.params.protocol,
+    regime=snakemake.params.regime,
+)

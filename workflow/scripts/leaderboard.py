@@ -4,6 +4,11 @@ from geneb.analysis.steps import leaderboard_step
 from geneb.logs import log_to_file
 
 log_to_file(snakemake.log[0])
-leaderboard_step(scores=snakemake.input.scores, models_yaml=snakemake.input.models, tasks_tsv=snakemake.input.tasks,
-                 analysis_config=snakemake.params.analysis, view=snakemake.params.view,
-                 outputs=dict(snakemake.output.items()))  # fmt: skip
+leaderboard_step(
+    scores=snakemake.input.scores,
+    models_yaml=snakemake.input.models,
+    tasks_tsv=snakemake.input.tasks,
+    analysis_config=snakemake.params.analysis,
+    view=snakemake.params.view,
+    outputs=dict(snakemake.output.items()),
+)

@@ -6,6 +6,12 @@ from geneb.logs import log_to_file
 from geneb.report.html import build_report
 
 log_to_file(snakemake.log[0])
-build_report(Path(snakemake.input.summary).parent, Path(snakemake.input.figures[0]).parent, snakemake.output[0],
-             config=dict(snakemake.params.config), title=snakemake.params.title, protocol=snakemake.params.protocol,
-             regime=snakemake.params.regime)  # fmt: skip
+build_report(
+    Path(snakemake.input.summary).parent,
+    Path(snakemake.input.figures[0]).parent,
+    snakemake.output[0],
+    config=dict(snakemake.params.config),
+    title=snakemake.params.title,
+    protocol=snakemake.params.protocol,
+    regime=snakemake.params.regime,
+)

@@ -36,7 +36,9 @@ def _task_key(task: str) -> int:
     return zlib.crc32(task.encode())
 
 
-def load_predictions(root: str | Path, protocol: str, models: Sequence[str], tasks: Sequence[str]) -> dict[tuple[str, str], pd.DataFrame]:
+def load_predictions(
+    root: str | Path, protocol: str, models: Sequence[str], tasks: Sequence[str]
+) -> dict[tuple[str, str], pd.DataFrame]:
     """Read `root/{protocol}/{model}/{task}.parquet` for every (model, task) whose file exists.
 
     Returns {(model, task): frame}; a missing file is simply absent (that cell gets no row-level
@@ -208,7 +210,11 @@ def category_replicates(
         cols = np.flatnonzero(task_category[matrix.columns].to_numpy() == cat)
         n_tasks[c] = len(cols)
         point[:, c] = point_t[:, cols].mean(axis=1)
-        src = rows[:, :, cols] if rows is not None else np.broadcast_to(point_t[None][:, :, cols], (n_resamples, m_models, len(cols)))
+        src = (
+            rows[:, :, cols]
+            if rows is not None
+            else np.broadcast_to(point_t[None][:, :, cols], (n_resamples, m_models, len(cols)))
+        )
         if resample_tasks:
             rng = np.random.default_rng([seed, 2, CATEGORIES.index(cat)])
             pick = rng.integers(0, len(cols), size=(n_resamples, len(cols)))

@@ -29,8 +29,11 @@ def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:
     out = {}
     for path in cards:
         card = json.loads(Path(path).read_text())
-        cut = [f"{split} {c['n_kept']} of {c['n_source']} rows" for split, c in sorted(card.get("caps", {}).items())
-               if c.get("n_kept", 0) < c.get("n_source", 0)]  # fmt: skip
+        cut = [
+            f"{split} {c['n_kept']} of {c['n_source']} rows"
+            for split, c in sorted(card.get("caps", {}).items())
+            if c.get("n_kept", 0) < c.get("n_source", 0)
+        ]
         if cut:
             out[card["task"]] = f"capped by the run's config ({', '.join(cut)}): a subsample, not the paper's split"
     return out
@@ -53,9 +56,13 @@ def paper_task_map(task_meta: pd.DataFrame) -> tuple[dict[str, str], dict[str, s
     return ok, why
 
 
-def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataFrame, task_meta: pd.DataFrame,
-                           exclude_cells: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset(),
-                           capped: dict[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+def compare_with_published(
+    user_scores: pd.DataFrame,
+    published_scores: pd.DataFrame,
+    task_meta: pd.DataFrame,
+    exclude_cells: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset(),
+    capped: dict[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leaderboard of user + published models over the common paper tasks, and the tasks left out.
 
     user_scores: validated GENEB score table (its `geneb-paper` rows are used); published_scores: the
@@ -76,24 +83,43 @@ def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataF
     left = []
     for task in sorted(set(user["task"])):
         if task not in ok:
-            left.append({"task": task, "paper_task": "", "model": "*", "reason": why.get(task, "task not in the catalogue")})
+            left.append(
+                {"task": task, "paper_task": "", "model": "*", "reason": why.get(task, "task not in the catalogue")}
+            )
         elif task in capped:
             left.append({"task": task, "paper_task": ok[task], "model": "*", "reason": capped[task]})
     ok = {t: p for t, p in ok.items() if t not in capped}
     for model, task in sorted(exclude_cells):
         if ((user["model"] == model) & (user["task"] == task)).any():
-            left.append({"task": task, "paper_task": ok.get(task, ""), "model": model, "reason": "left out: the model was trained on this task"})
-    drop = pd.Series([(m, t) in exclude_cells for m, t in zip(user["model"], user["task"])], index=user.index, dtype=bool)
+            left.append(
+                {
+                    "task": task,
+                    "paper_task": ok.get(task, ""),
+                    "model": model,
+                    "reason": "left out: the model was trained on this task",
+                }
+            )
+    drop = pd.Series(
+        [(m, t) in exclude_cells for m, t in zip(user["model"], user["task"])], index=user.index, dtype=bool
+    )
     user = user[~drop & user["task"].isin(ok)].copy()
     if user.empty:
-        raise AnalysisInputError("none of the user's geneb-paper tasks has the paper's data and split; nothing to compare")
+        raise AnalysisInputError(
+            "none of the user's geneb-paper tasks has the paper's data and split; nothing to compare"
+        )
     # the same paper task reached twice by one model (the paper task and a same-split mirror): keep the paper's own
     user["paper_task"] = user["task"].map(ok)
     dup = user.groupby(["model", "paper_task"])["task"].transform("nunique") > 1
     shadowed = user[dup & (user["task"] != user["paper_task"])]
     for (model, task), g in shadowed.groupby(["model", "task"]):
-        left.append({"task": task, "paper_task": g["paper_task"].iloc[0], "model": model,
-                     "reason": "the model also ran the paper task itself; that result is used"})  # fmt: skip
+        left.append(
+            {
+                "task": task,
+                "paper_task": g["paper_task"].iloc[0],
+                "model": model,
+                "reason": "the model also ran the paper task itself; that result is used",
+            }
+        )
     user = user.drop(index=shadowed.index)
     user["task"] = user.pop("paper_task")
     published_ids = set(published_scores["model"])
@@ -109,7 +135,9 @@ def compare_with_published(user_scores: pd.DataFrame, published_scores: pd.DataF
         for regime in regimes:
             gr = g[g["regime"] == regime]
             for task in sorted(set(common) - set(gr["task"]) - {t for m, t in excluded if m == model}):
-                left.append({"task": task, "paper_task": task, "model": model, "reason": f"no {regime} result for this model"})
+                left.append(
+                    {"task": task, "paper_task": task, "model": model, "reason": f"no {regime} result for this model"}
+                )
     pub = published_scores[published_scores["task"].isin(common)]
     cells = cell_scores(pd.concat([pub, user], ignore_index=True), protocol=PROTOCOL)
     board = lb.leaderboard(cells)

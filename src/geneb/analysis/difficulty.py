@@ -69,9 +69,14 @@ def specialists(board: pd.DataFrame) -> pd.DataFrame:
     macro = board[board["category"] == "macro"]
     med = macro.groupby(["protocol", "regime"])["value"].median().rename("median_macro")
     wins = board[(board["rank"] == 1) & ~board["category"].isin(["macro", "micro"])]
-    out = wins[["protocol", "regime", "category", "model", "value"]].merge(
-        macro[["protocol", "regime", "model", "value"]].rename(columns={"value": "macro"}),
-        on=["protocol", "regime", "model"], how="left",
-    ).merge(med.reset_index(), on=["protocol", "regime"], how="left")  # fmt: skip
+    out = (
+        wins[["protocol", "regime", "category", "model", "value"]]
+        .merge(
+            macro[["protocol", "regime", "model", "value"]].rename(columns={"value": "macro"}),
+            on=["protocol", "regime", "model"],
+            how="left",
+        )
+        .merge(med.reset_index(), on=["protocol", "regime"], how="left")
+    )
     out["specialist"] = (out["macro"] < out["median_macro"]).fillna(False).astype(bool)
     return out.rename(columns={"model": "winner"}).reset_index(drop=True)

@@ -82,9 +82,20 @@ def _aggregates(cells: pd.DataFrame, cats: pd.DataFrame) -> pd.DataFrame:
     m["complete"] = m["all_complete"] & (m["n_cat_model"] == m["n_cat"])
     rows = []
     for agg, col in (("macro", "macro"), ("micro", "mean")):
-        rows.append(pd.DataFrame({"protocol": m["protocol"], "regime": m["regime"], "model": m["model"], "category": agg,
-                                  "value": m[col].where(m["complete"]), "n_tasks": m["size"],
-                                  "n_tasks_expected": m["n_tasks_expected"], "complete": m["complete"]}))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {
+                    "protocol": m["protocol"],
+                    "regime": m["regime"],
+                    "model": m["model"],
+                    "category": agg,
+                    "value": m[col].where(m["complete"]),
+                    "n_tasks": m["size"],
+                    "n_tasks_expected": m["n_tasks_expected"],
+                    "complete": m["complete"],
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -109,12 +120,30 @@ def leaderboard(cells: pd.DataFrame) -> pd.DataFrame:
         wide = c.pivot(index="model", columns="task", values="value")
         for agg in AGGREGATES:
             b = borda_rank(wide)
-            borda.append(pd.DataFrame({"protocol": protocol, "regime": regime, "category": agg,
-                                       "model": b.index, "borda_rank": b.to_numpy()}))  # fmt: skip
+            borda.append(
+                pd.DataFrame(
+                    {
+                        "protocol": protocol,
+                        "regime": regime,
+                        "category": agg,
+                        "model": b.index,
+                        "borda_rank": b.to_numpy(),
+                    }
+                )
+            )
         for cat, cc in c.groupby("category", observed=True):
             b = borda_rank(cc.pivot(index="model", columns="task", values="value"))
-            borda.append(pd.DataFrame({"protocol": protocol, "regime": regime, "category": cat,
-                                       "model": b.index, "borda_rank": b.to_numpy()}))  # fmt: skip
+            borda.append(
+                pd.DataFrame(
+                    {
+                        "protocol": protocol,
+                        "regime": regime,
+                        "category": cat,
+                        "model": b.index,
+                        "borda_rank": b.to_numpy(),
+                    }
+                )
+            )
     table = table.merge(pd.concat(borda), on=["protocol", "regime", "category", "model"], how="left")
     table["borda_rank"] = table["borda_rank"].astype("Int64")
     sources = cells.groupby("model")["source"].agg(lambda s: "+".join(sorted(set(s))))

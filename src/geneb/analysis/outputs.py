@@ -7,9 +7,20 @@ module loads nothing heavy.
 LEADERBOARD_TABLES: tuple[str, ...] = ("leaderboard", "leaderboard_tasks", "contamination")
 #: tables of the `analyses` rule, in report order (results/tables/{name}.parquet)
 ANALYSIS_TABLES: tuple[str, ...] = (
-    "models", "rank_intervals", "category_kendall", "scale", "in_domain", "reversals", "matched_pairs",
-    "fewshot_drops", "fewshot_inverse", "fewshot_regimes", "near_random", "task_variance", "specialists",
+    "models",
+    "rank_intervals",
+    "category_kendall",
+    "scale",
+    "in_domain",
+    "reversals",
+    "matched_pairs",
+    "fewshot_drops",
+    "fewshot_inverse",
+    "fewshot_regimes",
+    "near_random",
+    "task_variance",
+    "specialists",
     "recommendations",
-)  # fmt: skip
+)
 #: figures of the `paper_figures` rule (results/figures/{name}.png and .pdf)
 FIGURES: tuple[str, ...] = ("heatmap", "scale", "rank_bump", "fewshot", "matched_pairs", "task_variance")

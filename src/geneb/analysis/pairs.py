@@ -58,8 +58,15 @@ def derive_pairs(meta: pd.DataFrame, models: list[str], max_params_ratio: float)
         ratio = max(ra["params_used"], rb["params_used"]) / min(ra["params_used"], rb["params_used"])
         if len(differ) == 1 and ratio <= max_params_ratio:
             held = [FACTORS[f] for f in FACTORS if f not in differ]
-            out.append({"id": f"{a}~{b}", "models": [a, b], "differs_in": FACTORS[differ[0]], "held_equal": held,
-                        "source": "derived"})  # fmt: skip
+            out.append(
+                {
+                    "id": f"{a}~{b}",
+                    "models": [a, b],
+                    "differs_in": FACTORS[differ[0]],
+                    "held_equal": held,
+                    "source": "derived",
+                }
+            )
     return out
 
 
@@ -96,16 +103,39 @@ def pair_effects(
         high = np.quantile(diff_draws, 1 - a_q, axis=0)
         for c, col in enumerate(rep.columns):
             tested = rep.rows_resampled or n_tasks[c] >= min_tasks_without_rows
-            rows.append({
-                "pair_id": pair.get("id", f"{a}~{b}"), "model_a": a, "model_b": b,
-                "differs_in": pair.get("differs_in", ""), "pair_source": pair.get("source", "declared"),
-                "category": col, "n_tasks": int(n_tasks[c]),
-                "diff": float(rep.point[ia, c] - rep.point[ib, c]),
-                "ci_low": float(low[c]) if tested else np.nan, "ci_high": float(high[c]) if tested else np.nan,
-                "p_value": float(p[c]) if tested else np.nan, "tested": bool(tested),
-            })  # fmt: skip
-    cols = ["pair_id", "model_a", "model_b", "differs_in", "pair_source", "category", "n_tasks", "diff",
-            "ci_low", "ci_high", "p_value", "q_value", "significant", "tested", "rows_resampled"]  # fmt: skip
+            rows.append(
+                {
+                    "pair_id": pair.get("id", f"{a}~{b}"),
+                    "model_a": a,
+                    "model_b": b,
+                    "differs_in": pair.get("differs_in", ""),
+                    "pair_source": pair.get("source", "declared"),
+                    "category": col,
+                    "n_tasks": int(n_tasks[c]),
+                    "diff": float(rep.point[ia, c] - rep.point[ib, c]),
+                    "ci_low": float(low[c]) if tested else np.nan,
+                    "ci_high": float(high[c]) if tested else np.nan,
+                    "p_value": float(p[c]) if tested else np.nan,
+                    "tested": bool(tested),
+                }
+            )
+    cols = [
+        "pair_id",
+        "model_a",
+        "model_b",
+        "differs_in",
+        "pair_source",
+        "category",
+        "n_tasks",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "q_value",
+        "significant",
+        "tested",
+        "rows_resampled",
+    ]
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=cols)

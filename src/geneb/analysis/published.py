@@ -54,25 +54,27 @@ def import_published(folder: str | Path) -> pd.DataFrame:
     unknown = sorted(set(raw["task_id"]) - set(category))
     if unknown:
         raise AnalysisInputError(f"{path}: tasks not in benchmark_spec.json: {unknown[:5]}")
-    out = pd.DataFrame({
-        "schema_version": "1",
-        "protocol": PROTOCOL,
-        "model": raw["model_id"].astype(str),
-        "task": raw["task_id"].astype(str),
-        "category": raw["task_id"].map(category),
-        "regime": raw["regime"].astype(str),
-        "seed": PUBLISHED_SEED,
-        "metric": raw["metric"].astype(str),
-        "value": raw["value"].astype(float),
-        "ci_low": np.nan,
-        "ci_high": np.nan,
-        "n_train": pd.array([pd.NA] * len(raw), dtype="Int64"),
-        "n_test": pd.array([pd.NA] * len(raw), dtype="Int64"),
-        "source": "published",
-        "origin": f"geneb_paper/per_task_results.tsv sha256:{file_sha256(str(path))}",
-        "harness_version": spec.get("harness_version", ""),
-        "geneb_version": __version__,
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "schema_version": "1",
+            "protocol": PROTOCOL,
+            "model": raw["model_id"].astype(str),
+            "task": raw["task_id"].astype(str),
+            "category": raw["task_id"].map(category),
+            "regime": raw["regime"].astype(str),
+            "seed": PUBLISHED_SEED,
+            "metric": raw["metric"].astype(str),
+            "value": raw["value"].astype(float),
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "n_train": pd.array([pd.NA] * len(raw), dtype="Int64"),
+            "n_test": pd.array([pd.NA] * len(raw), dtype="Int64"),
+            "source": "published",
+            "origin": f"geneb_paper/per_task_results.tsv sha256:{file_sha256(str(path))}",
+            "harness_version": spec.get("harness_version", ""),
+            "geneb_version": __version__,
+        }
+    )
     return check_scores(out, what=str(path)).reset_index(drop=True)
 
 
@@ -83,7 +85,9 @@ def _registry_by_hub(registry: str | Path | None) -> dict[str, dict[str, Any]]:
     return {str(e["hf_id"]).lower(): e for e in entries if isinstance(e, dict) and e.get("hf_id")}
 
 
-def published_model_meta(folder: str | Path, models_yaml: str | Path | None = None, registry: str | Path | None = None) -> pd.DataFrame:
+def published_model_meta(
+    folder: str | Path, models_yaml: str | Path | None = None, registry: str | Path | None = None
+) -> pd.DataFrame:
     """Model metadata (`metadata.model_frame` columns) of the paper's 40 models, indexed by official model_id.
 
     From `models.tsv`: display (leaderboard name), params (current), params_paper (the first release's count
@@ -104,7 +108,11 @@ def published_model_meta(folder: str | Path, models_yaml: str | Path | None = No
     records = {}
     for _, r in tsv.iterrows():
         mid = str(r["geneb_model_id"])
-        domain = (own.get(mid) or {}).get("pretraining_domain") or (hub.get(str(r["hub_id_or_source"]).lower()) or {}).get("domain") or "unknown"
+        domain = (
+            (own.get(mid) or {}).get("pretraining_domain")
+            or (hub.get(str(r["hub_id_or_source"]).lower()) or {}).get("domain")
+            or "unknown"
+        )
         early = r["params_early_meta"]
         records[mid] = {
             "display": r["leaderboard_display"],
@@ -126,4 +134,6 @@ def published_leaderboard(folder: str | Path) -> pd.DataFrame:
     model, regime, category (13 + "macro"), value (4 decimals, as published)."""
     lb = pd.read_csv(_need(Path(folder), "leaderboard_category_mcc.tsv"), sep="\t")
     lb = lb[lb["official_40"] == "yes"].rename(columns={"model_id": "model", "macro_MCC": "macro"})
-    return lb.melt(id_vars=["model", "regime"], value_vars=[*CATEGORIES, "macro"], var_name="category", value_name="value")
+    return lb.melt(
+        id_vars=["model", "regime"], value_vars=[*CATEGORIES, "macro"], var_name="category", value_name="value"
+    )

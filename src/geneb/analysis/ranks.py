@@ -61,9 +61,17 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
     for m, model in enumerate(rep.models):
         for c, col in enumerate(rep.columns):
             known = not no_variation[c]
-            rows.append({"model": model, "category": col, "value": rep.point[m, c], "rank": int(point_rank[m, c]),
-                         "rank_low": int(low[m, c]) if known else None, "rank_high": int(high[m, c]) if known else None,
-                         "p_top1": float(top[m, c]) if known else np.nan})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "category": col,
+                    "value": rep.point[m, c],
+                    "rank": int(point_rank[m, c]),
+                    "rank_low": int(low[m, c]) if known else None,
+                    "rank_high": int(high[m, c]) if known else None,
+                    "p_top1": float(top[m, c]) if known else np.nan,
+                }
+            )
     out = pd.DataFrame(rows)
     out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
     out["rows_resampled"] = rep.rows_resampled

@@ -48,8 +48,16 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
                 d = rep.draws[:, best, c] - rep.draws[:, m, c]
                 role = "tied" if np.quantile(d, a) <= 0 else None
             if role:
-                chosen.append({"category": col, "model": model, "role": role, "value": float(values[m]),
-                               "ci_low": float(low[m, c]), "ci_high": float(high[m, c])})  # fmt: skip
+                chosen.append(
+                    {
+                        "category": col,
+                        "model": model,
+                        "role": role,
+                        "value": float(values[m]),
+                        "ci_low": float(low[m, c]),
+                        "ci_high": float(high[m, c]),
+                    }
+                )
         for r in chosen:
             r["n_recommended"] = len(chosen)
         rows += sorted(chosen, key=lambda r: -r["value"])

@@ -22,7 +22,15 @@ from geneb.analysis import bootstrap, contamination, difficulty, fewshot, pairs,
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.metadata import entries
 from geneb.analysis.outputs import ANALYSIS_TABLES, LEADERBOARD_TABLES
-from geneb.analysis.tables import REGIMES, AnalysisInputError, CELL_KEYS, cell_scores, frame_sha256, task_categories, task_matrix
+from geneb.analysis.tables import (
+    CELL_KEYS,
+    REGIMES,
+    AnalysisInputError,
+    cell_scores,
+    frame_sha256,
+    task_categories,
+    task_matrix,
+)
 from geneb.atomic import atomic_path, write_text_atomic
 from geneb.provenance import package_versions, stable_hash
 
@@ -85,15 +93,23 @@ def _cell_cis(cells: pd.DataFrame, scores: pd.DataFrame, metric: str) -> pd.Data
     return out
 
 
-def _attach_row_cis(used: pd.DataFrame, tag: dict[str, str], complete: pd.DataFrame, rows: np.ndarray, conf: float) -> None:
+def _attach_row_cis(
+    used: pd.DataFrame, tag: dict[str, str], complete: pd.DataFrame, rows: np.ndarray, conf: float
+) -> None:
     """Overwrite, in place, the CI of the cells of `tag` (protocol, regime) that have row replicates (B, M, T)
     with their percentile interval; ci_source says "paired bootstrap over test rows"."""
     a = (1 - conf) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: cells without predictions
         lo, hi = np.nanquantile(rows, a, axis=0), np.nanquantile(rows, 1 - a, axis=0)
-    ci = pd.DataFrame({"model": np.repeat(complete.index, complete.shape[1]), "task": np.tile(complete.columns, complete.shape[0]),
-                       "boot_low": lo.ravel(), "boot_high": hi.ravel()})  # fmt: skip
+    ci = pd.DataFrame(
+        {
+            "model": np.repeat(complete.index, complete.shape[1]),
+            "task": np.tile(complete.columns, complete.shape[0]),
+            "boot_low": lo.ravel(),
+            "boot_high": hi.ravel(),
+        }
+    )
     sel = (used["protocol"] == tag["protocol"]) & (used["regime"] == tag["regime"])
     merged = used.loc[sel, ["model", "task"]].merge(ci, on=["model", "task"], how="left")
     has = merged["boot_high"].notna().to_numpy()
@@ -103,17 +119,25 @@ def _attach_row_cis(used: pd.DataFrame, tag: dict[str, str], complete: pd.DataFr
     used.loc[idx, "ci_source"] = "paired bootstrap over test rows"
 
 
-def prepare_cells(scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def prepare_cells(
+    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells)."""
     cells = contamination.flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
     used, contaminated = contamination.apply_policy(cells, settings["contamination"])
     return _cell_cis(used, scores, settings["metric"]), contaminated
 
 
-def leaderboard_tables(scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def leaderboard_tables(
+    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
+) -> dict[str, pd.DataFrame]:
     """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`)."""
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
-    return {"leaderboard": lb.leaderboard(used), "leaderboard_tasks": lb.task_leaderboard(used), "contamination": contaminated}
+    return {
+        "leaderboard": lb.leaderboard(used),
+        "leaderboard_tasks": lb.task_leaderboard(used),
+        "contamination": contaminated,
+    }
 
 
 def models_table(model_meta: pd.DataFrame, models: list[str]) -> pd.DataFrame:
@@ -167,10 +191,13 @@ def run_analyses(
         pcells = used[used["protocol"] == protocol]
         protocol_preds = {}
         if predictions_root is not None and Path(predictions_root).exists():
-            protocol_preds = bootstrap.load_predictions(predictions_root, protocol, sorted(pcells["model"].unique()),
-                                                        sorted(pcells["task"].unique()))  # fmt: skip
+            protocol_preds = bootstrap.load_predictions(
+                predictions_root, protocol, sorted(pcells["model"].unique()), sorted(pcells["task"].unique())
+            )
         if s["matched_pairs"]["derive"]:
-            derived = pairs.derive_pairs(model_meta, sorted(pcells["model"].unique()), float(s["matched_pairs"]["max_params_ratio"]))
+            derived = pairs.derive_pairs(
+                model_meta, sorted(pcells["model"].unique()), float(s["matched_pairs"]["max_params_ratio"])
+            )
         declared_ids = {tuple(sorted(p["models"])) for p in declared_pairs}
         all_pairs = [dict(p, source=p.get("source", "declared")) for p in declared_pairs]
         all_pairs += [p for p in derived if tuple(p["models"]) not in declared_ids]
@@ -185,20 +212,35 @@ def run_analyses(
             rows = None
             preds = {k: v for k, v in protocol_preds.items() if k[0] in complete.index and k[1] in complete.columns}
             if len(complete) and preds:
-                rows = bootstrap.row_replicates(preds, list(complete.index), list(complete.columns), regime, n_resamples=n_b, seed=seed)
+                rows = bootstrap.row_replicates(
+                    preds, list(complete.index), list(complete.columns), regime, n_resamples=n_b, seed=seed
+                )
                 _attach_row_cis(used, tag, complete, rows, conf)
             rsum["rows_resampled"] = rows is not None
             if len(complete) >= 2:
-                rep = bootstrap.category_replicates(complete, task_categories(pcells), rows, n_resamples=n_b, seed=seed,
-                                                    resample_tasks=bool(boot["resample_tasks"]))  # fmt: skip
+                rep = bootstrap.category_replicates(
+                    complete,
+                    task_categories(pcells),
+                    rows,
+                    n_resamples=n_b,
+                    seed=seed,
+                    resample_tasks=bool(boot["resample_tasks"]),
+                )
                 out["rank_intervals"].append(ranks.rank_intervals(rep, conf).assign(**tag))
                 mp = s["matched_pairs"]
-                eff = pairs.pair_effects(rep, all_pairs, confidence=conf, alpha=float(mp["alpha"]),
-                                         min_tasks_without_rows=int(mp["min_tasks_without_rows"]))  # fmt: skip
+                eff = pairs.pair_effects(
+                    rep,
+                    all_pairs,
+                    confidence=conf,
+                    alpha=float(mp["alpha"]),
+                    min_tasks_without_rows=int(mp["min_tasks_without_rows"]),
+                )
                 out["matched_pairs"].append(eff.assign(**tag))
                 rsum["matched_pairs_tested"] = int(eff["tested"].sum()) if len(eff) else 0
                 rsum["matched_pairs_significant"] = int(eff["significant"].sum()) if len(eff) else 0
-                out["recommendations"].append(recommend.recommend(rep, confidence=conf, tie_rule=s["recommendation"]["tie_rule"]).assign(**tag))
+                out["recommendations"].append(
+                    recommend.recommend(rep, confidence=conf, tie_rule=s["recommendation"]["tie_rule"]).assign(**tag)
+                )
             wide = lb.wide_view(board, protocol, regime).drop(columns="micro")
             if wide.dropna().shape[0] >= 3:
                 kt = ranks.category_kendall(wide).assign(**tag)
@@ -210,16 +252,24 @@ def run_analyses(
                 rsum["top_model"] = str(macro.idxmax())
                 rsum["top_macro"] = float(macro.max())
             eligible, dropped = scale.eligible(model_meta, list(macro.index))
-            why_not = "no model has a macro MCC (every model lacks a task)" if macro.empty else scale.why_no_correlation(
-                model_meta.loc[eligible, "params_used"] if eligible else pd.Series(dtype=float), macro[eligible]
+            why_not = (
+                "no model has a macro MCC (every model lacks a task)"
+                if macro.empty
+                else scale.why_no_correlation(
+                    model_meta.loc[eligible, "params_used"] if eligible else pd.Series(dtype=float), macro[eligible]
+                )
             )
             if why_not:
                 rsum["scale_skipped"] = why_not
             else:
-                sc = scale.scale_correlations(macro[eligible], model_meta, exclusions, n_resamples=n_b, seed=seed, confidence=conf)
+                sc = scale.scale_correlations(
+                    macro[eligible], model_meta, exclusions, n_resamples=n_b, seed=seed, confidence=conf
+                )
                 out["scale"].append(sc.assign(**tag))
-                rsum["spearman"] = {r["subset"]: {k: r[k] for k in ("rho", "ci_low", "ci_high", "p_value", "n", "excluded")}
-                                    for r in sc.to_dict("records")}  # fmt: skip
+                rsum["spearman"] = {
+                    r["subset"]: {k: r[k] for k in ("rho", "ci_low", "ci_high", "p_value", "n", "excluded")}
+                    for r in sc.to_dict("records")
+                }
                 dom = scale.in_domain(model_meta, eligible, list(scale_s["in_domain"]["exclude_domains"]), ood_models)
                 dom["params_used"] = model_meta.loc[dom.index, "params_used"]
                 out["in_domain"].append(dom.reset_index().assign(**tag))
@@ -253,12 +303,19 @@ def run_analyses(
         for regime, rsum in psum["regimes"].items():
             sel = nr[(nr["protocol"] == protocol) & (nr["regime"] == regime)]
             rsum["near_random_tasks"] = sel.loc[sel["near_random"], "task"].tolist()
-    tables = {name: (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()) for name, frames in out.items()}
-    summary.update({
-        "settings": s, "settings_hash": stable_hash(s), "input_sha256": frame_sha256(scores),
-        "n_contaminated_cells": int(len(contaminated)), "geneb_version": __version__,
-        "package_versions": package_versions(("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn")),
-    })  # fmt: skip
+    tables = {
+        name: (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()) for name, frames in out.items()
+    }
+    summary.update(
+        {
+            "settings": s,
+            "settings_hash": stable_hash(s),
+            "input_sha256": frame_sha256(scores),
+            "n_contaminated_cells": int(len(contaminated)),
+            "geneb_version": __version__,
+            "package_versions": package_versions(("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn")),
+        }
+    )
     return tables, summary
 
 
@@ -276,7 +333,9 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def write_tables(tables: dict[str, pd.DataFrame], summary: dict[str, Any] | None, outdir: str | Path, names: tuple[str, ...]) -> list[Path]:
+def write_tables(
+    tables: dict[str, pd.DataFrame], summary: dict[str, Any] | None, outdir: str | Path, names: tuple[str, ...]
+) -> list[Path]:
     """Write `tables[name]` to `outdir/{name}.parquet` for each of `names` (an absent table is written
     empty), and, when given, the summary to `outdir/analysis_summary.json`.
 

@@ -21,7 +21,6 @@ from scipy import stats
 
 from geneb.analysis.tables import AnalysisInputError
 
-
 #: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
 EXACT_P_MAX_N = 8
 #: a bootstrap CI is reported only when at most this share of resamples has a defined rho
@@ -52,7 +51,9 @@ def _pearson(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return (a * b).sum(axis=axis) / np.sqrt((a * a).sum(axis=axis) * (b * b).sum(axis=axis))
 
 
-def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: int, confidence: float) -> dict[str, float]:
+def spearman_with_ci(
+    x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: int, confidence: float
+) -> dict[str, float]:
     """Spearman's rho of paired samples with a percentile bootstrap CI over the pairs.
 
     x, y: (n,) finite, n >= 3. rho and its two-sided p-value from `spearman_rho_p` (exact for small n); the CI
@@ -75,15 +76,28 @@ def spearman_with_ci(x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: in
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a resample with a constant column gives NaN rho; see nanquantile below
-        boot = stats.bootstrap((x, y), rho, paired=True, vectorized=False, n_resamples=n_resamples,
-                               confidence_level=confidence, method="percentile",
-                               rng=np.random.default_rng(seed))  # fmt: skip
+        boot = stats.bootstrap(
+            (x, y),
+            rho,
+            paired=True,
+            vectorized=False,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
     dist = boot.bootstrap_distribution
     undefined = float(np.isnan(dist).mean())
     a = (1 - confidence) / 2
     low, high = np.nanquantile(dist, [a, 1 - a]) if undefined <= MAX_UNDEFINED_SHARE else (np.nan, np.nan)
-    return {"rho": rho_value, "p_value": p_value, "ci_low": float(low), "ci_high": float(high),
-            "ci_undefined_share": undefined, "n": len(x)}  # fmt: skip
+    return {
+        "rho": rho_value,
+        "p_value": p_value,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "ci_undefined_share": undefined,
+        "n": len(x),
+    }
 
 
 def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
@@ -139,17 +153,37 @@ def scale_correlations(
     for name, models, excl in subsets:
         why = why_no_correlation(meta.loc[models, "params_used"], score[models]) if name == "excluding" else ""
         if why:
-            r = {"rho": np.nan, "p_value": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_undefined_share": np.nan,
-                 "n": len(models)}  # fmt: skip
+            r = {
+                "rho": np.nan,
+                "p_value": np.nan,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "ci_undefined_share": np.nan,
+                "n": len(models),
+            }
         else:
-            r = spearman_with_ci(meta.loc[models, "params_used"].to_numpy(), score[models].to_numpy(),
-                                 n_resamples=n_resamples, seed=seed, confidence=confidence)  # fmt: skip
-        rows.append({"subset": name, **r, "excluded": ";".join(excl),
-                     "reasons": "; ".join(f"{m}: {exclusions[m]}" for m in excl), "note": why})  # fmt: skip
+            r = spearman_with_ci(
+                meta.loc[models, "params_used"].to_numpy(),
+                score[models].to_numpy(),
+                n_resamples=n_resamples,
+                seed=seed,
+                confidence=confidence,
+            )
+        rows.append(
+            {
+                "subset": name,
+                **r,
+                "excluded": ";".join(excl),
+                "reasons": "; ".join(f"{m}: {exclusions[m]}" for m in excl),
+                "note": why,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def in_domain(meta: pd.DataFrame, models: list[str], exclude_domains: list[str], exclude_models: dict[str, str]) -> pd.DataFrame:
+def in_domain(
+    meta: pd.DataFrame, models: list[str], exclude_domains: list[str], exclude_models: dict[str, str]
+) -> pd.DataFrame:
     """Which of `models` are in-domain, and why not.
 
     A model is out of domain when it is listed in `exclude_models` (reason given there) or when its
@@ -183,7 +217,26 @@ def reversals(params: pd.Series, score: pd.Series, ratio: float) -> pd.DataFrame
     for a, b in itertools.permutations(df.index, 2):
         pa, pb, sa, sb = df.at[a, "p"], df.at[b, "p"], df.at[a, "s"], df.at[b, "s"]
         if pb >= ratio * pa and sa > sb:
-            rows.append({"smaller": a, "larger": b, "params_smaller": pa, "params_larger": pb, "size_ratio": pb / pa,
-                         "score_smaller": sa, "score_larger": sb, "margin": sa - sb})  # fmt: skip
-    cols = ["smaller", "larger", "params_smaller", "params_larger", "size_ratio", "score_smaller", "score_larger", "margin"]
+            rows.append(
+                {
+                    "smaller": a,
+                    "larger": b,
+                    "params_smaller": pa,
+                    "params_larger": pb,
+                    "size_ratio": pb / pa,
+                    "score_smaller": sa,
+                    "score_larger": sb,
+                    "margin": sa - sb,
+                }
+            )
+    cols = [
+        "smaller",
+        "larger",
+        "params_smaller",
+        "params_larger",
+        "size_ratio",
+        "score_smaller",
+        "score_larger",
+        "margin",
+    ]
     return pd.DataFrame(rows, columns=cols).sort_values("margin", ascending=False).reset_index(drop=True)

@@ -23,11 +23,21 @@ log = logging.getLogger(__name__)
 def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     if view == "published":
         pub = settings["published"]
-        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), metadata.paper_pairs(models_yaml)
+        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), metadata.paper_pairs(
+            models_yaml
+        )
     return metadata.load_model_meta(models_yaml), metadata.declared_pairs(models_yaml)
 
 
-def leaderboard_step(*, scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any], view: str, outputs: dict[str, str]) -> None:
+def leaderboard_step(
+    *,
+    scores: str,
+    models_yaml: str,
+    tasks_tsv: str,
+    analysis_config: dict[str, Any],
+    view: str,
+    outputs: dict[str, str],
+) -> None:
     """Rule `leaderboard`: write leaderboard, leaderboard_tasks and contamination tables to `outputs[name]`."""
     settings = run.resolve_settings(analysis_config, view)
     meta, _ = _meta(view, models_yaml, settings)
@@ -36,16 +46,35 @@ def leaderboard_step(*, scores: str, models_yaml: str, tasks_tsv: str, analysis_
         with atomic_path(outputs[name]) as tmp:
             tables[name].to_parquet(tmp, index=False)
     board = tables["leaderboard"]
-    log.info("leaderboard: %d rows, %d models, %d contaminated cells", len(board), board["model"].nunique(), len(tables["contamination"]))
+    log.info(
+        "leaderboard: %d rows, %d models, %d contaminated cells",
+        len(board),
+        board["model"].nunique(),
+        len(tables["contamination"]),
+    )
 
 
-def analyses_step(*, scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any], view: str,
-                  predictions_root: str | None, outdir: str) -> None:  # fmt: skip
+def analyses_step(
+    *,
+    scores: str,
+    models_yaml: str,
+    tasks_tsv: str,
+    analysis_config: dict[str, Any],
+    view: str,
+    predictions_root: str | None,
+    outdir: str,
+) -> None:
     """Rule `analyses`: every analysis table (run.ANALYSIS_TABLES) and analysis_summary.json in `outdir`."""
     settings = run.resolve_settings(analysis_config, view)
     meta, pairs = _meta(view, models_yaml, settings)
-    tables, summary = run.run_analyses(load_scores(scores), model_meta=meta, task_meta=metadata.load_task_meta(tasks_tsv),
-                                       declared_pairs=pairs, settings=settings, predictions_root=predictions_root)  # fmt: skip
+    tables, summary = run.run_analyses(
+        load_scores(scores),
+        model_meta=meta,
+        task_meta=metadata.load_task_meta(tasks_tsv),
+        declared_pairs=pairs,
+        settings=settings,
+        predictions_root=predictions_root,
+    )
     summary["view"] = view
     for path in run.write_tables(tables, summary, outdir, run.ANALYSIS_TABLES):
         log.info("wrote %s", path)
@@ -56,11 +85,25 @@ def import_published_step(*, folder: str, output: str) -> None:
     scores = published.import_published(folder)
     with atomic_path(output) as tmp:
         scores.to_parquet(tmp, index=False)
-    log.info("imported %d published rows (%d models, %d tasks)", len(scores), scores["model"].nunique(), scores["task"].nunique())
+    log.info(
+        "imported %d published rows (%d models, %d tasks)",
+        len(scores),
+        scores["model"].nunique(),
+        scores["task"].nunique(),
+    )
 
 
-def compare_step(*, scores: str, published_scores: str, models_yaml: str, tasks_tsv: str, analysis_config: dict[str, Any],
-                 board_out: str, left_out: str, cards: list[str] = ()) -> None:  # fmt: skip
+def compare_step(
+    *,
+    scores: str,
+    published_scores: str,
+    models_yaml: str,
+    tasks_tsv: str,
+    analysis_config: dict[str, Any],
+    board_out: str,
+    left_out: str,
+    cards: list[str] = (),
+) -> None:
     """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks;
     contaminated cells are left out (and listed) unless the contamination policy is "flag", and so are tasks
     whose card (`cards`: the run's task cards) records a cap."""
@@ -70,16 +113,26 @@ def compare_step(*, scores: str, published_scores: str, models_yaml: str, tasks_
     if settings["contamination"] == "exclude":
         _, bad = run.prepare_cells(user, metadata.load_model_meta(models_yaml), task_meta, settings)
         exclude = set(zip(bad["model"], bad["task"]))
-    board, left = compare.compare_with_published(user, load_scores(published_scores), task_meta, exclude,
-                                                 capped=compare.capped_tasks(cards))  # fmt: skip
+    board, left = compare.compare_with_published(
+        user, load_scores(published_scores), task_meta, exclude, capped=compare.capped_tasks(cards)
+    )
     for df, path in ((board, board_out), (left, left_out)):
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
     log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))
 
 
-def submission_step(*, scores: str, models_yaml: str, tasks_tsv: str, spec_dir: str, model: str, submitted_by: str, output: str,
-                    cards: list[str] = ()) -> None:  # fmt: skip
+def submission_step(
+    *,
+    scores: str,
+    models_yaml: str,
+    tasks_tsv: str,
+    spec_dir: str,
+    model: str,
+    submitted_by: str,
+    output: str,
+    cards: list[str] = (),
+) -> None:
     """Rule `submission`: `model`'s schema-1.0 submission file at `output`, validated against the spec; the
     tasks the model was trained on (registry `trained_on_tasks`) are left out, and so are tasks whose card
     (`cards`) records a cap (not the paper's split).
@@ -90,15 +143,23 @@ def submission_step(*, scores: str, models_yaml: str, tasks_tsv: str, spec_dir: 
     src = meta.get("source") or {}
     url = f"https://huggingface.co/{src['hub_id']}" if src.get("hub_id") else src.get("origin", "")
     params = meta.get("params", 0)
-    sub_meta = {"display": meta.get("display", model), "params": int(params) if params is not None else 0, "url": url,
-                "zero_shot": False, "training_data": meta.get("pretraining_data", ""),
-                "provenance": f"geneb run, protocol {published.PROTOCOL}", "submitted_by": submitted_by}  # fmt: skip
+    sub_meta = {
+        "display": meta.get("display", model),
+        "params": int(params) if params is not None else 0,
+        "url": url,
+        "zero_shot": False,
+        "training_data": meta.get("pretraining_data", ""),
+        "provenance": f"geneb run, protocol {published.PROTOCOL}",
+        "submitted_by": submitted_by,
+    }
     spec = published.load_spec(spec_dir)
     capped = compare.capped_tasks(cards)
     for task, why in sorted(capped.items()):
         log.warning("submission for %s: %s left out, %s", model, task, why)
     trained = frozenset(meta.get("trained_on_tasks") or ()) | frozenset(capped)
-    sub = submission.build_submission(load_scores(scores), model, spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained)
+    sub = submission.build_submission(
+        load_scores(scores), model, spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained
+    )
     problems = submission.validate_submission(sub, spec)
     if problems:
         raise AnalysisInputError(f"submission of {model!r} does not validate: {problems[:5]}")

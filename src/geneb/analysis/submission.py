@@ -26,8 +26,15 @@ METRICS = ("MCC", "Acc", "F1")
 META_KEYS = ("display", "params", "url", "zero_shot", "training_data", "provenance", "submitted_by")
 
 
-def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], task_meta: pd.DataFrame, *, meta: dict[str, Any],
-                     exclude: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:  # fmt: skip
+def build_submission(
+    scores: pd.DataFrame,
+    model: str,
+    spec: dict[str, Any],
+    task_meta: pd.DataFrame,
+    *,
+    meta: dict[str, Any],
+    exclude: frozenset[str] | set[str] = frozenset(),
+) -> dict[str, Any]:
     """The schema-1.0 submission of `model` from a validated score table.
 
     scores: GENEB score table (its `geneb-paper` rows of `model` are used); spec: `benchmark_spec.json`;
@@ -45,8 +52,11 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
     # an excluded task takes every task with the same data with it (mirror <-> paper id), as in contamination
     group = {t: g for t, g in task_meta["geneb_task_id"].items() if g} if "geneb_task_id" in task_meta.columns else {}
     dropped = {group.get(t, t) for t in exclude}
-    rows = rows[rows["paper_task"].isin(known) & ~rows["task"].map(lambda t: group.get(t, t)).isin(dropped)
-                & ~rows["paper_task"].isin(dropped)]  # fmt: skip
+    rows = rows[
+        rows["paper_task"].isin(known)
+        & ~rows["task"].map(lambda t: group.get(t, t)).isin(dropped)
+        & ~rows["paper_task"].isin(dropped)
+    ]
     if rows.empty:
         raise AnalysisInputError(f"model {model!r} has no {PROTOCOL} result on a task with the paper's data and split")
     clash = rows.groupby("paper_task")["task"].nunique()
@@ -60,14 +70,28 @@ def build_submission(scores: pd.DataFrame, model: str, spec: dict[str, Any], tas
         per_task = {}
         for task in sorted(means.loc[regime].index.get_level_values(0).unique()):
             m = means.loc[(regime, task)]
-            per_task[task] = {k: float(m[k]) for k in METRICS if k in m.index and np.isfinite(m[k])}  # unrounded, as most official files
+            per_task[task] = {
+                k: float(m[k]) for k in METRICS if k in m.index and np.isfinite(m[k])
+            }  # unrounded, as most official files
         results[regime] = per_task
-    full_meta = {"display": model, "params": 0, "url": "", "zero_shot": False, "training_data": "",
-                 "provenance": f"geneb {__version__}", "submitted_by": ""}  # fmt: skip
+    full_meta = {
+        "display": model,
+        "params": 0,
+        "url": "",
+        "zero_shot": False,
+        "training_data": "",
+        "provenance": f"geneb {__version__}",
+        "submitted_by": "",
+    }
     full_meta.update({k: v for k, v in meta.items() if k in META_KEYS and v is not None})
     full_meta["params"] = int(full_meta["params"]) if full_meta["params"] == full_meta["params"] else 0
-    return {"schema_version": SCHEMA_VERSION, "model_id": model, "harness_version": f"geneb-{__version__}",
-            "meta": full_meta, "results": results}  # fmt: skip
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model_id": model,
+        "harness_version": f"geneb-{__version__}",
+        "meta": full_meta,
+        "results": results,
+    }
 
 
 def _is_number(v: Any) -> bool:

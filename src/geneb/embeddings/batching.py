@@ -57,8 +57,14 @@ class StepDownRunner:
     raises the original error wrapped in MemoryError naming `what` and the item.
     """
 
-    def __init__(self, fn: Callable[[list[int]], Any], *, what: str, free: Callable[[], None] | None = None,
-                 row_of: Callable[[int], int] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fn: Callable[[list[int]], Any],
+        *,
+        what: str,
+        free: Callable[[], None] | None = None,
+        row_of: Callable[[int], int] | None = None,
+    ) -> None:
         self.fn = fn
         self.what = what
         self.free = free
@@ -85,11 +91,16 @@ class StepDownRunner:
                 self.free()
             if len(batch) == 1:
                 if self.row_of is None:
-                    raise MemoryError(f"{self.what}: out of memory on a single item (index {batch[0]}); "
-                                      "lower max_tokens or use a larger device") from err  # fmt: skip
+                    raise MemoryError(
+                        f"{self.what}: out of memory on a single item (index {batch[0]}); "
+                        "lower max_tokens or use a larger device"
+                    ) from err
                 row = self.row_of(batch[0])
-                raise ItemOutOfMemoryError(f"{self.what}: out of memory on row {row} alone (one chunk of it); lower "
-                                           "max_tokens or use a larger device", rows=[row]) from err  # fmt: skip
+                raise ItemOutOfMemoryError(
+                    f"{self.what}: out of memory on row {row} alone (one chunk of it); lower "
+                    "max_tokens or use a larger device",
+                    rows=[row],
+                ) from err
             half = (len(batch) + 1) // 2
             self.max_batch = half
             self.step_downs += 1

@@ -144,33 +144,32 @@ def write_embeddings(
             SplitEmbeddings(half, emb.row, emb.n_tokens).validate(split, where + " (float16)")
     kwargs = _locking_kwargs(hdf5_locking)
     h5py = _h5py()
-    with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w", **kwargs) as f:
-            f.attrs["schema_version"] = SCHEMA_VERSION
-            f.attrs["extraction_key"] = canonical_json(key)
-            f.attrs["key_hash"] = key_hash(key)
-            f.attrs["storage_dtype"] = storage_dtype
-            for name, value in (attrs or {}).items():
-                f.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
-            for split, emb in splits.items():
-                g = f.create_group(split)
-                g.create_dataset("embeddings", data=emb.embeddings.astype(storage_dtype))
-                g.create_dataset("row", data=np.asarray(emb.row, dtype=np.int64))
-                g.create_dataset("n_tokens", data=np.asarray(emb.n_tokens, dtype=np.int32))
-                n = len(emb.row)
-                chunks = emb.n_chunks if emb.n_chunks is not None else np.ones(n, dtype=np.int32)
-                trunc = emb.truncated if emb.truncated is not None else np.zeros(n, dtype=bool)
-                g.create_dataset("n_chunks", data=np.asarray(chunks, dtype=np.int32))
-                g.create_dataset("truncated", data=np.asarray(trunc, dtype=bool))
-                trim = emb.trimmed_bases if emb.trimmed_bases is not None else np.zeros(n, dtype=np.int32)
-                g.create_dataset("trimmed_bases", data=np.asarray(trim, dtype=np.int32))
-                for name, value in emb.attrs.items():
-                    g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
-            # re-read before declaring the file complete: what is on disk must be finite
-            for split in splits:
-                if not np.isfinite(f[split]["embeddings"][:]).all():
-                    raise CacheError(f"{where} [{split}]: non-finite values on disk after writing")
-            f.attrs["complete"] = True
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        f.attrs["extraction_key"] = canonical_json(key)
+        f.attrs["key_hash"] = key_hash(key)
+        f.attrs["storage_dtype"] = storage_dtype
+        for name, value in (attrs or {}).items():
+            f.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
+        for split, emb in splits.items():
+            g = f.create_group(split)
+            g.create_dataset("embeddings", data=emb.embeddings.astype(storage_dtype))
+            g.create_dataset("row", data=np.asarray(emb.row, dtype=np.int64))
+            g.create_dataset("n_tokens", data=np.asarray(emb.n_tokens, dtype=np.int32))
+            n = len(emb.row)
+            chunks = emb.n_chunks if emb.n_chunks is not None else np.ones(n, dtype=np.int32)
+            trunc = emb.truncated if emb.truncated is not None else np.zeros(n, dtype=bool)
+            g.create_dataset("n_chunks", data=np.asarray(chunks, dtype=np.int32))
+            g.create_dataset("truncated", data=np.asarray(trunc, dtype=bool))
+            trim = emb.trimmed_bases if emb.trimmed_bases is not None else np.zeros(n, dtype=np.int32)
+            g.create_dataset("trimmed_bases", data=np.asarray(trim, dtype=np.int32))
+            for name, value in emb.attrs.items():
+                g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
+        # re-read before declaring the file complete: what is on disk must be finite
+        for split in splits:
+            if not np.isfinite(f[split]["embeddings"][:]).all():
+                raise CacheError(f"{where} [{split}]: non-finite values on disk after writing")
+        f.attrs["complete"] = True
 
 
 @dataclass
@@ -193,10 +192,12 @@ def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
         raise
     except OSError as err:
         if is_lock_error(err):
-            raise CacheError(f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off "
-                             "(case B37)") from err  # fmt: skip
-        raise IncompleteCacheError(f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); "
-                                   "rerun extraction") from err  # fmt: skip
+            raise CacheError(
+                f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off (case B37)"
+            ) from err
+        raise IncompleteCacheError(
+            f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
+        ) from err
 
 
 def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
@@ -205,7 +206,9 @@ def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
     try:
         key = json.loads(f.attrs["extraction_key"])
     except (KeyError, TypeError, ValueError) as err:
-        raise CacheError(f"{path}: the extraction key attribute is missing or not JSON ({err!r}); rerun extraction") from err
+        raise CacheError(
+            f"{path}: the extraction key attribute is missing or not JSON ({err!r}); rerun extraction"
+        ) from err
     if not isinstance(key, dict):
         raise CacheError(f"{path}: the extraction key is not a mapping; rerun extraction")
     return key
@@ -252,7 +255,9 @@ def read_embeddings(
             except KeyError as err:
                 raise CacheError(f"{path}: split {split!r} lacks a dataset ({err}); rerun extraction") from err
             if len(out[split][0]) != len(out[split][1]):
-                raise CacheError(f"{path}: split {split!r} has {len(out[split][0])} embeddings for {len(out[split][1])} row ids")
+                raise CacheError(
+                    f"{path}: split {split!r} has {len(out[split][0])} embeddings for {len(out[split][1])} row ids"
+                )
         if "key_hash" not in f.attrs:
             raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
         return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok)

@@ -39,8 +39,10 @@ class InvarianceReport:
     def require(self) -> InvarianceReport:
         """Return self if ok, else raise InvarianceError with the numbers."""
         if not self.ok:
-            raise InvarianceError(f"{self.what}: max |diff| {self.max_abs_diff:.3e} > atol {self.atol:.1e} "
-                                  f"(compute dtype {self.compute_dtype})")  # fmt: skip
+            raise InvarianceError(
+                f"{self.what}: max |diff| {self.max_abs_diff:.3e} > atol {self.atol:.1e} "
+                f"(compute dtype {self.compute_dtype})"
+            )
         return self
 
 
@@ -56,8 +58,9 @@ def _diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.nan) if np.isnan(d).any() else float(d.max(initial=0.0))
 
 
-def check_batch_invariance(encoder: Any, sequences: Sequence[str], *, batch_sizes: Sequence[int] = (1, 4),
-                           atol: float | None = None) -> InvarianceReport:  # fmt: skip
+def check_batch_invariance(
+    encoder: Any, sequences: Sequence[str], *, batch_sizes: Sequence[int] = (1, 4), atol: float | None = None
+) -> InvarianceReport:
     """Embed `sequences` at each batch size (encoder.batch_size is set, then restored) and report the largest
     difference to the first. atol None = DEFAULT_ATOL for the encoder's compute dtype."""
     tol, dtype = _atol(encoder, atol)
@@ -73,8 +76,9 @@ def check_batch_invariance(encoder: Any, sequences: Sequence[str], *, batch_size
     return InvarianceReport(f"batch sizes {list(batch_sizes)}", worst, tol, dtype)
 
 
-def check_padding_invariance(encoder: Any, sequence: str, companions: Sequence[str], *,
-                             atol: float | None = None) -> InvarianceReport:  # fmt: skip
+def check_padding_invariance(
+    encoder: Any, sequence: str, companions: Sequence[str], *, atol: float | None = None
+) -> InvarianceReport:
     """Embed `sequence` alone and in one batch with `companions` (typically longer, so it gets padded) and
     report the difference of its vector. atol None = DEFAULT_ATOL for the encoder's compute dtype."""
     tol, dtype = _atol(encoder, atol)
@@ -85,4 +89,6 @@ def check_padding_invariance(encoder: Any, sequence: str, companions: Sequence[s
         alone = encoder.embed([sequence]).embeddings
     finally:
         encoder.batch_size = saved
-    return InvarianceReport(f"{len(sequence)}-long sequence alone vs with {len(companions)} others", _diff(alone, together), tol, dtype)
+    return InvarianceReport(
+        f"{len(sequence)}-long sequence alone vs with {len(companions)} others", _diff(alone, together), tol, dtype
+    )

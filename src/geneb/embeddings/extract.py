@@ -32,8 +32,14 @@ log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
 
 
-def build_encoder(settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64, threads: int | None = None,
-                  progress: bool = True) -> Encoder:  # fmt: skip
+def build_encoder(
+    settings: dict[str, Any],
+    *,
+    device: str = "cpu",
+    batch_size: int = 64,
+    threads: int | None = None,
+    progress: bool = True,
+) -> Encoder:
     """The encoder for resolved `settings` (registry.extraction_settings).
 
     threads: torch intra-op threads (an execution knob; set only for families that use torch, so a k-mer job
@@ -51,7 +57,9 @@ def build_encoder(settings: dict[str, Any], *, device: str = "cpu", batch_size: 
     return build(settings)
 
 
-def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: str, *, desc: str | None = None) -> EmbedResult:
+def embed_with_rc(
+    encoder: Encoder, sequences: list[str], rows: list[int], rc: str, *, desc: str | None = None
+) -> EmbedResult:
     """Embed `sequences` with reverse-complement mode `rc`: none, average (mean of the forward and RC
     vectors, width d), concat ([forward, RC], width 2d). The RC strand is that of the bases the forward pass
     keeps (after a `length_multiple` trim). n_tokens/n_chunks are the forward strand's; `truncated` is set
@@ -62,8 +70,10 @@ def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: s
     ext = getattr(encoder, "extraction", None) or {}
     if rc != "none" and ext.get("long_policy") == "truncate":
         # each strand would be cut at its own 5' end: the two halves would describe different regions
-        raise ValueError(f"rc {rc!r} with long_policy truncate would average two different windows of a long row; "
-                         "use long_policy chunk_mean (or rc none)")  # fmt: skip
+        raise ValueError(
+            f"rc {rc!r} with long_policy truncate would average two different windows of a long row; "
+            "use long_policy chunk_mean (or rc none)"
+        )
     fwd = encoder.embed(sequences, rows, desc=desc)
     if rc == "none":
         return fwd
@@ -75,8 +85,14 @@ def embed_with_rc(encoder: Encoder, sequences: list[str], rows: list[int], rc: s
     rev = encoder.embed([reverse_complement(s) for s in kept], rows, desc=f"{desc} (RC)" if desc else None)
     if forward_unk is not None:
         encoder.last_unk = forward_unk
-    emb = (fwd.embeddings + rev.embeddings) / 2 if rc == "average" else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
-    return EmbedResult(emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases)
+    emb = (
+        (fwd.embeddings + rev.embeddings) / 2
+        if rc == "average"
+        else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
+    )
+    return EmbedResult(
+        emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases
+    )
 
 
 def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
@@ -85,8 +101,10 @@ def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
     written by other means than `prepare_task` cannot slip whitespace or stray letters into a tokenizer that
     would swallow them (case B11). Raises SequenceError naming task, split, row and character."""
     policy = AlphabetPolicy()
-    return [model_input(policy.apply(seq, task=task, split=split, row=int(row)))
-            for seq, row in zip(df["sequence"], df["row"])]  # fmt: skip
+    return [
+        model_input(policy.apply(seq, task=task, split=split, row=int(row)))
+        for seq, row in zip(df["sequence"], df["row"])
+    ]
 
 
 def policy_attrs(settings: dict[str, Any], identity: dict[str, Any]) -> dict[str, Any]:
@@ -144,23 +162,44 @@ def extract_task(
         rows = df["row"].astype(int).tolist()
         where = f"model {settings['model']}, task {task}, split {split}"
         try:
-            res = embed_with_rc(encoder, model_inputs(df, task=task, split=split), rows, settings["extraction"]["rc"],
-                                desc=f"{settings['model']} {task} {split}")  # fmt: skip
+            res = embed_with_rc(
+                encoder,
+                model_inputs(df, task=task, split=split),
+                rows,
+                settings["extraction"]["rc"],
+                desc=f"{settings['model']} {task} {split}",
+            )
         except (ExtractionError, ValueError, MemoryError) as err:
             msg = f"{where}: {err}"
             wrapped = type(err)(msg) if _reraisable(err) else ExtractionError(msg)
             if isinstance(err, ExtractionError) and isinstance(wrapped, ExtractionError):
                 wrapped.rows = err.rows
             raise wrapped from err
-        out[split] = SplitEmbeddings(res.embeddings, df["row"].to_numpy(), res.n_tokens, res.n_chunks, res.truncated,
-                                     trimmed_bases=res.trimmed_bases,
-                                     attrs={"n_rows": len(df), "n_truncated": int(res.truncated.sum()),
-                                            "n_chunked": int((res.n_chunks > 1).sum()),
-                                            "n_pooled_positions": int(res.n_tokens.sum()),
-                                            "n_trimmed_rows": int((res.trimmed_bases > 0).sum()),
-                                            "n_unknown_tokens": int(getattr(encoder, "last_unk", (0, 0))[1])})  # fmt: skip
-        log.info("%s: %d rows, dim %d, %d chunked, %d truncated, %d pooled positions", where, len(df),
-                 res.embeddings.shape[1], int((res.n_chunks > 1).sum()), int(res.truncated.sum()), int(res.n_tokens.sum()))  # fmt: skip
+        out[split] = SplitEmbeddings(
+            res.embeddings,
+            df["row"].to_numpy(),
+            res.n_tokens,
+            res.n_chunks,
+            res.truncated,
+            trimmed_bases=res.trimmed_bases,
+            attrs={
+                "n_rows": len(df),
+                "n_truncated": int(res.truncated.sum()),
+                "n_chunked": int((res.n_chunks > 1).sum()),
+                "n_pooled_positions": int(res.n_tokens.sum()),
+                "n_trimmed_rows": int((res.trimmed_bases > 0).sum()),
+                "n_unknown_tokens": int(getattr(encoder, "last_unk", (0, 0))[1]),
+            },
+        )
+        log.info(
+            "%s: %d rows, dim %d, %d chunked, %d truncated, %d pooled positions",
+            where,
+            len(df),
+            res.embeddings.shape[1],
+            int((res.n_chunks > 1).sum()),
+            int(res.truncated.sum()),
+            int(res.n_tokens.sum()),
+        )
     key = {
         "model": settings["model"],
         "task": task,

@@ -9,7 +9,9 @@ from geneb.analysis.tables import REGIMES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
-def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, str], *, protocol: str, highlight: int = 7):
+def fewshot_plot(
+    drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, str], *, protocol: str, highlight: int = 7
+):
     """Two panels: (a) macro MCC per regime, one line per model (the `highlight` best in colour); (b) full
     macro MCC (x) against its absolute drop to 10-shot (y) with Spearman's rho (the inverse pattern).
 
@@ -23,7 +25,9 @@ def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, 
     if len(regimes) < 2:
         return empty_figure("few-shot plot needs the full regime and a k-shot regime")
     d = d.sort_values("full", ascending=False)
-    top = [m for m in d.index if d.loc[m, regimes].notna().any()][: min(highlight, len(LINE_COLOURS))]  # no line, no entry
+    top = [m for m in d.index if d.loc[m, regimes].notna().any()][
+        : min(highlight, len(LINE_COLOURS))
+    ]  # no line, no entry
     names = short_all([display.get(m, m) for m in top], 22)
     fig, (a, b) = plt.subplots(1, 2, figsize=(DOUBLE_COLUMN, 2.6), gridspec_kw={"width_ratios": [1.2, 1]})
     x = range(len(regimes))
@@ -46,7 +50,14 @@ def fewshot_plot(drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, 
         inv = inverse[(inverse["protocol"] == protocol) & (inverse["regime"] == k) & (inverse["measure"] == "abs_drop")]
         if len(inv):
             r = inv.iloc[0]
-            b.text(0.98, 0.02, f"Spearman ρ = {r['rho']:.3f} (p = {r['p_value']:.2g}, n = {int(r['n'])})",
-                   transform=b.transAxes, va="bottom", ha="right", fontsize=6)  # fmt: skip
+            b.text(
+                0.98,
+                0.02,
+                f"Spearman ρ = {r['rho']:.3f} (p = {r['p_value']:.2g}, n = {int(r['n'])})",
+                transform=b.transAxes,
+                va="bottom",
+                ha="right",
+                fontsize=6,
+            )
         b.set_title(f"(b) level vs drop to {k}")
     return fig

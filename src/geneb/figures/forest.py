@@ -19,7 +19,9 @@ def forest(pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regim
     """
     p = pairs[(pairs["protocol"] == protocol) & (pairs["regime"] == regime)] if len(pairs) else pairs
     if p.empty or not p["tested"].any():
-        return empty_figure("no matched pair could be tested (none declared or derivable, or too few tasks)", DOUBLE_COLUMN)
+        return empty_figure(
+            "no matched pair could be tested (none declared or derivable, or too few tasks)", DOUBLE_COLUMN
+        )
     p = p[p["tested"] & ((p["category"] == "macro") | p["significant"])].copy()
     p["abs"] = p["diff"].abs()
     p = p.nlargest(max_rows, "abs").sort_values(["pair_id", "category"])
@@ -28,9 +30,13 @@ def forest(pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regim
     for yi, (_, r) in zip(y, p.iterrows()):
         c = DIFFERS_COLOUR.get(r["differs_in"], "black")
         ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=1)
-        ax.scatter([r["diff"]], [yi], s=14, marker="o", facecolors=c if r["significant"] else "white", edgecolors=c, zorder=3)
-    labels = [f"{short(display.get(r.model_a, r.model_a), 20)} − {short(display.get(r.model_b, r.model_b), 20)}  [{r.category}]"
-              for r in p.itertuples()]  # fmt: skip
+        ax.scatter(
+            [r["diff"]], [yi], s=14, marker="o", facecolors=c if r["significant"] else "white", edgecolors=c, zorder=3
+        )
+    labels = [
+        f"{short(display.get(r.model_a, r.model_a), 20)} − {short(display.get(r.model_b, r.model_b), 20)}  [{r.category}]"
+        for r in p.itertuples()
+    ]
     ax.set_yticks(y, labels)
     ax.axvline(0, color="black", lw=0.6)
     ax.set_xlabel(f"MCC difference ({regime}), paired bootstrap CI")

@@ -9,7 +9,9 @@ from geneb.analysis.leaderboard import wide_view
 from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, short_all
 
 
-def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", annotate: bool = True):
+def heatmap(
+    board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", annotate: bool = True
+):
     """Heatmap of the 13 category MCCs plus macro (columns) for every model (rows, best macro on top).
 
     board: leaderboard table; display: model id -> display name. Cells without a value read 'n/a'. The colour
@@ -24,7 +26,9 @@ def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regi
     n, k = values.shape
     fig, ax = plt.subplots(figsize=(DOUBLE_COLUMN, 0.9 + 0.16 * n))
     vmin = min(0.0, float(np.nanmin(values)))
-    im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap=SEQUENTIAL, vmin=vmin, vmax=float(np.nanmax(values)))
+    im = ax.imshow(
+        np.ma.masked_invalid(values), aspect="auto", cmap=SEQUENTIAL, vmin=vmin, vmax=float(np.nanmax(values))
+    )
     ax.set_xticks(range(k), wide.columns, rotation=40, ha="right")
     ax.set_yticks(range(n), short_all([display.get(m, m) for m in wide.index]))
     ax.axvline(k - 1.5, color="white", lw=1.5)
@@ -34,7 +38,9 @@ def heatmap(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regi
             for j in range(k):
                 v = values[i, j]
                 if np.isfinite(v):
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=4.5, color="black" if v > mid else "white")
+                    ax.text(
+                        j, i, f"{v:.2f}", ha="center", va="center", fontsize=4.5, color="black" if v > mid else "white"
+                    )
                 else:
                     ax.text(j, i, "n/a", ha="center", va="center", fontsize=4.5, color="0.45")
     ax.spines[:].set_visible(False)

@@ -16,7 +16,6 @@ from geneb.figures import bump, fewshot, forest, heatmap, scale, variance
 from geneb.figures.style import paper_style, save
 
 
-
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:
     path = tables_dir / f"{name}.parquet"
     if not path.exists():
@@ -36,7 +35,9 @@ def choose_protocol(board: pd.DataFrame, protocol: str | None) -> str:
     return protocol
 
 
-def render_figures(tables_dir: str | Path, figures_dir: str | Path, *, protocol: str | None = None, regime: str = "full") -> list[Path]:
+def render_figures(
+    tables_dir: str | Path, figures_dir: str | Path, *, protocol: str | None = None, regime: str = "full"
+) -> list[Path]:
     """Draw FIGURES from `tables_dir/*.parquet` into `figures_dir/{name}.png|pdf`; returns the PNG paths."""
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     board = _read(tables_dir, "leaderboard")
@@ -46,11 +47,17 @@ def render_figures(tables_dir: str | Path, figures_dir: str | Path, *, protocol:
     kw = {"protocol": protocol, "regime": regime}
     makers = {
         "heatmap": lambda: heatmap.heatmap(board, display, **kw),
-        "scale": lambda: scale.scale_scatter(board, _read(tables_dir, "scale"), _read(tables_dir, "in_domain"), display, **kw),
+        "scale": lambda: scale.scale_scatter(
+            board, _read(tables_dir, "scale"), _read(tables_dir, "in_domain"), display, **kw
+        ),
         "rank_bump": lambda: bump.rank_bump(board, display, **kw),
-        "fewshot": lambda: fewshot.fewshot_plot(_read(tables_dir, "fewshot_drops"), _read(tables_dir, "fewshot_inverse"), display, protocol=protocol),
+        "fewshot": lambda: fewshot.fewshot_plot(
+            _read(tables_dir, "fewshot_drops"), _read(tables_dir, "fewshot_inverse"), display, protocol=protocol
+        ),
         "matched_pairs": lambda: forest.forest(_read(tables_dir, "matched_pairs"), display, **kw),
-        "task_variance": lambda: variance.task_variance(_read(tables_dir, "task_variance"), _read(tables_dir, "near_random"), **kw),
+        "task_variance": lambda: variance.task_variance(
+            _read(tables_dir, "task_variance"), _read(tables_dir, "near_random"), **kw
+        ),
     }
     out = []
     with paper_style():

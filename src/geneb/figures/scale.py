@@ -9,8 +9,15 @@ import pandas as pd
 from geneb.figures.style import OKABE_ITO, SINGLE_COLUMN, empty_figure, plt, short
 
 
-def scale_scatter(board: pd.DataFrame, scale_table: pd.DataFrame, in_domain: pd.DataFrame, display: dict[str, str], *,
-                  protocol: str, regime: str = "full"):  # fmt: skip
+def scale_scatter(
+    board: pd.DataFrame,
+    scale_table: pd.DataFrame,
+    in_domain: pd.DataFrame,
+    display: dict[str, str],
+    *,
+    protocol: str,
+    regime: str = "full",
+):
     """Scatter of params_used (x, log) vs macro MCC (y) for the models of the scale analysis.
 
     board: leaderboard; scale_table: `scale.scale_correlations` rows (subset all / excluding) with protocol
@@ -40,8 +47,13 @@ def scale_scatter(board: pd.DataFrame, scale_table: pd.DataFrame, in_domain: pd.
             ax.scatter(g["params_used"], g["macro"], s=14, c=colour, marker=marker, label=label, edgecolors="none")
     for m, r in d.iterrows():
         if m in excluded or not r["in_domain"]:
-            ax.annotate(short(display.get(m, m), 18), (r["params_used"], r["macro"]), fontsize=5,
-                        xytext=(3, -2), textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                short(display.get(m, m), 18),
+                (r["params_used"], r["macro"]),
+                fontsize=5,
+                xytext=(3, -2),
+                textcoords="offset points",
+            )
     ax.set_xscale("log")
     ax.set_xlabel("parameters")
     ax.set_ylabel(f"macro MCC ({regime})")

@@ -33,36 +33,66 @@ class Family:
 _HF = "geneb.models.hf:from_settings"
 
 FAMILIES: dict[str, Family] = {
-    "kmer": Family("geneb.models.kmer:from_settings", uses_torch=False,
-                   notes="overlapping k-mer frequencies; no model"),
-    "random-init": Family("geneb.models.random_init:from_settings",
-                          notes="seeded random-init NT/ESM-style encoder built from a config"),
-    "hf-encoder": Family(_HF, {"causal": False},
-                         notes="bidirectional transformers encoder (ESM/NT, BERT, ModernBERT, BigBird, remote-code BERTs)"),
-    "hf-decoder": Family(_HF, {"causal": True},
-                         notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)"),
-    "hf-ssm": Family(_HF, {"causal": True},
-                     notes="causal state-space model in transformers (Mamba); takes an attention mask"),
-    "hyena": Family(_HF, {"causal": True, "attention_mask": False},
-                    notes="HyenaDNA -hf remote code: a causal long convolution with no attention mask; right padding "
-                          "is invisible to real positions, so batches are padded on the right and pooled over real tokens"),
-    "caduceus": Family(_HF, {"causal": False, "attention_mask": False}, {"mamba_ssm": "mamba-ssm"},
-                       notes="Caduceus / PlantCaduceus remote code: bidirectional Mamba, no attention mask, so only "
-                             "equal-length sequences share a batch; needs mamba-ssm CUDA kernels. RC: -ps checkpoints are "
-                             "RC-equivariant by parameter sharing (hidden = 2 x d_model, forward and RC channel halves; "
-                             "mean pooling of an RC input swaps the halves), -ph ones were trained with RC augmentation, "
-                             "for which the authors average forward and RC embeddings (rc: average)"),
-    "gpn": Family(_HF, {"causal": False}, {"gpn": "gpn"},
-                  notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)"),
-    "evo": Family("geneb.models.evo:from_settings", {"causal": True, "attention_mask": False}, {"evo": "evo-model"},
-                  notes="Evo 1 / 1.5 through the evo-model package: StripedHyena returns logits, so the unembedding "
-                        "is replaced by the identity to read the final hidden states (evo-design/evo #32)"),
-    "evo2": Family("geneb.models.evo:from_settings_evo2", {"causal": True, "attention_mask": False}, {"evo2": "evo2"},
-                   notes="Evo 2 through the evo2 package (Vortex): embeddings from a named block via "
-                         "return_embeddings/layer_names; the layer must be a module name"),
-    "enformer": Family("geneb.models.enformer:from_settings", {}, {"enformer_pytorch": "enformer-pytorch"},
-                       notes="Enformer through enformer-pytorch: a fixed 196,608-bp one-hot window, 896 x 128-bp output "
-                             "bins of width 3072; GENEB centres the sequence and pools the bins that cover it"),
+    "kmer": Family(
+        "geneb.models.kmer:from_settings", uses_torch=False, notes="overlapping k-mer frequencies; no model"
+    ),
+    "random-init": Family(
+        "geneb.models.random_init:from_settings", notes="seeded random-init NT/ESM-style encoder built from a config"
+    ),
+    "hf-encoder": Family(
+        _HF,
+        {"causal": False},
+        notes="bidirectional transformers encoder (ESM/NT, BERT, ModernBERT, BigBird, remote-code BERTs)",
+    ),
+    "hf-decoder": Family(
+        _HF, {"causal": True}, notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)"
+    ),
+    "hf-ssm": Family(
+        _HF, {"causal": True}, notes="causal state-space model in transformers (Mamba); takes an attention mask"
+    ),
+    "hyena": Family(
+        _HF,
+        {"causal": True, "attention_mask": False},
+        notes="HyenaDNA -hf remote code: a causal long convolution with no attention mask; right padding "
+        "is invisible to real positions, so batches are padded on the right and pooled over real tokens",
+    ),
+    "caduceus": Family(
+        _HF,
+        {"causal": False, "attention_mask": False},
+        {"mamba_ssm": "mamba-ssm"},
+        notes="Caduceus / PlantCaduceus remote code: bidirectional Mamba, no attention mask, so only "
+        "equal-length sequences share a batch; needs mamba-ssm CUDA kernels. RC: -ps checkpoints are "
+        "RC-equivariant by parameter sharing (hidden = 2 x d_model, forward and RC channel halves; "
+        "mean pooling of an RC input swaps the halves), -ph ones were trained with RC augmentation, "
+        "for which the authors average forward and RC embeddings (rc: average)",
+    ),
+    "gpn": Family(
+        _HF,
+        {"causal": False},
+        {"gpn": "gpn"},
+        notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)",
+    ),
+    "evo": Family(
+        "geneb.models.evo:from_settings",
+        {"causal": True, "attention_mask": False},
+        {"evo": "evo-model"},
+        notes="Evo 1 / 1.5 through the evo-model package: StripedHyena returns logits, so the unembedding "
+        "is replaced by the identity to read the final hidden states (evo-design/evo #32)",
+    ),
+    "evo2": Family(
+        "geneb.models.evo:from_settings_evo2",
+        {"causal": True, "attention_mask": False},
+        {"evo2": "evo2"},
+        notes="Evo 2 through the evo2 package (Vortex): embeddings from a named block via "
+        "return_embeddings/layer_names; the layer must be a module name",
+    ),
+    "enformer": Family(
+        "geneb.models.enformer:from_settings",
+        {},
+        {"enformer_pytorch": "enformer-pytorch"},
+        notes="Enformer through enformer-pytorch: a fixed 196,608-bp one-hot window, 896 x 128-bp output "
+        "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 

@@ -51,7 +51,9 @@ def sequence_batch(sequences: Any, rows: Any, *, model: str) -> tuple[list[str],
         raise ValueError(f"model {model}: nothing to embed (0 sequences)")
     for seq, row in zip(seqs, ids):
         if not isinstance(seq, str):
-            raise TypeError(f"model {model}, row {row}: a sequence must be text (str), got {type(seq).__name__} {seq!r:.40}")
+            raise TypeError(
+                f"model {model}, row {row}: a sequence must be text (str), got {type(seq).__name__} {seq!r:.40}"
+            )
     return seqs, ids
 
 

@@ -41,7 +41,9 @@ for _i, _b in enumerate("ACGT"):
     _INDEX[ord(_b)] = _i
 
 
-def enformer_tiles(length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP) -> list[tuple[int, np.ndarray]]:
+def enformer_tiles(
+    length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP
+) -> list[tuple[int, np.ndarray]]:
     """How a sequence of `length` bp is laid into Enformer windows: a list of (sequence position of window
     position 0 — negative where the window starts before the sequence —, bool mask (n_bins,) of the bins that
     cover this tile's own bases). Up to n_bins * bin_bp bp: one window with the sequence centred
@@ -61,7 +63,9 @@ def enformer_tiles(length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS
     return tiles
 
 
-def window_and_bins(length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP) -> tuple[int, np.ndarray]:
+def window_and_bins(
+    length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP
+) -> tuple[int, np.ndarray]:
     """Where a sequence of `length` bp sits when centred in the window, and which output bins it overlaps.
 
     Returns (start offset in the window, bool mask (n_bins,)). The output bins cover the central
@@ -83,7 +87,9 @@ class EnformerEncoder:
     """See the module docstring. settings: resolved extraction settings (source hub id + revision, or a
     local folder); device/batch_size/progress: execution knobs."""
 
-    def __init__(self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 2, progress: bool = True) -> None:
+    def __init__(
+        self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 2, progress: bool = True
+    ) -> None:
         init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
         if self.extraction.get("pooling", "mean") not in ("mean", "max"):
             raise ValueError(f"model {self.model_id}: Enformer embeddings are per bin; pooling must be mean or max")
@@ -99,10 +105,16 @@ class EnformerEncoder:
 
     def identity(self) -> dict[str, Any]:
         """What defines these embeddings beyond the registry settings."""
-        return {"adapter": type(self).__name__, "package": "enformer-pytorch", "name_or_path": self.where,
-                "window_bp": self.window, "bins": N_BINS, "bin_bp": BIN_BP,
-                "padding": "sequence centred in an all-N window; pooled over the output bins it overlaps",
-                "compute_dtype": "float32"}  # fmt: skip
+        return {
+            "adapter": type(self).__name__,
+            "package": "enformer-pytorch",
+            "name_or_path": self.where,
+            "window_bp": self.window,
+            "bins": N_BINS,
+            "bin_bp": BIN_BP,
+            "padding": "sequence centred in an all-N window; pooled over the output bins it overlaps",
+            "compute_dtype": "float32",
+        }
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row."""
@@ -114,13 +126,20 @@ class EnformerEncoder:
         unknown = [sum(1 for ch in seq if ch not in "ACGTN") for seq in sequences]
         self.last_unk = (sum(1 for u in unknown if u), sum(unknown))
         if self.last_unk[0]:
-            log.warning("model %s: %d letters outside A/C/G/T/N in %d rows enter as N (first: row %s)", self.model_id,
-                        self.last_unk[1], self.last_unk[0], rows[next(i for i, u in enumerate(unknown) if u)])  # fmt: skip
+            log.warning(
+                "model %s: %d letters outside A/C/G/T/N in %d rows enter as N (first: row %s)",
+                self.model_id,
+                self.last_unk[1],
+                self.last_unk[0],
+                rows[next(i for i, u in enumerate(unknown) if u)],
+            )
         for i, seq in enumerate(sequences):
             tiles = enformer_tiles(len(seq), window=self.window)
             if len(tiles) > 1 and policy == "error":
-                raise LongSequenceError(f"model {self.model_id}, row {rows[i]}: {len(seq)} bp > the {N_BINS * BIN_BP} bp "
-                                        "its output bins cover (long_policy: error)")  # fmt: skip
+                raise LongSequenceError(
+                    f"model {self.model_id}, row {rows[i]}: {len(seq)} bp > the {N_BINS * BIN_BP} bp "
+                    "its output bins cover (long_policy: error)"
+                )
             if len(tiles) > 1 and policy == "truncate":
                 tiles, truncated[i] = tiles[:1], True
             items.extend((i, ws, mask) for ws, mask in tiles)
@@ -147,13 +166,20 @@ class EnformerEncoder:
             names = [rows[items[j][0]] for j in idx]
             if not torch.isfinite(emb).all():
                 bad = [names[b] for b in torch.nonzero(~torch.isfinite(emb).all(dim=-1).all(dim=-1)).flatten().tolist()]
-                raise NonFiniteEmbeddingError(f"model {self.model_id}: non-finite embeddings for row {bad[0]}", rows=bad)
+                raise NonFiniteEmbeddingError(
+                    f"model {self.model_id}: non-finite embeddings for row {bad[0]}", rows=bad
+                )
             return pool(emb, mask.to(emb.device), method, rows=names).cpu(), mask.sum(dim=1)
 
         def done(idx: list[int], result: tuple[torch.Tensor, torch.Tensor]) -> None:
             pooled, nbins = result
-            check_pooled_width(int(pooled.shape[1]), model=self.model_id, hidden_size=WIDTH, vocab_size=None,
-                               expected=self.extraction.get("embedding_dim"))  # fmt: skip
+            check_pooled_width(
+                int(pooled.shape[1]),
+                model=self.model_id,
+                hidden_size=WIDTH,
+                vocab_size=None,
+                expected=self.extraction.get("embedding_dim"),
+            )
             for j, v, n in zip(idx, pooled.numpy().astype(np.float64), nbins.numpy()):
                 i = items[j][0]
                 acc[i] = acc[i] + v * n if method == "mean" else np.maximum(acc[i], v)

@@ -17,7 +17,6 @@ is provided (case B24).
 from __future__ import annotations
 
 import logging
-
 from typing import Any
 
 import torch
@@ -25,8 +24,8 @@ from torch import nn
 
 from geneb.models.tokenmodel import TokenModelEncoder, resolve_max_tokens
 
-
 log = logging.getLogger(__name__)
+
 
 class _IdentityUnembed(nn.Module):
     """Stands in for StripedHyena's unembedding module: `unembed(u)` returns the hidden states unchanged."""
@@ -48,7 +47,9 @@ class EvoEncoder(TokenModelEncoder):
         load = self.settings.get("load") or {}
         name = load.get("package_model_name")
         if not name:
-            raise ValueError(f"model {self.model_id}: load.package_model_name is required for family {self.settings['family']}")
+            raise ValueError(
+                f"model {self.model_id}: load.package_model_name is required for family {self.settings['family']}"
+            )
         self.model, self.tokenizer = self._open(name)
         self.model = self._as_weights_dtype(self.model).eval().to(self.device)
         cfg = getattr(self.model, "config", None)
@@ -72,8 +73,12 @@ class EvoEncoder(TokenModelEncoder):
         want = getattr(torch, self.weights_dtype)
         if actual == want:
             return model
-        log.info("model %s: the package loaded %s weights; cast to %s (GENEB's dtype policy)", self.model_id,
-                 str(actual).removeprefix("torch."), self.weights_dtype)  # fmt: skip
+        log.info(
+            "model %s: the package loaded %s weights; cast to %s (GENEB's dtype policy)",
+            self.model_id,
+            str(actual).removeprefix("torch."),
+            self.weights_dtype,
+        )
         if want == torch.bfloat16 and hasattr(model, "to_bfloat16_except_poles_residues"):
             model.to_bfloat16_except_poles_residues()
             return model
@@ -93,13 +98,18 @@ class EvoEncoder(TokenModelEncoder):
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
         if want_states:
-            raise ValueError(f"model {self.model_id}: Evo exposes no per-layer hidden states; use layer -1 or a module name")
+            raise ValueError(
+                f"model {self.model_id}: Evo exposes no per-layer hidden states; use layer -1 or a module name"
+            )
         out = self.model(inputs["input_ids"])
         return out[0] if isinstance(out, (tuple, list)) else out
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "package": self.package,
-                "package_model_name": (self.settings.get("load") or {}).get("package_model_name")}  # fmt: skip
+        return {
+            **super().identity(),
+            "package": self.package,
+            "package_model_name": (self.settings.get("load") or {}).get("package_model_name"),
+        }
 
 
 class Evo2Encoder(EvoEncoder):
@@ -109,8 +119,10 @@ class Evo2Encoder(EvoEncoder):
 
     def _open(self, name: str) -> tuple[Any, Any]:
         if not isinstance(self.extraction.get("layer"), str):
-            raise ValueError(f"model {self.model_id}: Evo 2 embeddings come from a named block; set layer to a module "
-                             "name such as 'blocks.28.mlp.l3'")  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: Evo 2 embeddings come from a named block; set layer to a module "
+                "name such as 'blocks.28.mlp.l3'"
+            )
         from evo2 import Evo2
 
         wrapper = Evo2(name)

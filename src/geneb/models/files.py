@@ -40,11 +40,13 @@ def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"local model folder {folder} does not exist")
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
     stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     key = (str(root.resolve()), stamp)
     if key not in _FINGERPRINTS:
         _FINGERPRINTS[key] = _sha256_files(files, root)
     return _FINGERPRINTS[key]
-
-

@@ -56,7 +56,9 @@ def get_layer(out: Any, layer: int, *, model: str, n_layers: int | None = None) 
         last = out.get("last_hidden_state") if hasattr(out, "get") else None
         states = out.get("hidden_states") if hasattr(out, "get") else None
         if last is None and states is None:
-            raise ValueError(f"model {model}: output has neither last_hidden_state nor hidden_states ({list(out.keys())})")
+            raise ValueError(
+                f"model {model}: output has neither last_hidden_state nor hidden_states ({list(out.keys())})"
+            )
     elif isinstance(out, (tuple, list)):
         if not out or getattr(out[0], "dim", lambda: 0)() != 3:
             raise ValueError(f"model {model}: the first element of the output tuple is not a (B, T, d) tensor")
@@ -94,12 +96,20 @@ def check_token_ids(ids: Any, num_embeddings: int | None, *, model: str, rows: l
         bad = hi if hi >= num_embeddings else lo
         raise TokenIdRangeError(
             f"model {model}: token id {bad} is outside the embedding table (0..{num_embeddings - 1}); "
-            "the tokenizer does not match the checkpoint", rows=rows,
-        )  # fmt: skip
+            "the tokenizer does not match the checkpoint",
+            rows=rows,
+        )
 
 
-def check_pooled_width(width: int, *, model: str, hidden_size: int | None, vocab_size: int | None,
-                       expected: int | None = None, num_embeddings: int | None = None) -> None:  # fmt: skip
+def check_pooled_width(
+    width: int,
+    *,
+    model: str,
+    hidden_size: int | None,
+    vocab_size: int | None,
+    expected: int | None = None,
+    num_embeddings: int | None = None,
+) -> None:
     """Check the pooled width `width` (d) of a model's embedding.
 
     expected: the registry's `embedding_dim` (wins when set; e.g. Caduceus-PS is 2 x d_model). hidden_size /
@@ -117,8 +127,10 @@ def check_pooled_width(width: int, *, model: str, hidden_size: int | None, vocab
         )
     want = expected if expected is not None else hidden_size
     if want is not None and width != want:
-        raise ValueError(f"model {model}: pooled width {width} differs from the expected width {want} "
-                         f"({'registry embedding_dim' if expected is not None else 'config hidden size'})")  # fmt: skip
+        raise ValueError(
+            f"model {model}: pooled width {width} differs from the expected width {want} "
+            f"({'registry embedding_dim' if expected is not None else 'config hidden size'})"
+        )
 
 
 def check_transformers_range(model: str, spec: str | None, installed: str | None = None) -> None:

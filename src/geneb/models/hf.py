@@ -31,8 +31,8 @@ import torch
 
 from geneb.embeddings.errors import RemoteCodeError, WeightsNotLoadedError
 from geneb.models.files import weights_hash
-from geneb.models.registry import REVISION
 from geneb.models.guards import check_transformers_range, hidden_modules, import_modules, require_modules
+from geneb.models.registry import REVISION
 from geneb.models.tokenmodel import SENTINEL_MAX_LENGTH, TokenModelEncoder, resolve_max_tokens
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,9 @@ def special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:
     raise ValueError("cannot locate the sequence tokens inside the tokenizer's special-token template")
 
 
-def read_config_json(where: str, revision: str | None, name: str = "config.json", *, required: bool = True) -> dict[str, Any]:
+def read_config_json(
+    where: str, revision: str | None, name: str = "config.json", *, required: bool = True
+) -> dict[str, Any]:
     """The raw JSON file `name` (config.json, tokenizer_config.json) of a local folder or a hub snapshot (no
     class is instantiated, no code runs); {} for a missing file that is not `required`."""
     local = Path(where)
@@ -109,7 +111,9 @@ class HFEncoder(TokenModelEncoder):
     TransformersVersionError or WeightsNotLoadedError while loading (each naming the model).
     """
 
-    def __init__(self, settings: dict[str, Any], *, where: str | None = None, revision: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, settings: dict[str, Any], *, where: str | None = None, revision: str | None = None, **kwargs: Any
+    ) -> None:
         src = settings["source"]
         self.where = where if where is not None else (src.get("path") if src["kind"] == "local" else src.get("hub_id"))
         self.revision = revision if where is not None else (src.get("revision") if src["kind"] == "hub" else None)
@@ -117,9 +121,11 @@ class HFEncoder(TokenModelEncoder):
             raise ValueError(f"model {settings['model']}: no hub id or path to load from (source {src})")
         if where is None and src["kind"] == "hub" and Path(self.where).exists():
             # from_pretrained prefers a local path over the hub: the pinned revision would not be what loads
-            raise ValueError(f"model {settings['model']}: a local folder {Path(self.where).resolve()} has the hub id's name; "
-                             f"transformers would load it instead of {self.where}@{self.revision}. Rename it, or run "
-                             "from another directory, or register it as a local model")  # fmt: skip
+            raise ValueError(
+                f"model {settings['model']}: a local folder {Path(self.where).resolve()} has the hub id's name; "
+                f"transformers would load it instead of {self.where}@{self.revision}. Rename it, or run "
+                "from another directory, or register it as a local model"
+            )
         super().__init__(settings, **kwargs)
 
     def _load(self) -> None:
@@ -131,8 +137,10 @@ class HFEncoder(TokenModelEncoder):
         require_modules(self.model_id, load.get("requires"))
         if trust:
             if not Path(self.where).is_dir() and not (self.revision and REVISION.match(self.revision)):
-                raise RemoteCodeError(f"model {self.model_id}: trust_remote_code needs a pinned 40-hex revision "
-                                      f"(got {self.revision!r}); unpinned remote code runs whatever is on main")  # fmt: skip
+                raise RemoteCodeError(
+                    f"model {self.model_id}: trust_remote_code needs a pinned 40-hex revision "
+                    f"(got {self.revision!r}); unpinned remote code runs whatever is on main"
+                )
             check_transformers_range(self.model_id, load.get("transformers"))
         if not trust:
             for name, required in (("config.json", True), ("tokenizer_config.json", False)):
@@ -143,7 +151,7 @@ class HFEncoder(TokenModelEncoder):
                         f"{sorted(raw['auto_map'])}) but the registry entry has trust_remote_code: false; loading it "
                         "with a built-in class would leave its weights unused or tokenize differently. Set "
                         "trust_remote_code: true with a pinned revision and a transformers range."
-                    )  # fmt: skip
+                    )
         if trust:
             foreign = sorted(_foreign_code(self.where, self.revision))
             if foreign and not REVISION.match(str(load.get("code_revision") or "")):
@@ -151,7 +159,7 @@ class HFEncoder(TokenModelEncoder):
                     f"model {self.model_id}: its auto_map takes code from another repository ({foreign[0]}), which "
                     "transformers fetches from that repository's main branch, outside the model's pinned revision and "
                     "the cache key; pin it with load.code_revision (a 40-hex commit of that repository)"
-                )  # fmt: skip
+                )
         import_modules(load.get("preimport") or [])
         hide = list(load.get("hide_modules_on_cpu") or []) if self.device == "cpu" else []
         kwargs: dict[str, Any] = {"trust_remote_code": trust}
@@ -161,8 +169,9 @@ class HFEncoder(TokenModelEncoder):
             kwargs["code_revision"] = load["code_revision"]
         with hidden_modules(hide):
             self.tokenizer = AutoTokenizer.from_pretrained(self.where, **kwargs)
-            model, info = AutoModel.from_pretrained(self.where, dtype=getattr(torch, self.weights_dtype),
-                                                    output_loading_info=True, **kwargs)  # fmt: skip
+            model, info = AutoModel.from_pretrained(
+                self.where, dtype=getattr(torch, self.weights_dtype), output_loading_info=True, **kwargs
+            )
         missing = sorted(k for k in info.get("missing_keys", ()) if not k.startswith(IGNORABLE_MISSING_PREFIXES))
         if missing:
             raise WeightsNotLoadedError(
@@ -170,19 +179,31 @@ class HFEncoder(TokenModelEncoder):
                 f"checkpoint (e.g. {missing[:3]}); they would be random. Wrong model class or missing remote code?"
             )
         if info.get("unexpected_keys"):
-            log.info("model %s: checkpoint tensors not used by %s: %s", self.model_id, type(model).__name__,
-                     sorted(info["unexpected_keys"])[:5])  # fmt: skip
+            log.info(
+                "model %s: checkpoint tensors not used by %s: %s",
+                self.model_id,
+                type(model).__name__,
+                sorted(info["unexpected_keys"])[:5],
+            )
         self.model = model.eval().to(self.device)
         cfg = self.model.config
         config_max = next((getattr(cfg, k) for k in CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)
         if config_max is not None:
             offset = position_offset(self.model, config_max)
             if offset:
-                log.info("model %s: positions start at padding_idx + 1: %d of %d positions usable", self.model_id,
-                         config_max - offset, config_max)  # fmt: skip
+                log.info(
+                    "model %s: positions start at padding_idx + 1: %d of %d positions usable",
+                    self.model_id,
+                    config_max - offset,
+                    config_max,
+                )
                 config_max -= offset
-        self.max_tokens = resolve_max_tokens(getattr(self.tokenizer, "model_max_length", None), config_max,
-                                             self.extraction.get("max_tokens"), model=self.model_id)  # fmt: skip
+        self.max_tokens = resolve_max_tokens(
+            getattr(self.tokenizer, "model_max_length", None),
+            config_max,
+            self.extraction.get("max_tokens"),
+            model=self.model_id,
+        )
         if self.extraction.get("max_tokens") is None:
             self.max_tokens_from = "tokenizer/config"
         self._override_tokenizer_padding()
@@ -191,7 +212,9 @@ class HFEncoder(TokenModelEncoder):
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
         self.vocab_size = getattr(cfg, "vocab_size", None)
-        self.n_layers = next((getattr(cfg, k) for k in CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None)
+        self.n_layers = next(
+            (getattr(cfg, k) for k in CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None
+        )
         try:
             table = self.model.get_input_embeddings()
             self.num_embeddings, table_width = int(table.num_embeddings), int(table.embedding_dim)
@@ -199,8 +222,9 @@ class HFEncoder(TokenModelEncoder):
             # no table found: the config's vocabulary size still bounds the ids (a padded table is larger)
             self.num_embeddings = self.vocab_size if isinstance(self.vocab_size, int) else None
             table_width = None
-        self.hidden_size = next((getattr(cfg, k) for k in CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)),
-                                table_width)  # fmt: skip
+        self.hidden_size = next(
+            (getattr(cfg, k) for k in CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)), table_width
+        )
         self.uses_attention_mask = self._takes_attention_mask()
         # BigBird's block-sparse attention pads to whole blocks and picks blocks by the padded length
         self.pad_sensitive = getattr(cfg, "attention_type", None) == "block_sparse"
@@ -214,8 +238,10 @@ class HFEncoder(TokenModelEncoder):
         if want == "auto":
             return takes
         if want and not takes:
-            raise ValueError(f"model {self.model_id}: registry says the model takes an attention mask, but its forward "
-                             f"has no attention_mask parameter ({list(params)[:8]})")  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: registry says the model takes an attention mask, but its forward "
+                f"has no attention_mask parameter ({list(params)[:8]})"
+            )
         return bool(want)
 
     def _override_tokenizer_padding(self) -> None:
@@ -223,10 +249,18 @@ class HFEncoder(TokenModelEncoder):
         backend = getattr(self.tokenizer, "backend_tokenizer", None) or getattr(self.tokenizer, "_tokenizer", None)
         if backend is not None and hasattr(backend, "padding"):
             if backend.padding:
-                log.warning("model %s: tokenizer files set padding %s; overridden (GENEB pads itself)", self.model_id, backend.padding)
+                log.warning(
+                    "model %s: tokenizer files set padding %s; overridden (GENEB pads itself)",
+                    self.model_id,
+                    backend.padding,
+                )
                 backend.no_padding()
             if backend.truncation:
-                log.warning("model %s: tokenizer files set truncation %s; overridden (GENEB chunks itself)", self.model_id, backend.truncation)
+                log.warning(
+                    "model %s: tokenizer files set truncation %s; overridden (GENEB chunks itself)",
+                    self.model_id,
+                    backend.truncation,
+                )
                 backend.no_truncation()
         # GENEB never lets the tokenizer truncate; a huge limit silences its "sequence too long" warning
         self.tokenizer.model_max_length = SENTINEL_MAX_LENGTH * 10
@@ -234,8 +268,9 @@ class HFEncoder(TokenModelEncoder):
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         # fast tokenizers also give each token's character span, so letters dropped without a token are seen
         fast = bool(getattr(self.tokenizer, "is_fast", False))
-        enc = self.tokenizer(texts, add_special_tokens=False, padding=False, truncation=False,
-                             return_offsets_mapping=fast)  # fmt: skip
+        enc = self.tokenizer(
+            texts, add_special_tokens=False, padding=False, truncation=False, return_offsets_mapping=fast
+        )
         self._offsets = enc["offset_mapping"] if fast else None
         return enc["input_ids"]
 

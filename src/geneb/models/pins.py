@@ -65,14 +65,21 @@ def apply_pins(registry: dict[str, Any], pins: dict[str, dict[str, Any]]) -> dic
         if src.get("kind") not in ("hub", "hub-unpinned"):
             raise PinError(f"model {model}: pinned, but its source is {src.get('kind')!r}, not a hub model")
         if src.get("hub_id") != pin["hub_id"]:
-            raise PinError(f"model {model}: pin is for hub id {pin['hub_id']!r}, the registry says {src.get('hub_id')!r}")
+            raise PinError(
+                f"model {model}: pin is for hub id {pin['hub_id']!r}, the registry says {src.get('hub_id')!r}"
+            )
         src.update(kind="hub", revision=pin["revision"])
         models[model] = {**models[model], "source": src}
     return registry
 
 
 def resolve_revisions(
-    registry: dict[str, Any], models: list[str], *, ref: str = "main", endpoint: str | None = None, token: str | None = None
+    registry: dict[str, Any],
+    models: list[str],
+    *,
+    ref: str = "main",
+    endpoint: str | None = None,
+    token: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Ask the hub which commit `ref` of each model's repository is now; returns pins (see module docstring).
 
@@ -95,7 +102,9 @@ def resolve_revisions(
         except Exception as exc:  # network, 404, 401: all mean "not pinned"
             raise PinError(f"model {model}: cannot resolve {src['hub_id']}@{ref} on {api.endpoint}: {exc}") from exc
         if not sha or not REVISION.match(sha):
-            raise PinError(f"model {model}: the hub answered revision {sha!r} for {src['hub_id']}@{ref}, not a 40-hex commit")
+            raise PinError(
+                f"model {model}: the hub answered revision {sha!r} for {src['hub_id']}@{ref}, not a 40-hex commit"
+            )
         pins[model] = {"hub_id": src["hub_id"], "revision": sha, "resolved_from": ref, "resolved_at": now}
     return pins
 
@@ -105,6 +114,8 @@ def write_pins(path: str | Path, pins: dict[str, dict[str, Any]]) -> None:
     merged = {**read_pins(path), **pins}
     text = (
         "# Pinned hub revisions (geneb pin-revisions); merged into config/models.yaml at load time.\n"
-        + yaml.safe_dump({"schema_version": PINS_SCHEMA_VERSION, "revisions": dict(sorted(merged.items()))}, sort_keys=False)
+        + yaml.safe_dump(
+            {"schema_version": PINS_SCHEMA_VERSION, "revisions": dict(sorted(merged.items()))}, sort_keys=False
+        )
     )
     write_text_atomic(path, text)

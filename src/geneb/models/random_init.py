@@ -42,11 +42,19 @@ def build_random_esm(builtin: dict[str, Any], folder: str | os.PathLike[str]) ->
     folder.mkdir(parents=True, exist_ok=True)
     vocab = nt_vocabulary()
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tok = EsmTokenizer(str(folder / "vocab.txt"), unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
-                       cls_token="<cls>", eos_token=None)  # fmt: skip
+    tok = EsmTokenizer(
+        str(folder / "vocab.txt"),
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        cls_token="<cls>",
+        eos_token=None,
+    )
     tok.model_max_length = SENTINEL_MAX_LENGTH * 10  # "not set", like many hub tokenizers
     tok.save_pretrained(folder)
-    config = EsmConfig(vocab_size=len(vocab), pad_token_id=1, mask_token_id=2, position_embedding_type="absolute", **builtin["config"])
+    config = EsmConfig(
+        vocab_size=len(vocab), pad_token_id=1, mask_token_id=2, position_embedding_type="absolute", **builtin["config"]
+    )
     torch.manual_seed(int(builtin.get("init_seed", 0)))
     EsmModel(config, add_pooling_layer=False).save_pretrained(folder)
     return folder

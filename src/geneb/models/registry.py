@@ -55,7 +55,9 @@ class NotRunnableError(RegistryError):
     """The model is in the registry for its metadata but cannot be extracted (reason in the message)."""
 
 
-def load_registry(path: str | Path, schema: dict[str, Any] | None = None, *, pins: str | Path | None = None) -> dict[str, Any]:
+def load_registry(
+    path: str | Path, schema: dict[str, Any] | None = None, *, pins: str | Path | None = None
+) -> dict[str, Any]:
     """Read config/models.yaml, apply the pinned hub revisions of the file `pins` (config key
     `model_revisions`; geneb.models.pins), validate against `schema` (JSON schema) when given, and always run
     the cross-field checks of `check_registry`. Raises RegistryError naming the model and field."""
@@ -85,7 +87,11 @@ def load_registry(path: str | Path, schema: dict[str, Any] | None = None, *, pin
 
 
 def _resolved_extraction(spec: dict[str, Any], model: str) -> dict[str, Any]:
-    return {**DEFAULT_EXTRACTION, **family(spec.get("family", "?"), model=model).extraction, **(spec.get("extraction") or {})}
+    return {
+        **DEFAULT_EXTRACTION,
+        **family(spec.get("family", "?"), model=model).extraction,
+        **(spec.get("extraction") or {}),
+    }
 
 
 def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -> list[str]:
@@ -111,8 +117,10 @@ def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -
         if kind not in SOURCE_KINDS:
             problems.append(f"{where}: source.kind {kind!r} not in {SOURCE_KINDS}")
         if kind == "hub" and not REVISION.match(str(src.get("revision", ""))):
-            problems.append(f"{where}: source.kind hub needs a 40-hex commit revision, got {src.get('revision')!r}; "
-                            "use kind hub-unpinned until the commit is known")  # fmt: skip
+            problems.append(
+                f"{where}: source.kind hub needs a 40-hex commit revision, got {src.get('revision')!r}; "
+                "use kind hub-unpinned until the commit is known"
+            )
         if kind == "hub-unpinned" and src.get("revision"):
             problems.append(f"{where}: a hub-unpinned source must not carry a revision (use kind hub)")
         if spec.get("trust_remote_code") and not (spec.get("load") or {}).get("transformers"):
@@ -121,7 +129,9 @@ def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -
         if ext["attention_mask"] is False and ext["padding_side"] == "left":
             problems.append(f"{where}: left padding with no attention mask feeds pads into real positions (B02)")
         if ext["pooling"] in ("cls", "last") and ext["long_policy"] == "chunk_mean":
-            problems.append(f"{where}: pooling {ext['pooling']} is undefined across chunks; set long_policy truncate or error")
+            problems.append(
+                f"{where}: pooling {ext['pooling']} is undefined across chunks; set long_policy truncate or error"
+            )
         if ext["pooling"] == "cls" and ext["exclude_special_tokens"]:
             problems.append(f"{where}: pooling cls reads the CLS token, so exclude_special_tokens must be false")
         if fam == "evo2" and not isinstance(ext["layer"], str):
@@ -164,12 +174,16 @@ def _context_problems(where: str, spec: dict[str, Any], max_tokens: Any) -> list
     ctx, why = spec.get("context_tokens"), spec.get("beyond_trained_context")
     over = _is_count(max_tokens) and _is_count(ctx) and max_tokens > ctx
     if over and not why:
-        return [f"{where}: extraction.max_tokens {max_tokens} exceeds context_tokens {ctx} (the trained maximum, in "
-                "tokens); lower max_tokens (long_policy chunk_mean or truncate handles longer inputs), or keep it "
-                "and say why in beyond_trained_context"]  # fmt: skip
+        return [
+            f"{where}: extraction.max_tokens {max_tokens} exceeds context_tokens {ctx} (the trained maximum, in "
+            "tokens); lower max_tokens (long_policy chunk_mean or truncate handles longer inputs), or keep it "
+            "and say why in beyond_trained_context"
+        ]
     if why and not over:
-        return [f"{where}: beyond_trained_context is set, but extraction.max_tokens ({max_tokens}) does not exceed "
-                f"context_tokens ({ctx}); remove it"]  # fmt: skip
+        return [
+            f"{where}: beyond_trained_context is set, but extraction.max_tokens ({max_tokens}) does not exceed "
+            f"context_tokens ({ctx}); remove it"
+        ]
     return []
 
 
@@ -196,17 +210,27 @@ def runnable(spec: dict[str, Any]) -> tuple[bool, str]:
     elif FAMILIES[fam].entry is None:
         why.append(f"family {fam!r}: {FAMILIES[fam].notes}")
     if kind == "hub-unpinned":
-        why.append(f"hub id {src.get('hub_id')} has no pinned revision; add the 40-hex commit as source.revision and "
-                   "set source.kind: hub")  # fmt: skip
+        why.append(
+            f"hub id {src.get('hub_id')} has no pinned revision; add the 40-hex commit as source.revision and "
+            "set source.kind: hub"
+        )
     elif kind == "external":
-        why.append(f"weights are outside the hub ({src.get('where', 'see notes')}); provide a local folder (source.kind: local)")
+        why.append(
+            f"weights are outside the hub ({src.get('where', 'see notes')}); provide a local folder (source.kind: local)"
+        )
     elif kind == "local" and not Path(src.get("path", "")).is_dir():
-        why.append(f"local folder {src.get('path')} does not exist (relative paths resolve against the working directory)")
+        why.append(
+            f"local folder {src.get('path')} does not exist (relative paths resolve against the working directory)"
+        )
     elif kind not in ("local", "hub", "builtin", "hub-unpinned", "external"):
         why.append(f"unknown source kind {kind!r}")
     if why:
         return False, "; ".join(why)
-    how = {"local": "local folder", "hub": "pinned hub revision (needs the network or a filled HF cache)", "builtin": "built in"}
+    how = {
+        "local": "local folder",
+        "hub": "pinned hub revision (needs the network or a filled HF cache)",
+        "builtin": "built in",
+    }
     return True, how[kind]
 
 
@@ -236,8 +260,10 @@ def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str
         source["fingerprint"] = folder_fingerprint(source["path"])
     extraction = _resolved_extraction(spec, model)
     if extraction.get("rc", "none") != "none" and extraction.get("long_policy") == "truncate":
-        raise RegistryError(f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
-                            "at opposite ends of a long row and combine different windows; use long_policy chunk_mean")  # fmt: skip
+        raise RegistryError(
+            f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
+            "at opposite ends of a long row and combine different windows; use long_policy chunk_mean"
+        )
     return {
         "model": model,
         "family": spec["family"],

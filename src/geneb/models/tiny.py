@@ -46,18 +46,39 @@ def _config(kind: str, vocab: int, hidden: int, layers: int) -> Any:
     if kind == "bert":
         return tf.BertConfig(**common, **attn, pad_token_id=3)
     if kind == "modernbert":
-        return tf.ModernBertConfig(**common, **attn, pad_token_id=3, cls_token_id=1, sep_token_id=2,
-                                   bos_token_id=1, eos_token_id=2, global_attn_every_n_layers=1)  # fmt: skip
+        return tf.ModernBertConfig(
+            **common,
+            **attn,
+            pad_token_id=3,
+            cls_token_id=1,
+            sep_token_id=2,
+            bos_token_id=1,
+            eos_token_id=2,
+            global_attn_every_n_layers=1,
+        )
     if kind == "bigbird":
-        return tf.BigBirdConfig(**common, **{**attn, "max_position_embeddings": 1024}, pad_token_id=3,
-                                attention_type="block_sparse", block_size=4, num_random_blocks=2)  # fmt: skip
+        return tf.BigBirdConfig(
+            **common,
+            **{**attn, "max_position_embeddings": 1024},
+            pad_token_id=3,
+            attention_type="block_sparse",
+            block_size=4,
+            num_random_blocks=2,
+        )
     if kind == "llama":
         return tf.LlamaConfig(**common, **attn, num_key_value_heads=2, pad_token_id=3)
     if kind == "mistral":
         return tf.MistralConfig(**common, **attn, num_key_value_heads=2, pad_token_id=3, sliding_window=None)
     if kind == "mixtral":
-        return tf.MixtralConfig(**common, **attn, num_key_value_heads=2, pad_token_id=3, num_local_experts=4,
-                                num_experts_per_tok=2, sliding_window=None)  # fmt: skip
+        return tf.MixtralConfig(
+            **common,
+            **attn,
+            num_key_value_heads=2,
+            pad_token_id=3,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            sliding_window=None,
+        )
     if kind == "gpt-neox":
         return tf.GPTNeoXConfig(**common, **attn, pad_token_id=3)
     if kind == "mamba":
@@ -65,8 +86,15 @@ def _config(kind: str, vocab: int, hidden: int, layers: int) -> Any:
     raise ValueError(f"unknown tiny family {kind!r}; expected one of {TINY_FAMILIES}")
 
 
-def build_tiny(kind: str, folder: str | Path, *, tokenizer_dir: str | Path | None = None, seed: int = 0,
-               hidden: int = 32, layers: int = 2) -> Path:  # fmt: skip
+def build_tiny(
+    kind: str,
+    folder: str | Path,
+    *,
+    tokenizer_dir: str | Path | None = None,
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 2,
+) -> Path:
     """Write a tiny random-init checkpoint of family `kind` (one of TINY_FAMILIES) into `folder`.
 
     tokenizer_dir: a folder with a real tokenizer.json (DNABERT-2's BPE for most families, GENA-LM's for
@@ -80,8 +108,13 @@ def build_tiny(kind: str, folder: str | Path, *, tokenizer_dir: str | Path | Non
     if kind == "esm":
         from geneb.models.random_init import build_random_esm
 
-        cfg = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2,
-               "intermediate_size": 2 * hidden, "max_position_embeddings": 1002}  # fmt: skip
+        cfg = {
+            "hidden_size": hidden,
+            "num_hidden_layers": layers,
+            "num_attention_heads": 2,
+            "intermediate_size": 2 * hidden,
+            "max_position_embeddings": 1002,
+        }
         return build_random_esm({"config": cfg, "init_seed": seed}, folder)
     if tokenizer_dir is None:
         raise FileNotFoundError(f"tiny {kind} needs tokenizer_dir (a folder with tokenizer.json)")
@@ -95,7 +128,7 @@ def build_tiny(kind: str, folder: str | Path, *, tokenizer_dir: str | Path | Non
 
 # ---- remote-code fixtures ----------------------------------------------------------------------------------------
 
-_HYENA_CONFIG = '''
+_HYENA_CONFIG = """
 from transformers import PretrainedConfig
 
 
@@ -109,7 +142,7 @@ class TinyHyenaConfig(PretrainedConfig):
         self.kernel = kernel
         self.max_seq_len = max_seq_len
         super().__init__(**kwargs)
-'''
+"""
 
 _HYENA_MODEL = '''
 import torch
@@ -161,7 +194,7 @@ class TinyHyenaModel(PreTrainedModel):
         return BaseModelOutput(last_hidden_state=x, hidden_states=tuple(states) if output_hidden_states else None)
 '''
 
-_MOSAIC_CONFIG = '''
+_MOSAIC_CONFIG = """
 from transformers import BertConfig as _Base
 
 
@@ -169,9 +202,9 @@ class BertConfig(_Base):
     def __init__(self, alibi_starting_size=512, **kwargs):
         self.alibi_starting_size = alibi_starting_size
         super().__init__(**kwargs)
-'''
+"""
 
-_MOSAIC_MODEL = '''
+_MOSAIC_MODEL = """
 import math
 
 import torch
@@ -244,11 +277,18 @@ class BertModel(PreTrainedModel):
         for layer in self.layers:
             x = layer(x, attention_mask)
         return x, torch.tanh(self.pool(x[:, 0]))
-'''
+"""
 
 
-def _write_remote(folder: Path, files: dict[str, str], config_cls_file: str, model_module: str, build_config: Any,
-                  auto_map: dict[str, str], seed: int) -> Path:  # fmt: skip
+def _write_remote(
+    folder: Path,
+    files: dict[str, str],
+    config_cls_file: str,
+    model_module: str,
+    build_config: Any,
+    auto_map: dict[str, str],
+    seed: int,
+) -> Path:
     import importlib.util
     import sys
 
@@ -283,17 +323,31 @@ def write_char_tokenizer(folder: str | Path, *, padding_side: str = "left") -> N
     A=7 C=8 G=9 T=10 N=11 (registry.yaml loader notes), one [SEP] appended, left padding by default."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
 
-    vocab = {t: i for i, t in enumerate(["[CLS]", "[SEP]", "[BOS]", "[MASK]", "[PAD]", "[RESERVED]", "[UNK]", "A", "C", "G", "T", "N"])}
+    vocab = {
+        t: i
+        for i, t in enumerate(
+            ["[CLS]", "[SEP]", "[BOS]", "[MASK]", "[PAD]", "[RESERVED]", "[UNK]", "A", "C", "G", "T", "N"]
+        )
+    }
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.post_processor = processors.TemplateProcessing(single="$A [SEP]", special_tokens=[("[SEP]", 1)])
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "[PAD]", "unk_token": "[UNK]", "sep_token": "[SEP]",
-        "cls_token": "[CLS]", "mask_token": "[MASK]", "padding_side": padding_side,
-    }))  # fmt: skip
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "pad_token": "[PAD]",
+                "unk_token": "[UNK]",
+                "sep_token": "[SEP]",
+                "cls_token": "[CLS]",
+                "mask_token": "[MASK]",
+                "padding_side": padding_side,
+            }
+        )
+    )
 
 
 def write_remote_hyena(folder: str | Path, *, seed: int = 0, d_model: int = 16, kernel: int = 9) -> Path:
@@ -303,26 +357,34 @@ def write_remote_hyena(folder: str | Path, *, seed: int = 0, d_model: int = 16, 
     return _write_remote(
         folder,
         {"configuration_tinyhyena.py": _HYENA_CONFIG, "modeling_tinyhyena.py": _HYENA_MODEL},
-        "configuration_tinyhyena", "modeling_tinyhyena",
+        "configuration_tinyhyena",
+        "modeling_tinyhyena",
         lambda m: m.TinyHyenaConfig(vocab_size=16, d_model=d_model, kernel=kernel, max_seq_len=1024),
         {"AutoConfig": "configuration_tinyhyena.TinyHyenaConfig", "AutoModel": "modeling_tinyhyena.TinyHyenaModel"},
         seed,
-    )  # fmt: skip
+    )
 
 
-def write_remote_mosaic(folder: str | Path, dnabert2_dir: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+def write_remote_mosaic(
+    folder: str | Path, dnabert2_dir: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2
+) -> Path:
     """Write the tiny DNABERT-2-shaped remote-code checkpoint into `folder`: the real DNABERT-2 config.json
     and tokenizer from `dnabert2_dir`, shrunk to `hidden`/`layers`, with GENEB's own small modeling file."""
     folder = Path(folder)
     copy_tokenizer(dnabert2_dir, folder)
     real = json.loads((Path(dnabert2_dir) / "config.json").read_text())
-    keep = {k: v for k, v in real.items() if k not in ("auto_map", "architectures", "_name_or_path", "transformers_version", "torch_dtype")}
+    keep = {
+        k: v
+        for k, v in real.items()
+        if k not in ("auto_map", "architectures", "_name_or_path", "transformers_version", "torch_dtype")
+    }
     keep.update(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=2 * hidden)
     return _write_remote(
         folder,
         {"configuration_bert.py": _MOSAIC_CONFIG, "bert_layers.py": _MOSAIC_MODEL},
-        "configuration_bert", "bert_layers",
+        "configuration_bert",
+        "bert_layers",
         lambda m: m.BertConfig(**keep),
         {"AutoConfig": "configuration_bert.BertConfig", "AutoModel": "bert_layers.BertModel"},
         seed,
-    )  # fmt: skip
+    )

@@ -40,9 +40,9 @@ import torch
 from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
 from geneb.embeddings.errors import (
     DroppedInputError,
-    LayerNotExposedError,
     EmptyPoolError,
     ExtractionError,
+    LayerNotExposedError,
     LongSequenceError,
     MaxLengthError,
     ModelForwardError,
@@ -70,7 +70,9 @@ PADDING_CHECK_TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 2e-2}
 PADDING_CHECK_LONG_TOKENS = 1024
 
 
-def resolve_max_tokens(tokenizer_max: int | None, config_max: int | None, registry_max: int | None, *, model: str) -> int:
+def resolve_max_tokens(
+    tokenizer_max: int | None, config_max: int | None, registry_max: int | None, *, model: str
+) -> int:
     """The model's usable maximum input length in tokens (special tokens included).
 
     A registry value wins (a warning is logged where it disagrees with tokenizer or config); otherwise the
@@ -83,8 +85,13 @@ def resolve_max_tokens(tokenizer_max: int | None, config_max: int | None, regist
     if registry_max is not None:
         for name, value in (("tokenizer", usable_tok), ("config", config_max)):
             if value is not None and value != registry_max:
-                log.warning("model %s: registry max_tokens %d differs from the %s's %d; using the registry",
-                            model, registry_max, name, value)  # fmt: skip
+                log.warning(
+                    "model %s: registry max_tokens %d differs from the %s's %d; using the registry",
+                    model,
+                    registry_max,
+                    name,
+                    value,
+                )
         return int(registry_max)
     candidates = [v for v in (usable_tok, config_max) if v is not None]
     if not candidates:
@@ -93,12 +100,14 @@ def resolve_max_tokens(tokenizer_max: int | None, config_max: int | None, regist
 
 
 def resolve_device(device: str, *, model: str) -> str:
-    """"cpu", "cuda[:i]" or "auto" (cuda when available) -> a torch device string. device=cuda without CUDA
+    """ "cpu", "cuda[:i]" or "auto" (cuda when available) -> a torch device string. device=cuda without CUDA
     raises RuntimeError: GENEB never falls back to CPU silently."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"model {model}: device={device} was configured but CUDA is not available; not falling back to CPU")
+        raise RuntimeError(
+            f"model {model}: device={device} was configured but CUDA is not available; not falling back to CPU"
+        )
     return device
 
 
@@ -156,7 +165,9 @@ class TokenModelEncoder:
     tokens) and `_call(inputs, want_states) -> output` (anything `get_layer` understands).
     """
 
-    def __init__(self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64, progress: bool = True) -> None:
+    def __init__(
+        self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64, progress: bool = True
+    ) -> None:
         init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
         self.prefix: list[int] = []
         self.suffix: list[int] = []
@@ -222,12 +233,18 @@ class TokenModelEncoder:
         if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
             self.body_cap -= self.body_cap % int(multiple)
         if self.body_cap < 1:
-            raise ValueError(f"model {self.model_id}: max_tokens {self.max_tokens} leaves no room for sequence tokens"
-                             + (f" in multiples of {multiple}" if multiple else ""))  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: max_tokens {self.max_tokens} leaves no room for sequence tokens"
+                + (f" in multiples of {multiple}" if multiple else "")
+            )
         if self.num_embeddings is not None and not 0 <= self.pad_id < self.num_embeddings:
             # pads are masked (or sit after every real token of a causal model): any id in the table will do
-            log.warning("model %s: pad id %d is outside the embedding table (%d rows); padding with id 0",
-                        self.model_id, self.pad_id, self.num_embeddings)  # fmt: skip
+            log.warning(
+                "model %s: pad id %d is outside the embedding table (%d rows); padding with id 0",
+                self.model_id,
+                self.pad_id,
+                self.num_embeddings,
+            )
             self.pad_id = 0
         side = ext.get("padding_side", "right")
         if side not in ("right", "left"):
@@ -235,8 +252,10 @@ class TokenModelEncoder:
         self.padding_side = side
         causal = bool(ext.get("causal", False))
         if not self.uses_attention_mask and side == "left":
-            raise ValueError(f"model {self.model_id}: left padding without an attention mask would feed pads into "
-                             "every real position (case B02); use padding_side: right")  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: left padding without an attention mask would feed pads into "
+                "every real position (case B02); use padding_side: right"
+            )
         # without a mask, only a causal model padded on the right is safe; everything else gets equal lengths.
         # Some masked models are not padding-invariant either (BigBird's block-sparse attention: its blocks
         # depend on the padded length); `bucket_by_length` true, or auto with `self.pad_sensitive`, covers them.
@@ -245,14 +264,22 @@ class TokenModelEncoder:
             raise ValueError(f"model {self.model_id}: bucket_by_length must be auto, true or false, got {bucket!r}")
         unsafe = (not self.uses_attention_mask and not (causal and side == "right")) or self.pad_sensitive
         if bucket is False and not self.uses_attention_mask and not (causal and side == "right"):
-            raise ValueError(f"model {self.model_id}: bucket_by_length false for a model without an attention mask "
-                             "that is not causal would pad real positions (case B02)")  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: bucket_by_length false for a model without an attention mask "
+                "that is not causal would pad real positions (case B02)"
+            )
         self.bucket_equal_lengths = unsafe if bucket == "auto" else bool(bucket)
         if ext.get("pooling", "mean") == "cls" and ext.get("exclude_special_tokens", True):
-            raise ValueError(f"model {self.model_id}: pooling cls reads the CLS token; set exclude_special_tokens: false")
-        if ext.get("pooling", "mean") == "cls" and not self.prefix:  # the tokenizer's own prefix (a strand token is no CLS)
-            raise ValueError(f"model {self.model_id}: pooling cls, but the tokenizer puts no token before the sequence "
-                             "(no CLS): the first nucleotide token would be pooled; use mean or last pooling")  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: pooling cls reads the CLS token; set exclude_special_tokens: false"
+            )
+        if (
+            ext.get("pooling", "mean") == "cls" and not self.prefix
+        ):  # the tokenizer's own prefix (a strand token is no CLS)
+            raise ValueError(
+                f"model {self.model_id}: pooling cls, but the tokenizer puts no token before the sequence "
+                "(no CLS): the first nucleotide token would be pooled; use mean or last pooling"
+            )
         layer = ext.get("layer", -1)
         if isinstance(layer, str):
             try:
@@ -263,15 +290,25 @@ class TokenModelEncoder:
             self.layer_resolved = f"module:{layer}"
         else:
             self.layer_resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
-        log.info("model %s: max_tokens %d (body %d + special %d/%d), padding %s%s, layer %s, pooling %s, "
-                 "special tokens %s, long_policy %s, compute %s (weights %s%s)", self.model_id, self.max_tokens,
-                 self.body_cap, len(self.prefix), len(self.suffix), self.padding_side,
-                 ("" if self.uses_attention_mask else " without attention mask")
-                 + (", equal-length batches" if self.bucket_equal_lengths else ""),
-                 self.layer_resolved, ext.get("pooling", "mean"),
-                 "excluded" if ext.get("exclude_special_tokens", True) else "included",
-                 ext.get("long_policy", "chunk_mean"), self.compute_dtype, self.weights_dtype,
-                 ", autocast" if self.autocast else "")  # fmt: skip
+        log.info(
+            "model %s: max_tokens %d (body %d + special %d/%d), padding %s%s, layer %s, pooling %s, "
+            "special tokens %s, long_policy %s, compute %s (weights %s%s)",
+            self.model_id,
+            self.max_tokens,
+            self.body_cap,
+            len(self.prefix),
+            len(self.suffix),
+            self.padding_side,
+            ("" if self.uses_attention_mask else " without attention mask")
+            + (", equal-length batches" if self.bucket_equal_lengths else ""),
+            self.layer_resolved,
+            ext.get("pooling", "mean"),
+            "excluded" if ext.get("exclude_special_tokens", True) else "included",
+            ext.get("long_policy", "chunk_mean"),
+            self.compute_dtype,
+            self.weights_dtype,
+            ", autocast" if self.autocast else "",
+        )
         self._check_vocabulary()
         self._check_max_length()
         self._check_padding_invariance()
@@ -299,7 +336,7 @@ class TokenModelEncoder:
                     f"model {self.model_id}: the tokenizer reads a plain ACGT probe sequence as UNK ({unk} of {len(ids)} "
                     "tokens): its vocabulary or normalizer does not match the model-input form (lowercasing? a word "
                     "longer than its limit? a missing input_transform?)"
-                )  # fmt: skip
+                )
 
     def _check_max_length(self) -> None:
         """One forward pass at the resolved maximum when it came from the model's files, not the registry: a
@@ -365,10 +402,17 @@ class TokenModelEncoder:
             "special_suffix": self.suffix,
             "max_tokens": self.max_tokens,
             "pad_id": self.pad_id,
-            "padding": ("none: equal-length batches" if self.bucket_equal_lengths
-                        else f"{self.padding_side}, dynamic (longest in a length-sorted batch)")
-            + ("" if self.uses_attention_mask else "; no attention mask" + ("" if self.bucket_equal_lengths else
-                                                                            " (causal model: pads sit after every real token)")),
+            "padding": (
+                "none: equal-length batches"
+                if self.bucket_equal_lengths
+                else f"{self.padding_side}, dynamic (longest in a length-sorted batch)"
+            )
+            + (
+                ""
+                if self.uses_attention_mask
+                else "; no attention mask"
+                + ("" if self.bucket_equal_lengths else " (causal model: pads sit after every real token)")
+            ),
             "attention_mask": self.uses_attention_mask,
             "layer_resolved": self.layer_resolved,
             "compute_dtype": self.compute_dtype,
@@ -377,11 +421,13 @@ class TokenModelEncoder:
             "hidden_size": self.hidden_size,
             "vocab_size": self.vocab_size,
             "num_embeddings": self.num_embeddings,
-        }  # fmt: skip
+        }
 
     # ---- chunks -----------------------------------------------------------------------------------------
 
-    def make_chunks(self, sequences: list[str], rows: list[int]) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray]:
+    def make_chunks(
+        self, sequences: list[str], rows: list[int]
+    ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray]:
         """Turn sequences into forward-pass chunks; returns (chunks, n_chunks (n,), truncated (n,), trimmed
         bases (n,)). Raises LongSequenceError under long_policy error, EmptyPoolError for a row with no
         token or no pooled position, ValueError for cls/last pooling of a multi-chunk row."""
@@ -396,14 +442,21 @@ class TokenModelEncoder:
             if multiple:
                 keep = len(seq) - len(seq) % int(multiple)
                 if keep == 0:
-                    raise EmptyPoolError(f"model {self.model_id}, row {rows[i]}: {len(seq)} nt is shorter than the "
-                                         f"model's length multiple {multiple}")  # fmt: skip
+                    raise EmptyPoolError(
+                        f"model {self.model_id}, row {rows[i]}: {len(seq)} nt is shorter than the "
+                        f"model's length multiple {multiple}"
+                    )
                 trimmed[i] = len(seq) - keep
                 seq = seq[:keep]
             texts.append(transform_input(seq, ext.get("input_transform"), model=self.model_id, row=rows[i]))
         if multiple and trimmed.any():
-            log.info("model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
-                     self.model_id, multiple, int((trimmed > 0).sum()), int(trimmed.max()))  # fmt: skip
+            log.info(
+                "model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
+                self.model_id,
+                multiple,
+                int((trimmed > 0).sum()),
+                int(trimmed.max()),
+            )
         encoded = self._tokenize(texts)
         self._last_encoded = encoded
         self._check_dropped(texts, rows)
@@ -415,13 +468,19 @@ class TokenModelEncoder:
                 raise DroppedInputError(
                     f"model {self.model_id}, row {rows[blind]}: every one of its {unk[blind]} tokens is UNK, so nothing "
                     "of the sequence reaches the model (a vocabulary that cannot spell it, a lowercasing normalizer, "
-                    "a word longer than the tokenizer's limit?)", rows=[rows[blind]],
-                )  # fmt: skip
+                    "a word longer than the tokenizer's limit?)",
+                    rows=[rows[blind]],
+                )
             if self.last_unk[0]:
                 first = next(i for i, u in enumerate(unk) if u)
-                log.warning("model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
-                            "vocabulary (IUPAC codes?) reach it as UNK", self.model_id, self.last_unk[1],
-                            self.last_unk[0], rows[first])  # fmt: skip
+                log.warning(
+                    "model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
+                    "vocabulary (IUPAC codes?) reach it as UNK",
+                    self.model_id,
+                    self.last_unk[1],
+                    self.last_unk[0],
+                    rows[first],
+                )
         chunks: list[Chunk] = []
         n_chunks = np.zeros(n, np.int32)
         truncated = np.zeros(n, bool)
@@ -432,13 +491,16 @@ class TokenModelEncoder:
             pieces = [ids[s : s + cap] for s in range(0, len(ids), cap)]
             if len(pieces) > 1:
                 if policy == "error":
-                    raise LongSequenceError(f"model {self.model_id}, row {rows[i]}: {len(ids)} tokens > {cap} "
-                                            "(long_policy: error)")  # fmt: skip
+                    raise LongSequenceError(
+                        f"model {self.model_id}, row {rows[i]}: {len(ids)} tokens > {cap} (long_policy: error)"
+                    )
                 if policy == "truncate":
                     pieces, truncated[i] = pieces[:1], True
                 elif method in ("cls", "last"):
-                    raise ValueError(f"model {self.model_id}, row {rows[i]}: pooling {method!r} is undefined across "
-                                     f"{len(pieces)} chunks; use long_policy truncate")  # fmt: skip
+                    raise ValueError(
+                        f"model {self.model_id}, row {rows[i]}: pooling {method!r} is undefined across "
+                        f"{len(pieces)} chunks; use long_policy truncate"
+                    )
             for piece in pieces:
                 chunks.append(self.chunk(i, list(piece)))
             n_chunks[i] = len(pieces)
@@ -481,13 +543,17 @@ class TokenModelEncoder:
             if gaps:
                 n = sum(len(text[a:b].strip()) for a, b in gaps)
                 k = gaps[0][0] + next(m for m, ch in enumerate(text[gaps[0][0] : gaps[0][1]]) if not ch.isspace())
-                where = (f"the first: {text[k]!r} at position {k}" if exact_spans
-                         else "its vocabulary has no UNK token, so its character spans cannot place them")  # fmt: skip
+                where = (
+                    f"the first: {text[k]!r} at position {k}"
+                    if exact_spans
+                    else "its vocabulary has no UNK token, so its character spans cannot place them"
+                )
                 raise DroppedInputError(
                     f"model {self.model_id}, row {rows[i]}: {n} letters have no token ({where}; a tokenizer drops "
                     "what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
-                    "use a task without such letters or a model whose vocabulary spells them", rows=[rows[i]],
-                )  # fmt: skip
+                    "use a task without such letters or a model whose vocabulary spells them",
+                    rows=[rows[i]],
+                )
 
     def _token_texts(self, ids: list[int]) -> list[str] | None:
         """The text of each token id (subclass hook; None when the tokenizer cannot say)."""
@@ -513,8 +579,9 @@ class TokenModelEncoder:
                 raise DroppedInputError(
                     f"model {self.model_id}, row {rows[i]}: its tokens spell {have} of its {want} letters (the tokenizer "
                     "skips what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
-                    "use a task without such letters or a model whose vocabulary spells them", rows=[rows[i]],
-                )  # fmt: skip
+                    "use a task without such letters or a model whose vocabulary spells them",
+                    rows=[rows[i]],
+                )
 
     def batch_tensors(self, batch: list[Chunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rectangular (B, T) tensors for a batch: input ids (pad id outside the sequence), attention mask
@@ -538,8 +605,9 @@ class TokenModelEncoder:
 
     # ---- forward ----------------------------------------------------------------------------------------
 
-    def hidden_states(self, ids: torch.Tensor, attn: torch.Tensor, *, force_fp32: bool = False,
-                      rows: list[int] | None = None) -> torch.Tensor:  # fmt: skip
+    def hidden_states(
+        self, ids: torch.Tensor, attn: torch.Tensor, *, force_fp32: bool = False, rows: list[int] | None = None
+    ) -> torch.Tensor:
         """Hidden states (B, T, d) of the configured layer for one rectangular batch. An error of the model's
         own forward pass (not out-of-memory, which the batch step-down handles) is re-raised as
         ModelForwardError naming the model, the batch shape and `rows`."""
@@ -549,8 +617,11 @@ class TokenModelEncoder:
         layer = self.extraction.get("layer", -1)
         want_states = isinstance(layer, int) and layer != -1
         use_autocast = self.autocast and not force_fp32
-        ctx = (torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.compute_dtype))
-               if use_autocast else contextlib.nullcontext())  # fmt: skip
+        ctx = (
+            torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.compute_dtype))
+            if use_autocast
+            else contextlib.nullcontext()
+        )
         self._captured.clear()
         try:
             with torch.inference_mode(), ctx:
@@ -559,42 +630,59 @@ class TokenModelEncoder:
             if is_out_of_memory(err) or isinstance(err, ExtractionError):
                 raise
             named = list(dict.fromkeys(r for r in rows or [] if r >= 0))  # a row's chunks share its id
-            shown = ("the load-time check's probe sequences" if rows and not named  # see _check_padding_invariance
-                     else "rows " + (", ".join(map(str, named[:5])) or "?") + (" ..." if len(named) > 5 else ""))
+            shown = (
+                "the load-time check's probe sequences"
+                if rows and not named  # see _check_padding_invariance
+                else "rows " + (", ".join(map(str, named[:5])) or "?") + (" ..." if len(named) > 5 else "")
+            )
             raise ModelForwardError(
                 f"model {self.model_id}: the forward pass failed on a batch of {ids.shape[0]} x {ids.shape[1]} tokens "
-                f"({shown}): {type(err).__name__}: {err}", rows=named,
-            ) from err  # fmt: skip
+                f"({shown}): {type(err).__name__}: {err}",
+                rows=named,
+            ) from err
         if isinstance(layer, str):
             if len(self._captured) != 1:
                 what = "did not run" if not self._captured else f"ran {len(self._captured)} times (a shared block?)"
-                raise LayerNotExposedError(f"model {self.model_id}: module {layer!r} {what} in one forward pass; its output "
-                                           "is not one layer's hidden states: name a module that runs once")  # fmt: skip
+                raise LayerNotExposedError(
+                    f"model {self.model_id}: module {layer!r} {what} in one forward pass; its output "
+                    "is not one layer's hidden states: name a module that runs once"
+                )
             return self._captured[0]
         return get_layer(out, layer, model=self.model_id, n_layers=self.n_layers)
 
-    def _forward_batch(self, chunks: list[Chunk], rows: list[int], *, force_fp32: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    def _forward_batch(
+        self, chunks: list[Chunk], rows: list[int], *, force_fp32: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         ids, attn, pmask = self.batch_tensors(chunks)
         check_token_ids(ids[attn.bool()], self.num_embeddings, model=self.model_id, rows=rows)
         hidden = self.hidden_states(ids, attn, force_fp32=force_fp32, rows=rows)
         bad = self._nonfinite_rows(hidden, attn)
         if bad and self.autocast:
             self.fp32_retries += 1
-            log.warning("model %s: non-finite %s states for rows %s; retrying the batch in float32 (nonfinite: retry_fp32)",
-                        self.model_id, self.compute_dtype, [rows[b] for b in bad])  # fmt: skip
+            log.warning(
+                "model %s: non-finite %s states for rows %s; retrying the batch in float32 (nonfinite: retry_fp32)",
+                self.model_id,
+                self.compute_dtype,
+                [rows[b] for b in bad],
+            )
             hidden = self.hidden_states(ids, attn, force_fp32=True, rows=rows)
             bad = self._nonfinite_rows(hidden, attn)
         if bad:
             named = [rows[b] for b in bad if rows[b] >= 0]
-            which = (f"row {named[0]}" + (f" and {len(named) - 1} more" if len(named) > 1 else "")) if named \
+            which = (
+                (f"row {named[0]}" + (f" and {len(named) - 1} more" if len(named) > 1 else ""))
+                if named
                 else "the load-time check's probe sequences"
+            )
             raise NonFiniteEmbeddingError(
                 f"model {self.model_id}: non-finite hidden states (NaN/inf, compute dtype {self.compute_dtype}) for {which}",
                 rows=named,
-            )  # fmt: skip
+            )
         if hidden.shape[:2] != ids.shape:
-            raise ValueError(f"model {self.model_id}: hidden states {tuple(hidden.shape)} do not align with the input "
-                             f"tokens {tuple(ids.shape)}; this layer cannot be pooled per token")  # fmt: skip
+            raise ValueError(
+                f"model {self.model_id}: hidden states {tuple(hidden.shape)} do not align with the input "
+                f"tokens {tuple(ids.shape)}; this layer cannot be pooled per token"
+            )
         method = self.extraction.get("pooling", "mean")
         pooled = pool(hidden, pmask.to(hidden.device), method, rows=rows)
         # positions that went into each vector: all pooled ones for mean/max, the one token for cls/last
@@ -626,9 +714,14 @@ class TokenModelEncoder:
         def done(idx: list[int], result: tuple[torch.Tensor, torch.Tensor]) -> None:
             pooled, ntok = result
             if state["acc"] is None:
-                check_pooled_width(int(pooled.shape[1]), model=self.model_id, hidden_size=self.hidden_size,
-                                   vocab_size=self.vocab_size, expected=self.extraction.get("embedding_dim"),
-                                   num_embeddings=self.num_embeddings)  # fmt: skip
+                check_pooled_width(
+                    int(pooled.shape[1]),
+                    model=self.model_id,
+                    hidden_size=self.hidden_size,
+                    vocab_size=self.vocab_size,
+                    expected=self.extraction.get("embedding_dim"),
+                    num_embeddings=self.num_embeddings,
+                )
                 state["acc"] = np.zeros((len(sequences), pooled.shape[1]), np.float64)
                 if method == "max":
                     state["acc"][:] = -np.inf
@@ -645,7 +738,9 @@ class TokenModelEncoder:
             bar.update(len(idx))
 
         free = torch.cuda.empty_cache if self.device.startswith("cuda") else None
-        runner = StepDownRunner(run, what=f"model {self.model_id}", free=free, row_of=lambda j: rows[chunks[j].seq_index])
+        runner = StepDownRunner(
+            run, what=f"model {self.model_id}", free=free, row_of=lambda j: rows[chunks[j].seq_index]
+        )
         try:
             runner.run(plan, done)
         finally:

@@ -63,11 +63,15 @@ class TaskArrays:
         Raises ProbeInputError naming the task, split, row id and value of the first problem, including a
         test label that never occurs in the training split (no probe could predict it).
         """
-        for split, X, y, rows in (("train", self.X_train, self.y_train, self.rows_train),
-                                  ("test", self.X_test, self.y_test, self.rows_test)):  # fmt: skip
+        for split, X, y, rows in (
+            ("train", self.X_train, self.y_train, self.rows_train),
+            ("test", self.X_test, self.y_test, self.rows_test),
+        ):
             where = f"task {self.task!r}, split {split!r}"
             if X.ndim != 2 or X.shape[0] != len(y) or len(rows) != len(y) or len(y) == 0:
-                raise ProbeInputError(f"{where}: X {X.shape}, labels ({len(y)},), rows ({len(rows)},) do not match or are empty")
+                raise ProbeInputError(
+                    f"{where}: X {X.shape}, labels ({len(y)},), rows ({len(rows)},) do not match or are empty"
+                )
             if not np.issubdtype(np.asarray(y).dtype, np.integer):
                 raise ProbeInputError(f"{where}: labels must be integers, got dtype {np.asarray(y).dtype}")
             bad = ~np.isfinite(X).all(axis=1)
@@ -75,7 +79,9 @@ class TaskArrays:
                 i = int(np.flatnonzero(bad)[0])
                 raise ProbeInputError(f"{where}: non-finite embedding at row id {int(rows[i])}")
         if self.X_train.shape[1] != self.X_test.shape[1]:
-            raise ProbeInputError(f"task {self.task!r}: train width {self.X_train.shape[1]} != test width {self.X_test.shape[1]}")
+            raise ProbeInputError(
+                f"task {self.task!r}: train width {self.X_train.shape[1]} != test width {self.X_test.shape[1]}"
+            )
         classes = np.unique(self.y_train)
         unseen = ~np.isin(self.y_test, classes)
         if unseen.any():
@@ -141,10 +147,17 @@ def select_C(protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str) -> tu
         return protocol.C, "fixed: a class has fewer than 2 training rows, no inner CV", 0
     cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=protocol.cv_seed)
     lrcv = LogisticRegressionCV(
-        Cs=list(protocol.C_grid), cv=cv, scoring="matthews_corrcoef", solver=protocol.solver, tol=protocol.tol,
-        max_iter=protocol.max_iter, class_weight=protocol.class_weight, refit=False,
-        random_state=protocol.cv_seed, **_lrcv_kwargs(),
-    )  # fmt: skip
+        Cs=list(protocol.C_grid),
+        cv=cv,
+        scoring="matthews_corrcoef",
+        solver=protocol.solver,
+        tol=protocol.tol,
+        max_iter=protocol.max_iter,
+        class_weight=protocol.class_weight,
+        refit=False,
+        random_state=protocol.cv_seed,
+        **_lrcv_kwargs(),
+    )
     _fit_recorded(lrcv, X, y, f"{where} inner CV")
     raw = lrcv.scores_
     raw = next(iter(raw.values())) if isinstance(raw, dict) else raw  # legacy layout: {class: (folds, Cs)}
@@ -176,7 +189,9 @@ def _positions(rows_train: np.ndarray, wanted: list[int], task: str, regime: str
     found = rows_train[order[pos]] == wanted
     if not found.all():
         bad = int(wanted[np.flatnonzero(~found)[0]])
-        raise ProbeInputError(f"task {task!r}, regime {regime!r}, seed {seed}: shot row id {bad} is not in the training embeddings")
+        raise ProbeInputError(
+            f"task {task!r}, regime {regime!r}, seed {seed}: shot row id {bad} is not in the training embeddings"
+        )
     return order[pos]
 
 
@@ -214,8 +229,20 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
 
         def add(fitted: tuple, regime: str, seeds: tuple, n_train: int, C: float, how: str, **kw) -> None:
             lr, converged, n_iter = fitted
-            fits.append(Fit(regime, tuple(seeds), lr.predict(X_te), lr.predict_proba(X_te), n_train, C, how,
-                            converged, n_iter, **kw))  # fmt: skip
+            fits.append(
+                Fit(
+                    regime,
+                    tuple(seeds),
+                    lr.predict(X_te),
+                    lr.predict_proba(X_te),
+                    n_train,
+                    C,
+                    how,
+                    converged,
+                    n_iter,
+                    **kw,
+                )
+            )
 
         y_full = data.y_train[full_pos]
         where = f"task {task!r}, regime 'full'"
@@ -225,16 +252,31 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
             fit_seeds = list(protocol.seeds)  # sag/saga shuffle with random_state: one real fit per seed
         for s in fit_seeds:
             reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
-            add(_single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}"), "full", reported,
-                len(full_pos), C, how, cv_not_converged=cv_nc)  # fmt: skip
+            add(
+                _single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}"),
+                "full",
+                reported,
+                len(full_pos),
+                C,
+                how,
+                cv_not_converged=cv_nc,
+            )
         for regime, seed, pos, n_short in draws:
-            fitted = _single_fit(protocol, X_tr[pos], data.y_train[pos], protocol.C, seed,
-                                 f"task {task!r}, regime {regime!r}, seed {seed}")  # fmt: skip
+            fitted = _single_fit(
+                protocol,
+                X_tr[pos],
+                data.y_train[pos],
+                protocol.C,
+                seed,
+                f"task {task!r}, regime {regime!r}, seed {seed}",
+            )
             add(fitted, regime, (seed,), len(pos), protocol.C, "fixed", n_short_classes=n_short)
     return fits, classes
 
 
-def score_fits(data: TaskArrays, protocol: Protocol, fits: list[Fit], classes: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+def score_fits(
+    data: TaskArrays, protocol: Protocol, fits: list[Fit], classes: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score every fit on the test split and lay the results out in long format.
 
     Returns (scores, predictions). scores: one row per (regime, seed, metric) with value, bootstrap CI on MCC
@@ -252,26 +294,57 @@ def score_fits(data: TaskArrays, protocol: Protocol, fits: list[Fit], classes: n
             vals = metrics.score_predictions(data.y_test, f.y_pred, f.proba, classes, protocol.f1_labels)
             rng = np.random.default_rng([b.seed, k, f.seeds[0]])
             p_enc = metrics.encode(f.y_pred, classes, f"task {data.task!r}, regime {f.regime!r} predictions")
-            low, high = metrics.bootstrap_mcc_ci(y_enc, p_enc, len(classes), n_resamples=b.n_resamples,
-                                                 confidence=b.confidence, method=b.method, rng=rng)  # fmt: skip
+            low, high = metrics.bootstrap_mcc_ci(
+                y_enc, p_enc, len(classes), n_resamples=b.n_resamples, confidence=b.confidence, method=b.method, rng=rng
+            )
             score = f.proba[:, 1] if len(classes) == 2 else np.full(len(f.y_pred), np.nan)
             for seed in f.seeds:
                 for m in metrics.METRICS:
-                    rows.append({
-                        "regime": f.regime, "seed": seed, "metric": m, "value": vals[m],
-                        "ci_low": low if m == "MCC" else np.nan, "ci_high": high if m == "MCC" else np.nan,
-                        "n_train": f.n_train, "n_test": len(data.y_test), "n_short_classes": f.n_short_classes,
-                        "C": f.C, "C_selection": f.C_selection, "converged": f.converged, "n_iter": f.n_iter,
-                        "cv_not_converged": f.cv_not_converged,
-                    })  # fmt: skip
-                pred_frames.append(pd.DataFrame({"regime": f.regime, "seed": seed, "row": data.rows_test,
-                                                 "y_true": data.y_test, "y_pred": f.y_pred, "score": score}))  # fmt: skip
+                    rows.append(
+                        {
+                            "regime": f.regime,
+                            "seed": seed,
+                            "metric": m,
+                            "value": vals[m],
+                            "ci_low": low if m == "MCC" else np.nan,
+                            "ci_high": high if m == "MCC" else np.nan,
+                            "n_train": f.n_train,
+                            "n_test": len(data.y_test),
+                            "n_short_classes": f.n_short_classes,
+                            "C": f.C,
+                            "C_selection": f.C_selection,
+                            "converged": f.converged,
+                            "n_iter": f.n_iter,
+                            "cv_not_converged": f.cv_not_converged,
+                        }
+                    )
+                pred_frames.append(
+                    pd.DataFrame(
+                        {
+                            "regime": f.regime,
+                            "seed": seed,
+                            "row": data.rows_test,
+                            "y_true": data.y_test,
+                            "y_pred": f.y_pred,
+                            "score": score,
+                        }
+                    )
+                )
     scores = pd.DataFrame(rows)
     summary = []
     for (regime, metric), g in scores.groupby(["regime", "metric"], sort=False):
         s = metrics.seed_summary(g["value"].to_numpy(), b.confidence)
-        summary.append({"regime": regime, "metric": metric, "seed_mean": s["mean"], "seed_sd": s["sd"],
-                        "seed_ci_low": s["ci_low"], "seed_ci_high": s["ci_high"], "n_seeds": s["n"]})  # fmt: skip
+        summary.append(
+            {
+                "regime": regime,
+                "metric": metric,
+                "seed_mean": s["mean"],
+                "seed_sd": s["sd"],
+                "seed_ci_low": s["ci_low"],
+                "seed_ci_high": s["ci_high"],
+                "n_seeds": s["n"],
+            }
+        )
     scores = scores.merge(pd.DataFrame(summary), on=["regime", "metric"], how="left", validate="many_to_one")
     preds = pd.concat(pred_frames, ignore_index=True)
     return scores, preds

@@ -33,11 +33,15 @@ log = logging.getLogger(__name__)
 def _read_split(path: Path, task: str, split: str) -> pd.DataFrame:
     df = pd.read_parquet(path, columns=["row", "label"])
     if df["row"].duplicated().any():
-        raise ProbeInputError(f"task {task!r}, split {split!r}: row id {int(df.loc[df['row'].duplicated(), 'row'].iloc[0])} is duplicated in {path}")
+        raise ProbeInputError(
+            f"task {task!r}, split {split!r}: row id {int(df.loc[df['row'].duplicated(), 'row'].iloc[0])} is duplicated in {path}"
+        )
     return df
 
 
-def write_shot_indices(*, train: Path, card: Path, output: Path, task: str, protocol: str, settings: dict[str, Any]) -> dict:
+def write_shot_indices(
+    *, train: Path, card: Path, output: Path, task: str, protocol: str, settings: dict[str, Any]
+) -> dict:
     """Draw and write the shot file of one (protocol, task); returns its content.
 
     settings: the protocol's draw settings (shots.DRAW_KEYS; extra keys are ignored).
@@ -46,8 +50,15 @@ def write_shot_indices(*, train: Path, card: Path, output: Path, task: str, prot
     df = _read_split(train, task, "train")
     shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c["data_hash"], settings)
     write_shots(output, shots)
-    log.info("task %s, protocol %s: %d draws, distinct row sets per regime %s, full regime %d of %d rows",
-             task, protocol, len(shots["draws"]), shots["distinct_draws"], len(shots["full_rows"]), shots["n_train_source"])  # fmt: skip
+    log.info(
+        "task %s, protocol %s: %d draws, distinct row sets per regime %s, full regime %d of %d rows",
+        task,
+        protocol,
+        len(shots["draws"]),
+        shots["distinct_draws"],
+        len(shots["full_rows"]),
+        shots["n_train_source"],
+    )
     return shots
 
 
@@ -67,8 +78,14 @@ def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str,
     return X
 
 
-def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any], task: str, confidence: float,
-                 f1_labels: str = "task") -> pd.DataFrame:  # fmt: skip
+def dedup_scores(
+    preds: pd.DataFrame,
+    scores: pd.DataFrame,
+    card: dict[str, Any],
+    task: str,
+    confidence: float,
+    f1_labels: str = "task",
+) -> pd.DataFrame:
     """Scores on the test split without its within-split duplicates (case B48), one row per (regime, seed,
     metric) named `<metric>_dedup` (MCC, Acc, macro-F1: `metrics.label_scores`), with the fit's other columns.
 
@@ -86,11 +103,16 @@ def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any]
     base = scores[scores["metric"] == "MCC"].drop(columns=["metric", "value", "ci_low", "ci_high"], errors="ignore")
     rows = []
     for (regime, seed), g in kept.groupby(["regime", "seed"], sort=False):
-        for metric, value in label_scores(g["y_true"].to_numpy(), g["y_pred"].to_numpy(), np.asarray(card["classes"]), f1_labels).items():
-            rows.append({"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": value,
-                         "n_test_dedup": len(g)})  # fmt: skip
+        for metric, value in label_scores(
+            g["y_true"].to_numpy(), g["y_pred"].to_numpy(), np.asarray(card["classes"]), f1_labels
+        ).items():
+            rows.append(
+                {"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": value, "n_test_dedup": len(g)}
+            )
     seed_cols = ["seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds"]
-    out = pd.DataFrame(rows).merge(base.drop(columns=seed_cols, errors="ignore"), on=["regime", "seed"], how="left", validate="many_to_one")
+    out = pd.DataFrame(rows).merge(
+        base.drop(columns=seed_cols, errors="ignore"), on=["regime", "seed"], how="left", validate="many_to_one"
+    )
     out["ci_low"] = out["ci_high"] = np.nan
     out["n_test"] = out.pop("n_test_dedup")
     for (_, _), idx in out.groupby(["regime", "metric"], sort=False).groups.items():
@@ -101,10 +123,22 @@ def dedup_scores(preds: pd.DataFrame, scores: pd.DataFrame, card: dict[str, Any]
 
 
 def fit_probes(
-    *, train: Path, test: Path, card: Path, embeddings: Path, shots: Path, scores_out: Path, predictions_out: Path,
-    task: str, model: str, protocol: str, settings: dict[str, Any], threads: int = 1, hdf5_locking: str = "auto",
+    *,
+    train: Path,
+    test: Path,
+    card: Path,
+    embeddings: Path,
+    shots: Path,
+    scores_out: Path,
+    predictions_out: Path,
+    task: str,
+    model: str,
+    protocol: str,
+    settings: dict[str, Any],
+    threads: int = 1,
+    hdf5_locking: str = "auto",
     settings_hash: str | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
 
     settings: the protocol's config section (`config["probe"][protocol]`). threads: BLAS/OpenMP threads
@@ -124,31 +158,48 @@ def fit_probes(
     shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings, protocol=protocol)
     check_shots(shot, tr["row"].to_numpy(), tr["label"].to_numpy(), path=shots)
     data = TaskArrays(
-        task, _aligned(cache.splits["train"], tr, task, "train", embeddings), tr["label"].to_numpy(), tr["row"].to_numpy(),
-        _aligned(cache.splits["test"], te, task, "test", embeddings), te["label"].to_numpy(), te["row"].to_numpy(),
-    )  # fmt: skip
+        task,
+        _aligned(cache.splits["train"], tr, task, "train", embeddings),
+        tr["label"].to_numpy(),
+        tr["row"].to_numpy(),
+        _aligned(cache.splits["test"], te, task, "test", embeddings),
+        te["label"].to_numpy(),
+        te["row"].to_numpy(),
+    )
     with threadpool_limits(limits=threads):
         scores, preds = run_task(data, proto, shot)
     if proto.dedup_test:
-        scores = pd.concat([scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence, proto.f1_labels)], ignore_index=True)
+        scores = pd.concat(
+            [scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence, proto.f1_labels)],
+            ignore_index=True,
+        )
     v = package_versions()
     ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
     scores = pd.concat([pd.DataFrame({**ident, "category": c["category"]}, index=scores.index), scores], axis=1)
     prov = {
-        "config_hash": proto.config_hash(), "data_hash": c["data_hash"], "shots_hash": shot["draw_hash"],
+        "config_hash": proto.config_hash(),
+        "data_hash": c["data_hash"],
+        "shots_hash": shot["draw_hash"],
         "embedding_key_hash": cache.key_hash,
         # under dtype auto the device picks it (float32 on CPU, bfloat16 on CUDA) and the device never reruns work
         "embedding_compute_dtype": str(cache.key.get("encoder", {}).get("compute_dtype") or "n/a"),
-        "geneb_version": v["geneb"], "sklearn_version": v["scikit-learn"],
-        "numpy_version": v["numpy"], "scipy_version": v["scipy"],
-    }  # fmt: skip
+        "geneb_version": v["geneb"],
+        "sklearn_version": v["scikit-learn"],
+        "numpy_version": v["numpy"],
+        "scipy_version": v["scipy"],
+    }
     scores = scores.assign(**prov)
     preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
     for path, table in ((scores_out, scores), (predictions_out, preds)):
         with atomic_path(path) as tmp:
             table.to_parquet(tmp, index=False)
     mcc = scores[scores["metric"] == "MCC"]
-    log.info("%s / %s / %s: mean MCC per regime %s; (regime, seed) rows from non-converged fits: %d",
-             protocol, model, task, mcc.groupby("regime", sort=False)["value"].mean().round(4).to_dict(),
-             int((~mcc["converged"]).sum()))  # fmt: skip
+    log.info(
+        "%s / %s / %s: mean MCC per regime %s; (regime, seed) rows from non-converged fits: %d",
+        protocol,
+        model,
+        task,
+        mcc.groupby("regime", sort=False)["value"].mean().round(4).to_dict(),
+        int((~mcc["converged"]).sum()),
+    )
     return scores

@@ -40,7 +40,9 @@ def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     ok = (pos < len(classes)) & (classes[np.minimum(pos, len(classes) - 1)] == y)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        raise ProbeInputError(f"{what}: label {y.flat[i].item()!r} at position {i} is not one of the classes {classes.tolist()}")
+        raise ProbeInputError(
+            f"{what}: label {y.flat[i].item()!r} at position {i} is not one of the classes {classes.tolist()}"
+        )
     return pos.astype(np.int64)
 
 
@@ -94,7 +96,9 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
 F1_LABELS = ("present", "task")
 
 
-def label_scores(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray, f1_labels: str = "task") -> dict[str, float]:
+def label_scores(
+    y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray, f1_labels: str = "task"
+) -> dict[str, float]:
     """MCC, Acc and macro-F1 (scikit-learn, `zero_division=0.0`) of predicted labels y_pred (n,) against y_true
     (n,): the label-only part of `score_predictions`, also used for the deduplicated test split.
 
@@ -113,8 +117,9 @@ def label_scores(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray, f1
     }
 
 
-def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray,
-                      f1_labels: str = "task") -> dict[str, float]:  # fmt: skip
+def score_predictions(
+    y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray, classes: np.ndarray, f1_labels: str = "task"
+) -> dict[str, float]:
     """MCC, Acc, macro-F1 (scikit-learn) and AUROC (binary; one-vs-rest macro for multiclass) on one test split.
 
     y_true, y_pred: labels (n,); proba: class probabilities (n, K) in the order of sorted `classes` (K,).
@@ -124,7 +129,9 @@ def score_predictions(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray,
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
-        raise ProbeInputError(f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty")
+        raise ProbeInputError(
+            f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty"
+        )
     out = {**label_scores(y_true, y_pred, classes, f1_labels), "AUROC": float("nan")}
     present = np.unique(y_true)
     if len(classes) == 2 and len(present) == 2:
@@ -199,10 +206,23 @@ def paired_bootstrap_mcc_difference(
         return batched_mcc(t, pa, k) - batched_mcc(t, pb, k)
 
     batch = max(1, min(n_resamples, BOOTSTRAP_CELLS // max(1, len(yt))))
-    res = stats.bootstrap((yt, a, b), statistic, paired=True, vectorized=True, n_resamples=n_resamples, batch=batch,
-                          confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))  # fmt: skip
+    res = stats.bootstrap(
+        (yt, a, b),
+        statistic,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        batch=batch,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     diff = float(batched_mcc(yt, a, k) - batched_mcc(yt, b, k))
-    return {"difference": diff, "ci_low": float(res.confidence_interval.low), "ci_high": float(res.confidence_interval.high)}
+    return {
+        "difference": diff,
+        "ci_low": float(res.confidence_interval.low),
+        "ci_high": float(res.confidence_interval.high),
+    }
 
 
 def seed_summary(values: np.ndarray, confidence: float) -> dict[str, float]:

@@ -27,10 +27,27 @@ L2_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "sag", "saga")
 CI_METHODS = ("percentile", "basic")
 BOOTSTRAP_KEYS = ("n_resamples", "seed", "confidence", "method")
 SETTING_KEYS = (
-    "draw", "standardize", "solver", "penalty", "C", "C_grid", "cv_folds", "cv_seed", "cv_scoring",
-    "class_weight", "tol", "max_iter", "seeds", "few_shot_k", "report_full_per_seed", "max_train",
-    "subsample_seed", "bootstrap", "dedup_test", "f1_labels",
-)  # fmt: skip
+    "draw",
+    "standardize",
+    "solver",
+    "penalty",
+    "C",
+    "C_grid",
+    "cv_folds",
+    "cv_seed",
+    "cv_scoring",
+    "class_weight",
+    "tol",
+    "max_iter",
+    "seeds",
+    "few_shot_k",
+    "report_full_per_seed",
+    "max_train",
+    "subsample_seed",
+    "bootstrap",
+    "dedup_test",
+    "f1_labels",
+)
 
 
 @dataclass(frozen=True)
@@ -113,8 +130,15 @@ class Protocol:
         The L2 penalty is passed as `l1_ratio=0.0` on scikit-learn >= 1.8 (where `penalty=` is deprecated) and
         as `penalty="l2"` before. `random_state=seed` is recorded though lbfgs ignores it (the paper passes it).
         """
-        return LogisticRegression(C=C, tol=self.tol, max_iter=self.max_iter, solver=self.solver,
-                                  class_weight=self.class_weight, random_state=seed, **penalty_kwargs())  # fmt: skip
+        return LogisticRegression(
+            C=C,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            solver=self.solver,
+            class_weight=self.class_weight,
+            random_state=seed,
+            **penalty_kwargs(),
+        )
 
 
 def penalty_kwargs() -> dict[str, Any]:
@@ -148,42 +172,88 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
     _need(s["draw"] in DRAWS, name, f"draw must be one of {DRAWS}, got {s['draw']!r}")
     _need(s["solver"] in L2_SOLVERS, name, f"solver must be one of {L2_SOLVERS}, got {s['solver']!r}")
     _need(s["penalty"] == "l2", name, f"penalty must be 'l2', got {s['penalty']!r}")
-    _need(s["class_weight"] in (None, "balanced"), name, f"class_weight must be null or 'balanced', got {s['class_weight']!r}")
+    _need(
+        s["class_weight"] in (None, "balanced"),
+        name,
+        f"class_weight must be null or 'balanced', got {s['class_weight']!r}",
+    )
     _need(isinstance(s["C"], (int, float)) and s["C"] > 0, name, f"C must be > 0, got {s['C']!r}")
     grid = [float(c) for c in s["C_grid"]]
-    _need(all(c > 0 for c in grid) and grid == sorted(set(grid)), name,
-          f"C_grid must be strictly ascending positive values, got {s['C_grid']!r}")  # fmt: skip
-    _need(_is_int(s["cv_folds"]) and s["cv_folds"] >= 2, name, f"cv_folds must be an integer >= 2, got {s['cv_folds']!r}")
+    _need(
+        all(c > 0 for c in grid) and grid == sorted(set(grid)),
+        name,
+        f"C_grid must be strictly ascending positive values, got {s['C_grid']!r}",
+    )
+    _need(
+        _is_int(s["cv_folds"]) and s["cv_folds"] >= 2, name, f"cv_folds must be an integer >= 2, got {s['cv_folds']!r}"
+    )
     _need(s["cv_scoring"] == "MCC", name, f"cv_scoring must be 'MCC', got {s['cv_scoring']!r}")
     seeds = list(s["seeds"])
-    _need(len(seeds) > 0 and all(_is_int(x) and x >= 0 for x in seeds) and len(set(seeds)) == len(seeds), name,
-          f"seeds must be distinct non-negative integers, got {s['seeds']!r}")  # fmt: skip
+    _need(
+        len(seeds) > 0 and all(_is_int(x) and x >= 0 for x in seeds) and len(set(seeds)) == len(seeds),
+        name,
+        f"seeds must be distinct non-negative integers, got {s['seeds']!r}",
+    )
     ks = list(s["few_shot_k"])
-    _need(all(_is_int(k) and k >= 1 for k in ks) and len(set(ks)) == len(ks), name,
-          f"few_shot_k must be distinct positive integers, got {s['few_shot_k']!r}")  # fmt: skip
+    _need(
+        all(_is_int(k) and k >= 1 for k in ks) and len(set(ks)) == len(ks),
+        name,
+        f"few_shot_k must be distinct positive integers, got {s['few_shot_k']!r}",
+    )
     # the analyses, figures and the leaderboard's submission format know the paper's regimes only: refuse others
     # here, before any job runs, not at the leaderboard after every probe
-    _need(set(ks) <= set(SUPPORTED_K), name,
-          f"few_shot_k {sorted(set(ks) - set(SUPPORTED_K))} not supported: the regimes are {list(REGIMES)}, so k must be "
-          f"among {sorted(SUPPORTED_K, reverse=True)}")  # fmt: skip
-    _need(s["max_train"] is None or (_is_int(s["max_train"]) and s["max_train"] > 0), name,
-          f"max_train must be null or a positive integer, got {s['max_train']!r}")  # fmt: skip
-    _need(_is_int(s["max_iter"]) and s["max_iter"] > 0, name, f"max_iter must be a positive integer, got {s['max_iter']!r}")
+    _need(
+        set(ks) <= set(SUPPORTED_K),
+        name,
+        f"few_shot_k {sorted(set(ks) - set(SUPPORTED_K))} not supported: the regimes are {list(REGIMES)}, so k must be "
+        f"among {sorted(SUPPORTED_K, reverse=True)}",
+    )
+    _need(
+        s["max_train"] is None or (_is_int(s["max_train"]) and s["max_train"] > 0),
+        name,
+        f"max_train must be null or a positive integer, got {s['max_train']!r}",
+    )
+    _need(
+        _is_int(s["max_iter"]) and s["max_iter"] > 0,
+        name,
+        f"max_iter must be a positive integer, got {s['max_iter']!r}",
+    )
     _need(isinstance(s["tol"], (int, float)) and s["tol"] > 0, name, f"tol must be > 0, got {s['tol']!r}")
     b = s["bootstrap"]
-    _need(isinstance(b, dict) and sorted(b) == sorted(BOOTSTRAP_KEYS), name, f"bootstrap must have exactly {BOOTSTRAP_KEYS}")
-    _need(_is_int(b["n_resamples"]) and b["n_resamples"] >= 100, name, f"bootstrap.n_resamples must be >= 100, got {b['n_resamples']!r}")
+    _need(
+        isinstance(b, dict) and sorted(b) == sorted(BOOTSTRAP_KEYS),
+        name,
+        f"bootstrap must have exactly {BOOTSTRAP_KEYS}",
+    )
+    _need(
+        _is_int(b["n_resamples"]) and b["n_resamples"] >= 100,
+        name,
+        f"bootstrap.n_resamples must be >= 100, got {b['n_resamples']!r}",
+    )
     _need(0 < b["confidence"] < 1, name, f"bootstrap.confidence must be in (0, 1), got {b['confidence']!r}")
     _need(b["method"] in CI_METHODS, name, f"bootstrap.method must be one of {CI_METHODS}, got {b['method']!r}")
     _need(isinstance(s["dedup_test"], bool), name, f"dedup_test must be true or false, got {s['dedup_test']!r}")
     _need(s["f1_labels"] in F1_LABELS, name, f"f1_labels must be one of {F1_LABELS}, got {s['f1_labels']!r}")
     return Protocol(
-        name=name, draw=s["draw"], standardize=bool(s["standardize"]), solver=s["solver"], penalty="l2",
-        C=float(s["C"]), C_grid=tuple(grid), cv_folds=int(s["cv_folds"]), cv_seed=int(s["cv_seed"]),
-        cv_scoring="MCC", class_weight=s["class_weight"], tol=float(s["tol"]), max_iter=int(s["max_iter"]),
-        seeds=tuple(int(x) for x in seeds), few_shot_k=tuple(int(k) for k in ks),
-        report_full_per_seed=bool(s["report_full_per_seed"]), max_train=s["max_train"],
+        name=name,
+        draw=s["draw"],
+        standardize=bool(s["standardize"]),
+        solver=s["solver"],
+        penalty="l2",
+        C=float(s["C"]),
+        C_grid=tuple(grid),
+        cv_folds=int(s["cv_folds"]),
+        cv_seed=int(s["cv_seed"]),
+        cv_scoring="MCC",
+        class_weight=s["class_weight"],
+        tol=float(s["tol"]),
+        max_iter=int(s["max_iter"]),
+        seeds=tuple(int(x) for x in seeds),
+        few_shot_k=tuple(int(k) for k in ks),
+        report_full_per_seed=bool(s["report_full_per_seed"]),
+        max_train=s["max_train"],
         subsample_seed=int(s["subsample_seed"]),
         bootstrap=Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
-        dedup_test=s["dedup_test"], f1_labels=s["f1_labels"],
-    )  # fmt: skip
+        dedup_test=s["dedup_test"],
+        f1_labels=s["f1_labels"],
+    )

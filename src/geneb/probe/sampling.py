@@ -126,9 +126,7 @@ def shortfall(labels: np.ndarray, k: int) -> dict[int, int]:
     return {int(v): int(c) for v, c in zip(values, counts) if c < k}
 
 
-def require_all_classes(
-    y_fit: np.ndarray, classes: np.ndarray, *, task: str, regime: str, seed: int
-) -> None:
+def require_all_classes(y_fit: np.ndarray, classes: np.ndarray, *, task: str, regime: str, seed: int) -> None:
     """Refuse a training set that lacks a class of the task, before any estimator is fitted (case B34).
 
     y_fit: labels of the rows the probe would be fitted on; classes: every class of the task (train and test

@@ -30,10 +30,12 @@ log = logging.getLogger(__name__)
 def draw_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The draw-affecting subset of a protocol's settings (DRAW_KEYS), normalised to plain lists and ints."""
     return {
-        "draw": settings["draw"], "seeds": [int(s) for s in settings["seeds"]],
-        "few_shot_k": [int(k) for k in settings["few_shot_k"]], "max_train": settings["max_train"],
+        "draw": settings["draw"],
+        "seeds": [int(s) for s in settings["seeds"]],
+        "few_shot_k": [int(k) for k in settings["few_shot_k"]],
+        "max_train": settings["max_train"],
         "subsample_seed": int(settings["subsample_seed"]),
-    }  # fmt: skip
+    }
 
 
 def build_shots(
@@ -53,9 +55,15 @@ def build_shots(
     if labels.shape != rows.shape:
         raise ProbeInputError(f"task {task!r}, split 'train': {len(rows)} row ids for {len(labels)} labels")
     try:
-        full = np.arange(len(rows)) if ds["max_train"] is None else stratified_cap(labels, ds["max_train"], ds["subsample_seed"])
+        full = (
+            np.arange(len(rows))
+            if ds["max_train"] is None
+            else stratified_cap(labels, ds["max_train"], ds["subsample_seed"])
+        )
     except ValueError as err:
-        raise ProbeInputError(f"task {task!r}, split 'train': protocol {protocol!r} max_train {ds['max_train']}: {err}") from err
+        raise ProbeInputError(
+            f"task {task!r}, split 'train': protocol {protocol!r} max_train {ds['max_train']}: {err}"
+        ) from err
     y, r = labels[full], rows[full]
     draws = []
     for seed in ds["seeds"]:
@@ -68,25 +76,44 @@ def build_shots(
             cls, cnt = np.unique(y[pos], return_counts=True)
             short = shortfall(y, k)
             if short:
-                log.warning("task %r, regime %dshot, seed %d: classes with fewer than %d training rows (all used): %s",
-                            task, k, seed, k, short)  # fmt: skip
-            draws.append({
-                "regime": f"{k}shot", "k": k, "seed": seed, "rows": r[pos].tolist(),
-                "per_class": {str(int(c)): int(n) for c, n in zip(cls, cnt)},
-                "short_classes": {str(c): n for c, n in short.items()},
-            })  # fmt: skip
+                log.warning(
+                    "task %r, regime %dshot, seed %d: classes with fewer than %d training rows (all used): %s",
+                    task,
+                    k,
+                    seed,
+                    k,
+                    short,
+                )
+            draws.append(
+                {
+                    "regime": f"{k}shot",
+                    "k": k,
+                    "seed": seed,
+                    "rows": r[pos].tolist(),
+                    "per_class": {str(int(c)): int(n) for c, n in zip(cls, cnt)},
+                    "short_classes": {str(c): n for c, n in short.items()},
+                }
+            )
     distinct = {}
     for k in ds["few_shot_k"]:
         sets = {tuple(sorted(d["rows"])) for d in draws if d["k"] == k}
         distinct[f"{k}shot"] = len(sets)
     classes, counts = np.unique(labels, return_counts=True)
     return {
-        "schema_version": SCHEMA_VERSION, "task": task, "protocol": protocol, "data_hash": data_hash,
-        "draw_settings": ds, "draw_hash": stable_hash(ds),
-        "classes": [int(c) for c in classes], "class_counts": {str(int(c)): int(n) for c, n in zip(classes, counts)},
-        "full_rows": r.tolist(), "full_subsampled": bool(len(full) < len(rows)), "n_train_source": int(len(rows)),
-        "distinct_draws": distinct, "draws": draws,
-    }  # fmt: skip
+        "schema_version": SCHEMA_VERSION,
+        "task": task,
+        "protocol": protocol,
+        "data_hash": data_hash,
+        "draw_settings": ds,
+        "draw_hash": stable_hash(ds),
+        "classes": [int(c) for c in classes],
+        "class_counts": {str(int(c)): int(n) for c, n in zip(classes, counts)},
+        "full_rows": r.tolist(),
+        "full_subsampled": bool(len(full) < len(rows)),
+        "n_train_source": int(len(rows)),
+        "distinct_draws": distinct,
+        "draws": draws,
+    }
 
 
 def write_shots(path: str | os.PathLike[str], shots: dict[str, Any]) -> None:
@@ -94,8 +121,9 @@ def write_shots(path: str | os.PathLike[str], shots: dict[str, Any]) -> None:
     write_text_atomic(path, canonical_json(shots) + "\n")
 
 
-def read_shots(path: str | os.PathLike[str], *, task: str, data_hash: str, settings: dict[str, Any],
-               protocol: str | None = None) -> dict[str, Any]:  # fmt: skip
+def read_shots(
+    path: str | os.PathLike[str], *, task: str, data_hash: str, settings: dict[str, Any], protocol: str | None = None
+) -> dict[str, Any]:
     """Read a shot file and check it belongs to this task, data, draw settings (and protocol, when given).
 
     Raises ProbeInputError naming the file and the differing item (task, data_hash, draw settings, protocol,
@@ -103,12 +131,19 @@ def read_shots(path: str | os.PathLike[str], *, task: str, data_hash: str, setti
     """
     with open(path, encoding="utf-8") as fh:
         shots = json.load(fh)
-    expected = {"schema_version": SCHEMA_VERSION, "task": task, "data_hash": data_hash, "draw_settings": draw_settings(settings)}
+    expected = {
+        "schema_version": SCHEMA_VERSION,
+        "task": task,
+        "data_hash": data_hash,
+        "draw_settings": draw_settings(settings),
+    }
     if protocol is not None:
         expected["protocol"] = protocol
     for key, want in expected.items():
         if shots.get(key) != want:
-            raise ProbeInputError(f"{path}: shot file {key} is {shots.get(key)!r}, expected {want!r}; rerun write_shot_indices")
+            raise ProbeInputError(
+                f"{path}: shot file {key} is {shots.get(key)!r}, expected {want!r}; rerun write_shot_indices"
+            )
     return shots
 
 
@@ -121,9 +156,12 @@ def check_shots(shots: dict[str, Any], rows: np.ndarray, labels: np.ndarray, *, 
     rows, labels: the training split's row ids and labels (n,). Raises ProbeInputError naming the file and the
     first problem.
     """
+
     def bad(what: str) -> ProbeInputError:
-        return ProbeInputError(f"{path}: {what}; the shot file is not the draw its settings define (edited or damaged?): "
-                               "rerun write_shot_indices")  # fmt: skip
+        return ProbeInputError(
+            f"{path}: {what}; the shot file is not the draw its settings define (edited or damaged?): "
+            "rerun write_shot_indices"
+        )
 
     ds = shots["draw_settings"]
     label_of = dict(zip(np.asarray(rows, dtype=np.int64).tolist(), np.asarray(labels).tolist()))

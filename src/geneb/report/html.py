@@ -21,9 +21,9 @@ import yaml
 
 from geneb import __version__
 from geneb.analysis.leaderboard import wide_view
+from geneb.analysis.outputs import FIGURES
 from geneb.analysis.tables import REGIMES, AnalysisInputError
 from geneb.atomic import write_text_atomic
-from geneb.analysis.outputs import FIGURES
 from geneb.figures.render import choose_protocol
 from geneb.report.captions import CAPTIONS
 
@@ -45,7 +45,11 @@ def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
     if df is None or df.empty:
         return '<p class="note">(no rows)</p>'
     shown = df.head(max_rows)
-    out = '<div class="scroll">' + shown.to_html(index=False, escape=True, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0) + "</div>"
+    out = (
+        '<div class="scroll">'
+        + shown.to_html(index=False, escape=True, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0)
+        + "</div>"
+    )
     if len(df) > max_rows:
         out += f'<p class="note">first {max_rows} of {len(df)} rows; the full table is in the parquet file.</p>'
     return out
@@ -59,8 +63,10 @@ def _figure(png: Path, name: str) -> str:
     shown = min(1000, round(width_px * DISPLAY_SCALE))
     data = base64.b64encode(raw).decode("ascii")
     cap = html.escape(CAPTIONS.get(name, ""))
-    return (f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" width="{shown}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{cap}</figcaption></figure>")  # fmt: skip
+    return (
+        f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" width="{shown}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{cap}</figcaption></figure>"
+    )
 
 
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:
@@ -86,25 +92,41 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
             parts.append(f"top by macro MCC: {html.escape(r['top_model'])} ({r['top_macro']:.3f})")
         for subset, s in (r.get("spearman") or {}).items():
             label = "all models" if subset == "all" else f"excluding {html.escape(s['excluded'])}"
-            parts.append(f"Spearman ρ(params, macro MCC), {label}: {_num(s['rho'], '.3f')} [{_num(s['ci_low'], '.2f')}, "
-                         f"{_num(s['ci_high'], '.2f')}], n = {s['n']}")  # fmt: skip
+            parts.append(
+                f"Spearman ρ(params, macro MCC), {label}: {_num(s['rho'], '.3f')} [{_num(s['ci_low'], '.2f')}, "
+                f"{_num(s['ci_high'], '.2f')}], n = {s['n']}"
+            )
         if "n_reversals" in r:
-            parts.append(f"{r['n_in_domain']} in-domain models; {r['n_reversals']} reversals (a ≥{summary['settings']['scale']['reversal_ratio']:g}× smaller model beats a larger one)")
+            parts.append(
+                f"{r['n_in_domain']} in-domain models; {r['n_reversals']} reversals (a ≥{summary['settings']['scale']['reversal_ratio']:g}× smaller model beats a larger one)"
+            )
         if r.get("mean_kendall_tau_between_categories") is not None:
             parts.append(f"mean Kendall τ between category rankings: {r['mean_kendall_tau_between_categories']:.3f}")
         if "matched_pairs_significant" in r:
-            parts.append(f"matched-pair tests significant after BH: {r['matched_pairs_significant']} of {r['matched_pairs_tested']}")
+            parts.append(
+                f"matched-pair tests significant after BH: {r['matched_pairs_significant']} of {r['matched_pairs_tested']}"
+            )
         if r.get("scale_skipped"):
             parts.append(f"scale analysis skipped: {html.escape(r['scale_skipped'])}")
         parts.append(f"near-random tasks: {len(r.get('near_random_tasks', []))}")
         items.append("<li>" + "; ".join(parts) + "</li>")
     if "categories_whose_top_model_changes" in p:
-        items.append(f"<li>categories whose top model changes between regimes: {p['categories_whose_top_model_changes']}</li>")
+        items.append(
+            f"<li>categories whose top model changes between regimes: {p['categories_whose_top_model_changes']}</li>"
+        )
     return '<ul class="headline">' + "".join(items) + "</ul>"
 
 
-def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str | Path, *, config: dict[str, Any],
-                 title: str = "GENEB report", protocol: str | None = None, regime: str = "full") -> Path:  # fmt: skip
+def build_report(
+    tables_dir: str | Path,
+    figures_dir: str | Path,
+    out_path: str | Path,
+    *,
+    config: dict[str, Any],
+    title: str = "GENEB report",
+    protocol: str | None = None,
+    regime: str = "full",
+) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
     config: the workflow configuration that made the run (shown verbatim). The page holds: headline
@@ -116,10 +138,26 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
     summary = json.loads((tables_dir / "analysis_summary.json").read_text())
     board = _read(tables_dir, "leaderboard")
     protocol = choose_protocol(board, protocol)
-    t = {name: _read(tables_dir, name) for name in (
-        "rank_intervals", "scale", "in_domain", "reversals", "matched_pairs", "fewshot_drops", "fewshot_regimes",
-        "near_random", "task_variance", "specialists", "recommendations", "contamination", "models",
-        "fewshot_inverse", "category_kendall")}  # fmt: skip
+    t = {
+        name: _read(tables_dir, name)
+        for name in (
+            "rank_intervals",
+            "scale",
+            "in_domain",
+            "reversals",
+            "matched_pairs",
+            "fewshot_drops",
+            "fewshot_regimes",
+            "near_random",
+            "task_variance",
+            "specialists",
+            "recommendations",
+            "contamination",
+            "models",
+            "fewshot_inverse",
+            "category_kendall",
+        )
+    }
 
     def sel(df: pd.DataFrame, **kw: str) -> pd.DataFrame:
         for k, v in kw.items():
@@ -134,7 +172,9 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
     wide = wide.reset_index()
     ri = sel(t["rank_intervals"], protocol=protocol, regime=regime)
     if len(ri):
-        ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]].sort_values("rank")
+        ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]].sort_values(
+            "rank"
+        )
     mp = sel(t["matched_pairs"], protocol=protocol, regime=regime)
     mp = mp[mp["significant"].fillna(False).astype(bool)] if len(mp) else mp
     nr = sel(t["near_random"], protocol=protocol, regime=regime)
@@ -146,9 +186,13 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
         f"<p class='note'>protocol {html.escape(protocol)}, regime {html.escape(regime)}; generated {now} by geneb "
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
         f"methods: docs/analyses.md</p>",
-        "<h2 id='headline'>Headline statistics</h2>", _headline(summary, protocol),
-        "<h2 id='leaderboard'>Leaderboard</h2>", f"<p>{html.escape(CAPTIONS['leaderboard'])}</p>", _table(wide, 3, 200),
-        f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>", _table(ri, 3, 200),
+        "<h2 id='headline'>Headline statistics</h2>",
+        _headline(summary, protocol),
+        "<h2 id='leaderboard'>Leaderboard</h2>",
+        f"<p>{html.escape(CAPTIONS['leaderboard'])}</p>",
+        _table(wide, 3, 200),
+        f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
+        _table(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
     ]
     parts += [_figure(figures_dir / f"{name}.png", name) for name in FIGURES]
@@ -174,9 +218,12 @@ def build_report(tables_dir: str | Path, figures_dir: str | Path, out_path: str 
     versions = dict(summary.get("package_versions", {}), python=platform.python_version())
     parts += [
         "<h2 id='provenance'>Configuration and versions</h2>",
-        "<h3>Workflow configuration</h3>", f"<pre>{html.escape(yaml.safe_dump(config, sort_keys=False))}</pre>",
-        "<h3>Analysis settings (effective)</h3>", f"<pre>{html.escape(yaml.safe_dump(summary['settings'], sort_keys=False))}</pre>",
-        "<h3>Package versions</h3>", f"<pre>{html.escape(yaml.safe_dump(versions, sort_keys=True))}</pre>",
+        "<h3>Workflow configuration</h3>",
+        f"<pre>{html.escape(yaml.safe_dump(config, sort_keys=False))}</pre>",
+        "<h3>Analysis settings (effective)</h3>",
+        f"<pre>{html.escape(yaml.safe_dump(summary['settings'], sort_keys=False))}</pre>",
+        "<h3>Package versions</h3>",
+        f"<pre>{html.escape(yaml.safe_dump(versions, sort_keys=True))}</pre>",
         "<p class='note'>The versions that computed the embeddings (torch, transformers, the model's revision and "
         "weights hash) are in each HDF5 file's extraction key; the probe tables carry its hash (`embedding_key_hash`) "
         "and the versions of the probe (docs/data-dictionary.md).</p>",

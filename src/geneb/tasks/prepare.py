@@ -60,8 +60,10 @@ def check_label(value: object, *, task: str, split: str, row: int) -> str:
         if abs(int(text)) > INT64_MAX:
             raise TaskDataError(f"{where}: integer label {text!r} is outside the int64 range")
     elif NUMBER_LIKE.fullmatch(text):
-        raise TaskDataError(f"{where}: label {text!r} is a number but not a plain integer; write class labels as "
-                            "0, 1, ... (GENEB never rounds or converts a label)")  # fmt: skip
+        raise TaskDataError(
+            f"{where}: label {text!r} is a number but not a plain integer; write class labels as "
+            "0, 1, ... (GENEB never rounds or converts a label)"
+        )
     return text
 
 
@@ -94,7 +96,9 @@ def label_encoding(raw: dict[str, pd.DataFrame], *, task: str) -> dict[str, int]
     return {name: i for i, name in enumerate(sorted(names))}
 
 
-def parse_labels(raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | None, *, task: str, split: str) -> np.ndarray:
+def parse_labels(
+    raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | None, *, task: str, split: str
+) -> np.ndarray:
     """Labels as int64 (n,), through `encoding` for named labels (see label_encoding). Raises TaskDataError
     naming the row for a label outside the encoding or a non-integer label."""
     values = np.empty(len(raw), dtype=np.int64)
@@ -132,11 +136,15 @@ def read_raw_split(task: str, split: str, source: TaskSource) -> pd.DataFrame:
     return raw
 
 
-def check_split(raw: pd.DataFrame, encoding: dict[str, int] | None, policy: AlphabetPolicy, *, task: str, split: str) -> pd.DataFrame:
+def check_split(
+    raw: pd.DataFrame, encoding: dict[str, int] | None, policy: AlphabetPolicy, *, task: str, split: str
+) -> pd.DataFrame:
     """Apply the label and alphabet checks to a raw split; columns row, sequence, label (int64)."""
     labels = parse_labels(raw["label"], raw["row"], encoding, task=task, split=split)
     seqs = [policy.apply(s, task=task, split=split, row=int(r)) for r, s in zip(raw["row"], raw["sequence"])]
-    return pd.DataFrame({"row": raw["row"].astype(np.int64), "sequence": pd.Series(seqs, dtype="string"), "label": labels})
+    return pd.DataFrame(
+        {"row": raw["row"].astype(np.int64), "sequence": pd.Series(seqs, dtype="string"), "label": labels}
+    )
 
 
 def prepare_task(
@@ -171,7 +179,13 @@ def prepare_task(
                 raise TaskDataError(f"task {task!r}, split {split!r}: caps max_{split} {cap}: {err}") from err
             df = df.iloc[keep].reset_index(drop=True)
             kept_hash = hashlib.sha256(df["row"].to_numpy().tobytes()).hexdigest()
-            cap_record[split] = {"cap": int(cap), "seed": cap_seed, "n_source": n_source, "n_kept": len(df), "kept_rows_sha256": kept_hash}
+            cap_record[split] = {
+                "cap": int(cap),
+                "seed": cap_seed,
+                "n_source": n_source,
+                "n_kept": len(df),
+                "kept_rows_sha256": kept_hash,
+            }
         splits[split] = df
         dups = within_split_duplicates(df)
         card_splits[split] = {"n": len(df), "n_source": n_source, **_length_stats(df["sequence"]), **dups}
@@ -243,11 +257,13 @@ def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, car
     workflow was planned). Logs the card summary."""
     import logging
 
-    from geneb.tasks.sources import SPLITS, TaskSourceError, open_source, source_identity
+    from geneb.tasks.sources import TaskSourceError, open_source, source_identity
 
     planned = params.get("source_identity")
     if planned is not None and planned.get("files") and source_identity(source_spec, task) != planned:
-        raise TaskSourceError(f"task {task!r}: the files under {source_spec} changed after the workflow was planned; run again")
+        raise TaskSourceError(
+            f"task {task!r}: the files under {source_spec} changed after the workflow was planned; run again"
+        )
     source = open_source(source_spec)
     card = prepare_task(
         task,

@@ -127,7 +127,9 @@ class MirrorFolder:
     def read_split(self, task: str, split: str) -> pd.DataFrame:
         path = self.split_file(task, split)
         if path is None:
-            raise TaskSourceError(f"task {task!r}, split {split!r}: no {split}.csv.gz or {split}.csv under {self.root / task}")
+            raise TaskSourceError(
+                f"task {task!r}, split {split!r}: no {split}.csv.gz or {split}.csv under {self.root / task}"
+            )
         return _read_csv(path, where=f"task {task!r}, split {split!r}")
 
     def read_meta(self, task: str) -> dict[str, Any]:
@@ -192,8 +194,10 @@ class HttpMirror:
                 meta = json.loads(path.read_text())
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 path.unlink(missing_ok=True)
-                raise TaskSourceError(f"task {task!r}: {self._url(task, 'meta.json')} is not JSON ({exc}); "
-                                      "an error page served with status 200?") from exc  # fmt: skip
+                raise TaskSourceError(
+                    f"task {task!r}: {self._url(task, 'meta.json')} is not JSON ({exc}); "
+                    "an error page served with status 200?"
+                ) from exc
             if not isinstance(meta, dict):
                 raise TaskSourceError(f"task {task!r}: {self._url(task, 'meta.json')} is not a JSON object")
             self._meta[task] = meta
@@ -262,10 +266,14 @@ class HuggingFaceSource:
         dd = self._load(task)
         where = f"task {task!r}, split {split!r} ({self.description})"
         if not isinstance(dd, (datasets.DatasetDict, dict)):
-            raise TaskSourceError(f"{where}: the saved dataset is a single {type(dd).__name__}, not a DatasetDict with "
-                                  "train and test splits")  # fmt: skip
+            raise TaskSourceError(
+                f"{where}: the saved dataset is a single {type(dd).__name__}, not a DatasetDict with "
+                "train and test splits"
+            )
         if split not in dd:
-            raise TaskSourceError(f"task {task!r}, split {split!r}: not in {self.description} (has {sorted(dd.keys())})")
+            raise TaskSourceError(
+                f"task {task!r}, split {split!r}: not in {self.description} (has {sorted(dd.keys())})"
+            )
         ds = dd[split]
         feature = ds.features.get("label")
         df = ds.to_pandas()
@@ -305,11 +313,16 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
     if spec.startswith("hf:") and Path(spec[3:]).is_dir():
         # a local folder of save_to_disk datasets: its content, not its path (like a mirror folder)
         folder = Path(spec[3:]) / task
-        files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "state.json") if folder.is_dir() else []
+        files = (
+            sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "state.json") if folder.is_dir() else []
+        )
         if not files:
             return {"kind": "hf-folder", "source": spec, "task": task}
-        return {"kind": "hf-folder", "task": task,
-                "files": {str(p.relative_to(folder)): file_sha256(p, length=64) for p in files}}  # fmt: skip
+        return {
+            "kind": "hf-folder",
+            "task": task,
+            "files": {str(p.relative_to(folder)): file_sha256(p, length=64) for p in files},
+        }
     if spec.startswith(("http://", "https://", "hf:")):
         return {"kind": "remote", "source": spec, "task": task}
     mirror = MirrorFolder(Path(spec))
