@@ -101,7 +101,7 @@ def naive_embed(enc, chunks, n_rows: int, batch_size: int) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> pd.DataFrame:
-    from geneb.embeddings.extract import build_encoder
+    from geneb.extract import build_encoder
     from geneb.models.registry import extraction_settings, load_registry
     from geneb.tasks.alphabet import model_input
 

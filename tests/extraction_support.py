@@ -106,7 +106,7 @@ class Zoo:
 
     def encoder(self, kind: str, *, batch_size: int = 4, **extraction: Any) -> Any:
         """A built encoder (cached per kind and extraction settings; batch_size is reset on every call)."""
-        from geneb.embeddings.extract import build_encoder
+        from geneb.extract import build_encoder
 
         key = json.dumps([kind, extraction], sort_keys=True)
         if key not in self._encoders:

@@ -7,19 +7,20 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.atomic import atomic_path
+from geneb.scores import SCHEMA_VERSION
 
 
 def concat_tables(paths: list[str | Path], out_path: str | Path, *, schema_version: str | None = None) -> pd.DataFrame:
     """Concatenate parquet tables with one schema into `out_path` (atomically); returns the table.
 
     schema_version: the version every row must carry (default: the probe tables' current
-    `geneb.probe.job.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
+    `geneb.scores.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
     (or mixed), and the first file whose columns differ from those of the first file of the right version.
     """
     if not paths:
         raise ValueError("no probe tables to aggregate")
     if schema_version is None:
-        from geneb.probe.job import SCHEMA_VERSION as schema_version
+        schema_version = SCHEMA_VERSION
     frames = [pd.read_parquet(p) for p in paths]
     for p, df in zip(paths, frames):
         found = sorted(set(df["schema_version"].astype(str))) if "schema_version" in df.columns else []

@@ -31,8 +31,8 @@ import yaml
 
 from geneb.analysis.leaderboard import AGGREGATES
 from geneb.analysis.metadata import load_task_meta, model_frame
-from geneb.analysis.tables import REGIMES, AnalysisInputError
 from geneb.categories import CATEGORIES
+from geneb.scores import REGIMES, AnalysisInputError
 
 #: the columns each table-reading command needs, and the table it expects
 TABLES = {

@@ -9,10 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from importlib import metadata
 from typing import Any
 
 from geneb import __version__
+
+#: a pinned revision: a full 40-hex git commit (hub models, hub datasets, remote code); never a branch or tag
+REVISION = re.compile(r"^[0-9a-f]{40}$")
 
 #: packages whose versions are recorded next to every result
 TRACKED_PACKAGES = ("numpy", "scikit-learn", "scipy", "torch", "transformers", "tokenizers", "h5py", "pandas")

@@ -8,8 +8,8 @@ import yaml
 
 from geneb.analysis import run
 from geneb.analysis.metadata import entries
-from geneb.analysis.tables import AnalysisInputError
 from geneb.report.captions import CAPTIONS
+from geneb.scores import AnalysisInputError
 
 
 def _validate(cfg, repo):

@@ -7,9 +7,9 @@ import pytest
 from synth import grid, meta, scores_from_values
 
 from geneb.analysis import run
-from geneb.analysis.tables import check_scores
 from geneb.figures.render import render_figures
 from geneb.report.html import build_report
+from geneb.scores import check_scores
 
 CATS = {"p1": "Promoters", "e1": "Enhancers"}
 

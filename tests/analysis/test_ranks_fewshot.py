@@ -9,7 +9,8 @@ from synth import grid, scores_from_values
 
 from geneb.analysis import bootstrap, fewshot, ranks
 from geneb.analysis import leaderboard as lb
-from geneb.analysis.tables import cell_scores, check_scores, task_matrix
+from geneb.analysis.tables import cell_scores, task_matrix
+from geneb.scores import check_scores
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancers"}
 

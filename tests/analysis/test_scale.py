@@ -7,7 +7,7 @@ from scipy import stats
 from synth import meta
 
 from geneb.analysis import scale
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 
 def test_planted_rho_equals_the_rank_formula_and_scipy():

@@ -18,7 +18,7 @@ import yaml
 
 from extraction_support import random_dna
 from geneb.embeddings.cache import SplitEmbeddings, configure_hdf5_locking, read_embeddings, write_embeddings
-from geneb.embeddings.extract import extract_task
+from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_B37_locking_is_set_before_h5py_is_imported():
     assert p.returncode == 0, err
     assert out.strip() == "FALSE"
     script = (ROOT / "workflow" / "scripts" / "extract_embeddings.py").read_text()
-    assert script.index("configure_hdf5_locking(") < script.index("from geneb.embeddings.extract import")
+    assert script.index("configure_hdf5_locking(") < script.index("from geneb.extract import")
 
 
 def test_B37_two_readers_at_once_with_locking_off(tmp_path):

@@ -77,7 +77,7 @@ def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo
     import numpy as np
     import yaml
 
-    from geneb.embeddings.extract import extract_task
+    from geneb.extract import extract_task
     from geneb.models.registry import extraction_settings, load_registry
     from geneb.probe.job import fit_probes, write_shot_indices
 

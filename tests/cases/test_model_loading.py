@@ -32,7 +32,7 @@ from geneb.embeddings.errors import (
     TokenIdRangeError,
     TransformersVersionError,
 )
-from geneb.embeddings.extract import build_encoder, extract_task
+from geneb.extract import build_encoder, extract_task
 from geneb.models.guards import check_pooled_width, check_token_ids, check_transformers_range, get_layer
 from geneb.models.hf import HFEncoder
 from geneb.models.registry import (

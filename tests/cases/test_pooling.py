@@ -17,8 +17,8 @@ import torch
 from extraction_support import DECODERS, KINDS, random_dna, spec
 from geneb.embeddings.checks import check_padding_invariance
 from geneb.embeddings.errors import EmptyPoolError, PaddingVarianceError
-from geneb.embeddings.extract import build_encoder, extract_task
 from geneb.embeddings.pooling import last_real_index, pool
+from geneb.extract import build_encoder, extract_task
 from geneb.models.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
 from geneb.models.tokenmodel import Chunk, TokenModelEncoder
 
@@ -206,7 +206,7 @@ def test_B04_fixed_padding_in_tokenizer_files_is_overridden(zoo, tmp_path, caplo
     tok["truncation"] = {"direction": "Right", "max_length": 16, "strategy": "LongestFirst", "stride": 0}
     (folder / "tokenizer.json").write_text(json.dumps(tok))
     from extraction_support import spec
-    from geneb.embeddings.extract import build_encoder
+    from geneb.extract import build_encoder
 
     with caplog.at_level(logging.INFO):
         enc = build_encoder(

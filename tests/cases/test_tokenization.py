@@ -23,7 +23,7 @@ from geneb.embeddings.errors import (
     MaxLengthError,
     ModelForwardError,
 )
-from geneb.embeddings.extract import build_encoder, extract_task
+from geneb.extract import build_encoder, extract_task
 from geneb.models.hf import position_offset
 from geneb.models.kmer import KmerEncoder
 from geneb.models.registry import extraction_settings, load_registry
@@ -448,7 +448,7 @@ def test_B13_rc_is_of_the_kept_window_under_length_multiple(zoo):
     """length_multiple 4 and a 43-nt row: the forward strand embeds its first 40 bases, so the RC half of concat
     (and of average) is exactly embed(rc(seq[:40])), not the RC of the whole row trimmed at its own end
     (rc(seq[3:]), another window)."""
-    from geneb.embeddings.extract import embed_with_rc
+    from geneb.extract import embed_with_rc
     from geneb.tasks.hygiene import reverse_complement as rc
 
     enc = zoo.encoder("bert", length_multiple=4)
@@ -470,7 +470,7 @@ def test_B13_rc_with_long_policy_truncate_is_refused(zoo):
     """rc average/concat with long_policy truncate would combine the first window of the forward strand with the
     first window of the reverse one (the row's other end): extraction_settings refuses it (RegistryError), and
     so does embed_with_rc for an encoder built another way; rc none + truncate and rc + chunk_mean are fine."""
-    from geneb.embeddings.extract import embed_with_rc
+    from geneb.extract import embed_with_rc
     from geneb.models.registry import RegistryError
 
     for mode in ("average", "concat"):

@@ -19,7 +19,7 @@ from geneb.embeddings.cache import (
     read_key,
     write_embeddings,
 )
-from geneb.embeddings.extract import extract_task
+from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
 from geneb.tasks.hygiene import reverse_complement
 
@@ -92,7 +92,7 @@ def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):
     task = make_task([random_dna(60, 3), random_dna(70, 4)], [random_dna(50, 5)])
     code = f"""
 import sys
-from geneb.embeddings.extract import extract_task
+from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
 s = extraction_settings(load_registry({str(repo / "config" / "models.yaml")!r}), "kmer-4", {{}})
 extract_task(s, {str(task)!r}, {str(tmp_path / "k.h5")!r}, threads=1, progress=False)

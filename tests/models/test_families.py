@@ -16,7 +16,7 @@ import torch
 
 from extraction_support import random_dna, spec
 from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
-from geneb.embeddings.extract import build_encoder
+from geneb.extract import build_encoder
 from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
 from geneb.models.registry import extraction_settings, load_registry
 
@@ -223,7 +223,7 @@ def test_enformer_counts_letters_outside_acgtn(monkeypatch, make_task, tmp_path)
     test: none, N being one of Enformer's letters)."""
     import h5py
 
-    from geneb.embeddings.extract import extract_task
+    from geneb.extract import extract_task
 
     settings = _enformer_standin(monkeypatch, lambda bins: (bins < 4).float().mean(-1))
     iupac = ("ACGTRYKMSWACGT" * 20)[:256]

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from geneb.embeddings.cache import CacheKeyMismatchError
-from geneb.embeddings.extract import extract_task
+from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices

@@ -1,4 +1,4 @@
-"""Shim: rule extract_embeddings -> geneb.embeddings.extract.extract_task (execution knobs from config)."""
+"""Shim: rule extract_embeddings -> geneb.extract.extract_task (execution knobs from config)."""
 
 from geneb.embeddings.cache import configure_hdf5_locking
 
@@ -7,7 +7,7 @@ configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5p
 
 from pathlib import Path  # noqa: E402
 
-from geneb.embeddings.extract import extract_task  # noqa: E402
+from geneb.extract import extract_task  # noqa: E402
 from geneb.logs import log_to_file  # noqa: E402
 
 log_to_file(snakemake.log[0])

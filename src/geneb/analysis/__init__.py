@@ -2,7 +2,3 @@
 pairs, few-shot, task difficulty, contamination, recommendation; the published-results importer, the
 comparison with the published leaderboard and the submission writer. Methods and terms: docs/analyses.md.
 """
-
-from geneb.analysis.tables import AnalysisInputError, check_scores, load_scores
-
-__all__ = ["AnalysisInputError", "check_scores", "load_scores"]

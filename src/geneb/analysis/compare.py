@@ -19,7 +19,8 @@ import pandas as pd
 
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.published import PROTOCOL
-from geneb.analysis.tables import AnalysisInputError, cell_scores
+from geneb.analysis.tables import cell_scores
+from geneb.scores import AnalysisInputError
 
 
 def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:

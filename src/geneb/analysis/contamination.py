@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 POLICIES = ("exclude", "flag")
 

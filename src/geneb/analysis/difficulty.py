@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 
 def near_random(cells: pd.DataFrame, threshold: float) -> pd.DataFrame:

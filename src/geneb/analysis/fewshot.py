@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.scale import spearman_rho_p
-from geneb.analysis.tables import REGIMES, AnalysisInputError
+from geneb.scores import REGIMES, AnalysisInputError
 
 #: the k-shot regimes, in REGIMES order
 SHOTS: tuple[str, ...] = tuple(r for r in REGIMES if r != "full")

@@ -19,8 +19,9 @@ import pandas as pd
 from scipy import stats
 
 from geneb import __version__
-from geneb.analysis.tables import AnalysisInputError, frame_sha256
+from geneb.analysis.tables import frame_sha256
 from geneb.categories import CATEGORIES
+from geneb.scores import AnalysisInputError
 
 SCHEMA_VERSION = "1"
 AGGREGATES = ("macro", "micro")

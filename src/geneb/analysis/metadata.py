@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from geneb.analysis.tables import AnalysisInputError
 from geneb.models.registry import PAIR_FACTORS
+from geneb.scores import AnalysisInputError
 from geneb.tasks.catalogue import CatalogueError, read_catalogue
 
 #: columns of a model-metadata frame (index: model id)

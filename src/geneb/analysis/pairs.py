@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates, bootstrap_p_value
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 #: metadata column -> the `differs_in` value of a pair that differs in it
 FACTORS: dict[str, str] = {

@@ -21,9 +21,9 @@ import yaml
 
 from geneb import __version__
 from geneb.analysis.metadata import load_registry, model_frame
-from geneb.analysis.tables import PUBLISHED_SEED, AnalysisInputError, check_scores
 from geneb.categories import CATEGORIES
 from geneb.provenance import file_sha256
+from geneb.scores import PUBLISHED_SEED, AnalysisInputError, check_scores
 
 PROTOCOL = "geneb-paper"
 

@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 
 def category_kendall(wide: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.analysis.bootstrap import CategoryReplicates
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 TIE_RULES = ("overlap", "paired")
 

@@ -22,17 +22,10 @@ from geneb.analysis import bootstrap, contamination, difficulty, fewshot, pairs,
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.metadata import entries
 from geneb.analysis.outputs import ANALYSIS_TABLES, LEADERBOARD_TABLES
-from geneb.analysis.tables import (
-    CELL_KEYS,
-    REGIMES,
-    AnalysisInputError,
-    cell_scores,
-    frame_sha256,
-    task_categories,
-    task_matrix,
-)
+from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
 from geneb.atomic import atomic_path, write_text_atomic
 from geneb.provenance import package_versions, stable_hash
+from geneb.scores import CELL_KEYS, REGIMES, AnalysisInputError
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +155,7 @@ def run_analyses(
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """All analyses of a validated score table. Returns ({name: frame} for TABLES, summary dict).
 
-    scores: `tables.check_scores` output; model_meta/task_meta: `metadata` frames (models missing from
+    scores: `geneb.scores.check_scores` output; model_meta/task_meta: `metadata` frames (models missing from
     model_meta are analysed but have no parameter count, domain or contamination list); declared_pairs: the
     registry's matched pairs; settings: `resolve_settings` output; predictions_root: `results/predictions`
     (None or a missing folder: no test-row resampling). Every random draw derives from

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.tables import AnalysisInputError
+from geneb.scores import AnalysisInputError
 
 #: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
 EXACT_P_MAX_N = 8

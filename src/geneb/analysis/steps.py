@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from geneb.analysis import compare, metadata, published, run, submission
-from geneb.analysis.tables import AnalysisInputError, load_scores
 from geneb.atomic import atomic_path
+from geneb.scores import AnalysisInputError, load_scores
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import pandas as pd
 from geneb import __version__
 from geneb.analysis.compare import paper_task_map
 from geneb.analysis.published import PROTOCOL
-from geneb.analysis.tables import REGIMES, AnalysisInputError
+from geneb.scores import REGIMES, AnalysisInputError
 
 SCHEMA_VERSION = "1.0"
 METRICS = ("MCC", "Acc", "F1")

@@ -1,7 +1,7 @@
 """Extraction errors, importable without torch.
 
 Every error names the model and, where one row is at fault, the row id (the task parquet's `row`); the
-extraction job (`geneb.embeddings.extract.extract_task`) adds the task and split. None of these is ever
+extraction job (`geneb.extract.extract_task`) adds the task and split. None of these is ever
 turned into a skipped row: GENEB scores the same rows for every model (docs/footguns.md, B16).
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from geneb.analysis.fewshot import SHOTS
-from geneb.analysis.tables import REGIMES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
+from geneb.scores import REGIMES
 
 
 def fewshot_plot(

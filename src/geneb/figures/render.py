@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.analysis.outputs import FIGURES
-from geneb.analysis.tables import AnalysisInputError
 from geneb.figures import bump, fewshot, forest, heatmap, scale, variance
 from geneb.figures.style import paper_style, save
+from geneb.scores import AnalysisInputError
 
 
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from geneb.atomic import write_text_atomic
-from geneb.models.registry import REVISION
+from geneb.provenance import REVISION
 
 PINS_SCHEMA_VERSION = 1
 

@@ -13,14 +13,14 @@ the reason (case B24: loading by name alone runs whatever is on the hub today).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from geneb.models.adapters import FAMILIES, family
-from geneb.provenance import stable_hash
+from geneb.models.pins import PinError, apply_pins, read_pins
+from geneb.provenance import REVISION, stable_hash
 
 #: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md)
 DEFAULT_EXTRACTION: dict[str, Any] = {
@@ -44,7 +44,6 @@ DEFAULT_EXTRACTION: dict[str, Any] = {
 SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external")
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
 PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
-REVISION = re.compile(r"^[0-9a-f]{40}$")
 
 
 class RegistryError(ValueError):
@@ -61,8 +60,6 @@ def load_registry(
     """Read config/models.yaml, apply the pinned hub revisions of the file `pins` (config key
     `model_revisions`; geneb.models.pins), validate against `schema` (JSON schema) when given, and always run
     the cross-field checks of `check_registry`. Raises RegistryError naming the model and field."""
-    from geneb.models.pins import PinError, apply_pins, read_pins
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there: ~10x faster
     data = yaml.load(Path(path).read_text(), Loader=loader)  # noqa: S506 - a safe loader
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):

@@ -29,7 +29,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
-from geneb.probe import metrics
+from geneb import metrics
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.protocols import Protocol, penalty_kwargs
 from geneb.probe.sampling import require_all_classes

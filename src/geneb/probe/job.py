@@ -17,15 +17,15 @@ from threadpoolctl import threadpool_limits
 
 from geneb.atomic import atomic_path
 from geneb.embeddings.cache import read_embeddings
+from geneb.metrics import label_scores, seed_summary
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
-from geneb.probe.metrics import label_scores, seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.provenance import package_versions
+from geneb.scores import SCHEMA_VERSION
 from geneb.tasks.prepare import read_card
 
-SCHEMA_VERSION = "1"
 Path = str | os.PathLike[str]
 log = logging.getLogger(__name__)
 

@@ -13,15 +13,15 @@ from typing import Any
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
-from geneb.analysis.tables import REGIMES
+from geneb.metrics import F1_LABELS
 from geneb.probe.errors import ProtocolConfigError
-from geneb.probe.metrics import F1_LABELS
 from geneb.provenance import stable_hash
+from geneb.scores import REGIMES
 
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
 DRAWS = ("paper", "nested")
 #: solvers that support an L2 penalty in scikit-learn's LogisticRegression
-#: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; analysis.tables.REGIMES)
+#: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.scores.REGIMES)
 SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
 L2_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "sag", "saga")
 CI_METHODS = ("percentile", "basic")

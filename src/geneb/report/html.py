@@ -22,10 +22,10 @@ import yaml
 from geneb import __version__
 from geneb.analysis.leaderboard import wide_view
 from geneb.analysis.outputs import FIGURES
-from geneb.analysis.tables import REGIMES, AnalysisInputError
 from geneb.atomic import write_text_atomic
 from geneb.figures.render import choose_protocol
 from geneb.report.captions import CAPTIONS
+from geneb.scores import REGIMES, AnalysisInputError
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
 DISPLAY_SCALE = 0.45

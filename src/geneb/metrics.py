@@ -21,7 +21,10 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, roc_auc_score
 
-from geneb.probe.errors import ProbeInputError
+
+class MetricInputError(ValueError):
+    """Inputs a metric cannot score: empty or mismatched arrays, a class code outside 0..K-1, an unknown label."""
+
 
 METRICS = ("MCC", "Acc", "F1", "AUROC")
 #: resamples x rows held in memory at once by the paired model-comparison bootstrap (about 160 MB of int64)
@@ -31,7 +34,7 @@ BOOTSTRAP_CELLS = 20_000_000
 def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     """Map labels onto 0..K-1 by their position in sorted `classes`; int64 array like `y`.
 
-    Raises ProbeInputError naming `what`, the first offending position and the value when a label is not one
+    Raises MetricInputError naming `what`, the first offending position and the value when a label is not one
     of `classes`.
     """
     y = np.asarray(y)
@@ -40,7 +43,7 @@ def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     ok = (pos < len(classes)) & (classes[np.minimum(pos, len(classes) - 1)] == y)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        raise ProbeInputError(
+        raise MetricInputError(
             f"{what}: label {y.flat[i].item()!r} at position {i} is not one of the classes {classes.tolist()}"
         )
     return pos.astype(np.int64)
@@ -66,16 +69,16 @@ def mcc_from_confusion(cm: np.ndarray) -> np.ndarray:
 
 def confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
     """Confusion counts int64 (..., K, K) of encoded label vectors (..., n); see `encode`. Raises
-    ProbeInputError for mismatched or empty inputs and for a code outside 0..K-1 (it would be counted in
+    MetricInputError for mismatched or empty inputs and for a code outside 0..K-1 (it would be counted in
     another vector's matrix)."""
     y_true = np.asarray(y_true, dtype=np.int64)
     y_pred = np.asarray(y_pred, dtype=np.int64)
     if y_true.shape != y_pred.shape or y_true.shape[-1] == 0:
-        raise ProbeInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
+        raise MetricInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
     for name, y in (("y_true", y_true), ("y_pred", y_pred)):
         lo, hi = int(y.min()), int(y.max())
         if lo < 0 or hi >= n_classes:
-            raise ProbeInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
+            raise MetricInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
     lead = y_true.shape[:-1]
     b = int(np.prod(lead, dtype=np.int64))
     k = int(n_classes)
@@ -88,7 +91,7 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
 
     y_true, y_pred: int arrays (..., n) with values in 0..n_classes-1 (see `encode`), n >= 1. Returns float64
     (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0, never NaN (case B29).
-    Raises ProbeInputError for empty or mismatched inputs.
+    Raises MetricInputError for empty or mismatched inputs.
     """
     return mcc_from_confusion(confusion(y_true, y_pred, n_classes))
 
@@ -123,13 +126,13 @@ def score_predictions(
     """MCC, Acc, macro-F1 (scikit-learn) and AUROC (binary; one-vs-rest macro for multiclass) on one test split.
 
     y_true, y_pred: labels (n,); proba: class probabilities (n, K) in the order of sorted `classes` (K,).
-    f1_labels: see `label_scores`. AUROC is NaN when it is undefined (see module docstring). Raises ProbeInputError for empty or mismatched
+    f1_labels: see `label_scores`. AUROC is NaN when it is undefined (see module docstring). Raises MetricInputError for empty or mismatched
     inputs.
     """
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
-        raise ProbeInputError(
+        raise MetricInputError(
             f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty"
         )
     out = {**label_scores(y_true, y_pred, classes, f1_labels), "AUROC": float("nan")}
@@ -194,10 +197,10 @@ def paired_bootstrap_mcc_difference(
 
     y_true, pred_a, pred_b: labels (n,) for the same rows in the same order (join the prediction tables on
     `row`). Returns {"difference", "ci_low", "ci_high"}; a CI excluding 0 means the gap is larger than the
-    test-set sampling noise. Raises ProbeInputError for mismatched lengths or unknown labels.
+    test-set sampling noise. Raises MetricInputError for mismatched lengths or unknown labels.
     """
     if not (len(y_true) == len(pred_a) == len(pred_b)):
-        raise ProbeInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
+        raise MetricInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
     k = len(classes)
     yt, a, b = (encode(v, classes, name) for v, name in ((y_true, "y_true"), (pred_a, "pred_a"), (pred_b, "pred_b")))
 
