@@ -101,32 +101,6 @@ def probe_runtime(attempt: int) -> int:
     return scaled(PROBE_RUNTIME_MIN, attempt)
 
 
-def is_complete_embedding_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> bool:
-    """Whether `path` is an HDF5 file with GENEB's `complete` attribute set (geneb.embeddings.cache writes it
-    last). False for a truncated or foreign file, or one a writer left half done.
-
-    hdf5_locking: as `execution.hdf5_locking`. A file system without locks (NFS/Lustre: errno 37/524/11, case
-    B37) makes the open fail although the file is fine, so a failure that names locking is retried without
-    it: only the file's content decides, never the file system.
-    """
-    import h5py
-
-    from geneb.embeddings.cache import configure_hdf5_locking, is_lock_error
-
-    try:
-        kwargs = configure_hdf5_locking(hdf5_locking)
-        try:
-            f = h5py.File(path, "r", **kwargs)
-        except OSError as err:
-            if not is_lock_error(err):
-                raise
-            f = h5py.File(path, "r", locking=False)
-        with f:
-            return bool(f.attrs.get("complete", False))
-    except (OSError, ValueError, KeyError):
-        return False
-
-
 def set_aside_partial(
     paths: Iterable[str | os.PathLike[str]], *, hdf5_locking: str = "auto"
 ) -> list[tuple[Path, Path]]:
@@ -136,12 +110,14 @@ def set_aside_partial(
     Why: Snakemake alone cannot tell a partial output from a complete one. 9.27 records a failed job's kept
     output (--keep-incomplete) as complete, and a copy interrupted mid-way (rsync --inplace, cp) is never
     marked at all (case B41). GENEB's own writers never leave such a file (atomic rename), and readers refuse
-    it; this puts it out of the way before the DAG is built. hdf5_locking: as `execution.hdf5_locking`.
+    it; this puts it out of the way before the DAG is built. Completeness is `geneb.embeddings.cache.is_complete_file`. hdf5_locking: as `execution.hdf5_locking`.
     Returns the (old, new) path pairs moved.
     """
+    from geneb.embeddings.cache import is_complete_file
+
     moved = []
     for path in map(Path, paths):
-        if not path.is_file() or is_complete_embedding_file(path, hdf5_locking=hdf5_locking):
+        if not path.is_file() or is_complete_file(path, hdf5_locking=hdf5_locking):
             continue
         n = 0
         while (aside := path.with_name(f".partial-{path.name}.{n}")).exists():

@@ -17,7 +17,13 @@ import pytest
 import yaml
 
 from extraction_support import random_dna
-from geneb.embeddings.cache import SplitEmbeddings, configure_hdf5_locking, read_embeddings, write_embeddings
+from geneb.embeddings.cache import (
+    SplitEmbeddings,
+    configure_hdf5_locking,
+    is_complete_file,
+    read_embeddings,
+    write_embeddings,
+)
 from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
 
@@ -200,7 +206,7 @@ def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, m
         return real(name, mode, *args, locking=locking, **kwargs)
 
     monkeypatch.setattr(h5py, "File", no_locks)
-    assert hpc.is_complete_embedding_file(path) and hpc.is_complete_embedding_file(path, hdf5_locking="on")
+    assert is_complete_file(path) and is_complete_file(path, hdf5_locking="on")
     assert hpc.set_aside_partial([path]) == [] and path.exists()
     monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
     with pytest.raises(Exception, match=r"cannot lock the file .*hdf5_locking: off") as err:
@@ -232,4 +238,6 @@ def test_B41_broken_cache_files_are_named_and_never_read(tmp_path, damage):
             read(path, hdf5_locking="off")
         assert str(path) in str(err.value)
     if damage in ("zero bytes", "truncated"):
+        assert not is_complete_file(path, hdf5_locking="off")
         assert [old for old, _ in hpc.set_aside_partial([path], hdf5_locking="off")] == [path]
+    assert not hasattr(hpc, "is_complete_embedding_file")  # one completeness check: embeddings.cache owns it

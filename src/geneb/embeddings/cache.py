@@ -214,6 +214,30 @@ def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
     return key
 
 
+def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> bool:
+    """Whether `path` is an HDF5 file with GENEB's `complete` attribute set (`write_embeddings` sets it last).
+    False for a missing, truncated or foreign file, or one a writer left half done; never raises. Only the
+    attribute is checked (`read_key` and `read_embeddings` also check the key and the arrays).
+
+    hdf5_locking: as `execution.hdf5_locking`. A file system without locks (NFS/Lustre: errno 37/524/11, case
+    B37) makes the open fail although the file is fine, so a failure that names locking is retried without
+    it: only the file's content decides, never the file system.
+    """
+    h5py = _h5py()
+    try:
+        kwargs = _locking_kwargs(hdf5_locking)
+        try:
+            f = h5py.File(path, "r", **kwargs)
+        except OSError as err:
+            if not is_lock_error(err):
+                raise
+            f = h5py.File(path, "r", locking=False)
+        with f:
+            return bool(f.attrs.get("complete", False))
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 def read_key(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, Any]:
     """The extraction key of a complete cache file. Raises IncompleteCacheError if `complete` is missing or
     the file is not readable HDF5, CacheError for a missing or broken key."""
