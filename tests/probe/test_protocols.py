@@ -47,11 +47,14 @@ def test_every_setting_is_required(probe_config, key):
     "key, value, match",
     [
         ("C_grid", [1.0, 0.1], "strictly ascending"),
-        ("penalty", "l1", "penalty must be 'l2'"),
-        ("seeds", [1, 1], "distinct"),
-        ("class_weight", "auto", "class_weight"),
+        ("C_grid", [0.1, 0.1], r"C_grid: \[0.1, 0.1\] has non-unique elements"),
+        ("penalty", "l1", r"penalty: 'l1' is not one of \['l2'\]"),
+        ("seeds", [1, 1], r"seeds: \[1, 1\] has non-unique elements"),
+        ("seeds", [1, True], "seeds/1: True is not of type 'integer'"),
+        ("class_weight", "auto", "class_weight: 'auto' is not one of"),
         ("bootstrap", {"n_resamples": 10, "seed": 0, "confidence": 0.95, "method": "percentile"}, "n_resamples"),
-        ("draw", "random", "draw must be one of"),
+        ("draw", "random", "draw: 'random' is not one of"),
+        ("max_train", 0, "max_train: 0 is less than the minimum of 1"),
     ],
 )
 def test_bad_settings_are_named(probe_config, key, value, match):
@@ -80,6 +83,20 @@ def test_few_shot_k_outside_the_known_regimes_is_refused_before_any_job(repo):
     import yaml
 
     settings = yaml.safe_load((repo / "config" / "config.yaml").read_text())["probe"]["geneb-strict"]
-    with pytest.raises(ProtocolConfigError, match=r"few_shot_k \[5\] not supported"):
+    with pytest.raises(ProtocolConfigError, match=r"few_shot_k/1: 5 is not one of \[10, 1\]"):
         from_config("geneb-strict", {**settings, "few_shot_k": [10, 5]})
     assert from_config("geneb-strict", {**settings, "few_shot_k": [1]}).regimes == ("full", "1shot")
+
+
+def test_the_schema_section_is_the_one_list_of_settings_and_values():
+    """from_config validates with `$defs/probe_protocol` of the workflow schema, so the schema and the
+    Python names must agree: the required keys are SETTING_KEYS, the k-shot enum is SUPPORTED_K (the regimes
+    of geneb.scores), the F1 label modes are geneb.metrics.F1_LABELS."""
+    from geneb.metrics import F1_LABELS
+    from geneb.probe.protocols import SUPPORTED_K
+    from geneb.schemas import load_schema
+
+    spec = load_schema("config")["$defs"]["probe_protocol"]
+    assert spec["required"] == list(SETTING_KEYS) and sorted(spec["properties"]) == sorted(SETTING_KEYS)
+    assert sorted(spec["properties"]["few_shot_k"]["items"]["enum"]) == sorted(SUPPORTED_K)
+    assert tuple(spec["properties"]["f1_labels"]["enum"]) == tuple(F1_LABELS)

@@ -13,19 +13,14 @@ from typing import Any
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
-from geneb.metrics import F1_LABELS
 from geneb.probe.errors import ProtocolConfigError
 from geneb.provenance import stable_hash
+from geneb.schemas import schema_errors, section
 from geneb.scores import REGIMES
 
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
-DRAWS = ("paper", "nested")
-#: solvers that support an L2 penalty in scikit-learn's LogisticRegression
 #: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.scores.REGIMES)
 SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
-L2_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "sag", "saga")
-CI_METHODS = ("percentile", "basic")
-BOOTSTRAP_KEYS = ("n_resamples", "seed", "confidence", "method")
 SETTING_KEYS = (
     "draw",
     "standardize",
@@ -152,88 +147,43 @@ def _need(cond: bool, name: str, msg: str) -> None:
         raise ProtocolConfigError(f"probe protocol {name!r}: {msg}")
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def schema_problem(settings: dict[str, Any]) -> str | None:
+    """The first problem of one protocol's settings against `$defs/probe_protocol` of
+    workflow/schemas/config.schema.yaml (the workflow validates the same section), or None when it validates.
+    Missing and unknown keys are reported together ("missing settings [...]", "unknown settings [...]");
+    any other problem as "<key path>: <jsonschema message>"."""
+    errors = schema_errors(settings, section("config", "probe_protocol"))
+    if not errors:
+        return None
+    at_top = {e.validator for e in errors if not e.path}
+    if "required" in at_top:
+        return f"missing settings {[k for k in SETTING_KEYS if k not in settings]}"
+    if "additionalProperties" in at_top:
+        return f"unknown settings {sorted(set(settings) - set(SETTING_KEYS))}"
+    e = errors[0]
+    where = "/".join(map(str, e.path))
+    return f"{where}: {e.message}" if where else e.message
 
 
 def from_config(name: str, settings: dict[str, Any]) -> Protocol:
     """Build and validate a Protocol from its config section (`config["probe"][name]`).
 
-    Every key of SETTING_KEYS must be present and no other (no silent defaults). Raises ProtocolConfigError
-    naming the protocol and the offending key and value.
+    The section is validated against the workflow's schema (`schema_problem`: every key of SETTING_KEYS
+    present and no other, no silent defaults, each value's type and range), then by the rules a schema
+    cannot express: C_grid ascending (the schema's enum of few_shot_k is SUPPORTED_K, the regimes GENEB's
+    analyses know, so other k are refused before any job runs). Raises
+    ProtocolConfigError naming the protocol and the offending key and value.
     """
     _need(name in PROTOCOL_NAMES, name, f"unknown protocol; known: {PROTOCOL_NAMES}")
     _need(isinstance(settings, dict), name, f"settings must be a mapping, got {type(settings).__name__}")
-    missing = [k for k in SETTING_KEYS if k not in settings]
-    extra = sorted(set(settings) - set(SETTING_KEYS))
-    _need(not missing, name, f"missing settings {missing}")
-    _need(not extra, name, f"unknown settings {extra}")
+    problem = schema_problem(settings)
+    _need(problem is None, name, str(problem))
     s = settings
-    _need(s["draw"] in DRAWS, name, f"draw must be one of {DRAWS}, got {s['draw']!r}")
-    _need(s["solver"] in L2_SOLVERS, name, f"solver must be one of {L2_SOLVERS}, got {s['solver']!r}")
-    _need(s["penalty"] == "l2", name, f"penalty must be 'l2', got {s['penalty']!r}")
-    _need(
-        s["class_weight"] in (None, "balanced"),
-        name,
-        f"class_weight must be null or 'balanced', got {s['class_weight']!r}",
-    )
-    _need(isinstance(s["C"], (int, float)) and s["C"] > 0, name, f"C must be > 0, got {s['C']!r}")
     grid = [float(c) for c in s["C_grid"]]
-    _need(
-        all(c > 0 for c in grid) and grid == sorted(set(grid)),
-        name,
-        f"C_grid must be strictly ascending positive values, got {s['C_grid']!r}",
-    )
-    _need(
-        _is_int(s["cv_folds"]) and s["cv_folds"] >= 2, name, f"cv_folds must be an integer >= 2, got {s['cv_folds']!r}"
-    )
-    _need(s["cv_scoring"] == "MCC", name, f"cv_scoring must be 'MCC', got {s['cv_scoring']!r}")
-    seeds = list(s["seeds"])
-    _need(
-        len(seeds) > 0 and all(_is_int(x) and x >= 0 for x in seeds) and len(set(seeds)) == len(seeds),
-        name,
-        f"seeds must be distinct non-negative integers, got {s['seeds']!r}",
-    )
+    _need(grid == sorted(set(grid)), name, f"C_grid must be strictly ascending positive values, got {s['C_grid']!r}")
     ks = list(s["few_shot_k"])
-    _need(
-        all(_is_int(k) and k >= 1 for k in ks) and len(set(ks)) == len(ks),
-        name,
-        f"few_shot_k must be distinct positive integers, got {s['few_shot_k']!r}",
-    )
-    # the analyses, figures and the leaderboard's submission format know the paper's regimes only: refuse others
-    # here, before any job runs, not at the leaderboard after every probe
-    _need(
-        set(ks) <= set(SUPPORTED_K),
-        name,
-        f"few_shot_k {sorted(set(ks) - set(SUPPORTED_K))} not supported: the regimes are {list(REGIMES)}, so k must be "
-        f"among {sorted(SUPPORTED_K, reverse=True)}",
-    )
-    _need(
-        s["max_train"] is None or (_is_int(s["max_train"]) and s["max_train"] > 0),
-        name,
-        f"max_train must be null or a positive integer, got {s['max_train']!r}",
-    )
-    _need(
-        _is_int(s["max_iter"]) and s["max_iter"] > 0,
-        name,
-        f"max_iter must be a positive integer, got {s['max_iter']!r}",
-    )
-    _need(isinstance(s["tol"], (int, float)) and s["tol"] > 0, name, f"tol must be > 0, got {s['tol']!r}")
+    seeds = list(s["seeds"])
     b = s["bootstrap"]
-    _need(
-        isinstance(b, dict) and sorted(b) == sorted(BOOTSTRAP_KEYS),
-        name,
-        f"bootstrap must have exactly {BOOTSTRAP_KEYS}",
-    )
-    _need(
-        _is_int(b["n_resamples"]) and b["n_resamples"] >= 100,
-        name,
-        f"bootstrap.n_resamples must be >= 100, got {b['n_resamples']!r}",
-    )
-    _need(0 < b["confidence"] < 1, name, f"bootstrap.confidence must be in (0, 1), got {b['confidence']!r}")
-    _need(b["method"] in CI_METHODS, name, f"bootstrap.method must be one of {CI_METHODS}, got {b['method']!r}")
-    _need(isinstance(s["dedup_test"], bool), name, f"dedup_test must be true or false, got {s['dedup_test']!r}")
-    _need(s["f1_labels"] in F1_LABELS, name, f"f1_labels must be one of {F1_LABELS}, got {s['f1_labels']!r}")
     return Protocol(
         name=name,
         draw=s["draw"],

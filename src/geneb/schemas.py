@@ -1,0 +1,49 @@
+"""The workflow's JSON schemas (workflow/schemas/*.schema.yaml), for Python callers that bypass Snakemake.
+
+The schemas are the first check of every configuration contract: Snakemake validates `config.yaml` with them
+in workflow/rules/common.smk, and `geneb.models.registry.load_registry` and `geneb.probe.protocols.from_config`
+validate with them here, so no module re-checks by hand what a schema already says. Only the checks a schema
+cannot express (cross-field rules) live in the modules.
+
+The schemas are read from the repository checkout (`workflow/schemas/` beside `src/`), where the workflow runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: the folder of the workflow's JSON schemas
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+
+
+@functools.cache
+def load_schema(name: str) -> dict[str, Any]:
+    """The parsed schema `workflow/schemas/<name>.schema.yaml` (cached: treat it as read-only).
+
+    Raises FileNotFoundError naming the path when the checkout has no such schema."""
+    path = SCHEMA_DIR / f"{name}.schema.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"JSON schema {path} not found (GENEB reads its schemas from the repository checkout)")
+    return yaml.safe_load(path.read_text())
+
+
+def schema_errors(instance: Any, schema: dict[str, Any]) -> list[Any]:
+    """Every jsonschema.ValidationError of `instance` against `schema` (draft 2020-12), in path order; empty
+    when it validates."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    return sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.path])
+
+
+def section(name: str, definition: str) -> dict[str, Any]:
+    """A schema for one `$defs/<definition>` of schema `name` (with the other definitions in reach of its
+    `$ref`s), e.g. section("config", "probe_protocol") for one protocol's settings. Raises KeyError for an
+    unknown definition."""
+    whole = load_schema(name)
+    whole["$defs"][definition]  # noqa: B018 - KeyError for an unknown definition
+    return {"$schema": whole.get("$schema"), "$defs": whole["$defs"], "$ref": f"#/$defs/{definition}"}
