@@ -23,15 +23,14 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import yaml
 
 from geneb.analysis.leaderboard import AGGREGATES
 from geneb.analysis.metadata import load_task_meta, model_frame
 from geneb.categories import CATEGORIES
+from geneb.models.registry import Registry, RegistryError, load_registry
 from geneb.scores import REGIMES, AnalysisInputError
 
 #: the columns each table-reading command needs, and the table it expects
@@ -105,26 +104,15 @@ def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
     return df[df["protocol"] == protocol]
 
 
-def _registry(path: str) -> dict[str, Any]:
-    """The model sheet (config/models.yaml) parsed; CliError for unreadable or malformed YAML, or when it
-    is not a mapping with a `models` mapping of model id -> mapping."""
+def _registry(path: str) -> Registry:
+    """The model registry (config/models.yaml) through its one reader, `geneb.models.registry.load_registry`
+    (schema and cross-field checks included); CliError for a missing file, unreadable or malformed YAML,
+    or an invalid registry."""
     p = _file(path, "model sheet")
     try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise CliError(f"{p}: not valid YAML ({where}{err.problem or err.context})") from err
-    except yaml.YAMLError as err:
-        raise CliError(f"{p}: not valid YAML ({_short(err)})") from err
-    except UnicodeDecodeError as err:
-        raise CliError(f"{p}: not a text file ({_short(err)})") from err
-    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-        raise CliError(f"{p}: expected a mapping with a `models` mapping")
-    bad = [str(m) for m, spec in data["models"].items() if not isinstance(spec, dict)]
-    if bad:
-        raise CliError(f"{p}: the entry of each model must be a mapping of fields, not of {', '.join(bad[:5])}")
-    return data
+        return load_registry(p)
+    except RegistryError as err:
+        raise CliError(str(err)) from err
 
 
 def _ci_label(path: str, table: pd.DataFrame) -> str | None:
@@ -142,7 +130,7 @@ def _ci_label(path: str, table: pd.DataFrame) -> str | None:
 
 
 def cmd_models(args: argparse.Namespace) -> str:
-    meta = model_frame(_registry(args.sheet)["models"])
+    meta = model_frame(_registry(args.sheet).models)
     if meta.empty:
         raise CliError(f"model sheet {args.sheet} lists no models")
     cols = ["display", "params", "architecture_family", "tokenizer_type", "pretraining_domain"]
@@ -222,7 +210,6 @@ def cmd_recommend(args: argparse.Namespace) -> str:
 
 def cmd_pin_revisions(args: argparse.Namespace) -> str:
     from geneb.models.pins import PinError, resolve_revisions, write_pins
-    from geneb.models.registry import RegistryError, load_registry
 
     _registry(args.sheet)  # a malformed sheet is a one-line error, not the registry loader's traceback
     try:

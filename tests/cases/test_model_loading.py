@@ -180,22 +180,22 @@ def test_B19_registry_remote_code_models_declare_a_valid_range(registry):
     """Every trust_remote_code entry declares a range; every runnable one must contain the installed version."""
     import transformers
 
-    remote = {k: v for k, v in registry["models"].items() if v.get("trust_remote_code")}
+    remote = {k: v for k, v in registry.models.items() if v.trust_remote_code}
     assert len(remote) > 40
     for name, v in remote.items():
-        SpecifierSet(v["load"]["transformers"])  # parses
-        assert v["load"].get("transformers_note"), name
+        SpecifierSet(v.load.transformers)  # parses
+        assert v.load.transformers_note, name
     outside = [
-        f"model {k}: transformers {v['load']['transformers']} excludes {transformers.__version__}"
+        f"model {k}: transformers {v.load.transformers} excludes {transformers.__version__}"
         for k, v in remote.items()
-        if runnable(v)[0] and transformers.__version__ not in SpecifierSet(v["load"]["transformers"])
+        if runnable(v)[0] and transformers.__version__ not in SpecifierSet(v.load.transformers)
     ]
     assert not outside, outside
 
 
 def test_B19_smoke_every_offline_runnable_registry_model(registry):
     """The 'pinned' matrix entry offline: every registry model runnable without network loads and embeds."""
-    offline = [k for k, v in registry["models"].items() if runnable_offline(v)]
+    offline = [k for k, v in registry.models.items() if runnable_offline(v)]
     assert set(offline) >= {"kmer-3", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf1"}
     for name in offline:
         res = build_encoder(extraction_settings(registry, name, {}), progress=False).embed(
@@ -206,7 +206,7 @@ def test_B19_smoke_every_offline_runnable_registry_model(registry):
 
 def test_B19_other_registry_models_say_why_they_cannot_run(registry):
     """Not runnable offline: each entry carries a reason (requires network / pinning / package), never a crash."""
-    for name, v in registry["models"].items():
+    for name, v in registry.models.items():
         ok, why = runnable(v)
         if not runnable_offline(v):
             assert why, name
@@ -705,9 +705,9 @@ def test_B23_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
 
 
 def test_B23_every_entry_states_its_layer_and_the_file_records_it(registry, zoo, make_task, tmp_path):
-    for name, v in registry["models"].items():
-        if v["family"] not in ("kmer", "enformer"):
-            assert "layer" in v.get("extraction", {}), f"model {name} does not state its layer"
+    for name, v in registry.models.items():
+        if v.family not in ("kmer", "enformer"):
+            assert "layer" in (v.extraction or {}), f"model {name} does not state its layer"
     task = make_task([random_dna(100, 9), random_dna(40, 10)], [random_dna(60, 11)])
     extract_task(zoo.settings("mistral-dna", layer=2), task, tmp_path / "e.h5", progress=False)
     with h5py.File(tmp_path / "e.h5", "r") as f:
@@ -725,7 +725,7 @@ def test_B23_missing_optional_package_is_a_clear_error():
 
 
 def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
-    base = registry["models"]["METAGENE-1"]
+    base = registry.raw["models"]["METAGENE-1"]
     for rev in ("main", "v1.0", "abc123", "A" * 40):
         bad = {"models": {"m": {**base, "source": {"kind": "hub", "hub_id": "x/y", "revision": rev}}}}
         assert any("40-hex" in p for p in check_registry(bad)), rev
@@ -738,10 +738,10 @@ def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
         }
     }
     assert not check_registry(good)
-    for name, v in registry["models"].items():
-        src = v["source"]
-        assert src["kind"] != "hub" or len(src["revision"]) == 40, name
-        if src["kind"] == "hub-unpinned":
+    for name, v in registry.models.items():
+        src = v.source
+        assert src.kind != "hub" or len(src.revision) == 40, name
+        if src.kind == "hub-unpinned":
             assert not runnable(v)[0] and "pinned revision" in runnable(v)[1]
 
 
@@ -921,10 +921,7 @@ def test_B24_auto_map_into_another_repository_needs_code_revision(zoo, tmp_path,
         )
         (tmp_path / "models.yaml").write_text(yaml.safe_dump({"schema_version": 1, "models": {"foreign-code": entry}}))
         if ok:
-            assert (
-                load_registry(tmp_path / "models.yaml", schema)["models"]["foreign-code"]["load"]["code_revision"]
-                == pin
-            )
+            assert load_registry(tmp_path / "models.yaml", schema).models["foreign-code"].load.code_revision == pin
         else:
             with pytest.raises(RegistryError, match="code_revision"):
                 load_registry(tmp_path / "models.yaml", schema)

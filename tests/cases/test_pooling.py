@@ -60,7 +60,7 @@ def test_B02_registry_has_no_left_padded_maskless_model(repo):
     assert not [p for p in check_registry(registry) if "B02" in p]
     bad = {
         "models": {
-            "x": {**registry["models"]["hyenadna-medium-160k-seqlen-hf"], "extraction": {"padding_side": "left"}}
+            "x": {**registry.raw["models"]["hyenadna-medium-160k-seqlen-hf"], "extraction": {"padding_side": "left"}}
         }
     }
     assert any("left padding" in p for p in check_registry(bad))

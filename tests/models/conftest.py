@@ -12,5 +12,12 @@ def schema(repo):
 
 
 @pytest.fixture(scope="module")
-def registry(repo, schema):
+def specs(repo, schema):
+    """The committed registry, typed (`Registry`: `.models` {id: ModelSpec}, `.pairs`)."""
     return load_registry(repo / "config" / "models.yaml", schema)
+
+
+@pytest.fixture(scope="module")
+def registry(specs):
+    """The committed registry's validated mapping as read, for the tests of the file's content."""
+    return specs.raw

@@ -98,7 +98,7 @@ def test_real_mistral_dna_checkpoints(repo, shared):
     for name in ("mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf0", "mistral-dna-1m-ft-tf1"):
         enc = build_encoder(extraction_settings(registry, name, {}), batch_size=3, progress=False)
         ident = enc.identity()
-        folder = shared / "models" / registry["models"][name]["source"]["path"].split("/")[-1]
+        folder = shared / "models" / registry.models[name].source.path.split("/")[-1]
         assert (
             ident["weights_sha256"]
             == hashlib.sha256(b"model.safetensors" + (folder / "model.safetensors").read_bytes()).hexdigest()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import http.server
 import json
 import threading
@@ -71,7 +72,7 @@ def test_pin_failures_are_clear_and_write_nothing(tmp_path, repo, hub, capsys):
 
 
 def test_a_pin_cannot_move_to_another_repository_or_hold_a_branch_name(tmp_path, repo):
-    registry = load_registry(repo / "config/models.yaml")
+    registry = copy.deepcopy(dict(load_registry(repo / "config/models.yaml").raw))
     with pytest.raises(PinError, match="pin is for hub id"):
         apply_pins(registry, {"DNABERT-S": {"hub_id": "someone/else", "revision": SHA}})
     bad = tmp_path / "pins.yaml"

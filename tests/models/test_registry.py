@@ -80,8 +80,8 @@ def test_further_models_and_families(registry, shared):
         assert v["pretraining_domain"] and v["architecture_family"] and v["tokenizer_type"], key
 
 
-def test_runnable_counts(registry):
-    offline = sorted(k for k, v in registry["models"].items() if runnable_offline(v))
+def test_runnable_counts(specs):
+    offline = sorted(k for k, v in specs.models.items() if runnable_offline(v))
     assert offline == sorted(
         [
             "kmer-3",
@@ -96,7 +96,7 @@ def test_runnable_counts(registry):
         ]
     )
     with pytest.raises(NotRunnableError, match="no pinned revision"):
-        extraction_settings(registry, "DNABERT-S", {})
+        extraction_settings(specs, "DNABERT-S", {})
 
 
 def test_matched_pairs_and_contamination(registry, repo):
@@ -166,7 +166,7 @@ def test_adding_a_model_is_one_entry(repo, tmp_path, schema):
         load_registry(tmp_path / "models.yaml", schema)
 
 
-def test_unknown_model_suggests(registry):
+def test_unknown_model_suggests(specs):
     with pytest.raises(RegistryError, match="did you mean"):
-        extraction_settings(registry, "kmer3", {})
-    assert runnable(registry["models"]["kmer-3"]) == (True, "built in")
+        extraction_settings(specs, "kmer3", {})
+    assert runnable(specs.models["kmer-3"]) == (True, "built in")

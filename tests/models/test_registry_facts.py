@@ -53,7 +53,7 @@ def test_a_hand_added_model_is_one_yaml_entry_that_the_tool_keeps(repo, shared, 
     assert rebuilt["models"]["kmer-3"]["notes"] != "hand edit"
     out = tmp_path / "models.yaml"
     out.write_text(tool.render(rebuilt))
-    assert load_registry(out, schema)["models"]["my-model"]["display"] == "my copy"
+    assert load_registry(out, schema).models["my-model"].display == "my copy"
 
 
 def test_plantcaduceus_l32_tokenizer_is_single_nucleotide(registry):

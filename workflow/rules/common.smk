@@ -33,8 +33,12 @@ for _task in config["caps"].get("per_task") or {}:  # a misspelled id would cap 
     except CatalogueError as _err:
         raise ValueError(f"caps.per_task: {_err}") from None
 
-REGISTRY = load_registry(config["model_sheet"], pins=config["model_revisions"])
-validate(REGISTRY, "../schemas/models.schema.yaml")
+# the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec)
+REGISTRY = load_registry(
+    config["model_sheet"],
+    yaml.safe_load(open(workflow.source_path("../schemas/models.schema.yaml"))),
+    pins=config["model_revisions"],
+)
 for _model in config["models"]:
     model_spec(REGISTRY, _model)  # unknown model ids fail here, with close matches
 # a misspelled id in an analysis exclusion list would silently exclude nothing: fail here too
@@ -127,7 +131,7 @@ def extraction_gpus(wildcards):
 
 def extraction_mem_mb(wildcards, attempt):
     """Host memory of one extraction job: base + weights (registry `params`), doubled on each retry."""
-    return hpc.extraction_mem_mb(model_spec(REGISTRY, wildcards.model).get("params"), attempt)
+    return hpc.extraction_mem_mb(model_spec(REGISTRY, wildcards.model).params, attempt)
 
 
 def extraction_runtime(wildcards, attempt):

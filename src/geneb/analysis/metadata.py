@@ -1,7 +1,7 @@
-"""Model and task metadata for the analyses, read from the registry (config/models.yaml) with plain yaml and
-the catalogue (config/tasks.tsv) with `geneb.tasks.catalogue.read_catalogue` (field meanings:
-docs/data-dictionary.md, "Inputs"). The registry is read for its metadata only: unlike
-`geneb.models.registry.load_registry`, entries need no family or source (the analyses never extract).
+"""Model and task metadata for the analyses: the registry (config/models.yaml) through its one reader,
+`geneb.models.registry.load_registry` (typed `ModelSpec` entries, validated as the workflow validates them),
+and the catalogue (config/tasks.tsv) with `geneb.tasks.catalogue.read_catalogue` (field meanings:
+docs/data-dictionary.md, "Inputs").
 
 The analyses need, per model: display name, parameter count (the paper's count where it differs),
 architecture family, tokenizer type, pretraining data and domain, and the tasks it was trained on
@@ -10,14 +10,16 @@ architecture family, tokenizer type, pretraining data and domain, and the tasks 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from geneb.models.registry import PAIR_FACTORS
+from geneb.models.registry import Registry, RegistryError
+from geneb.models.registry import load_registry as _load_registry
+from geneb.models.spec import ModelSpec
 from geneb.scores import AnalysisInputError
 from geneb.tasks.catalogue import CatalogueError, read_catalogue
 
@@ -46,14 +48,16 @@ def _number(value: Any) -> float:
         raise AnalysisInputError(f"parameter count {value!r} is not a number") from err
 
 
-def model_frame(records: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """Build a model-metadata frame from {model id: fields}; missing fields become NaN/'unknown'/().
+def model_frame(records: Mapping[str, ModelSpec | Mapping[str, Any]]) -> pd.DataFrame:
+    """Build a model-metadata frame from {model id: ModelSpec} (a registry's `models`) or {model id: fields}
+    (records of other sources, e.g. the published models); missing fields become NaN/'unknown'/().
 
     `params_used` is `params_paper` where set, else `params` (the count the paper's scale analysis used).
     Raises AnalysisInputError for a non-numeric parameter count.
     """
     rows = []
-    for model, spec in records.items():
+    for model, entry in records.items():
+        spec = entry.facts() if isinstance(entry, ModelSpec) else entry
         params = _number(spec.get("params"))
         paper = _number(spec.get("params_paper"))
         rows.append(
@@ -76,50 +80,42 @@ def model_frame(records: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return frame.set_index("model")
 
 
-def load_registry(path: str | Path) -> dict[str, Any]:
-    """The parsed registry YAML; raises AnalysisInputError when it has no `models` mapping."""
-    data = yaml.safe_load(Path(path).read_text())
-    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-        raise AnalysisInputError(f"{path}: expected a mapping with a `models` mapping")
-    return data
+def registry(path: str | Path) -> Registry:
+    """The typed registry (`geneb.models.registry.load_registry`); raises AnalysisInputError for a file that
+    is not a valid registry (the message names the file, model and field)."""
+    try:
+        return _load_registry(path)
+    except RegistryError as err:
+        raise AnalysisInputError(str(err)) from err
+
+
+def load_registry(path: str | Path) -> Mapping[str, Any]:
+    """The validated registry mapping as read (`Registry.raw`), for `analysis.steps.submission_step` until
+    it takes the typed `registry(path).models` (new code: use `registry`)."""
+    return registry(path).raw
 
 
 def load_model_meta(path: str | Path) -> pd.DataFrame:
     """Model metadata frame (see `model_frame`) of every model in config/models.yaml."""
-    return model_frame(load_registry(path)["models"])
+    return model_frame(registry(path).models)
 
 
 def declared_pairs(path: str | Path) -> list[dict[str, Any]]:
-    """The registry's top-level `matched_pairs` list ({id, models: [a, b], differs_in, held_equal, note}).
-
-    Raises AnalysisInputError for an entry without exactly two models or with an unknown `differs_in`.
-    """
-    return _checked_pairs(load_registry(path), path)
-
-
-def _checked_pairs(registry: dict[str, Any], path: str | Path) -> list[dict[str, Any]]:
-    pairs = registry.get("matched_pairs") or []
-    for p in pairs:
-        if len(p.get("models", [])) != 2:
-            raise AnalysisInputError(f"{path}: matched pair {p.get('id')!r} must list exactly two models")
-        if p.get("differs_in") not in PAIR_FACTORS:
-            raise AnalysisInputError(
-                f"{path}: matched pair {p.get('id')!r}: differs_in must be architecture, tokenizer or "
-                f"pretraining_data, not {p.get('differs_in')!r}"
-            )
-    return pairs
+    """The registry's top-level `matched_pairs` list ({id, models: [a, b], differs_in, held_equal, note}),
+    checked by the registry reader (two distinct registry models, a known `differs_in`). Raises
+    AnalysisInputError for an invalid registry."""
+    return [p.as_dict() for p in registry(path).pairs]
 
 
 def paper_pairs(path: str | Path) -> list[dict[str, Any]]:
     """The declared matched pairs whose two models are both among the paper's models, with the models
     renamed to their official ids (`paper.model_id`), for analysing the published results."""
-    registry = load_registry(path)
-    models = registry["models"]
+    reg = registry(path)
     out = []
-    for p in _checked_pairs(registry, path):
-        ids = [(models.get(m, {}).get("paper") or {}).get("model_id") for m in p["models"]]
+    for p in reg.pairs:
+        ids = [reg.models[m].paper_model_id for m in p.models]
         if all(ids):
-            out.append({**p, "models": ids})
+            out.append({**p.as_dict(), "models": ids})
     return out
 
 

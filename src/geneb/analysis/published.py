@@ -20,8 +20,10 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
-from geneb.analysis.metadata import load_registry, model_frame
+from geneb.analysis.metadata import model_frame
+from geneb.analysis.metadata import registry as read_registry
 from geneb.categories import CATEGORIES
+from geneb.models.spec import ModelSpec
 from geneb.provenance import file_sha256
 from geneb.scores import PUBLISHED_SEED, AnalysisInputError, check_scores
 
@@ -98,18 +100,17 @@ def published_model_meta(
     """
     folder = Path(folder)
     tsv = pd.read_csv(_need(folder, "models.tsv"), sep="\t")
-    own: dict[str, dict[str, Any]] = {}
+    own: dict[str, ModelSpec] = {}
     if models_yaml is not None and Path(models_yaml).exists():
-        for spec in load_registry(models_yaml)["models"].values():
-            pid = (spec.get("paper") or {}).get("model_id")
-            if pid:
-                own[str(pid)] = spec
+        for spec in read_registry(models_yaml).models.values():
+            if spec.paper_model_id:
+                own[spec.paper_model_id] = spec
     hub = _registry_by_hub(registry)
     records = {}
     for _, r in tsv.iterrows():
         mid = str(r["geneb_model_id"])
         domain = (
-            (own.get(mid) or {}).get("pretraining_domain")
+            (own[mid].pretraining_domain if mid in own else None)
             or (hub.get(str(r["hub_id_or_source"]).lower()) or {}).get("domain")
             or "unknown"
         )

@@ -74,7 +74,7 @@ def apply_pins(registry: dict[str, Any], pins: dict[str, dict[str, Any]]) -> dic
 
 
 def resolve_revisions(
-    registry: dict[str, Any],
+    registry: Any,
     models: list[str],
     *,
     ref: str = "main",
@@ -82,6 +82,7 @@ def resolve_revisions(
     token: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Ask the hub which commit `ref` of each model's repository is now; returns pins (see module docstring).
+    registry: the typed `geneb.models.registry.Registry` (`load_registry`).
 
     Raises PinError naming the model for a non-hub model or a failed lookup (missing repository, no network,
     no permission)."""
@@ -91,21 +92,21 @@ def resolve_revisions(
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     pins: dict[str, dict[str, Any]] = {}
     for model in models:
-        spec = registry["models"].get(model)
+        spec = registry.models.get(model)
         if spec is None:
             raise PinError(f"model {model!r} is not in the registry")
-        src = spec.get("source") or {}
-        if src.get("kind") not in ("hub", "hub-unpinned") or not src.get("hub_id"):
-            raise PinError(f"model {model}: source {src.get('kind')!r} has no hub id to pin")
+        src = spec.source
+        if src.kind not in ("hub", "hub-unpinned") or not src.hub_id:
+            raise PinError(f"model {model}: source {src.kind!r} has no hub id to pin")
         try:
-            sha = api.model_info(src["hub_id"], revision=ref).sha
+            sha = api.model_info(src.hub_id, revision=ref).sha
         except Exception as exc:  # network, 404, 401: all mean "not pinned"
-            raise PinError(f"model {model}: cannot resolve {src['hub_id']}@{ref} on {api.endpoint}: {exc}") from exc
+            raise PinError(f"model {model}: cannot resolve {src.hub_id}@{ref} on {api.endpoint}: {exc}") from exc
         if not sha or not REVISION.match(sha):
             raise PinError(
-                f"model {model}: the hub answered revision {sha!r} for {src['hub_id']}@{ref}, not a 40-hex commit"
+                f"model {model}: the hub answered revision {sha!r} for {src.hub_id}@{ref}, not a 40-hex commit"
             )
-        pins[model] = {"hub_id": src["hub_id"], "revision": sha, "resolved_from": ref, "resolved_at": now}
+        pins[model] = {"hub_id": src.hub_id, "revision": sha, "resolved_from": ref, "resolved_at": now}
     return pins
 
 

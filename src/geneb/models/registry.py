@@ -13,6 +13,8 @@ the reason (case B24: loading by name alone runs whatever is on the hub today).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ import yaml
 
 from geneb.models.adapters import FAMILIES, family
 from geneb.models.pins import PinError, apply_pins, read_pins
+from geneb.models.spec import MatchedPair, ModelSpec, SpecError
 from geneb.provenance import REVISION, stable_hash
+from geneb.schemas import load_schema, schema_errors
 
 #: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md)
 DEFAULT_EXTRACTION: dict[str, Any] = {
@@ -54,33 +58,98 @@ class NotRunnableError(RegistryError):
     """The model is in the registry for its metadata but cannot be extracted (reason in the message)."""
 
 
-def load_registry(
-    path: str | Path, schema: dict[str, Any] | None = None, *, pins: str | Path | None = None
-) -> dict[str, Any]:
-    """Read config/models.yaml, apply the pinned hub revisions of the file `pins` (config key
-    `model_revisions`; geneb.models.pins), validate against `schema` (JSON schema) when given, and always run
-    the cross-field checks of `check_registry`. Raises RegistryError naming the model and field."""
+@dataclass(frozen=True)
+class Registry:
+    """The model registry, read once (`load_registry`). models: {id: ModelSpec} in file order; pairs: the
+    declared matched pairs; raw: the validated mapping as read (pins applied), for Snakemake's schema check
+    and tests of the file itself; code takes the typed objects."""
+
+    models: Mapping[str, ModelSpec]
+    pairs: tuple[MatchedPair, ...]
+    raw: Mapping[str, Any]
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Registry:
+        """Type an already parsed and validated registry mapping ({"models": {...}, "matched_pairs": [...]}).
+        Raises RegistryError naming the model for an entry that does not fit the typed spec."""
+        try:
+            models = {name: ModelSpec.from_mapping(name, spec) for name, spec in (data.get("models") or {}).items()}
+            pairs = tuple(MatchedPair.from_mapping(p) for p in data.get("matched_pairs") or ())
+        except SpecError as err:
+            raise RegistryError(str(err)) from err
+        return cls(models=models, pairs=pairs, raw=data)
+
+    def spec(self, model: str) -> ModelSpec:
+        """The entry of `model`; raises RegistryError with close matches if unknown."""
+        if model not in self.models:
+            import difflib
+
+            close = difflib.get_close_matches(model, list(self.models), n=3)
+            raise RegistryError(
+                f"model {model!r} is not in the registry" + (f"; did you mean {close}?" if close else "")
+            )
+        return self.models[model]
+
+
+def as_registry(registry: Registry | Mapping[str, Any]) -> Registry:
+    """`registry` itself, or a parsed registry mapping typed with `Registry.from_mapping` (tests and tools
+    that build entries in code; no schema check)."""
+    return registry if isinstance(registry, Registry) else Registry.from_mapping(registry)
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """The registry file parsed: a mapping with a `models` mapping of id -> mapping, else RegistryError
+    (unparsable YAML with line and column, a binary file, another shape). OSError if it cannot be read."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there: ~10x faster
-    data = yaml.load(Path(path).read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    try:
+        data = yaml.load(path.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise RegistryError(f"{path}: not valid YAML ({where}{err.problem or err.context})") from err
+    except yaml.YAMLError as err:
+        raise RegistryError(f"{path}: not valid YAML ({str(err).strip().splitlines()[0]})") from err
+    except UnicodeDecodeError as err:
+        raise RegistryError(f"{path}: not a text file ({err})") from err
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         raise RegistryError(f"{path}: expected a mapping with a `models` mapping")
+    bad = [str(m) for m, spec in data["models"].items() if not isinstance(spec, dict)]
+    if bad:
+        raise RegistryError(f"{path}: the entry of each model must be a mapping of fields, not of {', '.join(bad[:5])}")
+    return data
+
+
+def load_registry(
+    path: str | Path, schema: dict[str, Any] | None = None, *, pins: str | Path | None = None
+) -> Registry:
+    """Read config/models.yaml (the only reader of that file), apply the pinned hub revisions of the file
+    `pins` (config key `model_revisions`; geneb.models.pins), validate the mapping against the JSON schema
+    (`schema`, default workflow/schemas/models.schema.yaml), run the cross-field checks of `check_registry`,
+    and build the typed `Registry`. Raises RegistryError naming the file, the model and the field."""
+    data = _parse(Path(path))
     if pins is not None:
         try:
             apply_pins(data, read_pins(pins))
         except PinError as exc:
             raise RegistryError(f"{pins}: {exc}") from exc
-    if schema is not None:
-        import jsonschema
-
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
-        if errors:
-            e = errors[0]
-            where = "/".join(map(str, e.path)) or "(top level)"
-            raise RegistryError(f"{path}: {where}: {e.message}")
+    errors = schema_errors(data, schema if schema is not None else load_schema("models"))
+    if errors:
+        e = errors[0]
+        where = "/".join(map(str, e.path)) or "(top level)"
+        raise RegistryError(f"{path}: {where}: {e.message}")
     problems = check_registry(data)
     if problems:
         raise RegistryError(f"{path}: " + "; ".join(problems))
-    return data
+    try:
+        return Registry.from_mapping(data)
+    except RegistryError as err:
+        raise RegistryError(f"{path}: {err}") from err
+
+
+def resolved_extraction(spec: ModelSpec) -> dict[str, Any]:
+    """The extraction options of `spec`: DEFAULT_EXTRACTION < the family's defaults < the entry's own.
+    Raises ValueError naming the model for an unknown family."""
+    return {**DEFAULT_EXTRACTION, **family(spec.family, model=spec.id).extraction, **(spec.extraction or {})}
 
 
 def _resolved_extraction(spec: dict[str, Any], model: str) -> dict[str, Any]:
@@ -91,8 +160,9 @@ def _resolved_extraction(spec: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -> list[str]:
-    """Cross-field checks JSON schema cannot express; returns a list of problems (empty = fine).
+def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | None = None) -> list[str]:
+    """Cross-field checks JSON schema cannot express, on the schema-validated mapping (or a Registry's
+    `raw`); returns a list of problems (empty = fine). `load_registry` runs them before typing the entries.
 
     Checks: known family; hub sources pinned to a 40-hex revision; remote code only with a declared
     transformers range (B19); no left padding for a model without an attention mask (B02); cls/last
@@ -101,6 +171,8 @@ def check_registry(registry: dict[str, Any], task_ids: set[str] | None = None) -
     name two distinct registry models and an allowed factor; `trained_on_tasks` ids exist in `task_ids`
     when given.
     """
+    if isinstance(registry, Registry):
+        registry = registry.raw
     problems: list[str] = []
     models = registry.get("models") or {}
     for name, spec in models.items():
@@ -184,23 +256,16 @@ def _context_problems(where: str, spec: dict[str, Any], max_tokens: Any) -> list
     return []
 
 
-def model_spec(registry: dict[str, Any], model: str) -> dict[str, Any]:
-    """The registry entry of `model`; raises RegistryError with close matches if unknown."""
-    models = registry["models"]
-    if model not in models:
-        import difflib
-
-        close = difflib.get_close_matches(model, list(models), n=3)
-        raise RegistryError(f"model {model!r} is not in the registry" + (f"; did you mean {close}?" if close else ""))
-    return models[model]
+def model_spec(registry: Registry | Mapping[str, Any], model: str) -> ModelSpec:
+    """The typed entry of `model` (`Registry.spec`); raises RegistryError with close matches if unknown."""
+    return as_registry(registry).spec(model)
 
 
-def runnable(spec: dict[str, Any]) -> tuple[bool, str]:
+def runnable(spec: ModelSpec) -> tuple[bool, str]:
     """(True, how) when GENEB can build this entry now, else (False, every reason why not; "; "-joined).
     See the module docstring."""
-    fam = spec.get("family")
-    src = spec.get("source") or {}
-    kind = src.get("kind")
+    fam, src = spec.family, spec.source
+    kind = src.kind
     why: list[str] = []
     if fam not in FAMILIES:
         why.append(f"unknown family {fam!r}")
@@ -208,17 +273,15 @@ def runnable(spec: dict[str, Any]) -> tuple[bool, str]:
         why.append(f"family {fam!r}: {FAMILIES[fam].notes}")
     if kind == "hub-unpinned":
         why.append(
-            f"hub id {src.get('hub_id')} has no pinned revision; add the 40-hex commit as source.revision and "
+            f"hub id {src.hub_id} has no pinned revision; add the 40-hex commit as source.revision and "
             "set source.kind: hub"
         )
     elif kind == "external":
         why.append(
-            f"weights are outside the hub ({src.get('where', 'see notes')}); provide a local folder (source.kind: local)"
+            f"weights are outside the hub ({src.where or 'see notes'}); provide a local folder (source.kind: local)"
         )
-    elif kind == "local" and not Path(src.get("path", "")).is_dir():
-        why.append(
-            f"local folder {src.get('path')} does not exist (relative paths resolve against the working directory)"
-        )
+    elif kind == "local" and not Path(src.path or "").is_dir():
+        why.append(f"local folder {src.path} does not exist (relative paths resolve against the working directory)")
     elif kind not in ("local", "hub", "builtin", "hub-unpinned", "external"):
         why.append(f"unknown source kind {kind!r}")
     if why:
@@ -231,17 +294,18 @@ def runnable(spec: dict[str, Any]) -> tuple[bool, str]:
     return True, how[kind]
 
 
-def runnable_offline(spec: dict[str, Any]) -> bool:
+def runnable_offline(spec: ModelSpec) -> bool:
     """Runnable with no network: a builtin or an existing local folder."""
     ok, _ = runnable(spec)
-    return ok and (spec.get("source") or {}).get("kind") in ("builtin", "local")
+    return ok and spec.source.kind in ("builtin", "local")
 
 
-def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str, Any]) -> dict[str, Any]:
+def extraction_settings(registry: Registry | Mapping[str, Any], model: str, alphabet: dict[str, Any]) -> dict[str, Any]:
     """Everything about `model` that changes its embeddings (not execution knobs), as a stable JSON-able
     dict: identity, family, source (a local folder carries its content fingerprint, so new files give a new
     cache path), builtin construction, remote-code flag, loading options, resolved extraction options
-    (DEFAULT_EXTRACTION < family defaults < entry), and the alphabet policy.
+    (`resolved_extraction`: DEFAULT_EXTRACTION < family defaults < entry), and the alphabet policy. This
+    mapping is the rerun key of the extraction rule and is stored in every embedding file.
 
     Raises RegistryError for an unknown model and NotRunnableError (with the reason) for an entry that
     cannot be extracted.
@@ -250,12 +314,12 @@ def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str
     ok, why = runnable(spec)
     if not ok:
         raise NotRunnableError(f"model {model} is in the registry but not runnable: {why}")
-    source = dict(spec["source"])
-    if source["kind"] == "local":
+    source = spec.source.as_dict()
+    if spec.source.kind == "local":
         from geneb.models.files import folder_fingerprint
 
-        source["fingerprint"] = folder_fingerprint(source["path"])
-    extraction = _resolved_extraction(spec, model)
+        source["fingerprint"] = folder_fingerprint(spec.source.path)
+    extraction = resolved_extraction(spec)
     if extraction.get("rc", "none") != "none" and extraction.get("long_policy") == "truncate":
         raise RegistryError(
             f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
@@ -263,11 +327,11 @@ def extraction_settings(registry: dict[str, Any], model: str, alphabet: dict[str
         )
     return {
         "model": model,
-        "family": spec["family"],
+        "family": spec.family,
         "source": source,
-        "builtin": spec.get("builtin", {}),
-        "trust_remote_code": bool(spec.get("trust_remote_code", False)),
-        "load": spec.get("load", {}),
+        "builtin": dict(spec.builtin) if spec.builtin is not None else {},
+        "trust_remote_code": bool(spec.trust_remote_code),
+        "load": spec.load.as_dict(),
         "extraction": extraction,
         "alphabet": dict(sorted(alphabet.items())),
     }
