@@ -156,16 +156,20 @@ def _write_run(root) -> dict:
 def synthetic_run(tmp_path_factory):
     """Root folder of an analysed synthetic run: results/tables (scores, leaderboard, analyses),
     results/figures, config/models.yaml, config/tasks.tsv."""
+    from synth import analysis_config
+
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from geneb.figures.render import render_figures
 
     root = tmp_path_factory.mktemp("run")
     info = _write_run(root)
     t = root / "results" / "tables"
-    analysis = {
-        "bootstrap": {"n_resamples": 200, "seed": 5},
-        "scale": {"rho_exclusions": [{"model": "prok", "reason": "planted outlier"}]},
-    }
+    analysis = analysis_config(
+        {
+            "bootstrap": {"n_resamples": 200, "seed": 5},
+            "scale": {"rho_exclusions": [{"model": "prok", "reason": "planted outlier"}]},
+        }
+    )
     common = {
         "scores": str(t / "scores.parquet"),
         "models_yaml": str(root / "config" / "models.yaml"),

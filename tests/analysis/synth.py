@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from geneb.analysis.metadata import model_frame
 
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
 SEEDS = (13, 17, 42)
+
+
+def analysis_config(partial: dict | None = None) -> dict:
+    """The `analysis:` section `partial` as the workflow sees it: validated against the config schema, which
+    fills in every default (the one home of the defaults)."""
+    from snakemake.utils import validate
+
+    cfg = {"tasks": ["x"], "models": ["y"], "analysis": copy.deepcopy(partial or {})}
+    validate(cfg, str(SCHEMA))
+    return cfg["analysis"]
 
 
 def scores_from_values(

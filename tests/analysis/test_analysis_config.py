@@ -1,5 +1,5 @@
-"""The `analysis:` config: schema defaults equal the library defaults, the shipped config validates, captions
-of the two reports agree, settings are merged and checked."""
+"""The `analysis:` config: the schema is the one home of the defaults, the shipped config validates, every
+caption the reports show has its file, settings are merged and checked."""
 
 import copy
 
@@ -8,7 +8,8 @@ import yaml
 
 from geneb.analysis import run
 from geneb.analysis.metadata import entries
-from geneb.report.captions import CAPTIONS
+from geneb.figures.registry import figures
+from geneb.report.captions import LEADERBOARD_CAPTION
 from geneb.scores import AnalysisInputError
 
 
@@ -19,9 +20,18 @@ def _validate(cfg, repo):
     return cfg
 
 
-def test_schema_defaults_equal_the_library_defaults(repo):
+def test_the_schema_supplies_every_setting_and_an_unvalidated_section_is_refused(repo):
     cfg = _validate({"tasks": ["x"], "models": ["y"]}, repo)
-    assert cfg["analysis"] == run.DEFAULTS
+    s = run.resolve_settings(cfg["analysis"], "geneb")
+    assert set(run.SETTING_KEYS) <= set(s) and s["bootstrap"] == {
+        "n_resamples": 1000,
+        "seed": 20260604,
+        "resample_tasks": True,
+    }
+    assert s["scale"]["in_domain"]["exclude_domains"] == ["prokaryote", "metagenome", "virus"]
+    with pytest.raises(AnalysisInputError, match="validated against"):
+        run.resolve_settings({"bootstrap": {"n_resamples": 100}})
+    assert not hasattr(run, "DEFAULTS")  # one home: the schema
 
 
 def test_shipped_config_validates_and_sets_the_papers_choices_for_the_published_view(repo):
@@ -45,21 +55,23 @@ def test_bad_analysis_settings_are_refused_by_the_schema(repo):
             _validate({"tasks": ["x"], "models": ["y"], "analysis": copy.deepcopy(bad)}, repo)
 
 
-def test_merge_and_entries():
-    s = run.merge_settings(run.DEFAULTS, {"bootstrap": {"seed": 1}})
+def test_merge_and_entries(repo):
+    defaults = _validate({"tasks": ["x"], "models": ["y"]}, repo)["analysis"]
+    s = run.merge_settings(defaults, {"bootstrap": {"seed": 1}})
     assert (
         s["bootstrap"] == {"n_resamples": 1000, "seed": 1, "resample_tasks": True}
-        and run.DEFAULTS["bootstrap"]["seed"] == 20260604
+        and defaults["bootstrap"]["seed"] == 20260604
     )
     with pytest.raises(AnalysisInputError, match="reason"):
         entries([{"model": "x"}], "analysis.scale.rho_exclusions")
     with pytest.raises(AnalysisInputError):
-        run.resolve_settings({}, "other")
+        run.resolve_settings(defaults, "other")
 
 
-def test_rst_captions_equal_the_html_captions(repo):
-    for name, text in CAPTIONS.items():
-        assert (repo / "workflow" / "report" / f"{name}.rst").read_text().strip() == text
+def test_every_registered_figure_and_the_leaderboard_have_a_caption_file(repo):
+    for file in (LEADERBOARD_CAPTION, *(f.caption for f in figures())):
+        path = repo / "workflow" / "report" / file
+        assert path.is_file() and path.read_text().strip(), file
 
 
 @pytest.mark.parametrize("where", ["own", "published"])

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.analysis.outputs import ANALYSIS_TABLES, FIGURES
+from geneb.analysis.outputs import analysis_tables
+from geneb.figures.registry import figure_names
 
 TARGETS = ["leaderboard", "analyses", "paper_figures", "report", "compare_published", "submissions", "published"]
 
@@ -59,12 +60,12 @@ def test_published_chain_runs_and_writes_every_output(workdir):
     r = _snakemake(workdir, "published", "--configfile", str(overlay))
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     out = workdir / "results" / "published"
-    for name in ANALYSIS_TABLES:
+    for name in analysis_tables():
         assert (out / "tables" / f"{name}.parquet").exists(), name
-    for name in FIGURES:
+    for name in figure_names():
         assert (out / "figures" / f"{name}.png").exists() and (out / "figures" / f"{name}.pdf").exists()
     html = (out / "report" / "geneb_report.html").read_text()
-    assert html.count("data:image/png;base64,") == len(FIGURES)
+    assert html.count("data:image/png;base64,") == len(figure_names())
     scale = pd.read_parquet(out / "tables" / "scale.parquet").query("regime == 'full'").set_index("subset")
     assert round(scale.loc["all", "rho"], 3) == 0.565 and round(scale.loc["excluding", "rho"], 3) == 0.686
     assert (workdir / "logs" / "analysis" / "published_analyses.log").exists()
@@ -72,6 +73,6 @@ def test_published_chain_runs_and_writes_every_output(workdir):
     r = _snakemake(workdir, "published", "--configfile", str(overlay), "--report", str(workdir / "report.zip"))
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     names = zipfile.ZipFile(workdir / "report.zip").namelist()
-    assert sum(n.endswith(".png") for n in names) == len(FIGURES) and any(
+    assert sum(n.endswith(".png") for n in names) == len(figure_names()) and any(
         n.endswith("geneb_report.html") for n in names
     )

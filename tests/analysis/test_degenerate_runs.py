@@ -2,16 +2,21 @@
 and said so (one model; only the full regime; every model a baseline)."""
 
 import json
+from pathlib import Path
 
 import pytest
-from synth import grid, meta, scores_from_values
+from synth import analysis_config, grid, meta, scores_from_values
 
 from geneb.analysis import run
+from geneb.analysis.outputs import all_tables
+from geneb.figures.registry import figure_names
 from geneb.figures.render import render_figures
+from geneb.report.captions import report_captions
 from geneb.report.html import build_report
 from geneb.scores import check_scores
 
 CATS = {"p1": "Promoters", "e1": "Enhancers"}
+CAPTIONS = Path(__file__).resolve().parents[2] / "workflow" / "report"
 
 
 @pytest.mark.parametrize("models", [["only"], ["kmer-3", "kmer-4", "kmer-5"]])
@@ -25,13 +30,15 @@ def test_tiny_runs_produce_every_output(models, tmp_path):
         model_meta=m,
         task_meta=None,
         declared_pairs=[],
-        settings=run.resolve_settings({"bootstrap": {"n_resamples": 100}}),
+        settings=run.resolve_settings(analysis_config({"bootstrap": {"n_resamples": 100}})),
     )
     full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
     assert "only 0 models with both a positive parameter count and an aggregate score" in full["scale_skipped"]
     assert tables["fewshot_drops"].empty and tables["scale"].empty
-    run.write_tables(tables, summary, tmp_path / "tables", run.TABLES)
+    run.write_tables(tables, summary, tmp_path / "tables", all_tables())
     render_figures(tmp_path / "tables", tmp_path / "figures")
-    out = build_report(tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={})
-    assert out.read_text().count("data:image/png;base64,") == 6
+    out = build_report(
+        tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={}, captions=report_captions(CAPTIONS)
+    )
+    assert out.read_text().count("data:image/png;base64,") == len(figure_names()) == 6
     assert json.loads((tmp_path / "tables" / "analysis_summary.json").read_text())["protocols"]

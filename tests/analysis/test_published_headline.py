@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from synth import analysis_config
 
 from geneb.analysis import published, run
 from geneb.analysis.metadata import load_task_meta, paper_pairs
@@ -25,7 +26,7 @@ def pub_scores(paper):
 def analysed(paper, pub_scores, repo, shared):
     import yaml
 
-    cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())["analysis"]
+    cfg = analysis_config(yaml.safe_load((repo / "config" / "config.yaml").read_text())["analysis"])
     settings = run.resolve_settings(cfg, "published")
     settings["bootstrap"]["n_resamples"] = 300  # the point statistics do not depend on it
     meta = published.published_model_meta(

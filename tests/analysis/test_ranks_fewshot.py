@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from synth import grid, scores_from_values
+from synth import analysis_config, grid, scores_from_values
 
 from geneb.analysis import bootstrap, fewshot, ranks
 from geneb.analysis import leaderboard as lb
@@ -97,7 +97,11 @@ def test_a_table_without_the_full_regime_skips_only_the_few_shot_tables():
     scores = check_scores(scores_from_values(values, CATS))
     models = meta({m: {"params": p} for m, p in (("a", 1e6), ("b", 1e7), ("c", 1e8))})
     tables, summary = run.run_analyses(
-        scores, model_meta=models, task_meta=None, declared_pairs=[], settings=run.resolve_settings({}, "geneb")
+        scores,
+        model_meta=models,
+        task_meta=None,
+        declared_pairs=[],
+        settings=run.resolve_settings(analysis_config(), "geneb"),
     )
     assert summary["protocols"]["geneb-paper"]["fewshot_skipped"].startswith("no full regime")
     assert tables["fewshot_drops"].empty and not tables["leaderboard"].empty and not tables["rank_intervals"].empty

@@ -7,13 +7,13 @@ import subprocess
 
 import pytest
 
-from geneb.analysis.outputs import FIGURES
-from geneb.report.captions import CAPTIONS
+from geneb.figures.registry import figure_names
+from geneb.report.captions import read_caption, report_captions
 from geneb.report.html import build_report
 
 
 @pytest.fixture(scope="module")
-def report(synthetic_run, tmp_path_factory):
+def report(synthetic_run, tmp_path_factory, repo):
     root = synthetic_run["root"]
     out = tmp_path_factory.mktemp("report") / "report.html"
     build_report(
@@ -21,15 +21,16 @@ def report(synthetic_run, tmp_path_factory):
         root / "results" / "figures",
         out,
         config=synthetic_run["config"],
+        captions=report_captions(repo / "workflow" / "report"),
         title="Test <run>",
     )
     return out
 
 
-def test_report_is_self_contained_with_every_figure_table_and_the_config(report):
+def test_report_is_self_contained_with_every_figure_table_and_the_config(report, repo):
     text = report.read_text()
     imgs = re.findall(r'<img alt="([^"]+) figure" width="[0-9]+" src="data:image/png;base64,', text)
-    assert imgs == list(FIGURES)
+    assert imgs == list(figure_names())
     assert not re.search(r'(src|href)="(https?:)?//', text)  # nothing fetched from the network
     assert "Test &lt;run&gt;" in text  # escaped
     for heading in (
@@ -45,7 +46,7 @@ def test_report_is_self_contained_with_every_figure_table_and_the_config(report)
     ):
         assert heading in text
     assert "planted outlier" in text and "n_resamples: 200" in text and "scipy" in text
-    assert CAPTIONS["heatmap"][:60] in text and "Encoder big" in text
+    assert read_caption(repo / "workflow" / "report", "heatmap.rst")[:60] in text and "Encoder big" in text
 
 
 def _chromium():
@@ -79,7 +80,7 @@ def test_report_renders_in_headless_chromium_with_its_figures(report, tmp_path):
     ]
     dom = subprocess.run([exe, *flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    n = len(FIGURES)
+    n = len(figure_names())
     assert f'data-decoded="{n}/{n}"' in dom.stdout
     assert dom.stdout.count("<table") >= 10
     shot = tmp_path / "shot.png"

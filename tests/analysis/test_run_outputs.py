@@ -5,12 +5,13 @@ import json
 import pandas as pd
 import pytest
 
-from geneb.analysis.outputs import ANALYSIS_TABLES, FIGURES, LEADERBOARD_TABLES
+from geneb.analysis.outputs import LEADERBOARD_TABLES, all_tables
+from geneb.figures.registry import figure_names
 
 
 def test_every_table_and_the_summary_are_written_with_provenance(synthetic_run):
     t = synthetic_run["root"] / "results" / "tables"
-    for name in (*LEADERBOARD_TABLES, *ANALYSIS_TABLES):
+    for name in all_tables():
         df = pd.read_parquet(t / f"{name}.parquet")
         if name not in LEADERBOARD_TABLES:
             assert {"settings_hash", "input_sha256"} <= set(df.columns), name
@@ -47,7 +48,7 @@ def test_planted_findings_are_found(synthetic_run):
 
 def test_figures_exist_as_png_and_pdf(synthetic_run):
     f = synthetic_run["root"] / "results" / "figures"
-    for name in FIGURES:
+    for name in figure_names():
         png, pdf = f / f"{name}.png", f / f"{name}.pdf"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-", name
         assert png.stat().st_size > 5000

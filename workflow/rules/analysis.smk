@@ -43,7 +43,7 @@ rule analyses:
         models=config["model_sheet"],
         tasks=config["task_sheet"],
     output:
-        tables=expand("results/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        tables=analysis_table_files("results/tables/{name}.parquet"),
         summary="results/tables/analysis_summary.json",
     log:
         "logs/analysis/analyses.log",
@@ -95,7 +95,7 @@ use rule analyses as published_analyses with:
         paper_models=PUBLISHED_FILES["models"],
         registry=PUBLISHED_REGISTRY,
     output:
-        tables=expand("results/published/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        tables=analysis_table_files("results/published/tables/{name}.parquet"),
         summary="results/published/tables/analysis_summary.json",
     log:
         "logs/analysis/published_analyses.log",

@@ -198,7 +198,18 @@ def final_outputs():
 
 
 # ---- analyses, figures, report (issue 5; analysis rules in analysis.smk, figures.smk, report.smk) --------
-from geneb.analysis.outputs import ANALYSIS_TABLES, FIGURES
+# Tables, figures and captions come from the registries (geneb.analysis.registry, geneb.figures.registry); the
+# protocol of the published results from geneb.analysis.published: no rule names one.
+from pathlib import Path
+
+from geneb.analysis.outputs import analysis_tables
+from geneb.analysis.published import PROTOCOL as PUBLISHED_PROTOCOL
+from geneb.figures.registry import figure_names, figures
+from geneb.report.captions import report_captions
+
+#: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
+CAPTION_FOLDER = "../report"
+CAPTION_DIR = Path(workflow.current_basedir.get_path_or_uri(secret_free=True)) / CAPTION_FOLDER
 
 #: the published results' reference files (config analysis.published.dir)
 PUBLISHED_FILES = {
@@ -226,3 +237,28 @@ def prediction_tables(wildcards=None):
 def submission_files():
     """One leaderboard submission file (schema 1.0) per configured model."""
     return expand("results/submissions/{model}.json", model=config["models"])
+
+
+def analysis_table_files(pattern):
+    """`pattern` (e.g. "results/tables/{name}.parquet") for every table of the analysis registry."""
+    return expand(pattern, name=analysis_tables())
+
+
+def figure_files(pattern):
+    """`pattern` (e.g. "results/figures/{name}.pdf") for every figure of the figure registry."""
+    return expand(pattern, name=figure_names())
+
+
+def figure_reports(pattern, category):
+    """{figure name: `pattern` with the name, flagged for `snakemake --report` with the figure's caption file
+    and `category`} for every registered figure: the named outputs of a figures rule."""
+    return {
+        f.name: report(pattern.format(name=f.name), caption=f"{CAPTION_FOLDER}/{f.caption}", category=category)
+        for f in figures()
+    }
+
+
+def caption_texts():
+    """{caption file: text} of the captions the HTML report shows, read from workflow/report (a params of the
+    report rules, so an edited caption rebuilds the report)."""
+    return report_captions(CAPTION_DIR)

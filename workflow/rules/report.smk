@@ -10,9 +10,9 @@ localrules:
 rule report:
     input:
         leaderboard="results/tables/leaderboard.parquet",
-        tables=expand("results/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        tables=analysis_table_files("results/tables/{name}.parquet"),
         summary="results/tables/analysis_summary.json",
-        figures=expand("results/figures/{name}.png", name=FIGURES),
+        figures=figure_files("results/figures/{name}.png"),
     output:
         report(
             "results/report/geneb_report.html",
@@ -25,6 +25,7 @@ rule report:
         "../envs/geneb.yaml"
     params:
         config=report_config,
+        captions=caption_texts(),
         protocol=config["default_protocol"],
         regime="full",
         title="GENEB report",
@@ -35,9 +36,9 @@ rule report:
 use rule report as published_report with:
     input:
         leaderboard="results/published/tables/leaderboard.parquet",
-        tables=expand("results/published/tables/{name}.parquet", name=ANALYSIS_TABLES),
+        tables=analysis_table_files("results/published/tables/{name}.parquet"),
         summary="results/published/tables/analysis_summary.json",
-        figures=expand("results/published/figures/{name}.png", name=FIGURES),
+        figures=figure_files("results/published/figures/{name}.png"),
     output:
         report(
             "results/published/report/geneb_report.html",
@@ -48,7 +49,8 @@ use rule report as published_report with:
         "logs/report/published_report.log",
     params:
         config=report_config,
-        protocol="geneb-paper",
+        captions=caption_texts(),
+        protocol=PUBLISHED_PROTOCOL,
         regime="full",
         title="GENEB: the paper's published results (40 models), reanalysed",
 

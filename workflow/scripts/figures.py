@@ -8,7 +8,7 @@ from geneb.logs import log_to_file
 log_to_file(snakemake.log[0])
 render_figures(
     Path(snakemake.input.leaderboard).parent,
-    Path(snakemake.output.heatmap).parent,
+    Path(snakemake.output.pdf[0]).parent,
     protocol=snakemake.params.protocol,
     regime=snakemake.params.regime,
 )

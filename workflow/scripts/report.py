@@ -11,6 +11,7 @@ build_report(
     Path(snakemake.input.figures[0]).parent,
     snakemake.output[0],
     config=dict(snakemake.params.config),
+    captions=dict(snakemake.params.captions),
     title=snakemake.params.title,
     protocol=snakemake.params.protocol,
     regime=snakemake.params.regime,

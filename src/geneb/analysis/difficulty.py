@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from geneb.analysis.context import RunContext
 from geneb.scores import AnalysisInputError
 
 
@@ -80,3 +81,19 @@ def specialists(board: pd.DataFrame) -> pd.DataFrame:
     )
     out["specialist"] = (out["macro"] < out["median_macro"]).fillna(False).astype(bool)
     return out.rename(columns={"model": "winner"}).reset_index(drop=True)
+
+
+def difficulty_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `difficulty`: near-random tasks (with the bootstrap CIs of the cells), high-variance
+    tasks and specialists; each regime's summary gets its near-random tasks."""
+    d = ctx.settings["difficulty"]
+    nr = near_random(ctx.used, float(d["near_random_mcc"]))
+    for protocol, psum in ctx.summary["protocols"].items():
+        for regime, rsum in psum["regimes"].items():
+            sel = nr[(nr["protocol"] == protocol) & (nr["regime"] == regime)]
+            rsum["near_random_tasks"] = sel.loc[sel["near_random"], "task"].tolist()
+    return {
+        "near_random": nr,
+        "task_variance": high_variance(ctx.used, float(d["high_variance_quantile"])),
+        "specialists": specialists(ctx.board),
+    }

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from geneb.analysis.context import ProtocolContext
 from geneb.analysis.scale import spearman_rho_p
 from geneb.scores import REGIMES, AnalysisInputError
 
@@ -95,3 +96,21 @@ def regime_changes(board: pd.DataFrame, protocol: str) -> pd.DataFrame:
             row[f"n_{key}"] = len(d)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def fewshot_tables(ctx: ProtocolContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `fewshot`: drops, the inverse pattern and the regime changes of the protocol's
+    leaderboard (none without a full regime or a k-shot one); the summary says why when skipped."""
+    board, protocol = ctx.run.board, ctx.protocol
+    if "full" not in set(board.loc[board["protocol"] == protocol, "regime"]):
+        ctx.summary["fewshot_skipped"] = "no full regime: few-shot drops are relative to it"
+        return {}
+    fd = drops(board, protocol)
+    if not set(SHOTS) & set(fd.columns):
+        return {}
+    inv = inverse_pattern(fd)
+    reg = regime_changes(board, protocol)
+    cats = reg[reg["category"] != "micro"]
+    ctx.summary["categories_whose_top_model_changes"] = int(cats.loc[cats["category"] != "macro", "top_changes"].sum())
+    ctx.summary["inverse_pattern"] = inv.to_dict("records")
+    return {"fewshot_drops": fd.reset_index(), "fewshot_inverse": inv, "fewshot_regimes": reg}

@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates, bootstrap_p_value
+from geneb.analysis.context import ProtocolContext, RegimeContext
 from geneb.scores import AnalysisInputError
 
 #: metadata column -> the `differs_in` value of a pair that differs in it
@@ -146,3 +147,36 @@ def pair_effects(
     out["significant"] = out["q_value"] < alpha
     out["rows_resampled"] = rep.rows_resampled
     return out[cols]
+
+
+def protocol_pairs(ctx: ProtocolContext) -> list[dict[str, Any]]:
+    """The pairs tested in a protocol: the registry's declared pairs, then (settings matched_pairs.derive) the
+    pairs derived from the metadata of the protocol's models that are not declared."""
+    run = ctx.run
+    mp = run.settings["matched_pairs"]
+    derived = []
+    if mp["derive"]:
+        derived = derive_pairs(run.model_meta, sorted(ctx.cells["model"].unique()), float(mp["max_params_ratio"]))
+    declared_ids = {tuple(sorted(p["models"])) for p in run.declared_pairs}
+    out = [dict(p, source=p.get("source", "declared")) for p in run.declared_pairs]
+    return out + [p for p in derived if tuple(p["models"]) not in declared_ids]
+
+
+def matched_pair_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `matched_pairs`: `pair_effects` of the protocol's pairs on the regime's paired
+    replicates (none with fewer than 2 complete models); the summary gets the counts."""
+    pairs = protocol_pairs(ctx.protocol)
+    ctx.protocol.summary["matched_pairs_considered"] = len(pairs)
+    if ctx.replicates is None:
+        return {}
+    mp = ctx.run.settings["matched_pairs"]
+    eff = pair_effects(
+        ctx.replicates,
+        pairs,
+        confidence=ctx.run.confidence,
+        alpha=float(mp["alpha"]),
+        min_tasks_without_rows=int(mp["min_tasks_without_rows"]),
+    )
+    ctx.summary["matched_pairs_tested"] = int(eff["tested"].sum()) if len(eff) else 0
+    ctx.summary["matched_pairs_significant"] = int(eff["significant"].sum()) if len(eff) else 0
+    return {"matched_pairs": eff}

@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates
+from geneb.analysis.context import RegimeContext
 from geneb.scores import AnalysisInputError
 
 
@@ -77,3 +78,23 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
     out["rows_resampled"] = rep.rows_resampled
     out["n_resamples"] = rep.draws.shape[0]
     return out
+
+
+def rank_interval_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `rank_intervals`: `rank_intervals` of the regime's paired replicates (none with
+    fewer than 2 complete models)."""
+    if ctx.replicates is None:
+        return {}
+    return {"rank_intervals": rank_intervals(ctx.replicates, ctx.run.confidence)}
+
+
+def category_kendall_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `category_kendall`: Kendall tau-b between the category (and macro) rankings of the
+    complete models (at least 3); the summary gets the mean tau between categories."""
+    wide = ctx.wide
+    if wide.dropna().shape[0] < 3:
+        return {}
+    kt = category_kendall(wide)
+    cat_only = kt[(kt["a"] != "macro") & (kt["b"] != "macro")]
+    ctx.summary["mean_kendall_tau_between_categories"] = float(cat_only["tau"].mean()) if len(cat_only) else None
+    return {"category_kendall": kt}

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.analysis.bootstrap import CategoryReplicates
+from geneb.analysis.context import RegimeContext
 from geneb.scores import AnalysisInputError
 
 TIE_RULES = ("overlap", "paired")
@@ -64,3 +65,12 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
     out = pd.DataFrame(rows)
     out["tie_rule"] = tie_rule
     return out
+
+
+def recommendation_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `recommendation`: `recommend` on the regime's paired replicates with the configured
+    tie rule (none with fewer than 2 complete models)."""
+    if ctx.replicates is None:
+        return {}
+    rule = ctx.run.settings["recommendation"]["tie_rule"]
+    return {"recommendations": recommend(ctx.replicates, confidence=ctx.run.confidence, tie_rule=rule)}

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from geneb.analysis.context import RegimeContext
+from geneb.analysis.metadata import entries
 from geneb.scores import AnalysisInputError
 
 #: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
@@ -240,3 +242,38 @@ def reversals(params: pd.Series, score: pd.Series, ratio: float) -> pd.DataFrame
         "margin",
     ]
     return pd.DataFrame(rows, columns=cols).sort_values("margin", ascending=False).reset_index(drop=True)
+
+
+def scale_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `scale`: Spearman rho of parameter count vs macro MCC (`scale_correlations`), the
+    in-domain models and the reversals among them, for the models with a positive parameter count; skipped,
+    with the reason in the summary, when no correlation is defined."""
+    run, macro, rsum = ctx.run, ctx.macro, ctx.summary
+    meta, scale_s = run.model_meta, run.settings["scale"]
+    exclusions = entries(scale_s["rho_exclusions"], "analysis.scale.rho_exclusions")
+    ood_models = entries(scale_s["in_domain"]["exclude_models"], "analysis.scale.in_domain.exclude_models")
+    ok, dropped = eligible(meta, list(macro.index))
+    rsum["not_in_scale_analysis"] = dropped
+    why_not = (
+        "no model has a macro MCC (every model lacks a task)"
+        if macro.empty
+        else why_no_correlation(meta.loc[ok, "params_used"] if ok else pd.Series(dtype=float), macro[ok])
+    )
+    if why_not:
+        rsum["scale_skipped"] = why_not
+        return {}
+    sc = scale_correlations(
+        macro[ok], meta, exclusions, n_resamples=run.n_resamples, seed=run.seed, confidence=run.confidence
+    )
+    rsum["spearman"] = {
+        r["subset"]: {k: r[k] for k in ("rho", "ci_low", "ci_high", "p_value", "n", "excluded")}
+        for r in sc.to_dict("records")
+    }
+    dom = in_domain(meta, ok, list(scale_s["in_domain"]["exclude_domains"]), ood_models)
+    dom["params_used"] = meta.loc[dom.index, "params_used"]
+    ind = dom.index[dom["in_domain"]].tolist()
+    rev = reversals(meta.loc[ind, "params_used"], macro[ind], float(scale_s["reversal_ratio"]))
+    rsum["n_in_domain"] = len(ind)
+    rsum["out_of_domain"] = dom.index[~dom["in_domain"]].tolist()
+    rsum["n_reversals"] = len(rev)
+    return {"scale": sc, "in_domain": dom.reset_index(), "reversals": rev}

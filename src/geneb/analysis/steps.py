@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from geneb.analysis import compare, metadata, published, run, submission
+from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.atomic import atomic_path
 from geneb.scores import AnalysisInputError, load_scores
 
@@ -42,7 +43,7 @@ def leaderboard_step(
     settings = run.resolve_settings(analysis_config, view)
     meta, _ = _meta(view, models_yaml, settings)
     tables = run.leaderboard_tables(load_scores(scores), meta, metadata.load_task_meta(tasks_tsv), settings)
-    for name in run.LEADERBOARD_TABLES:
+    for name in LEADERBOARD_TABLES:
         with atomic_path(outputs[name]) as tmp:
             tables[name].to_parquet(tmp, index=False)
     board = tables["leaderboard"]
@@ -64,7 +65,7 @@ def analyses_step(
     predictions_root: str | None,
     outdir: str,
 ) -> None:
-    """Rule `analyses`: every analysis table (run.ANALYSIS_TABLES) and analysis_summary.json in `outdir`."""
+    """Rule `analyses`: every registered analysis table (`outputs.analysis_tables`) and analysis_summary.json in `outdir`."""
     settings = run.resolve_settings(analysis_config, view)
     meta, pairs = _meta(view, models_yaml, settings)
     tables, summary = run.run_analyses(
@@ -76,7 +77,7 @@ def analyses_step(
         predictions_root=predictions_root,
     )
     summary["view"] = view
-    for path in run.write_tables(tables, summary, outdir, run.ANALYSIS_TABLES):
+    for path in run.write_tables(tables, summary, outdir, analysis_tables()):
         log.info("wrote %s", path)
 
 

@@ -37,3 +37,8 @@ def rank_bump(board: pd.DataFrame, display: dict[str, str], *, protocol: str, re
     ax.set_title(f"Rank per category ({regime}); coloured: the {len(top)} best by macro MCC")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+    """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
+    return rank_bump(tables["leaderboard"], display, protocol=protocol, regime=regime)

@@ -61,3 +61,8 @@ def fewshot_plot(
             )
         b.set_title(f"(b) level vs drop to {k}")
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+    """The registered figure (geneb.figures.registry): drawn from the tables fewshot_drops, fewshot_inverse."""
+    return fewshot_plot(tables["fewshot_drops"], tables["fewshot_inverse"], display, protocol=protocol)

@@ -45,3 +45,8 @@ def forest(pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regim
     ax.legend(loc="lower right", frameon=False)
     ax.set_title("Matched pairs (filled: significant after Benjamini-Hochberg)")
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+    """The registered figure (geneb.figures.registry): drawn from the tables matched_pairs."""
+    return forest(tables["matched_pairs"], display, protocol=protocol, regime=regime)

@@ -52,3 +52,8 @@ def heatmap(
         title += "\nn/a: no score (a cell left out, e.g. a model trained on that task; see contamination.parquet)"
     ax.set_title(title)
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+    """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
+    return heatmap(tables["leaderboard"], display, protocol=protocol, regime=regime)

@@ -1,7 +1,7 @@
 """Render every analysis figure from the analysis tables of one run (what the figures rule calls).
 
-Figures (PNG at 300 dpi and PDF, same stem): `heatmap`, `scale`, `rank_bump`, `fewshot`, `matched_pairs`,
-`task_variance`. Each is drawn for one protocol (the configured default, or the only one) and regime.
+Figures (PNG at 300 dpi and PDF, same stem): those of the figure registry (`geneb.figures.registry`). Each is
+drawn for one protocol (the configured default, or the only one) and regime.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.analysis.outputs import FIGURES
-from geneb.figures import bump, fewshot, forest, heatmap, scale, variance
+from geneb.figures.registry import figures
 from geneb.figures.style import paper_style, save
 from geneb.scores import AnalysisInputError
 
@@ -38,30 +37,19 @@ def choose_protocol(board: pd.DataFrame, protocol: str | None) -> str:
 def render_figures(
     tables_dir: str | Path, figures_dir: str | Path, *, protocol: str | None = None, regime: str = "full"
 ) -> list[Path]:
-    """Draw FIGURES from `tables_dir/*.parquet` into `figures_dir/{name}.png|pdf`; returns the PNG paths."""
+    """Draw every registered figure (`geneb.figures.registry`) from `tables_dir/*.parquet` into
+    `figures_dir/{name}.png|pdf`; returns the PNG paths. Raises AnalysisInputError for a missing table."""
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     board = _read(tables_dir, "leaderboard")
     protocol = choose_protocol(board, protocol)
     models = _read(tables_dir, "models")
     display = dict(zip(models["model"], models["display"].fillna(models["model"])))
-    kw = {"protocol": protocol, "regime": regime}
-    makers = {
-        "heatmap": lambda: heatmap.heatmap(board, display, **kw),
-        "scale": lambda: scale.scale_scatter(
-            board, _read(tables_dir, "scale"), _read(tables_dir, "in_domain"), display, **kw
-        ),
-        "rank_bump": lambda: bump.rank_bump(board, display, **kw),
-        "fewshot": lambda: fewshot.fewshot_plot(
-            _read(tables_dir, "fewshot_drops"), _read(tables_dir, "fewshot_inverse"), display, protocol=protocol
-        ),
-        "matched_pairs": lambda: forest.forest(_read(tables_dir, "matched_pairs"), display, **kw),
-        "task_variance": lambda: variance.task_variance(
-            _read(tables_dir, "task_variance"), _read(tables_dir, "near_random"), **kw
-        ),
-    }
     out = []
     with paper_style():
-        for name in FIGURES:
-            png, _ = save(makers[name](), figures_dir / f"{name}.png")
+        for fig in figures():
+            tables = {name: board if name == "leaderboard" else _read(tables_dir, name) for name in fig.inputs}
+            png, _ = save(
+                fig.function()(tables, display, protocol=protocol, regime=regime), figures_dir / f"{fig.name}.png"
+            )
             out.append(png)
     return out

@@ -66,3 +66,10 @@ def scale_scatter(
     ax.legend(loc="lower right", frameon=False, handletextpad=0.2)
     ax.set_ylim(top=ax.get_ylim()[1] + 0.12 * np.ptp(ax.get_ylim()))
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+    """The registered figure (geneb.figures.registry): drawn from the tables leaderboard, scale, in_domain."""
+    return scale_scatter(
+        tables["leaderboard"], tables["scale"], tables["in_domain"], display, protocol=protocol, regime=regime
+    )

@@ -44,3 +44,8 @@ def task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol
     ax.set_title("Per-task MCC spread across models (bar: min-max, dot: median)", loc="left")
     ax.set_ylim(min(-0.05, float(np.nanmin(v["min"])) - 0.02), 1.0)
     return fig
+
+
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+    """The registered figure (geneb.figures.registry): drawn from the tables task_variance, near_random."""
+    return task_variance(tables["task_variance"], tables["near_random"], protocol=protocol, regime=regime)

@@ -21,10 +21,11 @@ import yaml
 
 from geneb import __version__
 from geneb.analysis.leaderboard import wide_view
-from geneb.analysis.outputs import FIGURES
+from geneb.analysis.registry import Section, report_sections
 from geneb.atomic import write_text_atomic
+from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
-from geneb.report.captions import CAPTIONS
+from geneb.report.captions import LEADERBOARD_CAPTION
 from geneb.scores import REGIMES, AnalysisInputError
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
@@ -55,14 +56,14 @@ def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
     return out
 
 
-def _figure(png: Path, name: str) -> str:
+def _figure(png: Path, name: str, caption: str) -> str:
     if not png.exists():
         raise AnalysisInputError(f"report: figure {png} not found; render the figures first")
     raw = png.read_bytes()
     width_px = int.from_bytes(raw[16:20], "big")  # PNG IHDR width
     shown = min(1000, round(width_px * DISPLAY_SCALE))
     data = base64.b64encode(raw).decode("ascii")
-    cap = html.escape(CAPTIONS.get(name, ""))
+    cap = html.escape(caption)
     return (
         f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" width="{shown}" src="data:image/png;base64,{data}">'
         f"<figcaption>{cap}</figcaption></figure>"
@@ -74,6 +75,24 @@ def _read(tables_dir: Path, name: str) -> pd.DataFrame:
     if not path.exists():
         raise AnalysisInputError(f"report: table {path} not found; run the analyses first")
     return pd.read_parquet(path).drop(columns=["settings_hash", "input_sha256"], errors="ignore")
+
+
+def _sel(df: pd.DataFrame, **kw: str) -> pd.DataFrame:
+    """The rows of `df` whose columns in `kw` (those it has) equal the values, without protocol and regime."""
+    for k, v in kw.items():
+        if k in df.columns:
+            df = df[df[k] == v]
+    return df.drop(columns=[k for k in ("protocol", "regime") if k in df.columns])
+
+
+def _section_rows(df: pd.DataFrame, section: Section, protocol: str, regime: str) -> pd.DataFrame:
+    """The rows a report section shows: filtered to the report's protocol/regime (`section.by`) and to the
+    true rows of `section.only`."""
+    if section.by is not None:
+        df = _sel(df, **{k: {"protocol": protocol, "regime": regime}[k] for k in section.by})
+    if section.only is not None and len(df):
+        df = df[df[section.only].fillna(False).astype(bool)]
+    return df
 
 
 def _num(value: Any, fmt: str) -> str:
@@ -123,62 +142,39 @@ def build_report(
     out_path: str | Path,
     *,
     config: dict[str, Any],
+    captions: dict[str, str],
     title: str = "GENEB report",
     protocol: str | None = None,
     regime: str = "full",
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
-    config: the workflow configuration that made the run (shown verbatim). The page holds: headline
-    statistics, the leaderboard, each figure with its caption, the analysis tables, the contamination list,
-    the configuration, the analysis settings and package versions. Raises AnalysisInputError when a table
-    or figure is missing.
+    config: the workflow configuration that made the run (shown verbatim); captions: {caption file: text}
+    (`captions.report_captions`). The page holds: headline statistics, the leaderboard, each registered figure
+    with its caption (`geneb.figures.registry`), the registered analysis sections (`geneb.analysis.registry`),
+    the contamination list, the models, the configuration, the analysis settings and package versions.
+    Raises AnalysisInputError when a table, figure or caption is missing.
     """
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     summary = json.loads((tables_dir / "analysis_summary.json").read_text())
     board = _read(tables_dir, "leaderboard")
     protocol = choose_protocol(board, protocol)
-    t = {
-        name: _read(tables_dir, name)
-        for name in (
-            "rank_intervals",
-            "scale",
-            "in_domain",
-            "reversals",
-            "matched_pairs",
-            "fewshot_drops",
-            "fewshot_regimes",
-            "near_random",
-            "task_variance",
-            "specialists",
-            "recommendations",
-            "contamination",
-            "models",
-            "fewshot_inverse",
-            "category_kendall",
-        )
-    }
-
-    def sel(df: pd.DataFrame, **kw: str) -> pd.DataFrame:
-        for k, v in kw.items():
-            if k in df.columns:
-                df = df[df[k] == v]
-        return df.drop(columns=[k for k in ("protocol", "regime") if k in df.columns])
-
+    missing = [c for c in (LEADERBOARD_CAPTION, *(f.caption for f in figures())) if c not in captions]
+    if missing:
+        raise AnalysisInputError(f"report: no caption text for {missing}")
+    sections = report_sections()
+    t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models")}
+    t.update({name: _read(tables_dir, name) for name in dict.fromkeys(s.table for s in sections)})
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
     wide = wide_view(board, protocol, regime, complete_only=False)
     wide.columns.name = None
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
     wide = wide.reset_index()
-    ri = sel(t["rank_intervals"], protocol=protocol, regime=regime)
+    ri = _sel(t["rank_intervals"], protocol=protocol, regime=regime)
     if len(ri):
         ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]].sort_values(
             "rank"
         )
-    mp = sel(t["matched_pairs"], protocol=protocol, regime=regime)
-    mp = mp[mp["significant"].fillna(False).astype(bool)] if len(mp) else mp
-    nr = sel(t["near_random"], protocol=protocol, regime=regime)
-    hv = sel(t["task_variance"], protocol=protocol, regime=regime)
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -189,31 +185,20 @@ def build_report(
         "<h2 id='headline'>Headline statistics</h2>",
         _headline(summary, protocol),
         "<h2 id='leaderboard'>Leaderboard</h2>",
-        f"<p>{html.escape(CAPTIONS['leaderboard'])}</p>",
+        f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
         _table(wide, 3, 200),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
         _table(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
     ]
-    parts += [_figure(figures_dir / f"{name}.png", name) for name in FIGURES]
-    sections = [
-        ("Scale: Spearman ρ", sel(t["scale"], protocol=protocol, regime=regime)),
-        ("In-domain models (reversal count)", sel(t["in_domain"], protocol=protocol, regime=regime)),
-        ("Reversals", sel(t["reversals"], protocol=protocol, regime=regime)),
-        ("Matched pairs significant after Benjamini-Hochberg", mp),
-        ("Few-shot drops (macro MCC)", sel(t["fewshot_drops"], protocol=protocol)),
-        ("Top model per regime and Kendall τ between regimes", sel(t["fewshot_regimes"], protocol=protocol)),
-        ("Inverse pattern: Spearman ρ between full-data level and drop", sel(t["fewshot_inverse"], protocol=protocol)),
-        ("Kendall τ between category rankings", sel(t["category_kendall"], protocol=protocol, regime=regime)),
-        ("Near-random tasks", nr[nr["near_random"]] if len(nr) else nr),
-        ("High-variance tasks", hv[hv["high_variance"]] if len(hv) else hv),
-        ("Category winners and specialists", sel(t["specialists"], protocol=protocol, regime=regime)),
-        ("Recommendation per category", sel(t["recommendations"], protocol=protocol, regime=regime)),
+    parts += [_figure(figures_dir / f"{f.name}.png", f.name, captions[f.caption]) for f in figures()]
+    shown = [(s.heading, _section_rows(t[s.table], s, protocol, regime)) for s in sections]
+    shown += [
         ("Contaminated cells (left out of rankings by default)", t["contamination"]),
         ("Models", t["models"]),
     ]
     parts.append("<h2 id='tables'>Analysis tables</h2>")
-    for heading, df in sections:
+    for heading, df in shown:
         parts += [f"<h3>{html.escape(heading)}</h3>", _table(df)]
     versions = dict(summary.get("package_versions", {}), python=platform.python_version())
     parts += [

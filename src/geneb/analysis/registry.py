@@ -1,0 +1,152 @@
+"""The analysis registry: every table the `analyses` rule writes, the function that computes it and the report
+sections that show it. Everything else is derived from it: `run.run_analyses`, the output lists
+(`outputs.analysis_tables`, the rules' `output:`) and the HTML report's "Analysis tables" sections.
+
+Adding an analysis: write its module (a function taking a context of `geneb.analysis.context` and returning
+{table name: frame}) and add one `Analysis(...)` line to `ANALYSES` (docs/analyses.md). The functions are named
+by "module:function" and imported only when the analyses run, so reading the registry (the workflow does,
+to build its DAG) loads no analysis code.
+
+Scopes: "regime" runs once per (protocol, regime) and its tables get `protocol` and `regime` columns;
+"protocol" once per protocol, after its regimes (tables get `protocol`); "run" once, after every protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from geneb.scores import AnalysisInputError
+
+SCOPES = ("regime", "protocol", "run")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of the HTML report's "Analysis tables": `heading` over the rows of `table` of the report's
+    protocol/regime. by: the columns filtered to the report's protocol and regime (those present; then both
+    columns are dropped), None: the whole table as written; only: a boolean column, keep its true rows."""
+
+    heading: str
+    table: str
+    by: tuple[str, ...] | None = ("protocol", "regime")
+    only: str | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One registered analysis: `compute` ("module:function" or a callable) takes the context of `scope` and
+    returns {name: frame} for some of `tables` (a table it skips stays empty); `sections` show them in the
+    report, in registry order."""
+
+    name: str
+    scope: str
+    compute: str | Callable[[Any], dict[str, Any]]
+    tables: tuple[str, ...]
+    sections: tuple[Section, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise AnalysisInputError(f"analysis {self.name!r}: scope must be one of {SCOPES}, not {self.scope!r}")
+        for s in self.sections:
+            if s.table not in self.tables:
+                raise AnalysisInputError(f"analysis {self.name!r}: section {s.heading!r} shows unknown {s.table!r}")
+
+    def function(self) -> Callable[[Any], dict[str, Any]]:
+        """The compute function (imported on first use when given as "module:function")."""
+        if callable(self.compute):
+            return self.compute
+        module, _, attr = self.compute.partition(":")
+        return getattr(import_module(module), attr)
+
+
+#: the registered analyses, in report order (tables and sections follow it)
+ANALYSES: list[Analysis] = [
+    Analysis("models", "run", "geneb.analysis.roster:models_tables", ("models",)),
+    Analysis("rank_intervals", "regime", "geneb.analysis.ranks:rank_interval_tables", ("rank_intervals",)),
+    Analysis(
+        "scale",
+        "regime",
+        "geneb.analysis.scale:scale_tables",
+        ("scale", "in_domain", "reversals"),
+        (
+            Section("Scale: Spearman ρ", "scale"),
+            Section("In-domain models (reversal count)", "in_domain"),
+            Section("Reversals", "reversals"),
+        ),
+    ),
+    Analysis(
+        "matched_pairs",
+        "regime",
+        "geneb.analysis.pairs:matched_pair_tables",
+        ("matched_pairs",),
+        (Section("Matched pairs significant after Benjamini-Hochberg", "matched_pairs", only="significant"),),
+    ),
+    Analysis(
+        "fewshot",
+        "protocol",
+        "geneb.analysis.fewshot:fewshot_tables",
+        ("fewshot_drops", "fewshot_inverse", "fewshot_regimes"),
+        (
+            Section("Few-shot drops (macro MCC)", "fewshot_drops", by=("protocol",)),
+            Section("Top model per regime and Kendall τ between regimes", "fewshot_regimes", by=("protocol",)),
+            Section(
+                "Inverse pattern: Spearman ρ between full-data level and drop", "fewshot_inverse", by=("protocol",)
+            ),
+        ),
+    ),
+    Analysis(
+        "category_kendall",
+        "regime",
+        "geneb.analysis.ranks:category_kendall_tables",
+        ("category_kendall",),
+        (Section("Kendall τ between category rankings", "category_kendall"),),
+    ),
+    Analysis(
+        "difficulty",
+        "run",
+        "geneb.analysis.difficulty:difficulty_tables",
+        ("near_random", "task_variance", "specialists"),
+        (
+            Section("Near-random tasks", "near_random", only="near_random"),
+            Section("High-variance tasks", "task_variance", only="high_variance"),
+            Section("Category winners and specialists", "specialists"),
+        ),
+    ),
+    Analysis(
+        "recommendation",
+        "regime",
+        "geneb.analysis.recommend:recommendation_tables",
+        ("recommendations",),
+        (Section("Recommendation per category", "recommendations"),),
+    ),
+]
+
+
+def register(analysis: Analysis) -> Analysis:
+    """Add `analysis` to the registry (after the others). Raises AnalysisInputError when its name or one of its
+    tables is taken."""
+    if analysis.name in {a.name for a in ANALYSES}:
+        raise AnalysisInputError(f"analysis {analysis.name!r} is registered already")
+    taken = set(analysis.tables) & set(analysis_tables())
+    if taken:
+        raise AnalysisInputError(f"analysis {analysis.name!r}: tables {sorted(taken)} are another analysis' tables")
+    ANALYSES.append(analysis)
+    return analysis
+
+
+def analyses() -> tuple[Analysis, ...]:
+    """The registered analyses, in registry order."""
+    return tuple(ANALYSES)
+
+
+def analysis_tables() -> tuple[str, ...]:
+    """Every table the registered analyses write (results/tables/{name}.parquet), in registry order."""
+    return tuple(t for a in ANALYSES for t in a.tables)
+
+
+def report_sections() -> tuple[Section, ...]:
+    """The report's "Analysis tables" sections, in registry order."""
+    return tuple(s for a in ANALYSES for s in a.sections)

@@ -1,0 +1,140 @@
+"""The analysis and figure registries are the one list: a dummy analysis or figure registered here (and
+nowhere else) is computed, written, drawn, listed in the rules' outputs and shown in the report; every
+registered figure has its caption file; no rule file names a protocol."""
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from geneb.analysis import outputs, registry
+from geneb.analysis.steps import analyses_step
+from geneb.figures import registry as figure_registry
+from geneb.figures.render import render_figures
+from geneb.figures.style import empty_figure
+from geneb.probe.protocols import PROTOCOL_NAMES
+from geneb.report.captions import report_captions
+from geneb.report.html import build_report
+
+
+def _dummy_tables(ctx):
+    """A regime-scope analysis: the number of complete models."""
+    ctx.summary["dummy_complete"] = len(ctx.complete)
+    return {"dummy_counts": pd.DataFrame({"n_complete": [len(ctx.complete)], "flag": [True]})}
+
+
+def _dummy_figure(tables, display, *, protocol, regime):
+    return empty_figure(f"{len(tables['dummy_counts'])} dummy rows ({protocol}, {regime})")
+
+
+DUMMY_ANALYSIS = registry.Analysis(
+    "dummy",
+    "regime",
+    _dummy_tables,
+    ("dummy_counts",),
+    (registry.Section("Dummy counts per regime", "dummy_counts", only="flag"),),
+)
+DUMMY_FIGURE = figure_registry.Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "dummy_figure.rst")
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """The dummy analysis and figure registered for one test (the registries restored afterwards)."""
+    monkeypatch.setattr(registry, "ANALYSES", list(registry.ANALYSES))
+    monkeypatch.setattr(figure_registry, "FIGURES", list(figure_registry.FIGURES))
+    registry.register(DUMMY_ANALYSIS)
+    figure_registry.register(DUMMY_FIGURE)
+
+
+def test_a_registered_analysis_and_figure_reach_every_output_and_the_report(registered, synthetic_run, tmp_path, repo):
+    assert outputs.analysis_tables()[-1] == "dummy_counts" and "dummy_counts" in outputs.all_tables()
+    assert registry.report_sections()[-1].table == "dummy_counts"
+    assert figure_registry.figure_names()[-1] == "dummy_figure"
+    root = synthetic_run["root"]
+    tables, figs = tmp_path / "tables", tmp_path / "figures"
+    shutil.copytree(root / "results" / "tables", tables)
+    analyses_step(
+        scores=str(tables / "scores.parquet"),
+        models_yaml=str(root / "config" / "models.yaml"),
+        tasks_tsv=str(root / "config" / "tasks.tsv"),
+        analysis_config=synthetic_run["config"]["analysis"],
+        view="geneb",
+        predictions_root=str(root / "results" / "predictions"),
+        outdir=str(tables),
+    )
+    dummy = pd.read_parquet(tables / "dummy_counts.parquet")
+    # one row per (protocol, regime), tagged, with provenance, like every analysis table
+    assert sorted(dummy["regime"]) == ["10shot", "1shot", "full"] and set(dummy["protocol"]) == {"geneb-paper"}
+    assert (dummy["n_complete"] == 6).all() and {"settings_hash", "input_sha256"} <= set(dummy.columns)
+    pngs = render_figures(tables, figs)
+    assert [p.name for p in pngs][-1] == "dummy_figure.png" and (figs / "dummy_figure.pdf").exists()
+    captions_dir = tmp_path / "captions"
+    shutil.copytree(repo / "workflow" / "report", captions_dir)
+    (captions_dir / "dummy_figure.rst").write_text("The dummy figure's caption.\n")
+    out = build_report(
+        tables, figs, tmp_path / "r.html", config={}, captions=report_captions(captions_dir), protocol="geneb-paper"
+    )
+    text = out.read_text()
+    assert "<h3>Dummy counts per regime</h3>" in text and '<img alt="dummy_figure figure"' in text
+    assert "The dummy figure&#x27;s caption." in text
+    # sections keep registry order: the dummy's after the registered ones, before the fixed tail
+    assert text.index("Recommendation per category") < text.index("Dummy counts") < text.index("Contaminated cells")
+
+
+def test_registering_a_taken_name_is_refused(registered):
+    with pytest.raises(ValueError, match="registered already"):
+        registry.register(DUMMY_ANALYSIS)
+    with pytest.raises(ValueError, match="another analysis"):
+        registry.register(registry.Analysis("other", "run", _dummy_tables, ("scale",)))
+    with pytest.raises(ValueError, match="registered already"):
+        figure_registry.register(DUMMY_FIGURE)
+    with pytest.raises(ValueError, match="scope"):
+        registry.Analysis("x", "task", _dummy_tables, ("x",))
+
+
+def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_path):
+    """A Snakefile that registers the dummy before including the rule files: the analyses, figures and report
+    rules list its outputs, with nothing else changed."""
+    (tmp_path / "shared").symlink_to(shared)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "config").symlink_to(repo / "config")
+    rules = sorted(p.name for p in (repo / "workflow" / "rules").glob("*.smk") if p.name != "common.smk")
+    includes = "\n".join(f'include: "{repo}/workflow/rules/{r}"' for r in ["common.smk", *rules])
+    (work / "Snakefile").write_text(
+        "from geneb.analysis.registry import Analysis, register\n"
+        "from geneb.figures.registry import Figure, register as register_figure\n"
+        'register(Analysis("dummy", "run", "x:y", ("dummy_counts",)))\n'
+        'register_figure(Figure("dummy_figure", "x:y", ("dummy_counts",), "heatmap.rst"))\n'
+        f'configfile: "{repo}/config/config.yaml"\n{includes}\n'
+    )
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(work / "Snakefile"), "-d", str(work), "--cores", "1", "-n"]
+    r = subprocess.run([*cmd, "report", "published"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = {m.group(1): m.group(2) for m in re.finditer(r"rule (\w+):\n((?:    .*\n)+)", r.stdout)}
+    for rule, folder in (("analyses", "results"), ("published_analyses", "results/published")):
+        assert f"{folder}/tables/dummy_counts.parquet" in jobs[rule]
+    for rule, folder in (("paper_figures", "results"), ("published_figures", "results/published")):
+        assert f"{folder}/figures/dummy_figure.png" in jobs[rule] and f"{folder}/figures/dummy_figure.pdf" in jobs[rule]
+    assert "results/figures/dummy_figure.png" in jobs["report"]
+
+
+def test_every_registered_figure_has_a_caption_file_and_reads_produced_tables(repo):
+    produced = set(outputs.all_tables())
+    for fig in figure_registry.figures():
+        assert (repo / "workflow" / "report" / fig.caption).is_file(), fig.name
+        assert set(fig.inputs) <= produced, fig.name
+        assert callable(fig.function()), fig.name
+    for analysis in registry.analyses():
+        assert callable(analysis.function()), analysis.name
+
+
+def test_no_rule_file_names_a_protocol(repo):
+    files = [repo / "Snakefile", *sorted((repo / "workflow" / "rules").glob("*.smk"))]
+    for path in files:
+        text = path.read_text()
+        for name in PROTOCOL_NAMES:
+            assert name not in text, f"{path.name} names the protocol {name!r}; take it from config or the registry"
