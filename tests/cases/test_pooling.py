@@ -19,8 +19,9 @@ from geneb.embeddings.checks import check_padding_invariance
 from geneb.embeddings.errors import EmptyPoolError, PaddingVarianceError
 from geneb.embeddings.pooling import last_real_index, pool
 from geneb.extract import build_encoder, extract_task
+from geneb.models.chunking import Chunk
 from geneb.models.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
-from geneb.models.tokenmodel import Chunk, TokenModelEncoder
+from geneb.models.tokenmodel import TokenModelEncoder
 
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 

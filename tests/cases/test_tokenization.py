@@ -27,7 +27,7 @@ from geneb.extract import build_encoder, extract_task
 from geneb.models.hf import position_offset
 from geneb.models.kmer import KmerEncoder
 from geneb.models.registry import extraction_settings, load_registry
-from geneb.models.tokenmodel import resolve_max_tokens
+from geneb.models.token_checks import resolve_max_tokens
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 
 

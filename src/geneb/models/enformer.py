@@ -27,8 +27,8 @@ from geneb.embeddings.batching import StepDownRunner, plan_batches
 from geneb.embeddings.errors import LongSequenceError, NonFiniteEmbeddingError
 from geneb.embeddings.pooling import pool
 from geneb.models.base import EmbedResult, sequence_batch
+from geneb.models.execution import init_execution, progress_bar
 from geneb.models.guards import check_pooled_width
-from geneb.models.tokenmodel import _progress, init_execution
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class EnformerEncoder:
         if method == "max":
             acc[:] = -np.inf
         counts = np.zeros(len(sequences), np.int64)
-        bar = _progress(len(items), desc or self.model_id, enabled=self.progress)
+        bar = progress_bar(len(items), desc or self.model_id, enabled=self.progress)
 
         def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             x = torch.full((len(idx), self.window), 4, dtype=torch.long)
