@@ -40,7 +40,7 @@ from geneb.embeddings.errors import (
 )
 from geneb.embeddings.pooling import pool
 from geneb.models import token_checks
-from geneb.models.base import EmbedResult, sequence_batch
+from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
 from geneb.models.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
 from geneb.models.dropped_letters import check_dropped, count_unknown
 from geneb.models.execution import dtype_policy, init_execution, progress_bar
@@ -74,14 +74,12 @@ class TokenModelEncoder:
         self.uses_attention_mask = True
         self.pad_sensitive = False  # set by an adapter whose model changes with the padded length despite the mask
         self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
-        self.last_unk = (0, 0)  # (rows with an unknown token, unknown tokens) of the last make_chunks call
         self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
         self.strand: list[int] = []  # a strand token an input_transform puts before the sequence (gLM2)
         self.n_layers: int | None = None  # transformer blocks, when the config says (checks per-layer state counts)
         self.max_tokens_from = "registry"  # where max_tokens came from: registry, or the model's files (then tried)
         self._offsets: list[list[tuple[int, int]]] | None = None  # character spans of the last _tokenize call
-        self.step_downs = 0
-        self.fp32_retries = 0
+        self._fp32_retries = 0  # batches rerun in float32 so far (embed reports its own calls' in the counters)
         self._captured: list[torch.Tensor] = []
         self.compute_dtype, self.weights_dtype, self.autocast = dtype_policy(
             self.extraction, device=self.device, model=self.model_id
@@ -161,7 +159,6 @@ class TokenModelEncoder:
         token_checks.check_vocabulary(self)
         token_checks.check_max_length(self)
         token_checks.check_padding_invariance(self)
-        self.fp32_retries = self.step_downs = 0  # count the task's rows only, not the load-time probes
 
     def _hook(self, _module: Any, _inputs: Any, output: Any) -> None:
         if isinstance(output, (tuple, list)):
@@ -205,8 +202,14 @@ class TokenModelEncoder:
     def make_chunks(
         self, sequences: list[str], rows: list[int]
     ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray]:
+        """(chunks, n_chunks, truncated, trimmed bases) of `sequences`: see `chunks_and_unknowns`."""
+        return self.chunks_and_unknowns(sequences, rows)[:4]
+
+    def chunks_and_unknowns(
+        self, sequences: list[str], rows: list[int]
+    ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
         """Turn sequences into forward-pass chunks (geneb.models.chunking); returns (chunks, n_chunks (n,),
-        truncated (n,), trimmed bases (n,)). Raises LongSequenceError under long_policy error, EmptyPoolError
+        truncated (n,), trimmed bases (n,), (rows with an unknown token, unknown tokens)). Raises LongSequenceError under long_policy error, EmptyPoolError
         for a row with no token or no pooled position, ValueError for cls/last pooling of a multi-chunk row,
         DroppedInputError for letters the tokenizer drops (geneb.models.dropped_letters)."""
         texts, trimmed = model_texts(sequences, rows, self.extraction, model=self.model_id)
@@ -220,12 +223,11 @@ class TokenModelEncoder:
             encoded=encoded,
             token_texts=self._token_texts,
         )
-        if self.unk_id is not None:
-            self.last_unk = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id)
+        unknown = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id)
         chunks, n_chunks, truncated = split_tokens(
             encoded, rows, cap=self.body_cap, extraction=self.extraction, model=self.model_id, chunk=self.chunk
         )
-        return chunks, n_chunks, truncated, trimmed
+        return chunks, n_chunks, truncated, trimmed, unknown
 
     def chunk(self, seq_index: int, body: list[int]) -> Chunk:
         """One forward-pass item (`geneb.models.chunking.make_chunk`): the tokenizer's prefix, the strand token
@@ -305,7 +307,7 @@ class TokenModelEncoder:
         hidden = self.hidden_states(ids, attn, force_fp32=force_fp32, rows=rows)
         bad = self._nonfinite_rows(hidden, attn)
         if bad and self.autocast:
-            self.fp32_retries += 1
+            self._fp32_retries += 1
             log.warning(
                 "model %s: non-finite %s states for rows %s; retrying the batch in float32 (nonfinite: retry_fp32)",
                 self.model_id,
@@ -346,9 +348,10 @@ class TokenModelEncoder:
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled embeddings float32 (n, d) in input order, with per-row n_tokens (pooled positions, all chunks),
-        n_chunks, truncated and trimmed_bases. Raises TypeError for a bare string (case B12)."""
+        n_chunks, truncated and trimmed_bases, and the call's counters (UNK tokens, step-downs, fp32 retries). Raises TypeError for a bare string (case B12)."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
-        chunks, n_chunks, truncated, trimmed = self.make_chunks(sequences, rows)
+        chunks, n_chunks, truncated, trimmed, unknown = self.chunks_and_unknowns(sequences, rows)
+        retries_before = self._fp32_retries
         method = self.extraction.get("pooling", "mean")
         plan = plan_batches([len(c.ids) for c in chunks], self.batch_size, equal_length=self.bucket_equal_lengths)
         state: dict[str, Any] = {"acc": None, "counts": np.zeros(len(sequences), np.int64)}
@@ -392,8 +395,8 @@ class TokenModelEncoder:
             runner.run(plan, done)
         finally:
             bar.close()
-        self.step_downs += runner.step_downs
         acc, counts = state["acc"], state["counts"]
         if method == "mean":
             acc = acc / counts[:, None]
-        return EmbedResult(acc.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, trimmed)
+        counters = EmbedCounters(*unknown, runner.step_downs, self._fp32_retries - retries_before)
+        return EmbedResult(acc.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, trimmed, counters)
