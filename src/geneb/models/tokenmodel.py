@@ -44,7 +44,7 @@ from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
 from geneb.models.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
 from geneb.models.dropped_letters import check_dropped, count_unknown
 from geneb.models.execution import dtype_policy, init_execution, progress_bar
-from geneb.models.guards import check_pooled_width, check_token_ids, get_layer
+from geneb.models.guards import check_pooled_width, check_token_ids, get_layer, nonfinite_rows
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class TokenModelEncoder:
         self.n_layers: int | None = None  # transformer blocks, when the config says (checks per-layer state counts)
         self.max_tokens_from = "registry"  # where max_tokens came from: registry, or the model's files (then tried)
         self._offsets: list[list[tuple[int, int]]] | None = None  # character spans of the last _tokenize call
-        self._fp32_retries = 0  # batches rerun in float32 so far (embed reports its own calls' in the counters)
+        self._fp32_retries = 0  # batches rerun in float32 so far (each embed call reports its own)
         self._captured: list[torch.Tensor] = []
         self.compute_dtype, self.weights_dtype, self.autocast = dtype_policy(
             self.extraction, device=self.device, model=self.model_id
@@ -208,10 +208,10 @@ class TokenModelEncoder:
     def chunks_and_unknowns(
         self, sequences: list[str], rows: list[int]
     ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
-        """Turn sequences into forward-pass chunks (geneb.models.chunking); returns (chunks, n_chunks (n,),
-        truncated (n,), trimmed bases (n,), (rows with an unknown token, unknown tokens)). Raises LongSequenceError under long_policy error, EmptyPoolError
-        for a row with no token or no pooled position, ValueError for cls/last pooling of a multi-chunk row,
-        DroppedInputError for letters the tokenizer drops (geneb.models.dropped_letters)."""
+        """Sequences -> (chunks, n_chunks (n,), truncated (n,), trimmed bases (n,), (rows with an UNK token, UNK
+        tokens)) via geneb.models.chunking. Raises LongSequenceError under long_policy error, EmptyPoolError for
+        a row with no token, ValueError for cls/last pooling of a multi-chunk row, DroppedInputError for letters
+        the tokenizer drops or a row of UNK only (geneb.models.dropped_letters)."""
         texts, trimmed = model_texts(sequences, rows, self.extraction, model=self.model_id)
         encoded = self._tokenize(texts)
         check_dropped(
@@ -230,8 +230,7 @@ class TokenModelEncoder:
         return chunks, n_chunks, truncated, trimmed, unknown
 
     def chunk(self, seq_index: int, body: list[int]) -> Chunk:
-        """One forward-pass item (`geneb.models.chunking.make_chunk`): the tokenizer's prefix, the strand token
-        (if any), `body`, the suffix; the special tokens are pooled unless `exclude_special_tokens`."""
+        """One forward-pass item with this model's special tokens (`geneb.models.chunking.make_chunk`)."""
         return make_chunk(
             seq_index,
             body,
@@ -305,7 +304,7 @@ class TokenModelEncoder:
         ids, attn, pmask = self.batch_tensors(chunks)
         check_token_ids(ids[attn.bool()], self.num_embeddings, model=self.model_id, rows=rows)
         hidden = self.hidden_states(ids, attn, force_fp32=force_fp32, rows=rows)
-        bad = self._nonfinite_rows(hidden, attn)
+        bad = nonfinite_rows(hidden, attn)
         if bad and self.autocast:
             self._fp32_retries += 1
             log.warning(
@@ -315,7 +314,7 @@ class TokenModelEncoder:
                 [rows[b] for b in bad],
             )
             hidden = self.hidden_states(ids, attn, force_fp32=True, rows=rows)
-            bad = self._nonfinite_rows(hidden, attn)
+            bad = nonfinite_rows(hidden, attn)
         if bad:
             named = [rows[b] for b in bad if rows[b] >= 0]
             which = (
@@ -337,12 +336,6 @@ class TokenModelEncoder:
         # positions that went into each vector: all pooled ones for mean/max, the one token for cls/last
         used = pmask.sum(dim=1) if method in ("mean", "max") else torch.ones(len(chunks), dtype=torch.long)
         return pooled.cpu(), used
-
-    @staticmethod
-    def _nonfinite_rows(hidden: torch.Tensor, attn: torch.Tensor) -> list[int]:
-        real = attn.to(hidden.device).bool()
-        finite = torch.isfinite(hidden).all(dim=-1) | ~real
-        return [int(b) for b in torch.nonzero(~finite.all(dim=1)).flatten()]
 
     # ---- embed ------------------------------------------------------------------------------------------
 
