@@ -280,7 +280,7 @@ def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
     import json
     import uuid
 
-    from geneb.models.tiny import write_remote_hyena
+    from geneb.testing.tiny import write_remote_hyena
 
     folder = write_remote_hyena(
         tmp_path / f"hyena-slow-{uuid.uuid4().hex[:12]}"
@@ -519,7 +519,7 @@ def padding_idx_models(tmp_path_factory):
     tokenizer that sets no model_max_length (the 'not set' sentinel): only the config gives a maximum."""
     import transformers as tf
 
-    from geneb.models.tiny import write_char_tokenizer
+    from geneb.testing.tiny import write_char_tokenizer
 
     folders = {}
     common = {
