@@ -74,7 +74,7 @@ class Zoo:
         self._encoders: dict[str, Any] = {}
 
     def folder(self, kind: str) -> Path:
-        from geneb.models import tiny
+        from geneb.testing import tiny
 
         if kind not in self._folders:
             tok = self.shared / "models" / "tokenizers"

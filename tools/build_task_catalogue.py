@@ -2,7 +2,9 @@
 
 Run from the repository root: `python tools/build_task_catalogue.py [--shared ../shared]`. The output is
 committed; this script documents how it was made (and the organism -> taxonomic-group mapping, which is a
-curation decision, not data from the sources).
+curation decision, not data from the sources). Rows of the current config/tasks.tsv that the tool does not
+generate (tasks users added by hand, one row each: docs/adding-a-task.md) are kept, after the generated ones,
+in their order, as tools/build_model_registry.py keeps hand-added models.
 """
 
 from __future__ import annotations
@@ -65,12 +67,10 @@ def taxon_group(organism: str) -> str:
     return "unknown"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default="../shared")
-    ap.add_argument("--out", default="config/tasks.tsv")
-    args = ap.parse_args()
-    shared = Path(args.shared)
+def build(shared: Path, existing: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The whole catalogue: the paper's tasks, then the mirror's, then the rows of `existing` (the current
+    config/tasks.tsv, read as text) whose task the tool does not generate, in their order (columns the tool
+    does not write are dropped, missing ones left empty)."""
     spec = json.loads((shared / "reference/geneb_paper/benchmark_spec.json").read_text())
     source = f"hf:{spec['dataset']['repo_id']}@{spec['dataset']['revision']}"
     paper = pd.read_csv(shared / "reference/geneb_paper/tasks.tsv", sep="\t", dtype=str)
@@ -115,6 +115,20 @@ def main() -> None:
             )
         )
     out = pd.DataFrame(rows)
+    if existing is not None and len(existing):
+        kept = existing[~existing["task"].isin(set(out["task"]))]
+        out = pd.concat([out, kept.reindex(columns=out.columns, fill_value="")], ignore_index=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared", default="../shared")
+    ap.add_argument("--out", default="config/tasks.tsv")
+    args = ap.parse_args()
+    out_path = Path(args.out)
+    existing = pd.read_csv(out_path, sep="\t", dtype=str, keep_default_na=False) if out_path.exists() else None
+    out = build(Path(args.shared), existing)
     unknown = out[out.taxon_group == "unknown"]
     out.to_csv(args.out, sep="\t", index=False)
     print(f"wrote {len(out)} tasks to {args.out}; taxon group unknown for: {', '.join(unknown.task) or 'none'}")

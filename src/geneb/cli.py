@@ -8,9 +8,15 @@
                                        the best model(s) for a category, with ties where CIs overlap
     geneb pin-revisions MODEL ... [--ref main]
                                        pin hub models to the commit a ref points to now (needs network)
+    geneb sbatch-preview [snakemake arguments]
+                                       the sbatch call of every job a Slurm run would submit (geneb.sbatch_preview)
+    geneb recover [snakemake arguments]
+                                       resume a run killed hard (geneb.recover; docs/hpc.md, "Resuming")
 
-Running the benchmark is `snakemake`; this command only reads its outputs (`results/tables/*.parquet`) and
-the configuration sheets. Exit status 2, with a one-line `geneb: error: ...` on stderr and no traceback, for
+Running the benchmark is `snakemake`; this command reads its outputs (`results/tables/*.parquet`) and the
+configuration sheets, and wraps two Snakemake calls for clusters (sbatch-preview, recover: every argument
+after the command goes to snakemake; `python -m geneb.sbatch_preview` and `python -m geneb.recover` are the
+same commands). Exit status 2, with a one-line `geneb: error: ...` on stderr and no traceback, for
 bad arguments or missing/invalid inputs (a file that is not the table or sheet the command reads, a
 category with nothing in it). Output cut short by its reader (`geneb models | head`) ends quietly.
 """
@@ -234,6 +240,59 @@ def _positive_int(text: str) -> int:
     return n
 
 
+#: snakemake options naming a path that must exist, checked before Snakemake starts (what, must be a folder?)
+SNAKEMAKE_PATHS = {
+    "-s": ("Snakefile", False),
+    "--snakefile": ("Snakefile", False),
+    "--configfile": ("config file", False),
+    "--configfiles": ("config file", False),
+    "-d": ("run directory", True),
+    "--directory": ("run directory", True),
+    "--profile": ("profile", True),
+}
+
+
+def _check_snakemake_paths(args: list[str]) -> None:
+    """CliError for a Snakefile, config file, run directory or profile folder that does not exist (a profile
+    given by name, without a "/", is looked up by Snakemake in its config folders and not checked here)."""
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name not in SNAKEMAKE_PATHS:
+            continue
+        values = [value] if value else []
+        for nxt in args[i + 1 :] if not value else []:
+            if nxt.startswith("-"):
+                break
+            values.append(nxt)
+            if name not in ("--configfile", "--configfiles"):
+                break
+        what, folder = SNAKEMAKE_PATHS[name]
+        if not values:
+            raise CliError(f"{name} needs a value")
+        for v in values:
+            if name == "--profile" and "/" not in v:
+                continue
+            p = Path(v)
+            if not p.exists():
+                raise CliError(f"{what} {p} not found ({name})")
+            if folder != p.is_dir():
+                raise CliError(f"{what} {p} is not a {'folder' if folder else 'file'} ({name})")
+
+
+def cmd_sbatch_preview(args: argparse.Namespace) -> int:
+    from geneb import sbatch_preview
+
+    _check_snakemake_paths(args.snakemake_args)
+    return sbatch_preview.main(args.snakemake_args)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from geneb import recover
+
+    _check_snakemake_paths(args.snakemake_args)
+    return recover.main(args.snakemake_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `geneb` command."""
     p = argparse.ArgumentParser(
@@ -267,18 +326,32 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "leaderboard":
             s.add_argument("--top", type=_positive_int, default=50, help="print the first N models (default 50)")
         s.set_defaults(func=func)
+    for name, func, help_ in (
+        ("sbatch-preview", cmd_sbatch_preview, "print the sbatch call of every job a Slurm run would submit"),
+        ("recover", cmd_recover, "resume a run killed hard: unlock, remove partial files, rerun the incomplete"),
+    ):
+        # every argument after the command goes to snakemake (main passes the unparsed rest); -h is theirs
+        s = sub.add_parser(name, help=help_ + " (snakemake arguments follow)", add_help=False)
+        s.set_defaults(func=func, snakemake_args=[], passthrough=True)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `geneb` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if getattr(args, "passthrough", False):
+        args.snakemake_args = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         out = args.func(args)
     except (CliError, AnalysisInputError, OSError) as err:
         msg = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
         print(f"geneb: error: {msg}", file=sys.stderr)
         return 2
+    if isinstance(out, int):  # a wrapped command printed its own output; this is its exit status
+        return out
     try:
         print(out)
         sys.stdout.flush()

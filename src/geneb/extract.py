@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,9 @@ def embed_with_rc(
 ) -> EmbedResult:
     """Embed `sequences` with reverse-complement mode `rc`: none, average (mean of the forward and RC
     vectors, width d), concat ([forward, RC], width 2d). The RC strand is that of the bases the forward pass
-    keeps (after a `length_multiple` trim). n_tokens/n_chunks are the forward strand's; `truncated` is set
-    when either strand was truncated. Raises ValueError for an unknown mode, and for rc with long_policy
+    keeps (after a `length_multiple` trim). n_tokens/n_chunks and the unknown-token counters are the forward
+    strand's; `truncated` is set when either strand was truncated; step-downs and float32 retries are both
+    strands' together. Raises ValueError for an unknown mode, and for rc with long_policy
     truncate (the strands would be cut at opposite ends of the row)."""
     if rc not in RC_MODES:
         raise ValueError(f"unknown rc mode {rc!r}; expected one of {RC_MODES}")
@@ -77,21 +79,23 @@ def embed_with_rc(
     fwd = encoder.embed(sequences, rows, desc=desc)
     if rc == "none":
         return fwd
-    forward_unk = getattr(encoder, "last_unk", None)  # the file reports the forward strand's counts
     # the reverse strand of the bases the forward pass kept: a length_multiple rule trims the 3' end of the
     # forward strand, which is the 5' start of its reverse complement
     multiple = int(ext.get("length_multiple") or 1)
     kept = [s[: len(s) - len(s) % multiple] for s in sequences]
     rev = encoder.embed([reverse_complement(s) for s in kept], rows, desc=f"{desc} (RC)" if desc else None)
-    if forward_unk is not None:
-        encoder.last_unk = forward_unk
     emb = (
         (fwd.embeddings + rev.embeddings) / 2
         if rc == "average"
         else np.concatenate([fwd.embeddings, rev.embeddings], axis=1)
     )
+    counters = replace(
+        fwd.counters,  # the file reports the forward strand's unknown tokens
+        step_downs=fwd.counters.step_downs + rev.counters.step_downs,
+        fp32_retries=fwd.counters.fp32_retries + rev.counters.fp32_retries,
+    )
     return EmbedResult(
-        emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases
+        emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases, counters
     )
 
 
@@ -157,6 +161,7 @@ def extract_task(
     identity = encoder.identity()
     t_load = time.perf_counter() - t0
     out: dict[str, SplitEmbeddings] = {}
+    step_downs = fp32_retries = 0  # over every split and strand of the file
     for split in splits:
         df = pd.read_parquet(task_dir / f"{split}.parquet")
         rows = df["row"].astype(int).tolist()
@@ -175,6 +180,8 @@ def extract_task(
             if isinstance(err, ExtractionError) and isinstance(wrapped, ExtractionError):
                 wrapped.rows = err.rows
             raise wrapped from err
+        step_downs += res.counters.step_downs
+        fp32_retries += res.counters.fp32_retries
         out[split] = SplitEmbeddings(
             res.embeddings,
             df["row"].to_numpy(),
@@ -188,7 +195,7 @@ def extract_task(
                 "n_chunked": int((res.n_chunks > 1).sum()),
                 "n_pooled_positions": int(res.n_tokens.sum()),
                 "n_trimmed_rows": int((res.trimmed_bases > 0).sum()),
-                "n_unknown_tokens": int(getattr(encoder, "last_unk", (0, 0))[1]),
+                "n_unknown_tokens": int(res.counters.unknown_tokens),
             },
         )
         log.info(
@@ -214,8 +221,8 @@ def extract_task(
         **policy_attrs(settings, identity),
         "device": device,
         "batch_size": int(batch_size),
-        "batch_step_downs": int(getattr(encoder, "step_downs", 0)),
-        "fp32_retries": int(getattr(encoder, "fp32_retries", 0)),
+        "batch_step_downs": int(step_downs),
+        "fp32_retries": int(fp32_retries),
         "hdf5_locking": hdf5_locking,
         "seconds_load": round(t_load, 3),
         "seconds_total": round(seconds, 3),

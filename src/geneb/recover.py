@@ -1,6 +1,7 @@
 """Resume a GENEB run that was killed hard (SIGKILL, walltime, scancel, a lost login session): case B42.
 
-    python -m geneb.recover [snakemake arguments]       # e.g. --cores 8, or --profile profiles/slurm
+    geneb recover [snakemake arguments]                 # e.g. --cores 8, or --profile profiles/slurm
+    python -m geneb.recover [snakemake arguments]       # the same
 
 A hard kill gives Snakemake no chance to clean up. It leaves three things behind, and a plain `snakemake`
 stops on the first: the directory lock (LockException), outputs marked incomplete

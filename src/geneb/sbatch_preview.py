@@ -1,7 +1,8 @@
 """Show the sbatch command every job of a run would be submitted with, without a cluster (case B43).
 
-    python -m geneb.sbatch_preview --profile profiles/slurm [other snakemake arguments]
-    python -m geneb.sbatch_preview --profile profiles/slurm --profile profiles/slurm-gres --configfile c.yaml
+    geneb sbatch-preview --profile profiles/slurm [other snakemake arguments]
+    geneb sbatch-preview --profile profiles/slurm --profile profiles/slurm-gres --configfile c.yaml
+    python -m geneb.sbatch_preview ...     # the same
 
 Snakemake itself does the work: it reads the profiles, config and rules, builds the DAG as a dry run and
 evaluates each job's resources (rule values, `default-resources`, `set-resources`, `attempt`). Each job's

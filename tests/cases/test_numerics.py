@@ -334,6 +334,9 @@ def test_B27_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
     with h5py.File(out, "r") as f:
         assert f.attrs["complete"] and f.attrs["fp32_retries"] == 1 and f.attrs["compute_dtype"] == "bfloat16"
         assert np.isfinite(f["train"]["embeddings"][:]).all()
+    enc = ReducedOnly(settings, batch_size=3, progress=False)
+    for _ in range(2):  # each call's result counts its own retries (the load-time checks count none)
+        assert enc.embed(["ACGA", "TTTT", "GGCA"]).counters.fp32_retries == 1
 
 
 def test_B27_cache_never_holds_non_finite_values(tmp_path):

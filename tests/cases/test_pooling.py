@@ -1,6 +1,6 @@
 """Failure cases of kind "pooling" (../shared/cases/CASES.md): B02, B04, B05, B06, B07.
 
-Every test runs real checkpoints built from configs (geneb.models.tiny) through the real registry and
+Every test runs real checkpoints built from configs (geneb.testing.tiny) through the real registry and
 adapters; the policy each enforces is in docs/footguns.md ("Pooling").
 """
 
@@ -19,8 +19,9 @@ from geneb.embeddings.checks import check_padding_invariance
 from geneb.embeddings.errors import EmptyPoolError, PaddingVarianceError
 from geneb.embeddings.pooling import last_real_index, pool
 from geneb.extract import build_encoder, extract_task
+from geneb.models.chunking import Chunk
 from geneb.models.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
-from geneb.models.tokenmodel import Chunk, TokenModelEncoder
+from geneb.models.tokenmodel import TokenModelEncoder
 
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 
@@ -70,7 +71,7 @@ def _tiny_from_config(folder, shared, config_cls, model_cls, **config):
     """A random-init checkpoint (torch seed 0) with the DNABERT-2 tokenizer, written with save_pretrained."""
     from transformers import AutoTokenizer
 
-    from geneb.models.tiny import copy_tokenizer
+    from geneb.testing.tiny import copy_tokenizer
 
     copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
     vocab = len(AutoTokenizer.from_pretrained(folder))
@@ -382,7 +383,7 @@ def gpt2_folder(tmp_path_factory):
     """A tiny GPT-2 (learned absolute positions, wpe) with a HyenaDNA-style char tokenizer, via save_pretrained."""
     import transformers as tf
 
-    from geneb.models.tiny import write_char_tokenizer
+    from geneb.testing.tiny import write_char_tokenizer
 
     folder = tmp_path_factory.mktemp("gpt2")
     write_char_tokenizer(folder, padding_side="right")

@@ -27,7 +27,7 @@ from geneb.extract import build_encoder, extract_task
 from geneb.models.hf import position_offset
 from geneb.models.kmer import KmerEncoder
 from geneb.models.registry import extraction_settings, load_registry
-from geneb.models.tokenmodel import resolve_max_tokens
+from geneb.models.token_checks import resolve_max_tokens
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 
 
@@ -61,12 +61,15 @@ def test_B11_batched_tokenization_is_rectangular_with_mask(zoo, kind):
 
 
 def test_B11_unknown_letters_are_counted_and_logged(zoo, caplog):
-    """An IUPAC code (allowed by the alphabet policy) that a BPE vocabulary lacks reaches the model as UNK: logged."""
+    """An IUPAC code (allowed by the alphabet policy) that a BPE vocabulary lacks reaches the model as UNK: logged,
+    and counted in the call's result (each call its own counts: a clean call after it counts none)."""
     enc = zoo.encoder("hyena")  # character tokenizer: A C G T N only
     with caplog.at_level(logging.WARNING):
-        enc.embed(["ACGTRYACGT", "ACGT"], [10, 11])
-    assert enc.last_unk == (1, 2)
+        res = enc.embed(["ACGTRYACGT", "ACGT"], [10, 11])
+    assert (res.counters.unknown_rows, res.counters.unknown_tokens) == (1, 2)
     assert "unknown-token ids" in caplog.text and "row 10" in caplog.text
+    clean = enc.embed(["ACGTACGT"], [12]).counters
+    assert (clean.unknown_rows, clean.unknown_tokens) == (0, 0)
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +216,7 @@ def test_B11_lowercasing_normalizer_over_an_uppercase_vocabulary_fails_at_load(t
     upper = _wordpiece_bert(tmp_path / "upper", kmers)
     enc = build_encoder(_local(upper, "hf-encoder", "kmer-upper", max_tokens=512, input_transform=kt), progress=False)
     res = enc.embed([random_dna(100, 1), random_dna(100, 2)])
-    assert enc.last_unk == (0, 0) and not np.allclose(res.embeddings[0], res.embeddings[1])
+    assert res.counters.unknown_tokens == 0 and not np.allclose(res.embeddings[0], res.embeddings[1])
 
 
 def test_B11_wordpiece_word_longer_than_its_limit_fails_at_load(tmp_path):
@@ -277,7 +280,7 @@ def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
     import json
     import uuid
 
-    from geneb.models.tiny import write_remote_hyena
+    from geneb.testing.tiny import write_remote_hyena
 
     folder = write_remote_hyena(
         tmp_path / f"hyena-slow-{uuid.uuid4().hex[:12]}"
@@ -516,7 +519,7 @@ def padding_idx_models(tmp_path_factory):
     tokenizer that sets no model_max_length (the 'not set' sentinel): only the config gives a maximum."""
     import transformers as tf
 
-    from geneb.models.tiny import write_char_tokenizer
+    from geneb.testing.tiny import write_char_tokenizer
 
     folders = {}
     common = {

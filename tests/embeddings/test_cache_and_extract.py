@@ -20,6 +20,7 @@ from geneb.embeddings.cache import (
     write_embeddings,
 )
 from geneb.extract import extract_task
+from geneb.models.base import EmbedCounters, EmbedResult
 from geneb.models.registry import extraction_settings, load_registry
 from geneb.tasks.hygiene import reverse_complement
 
@@ -85,6 +86,43 @@ def test_rc_modes(repo, make_task, tmp_path, rc):
         np.testing.assert_allclose(x[0], x[1], atol=1e-7)
     if rc == "concat":
         np.testing.assert_allclose(x[0, :64], x[1, 64:], atol=1e-7)
+
+
+class _Counting:
+    """A stand-in encoder with no counter attributes: each call's counters come in its result (the reverse strand
+    reports other unknown-token counts than the forward one, to show which strand the file keeps)."""
+
+    def __init__(self, settings):
+        self.extraction = settings["extraction"]
+        self.calls = 0
+
+    def identity(self):
+        return {}
+
+    def embed(self, seqs, rows=None, *, desc=None):
+        self.calls += 1
+        reverse = desc is not None and desc.endswith("(RC)")
+        counters = EmbedCounters(
+            unknown_rows=1, unknown_tokens=50 if reverse else len(seqs), step_downs=1, fp32_retries=2
+        )
+        n = len(seqs)
+        x = np.ones((n, 2), np.float32)
+        return EmbedResult(x, np.ones(n, np.int32), np.ones(n, np.int32), np.zeros(n, bool), counters=counters)
+
+
+def test_file_counters_come_from_the_embed_results(repo, make_task, tmp_path, monkeypatch):
+    """rc average over two splits (four embed calls): n_unknown_tokens is each split's forward-strand count,
+    batch_step_downs and fp32_retries add up every call of the file."""
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
+    settings = {**settings, "extraction": {**settings["extraction"], "rc": "average"}}
+    encoders = []
+    monkeypatch.setattr("geneb.extract.build_encoder", lambda s, **kw: encoders.append(_Counting(s)) or encoders[-1])
+    task = make_task([random_dna(40, 1), random_dna(40, 2), random_dna(40, 3)], [random_dna(40, 4)])
+    extract_task(settings, task, tmp_path / "e.h5", progress=False)
+    assert encoders[0].calls == 4
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        assert f["train"].attrs["n_unknown_tokens"] == 3 and f["test"].attrs["n_unknown_tokens"] == 1
+        assert f.attrs["batch_step_downs"] == 4 and f.attrs["fp32_retries"] == 8
 
 
 def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):

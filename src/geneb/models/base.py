@@ -8,6 +8,22 @@ from typing import Any, Protocol
 import numpy as np
 
 
+@dataclass(frozen=True)
+class EmbedCounters:
+    """What one `embed()` call counted, for the file's attributes (docs/data-dictionary.md).
+
+    unknown_rows / unknown_tokens: rows with an unknown token, and unknown tokens (letters outside the
+    model's vocabulary that reach it as UNK, or enter Enformer as N). step_downs: halvings of the batch after
+    out-of-memory. fp32_retries: batches rerun in float32 after non-finite states (`nonfinite: retry_fp32`).
+    Load-time checks are never counted: only the rows of the call.
+    """
+
+    unknown_rows: int = 0
+    unknown_tokens: int = 0
+    step_downs: int = 0
+    fp32_retries: int = 0
+
+
 @dataclass
 class EmbedResult:
     """Pooled embeddings for n sequences, in input order.
@@ -15,7 +31,8 @@ class EmbedResult:
     embeddings: float32 (n, d). n_tokens: int32 (n,) positions pooled per row (all chunks together; never 0).
     n_chunks: int32 (n,) forward-pass chunks per row (1 unless longer than the model's maximum).
     truncated: bool (n,) rows cut to the first chunk (long_policy truncate). trimmed_bases: int32 (n,)
-    trailing bases dropped by a `length_multiple` rule (zeros when the model has none).
+    trailing bases dropped by a `length_multiple` rule (zeros when the model has none). counters: what
+    the call counted (unknown tokens, batch step-downs, float32 retries; zeros for an encoder without them).
     """
 
     embeddings: np.ndarray
@@ -23,6 +40,7 @@ class EmbedResult:
     n_chunks: np.ndarray
     truncated: np.ndarray
     trimmed_bases: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    counters: EmbedCounters = field(default_factory=EmbedCounters)
 
     def __post_init__(self) -> None:
         n = len(self.n_tokens)

@@ -26,9 +26,9 @@ import torch
 from geneb.embeddings.batching import StepDownRunner, plan_batches
 from geneb.embeddings.errors import LongSequenceError, NonFiniteEmbeddingError
 from geneb.embeddings.pooling import pool
-from geneb.models.base import EmbedResult, sequence_batch
+from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
+from geneb.models.execution import init_execution, progress_bar
 from geneb.models.guards import check_pooled_width
-from geneb.models.tokenmodel import _progress, init_execution
 
 log = logging.getLogger(__name__)
 
@@ -117,20 +117,21 @@ class EnformerEncoder:
         }
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
-        """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row."""
+        """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row; the counters
+        count letters outside A/C/G/T/N (entered as N) as unknown tokens."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         policy = self.extraction.get("long_policy", "chunk_mean")
         items: list[tuple[int, int, np.ndarray]] = []  # (row index, sequence position of window start, bin mask)
         n_chunks = np.zeros(len(sequences), np.int32)
         truncated = np.zeros(len(sequences), bool)
         unknown = [sum(1 for ch in seq if ch not in "ACGTN") for seq in sequences]
-        self.last_unk = (sum(1 for u in unknown if u), sum(unknown))
-        if self.last_unk[0]:
+        unknown_rows, unknown_letters = sum(1 for u in unknown if u), sum(unknown)
+        if unknown_rows:
             log.warning(
                 "model %s: %d letters outside A/C/G/T/N in %d rows enter as N (first: row %s)",
                 self.model_id,
-                self.last_unk[1],
-                self.last_unk[0],
+                unknown_letters,
+                unknown_rows,
                 rows[next(i for i, u in enumerate(unknown) if u)],
             )
         for i, seq in enumerate(sequences):
@@ -149,7 +150,7 @@ class EnformerEncoder:
         if method == "max":
             acc[:] = -np.inf
         counts = np.zeros(len(sequences), np.int64)
-        bar = _progress(len(items), desc or self.model_id, enabled=self.progress)
+        bar = progress_bar(len(items), desc or self.model_id, enabled=self.progress)
 
         def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             x = torch.full((len(idx), self.window), 4, dtype=torch.long)
@@ -192,7 +193,9 @@ class EnformerEncoder:
         finally:
             bar.close()
         out = acc / counts[:, None] if method == "mean" else acc
-        return EmbedResult(out.astype(np.float32), counts.astype(np.int32), n_chunks, truncated)
+        # the runner's step-downs are not counted (they never were: the file's batch_step_downs stays 0)
+        counters = EmbedCounters(unknown_rows, unknown_letters)
+        return EmbedResult(out.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, counters=counters)
 
 
 def from_settings(settings: dict[str, Any], **kwargs: Any) -> EnformerEncoder:

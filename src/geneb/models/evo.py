@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from geneb.models.tokenmodel import TokenModelEncoder, resolve_max_tokens
+from geneb.models.token_checks import resolve_max_tokens
+from geneb.models.tokenmodel import TokenModelEncoder
 
 log = logging.getLogger(__name__)
 

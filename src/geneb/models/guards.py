@@ -189,3 +189,11 @@ def import_modules(names: list[str] | tuple[str, ...]) -> None:
     """Import `names` for their side effects (e.g. `gpn.model` registers GPN's classes with AutoModel)."""
     for name in names:
         importlib.import_module(name)
+
+
+def nonfinite_rows(hidden: Any, attn: Any) -> list[int]:
+    """Indices of the batch rows with a NaN/inf hidden state (B, T, d) at a real position of `attn` (B, T)
+    (case B27); pads are not looked at."""
+    real = attn.to(hidden.device).bool()
+    finite = hidden.isfinite().all(dim=-1) | ~real
+    return [int(b) for b in (~finite.all(dim=1)).nonzero().flatten()]

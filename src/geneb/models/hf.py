@@ -32,7 +32,8 @@ import torch
 from geneb.embeddings.errors import RemoteCodeError, WeightsNotLoadedError
 from geneb.models.files import weights_hash
 from geneb.models.guards import check_transformers_range, hidden_modules, import_modules, require_modules
-from geneb.models.tokenmodel import SENTINEL_MAX_LENGTH, TokenModelEncoder, resolve_max_tokens
+from geneb.models.token_checks import SENTINEL_MAX_LENGTH, resolve_max_tokens
+from geneb.models.tokenmodel import TokenModelEncoder
 from geneb.provenance import REVISION
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from geneb.models.hf import HFEncoder
-from geneb.models.tokenmodel import SENTINEL_MAX_LENGTH
+from geneb.models.token_checks import SENTINEL_MAX_LENGTH
 
 NT_SPECIAL_TOKENS = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>"]
 

@@ -1,5 +1,5 @@
-"""Tiny random-init checkpoints of every transformers family GENEB serves, for offline tests and for
-checking a new adapter before a full run (docs/adding-a-model.md).
+"""Test-only: tiny random-init checkpoints of every transformers family GENEB serves, for offline tests and
+for checking a new adapter before a full run (docs/adding-a-model.md). No runtime code imports this module.
 
 Each builder writes a hub-snapshot folder with `save_pretrained` (config, safetensors weights, tokenizer
 files), so loading it exercises exactly the path a downloaded checkpoint takes. Weights come from

@@ -1,0 +1,69 @@
+"""The execution knobs every adapter shares: settings, device (never a silent CPU fallback), batch size, the
+dtype policy and the progress bar on the job log."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+REDUCED_DTYPES = ("bfloat16", "float16")
+
+
+def resolve_device(device: str, *, model: str) -> str:
+    """ "cpu", "cuda[:i]" or "auto" (cuda when available) -> a torch device string. device=cuda without CUDA
+    raises RuntimeError: GENEB never falls back to CPU silently."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"model {model}: device={device} was configured but CUDA is not available; not falling back to CPU"
+        )
+    return device
+
+
+def init_execution(encoder: Any, settings: dict[str, Any], *, device: str, batch_size: int, progress: bool) -> None:
+    """Set the attributes every adapter shares: settings, model_id, extraction, device (resolved; never a
+    silent CPU fallback), batch_size and progress."""
+    encoder.settings = settings
+    encoder.model_id = str(settings["model"])
+    encoder.extraction = settings["extraction"]
+    encoder.device = resolve_device(device, model=encoder.model_id)
+    encoder.batch_size = int(batch_size)
+    encoder.progress = progress
+
+
+def dtype_policy(extraction: dict[str, Any], *, device: str, model: str) -> tuple[str, str, bool]:
+    """(compute dtype, weights dtype, autocast?) from `dtype` and `nonfinite`.
+
+    dtype auto: float32 on CPU, bfloat16 on CUDA. A reduced compute dtype loads reduced weights, except
+    under `nonfinite: retry_fp32`, which keeps float32 weights and runs under autocast so a batch with
+    NaN/inf can be rerun in float32.
+    """
+    want = extraction.get("dtype", "auto")
+    compute = ("bfloat16" if device.startswith("cuda") else "float32") if want == "auto" else want
+    if compute not in ("float32", *REDUCED_DTYPES):
+        raise ValueError(f"model {model}: unknown dtype {want!r}")
+    if compute == "float32":
+        return compute, "float32", False
+    if extraction.get("nonfinite", "error") == "retry_fp32":
+        return compute, "float32", True
+    return compute, compute, False
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, desc: str, *, enabled: bool) -> Any:
+    """A tqdm progress bar on stderr (the job's log file), updated at most every 10 s; a no-op when disabled."""
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="chunk", file=sys.stderr, mininterval=10.0, leave=True)
