@@ -95,7 +95,7 @@ def preview(snakemake_args: list[str]) -> list[JobPreview]:
                 rule=self.rule.name,
                 wildcards=dict(self.wildcards_dict),
                 local=local,
-                resources={k: resources[k] for k in resources},
+                resources={k: resources[k] for k in resources.keys()},  # noqa: SIM118 - iterating a ResourceList yields values
                 threads=int(self.threads),
                 sbatch=None
                 if local
