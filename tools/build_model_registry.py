@@ -41,7 +41,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from registry_build.assemble import HEADER, build, render  # noqa: E402
-from registry_build.curation import CURATION_DIR, CurationError, load_curation  # noqa: E402
+from registry_build.curation import CURATION_DIR, SCHEMAS, CurationError, load_curation  # noqa: E402
 from registry_build.facts import FACT_LABEL, reconcile, resolve_hub_id  # noqa: E402
 from registry_build.parse import arch_family_of, clean_hub_id, parse_params, parse_tokens, tokenizer_type_of  # noqa: E402
 
@@ -49,6 +49,7 @@ __all__ = [
     "CURATION_DIR",
     "FACT_LABEL",
     "HEADER",
+    "SCHEMAS",
     "CurationError",
     "arch_family_of",
     "build",
