@@ -74,8 +74,8 @@ HEADER = """\
 # adding a model: docs/adding-a-model.md.
 #
 # Built by tools/build_model_registry.py from ../shared/reference (the paper's models.tsv and registry.yaml) and
-# GENEB's curation tables in that script: change those entries in the script and rerun it (a test checks they are
-# its output). To ADD a model, append one entry at the end of `models:` (and, optionally, a matched pair): the
+# GENEB's curation tables in config/curation/*.yaml (one row each, with its reason): change a row there and rerun
+# the tool (a test checks this file is its output). To ADD a model, append one entry at the end of `models:` (and, optionally, a matched pair): the
 # tool keeps entries and pairs it does not generate when it reruns. Hub commits are pinned separately, in
 # config/model_revisions.yaml (`geneb pin-revisions`).
 #
