@@ -75,9 +75,9 @@ HEADER = """\
 #
 # Built by tools/build_model_registry.py from ../shared/reference (the paper's models.tsv and registry.yaml) and
 # GENEB's curation tables in config/curation/*.yaml (one row each, with its reason): change a row there and rerun
-# the tool (a test checks this file is its output). To ADD a model, append one entry at the end of `models:` (and, optionally, a matched pair): the
-# tool keeps entries and pairs it does not generate when it reruns. Hub commits are pinned separately, in
-# config/model_revisions.yaml (`geneb pin-revisions`).
+# the tool (a test checks this file is its output). To ADD a model, append one entry at the end of `models:`
+# (and, optionally, a matched pair): the tool keeps entries and pairs it does not generate when it reruns. Hub
+# commits are pinned separately, in config/model_revisions.yaml (`geneb pin-revisions`).
 #
 # Runnable entries: the builtins, local folders that exist, and hub ids pinned to a 40-hex commit
 # (source.kind: hub). No commit is known for any hub model in the shared sources, so those are
