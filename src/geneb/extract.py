@@ -26,8 +26,8 @@ from geneb.models.base import EmbedResult, Encoder
 from geneb.models.registry import extraction_hash
 from geneb.provenance import package_versions
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
+from geneb.tasks.card import read_card
 from geneb.tasks.hygiene import reverse_complement
-from geneb.tasks.prepare import read_card
 
 log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
@@ -155,7 +155,7 @@ def extract_task(
     """
     task_dir = Path(task_dir)
     card = read_card(task_dir / "card.json")
-    task = card["task"]
+    task = card.task
     t0 = time.perf_counter()
     encoder = build_encoder(settings, device=device, batch_size=batch_size, threads=threads, progress=progress)
     identity = encoder.identity()
@@ -213,7 +213,7 @@ def extract_task(
         "settings_hash": extraction_hash(settings),
         "settings": settings,
         "encoder": identity,
-        "task_data_hash": card["data_hash"],
+        "task_data_hash": card.data_hash,
         "package_versions": package_versions(),
     }
     seconds = time.perf_counter() - t0

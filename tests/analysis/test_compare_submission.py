@@ -75,7 +75,7 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
         (tasks[1], {"train": {"cap": 5000, "n_source": 3000, "n_kept": 3000}}),
     ):
         path = tmp_path / f"{task}.json"
-        path.write_text(json.dumps({"task": task, "caps": caps}))
+        path.write_text(json.dumps({"task": task, "category": "Promoters", "data_hash": "0" * 64, "caps": caps}))
         cards.append(path)
     capped = compare.capped_tasks(cards)
     assert list(capped) == [tasks[0]] and "train 2000 of 47356 rows" in capped[tasks[0]]
