@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import hashlib
 import io
 import os
@@ -41,18 +42,22 @@ GOAL_JOBS_PER_CELL = 2.0
 
 def synthetic_registry(n_models: int) -> tuple[dict, list[str]]:
     """The repository registry, with its first `n_models` paper models made runnable for a dry run."""
-    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
-    models = [m for m, spec in registry["models"].items() if spec.get("paper")][:n_models]
+    sys.path.insert(0, str(REPO / "src"))
+    from geneb.models.registry import load_registry
+
+    typed = load_registry(REPO / "config" / "models.yaml")  # the one reader; the copy of its mapping is edited
+    registry = copy.deepcopy(dict(typed.raw))
+    models = [m for m, spec in typed.models.items() if spec.paper][:n_models]
     if len(models) < n_models:
         raise SystemExit(f"the registry has {len(models)} paper models; asked for {n_models}")
     for m in models:
         spec = registry["models"][m]
         revision = hashlib.sha1(m.encode()).hexdigest()  # a made-up pin: nothing is fetched in a dry run
-        if spec["family"] == "unsupported":
+        if typed.models[m].family == "unsupported":
             spec.update(family="hf-encoder", trust_remote_code=False)
             spec.pop("load", None)
             spec["source"] = {"kind": "hub", "hub_id": f"synthetic/{m}", "revision": revision}
-        elif spec["source"]["kind"] == "hub-unpinned":
+        elif typed.models[m].source.kind == "hub-unpinned":
             spec["source"] = {**spec["source"], "kind": "hub", "revision": revision}
     return registry, models
 

@@ -24,24 +24,25 @@ from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
 from geneb.embeddings.errors import ExtractionError
 from geneb.models.base import EmbedResult, Encoder
 from geneb.models.registry import extraction_hash
+from geneb.models.settings import Extraction, ExtractionSettings, SettingsLike
 from geneb.provenance import package_versions
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
+from geneb.tasks.card import read_card
 from geneb.tasks.hygiene import reverse_complement
-from geneb.tasks.prepare import read_card
 
 log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
 
 
 def build_encoder(
-    settings: dict[str, Any],
+    settings: SettingsLike,
     *,
     device: str = "cpu",
     batch_size: int = 64,
     threads: int | None = None,
     progress: bool = True,
 ) -> Encoder:
-    """The encoder for resolved `settings` (registry.extraction_settings).
+    """The encoder for resolved `settings` (registry.extraction_settings; typed once as `ExtractionSettings`).
 
     threads: torch intra-op threads (an execution knob; set only for families that use torch, so a k-mer job
     never imports it). Raises ValueError for an unknown family or one without an adapter, and
@@ -49,7 +50,8 @@ def build_encoder(
     """
     from geneb.models.adapters import build, family
 
-    if family(settings["family"], model=settings["model"]).uses_torch:
+    settings = ExtractionSettings.of(settings)
+    if family(settings.family, model=settings.model).uses_torch:
         import torch
 
         if threads is not None:
@@ -69,8 +71,8 @@ def embed_with_rc(
     truncate (the strands would be cut at opposite ends of the row)."""
     if rc not in RC_MODES:
         raise ValueError(f"unknown rc mode {rc!r}; expected one of {RC_MODES}")
-    ext = getattr(encoder, "extraction", None) or {}
-    if rc != "none" and ext.get("long_policy") == "truncate":
+    ext: Extraction | None = getattr(encoder, "extraction", None)  # None: an encoder with no token options
+    if rc != "none" and ext is not None and ext.long_policy == "truncate":
         # each strand would be cut at its own 5' end: the two halves would describe different regions
         raise ValueError(
             f"rc {rc!r} with long_policy truncate would average two different windows of a long row; "
@@ -81,7 +83,7 @@ def embed_with_rc(
         return fwd
     # the reverse strand of the bases the forward pass kept: a length_multiple rule trims the 3' end of the
     # forward strand, which is the 5' start of its reverse complement
-    multiple = int(ext.get("length_multiple") or 1)
+    multiple = int((ext.length_multiple if ext is not None else None) or 1)
     kept = [s[: len(s) - len(s) % multiple] for s in sequences]
     rev = encoder.embed([reverse_complement(s) for s in kept], rows, desc=f"{desc} (RC)" if desc else None)
     emb = (
@@ -111,22 +113,22 @@ def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
     ]
 
 
-def policy_attrs(settings: dict[str, Any], identity: dict[str, Any]) -> dict[str, Any]:
+def policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict[str, Any]:
     """Flat, human-readable HDF5 root attributes: the pooling/layer/special-token policy and how the model
     was run (cases B06, B23, B25). The complete key stays in the `extraction_key` JSON attribute."""
-    ext = settings["extraction"]
+    ext = settings.extraction
     return {
-        "model": settings["model"],
-        "family": settings["family"],
-        "pooling": ext["pooling"],
-        "layer": str(ext["layer"]),
+        "model": settings.model,
+        "family": settings.family,
+        "pooling": ext.pooling,
+        "layer": str(ext.layer),
         "layer_resolved": identity.get("layer_resolved", "n/a (no layers)"),
-        "exclude_special_tokens": bool(ext["exclude_special_tokens"]),
+        "exclude_special_tokens": bool(ext.exclude_special_tokens),
         "special_prefix_ids": json.dumps(identity.get("special_prefix", [])),
         "special_suffix_ids": json.dumps(identity.get("special_suffix", [])),
-        "max_tokens": int(identity.get("max_tokens") or ext.get("max_tokens") or 0),
-        "long_policy": ext["long_policy"],
-        "rc": ext["rc"],
+        "max_tokens": int(identity.get("max_tokens") or ext.max_tokens or 0),
+        "long_policy": ext.long_policy,
+        "rc": ext.rc,
         "compute_dtype": identity.get("compute_dtype", "float32"),
         "padding": identity.get("padding", "none (no model)"),
         "attention_mask": str(identity.get("attention_mask", "n/a")),
@@ -134,7 +136,7 @@ def policy_attrs(settings: dict[str, Any], identity: dict[str, Any]) -> dict[str
 
 
 def extract_task(
-    settings: dict[str, Any],
+    settings: SettingsLike,
     task_dir: str | Path,
     out_path: str | Path,
     *,
@@ -148,16 +150,19 @@ def extract_task(
 ) -> dict[str, Any]:
     """Embed every split of the prepared task in `task_dir` and write `out_path`; returns the extraction key.
 
-    storage_dtype: None = the settings' `extraction.storage_dtype` (float32, or float16 to halve the file).
+    settings: the resolved mapping of registry.extraction_settings (the rule's params; it goes into the key
+    and its hash as it is), typed here once as `ExtractionSettings` for everything else. storage_dtype: None = the settings' `extraction.storage_dtype` (float32, or float16 to halve the file).
     device, batch_size, threads, hdf5_locking, progress: execution knobs (recorded as attributes, not in the
     key). Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
     token ids outside the table) are re-raised naming model, task and split; nothing is written then.
     """
     task_dir = Path(task_dir)
     card = read_card(task_dir / "card.json")
-    task = card["task"]
+    task = card.task
+    typed = ExtractionSettings.of(settings)  # typed once; the mapping itself goes into the key and the hash
+    settings = typed.as_dict() if isinstance(settings, ExtractionSettings) else settings
     t0 = time.perf_counter()
-    encoder = build_encoder(settings, device=device, batch_size=batch_size, threads=threads, progress=progress)
+    encoder = build_encoder(typed, device=device, batch_size=batch_size, threads=threads, progress=progress)
     identity = encoder.identity()
     t_load = time.perf_counter() - t0
     out: dict[str, SplitEmbeddings] = {}
@@ -165,14 +170,14 @@ def extract_task(
     for split in splits:
         df = pd.read_parquet(task_dir / f"{split}.parquet")
         rows = df["row"].astype(int).tolist()
-        where = f"model {settings['model']}, task {task}, split {split}"
+        where = f"model {typed.model}, task {task}, split {split}"
         try:
             res = embed_with_rc(
                 encoder,
                 model_inputs(df, task=task, split=split),
                 rows,
-                settings["extraction"]["rc"],
-                desc=f"{settings['model']} {task} {split}",
+                typed.extraction.rc,
+                desc=f"{typed.model} {task} {split}",
             )
         except (ExtractionError, ValueError, MemoryError) as err:
             msg = f"{where}: {err}"
@@ -208,17 +213,17 @@ def extract_task(
             int(res.n_tokens.sum()),
         )
     key = {
-        "model": settings["model"],
+        "model": typed.model,
         "task": task,
         "settings_hash": extraction_hash(settings),
         "settings": settings,
         "encoder": identity,
-        "task_data_hash": card["data_hash"],
+        "task_data_hash": card.data_hash,
         "package_versions": package_versions(),
     }
     seconds = time.perf_counter() - t0
     attrs = {
-        **policy_attrs(settings, identity),
+        **policy_attrs(typed, identity),
         "device": device,
         "batch_size": int(batch_size),
         "batch_step_downs": int(step_downs),
@@ -227,7 +232,7 @@ def extract_task(
         "seconds_load": round(t_load, 3),
         "seconds_total": round(seconds, 3),
     }
-    storage = storage_dtype or settings["extraction"].get("storage_dtype", "float32")
+    storage = storage_dtype or typed.extraction.storage_dtype
     write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs)
     log.info("wrote %s in %.1f s (model load %.1f s)", out_path, time.perf_counter() - t0, t_load)
     return key

@@ -75,7 +75,7 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
         (tasks[1], {"train": {"cap": 5000, "n_source": 3000, "n_kept": 3000}}),
     ):
         path = tmp_path / f"{task}.json"
-        path.write_text(json.dumps({"task": task, "caps": caps}))
+        path.write_text(json.dumps({"task": task, "category": "Promoters", "data_hash": "0" * 64, "caps": caps}))
         cards.append(path)
     capped = compare.capped_tasks(cards)
     assert list(capped) == [tasks[0]] and "train 2000 of 47356 rows" in capped[tasks[0]]
@@ -220,3 +220,35 @@ def test_validate_submission_lists_every_malformed_field_and_never_raises(paper,
         return
     edits[damage]()
     assert submission.validate_submission(sub, spec)
+
+
+@pytest.mark.parametrize("model", ["METAGENE-1", "mistral-dna-1m-ft-prom", "not-in-the-registry"])
+def test_submission_step_takes_the_facts_from_the_typed_registry(model, repo, catalogue, paper, tmp_path):
+    """submission_step reads the model's ModelSpec (display, params, hub id or origin, pretraining data,
+    trained_on_tasks); a model the registry does not have gets the plain defaults."""
+    from geneb.analysis.metadata import registry
+    from geneb.analysis.steps import submission_step
+
+    sheet = repo / "config" / "models.yaml"
+    spec = registry(sheet).models.get(model)
+    tasks, user = _user(catalogue, model=model)
+    trained = set(spec.trained_on_tasks) if spec is not None else set()
+    user = user[~user["task"].isin(trained)] if trained else user
+    user.to_parquet(tmp_path / "scores.parquet", index=False)
+    out = tmp_path / "sub.json"
+    submission_step(
+        scores=str(tmp_path / "scores.parquet"),
+        models_yaml=str(sheet),
+        tasks_tsv=str(repo / "config" / "tasks.tsv"),
+        spec_dir=str(paper),
+        model=model,
+        submitted_by="me",
+        output=str(out),
+    )
+    meta = json.loads(out.read_text())["meta"]
+    if spec is None:
+        want = {"display": model, "params": 0, "url": "", "training_data": ""}
+    else:
+        url = f"https://huggingface.co/{spec.source.hub_id}" if spec.source.hub_id else spec.source.origin
+        want = {"display": spec.display, "params": int(spec.params), "url": url, "training_data": spec.pretraining_data}
+    assert {k: meta[k] for k in want} == want

@@ -30,7 +30,7 @@ def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, r
     stored = pd.read_parquet(tmp_path / "out" / "train.parquet")["sequence"].tolist()
     assert stored == ["acgTacgTac", "GGGCCCAAAT"]
     # both test rows are reverse complements (not exact copies) of train rows, whatever the case
-    assert card["train_test_overlap"]["reverse_complement"] == 2 and card["train_test_overlap"]["exact"] == 0
+    assert card.overlap.reverse_complement == 2 and card.overlap.exact == 0
 
 
 def test_B47_rc_overlap_counts_the_whole_kind():
@@ -94,8 +94,8 @@ def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo
     catalogue = read_catalogue(repo / "config/tasks.tsv")
     out = tmp_path / "tasks" / task
     card = prepare_task(task, task_row(catalogue, task), open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, out)
-    assert card["splits"]["test"]["class_counts"] == {"0": 3, "1": 3}
-    assert card["splits"]["test"]["class_counts_dedup"] == {"0": 1, "1": 3}
+    assert card.splits["test"].class_counts == {"0": 3, "1": 3}
+    assert card.splits["test"].class_counts_dedup == {"0": 1, "1": 3}
     settings = extraction_settings(load_registry(repo / "config/models.yaml"), "kmer-3", {})
     extract_task(settings, out, tmp_path / "emb.h5")
     config = yaml.safe_load((repo / "config/config.yaml").read_text())

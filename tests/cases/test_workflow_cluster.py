@@ -9,6 +9,7 @@ test needs the cluster of tests/slurm/cluster.sh (started by .ci/run) and skips 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -72,7 +73,10 @@ def write_config(
 
 
 def repo_registry() -> dict:
-    return yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+    """A copy of the repository registry's mapping, read by the one reader (`load_registry`), to edit."""
+    from geneb.models.registry import load_registry
+
+    return copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
 
 
 def env_for_tests(**extra: str) -> dict[str, str]:

@@ -93,7 +93,7 @@ class _Counting:
     reports other unknown-token counts than the forward one, to show which strand the file keeps)."""
 
     def __init__(self, settings):
-        self.extraction = settings["extraction"]
+        self.extraction = settings.extraction  # build_encoder gets the typed ExtractionSettings
         self.calls = 0
 
     def identity(self):

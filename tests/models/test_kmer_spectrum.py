@@ -5,6 +5,7 @@ import pytest
 
 from geneb.embeddings.errors import EmptyPoolError
 from geneb.models.kmer import KmerEncoder, from_settings
+from geneb.models.settings import Extraction, ExtractionSettings
 
 
 def test_spectrum_is_the_per_k_vectors_concatenated_each_summing_to_one():
@@ -17,7 +18,7 @@ def test_spectrum_is_the_per_k_vectors_concatenated_each_summing_to_one():
 
 
 def test_spectrum_from_registry_settings_and_errors():
-    enc = from_settings({"builtin": {"k": [3, 4, 5, 6]}})
+    enc = from_settings(ExtractionSettings("kmer-spectrum", "kmer", Extraction(), builtin={"k": [3, 4, 5, 6]}))
     assert enc.identity()["k"] == [3, 4, 5, 6]
     with pytest.raises(ValueError, match="distinct integers between 1 and 8"):
         KmerEncoder([3, 3])

@@ -90,7 +90,40 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     published.published_model_meta(shared / "reference" / "geneb_paper", sheet, shared / "reference" / "registry.yaml")
     assert main(["models", "--sheet", str(sheet)]) == 0
     capsys.readouterr()
-    assert len(parsed) == 5
+    registry, models = _module(repo / "bench" / "dag.py").synthetic_registry(2)  # bench/ too
+    cluster_registry = _module(repo / "tests" / "cases" / "test_workflow_cluster.py").repo_registry()
+    assert len(parsed) == 7
+    ids = set(load_registry(sheet).models)
+    assert len(models) == 2 and set(registry["models"]) == set(cluster_registry["models"]) == ids
+
+
+def _module(path: Path):
+    """Import the script or test module at `path` by its file (bench/ and tests/ are not packages)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(f"_guarded_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def test_no_code_outside_the_reader_parses_models_yaml(repo):
+    """Every Python file of src/, workflow/, tools/, bench/ and scripts/ (and the rule files) that names
+    config/models.yaml reads it through `load_registry`: a yaml.load / yaml.safe_load of that file in the same
+    statement fails. (Tests of the file itself, e.g. that the registry tool keeps hand-added entries, may
+    parse its text; the workflow tests' `repo_registry` is checked above.)"""
+    import re
+
+    parse = re.compile(r"yaml\.(safe_)?load\([^\n]*models\.yaml")
+    files = [p for d in ("src", "workflow", "tools", "bench", "scripts") for p in (repo / d).rglob("*.py")]
+    files += list((repo / "workflow").rglob("*.smk")) + [repo / "Snakefile"]
+    offenders = [str(p.relative_to(repo)) for p in files if parse.search(p.read_text())]
+    assert not offenders, f"config/models.yaml parsed outside geneb.models.registry in {offenders}"
 
 
 def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys):

@@ -50,13 +50,13 @@ def test_prepare_real_task_from_folder(tmp_path, shared, catalogue):
     meta = json.loads((shared / f"data/tasks/{TASK}/meta.json").read_text())
     train = pd.read_parquet(tmp_path / TASK / "train.parquet")
     assert list(train.columns) == ["row", "sequence", "label"]
-    assert card["splits"]["train"]["n"] == meta["splits"]["train"]["n"] == len(train)
-    assert card["splits"]["train"]["class_counts"] == meta["splits"]["train"]["labels"]
-    assert card["splits"]["train"]["n_duplicate_rows"] == meta["splits"]["train"]["within_split_dup"]
+    assert card.splits["train"].n == meta["splits"]["train"]["n"] == len(train)
+    assert card.splits["train"].class_counts == meta["splits"]["train"]["labels"]
+    assert card.splits["train"].n_duplicate_rows == meta["splits"]["train"]["within_split_dup"]
     # no within-split duplicates in test, so test rows found in train = the mirror's shared-sequence count
-    assert card["train_test_overlap"]["exact"] == meta["overlap_exact_seq"]["train&test"] == 100
-    assert len(card["data_hash"]) == 64
-    assert json.loads((tmp_path / TASK / "card.json").read_text()) == card
+    assert card.overlap.exact == meta["overlap_exact_seq"]["train&test"] == 100
+    assert len(card.data_hash) == 64
+    assert json.loads((tmp_path / TASK / "card.json").read_text()) == card.as_dict()
 
 
 def test_overlap_and_conflicts_reported_on_a_task_with_known_leakage(tmp_path, shared, catalogue):
@@ -64,13 +64,11 @@ def test_overlap_and_conflicts_reported_on_a_task_with_known_leakage(tmp_path, s
     card = prepare(tmp_path, open_source(str(shared / "data/tasks")), catalogue, task=task)
     meta = json.loads((shared / f"data/tasks/{task}/meta.json").read_text())
     test = pd.read_parquet(tmp_path / task / "test.parquet").set_index("row")["sequence"]
-    shared_seqs = {s.upper() for s in test.loc[card["train_test_overlap"]["exact_rows"]]}
+    shared_seqs = {s.upper() for s in test.loc[list(card.overlap.exact_rows)]}
     assert len(shared_seqs) == meta["overlap_exact_seq"]["train&test"] == 42  # distinct sequences, as meta.json counts
-    assert card["splits"]["train"]["n_duplicate_rows"] == meta["splits"]["train"]["within_split_dup"]
-    assert card["splits"]["train"]["n"] == meta["splits"]["train"]["n"]  # reported, nothing dropped
-    conflicting = (
-        card["splits"]["train"]["conflicting_label_sequences"] + card["splits"]["test"]["conflicting_label_sequences"]
-    )
+    assert card.splits["train"].n_duplicate_rows == meta["splits"]["train"]["within_split_dup"]
+    assert card.splits["train"].n == meta["splits"]["train"]["n"]  # reported, nothing dropped
+    conflicting = card.splits["train"].conflicting_label_sequences + card.splits["test"].conflicting_label_sequences
     assert conflicting > 0
 
 
@@ -78,8 +76,8 @@ def test_caps_are_recorded_and_deterministic(tmp_path, shared, catalogue):
     src = open_source(str(shared / "data/tasks"))
     a = prepare(tmp_path / "a", src, catalogue, caps={"max_train": 300, "max_test": 50})
     b = prepare(tmp_path / "b", src, catalogue, caps={"max_train": 300, "max_test": 50})
-    assert a["data_hash"] == b["data_hash"]
-    assert a["caps"]["train"]["n_kept"] == 300 and a["caps"]["train"]["n_source"] == 1484
+    assert a.data_hash == b.data_hash
+    assert a.caps["train"].n_kept == 300 and a.caps["train"].n_source == 1484
     train = pd.read_parquet(tmp_path / "a" / TASK / "train.parquet")
     assert train["row"].is_monotonic_increasing and len(train) == 300
 
@@ -173,7 +171,7 @@ def test_http_mirror_downloads_checks_sha256_and_matches_the_folder(tmp_path, sh
     (root / TASK / "meta.json").write_text(json.dumps(meta))
     via_http = prepare(tmp_path / "h", open_source(url, download_dir=tmp_path / "dl"), catalogue)
     via_folder = prepare(tmp_path / "f", open_source(str(shared / "data/tasks")), catalogue)
-    assert via_http["data_hash"] == via_folder["data_hash"]
+    assert via_http.data_hash == via_folder.data_hash
     assert len(list((tmp_path / "dl").glob(f"*/{TASK}/train.csv.gz"))) == 1  # cached under the mirror's URL hash
 
 
@@ -190,7 +188,7 @@ def test_http_mirrors_never_share_cached_files_and_serve_plain_csv(tmp_path, sha
     dl = tmp_path / "dl"
     a = prepare(tmp_path / "a", open_source(f"{url}/a", download_dir=dl), catalogue)
     b = prepare(tmp_path / "b", open_source(f"{url}/b", download_dir=dl), catalogue)
-    assert a["data_hash"] != b["data_hash"] and a["splits"]["test"]["n"] == 4
+    assert a.data_hash != b.data_hash and a.splits["test"].n == 4
     (root / "b" / TASK / "meta.json").write_text("<html>502 Bad Gateway</html>")
     with pytest.raises(TaskSourceError, match=r"meta.json is not JSON .*error page"):
         prepare(tmp_path / "b2", open_source(f"{url}/b", download_dir=dl), catalogue)
@@ -223,8 +221,8 @@ def test_hugging_face_dataset_saved_to_disk_gives_the_same_data(tmp_path, shared
     datasets.DatasetDict(parts).save_to_disk(str(tmp_path / "hf" / TASK))
     via_hf = prepare(tmp_path / "h", open_source(f"hf:{tmp_path / 'hf'}"), catalogue)
     via_folder = prepare(tmp_path / "f", open_source(str(shared / "data/tasks")), catalogue)
-    assert via_hf["data_hash"] == via_folder["data_hash"]
-    assert via_hf["source"].startswith("hf:")
+    assert via_hf.data_hash == via_folder.data_hash
+    assert via_hf.source.startswith("hf:")
 
 
 def test_hf_folder_class_labels_nulls_and_single_datasets(tmp_path, catalogue):
@@ -238,7 +236,7 @@ def test_hf_folder_class_labels_nulls_and_single_datasets(tmp_path, catalogue):
     part = datasets.Dataset.from_dict({"sequence": seqs, "label": [0, 1, 0, 1]}, features=feats)
     datasets.DatasetDict({"train": part, "test": part}).save_to_disk(str(tmp_path / "hf" / TASK))
     card = prepare(tmp_path / "c", open_source(f"hf:{tmp_path / 'hf'}"), catalogue)
-    assert card["label_names"] == {"0": "neg", "1": "pos"}  # sorted names, as a CSV with named labels gives
+    assert card.label_names == {"0": "neg", "1": "pos"}  # sorted names, as a CSV with named labels gives
     nulls = datasets.Dataset.from_dict({"sequence": seqs, "label": [0, 1, None, 1]})
     datasets.DatasetDict({"train": nulls, "test": nulls}).save_to_disk(str(tmp_path / "hf2" / TASK))
     with pytest.raises(TaskSourceError, match=r"split 'train' .*row 2: null label"):
@@ -291,7 +289,7 @@ def test_named_labels_map_to_sorted_class_indices_and_are_recorded(tmp_path, sha
         task=task,
         caps={"max_train": 200, "max_test": 100},
     )
-    assert card["label_names"] == {"0": "HepG2", "1": "K562"}
+    assert card.label_names == {"0": "HepG2", "1": "K562"}
     raw = pd.read_csv(shared / f"data/tasks/{task}/train.csv.gz")
     train = pd.read_parquet(tmp_path / task / "train.parquet")
     expected = raw.loc[train["row"], "label"].map({"HepG2": 0, "K562": 1}).to_numpy()
@@ -324,4 +322,4 @@ def test_unquoted_carriage_return_inside_a_row_is_named_not_split_into_rows(tmp_
     # CRLF line ends throughout are fine
     with gzip.open(root / TASK / "test.csv.gz", "wt", newline="") as f:
         f.write("sequence,label\r\nACGT,0\r\nACGA,1\r\n")
-    assert prepare(tmp_path, open_source(str(root)), catalogue)["splits"]["test"]["n"] == 2
+    assert prepare(tmp_path, open_source(str(root)), catalogue).splits["test"].n == 2

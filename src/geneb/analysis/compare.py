@@ -11,7 +11,6 @@ user), so the numbers are comparable; `n_tasks_paper` says how many tasks the pa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from geneb.analysis import leaderboard as lb
 from geneb.analysis.published import PROTOCOL
 from geneb.analysis.tables import cell_scores
 from geneb.scores import AnalysisInputError
+from geneb.tasks.card import read_card
 
 
 def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:
@@ -29,14 +29,10 @@ def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:
     the published leaderboard or go into a submission."""
     out = {}
     for path in cards:
-        card = json.loads(Path(path).read_text())
-        cut = [
-            f"{split} {c['n_kept']} of {c['n_source']} rows"
-            for split, c in sorted(card.get("caps", {}).items())
-            if c.get("n_kept", 0) < c.get("n_source", 0)
-        ]
+        card = read_card(path)
+        cut = [f"{split} {c.n_kept} of {c.n_source} rows" for split, c in card.capped_splits().items()]
         if cut:
-            out[card["task"]] = f"capped by the run's config ({', '.join(cut)}): a subsample, not the paper's split"
+            out[card.task] = f"capped by the run's config ({', '.join(cut)}): a subsample, not the paper's split"
     return out
 
 

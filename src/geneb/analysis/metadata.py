@@ -89,12 +89,6 @@ def registry(path: str | Path) -> Registry:
         raise AnalysisInputError(str(err)) from err
 
 
-def load_registry(path: str | Path) -> Mapping[str, Any]:
-    """The validated registry mapping as read (`Registry.raw`), for `analysis.steps.submission_step` until
-    it takes the typed `registry(path).models` (new code: use `registry`)."""
-    return registry(path).raw
-
-
 def load_model_meta(path: str | Path) -> pd.DataFrame:
     """Model metadata frame (see `model_frame`) of every model in config/models.yaml."""
     return model_frame(registry(path).models)

@@ -140,28 +140,33 @@ def submission_step(
 
     Raises AnalysisInputError listing the problems when the file would not validate.
     """
-    meta = metadata.load_registry(models_yaml)["models"].get(model, {})
-    src = meta.get("source") or {}
-    url = f"https://huggingface.co/{src['hub_id']}" if src.get("hub_id") else src.get("origin", "")
-    params = meta.get("params", 0)
+    spec = metadata.registry(models_yaml).models.get(model)
+    src = spec.source if spec is not None else None
+    if src is not None and src.hub_id:
+        url = f"https://huggingface.co/{src.hub_id}"
+    else:
+        url = src.origin if src is not None and src.origin is not None else ""
+    params = spec.params if spec is not None else None
+    display = spec.display if spec is not None and spec.display is not None else model
+    training_data = spec.pretraining_data if spec is not None and spec.pretraining_data is not None else ""
     sub_meta = {
-        "display": meta.get("display", model),
+        "display": display,
         "params": int(params) if params is not None else 0,
         "url": url,
         "zero_shot": False,
-        "training_data": meta.get("pretraining_data", ""),
+        "training_data": training_data,
         "provenance": f"geneb run, protocol {published.PROTOCOL}",
         "submitted_by": submitted_by,
     }
-    spec = published.load_spec(spec_dir)
+    sub_spec = published.load_spec(spec_dir)
     capped = compare.capped_tasks(cards)
     for task, why in sorted(capped.items()):
         log.warning("submission for %s: %s left out, %s", model, task, why)
-    trained = frozenset(meta.get("trained_on_tasks") or ()) | frozenset(capped)
+    trained = frozenset(spec.trained_on_tasks if spec is not None else ()) | frozenset(capped)
     sub = submission.build_submission(
-        load_scores(scores), model, spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained
+        load_scores(scores), model, sub_spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained
     )
-    problems = submission.validate_submission(sub, spec)
+    problems = submission.validate_submission(sub, sub_spec)
     if problems:
         raise AnalysisInputError(f"submission of {model!r} does not validate: {problems[:5]}")
     submission.write_submission(sub, output)

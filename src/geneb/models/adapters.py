@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from geneb.models.guards import require_modules
+from geneb.models.settings import ExtractionSettings, SettingsLike
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,16 @@ def family(name: str, *, model: str = "?") -> Family:
     return FAMILIES[name]
 
 
-def build(settings: dict[str, Any], **execution: Any) -> Any:
-    """Build the encoder of resolved `settings` (registry.extraction_settings) with execution knobs
-    (device, batch_size, progress). Imports the adapter module only now. Raises ValueError for a family
-    without an adapter and MissingPackageError (naming model and package) for a missing optional package."""
-    model = settings["model"]
-    fam = family(settings["family"], model=model)
+def build(settings: SettingsLike, **execution: Any) -> Any:
+    """Build the encoder of resolved `settings` (the mapping of registry.extraction_settings, typed here once
+    as `ExtractionSettings` and passed to the family's adapter) with execution knobs (device, batch_size,
+    progress). Imports the adapter module only now. Raises ValueError for a family without an adapter and
+    MissingPackageError (naming model and package) for a missing optional package."""
+    settings = ExtractionSettings.of(settings)
+    model = settings.model
+    fam = family(settings.family, model=model)
     if fam.entry is None:
-        raise ValueError(f"model {model}: family {settings['family']!r} has no GENEB adapter ({fam.notes})")
-    require_modules(model, {**fam.requires, **((settings.get("load") or {}).get("requires") or {})})
+        raise ValueError(f"model {model}: family {settings.family!r} has no GENEB adapter ({fam.notes})")
+    require_modules(model, {**fam.requires, **(settings.load.requires or {})})
     module, func = fam.entry.split(":")
     return getattr(importlib.import_module(module), func)(settings, **execution)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
 from geneb.embeddings.errors import EmptyPoolError, LongSequenceError
+from geneb.models.settings import Extraction, InputTransform
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Chunk:
     pool_mask: list[int]
 
 
-def transform_input(seq: str, transform: dict[str, Any] | None, *, model: str, row: int) -> str:
+def transform_input(seq: str, transform: InputTransform | None, *, model: str, row: int) -> str:
     """Apply the registry's `input_transform` to one model-input sequence.
 
     None: unchanged. {"kind": "overlapping-kmers", "k": k}: space-separated overlapping k-mers, stride 1
@@ -42,11 +42,11 @@ def transform_input(seq: str, transform: dict[str, Any] | None, *, model: str, r
     encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._after_load`).
     Raises ValueError for an unknown kind or a sequence shorter than k (naming model and row).
     """
-    if not transform:
+    if transform is None:
         return seq
-    kind = transform.get("kind")
+    kind = transform.kind
     if kind == "overlapping-kmers":
-        k = int(transform["k"])
+        k = int(transform.k)
         if len(seq) < k:
             raise EmptyPoolError(f"model {model}, row {row}: sequence of {len(seq)} nt is shorter than k={k}")
         return " ".join(seq[i : i + k] for i in range(len(seq) - k + 1))
@@ -56,11 +56,11 @@ def transform_input(seq: str, transform: dict[str, Any] | None, *, model: str, r
 
 
 def model_texts(
-    sequences: list[str], rows: list[int], extraction: dict[str, Any], *, model: str
+    sequences: list[str], rows: list[int], extraction: Extraction, *, model: str
 ) -> tuple[list[str], np.ndarray]:
     """The tokenizer's input for each sequence -> (texts, trimmed bases (n,) int32): the `length_multiple`
     trim, then the `input_transform`. Raises EmptyPoolError for a row shorter than the length multiple."""
-    multiple = extraction.get("length_multiple")
+    multiple = extraction.length_multiple
     trimmed = np.zeros(len(sequences), np.int32)
     texts = []
     for i, seq in enumerate(sequences):
@@ -73,7 +73,7 @@ def model_texts(
                 )
             trimmed[i] = len(seq) - keep
             seq = seq[:keep]
-        texts.append(transform_input(seq, extraction.get("input_transform"), model=model, row=rows[i]))
+        texts.append(transform_input(seq, extraction.input_transform, model=model, row=rows[i]))
     if multiple and trimmed.any():
         log.info(
             "model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
@@ -101,7 +101,7 @@ def split_tokens(
     rows: list[int],
     *,
     cap: int,
-    extraction: dict[str, Any],
+    extraction: Extraction,
     model: str,
     chunk: Callable[[int, list[int]], Chunk],
 ) -> tuple[list[Chunk], np.ndarray, np.ndarray]:
@@ -109,8 +109,8 @@ def split_tokens(
     `chunk(row index, body)` -> (chunks, n_chunks (n,), truncated (n,)). Raises LongSequenceError under
     long_policy error, EmptyPoolError for a row with no token, ValueError for cls/last pooling of a
     multi-chunk row."""
-    policy = extraction.get("long_policy", "chunk_mean")
-    method = extraction.get("pooling", "mean")
+    policy = extraction.long_policy
+    method = extraction.pooling
     chunks: list[Chunk] = []
     n_chunks = np.zeros(len(encoded), np.int32)
     truncated = np.zeros(len(encoded), bool)

@@ -29,6 +29,7 @@ from geneb.embeddings.pooling import pool
 from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
 from geneb.models.execution import init_execution, progress_bar
 from geneb.models.guards import check_pooled_width
+from geneb.models.settings import ExtractionSettings, SettingsLike
 
 log = logging.getLogger(__name__)
 
@@ -88,16 +89,21 @@ class EnformerEncoder:
     local folder); device/batch_size/progress: execution knobs."""
 
     def __init__(
-        self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 2, progress: bool = True
+        self,
+        settings: SettingsLike,
+        *,
+        device: str = "cpu",
+        batch_size: int = 2,
+        progress: bool = True,
     ) -> None:
         init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
-        if self.extraction.get("pooling", "mean") not in ("mean", "max"):
+        if self.extraction.pooling not in ("mean", "max"):
             raise ValueError(f"model {self.model_id}: Enformer embeddings are per bin; pooling must be mean or max")
-        load = self.settings.get("load") or {}
-        self.window = int(load.get("window_bp", WINDOW_BP))
-        src = settings["source"]
-        where = src.get("path") if src["kind"] == "local" else src.get("hub_id")
-        kwargs = {"revision": src["revision"]} if src["kind"] == "hub" else {}
+        window = self.settings.load.window_bp
+        self.window = int(window if window is not None else WINDOW_BP)
+        src = self.settings.source
+        where = src.path if src.kind == "local" else src.hub_id
+        kwargs = {"revision": src.revision} if src.kind == "hub" else {}
         from enformer_pytorch import from_pretrained
 
         self.model = from_pretrained(where, **kwargs).eval().to(self.device)
@@ -120,7 +126,7 @@ class EnformerEncoder:
         """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row; the counters
         count letters outside A/C/G/T/N (entered as N) as unknown tokens."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
-        policy = self.extraction.get("long_policy", "chunk_mean")
+        policy = self.extraction.long_policy
         items: list[tuple[int, int, np.ndarray]] = []  # (row index, sequence position of window start, bin mask)
         n_chunks = np.zeros(len(sequences), np.int32)
         truncated = np.zeros(len(sequences), bool)
@@ -146,7 +152,7 @@ class EnformerEncoder:
             items.extend((i, ws, mask) for ws, mask in tiles)
             n_chunks[i] = len(tiles)
         acc = np.zeros((len(sequences), WIDTH), np.float64)
-        method = self.extraction.get("pooling", "mean")
+        method = self.extraction.pooling
         if method == "max":
             acc[:] = -np.inf
         counts = np.zeros(len(sequences), np.int64)
@@ -179,7 +185,7 @@ class EnformerEncoder:
                 model=self.model_id,
                 hidden_size=WIDTH,
                 vocab_size=None,
-                expected=self.extraction.get("embedding_dim"),
+                expected=self.extraction.embedding_dim,
             )
             for j, v, n in zip(idx, pooled.numpy().astype(np.float64), nbins.numpy()):
                 i = items[j][0]
@@ -198,6 +204,6 @@ class EnformerEncoder:
         return EmbedResult(out.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, counters=counters)
 
 
-def from_settings(settings: dict[str, Any], **kwargs: Any) -> EnformerEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> EnformerEncoder:
     """Adapter entry point of family `enformer`."""
     return EnformerEncoder(settings, **kwargs)

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from geneb.models.settings import ExtractionSettings
 from geneb.models.token_checks import resolve_max_tokens
 from geneb.models.tokenmodel import TokenModelEncoder
 
@@ -39,24 +40,23 @@ class _IdentityUnembed(nn.Module):
 
 
 class EvoEncoder(TokenModelEncoder):
-    """Evo 1 / 1.5 through `evo.Evo`. settings["load"]["package_model_name"] names the checkpoint for the
+    """Evo 1 / 1.5 through `evo.Evo`. `settings.load.package_model_name` names the checkpoint for the
     package (e.g. "evo-1-131k-base"); `extraction.max_tokens` is required (the context: 8192 or 131072)."""
 
     package = "evo"
 
     def _load(self) -> None:
-        load = self.settings.get("load") or {}
-        name = load.get("package_model_name")
+        name = self.settings.load.package_model_name
         if not name:
             raise ValueError(
-                f"model {self.model_id}: load.package_model_name is required for family {self.settings['family']}"
+                f"model {self.model_id}: load.package_model_name is required for family {self.settings.family}"
             )
         self.model, self.tokenizer = self._open(name)
         self.model = self._as_weights_dtype(self.model).eval().to(self.device)
         cfg = getattr(self.model, "config", None)
         self.hidden_size = _cfg_int(cfg, "hidden_size")
         self.vocab_size = _cfg_int(cfg, "vocab_size")
-        self.max_tokens = resolve_max_tokens(None, None, self.extraction.get("max_tokens"), model=self.model_id)
+        self.max_tokens = resolve_max_tokens(None, None, self.extraction.max_tokens, model=self.model_id)
         self.prefix, self.suffix = [], []
         self.pad_id = int(getattr(self.tokenizer, "pad_id", 1) or 1)
         self.uses_attention_mask = False
@@ -90,7 +90,7 @@ class EvoEncoder(TokenModelEncoder):
 
         wrapper = Evo(name)
         model = wrapper.model
-        if self.extraction.get("layer", -1) == -1:
+        if self.extraction.layer == -1:
             model.unembed = _IdentityUnembed()  # logits -> final hidden states
         return model, wrapper.tokenizer
 
@@ -109,7 +109,7 @@ class EvoEncoder(TokenModelEncoder):
         return {
             **super().identity(),
             "package": self.package,
-            "package_model_name": (self.settings.get("load") or {}).get("package_model_name"),
+            "package_model_name": self.settings.load.package_model_name,
         }
 
 
@@ -119,7 +119,7 @@ class Evo2Encoder(EvoEncoder):
     package = "evo2"
 
     def _open(self, name: str) -> tuple[Any, Any]:
-        if not isinstance(self.extraction.get("layer"), str):
+        if not isinstance(self.extraction.layer, str):
             raise ValueError(
                 f"model {self.model_id}: Evo 2 embeddings come from a named block; set layer to a module "
                 "name such as 'blocks.28.mlp.l3'"
@@ -137,11 +137,11 @@ def _cfg_int(cfg: Any, key: str) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-def from_settings(settings: dict[str, Any], **kwargs: Any) -> EvoEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> EvoEncoder:
     """Adapter entry point of family `evo`."""
     return EvoEncoder(settings, **kwargs)
 
 
-def from_settings_evo2(settings: dict[str, Any], **kwargs: Any) -> Evo2Encoder:
+def from_settings_evo2(settings: ExtractionSettings, **kwargs: Any) -> Evo2Encoder:
     """Adapter entry point of family `evo2`."""
     return Evo2Encoder(settings, **kwargs)

@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from geneb.models.settings import Extraction, ExtractionSettings, SettingsLike
+
 REDUCED_DTYPES = ("bfloat16", "float16")
 
 
@@ -23,31 +25,33 @@ def resolve_device(device: str, *, model: str) -> str:
     return device
 
 
-def init_execution(encoder: Any, settings: dict[str, Any], *, device: str, batch_size: int, progress: bool) -> None:
-    """Set the attributes every adapter shares: settings, model_id, extraction, device (resolved; never a
-    silent CPU fallback), batch_size and progress."""
+def init_execution(encoder: Any, settings: SettingsLike, *, device: str, batch_size: int, progress: bool) -> None:
+    """Set the attributes every adapter shares: settings (`ExtractionSettings`; a resolved mapping is typed
+    here), model_id, extraction (`Extraction`), device (resolved; never a silent CPU fallback), batch_size and
+    progress."""
+    settings = ExtractionSettings.of(settings)
     encoder.settings = settings
-    encoder.model_id = str(settings["model"])
-    encoder.extraction = settings["extraction"]
+    encoder.model_id = settings.model
+    encoder.extraction = settings.extraction
     encoder.device = resolve_device(device, model=encoder.model_id)
     encoder.batch_size = int(batch_size)
     encoder.progress = progress
 
 
-def dtype_policy(extraction: dict[str, Any], *, device: str, model: str) -> tuple[str, str, bool]:
+def dtype_policy(extraction: Extraction, *, device: str, model: str) -> tuple[str, str, bool]:
     """(compute dtype, weights dtype, autocast?) from `dtype` and `nonfinite`.
 
     dtype auto: float32 on CPU, bfloat16 on CUDA. A reduced compute dtype loads reduced weights, except
     under `nonfinite: retry_fp32`, which keeps float32 weights and runs under autocast so a batch with
     NaN/inf can be rerun in float32.
     """
-    want = extraction.get("dtype", "auto")
+    want = extraction.dtype
     compute = ("bfloat16" if device.startswith("cuda") else "float32") if want == "auto" else want
     if compute not in ("float32", *REDUCED_DTYPES):
         raise ValueError(f"model {model}: unknown dtype {want!r}")
     if compute == "float32":
         return compute, "float32", False
-    if extraction.get("nonfinite", "error") == "retry_fp32":
+    if extraction.nonfinite == "retry_fp32":
         return compute, "float32", True
     return compute, compute, False
 

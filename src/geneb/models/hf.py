@@ -32,6 +32,7 @@ import torch
 from geneb.embeddings.errors import RemoteCodeError, WeightsNotLoadedError
 from geneb.models.files import weights_hash
 from geneb.models.guards import check_transformers_range, hidden_modules, import_modules, require_modules
+from geneb.models.settings import ExtractionSettings, SettingsLike
 from geneb.models.token_checks import SENTINEL_MAX_LENGTH, resolve_max_tokens
 from geneb.models.tokenmodel import TokenModelEncoder
 from geneb.provenance import REVISION
@@ -113,17 +114,23 @@ class HFEncoder(TokenModelEncoder):
     """
 
     def __init__(
-        self, settings: dict[str, Any], *, where: str | None = None, revision: str | None = None, **kwargs: Any
+        self,
+        settings: SettingsLike,
+        *,
+        where: str | None = None,
+        revision: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        src = settings["source"]
-        self.where = where if where is not None else (src.get("path") if src["kind"] == "local" else src.get("hub_id"))
-        self.revision = revision if where is not None else (src.get("revision") if src["kind"] == "hub" else None)
+        settings = ExtractionSettings.of(settings)
+        src = settings.source
+        self.where = where if where is not None else (src.path if src.kind == "local" else src.hub_id)
+        self.revision = revision if where is not None else (src.revision if src.kind == "hub" else None)
         if not self.where:
-            raise ValueError(f"model {settings['model']}: no hub id or path to load from (source {src})")
-        if where is None and src["kind"] == "hub" and Path(self.where).exists():
+            raise ValueError(f"model {settings.model}: no hub id or path to load from (source {src.as_dict()})")
+        if where is None and src.kind == "hub" and Path(self.where).exists():
             # from_pretrained prefers a local path over the hub: the pinned revision would not be what loads
             raise ValueError(
-                f"model {settings['model']}: a local folder {Path(self.where).resolve()} has the hub id's name; "
+                f"model {settings.model}: a local folder {Path(self.where).resolve()} has the hub id's name; "
                 f"transformers would load it instead of {self.where}@{self.revision}. Rename it, or run "
                 "from another directory, or register it as a local model"
             )
@@ -132,17 +139,16 @@ class HFEncoder(TokenModelEncoder):
     def _load(self) -> None:
         from transformers import AutoModel, AutoTokenizer
 
-        s = self.settings
-        load = s.get("load") or {}
-        trust = bool(s.get("trust_remote_code", False))
-        require_modules(self.model_id, load.get("requires"))
+        load = self.settings.load
+        trust = self.settings.trust_remote_code
+        require_modules(self.model_id, load.requires)
         if trust:
             if not Path(self.where).is_dir() and not (self.revision and REVISION.match(self.revision)):
                 raise RemoteCodeError(
                     f"model {self.model_id}: trust_remote_code needs a pinned 40-hex revision "
                     f"(got {self.revision!r}); unpinned remote code runs whatever is on main"
                 )
-            check_transformers_range(self.model_id, load.get("transformers"))
+            check_transformers_range(self.model_id, load.transformers)
         if not trust:
             for name, required in (("config.json", True), ("tokenizer_config.json", False)):
                 raw = read_config_json(self.where, self.revision, name, required=required)
@@ -155,19 +161,19 @@ class HFEncoder(TokenModelEncoder):
                     )
         if trust:
             foreign = sorted(_foreign_code(self.where, self.revision))
-            if foreign and not REVISION.match(str(load.get("code_revision") or "")):
+            if foreign and not REVISION.match(str(load.code_revision or "")):
                 raise RemoteCodeError(
                     f"model {self.model_id}: its auto_map takes code from another repository ({foreign[0]}), which "
                     "transformers fetches from that repository's main branch, outside the model's pinned revision and "
                     "the cache key; pin it with load.code_revision (a 40-hex commit of that repository)"
                 )
-        import_modules(load.get("preimport") or [])
-        hide = list(load.get("hide_modules_on_cpu") or []) if self.device == "cpu" else []
+        import_modules(list(load.preimport or ()))
+        hide = list(load.hide_modules_on_cpu or ()) if self.device == "cpu" else []
         kwargs: dict[str, Any] = {"trust_remote_code": trust}
         if self.revision:
             kwargs["revision"] = self.revision
-        if load.get("code_revision"):
-            kwargs["code_revision"] = load["code_revision"]
+        if load.code_revision:
+            kwargs["code_revision"] = load.code_revision
         with hidden_modules(hide):
             self.tokenizer = AutoTokenizer.from_pretrained(self.where, **kwargs)
             model, info = AutoModel.from_pretrained(
@@ -202,10 +208,10 @@ class HFEncoder(TokenModelEncoder):
         self.max_tokens = resolve_max_tokens(
             getattr(self.tokenizer, "model_max_length", None),
             config_max,
-            self.extraction.get("max_tokens"),
+            self.extraction.max_tokens,
             model=self.model_id,
         )
-        if self.extraction.get("max_tokens") is None:
+        if self.extraction.max_tokens is None:
             self.max_tokens_from = "tokenizer/config"
         self._override_tokenizer_padding()
         self.prefix, self.suffix = special_affixes(self.tokenizer)
@@ -233,7 +239,7 @@ class HFEncoder(TokenModelEncoder):
         self.weights_sha256 = weights_hash(local) if local.is_dir() else None
 
     def _takes_attention_mask(self) -> bool:
-        want = self.extraction.get("attention_mask", "auto")
+        want = self.extraction.attention_mask
         params = inspect.signature(self.model.forward).parameters
         takes = "attention_mask" in params
         if want == "auto":
@@ -295,6 +301,6 @@ class HFEncoder(TokenModelEncoder):
         }
 
 
-def from_settings(settings: dict[str, Any], **kwargs: Any) -> HFEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> HFEncoder:
     """Adapter entry point (see geneb.models.adapters)."""
     return HFEncoder(settings, **kwargs)

@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from geneb.embeddings.errors import EmptyPoolError
 from geneb.models.base import EmbedResult, sequence_batch
+from geneb.models.settings import ExtractionSettings
 
 _CODE = np.full(256, -1, dtype=np.int64)
 for _i, _b in enumerate("ACGT"):
@@ -73,7 +74,7 @@ class KmerEncoder:
         return EmbedResult(out, n_tokens, np.ones(len(sequences), np.int32), np.zeros(len(sequences), bool))
 
 
-def from_settings(settings: dict, **_execution: object) -> KmerEncoder:
+def from_settings(settings: ExtractionSettings, **_execution: object) -> KmerEncoder:
     """Adapter entry point (see geneb.models.adapters); execution knobs (device, batch size) do not apply."""
-    k = settings["builtin"]["k"]
+    k = settings.builtin["k"]
     return KmerEncoder(int(k) if isinstance(k, int) else [int(x) for x in k])

@@ -9,12 +9,14 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from geneb.models.hf import HFEncoder
+from geneb.models.settings import ExtractionSettings
 from geneb.models.token_checks import SENTINEL_MAX_LENGTH
 
 NT_SPECIAL_TOKENS = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>"]
@@ -26,7 +28,7 @@ def nt_vocabulary() -> list[str]:
     return NT_SPECIAL_TOKENS + ["".join(p) for p in itertools.product("ACGT", repeat=6)] + list("ACGTN")
 
 
-def build_random_esm(builtin: dict[str, Any], folder: str | os.PathLike[str]) -> Path:
+def build_random_esm(builtin: Mapping[str, Any], folder: str | os.PathLike[str]) -> Path:
     """Build the seeded random-init NT/ESM-style encoder into `folder` (save_pretrained) and return it.
 
     builtin: {"config": EsmConfig kwargs, "init_seed": int, "tokenizer": "nt-6mer"}. The tokenizer is NT's
@@ -60,10 +62,10 @@ def build_random_esm(builtin: dict[str, Any], folder: str | os.PathLike[str]) ->
     return folder
 
 
-def from_settings(settings: dict[str, Any], **kwargs: Any) -> HFEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> HFEncoder:
     """Adapter entry point: build the folder in a temporary directory, load it through HFEncoder, delete the
     folder (the weights hash stays in the encoder's identity)."""
     with tempfile.TemporaryDirectory(prefix="geneb-random-esm-") as tmp:
-        encoder = HFEncoder(settings, where=str(build_random_esm(settings["builtin"], tmp)), **kwargs)
+        encoder = HFEncoder(settings, where=str(build_random_esm(settings.builtin, tmp)), **kwargs)
     encoder.where = "builtin:random-esm"
     return encoder

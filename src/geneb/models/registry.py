@@ -22,29 +22,14 @@ import yaml
 
 from geneb.models.adapters import FAMILIES, family
 from geneb.models.pins import PinError, apply_pins, read_pins
+from geneb.models.settings import Extraction
 from geneb.models.spec import MatchedPair, ModelSpec, SpecError
 from geneb.provenance import REVISION, stable_hash
 from geneb.schemas import load_schema, schema_errors
 
-#: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md)
-DEFAULT_EXTRACTION: dict[str, Any] = {
-    "pooling": "mean",
-    "layer": -1,
-    "exclude_special_tokens": True,
-    "max_tokens": None,
-    "long_policy": "chunk_mean",
-    "rc": "none",
-    "dtype": "auto",
-    "nonfinite": "error",
-    "padding_side": "right",
-    "attention_mask": "auto",
-    "causal": False,
-    "length_multiple": None,
-    "input_transform": None,
-    "embedding_dim": None,
-    "storage_dtype": "float32",
-    "bucket_by_length": "auto",
-}
+#: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md):
+#: the defaults of the typed `geneb.models.settings.Extraction`, in its field order
+DEFAULT_EXTRACTION: dict[str, Any] = Extraction().as_dict()
 SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external")
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
 PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")

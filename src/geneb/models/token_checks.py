@@ -20,6 +20,7 @@ from typing import Any
 
 from geneb.embeddings.errors import DroppedInputError, MaxLengthError, ModelForwardError, PaddingVarianceError
 from geneb.models.chunking import transform_input
+from geneb.models.settings import Extraction
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +67,14 @@ def resolve_max_tokens(
     return int(min(candidates))
 
 
-def batching_policy(
-    ext: dict[str, Any], *, model: str, uses_attention_mask: bool, pad_sensitive: bool
-) -> tuple[str, bool]:
+def batching_policy(ext: Extraction, *, model: str, uses_attention_mask: bool, pad_sensitive: bool) -> tuple[str, bool]:
     """(padding side, equal-length batches?) from the extraction settings and what the model takes. Raises
     ValueError for an unknown padding side or bucket_by_length, and for settings that would pad real
     positions of a model without an attention mask (case B02)."""
-    side = ext.get("padding_side", "right")
+    side = ext.padding_side
     if side not in ("right", "left"):
         raise ValueError(f"model {model}: padding_side must be right or left, got {side!r}")
-    causal = bool(ext.get("causal", False))
+    causal = bool(ext.causal)
     if not uses_attention_mask and side == "left":
         raise ValueError(
             f"model {model}: left padding without an attention mask would feed pads into "
@@ -84,7 +83,7 @@ def batching_policy(
     # without a mask, only a causal model padded on the right is safe; everything else gets equal lengths.
     # Some masked models are not padding-invariant either (BigBird's block-sparse attention: its blocks
     # depend on the padded length); `bucket_by_length` true, or auto with `pad_sensitive`, covers them.
-    bucket = ext.get("bucket_by_length", "auto")
+    bucket = ext.bucket_by_length
     if bucket not in ("auto", True, False):
         raise ValueError(f"model {model}: bucket_by_length must be auto, true or false, got {bucket!r}")
     unsafe = (not uses_attention_mask and not (causal and side == "right")) or pad_sensitive
@@ -96,12 +95,12 @@ def batching_policy(
     return side, (unsafe if bucket == "auto" else bool(bucket))
 
 
-def check_cls_pooling(ext: dict[str, Any], *, model: str, prefix: list[int]) -> None:
+def check_cls_pooling(ext: Extraction, *, model: str, prefix: list[int]) -> None:
     """cls pooling reads the tokenizer's CLS token: it must be pooled (exclude_special_tokens false) and exist
     (a token before the sequence; a strand token is no CLS). Raises ValueError."""
-    if ext.get("pooling", "mean") == "cls" and ext.get("exclude_special_tokens", True):
+    if ext.pooling == "cls" and ext.exclude_special_tokens:
         raise ValueError(f"model {model}: pooling cls reads the CLS token; set exclude_special_tokens: false")
-    if ext.get("pooling", "mean") == "cls" and not prefix:
+    if ext.pooling == "cls" and not prefix:
         raise ValueError(
             f"model {model}: pooling cls, but the tokenizer puts no token before the sequence "
             "(no CLS): the first nucleotide token would be pooled; use mean or last pooling"
@@ -112,7 +111,7 @@ def probe_ids(enc: Any, n_tokens: int) -> list[int]:
     """Up to `n_tokens` body token ids of a fixed probe sequence (for the load-time checks)."""
     ext = enc.extraction
     seq = ("ACGTTGCAGGATCCATTGCAAGCTTACG" * (n_tokens // 4 + 8))[: max(24, n_tokens * 8)]
-    ids = enc._tokenize([transform_input(seq, ext.get("input_transform"), model=enc.model_id, row=-1)])[0]
+    ids = enc._tokenize([transform_input(seq, ext.input_transform, model=enc.model_id, row=-1)])[0]
     return list(ids[:n_tokens])
 
 
@@ -162,7 +161,7 @@ def check_padding_invariance(enc: Any) -> None:
     (cases B02, B04, B07). Skipped under equal-length batching (no pads ever). Raises PaddingVarianceError."""
     if enc.bucket_equal_lengths:
         return
-    multiple = int(enc.extraction.get("length_multiple") or 1)
+    multiple = int(enc.extraction.length_multiple or 1)
     long_ids = probe_ids(enc, min(enc.body_cap, PADDING_CHECK_LONG_TOKENS))
     n_short = max(multiple, min(len(long_ids) // 3, 64) // multiple * multiple)
     if len(long_ids) <= n_short:

@@ -45,6 +45,7 @@ from geneb.models.chunking import Chunk, make_chunk, model_texts, pad_chunks, sp
 from geneb.models.dropped_letters import check_dropped, count_unknown
 from geneb.models.execution import dtype_policy, init_execution, progress_bar
 from geneb.models.guards import check_pooled_width, check_token_ids, get_layer, nonfinite_rows
+from geneb.models.settings import SettingsLike
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class TokenModelEncoder:
     """
 
     def __init__(
-        self, settings: dict[str, Any], *, device: str = "cpu", batch_size: int = 64, progress: bool = True
+        self, settings: SettingsLike, *, device: str = "cpu", batch_size: int = 64, progress: bool = True
     ) -> None:
         init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
         self.prefix: list[int] = []
@@ -102,11 +103,11 @@ class TokenModelEncoder:
 
     def _after_load(self) -> None:
         ext = self.extraction
-        strand = (ext.get("input_transform") or {}).get("prefix")
+        strand = ext.input_transform.prefix if ext.input_transform is not None else None
         # gLM2's strand token: on every chunk, after the tokenizer's own prefix, never pooled (see `chunk`)
         self.strand = list(self._tokenize([str(strand)])[0]) if strand else []
         self.body_cap = self.max_tokens - len(self.prefix) - len(self.strand) - len(self.suffix)
-        multiple = ext.get("length_multiple")
+        multiple = ext.length_multiple
         if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
             self.body_cap -= self.body_cap % int(multiple)
         if self.body_cap < 1:
@@ -127,7 +128,7 @@ class TokenModelEncoder:
             ext, model=self.model_id, uses_attention_mask=self.uses_attention_mask, pad_sensitive=self.pad_sensitive
         )
         token_checks.check_cls_pooling(ext, model=self.model_id, prefix=self.prefix)
-        layer = ext.get("layer", -1)
+        layer = ext.layer
         if isinstance(layer, str):
             try:
                 module = self.model.get_submodule(layer)
@@ -149,9 +150,9 @@ class TokenModelEncoder:
             ("" if self.uses_attention_mask else " without attention mask")
             + (", equal-length batches" if self.bucket_equal_lengths else ""),
             self.layer_resolved,
-            ext.get("pooling", "mean"),
-            "excluded" if ext.get("exclude_special_tokens", True) else "included",
-            ext.get("long_policy", "chunk_mean"),
+            ext.pooling,
+            "excluded" if ext.exclude_special_tokens else "included",
+            ext.long_policy,
             self.compute_dtype,
             self.weights_dtype,
             ", autocast" if self.autocast else "",
@@ -237,7 +238,7 @@ class TokenModelEncoder:
             prefix=self.prefix,
             strand=self.strand,
             suffix=self.suffix,
-            pool_special=not self.extraction.get("exclude_special_tokens", True),
+            pool_special=not self.extraction.exclude_special_tokens,
         )
 
     def _token_texts(self, ids: list[int]) -> list[str] | None:
@@ -262,7 +263,7 @@ class TokenModelEncoder:
         inputs = {"input_ids": ids.to(self.device)}
         if self.uses_attention_mask:
             inputs["attention_mask"] = attn.to(self.device)
-        layer = self.extraction.get("layer", -1)
+        layer = self.extraction.layer
         want_states = isinstance(layer, int) and layer != -1
         use_autocast = self.autocast and not force_fp32
         ctx = (
@@ -331,7 +332,7 @@ class TokenModelEncoder:
                 f"model {self.model_id}: hidden states {tuple(hidden.shape)} do not align with the input "
                 f"tokens {tuple(ids.shape)}; this layer cannot be pooled per token"
             )
-        method = self.extraction.get("pooling", "mean")
+        method = self.extraction.pooling
         pooled = pool(hidden, pmask.to(hidden.device), method, rows=rows)
         # positions that went into each vector: all pooled ones for mean/max, the one token for cls/last
         used = pmask.sum(dim=1) if method in ("mean", "max") else torch.ones(len(chunks), dtype=torch.long)
@@ -345,7 +346,7 @@ class TokenModelEncoder:
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         chunks, n_chunks, truncated, trimmed, unknown = self.chunks_and_unknowns(sequences, rows)
         retries_before = self._fp32_retries
-        method = self.extraction.get("pooling", "mean")
+        method = self.extraction.pooling
         plan = plan_batches([len(c.ids) for c in chunks], self.batch_size, equal_length=self.bucket_equal_lengths)
         state: dict[str, Any] = {"acc": None, "counts": np.zeros(len(sequences), np.int64)}
         bar = progress_bar(len(chunks), desc or self.model_id, enabled=self.progress)
@@ -362,7 +363,7 @@ class TokenModelEncoder:
                     model=self.model_id,
                     hidden_size=self.hidden_size,
                     vocab_size=self.vocab_size,
-                    expected=self.extraction.get("embedding_dim"),
+                    expected=self.extraction.embedding_dim,
                     num_embeddings=self.num_embeddings,
                 )
                 state["acc"] = np.zeros((len(sequences), pooled.shape[1]), np.float64)

@@ -24,7 +24,7 @@ from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.provenance import package_versions
 from geneb.scores import SCHEMA_VERSION
-from geneb.tasks.prepare import read_card
+from geneb.tasks.card import TaskCard, read_card
 
 Path = str | os.PathLike[str]
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def write_shot_indices(
     """
     c = read_card(card)
     df = _read_split(train, task, "train")
-    shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c["data_hash"], settings)
+    shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c.data_hash, settings)
     write_shots(output, shots)
     log.info(
         "task %s, protocol %s: %d draws, distinct row sets per regime %s, full regime %d of %d rows",
@@ -81,7 +81,7 @@ def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str,
 def dedup_scores(
     preds: pd.DataFrame,
     scores: pd.DataFrame,
-    card: dict[str, Any],
+    card: TaskCard,
     task: str,
     confidence: float,
     f1_labels: str = "task",
@@ -90,12 +90,12 @@ def dedup_scores(
     metric) named `<metric>_dedup` (MCC, Acc, macro-F1: `metrics.label_scores`), with the fit's other columns.
 
     preds: the prediction table (regime, seed, row, y_true, y_pred); scores: the score table of the same fits;
-    card: the task card, whose `splits.test.dedup_drop_rows` lists the repeated rows (the first copy of each
+    card: the task card (`TaskCard`), whose test split's `dedup_drop_rows` lists the repeated rows (the first copy of each
     (sequence, label) stays); confidence: level of the over-seeds interval (metrics.seed_summary); f1_labels:
     the protocol's macro-F1 classes (metrics.label_scores). Raises
     ProbeInputError when a dropped row id has no prediction.
     """
-    drop = set(card["splits"]["test"].get("dedup_drop_rows", []))
+    drop = set(card.split("test").dedup_drop_rows)
     missing = drop - set(preds["row"].unique())
     if missing:
         raise ProbeInputError(f"task {task!r}, split 'test': dedup row ids {sorted(missing)[:5]} have no prediction")
@@ -104,7 +104,7 @@ def dedup_scores(
     rows = []
     for (regime, seed), g in kept.groupby(["regime", "seed"], sort=False):
         for metric, value in label_scores(
-            g["y_true"].to_numpy(), g["y_pred"].to_numpy(), np.asarray(card["classes"]), f1_labels
+            g["y_true"].to_numpy(), g["y_pred"].to_numpy(), np.asarray(card.classes), f1_labels
         ).items():
             rows.append(
                 {"regime": regime, "seed": seed, "metric": f"{metric}_dedup", "value": value, "n_test_dedup": len(g)}
@@ -151,11 +151,11 @@ def fit_probes(
     proto = from_config(protocol, settings)
     c = read_card(card)
     tr, te = _read_split(train, task, "train"), _read_split(test, task, "test")
-    expected = {"task_data_hash": c["data_hash"], "model": model, "task": task}
+    expected = {"task_data_hash": c.data_hash, "model": model, "task": task}
     if settings_hash is not None:
         expected["settings_hash"] = settings_hash
     cache = read_embeddings(embeddings, expected=expected, hdf5_locking=hdf5_locking)
-    shot = read_shots(shots, task=task, data_hash=c["data_hash"], settings=settings, protocol=protocol)
+    shot = read_shots(shots, task=task, data_hash=c.data_hash, settings=settings, protocol=protocol)
     check_shots(shot, tr["row"].to_numpy(), tr["label"].to_numpy(), path=shots)
     data = TaskArrays(
         task,
@@ -175,10 +175,10 @@ def fit_probes(
         )
     v = package_versions()
     ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
-    scores = pd.concat([pd.DataFrame({**ident, "category": c["category"]}, index=scores.index), scores], axis=1)
+    scores = pd.concat([pd.DataFrame({**ident, "category": c.category}, index=scores.index), scores], axis=1)
     prov = {
         "config_hash": proto.config_hash(),
-        "data_hash": c["data_hash"],
+        "data_hash": c.data_hash,
         "shots_hash": shot["draw_hash"],
         "embedding_key_hash": cache.key_hash,
         # under dtype auto the device picks it (float32 on CPU, bfloat16 on CUDA) and the device never reruns work

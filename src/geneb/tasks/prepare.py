@@ -10,7 +10,6 @@ only rows removed are those a configured cap removes, and the card records which
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.atomic import atomic_path, write_text_atomic
+from geneb.atomic import atomic_path
 from geneb.categories import check_category
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.caps import stratified_cap
+from geneb.tasks.card import TaskCard, write_card
 from geneb.tasks.hygiene import train_test_overlap, within_split_duplicates
 from geneb.tasks.sources import SPLITS, TaskSource
 
@@ -155,8 +155,9 @@ def prepare_task(
     caps: dict[str, int | None],
     cap_seed: int,
     out_dir: str | Path,
-) -> dict[str, Any]:
-    """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card.
+) -> TaskCard:
+    """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card
+    (`geneb.tasks.card.TaskCard`, written with `write_card`).
 
     catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
     "max_test": int|None}. Raises TaskDataError / SequenceError / TaskSourceError with task, split and row.
@@ -203,53 +204,48 @@ def prepare_task(
     if len(train_classes) < 2:
         raise TaskDataError(f"task {task!r}, split 'train': only one class {sorted(train_classes)}")
 
-    card = {
-        "schema_version": CARD_SCHEMA_VERSION,
-        "task": task,
-        "category": category,
-        "task_set": catalogue_row.get("task_set", ""),
-        "taxon_group": catalogue_row.get("taxon_group", ""),
-        "source": source.description,
-        "n_classes": len(train_classes),
-        "classes": sorted(int(c) for c in train_classes),
-        "label_names": {str(i): name for name, i in encoding.items()} if encoding else None,
-        "splits": card_splits,
-        "train_test_overlap": train_test_overlap(splits["train"], splits["test"]),
-        "caps": cap_record,
-        "alphabet_policy": policy.as_dict(),
-        "data_hash": data_hash(splits),
-    }
+    card = TaskCard.from_dict(
+        {
+            "schema_version": CARD_SCHEMA_VERSION,
+            "task": task,
+            "category": category,
+            "task_set": catalogue_row.get("task_set", ""),
+            "taxon_group": catalogue_row.get("taxon_group", ""),
+            "source": source.description,
+            "n_classes": len(train_classes),
+            "classes": sorted(int(c) for c in train_classes),
+            "label_names": {str(i): name for name, i in encoding.items()} if encoding else None,
+            "splits": card_splits,
+            "train_test_overlap": train_test_overlap(splits["train"], splits["test"]),
+            "caps": cap_record,
+            "alphabet_policy": policy.as_dict(),
+            "data_hash": data_hash(splits),
+        }
+    )
     for split, df in splits.items():
         with atomic_path(out_dir / f"{split}.parquet") as tmp:
             df.to_parquet(tmp, index=False)
-    write_text_atomic(out_dir / "card.json", json.dumps(card, indent=1, sort_keys=True))
+    write_card(out_dir / "card.json", card)
     return card
 
 
-def read_card(path: str | Path) -> dict[str, Any]:
-    """The task card written by `prepare_task` (`resources/tasks/{task}/card.json`; keys in
-    docs/data-dictionary.md, stage 1). Raises OSError / json.JSONDecodeError for a missing or broken file."""
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def report_lines(card: dict[str, Any]) -> list[str]:
+def report_lines(card: TaskCard) -> list[str]:
     """Human-readable summary of a task card (what `prepare_task` logs)."""
-    lines = [f"task {card['task']} ({card['category']}), source {card['source']}, data hash {card['data_hash'][:12]}"]
-    for split, s in card["splits"].items():
+    lines = [f"task {card.task} ({card.category}), source {card.source}, data hash {card.data_hash[:12]}"]
+    for split, s in card.splits.items():
         lines.append(
-            f"  {split}: {s['n']} rows (source {s['n_source']}), lengths {s['len_min']}-{s['len_max']}, classes "
-            f"{s['class_counts']}, within-split duplicates {s['n_duplicate_rows']} (classes after dedup "
-            f"{s['class_counts_dedup']}), sequences with >1 label {s['conflicting_label_sequences']}"
+            f"  {split}: {s.n} rows (source {s.n_source}), lengths {s.len_min}-{s.len_max}, classes "
+            f"{dict(s.class_counts)}, within-split duplicates {s.n_duplicate_rows} (classes after dedup "
+            f"{dict(s.class_counts_dedup)}), sequences with >1 label {s.conflicting_label_sequences}"
         )
-    ov = card["train_test_overlap"]
-    lines.append(f"  test rows also in train: exact {ov['exact']}, reverse complement {ov['reverse_complement']}")
-    for split, c in card["caps"].items():
-        lines.append(f"  {split} capped to {c['n_kept']} of {c['n_source']} rows (seed {c['seed']}, stratified)")
+    ov = card.overlap
+    lines.append(f"  test rows also in train: exact {ov.exact}, reverse complement {ov.reverse_complement}")
+    for split, c in card.caps.items():
+        lines.append(f"  {split} capped to {c.n_kept} of {c.n_source} rows (seed {c.seed}, stratified)")
     return lines
 
 
-def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, card_path: str | Path) -> dict[str, Any]:
+def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, card_path: str | Path) -> TaskCard:
     """Entry point of the `prepare_task` rule: `params` is common.smk's `task_params` (catalogue row, source
     identity, alphabet policy, caps, cap seed); `source_spec` is where to read the task (the source string
     resolved from config and environment); outputs go beside `card_path`. For a mirror folder, the files

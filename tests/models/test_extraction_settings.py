@@ -1,0 +1,101 @@
+"""Typed extraction settings: `ExtractionSettings.from_dict(d).as_dict() == d` for every runnable model of
+config/models.yaml (as it is and with every unpinned hub entry pinned), so what travels (Snakemake params, the
+HDF5 key, the settings hash) is the mapping it was; `adapters.build` types it once and the adapters read
+attributes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import yaml
+
+from geneb.models.registry import (
+    DEFAULT_EXTRACTION,
+    NotRunnableError,
+    extraction_hash,
+    extraction_settings,
+    load_registry,
+)
+from geneb.models.settings import Extraction, ExtractionSettings, InputTransform
+from geneb.models.spec import Load, Source
+
+
+@pytest.fixture(scope="module")
+def every_settings(repo, tmp_path_factory):
+    alphabet = yaml.safe_load((repo / "config" / "config.yaml").read_text())["alphabet"]
+    sheet = repo / "config" / "models.yaml"
+    as_is = load_registry(sheet, pins=repo / "config" / "model_revisions.yaml")
+    pins = {
+        m: {"hub_id": s.source.hub_id, "revision": hashlib.sha1(m.encode()).hexdigest()}
+        for m, s in as_is.models.items()
+        if s.source.kind == "hub-unpinned"
+    }
+    path = tmp_path_factory.mktemp("pins") / "pins.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "revisions": pins}))
+    out = {}
+    for label, registry in (("as-is", as_is), ("pinned", load_registry(sheet, pins=path))):
+        for alpha_label, alpha in (("config", alphabet), ("empty", {})):
+            for model in registry.models:
+                try:
+                    out[f"{label}/{alpha_label}/{model}"] = extraction_settings(registry, model, alpha)
+                except NotRunnableError:
+                    continue
+    return out
+
+
+def test_round_trip_over_every_registry_model_is_exact(every_settings):
+    assert len(every_settings) > 100
+    families = set()
+    for name, settings in every_settings.items():
+        typed = ExtractionSettings.from_dict(settings)
+        assert typed.as_dict() == settings, name
+        assert list(typed.as_dict()) == list(settings), name  # key order too
+        assert list(typed.as_dict()["extraction"]) == list(settings["extraction"]), name
+        assert extraction_hash(typed.as_dict()) == extraction_hash(settings), name
+        assert ExtractionSettings.of(typed) is typed
+        families.add(typed.family)
+    assert {"kmer", "hf-encoder", "hf-decoder", "random-init"} <= families
+
+
+def test_the_typed_fields_are_the_settings(every_settings):
+    for name, settings in every_settings.items():
+        typed = ExtractionSettings.from_dict(settings)
+        ext = settings["extraction"]
+        assert (typed.model, typed.family) == (settings["model"], settings["family"])
+        assert isinstance(typed.source, Source) and typed.source.kind == settings["source"]["kind"]
+        assert isinstance(typed.load, Load) and typed.load.as_dict() == settings["load"]
+        assert typed.trust_remote_code is settings["trust_remote_code"]
+        assert dict(typed.builtin) == settings["builtin"] and dict(typed.alphabet) == settings["alphabet"]
+        assert isinstance(typed.extraction, Extraction), name
+        for key in DEFAULT_EXTRACTION:
+            value = getattr(typed.extraction, key)
+            if key == "input_transform" and value is not None:
+                assert isinstance(value, InputTransform) and value.as_dict() == ext[key]
+            else:
+                assert value == ext[key], (name, key)
+
+
+def test_defaults_partial_mappings_and_unknown_keys():
+    assert Extraction().as_dict() == DEFAULT_EXTRACTION
+    partial = {"model": "m", "family": "kmer", "extraction": {"pooling": "max"}, "builtin": {"k": 3}}
+    typed = ExtractionSettings.from_dict(partial)
+    assert typed.as_dict() == partial  # absent keys stay absent
+    assert typed.extraction.layer == -1 and typed.extraction.pooling == "max"  # defaults read as before
+    lower = {"kind": "lowercase", "prefix": "<+>"}
+    assert InputTransform.from_dict(lower).as_dict() == lower and InputTransform.from_dict(lower).k is None
+    with pytest.raises(ValueError, match=r"model m: extraction: unknown keys \['poolng'\]"):
+        ExtractionSettings.from_dict({**partial, "extraction": {"poolng": "mean"}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        ExtractionSettings.from_dict({**partial, "colour": "blue"})
+    with pytest.raises(AttributeError):
+        typed.model = "other"  # type: ignore[misc]
+
+
+def test_build_types_the_settings_once_and_the_adapter_reads_attributes(repo):
+    from geneb.models.adapters import build
+
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
+    enc = build(settings)
+    assert enc.identity()["k"] == settings["builtin"]["k"]
+    assert build(ExtractionSettings.from_dict(settings)).identity() == enc.identity()
