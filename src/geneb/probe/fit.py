@@ -28,6 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from geneb import metrics
 from geneb.probe.errors import ProbeInputError
@@ -40,6 +41,9 @@ log = logging.getLogger(__name__)
 #: embeddings in TaskArrays.validate, hyperparameters in protocols.from_config), so scikit-learn's per-call
 #: re-validation is skipped (`sklearn.config_context`; results are identical, only checks are skipped)
 PREVALIDATED = {"assume_finite": True, "skip_parameter_validation": True}
+
+#: BLAS threads of every probe fit and score: one, so that a result never depends on the `threads` knob
+PROBE_BLAS_THREADS = 1
 
 #: solvers whose fit does not depend on random_state
 DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
@@ -351,9 +355,16 @@ def score_fits(
 
 
 def run_task(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`fit_all` then `score_fits`: every regime, seed and metric of one (model, task) under one protocol."""
-    fits, classes = fit_all(data, protocol, shots)
-    return score_fits(data, protocol, fits, classes)
+    """`fit_all` then `score_fits`: every regime, seed and metric of one (model, task) under one protocol.
+
+    Runs on one BLAS thread (PROBE_BLAS_THREADS) whatever the caller's thread limit: lbfgs on float32
+    embeddings follows the BLAS reduction order, so the execution knob `threads` would otherwise change a score
+    (measured: kmer-3to6 on derived_plant_species_of_origin_5class, full regime, MCC 0.4798 on one thread and
+    0.4785 on two; tests/probe/test_reference_loop.py). One thread is also what the reference loop gives on one.
+    """
+    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):
+        fits, classes = fit_all(data, protocol, shots)
+        return score_fits(data, protocol, fits, classes)
 
 
 __all__ = ["TaskArrays", "Fit", "fit_all", "score_fits", "run_task", "select_C", "fit_scaler"]
