@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.metadata import model_frame
+from geneb.analysis.metadata import model_frame, with_param_count
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -70,9 +70,10 @@ def grid(
     return {(m, t, r): float(fn(m, t, r)) for m in models for t in tasks for r in regimes}
 
 
-def meta(specs: dict[str, dict]) -> pd.DataFrame:
-    """Model metadata frame from {model: fields} (params, architecture_family, tokenizer_type, ...)."""
-    return model_frame(specs)
+def meta(specs: dict[str, dict], param_count: str = "current") -> pd.DataFrame:
+    """Model metadata frame from {model: fields} (params, architecture_family, tokenizer_type, ...), with the
+    `params_used` column of the `param_count` setting (as run_analyses adds it)."""
+    return with_param_count(model_frame(specs), param_count)
 
 
 def predictions(

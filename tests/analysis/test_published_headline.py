@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from synth import analysis_config
 
-from geneb.analysis import published, run
+from geneb.analysis import published, reproduce, run
 from geneb.analysis.metadata import load_task_meta, paper_pairs
+from geneb.scores import AnalysisInputError
 
 
 @pytest.fixture(scope="module")
@@ -79,19 +80,21 @@ def test_recomputed_category_and_macro_mcc_equal_the_official_leaderboard(paper,
 def test_headline_scale_statistics(analysed):
     tables, summary = analysed
     full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
-    # paper: Spearman rho = 0.565 over the 40 models, 0.685 without the prokaryotic outlier (Evo-1)
-    assert round(full["spearman"]["all"]["rho"], 3) == 0.565
+    # paper: Spearman rho = 0.573 over the 40 models (p about 1e-4), 0.694 without the prokaryotic outlier
+    # (Evo-1), with the current parameter counts (analysis.scale.param_count: current, the default)
+    assert round(full["spearman"]["all"]["rho"], 3) == 0.573
+    assert 0.5e-4 < full["spearman"]["all"]["p_value"] < 2e-4
     assert full["spearman"]["all"]["n"] == 40
     assert full["spearman"]["excluding"]["excluded"] == "evo-1-131k-base"
-    assert round(full["spearman"]["excluding"]["rho"], 3) == 0.686  # 0.6856...: the paper prints 0.685
-    assert abs(full["spearman"]["excluding"]["rho"] - 0.685) < 1e-3
+    assert round(full["spearman"]["excluding"]["rho"], 3) == 0.694
     # paper: 36 in-domain models
     assert full["n_in_domain"] == 36
     assert sorted(full["out_of_domain"]) == sorted(
         ["evo-1-131k-base", "METAGENE-1", "GenomeOcean-4B", "GenomeOcean-500M"]
     )
-    # paper: 31 reversals (a >= 5x smaller model beats a larger one); this rule gives 36 (docs/analyses.md)
-    assert full["n_reversals"] == 36
+    # paper: 31 reversals (a >= 5x smaller model beats a larger one); this rule gives 29 with the current counts
+    # and 36 with the first-release counts (docs/analyses.md)
+    assert full["n_reversals"] == 29
     rev = tables["reversals"]
     rev = rev[rev["regime"] == "full"]
     assert (rev["size_ratio"] >= 5).all() and (rev["score_smaller"] > rev["score_larger"]).all()
@@ -122,3 +125,89 @@ def test_declared_pairs_among_the_papers_models_are_analysed(analysed, repo):
     for p in declared:
         a, b = p["models"]
         assert macro.loc[p["id"], "diff"] == pytest.approx(board[(a, "full", "macro")] - board[(b, "full", "macro")])
+
+
+#: the stated numbers GENEB does not reproduce, with the value it gets (docs/analyses.md says why)
+NOT_REPRODUCED = {"n_reversals": 29, "top_placements_multispecies_eukaryotic": 15}
+
+
+@pytest.fixture(scope="module")
+def reproduced(analysed, repo):
+    tables, summary = analysed
+    outputs = reproduce.Outputs(
+        summary=run._jsonable(summary),
+        leaderboard=tables["leaderboard"],
+        models=tables["models"],
+        protocol=published.PROTOCOL,
+    )
+    return reproduce.reproduce(reproduce.load_claims(repo / "config" / "paper_claims.yaml"), outputs)
+
+
+def test_every_stated_number_is_reproduced_or_says_why_not(reproduced):
+    r = reproduced.set_index("claim")
+    assert list(reproduced.columns) == list(reproduce.COLUMNS)
+    expected = {
+        "n_models": 40,
+        "n_tasks": 100,
+        "n_categories": 13,
+        "spearman_rho_all": 0.573,
+        "spearman_rho_excluding": 0.694,
+        "mean_macro_full": 0.488,
+        "mean_macro_10shot": 0.253,
+        "mean_macro_1shot": 0.106,
+        "winner_changes_full_10shot": 8,
+        "n_in_domain": 36,
+    }
+    for claim, value in expected.items():  # each one held here, not only by the table's own pass mark
+        assert r.loc[claim, "paper"] == value and r.loc[claim, "passed"], claim
+        assert abs(r.loc[claim, "geneb"] - value) <= r.loc[claim, "tolerance"] + 1e-12, claim
+    assert r.loc["spearman_p_all", "passed"] and 1e-4 / 3 < r.loc["spearman_p_all", "geneb"] < 3e-4
+    for claim, value in NOT_REPRODUCED.items():
+        assert r.loc[claim, "geneb"] == value and not r.loc[claim, "passed"]
+        assert "not reproduced" in r.loc[claim, "note"], claim
+    assert set(r.index[~r["passed"]]) == set(NOT_REPRODUCED)
+
+
+def test_first_release_parameter_counts_give_the_older_rho(paper, pub_scores, repo, shared):
+    import yaml
+
+    cfg = analysis_config(yaml.safe_load((repo / "config" / "config.yaml").read_text())["analysis"])
+    cfg["scale"]["param_count"] = "first_release"
+    settings = run.resolve_settings(cfg, "published")
+    settings["bootstrap"]["n_resamples"] = 50
+    meta = published.published_model_meta(
+        paper, repo / "config" / "models.yaml", shared / "reference" / "registry.yaml"
+    )
+    _, summary = run.run_analyses(pub_scores, model_meta=meta, task_meta=None, declared_pairs=[], settings=settings)
+    full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
+    assert round(full["spearman"]["all"]["rho"], 4) == 0.5652 and full["n_reversals"] == 36
+
+
+def test_fewshot_winner_changes_are_given_per_regime_pair_the_papers_first(analysed):
+    _, summary = analysed
+    changes = summary["protocols"]["geneb-paper"]["top_model_changes"]
+    assert [(c["a"], c["b"]) for c in changes] == [("full", "10shot"), ("full", "1shot"), ("10shot", "1shot")]
+    assert [c["of"] for c in changes] == [13, 13, 13]
+    assert changes[0]["changed"] == 8 and changes[1]["changed"] == 11
+    assert len(changes[0]["categories"]) == 8
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["claims"][0].pop("tolerance"), "'tolerance' is a required property"),
+        (lambda c: c["claims"][0].update(id="no_such_statistic"), "no GENEB statistic for claim ids"),
+        (lambda c: c["claims"].append(dict(c["claims"][0])), "listed twice"),
+        (lambda c: c["claims"][0].update(extra=1), "Additional properties"),
+    ],
+)
+def test_a_malformed_claims_file_is_refused_naming_the_file(repo, tmp_path, edit, message):
+    import yaml
+
+    claims = yaml.safe_load((repo / "config" / "paper_claims.yaml").read_text())
+    edit(claims)
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(claims))
+    with pytest.raises(AnalysisInputError, match=message) as err:
+        reproduce.load_claims(path)
+    assert str(path) in str(err.value)

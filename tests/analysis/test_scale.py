@@ -62,9 +62,14 @@ def test_ties_do_not_count_and_ratio_must_exceed_one():
         scale.reversals(pd.Series({"a": 1.0}), pd.Series({"a": 0.5}), 1)
 
 
-def test_paper_params_take_precedence_and_baselines_are_left_out():
-    m = meta({"x": {"params": 537e6, "params_paper": 1e9}, "k": {"params": 0}, "u": {}})
-    assert m.loc["x", "params_used"] == 1e9
+def test_param_count_setting_picks_the_column_and_baselines_are_left_out():
+    specs = {"x": {"params": 537e6, "params_paper": 1e9}, "y": {"params": 2e6}, "k": {"params": 0}, "u": {}}
+    first = meta(specs, "first_release")
+    assert first.loc["x", "params_used"] == 1e9 and first.loc["y", "params_used"] == 2e6
+    m = meta(specs)  # the default, current counts (the paper's)
+    assert m.loc["x", "params_used"] == 537e6 and m.loc["y", "params_used"] == 2e6
+    with pytest.raises(AnalysisInputError, match="param_count"):
+        meta(specs, "paper")
     keep, dropped = scale.eligible(m, ["x", "k", "u", "missing"])
     assert keep == ["x"] and set(dropped) == {"k", "u", "missing"}
     assert "same parameter count" in scale.why_no_correlation(pd.Series([1.0, 1.0, 1.0]), pd.Series([0.1, 0.2, 0.3]))

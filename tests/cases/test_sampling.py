@@ -203,7 +203,8 @@ def test_B35_inner_cv_folds_shrink_to_the_smallest_class(cfg, kfold_spy):
     fits, _ = fit_all(
         data, from_config("geneb-strict", cfg["geneb-strict"]), _shots(data, "geneb-strict", cfg["geneb-strict"])
     )
-    assert kfold_spy == [3] and fits[0].C_selection == "inner 3-fold CV (MCC)"
+    # 12:3 is imbalanced (>= 3:1): balanced class weights under balanced_if_imbalanced
+    assert kfold_spy == [3] and fits[0].C_selection == "inner 3-fold CV (log_loss), class_weight balanced"
 
 
 # ---- B36: scaling on train rows only, convergence recorded, every hyperparameter explicit -------------------
@@ -253,9 +254,11 @@ def test_B36_non_convergence_is_recorded_not_swallowed(cfg):
 @pytest.mark.parametrize("protocol", ["geneb-paper", "geneb-strict"])
 def test_B36_every_hyperparameter_is_explicit_and_no_deprecated_argument_is_used(cfg, protocol):
     p = from_config(protocol, cfg[protocol])
-    lr = p.logistic_regression(p.C, seed=7).get_params()
-    for key in ("C", "solver", "max_iter", "tol", "class_weight"):
+    weight = p.class_weight_for(np.array([0] * 9 + [1] * 3))  # a 3:1 task
+    lr = p.logistic_regression(p.C, seed=7, class_weight=weight).get_params()
+    for key in ("C", "solver", "max_iter", "tol"):
         assert lr[key] == cfg[protocol][key]
+    assert lr["class_weight"] == {"geneb-paper": None, "geneb-strict": "balanced"}[protocol]
     assert lr["l1_ratio"] == 0.0 and lr["penalty"] == "deprecated"  # L2 stated the scikit-learn >= 1.8 way
     assert lr["random_state"] == 7
     data = _scaled()

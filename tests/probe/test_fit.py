@@ -48,29 +48,31 @@ def test_strict_protocol_equals_plain_scikit_learn_pipelines(real_task, protocol
     p = protocols["geneb-strict"]
     fits, _ = fit_all(data, p, _shots(data, "geneb-strict", probe_config))
     full = next(f for f in fits if f.regime == "full")
+    counts = np.unique(data.y_train, return_counts=True)[1]
+    weight = "balanced" if counts.max() >= 3 * counts.min() else None  # balanced_if_imbalanced, written out
     cv = StratifiedKFold(p.cv_folds, shuffle=True, random_state=p.cv_seed)
     lrcv = make_pipeline(
         StandardScaler(),
         LogisticRegressionCV(
             Cs=list(p.C_grid),
             cv=cv,
-            scoring="matthews_corrcoef",
-            class_weight="balanced",
+            scoring="neg_log_loss",
+            class_weight=weight,
             max_iter=p.max_iter,
             tol=p.tol,
             l1_ratios=(0.0,),
             use_legacy_attributes=False,
         ),
     ).fit(data.X_train, data.y_train)
-    assert full.C == lrcv[-1].C_ and full.C_selection == "inner 5-fold CV (MCC)"
+    assert full.C == lrcv[-1].C_ and full.C_selection == f"inner 5-fold CV (log_loss), class_weight {weight}"
     assert full.seeds == (p.cv_seed,)
-    plain = make_pipeline(StandardScaler(), LogisticRegression(C=full.C, class_weight="balanced", max_iter=1000))
+    plain = make_pipeline(StandardScaler(), LogisticRegression(C=full.C, class_weight=weight, max_iter=1000))
     assert np.array_equal(plain.fit(data.X_train, data.y_train).predict(data.X_test), full.y_pred)
     scaler = StandardScaler().fit(data.X_train)  # k-shot probes use the training split's statistics
     shots = _shots(data, "geneb-strict", probe_config)
     for f, d in zip([f for f in fits if f.regime != "full"], shots["draws"]):
         assert (f.regime, f.seeds[0]) == (d["regime"], d["seed"])
-        lr = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000)
+        lr = LogisticRegression(C=1.0, class_weight=weight, max_iter=1000)
         lr.fit(scaler.transform(data.X_train[d["rows"]]), data.y_train[d["rows"]])
         assert np.array_equal(lr.predict(scaler.transform(data.X_test)), f.y_pred)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import yaml
 from snakemake.utils import validate
@@ -23,7 +24,20 @@ def test_paper_protocol_is_the_published_one(protocols):
 def test_strict_protocol_tunes_the_full_regime_and_has_ten_seeds(protocols):
     p = protocols["geneb-strict"]
     assert p.draw == "nested" and p.standardize and p.tunes_C and len(p.seeds) >= 10
-    assert list(p.C_grid) == sorted(p.C_grid) and p.class_weight == "balanced"
+    assert list(p.C_grid) == sorted(p.C_grid) and p.class_weight == "balanced_if_imbalanced"
+    assert p.cv_scoring == "log_loss" and p.C_grid[0] == 1e-4 and p.C_grid[-1] == 100.0
+    # the task's weight: balanced from a 3:1 imbalance on, none for a 2:1:1 task (it cost 0.04 MCC there)
+    assert p.class_weight_for(np.array([0] * 30 + [1] * 10)) == "balanced"
+    assert p.class_weight_for(np.array([0] * 20 + [1] * 10 + [2] * 10)) is None
+
+
+def test_tied_inner_cv_scores_pick_the_middle_of_the_tie_not_the_smallest_C():
+    from geneb.probe.fit import best_C_index
+
+    assert best_C_index(np.array([0.1, 0.3, 0.2])) == 1
+    assert best_C_index(np.array([0.0, 0.0, 0.0, 0.0, 0.0])) == 2  # flat (near-random folds): the middle
+    assert best_C_index(np.array([0.1, 0.5, 0.5, 0.5, 0.2])) == 2
+    assert best_C_index(np.array([0.5, 0.5, 0.1, 0.1])) == 0
 
 
 def test_config_section_validates_against_the_workflow_schema(repo):

@@ -7,6 +7,7 @@
 localrules:
     leaderboard,
     import_published,
+    reproduce_paper,
     compare_published,
     submission,
     submissions,
@@ -102,6 +103,26 @@ use rule analyses as published_analyses with:
     params:
         analysis=config["analysis"],
         view="published",
+
+
+rule reproduce_paper:
+    input:
+        claims=config["analysis"]["published"]["claims"],
+        summary="results/published/tables/analysis_summary.json",
+        leaderboard="results/published/tables/leaderboard.parquet",
+        models="results/published/tables/models.parquet",
+    output:
+        report(
+            "results/published/tables/reproduce_paper.parquet",
+            caption="../report/reproduce_paper.rst",
+            category="Published results",
+        ),
+    log:
+        "logs/analysis/reproduce_paper.log",
+    conda:
+        "../envs/geneb.yaml"
+    script:
+        "../scripts/reproduce_paper.py"
 
 
 rule compare_published:

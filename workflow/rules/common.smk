@@ -20,7 +20,7 @@ config.update(hpc.stable_params(config))
 # One spelling per local path: the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them.
 for _key in ("task_sheet", "model_sheet", "model_revisions"):
     config[_key] = hpc.canonical_path(config[_key])
-for _key in ("dir", "registry"):
+for _key in ("dir", "registry", "claims"):
     config["analysis"]["published"][_key] = hpc.canonical_path(config["analysis"]["published"][_key])
 
 TASK_SHEET = read_catalogue(config["task_sheet"])

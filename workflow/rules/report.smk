@@ -39,6 +39,7 @@ use rule report as published_report with:
         tables=analysis_table_files("results/published/tables/{name}.parquet"),
         summary="results/published/tables/analysis_summary.json",
         figures=figure_files("results/published/figures/{name}.png"),
+        reproduce="results/published/tables/reproduce_paper.parquet",
     output:
         report(
             "results/published/report/geneb_report.html",
@@ -58,4 +59,5 @@ use rule report as published_report with:
 rule published:
     input:
         "results/published/report/geneb_report.html",
+        "results/published/tables/reproduce_paper.parquet",
         "results/published/tables/leaderboard.parquet",

@@ -15,4 +15,5 @@ build_report(
     title=snakemake.params.title,
     protocol=snakemake.params.protocol,
     regime=snakemake.params.regime,
+    reproduce=snakemake.input.get("reproduce"),
 )

@@ -27,8 +27,7 @@ from geneb.tasks.catalogue import CatalogueError, read_catalogue
 MODEL_COLUMNS: tuple[str, ...] = (
     "display",
     "params",
-    "params_paper",
-    "params_used",
+    "params_first_release",
     "architecture",
     "architecture_family",
     "tokenizer_type",
@@ -52,21 +51,22 @@ def model_frame(records: Mapping[str, ModelSpec | Mapping[str, Any]]) -> pd.Data
     """Build a model-metadata frame from {model id: ModelSpec} (a registry's `models`) or {model id: fields}
     (records of other sources, e.g. the published models); missing fields become NaN/'unknown'/().
 
-    `params_used` is `params_paper` where set, else `params` (the count the paper's scale analysis used).
+    `params` is the model's current parameter count, `params_first_release` the count of its first release
+    where the registry records a different one (registry field `params_paper`, NaN elsewhere); which of the
+    two the analyses use is the setting `analysis.scale.param_count` (`with_param_count`).
     Raises AnalysisInputError for a non-numeric parameter count.
     """
     rows = []
     for model, entry in records.items():
         spec = entry.facts() if isinstance(entry, ModelSpec) else entry
         params = _number(spec.get("params"))
-        paper = _number(spec.get("params_paper"))
+        first = _number(spec.get("params_paper"))
         rows.append(
             {
                 "model": model,
                 "display": spec.get("display") or model,
                 "params": params,
-                "params_paper": paper,
-                "params_used": paper if np.isfinite(paper) else params,
+                "params_first_release": first,
                 "architecture": spec.get("architecture") or "unknown",
                 "architecture_family": spec.get("architecture_family") or "unknown",
                 "tokenizer_type": spec.get("tokenizer_type") or "unknown",
@@ -78,6 +78,23 @@ def model_frame(records: Mapping[str, ModelSpec | Mapping[str, Any]]) -> pd.Data
         )
     frame = pd.DataFrame(rows, columns=["model", *MODEL_COLUMNS])
     return frame.set_index("model")
+
+
+#: `analysis.scale.param_count` -> how `params_used` is taken from a model-metadata frame
+PARAM_COUNTS = ("current", "first_release")
+
+
+def with_param_count(meta: pd.DataFrame, param_count: str) -> pd.DataFrame:
+    """`meta` with the column `params_used`: the parameter count every analysis uses (scale, reversals,
+    derived matched pairs). "current": `params` (the paper's choice: the current counts of `models.tsv`
+    reproduce its Spearman rho 0.573 and 0.694 exactly); "first_release": `params_first_release` where
+    recorded, else `params`. Raises AnalysisInputError for another value."""
+    if param_count not in PARAM_COUNTS:
+        raise AnalysisInputError(f"analysis.scale.param_count must be one of {list(PARAM_COUNTS)}, not {param_count!r}")
+    used = meta["params"]
+    if param_count == "first_release":
+        used = meta["params_first_release"].where(np.isfinite(meta["params_first_release"]), meta["params"])
+    return meta.assign(params_used=used.astype(float))
 
 
 def registry(path: str | Path) -> Registry:

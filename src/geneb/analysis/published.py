@@ -92,8 +92,8 @@ def published_model_meta(
 ) -> pd.DataFrame:
     """Model metadata (`metadata.model_frame` columns) of the paper's 40 models, indexed by official model_id.
 
-    From `models.tsv`: display (leaderboard name), params (current), params_paper (the first release's count
-    where it differs, else the current one; the count the paper's scale analysis used), architecture,
+    From `models.tsv`: display (leaderboard name), params (`params_current`: the count the paper's scale
+    analysis used), params_first_release (`params_early_meta`, where the first release differs), architecture,
     architecture_family (`family`), tokenizer_type, pretraining_data. `pretraining_domain` comes from the
     GENEB registry entry whose `paper.model_id` is the official id, else from the shared reference registry
     (`registry.yaml`, by hub id), else "unknown".
@@ -118,7 +118,7 @@ def published_model_meta(
         records[mid] = {
             "display": r["leaderboard_display"],
             "params": r["params_current"],
-            "params_paper": early if pd.notna(early) else r["params_current"],
+            "params_paper": early if pd.notna(early) else np.nan,
             "architecture": r["architecture"],
             "architecture_family": r["family"],
             "tokenizer_type": r["tokenizer"],

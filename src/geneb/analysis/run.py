@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import bootstrap, contamination, registry
+from geneb.analysis import bootstrap, contamination, metadata, registry
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
@@ -162,6 +162,7 @@ def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
     if len(macro):
         rsum["top_model"] = str(macro.idxmax())
         rsum["top_macro"] = float(macro.max())
+        rsum["mean_macro"] = float(macro.mean())
     return RegimeContext(pctx, regime, matrix, complete, rows, rep, wide, macro, rsum)
 
 
@@ -199,6 +200,7 @@ def run_analyses(
     if not 0 < conf < 1:
         raise AnalysisInputError(f"confidence must be in (0, 1), got {conf}")
     analyses = registry.analyses() if analyses is None else tuple(analyses)
+    model_meta = metadata.with_param_count(model_meta, s["scale"]["param_count"])
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
     board = lb.leaderboard(used)
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from geneb.analysis import compare, metadata, published, run, submission
+from geneb.analysis import compare, metadata, published, reproduce, run, submission
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.atomic import atomic_path
 from geneb.scores import AnalysisInputError, load_scores
@@ -92,6 +93,24 @@ def import_published_step(*, folder: str, output: str) -> None:
         scores["model"].nunique(),
         scores["task"].nunique(),
     )
+
+
+def reproduce_step(*, claims: str, summary: str, leaderboard: str, models: str, output: str) -> pd.DataFrame:
+    """Rule `reproduce_paper`: the paper's stated numbers (`claims`, config/paper_claims.yaml) beside GENEB's,
+    from the published view's analysis outputs, written to `output`; each claim is logged with its verdict."""
+    outputs = reproduce.Outputs(
+        summary=json.loads(Path(summary).read_text()),
+        leaderboard=pd.read_parquet(leaderboard),
+        models=pd.read_parquet(models),
+        protocol=published.PROTOCOL,
+    )
+    table = reproduce.reproduce(reproduce.load_claims(claims), outputs)
+    with atomic_path(output) as tmp:
+        table.to_parquet(tmp, index=False)
+    for r in table.itertuples():
+        log.info("%s %s: paper %g, GENEB %.4g", "PASS" if r.passed else "FAIL", r.claim, r.paper, r.geneb)
+    log.info("%d of %d stated numbers reproduced", int(table["passed"].sum()), len(table))
+    return table
 
 
 def compare_step(

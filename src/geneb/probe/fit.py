@@ -9,7 +9,8 @@ What is fitted (docs/protocols.md):
   newton-cg, newton-cholesky ignore `random_state`) there is nothing random left, so it is fitted once; the
   paper protocol reports that one fit under each of its seeds (as the reference, whose five fits are
   identical), geneb-strict reports it once under `cv_seed`. With C_grid set, C is chosen by stratified inner
-  CV on the training split (LogisticRegressionCV, MCC scoring, ties to the smaller C), then refitted.
+  CV on the training split (LogisticRegressionCV, the protocol's cv_scoring, ties to the middle of the tied
+  run: `best_C_index`), then refitted.
 * k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (case B35).
 * standardize: a StandardScaler fitted on the training split (its rows only, never test rows) transforms
   both splits; the k-shot probes therefore use training-split statistics, not the statistics of 2 rows.
@@ -28,10 +29,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from geneb import metrics
 from geneb.probe.errors import ProbeInputError
-from geneb.probe.protocols import Protocol, penalty_kwargs
+from geneb.probe.protocols import CV_SCORERS, Protocol, penalty_kwargs
 from geneb.probe.sampling import require_all_classes
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,9 @@ log = logging.getLogger(__name__)
 #: embeddings in TaskArrays.validate, hyperparameters in protocols.from_config), so scikit-learn's per-call
 #: re-validation is skipped (`sklearn.config_context`; results are identical, only checks are skipped)
 PREVALIDATED = {"assume_finite": True, "skip_parameter_validation": True}
+
+#: BLAS threads of every probe fit and score: one, so that a result never depends on the `threads` knob
+PROBE_BLAS_THREADS = 1
 
 #: solvers whose fit does not depend on random_state
 DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
@@ -126,19 +131,32 @@ def _fit_recorded(estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
     return n_conv
 
 
-def _single_fit(protocol: Protocol, X, y, C: float, seed: int, where: str) -> tuple[LogisticRegression, bool, int]:
-    lr = protocol.logistic_regression(C, seed)
+def _single_fit(
+    protocol: Protocol, X, y, C: float, seed: int, where: str, class_weight: str | None
+) -> tuple[LogisticRegression, bool, int]:
+    lr = protocol.logistic_regression(C, seed, class_weight)
     n_conv = _fit_recorded(lr, X, y, where)
     n_iter = int(np.max(lr.n_iter_))
     return lr, (n_conv == 0 and n_iter < protocol.max_iter), n_iter
 
 
-def select_C(protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str) -> tuple[float, str, int]:
+def best_C_index(mean_scores: np.ndarray) -> int:
+    """The grid position of the chosen C from the mean inner-CV score per C (ascending grid, higher is better):
+    the best; among C values tied at the best (within 1e-12), the middle one of the tied run, so that a flat
+    score curve (near-random folds) picks neither the grid's smallest nor its largest C."""
+    tied = np.flatnonzero(mean_scores >= mean_scores.max() - 1e-12)
+    return int(tied[(len(tied) - 1) // 2])
+
+
+def select_C(
+    protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str, class_weight: str | None
+) -> tuple[float, str, int]:
     """Choose the full-regime C by stratified inner CV on the training rows (X already standardized).
 
     n_splits = min(cv_folds, smallest class count); below 2 there is no CV and the fixed C is used (case
-    B35). Scoring is MCC; the grid is ascending and argmax takes the first best, so ties go to the smaller C
-    (stronger regularisation). Returns (C, how it was chosen, number of inner fits that did not converge).
+    B35). Scoring: `protocol.cv_scoring` (log_loss in geneb-strict: smooth where MCC on small or hard folds is
+    a step function of a few rows); ties: `best_C_index`. class_weight: the task's (`class_weight_for`).
+    Returns (C, how it was chosen, number of inner fits that did not converge).
     """
     if not protocol.tunes_C:
         return protocol.C, "fixed", 0
@@ -149,11 +167,11 @@ def select_C(protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str) -> tu
     lrcv = LogisticRegressionCV(
         Cs=list(protocol.C_grid),
         cv=cv,
-        scoring="matthews_corrcoef",
+        scoring=CV_SCORERS[protocol.cv_scoring],
         solver=protocol.solver,
         tol=protocol.tol,
         max_iter=protocol.max_iter,
-        class_weight=protocol.class_weight,
+        class_weight=class_weight,
         refit=False,
         random_state=protocol.cv_seed,
         **_lrcv_kwargs(),
@@ -162,9 +180,10 @@ def select_C(protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str) -> tu
     raw = lrcv.scores_
     raw = next(iter(raw.values())) if isinstance(raw, dict) else raw  # legacy layout: {class: (folds, Cs)}
     scores = np.asarray(raw).reshape(n_splits, -1, len(protocol.C_grid))[:, 0, :]
-    best = int(np.argmax(scores.mean(axis=0)))
+    best = best_C_index(scores.mean(axis=0))
     n_iter = np.asarray(lrcv.n_iter_)
-    return float(protocol.C_grid[best]), f"inner {n_splits}-fold CV (MCC)", int((n_iter >= protocol.max_iter).sum())
+    how = f"inner {n_splits}-fold CV ({protocol.cv_scoring}), class_weight {class_weight}"
+    return float(protocol.C_grid[best]), how, int((n_iter >= protocol.max_iter).sum())
 
 
 def _lrcv_kwargs() -> dict:
@@ -246,14 +265,15 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
 
         y_full = data.y_train[full_pos]
         where = f"task {task!r}, regime 'full'"
-        C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where)
+        weight = protocol.class_weight_for(y_full)
+        C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where, weight)
         fit_seeds = [protocol.seeds[0]] if protocol.report_full_per_seed else [protocol.cv_seed]
         if protocol.report_full_per_seed and protocol.solver not in DETERMINISTIC_SOLVERS:
             fit_seeds = list(protocol.seeds)  # sag/saga shuffle with random_state: one real fit per seed
         for s in fit_seeds:
             reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
             add(
-                _single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}"),
+                _single_fit(protocol, X_tr[full_pos], y_full, C, s, f"{where}, seed {s}", weight),
                 "full",
                 reported,
                 len(full_pos),
@@ -269,6 +289,7 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
                 protocol.C,
                 seed,
                 f"task {task!r}, regime {regime!r}, seed {seed}",
+                weight,
             )
             add(fitted, regime, (seed,), len(pos), protocol.C, "fixed", n_short_classes=n_short)
     return fits, classes
@@ -351,9 +372,16 @@ def score_fits(
 
 
 def run_task(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`fit_all` then `score_fits`: every regime, seed and metric of one (model, task) under one protocol."""
-    fits, classes = fit_all(data, protocol, shots)
-    return score_fits(data, protocol, fits, classes)
+    """`fit_all` then `score_fits`: every regime, seed and metric of one (model, task) under one protocol.
+
+    Runs on one BLAS thread (PROBE_BLAS_THREADS) whatever the caller's thread limit: lbfgs on float32
+    embeddings follows the BLAS reduction order, so the execution knob `threads` would otherwise change a score
+    (measured: kmer-3to6 on derived_plant_species_of_origin_5class, full regime, MCC 0.4798 on one thread and
+    0.4785 on two; tests/probe/test_reference_loop.py). One thread is also what the reference loop gives on one.
+    """
+    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):
+        fits, classes = fit_all(data, protocol, shots)
+        return score_fits(data, protocol, fits, classes)
 
 
 __all__ = ["TaskArrays", "Fit", "fit_all", "score_fits", "run_task", "select_C", "fit_scaler"]

@@ -141,8 +141,9 @@ def fit_probes(
 ) -> pd.DataFrame:
     """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
 
-    settings: the protocol's config section (`config["probe"][protocol]`). threads: BLAS/OpenMP threads
-    (threadpoolctl), an execution knob that never changes a result's identity. settings_hash: the extraction
+    settings: the protocol's config section (`config["probe"][protocol]`). threads: OpenMP/BLAS threads
+    (threadpoolctl) of the job, an execution knob that never changes a result (the fits themselves run on one
+    BLAS thread: `geneb.probe.fit.run_task`). settings_hash: the extraction
     settings hash the cache must carry (its folder name in the workflow; a file copied in from other settings
     is refused). Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
@@ -19,6 +20,12 @@ from geneb.schemas import schema_errors, section
 from geneb.scores import REGIMES
 
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
+#: cv_scoring -> the scikit-learn scorer of the inner CV
+CV_SCORERS = {"MCC": "matthews_corrcoef", "log_loss": "neg_log_loss"}
+#: class_weight balanced_if_imbalanced weights classes when the largest training class has at least this many
+#: times the rows of the smallest (GENEB's choice by measurement: balanced weights cost 0.04 MCC on a 2:1:1 task
+#: and help on strongly imbalanced ones; bench/probe_quality.py, docs/protocols.md)
+IMBALANCE_RATIO = 3.0
 #: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.scores.REGIMES)
 SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
 SETTING_KEYS = (
@@ -60,11 +67,12 @@ class Protocol:
     """One probing protocol, every output-affecting setting explicit.
 
     draw: "paper" (`sampling.paper_draw`) or "nested" (`sampling.nested_draw`). standardize: StandardScaler
-    fitted on the training split before the probe. solver, penalty ("l2"), tol, max_iter, class_weight (None or
-    "balanced"): LogisticRegression settings. C: the fixed inverse regularisation strength (every few-shot fit;
+    fitted on the training split before the probe. solver, penalty ("l2"), tol, max_iter: LogisticRegression
+    settings. class_weight: None, "balanced", or "balanced_if_imbalanced" (balanced when the task's training
+    classes are at least IMBALANCE_RATIO apart in size, else None; `class_weight_for`), for every regime. C: the fixed inverse regularisation strength (every few-shot fit;
     the full regime too when C_grid is empty). C_grid: ascending grid searched by stratified inner CV on the
     training split in the full regime (empty: no tuning). cv_folds, cv_seed: StratifiedKFold(shuffle=True).
-    cv_scoring: "MCC". seeds: draw / probe seeds. few_shot_k: the k of each k-shot regime. report_full_per_seed:
+    cv_scoring: "MCC" or "log_loss" (CV_SCORERS). seeds: draw / probe seeds. few_shot_k: the k of each k-shot regime. report_full_per_seed:
     the full regime, which has no randomness left (lbfgs ignores random_state), is fitted once and reported
     under every seed (paper) or once under cv_seed (strict). max_train: training-split cap (paper: 100,000;
     None = no cap), subsample_seed its seed. bootstrap: CI settings. dedup_test: also score every fit on the
@@ -119,8 +127,17 @@ class Protocol:
         """12-hex sha256 of (name, settings): the `config_hash` column of every output row."""
         return stable_hash({"protocol": self.name, "settings": self.settings()})
 
-    def logistic_regression(self, C: float, seed: int) -> LogisticRegression:
-        """A LogisticRegression with every hyperparameter set explicitly (none left to library defaults).
+    def class_weight_for(self, y: np.ndarray) -> str | None:
+        """The scikit-learn class_weight for a task whose training labels are `y` (shape (n,)): the setting
+        itself, or for "balanced_if_imbalanced" "balanced" when max/min class count >= IMBALANCE_RATIO."""
+        if self.class_weight != "balanced_if_imbalanced":
+            return self.class_weight
+        counts = np.unique(np.asarray(y), return_counts=True)[1]
+        return "balanced" if counts.max() >= IMBALANCE_RATIO * counts.min() else None
+
+    def logistic_regression(self, C: float, seed: int, class_weight: str | None) -> LogisticRegression:
+        """A LogisticRegression with every hyperparameter set explicitly (none left to library defaults);
+        class_weight: `class_weight_for` of the task.
 
         The L2 penalty is passed as `l1_ratio=0.0` on scikit-learn >= 1.8 (where `penalty=` is deprecated) and
         as `penalty="l2"` before. `random_state=seed` is recorded though lbfgs ignores it (the paper passes it).
@@ -130,7 +147,7 @@ class Protocol:
             tol=self.tol,
             max_iter=self.max_iter,
             solver=self.solver,
-            class_weight=self.class_weight,
+            class_weight=class_weight,
             random_state=seed,
             **penalty_kwargs(),
         )
@@ -194,7 +211,7 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
         C_grid=tuple(grid),
         cv_folds=int(s["cv_folds"]),
         cv_seed=int(s["cv_seed"]),
-        cv_scoring="MCC",
+        cv_scoring=s["cv_scoring"],
         class_weight=s["class_weight"],
         tol=float(s["tol"]),
         max_iter=int(s["max_iter"]),

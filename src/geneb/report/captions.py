@@ -11,6 +11,8 @@ from geneb.scores import AnalysisInputError
 
 #: the caption of the leaderboard table (the report's Leaderboard section; the leaderboard rule's report entry)
 LEADERBOARD_CAPTION = "leaderboard.rst"
+#: the caption of the reproduce_paper table (the published report's "Reproducing the paper" section)
+REPRODUCE_CAPTION = "reproduce_paper.rst"
 
 
 def read_caption(folder: str | Path, file: str) -> str:
@@ -25,5 +27,5 @@ def read_caption(folder: str | Path, file: str) -> str:
 def report_captions(folder: str | Path) -> dict[str, str]:
     """{caption file: text} for every caption the HTML report shows: the leaderboard's and every registered
     figure's, read from `folder` (workflow/report). Raises AnalysisInputError for a missing file."""
-    files = [LEADERBOARD_CAPTION, *(f.caption for f in figures())]
+    files = [LEADERBOARD_CAPTION, REPRODUCE_CAPTION, *(f.caption for f in figures())]
     return {file: read_caption(folder, file) for file in files}

@@ -25,7 +25,7 @@ from geneb.analysis.registry import Section, report_sections
 from geneb.atomic import write_text_atomic
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
-from geneb.report.captions import LEADERBOARD_CAPTION
+from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
 from geneb.scores import REGIMES, AnalysisInputError
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
@@ -109,6 +109,8 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
         parts = [f"<b>{html.escape(regime)}</b>: {r.get('n_models')} models × {r.get('n_tasks')} tasks"]
         if r.get("top_model"):
             parts.append(f"top by macro MCC: {html.escape(r['top_model'])} ({r['top_macro']:.3f})")
+        if r.get("mean_macro") is not None:
+            parts.append(f"mean macro MCC over models: {r['mean_macro']:.3f}")
         for subset, s in (r.get("spearman") or {}).items():
             label = "all models" if subset == "all" else f"excluding {html.escape(s['excluded'])}"
             parts.append(
@@ -129,11 +131,25 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
             parts.append(f"scale analysis skipped: {html.escape(r['scale_skipped'])}")
         parts.append(f"near-random tasks: {len(r.get('near_random_tasks', []))}")
         items.append("<li>" + "; ".join(parts) + "</li>")
-    if "categories_whose_top_model_changes" in p:
+    for change in p.get("top_model_changes", []):
         items.append(
-            f"<li>categories whose top model changes between regimes: {p['categories_whose_top_model_changes']}</li>"
+            f"<li>categories whose top model changes from {html.escape(change['a'])} to {html.escape(change['b'])}: "
+            f"{change['changed']} of {change['of']}</li>"
         )
     return '<ul class="headline">' + "".join(items) + "</ul>"
+
+
+def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> list[str]:
+    """The "Reproducing the paper" section: the paper's stated numbers beside GENEB's (none without a table)."""
+    if path is None:
+        return []
+    table = pd.read_parquet(path)
+    n, ok = len(table), int(table["passed"].sum())
+    return [
+        "<h2 id='reproduce'>Reproducing the paper</h2>",
+        f"<p>{html.escape(captions[REPRODUCE_CAPTION])} {ok} of {n} pass.</p>",
+        _table(table.drop(columns="claim"), 4, 100),
+    ]
 
 
 def build_report(
@@ -146,6 +162,7 @@ def build_report(
     title: str = "GENEB report",
     protocol: str | None = None,
     regime: str = "full",
+    reproduce: str | Path | None = None,
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
@@ -153,6 +170,7 @@ def build_report(
     (`captions.report_captions`). The page holds: headline statistics, the leaderboard, each registered figure
     with its caption (`geneb.figures.registry`), the registered analysis sections (`geneb.analysis.registry`),
     the contamination list, the models, the configuration, the analysis settings and package versions.
+    reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any.
     Raises AnalysisInputError when a table, figure or caption is missing.
     """
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
@@ -184,6 +202,7 @@ def build_report(
         f"methods: docs/analyses.md</p>",
         "<h2 id='headline'>Headline statistics</h2>",
         _headline(summary, protocol),
+        *_reproduce_section(reproduce, captions),
         "<h2 id='leaderboard'>Leaderboard</h2>",
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
         _table(wide, 3, 200),
