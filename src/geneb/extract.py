@@ -97,7 +97,13 @@ def embed_with_rc(
         fp32_retries=fwd.counters.fp32_retries + rev.counters.fp32_retries,
     )
     return EmbedResult(
-        emb.astype(np.float32), fwd.n_tokens, fwd.n_chunks, fwd.truncated | rev.truncated, fwd.trimmed_bases, counters
+        emb.astype(np.float32),
+        fwd.n_tokens,
+        fwd.n_chunks,
+        fwd.truncated | rev.truncated,
+        fwd.trimmed_bases,
+        counters,
+        empty=fwd.empty | rev.empty,
     )
 
 
@@ -194,6 +200,7 @@ def extract_task(
             res.n_chunks,
             res.truncated,
             trimmed_bases=res.trimmed_bases,
+            empty=res.empty,
             attrs={
                 "n_rows": len(df),
                 "n_truncated": int(res.truncated.sum()),
@@ -201,6 +208,7 @@ def extract_task(
                 "n_pooled_positions": int(res.n_tokens.sum()),
                 "n_trimmed_rows": int((res.trimmed_bases > 0).sum()),
                 "n_unknown_tokens": int(res.counters.unknown_tokens),
+                "n_empty_rows": int(res.empty.sum()),
             },
         )
         log.info(

@@ -15,10 +15,9 @@ import pytest
 import torch
 
 from extraction_support import ENCODERS, random_dna, spec
+from geneb.embeddings.cache import read_embeddings
 from geneb.embeddings.errors import (
     DroppedInputError,
-    EmptyPoolError,
-    ExtractionError,
     LongSequenceError,
     MaxLengthError,
     ModelForwardError,
@@ -600,13 +599,23 @@ def test_B16_n_runs_same_rows_for_every_model(zoo, repo, make_task, tmp_path):
     assert not list(tmp_path.rglob("skipped_rows*"))
 
 
-def test_B16_a_row_one_model_cannot_embed_fails_the_job_not_the_row(repo, make_task, tmp_path):
-    """GENEB never drops a row for one model: an all-N row under k-mers is an error naming the row, no file."""
+@pytest.mark.parametrize("rc", ["none", "average"])
+def test_B16_an_all_n_row_keeps_its_place_as_the_flagged_zero_vector(repo, make_task, tmp_path, rc):
+    """GENEB never drops a row for one model, nor refuses a whole task for one row: an all-N row under k-mers
+    is the documented zero vector, flagged per row (`empty`) and counted (`n_empty_rows`), so every model
+    scores the same rows."""
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
-    task = make_task([random_dna(50, 19), "N" * 40], [random_dna(50, 20)], task="alln")
-    with pytest.raises((EmptyPoolError, ExtractionError), match="task alln, split train: row 1"):
-        extract_task(settings, task, tmp_path / "e.h5", progress=False)
-    assert not (tmp_path / "e.h5").exists()
+    settings["extraction"]["rc"] = rc
+    task = make_task([random_dna(50, 19), "N" * 40, random_dna(50, 21)], [random_dna(50, 20)], task="alln")
+    extract_task(settings, task, tmp_path / "e.h5", progress=False)
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        train = f["train"]
+        assert train["row"][:].tolist() == [0, 1, 2] and train["empty"][:].tolist() == [False, True, False]
+        assert not train["embeddings"][1].any() and train["n_tokens"][1] == 0
+        assert np.allclose(train["embeddings"][[0, 2]].sum(axis=1), 1.0)
+        assert train.attrs["n_empty_rows"] == 1 and f["test"].attrs["n_empty_rows"] == 0
+    cache = read_embeddings(tmp_path / "e.h5")
+    assert cache.splits["train"][0].shape == (3, 64)
 
 
 # ---- B17 ----------------------------------------------------------------------------------------------------------

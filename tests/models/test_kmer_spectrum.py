@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from geneb.embeddings.errors import EmptyPoolError
 from geneb.models.kmer import KmerEncoder, from_settings
 from geneb.models.settings import Extraction, ExtractionSettings
 
@@ -24,6 +23,7 @@ def test_spectrum_from_registry_settings_and_errors():
         KmerEncoder([3, 3])
     with pytest.raises(ValueError, match="distinct integers between 1 and 8"):
         KmerEncoder([3, 9])
-    # a row too short for the largest k has no 6-mer: an error naming the row, never a silent zero block
-    with pytest.raises(EmptyPoolError, match="row 42: no valid 6-mer"):
-        enc.embed(["ACGTA"], rows=[42])
+    # a row too short for the largest k has no 6-mer: that block is zero and the row is flagged, never silent
+    res = enc.embed(["ACGTA", "ACGTACGT"], rows=[42, 43])
+    assert res.empty.tolist() == [True, False]
+    assert not res.embeddings[0, -(4**6) :].any() and res.embeddings[0, : 4**3].sum() == pytest.approx(1.0)

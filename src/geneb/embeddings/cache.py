@@ -83,7 +83,8 @@ class SplitEmbeddings:
     """Pooled embeddings of one split.
 
     embeddings: float array (n, d); row: int64 (n,) task-parquet row ids in the same order; n_tokens, n_chunks:
-    int (n,); truncated: bool (n,); trimmed_bases: int (n,) bases dropped by a length_multiple rule; attrs:
+    int (n,); truncated: bool (n,); trimmed_bases: int (n,) bases dropped by a length_multiple rule; empty:
+    bool (n,) rows an encoder had nothing to pool for (k-mer zero blocks; n_tokens may be 0 only there); attrs:
     per-split HDF5 attributes (counts of truncated/chunked rows and pooled positions).
     """
 
@@ -94,6 +95,7 @@ class SplitEmbeddings:
     truncated: np.ndarray | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     trimmed_bases: np.ndarray | None = None
+    empty: np.ndarray | None = None
 
     def validate(self, split: str, where: str) -> None:
         """Raise CacheError naming `where`, the split and the first bad row if shapes or values are wrong."""
@@ -108,8 +110,12 @@ class SplitEmbeddings:
                 f"{where} [{split}]: non-finite embedding at row index {i} (row id {int(self.row[i])}); "
                 "refusing to cache it"
             )
-        if len(self.n_tokens) != n or (np.asarray(self.n_tokens) <= 0).any():
-            i = int(np.flatnonzero(np.asarray(self.n_tokens) <= 0)[0]) if len(self.n_tokens) == n else 0
+        empty = np.zeros(n, bool) if self.empty is None else np.asarray(self.empty, bool)
+        if len(empty) != n:
+            raise CacheError(f"{where} [{split}]: empty flags ({len(empty)}) do not match {n} rows")
+        if len(self.n_tokens) != n or ((np.asarray(self.n_tokens) <= 0) & ~empty).any():
+            bad = (np.asarray(self.n_tokens) <= 0) & ~empty
+            i = int(np.flatnonzero(bad)[0]) if len(self.n_tokens) == n else 0
             raise CacheError(f"{where} [{split}]: row index {i} pooled zero tokens (or n_tokens has wrong length)")
 
 
@@ -141,7 +147,7 @@ def write_embeddings(
         if storage_dtype == "float16":
             with np.errstate(over="ignore"):  # an overflow to inf is reported by validate, as an error
                 half = emb.embeddings.astype(np.float16)
-            SplitEmbeddings(half, emb.row, emb.n_tokens).validate(split, where + " (float16)")
+            SplitEmbeddings(half, emb.row, emb.n_tokens, empty=emb.empty).validate(split, where + " (float16)")
     kwargs = _locking_kwargs(hdf5_locking)
     h5py = _h5py()
     with atomic_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
@@ -163,6 +169,8 @@ def write_embeddings(
             g.create_dataset("truncated", data=np.asarray(trunc, dtype=bool))
             trim = emb.trimmed_bases if emb.trimmed_bases is not None else np.zeros(n, dtype=np.int32)
             g.create_dataset("trimmed_bases", data=np.asarray(trim, dtype=np.int32))
+            empty = emb.empty if emb.empty is not None else np.zeros(n, dtype=bool)
+            g.create_dataset("empty", data=np.asarray(empty, dtype=bool))
             for name, value in emb.attrs.items():
                 g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
         # re-read before declaring the file complete: what is on disk must be finite

@@ -28,11 +28,14 @@ class EmbedCounters:
 class EmbedResult:
     """Pooled embeddings for n sequences, in input order.
 
-    embeddings: float32 (n, d). n_tokens: int32 (n,) positions pooled per row (all chunks together; never 0).
+    embeddings: float32 (n, d). n_tokens: int32 (n,) positions pooled per row (all chunks together; 0 only
+    where `empty`).
     n_chunks: int32 (n,) forward-pass chunks per row (1 unless longer than the model's maximum).
     truncated: bool (n,) rows cut to the first chunk (long_policy truncate). trimmed_bases: int32 (n,)
     trailing bases dropped by a `length_multiple` rule (zeros when the model has none). counters: what
     the call counted (unknown tokens, batch step-downs, float32 retries; zeros for an encoder without them).
+    empty: bool (n,) rows with nothing to pool, represented by the documented zero block (the k-mer encoders:
+    no window of k consecutive A/C/G/T, e.g. an all-N row; docs/footguns.md); all False for other encoders.
     """
 
     embeddings: np.ndarray
@@ -41,11 +44,14 @@ class EmbedResult:
     truncated: np.ndarray
     trimmed_bases: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     counters: EmbedCounters = field(default_factory=EmbedCounters)
+    empty: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     def __post_init__(self) -> None:
         n = len(self.n_tokens)
         if len(self.trimmed_bases) != n:
             self.trimmed_bases = np.zeros(n, np.int32)
+        if len(self.empty) != n:
+            self.empty = np.zeros(n, bool)
 
 
 def sequence_batch(sequences: Any, rows: Any, *, model: str) -> tuple[list[str], list[int]]:

@@ -3,20 +3,26 @@
 Embedding of a sequence = frequencies of its overlapping k-mers over A, C, G, T (case-insensitive), a vector
 of length 4^k in lexicographic k-mer order (AAA..., AAC..., ...), summing to 1. With several k (a k-mer
 spectrum, e.g. k = 3..6) the per-k vectors are concatenated in the order given, each summing to 1. Windows containing any other
-letter (N, IUPAC codes) are skipped; `n_tokens` counts the windows used (of the first k in a spectrum). A sequence with no valid window
-(shorter than k, or no k consecutive ACGT) is an error naming the row (docs/footguns.md, empty pools).
+letter (N, IUPAC codes) are skipped; `n_tokens` counts the windows used (of the first k in a spectrum).
+
+A sequence with no valid window for some k (shorter than k, or no k consecutive ACGT: an all-N or mostly-N
+row) gets the zero vector for that k's block and is flagged `empty` (the HDF5 `empty` dataset, counted in the
+split's `n_empty_rows` attribute and logged), instead of refusing the whole task: a frequency of nothing is
+no frequency, and a probe sees such rows as one point at the origin (docs/footguns.md, empty pools).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from geneb.embeddings.errors import EmptyPoolError
 from geneb.models.base import EmbedResult, sequence_batch
 from geneb.models.settings import ExtractionSettings
+
+log = logging.getLogger(__name__)
 
 _CODE = np.full(256, -1, dtype=np.int64)
 for _i, _b in enumerate("ACGT"):
@@ -54,24 +60,36 @@ class KmerEncoder:
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Frequencies float32 (n, 4^k) in input order; `desc` is unused (no progress bar: this is fast).
-        Raises TypeError for a bare string and EmptyPoolError naming the row when no k-mer is valid."""
+        A k with no valid window in a row leaves that block zero and flags the row `empty` (module docstring).
+        Raises TypeError for a bare string."""
         sequences, rows = sequence_batch(sequences, rows, model=f"kmer-{self.k}")
         widths = [4**k for k in self.sizes]
         out = np.zeros((len(sequences), sum(widths)), dtype=np.float32)
         n_tokens = np.zeros(len(sequences), dtype=np.int32)
+        empty = np.zeros(len(sequences), dtype=bool)
         for i, seq in enumerate(sequences):
             start = 0
             for k, width in zip(self.sizes, widths):
                 counts = kmer_counts(seq, k)
                 total = counts.sum()
                 if total == 0:
-                    name = rows[i] if rows is not None else i
-                    raise EmptyPoolError(f"row {name}: no valid {k}-mer (length {len(seq)}, only ACGT windows count)")
-                out[i, start : start + width] = counts / total
+                    empty[i] = True  # the block stays zero
+                else:
+                    out[i, start : start + width] = counts / total
                 if start == 0:
                     n_tokens[i] = total  # windows of the first k
                 start += width
-        return EmbedResult(out, n_tokens, np.ones(len(sequences), np.int32), np.zeros(len(sequences), bool))
+        if empty.any():
+            first = [rows[i] for i in np.flatnonzero(empty)[:5]]
+            log.warning(
+                "kmer-%s: %d row(s) without a valid k-mer window get the zero vector (rows %s%s)",
+                self.k,
+                int(empty.sum()),
+                first,
+                " ..." if empty.sum() > 5 else "",
+            )
+        n = len(sequences)
+        return EmbedResult(out, n_tokens, np.ones(n, np.int32), np.zeros(n, bool), empty=empty)
 
 
 def from_settings(settings: ExtractionSettings, **_execution: object) -> KmerEncoder:
