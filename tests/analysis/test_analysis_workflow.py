@@ -67,7 +67,9 @@ def test_published_chain_runs_and_writes_every_output(workdir):
     html = (out / "report" / "geneb_report.html").read_text()
     assert html.count("data:image/png;base64,") == len(figure_names())
     scale = pd.read_parquet(out / "tables" / "scale.parquet").query("regime == 'full'").set_index("subset")
-    assert round(scale.loc["all", "rho"], 3) == 0.565 and round(scale.loc["excluding", "rho"], 3) == 0.686
+    assert round(scale.loc["all", "rho"], 3) == 0.573 and round(scale.loc["excluding", "rho"], 3) == 0.694
+    reproduced = pd.read_parquet(out / "tables" / "reproduce_paper.parquet").set_index("claim")
+    assert reproduced["passed"].sum() == len(reproduced) - 2 and "Reproducing the paper" in html
     assert (workdir / "logs" / "analysis" / "published_analyses.log").exists()
     # the same outputs through `snakemake --report`
     r = _snakemake(workdir, "published", "--configfile", str(overlay), "--report", str(workdir / "report.zip"))

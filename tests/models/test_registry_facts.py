@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from geneb.analysis.metadata import model_frame
+from geneb.analysis.metadata import model_frame, with_param_count
 from geneb.analysis.pairs import derive_pairs
 from geneb.models.registry import RegistryError, check_registry, load_registry
 
@@ -114,7 +114,7 @@ def test_disagreements_are_noted(registry):
 def test_no_derived_pair_claims_a_false_tokenizer_factor(registry, tool):
     """Derived pairs (every model, the configured ratio 2): a pair 'differing in tokenizer' has tokenizers whose
     own descriptions differ in type, and a pair holding the tokenizer equal has descriptions of one type."""
-    meta = model_frame(registry["models"])
+    meta = with_param_count(model_frame(registry["models"]), "current")
     pairs = derive_pairs(meta, list(meta.index), 2.0)
     ids = {p["id"] for p in pairs}
     assert "PlantCAD2-Medium-l48-d1024~PlantCaduceus_l32" not in ids  # both char: no tokenizer difference
