@@ -6,8 +6,8 @@ For each real task (k-mer frequency embeddings from the project's `kmer-K` encod
   every MCC, seed summaries);
 * baseline, as a user would write it: a loop over seeds and regimes with a fresh scikit-learn estimator per
   fit. geneb-strict: full regime `make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=grid,
-  cv=StratifiedKFold(5, shuffle=True, random_state=seed), scoring="matthews_corrcoef", ...))` per seed; k-shot
-  `LogisticRegression(C=1)` on the same draws, standardized with the training split's scaler. geneb-paper: the
+  cv=StratifiedKFold(5, shuffle=True, random_state=seed), scoring=<the protocol's cv_scoring>, class_weight=<its
+  rule for the task>, ...))` per seed; k-shot `LogisticRegression(C=1)` on the same draws, standardized with the training split's scaler. geneb-paper: the
   reference script's loop, `LogisticRegression(max_iter=1000, random_state=seed)` per seed and regime. Per
   fit it computes the same four test metrics with scikit-learn (MCC, accuracy, macro-F1, AUROC), no CIs.
 
@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 
 from geneb.models.kmer import KmerEncoder
 from geneb.probe.fit import TaskArrays, run_task
-from geneb.probe.protocols import Protocol, from_config
+from geneb.probe.protocols import CV_SCORERS, Protocol, from_config
 from geneb.probe.shots import build_shots
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,6 +93,7 @@ def baseline(data: TaskArrays, p: Protocol, shots: dict) -> dict[str, float]:
         Ztr, Zte = scaler.transform(Xtr), scaler.transform(Xte)
     else:
         Ztr, Zte = Xtr, Xte
+    weight = p.class_weight_for(data.y_train)  # the protocol's class-weight rule, applied to this task
     for seed in p.seeds:
         if p.tunes_C:
             clf = make_pipeline(
@@ -100,8 +101,8 @@ def baseline(data: TaskArrays, p: Protocol, shots: dict) -> dict[str, float]:
                 LogisticRegressionCV(
                     Cs=list(p.C_grid),
                     cv=StratifiedKFold(p.cv_folds, shuffle=True, random_state=seed),
-                    scoring="matthews_corrcoef",
-                    class_weight=p.class_weight,
+                    scoring=CV_SCORERS[p.cv_scoring],
+                    class_weight=weight,
                     max_iter=p.max_iter,
                     tol=p.tol,
                     l1_ratios=(0.0,),
@@ -113,7 +114,7 @@ def baseline(data: TaskArrays, p: Protocol, shots: dict) -> dict[str, float]:
         clf.fit(Xtr, data.y_train)
         out.setdefault("full", []).append(_four_metrics(data.y_test, clf, Xte))
         for d in (d for d in shots["draws"] if d["seed"] == seed):
-            lr = LogisticRegression(C=p.C, class_weight=p.class_weight, max_iter=p.max_iter, random_state=seed)
+            lr = LogisticRegression(C=p.C, class_weight=weight, max_iter=p.max_iter, random_state=seed)
             lr.fit(Ztr[d["rows"]], data.y_train[d["rows"]])
             out.setdefault(d["regime"], []).append(_four_metrics(data.y_test, lr, Zte))
     return {r: float(np.mean(v)) for r, v in out.items()}
