@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import json
 import shutil
 import sys
 import types
@@ -17,6 +18,7 @@ import torch
 from extraction_support import random_dna, spec
 from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
 from geneb.extract import build_encoder
+from geneb.models.checkpoint_keys import check_loading_info
 from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
 from geneb.models.registry import extraction_settings, load_registry
 
@@ -73,6 +75,27 @@ def test_missing_checkpoint_tensors_are_an_error(zoo, tmp_path):
     s = extraction_settings({"models": {"holey": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "holey", {})
     with pytest.raises(WeightsNotLoadedError, match="model holey: 1 tensors"):
         build_encoder(s, progress=False)
+
+
+def test_unused_checkpoint_tensors_outside_the_head_allow_list_are_an_error(zoo, tmp_path):
+    """A config declaring fewer layers than the checkpoint holds: the trained block 1 would be dropped silently
+    (issue 15); an allowed head (Mistral-DNA's `score.weight`, a masked-LM head, saved buffers) is not an error."""
+    folder = tmp_path / "bert_one_layer"
+    shutil.copytree(zoo.folder("bert"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] = 1
+    (folder / "config.json").write_text(json.dumps(config))
+    s = extraction_settings({"models": {"short": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "short", {})
+    with pytest.raises(
+        WeightsNotLoadedError,
+        match=r"model short: 16 checkpoint tensors are not used by the BertModel.*encoder\.layer\.1\.",
+    ):
+        build_encoder(s, progress=False)
+    heads = ["score.weight", "lm_head.dense.weight", "cls.predictions.bias", "embeddings.position_ids"]
+    assert check_loading_info([], heads, model="m", model_class="C") == sorted(heads)
+    with pytest.raises(WeightsNotLoadedError, match=r"1 checkpoint tensors .*\['decoder\.weight'\]"):
+        check_loading_info([], [*heads, "decoder.weight"], model="m", model_class="C")
+    assert zoo.encoder("mistral-dna").embed(["ACGTACGTAC"]).embeddings.shape == (1, 64)  # real score.weight head
 
 
 def test_missing_optional_package_for_caduceus(zoo):
