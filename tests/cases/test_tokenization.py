@@ -644,3 +644,39 @@ def test_B12_a_table_is_refused_not_iterated_by_column_name():
         2,
         64,
     )
+
+
+def _greedy_bounds(n, cap, multiple=None):
+    """The chunking before issue 15: full chunks of `cap` tokens and the remainder (a row of cap + 1 tokens
+    gave [cap, 1])."""
+    return [(s, min(s + cap, n)) for s in range(0, n, cap)]
+
+
+def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatch):
+    """max_tokens 100 (99 bases before the appended [SEP]): a 100-nt row becomes two 50-token chunks, not
+    [99, 1] (issue 15), no chunk of a chunked row is under the documented minimum, and rows that fit are one
+    chunk with bit-identical embeddings (the same batches as before whenever no row is chunked)."""
+    from geneb.models import chunking
+
+    enc = build_encoder(zoo.settings("hyena", max_tokens=100), batch_size=4, progress=False)
+    assert enc.body_cap == 99
+    seqs = [random_dna(n, 20 + n) for n in (100, 30, 99, 250, 64, 199)]
+    chunks, n_chunks, _, _ = enc.make_chunks(seqs, list(range(len(seqs))))
+    bodies = {}
+    for c in chunks:
+        bodies.setdefault(c.seq_index, []).append(sum(c.pool_mask))
+    assert bodies[0] == [50, 50] and bodies[1] == [30] and bodies[2] == [99] and bodies[3] == [84, 83, 83]
+    assert n_chunks.tolist() == [2, 1, 1, 3, 1, 3]
+    assert all(min(b) >= chunking.min_chunk_tokens(99) for b in bodies.values() if len(b) > 1)
+    fits = [s for s in seqs if len(s) <= 99]
+    balanced_fit = enc.embed(fits).embeddings
+    enc.batch_size = 1  # one chunk per forward pass: a row's vector cannot depend on its batch mates
+    balanced_all = enc.embed(seqs).embeddings
+    monkeypatch.setattr(chunking, "chunk_bounds", _greedy_bounds)
+    assert [len(c.ids) - 1 for c in enc.make_chunks(seqs[:1], [0])[0]] == [99, 1]  # what the old code did
+    greedy_all = enc.embed(seqs).embeddings
+    enc.batch_size = 4
+    assert np.array_equal(enc.embed(fits).embeddings, balanced_fit)
+    short = [i for i, s in enumerate(seqs) if len(s) <= 99]
+    assert np.array_equal(greedy_all[short], balanced_all[short])
+    assert not np.array_equal(greedy_all[0], balanced_all[0])

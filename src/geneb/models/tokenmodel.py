@@ -176,6 +176,7 @@ class TokenModelEncoder:
             "strand_prefix": self.strand,
             "special_suffix": self.suffix,
             "max_tokens": self.max_tokens,
+            "chunking": "balanced",  # chunking.chunk_bounds; files written before issue 15 lack it (greedy chunks)
             "pad_id": self.pad_id,
             "padding": (
                 "none: equal-length batches"
