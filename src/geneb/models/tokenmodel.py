@@ -12,8 +12,9 @@ where bugs live). Policy (docs/footguns.md), by module:
   tokens are counted.
 * `geneb.models.token_checks`: the maximum length (tried once at load, B14), the batching settings, and the
   load-time probes (padding invariance, B02/B04/B07; the vocabulary, B11).
-* Here: chunks sorted by length, padded to the batch's longest on `padding_side` with the attention mask
-  passed (equal-length batches for a model without a mask unless it is causal and padded on the right; B02);
+* Here: chunks sorted by length, batches run largest first (an out-of-memory comes at once), padded to the
+  batch's longest on `padding_side` with the attention mask passed (equal-length batches for a model without a
+  mask unless it is causal and padded on the right; B02);
   a pad id outside the embedding table becomes id 0. Pooling over the real tokens, minus the special tokens
   when `exclude_special_tokens` (B06), in float32 (B25); layer by index (-1 = last_hidden_state) or by module
   name (a forward hook). Guards: token ids inside the embedding table (B22), pooled width = hidden size, not
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
+from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, largest_first, plan_batches
 from geneb.embeddings.errors import (
     ExtractionError,
     LayerNotExposedError,
@@ -348,7 +349,8 @@ class TokenModelEncoder:
         chunks, n_chunks, truncated, trimmed, unknown = self.chunks_and_unknowns(sequences, rows)
         retries_before = self._fp32_retries
         method = self.extraction.pooling
-        plan = plan_batches([len(c.ids) for c in chunks], self.batch_size, equal_length=self.bucket_equal_lengths)
+        lengths = [len(c.ids) for c in chunks]
+        plan = largest_first(plan_batches(lengths, self.batch_size, equal_length=self.bucket_equal_lengths), lengths)
         state: dict[str, Any] = {"acc": None, "counts": np.zeros(len(sequences), np.int64)}
         bar = progress_bar(len(chunks), desc or self.model_id, enabled=self.progress)
 
