@@ -680,3 +680,31 @@ def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatc
     short = [i for i, s in enumerate(seqs) if len(s) <= 99]
     assert np.array_equal(greedy_all[short], balanced_all[short])
     assert not np.array_equal(greedy_all[0], balanced_all[0])
+
+
+def test_B11_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, make_task, tmp_path):
+    """`unk_policy: error` refuses letters that would reach the model as UNK, naming model, task, split and rows,
+    and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
+    both give the same vectors, so they share one cache folder (issue 15)."""
+    from geneb.embeddings.errors import UnknownTokenError
+    from geneb.models.registry import extraction_hash
+
+    task = make_task([random_dna(40, 1), "ACGTRYACGT" * 3], [random_dna(30, 2)], task="iupac")
+    strict = zoo.settings("hyena", unk_policy="error")
+    counting = zoo.settings("hyena")
+    assert "unk_policy" not in counting["extraction"] and strict["extraction"]["unk_policy"] == "error"
+    assert extraction_hash(strict) == extraction_hash(counting)
+    with pytest.raises(
+        UnknownTokenError,
+        match=r"model tiny-hyena, task iupac, split train: .*6 unknown-token ids in 1 rows \(rows 1\)",
+    ):
+        extract_task(strict, task, tmp_path / "strict.h5", progress=False)
+    assert not (tmp_path / "strict.h5").exists()
+    extract_task(counting, task, tmp_path / "count.h5", progress=False)
+    with h5py.File(tmp_path / "count.h5", "r") as f:
+        assert f["train"].attrs["n_unknown_tokens"] == 6 and f["test"].attrs["n_unknown_tokens"] == 0
+    clean = make_task([random_dna(40, 3)], [random_dna(30, 4)], task="clean")
+    extract_task(strict, clean, tmp_path / "clean.h5", progress=False)
+    extract_task(counting, clean, tmp_path / "clean-count.h5", progress=False)
+    with h5py.File(tmp_path / "clean.h5", "r") as a, h5py.File(tmp_path / "clean-count.h5", "r") as b:
+        assert np.array_equal(a["train"]["embeddings"][:], b["train"]["embeddings"][:])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from geneb.embeddings.errors import DroppedInputError
+from geneb.embeddings.errors import DroppedInputError, UnknownTokenError
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +100,11 @@ def check_dropped_by_token_text(
 
 
 def count_unknown(
-    encoded: Sequence[Sequence[int]], rows: list[int], *, model: str, unk_id: int | None
+    encoded: Sequence[Sequence[int]], rows: list[int], *, model: str, unk_id: int | None, policy: str = "count"
 ) -> tuple[int, int]:
     """(rows with an unknown token, unknown tokens) of one tokenizer call; (0, 0) without an UNK id. Logs a
-    warning when there are any; raises DroppedInputError for a row whose every token is UNK (nothing of the
+    warning when there are any (`policy` count), or raises UnknownTokenError naming the count and the first
+    rows (`policy` error); raises DroppedInputError for a row whose every token is UNK (nothing of the
     sequence would reach the model)."""
     if unk_id is None:
         return 0, 0
@@ -116,6 +117,16 @@ def count_unknown(
             "of the sequence reaches the model (a vocabulary that cannot spell it, a lowercasing normalizer, "
             "a word longer than the tokenizer's limit?)",
             rows=[rows[blind]],
+        )
+    if counts[0] and policy == "error":
+        named = [rows[i] for i, u in enumerate(unk) if u]
+        raise UnknownTokenError(
+            f"model {model}: {counts[1]} unknown-token ids in {counts[0]} rows (rows "
+            + ", ".join(map(str, named[:5]))
+            + (" ..." if len(named) > 5 else "")
+            + "); letters outside the model's vocabulary (IUPAC codes?) would reach it as UNK, refused under "
+            "unk_policy: error (use a task without them, or unk_policy: count)",
+            rows=named,
         )
     if counts[0]:
         first = next(i for i, u in enumerate(unk) if u)

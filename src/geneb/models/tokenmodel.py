@@ -212,10 +212,11 @@ class TokenModelEncoder:
         self, sequences: list[str], rows: list[int]
     ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
         """Sequences -> (chunks, n_chunks (n,), truncated (n,), trimmed bases (n,), (rows with an UNK token, UNK
-        tokens)) via geneb.models.chunking. Raises LongSequenceError under long_policy error, EmptyPoolError for
-        a row with no token, ValueError for cls/last pooling of a multi-chunk row, DroppedInputError for letters
-        the tokenizer drops or a row of UNK only (geneb.models.dropped_letters)."""
-        texts, trimmed = model_texts(sequences, rows, self.extraction, model=self.model_id)
+        tokens)) via geneb.models.chunking. Raises LongSequenceError (long_policy error), EmptyPoolError (a row with
+        no token), ValueError (cls/last pooling of a multi-chunk row), DroppedInputError (letters dropped, a row of
+        UNK only) and UnknownTokenError (any UNK under unk_policy error; geneb.models.dropped_letters)."""
+        ext = self.extraction
+        texts, trimmed = model_texts(sequences, rows, ext, model=self.model_id)
         encoded = self._tokenize(texts)
         check_dropped(
             texts,
@@ -226,7 +227,7 @@ class TokenModelEncoder:
             encoded=encoded,
             token_texts=self._token_texts,
         )
-        unknown = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id)
+        unknown = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id, policy=ext.unk_policy)
         chunks, n_chunks, truncated = split_tokens(
             encoded, rows, cap=self.body_cap, extraction=self.extraction, model=self.model_id, chunk=self.chunk
         )
