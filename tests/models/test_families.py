@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from extraction_support import random_dna, spec
-from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
+from geneb.embeddings.errors import MissingPackageError, UnknownTokenError, WeightsNotLoadedError
 from geneb.extract import build_encoder
 from geneb.models.checkpoint_keys import check_loading_info
 from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
@@ -261,3 +261,8 @@ def test_enformer_counts_letters_outside_acgtn(monkeypatch, make_task, tmp_path)
         assert f["test"].attrs["n_unknown_tokens"] == 0
         emb = f["train"]["embeddings"][:]
     assert emb[0, 0] < emb[1, 0] == 1.0  # the IUPAC letters entered as N
+    strict = {**settings, "extraction": {**settings["extraction"], "unk_policy": "error"}}
+    with pytest.raises(
+        UnknownTokenError, match=r"split train: .*150 letters outside A/C/G/T/N in 2 rows \(rows 0, 2\)"
+    ):
+        extract_task(strict, task, tmp_path / "strict.h5", batch_size=2, progress=False)

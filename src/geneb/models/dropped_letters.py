@@ -119,15 +119,7 @@ def count_unknown(
             rows=[rows[blind]],
         )
     if counts[0] and policy == "error":
-        named = [rows[i] for i, u in enumerate(unk) if u]
-        raise UnknownTokenError(
-            f"model {model}: {counts[1]} unknown-token ids in {counts[0]} rows (rows "
-            + ", ".join(map(str, named[:5]))
-            + (" ..." if len(named) > 5 else "")
-            + "); letters outside the model's vocabulary (IUPAC codes?) would reach it as UNK, refused under "
-            "unk_policy: error (use a task without them, or unk_policy: count)",
-            rows=named,
-        )
+        refuse_unknown(unk, rows, model=model)
     if counts[0]:
         first = next(i for i, u in enumerate(unk) if u)
         log.warning(
@@ -139,6 +131,22 @@ def count_unknown(
             rows[first],
         )
     return counts
+
+
+def refuse_unknown(per_row: Sequence[int], rows: list[int], *, model: str, what: str = "unknown-token ids") -> None:
+    """Raise UnknownTokenError (`unk_policy: error`) for the rows with a nonzero count in `per_row`, naming the
+    model, the total and the first rows; return when there are none."""
+    named = [rows[i] for i, u in enumerate(per_row) if u]
+    if not named:
+        return
+    raise UnknownTokenError(
+        f"model {model}: {sum(per_row)} {what} in {len(named)} rows (rows "
+        + ", ".join(map(str, named[:5]))
+        + (" ..." if len(named) > 5 else "")
+        + "); letters outside the model's vocabulary (IUPAC codes?) would reach it as UNK, refused under "
+        "unk_policy: error (use a task without them, or unk_policy: count)",
+        rows=named,
+    )
 
 
 def _collapsed_run(text: str, covered: bytearray, start: int, end: int) -> bool:
