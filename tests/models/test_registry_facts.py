@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 import sys
 
 import pytest
@@ -72,6 +73,35 @@ def test_tokenizer_type_matches_each_entrys_own_tokenizer(registry, tool):
         if tool.tokenizer_type_of(str(v.get("tokenizer", ""))) not in ("unknown", v["tokenizer_type"])
     }
     assert not wrong
+
+
+def _fixed_kmer_k(entry: dict) -> int | None:
+    """k of a fixed non-overlapping k-mer vocabulary, read from the entry's tokenizer facts (its `tokenizer`
+    description and `tokenizer_type`); None for any other tokenizer. A vocabulary with a single-nucleotide
+    fallback (Nucleotide Transformer's 6-mers) spells a trailing partial k-mer and needs no rule; overlapping
+    k-mers (DNABERT-1) and shifted k-mers are not fixed windows."""
+    text = str(entry.get("tokenizer", "")).lower()
+    if "fallback" in text or "overlapping" in text.replace("non-overlapping", ""):
+        return None
+    m = re.search(r"(\d+)-mer non-overlapping|non-overlapping (\d+)-mer", text)
+    if m:
+        return int(m.group(1) or m.group(2))
+    if entry.get("tokenizer_type") == "codon" and re.search(r"\b3-mer\b|\bcodon\b", text):
+        return 3
+    return None
+
+
+def test_every_fixed_kmer_vocabulary_has_its_length_rule(registry):
+    """A fixed non-overlapping k-mer vocabulary turns the trailing len % k bases into UNK (GENERator: `<oov>`):
+    every such entry trims to a multiple of k (`extraction.length_multiple`), derived from the tokenizer facts
+    of every entry, not a list of names (issue 15)."""
+    fixed = {k: _fixed_kmer_k(e) for k, e in registry["models"].items() if _fixed_kmer_k(e)}
+    assert {"GENERator-eukaryote-3b-base", "GENERator-eukaryote-1.2b-base"} <= set(fixed)
+    assert fixed["GENERator-eukaryote-3b-base"] == 6
+    assert not any(k.startswith(("nucleotide-transformer-v2-50m-multi", "DNABERT-6")) for k in fixed)
+    wrong = {k: (n, registry["models"][k]["extraction"].get("length_multiple")) for k, n in fixed.items()}
+    wrong = {k: v for k, v in wrong.items() if v[0] != v[1]}
+    assert not wrong, f"(k, length_multiple) of fixed k-mer vocabularies without their length rule: {wrong}"
 
 
 def test_verified_registry_facts_win_for_all_paper_models(registry, reference, tool):

@@ -59,6 +59,11 @@ class DroppedInputError(ExtractionError):
     embedding would be of a different sequence (B11, B16)."""
 
 
+class UnknownTokenError(ExtractionError):
+    """Letters reached the model as UNK tokens under `unk_policy: error` (IUPAC codes for a vocabulary that
+    lacks them, a partial k-mer); names the model, the count and the first rows."""
+
+
 class ItemOutOfMemoryError(ExtractionError, MemoryError):
     """One row (one chunk) does not fit on the device even alone; names the row."""
 

@@ -14,8 +14,9 @@ Loading rules (docs/footguns.md, "Model loading"):
 * Modules listed in `load.hide_modules_on_cpu` (triton for DNABERT-2) are unimportable while the model loads
   on CPU, which forces the remote code's pure-PyTorch path (case B18).
 * Checkpoint tensors the model expects but the files lack are an error (random weights would be embedded);
-  only a `pooler.` head (never used for hidden states) may be missing. Unexpected tensors (a classification
-  head) are logged.
+  only a `pooler.` head (never used for hidden states) may be missing. Checkpoint tensors the model does not
+  use are an error too (trained layers silently dropped), except the heads of `geneb.models.checkpoint_keys`'
+  allow-list (`lm_head.`, `cls.`, `pooler.`, `classifier.`, `score.`, `qa_outputs.`), which are logged.
 * Padding or truncation baked into the tokenizer files is switched off and logged (case B04); GENEB pads.
 """
 
@@ -29,7 +30,8 @@ from typing import Any
 
 import torch
 
-from geneb.embeddings.errors import RemoteCodeError, WeightsNotLoadedError
+from geneb.embeddings.errors import RemoteCodeError
+from geneb.models.checkpoint_keys import check_loading_info
 from geneb.models.files import weights_hash
 from geneb.models.guards import check_transformers_range, hidden_modules, import_modules, require_modules
 from geneb.models.settings import ExtractionSettings, SettingsLike
@@ -39,8 +41,6 @@ from geneb.provenance import REVISION
 
 log = logging.getLogger(__name__)
 
-#: missing checkpoint tensors under these prefixes are harmless: the pooler head is never used here
-IGNORABLE_MISSING_PREFIXES = ("pooler.",)
 #: config keys that may hold the model's maximum positions, in order of preference
 CONFIG_MAX_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_len")
 #: config keys that may hold the number of blocks, in order of preference
@@ -179,19 +179,14 @@ class HFEncoder(TokenModelEncoder):
             model, info = AutoModel.from_pretrained(
                 self.where, dtype=getattr(torch, self.weights_dtype), output_loading_info=True, **kwargs
             )
-        missing = sorted(k for k in info.get("missing_keys", ()) if not k.startswith(IGNORABLE_MISSING_PREFIXES))
-        if missing:
-            raise WeightsNotLoadedError(
-                f"model {self.model_id}: {len(missing)} tensors the {type(model).__name__} class expects are not in the "
-                f"checkpoint (e.g. {missing[:3]}); they would be random. Wrong model class or missing remote code?"
-            )
-        if info.get("unexpected_keys"):
-            log.info(
-                "model %s: checkpoint tensors not used by %s: %s",
-                self.model_id,
-                type(model).__name__,
-                sorted(info["unexpected_keys"])[:5],
-            )
+        heads = check_loading_info(
+            info.get("missing_keys", ()),
+            info.get("unexpected_keys", ()),
+            model=self.model_id,
+            model_class=type(model).__name__,
+        )
+        if heads:
+            log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
         self.model = model.eval().to(self.device)
         cfg = self.model.config
         config_max = next((getattr(cfg, k) for k in CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)

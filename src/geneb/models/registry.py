@@ -29,7 +29,9 @@ from geneb.schemas import load_schema, schema_errors
 
 #: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md):
 #: the defaults of the typed `geneb.models.settings.Extraction`, in its field order
-DEFAULT_EXTRACTION: dict[str, Any] = Extraction().as_dict()
+#: GENEB's extraction defaults; `unk_policy` (default count) is left out, so it is in a model's settings (and
+#: the extraction rule's params) only where its entry sets it: adding the key reran no existing job
+DEFAULT_EXTRACTION: dict[str, Any] = {k: v for k, v in Extraction().as_dict().items() if k != "unk_policy"}
 SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external")
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
 PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
@@ -329,4 +331,7 @@ def extraction_hash(settings: dict[str, Any]) -> str:
     source = settings.get("source") or {}
     if source.get("kind") == "local" and source.get("fingerprint"):
         settings = {**settings, "source": {k: v for k, v in source.items() if k != "path"}}
+    extraction = settings.get("extraction") or {}
+    if "unk_policy" in extraction:  # count and error give the same vectors; an error run that meets UNK writes none
+        settings = {**settings, "extraction": {k: v for k, v in extraction.items() if k != "unk_policy"}}
     return stable_hash(settings)
