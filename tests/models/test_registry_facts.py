@@ -212,3 +212,32 @@ def test_no_other_entry_exceeds_its_context(registry):
         and v["extraction"]["max_tokens"] > v["context_tokens"]
     )
     assert over == ["LucaOne-default-step36M"]
+
+
+def _docs_user_entries(repo):
+    """The walk-through's YAML block of docs/adding-a-model.md (section 5), as text to append under `models:`."""
+    text = (repo / "docs" / "adding-a-model.md").read_text()
+    marker = "<!-- tests/models/test_registry_facts.py appends the next block to a copy of config/models.yaml -->"
+    block = text.split(marker, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    return block
+
+
+def test_the_suite_passes_with_the_docs_user_entries_appended(repo, shared, tool, schema, tmp_path):
+    """Appending the doc's two user entries to config/models.yaml (as text, as a user does) keeps the registry
+    valid and the registry tests green, and they resolve to the settings of the shipped entries of the same
+    checkpoints: only the model id differs, so the doc's walk-through gives the golden-tested embeddings."""
+    from test_registry import check_runnable
+
+    from geneb.models.registry import extraction_settings
+
+    text = (repo / "config" / "models.yaml").read_text().rstrip("\n") + "\n" + _docs_user_entries(repo)
+    sheet = tmp_path / "models.yaml"
+    sheet.write_text(text)
+    mine = load_registry(sheet, schema)
+    assert list(mine.models)[-2:] == ["my-hyena", "my-codon"]
+    check_generated_entries(text, shared, tool)
+    check_runnable(mine)
+    assert not check_registry(mine)
+    for user, shipped in (("my-hyena", "hyenadna-tiny-1k-ft-anticapt"), ("my-codon", "mistral-codon-1m-ft-mrfp")):
+        a, b = extraction_settings(mine, user, {}), extraction_settings(mine, shipped, {})
+        assert {**a, "model": shipped} == b, user
