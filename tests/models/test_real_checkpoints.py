@@ -184,3 +184,24 @@ def test_a_pickle_with_more_than_weights_is_refused(registry, tmp_path):
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({"schema_version": 1, "models": {"hyena-pickle": entry}}))
     with pytest.raises(ModelLoadError, match="model hyena-pickle: its pickled weight file holds objects other"):
         _encoder(load_registry(tmp_path / "m.yaml"), "hyena-pickle")
+
+
+def test_weights_format_of_a_folder_and_of_a_hub_snapshot(tmp_path, monkeypatch):
+    import transformers.utils
+
+    from geneb.models.hf_load import weights_format
+
+    (tmp_path / "pytorch_model.bin").write_bytes(b"")
+    assert weights_format(str(tmp_path), None) == "pickle-weights-only"
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert weights_format(str(tmp_path), None) == "safetensors"
+    asked = []
+
+    def cached_file(repo, name, **kwargs):
+        asked.append((repo, name, kwargs["revision"]))
+        return "/cache/model.safetensors" if repo == "org/safe" and name == "model.safetensors" else None
+
+    monkeypatch.setattr(transformers.utils, "cached_file", cached_file)
+    assert weights_format("org/safe", "a" * 40) == "safetensors"
+    assert weights_format("org/pickled", "b" * 40) == "pickle-weights-only"
+    assert ("org/pickled", "model.safetensors.index.json", "b" * 40) in asked

@@ -24,14 +24,22 @@ SAFETENSORS_NAMES = ("model.safetensors", "model.safetensors.index.json")
 def weights_format(where: str, revision: str | None) -> str:
     """SAFETENSORS when the checkpoint has safetensors weights (transformers then reads those), else
     PICKLE_WEIGHTS_ONLY (a pickled `pytorch_model.bin`, read with `torch.load(weights_only=True)`). A local
-    folder is listed; a hub snapshot is asked for its safetensors files without raising."""
+    folder is listed; a hub snapshot is asked for its safetensors files without raising (a file that cannot be
+    found counts as absent: the pickled path then loads weights-only, which is safe either way)."""
     local = Path(where)
     if local.is_dir():
         return SAFETENSORS if any(local.glob("*.safetensors")) else PICKLE_WEIGHTS_ONLY
     from transformers.utils import cached_file
 
     for name in SAFETENSORS_NAMES:
-        if cached_file(where, name, revision=revision, _raise_exceptions_for_missing_entries=False):
+        found = cached_file(
+            where,
+            name,
+            revision=revision,
+            _raise_exceptions_for_missing_entries=False,
+            _raise_exceptions_for_connection_errors=False,
+        )
+        if found:
             return SAFETENSORS
     return PICKLE_WEIGHTS_ONLY
 
