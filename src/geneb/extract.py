@@ -146,6 +146,7 @@ def policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict
         "compute_dtype": identity.get("compute_dtype", "float32"),
         "padding": identity.get("padding", "none (no model)"),
         "attention_mask": str(identity.get("attention_mask", "n/a")),
+        "weights_format": identity.get("weights_format", "n/a (no checkpoint)"),
     }
 
 

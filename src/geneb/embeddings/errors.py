@@ -81,5 +81,11 @@ class TransformersVersionError(ExtractionError):
     """The installed transformers is outside the range a remote-code model declares (B19)."""
 
 
+class ModelLoadError(ExtractionError):
+    """Building the model from its checkpoint failed inside the library (a raw assertion on a config value, a
+    pickled weight file that holds more than tensors): the message names the model and the fix
+    (`load.config_overrides`, a safetensors conversion), keeping the library's error as the cause."""
+
+
 class WeightsNotLoadedError(ExtractionError):
     """Checkpoint tensors the model class expects are missing: the model would run with random weights."""

@@ -2,7 +2,7 @@
 
 * Text: an optional nucleotide-level `length_multiple` rule trims the trailing `len % m` bases (counted per
   row in `trimmed_bases`; case B13); an optional `input_transform` (overlapping k-mers for DNABERT-1,
-  lowercase for gLM2).
+  lowercase for gLM2, frame-0 codons for Mistral-Codon).
 * Chunks: a sequence longer than the model's true maximum is split at token level into chunks that each
   carry the special tokens, balanced in size (`chunk_bounds`: none shorter than half the body cap, so no
   1-token scrap is embedded alone); `long_policy` chunk_mean (pool across chunks), truncate (the first `cap`
@@ -24,6 +24,9 @@ from geneb.models.settings import Extraction, InputTransform
 
 log = logging.getLogger(__name__)
 
+#: bases per codon (input_transform codons)
+CODON = 3
+
 
 @dataclass
 class Chunk:
@@ -41,7 +44,11 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
     ("ACGTAG", k=3 -> "ACG CGT GTA TAG"; DNABERT-1's input format, Ji et al. 2021). {"kind": "lowercase",
     "prefix": p}: the lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token p; the
     encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._after_load`).
-    Raises ValueError for an unknown kind or a sequence shorter than k (naming model and row).
+    {"kind": "codons"}: space-separated codons of frame 0 ("ATGGCTAAA" -> "ATG GCT AAA"; Mistral-Codon's
+    WordLevel input); the row must be a whole number of codons, which `length_multiple: 3` ensures by
+    trimming the trailing bases first (`check_registry` requires it).
+    Raises ValueError for an unknown kind, a sequence shorter than k or not a whole number of codons (naming
+    model and row).
     """
     if transform is None:
         return seq
@@ -53,6 +60,13 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
         return " ".join(seq[i : i + k] for i in range(len(seq) - k + 1))
     if kind == "lowercase":
         return seq.lower()
+    if kind == "codons":
+        if len(seq) % CODON or not seq:
+            raise ValueError(
+                f"model {model}, row {row}: {len(seq)} nt is not a whole number of codons; set extraction."
+                "length_multiple: 3 so that the trailing bases are trimmed (and counted) first"
+            )
+        return " ".join(seq[i : i + CODON] for i in range(0, len(seq), CODON))
     raise ValueError(f"model {model}: unknown input_transform kind {kind!r}")
 
 

@@ -18,6 +18,9 @@ Loading rules (docs/footguns.md, "Model loading"):
   use are an error too (trained layers silently dropped), except the heads of `geneb.models.checkpoint_keys`'
   allow-list (`lm_head.`, `cls.`, `pooler.`, `classifier.`, `score.`, `qa_outputs.`), which are logged.
 * Padding or truncation baked into the tokenizer files is switched off and logged (case B04); GENEB pads.
+* Pickled weights (`pytorch_model.bin`) are unpickled weights-only or refused; `load.config_overrides` are set
+  on the config before the model is built; a library error while building it names the model and the fix
+  (`geneb.models.hf_load`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from geneb.embeddings.errors import RemoteCodeError
 from geneb.models.checkpoint_keys import check_loading_info
 from geneb.models.files import weights_hash
 from geneb.models.guards import check_transformers_range, hidden_modules, import_modules, require_modules
+from geneb.models.hf_load import config_with_overrides, load_model, weights_format
 from geneb.models.settings import ExtractionSettings, SettingsLike
 from geneb.models.token_checks import SENTINEL_MAX_LENGTH, resolve_max_tokens
 from geneb.models.tokenmodel import TokenModelEncoder
@@ -174,10 +178,18 @@ class HFEncoder(TokenModelEncoder):
             kwargs["revision"] = self.revision
         if load.code_revision:
             kwargs["code_revision"] = load.code_revision
+        self.weights_format = weights_format(self.where, self.revision)
         with hidden_modules(hide):
             self.tokenizer = AutoTokenizer.from_pretrained(self.where, **kwargs)
-            model, info = AutoModel.from_pretrained(
-                self.where, dtype=getattr(torch, self.weights_dtype), output_loading_info=True, **kwargs
+            config = config_with_overrides(self.where, load.config_overrides, model=self.model_id, **kwargs)
+            model, info = load_model(
+                AutoModel,
+                self.where,
+                model=self.model_id,
+                fmt=self.weights_format,
+                config=config,
+                config_kwargs=kwargs,
+                dtype=getattr(torch, self.weights_dtype),
             )
         heads = check_loading_info(
             info.get("missing_keys", ()),
@@ -290,6 +302,7 @@ class HFEncoder(TokenModelEncoder):
             "name_or_path": str(self.where),
             "revision": self.revision,
             "weights_sha256": self.weights_sha256,
+            "weights_format": self.weights_format,
             "tokenizer": type(self.tokenizer).__name__,
             "tokenizer_vocab_size": len(self.tokenizer),
             "model_class": type(self.model).__name__,

@@ -33,7 +33,8 @@ def _given(obj: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class InputTransform:
     """What the tokenizer reads instead of the sequence (`extraction.input_transform`): kind
-    overlapping-kmers (k) or lowercase (an optional strand token `prefix`)."""
+    overlapping-kmers (k), lowercase (an optional strand token `prefix`) or codons (space-separated frame-0
+    codons; with `length_multiple: 3`)."""
 
     kind: str
     k: int | None = None
