@@ -119,6 +119,14 @@ def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
     ]
 
 
+def longest_split_first(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """The splits in embedding order: the one holding the longest sequence first (ties keep the given order),
+    so that the largest batch, which each split runs first, meets an out-of-memory in the job's first minute
+    rather than after the whole training split. Rows, vectors and the file's layout do not depend on it."""
+    longest = {s: int(df["sequence"].str.len().max()) if len(df) else 0 for s, df in frames.items()}
+    return sorted(frames, key=lambda s: -longest[s])
+
+
 def policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict[str, Any]:
     """Flat, human-readable HDF5 root attributes: the pooling/layer/special-token policy and how the model
     was run (cases B06, B23, B25). The complete key stays in the `extraction_key` JSON attribute."""
@@ -138,6 +146,7 @@ def policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict
         "compute_dtype": identity.get("compute_dtype", "float32"),
         "padding": identity.get("padding", "none (no model)"),
         "attention_mask": str(identity.get("attention_mask", "n/a")),
+        "weights_format": identity.get("weights_format", "n/a (no checkpoint)"),
     }
 
 
@@ -173,8 +182,9 @@ def extract_task(
     t_load = time.perf_counter() - t0
     out: dict[str, SplitEmbeddings] = {}
     step_downs = fp32_retries = 0  # over every split and strand of the file
-    for split in splits:
-        df = pd.read_parquet(task_dir / f"{split}.parquet")
+    frames = {split: pd.read_parquet(task_dir / f"{split}.parquet") for split in splits}
+    for split in longest_split_first(frames):
+        df = frames[split]
         rows = df["row"].astype(int).tolist()
         where = f"model {typed.model}, task {task}, split {split}"
         try:
@@ -220,6 +230,7 @@ def extract_task(
             int(res.truncated.sum()),
             int(res.n_tokens.sum()),
         )
+    out = {split: out[split] for split in splits}  # the file lists the splits in their usual order
     key = {
         "model": typed.model,
         "task": task,

@@ -465,8 +465,8 @@ def strand_folder(tmp_path_factory):
 
 
 def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
-    """input_transform {kind: lowercase, prefix: '<+>'} and max_tokens 32: a 70-nt row is cut into chunks of 31
-    bases, each led by the strand token, which is never pooled (n_tokens 70, not 71), and every chunk's vector is
+    """input_transform {kind: lowercase, prefix: '<+>'} and max_tokens 32: a 70-nt row is cut into three balanced
+    chunks of at most 31 bases (24, 23, 23), each led by the strand token, which is never pooled (n_tokens 70, not 71), and every chunk's vector is
     the mean of its own base positions only."""
     entry = spec(
         strand_folder, "hf-encoder", {"max_tokens": 32, "input_transform": {"kind": "lowercase", "prefix": "<+>"}}
@@ -482,7 +482,7 @@ def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     for c in chunks:
         assert c.ids[0] == strand and c.pool_mask[0] == 0 and strand not in c.ids[1:]
         assert all(c.pool_mask[1:])
-    assert [len(c.ids) - 1 for c in chunks] == [31, 31, 8]
+    assert [len(c.ids) - 1 for c in chunks] == [24, 23, 23]
     res = enc.embed([seq])
     assert res.n_tokens.tolist() == [70]
     ids, attn, _ = enc.batch_tensors(chunks)

@@ -653,3 +653,67 @@ def test_B12_a_table_is_refused_not_iterated_by_column_name():
         2,
         64,
     )
+
+
+def _greedy_bounds(n, cap, multiple=None):
+    """The chunking before issue 15: full chunks of `cap` tokens and the remainder (a row of cap + 1 tokens
+    gave [cap, 1])."""
+    return [(s, min(s + cap, n)) for s in range(0, n, cap)]
+
+
+def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatch):
+    """max_tokens 100 (99 bases before the appended [SEP]): a 100-nt row becomes two 50-token chunks, not
+    [99, 1] (issue 15), no chunk of a chunked row is under the documented minimum, and rows that fit are one
+    chunk with bit-identical embeddings (the same batches as before whenever no row is chunked)."""
+    from geneb.models import chunking
+
+    enc = build_encoder(zoo.settings("hyena", max_tokens=100), batch_size=4, progress=False)
+    assert enc.body_cap == 99
+    seqs = [random_dna(n, 20 + n) for n in (100, 30, 99, 250, 64, 199)]
+    chunks, n_chunks, _, _ = enc.make_chunks(seqs, list(range(len(seqs))))
+    bodies = {}
+    for c in chunks:
+        bodies.setdefault(c.seq_index, []).append(sum(c.pool_mask))
+    assert bodies[0] == [50, 50] and bodies[1] == [30] and bodies[2] == [99] and bodies[3] == [84, 83, 83]
+    assert n_chunks.tolist() == [2, 1, 1, 3, 1, 3]
+    assert all(min(b) >= chunking.min_chunk_tokens(99) for b in bodies.values() if len(b) > 1)
+    fits = [s for s in seqs if len(s) <= 99]
+    balanced_fit = enc.embed(fits).embeddings
+    enc.batch_size = 1  # one chunk per forward pass: a row's vector cannot depend on its batch mates
+    balanced_all = enc.embed(seqs).embeddings
+    monkeypatch.setattr(chunking, "chunk_bounds", _greedy_bounds)
+    assert [len(c.ids) - 1 for c in enc.make_chunks(seqs[:1], [0])[0]] == [99, 1]  # what the old code did
+    greedy_all = enc.embed(seqs).embeddings
+    enc.batch_size = 4
+    assert np.array_equal(enc.embed(fits).embeddings, balanced_fit)
+    short = [i for i, s in enumerate(seqs) if len(s) <= 99]
+    assert np.array_equal(greedy_all[short], balanced_all[short])
+    assert not np.array_equal(greedy_all[0], balanced_all[0])
+
+
+def test_B11_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, make_task, tmp_path):
+    """`unk_policy: error` refuses letters that would reach the model as UNK, naming model, task, split and rows,
+    and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
+    both give the same vectors, so they share one cache folder (issue 15)."""
+    from geneb.embeddings.errors import UnknownTokenError
+    from geneb.models.registry import extraction_hash
+
+    task = make_task([random_dna(40, 1), "ACGTRYACGT" * 3], [random_dna(30, 2)], task="iupac")
+    strict = zoo.settings("hyena", unk_policy="error")
+    counting = zoo.settings("hyena")
+    assert "unk_policy" not in counting["extraction"] and strict["extraction"]["unk_policy"] == "error"
+    assert extraction_hash(strict) == extraction_hash(counting)
+    with pytest.raises(
+        UnknownTokenError,
+        match=r"model tiny-hyena, task iupac, split train: .*6 unknown-token ids in 1 rows \(rows 1\)",
+    ):
+        extract_task(strict, task, tmp_path / "strict.h5", progress=False)
+    assert not (tmp_path / "strict.h5").exists()
+    extract_task(counting, task, tmp_path / "count.h5", progress=False)
+    with h5py.File(tmp_path / "count.h5", "r") as f:
+        assert f["train"].attrs["n_unknown_tokens"] == 6 and f["test"].attrs["n_unknown_tokens"] == 0
+    clean = make_task([random_dna(40, 3)], [random_dna(30, 4)], task="clean")
+    extract_task(strict, clean, tmp_path / "clean.h5", progress=False)
+    extract_task(counting, clean, tmp_path / "clean-count.h5", progress=False)
+    with h5py.File(tmp_path / "clean.h5", "r") as a, h5py.File(tmp_path / "clean-count.h5", "r") as b:
+        assert np.array_equal(a["train"]["embeddings"][:], b["train"]["embeddings"][:])

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from extraction_support import random_dna
-from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
+from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, largest_first, plan_batches
 
 
 def test_plan_covers_every_item_once_shortest_first():
@@ -95,3 +95,70 @@ def test_a_single_item_out_of_memory_names_its_row():
     with pytest.raises(ItemOutOfMemoryError, match="model M: out of memory on row 100 alone") as err:
         StepDownRunner(always, what="model M", row_of=rows_of_chunks.get).run([[0, 1, 2]], lambda b, r: None)
     assert err.value.rows == [100] and isinstance(err.value, ExtractionError) and isinstance(err.value, MemoryError)
+
+
+def test_largest_batch_runs_first_with_the_same_members():
+    """Shortest first left an out-of-memory on the longest rows to the end of a long job (issue 15): the batch
+    with the most padded tokens runs first, then the others widest first, each with its plan members."""
+    lengths = [5, 1, 9, 1, 3, 7, 2, 9]
+    plan = plan_batches(lengths, 3)  # [[1, 3, 6], [4, 0, 5], [2, 7]]
+    order = largest_first(plan, lengths)
+    assert sorted(map(tuple, order)) == sorted(map(tuple, plan))
+    assert order[0] == [4, 0, 5]  # 3 x 7 = 21 padded tokens beat 2 x 9 = 18
+    assert order[1:] == [[2, 7], [1, 3, 6]]
+    assert largest_first(plan_batches([4, 4, 8], 2), [4, 4, 8]) == [[2], [0, 1]]  # 2 x 4 = 1 x 8: the wider first
+    assert largest_first([[0]], [3]) == [[0]] and largest_first([], []) == []
+
+
+def test_encoder_runs_its_largest_batch_first_and_vectors_are_bit_identical(zoo, monkeypatch):
+    """The first forward pass of an embed call is its largest batch (most padded tokens); the vectors and their row order are
+    those of shortest-first order, bit for bit."""
+    from geneb.models import tokenmodel
+
+    enc = zoo.encoder("llama", batch_size=2)
+    seqs = [random_dna(n, n) for n in (90, 20, 60, 33, 120, 45, 70)]
+    real, widths = enc.hidden_states, []
+
+    def recording(ids, attn, **kw):
+        widths.append(tuple(ids.shape))
+        return real(ids, attn, **kw)
+
+    monkeypatch.setattr(enc, "hidden_states", recording)
+    largest = enc.embed(seqs).embeddings
+    assert widths[0][0] * widths[0][1] == max(n * t for n, t in widths) and widths[0][0] == 2
+    assert [w[1] for w in widths[1:]] == sorted((w[1] for w in widths[1:]), reverse=True)
+    widths.clear()
+    monkeypatch.setattr(tokenmodel, "largest_first", lambda plan, lengths: plan)  # the order before issue 15
+    shortest = enc.embed(seqs).embeddings
+    assert [w[1] for w in widths] == sorted(w[1] for w in widths)
+    assert np.array_equal(largest, shortest)
+
+
+def test_the_split_with_the_longest_row_is_embedded_first(zoo, make_task, tmp_path, monkeypatch):
+    """Train before test left an out-of-memory on a long test row to the end of the job: the split holding the
+    longest row runs first; the file keeps its layout and row order."""
+    import h5py
+
+    from geneb import extract
+
+    calls = []
+    real = extract.embed_with_rc
+
+    def recording(encoder, sequences, rows, rc, *, desc=None):
+        calls.append(desc.rsplit(" ", 1)[-1])
+        return real(encoder, sequences, rows, rc, desc=desc)
+
+    monkeypatch.setattr(extract, "embed_with_rc", recording)
+    task = make_task([random_dna(40, 1), random_dna(60, 2)], [random_dna(30, 3), random_dna(90, 4), random_dna(20, 5)])
+    extract.extract_task(zoo.settings("llama"), task, tmp_path / "e.h5", progress=False)
+    assert calls == ["test", "train"]
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        assert f["test"]["row"][:].tolist() == [0, 1, 2] and f["train"]["row"][:].tolist() == [0, 1]
+    calls.clear()
+    extract.extract_task(
+        zoo.settings("llama"),
+        make_task([random_dna(99, 6)], [random_dna(30, 7)], task="u"),
+        tmp_path / "u.h5",
+        progress=False,
+    )
+    assert calls == ["train", "test"]

@@ -77,7 +77,8 @@ def test_the_typed_fields_are_the_settings(every_settings):
 
 
 def test_defaults_partial_mappings_and_unknown_keys():
-    assert Extraction().as_dict() == DEFAULT_EXTRACTION
+    # unk_policy (default count) is absent from the defaults, so it is in the settings only where an entry sets it
+    assert Extraction().as_dict() == {**DEFAULT_EXTRACTION, "unk_policy": "count"}
     partial = {"model": "m", "family": "kmer", "extraction": {"pooling": "max"}, "builtin": {"k": 3}}
     typed = ExtractionSettings.from_dict(partial)
     assert typed.as_dict() == partial  # absent keys stay absent
@@ -99,3 +100,75 @@ def test_build_types_the_settings_once_and_the_adapter_reads_attributes(repo):
     enc = build(settings)
     assert enc.identity()["k"] == settings["builtin"]["k"]
     assert build(ExtractionSettings.from_dict(settings)).identity() == enc.identity()
+
+
+def _one_entry(**over):
+    entry = {
+        "display": "x",
+        "family": "hf-decoder",
+        "source": {"kind": "builtin"},
+        "architecture_family": "transformer-decoder",
+        "tokenizer_type": "codon",
+        "params": 1,
+        "pretraining_domain": "unknown",
+        "license": "x",
+        "extraction": {"pooling": "mean", "layer": -1},
+    }
+    return {"models": {"m": {**entry, **over}}}
+
+
+def test_free_text_provenance_is_not_in_the_cache_key(repo):
+    """Correcting where a checkpoint came from (source.origin, base_hub_id, url; load.transformers_note) reruns
+    nothing; what loads the weights (the folder's fingerprint, the transformers range, config overrides) does."""
+    from geneb.models.registry import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS, Registry
+
+    registry = load_registry(repo / "config" / "models.yaml")
+    raw = {"models": {k: dict(v) for k, v in registry.raw["models"].items() if k == "hyenadna-tiny-1k-ft-anticapt"}}
+    entry = raw["models"]["hyenadna-tiny-1k-ft-anticapt"]
+    settings = extraction_settings(Registry.from_mapping(raw), "hyenadna-tiny-1k-ft-anticapt", {})
+    assert not set(settings["source"]) & set(PROVENANCE_SOURCE_KEYS)
+    assert not set(settings["load"]) & set(PROVENANCE_LOAD_KEYS) and settings["load"]["transformers"]
+    base = extraction_hash(settings)
+    entry["source"] = {**entry["source"], "origin": "somewhere else", "base_hub_id": "x/y", "url": "https://x"}
+    entry["load"] = {**entry["load"], "transformers_note": "another reason"}
+    assert extraction_hash(extraction_settings(Registry.from_mapping(raw), "hyenadna-tiny-1k-ft-anticapt", {})) == base
+    entry["load"] = {**entry["load"], "transformers": ">=5.15,<6"}
+    assert extraction_hash(extraction_settings(Registry.from_mapping(raw), "hyenadna-tiny-1k-ft-anticapt", {})) != base
+
+
+def test_codons_transform_and_its_length_rule():
+    from geneb.embeddings.errors import EmptyPoolError
+    from geneb.models.chunking import model_texts, transform_input
+    from geneb.models.registry import check_registry
+
+    codons = InputTransform(kind="codons")
+    assert transform_input("ATGGCTAAA", codons, model="m", row=0) == "ATG GCT AAA"
+    with pytest.raises(ValueError, match="not a whole number of codons; set extraction.length_multiple: 3"):
+        transform_input("ATGGC", codons, model="m", row=7)
+    ext = Extraction.from_dict({"length_multiple": 3, "input_transform": {"kind": "codons"}})
+    texts, trimmed = model_texts(["ATGGCTAA", "ATGAAA"], [0, 1], ext, model="m")
+    assert texts == ["ATG GCT", "ATG AAA"] and trimmed.tolist() == [2, 0]
+    with pytest.raises(EmptyPoolError, match="row 5: 2 nt is shorter than the model's length multiple 3"):
+        model_texts(["AT"], [5], ext, model="m")
+    assert check_registry(_one_entry(extraction={"length_multiple": 3, "input_transform": {"kind": "codons"}})) == []
+    (problem,) = check_registry(_one_entry(extraction={"input_transform": {"kind": "codons"}}))
+    assert "input_transform codons needs length_multiple 3" in problem
+
+
+def test_codons_load_time_probe_respects_length_multiple():
+    """The probes of the load-time checks are trimmed like a row: a codon model's probe is whole codons."""
+    from types import SimpleNamespace
+
+    from geneb.models.token_checks import probe_ids
+
+    seen = []
+
+    def tokenize(texts):
+        seen.extend(texts)
+        return [t.split() for t in texts]
+
+    ext = Extraction.from_dict({"length_multiple": 3, "input_transform": {"kind": "codons"}})
+    for n in (5, 7, 40):
+        ids = probe_ids(SimpleNamespace(extraction=ext, model_id="m", _tokenize=tokenize), n)
+        assert len(ids) == n and all(len(c) == 3 for c in ids)
+    assert all(len(t.replace(" ", "")) % 3 == 0 for t in seen)

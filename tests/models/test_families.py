@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import json
 import shutil
 import sys
 import types
@@ -15,8 +16,9 @@ import pytest
 import torch
 
 from extraction_support import random_dna, spec
-from geneb.embeddings.errors import MissingPackageError, WeightsNotLoadedError
+from geneb.embeddings.errors import MissingPackageError, UnknownTokenError, WeightsNotLoadedError
 from geneb.extract import build_encoder
+from geneb.models.checkpoint_keys import check_loading_info
 from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
 from geneb.models.registry import extraction_settings, load_registry
 
@@ -75,6 +77,27 @@ def test_missing_checkpoint_tensors_are_an_error(zoo, tmp_path):
         build_encoder(s, progress=False)
 
 
+def test_unused_checkpoint_tensors_outside_the_head_allow_list_are_an_error(zoo, tmp_path):
+    """A config declaring fewer layers than the checkpoint holds: the trained block 1 would be dropped silently
+    (issue 15); an allowed head (Mistral-DNA's `score.weight`, a masked-LM head, saved buffers) is not an error."""
+    folder = tmp_path / "bert_one_layer"
+    shutil.copytree(zoo.folder("bert"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] = 1
+    (folder / "config.json").write_text(json.dumps(config))
+    s = extraction_settings({"models": {"short": spec(folder, "hf-encoder", {"max_tokens": 64})}}, "short", {})
+    with pytest.raises(
+        WeightsNotLoadedError,
+        match=r"model short: 16 checkpoint tensors are not used by the BertModel.*encoder\.layer\.1\.",
+    ):
+        build_encoder(s, progress=False)
+    heads = ["score.weight", "lm_head.dense.weight", "cls.predictions.bias", "embeddings.position_ids"]
+    assert check_loading_info([], heads, model="m", model_class="C") == sorted(heads)
+    with pytest.raises(WeightsNotLoadedError, match=r"1 checkpoint tensors .*\['decoder\.weight'\]"):
+        check_loading_info([], [*heads, "decoder.weight"], model="m", model_class="C")
+    assert zoo.encoder("mistral-dna").embed(["ACGTACGTAC"]).embeddings.shape == (1, 64)  # real score.weight head
+
+
 def test_missing_optional_package_for_caduceus(zoo):
     s = extraction_settings({"models": {"cad": spec(zoo.folder("bert"), "caduceus", {"max_tokens": 64})}}, "cad", {})
     with pytest.raises(MissingPackageError, match="model cad needs the optional package 'mamba-ssm'"):
@@ -122,7 +145,9 @@ def test_real_bpe_tokenizers_affixes_and_chunks(zoo, shared):
         assert special_affixes(tok) == ([tok.cls_token_id], [tok.sep_token_id])
     enc = zoo.encoder("bigbird", max_tokens=128)
     chunks, n_chunks, *_ = enc.make_chunks([random_dna(5000, 6)], [0])
-    assert n_chunks[0] == len(chunks) > 1 and max(len(c.ids) for c in chunks) == 128
+    assert n_chunks[0] == len(chunks) > 1 and max(len(c.ids) for c in chunks) <= 128
+    bodies = [len(c.ids) - 2 for c in chunks]  # [CLS] ... [SEP]; balanced: sizes differ by at most one token
+    assert max(bodies) - min(bodies) <= 1 and sum(bodies) == len(enc._tokenize([random_dna(5000, 6)])[0])
 
 
 # ---- Enformer on a stand-in package ------------------------------------------------------------------------------
@@ -236,3 +261,8 @@ def test_enformer_counts_letters_outside_acgtn(monkeypatch, make_task, tmp_path)
         assert f["test"].attrs["n_unknown_tokens"] == 0
         emb = f["train"]["embeddings"][:]
     assert emb[0, 0] < emb[1, 0] == 1.0  # the IUPAC letters entered as N
+    strict = {**settings, "extraction": {**settings["extraction"], "unk_policy": "error"}}
+    with pytest.raises(
+        UnknownTokenError, match=r"split train: .*150 letters outside A/C/G/T/N in 2 rows \(rows 0, 2\)"
+    ):
+        extract_task(strict, task, tmp_path / "strict.h5", batch_size=2, progress=False)

@@ -4,6 +4,7 @@ built from (../shared/reference/geneb_paper/models.tsv, registry.yaml)."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -80,23 +81,41 @@ def test_further_models_and_families(registry, shared):
         assert v["pretraining_domain"] and v["architecture_family"] and v["tokenizer_type"], key
 
 
-def test_runnable_counts(specs):
-    offline = sorted(k for k, v in specs.models.items() if runnable_offline(v))
-    assert offline == sorted(
-        [
-            "kmer-3",
-            "kmer-3to6",
-            "kmer-4",
-            "kmer-5",
-            "kmer-6",
-            "random-esm-tiny",
-            "mistral-dna-1m-ft-prom",
-            "mistral-dna-1m-ft-tf0",
-            "mistral-dna-1m-ft-tf1",
-        ]
-    )
+#: the offline-runnable entries GENEB ships (builtins and the checkpoints in ../shared/models)
+SHIPPED_OFFLINE = {
+    "kmer-3",
+    "kmer-3to6",
+    "kmer-4",
+    "kmer-5",
+    "kmer-6",
+    "random-esm-tiny",
+    "mistral-dna-1m-ft-prom",
+    "mistral-dna-1m-ft-tf0",
+    "mistral-dna-1m-ft-tf1",
+    "hyenadna-tiny-1k-ft-anticapt",
+    "mistral-codon-1m-ft-mrfp",
+}
+
+
+def check_runnable(specs):
+    """Properties of runnability that hold for any registry with user entries added: every shipped offline
+    entry runs offline; an entry runs offline exactly when it is a builtin or a local folder that exists in a
+    family with an adapter; an unpinned hub entry is refused with the reason."""
+    offline = {k for k, v in specs.models.items() if runnable_offline(v)}
+    assert offline >= SHIPPED_OFFLINE, sorted(SHIPPED_OFFLINE - offline)
+    for key, v in specs.models.items():
+        expected = (
+            (v.source.kind == "builtin" or (v.source.kind == "local" and Path(v.source.path).is_dir()))
+            and v.family in FAMILIES
+            and FAMILIES[v.family].entry is not None
+        )
+        assert (key in offline) == expected, key
     with pytest.raises(NotRunnableError, match="no pinned revision"):
         extraction_settings(specs, "DNABERT-S", {})
+
+
+def test_runnable_counts(specs):
+    check_runnable(specs)
 
 
 def test_matched_pairs_and_contamination(registry, repo):

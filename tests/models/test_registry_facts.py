@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 import sys
 
 import pytest
@@ -32,13 +33,26 @@ def reference(shared):
     return {e["name"]: e for e in yaml.safe_load((shared / "reference" / "registry.yaml").read_text())}
 
 
+def check_generated_entries(text, shared, tool):
+    """The generated entries of a registry file's `text` are never hand-edited: they are a fresh build from
+    ../shared/reference and config/curation, in the tool's order, first in the file, with the tool's matched
+    pairs first; entries (and pairs) users appended after them are theirs. With no user entry the file is the
+    tool's output byte for byte."""
+    doc = yaml.safe_load(text)
+    fresh = tool.build(shared)
+    generated, models = list(fresh["models"]), list(doc["models"])
+    hint = "config/models.yaml differs from `python tools/build_model_registry.py` output: change the tool and rerun it"
+    assert models[: len(generated)] == generated, hint
+    for key in generated:
+        assert doc["models"][key] == fresh["models"][key], f"{key}: {hint}"
+    assert doc["matched_pairs"][: len(fresh["matched_pairs"])] == fresh["matched_pairs"], hint
+    if len(models) == len(generated) and len(doc["matched_pairs"]) == len(fresh["matched_pairs"]):
+        assert text == tool.render(fresh), hint
+    assert tool.render(tool.build(shared, existing=doc)) == tool.render(doc)  # a rerun keeps the user entries
+
+
 def test_models_yaml_is_the_tool_output(repo, shared, tool):
-    """The generated entries are never hand-edited: a fresh build from ../shared/reference (keeping the entries
-    users added) gives the committed file byte for byte."""
-    text = (repo / "config" / "models.yaml").read_text()
-    assert text == tool.render(tool.build(shared, existing=yaml.safe_load(text))), (
-        "config/models.yaml differs from `python tools/build_model_registry.py` output: change the tool and rerun it"
-    )
+    check_generated_entries((repo / "config" / "models.yaml").read_text(), shared, tool)
 
 
 def test_a_hand_added_model_is_one_yaml_entry_that_the_tool_keeps(repo, shared, tool, schema, tmp_path):
@@ -72,6 +86,35 @@ def test_tokenizer_type_matches_each_entrys_own_tokenizer(registry, tool):
         if tool.tokenizer_type_of(str(v.get("tokenizer", ""))) not in ("unknown", v["tokenizer_type"])
     }
     assert not wrong
+
+
+def _fixed_kmer_k(entry: dict) -> int | None:
+    """k of a fixed non-overlapping k-mer vocabulary, read from the entry's tokenizer facts (its `tokenizer`
+    description and `tokenizer_type`); None for any other tokenizer. A vocabulary with a single-nucleotide
+    fallback (Nucleotide Transformer's 6-mers) spells a trailing partial k-mer and needs no rule; overlapping
+    k-mers (DNABERT-1) and shifted k-mers are not fixed windows."""
+    text = str(entry.get("tokenizer", "")).lower()
+    if "fallback" in text or "overlapping" in text.replace("non-overlapping", ""):
+        return None
+    m = re.search(r"(\d+)-mer non-overlapping|non-overlapping (\d+)-mer", text)
+    if m:
+        return int(m.group(1) or m.group(2))
+    if entry.get("tokenizer_type") == "codon" and re.search(r"\b3-mer\b|\bcodon\b", text):
+        return 3
+    return None
+
+
+def test_every_fixed_kmer_vocabulary_has_its_length_rule(registry):
+    """A fixed non-overlapping k-mer vocabulary turns the trailing len % k bases into UNK (GENERator: `<oov>`):
+    every such entry trims to a multiple of k (`extraction.length_multiple`), derived from the tokenizer facts
+    of every entry, not a list of names (issue 15)."""
+    fixed = {k: _fixed_kmer_k(e) for k, e in registry["models"].items() if _fixed_kmer_k(e)}
+    assert {"GENERator-eukaryote-3b-base", "GENERator-eukaryote-1.2b-base"} <= set(fixed)
+    assert fixed["GENERator-eukaryote-3b-base"] == 6
+    assert not any(k.startswith(("nucleotide-transformer-v2-50m-multi", "DNABERT-6")) for k in fixed)
+    wrong = {k: (n, registry["models"][k]["extraction"].get("length_multiple")) for k, n in fixed.items()}
+    wrong = {k: v for k, v in wrong.items() if v[0] != v[1]}
+    assert not wrong, f"(k, length_multiple) of fixed k-mer vocabularies without their length rule: {wrong}"
 
 
 def test_verified_registry_facts_win_for_all_paper_models(registry, reference, tool):
@@ -199,3 +242,32 @@ def test_no_other_entry_exceeds_its_context(registry):
         and v["extraction"]["max_tokens"] > v["context_tokens"]
     )
     assert over == ["LucaOne-default-step36M"]
+
+
+def _docs_user_entries(repo):
+    """The walk-through's YAML block of docs/adding-a-model.md (section 5), as text to append under `models:`."""
+    text = (repo / "docs" / "adding-a-model.md").read_text()
+    marker = "<!-- tests/models/test_registry_facts.py appends the next block to a copy of config/models.yaml -->"
+    block = text.split(marker, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    return block
+
+
+def test_the_suite_passes_with_the_docs_user_entries_appended(repo, shared, tool, schema, tmp_path):
+    """Appending the doc's two user entries to config/models.yaml (as text, as a user does) keeps the registry
+    valid and the registry tests green, and they resolve to the settings of the shipped entries of the same
+    checkpoints: only the model id differs, so the doc's walk-through gives the golden-tested embeddings."""
+    from test_registry import check_runnable
+
+    from geneb.models.registry import extraction_settings
+
+    text = (repo / "config" / "models.yaml").read_text().rstrip("\n") + "\n" + _docs_user_entries(repo)
+    sheet = tmp_path / "models.yaml"
+    sheet.write_text(text)
+    mine = load_registry(sheet, schema)
+    assert list(mine.models)[-2:] == ["my-hyena", "my-codon"]
+    check_generated_entries(text, shared, tool)
+    check_runnable(mine)
+    assert not check_registry(mine)
+    for user, shipped in (("my-hyena", "hyenadna-tiny-1k-ft-anticapt"), ("my-codon", "mistral-codon-1m-ft-mrfp")):
+        a, b = extraction_settings(mine, user, {}), extraction_settings(mine, shipped, {})
+        assert {**a, "model": shipped} == b, user

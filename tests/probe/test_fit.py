@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from geneb.probe.errors import ProbeInputError
-from geneb.probe.fit import fit_all, run_task
+from geneb.probe.fit import TaskArrays, fit_all, run_task
 from geneb.probe.sampling import paper_draw
 from geneb.probe.shots import build_shots
 
@@ -114,3 +114,28 @@ def test_unknown_shot_row_and_unseen_test_label_are_named(real_task, protocols, 
     bad = dataclasses.replace(data, y_test=y_test)
     with pytest.raises(ProbeInputError, match=r"split 'test': row id 5 has label 4"):
         fit_all(bad, protocols["geneb-paper"], _shots(data, "geneb-paper", probe_config))
+
+
+def test_degenerate_predictions_are_flagged_in_the_score_rows(protocols, probe_config):
+    """A probe that predicts one class for every test row scores MCC 0 with CI [0, 0]: its rows say so
+    (`degenerate_predictions`), and a probe that predicts both classes is not flagged (issue 15)."""
+    rng = np.random.default_rng(0)
+    y_train = np.repeat([0, 1], 30)
+    X_train = (rng.normal(size=(60, 4)) + y_train[:, None] * 3).astype(np.float32)
+    y_test = np.tile([0, 1], 10)
+    constant = np.full((20, 4), 10.0, np.float32)  # far on the class-1 side: every row predicted 1
+    split = (X_train, y_train, np.arange(60, dtype=np.int64))
+    rows_test = np.arange(20, dtype=np.int64)
+    for X_test, flagged in ((constant, True), ((rng.normal(size=(20, 4)) + y_test[:, None] * 3), False)):
+        data = TaskArrays("synthetic", *split, X_test.astype(np.float32), y_test, rows_test)
+        p = protocols["geneb-paper"]
+        scores, preds = run_task(data, p, _shots(data, "geneb-paper", probe_config))
+        full = scores[scores["regime"] == "full"]
+        assert full["degenerate_predictions"].dtype == bool
+        assert full["degenerate_predictions"].all() == flagged and full["degenerate_predictions"].any() == flagged
+        if flagged:
+            mcc = full[full["metric"] == "MCC"]
+            assert (mcc["value"] == 0).all() and (mcc[["ci_low", "ci_high"]] == 0).all().all()
+        for (regime, seed), g in preds.groupby(["regime", "seed"]):
+            row = scores[(scores["regime"] == regime) & (scores["seed"] == seed)]
+            assert (row["degenerate_predictions"] == (g["y_pred"].nunique() == 1)).all()

@@ -122,3 +122,30 @@ def test_embeddings_of_other_rows_or_data_are_refused(stage, probe_config, tmp_p
     msg = f"split 'test': embedding rows .* position 0: embedding row id {first}, parquet row id {second}"
     with pytest.raises(ProbeInputError, match=msg):
         _run(stage, probe_config, "geneb-paper", test=shuffled)
+
+
+def test_score_rows_carry_the_unknown_tokens_of_each_split(stage, probe_config, tmp_path):
+    """The UNK count of the extraction (each split's `n_unknown_tokens` attribute) reaches every score row as
+    `n_unknown_tokens_train` / `n_unknown_tokens_test` (issue 15): 0 for k-mer-3 here, the file's values otherwise."""
+    import shutil
+
+    import h5py
+
+    scores, _ = _run(stage, probe_config, "geneb-paper")
+    assert scores["n_unknown_tokens_train"].dtype == "Int64"
+    assert (scores["n_unknown_tokens_train"] == 0).all() and (scores["n_unknown_tokens_test"] == 0).all()
+    marked = tmp_path / "marked.h5"
+    shutil.copy(stage[0] / "kmer-3.h5", marked)
+    with h5py.File(marked, "a") as f:
+        f["train"].attrs["n_unknown_tokens"] = 7
+        f["test"].attrs["n_unknown_tokens"] = 3
+    scores, _ = _run(
+        stage,
+        probe_config,
+        "geneb-paper",
+        embeddings=marked,
+        scores_out=tmp_path / "s.parquet",
+        predictions_out=tmp_path / "p.parquet",
+    )
+    on_disk = pd.read_parquet(tmp_path / "s.parquet")
+    assert (on_disk["n_unknown_tokens_train"] == 7).all() and (on_disk["n_unknown_tokens_test"] == 3).all()

@@ -107,6 +107,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         paper=_rows("field", ("value",), value=_SCALAR),
         registry=_rows("field", ("value",), value=_SCALAR),
         family_load=_rows("family", ("field", "value"), field=_STR, value=_SCALAR),
+        length_rules=_rows("tokenizer", ("length_multiple",), length_multiple={"type": "integer", "minimum": 2}),
     ),
 }
 #: the extraction fields each default table must give, exactly (the builder writes them in its own order)
@@ -193,6 +194,7 @@ class Curation:
     paper_extraction: dict[str, Any]
     registry_extraction: dict[str, Any]
     family_load: dict[str, dict[str, Any]]
+    length_multiple: dict[str, int]  # tokenizer fact (registry.yaml / models.tsv wording) -> extraction.length_multiple
 
 
 def load_curation(folder: Path | None = None) -> Curation:
@@ -248,6 +250,7 @@ def load_curation(folder: Path | None = None) -> Curation:
         paper_extraction={r["field"]: r["value"] for r in defaults["paper"]},
         registry_extraction={r["field"]: r["value"] for r in defaults["registry"]},
         family_load=family_load,
+        length_multiple={r["tokenizer"]: r["length_multiple"] for r in defaults["length_rules"]},
     )
 
 

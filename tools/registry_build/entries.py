@@ -27,6 +27,20 @@ def remote_load(cur: Curation, spec_name: str, key: str, needs_remote: bool) -> 
     raise AssertionError("transformers_ranges.yaml ends with a catch-all row (checked on load)")
 
 
+def _length_rule(cur: Curation, tokenizer: str, extraction: dict[str, Any], note: str) -> str:
+    """Set `extraction.length_multiple` from extraction_defaults.yaml's length_rules row for this tokenizer fact (a
+    fixed non-overlapping k-mer vocabulary turns a trailing partial k-mer into UNK), saying so in `note`."""
+    k = cur.length_multiple.get(str(tokenizer))
+    if k is None:
+        return note
+    extraction["length_multiple"] = k
+    said = (
+        f"extraction.length_multiple {k}: a fixed non-overlapping {k}-mer vocabulary would read the trailing "
+        f"len % {k} bases as UNK, so GENEB trims them (counted per row in trimmed_bases)"
+    )
+    return f"{note}; {said}" if note else said
+
+
 def _family(cur: Curation, registry_family: str) -> dict[str, Any]:
     return lookup(cur, "registry_family", registry_family, "registry.yaml family", "registry_families.yaml")
 
@@ -53,6 +67,7 @@ def registry_entry(cur: Curation, e: dict[str, Any], key: str) -> dict[str, Any]
         "rc": d["rc"],
     }
     extraction.update(ext_extra)
+    note = _length_rule(cur, e["tokenizer"], extraction, note)
     if e["family"] == "DNABERT":  # DNABERT-k reads overlapping k-mers (registry.yaml loader_notes)
         extraction["input_transform"] = {"kind": "overlapping-kmers", "k": int(e["name"].split("-")[1])}
     if fam == "evo2":
@@ -141,6 +156,7 @@ def paper_entry(
     }
     if pc.get("max_tokens"):
         extraction["max_tokens"] = pc["max_tokens"]
+    length_note = _length_rule(cur, reg["tokenizer"] if reg else row["tokenizer"], extraction, "")
     load: dict[str, Any] = {}
     reg_row = _family(cur, reg["family"]) if reg else {}
     load.update(reg_row.get("load", {}))
@@ -150,7 +166,7 @@ def paper_entry(
     if fam == "enformer":
         extraction.pop("max_tokens")
     load.update(cur.family_load.get(fam, {}))
-    notes = [n for n in (pc.get("note"), reg_row.get("note")) if n]
+    notes = [n for n in (pc.get("note"), reg_row.get("note"), length_note) if n]
     fact_notes: list[str] = []
     if "/" in src_text and " " not in src_text:
         hub_id, hub_note = resolve_hub_id(src_text, reg, verified_orgs or {})

@@ -2,7 +2,8 @@
 
 Speed without changing results: work items (token chunks) are sorted by length so each batch is padded only
 to its own longest member (dynamic padding), and every result is stored under its item index, so the output
-order is the input order whatever the batching. Models that take no attention mask and are not causal get
+order is the input order whatever the batching. The batches then run largest first (`largest_first`), so an
+out-of-memory shows at the start of a job. Models that take no attention mask and are not causal get
 batches of equal length only (bucketing; case B02), so no pad token ever reaches them.
 """
 
@@ -35,6 +36,19 @@ def plan_batches(lengths: Sequence[int], batch_size: int, *, equal_length: bool 
         items = list(group)
         batches.extend(items[s : s + batch_size] for s in range(0, len(items), batch_size))
     return batches
+
+
+def largest_first(plan: list[list[int]], lengths: Sequence[int]) -> list[list[int]]:
+    """The batches of `plan` (same members, so the same vectors bit for bit) in run order: first the batch with
+    the most padded tokens (its size x its longest item; the wider one among ties), then the others widest
+    first (larger first among equal widths, then plan order). An out-of-memory then comes on the first or second
+    batch, in the job's first minute, never at the end of a long job (shortest first left it there)."""
+    if len(plan) < 2:
+        return list(plan)
+    width = [max(lengths[i] for i in b) for b in plan]
+    first = max(range(len(plan)), key=lambda j: (len(plan[j]) * width[j], width[j], -j))
+    rest = sorted((j for j in range(len(plan)) if j != first), key=lambda j: (-width[j], -len(plan[j]), j))
+    return [plan[first]] + [plan[j] for j in rest]
 
 
 def is_out_of_memory(err: BaseException) -> bool:

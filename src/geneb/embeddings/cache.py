@@ -182,12 +182,14 @@ def write_embeddings(
 
 @dataclass
 class CachedTask:
-    """What `read_embeddings` returns: the key and, per split, (embeddings float32 (n, d), row int64 (n,))."""
+    """What `read_embeddings` returns: the key and, per split, (embeddings float32 (n, d), row int64 (n,)), the
+    pooled positions per row, and the split's attributes (n_unknown_tokens, n_chunked, ...)."""
 
     key: dict[str, Any]
     key_hash: str
     splits: dict[str, tuple[np.ndarray, np.ndarray]]
     n_tokens: dict[str, np.ndarray]
+    split_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
@@ -277,6 +279,7 @@ def read_embeddings(
                 raise CacheKeyMismatchError(f"{path}: extraction key differs ({detail}); rerun extraction")
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         ntok: dict[str, np.ndarray] = {}
+        attrs: dict[str, dict[str, Any]] = {}
         for split in splits:
             if split not in f:
                 raise CacheError(f"{path}: split {split!r} missing from embedding cache")
@@ -284,6 +287,7 @@ def read_embeddings(
             try:
                 out[split] = (g["embeddings"][:].astype(np.float32), g["row"][:])
                 ntok[split] = g["n_tokens"][:]
+                attrs[split] = dict(g.attrs)
             except KeyError as err:
                 raise CacheError(f"{path}: split {split!r} lacks a dataset ({err}); rerun extraction") from err
             if len(out[split][0]) != len(out[split][1]):
@@ -292,4 +296,4 @@ def read_embeddings(
                 )
         if "key_hash" not in f.attrs:
             raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
-        return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok)
+        return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok, split_attrs=attrs)

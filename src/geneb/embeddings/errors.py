@@ -59,6 +59,11 @@ class DroppedInputError(ExtractionError):
     embedding would be of a different sequence (B11, B16)."""
 
 
+class UnknownTokenError(ExtractionError):
+    """Letters reached the model as UNK tokens under `unk_policy: error` (IUPAC codes for a vocabulary that
+    lacks them, a partial k-mer); names the model, the count and the first rows."""
+
+
 class ItemOutOfMemoryError(ExtractionError, MemoryError):
     """One row (one chunk) does not fit on the device even alone; names the row."""
 
@@ -74,6 +79,12 @@ class RemoteCodeError(ExtractionError):
 
 class TransformersVersionError(ExtractionError):
     """The installed transformers is outside the range a remote-code model declares (B19)."""
+
+
+class ModelLoadError(ExtractionError):
+    """Building the model from its checkpoint failed inside the library (a raw assertion on a config value, a
+    pickled weight file that holds more than tensors): the message names the model and the fix
+    (`load.config_overrides`, a safetensors conversion), keeping the library's error as the cause."""
 
 
 class WeightsNotLoadedError(ExtractionError):

@@ -2,10 +2,11 @@
 
 * Text: an optional nucleotide-level `length_multiple` rule trims the trailing `len % m` bases (counted per
   row in `trimmed_bases`; case B13); an optional `input_transform` (overlapping k-mers for DNABERT-1,
-  lowercase for gLM2).
+  lowercase for gLM2, frame-0 codons for Mistral-Codon).
 * Chunks: a sequence longer than the model's true maximum is split at token level into chunks that each
-  carry the special tokens; `long_policy` chunk_mean (pool across chunks), truncate (first chunk; counted
-  per row), or error.
+  carry the special tokens, balanced in size (`chunk_bounds`: none shorter than half the body cap, so no
+  1-token scrap is embedded alone); `long_policy` chunk_mean (pool across chunks), truncate (the first `cap`
+  tokens; counted per row), or error.
 * Batches: chunks padded into rectangular tensors with an attention mask and a pool mask.
 """
 
@@ -22,6 +23,9 @@ from geneb.embeddings.errors import EmptyPoolError, LongSequenceError
 from geneb.models.settings import Extraction, InputTransform
 
 log = logging.getLogger(__name__)
+
+#: bases per codon (input_transform codons)
+CODON = 3
 
 
 @dataclass
@@ -40,7 +44,11 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
     ("ACGTAG", k=3 -> "ACG CGT GTA TAG"; DNABERT-1's input format, Ji et al. 2021). {"kind": "lowercase",
     "prefix": p}: the lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token p; the
     encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._after_load`).
-    Raises ValueError for an unknown kind or a sequence shorter than k (naming model and row).
+    {"kind": "codons"}: space-separated codons of frame 0 ("ATGGCTAAA" -> "ATG GCT AAA"; Mistral-Codon's
+    WordLevel input); the row must be a whole number of codons, which `length_multiple: 3` ensures by
+    trimming the trailing bases first (`check_registry` requires it).
+    Raises ValueError for an unknown kind, a sequence shorter than k or not a whole number of codons (naming
+    model and row).
     """
     if transform is None:
         return seq
@@ -52,6 +60,13 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
         return " ".join(seq[i : i + k] for i in range(len(seq) - k + 1))
     if kind == "lowercase":
         return seq.lower()
+    if kind == "codons":
+        if len(seq) % CODON or not seq:
+            raise ValueError(
+                f"model {model}, row {row}: {len(seq)} nt is not a whole number of codons; set extraction."
+                "length_multiple: 3 so that the trailing bases are trimmed (and counted) first"
+            )
+        return " ".join(seq[i : i + CODON] for i in range(0, len(seq), CODON))
     raise ValueError(f"model {model}: unknown input_transform kind {kind!r}")
 
 
@@ -96,6 +111,36 @@ def make_chunk(
     return Chunk(seq_index, prefix + strand + list(body) + suffix, mask)
 
 
+def chunk_bounds(n: int, cap: int, multiple: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) token spans of the chunks of a row of `n` body tokens under a body cap `cap`.
+
+    A row that fits (n <= cap) is one chunk. A longer row is cut into ceil(n / cap) chunks of as equal a size
+    as the length rule allows, never a full chunk plus a scrap (n = cap + 1 gives two halves, not [cap, 1]):
+    each chunk but the last is a whole number of `multiple` tokens (1 without a rule; `cap` is one already),
+    longer chunks first, and the last takes the remainder. No chunk of a multi-chunk row is shorter than
+    `min_chunk_tokens(cap, multiple)` (half the cap, rounded down to the multiple)."""
+    if n <= cap:
+        return [(0, n)]
+    unit = int(multiple or 1)
+    k = -(-n // cap)
+    units, rest = divmod(n, unit)
+    base, extra = divmod(units, k)
+    sizes = [(base + 1) * unit] * extra + [base * unit] * (k - extra)
+    sizes[-1] += rest
+    bounds, start = [], 0
+    for size in sizes:
+        bounds.append((start, start + size))
+        start += size
+    return bounds
+
+
+def min_chunk_tokens(cap: int, multiple: int | None = None) -> int:
+    """The fewest body tokens any chunk of a multi-chunk row has under `chunk_bounds`: half the body cap,
+    rounded down to the length multiple (a row that fits is one chunk of any length)."""
+    unit = int(multiple or 1)
+    return (cap // unit // 2) * unit
+
+
 def split_tokens(
     encoded: Sequence[Sequence[int]],
     rows: list[int],
@@ -105,7 +150,7 @@ def split_tokens(
     model: str,
     chunk: Callable[[int, list[int]], Chunk],
 ) -> tuple[list[Chunk], np.ndarray, np.ndarray]:
-    """Cut each row's token ids into pieces of at most `cap` body tokens, each made a Chunk by
+    """Cut each row's token ids into balanced pieces of at most `cap` body tokens (`chunk_bounds`), each made a Chunk by
     `chunk(row index, body)` -> (chunks, n_chunks (n,), truncated (n,)). Raises LongSequenceError under
     long_policy error, EmptyPoolError for a row with no token, ValueError for cls/last pooling of a
     multi-chunk row."""
@@ -117,12 +162,12 @@ def split_tokens(
     for i, ids in enumerate(encoded):
         if not ids:
             raise EmptyPoolError(f"model {model}, row {rows[i]}: the tokenizer produced no tokens")
-        pieces = [ids[s : s + cap] for s in range(0, len(ids), cap)]
+        pieces = [ids[a:b] for a, b in chunk_bounds(len(ids), cap, extraction.length_multiple)]
         if len(pieces) > 1:
             if policy == "error":
                 raise LongSequenceError(f"model {model}, row {rows[i]}: {len(ids)} tokens > {cap} (long_policy: error)")
-            if policy == "truncate":
-                pieces, truncated[i] = pieces[:1], True
+            if policy == "truncate":  # the first `cap` tokens: as much of the row as fits
+                pieces, truncated[i] = [ids[:cap]], True
             elif method in ("cls", "last"):
                 raise ValueError(
                     f"model {model}, row {rows[i]}: pooling {method!r} is undefined across "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from geneb.embeddings.errors import DroppedInputError
+from geneb.embeddings.errors import DroppedInputError, UnknownTokenError
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +100,11 @@ def check_dropped_by_token_text(
 
 
 def count_unknown(
-    encoded: Sequence[Sequence[int]], rows: list[int], *, model: str, unk_id: int | None
+    encoded: Sequence[Sequence[int]], rows: list[int], *, model: str, unk_id: int | None, policy: str = "count"
 ) -> tuple[int, int]:
     """(rows with an unknown token, unknown tokens) of one tokenizer call; (0, 0) without an UNK id. Logs a
-    warning when there are any; raises DroppedInputError for a row whose every token is UNK (nothing of the
+    warning when there are any (`policy` count), or raises UnknownTokenError naming the count and the first
+    rows (`policy` error); raises DroppedInputError for a row whose every token is UNK (nothing of the
     sequence would reach the model)."""
     if unk_id is None:
         return 0, 0
@@ -117,6 +118,8 @@ def count_unknown(
             "a word longer than the tokenizer's limit?)",
             rows=[rows[blind]],
         )
+    if counts[0] and policy == "error":
+        refuse_unknown(unk, rows, model=model)
     if counts[0]:
         first = next(i for i, u in enumerate(unk) if u)
         log.warning(
@@ -128,6 +131,22 @@ def count_unknown(
             rows[first],
         )
     return counts
+
+
+def refuse_unknown(per_row: Sequence[int], rows: list[int], *, model: str, what: str = "unknown-token ids") -> None:
+    """Raise UnknownTokenError (`unk_policy: error`) for the rows with a nonzero count in `per_row`, naming the
+    model, the total and the first rows; return when there are none."""
+    named = [rows[i] for i, u in enumerate(per_row) if u]
+    if not named:
+        return
+    raise UnknownTokenError(
+        f"model {model}: {sum(per_row)} {what} in {len(named)} rows (rows "
+        + ", ".join(map(str, named[:5]))
+        + (" ..." if len(named) > 5 else "")
+        + "); letters outside the model's vocabulary (IUPAC codes?) would reach it as UNK, refused under "
+        "unk_policy: error (use a task without them, or unk_policy: count)",
+        rows=named,
+    )
 
 
 def _collapsed_run(text: str, covered: bytearray, start: int, end: int) -> bool:

@@ -27,6 +27,7 @@ from geneb.embeddings.batching import StepDownRunner, plan_batches
 from geneb.embeddings.errors import LongSequenceError, NonFiniteEmbeddingError
 from geneb.embeddings.pooling import pool
 from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
+from geneb.models.dropped_letters import refuse_unknown
 from geneb.models.execution import init_execution, progress_bar
 from geneb.models.guards import check_pooled_width
 from geneb.models.settings import ExtractionSettings, SettingsLike
@@ -132,6 +133,8 @@ class EnformerEncoder:
         truncated = np.zeros(len(sequences), bool)
         unknown = [sum(1 for ch in seq if ch not in "ACGTN") for seq in sequences]
         unknown_rows, unknown_letters = sum(1 for u in unknown if u), sum(unknown)
+        if unknown_rows and self.extraction.unk_policy == "error":
+            refuse_unknown(unknown, rows, model=self.model_id, what="letters outside A/C/G/T/N")
         if unknown_rows:
             log.warning(
                 "model %s: %d letters outside A/C/G/T/N in %d rows enter as N (first: row %s)",

@@ -14,9 +14,13 @@ Loading rules (docs/footguns.md, "Model loading"):
 * Modules listed in `load.hide_modules_on_cpu` (triton for DNABERT-2) are unimportable while the model loads
   on CPU, which forces the remote code's pure-PyTorch path (case B18).
 * Checkpoint tensors the model expects but the files lack are an error (random weights would be embedded);
-  only a `pooler.` head (never used for hidden states) may be missing. Unexpected tensors (a classification
-  head) are logged.
+  only a `pooler.` head (never used for hidden states) may be missing. Checkpoint tensors the model does not
+  use are an error too (trained layers silently dropped), except the heads of `geneb.models.checkpoint_keys`'
+  allow-list (`lm_head.`, `cls.`, `pooler.`, `classifier.`, `score.`, `qa_outputs.`), which are logged.
 * Padding or truncation baked into the tokenizer files is switched off and logged (case B04); GENEB pads.
+* Pickled weights (`pytorch_model.bin`) are unpickled weights-only or refused; `load.config_overrides` are set
+  on the config before the model is built; a library error while building it names the model and the fix
+  (`geneb.models.hf_load`).
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from typing import Any
 
 import torch
 
-from geneb.embeddings.errors import RemoteCodeError, WeightsNotLoadedError
+from geneb.embeddings.errors import RemoteCodeError
+from geneb.models.checkpoint_keys import check_loading_info
 from geneb.models.files import weights_hash
 from geneb.models.guards import check_transformers_range, hidden_modules, import_modules, require_modules
+from geneb.models.hf_load import config_with_overrides, load_model, weights_format
 from geneb.models.settings import ExtractionSettings, SettingsLike
 from geneb.models.token_checks import SENTINEL_MAX_LENGTH, resolve_max_tokens
 from geneb.models.tokenmodel import TokenModelEncoder
@@ -39,8 +45,6 @@ from geneb.provenance import REVISION
 
 log = logging.getLogger(__name__)
 
-#: missing checkpoint tensors under these prefixes are harmless: the pooler head is never used here
-IGNORABLE_MISSING_PREFIXES = ("pooler.",)
 #: config keys that may hold the model's maximum positions, in order of preference
 CONFIG_MAX_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_len")
 #: config keys that may hold the number of blocks, in order of preference
@@ -174,24 +178,27 @@ class HFEncoder(TokenModelEncoder):
             kwargs["revision"] = self.revision
         if load.code_revision:
             kwargs["code_revision"] = load.code_revision
+        self.weights_format = weights_format(self.where, self.revision)
         with hidden_modules(hide):
             self.tokenizer = AutoTokenizer.from_pretrained(self.where, **kwargs)
-            model, info = AutoModel.from_pretrained(
-                self.where, dtype=getattr(torch, self.weights_dtype), output_loading_info=True, **kwargs
+            config = config_with_overrides(self.where, load.config_overrides, model=self.model_id, **kwargs)
+            model, info = load_model(
+                AutoModel,
+                self.where,
+                model=self.model_id,
+                fmt=self.weights_format,
+                config=config,
+                config_kwargs=kwargs,
+                dtype=getattr(torch, self.weights_dtype),
             )
-        missing = sorted(k for k in info.get("missing_keys", ()) if not k.startswith(IGNORABLE_MISSING_PREFIXES))
-        if missing:
-            raise WeightsNotLoadedError(
-                f"model {self.model_id}: {len(missing)} tensors the {type(model).__name__} class expects are not in the "
-                f"checkpoint (e.g. {missing[:3]}); they would be random. Wrong model class or missing remote code?"
-            )
-        if info.get("unexpected_keys"):
-            log.info(
-                "model %s: checkpoint tensors not used by %s: %s",
-                self.model_id,
-                type(model).__name__,
-                sorted(info["unexpected_keys"])[:5],
-            )
+        heads = check_loading_info(
+            info.get("missing_keys", ()),
+            info.get("unexpected_keys", ()),
+            model=self.model_id,
+            model_class=type(model).__name__,
+        )
+        if heads:
+            log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
         self.model = model.eval().to(self.device)
         cfg = self.model.config
         config_max = next((getattr(cfg, k) for k in CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)
@@ -295,6 +302,7 @@ class HFEncoder(TokenModelEncoder):
             "name_or_path": str(self.where),
             "revision": self.revision,
             "weights_sha256": self.weights_sha256,
+            "weights_format": self.weights_format,
             "tokenizer": type(self.tokenizer).__name__,
             "tokenizer_vocab_size": len(self.tokenizer),
             "model_class": type(self.model).__name__,

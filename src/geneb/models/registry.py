@@ -29,8 +29,14 @@ from geneb.schemas import load_schema, schema_errors
 
 #: extraction defaults where neither the family nor the registry entry says otherwise (docs/adding-a-model.md):
 #: the defaults of the typed `geneb.models.settings.Extraction`, in its field order
-DEFAULT_EXTRACTION: dict[str, Any] = Extraction().as_dict()
+#: GENEB's extraction defaults; `unk_policy` (default count) is left out, so it is in a model's settings (and
+#: the extraction rule's params) only where its entry sets it: adding the key reran no existing job
+DEFAULT_EXTRACTION: dict[str, Any] = {k: v for k, v in Extraction().as_dict().items() if k != "unk_policy"}
 SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external")
+#: free-text provenance of `source:` and `load:`: kept in the registry, never in the extraction settings (the cache
+#: key), so correcting a note reruns nothing (docs/footguns.md, "Model loading")
+PROVENANCE_SOURCE_KEYS = ("origin", "base_hub_id", "where", "url")
+PROVENANCE_LOAD_KEYS = ("transformers_note",)
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
 PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
 
@@ -188,6 +194,12 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
             )
         if ext["pooling"] == "cls" and ext["exclude_special_tokens"]:
             problems.append(f"{where}: pooling cls reads the CLS token, so exclude_special_tokens must be false")
+        transform = ext.get("input_transform") or {}
+        if transform.get("kind") == "codons" and (ext.get("length_multiple") or 1) % 3:
+            problems.append(
+                f"{where}: input_transform codons needs length_multiple 3 (a multiple of 3), so that trailing "
+                "bases that make no codon are trimmed and counted"
+            )
         if fam == "evo2" and not isinstance(ext["layer"], str):
             problems.append(f"{where}: Evo 2 needs layer as a module name (e.g. blocks.28.mlp.l3)")
         problems += _context_problems(where, spec, ext["max_tokens"])
@@ -288,7 +300,8 @@ def runnable_offline(spec: ModelSpec) -> bool:
 def extraction_settings(registry: Registry | Mapping[str, Any], model: str, alphabet: dict[str, Any]) -> dict[str, Any]:
     """Everything about `model` that changes its embeddings (not execution knobs), as a stable JSON-able
     dict: identity, family, source (a local folder carries its content fingerprint, so new files give a new
-    cache path), builtin construction, remote-code flag, loading options, resolved extraction options
+    cache path; free-text provenance, PROVENANCE_SOURCE_KEYS, is left out), builtin construction, remote-code
+    flag, loading options (less PROVENANCE_LOAD_KEYS; `config_overrides` included), resolved extraction options
     (`resolved_extraction`: DEFAULT_EXTRACTION < family defaults < entry), and the alphabet policy. This
     mapping is the rerun key of the extraction rule and is stored in every embedding file.
 
@@ -299,7 +312,7 @@ def extraction_settings(registry: Registry | Mapping[str, Any], model: str, alph
     ok, why = runnable(spec)
     if not ok:
         raise NotRunnableError(f"model {model} is in the registry but not runnable: {why}")
-    source = spec.source.as_dict()
+    source = {k: v for k, v in spec.source.as_dict().items() if k not in PROVENANCE_SOURCE_KEYS}
     if spec.source.kind == "local":
         from geneb.models.files import folder_fingerprint
 
@@ -316,7 +329,7 @@ def extraction_settings(registry: Registry | Mapping[str, Any], model: str, alph
         "source": source,
         "builtin": dict(spec.builtin) if spec.builtin is not None else {},
         "trust_remote_code": bool(spec.trust_remote_code),
-        "load": spec.load.as_dict(),
+        "load": {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS},
         "extraction": extraction,
         "alphabet": dict(sorted(alphabet.items())),
     }
@@ -329,4 +342,7 @@ def extraction_hash(settings: dict[str, Any]) -> str:
     source = settings.get("source") or {}
     if source.get("kind") == "local" and source.get("fingerprint"):
         settings = {**settings, "source": {k: v for k, v in source.items() if k != "path"}}
+    extraction = settings.get("extraction") or {}
+    if "unk_policy" in extraction:  # count and error give the same vectors; an error run that meets UNK writes none
+        settings = {**settings, "extraction": {k: v for k, v in extraction.items() if k != "unk_policy"}}
     return stable_hash(settings)

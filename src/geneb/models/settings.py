@@ -33,7 +33,8 @@ def _given(obj: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class InputTransform:
     """What the tokenizer reads instead of the sequence (`extraction.input_transform`): kind
-    overlapping-kmers (k) or lowercase (an optional strand token `prefix`)."""
+    overlapping-kmers (k), lowercase (an optional strand token `prefix`) or codons (space-separated frame-0
+    codons; with `length_multiple: 3`)."""
 
     kind: str
     k: int | None = None
@@ -56,7 +57,8 @@ class Extraction:
     input cap in tokens (None: from the model's files); long_policy: chunk_mean | truncate | error; rc: none
     | average | concat; dtype, nonfinite: the compute dtype policy; padding_side, attention_mask, causal,
     bucket_by_length: batching; length_multiple: trim rows to a multiple of it; input_transform;
-    embedding_dim: the width the pooled vector must have; storage_dtype: float32 | float16 on disk."""
+    embedding_dim: the width the pooled vector must have; storage_dtype: float32 | float16 on disk; unk_policy:
+    count | error, what to do with UNK tokens (not in the settings hash: `registry.extraction_hash`)."""
 
     pooling: str = "mean"
     layer: int | str = -1
@@ -74,6 +76,7 @@ class Extraction:
     embedding_dim: int | None = None
     storage_dtype: str = "float32"
     bucket_by_length: bool | str = "auto"
+    unk_policy: str = "count"
     _keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     @classmethod

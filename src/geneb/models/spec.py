@@ -75,7 +75,8 @@ class Load:
     with; requires: {import name: pip package} checked before loading; preimport: modules imported first;
     hide_modules_on_cpu: modules hidden on CPU; package_model_name: the checkpoint name of a model package
     (Evo); window_bp: a fixed input window (bp); code_revision: 40-hex commit of remote code in another
-    repository."""
+    repository; config_overrides: {config key: value} set on the checkpoint's config before the model is built
+    (an upstream config defect, e.g. Mistral-Codon's `pad_token_id`), without editing the files."""
 
     transformers: str | None = None
     transformers_note: str | None = None
@@ -85,6 +86,7 @@ class Load:
     package_model_name: str | None = None
     window_bp: int | None = None
     code_revision: str | None = None
+    config_overrides: Mapping[str, Any] | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> Load:

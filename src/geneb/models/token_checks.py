@@ -108,9 +108,12 @@ def check_cls_pooling(ext: Extraction, *, model: str, prefix: list[int]) -> None
 
 
 def probe_ids(enc: Any, n_tokens: int) -> list[int]:
-    """Up to `n_tokens` body token ids of a fixed probe sequence (for the load-time checks)."""
+    """Up to `n_tokens` body token ids of a fixed probe sequence (for the load-time checks), trimmed to the
+    entry's `length_multiple` and transformed like a row (`input_transform`)."""
     ext = enc.extraction
     seq = ("ACGTTGCAGGATCCATTGCAAGCTTACG" * (n_tokens // 4 + 8))[: max(24, n_tokens * 8)]
+    multiple = int(ext.length_multiple or 1)  # the rows' own length rule (codons: whole codons)
+    seq = seq[: len(seq) - len(seq) % multiple]
     ids = enc._tokenize([transform_input(seq, ext.input_transform, model=enc.model_id, row=-1)])[0]
     return list(ids[:n_tokens])
 

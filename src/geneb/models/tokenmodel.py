@@ -12,8 +12,9 @@ where bugs live). Policy (docs/footguns.md), by module:
   tokens are counted.
 * `geneb.models.token_checks`: the maximum length (tried once at load, B14), the batching settings, and the
   load-time probes (padding invariance, B02/B04/B07; the vocabulary, B11).
-* Here: chunks sorted by length, padded to the batch's longest on `padding_side` with the attention mask
-  passed (equal-length batches for a model without a mask unless it is causal and padded on the right; B02);
+* Here: chunks sorted by length, batches run largest first (an out-of-memory comes at once), padded to the
+  batch's longest on `padding_side` with the attention mask passed (equal-length batches for a model without a
+  mask unless it is causal and padded on the right; B02);
   a pad id outside the embedding table becomes id 0. Pooling over the real tokens, minus the special tokens
   when `exclude_special_tokens` (B06), in float32 (B25); layer by index (-1 = last_hidden_state) or by module
   name (a forward hook). Guards: token ids inside the embedding table (B22), pooled width = hidden size, not
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, plan_batches
+from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, largest_first, plan_batches
 from geneb.embeddings.errors import (
     ExtractionError,
     LayerNotExposedError,
@@ -176,6 +177,7 @@ class TokenModelEncoder:
             "strand_prefix": self.strand,
             "special_suffix": self.suffix,
             "max_tokens": self.max_tokens,
+            "chunking": "balanced",  # chunking.chunk_bounds; files written before issue 15 lack it (greedy chunks)
             "pad_id": self.pad_id,
             "padding": (
                 "none: equal-length batches"
@@ -210,10 +212,11 @@ class TokenModelEncoder:
         self, sequences: list[str], rows: list[int]
     ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
         """Sequences -> (chunks, n_chunks (n,), truncated (n,), trimmed bases (n,), (rows with an UNK token, UNK
-        tokens)) via geneb.models.chunking. Raises LongSequenceError under long_policy error, EmptyPoolError for
-        a row with no token, ValueError for cls/last pooling of a multi-chunk row, DroppedInputError for letters
-        the tokenizer drops or a row of UNK only (geneb.models.dropped_letters)."""
-        texts, trimmed = model_texts(sequences, rows, self.extraction, model=self.model_id)
+        tokens)) via geneb.models.chunking. Raises LongSequenceError (long_policy error), EmptyPoolError (a row with
+        no token), ValueError (cls/last pooling of a multi-chunk row), DroppedInputError (letters dropped, a row of
+        UNK only) and UnknownTokenError (any UNK under unk_policy error; geneb.models.dropped_letters)."""
+        ext = self.extraction
+        texts, trimmed = model_texts(sequences, rows, ext, model=self.model_id)
         encoded = self._tokenize(texts)
         check_dropped(
             texts,
@@ -224,7 +227,7 @@ class TokenModelEncoder:
             encoded=encoded,
             token_texts=self._token_texts,
         )
-        unknown = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id)
+        unknown = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id, policy=ext.unk_policy)
         chunks, n_chunks, truncated = split_tokens(
             encoded, rows, cap=self.body_cap, extraction=self.extraction, model=self.model_id, chunk=self.chunk
         )
@@ -347,7 +350,8 @@ class TokenModelEncoder:
         chunks, n_chunks, truncated, trimmed, unknown = self.chunks_and_unknowns(sequences, rows)
         retries_before = self._fp32_retries
         method = self.extraction.pooling
-        plan = plan_batches([len(c.ids) for c in chunks], self.batch_size, equal_length=self.bucket_equal_lengths)
+        lengths = [len(c.ids) for c in chunks]
+        plan = largest_first(plan_batches(lengths, self.batch_size, equal_length=self.bucket_equal_lengths), lengths)
         state: dict[str, Any] = {"acc": None, "counts": np.zeros(len(sequences), np.int64)}
         bar = progress_bar(len(chunks), desc or self.model_id, enabled=self.progress)
 

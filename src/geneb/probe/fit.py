@@ -302,7 +302,8 @@ def score_fits(
 
     Returns (scores, predictions). scores: one row per (regime, seed, metric) with value, bootstrap CI on MCC
     (NaN for other metrics), the seed mean/sd/t-CI of the regime, n_train, n_test, n_short_classes, C,
-    C_selection, converged, n_iter, cv_not_converged. predictions: one row per (regime, seed, test row) with
+    C_selection, converged, n_iter, cv_not_converged, degenerate_predictions (the fit predicted one class for
+    every test row: its MCC is 0 and its CI [0, 0] by definition, not by measurement). predictions: one row per (regime, seed, test row) with
     y_true, y_pred and score (positive-class probability for binary tasks, NaN otherwise). The bootstrap of a
     fit uses `numpy.random.default_rng([bootstrap.seed, k, seed])` (k = 0 for the full regime).
     """
@@ -319,6 +320,7 @@ def score_fits(
                 y_enc, p_enc, len(classes), n_resamples=b.n_resamples, confidence=b.confidence, method=b.method, rng=rng
             )
             score = f.proba[:, 1] if len(classes) == 2 else np.full(len(f.y_pred), np.nan)
+            degenerate = bool(len(np.unique(f.y_pred)) < 2)  # a constant predictor: MCC 0 with CI [0, 0]
             for seed in f.seeds:
                 for m in metrics.METRICS:
                     rows.append(
@@ -337,6 +339,7 @@ def score_fits(
                             "converged": f.converged,
                             "n_iter": f.n_iter,
                             "cv_not_converged": f.cv_not_converged,
+                            "degenerate_predictions": degenerate,
                         }
                     )
                 pred_frames.append(

@@ -122,6 +122,16 @@ def dedup_scores(
     return out[[c for c in scores.columns if c in out.columns]]
 
 
+def unknown_token_columns(split_attrs: dict[str, dict[str, Any]], n: int) -> dict[str, Any]:
+    """`n_unknown_tokens_train` / `_test` (nullable Int64, NA for a file that does not record it): the UNK tokens
+    the extraction counted per split (letters outside the model's vocabulary), from the cache's split attributes."""
+    out = {}
+    for split in ("train", "test"):
+        value = split_attrs.get(split, {}).get("n_unknown_tokens")
+        out[f"n_unknown_tokens_{split}"] = pd.array([pd.NA if value is None else int(value)] * n, dtype="Int64")
+    return out
+
+
 def fit_probes(
     *,
     train: Path,
@@ -189,7 +199,7 @@ def fit_probes(
         "numpy_version": v["numpy"],
         "scipy_version": v["scipy"],
     }
-    scores = scores.assign(**prov)
+    scores = scores.assign(**prov, **unknown_token_columns(cache.split_attrs, len(scores)))
     preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
     for path, table in ((scores_out, scores), (predictions_out, preds)):
         with atomic_path(path) as tmp:
