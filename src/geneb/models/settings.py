@@ -58,7 +58,9 @@ class Extraction:
     | average | concat; dtype, nonfinite: the compute dtype policy; padding_side, attention_mask, causal,
     bucket_by_length: batching; length_multiple: trim rows to a multiple of it; input_transform;
     embedding_dim: the width the pooled vector must have; storage_dtype: float32 | float16 on disk; unk_policy:
-    count | error, what to do with UNK tokens (not in the settings hash: `registry.extraction_hash`)."""
+    count | error, what to do with UNK tokens (not in the settings hash: `registry.extraction_hash`); chunking:
+    how a row over the cap is cut (balanced, `chunking.chunk_bounds`: the one algorithm, named in the settings
+    hash so that caches made by another one, the greedy chunks before it, are extracted again)."""
 
     pooling: str = "mean"
     layer: int | str = -1
@@ -77,6 +79,7 @@ class Extraction:
     storage_dtype: str = "float32"
     bucket_by_length: bool | str = "auto"
     unk_policy: str = "count"
+    chunking: str = "balanced"
     _keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     @classmethod

@@ -177,7 +177,7 @@ class TokenModelEncoder:
             "strand_prefix": self.strand,
             "special_suffix": self.suffix,
             "max_tokens": self.max_tokens,
-            "chunking": "balanced",  # chunking.chunk_bounds; files written before issue 15 lack it (greedy chunks)
+            "chunking": self.extraction.chunking,  # chunking.chunk_bounds; also in the settings hash
             "pad_id": self.pad_id,
             "padding": (
                 "none: equal-length batches"
