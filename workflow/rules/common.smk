@@ -1,17 +1,23 @@
 # Validation of config and sheets, wildcard constraints, and every input/params function of the workflow.
 import re
+import time
+from pathlib import Path
 
 import yaml
 from snakemake.logging import logger
 from snakemake.utils import validate
 
 from geneb import hpc
+from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
+
+#: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
+RUN_STARTED = time.time()
 
 validate(config, "../schemas/config.schema.yaml")
 # Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
@@ -79,6 +85,14 @@ wildcard_constraints:
     xhash="[0-9a-f]{12}",
     protocol="|".join(map(re.escape, config["protocols"])),
     split="train|test",
+
+
+def report_job_errors():
+    """The `onerror` handler: print the one-line GENEB error of every job of this run that failed in GENEB
+    code (the last line of its log, geneb.logs), so it reaches the console also where job stderr does not
+    (Slurm). The 2 s margin covers a shared file system's clock."""
+    for line in failure_lines(Path("logs").rglob("*.log"), RUN_STARTED - 2):
+        logger.error(line)
 
 
 # ---- tasks --------------------------------------------------------------------------------------------
@@ -200,7 +214,6 @@ def final_outputs():
 # ---- analyses, figures, report (issue 5; analysis rules in analysis.smk, figures.smk, report.smk) --------
 # Tables, figures and captions come from the registries (geneb.analysis.registry, geneb.figures.registry); the
 # protocol of the published results from geneb.analysis.published: no rule names one.
-from pathlib import Path
 
 from geneb.analysis.outputs import analysis_tables
 from geneb.analysis.published import PROTOCOL as PUBLISHED_PROTOCOL
