@@ -4,6 +4,7 @@ value), not only `CalledProcessError ... message: None` and a log pointer (issue
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -67,12 +68,15 @@ def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
     assert proc.returncode != 0
     wanted = f"task {TASK!r}, split 'test', row 5: empty sequence"
     console = proc.stdout
-    # the one line, marked, above Snakemake's "Error in rule" block ...
-    marked = [line for line in console.splitlines() if line.startswith(ERROR_MARK) and wanted in line]
-    assert marked, console[-4000:]
-    assert console.index(marked[0]) < console.index("Error in rule prepare_task")
+    # the marked error, above Snakemake's "Error in rule" block ...
+    assert ERROR_MARK in console and console.index(ERROR_MARK) < console.index(wanted)
+    assert console.index(wanted) < console.index("Error in rule prepare_task"), console[-4000:]
     # ... and again from the onerror handler (what a Slurm run shows, where job stderr is not the console)
     assert console.count(wanted) >= 2, console[-4000:]
+    # the machine-readable report survives the failed job; no card does
+    report = json.loads((run / f"resources/tasks/{TASK}/validation.json").read_text())
+    assert report["kinds"]["empty sequence"]["problems"][0]["row"] == 5
+    assert not (run / f"resources/tasks/{TASK}/card.json").exists()
     log = (run / f"logs/prepare_task/{TASK}.log").read_text()
     assert "Traceback (most recent call last)" in log and log.rstrip().endswith(wanted)
 
