@@ -14,7 +14,7 @@ from geneb.models.registry import RegistryError, extraction_hash, extraction_set
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
-from geneb.tasks.sources import source_identity
+from geneb.tasks.sources import missing_splits, source_identity
 
 #: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
 RUN_STARTED = time.time()
@@ -38,6 +38,25 @@ for _task in config["caps"].get("per_task") or {}:  # a misspelled id would cap 
         task_row(TASK_SHEET, _task)
     except CatalogueError as _err:
         raise ValueError(f"caps.per_task: {_err}") from None
+# caps.default applies to every configured task, added ones too: say so once, when the run is planned
+_default_caps = {k: v for k, v in (config["caps"].get("default") or {}).items() if v is not None}
+_by_default = [t for t in config["tasks"] if t not in (config["caps"].get("per_task") or {})]
+if workflow.is_main_process and _default_caps and _by_default:
+    logger.info(
+        f"caps.default {_default_caps} applies to {len(_by_default)} task(s) without caps.per_task: "
+        f"{', '.join(_by_default)} (keep one whole with caps.per_task.<task>: {{max_train: null, max_test: null}})"
+    )
+# a task folder missing from a local mirror fails here, in a dry run too, not in its prepare job
+if workflow.is_main_process:
+    for _task in config["tasks"]:
+        _source = source_string(task_row(TASK_SHEET, _task), config)
+        _missing = missing_splits(_source, _task)
+        if _missing:
+            raise ValueError(
+                f"task {_task!r}: no {'/'.join(_missing)} split ({{split}}.csv.gz or {{split}}.csv) under "
+                f"{_source}/{_task}; add the task's files there or point task_source / GENEB_TASK_SOURCE at "
+                "the mirror that has them (docs/adding-a-task.md)"
+            )
 
 # the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec)
 REGISTRY = load_registry(

@@ -75,19 +75,21 @@ class SplitCap:
 
 @dataclass(frozen=True)
 class Overlap:
-    """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, and
-    how many overlapping rows carry a conflicting label."""
+    """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, how
+    many overlapping rows carry a conflicting label, and the exact ones that differ in letter case only."""
 
     exact: int = 0
     reverse_complement: int = 0
     exact_rows: tuple[int, ...] = ()
     reverse_complement_rows: tuple[int, ...] = ()
     label_conflicts: int = 0
+    case_only: int = 0
+    case_only_rows: tuple[int, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Overlap:
         values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for k in ("exact_rows", "reverse_complement_rows"):
+        for k in ("exact_rows", "reverse_complement_rows", "case_only_rows"):
             if k in data:
                 values[k] = tuple(int(r) for r in data[k])
         return cls(**values)

@@ -225,7 +225,10 @@ def report_lines(card: TaskCard) -> list[str]:
             f"{dict(s.class_counts_dedup)}), sequences with >1 label {s.conflicting_label_sequences}"
         )
     ov = card.overlap
-    lines.append(f"  test rows also in train: exact {ov.exact}, reverse complement {ov.reverse_complement}")
+    lines.append(
+        f"  test rows also in train: exact {ov.exact} (of which case-only {ov.case_only}), reverse complement "
+        f"{ov.reverse_complement}"
+    )
     for split, c in card.caps.items():
         lines.append(f"  {split} capped to {c.n_kept} of {c.n_source} rows (seed {c.seed}, stratified)")
     return lines
