@@ -8,7 +8,8 @@ localrules:
 
 rule aggregate_scores:
     input:
-        probe_tables,
+        tables=probe_tables,
+        failures=failure_files,
     output:
         "results/tables/scores.parquet",
     log:

@@ -1,5 +1,8 @@
 # Validation of config and sheets, wildcard constraints, and every input/params function of the workflow.
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -8,6 +11,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from geneb import hpc
+from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
@@ -20,6 +24,11 @@ from geneb.tasks.sources import missing_splits, source_identity
 RUN_STARTED = time.time()
 
 validate(config, "../schemas/config.schema.yaml")
+# a partial run (geneb.partial: started by the onerror handler of a --keep-going run in which tasks failed)
+# builds the tables from the tasks that completed; the failed ones are recorded, never silently missing
+PARTIAL = partial_run.read_partial(os.environ.get(partial_run.PARTIAL_ENV))
+if PARTIAL is not None:
+    config["tasks"] = [task for task in config["tasks"] if task in PARTIAL["tasks"]]
 # Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
 # reruns a job (case B44; geneb.hpc.stable_params).
 config.update(hpc.stable_params(config))
@@ -109,9 +118,30 @@ wildcard_constraints:
 def report_job_errors():
     """The `onerror` handler: print the one-line GENEB error of every job of this run that failed in GENEB
     code (the last line of its log, geneb.logs), so it reaches the console also where job stderr does not
-    (Slurm). The 2 s margin covers a shared file system's clock."""
+    (Slurm; the 2 s margin covers a shared file system's clock). Then, in a --keep-going run of the default
+    target in which some tasks completed, build the tables, analyses and report from those (geneb.partial)."""
     for line in failure_lines(Path("logs").rglob("*.log"), RUN_STARTED - 2):
         logger.error(line)
+    targets = [job.rule.name for job in workflow.dag.targetjobs]
+    if PARTIAL is not None or not workflow.execution_settings.keep_going or targets != ["all"]:
+        return
+    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables)
+    if not done or not failed:
+        return
+    errors = partial_run.task_errors(failed, "logs", RUN_STARTED - 2)
+    record = {t: {"category": task_row(TASK_SHEET, t)["category"], "error": errors[t]} for t in failed}
+    partial_run.write_failures(partial_run.FAILURES_FILE, done, record)
+    logger.error(
+        f"{len(failed)} task(s) failed ({', '.join(failed)}); building the tables, analyses and report from the "
+        f"{len(done)} that completed (failed tasks listed in {partial_run.FAILURES_FILE}, scores.parquet, the "
+        "leaderboard and the report); this run still ends with an error"
+    )
+    subprocess.run(
+        partial_run.partial_command(sys.argv[1:]),
+        cwd=workflow.workdir_init,
+        env=partial_run.partial_env(partial_run.FAILURES_FILE),
+        check=False,
+    )
 
 
 # ---- tasks --------------------------------------------------------------------------------------------
@@ -194,6 +224,21 @@ def probe_runtime(wildcards, attempt):
 
 
 # ---- aggregation and targets --------------------------------------------------------------------------
+
+
+def task_probe_tables(task):
+    """The probe tables of one task (every protocol and model): it completed when all exist."""
+    return expand(
+        "results/probes/{protocol}/{model}/{task}.parquet",
+        protocol=config["protocols"],
+        model=config["models"],
+        task=task,
+    )
+
+
+def failure_files(wildcards=None):
+    """[the failures file] in a partial run (geneb.partial), else []: an input of aggregate_scores."""
+    return [os.environ[partial_run.PARTIAL_ENV]] if PARTIAL is not None else []
 
 
 def probe_tables(wildcards=None):

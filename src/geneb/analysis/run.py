@@ -121,12 +121,17 @@ def prepare_cells(
 
 
 def leaderboard_tables(
-    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
+    scores: pd.DataFrame,
+    model_meta: pd.DataFrame,
+    task_meta: pd.DataFrame | None,
+    settings: dict[str, Any],
+    missing: dict[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`)."""
+    """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`;
+    missing: failed tasks {task: category})."""
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     return {
-        "leaderboard": lb.leaderboard(used),
+        "leaderboard": lb.leaderboard(used, missing),
         "leaderboard_tasks": lb.task_leaderboard(used),
         "contamination": contaminated,
     }

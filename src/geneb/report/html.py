@@ -26,7 +26,7 @@ from geneb.atomic import write_text_atomic
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
-from geneb.scores import REGIMES, AnalysisInputError
+from geneb.scores import REGIMES, AnalysisInputError, failed_tasks
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
 DISPLAY_SCALE = 0.45
@@ -152,6 +152,22 @@ def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> lis
     ]
 
 
+def _failed_section(tables_dir: Path) -> list[str]:
+    """The tasks that failed in a partial run (leaderboard metadata, geneb.partial), with their errors."""
+    failed = failed_tasks(str(tables_dir / "leaderboard.parquet"))
+    if not failed:
+        return []
+    rows = pd.DataFrame(
+        [{"task": t, "category": r["category"], "error": r["error"]} for t, r in sorted(failed.items())]
+    )
+    return [
+        "<h2 id='failed'>Failed tasks</h2>",
+        f"<p class='note'>{len(failed)} configured task(s) failed and are not in any table below; their categories "
+        "(and the macro and micro means) are shown but not ranked. Fix them and run again.</p>",
+        _table(rows, 3, 500),
+    ]
+
+
 def build_report(
     tables_dir: str | Path,
     figures_dir: str | Path,
@@ -200,6 +216,7 @@ def build_report(
         f"<p class='note'>protocol {html.escape(protocol)}, regime {html.escape(regime)}; generated {now} by geneb "
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
         f"methods: docs/analyses.md</p>",
+        *_failed_section(tables_dir),
         "<h2 id='headline'>Headline statistics</h2>",
         _headline(summary, protocol),
         *_reproduce_section(reproduce, captions),
