@@ -80,6 +80,8 @@ def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
     assert "Failed tasks" in html and BAD in html and "character 'X' at position 4" in html
     assert json.loads((run / "results/tables/failed_tasks.json").read_text())["tasks"] == GOOD
     assert (run / "results/tables/analysis_summary.json").exists()
+    assert {"test_single_class", "test_rows_iupac", "test_unknown_tokens"} <= set(scores.columns)
+    assert "Data hygiene" in html
 
     # the task fixed, the same command: every table is rebuilt from all three tasks, nothing listed as failed
     shutil.copy(shared / "data/tasks" / BAD / "test.csv.gz", path)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.atomic import atomic_path
+from geneb.hygiene_columns import join_columns
 from geneb.scores import FAILED_TASKS_ATTR, SCHEMA_VERSION
 
 
@@ -17,6 +18,9 @@ def concat_tables(
     *,
     schema_version: str | None = None,
     failures: str | Path | None = None,
+    cards: list[str | Path] | None = None,
+    embeddings: list[str | Path] | None = None,
+    hdf5_locking: str = "auto",
 ) -> pd.DataFrame:
     """Concatenate parquet tables with one schema into `out_path` (atomically); returns the table.
 
@@ -24,7 +28,9 @@ def concat_tables(
     `geneb.scores.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
     (or mixed), and the first file whose columns differ from those of the first file of the right version.
     failures: a partial run's failures file (geneb.partial); its failed tasks go into the table's metadata
-    (`geneb.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing.
+    (`geneb.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing. cards, embeddings: the
+    task cards and embedding files of the tables; when given, the data-hygiene columns are joined on
+    (`geneb.hygiene_columns`).
     """
     if not paths:
         raise ValueError("no probe tables to aggregate")
@@ -45,6 +51,8 @@ def concat_tables(
                 f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)"
             )
     table = pd.concat(frames, ignore_index=True)
+    if cards is not None:
+        table = join_columns(table, cards, embeddings or [], hdf5_locking)
     if failures is not None:
         table.attrs[FAILED_TASKS_ATTR] = json.loads(Path(failures).read_text(encoding="utf-8"))["failed"]
     with atomic_path(out_path) as tmp:

@@ -10,6 +10,8 @@ rule aggregate_scores:
     input:
         tables=probe_tables,
         failures=failure_files,
+        cards=task_cards(),
+        embeddings=embedding_files(),
     output:
         "results/tables/scores.parquet",
     log:

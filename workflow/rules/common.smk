@@ -147,6 +147,10 @@ def report_job_errors():
 # ---- tasks --------------------------------------------------------------------------------------------
 
 
+#: the default task_checks (config schema): left out of the prepare_task rerun key
+TASK_CHECK_DEFAULTS = {"single_class_test": "error"}
+
+
 def task_params(wildcards):
     """Everything that decides a prepared task's content: the catalogue columns it uses, the source's content identity
     (file digests for a mirror folder, so an edited file reruns the task and a moved mirror with the same
@@ -161,6 +165,8 @@ def task_params(wildcards):
             "alphabet": config["alphabet"],
             "caps": {**caps["default"], **caps["per_task"].get(wildcards.task, {})},
             "cap_seed": caps["seed"],
+            # only when not the default, so the rerun key of every task prepared before the key existed holds
+            **({"task_checks": config["task_checks"]} if config["task_checks"] != TASK_CHECK_DEFAULTS else {}),
         }
     )
 
@@ -234,6 +240,11 @@ def task_probe_tables(task):
         model=config["models"],
         task=task,
     )
+
+
+def embedding_files(wildcards=None):
+    """Every embedding file of this config (aggregation reads their unknown-token counts)."""
+    return [f"resources/embeddings/{m}/{EXTRACTION_HASH[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]]
 
 
 def failure_files(wildcards=None):

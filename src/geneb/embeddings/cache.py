@@ -285,3 +285,10 @@ def read_embeddings(
         if "key_hash" not in f.attrs:
             raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
         return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok)
+
+
+def split_attrs(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, dict[str, Any]]:
+    """{split: the split group's attributes (n_rows, n_unknown_tokens, ...)} of a cache file, without reading
+    the arrays (the score table's unknown-token columns)."""
+    with _open_for_reading(Path(path), hdf5_locking) as f:
+        return {name: dict(f[name].attrs) for name in f if hasattr(f[name], "attrs") and name in ("train", "test")}

@@ -140,6 +140,12 @@ class TaskCard:
         """The resolved task source the card was prepared from ("" when the card does not say)."""
         return str(self._data.get("source", ""))
 
+    @property
+    def test_single_class(self) -> bool:
+        """Whether the test split has one class (kept under task_checks.single_class_test: keep; flagged in the
+        score rows and left out of category means)."""
+        return bool((self._data.get("flags") or {}).get("test_single_class"))
+
     def split(self, name: str) -> SplitSummary:
         """The summary of split `name`; an empty one when the card has none (e.g. no dedup rows listed)."""
         return self.splits.get(name, SplitSummary())

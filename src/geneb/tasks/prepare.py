@@ -106,12 +106,14 @@ def prepare_task(
     caps: dict[str, int | None],
     cap_seed: int,
     out_dir: str | Path,
+    checks: dict[str, str] | None = None,
 ) -> TaskCard:
     """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card
     (`geneb.tasks.card.TaskCard`, written with `write_card`).
 
     catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
-    "max_test": int|None}. Every row of both splits is checked before anything is refused: the problems are
+    "max_test": int|None}. checks: config `task_checks` (single_class_test: error|keep). Every row of both
+    splits is checked before anything is refused: the problems are
     raised together as TaskValidationError (grouped by kind). `out_dir/validation.json` is written in every
     case (geneb.tasks.validation), and a previous card and splits are removed first, so a failed preparation
     never leaves a card a later run would trust. Raises TaskValidationError / TaskDataError / TaskSourceError.
@@ -120,7 +122,7 @@ def prepare_task(
     for name in ("card.json", *(f"{split}.parquet" for split in SPLITS)):
         (out_dir / name).unlink(missing_ok=True)
     try:
-        card = _prepare(task, catalogue_row, source, policy, caps, cap_seed, out_dir)
+        card = _prepare(task, catalogue_row, source, policy, caps, cap_seed, out_dir, checks or {})
     except TaskValidationError as err:
         write_report(out_dir / "validation.json", err.problems)
         raise
@@ -143,6 +145,7 @@ def _prepare(
     caps: dict[str, int | None],
     cap_seed: int,
     out_dir: Path,
+    checks: dict[str, str],
 ) -> TaskCard:
     category = check_category(str(catalogue_row["category"]))
     splits: dict[str, pd.DataFrame] = {}
@@ -185,7 +188,9 @@ def _prepare(
             "letters": letters,
         }
 
-    problems = class_problems(splits, catalogue_row, task=task)
+    problems = class_problems(
+        splits, catalogue_row, task=task, single_class_test=checks.get("single_class_test", "error")
+    )
     if problems:
         raise TaskValidationError(problems)
     train_classes = set(np.unique(splits["train"]["label"]).tolist())
@@ -206,6 +211,7 @@ def _prepare(
             "caps": cap_record,
             "alphabet_policy": policy.as_dict(),
             "data_hash": data_hash(splits),
+            **({"flags": {"test_single_class": True}} if splits["test"]["label"].nunique() < 2 else {}),
         }
     )
     for split, df in splits.items():
@@ -258,6 +264,7 @@ def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, car
         params["caps"],
         int(params["cap_seed"]),
         Path(card_path).parent,
+        params.get("task_checks"),
     )
     for line in report_lines(card):
         logging.getLogger(__name__).info(line)

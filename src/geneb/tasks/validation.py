@@ -29,6 +29,17 @@ KEPT = 1000
 #: a row whose N fraction is above this is "mostly N" in the card's letter counts
 MOSTLY_N = 0.5
 VALIDATION_SCHEMA_VERSION = "1"
+#: the per-split letter counts of the card (`letter_counts`), in order
+LETTER_KEYS = (
+    "rows_whitespace_stripped",
+    "rows_u_mapped",
+    "rows_iupac",
+    "rows_lowercase",
+    "lowercase_bases",
+    "rows_n",
+    "rows_all_n",
+    "rows_mostly_n",
+)
 
 
 @dataclass(frozen=True)
@@ -109,19 +120,7 @@ def letter_counts(raw: Iterable[object], stored: Iterable[str], policy_strip: bo
     rows_iupac (an ambiguity code R Y S W K M B D H V; BPE models see UNK, k-mer encoders skip windows:
     docs/alphabet.md), rows_lowercase / lowercase_bases (soft-masking, kept; models see upper case), rows_n
     (any N), rows_all_n, rows_mostly_n (more than MOSTLY_N of the row is N)."""
-    counts = dict.fromkeys(
-        (
-            "rows_whitespace_stripped",
-            "rows_u_mapped",
-            "rows_iupac",
-            "rows_lowercase",
-            "lowercase_bases",
-            "rows_n",
-            "rows_all_n",
-            "rows_mostly_n",
-        ),
-        0,
-    )
+    counts = dict.fromkeys(LETTER_KEYS, 0)
     iupac = set(IUPAC_AMBIGUITY)
     for before, seq in zip(raw, stored):
         text = str(before)
@@ -139,10 +138,23 @@ def letter_counts(raw: Iterable[object], stored: Iterable[str], policy_strip: bo
     return counts
 
 
-def class_problems(splits: dict[str, pd.DataFrame], catalogue_row: dict[str, Any], *, task: str) -> Problems:
+def class_problems(
+    splits: dict[str, pd.DataFrame], catalogue_row: dict[str, Any], *, task: str, single_class_test: str = "error"
+) -> Problems:
     """The class-level rules, all checked: test classes seen in train, the catalogue's class count, two or
-    more training classes."""
+    more training classes (a probe cannot be fitted on one), and two or more test classes unless
+    `single_class_test` is "keep" (MCC is 0 for every model on a one-class test split)."""
     problems = Problems(task)
+    test_labels = np.unique(splits["test"]["label"]).tolist()
+    if len(test_labels) < 2 and single_class_test != "keep":
+        problems.add(
+            "one class in test",
+            "test",
+            None,
+            f"task {task!r}, split 'test': only one class {test_labels} ({len(splits['test'])} rows); MCC would "
+            "be 0 for every model. Fix the split, or set task_checks.single_class_test: keep to score it "
+            "flagged and outside the category means",
+        )
     train_classes = set(np.unique(splits["train"]["label"]).tolist())
     test_classes = set(np.unique(splits["test"]["label"]).tolist())
     if not test_classes <= train_classes:
