@@ -15,6 +15,7 @@ from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
+from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
@@ -216,7 +217,10 @@ def probe_settings(wildcards):
 def shot_draw_params(wildcards):
     """The part of the protocol's settings that decides the shot draws: the write_shot_indices rerun key."""
     settings = config["probe"][wildcards.protocol]
-    return {key: settings[key] for key in SHOT_DRAW_KEYS}
+    params = {key: settings[key] for key in SHOT_DRAW_KEYS}
+    if settings["draw"] == "nested":  # the nested draw's key rule: a shot file drawn under an older one is redrawn
+        params["nested_draw_key"] = NESTED_DRAW_KEY
+    return params
 
 
 def probe_mem_mb(wildcards, attempt):
