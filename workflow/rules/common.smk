@@ -56,18 +56,6 @@ if workflow.is_main_process and _default_caps and _by_default:
         f"caps.default {_default_caps} applies to {len(_by_default)} task(s) without caps.per_task: "
         f"{', '.join(_by_default)} (keep one whole with caps.per_task.<task>: {{max_train: null, max_test: null}})"
     )
-# a task folder missing from a local mirror fails here, in a dry run too, not in its prepare job
-if workflow.is_main_process:
-    for _task in config["tasks"]:
-        _source = source_string(task_row(TASK_SHEET, _task), config)
-        _missing = missing_splits(_source, _task)
-        if _missing:
-            raise ValueError(
-                f"task {_task!r}: no {'/'.join(_missing)} split ({{split}}.csv.gz or {{split}}.csv) under "
-                f"{_source}/{_task}; add the task's files there or point task_source / GENEB_TASK_SOURCE at "
-                "the mirror that has them (docs/adding-a-task.md)"
-            )
-
 # the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec)
 REGISTRY = load_registry(
     config["model_sheet"],
@@ -90,6 +78,18 @@ for _where, _scale in (
                 model_spec(REGISTRY, _item["model"])
             except RegistryError as _err:
                 raise ValueError(f"{_where}.{_key}: {_err}") from None
+
+# a task folder missing from a local mirror fails here, in a dry run too, not in its prepare job
+if workflow.is_main_process:
+    for _task in config["tasks"]:
+        _source = source_string(task_row(TASK_SHEET, _task), config)
+        _missing = missing_splits(_source, _task)
+        if _missing:
+            raise ValueError(
+                f"task {_task!r}: no {'/'.join(_missing)} split ({{split}}.csv.gz or {{split}}.csv) under "
+                f"{_source}/{_task}; add the task's files there or point task_source / GENEB_TASK_SOURCE at "
+                "the mirror that has them (docs/adding-a-task.md)"
+            )
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
 EXTRACTION_SETTINGS = {
