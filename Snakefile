@@ -18,6 +18,10 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+onerror:
+    report_job_errors()
+
+
 rule all:
     default_target: True
     input:

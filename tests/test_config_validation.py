@@ -50,6 +50,25 @@ def test_a_misspelled_task_in_per_task_caps_stops_the_workflow(repo, tmp_path):
         timeout=300,
     )
     assert proc.returncode != 0
-    assert "caps.per_task: task 'gue_prom_core_tatta' is not in the catalogue; did you mean ['gue_prom_core_tata'" in (
-        proc.stdout + proc.stderr
-    )
+    out = proc.stdout + proc.stderr
+    assert "caps.per_task: task 'gue_prom_core_tatta' is not in the catalogue " in out
+    assert "config/tasks.tsv (the config's task_sheet)" in out and "did you mean ['gue_prom_core_tata'" in out
+
+
+def test_a_missing_task_folder_is_caught_by_a_dry_run(repo, tmp_path, shared):
+    """A catalogued task whose folder is not in the mirror used to plan fine and fail in its prepare job."""
+    cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    for key in ("task_sheet", "model_sheet", "model_revisions"):
+        cfg[key] = str(repo / cfg[key])
+    mirror = tmp_path / "mirror"
+    (mirror / "gue_prom_core_tata").mkdir(parents=True)
+    (mirror / "gue_prom_core_tata" / "train.csv").write_text("sequence,label\nACGT,0\n")
+    cfg.update(task_source=str(mirror), tasks=["gue_prom_core_tata", "ienhancer2l_strong_vs_weak"], models=["kmer-3"])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--cores", "1"]
+    cmd += ["--configfile", str(tmp_path / "c.yaml"), "--directory", str(tmp_path)]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "GENEB_TASK_SOURCE"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "task 'gue_prom_core_tata': no test split" in out, out[-3000:]

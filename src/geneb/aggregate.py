@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 
 from geneb.atomic import atomic_path
-from geneb.scores import SCHEMA_VERSION
+from geneb.hygiene_columns import join_columns
+from geneb.scores import FAILED_TASKS_ATTR, SCHEMA_VERSION
 
 
-def concat_tables(paths: list[str | Path], out_path: str | Path, *, schema_version: str | None = None) -> pd.DataFrame:
+def concat_tables(
+    paths: list[str | Path],
+    out_path: str | Path,
+    *,
+    schema_version: str | None = None,
+    failures: str | Path | None = None,
+    cards: list[str | Path] | None = None,
+) -> pd.DataFrame:
     """Concatenate parquet tables with one schema into `out_path` (atomically); returns the table.
 
     schema_version: the version every row must carry (default: the probe tables' current
     `geneb.scores.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
     (or mixed), and the first file whose columns differ from those of the first file of the right version.
+    failures: a partial run's failures file (geneb.partial); its failed tasks go into the table's metadata
+    (`geneb.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing. cards: the task cards of
+    the tables; when given, the data-hygiene columns are joined on (`geneb.hygiene_columns`).
     """
     if not paths:
         raise ValueError("no probe tables to aggregate")
@@ -36,6 +48,10 @@ def concat_tables(paths: list[str | Path], out_path: str | Path, *, schema_versi
                 f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)"
             )
     table = pd.concat(frames, ignore_index=True)
+    if cards is not None:
+        table = join_columns(table, cards)
+    if failures is not None:
+        table.attrs[FAILED_TASKS_ATTR] = json.loads(Path(failures).read_text(encoding="utf-8"))["failed"]
     with atomic_path(out_path) as tmp:
         table.to_parquet(tmp, index=False)
     return table

@@ -25,6 +25,16 @@ PUBLISHED_SEED = -1
 CELL_KEYS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime")
 
 
+#: the parquet metadata key (pandas `attrs`) of scores.parquet and leaderboard.parquet that lists the tasks
+#: which failed in a partial run, {task: {"category", "error"}} (geneb.partial); absent or {} when none did
+FAILED_TASKS_ATTR = "geneb_failed_tasks"
+
+
+def failed_tasks(path: str) -> dict[str, dict[str, str]]:
+    """The failed tasks recorded in a score or leaderboard table's metadata ({} when none)."""
+    return dict(pd.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})
+
+
 class AnalysisInputError(ValueError):
     """A score table (or another input or setting of the analyses) that cannot be used; the message names the
     table, column and value."""

@@ -14,7 +14,7 @@ import threading
 import pandas as pd
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
+from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import TaskDataError, prepare_task
 from geneb.tasks.sources import HttpMirror, TaskSourceError, open_source
@@ -100,7 +100,7 @@ def test_bad_character_error_names_task_split_row_and_character(tmp_path, shared
     df.loc[5, "sequence"] = df.loc[5, "sequence"][:10] + "ACGT\r"
     with gzip.open(root / TASK / "test.csv.gz", "wt", newline="") as f:
         df.to_csv(f, index=False, quoting=csv.QUOTE_NONNUMERIC)  # the '\r' stays inside the quoted field
-    with pytest.raises(SequenceError, match=r"task 'ienhancer2l_strong_vs_weak', split 'test', row 5: character '\\r'"):
+    with pytest.raises(TaskDataError, match=r"task 'ienhancer2l_strong_vs_weak', split 'test', row 5: character '\\r'"):
         prepare(tmp_path, open_source(str(root)), catalogue)
 
 

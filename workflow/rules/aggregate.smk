@@ -8,7 +8,9 @@ localrules:
 
 rule aggregate_scores:
     input:
-        probe_tables,
+        tables=probe_tables,
+        failures=failure_files,
+        cards=task_cards(),
     output:
         "results/tables/scores.parquet",
     log:

@@ -1,19 +1,35 @@
 # Validation of config and sheets, wildcard constraints, and every input/params function of the workflow.
+import os
 import re
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import yaml
 from snakemake.logging import logger
 from snakemake.utils import validate
 
 from geneb import hpc
+from geneb import partial as partial_run
+from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
+from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
-from geneb.tasks.sources import source_identity
+from geneb.tasks.sources import missing_splits, source_identity
+
+#: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
+RUN_STARTED = time.time()
 
 validate(config, "../schemas/config.schema.yaml")
+# a partial run (geneb.partial: started by the onerror handler of a --keep-going run in which tasks failed)
+# builds the tables from the tasks that completed; the failed ones are recorded, never silently missing
+PARTIAL = partial_run.read_partial(os.environ.get(partial_run.PARTIAL_ENV))
+if PARTIAL is not None:
+    config["tasks"] = [task for task in config["tasks"] if task in PARTIAL["tasks"]]
 # Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
 # reruns a job (case B44; geneb.hpc.stable_params).
 config.update(hpc.stable_params(config))
@@ -32,7 +48,14 @@ for _task in config["caps"].get("per_task") or {}:  # a misspelled id would cap 
         task_row(TASK_SHEET, _task)
     except CatalogueError as _err:
         raise ValueError(f"caps.per_task: {_err}") from None
-
+# caps.default applies to every configured task, added ones too: say so once, when the run is planned
+_default_caps = {k: v for k, v in (config["caps"].get("default") or {}).items() if v is not None}
+_by_default = [t for t in config["tasks"] if t not in (config["caps"].get("per_task") or {})]
+if workflow.is_main_process and _default_caps and _by_default:
+    logger.info(
+        f"caps.default {_default_caps} applies to {len(_by_default)} task(s) without caps.per_task: "
+        f"{', '.join(_by_default)} (keep one whole with caps.per_task.<task>: {{max_train: null, max_test: null}})"
+    )
 # the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec)
 REGISTRY = load_registry(
     config["model_sheet"],
@@ -55,6 +78,18 @@ for _where, _scale in (
                 model_spec(REGISTRY, _item["model"])
             except RegistryError as _err:
                 raise ValueError(f"{_where}.{_key}: {_err}") from None
+
+# a task folder missing from a local mirror fails here, in a dry run too, not in its prepare job
+if workflow.is_main_process:
+    for _task in config["tasks"]:
+        _source = source_string(task_row(TASK_SHEET, _task), config)
+        _missing = missing_splits(_source, _task)
+        if _missing:
+            raise ValueError(
+                f"task {_task!r}: no {'/'.join(_missing)} split ({{split}}.csv.gz or {{split}}.csv) under "
+                f"{_source}/{_task}; add the task's files there or point task_source / GENEB_TASK_SOURCE at "
+                "the mirror that has them (docs/adding-a-task.md)"
+            )
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
 EXTRACTION_SETTINGS = {
@@ -81,7 +116,40 @@ wildcard_constraints:
     split="train|test",
 
 
+def report_job_errors():
+    """The `onerror` handler: print the one-line GENEB error of every job of this run that failed in GENEB
+    code (the last line of its log, geneb.logs), so it reaches the console also where job stderr does not
+    (Slurm; the 2 s margin covers a shared file system's clock). Then, in a --keep-going run of the default
+    target in which some tasks completed, build the tables, analyses and report from those (geneb.partial)."""
+    for line in failure_lines(Path("logs").rglob("*.log"), RUN_STARTED - 2):
+        logger.error(line)
+    targets = [job.rule.name for job in workflow.dag.targetjobs]
+    if PARTIAL is not None or not workflow.execution_settings.keep_going or targets != ["all"]:
+        return
+    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables)
+    if not done or not failed:
+        return
+    errors = partial_run.task_errors(failed, "logs", RUN_STARTED - 2)
+    record = {t: {"category": task_row(TASK_SHEET, t)["category"], "error": errors[t]} for t in failed}
+    partial_run.write_failures(partial_run.FAILURES_FILE, done, record)
+    logger.error(
+        f"{len(failed)} task(s) failed ({', '.join(failed)}); building the tables, analyses and report from the "
+        f"{len(done)} that completed (failed tasks listed in {partial_run.FAILURES_FILE}, scores.parquet, the "
+        "leaderboard and the report); this run still ends with an error"
+    )
+    subprocess.run(
+        partial_run.partial_command(sys.argv[1:]),
+        cwd=workflow.workdir_init,
+        env=partial_run.partial_env(partial_run.FAILURES_FILE),
+        check=False,
+    )
+
+
 # ---- tasks --------------------------------------------------------------------------------------------
+
+
+#: the default task_checks (config schema): left out of the prepare_task rerun key
+TASK_CHECK_DEFAULTS = {"single_class_test": "error"}
 
 
 def task_params(wildcards):
@@ -98,6 +166,8 @@ def task_params(wildcards):
             "alphabet": config["alphabet"],
             "caps": {**caps["default"], **caps["per_task"].get(wildcards.task, {})},
             "cap_seed": caps["seed"],
+            # only when not the default, so the rerun key of every task prepared before the key existed holds
+            **({"task_checks": config["task_checks"]} if config["task_checks"] != TASK_CHECK_DEFAULTS else {}),
         }
     )
 
@@ -147,7 +217,10 @@ def probe_settings(wildcards):
 def shot_draw_params(wildcards):
     """The part of the protocol's settings that decides the shot draws: the write_shot_indices rerun key."""
     settings = config["probe"][wildcards.protocol]
-    return {key: settings[key] for key in SHOT_DRAW_KEYS}
+    params = {key: settings[key] for key in SHOT_DRAW_KEYS}
+    if settings["draw"] == "nested":  # the nested draw's key rule: a shot file drawn under an older one is redrawn
+        params["nested_draw_key"] = NESTED_DRAW_KEY
+    return params
 
 
 def probe_mem_mb(wildcards, attempt):
@@ -161,6 +234,21 @@ def probe_runtime(wildcards, attempt):
 
 
 # ---- aggregation and targets --------------------------------------------------------------------------
+
+
+def task_probe_tables(task):
+    """The probe tables of one task (every protocol and model): it completed when all exist."""
+    return expand(
+        "results/probes/{protocol}/{model}/{task}.parquet",
+        protocol=config["protocols"],
+        model=config["models"],
+        task=task,
+    )
+
+
+def failure_files(wildcards=None):
+    """[the failures file] in a partial run (geneb.partial), else []: an input of aggregate_scores."""
+    return [os.environ[partial_run.PARTIAL_ENV]] if PARTIAL is not None else []
 
 
 def probe_tables(wildcards=None):
@@ -200,7 +288,6 @@ def final_outputs():
 # ---- analyses, figures, report (issue 5; analysis rules in analysis.smk, figures.smk, report.smk) --------
 # Tables, figures and captions come from the registries (geneb.analysis.registry, geneb.figures.registry); the
 # protocol of the published results from geneb.analysis.published: no rule names one.
-from pathlib import Path
 
 from geneb.analysis.outputs import analysis_tables
 from geneb.analysis.published import PROTOCOL as PUBLISHED_PROTOCOL

@@ -10,6 +10,7 @@ localrules:
 rule report:
     input:
         leaderboard="results/tables/leaderboard.parquet",
+        scores="results/tables/scores.parquet",
         tables=analysis_table_files("results/tables/{name}.parquet"),
         summary="results/tables/analysis_summary.json",
         figures=figure_files("results/figures/{name}.png"),

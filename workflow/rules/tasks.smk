@@ -12,8 +12,11 @@ rule prepare_task:
         train="resources/tasks/{task}/train.parquet",
         test="resources/tasks/{task}/test.parquet",
         card="resources/tasks/{task}/card.json",
+    # validation.json (every problem of the task's files, or ok and the letter counts) is a log, not an
+    # output: Snakemake keeps a failed job's logs, and nothing downstream may trust it in place of the card
     log:
         "logs/prepare_task/{task}.log",
+        validation="resources/tasks/{task}/validation.json",
     conda:
         "../envs/geneb.yaml"
     params:

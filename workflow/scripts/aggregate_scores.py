@@ -1,7 +1,14 @@
-"""Shim: rule aggregate_scores -> geneb.aggregate.concat_tables."""
+"""Shim: rule aggregate_scores -> geneb.aggregate.concat_tables (failures: a partial run's failures file; cards:
+the data-hygiene columns)."""
 
 from geneb.aggregate import concat_tables
 from geneb.logs import log_to_file
 
 log_to_file(snakemake.log[0])
-concat_tables(list(snakemake.input), snakemake.output[0])
+failures = list(snakemake.input.failures)
+concat_tables(
+    list(snakemake.input.tables),
+    snakemake.output[0],
+    failures=failures[0] if failures else None,
+    cards=list(snakemake.input.cards),
+)

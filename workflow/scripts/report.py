@@ -16,4 +16,5 @@ build_report(
     protocol=snakemake.params.protocol,
     regime=snakemake.params.regime,
     reproduce=snakemake.input.get("reproduce"),
+    scores=snakemake.input.get("scores"),
 )

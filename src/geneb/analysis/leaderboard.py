@@ -54,12 +54,14 @@ def _rank_desc(values: pd.Series) -> pd.Series:
     return values.rank(method="min", ascending=False).astype("Int64")
 
 
-def category_scores(cells: pd.DataFrame) -> pd.DataFrame:
+def category_scores(cells: pd.DataFrame, missing: dict[str, str] | None = None) -> pd.DataFrame:
     """Per (protocol, regime, model, category): mean cell value over the category's tasks.
 
-    cells: per-cell table (`tables.cell_scores`). Returns columns protocol, regime, model, category, value,
-    n_tasks (tasks the model has), n_tasks_expected (tasks of the category any model has in that protocol
-    and regime), complete (n_tasks == n_tasks_expected).
+    cells: per-cell table (`tables.cell_scores`). missing: {task: category} of configured tasks that failed
+    (a partial run, geneb.partial): each counts as expected and missing for every model, so its category is
+    shown but not ranked. Returns columns protocol, regime, model, category, value, n_tasks (tasks the model
+    has), n_tasks_expected (tasks of the category any model has in that protocol and regime, plus its failed
+    tasks), complete (n_tasks == n_tasks_expected).
     """
     g = cells.groupby(["protocol", "regime", "model", "category"], observed=True)
     out = g.agg(value=("value", "mean"), n_tasks=("task", "nunique")).reset_index()
@@ -67,14 +69,16 @@ def category_scores(cells: pd.DataFrame) -> pd.DataFrame:
         cells.groupby(["protocol", "regime", "category"], observed=True)["task"].nunique().rename("n_tasks_expected")
     )
     out = out.merge(expected.reset_index(), on=["protocol", "regime", "category"], how="left")
+    for category, n in pd.Series(list((missing or {}).values()), dtype=object).value_counts().items():
+        out.loc[out["category"] == category, "n_tasks_expected"] += int(n)
     out["complete"] = out["n_tasks"] == out["n_tasks_expected"]
     return out
 
 
-def _aggregates(cells: pd.DataFrame, cats: pd.DataFrame) -> pd.DataFrame:
+def _aggregates(cells: pd.DataFrame, cats: pd.DataFrame, n_missing: int = 0) -> pd.DataFrame:
     keys = ["protocol", "regime"]
     n_cat = cats.groupby(keys, observed=True)["category"].nunique().rename("n_cat")
-    n_task = cells.groupby(keys, observed=True)["task"].nunique().rename("n_tasks_expected")
+    n_task = cells.groupby(keys, observed=True)["task"].nunique().rename("n_tasks_expected") + n_missing
     per_model = cats.groupby([*keys, "model"], observed=True).agg(
         macro=("value", "mean"), n_cat_model=("category", "nunique"), all_complete=("complete", "all")
     )
@@ -100,19 +104,20 @@ def _aggregates(cells: pd.DataFrame, cats: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def leaderboard(cells: pd.DataFrame) -> pd.DataFrame:
+def leaderboard(cells: pd.DataFrame, missing: dict[str, str] | None = None) -> pd.DataFrame:
     """The leaderboard table (`results/tables/leaderboard.parquet`, docs/data-dictionary.md).
 
     cells: per-cell table. Returns one row per (protocol, model, regime, category) for the 13 categories plus
     `macro` and `micro`, with value, n_tasks, n_tasks_expected, complete, rank (by value within protocol,
     regime and category; 1 = best), borda_rank (over the category's tasks; over all tasks for macro/micro),
     source, schema_version, geneb_version and input_sha256 (hash of `cells`).
-    Raises AnalysisInputError for an empty table.
+    missing: failed tasks ({task: category}, see `category_scores`): their categories, macro and micro are
+    shown but not ranked. Raises AnalysisInputError for an empty table.
     """
     if cells.empty:
         raise AnalysisInputError("leaderboard: no cells")
-    cats = category_scores(cells)
-    table = pd.concat([cats, _aggregates(cells, cats)], ignore_index=True)
+    cats = category_scores(cells, missing)
+    table = pd.concat([cats, _aggregates(cells, cats, len(missing or {}))], ignore_index=True)
     table["_ranked"] = table["value"].where(table["complete"])
     table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["_ranked"].transform(_rank_desc)
     table = table.drop(columns="_ranked")

@@ -114,19 +114,31 @@ def _attach_row_cis(
 def prepare_cells(
     scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells)."""
+    """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells).
+    Tasks whose score rows are flagged `test_single_class` (a one-class test split kept by
+    task_checks.single_class_test: keep) are left out: MCC there is 0 for every model, so they would only pull
+    their category's mean towards 0."""
+    if "test_single_class" in scores.columns and scores["test_single_class"].fillna(False).astype(bool).any():
+        flagged = scores["test_single_class"].fillna(False).astype(bool)
+        log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
+        scores = scores[~flagged]
     cells = contamination.flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
     used, contaminated = contamination.apply_policy(cells, settings["contamination"])
     return _cell_cis(used, scores, settings["metric"]), contaminated
 
 
 def leaderboard_tables(
-    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
+    scores: pd.DataFrame,
+    model_meta: pd.DataFrame,
+    task_meta: pd.DataFrame | None,
+    settings: dict[str, Any],
+    missing: dict[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`)."""
+    """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`;
+    missing: failed tasks {task: category})."""
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     return {
-        "leaderboard": lb.leaderboard(used),
+        "leaderboard": lb.leaderboard(used, missing),
         "leaderboard_tasks": lb.task_leaderboard(used),
         "contamination": contaminated,
     }

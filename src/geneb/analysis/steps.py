@@ -17,7 +17,7 @@ import pandas as pd
 from geneb.analysis import compare, metadata, published, reproduce, run, submission
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.atomic import atomic_path
-from geneb.scores import AnalysisInputError, load_scores
+from geneb.scores import FAILED_TASKS_ATTR, AnalysisInputError, failed_tasks, load_scores
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,10 @@ def leaderboard_step(
     """Rule `leaderboard`: write leaderboard, leaderboard_tasks and contamination tables to `outputs[name]`."""
     settings = run.resolve_settings(analysis_config, view)
     meta, _ = _meta(view, models_yaml, settings)
-    tables = run.leaderboard_tables(load_scores(scores), meta, metadata.load_task_meta(tasks_tsv), settings)
+    failed = failed_tasks(scores)  # a partial run's failed tasks: listed, their categories not ranked
+    missing = {task: rec["category"] for task, rec in failed.items()}
+    tables = run.leaderboard_tables(load_scores(scores), meta, metadata.load_task_meta(tasks_tsv), settings, missing)
+    tables["leaderboard"].attrs[FAILED_TASKS_ATTR] = failed
     for name in LEADERBOARD_TABLES:
         with atomic_path(outputs[name]) as tmp:
             tables[name].to_parquet(tmp, index=False)

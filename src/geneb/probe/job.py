@@ -21,6 +21,7 @@ from geneb.metrics import label_scores, seed_summary
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
 from geneb.probe.protocols import from_config
+from geneb.probe.sampling import draw_identity
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.provenance import package_versions
 from geneb.scores import SCHEMA_VERSION
@@ -48,7 +49,9 @@ def write_shot_indices(
     """
     c = read_card(card)
     df = _read_split(train, task, "train")
-    shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c.data_hash, settings)
+    seqs = pd.read_parquet(train, columns=["sequence"])["sequence"].tolist()
+    identity = draw_identity(df["row"].to_numpy(), df["label"].to_numpy(), seqs)
+    shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c.data_hash, settings, identity)
     write_shots(output, shots)
     log.info(
         "task %s, protocol %s: %d draws, distinct row sets per regime %s, full regime %d of %d rows",

@@ -7,9 +7,12 @@ Two draw methods, one per protocol (docs/protocols.md):
   `rng.choice(numpy.where(labels == cls)[0], size=min(k, n_cls), replace=False)`, concatenated. The 1-shot and
   10-shot draws of one seed are independent (not nested), as in the reference.
 * `nested_draw` (geneb-strict): every training row of a class gets a rank, a 64-bit hash of its row id keyed
-  by sha256("geneb-strict|{data_hash}|{seed}") (`row_ranks`); the k-shot set of a class is its k
+  by sha256("geneb-strict|{draw identity}|{seed}") (`row_ranks`); the k-shot set of a class is its k
   lowest-ranked rows. The ranking does not depend on k, so the 1-shot set is inside the 10-shot set of the
-  same seed; it depends only on (task data hash, seed, row id), never on Python's `hash()`, the process, the
+  same seed; it depends only on (the training split's draw identity, seed, row id), where the draw identity
+  (`draw_identity`) covers what the protocol sees of the training split: row ids, labels and the sequences
+  upper-cased (as every model sees them), so a soft-masked copy of a task draws the same rows as its
+  upper-case twin; never on Python's `hash()`, the process, the
   NumPy version or the order in which draws are made (the MTEB defect of carrying RNG state from one experiment to the next cannot occur).
 
 A class with fewer than k training rows contributes all of them (`min(k, n_cls)` in both methods); the
@@ -28,6 +31,9 @@ from geneb.probe.errors import ProbeInputError
 
 #: prefix of every nested-draw hash; changing it changes every geneb-strict draw
 NESTED_DRAW_DOMAIN = "geneb-strict"
+#: which input keys the nested draw (`draw_identity`, since issue 15); in the write_shot_indices rerun key, so
+#: shot files drawn under an earlier rule (the card's data hash, which keeps case) are drawn again
+NESTED_DRAW_KEY = "draw_identity-1"
 
 
 def _labels_1d(labels: np.ndarray, what: str) -> np.ndarray:
@@ -61,6 +67,16 @@ def paper_draw(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
         members = np.where(y == cls)[0]
         parts.append(rng.choice(members, size=min(k, len(members)), replace=False))
     return np.concatenate(parts).astype(np.int64)
+
+
+def draw_identity(rows: np.ndarray, labels: np.ndarray, sequences: list[str] | np.ndarray) -> str:
+    """sha256 (hex) of a training split as the protocol sees it: (row id, upper-cased sequence, label) in
+    order. Letter case (soft-masking) never reaches a model (`geneb.tasks.alphabet.model_input`), so it never
+    changes a nested draw; any other change to the rows does."""
+    h = hashlib.sha256(b"geneb-draw-identity-1\n")
+    for row, seq, y in zip(np.asarray(rows).tolist(), sequences, np.asarray(labels).tolist()):
+        h.update(f"{int(row)}\t{str(seq).upper()}\t{int(y)}\n".encode())
+    return h.hexdigest()
 
 
 def row_ranks(rows: np.ndarray, *, data_hash: str, seed: int) -> np.ndarray:

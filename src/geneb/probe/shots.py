@@ -39,12 +39,19 @@ def draw_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_shots(
-    task: str, protocol: str, labels: np.ndarray, rows: np.ndarray, data_hash: str, settings: dict[str, Any]
+    task: str,
+    protocol: str,
+    labels: np.ndarray,
+    rows: np.ndarray,
+    data_hash: str,
+    settings: dict[str, Any],
+    identity: str | None = None,
 ) -> dict[str, Any]:
     """Draw every (regime, seed) of one task and return the shot-file content.
 
     labels, rows: the training split's labels and row ids (n,) in parquet order; data_hash: the task card's
-    `data_hash`; settings: at least DRAW_KEYS. The full regime keeps all rows unless `max_train` caps it
+    `data_hash` (recorded, and checked by the probe); identity: what seeds the nested draw, the training
+    split's `geneb.probe.sampling.draw_identity` (case-folded; data_hash when None); settings: at least DRAW_KEYS. The full regime keeps all rows unless `max_train` caps it
     (`geneb.tasks.caps.stratified_cap`, the project's one stratified-cap rule, seeded by `subsample_seed`);
     k-shot draws are taken from the full regime's rows with the protocol's method ("paper" or "nested").
     Raises ProbeInputError on bad labels or rows, and when max_train is below the number of classes.
@@ -68,7 +75,8 @@ def build_shots(
     draws = []
     for seed in ds["seeds"]:
         if ds["draw"] == "nested":
-            by_k = nested_draw(y, r, data_hash=data_hash, seed=seed, ks=tuple(ds["few_shot_k"]))
+            key = data_hash if identity is None else identity
+            by_k = nested_draw(y, r, data_hash=key, seed=seed, ks=tuple(ds["few_shot_k"]))
         else:
             by_k = {k: paper_draw(y, k, seed) for k in ds["few_shot_k"]}
         for k in ds["few_shot_k"]:
@@ -104,6 +112,7 @@ def build_shots(
         "task": task,
         "protocol": protocol,
         "data_hash": data_hash,
+        "draw_identity": identity,
         "draw_settings": ds,
         "draw_hash": stable_hash(ds),
         "classes": [int(c) for c in classes],

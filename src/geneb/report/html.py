@@ -26,7 +26,7 @@ from geneb.atomic import write_text_atomic
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
-from geneb.scores import REGIMES, AnalysisInputError
+from geneb.scores import REGIMES, AnalysisInputError, failed_tasks
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
 DISPLAY_SCALE = 0.45
@@ -152,6 +152,43 @@ def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> lis
     ]
 
 
+def _failed_section(tables_dir: Path) -> list[str]:
+    """The tasks that failed in a partial run (leaderboard metadata, geneb.partial), with their errors."""
+    failed = failed_tasks(str(tables_dir / "leaderboard.parquet"))
+    if not failed:
+        return []
+    rows = pd.DataFrame(
+        [{"task": t, "category": r["category"], "error": r["error"]} for t, r in sorted(failed.items())]
+    )
+    return [
+        "<h2 id='failed'>Failed tasks</h2>",
+        f"<p class='note'>{len(failed)} configured task(s) failed and are not in any table below; their categories "
+        "(and the macro and micro means) are shown but not ranked. Fix them and run again.</p>",
+        _table(rows, 3, 500),
+    ]
+
+
+def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """The report's data-hygiene table: one row per task with its letter counts per split (score-table columns
+    from the cards, geneb.hygiene_columns), whether its test split has one class, and the models whose
+    embeddings saw unknown tokens (marked "⚠ model: train n / test m"). Empty when the columns are absent."""
+    if "test_single_class" not in scores.columns:
+        return pd.DataFrame()
+    keys = ("rows_whitespace_stripped", "rows_u_mapped", "rows_iupac", "rows_lowercase", "rows_mostly_n")
+    cols = [f"{split}_{k}" for k in keys for split in ("train", "test") if f"{split}_{k}" in scores.columns]
+    per_task = scores.drop_duplicates("task").set_index("task")[["test_single_class", *cols]].sort_index()
+    unk = scores.drop_duplicates(["model", "task"])
+    marks = {}
+    for task, g in unk.groupby("task"):
+        seen = g[(g["n_unknown_tokens_train"].fillna(0) > 0) | (g["n_unknown_tokens_test"].fillna(0) > 0)]
+        marks[task] = "; ".join(
+            f"⚠ {m}: train {a} / test {b}"
+            for m, a, b in zip(seen["model"], seen["n_unknown_tokens_train"], seen["n_unknown_tokens_test"])
+        )
+    per_task["unknown tokens"] = [marks.get(t, "") for t in per_task.index]
+    return per_task.reset_index()
+
+
 def build_report(
     tables_dir: str | Path,
     figures_dir: str | Path,
@@ -163,6 +200,7 @@ def build_report(
     protocol: str | None = None,
     regime: str = "full",
     reproduce: str | Path | None = None,
+    scores: str | Path | None = None,
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
@@ -171,6 +209,7 @@ def build_report(
     with its caption (`geneb.figures.registry`), the registered analysis sections (`geneb.analysis.registry`),
     the contamination list, the models, the configuration, the analysis settings and package versions.
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any.
+    scores: the score table, for the data-hygiene section (`hygiene_table`), if any.
     Raises AnalysisInputError when a table, figure or caption is missing.
     """
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
@@ -200,6 +239,7 @@ def build_report(
         f"<p class='note'>protocol {html.escape(protocol)}, regime {html.escape(regime)}; generated {now} by geneb "
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
         f"methods: docs/analyses.md</p>",
+        *_failed_section(tables_dir),
         "<h2 id='headline'>Headline statistics</h2>",
         _headline(summary, protocol),
         *_reproduce_section(reproduce, captions),
@@ -212,6 +252,14 @@ def build_report(
     ]
     parts += [_figure(figures_dir / f"{f.name}.png", f.name, captions[f.caption]) for f in figures()]
     shown = [(s.heading, _section_rows(t[s.table], s, protocol, regime)) for s in sections]
+    if scores is not None:
+        shown.append(
+            (
+                "Data hygiene (letters per split from the task cards; ⚠ marks embeddings that saw unknown tokens; "
+                "one-class test splits are left out of category means)",
+                hygiene_table(pd.read_parquet(scores)),
+            )
+        )
     shown += [
         ("Contaminated cells (left out of rankings by default)", t["contamination"]),
         ("Models", t["models"]),

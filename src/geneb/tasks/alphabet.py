@@ -28,7 +28,12 @@ IUPAC_AMBIGUITY = "RYSWKMBDHV"
 
 
 class SequenceError(ValueError):
-    """A sequence that breaks the alphabet policy; the message names task, split, row and character."""
+    """A sequence that breaks the alphabet policy; the message names task, split, row and character. `kind`
+    names the rule it breaks (the group of a task's validation report, geneb.tasks.validation)."""
+
+    def __init__(self, message: str, kind: str = "sequence") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -54,18 +59,21 @@ class AlphabetPolicy:
         letters = ALWAYS_ALLOWED + (IUPAC_AMBIGUITY if self.allow_iupac else "") + ("U" if self.u_to_t else "")
         return letters + letters.lower()
 
-    def _reason(self, ch: str, at_end: bool) -> str:
+    def _reason(self, ch: str, at_end: bool) -> tuple[str, str]:
+        """(kind, reason) of a refused character."""
         if ch.isspace() and ch not in STRIPPABLE:
-            return "a whitespace or separator character other than space, tab, CR and LF (never allowed)"
+            return "other whitespace or separator", (
+                "a whitespace or separator character other than space, tab, CR and LF (never allowed)"
+            )
         if ch.isspace():
             if at_end:
-                return "whitespace (set alphabet.strip_whitespace to strip it at the ends)"
-            return "whitespace inside a sequence (never allowed)"
+                return "whitespace at the ends", "whitespace (set alphabet.strip_whitespace to strip it at the ends)"
+            return "whitespace inside a sequence", "whitespace inside a sequence (never allowed)"
         if ch.upper() == "U":
-            return "RNA base U (set alphabet.u_to_t to read it as T)"
+            return "RNA base U", "RNA base U (set alphabet.u_to_t to read it as T)"
         if ch.upper() in IUPAC_AMBIGUITY:
-            return "IUPAC ambiguity code (alphabet.allow_iupac is false)"
-        return "not a nucleotide code"
+            return "IUPAC ambiguity code", "IUPAC ambiguity code (alphabet.allow_iupac is false)"
+        return "not a nucleotide code", "not a nucleotide code"
 
     def apply(self, seq: Any, *, task: str, split: str, row: int) -> str:
         """Check one sequence and return it as stored (case kept; stripped/U->T only where configured).
@@ -73,20 +81,24 @@ class AlphabetPolicy:
         Raises SequenceError for a non-string or empty sequence or a character outside the policy.
         """
         if not isinstance(seq, str):
-            raise SequenceError(f"task {task!r}, split {split!r}, row {row}: sequence is {seq!r} (not text)")
+            raise SequenceError(
+                f"task {task!r}, split {split!r}, row {row}: sequence is {seq!r} (not text)", "sequence not text"
+            )
         if self.strip_whitespace:
             seq = seq.strip(STRIPPABLE)  # not str.strip(): that also eats NBSP, U+2028, \x1c-\x1f
         if not seq:
-            raise SequenceError(f"task {task!r}, split {split!r}, row {row}: empty sequence")
+            raise SequenceError(f"task {task!r}, split {split!r}, row {row}: empty sequence", "empty sequence")
         if self.u_to_t:
             seq = seq.replace("U", "T").replace("u", "t")
         m = self._bad_char(seq)
         if m is not None:
             ch = m.group(0)
             at_end = not seq[: m.start()].strip() or not seq[m.start() :].strip()
+            kind, reason = self._reason(ch, at_end)
             raise SequenceError(
                 f"task {task!r}, split {split!r}, row {row}: character {ch!r} at position {m.start()} "
-                f"is not allowed ({self._reason(ch, at_end)}); sequence begins {seq[:30]!r}"
+                f"is not allowed ({reason}); sequence begins {seq[:30]!r}",
+                kind,
             )
         return seq
 

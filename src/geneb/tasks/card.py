@@ -75,19 +75,21 @@ class SplitCap:
 
 @dataclass(frozen=True)
 class Overlap:
-    """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, and
-    how many overlapping rows carry a conflicting label."""
+    """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, how
+    many overlapping rows carry a conflicting label, and the exact ones that differ in letter case only."""
 
     exact: int = 0
     reverse_complement: int = 0
     exact_rows: tuple[int, ...] = ()
     reverse_complement_rows: tuple[int, ...] = ()
     label_conflicts: int = 0
+    case_only: int = 0
+    case_only_rows: tuple[int, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Overlap:
         values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for k in ("exact_rows", "reverse_complement_rows"):
+        for k in ("exact_rows", "reverse_complement_rows", "case_only_rows"):
             if k in data:
                 values[k] = tuple(int(r) for r in data[k])
         return cls(**values)
@@ -137,6 +139,12 @@ class TaskCard:
     def source(self) -> str:
         """The resolved task source the card was prepared from ("" when the card does not say)."""
         return str(self._data.get("source", ""))
+
+    @property
+    def test_single_class(self) -> bool:
+        """Whether the test split has one class (kept under task_checks.single_class_test: keep; flagged in the
+        score rows and left out of category means)."""
+        return bool((self._data.get("flags") or {}).get("test_single_class"))
 
     def split(self, name: str) -> SplitSummary:
         """The summary of split `name`; an empty one when the card has none (e.g. no dedup rows listed)."""

@@ -23,7 +23,9 @@ def read_catalogue(path: str | Path) -> pd.DataFrame:
     dup = df["task"][df["task"].duplicated()]
     if not dup.empty:
         raise CatalogueError(f"{path}: duplicate task ids: {sorted(set(dup))}")
-    return df.set_index("task", drop=False)
+    df = df.set_index("task", drop=False)
+    df.attrs["path"] = str(path)
+    return df
 
 
 def validate_catalogue(df: pd.DataFrame, schema: dict[str, Any]) -> None:
@@ -46,7 +48,11 @@ def task_row(df: pd.DataFrame, task: str) -> dict[str, Any]:
         import difflib
 
         close = difflib.get_close_matches(task, df.index.tolist(), n=3)
-        raise CatalogueError(f"task {task!r} is not in the catalogue" + (f"; did you mean {close}?" if close else ""))
+        sheet = df.attrs.get("path", "config/tasks.tsv")
+        raise CatalogueError(
+            f"task {task!r} is not in the catalogue {sheet} (the config's task_sheet); add a row for it there "
+            "(docs/adding-a-task.md)" + (f"; did you mean {close}?" if close else "")
+        )
     return df.loc[task].to_dict()
 
 

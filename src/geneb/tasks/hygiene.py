@@ -69,17 +69,22 @@ def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any
     """Test rows whose sequence occurs in train: `exact` (same sequence, any case) and `reverse_complement`
     (same canonical key but not an exact match), with the test row ids of each and how many overlapping
     test rows (exact or reverse-complement) carry a label that differs from a train copy, or whose train
-    copies disagree among themselves (`label_conflicts`)."""
+    copies disagree among themselves (`label_conflicts`). `case_only` / `case_only_rows`: the `exact` rows
+    that differ from every train copy in letter case only (soft-masked on one side), counted inside `exact`
+    and apart."""
     train_exact: dict[str, set[int]] = {}
     train_canon: dict[str, set[int]] = {}
+    train_bytes = set(train["sequence"])
     for seq, y in zip(train["sequence"], train["label"]):
         train_exact.setdefault(identity_key(seq), set()).add(int(y))
         train_canon.setdefault(canonical_key(seq), set()).add(int(y))
-    exact_rows, rc_rows, conflicts = [], [], 0
+    exact_rows, rc_rows, case_rows, conflicts = [], [], [], 0
     for row, seq, y in zip(test["row"], test["sequence"], test["label"]):
         k = identity_key(seq)
         if k in train_exact:
             exact_rows.append(int(row))
+            if seq not in train_bytes:
+                case_rows.append(int(row))
             labels = train_exact[k]
         elif (c := canonical_key(seq)) in train_canon:
             rc_rows.append(int(row))
@@ -91,6 +96,8 @@ def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any
         "exact": len(exact_rows),
         "reverse_complement": len(rc_rows),
         "exact_rows": exact_rows,
+        "case_only": len(case_rows),
+        "case_only_rows": case_rows,
         "reverse_complement_rows": rc_rows,
         "label_conflicts": conflicts,
     }

@@ -9,8 +9,8 @@ only rows removed are those a configured cap removes, and the card records which
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,96 +19,25 @@ import pandas as pd
 
 from geneb.atomic import atomic_path
 from geneb.categories import check_category
-from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 from geneb.tasks.caps import stratified_cap
 from geneb.tasks.card import TaskCard, write_card
 from geneb.tasks.hygiene import train_test_overlap, within_split_duplicates
-from geneb.tasks.sources import SPLITS, TaskSource
+from geneb.tasks.labels import (  # noqa: F401 - TaskDataError, check_label: re-exported (callers import them here)
+    TaskDataError,
+    TaskValidationError,
+    check_label,
+    label_encoding,
+    label_value,
+    parse_labels,
+)
+from geneb.tasks.sources import SPLITS, TaskSource, TaskSourceError
+from geneb.tasks.validation import Problems, class_problems, letter_counts, write_report
 
 CARD_SCHEMA_VERSION = "1"
 #: the catalogue columns a prepared task depends on (card fields, the class-count check, where to read it from);
 #: only these are in the prepare_task rerun key, so a note, licence or organism edit reruns nothing (case B44)
 CATALOGUE_COLUMNS_USED = ("category", "n_classes", "task_set", "taxon_group", "source")
-
-
-class TaskDataError(ValueError):
-    """Task data that breaks a rule (labels, classes, columns); the message names task, split, row, value."""
-
-
-INTEGER_LABEL = re.compile(r"-?[0-9]+")
-NUMBER_LIKE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-INT64_MAX = 2**63 - 1
-
-
-def _as_int(text: str) -> int | None:
-    """The value of a plain integer label ('0', '1', '-1'); None for anything else."""
-    return int(text) if INTEGER_LABEL.fullmatch(text) else None
-
-
-def check_label(value: object, *, task: str, split: str, row: int) -> str:
-    """The label's text, unchanged, after the label policy (docs/alphabet.md, "Labels"): not empty, no
-    whitespace around it (' HepG2' would be another class than 'HepG2'), an integer written plainly ('1', not
-    '1.0', '+1' or '1e0': GENEB never rounds a label) and within int64. Raises TaskDataError naming task,
-    split, row and value."""
-    text = str(value)
-    where = f"task {task!r}, split {split!r}, row {row}"
-    if not text.strip():
-        raise TaskDataError(f"{where}: empty label")
-    if text != text.strip():
-        raise TaskDataError(f"{where}: label {text!r} has whitespace around it; labels are read as written")
-    if INTEGER_LABEL.fullmatch(text):
-        if abs(int(text)) > INT64_MAX:
-            raise TaskDataError(f"{where}: integer label {text!r} is outside the int64 range")
-    elif NUMBER_LIKE.fullmatch(text):
-        raise TaskDataError(
-            f"{where}: label {text!r} is a number but not a plain integer; write class labels as "
-            "0, 1, ... (GENEB never rounds or converts a label)"
-        )
-    return text
-
-
-def label_encoding(raw: dict[str, pd.DataFrame], *, task: str) -> dict[str, int] | None:
-    """How the raw labels of all splits map to class indices.
-
-    Integer labels (every label parses as an integer) are used as they are: returns None. Named labels (no
-    label parses as an integer, e.g. 'HepG2'/'K562') map to 0..n-1 in sorted name order, which keeps the
-    paper protocol's "classes in sorted label order". Raises TaskDataError naming the first row of a split
-    whose label kind differs from the rest (a mix of integers and names), or a label `check_label` refuses.
-    """
-    kinds: dict[bool, tuple[str, int, str]] = {}
-    names: set[str] = set()
-    for split, df in raw.items():
-        for row, v in zip(df["row"], df["label"]):
-            text = check_label(v, task=task, split=split, row=int(row))
-            is_int = _as_int(text) is not None
-            kinds.setdefault(is_int, (split, int(row), text))
-            if not is_int:
-                names.add(text)
-    if len(kinds) > 1:
-        split, row, text = kinds[True]
-        s2, r2, t2 = kinds[False]
-        raise TaskDataError(
-            f"task {task!r}, split {s2!r}, row {r2}: label {t2!r} is not an integer while other labels are "
-            f"(e.g. split {split!r}, row {row}: {text!r}); labels must be all integers or all names"
-        )
-    if True in kinds:
-        return None
-    return {name: i for i, name in enumerate(sorted(names))}
-
-
-def parse_labels(
-    raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | None, *, task: str, split: str
-) -> np.ndarray:
-    """Labels as int64 (n,), through `encoding` for named labels (see label_encoding). Raises TaskDataError
-    naming the row for a label outside the encoding or a non-integer label."""
-    values = np.empty(len(raw), dtype=np.int64)
-    for i, (row, v) in enumerate(zip(rows, raw)):
-        text = check_label(v, task=task, split=split, row=int(row))
-        value = encoding.get(text) if encoding is not None else _as_int(text)
-        if value is None:
-            raise TaskDataError(f"task {task!r}, split {split!r}, row {row}: label {v!r} is not an integer")
-        values[i] = value
-    return values
 
 
 def data_hash(splits: dict[str, pd.DataFrame]) -> str:
@@ -137,11 +66,33 @@ def read_raw_split(task: str, split: str, source: TaskSource) -> pd.DataFrame:
 
 
 def check_split(
-    raw: pd.DataFrame, encoding: dict[str, int] | None, policy: AlphabetPolicy, *, task: str, split: str
+    raw: pd.DataFrame,
+    encoding: dict[str, int] | None,
+    policy: AlphabetPolicy,
+    *,
+    task: str,
+    split: str,
+    problems: Problems | None = None,
 ) -> pd.DataFrame:
-    """Apply the label and alphabet checks to a raw split; columns row, sequence, label (int64)."""
-    labels = parse_labels(raw["label"], raw["row"], encoding, task=task, split=split)
-    seqs = [policy.apply(s, task=task, split=split, row=int(r)) for r, s in zip(raw["row"], raw["sequence"])]
+    """Apply the label and alphabet checks to a raw split; columns row, sequence, label (int64).
+
+    With `problems`, every row is checked and each sequence problem added there (label problems were added by
+    `label_encoding`, which saw the same rows); the frame returned is then only meaningful if none was found.
+    Without, the first problem raises (TaskDataError / SequenceError)."""
+    if problems is None:
+        labels = parse_labels(raw["label"], raw["row"], encoding, task=task, split=split)
+        seqs = [policy.apply(s, task=task, split=split, row=int(r)) for r, s in zip(raw["row"], raw["sequence"])]
+    else:
+        labels = np.zeros(len(raw), dtype=np.int64)
+        seqs = []
+        for i, (r, v, seq) in enumerate(zip(raw["row"], raw["label"], raw["sequence"])):
+            with contextlib.suppress(TaskDataError):  # already in `problems`: label_encoding saw every label
+                labels[i] = label_value(v, encoding, task=task, split=split, row=int(r))
+            try:
+                seqs.append(policy.apply(seq, task=task, split=split, row=int(r)))
+            except SequenceError as err:
+                problems.add(err.kind, split, int(r), str(err))
+                seqs.append("")
     return pd.DataFrame(
         {"row": raw["row"].astype(np.int64), "sequence": pd.Series(seqs, dtype="string"), "label": labels}
     )
@@ -155,29 +106,69 @@ def prepare_task(
     caps: dict[str, int | None],
     cap_seed: int,
     out_dir: str | Path,
+    checks: dict[str, str] | None = None,
 ) -> TaskCard:
     """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card
     (`geneb.tasks.card.TaskCard`, written with `write_card`).
 
     catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
-    "max_test": int|None}. Raises TaskDataError / SequenceError / TaskSourceError with task, split and row.
+    "max_test": int|None}. checks: config `task_checks` (single_class_test: error|keep). Every row of both
+    splits is checked before anything is refused: the problems are
+    raised together as TaskValidationError (grouped by kind). `out_dir/validation.json` is written in every
+    case (geneb.tasks.validation), and a previous card and splits are removed first, so a failed preparation
+    never leaves a card a later run would trust. Raises TaskValidationError / TaskDataError / TaskSourceError.
     """
-    category = check_category(str(catalogue_row["category"]))
     out_dir = Path(out_dir)
+    for name in ("card.json", *(f"{split}.parquet" for split in SPLITS)):
+        (out_dir / name).unlink(missing_ok=True)
+    try:
+        card = _prepare(task, catalogue_row, source, policy, caps, cap_seed, out_dir, checks or {})
+    except TaskValidationError as err:
+        write_report(out_dir / "validation.json", err.problems)
+        raise
+    except (TaskDataError, TaskSourceError, SequenceError) as err:
+        problems = Problems(task)
+        problems.add(getattr(err, "kind", type(err).__name__), None, None, str(err))
+        write_report(out_dir / "validation.json", problems)
+        raise
+    write_report(
+        out_dir / "validation.json", Problems(task), {s: v.get("letters") for s, v in card.as_dict()["splits"].items()}
+    )
+    return card
+
+
+def _prepare(
+    task: str,
+    catalogue_row: dict[str, Any],
+    source: TaskSource,
+    policy: AlphabetPolicy,
+    caps: dict[str, int | None],
+    cap_seed: int,
+    out_dir: Path,
+    checks: dict[str, str],
+) -> TaskCard:
+    category = check_category(str(catalogue_row["category"]))
     splits: dict[str, pd.DataFrame] = {}
     card_splits: dict[str, Any] = {}
     cap_record: dict[str, Any] = {}
     raw = {split: read_raw_split(task, split, source) for split in SPLITS}
-    encoding = label_encoding(raw, task=task)
+    problems = Problems(task)
+    encoding = label_encoding(raw, task=task, problems=problems)
+    checked = {
+        split: check_split(raw[split], encoding, policy, task=task, split=split, problems=problems) for split in SPLITS
+    }
+    if problems:
+        raise TaskValidationError(problems)
     for split in SPLITS:
-        df = check_split(raw[split], encoding, policy, task=task, split=split)
+        df = checked[split]
+        letters = letter_counts(raw[split]["sequence"], df["sequence"], policy.strip_whitespace, policy.u_to_t)
         n_source = len(df)
         cap = caps.get(f"max_{split}")
         if cap is not None and n_source > cap:
             try:
                 keep = stratified_cap(df["label"].to_numpy(), int(cap), cap_seed)
             except ValueError as err:
-                raise TaskDataError(f"task {task!r}, split {split!r}: caps max_{split} {cap}: {err}") from err
+                raise TaskDataError(f"task {task!r}, split {split!r}: caps max_{split} {cap}: {err}", "cap") from err
             df = df.iloc[keep].reset_index(drop=True)
             kept_hash = hashlib.sha256(df["row"].to_numpy().tobytes()).hexdigest()
             cap_record[split] = {
@@ -189,20 +180,20 @@ def prepare_task(
             }
         splits[split] = df
         dups = within_split_duplicates(df)
-        card_splits[split] = {"n": len(df), "n_source": n_source, **_length_stats(df["sequence"]), **dups}
+        card_splits[split] = {
+            "n": len(df),
+            "n_source": n_source,
+            **_length_stats(df["sequence"]),
+            **dups,
+            "letters": letters,
+        }
 
+    problems = class_problems(
+        splits, catalogue_row, task=task, single_class_test=checks.get("single_class_test", "error")
+    )
+    if problems:
+        raise TaskValidationError(problems)
     train_classes = set(np.unique(splits["train"]["label"]).tolist())
-    test_classes = set(np.unique(splits["test"]["label"]).tolist())
-    if not test_classes <= train_classes:
-        missing = sorted(test_classes - train_classes)
-        raise TaskDataError(f"task {task!r}, split 'test': classes {missing} never occur in train")
-    expected = str(catalogue_row.get("n_classes") or "").strip()
-    if expected and int(expected) != len(train_classes):
-        raise TaskDataError(
-            f"task {task!r}, split 'train': {len(train_classes)} classes {sorted(train_classes)}, catalogue says {expected}"
-        )
-    if len(train_classes) < 2:
-        raise TaskDataError(f"task {task!r}, split 'train': only one class {sorted(train_classes)}")
 
     card = TaskCard.from_dict(
         {
@@ -220,6 +211,7 @@ def prepare_task(
             "caps": cap_record,
             "alphabet_policy": policy.as_dict(),
             "data_hash": data_hash(splits),
+            **({"flags": {"test_single_class": True}} if splits["test"]["label"].nunique() < 2 else {}),
         }
     )
     for split, df in splits.items():
@@ -239,7 +231,10 @@ def report_lines(card: TaskCard) -> list[str]:
             f"{dict(s.class_counts_dedup)}), sequences with >1 label {s.conflicting_label_sequences}"
         )
     ov = card.overlap
-    lines.append(f"  test rows also in train: exact {ov.exact}, reverse complement {ov.reverse_complement}")
+    lines.append(
+        f"  test rows also in train: exact {ov.exact} (of which case-only {ov.case_only}), reverse complement "
+        f"{ov.reverse_complement}"
+    )
     for split, c in card.caps.items():
         lines.append(f"  {split} capped to {c.n_kept} of {c.n_source} rows (seed {c.seed}, stratified)")
     return lines
@@ -269,6 +264,7 @@ def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, car
         params["caps"],
         int(params["cap_seed"]),
         Path(card_path).parent,
+        params.get("task_checks"),
     )
     for line in report_lines(card):
         logging.getLogger(__name__).info(line)

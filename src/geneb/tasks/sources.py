@@ -331,6 +331,15 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
     return {"kind": "folder", "task": task, "files": {p.name: file_sha256(p, length=64) for p in files}}
 
 
+def missing_splits(spec: str, task: str) -> list[str]:
+    """The splits of `task` a local mirror folder `spec` lacks (checked when the workflow is planned, so a dry
+    run names a missing task folder); [] for remote and Hugging Face sources, which are checked when read."""
+    if spec.startswith(("http://", "https://", "hf:")):
+        return []
+    mirror = MirrorFolder(Path(spec))
+    return [split for split in SPLITS if mirror.split_file(task, split) is None]
+
+
 def open_source(spec: str, *, download_dir: str | os.PathLike[str] = "resources/downloads") -> TaskSource:
     """Build the source for a source string (see module docstring). Raises TaskSourceError for a bad string."""
     if spec.startswith(("http://", "https://")):

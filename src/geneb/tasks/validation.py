@@ -1,0 +1,180 @@
+"""One-pass validation of a task's files: every problem of every row collected, grouped by kind, reported
+together (console and `resources/tasks/<task>/validation.json`), plus the per-split letter counts the card
+records. Used by `geneb.tasks.prepare`; torch-free.
+
+A problem is (kind, split, row, message); the message is the sentence a single error would have had (task,
+split, row, value). `Problems.summary` shows the first `SHOWN` of each kind and the count of the rest;
+`Problems.as_dict` keeps up to `KEPT` of each kind (the file stays small for a file of a million bad rows)
+with the full count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geneb.atomic import write_text_atomic
+from geneb.tasks.alphabet import IUPAC_AMBIGUITY, STRIPPABLE
+
+#: problems of one kind shown in the error message (the rest are counted)
+SHOWN = 5
+#: problems of one kind kept in validation.json (the rest are counted)
+KEPT = 1000
+#: a row whose N fraction is above this is "mostly N" in the card's letter counts
+MOSTLY_N = 0.5
+VALIDATION_SCHEMA_VERSION = "1"
+#: the per-split letter counts of the card (`letter_counts`), in order
+LETTER_KEYS = (
+    "rows_whitespace_stripped",
+    "rows_u_mapped",
+    "rows_iupac",
+    "rows_lowercase",
+    "lowercase_bases",
+    "rows_n",
+    "rows_all_n",
+    "rows_mostly_n",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    split: str | None
+    row: int | None
+    message: str
+
+
+class Problems:
+    """The problems found in one task's files, in the order found."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.items: list[Problem] = []
+
+    def add(self, kind: str, split: str | None, row: int | None, message: str) -> None:
+        self.items.append(Problem(kind, split, row, message))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def grouped(self) -> dict[str, list[Problem]]:
+        """{kind: problems} in order of first appearance."""
+        out: dict[str, list[Problem]] = {}
+        for p in self.items:
+            out.setdefault(p.kind, []).append(p)
+        return out
+
+    def summary(self, shown: int = SHOWN) -> str:
+        """Every kind with its count and first `shown` messages; what the task's error says."""
+        groups = self.grouped()
+        rows = {(p.split, p.row) for p in self.items if p.row is not None}
+        lines = [
+            f"task {self.task!r}: {len(self.items)} problem(s) of {len(groups)} kind(s) in {len(rows)} row(s); "
+            "every row was checked (full list: validation.json beside the card)"
+        ]
+        for kind, items in groups.items():
+            lines.append(f"  {kind} ({len(items)}):")
+            lines.extend(f"    {p.message}" for p in items[:shown])
+            if len(items) > shown:
+                lines.append(f"    ... and {len(items) - shown} more")
+        return "\n".join(lines)
+
+    def as_dict(self, kept: int = KEPT) -> dict[str, Any]:
+        """The machine-readable report: ok, counts, and per kind up to `kept` problems."""
+        return {
+            "schema_version": VALIDATION_SCHEMA_VERSION,
+            "task": self.task,
+            "ok": not self.items,
+            "n_problems": len(self.items),
+            "kinds": {
+                kind: {
+                    "count": len(items),
+                    "problems": [{"split": p.split, "row": p.row, "message": p.message} for p in items[:kept]],
+                }
+                for kind, items in self.grouped().items()
+            },
+        }
+
+
+def write_report(path: str | Path, problems: Problems, letters: dict[str, Any] | None = None) -> None:
+    """Write `problems` (and, for a task that passed, the card's letter counts) to `path` as JSON."""
+    report = problems.as_dict()
+    if letters is not None:
+        report["letters"] = letters
+    write_text_atomic(Path(path), json.dumps(report, indent=1, sort_keys=True))
+
+
+def letter_counts(raw: Iterable[object], stored: Iterable[str], policy_strip: bool, policy_u: bool) -> dict[str, int]:
+    """Per-split letter hygiene of accepted rows: raw source sequences beside the stored ones.
+
+    rows_whitespace_stripped (strip_whitespace removed something), rows_u_mapped (U/u read as T/t),
+    rows_iupac (an ambiguity code R Y S W K M B D H V; BPE models see UNK, k-mer encoders skip windows:
+    docs/alphabet.md), rows_lowercase / lowercase_bases (soft-masking, kept; models see upper case), rows_n
+    (any N), rows_all_n, rows_mostly_n (more than MOSTLY_N of the row is N)."""
+    counts = dict.fromkeys(LETTER_KEYS, 0)
+    iupac = set(IUPAC_AMBIGUITY)
+    for before, seq in zip(raw, stored):
+        text = str(before)
+        counts["rows_whitespace_stripped"] += int(policy_strip and text != text.strip(STRIPPABLE))
+        counts["rows_u_mapped"] += int(policy_u and ("U" in text or "u" in text))
+        up = seq.upper()
+        counts["rows_iupac"] += int(not iupac.isdisjoint(up))
+        lower = sum(1 for c in seq if c.islower())
+        counts["rows_lowercase"] += int(lower > 0)
+        counts["lowercase_bases"] += lower
+        n = up.count("N")
+        counts["rows_n"] += int(n > 0)
+        counts["rows_all_n"] += int(n == len(up))
+        counts["rows_mostly_n"] += int(n > MOSTLY_N * len(up))
+    return counts
+
+
+def class_problems(
+    splits: dict[str, pd.DataFrame], catalogue_row: dict[str, Any], *, task: str, single_class_test: str = "error"
+) -> Problems:
+    """The class-level rules, all checked: test classes seen in train, the catalogue's class count, two or
+    more training classes (a probe cannot be fitted on one), and two or more test classes unless
+    `single_class_test` is "keep" (MCC is 0 for every model on a one-class test split)."""
+    problems = Problems(task)
+    test_labels = np.unique(splits["test"]["label"]).tolist()
+    if len(test_labels) < 2 and single_class_test != "keep":
+        problems.add(
+            "one class in test",
+            "test",
+            None,
+            f"task {task!r}, split 'test': only one class {test_labels} ({len(splits['test'])} rows); MCC would "
+            "be 0 for every model. Fix the split, or set task_checks.single_class_test: keep to score it "
+            "flagged and outside the category means",
+        )
+    train_classes = set(np.unique(splits["train"]["label"]).tolist())
+    test_classes = set(np.unique(splits["test"]["label"]).tolist())
+    if not test_classes <= train_classes:
+        missing = sorted(test_classes - train_classes)
+        problems.add(
+            "test class not in train",
+            "test",
+            None,
+            f"task {task!r}, split 'test': classes {missing} never occur in train",
+        )
+    expected = str(catalogue_row.get("n_classes") or "").strip()
+    if expected and int(expected) != len(train_classes):
+        problems.add(
+            "class count differs from the catalogue",
+            "train",
+            None,
+            f"task {task!r}, split 'train': {len(train_classes)} classes {sorted(train_classes)}, catalogue says {expected}",
+        )
+    if len(train_classes) < 2:
+        problems.add(
+            "one class", "train", None, f"task {task!r}, split 'train': only one class {sorted(train_classes)}"
+        )
+    return problems

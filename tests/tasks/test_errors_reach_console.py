@@ -1,0 +1,107 @@
+"""A GENEB error raised inside a job reaches the Snakemake console as its one-line message (task, split, row,
+value), not only `CalledProcessError ... message: None` and a log pointer (issue 15)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from geneb.logs import ERROR_MARK, failure_lines
+
+REPO = Path(__file__).resolve().parents[2]
+TASK = "ienhancer2l_strong_vs_weak"
+
+
+def bad_mirror(tmp_path: Path, shared: Path) -> Path:
+    """A copy of TASK whose test row 5 has an empty sequence."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
+    path = mirror / TASK / "test.csv.gz"
+    with gzip.open(path, "rt") as f:
+        lines = f.read().splitlines()
+    lines[6] = "," + lines[6].split(",")[1]  # data row 5 (0-based): empty sequence
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    (mirror / TASK / "meta.json").unlink()
+    return mirror
+
+
+def write_config(run: Path, mirror: Path, tasks: list[str]) -> None:
+    (run / "config").mkdir(parents=True)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.update(
+        task_source=str(mirror),
+        task_sheet=str(REPO / "config/tasks.tsv"),
+        model_sheet=str(REPO / "config/models.yaml"),
+        model_revisions=str(REPO / "config/model_revisions.yaml"),
+        tasks=tasks,
+        models=["kmer-3"],
+    )
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+
+
+def snakemake(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args],
+        cwd=run,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
+    run = tmp_path / "run"
+    write_config(run, bad_mirror(tmp_path, shared), [TASK])
+    proc = snakemake(run, f"resources/tasks/{TASK}/card.json")
+    assert proc.returncode != 0
+    wanted = f"task {TASK!r}, split 'test', row 5: empty sequence"
+    console = proc.stdout
+    # the marked error, above Snakemake's "Error in rule" block ...
+    assert ERROR_MARK in console and console.index(ERROR_MARK) < console.index(wanted)
+    assert console.index(wanted) < console.index("Error in rule prepare_task"), console[-4000:]
+    # ... and again from the onerror handler (what a Slurm run shows, where job stderr is not the console)
+    assert console.count(wanted) >= 2, console[-4000:]
+    # the machine-readable report survives the failed job; no card does
+    report = json.loads((run / f"resources/tasks/{TASK}/validation.json").read_text())
+    assert report["kinds"]["empty sequence"]["problems"][0]["row"] == 5
+    assert not (run / f"resources/tasks/{TASK}/card.json").exists()
+    log = (run / f"logs/prepare_task/{TASK}.log").read_text()
+    assert "Traceback (most recent call last)" in log and log.rstrip().endswith(wanted)
+
+
+def test_every_shim_installs_the_error_hook_first():
+    """Every workflow script (prepare, extract, probe, analyses, ...) calls log_to_file before its work."""
+    for script in sorted((REPO / "workflow/scripts").glob("*.py")):
+        text = script.read_text()
+        assert "log_to_file(snakemake.log[0])" in text, script.name
+
+
+def test_hook_prints_one_line_and_keeps_the_traceback(tmp_path):
+    log = tmp_path / "job.log"
+    code = (
+        "from geneb.logs import log_to_file\n"
+        f"log_to_file({str(log)!r})\n"
+        "raise ValueError(\"task 'x', split 'train', row 3: label '1.0' is a number\")\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert (
+        proc.stderr.strip()
+        == f"{ERROR_MARK} ({log}): ValueError: task 'x', split 'train', row 3: label '1.0' is a number"
+    )
+    text = log.read_text()
+    assert "Traceback" in text
+    assert failure_lines([log], since=time.time() - 60) == [proc.stderr.strip()]
+    assert failure_lines([log], since=time.time() + 60) == []  # an older run's log is not reported

@@ -1,0 +1,94 @@
+"""One bad task never blocks the rest (issue 15): in a --keep-going run where a task fails preparation, the
+score table, leaderboard, analyses and report are built from the tasks that completed, the failed task is
+listed with its error (scores.parquet and leaderboard metadata, the report), its category is shown but not
+ranked, and the run still exits non-zero. A real tiny run: three mirrored tasks, one broken, two k-mer models."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from geneb.scores import FAILED_TASKS_ATTR
+
+REPO = Path(__file__).resolve().parents[1]
+GOOD = ["idna_ms_4mc_c_equisetifolia", "ienhancer2l_strong_vs_weak"]  # DNA Methyl., Enhancers
+BAD = "idna_ms_6ma_r_chinensis"  # DNA Methyl.
+
+
+def snakemake(run: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", "-k"],
+        cwd=run,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
+    mirror = tmp_path / "mirror"
+    for task in [*GOOD, BAD]:
+        shutil.copytree(shared / "data/tasks" / task, mirror / task)
+    path = mirror / BAD / "test.csv.gz"
+    with gzip.open(path, "rt") as f:
+        lines = f.read().splitlines()
+    lines[3] = "ACGTXACGT," + lines[3].split(",")[1]  # data row 2: an 'X'
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    (mirror / BAD / "meta.json").unlink()
+    run = tmp_path / "run"
+    (run / "config").mkdir(parents=True)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.update(
+        task_source=str(mirror),
+        task_sheet=str(REPO / "config/tasks.tsv"),
+        model_sheet=str(REPO / "config/models.yaml"),
+        model_revisions=str(REPO / "config/model_revisions.yaml"),
+        tasks=[GOOD[0], BAD, GOOD[1]],
+        models=["kmer-3", "kmer-4"],
+    )
+    config["analysis"]["bootstrap"]["n_resamples"] = 200
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    env = {k: v for k, v in os.environ.items() if k not in ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")}
+    proc = snakemake(run, env)
+    console = proc.stdout
+    assert proc.returncode != 0, console[-3000:]  # the failure is never missed
+    assert "1 task(s) failed (idna_ms_6ma_r_chinensis)" in console, console[-5000:]
+    scores_path = run / "results/tables/scores.parquet"
+    scores = pd.read_parquet(scores_path)
+    assert sorted(scores["task"].unique()) == sorted(GOOD)
+    failed = scores.attrs[FAILED_TASKS_ATTR]
+    assert list(failed) == [BAD] and failed[BAD]["category"] == "DNA Methyl."
+    assert f"task {BAD!r}, split 'test', row 2: character 'X'" in failed[BAD]["error"]
+    board = pd.read_parquet(run / "results/tables/leaderboard.parquet")
+    assert board.attrs[FAILED_TASKS_ATTR] == failed
+    full = board[board["regime"] == "full"].set_index(["category", "model"])
+    assert full.loc["DNA Methyl.", "rank"].isna().all() and not full.loc["DNA Methyl.", "complete"].any()
+    assert full.loc["Enhancers", "rank"].notna().all()
+    assert full.loc["macro", "value"].isna().all()  # a configured task is missing: no macro ranking
+    html = (run / "results/report/geneb_report.html").read_text()
+    assert "Failed tasks" in html and BAD in html and "character 'X' at position 4" in html
+    assert json.loads((run / "results/tables/failed_tasks.json").read_text())["tasks"] == GOOD
+    assert (run / "results/tables/analysis_summary.json").exists()
+    assert {"test_single_class", "test_rows_iupac", "n_unknown_tokens_test"} <= set(scores.columns)
+    assert "Data hygiene" in html
+
+    # the task fixed, the same command: every table is rebuilt from all three tasks, nothing listed as failed
+    shutil.copy(shared / "data/tasks" / BAD / "test.csv.gz", path)
+    proc = snakemake(run, env)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    scores = pd.read_parquet(scores_path)
+    assert sorted(scores["task"].unique()) == sorted([*GOOD, BAD]) and not scores.attrs.get(FAILED_TASKS_ATTR)
+    board = pd.read_parquet(run / "results/tables/leaderboard.parquet")
+    assert board.loc[board["category"] == "DNA Methyl.", "rank"].notna().all()
+    assert "Failed tasks" not in (run / "results/report/geneb_report.html").read_text()
