@@ -27,3 +27,11 @@ def test_spectrum_from_registry_settings_and_errors():
     res = enc.embed(["ACGTA", "ACGTACGT"], rows=[42, 43])
     assert res.empty.tolist() == [True, False]
     assert not res.embeddings[0, -(4**6) :].any() and res.embeddings[0, : 4**3].sum() == pytest.approx(1.0)
+
+
+def test_letters_outside_acgt_are_counted_as_unknown_tokens():
+    """A k-mer encoder skips every window holding N or an IUPAC code; it counts those letters as unknown tokens,
+    as a tokenizer counts UNK, so the score rows and the report's hygiene table see them."""
+    res = KmerEncoder(3).embed(["ACGTACGT", "ACGNNRACGT", "acgtn"], rows=[0, 1, 2])
+    assert (res.counters.unknown_rows, res.counters.unknown_tokens) == (2, 4)
+    assert KmerEncoder([3, 4]).embed(["ACGT"]).counters.unknown_tokens == 0

@@ -3,7 +3,9 @@
 Embedding of a sequence = frequencies of its overlapping k-mers over A, C, G, T (case-insensitive), a vector
 of length 4^k in lexicographic k-mer order (AAA..., AAC..., ...), summing to 1. With several k (a k-mer
 spectrum, e.g. k = 3..6) the per-k vectors are concatenated in the order given, each summing to 1. Windows containing any other
-letter (N, IUPAC codes) are skipped; `n_tokens` counts the windows used (of the first k in a spectrum).
+letter (N, IUPAC codes) are skipped; `n_tokens` counts the windows used (of the first k in a spectrum), and every
+such letter is counted as an unknown token (`EmbedCounters.unknown_tokens`, the file's `n_unknown_tokens`; rows
+holding one: `unknown_rows`), as a tokenizer counts the letters it maps to UNK.
 
 A sequence with no valid window for some k (shorter than k, or no k consecutive ACGT: an all-N or mostly-N
 row) gets the zero vector for that k's block and is flagged `empty` (the HDF5 `empty` dataset, counted in the
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from geneb.models.base import EmbedResult, sequence_batch
+from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
 from geneb.models.settings import ExtractionSettings
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,9 @@ class KmerEncoder:
         out = np.zeros((len(sequences), sum(widths)), dtype=np.float32)
         n_tokens = np.zeros(len(sequences), dtype=np.int32)
         empty = np.zeros(len(sequences), dtype=bool)
+        unknown = np.zeros(len(sequences), dtype=np.int64)
         for i, seq in enumerate(sequences):
+            unknown[i] = int((_CODE[np.frombuffer(seq.encode("ascii"), dtype=np.uint8)] < 0).sum())
             start = 0
             for k, width in zip(self.sizes, widths):
                 counts = kmer_counts(seq, k)
@@ -89,7 +93,8 @@ class KmerEncoder:
                 " ..." if empty.sum() > 5 else "",
             )
         n = len(sequences)
-        return EmbedResult(out, n_tokens, np.ones(n, np.int32), np.zeros(n, bool), empty=empty)
+        counters = EmbedCounters(unknown_rows=int((unknown > 0).sum()), unknown_tokens=int(unknown.sum()))
+        return EmbedResult(out, n_tokens, np.ones(n, np.int32), np.zeros(n, bool), counters=counters, empty=empty)
 
 
 def from_settings(settings: ExtractionSettings, **_execution: object) -> KmerEncoder:
