@@ -380,3 +380,15 @@ def test_B27_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypa
     with h5py.File(tmp_path / "e.h5", "r") as f:
         assert f.attrs["complete"] and f.attrs["fp32_retries"] == 1
         assert np.isfinite(f["train"]["embeddings"][:]).all()
+
+
+def test_B26_bigbird_vectors_do_not_depend_on_which_rows_came_before(zoo):
+    """BigBird switches itself to full attention for good after one batch too short for block-sparse attention;
+    GENEB restores block-sparse attention before every batch, so a long row's vector is the same whether a short
+    row was embedded before it or not."""
+    enc = zoo.encoder("bigbird")
+    enc.batch_size = 1
+    long_row, short_row = random_dna(300, 1), random_dna(12, 2)
+    first = enc.embed([long_row]).embeddings
+    enc.embed([short_row])  # too short for block-sparse attention
+    np.testing.assert_array_equal(enc.embed([long_row]).embeddings, first)

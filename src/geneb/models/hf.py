@@ -292,6 +292,11 @@ class HFEncoder(TokenModelEncoder):
         return [str(t) for t in self.tokenizer.convert_ids_to_tokens(ids)]
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
+        if self.pad_sensitive and hasattr(self.model, "set_attention_type"):
+            # BigBird switches itself to full attention for good when one batch is too short for block-sparse
+            # attention, so every later batch would depend on which rows came first: restore the trained
+            # block-sparse type before each batch and let the model decide for that batch alone (case B26)
+            self.model.set_attention_type("block_sparse")
         if want_states:
             return self.model(**inputs, output_hidden_states=True)
         return self.model(**inputs)
