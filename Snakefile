@@ -22,6 +22,10 @@ onerror:
     report_job_errors()
 
 
+onsuccess:
+    clear_failure_record()
+
+
 rule all:
     default_target: True
     input:

@@ -42,12 +42,25 @@ def read_partial(path: str | None) -> dict[str, Any] | None:
     return data
 
 
-def split_tasks(tasks: Iterable[str], outputs_of: Callable[[str], list[str]]) -> tuple[list[str], list[str]]:
-    """(completed, failed): a task is completed when every file `outputs_of(task)` (its probe tables) exists."""
+def split_tasks(
+    tasks: Iterable[str], outputs_of: Callable[[str], list[str]], failed_now: Iterable[str] = ()
+) -> tuple[list[str], list[str]]:
+    """(completed, failed): a task is completed when every file `outputs_of(task)` (its probe tables) exists and
+    none of its jobs failed in this run (`failed_now`: a probe table left by an earlier run of a task whose
+    preparation now fails is stale, not a result)."""
+    failed_now = set(failed_now)
     done, failed = [], []
     for task in tasks:
-        (done if all(Path(p).exists() for p in outputs_of(task)) else failed).append(task)
+        ok = task not in failed_now and all(Path(p).exists() for p in outputs_of(task))
+        (done if ok else failed).append(task)
     return done, failed
+
+
+def tasks_failed_in_run(tasks: Iterable[str], log_root: str | Path, since: float) -> list[str]:
+    """The tasks with a job log (named by the task: logs/<rule>/.../<task>.log) holding a GENEB error of this
+    run (written after `since`, epoch seconds)."""
+    logs = list(Path(log_root).rglob("*.log"))
+    return [t for t in tasks if failure_lines([p for p in logs if p.stem == t], since)]
 
 
 def task_errors(failed: Iterable[str], log_root: str | Path, since: float) -> dict[str, str]:

@@ -69,6 +69,21 @@ def test_every_problem_of_both_splits_is_reported_at_once(tmp_path, catalogue):
     assert not (out / "card.json").exists() and not (out / "train.parquet").exists()
 
 
+def test_row_problems_and_class_rules_are_reported_in_one_run(tmp_path, catalogue):
+    """An empty training row and a one-class test split: both in the first run's error (the class rules are
+    checked on the rows without a problem), not the second only after the row is fixed."""
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    write_split(root / TASK / "train.csv.gz", [("ACGTAC", i % 2) for i in range(9)] + [("", 1)])
+    write_split(root / TASK / "test.csv.gz", [("ACGTAA", 0) for _ in range(6)])
+    out, run = prepare(tmp_path, root, catalogue)
+    with pytest.raises(TaskValidationError) as err:
+        run()
+    kinds = set(json.loads((out / "validation.json").read_text())["kinds"])
+    assert {"empty sequence", "one class in test"} <= kinds, kinds
+    assert "split 'train', row 9: empty sequence" in str(err.value)
+
+
 def test_class_rules_are_reported_together(tmp_path, catalogue):
     root = tmp_path / "m"
     (root / TASK).mkdir(parents=True)

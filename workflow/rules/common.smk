@@ -126,7 +126,8 @@ def report_job_errors():
     targets = [job.rule.name for job in workflow.dag.targetjobs]
     if PARTIAL is not None or not workflow.execution_settings.keep_going or targets != ["all"]:
         return
-    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables)
+    failed_now = partial_run.tasks_failed_in_run(config["tasks"], "logs", RUN_STARTED - 2)
+    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables, failed_now)
     if not done or not failed:
         return
     errors = partial_run.task_errors(failed, "logs", RUN_STARTED - 2)
@@ -143,6 +144,13 @@ def report_job_errors():
         env=partial_run.partial_env(partial_run.FAILURES_FILE),
         check=False,
     )
+
+
+def clear_failure_record():
+    """The `onsuccess` handler: a run that built everything from every task leaves no failure record of an
+    earlier partial run behind (a partial run's own record stays: its tables list the failed tasks)."""
+    if PARTIAL is None:
+        Path(partial_run.FAILURES_FILE).unlink(missing_ok=True)
 
 
 # ---- tasks --------------------------------------------------------------------------------------------

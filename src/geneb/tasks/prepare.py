@@ -158,6 +158,12 @@ def _prepare(
         split: check_split(raw[split], encoding, policy, task=task, split=split, problems=problems) for split in SPLITS
     }
     if problems:
+        # the class rules too, on the rows without a problem, so that one run reports everything to fix
+        bad = {(p.split, p.row) for p in problems.items}
+        valid = {s: df[[(s, int(r)) not in bad for r in df["row"]]] for s, df in checked.items()}
+        if all(len(df) for df in valid.values()):
+            single = checks.get("single_class_test", "error")
+            problems.items.extend(class_problems(valid, catalogue_row, task=task, single_class_test=single).items)
         raise TaskValidationError(problems)
     for split in SPLITS:
         df = checked[split]
