@@ -189,3 +189,15 @@ def test_unknown_model_suggests(specs):
     with pytest.raises(RegistryError, match="did you mean"):
         extraction_settings(specs, "kmer3", {})
     assert runnable(specs.models["kmer-3"]) == (True, "built in")
+
+
+def test_a_model_id_given_twice_is_refused_not_replaced(repo, tmp_path):
+    """Plain YAML keeps the last of two equal keys, so an entry appended under an id already taken would
+    silently replace the first; the registry reader names the id and both lines instead."""
+    from geneb.models.registry import RegistryError, load_registry
+
+    sheet = tmp_path / "models.yaml"
+    entry = "    family: kmer\n    source: {kind: builtin}\n    builtin: {k: 3}\n"
+    sheet.write_text("models:\n  mine:\n" + entry + "  other:\n" + entry + "  mine:\n" + entry)
+    with pytest.raises(RegistryError, match=r"'mine' is given twice \(first at line 2\)"):
+        load_registry(sheet, schema=None)

@@ -121,7 +121,8 @@ def report_job_errors():
     code (the last line of its log, geneb.logs), so it reaches the console also where job stderr does not
     (Slurm; the 2 s margin covers a shared file system's clock). Then, in a --keep-going run of the default
     target in which some tasks completed, build the tables, analyses and report from those (geneb.partial)."""
-    for line in failure_lines(Path("logs").rglob("*.log"), RUN_STARTED - 2):
+    errors = failure_lines(Path("logs").rglob("*.log"), RUN_STARTED - 2)
+    for line in errors:
         logger.error(line)
     targets = [job.rule.name for job in workflow.dag.targetjobs]
     if PARTIAL is not None or not workflow.execution_settings.keep_going or targets != ["all"]:
@@ -144,6 +145,8 @@ def report_job_errors():
         env=partial_run.partial_env(partial_run.FAILURES_FILE),
         check=False,
     )
+    for line in errors:  # once more, after the partial run's output, where the user looks last
+        logger.error(line)
 
 
 def clear_failure_record():

@@ -88,12 +88,28 @@ def as_registry(registry: Registry | Mapping[str, Any]) -> Registry:
     return registry if isinstance(registry, Registry) else Registry.from_mapping(registry)
 
 
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # the C parser when libyaml is there
+    """A safe loader that refuses a key given twice in one mapping: plain YAML keeps the last silently, so a
+    model id appended again would replace the first entry without a word."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice (first at line {seen[key].line + 1})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
 def _parse(path: Path) -> dict[str, Any]:
     """The registry file parsed: a mapping with a `models` mapping of id -> mapping, else RegistryError
-    (unparsable YAML with line and column, a binary file, another shape). OSError if it cannot be read."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there: ~10x faster
+    (unparsable YAML with line and column, a key such as a model id given twice, a binary file, another
+    shape). OSError if it cannot be read."""
     try:
-        data = yaml.load(path.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
