@@ -28,6 +28,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from geneb.scores import failed_tasks
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
 SNAKEFILE = REPO / "Snakefile"
@@ -1034,3 +1036,38 @@ def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeyp
         proc.kill()
         proc.wait()
     assert recover.running_snakemake(run.resolve()) == []
+
+
+@pytest.mark.slurm
+def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_task(slurm_env, tmp_path):
+    """Issue 15 on Slurm: an extraction that fails inside its Slurm job (a stray character in a prepared
+    split) prints its one-line GENEB error on the Snakemake console, and the other task's scores, the
+    leaderboard and the report are still built, listing the failed task; the run exits non-zero."""
+    run = tmp_path / "run"
+    write_config(run, models=["kmer-3"])
+    snakemake(run, *(f"resources/tasks/{t}/train.parquet" for t in TASKS))
+    split = run / "resources" / "tasks" / TASKS[1] / "train.parquet"
+    df = pd.read_parquet(split)
+    df.loc[3, "sequence"] = "ACGT!ACGT"
+    df.to_parquet(split, index=False)
+    proc = snakemake(
+        run,
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--config",
+        "execution={device: cpu}",
+        *SLURM_FAST,
+        check=False,
+        env=slurm_env,
+    )
+    assert proc.returncode != 0
+    assert re.search(
+        r"GENEB ERROR \(logs/extract_embeddings/kmer-3/\w+/" + TASKS[1] + r"\.log\): SequenceError: .*"
+        r"split 'train', row \d+: character '!'",
+        proc.stdout,
+    ), proc.stdout[-3000:]
+    assert "SLURM run ID" in proc.stdout
+    scores = pd.read_parquet(run / SCORES)
+    assert set(scores["task"]) == {TASKS[0]}
+    assert TASKS[1] in failed_tasks(run / SCORES)
+    assert "Failed tasks" in (run / "results" / "report" / "geneb_report.html").read_text()
