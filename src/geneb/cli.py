@@ -29,6 +29,7 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pandas as pd
 import pyarrow as pa
@@ -293,11 +294,18 @@ def cmd_recover(args: argparse.Namespace) -> int:
     return recover.main(args.snakemake_args)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's convention for bad input: one `geneb: error:` line and exit status 2 (argparse
+    itself prints the whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"geneb: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `geneb` command."""
-    p = argparse.ArgumentParser(
-        prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations."
-    )
+    p = _Parser(prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations.")
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("models", help="list the models of the registry")
     m.add_argument("--sheet", default="config/models.yaml")

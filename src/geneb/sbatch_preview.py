@@ -122,7 +122,7 @@ def preview(snakemake_args: list[str]) -> list[JobPreview]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m geneb.sbatch_preview",
+        prog="geneb sbatch-preview",
         description="Print the sbatch call of every job a Slurm run would submit (a dry run; nothing is submitted).",
         epilog="All arguments are passed to snakemake, e.g. --profile profiles/slurm --configfile my.yaml",
     )

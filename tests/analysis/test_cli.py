@@ -111,9 +111,25 @@ def test_top_must_be_a_positive_integer(top, synthetic_run, capsys):
     assert exc.value.code == 2
     cap = capsys.readouterr()
     assert cap.out == "" and "Traceback" not in cap.err
-    assert (
-        cap.err.splitlines()[-1] == f"geneb leaderboard: error: argument --top: must be a positive integer, not {top!r}"
-    )
+    assert cap.err.splitlines() == [
+        f"geneb: error: argument --top: must be a positive integer, not {top!r} (see `geneb leaderboard --help`)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["leaderboard", "--regime", "fivesho"], "argument --regime: invalid choice: 'fivesho'"),
+        ([], "the following arguments are required: command"),
+        (["models", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+    ],
+)
+def test_usage_errors_are_one_error_line_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("geneb: error: ") and message in err[0], err
 
 
 def test_a_malformed_model_sheet_is_a_one_line_error(tmp_path, capsys):
