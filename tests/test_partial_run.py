@@ -7,32 +7,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from geneb.scores import FAILED_TASKS_ATTR
+from workflow_support import run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD = ["idna_ms_4mc_c_equisetifolia", "ienhancer2l_strong_vs_weak"]  # DNA Methyl., Enhancers
 BAD = "idna_ms_6ma_r_chinensis"  # DNA Methyl.
-
-
-def snakemake(run: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", "-k"],
-        cwd=run,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=900,
-    )
 
 
 def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
@@ -47,20 +32,8 @@ def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
         f.write("\n".join(lines) + "\n")
     (mirror / BAD / "meta.json").unlink()
     run = tmp_path / "run"
-    (run / "config").mkdir(parents=True)
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(
-        task_source=str(mirror),
-        task_sheet=str(REPO / "config/tasks.tsv"),
-        model_sheet=str(REPO / "config/models.yaml"),
-        model_revisions=str(REPO / "config/model_revisions.yaml"),
-        tasks=[GOOD[0], BAD, GOOD[1]],
-        models=["kmer-3", "kmer-4"],
-    )
-    config["analysis"]["bootstrap"]["n_resamples"] = 200
-    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in os.environ.items() if k not in ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")}
-    proc = snakemake(run, env)
+    write_run_config(run, mirror, [GOOD[0], BAD, GOOD[1]], ["kmer-3", "kmer-4"], n_resamples=200)
+    proc = run_snakemake(run, "-k")
     console = proc.stdout
     assert proc.returncode != 0, console[-3000:]  # the failure is never missed
     assert "1 task(s) failed (idna_ms_6ma_r_chinensis)" in console, console[-5000:]
@@ -85,7 +58,7 @@ def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
 
     # the task fixed, the same command: every table is rebuilt from all three tasks, nothing listed as failed
     shutil.copy(shared / "data/tasks" / BAD / "test.csv.gz", path)
-    proc = snakemake(run, env)
+    proc = run_snakemake(run, "-k")
     assert proc.returncode == 0, proc.stdout[-3000:]
     scores = pd.read_parquet(scores_path)
     assert sorted(scores["task"].unique()) == sorted([*GOOD, BAD]) and not scores.attrs.get(FAILED_TASKS_ATTR)

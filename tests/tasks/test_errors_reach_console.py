@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from geneb.logs import ERROR_MARK, failure_lines
+from workflow_support import run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "ienhancer2l_strong_vs_weak"
@@ -34,37 +32,10 @@ def bad_mirror(tmp_path: Path, shared: Path) -> Path:
     return mirror
 
 
-def write_config(run: Path, mirror: Path, tasks: list[str]) -> None:
-    (run / "config").mkdir(parents=True)
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(
-        task_source=str(mirror),
-        task_sheet=str(REPO / "config/tasks.tsv"),
-        model_sheet=str(REPO / "config/models.yaml"),
-        model_revisions=str(REPO / "config/model_revisions.yaml"),
-        tasks=tasks,
-        models=["kmer-3"],
-    )
-    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
-
-
-def snakemake(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args],
-        cwd=run,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
     run = tmp_path / "run"
-    write_config(run, bad_mirror(tmp_path, shared), [TASK])
-    proc = snakemake(run, f"resources/tasks/{TASK}/card.json")
+    write_run_config(run, bad_mirror(tmp_path, shared), [TASK], ["kmer-3"])
+    proc = run_snakemake(run, f"resources/tasks/{TASK}/card.json")
     assert proc.returncode != 0
     wanted = f"task {TASK!r}, split 'test', row 5: empty sequence"
     console = proc.stdout
