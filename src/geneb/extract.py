@@ -25,7 +25,7 @@ from geneb.embeddings.errors import ExtractionError
 from geneb.models.base import EmbedResult, Encoder
 from geneb.models.registry import extraction_hash
 from geneb.models.settings import Extraction, ExtractionSettings, SettingsLike
-from geneb.provenance import package_versions
+from geneb.provenance import code_revision, dirty_label, package_versions
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.card import read_card
 from geneb.tasks.hygiene import reverse_complement
@@ -168,7 +168,7 @@ def extract_task(
     settings: the resolved mapping of registry.extraction_settings (the rule's params; it goes into the key
     and its hash as it is), typed here once as `ExtractionSettings` for everything else. storage_dtype: None = the settings' `extraction.storage_dtype` (float32, or float16 to halve the file).
     device, batch_size, threads, hdf5_locking, progress: execution knobs (recorded as attributes, not in the
-    key). Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
+    key), as are the running code's `geneb_commit` and `geneb_dirty` ("true", "false" or "unknown"). Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
     token ids outside the table) are re-raised naming model, task and split; nothing is written then.
     """
     task_dir = Path(task_dir)
@@ -250,6 +250,9 @@ def extract_task(
         "hdf5_locking": hdf5_locking,
         "seconds_load": round(t_load, 3),
         "seconds_total": round(seconds, 3),
+        # the running code's revision: an attribute, not in the extraction key (a new commit reruns nothing)
+        "geneb_commit": str(code_revision()["geneb_commit"]),
+        "geneb_dirty": dirty_label(code_revision()["geneb_dirty"]),
     }
     storage = storage_dtype or typed.extraction.storage_dtype
     write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs)

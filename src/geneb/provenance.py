@@ -1,7 +1,9 @@
-"""Provenance: stable hashes of settings and the versions of the packages that produce a result.
+"""Provenance: stable hashes of settings, the versions of the packages that produce a result, and the git
+commit of the running GENEB code.
 
-Every output row carries a `config_hash` (what was asked for) and package versions (what computed it), so a
-number can be traced back and two numbers are only compared when they were made the same way.
+Every output row carries a `config_hash` (what was asked for), package versions and the code revision
+(`code_revision`: commit and dirty-tree flag; what computed it), so a number can be traced back and two numbers
+are only compared when they were made the same way.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+from functools import cache
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from geneb import __version__
@@ -62,3 +67,66 @@ def package_versions(packages: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, 
         except metadata.PackageNotFoundError:
             versions[name] = ""
     return versions
+
+
+#: what `code_revision` records when the running code is not a git checkout (an installed copy, a tarball)
+UNKNOWN = "unknown"
+#: the paths of a checkout, besides the package itself, whose changes make the running code dirty: the workflow
+#: (rules, scripts, schemas) and its entry point. Configuration is not code: configs, sheets and the pins
+#: lockfile are recorded by their own hashes (config_hash, the extraction settings hash, data_hash).
+CODE_PATHS = ("workflow", "Snakefile")
+#: the provenance columns of `code_revision`, in this order, on every output row
+CODE_REVISION_KEYS = ("geneb_commit", "geneb_dirty")
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    """stdout of `git -C folder args...`, stripped; None when git is missing, fails or takes over 20 s."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _code_revision(package_dir: Path) -> dict[str, Any]:
+    """`code_revision` for the package at `package_dir` (uncached)."""
+    unknown = {"geneb_commit": UNKNOWN, "geneb_dirty": None}
+    top = _git(package_dir, "rev-parse", "--show-toplevel")
+    # the package's own files must be tracked by that repository: an installed copy inside a venv that itself
+    # sits in some git checkout (e.g. ./.venv, ignored) would otherwise report that checkout's commit
+    if top is None or _git(package_dir, "ls-files", "--error-unmatch", "--", "__init__.py") is None:
+        return unknown
+    commit = _git(package_dir, "rev-parse", "HEAD")
+    if commit is None or not REVISION.match(commit):
+        return unknown
+    paths = [str(package_dir)] + [str(Path(top) / p) for p in CODE_PATHS if (Path(top) / p).exists()]
+    status = _git(Path(top), "status", "--porcelain", "--untracked-files=normal", "--", *paths)
+    if status is None:
+        return {"geneb_commit": commit, "geneb_dirty": None}
+    return {"geneb_commit": commit, "geneb_dirty": bool(status)}
+
+
+@cache
+def _cached(package_dir: str) -> tuple[tuple[str, Any], ...]:
+    return tuple(_code_revision(Path(package_dir)).items())
+
+
+def code_revision(package_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The git revision of the running GENEB code, computed once per process: {"geneb_commit": the 40-hex
+    commit of the checkout the package is imported from, "geneb_dirty": True when the package or the
+    workflow (CODE_PATHS) has uncommitted changes or untracked files, False when clean}.
+
+    For a copy that is not a git checkout (an installed wheel, a tarball, a package git does not track) it is
+    {"geneb_commit": "unknown", "geneb_dirty": None}: unknown, recorded as such, never guessed from a
+    version number. package_dir: the package folder (default: this package's); tests pass another.
+    """
+    folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
+    return dict(_cached(str(folder.resolve())))
+
+
+def dirty_label(dirty: bool | None) -> str:
+    """`geneb_dirty` as text for places that hold no null (HDF5 attributes, JSON summaries read by people):
+    "true", "false" or "unknown"."""
+    return UNKNOWN if dirty is None else str(bool(dirty)).lower()

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.categories import CATEGORIES
+from geneb.provenance import CODE_REVISION_KEYS, code_revision
 
 #: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job)
 SCHEMA_VERSION = "1"
@@ -23,6 +24,20 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "r
 PUBLISHED_SEED = -1
 #: the keys of one cell
 CELL_KEYS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime")
+#: the code-revision columns every table GENEB writes carries (`geneb.provenance.code_revision`): `geneb_commit`
+#: (40-hex, or "unknown" for a copy that is not a git checkout) and `geneb_dirty` (nullable boolean; NA unknown)
+CODE_REVISION_COLUMNS: tuple[str, ...] = CODE_REVISION_KEYS
+
+
+def with_code_revision(table: pd.DataFrame, revision: dict[str, object] | None = None) -> pd.DataFrame:
+    """`table` with the code-revision columns set on every row (added, or replaced where present): the commit
+    and dirty-tree flag of the running code (`revision`, default `code_revision()`), `geneb_dirty` as a
+    nullable boolean so that "unknown" stays NA instead of becoming False."""
+    rev = code_revision() if revision is None else revision
+    out = table.copy()
+    out["geneb_commit"] = str(rev["geneb_commit"])
+    out["geneb_dirty"] = pd.array([rev["geneb_dirty"]] * len(out), dtype="boolean")
+    return out
 
 
 #: the parquet metadata key (pandas `attrs`) of scores.parquet and leaderboard.parquet that lists the tasks

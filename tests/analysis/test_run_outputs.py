@@ -7,6 +7,7 @@ import pytest
 
 from geneb.analysis.outputs import LEADERBOARD_TABLES, all_tables
 from geneb.figures.registry import figure_names
+from geneb.provenance import code_revision
 
 
 def test_every_table_and_the_summary_are_written_with_provenance(synthetic_run):
@@ -15,7 +16,9 @@ def test_every_table_and_the_summary_are_written_with_provenance(synthetic_run):
         df = pd.read_parquet(t / f"{name}.parquet")
         if name not in LEADERBOARD_TABLES:
             assert {"settings_hash", "input_sha256"} <= set(df.columns), name
+        assert (df["geneb_commit"] == code_revision()["geneb_commit"]).all(), name  # every table: the code's revision
     s = json.loads((t / "analysis_summary.json").read_text())
+    assert s["geneb_commit"] == code_revision()["geneb_commit"] and s["geneb_dirty"] == code_revision()["geneb_dirty"]
     assert s["settings"]["bootstrap"] == {"n_resamples": 200, "seed": 5, "resample_tasks": True}
     assert s["package_versions"]["scipy"] and s["view"] == "geneb"
 

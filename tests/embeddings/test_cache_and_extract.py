@@ -22,6 +22,7 @@ from geneb.embeddings.cache import (
 from geneb.extract import extract_task
 from geneb.models.base import EmbedCounters, EmbedResult
 from geneb.models.registry import extraction_settings, load_registry
+from geneb.provenance import code_revision, dirty_label
 from geneb.tasks.hygiene import reverse_complement
 
 
@@ -123,6 +124,10 @@ def test_file_counters_come_from_the_embed_results(repo, make_task, tmp_path, mo
     with h5py.File(tmp_path / "e.h5", "r") as f:
         assert f["train"].attrs["n_unknown_tokens"] == 3 and f["test"].attrs["n_unknown_tokens"] == 1
         assert f.attrs["batch_step_downs"] == 4 and f.attrs["fp32_retries"] == 8
+        # the code's revision is an attribute, never part of the extraction key
+        assert f.attrs["geneb_commit"] == code_revision()["geneb_commit"]
+        assert f.attrs["geneb_dirty"] == dirty_label(code_revision()["geneb_dirty"])
+        assert "geneb_commit" not in f.attrs["extraction_key"]
 
 
 def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):
@@ -132,6 +137,7 @@ def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):
 import sys
 from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
+from geneb.provenance import code_revision, dirty_label
 s = extraction_settings(load_registry({str(repo / "config" / "models.yaml")!r}), "kmer-4", {{}})
 extract_task(s, {str(task)!r}, {str(tmp_path / "k.h5")!r}, threads=1, progress=False)
 print(sorted(m for m in ("torch", "transformers", "tokenizers") if m in sys.modules))

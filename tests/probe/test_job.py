@@ -15,6 +15,7 @@ from geneb.extract import extract_task
 from geneb.models.registry import extraction_settings, load_registry
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices
+from geneb.provenance import code_revision
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task
@@ -87,6 +88,9 @@ def test_fit_probes_writes_tables_any_reader_can_use(stage, probe_config, protoc
     assert (on_disk["schema_version"] == "1").all() and (on_disk["protocol"] == protocol).all()
     assert (on_disk["category"] == card["category"]).all() and (on_disk["data_hash"] == card["data_hash"]).all()
     assert on_disk["config_hash"].nunique() == 1 and on_disk["embedding_key_hash"].str.len().eq(12).all()
+    rev = code_revision()  # the running code's commit and dirty flag, on every row
+    assert (on_disk["geneb_commit"] == rev["geneb_commit"]).all() and str(on_disk["geneb_dirty"].dtype) == "boolean"
+    assert on_disk["geneb_dirty"].tolist() == [rev["geneb_dirty"]] * len(on_disk) or rev["geneb_dirty"] is None
     assert pl.read_parquet(args["scores_out"]).height == len(on_disk)
     q = f"select regime, avg(value) from '{args['scores_out']}' where metric = 'MCC' group by regime"
     assert {r for r, _ in duckdb.sql(q).fetchall()} == {"full", "10shot", "1shot"}

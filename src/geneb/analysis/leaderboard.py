@@ -21,7 +21,7 @@ from scipy import stats
 from geneb import __version__
 from geneb.analysis.tables import frame_sha256
 from geneb.categories import CATEGORIES
-from geneb.scores import AnalysisInputError
+from geneb.scores import AnalysisInputError, with_code_revision
 
 SCHEMA_VERSION = "1"
 AGGREGATES = ("macro", "micro")
@@ -110,7 +110,8 @@ def leaderboard(cells: pd.DataFrame, missing: dict[str, str] | None = None) -> p
     cells: per-cell table. Returns one row per (protocol, model, regime, category) for the 13 categories plus
     `macro` and `micro`, with value, n_tasks, n_tasks_expected, complete, rank (by value within protocol,
     regime and category; 1 = best), borda_rank (over the category's tasks; over all tasks for macro/micro),
-    source, schema_version, geneb_version and input_sha256 (hash of `cells`).
+    source, schema_version, geneb_version, input_sha256 (hash of `cells`), geneb_commit and geneb_dirty (the
+    running code's revision, `geneb.scores.with_code_revision`).
     missing: failed tasks ({task: category}, see `category_scores`): their categories, macro and micro are
     shown but not ranked. Raises AnalysisInputError for an empty table.
     """
@@ -157,6 +158,7 @@ def leaderboard(cells: pd.DataFrame, missing: dict[str, str] | None = None) -> p
     table["schema_version"] = SCHEMA_VERSION
     table["geneb_version"] = __version__
     table["input_sha256"] = frame_sha256(cells)
+    table = with_code_revision(table)
     order = {c: i for i, c in enumerate((*CATEGORIES, *AGGREGATES))}
     table["_o"] = table["category"].map(order)
     table = table.sort_values(["protocol", "regime", "_o", "rank", "model"], na_position="last").drop(columns="_o")

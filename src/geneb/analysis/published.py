@@ -25,7 +25,7 @@ from geneb.analysis.metadata import registry as read_registry
 from geneb.categories import CATEGORIES
 from geneb.models.spec import ModelSpec
 from geneb.provenance import file_sha256
-from geneb.scores import PUBLISHED_SEED, AnalysisInputError, check_scores
+from geneb.scores import PUBLISHED_SEED, AnalysisInputError, check_scores, with_code_revision
 
 PROTOCOL = "geneb-paper"
 
@@ -77,7 +77,7 @@ def import_published(folder: str | Path) -> pd.DataFrame:
             "geneb_version": __version__,
         }
     )
-    return check_scores(out, what=str(path)).reset_index(drop=True)
+    return with_code_revision(check_scores(out, what=str(path)).reset_index(drop=True))
 
 
 def _registry_by_hub(registry: str | Path | None) -> dict[str, dict[str, Any]]:

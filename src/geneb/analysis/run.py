@@ -25,8 +25,8 @@ from geneb.analysis.outputs import LEADERBOARD_TABLES
 from geneb.analysis.registry import Analysis
 from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
 from geneb.atomic import atomic_path, write_text_atomic
-from geneb.provenance import package_versions, stable_hash
-from geneb.scores import CELL_KEYS, REGIMES, AnalysisInputError
+from geneb.provenance import code_revision, package_versions, stable_hash
+from geneb.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +251,7 @@ def run_analyses(
             "input_sha256": frame_sha256(scores),
             "n_contaminated_cells": int(len(contaminated)),
             "geneb_version": __version__,
+            **code_revision(),
             "package_versions": package_versions(("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn")),
         }
     )
@@ -278,7 +279,8 @@ def write_tables(
     empty), and, when given, the summary to `outdir/analysis_summary.json`.
 
     Every table gets `settings_hash` and `input_sha256` columns (provenance; from the summary, else kept as
-    the table has them). Returns the written paths.
+    the table has them) and the running code's `geneb_commit` and `geneb_dirty` (`geneb.scores.with_code_revision`).
+    Returns the written paths.
     """
     outdir = Path(outdir)
     paths = []
@@ -287,6 +289,7 @@ def write_tables(
         if summary is not None:
             df["settings_hash"] = summary["settings_hash"]
             df["input_sha256"] = summary["input_sha256"]
+        df = with_code_revision(df)
         path = outdir / f"{name}.parquet"
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)

@@ -17,7 +17,7 @@ import pandas as pd
 from geneb.analysis import compare, metadata, published, reproduce, run, submission
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.atomic import atomic_path
-from geneb.scores import FAILED_TASKS_ATTR, AnalysisInputError, failed_tasks, load_scores
+from geneb.scores import FAILED_TASKS_ATTR, AnalysisInputError, failed_tasks, load_scores, with_code_revision
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ def leaderboard_step(
     failed = failed_tasks(scores)  # a partial run's failed tasks: listed, their categories not ranked
     missing = {task: rec["category"] for task, rec in failed.items()}
     tables = run.leaderboard_tables(load_scores(scores), meta, metadata.load_task_meta(tasks_tsv), settings, missing)
+    tables = {name: with_code_revision(table) for name, table in tables.items()}  # every row: the code's revision
     tables["leaderboard"].attrs[FAILED_TASKS_ATTR] = failed
     for name in LEADERBOARD_TABLES:
         with atomic_path(outputs[name]) as tmp:
@@ -107,7 +108,7 @@ def reproduce_step(*, claims: str, summary: str, leaderboard: str, models: str, 
         models=pd.read_parquet(models),
         protocol=published.PROTOCOL,
     )
-    table = reproduce.reproduce(reproduce.load_claims(claims), outputs)
+    table = with_code_revision(reproduce.reproduce(reproduce.load_claims(claims), outputs))
     with atomic_path(output) as tmp:
         table.to_parquet(tmp, index=False)
     for r in table.itertuples():
@@ -139,7 +140,7 @@ def compare_step(
     board, left = compare.compare_with_published(
         user, load_scores(published_scores), task_meta, exclude, capped=compare.capped_tasks(cards)
     )
-    for df, path in ((board, board_out), (left, left_out)):
+    for df, path in ((board, board_out), (with_code_revision(left), left_out)):
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
     log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))

@@ -24,7 +24,7 @@ from geneb.probe.protocols import from_config
 from geneb.probe.sampling import draw_identity
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.provenance import package_versions
-from geneb.scores import SCHEMA_VERSION
+from geneb.scores import SCHEMA_VERSION, with_code_revision
 from geneb.tasks.card import TaskCard, read_card
 
 Path = str | os.PathLike[str]
@@ -202,7 +202,7 @@ def fit_probes(
         "numpy_version": v["numpy"],
         "scipy_version": v["scipy"],
     }
-    scores = scores.assign(**prov, **unknown_token_columns(cache.split_attrs, len(scores)))
+    scores = with_code_revision(scores.assign(**prov, **unknown_token_columns(cache.split_attrs, len(scores))))
     preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
     for path, table in ((scores_out, scores), (predictions_out, preds)):
         with atomic_path(path) as tmp:
