@@ -102,6 +102,19 @@ def test_a_paper_model_without_a_curation_row_names_the_file(tool, shared, curat
         tool.build(shared, curation=curation_copy)
 
 
+def test_a_paper_model_without_a_dtype_row_names_the_file_and_auto_is_refused(tool, shared, curation_copy):
+    path = curation_copy / "paper_models.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["dtypes"] = [r for r in doc["dtypes"] if r["model"] != "GROVER"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(tool.CurationError, match=r"paper_models.yaml \(dtypes\): no row for models.tsv model 'GROVER'"):
+        tool.build(shared, curation=curation_copy)
+    doc["dtypes"].append({"model": "GROVER", "dtype": "auto", "reason": "device-dependent"})
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(tool.CurationError, match=r"dtypes\[39\] \(GROVER\), key dtype: 'auto' is not one of"):
+        tool.load_curation(curation_copy)
+
+
 def test_the_command_reports_a_curation_error(repo, shared, curation_copy, tmp_path):
     _edit(curation_copy / "matched_pairs.yaml", "pairs", 0, lambda row: row.pop("reason"))
     out = tmp_path / "models.yaml"

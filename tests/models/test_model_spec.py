@@ -2,7 +2,9 @@
 
 `extraction_hashes.json` holds the settings hash of every runnable entry of the committed registry (as it
 is, and with every `hub-unpinned` entry pinned to the made-up revision sha1(model id)), under the config's
-alphabet and under {}, computed by the code before the registry was typed. A hash that changes gives every
+alphabet and under {}, for device cpu (`label/alphabet/model`) and cuda (`label/alphabet/cuda/model`: `dtype:
+auto` resolves per device class, so a model whose dtype is auto has one hash per class; one with an explicit
+dtype has the same hash under both), computed by the code before the registry was typed. A hash that changes gives every
 cached embedding of that model a new folder: if a change to config/models.yaml or to the defaults means it,
 regenerate the file with `_hashes` below and say so in the commit.
 """
@@ -37,14 +39,15 @@ def _hashes(repo: Path, tmp_path: Path) -> dict[str, str]:
     out = {}
     for label, registry in (("as-is", as_is), ("pinned", pinned)):
         for alpha_label, alpha in (("config", alphabet), ("empty", {})):
-            for model, spec in registry.models.items():
-                if spec.source.kind == "local":  # content fingerprints of ../shared folders: not in the file
-                    continue
-                try:
-                    settings = hpc.stable_params(extraction_settings(registry, model, alpha))
-                except NotRunnableError:
-                    continue
-                out[f"{label}/{alpha_label}/{model}"] = extraction_hash(settings)
+            for device, infix in (("cpu", ""), ("cuda", "cuda/")):
+                for model, spec in registry.models.items():
+                    if spec.source.kind == "local":  # content fingerprints of ../shared folders: not in the file
+                        continue
+                    try:
+                        settings = hpc.stable_params(extraction_settings(registry, model, alpha, device=device))
+                    except NotRunnableError:
+                        continue
+                    out[f"{label}/{alpha_label}/{infix}{model}"] = extraction_hash(settings)
     return out
 
 

@@ -83,6 +83,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             max_tokens={"type": "integer", "minimum": 1},
         ),
         domains=_rows("model", ("domain",), domain=_STR),
+        dtypes=_rows("model", ("dtype",), dtype={"enum": ["float32", "bfloat16", "float16"]}),
     ),
     "context.yaml": _file(
         paper_context=_rows("model", ("context", "note"), context=_STR, note=_STR),
@@ -185,6 +186,7 @@ class Curation:
     evo2_layer: dict[str, str]
     paper: dict[str, dict[str, Any]]  # geneb_model_id -> curation row
     paper_domain: dict[str, str]
+    paper_dtype: dict[str, str]  # geneb_model_id -> extraction.dtype of its default (reference) extraction
     paper_context: dict[str, tuple[str, str]]
     beyond_trained_context: dict[str, str]
     supervised: frozenset[str]
@@ -241,6 +243,7 @@ def load_curation(folder: Path | None = None) -> Curation:
         evo2_layer={r["model"]: r["layer"] for r in fam["evo2_layers"]},
         paper={r["model"]: _strip(r, "model") for r in pap["models"]},
         paper_domain={r["model"]: r["domain"] for r in pap["domains"]},
+        paper_dtype={r["model"]: r["dtype"] for r in pap["dtypes"]},
         paper_context={r["model"]: (r["context"], r["note"]) for r in ctx["paper_context"]},
         beyond_trained_context={r["model"]: r["why"] for r in ctx["beyond_trained_context"]},
         supervised=frozenset(r["model"] for r in d["supervised.yaml"]["supervised"]),

@@ -152,6 +152,7 @@ def paper_entry(
         "max_tokens": parse_tokens(cap),
         "long_policy": d["long_policy"],
         "rc": d["rc"],
+        "dtype": lookup(cur, "paper_dtype", mid, "models.tsv model", "paper_models.yaml (dtypes)"),
         "embedding_dim": int(row["emb_dim"]) if str(row["emb_dim"]).isdigit() else None,
     }
     if pc.get("max_tokens"):

@@ -91,9 +91,11 @@ if workflow.is_main_process:
                 "the mirror that has them (docs/adding-a-task.md)"
             )
 
-# The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
+# The resolved, output-affecting extraction settings per model, and their hash (the cache folder name);
+# `dtype: auto` is resolved for the run's device class here, so the hash says which dtype runs.
 EXTRACTION_SETTINGS = {
-    m: hpc.stable_params(extraction_settings(REGISTRY, m, config["alphabet"])) for m in config["models"]
+    m: hpc.stable_params(extraction_settings(REGISTRY, m, config["alphabet"], device=config["execution"]["device"]))
+    for m in config["models"]
 }
 EXTRACTION_HASH = {m: extraction_hash(s) for m, s in EXTRACTION_SETTINGS.items()}
 

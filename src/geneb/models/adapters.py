@@ -22,13 +22,16 @@ from geneb.models.settings import ExtractionSettings, SettingsLike
 class Family:
     """One adapter family. entry: "module:function" returning an Encoder (or None: no adapter yet).
     extraction: defaults merged under the registry entry's `extraction`. requires: {import name: pip
-    package}. uses_torch: whether building it imports torch. notes: loading notes for docs and errors."""
+    package}. uses_torch: whether building it imports torch. dtypes: the compute dtypes its adapter runs in
+    (None: every one of `settings.COMPUTE_DTYPES`; `dtype: auto` resolves to the first where that rule's is
+    not among them). notes: loading notes for docs and errors."""
 
     entry: str | None
     extraction: dict[str, Any] = field(default_factory=dict)
     requires: dict[str, str] = field(default_factory=dict)
     uses_torch: bool = True
     notes: str = ""
+    dtypes: tuple[str, ...] | None = None
 
 
 _HF = "geneb.models.hf:from_settings"
@@ -93,6 +96,7 @@ FAMILIES: dict[str, Family] = {
         {"enformer_pytorch": "enformer-pytorch"},
         notes="Enformer through enformer-pytorch: a fixed 196,608-bp one-hot window, 896 x 128-bp output "
         "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
+        dtypes=("float32",),  # the adapter runs the package's model as loaded, in float32
     ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }

@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from geneb.models.settings import Extraction, ExtractionSettings, SettingsLike
+from geneb.models.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, ExtractionSettings, SettingsLike
 
-REDUCED_DTYPES = ("bfloat16", "float16")
+REDUCED_DTYPES = tuple(d for d in COMPUTE_DTYPES if d != "float32")
 
 
 def resolve_device(device: str, *, model: str) -> str:
@@ -41,13 +41,15 @@ def init_execution(encoder: Any, settings: SettingsLike, *, device: str, batch_s
 def dtype_policy(extraction: Extraction, *, device: str, model: str) -> tuple[str, str, bool]:
     """(compute dtype, weights dtype, autocast?) from `dtype` and `nonfinite`.
 
-    dtype auto: float32 on CPU, bfloat16 on CUDA. A reduced compute dtype loads reduced weights, except
-    under `nonfinite: retry_fp32`, which keeps float32 weights and runs under autocast so a batch with
+    The workflow's settings carry a concrete dtype (`registry.extraction_settings` resolves auto before the
+    settings hash is made); settings built by hand may still say auto, which means the same here
+    (`settings.AUTO_DTYPE`: float32 on CPU, bfloat16 on CUDA). A reduced compute dtype loads reduced weights,
+    except under `nonfinite: retry_fp32`, which keeps float32 weights and runs under autocast so a batch with
     NaN/inf can be rerun in float32.
     """
     want = extraction.dtype
-    compute = ("bfloat16" if device.startswith("cuda") else "float32") if want == "auto" else want
-    if compute not in ("float32", *REDUCED_DTYPES):
+    compute = AUTO_DTYPE["cuda" if device.startswith("cuda") else "cpu"] if want == "auto" else want
+    if compute not in COMPUTE_DTYPES:
         raise ValueError(f"model {model}: unknown dtype {want!r}")
     if compute == "float32":
         return compute, "float32", False

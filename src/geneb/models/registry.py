@@ -22,7 +22,7 @@ import yaml
 
 from geneb.models.adapters import FAMILIES, family
 from geneb.models.pins import PinError, apply_pins, read_pins
-from geneb.models.settings import Extraction
+from geneb.models.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
 from geneb.models.spec import MatchedPair, ModelSpec, SpecError
 from geneb.provenance import REVISION, stable_hash
 from geneb.schemas import load_schema, schema_errors
@@ -313,16 +313,51 @@ def runnable_offline(spec: ModelSpec) -> bool:
     return ok and spec.source.kind in ("builtin", "local")
 
 
-def extraction_settings(registry: Registry | Mapping[str, Any], model: str, alphabet: dict[str, Any]) -> dict[str, Any]:
+def resolve_dtype(spec: ModelSpec, dtype: str, device: str) -> str:
+    """The compute dtype `spec` runs in on `device` (execution.device: cpu, cuda, cuda:N or auto), decided
+    before the settings hash is made so that the hash names it. `dtype: auto` becomes `settings.AUTO_DTYPE`
+    of the device class (float32 on CPU, bfloat16 on CUDA), or float32 for a family whose adapter runs in
+    float32 only (`Family.dtypes`); a family without a network (k-mer) has no compute dtype and keeps what
+    its entry says. An explicit dtype is kept as it is.
+
+    Raises RegistryError naming the model for auto under device auto (the device class is not known when
+    the run is planned), an unknown dtype, or a dtype the family's adapter does not run in."""
+    fam = family(spec.family, model=spec.id)
+    if not fam.uses_torch:
+        return dtype
+    allowed = fam.dtypes or COMPUTE_DTYPES
+    if dtype == "auto":
+        cls = device_class(device)
+        if fam.dtypes is None and cls is None:
+            raise RegistryError(
+                f"model {spec.id}: extraction.dtype auto means {AUTO_DTYPE['cuda']} on CUDA and "
+                f"{AUTO_DTYPE['cpu']} on CPU, and execution.device auto does not say which one the job gets; set "
+                "execution.device to cpu or cuda (profiles/slurm sets cuda), or give the model an explicit "
+                "extraction.dtype"
+            )
+        dtype = AUTO_DTYPE[cls] if cls is not None and AUTO_DTYPE[cls] in allowed else allowed[0]
+    if dtype not in allowed:
+        raise RegistryError(
+            f"model {spec.id}: extraction.dtype {dtype!r} is not one the {spec.family} adapter runs in "
+            f"({', '.join(allowed)}); set extraction.dtype to one of them or auto"
+        )
+    return dtype
+
+
+def extraction_settings(
+    registry: Registry | Mapping[str, Any], model: str, alphabet: dict[str, Any], *, device: str = "cpu"
+) -> dict[str, Any]:
     """Everything about `model` that changes its embeddings (not execution knobs), as a stable JSON-able
     dict: identity, family, source (a local folder carries its content fingerprint, so new files give a new
     cache path; free-text provenance, PROVENANCE_SOURCE_KEYS, is left out), builtin construction, remote-code
     flag, loading options (less PROVENANCE_LOAD_KEYS; `config_overrides` included), resolved extraction options
-    (`resolved_extraction`: DEFAULT_EXTRACTION < family defaults < entry), and the alphabet policy. This
-    mapping is the rerun key of the extraction rule and is stored in every embedding file.
+    (`resolved_extraction`: DEFAULT_EXTRACTION < family defaults < entry, with `dtype` resolved for `device`
+    by `resolve_dtype`: one config gives one settings hash per device class, and the hash says which dtype
+    ran), and the alphabet policy. This mapping is the rerun key of the extraction rule and is stored in
+    every embedding file. device: the run's execution.device (cpu, cuda, cuda:N, auto).
 
-    Raises RegistryError for an unknown model and NotRunnableError (with the reason) for an entry that
-    cannot be extracted.
+    Raises RegistryError for an unknown model or a dtype that cannot be resolved, and NotRunnableError (with
+    the reason) for an entry that cannot be extracted.
     """
     spec = model_spec(registry, model)
     ok, why = runnable(spec)
@@ -334,6 +369,7 @@ def extraction_settings(registry: Registry | Mapping[str, Any], model: str, alph
 
         source["fingerprint"] = folder_fingerprint(spec.source.path)
     extraction = resolved_extraction(spec)
+    extraction["dtype"] = resolve_dtype(spec, extraction["dtype"], device)
     if extraction.get("rc", "none") != "none" and extraction.get("long_policy") == "truncate":
         raise RegistryError(
             f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "

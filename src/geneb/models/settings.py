@@ -16,6 +16,24 @@ from typing import Any
 
 from geneb.models.spec import Load, Source
 
+#: the compute dtypes an extraction can run in (`extraction.dtype`, besides auto)
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+#: what `dtype: auto` means on each device class: the one rule, applied when the extraction settings are resolved
+#: (`registry.extraction_settings`), so the settings hash names the dtype that runs
+AUTO_DTYPE = {"cpu": "float32", "cuda": "bfloat16"}
+
+
+def device_class(device: str) -> str | None:
+    """ "cpu" for cpu, "cuda" for cuda / cuda:N, None for auto (the job decides: not known when planning).
+    Raises ValueError for anything else."""
+    if device == "cpu":
+        return "cpu"
+    if device == "cuda" or device.startswith("cuda:"):
+        return "cuda"
+    if device == "auto":
+        return None
+    raise ValueError(f"unknown device {device!r}; expected cpu, cuda, cuda:N or auto")
+
 
 def _keys_of(data: Mapping[str, Any], cls: type, where: str) -> tuple[str, ...]:
     names = [f.name for f in fields(cls) if not f.name.startswith("_")]

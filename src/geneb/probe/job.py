@@ -195,7 +195,7 @@ def fit_probes(
         "data_hash": c.data_hash,
         "shots_hash": shot["draw_hash"],
         "embedding_key_hash": cache.key_hash,
-        # under dtype auto the device picks it (float32 on CPU, bfloat16 on CUDA) and the device never reruns work
+        # what the extraction computed in: the settings hash names it too (dtype auto is resolved per device class)
         "embedding_compute_dtype": str(cache.key.get("encoder", {}).get("compute_dtype") or "n/a"),
         "geneb_version": v["geneb"],
         "sklearn_version": v["scikit-learn"],
