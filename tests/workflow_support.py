@@ -33,10 +33,12 @@ def write_run_config(
     (run / "config/config.yaml").write_text(yaml.safe_dump(config))
 
 
-def run_snakemake(run: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+def run_snakemake(
+    run: Path, *args: str, timeout: int = 900, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`python -m snakemake -s <repo>/Snakefile --cores 1 <args>` in `run`, stdout and stderr together; the
-    environment without the task-source and partial-run variables, which would redirect the run."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")}
+    environment without the task-source and partial-run variables, which would redirect the run, plus `env`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")} | (env or {})
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args],
         cwd=run,

@@ -7,7 +7,8 @@
     geneb recommend --category C [--regime R]
                                        the best model(s) for a category, with ties where CIs overlap
     geneb pin-revisions MODEL ... [--ref main]
-                                       pin hub models to the commit a ref points to now (needs network)
+                                       move lockfile pins to the commit a ref points to now (needs network;
+                                       the first workflow run pins unpinned models by itself)
     geneb sbatch-preview [snakemake arguments]
                                        the sbatch call of every job a Slurm run would submit (geneb.sbatch_preview)
     geneb recover [snakemake arguments]
@@ -315,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--category", help=f"one of: {', '.join(CATEGORIES)}")
     t.add_argument("--set", choices=["paper", "mirror"])
     t.set_defaults(func=cmd_tasks)
-    pr = sub.add_parser("pin-revisions", help="pin hub models to the commit a ref points to now (needs network)")
+    pr = sub.add_parser("pin-revisions", help="move lockfile pins to the commit a ref points to now (needs network)")
     pr.add_argument("models", nargs="+", help="registry ids of hub models")
     pr.add_argument("--ref", default="main", help="branch or tag to resolve (default main)")
     pr.add_argument("--sheet", default="config/models.yaml")

@@ -3,45 +3,22 @@
 from __future__ import annotations
 
 import copy
-import http.server
-import json
-import threading
 
 import pytest
 
 from geneb.cli import main as cli
 from geneb.models.pins import PinError, apply_pins, read_pins
 from geneb.models.registry import NotRunnableError, RegistryError, extraction_settings, load_registry
+from hub_support import fake_hub
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
 @pytest.fixture()
 def hub():
-    """A stand-in for the hub API: GET /api/models/<org>/<name>/revision/<ref> -> {"sha": ...}."""
-    seen = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            seen.append(self.path)
-            if self.path.startswith("/api/models/zhihan1996/DNABERT-S/revision/main"):
-                body = json.dumps({"id": "zhihan1996/DNABERT-S", "sha": SHA, "siblings": []}).encode()
-                self.send_response(200)
-            else:
-                body = json.dumps({"error": "Repository not found"}).encode()
-                self.send_response(404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
+    """The fake hub (tests/hub_support.py) knowing DNABERT-S only."""
+    with fake_hub({"zhihan1996/DNABERT-S": SHA}) as served:
+        yield served
 
 
 def test_pin_revisions_resolves_writes_and_makes_the_model_runnable(tmp_path, repo, hub, capsys):

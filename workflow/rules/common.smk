@@ -14,7 +14,13 @@ from geneb import hpc
 from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
-from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
+from geneb.models.registry import (
+    RegistryError,
+    extraction_hash,
+    extraction_settings,
+    load_locked_registry,
+    model_spec,
+)
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
@@ -56,14 +62,19 @@ if workflow.is_main_process and _default_caps and _by_default:
         f"caps.default {_default_caps} applies to {len(_by_default)} task(s) without caps.per_task: "
         f"{', '.join(_by_default)} (keep one whole with caps.per_task.<task>: {{max_train: null, max_test: null}})"
     )
-# the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec)
-REGISTRY = load_registry(
+# the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec).
+# The process that plans the run first pins, once, every selected hub model without a pin (the hub's `main`,
+# written to the model_revisions lockfile); later runs use exactly the locked commits. Unknown model ids, and
+# every selected model that cannot run (with what it needs: network for a pin, an adapter), fail here at once.
+REGISTRY, _lock_log = load_locked_registry(
     config["model_sheet"],
     yaml.safe_load(open(workflow.source_path("../schemas/models.schema.yaml"))),
-    pins=config["model_revisions"],
+    config["model_revisions"],
+    config["models"],
+    resolve=workflow.is_main_process,
 )
-for _model in config["models"]:
-    model_spec(REGISTRY, _model)  # unknown model ids fail here, with close matches
+for _line in _lock_log:
+    logger.info(_line)
 # a misspelled id in an analysis exclusion list would silently exclude nothing: fail here too
 for _where, _scale in (
     ("analysis.scale", config["analysis"]["scale"]),

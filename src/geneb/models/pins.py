@@ -1,8 +1,9 @@
-"""Pinned hub revisions: the commit every hub model is loaded at (case B24).
+"""Pinned hub revisions: the commit every hub model is loaded at (case B24), kept in a lockfile.
 
 `config/models.yaml` is generated from reference facts that carry no commit hashes, so its hub models are
-`source.kind: hub-unpinned` and refused. Pins live in their own reviewed file, `config/model_revisions.yaml`
-(config key `model_revisions`):
+`source.kind: hub-unpinned` and refused. Pins live in their own lockfile, `config/model_revisions.yaml`
+(config key `model_revisions`), which the first workflow run with network access fills (`lock_revisions`,
+called when the DAG is built; docs/hpc.md, "Pinning the hub models"):
 
     schema_version: 1
     revisions:
@@ -13,14 +14,19 @@
         resolved_at: 2026-11-30T10:00:00+00:00
 
 `apply_pins` turns each pinned entry into `source.kind: hub` with that revision (the hub id must match, so a
-pin can never move to another repository). `resolve_revisions` asks the Hugging Face hub API which commit a
-ref points to now (`HfApi.model_info(repo, revision=ref).sha`; the endpoint follows HF_ENDPOINT), which is how
-a user with network access pins models once, on a login node, before running offline compute jobs.
+pin can never move to another repository). `lock_revisions` resolves every selected model that has no pin yet,
+once, by asking the Hugging Face hub API which commit `main` points to now (`HfApi.model_info(repo,
+revision=ref).sha`; the endpoint follows HF_ENDPOINT), and writes those commits to the lockfile atomically; a
+model already in the lockfile is never asked for again, so later runs use exactly the locked commits. Nothing
+ever loads a floating revision. `resolve_revisions` is the same lookup for named models (`geneb pin-revisions`,
+which moves a pin to the commit a ref points to now).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,14 @@ from geneb.atomic import write_text_atomic
 from geneb.provenance import REVISION
 
 PINS_SCHEMA_VERSION = 1
+#: the lockfile's header (its comments are rewritten with every write)
+PINS_HEADER = """\
+# Pinned hub revisions: a lockfile, merged into config/models.yaml at load time (geneb.models.pins).
+# A hub model runs only at a commit recorded here: loading by name alone would run whatever the hub holds
+# today (case B24). The first workflow run that selects an unpinned hub model resolves its `main` once, on the
+# machine that plans the run (it needs the network then), and writes the commit here; later runs use exactly
+# these commits. Commit this file with your results. To move a pin: geneb pin-revisions MODEL [--ref REF].
+"""
 
 
 class PinError(ValueError):
@@ -73,6 +87,33 @@ def apply_pins(registry: dict[str, Any], pins: dict[str, dict[str, Any]]) -> dic
     return registry
 
 
+class HubUnreachable(PinError):
+    """The hub could not be reached at all (no network, HF_HUB_OFFLINE): no model can be pinned now."""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _resolve_one(api: Any, model: str, hub_id: str, ref: str) -> dict[str, Any]:
+    """The pin of `model` (hub repository `hub_id`) at the commit `ref` points to now. Raises HubUnreachable
+    when no answer came (connection, timeout, offline mode) and PinError when the hub answered with an error
+    (missing repository, no permission) or with something that is not a 40-hex commit."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        sha = api.model_info(hub_id, revision=ref).sha
+    except HfHubHTTPError as exc:  # the hub answered: 404, 401, 403, 5xx
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PinError(f"model {model}: cannot resolve {hub_id}@{ref} on {api.endpoint}: {first}") from exc
+    except Exception as exc:  # no answer at all: connection refused, DNS, timeout, HF_HUB_OFFLINE
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise HubUnreachable(f"model {model}: cannot reach {api.endpoint} to resolve {hub_id}@{ref}: {first}") from exc
+    if not sha or not REVISION.match(sha):
+        raise PinError(f"model {model}: the hub answered revision {sha!r} for {hub_id}@{ref}, not a 40-hex commit")
+    return {"hub_id": hub_id, "revision": sha, "resolved_from": ref, "resolved_at": _now()}
+
+
 def resolve_revisions(
     registry: Any,
     models: list[str],
@@ -84,12 +125,11 @@ def resolve_revisions(
     """Ask the hub which commit `ref` of each model's repository is now; returns pins (see module docstring).
     registry: the typed `geneb.models.registry.Registry` (`load_registry`).
 
-    Raises PinError naming the model for a non-hub model or a failed lookup (missing repository, no network,
-    no permission)."""
+    Raises PinError naming the model for a non-hub model or a failed lookup (missing repository, no network
+    (HubUnreachable), no permission)."""
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=endpoint, token=token)
-    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     pins: dict[str, dict[str, Any]] = {}
     for model in models:
         spec = registry.models.get(model)
@@ -98,25 +138,75 @@ def resolve_revisions(
         src = spec.source
         if src.kind not in ("hub", "hub-unpinned") or not src.hub_id:
             raise PinError(f"model {model}: source {src.kind!r} has no hub id to pin")
-        try:
-            sha = api.model_info(src.hub_id, revision=ref).sha
-        except Exception as exc:  # network, 404, 401: all mean "not pinned"
-            raise PinError(f"model {model}: cannot resolve {src.hub_id}@{ref} on {api.endpoint}: {exc}") from exc
-        if not sha or not REVISION.match(sha):
-            raise PinError(
-                f"model {model}: the hub answered revision {sha!r} for {src.hub_id}@{ref}, not a 40-hex commit"
-            )
-        pins[model] = {"hub_id": src.hub_id, "revision": sha, "resolved_from": ref, "resolved_at": now}
+        pins[model] = _resolve_one(api, model, src.hub_id, ref)
     return pins
+
+
+@dataclass(frozen=True)
+class LockResult:
+    """What `lock_revisions` did. pinned: the pins it resolved and wrote now; locked: {model: commit} of the
+    selected models whose pin was already in the lockfile (used as they are); failed: {model: why it could not
+    be pinned}; unreachable: True when the hub could not be reached at all (the failed models need the network)."""
+
+    pinned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    locked: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    unreachable: bool = False
+
+
+def lock_revisions(
+    registry: Any,
+    models: Iterable[str],
+    path: str | Path,
+    *,
+    pinnable: Iterable[str] | None = None,
+    ref: str = "main",
+    endpoint: str | None = None,
+    token: str | None = None,
+) -> LockResult:
+    """Pin, once, every model of `models` that is a hub model without a pin (`source.kind: hub-unpinned`) and
+    is among `pinnable` (default: all of them; the workflow passes the ones with an adapter, which could run
+    once pinned): resolve `ref` on the hub and merge the commits into the lockfile `path` atomically. Models
+    already pinned there are not asked for again (`locked`). registry: the typed Registry, loaded with `path`'s
+    pins applied.
+
+    Never raises for a failed lookup: a model the hub refuses is in `failed` with the hub's answer; when the hub
+    cannot be reached (no network, HF_HUB_OFFLINE=1) the remaining models are not tried and are all in `failed`,
+    with `unreachable` set. Raises PinError for a lockfile that cannot be read."""
+    models = list(models)
+    already = read_pins(path)
+    allowed = set(models if pinnable is None else pinnable)
+    locked = {m: str(already[m]["revision"]) for m in models if m in already}
+    todo = [m for m in models if m in allowed and registry.models[m].source.kind == "hub-unpinned"]
+    if not todo:
+        return LockResult(locked=locked)
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=endpoint, token=token)
+    pinned: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
+    unreachable = False
+    for model in todo:
+        hub_id = str(registry.models[model].source.hub_id)
+        if unreachable:
+            failed[model] = f"{hub_id}: not tried, the hub was unreachable"
+            continue
+        try:
+            pinned[model] = _resolve_one(api, model, hub_id, ref)
+        except HubUnreachable as err:
+            unreachable = True
+            failed[model] = str(err).removeprefix(f"model {model}: ")
+        except PinError as err:
+            failed[model] = str(err).removeprefix(f"model {model}: ")
+    if pinned:
+        write_pins(path, pinned)
+    return LockResult(pinned=pinned, locked=locked, failed=failed, unreachable=unreachable)
 
 
 def write_pins(path: str | Path, pins: dict[str, dict[str, Any]]) -> None:
     """Merge `pins` into the pins file at `path` (created if missing), atomically, models in name order."""
     merged = {**read_pins(path), **pins}
-    text = (
-        "# Pinned hub revisions (geneb pin-revisions); merged into config/models.yaml at load time.\n"
-        + yaml.safe_dump(
-            {"schema_version": PINS_SCHEMA_VERSION, "revisions": dict(sorted(merged.items()))}, sort_keys=False
-        )
+    text = PINS_HEADER + yaml.safe_dump(
+        {"schema_version": PINS_SCHEMA_VERSION, "revisions": dict(sorted(merged.items()))}, sort_keys=False
     )
     write_text_atomic(path, text)

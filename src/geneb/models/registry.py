@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from geneb.models.adapters import FAMILIES, family
-from geneb.models.pins import PinError, apply_pins, read_pins
+from geneb.models.pins import LockResult, PinError, apply_pins, lock_revisions, read_pins
 from geneb.models.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
 from geneb.models.spec import MatchedPair, ModelSpec, SpecError
 from geneb.provenance import REVISION, stable_hash
@@ -39,6 +39,14 @@ PROVENANCE_SOURCE_KEYS = ("origin", "base_hub_id", "where", "url")
 PROVENANCE_LOAD_KEYS = ("transformers_note",)
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
 PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
+
+
+#: the one way to pin a hub model, as every error says it (docs/hpc.md, "Pinning the hub models")
+PIN_HOWTO = (
+    "run the workflow once where the hub is reachable (`snakemake -n` is enough, e.g. on a login node): it "
+    "resolves the hub revision of every selected model without a pin and writes the commits to the "
+    "model_revisions lockfile (config/model_revisions.yaml), which every later run uses"
+)
 
 
 class RegistryError(ValueError):
@@ -285,10 +293,7 @@ def runnable(spec: ModelSpec) -> tuple[bool, str]:
     elif FAMILIES[fam].entry is None:
         why.append(f"family {fam!r}: {FAMILIES[fam].notes}")
     if kind == "hub-unpinned":
-        why.append(
-            f"hub id {src.hub_id} has no pinned revision; add the 40-hex commit as source.revision and "
-            "set source.kind: hub"
-        )
+        why.append(f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}")
     elif kind == "external":
         why.append(
             f"weights are outside the hub ({src.where or 'see notes'}); provide a local folder (source.kind: local)"
@@ -305,6 +310,108 @@ def runnable(spec: ModelSpec) -> tuple[bool, str]:
         "builtin": "built in",
     }
     return True, how[kind]
+
+
+def not_runnable(registry: Registry, models: list[str]) -> dict[str, str]:
+    """{model: every reason why not} for each of `models` that `runnable` refuses, in the given order."""
+    out = {}
+    for model in models:
+        ok, why = runnable(registry.spec(model))
+        if not ok:
+            out[model] = why
+    return out
+
+
+def selection_error(registry: Registry, problems: dict[str, str], lock: LockResult | None, pins: str) -> str:
+    """One message for every selected model that cannot run (`problems`, from `not_runnable`), grouped by what
+    it needs: the network once, to pin its hub revision (with the hub's answer where `lock`, the lockfile step's
+    result, has one); an adapter (family unsupported); weights from outside the hub; anything else, with its
+    reason. pins: the lockfile's path, named in the fix."""
+    groups: dict[str, list[str]] = {"network": [], "adapter": [], "external": [], "other": []}
+    for model in problems:
+        spec = registry.spec(model)
+        if FAMILIES.get(spec.family) is not None and FAMILIES[spec.family].entry is None:
+            groups["adapter"].append(model)
+        elif spec.source.kind == "hub-unpinned":
+            groups["network"].append(model)
+        elif spec.source.kind == "external":
+            groups["external"].append(model)
+        else:
+            groups["other"].append(model)
+    failed = lock.failed if lock is not None else {}
+    lines = [f"{len(problems)} selected model(s) cannot run, so nothing was planned:"]
+    if groups["network"]:
+        unreachable = lock is not None and lock.unreachable
+        why = next(iter(failed.values()), "") if unreachable else ""
+        refused = [f"{m} ({failed[m]})" for m in groups["network"] if m in failed and not unreachable]
+        lines.append(
+            f"- {len(groups['network'])} need the network once, to pin their hub revision"
+            + (f" (the hub was unreachable: {why})" if why else "")
+            + f": {', '.join(groups['network'])}; {PIN_HOWTO.replace('config/model_revisions.yaml', pins)}"
+            + (f"; the hub refused: {'; '.join(refused)}" if refused else "")
+        )
+    if groups["adapter"]:
+        lines.append(
+            f"- {len(groups['adapter'])} have no GENEB adapter (family unsupported): {', '.join(groups['adapter'])}; "
+            "leave them out of `models:` until their family has one (docs/adding-a-model.md)"
+        )
+    if groups["external"]:
+        lines.append(
+            f"- {len(groups['external'])} have weights outside the hub: {', '.join(groups['external'])}; "
+            "provide a local copy (source.kind: local)"
+        )
+    lines += [f"- {m}: {problems[m]}" for m in groups["other"]]
+    if lock is not None and lock.pinned:
+        lines.append(f"({len(lock.pinned)} hub model(s) were pinned into {pins} now: {', '.join(lock.pinned)})")
+    return "\n".join(lines)
+
+
+def load_locked_registry(
+    path: str | Path,
+    schema: dict[str, Any] | None,
+    pins: str | Path,
+    models: list[str],
+    *,
+    resolve: bool,
+    endpoint: str | None = None,
+) -> tuple[Registry, list[str]]:
+    """The registry with the lockfile `pins` applied, for a run of `models` (the workflow calls this once,
+    when it plans the run). With `resolve` (the process that plans the run, not its jobs), first pins every
+    selected hub model that has an adapter and no pin yet (`pins.lock_revisions`: the hub is asked once, the
+    lockfile written atomically) and reloads. Returns (registry, log lines saying which models were pinned now
+    and which run at commits already locked).
+
+    Raises RegistryError for an unknown model id (with close matches) and NotRunnableError listing, at once,
+    every selected model that cannot run and what it needs (`selection_error`): the network for a pin (named
+    when the hub was unreachable or HF_HUB_OFFLINE is set), an adapter, or local weights."""
+    registry = load_registry(path, schema, pins=pins)
+    for model in models:
+        registry.spec(model)
+    lock = None
+    log: list[str] = []
+    if resolve:
+        with_adapter = [m for m in models if FAMILIES[registry.models[m].family].entry is not None]
+        try:
+            lock = lock_revisions(registry, models, pins, pinnable=with_adapter, endpoint=endpoint)
+        except PinError as err:
+            raise RegistryError(f"{pins}: {err}") from err
+        if lock.pinned:
+            registry = load_registry(path, schema, pins=pins)
+            log.append(
+                f"pinned {len(lock.pinned)} hub model(s) once, written to the lockfile {pins}: "
+                + ", ".join(
+                    f"{m} {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in lock.pinned.items()
+                )
+            )
+        if lock.locked:
+            log.append(
+                f"{len(lock.locked)} hub model(s) run at the commits locked in {pins}: "
+                + ", ".join(f"{m}@{rev[:12]}" for m, rev in lock.locked.items())
+            )
+    problems = not_runnable(registry, models)
+    if problems:
+        raise NotRunnableError(selection_error(registry, problems, lock, str(pins)))
+    return registry, log
 
 
 def runnable_offline(spec: ModelSpec) -> bool:

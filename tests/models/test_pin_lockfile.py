@@ -1,0 +1,130 @@
+"""Pins without hand work (issue 12): the run that plans the workflow pins every selected hub model once into
+the model_revisions lockfile, against a fake hub on 127.0.0.1; later runs use exactly the locked commits; with
+no network the error names every model that needs it (and, apart, the ones without an adapter)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from geneb.models.pins import lock_revisions, read_pins
+from geneb.models.registry import NotRunnableError, extraction_settings, load_locked_registry, load_registry
+from hub_support import closed_endpoint, fake_hub, fake_sha
+from workflow_support import REPO, run_snakemake, write_run_config
+
+SHEET = REPO / "config" / "models.yaml"
+HUB = {"zhihan1996/DNABERT-S": fake_sha("zhihan1996/DNABERT-S"), "PoetschLab/GROVER": fake_sha("PoetschLab/GROVER")}
+
+
+def test_the_first_run_pins_once_and_later_runs_use_the_lockfile(tmp_path):
+    pins = tmp_path / "model_revisions.yaml"
+    models = ["kmer-3", "DNABERT-S", "GROVER"]
+    with fake_hub(HUB) as (endpoint, seen):
+        registry, log = load_locked_registry(SHEET, None, pins, models, resolve=True, endpoint=endpoint)
+        assert sorted(seen) == sorted(f"/api/models/{h}/revision/main" for h in HUB)
+        assert {m: p["revision"] for m, p in read_pins(pins).items()} == {
+            "DNABERT-S": HUB["zhihan1996/DNABERT-S"],
+            "GROVER": HUB["PoetschLab/GROVER"],
+        }
+        assert "pinned 2 hub model(s) once, written to the lockfile" in log[0]
+        assert extraction_settings(registry, "GROVER", {})["source"]["revision"] == HUB["PoetschLab/GROVER"]
+        seen.clear()
+        _, log = load_locked_registry(SHEET, None, pins, models, resolve=True, endpoint=endpoint)
+        assert seen == []  # locked: the hub is not asked again
+        assert log == [
+            f"2 hub model(s) run at the commits locked in {pins}: DNABERT-S@{HUB['zhihan1996/DNABERT-S'][:12]}, "
+            f"GROVER@{HUB['PoetschLab/GROVER'][:12]}"
+        ]
+    assert pins.read_text().startswith("# Pinned hub revisions: a lockfile")
+
+
+def test_a_locked_commit_is_kept_when_the_hub_moves_on(tmp_path):
+    pins = tmp_path / "model_revisions.yaml"
+    with fake_hub(HUB) as (endpoint, _):
+        load_locked_registry(SHEET, None, pins, ["GROVER"], resolve=True, endpoint=endpoint)
+    with fake_hub({"PoetschLab/GROVER": "f" * 40}) as (endpoint, seen):
+        registry, _ = load_locked_registry(SHEET, None, pins, ["GROVER"], resolve=True, endpoint=endpoint)
+    assert seen == [] and registry.spec("GROVER").source.revision == HUB["PoetschLab/GROVER"]
+
+
+def test_offline_the_error_names_every_model_that_needs_the_network(tmp_path):
+    pins = tmp_path / "model_revisions.yaml"
+    models = ["kmer-3", "DNABERT-S", "GROVER", "LucaOne-default-step36M"]
+    with pytest.raises(NotRunnableError) as err:
+        load_locked_registry(SHEET, None, pins, models, resolve=True, endpoint=closed_endpoint())
+    text = str(err.value)
+    assert text.startswith("3 selected model(s) cannot run")
+    assert "- 2 need the network once, to pin their hub revision (the hub was unreachable: cannot reach" in text
+    assert ": DNABERT-S, GROVER; run the workflow once where the hub is reachable" in text
+    assert f"lockfile ({pins})" in text
+    assert "- 1 have no GENEB adapter (family unsupported): LucaOne-default-step36M" in text
+    assert not pins.exists()
+
+
+def test_a_repository_the_hub_refuses_is_named_with_the_answer(tmp_path):
+    pins = tmp_path / "model_revisions.yaml"
+    with fake_hub({"zhihan1996/DNABERT-S": HUB["zhihan1996/DNABERT-S"]}) as hub, pytest.raises(NotRunnableError) as err:
+        load_locked_registry(SHEET, None, pins, ["DNABERT-S", "GROVER"], resolve=True, endpoint=hub[0])
+    assert "the hub refused: GROVER (cannot resolve PoetschLab/GROVER@main" in str(err.value)
+    assert f"(1 hub model(s) were pinned into {pins} now: DNABERT-S)" in str(err.value)
+    assert list(read_pins(pins)) == ["DNABERT-S"]  # what could be pinned is kept
+
+
+def test_hf_hub_offline_is_the_offline_case(tmp_path):
+    """HF_HUB_OFFLINE=1 (read by huggingface_hub at import): nothing is asked, every model is named."""
+    code = (
+        "import sys; from geneb.models.registry import load_locked_registry\n"
+        f"load_locked_registry({str(SHEET)!r}, None, {str(tmp_path / 'p.yaml')!r}, ['DNABERT-S'], resolve=True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")},
+        timeout=120,
+    )
+    assert out.returncode == 1
+    assert "1 need the network once" in out.stderr and "offline mode is enabled" in out.stderr
+
+
+def test_job_processes_never_ask_the_hub(tmp_path):
+    """resolve=False (a job's parse of the Snakefile): the lockfile is read, never written."""
+    pins = tmp_path / "model_revisions.yaml"
+    with pytest.raises(NotRunnableError, match="1 need the network once"):
+        load_locked_registry(SHEET, None, pins, ["DNABERT-S"], resolve=False)
+    assert not pins.exists()
+
+
+def test_models_without_an_adapter_are_not_pinned(tmp_path):
+    registry = load_registry(SHEET)
+    with fake_hub({"LucaGroup/LucaOne-default-step36M": "a" * 40}) as (endpoint, seen):
+        result = lock_revisions(
+            registry, ["LucaOne-default-step36M"], tmp_path / "p.yaml", pinnable=[], endpoint=endpoint
+        )
+    assert seen == [] and result.pinned == {} and not (tmp_path / "p.yaml").exists()
+
+
+def test_a_dry_run_pins_then_plans_and_the_next_run_says_it_uses_the_lockfile(tmp_path, shared):
+    """The workflow itself: `snakemake -n` with HF_ENDPOINT at the fake hub writes the lockfile and plans the
+    hub models' extractions; offline, the same dry run stops naming the models."""
+    run = tmp_path / "run"
+    write_run_config(run, shared / "data" / "tasks", ["gue_emp_h3__devtrain"], ["kmer-3", "DNABERT-S", "GROVER"])
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    config["model_revisions"] = str(run / "config/model_revisions.yaml")
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    env_offline = {"HF_ENDPOINT": closed_endpoint()}
+    out = run_snakemake(run, "-n", env=env_offline)
+    assert out.returncode != 0
+    assert "2 need the network once, to pin their hub revision" in out.stdout and "DNABERT-S, GROVER" in out.stdout
+    with fake_hub(HUB) as (endpoint, seen):
+        out = run_snakemake(run, "-n", env={"HF_ENDPOINT": endpoint})
+        assert out.returncode == 0, out.stdout[-3000:]
+        asked = [p for p in seen if p.startswith("/api/models/")]  # (huggingface_hub asks other things too)
+        assert "pinned 2 hub model(s) once" in out.stdout and len(asked) == 2
+        assert out.stdout.count("rule extract_embeddings:") == 3
+        out = run_snakemake(run, "-n", env={"HF_ENDPOINT": endpoint})
+        assert out.returncode == 0 and len([p for p in seen if p.startswith("/api/models/")]) == 2
+        assert "2 hub model(s) run at the commits locked in" in out.stdout

@@ -1,0 +1,54 @@
+"""config/paper.yaml is the paper's benchmark: its 40 models x its 100 tasks under geneb-paper, uncapped, the
+task data from the official dataset at the paper's pinned revision; and its dry run here (no network) stops
+naming every model that needs the network and every one without an adapter, planning nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+from geneb.models.registry import load_registry
+from geneb.tasks.catalogue import read_catalogue
+from hub_support import closed_endpoint
+
+
+def test_the_paper_config_is_the_papers_40_models_and_100_tasks(repo, shared):
+    paper = yaml.safe_load((repo / "config" / "paper.yaml").read_text())
+    ref = shared / "reference" / "geneb_paper"
+    spec = json.loads((ref / "benchmark_spec.json").read_text())
+    models = [r["geneb_model_id"] for r in csv.DictReader((ref / "models.tsv").open(), delimiter="\t")]
+    assert paper["tasks"] == [t["id"] for t in spec["tasks"]]
+    assert paper["models"] == models
+    assert paper["protocols"] == ["geneb-paper"] and paper["default_protocol"] == "geneb-paper"
+    assert paper["caps"]["default"] == {"max_train": None, "max_test": None}
+    registry = load_registry(repo / "config" / "models.yaml")
+    assert all(registry.spec(m).paper_model_id == m for m in models)
+    catalogue = read_catalogue(repo / "config" / "tasks.tsv")
+    revision = spec["dataset"]["revision"]
+    assert {catalogue.loc[t, "source"] for t in paper["tasks"]} == {f"hf:{spec['dataset']['repo_id']}@{revision}"}
+
+
+def test_its_dry_run_offline_names_what_needs_the_network_and_what_has_no_adapter(repo, tmp_path):
+    env = {**os.environ, "HF_ENDPOINT": closed_endpoint()}
+    env.pop("HF_HUB_OFFLINE", None)
+    overlay = tmp_path / "lock.yaml"  # an empty lockfile of the test's own: the committed one stays as it is
+    overlay.write_text(yaml.safe_dump({"model_revisions": str(tmp_path / "model_revisions.yaml")}))
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", "config/paper.yaml", str(overlay)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "40 selected model(s) cannot run, so nothing was planned" in text
+    assert "- 31 need the network once, to pin their hub revision (the hub was unreachable" in text
+    assert "- 9 have no GENEB adapter (family unsupported): dna_gpt3b_m, LucaOne-default-step36M" in text
+    assert "Job stats" not in text and not (tmp_path / "model_revisions.yaml").exists()
