@@ -1,6 +1,7 @@
 """`geneb`: read GENEB results without writing code.
 
-    geneb models                       list the models of the registry
+    geneb models [--runnable]          list the models of the registry: facts, env, source kind, pin, and
+                                       whether each is runnable here (and why not)
     geneb tasks [--category C]         list the tasks of the catalogue
     geneb leaderboard [--category C] [--regime R] [--top N]
                                        print the leaderboard of a category (default macro) and regime
@@ -38,7 +39,8 @@ import pyarrow as pa
 from geneb.analysis.leaderboard import AGGREGATES
 from geneb.analysis.metadata import load_task_meta, model_frame
 from geneb.categories import CATEGORIES
-from geneb.models.registry import Registry, RegistryError, load_registry
+from geneb.models.registry import Registry, RegistryError, environment_refusals, load_registry, refusals
+from geneb.models.spec import ModelSpec
 from geneb.scores import REGIMES, AnalysisInputError
 
 #: the columns each table-reading command needs, and the table it expects
@@ -112,15 +114,41 @@ def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
     return df[df["protocol"] == protocol]
 
 
-def _registry(path: str) -> Registry:
+def _registry(path: str, pins: str | None = None) -> Registry:
     """The model registry (config/models.yaml) through its one reader, `geneb.models.registry.load_registry`
-    (schema and cross-field checks included); CliError for a missing file, unreadable or malformed YAML,
-    or an invalid registry."""
+    (schema and cross-field checks included), with the lockfile `pins` applied when given; CliError for a
+    missing file, unreadable or malformed YAML, or an invalid registry or lockfile."""
     p = _file(path, "model sheet")
     try:
-        return load_registry(p)
+        return load_registry(p, pins=pins)
     except RegistryError as err:
         raise CliError(str(err)) from err
+
+
+#: `geneb models`: the environment a model's extraction runs in when its entry names none
+DEFAULT_ENV = "geneb"
+
+
+def model_status(spec: ModelSpec) -> dict[str, str]:
+    """How `geneb models` shows one entry's runtime: env (the entry's `env`, where the spec has that field, else
+    DEFAULT_ENV), source (its kind), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
+    that is not on the hub), runnable ("yes" / "no": here, in this environment), why_not (short reasons,
+    "; "-joined: `registry.refusals`, then what this environment lacks, `registry.environment_refusals`)."""
+    src = spec.source
+    if src.kind == "hub":
+        pin = str(src.revision)[:12]
+    elif src.kind == "hub-unpinned":
+        pin = "unpinned"
+    else:
+        pin = "-"
+    why = [short for short, _ in refusals(spec) + environment_refusals(spec)]
+    return {
+        "env": str(getattr(spec, "env", None) or DEFAULT_ENV),
+        "source": src.kind,
+        "pin": pin,
+        "runnable": "no" if why else "yes",
+        "why_not": "; ".join(why),
+    }
 
 
 def _ci_label(path: str, table: pd.DataFrame) -> str | None:
@@ -138,13 +166,29 @@ def _ci_label(path: str, table: pd.DataFrame) -> str | None:
 
 
 def cmd_models(args: argparse.Namespace) -> str:
-    meta = model_frame(_registry(args.sheet).models)
+    pins = args.pins if Path(args.pins).exists() else None  # no lockfile yet: nothing is pinned
+    registry = _registry(args.sheet, pins)
+    meta = model_frame(registry.models)
     if meta.empty:
         raise CliError(f"model sheet {args.sheet} lists no models")
     cols = ["display", "params", "architecture_family", "tokenizer_type", "pretraining_domain"]
     out = meta[cols].copy()
     out["params"] = out["params"].map(lambda v: "" if pd.isna(v) else f"{v:,.0f}")
-    return out.to_string()
+    status = pd.DataFrame([model_status(registry.models[m]) for m in out.index], index=out.index)
+    out = out.join(status)
+    if args.runnable:
+        out = out[out["runnable"] == "yes"]
+    return _left_table(out.reset_index())
+
+
+def _left_table(df: pd.DataFrame) -> str:
+    """`df` as text, one line per row, every column left-aligned to its widest cell, two spaces apart (the
+    last column, free text, is not padded)."""
+    cells = [list(map(str, df.columns))] + [
+        ["" if pd.isna(v) else str(v) for v in row] for row in df.itertuples(index=False)
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(df.columns))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in cells).rstrip()
 
 
 def cmd_tasks(args: argparse.Namespace) -> str:
@@ -308,8 +352,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `geneb` command."""
     p = _Parser(prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations.")
     sub = p.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("models", help="list the models of the registry")
+    m = sub.add_parser(
+        "models", help="list the models of the registry: facts, env, source, pin, runnable here and why not"
+    )
     m.add_argument("--sheet", default="config/models.yaml")
+    m.add_argument("--pins", default="config/model_revisions.yaml", help="the lockfile of pinned hub revisions")
+    m.add_argument("--runnable", action="store_true", help="list only the models runnable here")
     m.set_defaults(func=cmd_models)
     t = sub.add_parser("tasks", help="list the tasks of the catalogue")
     t.add_argument("--sheet", default="config/tasks.tsv")

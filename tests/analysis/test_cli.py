@@ -202,3 +202,35 @@ def test_a_reader_that_stops_early_is_not_an_error(repo):
     finally:
         os.close(write)
     assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, capsys):
+    """`geneb models`: each entry's env (default geneb), source kind, pin (from the lockfile), and runnable here
+    or why not (no adapter, unpinned, a missing package or transformers range of this environment)."""
+    import types
+
+    from geneb.cli import model_status
+    from geneb.models.registry import load_registry
+
+    pins = tmp_path / "pins.yaml"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    pins.write_text(f"schema_version: 1\nrevisions:\n  GROVER: {{hub_id: PoetschLab/GROVER, revision: {commit}}}\n")
+    sheet = str(repo / "config" / "models.yaml")
+    assert main(["models", "--sheet", sheet, "--pins", str(pins)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["model"].split()[-5:] == ["env", "source", "pin", "runnable", "why_not"]
+    assert "  geneb  builtin  " in lines["kmer-3"] and lines["kmer-3"].rstrip().endswith("yes")
+    assert "  hub  " in lines["GROVER"] and f"  {commit[:12]}  " in lines["GROVER"]
+    assert "unpinned" in lines["DNABERT-S"] and "unpinned: a run with network pins it" in lines["DNABERT-S"]
+    assert "no adapter (family unsupported)" in lines["LucaOne-default-step36M"]
+    from importlib.metadata import version
+
+    from packaging.specifiers import SpecifierSet
+
+    outside = version("transformers") not in SpecifierSet(">=4.28,<4.30")  # the project env has transformers 5.x
+    assert ("needs transformers >=4.28,<4.30" in lines["DNABERT-S"]) == outside
+    assert main(["models", "--sheet", sheet, "--pins", str(pins), "--runnable"]) == 0
+    shown = {line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert "kmer-3" in shown and "DNABERT-S" not in shown and "LucaOne-default-step36M" not in shown
+    spec = load_registry(sheet).spec("kmer-3")
+    assert model_status(types.SimpleNamespace(**vars(spec), env="caduceus"))["env"] == "caduceus"

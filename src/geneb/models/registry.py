@@ -282,28 +282,67 @@ def model_spec(registry: Registry | Mapping[str, Any], model: str) -> ModelSpec:
     return as_registry(registry).spec(model)
 
 
+def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
+    """Why GENEB cannot build this entry now, as (short label, full reason with its fix) pairs; [] when it can.
+    See the module docstring; `runnable` joins the full reasons, `geneb models` shows the labels."""
+    fam, src = spec.family, spec.source
+    kind = src.kind
+    why: list[tuple[str, str]] = []
+    if fam not in FAMILIES:
+        why.append(("unknown family", f"unknown family {fam!r}"))
+    elif FAMILIES[fam].entry is None:
+        why.append((f"no adapter (family {fam})", f"family {fam!r}: {FAMILIES[fam].notes}"))
+    if kind == "hub-unpinned":
+        why.append(("unpinned: a run with network pins it", f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}"))
+    elif kind == "external":
+        why.append(
+            (
+                "weights outside the hub",
+                f"weights are outside the hub ({src.where or 'see notes'}); provide a local folder (source.kind: local)",
+            )
+        )
+    elif kind == "local" and not Path(src.path or "").is_dir():
+        why.append(
+            (
+                "local folder missing",
+                f"local folder {src.path} does not exist (relative paths resolve against the working directory)",
+            )
+        )
+    elif kind not in ("local", "hub", "builtin", "hub-unpinned", "external"):
+        why.append(("unknown source kind", f"unknown source kind {kind!r}"))
+    return why
+
+
+def environment_refusals(spec: ModelSpec) -> list[tuple[str, str]]:
+    """What this Python environment lacks to build `spec`, as (short label, full reason) pairs: the family's and
+    the entry's optional packages (`guards.require_modules`, nothing imported) and the transformers range of a
+    remote-code entry (`guards.check_transformers_range`); [] when nothing is missing. Torch-free."""
+    from geneb.embeddings.errors import MissingPackageError, TransformersVersionError
+    from geneb.models.guards import check_transformers_range, require_modules
+
+    fam = FAMILIES.get(spec.family)
+    out: list[tuple[str, str]] = []
+    for module, package in {**(fam.requires if fam else {}), **(spec.load.requires or {})}.items():
+        try:
+            require_modules(spec.id, {module: package})
+        except MissingPackageError as err:
+            out.append((f"needs package {package}", str(err)))
+    try:
+        check_transformers_range(spec.id, spec.load.transformers)
+    except TransformersVersionError as err:
+        out.append((f"needs transformers {spec.load.transformers}", str(err)))
+    except Exception as err:  # transformers not installed at all, or a range that does not parse
+        out.append((f"needs transformers {spec.load.transformers}", f"model {spec.id}: {err}"))
+    return out
+
+
 def runnable(spec: ModelSpec) -> tuple[bool, str]:
     """(True, how) when GENEB can build this entry now, else (False, every reason why not; "; "-joined).
     See the module docstring."""
-    fam, src = spec.family, spec.source
-    kind = src.kind
-    why: list[str] = []
-    if fam not in FAMILIES:
-        why.append(f"unknown family {fam!r}")
-    elif FAMILIES[fam].entry is None:
-        why.append(f"family {fam!r}: {FAMILIES[fam].notes}")
-    if kind == "hub-unpinned":
-        why.append(f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}")
-    elif kind == "external":
-        why.append(
-            f"weights are outside the hub ({src.where or 'see notes'}); provide a local folder (source.kind: local)"
-        )
-    elif kind == "local" and not Path(src.path or "").is_dir():
-        why.append(f"local folder {src.path} does not exist (relative paths resolve against the working directory)")
-    elif kind not in ("local", "hub", "builtin", "hub-unpinned", "external"):
-        why.append(f"unknown source kind {kind!r}")
+    kind = spec.source.kind
+    why = refusals(spec)
     if why:
-        return False, "; ".join(why)
+        return False, "; ".join(full for _, full in why)
     how = {
         "local": "local folder",
         "hub": "pinned hub revision (needs the network or a filled HF cache)",
