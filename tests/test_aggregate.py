@@ -4,9 +4,10 @@ import pandas as pd
 import pytest
 
 from geneb.aggregate import concat_tables
+from geneb.scores import SCHEMA_VERSION
 
 
-def _write(path, version="1", extra=False):
+def _write(path, version=SCHEMA_VERSION, extra=False):
     df = pd.DataFrame({"schema_version": [version], "model": ["m"], "value": [0.5]})
     if extra:
         df["other"] = 1
@@ -15,9 +16,9 @@ def _write(path, version="1", extra=False):
 
 
 def test_the_file_with_another_schema_version_is_named_even_when_it_comes_first(tmp_path):
-    good, odd = _write(tmp_path / "good.parquet"), _write(tmp_path / "odd.parquet", version="2")
+    good, odd = _write(tmp_path / "good.parquet"), _write(tmp_path / "odd.parquet", version="1")
     for order in ([odd, good], [good, odd]):
-        with pytest.raises(ValueError, match=r"odd.parquet: schema_version \['2'\], expected \['1'\]"):
+        with pytest.raises(ValueError, match=r"odd.parquet: schema_version \['1'\], expected \['2'\]"):
             concat_tables(order, tmp_path / "out.parquet")
     with pytest.raises(ValueError, match=r"more.parquet: columns differ .*extra \['other'\]"):
         concat_tables([good, _write(tmp_path / "more.parquet", extra=True)], tmp_path / "out.parquet")

@@ -15,8 +15,10 @@ import pandas as pd
 from geneb.categories import CATEGORIES
 from geneb.provenance import CODE_REVISION_KEYS, code_revision
 
-#: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job)
-SCHEMA_VERSION = "1"
+#: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
+#: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
+#: columns (`geneb_commit`, `geneb_dirty`) were added.
+SCHEMA_VERSION = "2"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
 #: columns every score table must have
 REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")

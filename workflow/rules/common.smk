@@ -23,6 +23,7 @@ from geneb.models.registry import (
 )
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
+from geneb.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import missing_splits, source_identity

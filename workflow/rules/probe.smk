@@ -47,5 +47,7 @@ rule fit_probes:
         runtime=probe_runtime,
     params:
         settings=probe_settings,
+        # a rerun key only (the shim does not read it): a new score-table version reruns every probe job once
+        score_schema=SCORE_SCHEMA_VERSION,
     script:
         "../scripts/fit_probes.py"

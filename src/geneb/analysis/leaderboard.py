@@ -23,7 +23,8 @@ from geneb.analysis.tables import frame_sha256
 from geneb.categories import CATEGORIES
 from geneb.scores import AnalysisInputError, with_code_revision
 
-SCHEMA_VERSION = "1"
+#: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added)
+SCHEMA_VERSION = "2"
 AGGREGATES = ("macro", "micro")
 
 

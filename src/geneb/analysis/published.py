@@ -25,7 +25,7 @@ from geneb.analysis.metadata import registry as read_registry
 from geneb.categories import CATEGORIES
 from geneb.models.spec import ModelSpec
 from geneb.provenance import file_sha256
-from geneb.scores import PUBLISHED_SEED, AnalysisInputError, check_scores, with_code_revision
+from geneb.scores import PUBLISHED_SEED, SCHEMA_VERSION, AnalysisInputError, check_scores, with_code_revision
 
 PROTOCOL = "geneb-paper"
 
@@ -58,7 +58,7 @@ def import_published(folder: str | Path) -> pd.DataFrame:
         raise AnalysisInputError(f"{path}: tasks not in benchmark_spec.json: {unknown[:5]}")
     out = pd.DataFrame(
         {
-            "schema_version": "1",
+            "schema_version": SCHEMA_VERSION,
             "protocol": PROTOCOL,
             "model": raw["model_id"].astype(str),
             "task": raw["task_id"].astype(str),
