@@ -3,9 +3,14 @@ gives one hash per device class, the hash says which dtype runs, and every paper
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+import yaml
+
+from geneb import hpc
 from geneb.models.registry import Registry, RegistryError, extraction_hash, extraction_settings, load_registry
+from workflow_support import REPO, run_snakemake, write_run_config
 
 
 def _registry(family: str = "hf-encoder", **extraction) -> Registry:
@@ -74,3 +79,21 @@ def test_every_paper_model_pins_its_dtype(repo):
     assert all(d in ("float32", "bfloat16", "float16") for d in dtypes.values()), dtypes
     assert dtypes["evo-1-131k-base"] == dtypes["BioFM-265M"] == "bfloat16"
     assert dtypes["METAGENE-1"] == "float32"
+
+
+def test_the_workflow_plans_one_cache_folder_per_device_class(tmp_path, shared):
+    """common.smk resolves dtype auto with the run's execution.device: random-esm-tiny (dtype auto) gets another
+    folder on cuda, kmer-3 (no network) keeps its own, and the planned folder is the registry's hash."""
+    run = tmp_path / "run"
+    write_run_config(run, shared / "data" / "tasks", ["gue_emp_h3__devtrain"], ["kmer-3", "random-esm-tiny"])
+    alphabet = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["alphabet"]
+    registry = load_registry(REPO / "config" / "models.yaml")
+    folders = {}
+    for device in ("cpu", "cuda"):
+        out = run_snakemake(run, "-n", "--config", f"execution={{device: {device}}}")
+        assert out.returncode == 0, out.stdout[-2000:]
+        folders[device] = dict(re.findall(r"output: resources/embeddings/([^/]+)/([0-9a-f]{12})/", out.stdout))
+        settings = extraction_settings(registry, "random-esm-tiny", alphabet, device=device)
+        assert folders[device]["random-esm-tiny"] == extraction_hash(hpc.stable_params(settings))
+    assert folders["cpu"]["kmer-3"] == folders["cuda"]["kmer-3"]
+    assert folders["cpu"]["random-esm-tiny"] != folders["cuda"]["random-esm-tiny"]
