@@ -15,6 +15,7 @@ from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import (
+    NotRunnableError,
     RegistryError,
     extraction_hash,
     extraction_settings,
@@ -65,9 +66,9 @@ if workflow.is_main_process and _default_caps and _by_default:
     )
 # the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec).
 # The process that plans the run first pins, once, every selected hub model without a pin (the hub's `main`,
-# written to the model_revisions lockfile); later runs use exactly the locked commits. Unknown model ids, and
-# every selected model that cannot run (with what it needs: network for a pin, an adapter), fail here at once.
-REGISTRY, _lock_log = load_locked_registry(
+# written to the model_revisions lockfile); later runs use exactly the locked commits. Unknown model ids fail
+# here; every selected model that cannot run (what it needs: network for a pin, an adapter) below, at once.
+REGISTRY, _lock_log, _NOT_RUNNABLE = load_locked_registry(
     config["model_sheet"],
     yaml.safe_load(open(workflow.source_path("../schemas/models.schema.yaml"))),
     config["model_revisions"],
@@ -103,6 +104,8 @@ if workflow.is_main_process:
                 "the mirror that has them (docs/adding-a-task.md)"
             )
 
+if _NOT_RUNNABLE:
+    raise NotRunnableError(_NOT_RUNNABLE)
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name);
 # `dtype: auto` is resolved for the run's device class here, so the hash says which dtype runs.
 EXTRACTION_SETTINGS = {

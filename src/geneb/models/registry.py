@@ -413,16 +413,17 @@ def load_locked_registry(
     *,
     resolve: bool,
     endpoint: str | None = None,
-) -> tuple[Registry, list[str]]:
+) -> tuple[Registry, list[str], str]:
     """The registry with the lockfile `pins` applied, for a run of `models` (the workflow calls this once,
     when it plans the run). With `resolve` (the process that plans the run, not its jobs), first pins every
     selected hub model that has an adapter and no pin yet (`pins.lock_revisions`: the hub is asked once, the
     lockfile written atomically) and reloads. Returns (registry, log lines saying which models were pinned now
-    and which run at commits already locked).
+    and which run at commits already locked, the NotRunnableError message listing at once every selected model
+    that cannot run and what it needs, "" when all can: `selection_error`; the network for a pin, named when
+    the hub was unreachable or HF_HUB_OFFLINE is set, an adapter, or local weights). The caller raises it
+    after its other checks of the config, so those keep their order.
 
-    Raises RegistryError for an unknown model id (with close matches) and NotRunnableError listing, at once,
-    every selected model that cannot run and what it needs (`selection_error`): the network for a pin (named
-    when the hub was unreachable or HF_HUB_OFFLINE is set), an adapter, or local weights."""
+    Raises RegistryError for an unknown model id (with close matches) or a lockfile that cannot be used."""
     registry = load_registry(path, schema, pins=pins)
     for model in models:
         registry.spec(model)
@@ -448,9 +449,7 @@ def load_locked_registry(
                 + ", ".join(f"{m}@{rev[:12]}" for m, rev in lock.locked.items())
             )
     problems = not_runnable(registry, models)
-    if problems:
-        raise NotRunnableError(selection_error(registry, problems, lock, str(pins)))
-    return registry, log
+    return registry, log, selection_error(registry, problems, lock, str(pins)) if problems else ""
 
 
 def runnable_offline(spec: ModelSpec) -> bool:
