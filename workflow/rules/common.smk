@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 from snakemake.logging import logger
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 from geneb import hpc
@@ -15,6 +16,7 @@ from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
+from geneb.preflight import PreflightError, format_problems, preflight_problems
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
@@ -90,6 +92,21 @@ if workflow.is_main_process:
                 f"{_source}/{_task}; add the task's files there or point task_source / GENEB_TASK_SOURCE at "
                 "the mirror that has them (docs/adding-a-task.md)"
             )
+
+# Pre-flight (geneb.preflight): before any job is submitted, every selected model must be able to run where its
+# extraction will run (runnable entry, weights or HF cache in place, packages and transformers range in its env).
+# Every problem is listed at once, each with its fix, and the run stops here: no job starts for a model that
+# cannot run, so nothing is retried. Main process only, dry runs too.
+if workflow.is_main_process:
+    _problems = preflight_problems(
+        REGISTRY,
+        config["models"],
+        env_route=config["execution"]["env_route"],
+        conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
+        env_cache=config["execution"]["env_dir"],
+    )
+    if _problems:
+        raise PreflightError(format_problems(_problems))
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
 EXTRACTION_SETTINGS = {
@@ -199,6 +216,15 @@ def extraction_params(wildcards):
             f"current settings hash is {EXTRACTION_HASH[wildcards.model]}"
         )
     return EXTRACTION_SETTINGS[wildcards.model]
+
+
+def extraction_env(wildcards):
+    """The conda env file of the model's extraction, envs/<env>.yaml of its registry entry (`env:`, default
+    geneb); None on the venv route (execution.env_route: venv), where geneb.extract_job runs the extraction
+    with the model's venv instead."""
+    if config["execution"]["env_route"] == "venv":
+        return None
+    return f"../../envs/{model_spec(REGISTRY, wildcards.model).env_name}.yaml"
 
 
 # ---- resources (portable: counts, MB, minutes; site values live in profiles/, docs/hpc.md) ------------
