@@ -110,7 +110,13 @@ def _hub_cache_problem(spec: ModelSpec) -> str | None:
     )
 
 
-def preflight_problems(
+def preflight_problems(*args: Any, **kwargs: Any) -> list[str]:
+    """Every reason a model cannot run in this run (`preflight`'s two lists together); same arguments."""
+    blocking, here = preflight(*args, **kwargs)
+    return blocking + here
+
+
+def preflight(
     registry: Registry,
     models: Iterable[str],
     *,
@@ -118,8 +124,11 @@ def preflight_problems(
     conda_deploys: bool,
     envs_dir: str | Path = ENVS_DIR,
     env_cache: str | Path | None = None,
-) -> list[str]:
-    """Every reason a model of `models` cannot run in this run (empty = all can); see the module docstring.
+) -> tuple[list[str], list[str]]:
+    """(problems, here): every reason a model of `models` cannot run in this run (both empty = all can; see the
+    module docstring). `here` holds the problems of this interpreter on the conda route without `--sdm conda`
+    (they hold only because every job would run here: a dry run that plans a `--sdm conda` run on another
+    machine reports them without stopping); `problems` holds the rest.
 
     env_route: `conda` or `venv` (config execution.env_route); conda_deploys: whether Snakemake deploys conda envs
     (`--sdm conda`); env_cache: where built venvs live (default $GENEB_ENV_DIR or .geneb/envs). Raises
@@ -140,8 +149,9 @@ def preflight_problems(
             problems.append(hub)
         by_env.setdefault(spec.env_name, []).append(spec)
     if env_route == "conda" and conda_deploys:
-        return problems  # Snakemake builds each env from its file, which check_envs matched with every entry
+        return problems, []  # Snakemake builds each env from its file, which check_envs matched with every entry
     # the default env's models run in this interpreter on both routes; the venv route runs the others in their venv
+    here: list[str] = []
     interpreters: dict[str, list[ModelSpec]] = {}
     for env_name, specs in sorted(by_env.items()):
         if env_route == "conda" or env_name == DEFAULT_ENV:
@@ -169,13 +179,23 @@ def preflight_problems(
         except EnvError as err:
             problems.append(f"model(s) {', '.join(s.id for s in specs)}: {err}")
             continue
-        for spec in specs:
-            problems += fit_problems(spec, probe, where, fix)
-    return problems
+        found = [p for spec in specs for p in fit_problems(spec, probe, where, fix)]
+        if env_route == "conda":
+            here += found
+        else:
+            problems += found
+    return problems, here
 
 
-def format_problems(problems: list[str]) -> str:
-    """The pre-flight report: a count, then one problem per line."""
-    return f"pre-flight: {len(problems)} problem(s); nothing was submitted. Fix them and run again:\n" + "\n".join(
-        f"  - {p}" for p in problems
-    )
+def format_problems(problems: list[str], *, dry_run: bool = False) -> str:
+    """The pre-flight report: a count, then one problem per line. dry_run: the form of a dry run's warning about
+    this interpreter (conda route without --sdm conda), which does not stop the plan."""
+    if dry_run:
+        head = (
+            f"pre-flight (dry run): {len(problems)} problem(s) of this interpreter, where this command without -n "
+            "would run every job (no --sdm conda); the real run stops here, a run with --sdm conda or the venv "
+            "route runs each model in its env:"
+        )
+    else:
+        head = f"pre-flight: {len(problems)} problem(s); nothing was submitted. Fix them and run again:"
+    return head + "\n" + "\n".join(f"  - {p}" for p in problems)

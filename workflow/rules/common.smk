@@ -16,7 +16,7 @@ from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import RegistryError, extraction_hash, extraction_settings, load_registry, model_spec
-from geneb.preflight import PreflightError, format_problems, preflight_problems
+from geneb.preflight import PreflightError, format_problems, preflight
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
@@ -97,16 +97,21 @@ if workflow.is_main_process:
 # extraction will run (runnable entry, weights or HF cache in place, packages and transformers range in its env).
 # Every problem is listed at once, each with its fix, and the run stops here: no job starts for a model that
 # cannot run, so nothing is retried. Main process only, dry runs too.
+# A dry run on the conda route without --sdm conda (planning a conda run elsewhere) reports the problems of this
+# interpreter without stopping: only the real run would run the jobs here.
 if workflow.is_main_process:
-    _problems = preflight_problems(
+    _problems, _here = preflight(
         REGISTRY,
         config["models"],
         env_route=config["execution"]["env_route"],
         conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
         env_cache=config["execution"]["env_dir"],
     )
-    if _problems:
-        raise PreflightError(format_problems(_problems))
+    if _here and hpc.is_dry_run(sys.argv[1:]):
+        logger.warning(format_problems(_here, dry_run=True))
+        _here = []
+    if _problems + _here:
+        raise PreflightError(format_problems(_problems + _here))
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
 EXTRACTION_SETTINGS = {
