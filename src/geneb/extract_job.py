@@ -56,15 +56,14 @@ def run_rule_job(
     threads: int,
     config: dict[str, Any],
 ) -> None:
-    """Extract one (model, task) as rule extract_embeddings does: log to `log`, then embed here or, on the
-    venv route for a model of a non-default env, in that env's venv (module docstring). execution: the
+    """Extract one (model, task) as rule extract_embeddings does (its shim has called `log_to_file(log)`): embed
+    here or, on the venv route for a model of a non-default env, in that env's venv, whose process appends to
+    `log` (module docstring). execution: the
     config's execution knobs (device, batch_size, hdf5_locking, env_route, env_dir). Raises what extract_task raises
     (here), EnvError naming `geneb env build NAME` for an env that is not built, and SystemExit with the
     child's status when the extraction in the venv fails (its error is the log's last line)."""
     from geneb.envs import DEFAULT_ENV, python_for_env
-    from geneb.logs import log_to_file
 
-    log_to_file(log)
     request = {
         "settings": settings,
         "task_dir": str(task_dir),

@@ -8,7 +8,9 @@ configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5p
 from pathlib import Path  # noqa: E402
 
 from geneb.extract_job import run_rule_job  # noqa: E402
+from geneb.logs import log_to_file  # noqa: E402
 
+log_to_file(snakemake.log[0])
 run_rule_job(
     snakemake.params.settings,
     Path(snakemake.input.card).parent,
