@@ -51,3 +51,26 @@ def test_a_real_run_stops_before_any_job_and_a_dry_run_reports_and_plans(run):
 def test_is_dry_run():
     assert is_dry_run(["-n"]) and is_dry_run(["-np", "--cores", "2"]) and is_dry_run(["--dry-run"])
     assert not is_dry_run(["--cores", "2", "-p", "--configfile", "config/n.yaml", "-j2"])
+
+
+def test_the_extraction_rule_takes_its_conda_env_from_the_model(tmp_path, repo, shared):
+    """`snakemake --containerize` hashes the conda env file of every job of the DAG (it needs no conda for that):
+    the default env for everything but extraction, and each model's own env for its extraction job."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
+    doc = yaml.safe_load((repo / "config/models.yaml").read_text())
+    hyena = doc["models"]["hyenadna-tiny-1k-ft-anticapt"]
+    hyena["source"]["path"] = str(shared / "models" / "hyenadna-tiny-1k-ft-anticapt")
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
+    folder = tmp_path / "run"
+    write_run_config(folder, mirror, [TASK], ["kmer-3", "hyenadna-tiny-1k-ft-anticapt"])
+    config = yaml.safe_load((folder / "config/config.yaml").read_text())
+    config["model_sheet"] = str(tmp_path / "models.yaml")
+    (folder / "config/config.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(folder, "--containerize")
+    hashed = {
+        (folder / line.split("Hashing conda environment ")[1].rstrip(".")).resolve()
+        for line in proc.stdout.splitlines()
+        if "Hashing conda environment" in line
+    }
+    assert hashed == {repo / "envs/geneb.yaml", repo / "envs/hyena.yaml"}, proc.stdout[-3000:]
