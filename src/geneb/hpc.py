@@ -125,14 +125,3 @@ def set_aside_partial(
         os.replace(path, aside)
         moved.append((path, aside))
     return moved
-
-
-def is_dry_run(argv: list[str]) -> bool:
-    """Whether the Snakemake command line `argv` asks for a dry run (-n, --dry-run, --dryrun, --just-print, or
-    -n among combined short flags such as -np). A dry run set only in a profile is not seen."""
-    for arg in argv:
-        if arg in ("--dry-run", "--dryrun", "--just-print"):
-            return True
-        if arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha() and "n" in arg[1:]:
-            return True
-    return False

@@ -127,8 +127,8 @@ def preflight(
 ) -> tuple[list[str], list[str]]:
     """(problems, here): every reason a model of `models` cannot run in this run (both empty = all can; see the
     module docstring). `here` holds the problems of this interpreter on the conda route without `--sdm conda`
-    (they hold only because every job would run here: a dry run that plans a `--sdm conda` run on another
-    machine reports them without stopping); `problems` holds the rest.
+    (they hold only because every job would run here: the workflow stops a real run on them before its first
+    job, while a dry run that plans a `--sdm conda` run on another machine lists them); `problems` the rest.
 
     env_route: `conda` or `venv` (config execution.env_route); conda_deploys: whether Snakemake deploys conda envs
     (`--sdm conda`); env_cache: where built venvs live (default $GENEB_ENV_DIR or .geneb/envs). Raises
@@ -168,10 +168,10 @@ def preflight(
                 (f"rebuild it from envs/{specs[0].env_name}.yaml (`geneb env build {specs[0].env_name}`)"),
             )
         elif env_route == "venv":
-            where = f"this interpreter ({python}), where the venv route runs the default env's models"
+            where = f"this interpreter ({python}; the venv route runs the default env's models here)"
             fix = f"install envs/{DEFAULT_ENV}.yaml's packages here, or name the model's env in its registry entry"
         else:
-            where = f"this interpreter ({python}), where the conda route runs every job without --sdm conda"
+            where = f"this interpreter ({python}; without --sdm conda every job runs here)"
             fix = "run with --sdm conda, or set execution.env_route: venv after `geneb env build <env>`"
         modules = {n for s in specs for n in (*required_packages(_raw(s)), *(s.load.preimport or ()))}
         try:
@@ -187,13 +187,14 @@ def preflight(
     return problems, here
 
 
-def format_problems(problems: list[str], *, dry_run: bool = False) -> str:
-    """The pre-flight report: a count, then one problem per line. dry_run: the form of a dry run's warning about
-    this interpreter (conda route without --sdm conda), which does not stop the plan."""
-    if dry_run:
+def format_problems(problems: list[str], *, here: bool = False) -> str:
+    """The pre-flight report: a count, then one problem per line. here: the warning about this interpreter's
+    problems (conda route without --sdm conda) while the DAG is built; a real run then stops before its first
+    job, a dry run plans on."""
+    if here:
         head = (
-            f"pre-flight (dry run): {len(problems)} problem(s) of this interpreter, where this command without -n "
-            "would run every job (no --sdm conda); the real run stops here, a run with --sdm conda or the venv "
+            f"pre-flight: {len(problems)} problem(s) of this interpreter, where this command runs every job (conda "
+            "route without --sdm conda); a real run stops before its first job, a run with --sdm conda or the venv "
             "route runs each model in its env:"
         )
     else:

@@ -1,6 +1,7 @@
 """Pre-flight through the workflow (issue 12): on the conda route without --sdm conda every job would run in this
 interpreter, so a model whose transformers range excludes it stops the real run before anything is submitted,
-while a dry run (planning a --sdm conda run elsewhere) reports it and plans on. Fast: nothing is extracted."""
+while a dry run (planning a --sdm conda run elsewhere) reports it and plans on; and the extraction rule's conda
+env is the model's. Fast: nothing is extracted."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import shutil
 import pytest
 import yaml
 
-from geneb.hpc import is_dry_run
 from workflow_support import run_snakemake, write_run_config
 
 TASK = "gue_prom_core_all"
@@ -37,6 +37,7 @@ def run(tmp_path, repo, shared):
 def test_a_real_run_stops_before_any_job_and_a_dry_run_reports_and_plans(run):
     proc = run_snakemake(run)
     assert proc.returncode != 0
+    assert "pre-flight: 1 problem(s) of this interpreter" in proc.stdout, proc.stdout[-3000:]
     assert "pre-flight: 1 problem(s); nothing was submitted" in proc.stdout, proc.stdout[-3000:]
     assert f"model {OLD} (env transformers4): load.transformers '<5', but this interpreter" in proc.stdout
     assert "run with --sdm conda, or set execution.env_route: venv" in proc.stdout
@@ -44,13 +45,9 @@ def test_a_real_run_stops_before_any_job_and_a_dry_run_reports_and_plans(run):
 
     proc = run_snakemake(run, "-n")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "pre-flight (dry run): 1 problem(s) of this interpreter" in proc.stdout
+    assert "pre-flight: 1 problem(s) of this interpreter" in proc.stdout
+    assert "nothing was submitted" not in proc.stdout
     assert "extract_embeddings" in proc.stdout and "This was a dry-run" in proc.stdout
-
-
-def test_is_dry_run():
-    assert is_dry_run(["-n"]) and is_dry_run(["-np", "--cores", "2"]) and is_dry_run(["--dry-run"])
-    assert not is_dry_run(["--cores", "2", "-p", "--configfile", "config/n.yaml", "-j2"])
 
 
 def test_the_extraction_rule_takes_its_conda_env_from_the_model(tmp_path, repo, shared):

@@ -96,22 +96,23 @@ if workflow.is_main_process:
 # Pre-flight (geneb.preflight): before any job is submitted, every selected model must be able to run where its
 # extraction will run (runnable entry, weights or HF cache in place, packages and transformers range in its env).
 # Every problem is listed at once, each with its fix, and the run stops here: no job starts for a model that
-# cannot run, so nothing is retried. Main process only, dry runs too.
-# A dry run on the conda route without --sdm conda (planning a conda run elsewhere) reports the problems of this
-# interpreter without stopping: only the real run would run the jobs here.
+# cannot run, so nothing is retried. Main process only, dry runs too. The problems of this interpreter on the
+# conda route without --sdm conda (every job would run here) stop the run in `onstart`, before the first job:
+# a dry run, which may plan a --sdm conda run elsewhere, lists them and plans on.
+PREFLIGHT_HERE = []
 if workflow.is_main_process:
-    _problems, _here = preflight(
+    _problems, PREFLIGHT_HERE = preflight(
         REGISTRY,
         config["models"],
         env_route=config["execution"]["env_route"],
         conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
         env_cache=config["execution"]["env_dir"],
     )
-    if _here and hpc.is_dry_run(sys.argv[1:]):
-        logger.warning(format_problems(_here, dry_run=True))
-        _here = []
-    if _problems + _here:
-        raise PreflightError(format_problems(_problems + _here))
+    if _problems:
+        raise PreflightError(format_problems(_problems + PREFLIGHT_HERE))
+    if PREFLIGHT_HERE:
+        logger.warning(format_problems(PREFLIGHT_HERE, here=True))
+
 
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name).
 EXTRACTION_SETTINGS = {
@@ -169,6 +170,13 @@ def report_job_errors():
     )
     for line in errors:  # once more, after the partial run's output, where the user looks last
         logger.error(line)
+
+
+def preflight_onstart():
+    """The `onstart` handler (real runs only, before the first job): stop the run when a model cannot run in this
+    interpreter, where the conda route without --sdm conda runs every job (geneb.preflight)."""
+    if PREFLIGHT_HERE:
+        raise PreflightError(format_problems(PREFLIGHT_HERE))
 
 
 def clear_failure_record():
