@@ -18,6 +18,10 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+onstart:
+    preflight_onstart()
+
+
 onerror:
     report_job_errors()
 

@@ -10,6 +10,9 @@
     geneb pin-revisions MODEL ... [--ref main]
                                        move lockfile pins to the commit a ref points to now (needs network;
                                        the first workflow run pins unpinned models by itself)
+    geneb env list [--prefix DIR]      the runtime environments (envs/*.yaml), the models each serves, built or not
+    geneb env build NAME [--prefix DIR] [--python PY]
+                                       build (or reuse) the pip venv of envs/NAME.yaml (docs/hpc.md, "Environments")
     geneb sbatch-preview [snakemake arguments]
                                        the sbatch call of every job a Slurm run would submit (geneb.sbatch_preview)
     geneb recover [snakemake arguments]
@@ -325,6 +328,39 @@ def _check_snakemake_paths(args: list[str]) -> None:
                 raise CliError(f"{what} {p} is not a {'folder' if folder else 'file'} ({name})")
 
 
+def cmd_env_list(args: argparse.Namespace) -> str:
+    from geneb.envs import DEFAULT_ENV, EnvError, env_status
+
+    registry = _registry(args.sheet)
+    served: dict[str, list[str]] = {}
+    for model, spec in registry.models.items():
+        served.setdefault(spec.env_name, []).append(model)
+    try:
+        rows = env_status(prefix=args.prefix)
+    except EnvError as err:
+        raise CliError(str(err)) from err
+    lines = []
+    for row in rows:
+        models = served.get(row["env"], [])
+        state = "built" if row["built"] else f"not built (`geneb env build {row['env']}`)"
+        default = " (default)" if row["env"] == DEFAULT_ENV else ""
+        lines.append(
+            f"{row['env']}{default}: transformers {row['transformers'] or '-'}; {state}; {row['where']}\n"
+            f"  {len(models)} model(s): {', '.join(models) or '-'}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_env_build(args: argparse.Namespace) -> str:
+    from geneb.envs import EnvError, build_env
+
+    try:
+        venv = build_env(args.name, prefix=args.prefix, python=args.python, say=lambda line: print(line, flush=True))
+    except EnvError as err:
+        raise CliError(str(err)) from err
+    return str(venv / "bin" / "python")
+
+
 def cmd_sbatch_preview(args: argparse.Namespace) -> int:
     from geneb import sbatch_preview
 
@@ -371,6 +407,18 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--pins", default="config/model_revisions.yaml")
     pr.add_argument("--endpoint", default=None, help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
     pr.set_defaults(func=cmd_pin_revisions)
+    env = sub.add_parser("env", help="list or build the runtime environments of envs/ (pip venvs)")
+    env_sub = env.add_subparsers(dest="env_command", required=True)
+    cache_help = "the folder the venvs are cached under (default $GENEB_ENV_DIR, else .geneb/envs)"
+    el = env_sub.add_parser("list", help="each env, the models it serves, whether built and where")
+    el.add_argument("--prefix", default=None, help=cache_help)
+    el.add_argument("--sheet", default="config/models.yaml")
+    el.set_defaults(func=cmd_env_list)
+    eb = env_sub.add_parser("build", help="build (or reuse) the pip venv of envs/NAME.yaml; prints its python")
+    eb.add_argument("name", help="an env name (a file envs/NAME.yaml)")
+    eb.add_argument("--prefix", default=None, help=cache_help)
+    eb.add_argument("--python", default=None, help="the interpreter to make it from (default: this one)")
+    eb.set_defaults(func=cmd_env_build)
     for name, func, table, help_ in (
         ("leaderboard", cmd_leaderboard, "results/tables/leaderboard.parquet", "print a leaderboard"),
         ("recommend", cmd_recommend, "results/tables/recommendations.parquet", "recommend a model for a category"),

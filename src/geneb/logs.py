@@ -32,12 +32,13 @@ def error_line(err: BaseException, log_path: str) -> str:
     return f"{ERROR_MARK} ({log_path}): {type(err).__name__}: {text}"
 
 
-def log_to_file(path: str, level: int = logging.INFO) -> None:
+def log_to_file(path: str, level: int = logging.INFO, *, append: bool = False) -> None:
     """Send the root logger, warnings and stderr of this process to `path` (line-buffered), so a failing
     job's log holds its traceback, and install the hook that reports an uncaught error on one line (module
-    docstring). The process still exits with status 1."""
+    docstring). The process still exits with status 1. append: add to the file (a job's second process, e.g.
+    an extraction run in the model's venv, geneb.extract_job) instead of starting it anew."""
     console = sys.stderr
-    stream = open(path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    stream = open(path, "a" if append else "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     sys.stderr = stream
     logging.basicConfig(
         level=level, stream=stream, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True

@@ -100,6 +100,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             note=_STR,
         )
     ),
+    "envs.yaml": _file(
+        models=_rows("model", ("env",), env=_STR),
+        registry_families=_rows("registry_family", ("env",), env=_STR),
+        families=_rows("family", ("env",), env=_STR),
+        ranges=_rows("range", ("env",), env=_STR),
+    ),
     "builtin_models.yaml": _file(
         builtin_models=_rows("key", ("entry",), entry=_ANY_OBJ),
         extra_models=_rows("key", ("entry",), entry=_ANY_OBJ),
@@ -197,6 +203,7 @@ class Curation:
     registry_extraction: dict[str, Any]
     family_load: dict[str, dict[str, Any]]
     length_multiple: dict[str, int]  # tokenizer fact (registry.yaml / models.tsv wording) -> extraction.length_multiple
+    envs: dict[str, dict[str, str]]  # envs.yaml: table (models, registry_families, families, ranges) -> {key: env}
 
 
 def load_curation(folder: Path | None = None) -> Curation:
@@ -254,6 +261,15 @@ def load_curation(folder: Path | None = None) -> Curation:
         registry_extraction={r["field"]: r["value"] for r in defaults["registry"]},
         family_load=family_load,
         length_multiple={r["tokenizer"]: r["length_multiple"] for r in defaults["length_rules"]},
+        envs={
+            table: {r[key]: r["env"] for r in d["envs.yaml"][table]}
+            for table, key in (
+                ("models", "model"),
+                ("registry_families", "registry_family"),
+                ("families", "family"),
+                ("ranges", "range"),
+            )
+        },
     )
 
 

@@ -11,11 +11,9 @@ from .facts import reconcile, resolve_hub_id
 from .parse import arch_family_of, clean_hub_id, parse_params, parse_tokens, tokenizer_type_of
 
 
-def remote_load(cur: Curation, spec_name: str, key: str, needs_remote: bool) -> dict[str, Any]:
-    """The load section for a remote-code model: its transformers range and the range's source (the first row of
-    transformers_ranges.yaml whose names hold `spec_name` or whose prefixes start `spec_name` or `key`)."""
-    if not needs_remote:
-        return {}
+def _range_row(cur: Curation, spec_name: str, key: str) -> dict[str, Any]:
+    """The first row of transformers_ranges.yaml whose names hold `spec_name` or whose prefixes start `spec_name`
+    or `key` (the last row matches every model)."""
     for rng in cur.ranges:
         names, prefixes = rng.get("names"), rng.get("prefixes")
         if (
@@ -23,8 +21,33 @@ def remote_load(cur: Curation, spec_name: str, key: str, needs_remote: bool) -> 
             or spec_name in (names or ())
             or any(spec_name.startswith(p) or key.startswith(p) for p in prefixes or ())
         ):
-            return {"transformers": rng["transformers"], "transformers_note": rng["note"]}
+            return rng
     raise AssertionError("transformers_ranges.yaml ends with a catch-all row (checked on load)")
+
+
+def remote_load(cur: Curation, spec_name: str, key: str, needs_remote: bool) -> dict[str, Any]:
+    """The load section for a remote-code model: its transformers range and the range's source (`_range_row`)."""
+    if not needs_remote:
+        return {}
+    rng = _range_row(cur, spec_name, key)
+    return {"transformers": rng["transformers"], "transformers_note": rng["note"]}
+
+
+def env_of(
+    cur: Curation, key: str, registry_family: str | None, fam: str, spec_name: str, needs_remote: bool
+) -> str | None:
+    """The entry's `env:` from envs.yaml: its models row, else its registry family's, else its GENEB family's,
+    else (remote code only) the row of the transformers range it was given; None = the default env."""
+    envs = cur.envs
+    if key in envs["models"]:
+        return envs["models"][key]
+    if registry_family in envs["registry_families"]:
+        return envs["registry_families"][registry_family]
+    if fam in envs["families"]:
+        return envs["families"][fam]
+    if needs_remote:
+        return envs["ranges"].get(_range_row(cur, spec_name, key)["id"])
+    return None
 
 
 def _length_rule(cur: Curation, tokenizer: str, extraction: dict[str, Any], note: str) -> str:
@@ -110,6 +133,7 @@ def registry_entry(cur: Curation, e: dict[str, Any], key: str) -> dict[str, Any]
         "pretraining_domain": e["domain"],
         "license": e["license"],
         "trust_remote_code": remote,
+        "env": env_of(cur, key, e["family"], fam, e["name"], remote),
         "load": load,
         "extraction": extraction,
         "trained_on_tasks": [],
@@ -252,6 +276,7 @@ def paper_entry(
         "pretraining_domain": domain,
         "license": reg["license"] if reg else "unknown (not in the shared registry)",
         "trust_remote_code": remote,
+        "env": env_of(cur, mid, reg["family"] if reg else None, fam, reg["name"] if reg else mid, remote),
         "load": load,
         "extraction": extraction,
         "trained_on_tasks": [],

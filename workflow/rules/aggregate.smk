@@ -16,6 +16,6 @@ rule aggregate_scores:
     log:
         "logs/aggregate_scores.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     script:
         "../scripts/aggregate_scores.py"

@@ -29,7 +29,7 @@ rule leaderboard:
     log:
         "logs/analysis/leaderboard.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         analysis=config["analysis"],
         view="geneb",
@@ -49,7 +49,7 @@ rule analyses:
     log:
         "logs/analysis/analyses.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         analysis=config["analysis"],
         view="geneb",
@@ -65,7 +65,7 @@ rule import_published:
     log:
         "logs/analysis/import_published.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     script:
         "../scripts/import_published.py"
 
@@ -120,7 +120,7 @@ rule reproduce_paper:
     log:
         "logs/analysis/reproduce_paper.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     script:
         "../scripts/reproduce_paper.py"
 
@@ -142,7 +142,7 @@ rule compare_published:
     log:
         "logs/analysis/compare_published.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         analysis=config["analysis"],
     script:
@@ -161,7 +161,7 @@ rule submission:
     log:
         "logs/analysis/submission/{model}.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         submitted_by=config["analysis"]["submission"]["submitted_by"],
     script:

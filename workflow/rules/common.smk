@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 from snakemake.logging import logger
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 from geneb import hpc
@@ -15,13 +16,14 @@ from geneb import partial as partial_run
 from geneb.logs import failure_lines
 from geneb.models.adapters import family as model_family
 from geneb.models.registry import (
-    NotRunnableError,
     RegistryError,
     extraction_hash,
     extraction_settings,
     load_locked_registry,
     model_spec,
+    not_runnable,
 )
+from geneb.preflight import PreflightError, format_problems, preflight
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
@@ -104,8 +106,30 @@ if workflow.is_main_process:
                 "the mirror that has them (docs/adding-a-task.md)"
             )
 
-if _NOT_RUNNABLE:
-    raise NotRunnableError(_NOT_RUNNABLE)
+# Pre-flight (geneb.preflight): before any job is submitted, every selected model must be able to run where its
+# extraction will run (runnable entry: a pin, an adapter, its weights; the HF cache when offline; packages and
+# transformers range in its env). Every problem is listed at once, each with its fix (the models that cannot
+# run at all first, from load_locked_registry, then the others' env problems), and the run stops here: no job
+# starts for a model that cannot run, so nothing is retried. Main process only, dry runs too. The problems of this interpreter on the
+# conda route without --sdm conda (every job would run here) stop the run in `onstart`, before the first job:
+# a dry run, which may plan a --sdm conda run elsewhere, lists them and plans on.
+PREFLIGHT_HERE = []
+if workflow.is_main_process:
+    _blocked = not_runnable(REGISTRY, config["models"]) if _NOT_RUNNABLE else {}
+    _problems, PREFLIGHT_HERE = preflight(
+        REGISTRY,
+        [m for m in config["models"] if m not in _blocked],
+        env_route=config["execution"]["env_route"],
+        conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
+        env_cache=config["execution"]["env_dir"],
+    )
+    if _NOT_RUNNABLE or _problems:
+        _report = [format_problems(_problems + PREFLIGHT_HERE)] if _problems else []
+        raise PreflightError("\n".join([_NOT_RUNNABLE, *_report] if _NOT_RUNNABLE else _report))
+    if PREFLIGHT_HERE:
+        logger.warning(format_problems(PREFLIGHT_HERE, here=True))
+
+
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name);
 # `dtype: auto` is resolved for the run's device class here, so the hash says which dtype runs.
 EXTRACTION_SETTINGS = {
@@ -166,6 +190,13 @@ def report_job_errors():
         logger.error(line)
 
 
+def preflight_onstart():
+    """The `onstart` handler (real runs only, before the first job): stop the run when a model cannot run in this
+    interpreter, where the conda route without --sdm conda runs every job (geneb.preflight)."""
+    if PREFLIGHT_HERE:
+        raise PreflightError(format_problems(PREFLIGHT_HERE))
+
+
 def clear_failure_record():
     """The `onsuccess` handler: a run that built everything from every task leaves no failure record of an
     earlier partial run behind (a partial run's own record stays: its tables list the failed tasks)."""
@@ -216,6 +247,15 @@ def extraction_params(wildcards):
             f"current settings hash is {EXTRACTION_HASH[wildcards.model]}"
         )
     return EXTRACTION_SETTINGS[wildcards.model]
+
+
+def extraction_env(wildcards):
+    """The conda env file of the model's extraction, envs/<env>.yaml of its registry entry (`env:`, default
+    geneb); None on the venv route (execution.env_route: venv), where geneb.extract_job runs the extraction
+    with the model's venv instead."""
+    if config["execution"]["env_route"] == "venv":
+        return None
+    return f"../../envs/{model_spec(REGISTRY, wildcards.model).env_name}.yaml"
 
 
 # ---- resources (portable: counts, MB, minutes; site values live in profiles/, docs/hpc.md) ------------

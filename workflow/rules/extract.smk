@@ -16,7 +16,7 @@ rule extract_embeddings:
     benchmark:
         "benchmarks/extract_embeddings/{model}/{xhash}/{task}.tsv"
     conda:
-        "../envs/geneb.yaml"
+        extraction_env
     threads: config["execution"]["threads"]
     resources:
         gpu=extraction_gpus,

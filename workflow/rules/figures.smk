@@ -18,7 +18,7 @@ rule paper_figures:
     log:
         "logs/figures/paper_figures.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         protocol=config["default_protocol"],
         regime="full",

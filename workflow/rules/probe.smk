@@ -18,7 +18,7 @@ rule write_shot_indices:
     log:
         "logs/write_shot_indices/{protocol}/{task}.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         draw=shot_draw_params,
     script:
@@ -40,7 +40,7 @@ rule fit_probes:
     benchmark:
         "benchmarks/fit_probes/{protocol}/{model}/{task}.tsv"
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     threads: 1
     resources:
         mem_mb=probe_mem_mb,

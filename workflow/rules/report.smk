@@ -23,7 +23,7 @@ rule report:
     log:
         "logs/report/report.log",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         config=report_config,
         captions=caption_texts(),

@@ -18,7 +18,7 @@ rule prepare_task:
         "logs/prepare_task/{task}.log",
         validation="resources/tasks/{task}/validation.json",
     conda:
-        "../envs/geneb.yaml"
+        "../../envs/geneb.yaml"
     params:
         task=task_params,
     script:

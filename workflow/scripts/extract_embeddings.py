@@ -1,4 +1,4 @@
-"""Shim: rule extract_embeddings -> geneb.extract.extract_task (execution knobs from config)."""
+"""Shim: rule extract_embeddings -> geneb.extract_job.run_rule_job (execution knobs and env route from config)."""
 
 from geneb.embeddings.cache import configure_hdf5_locking
 
@@ -7,16 +7,16 @@ configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5p
 
 from pathlib import Path  # noqa: E402
 
-from geneb.extract import extract_task  # noqa: E402
+from geneb.extract_job import run_rule_job  # noqa: E402
 from geneb.logs import log_to_file  # noqa: E402
 
 log_to_file(snakemake.log[0])
-extract_task(
+run_rule_job(
     snakemake.params.settings,
     Path(snakemake.input.card).parent,
     snakemake.output[0],
-    device=execution["device"],
-    batch_size=execution["batch_size"],
+    log=snakemake.log[0],
+    execution=execution,
     threads=snakemake.threads,
-    hdf5_locking=execution["hdf5_locking"],
+    config=snakemake.config,
 )

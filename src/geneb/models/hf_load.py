@@ -79,6 +79,35 @@ def _hint(err: BaseException, config: Any) -> str:
     )
 
 
+def release_kwargs(kwargs: dict[str, Any], where: str) -> dict[str, Any]:
+    """`from_pretrained` keyword arguments in the spelling of the installed transformers: the envs under envs/
+    pin releases from 4.29 on (geneb.envs). Before 4.56 the weights' dtype is `torch_dtype` (a `dtype` would
+    land in the model's config); a release whose `from_pretrained` has no `weights_only` always unpickles
+    weights-only itself on torch >= 1.13 (4.x `load_state_dict`), and a local pickle is read weights-only here
+    first, so a file that holds more than tensors is still refused (pickle.UnpicklingError)."""
+    import inspect
+
+    import transformers
+    from packaging.version import Version
+
+    out = dict(kwargs)
+    if Version(transformers.__version__) < Version("4.56") and "dtype" in out:
+        out["torch_dtype"] = out.pop("dtype")
+    if (
+        "weights_only" in out
+        and "weights_only" not in inspect.signature(transformers.PreTrainedModel.from_pretrained).parameters
+    ):
+        del out["weights_only"]
+        local = Path(where)
+        if local.is_dir():
+            import torch
+
+            for name in PICKLE_NAMES[:1]:
+                if (local / name).is_file():
+                    torch.load(local / name, map_location="cpu", weights_only=True)
+    return out
+
+
 def load_model(
     auto_cls: Any, where: str, *, model: str, fmt: str, config: Any, config_kwargs: Mapping[str, Any], **kwargs: Any
 ) -> tuple[Any, Any]:
@@ -93,6 +122,7 @@ def load_model(
     if fmt == PICKLE_WEIGHTS_ONLY:
         kwargs["weights_only"] = True
     try:
+        kwargs = release_kwargs(kwargs, where)
         return auto_cls.from_pretrained(where, output_loading_info=True, **kwargs)
     except pickle.UnpicklingError as err:
         raise ModelLoadError(

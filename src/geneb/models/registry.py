@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from geneb.envs import DEFAULT_ENV, ENVS_DIR, EnvError, EnvFile, env_names, read_env
 from geneb.models.adapters import FAMILIES, family
 from geneb.models.pins import LockResult, PinError, apply_pins, lock_revisions, read_pins
 from geneb.models.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
@@ -135,12 +136,18 @@ def _parse(path: Path) -> dict[str, Any]:
 
 
 def load_registry(
-    path: str | Path, schema: dict[str, Any] | None = None, *, pins: str | Path | None = None
+    path: str | Path,
+    schema: dict[str, Any] | None = None,
+    *,
+    pins: str | Path | None = None,
+    envs_dir: str | Path | None = ENVS_DIR,
 ) -> Registry:
     """Read config/models.yaml (the only reader of that file), apply the pinned hub revisions of the file
     `pins` (config key `model_revisions`; geneb.models.pins), validate the mapping against the JSON schema
-    (`schema`, default workflow/schemas/models.schema.yaml), run the cross-field checks of `check_registry`,
-    and build the typed `Registry`. Raises RegistryError naming the file, the model and the field."""
+    (`schema`, default workflow/schemas/models.schema.yaml), run the cross-field checks of `check_registry`
+    and the env checks of `check_envs` against the env files of `envs_dir` (default the repository's envs/;
+    None skips them), and build the typed `Registry`. Raises RegistryError naming the file, the model and the
+    field (for an env: the model, the env and the fix)."""
     data = _parse(Path(path))
     if pins is not None:
         try:
@@ -153,6 +160,8 @@ def load_registry(
         where = "/".join(map(str, e.path)) or "(top level)"
         raise RegistryError(f"{path}: {where}: {e.message}")
     problems = check_registry(data)
+    if envs_dir is not None:
+        problems += check_envs(data, envs_dir)
     if problems:
         raise RegistryError(f"{path}: " + "; ".join(problems))
     try:
@@ -246,6 +255,89 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
         if pair.get("differs_in") not in PAIR_FACTORS:
             problems.append(f"matched pair {pid!r}: differs_in must be one of {PAIR_FACTORS}")
     return problems
+
+
+def required_packages(spec: Mapping[str, Any]) -> dict[str, str]:
+    """{import name: pip distribution} an entry needs beyond GENEB's own: its family's and `load.requires`."""
+    fam = FAMILIES.get(spec.get("family"))
+    return {**(fam.requires if fam else {}), **((spec.get("load") or {}).get("requires") or {})}
+
+
+def env_fit(spec: Mapping[str, Any], env: EnvFile) -> list[str]:
+    """Why registry entry `spec` (a mapping) cannot run in `env` (empty = it can): its `load.transformers`
+    range excludes the transformers release the env pins (or the env pins none), or a package it needs
+    (`required_packages`) is not in the env's pip section."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    why = []
+    spec_range = (spec.get("load") or {}).get("transformers")
+    if spec_range:
+        pin = env.transformers
+        if pin is None:
+            why.append(
+                f"load.transformers {spec_range!r} needs an exact transformers pin, and {env.path.name} has none"
+            )
+        else:
+            try:
+                if Version(pin) not in SpecifierSet(spec_range):
+                    why.append(
+                        f"load.transformers {spec_range!r} excludes transformers {pin} pinned in {env.path.name}"
+                    )
+            except InvalidSpecifier:
+                why.append(f"load.transformers {spec_range!r} is not a PEP 440 range")
+    missing = sorted({pip for pip in required_packages(spec).values() if not env.provides(pip)})
+    if missing:
+        why.append(f"needs {', '.join(missing)}, which {env.path.name} does not install")
+    return why
+
+
+def check_envs(registry: Registry | Mapping[str, Any], envs_dir: str | Path = ENVS_DIR) -> list[str]:
+    """The env problems of every entry (empty = fine): its `env:` (default `geneb.envs.DEFAULT_ENV`) must be a
+    file envs/<env>.yaml, that env must pin a transformers release inside the entry's `load.transformers` range,
+    and install the packages the entry needs (`env_fit`). Each problem names the model, the env and the fix
+    (the envs that would fit, when there are any)."""
+    if isinstance(registry, Registry):
+        registry = registry.raw
+    envs: dict[str, EnvFile] = {}
+    problems: list[str] = []
+    names = env_names(envs_dir)
+    for name in names:
+        try:
+            envs[name] = read_env(name, envs_dir)
+        except EnvError as err:
+            problems.append(str(err))
+    for model, spec in (registry.get("models") or {}).items():
+        env_name = spec.get("env") or DEFAULT_ENV
+        if env_name not in envs:
+            if env_name not in names:
+                problems.append(
+                    f"model {model}: env {env_name!r} has no file {Path(envs_dir) / (env_name + '.yaml')}; set env: to "
+                    f"one of {', '.join(names) or 'none'} (or add the env file)"
+                )
+            continue
+        why = env_fit(spec, envs[env_name])
+        if why:
+            fits = sorted(
+                (n for n, e in envs.items() if n != env_name and not env_fit(spec, e)),
+                key=lambda n: (len(envs[n].requirements), _newest_first(envs[n].transformers), n),
+            )
+            fix = (
+                f"set env: {fits[0]}" + (f" (envs that fit: {', '.join(fits)})" if len(fits) > 1 else "")
+                if fits
+                else ("add an env file that fits under envs/ and name it in env:")
+            )
+            problems.append(f"model {model}: cannot run in env {env_name}: {'; '.join(why)}; {fix}")
+    return problems
+
+
+def _newest_first(version: str | None) -> tuple[int, ...]:
+    """A sort key putting the newest pinned release first (no pin last)."""
+    if not version:
+        return (1,)
+    from packaging.version import Version
+
+    return (0, *(-p for p in Version(version).release))
 
 
 def _is_count(value: Any) -> bool:

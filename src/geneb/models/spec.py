@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from geneb.envs import DEFAULT_ENV
+
 
 class SpecError(ValueError):
     """A registry entry that does not fit the typed spec (an unknown key; the message names model and key)."""
@@ -138,7 +140,9 @@ FACT_KEYS = (
 class ModelSpec:
     """One registry entry. id: the registry key; family: the adapter family (geneb.models.adapters);
     source: `Source`; builtin: construction settings of a builtin (e.g. {"k": 3}); trust_remote_code: run
-    the checkpoint's own code (pinned revision and `load.transformers` required); load: `Load`; extraction:
+    the checkpoint's own code (pinned revision and `load.transformers` required); env: the runtime environment
+    its extraction runs in (`envs/<env>.yaml`; None = the default env, `geneb.envs.DEFAULT_ENV`; not in the
+    extraction settings: an env is how a model runs, not what it computes); load: `Load`; extraction:
     the entry's own extraction options (the family's and GENEB's defaults fill the rest:
     `registry.resolved_extraction`). params (count of parameters, None unknown), params_paper (the count
     the paper's scale analysis used), context_tokens (trained maximum input, tokens), trained_on_tasks
@@ -164,6 +168,7 @@ class ModelSpec:
     pretraining_domain: str | None = None
     license: str | None = None
     trust_remote_code: bool | None = None
+    env: str | None = None
     load: Load = field(default_factory=Load)
     extraction: Mapping[str, Any] | None = None
     trained_on_tasks: tuple[str, ...] = ()
@@ -199,3 +204,8 @@ class ModelSpec:
     def facts(self) -> dict[str, Any]:
         """The analyses' facts (FACT_KEYS) as a mapping, absent ones None (`metadata.model_frame`)."""
         return {key: getattr(self, key) for key in FACT_KEYS}
+
+    @property
+    def env_name(self) -> str:
+        """The env its extraction runs in: `env`, or the default env when the entry names none."""
+        return self.env or DEFAULT_ENV

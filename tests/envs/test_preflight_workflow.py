@@ -1,0 +1,73 @@
+"""Pre-flight through the workflow (issue 12): on the conda route without --sdm conda every job would run in this
+interpreter, so a model whose transformers range excludes it stops the real run before anything is submitted,
+while a dry run (planning a --sdm conda run elsewhere) reports it and plans on; and the extraction rule's conda
+env is the model's. Fast: nothing is extracted."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+
+from workflow_support import run_snakemake, write_run_config
+
+TASK = "gue_prom_core_all"
+OLD = "mistral-dna-1m-ft-prom"
+
+
+@pytest.fixture
+def run(tmp_path, repo, shared):
+    """A run folder whose registry gives the Mistral-DNA checkpoint a transformers 4 range (and env)."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
+    doc = yaml.safe_load((repo / "config/models.yaml").read_text())
+    entry = doc["models"][OLD]
+    entry["source"]["path"] = str(shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom")
+    entry.update(env="transformers4", load={"transformers": "<5"})
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
+    folder = tmp_path / "run"
+    write_run_config(folder, mirror, [TASK], ["kmer-3", OLD])
+    config = yaml.safe_load((folder / "config/config.yaml").read_text())
+    config["model_sheet"] = str(tmp_path / "models.yaml")
+    (folder / "config/config.yaml").write_text(yaml.safe_dump(config))
+    return folder
+
+
+def test_a_real_run_stops_before_any_job_and_a_dry_run_reports_and_plans(run):
+    proc = run_snakemake(run)
+    assert proc.returncode != 0
+    assert "pre-flight: 1 problem(s) of this interpreter" in proc.stdout, proc.stdout[-3000:]
+    assert "pre-flight: 1 problem(s); nothing was submitted" in proc.stdout, proc.stdout[-3000:]
+    assert f"model {OLD} (env transformers4): load.transformers '<5', but this interpreter" in proc.stdout
+    assert "run with --sdm conda, or set execution.env_route: venv" in proc.stdout
+    assert not (run / "resources").exists() and not (run / "logs").exists()
+
+    proc = run_snakemake(run, "-n")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "pre-flight: 1 problem(s) of this interpreter" in proc.stdout
+    assert "nothing was submitted" not in proc.stdout
+    assert "extract_embeddings" in proc.stdout and "This was a dry-run" in proc.stdout
+
+
+def test_the_extraction_rule_takes_its_conda_env_from_the_model(tmp_path, repo, shared):
+    """`snakemake --containerize` hashes the conda env file of every job of the DAG (it needs no conda for that):
+    the default env for everything but extraction, and each model's own env for its extraction job."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
+    doc = yaml.safe_load((repo / "config/models.yaml").read_text())
+    hyena = doc["models"]["hyenadna-tiny-1k-ft-anticapt"]
+    hyena["source"]["path"] = str(shared / "models" / "hyenadna-tiny-1k-ft-anticapt")
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(doc))
+    folder = tmp_path / "run"
+    write_run_config(folder, mirror, [TASK], ["kmer-3", "hyenadna-tiny-1k-ft-anticapt"])
+    config = yaml.safe_load((folder / "config/config.yaml").read_text())
+    config["model_sheet"] = str(tmp_path / "models.yaml")
+    (folder / "config/config.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(folder, "--containerize")
+    hashed = {
+        (folder / line.split("Hashing conda environment ")[1].rstrip(".")).resolve()
+        for line in proc.stdout.splitlines()
+        if "Hashing conda environment" in line
+    }
+    assert hashed == {repo / "envs/geneb.yaml", repo / "envs/hyena.yaml"}, proc.stdout[-3000:]
