@@ -24,7 +24,6 @@ import hashlib
 import io
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -199,17 +198,6 @@ def _snakemake_version() -> str:
     return version("snakemake")
 
 
-def replace_section(doc: Path, section: str) -> None:
-    """Replace the `## DAG scale` section of `doc` (up to the next `## ` heading), or append it."""
-    text = doc.read_text() if doc.exists() else "# GENEB performance\n\nMeasured costs of the pipeline stages.\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text, count=1).rstrip() + "\n"
-    else:
-        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
-    doc.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=40)
@@ -251,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     section = markdown([row], per_rule, remote_rule, args.models, args.tasks, args.repeats)
     print(section)
     if args.write_docs:
+        from docsection import replace_section  # bench/ is the script's folder on sys.path
+
         replace_section(REPO / "docs" / "performance.md", section)
         print("wrote the DAG scale section of docs/performance.md", file=sys.stderr)
     return 0

@@ -869,14 +869,23 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     elapsed = time.monotonic() - t0
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
     jobs = _squeue(env, run_id)
-    by_rule = Counter(re.match(r"rule_(\w+?)_wildcards", j["comment"]).group(1) for j in jobs)
-    assert by_rule["extract_embeddings"] == len(MODELS) * len(TASKS)
-    assert by_rule["fit_probes"] == len(MODELS) * len(TASKS)
-    assert "prepare_task" not in by_rule and "aggregate_scores" not in by_rule  # local rules
+    # one sbatch job per model for its extractions and one for its probes (the rules' groups), not one per
+    # (model, task); task preparation and aggregation are local rules
+    comments = Counter(j["comment"] for j in jobs)
+    assert comments == Counter(
+        [f"rule_extract_{m}_extract_embeddings" for m in MODELS] + [f"rule_probe_{m}_fit_probes" for m in MODELS]
+    ), comments
     assert all(j["state"] == "COMPLETED" for j in jobs), jobs
     assert all(Path(j["workdir"]).resolve() == run.resolve() for j in jobs)
-    assert {j["partition"] for j in jobs if "extract_embeddings" in j["comment"]} == {"gpu"}
-    assert {j["partition"] for j in jobs if "fit_probes" in j["comment"]} == {"cpu"}
+    assert {j["partition"] for j in jobs if "extract_" in j["comment"]} == {"gpu"}
+    assert {j["partition"] for j in jobs if "probe_" in j["comment"]} == {"cpu"}
+    for m in MODELS:  # each model was loaded once on the node, for all its tasks
+        loads = set()
+        for t in TASKS:
+            (h5,) = (run / "resources" / "embeddings" / m).glob(f"*/{t}.h5")
+            with h5py.File(h5, "r") as f:
+                loads.add(f.attrs["model_load_id"])
+        assert len(loads) == 1, (m, loads)
     # each Slurm job left its log, named by its job id, under the profile's slurm-logdir
     logged = {p.stem for p in (run / "logs" / "slurm").rglob("*.log")}
     assert {j["id"] for j in jobs} <= logged

@@ -41,10 +41,13 @@ rule fit_probes:
         "benchmarks/fit_probes/{protocol}/{model}/{task}.tsv"
     conda:
         "../envs/geneb.yaml"
+    group:
+        "probe_{model}"
     threads: 1
     resources:
         mem_mb=probe_mem_mb,
         runtime=probe_runtime,
+        probe_slot=1,
     params:
         settings=probe_settings,
     script:
