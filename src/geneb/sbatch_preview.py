@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for job in jobs:
         wc = ",".join(f"{k}={v}" for k, v in job.wildcards.items())
-        where = "local" if job.local else (f"in group {job.group}" if job.group else job.sbatch)
+        where = "local" if job.local else job.sbatch + (f"  (group job {job.group})" if job.group else "")
         print(f"{job.rule}[{wc}]\t{where}")
     for group in groups:
         rules = ", ".join(f"{rule} x{n}" for rule, n in group.rules.items())

@@ -115,7 +115,8 @@ def planned_jobs(run: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[dic
     jobs: list[dict] = []
     job = None
     for line in out.splitlines():
-        m = JOB_HEADER.match(line.strip()) if not line.startswith(" ") else None
+        # a job's header starts its line, or is indented by 4 under a "Group job" line (a model's jobs are grouped)
+        m = JOB_HEADER.match(line.strip()) if len(line) - len(line.lstrip()) in (0, 4) else None
         if m:
             job = {"rule": m.group(1), "wildcards": {}, "reason": "", "output": []}
             jobs.append(job)
@@ -393,7 +394,8 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
         parents = {Path(r["path"]).parent for r in recs}
         assert len(parents) == 1, f"process {pid} wrote into several folders: {parents}"
         for r in recs:
-            assert Path(r["path"]).name.startswith(f".tmp-{TASKS[0]}.h5."), r  # the atomic temporary name
+            # the atomic temporary name (the model server's own temporary name under it)
+            assert Path(r["path"]).name.startswith((f".tmp-{TASKS[0]}.h5.", f".tmp-.tmp-{TASKS[0]}.h5.server-")), r
         targets[pid] = parents.pop()
         # this process opened no HDF5 file of another job, in any mode
         foreign = [r for r in opens if r["pid"] == pid and Path(r["path"]).parent != targets[pid]]
@@ -620,7 +622,7 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     emb_dir = run / "resources" / "embeddings" / "kmer-6"
     # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
     tmp = _wait_for(
-        lambda: next(iter(emb_dir.glob("*/.tmp-*")), None) if emb_dir.is_dir() else None,
+        lambda: next(iter(emb_dir.glob(f"*/.tmp-*{KILL_TASK}.h5*")), None) if emb_dir.is_dir() else None,
         proc,
         "the extraction job to start writing",
     )

@@ -21,10 +21,8 @@ from geneb.model_server.client import extract_via_server
 
 
 @pytest.fixture
-def server_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "servers"
-    monkeypatch.setenv(protocol.SERVER_DIR_ENV, str(folder))
-    return folder
+def server_dir(private_model_servers):
+    return private_model_servers
 
 
 def _tasks(make_task):

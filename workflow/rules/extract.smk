@@ -2,9 +2,9 @@
 # params carry the output-affecting settings (the rerun key); device, batch size, threads and HDF5 locking
 # are execution knobs read from config["execution"], so changing them reruns nothing. One output file per
 # (model, settings hash, task): no two jobs ever write the same HDF5 file (case B40).
-# One model, one load per node: the jobs of one model form the group extract_<model>, which a cluster
-# profile submits as a few sbatch jobs (group-components), and the jobs on a node share one model server
-# that loads the model once (geneb.model_server; docs/hpc.md, "One model load per node").
+# One model, one load per node: the jobs on a node share one model server that loads the model once
+# (geneb.model_server), and a cluster profile groups a model's jobs into a few sbatch jobs (profiles/slurm,
+# `groups:`; docs/hpc.md, "One model load per node").
 
 
 rule extract_embeddings:
@@ -20,8 +20,6 @@ rule extract_embeddings:
         "benchmarks/extract_embeddings/{model}/{xhash}/{task}.tsv"
     conda:
         "../envs/geneb.yaml"
-    group:
-        "extract_{model}"
     threads: config["execution"]["threads"]
     resources:
         gpu=extraction_gpus,

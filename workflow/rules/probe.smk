@@ -41,8 +41,6 @@ rule fit_probes:
         "benchmarks/fit_probes/{protocol}/{model}/{task}.tsv"
     conda:
         "../envs/geneb.yaml"
-    group:
-        "probe_{model}"
     threads: 1
     resources:
         mem_mb=probe_mem_mb,

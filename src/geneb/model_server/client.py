@@ -143,3 +143,17 @@ def extract_via_server(
     if not out_path.exists():
         raise ExtractionError(f"model server reported {out_path} written, but it is not there")
     os.utime(out_path)  # the job's own output time, after its inputs (Snakemake's mtime rule)
+
+
+def stop_servers(folder: str | Path | None = None) -> int:
+    """Ask every model server with a socket in `folder` (default: `server_dir()`) to stop now, instead of at
+    its idle timeout; returns how many were asked. A server busy with a task stops after it."""
+    asked = 0
+    for sock in sorted(Path(folder or server_dir()).glob("*.sock")):
+        conn = _connect(sock)
+        if conn is None:
+            continue
+        with conn:
+            send(conn, {"op": "stop"})
+        asked += 1
+    return asked

@@ -52,9 +52,7 @@ def code_fingerprint() -> str:
     """12-hex hash of the path, size and modification time of every Python file of the running geneb
     package: a server started by other code is never asked to embed."""
     root = Path(geneb.__file__).parent
-    stats = sorted(
-        (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.py")
-    )
+    stats = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.py"))
     return stable_hash(stats)
 
 

@@ -30,6 +30,10 @@ log = logging.getLogger("geneb.model_server")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class StopServer(Exception):
+    """A `stop` request: the server exits after answering none (`client.stop_servers`)."""
+
+
 @contextmanager
 def captured_log() -> Iterator[list[str]]:
     """Collect the formatted log records of this process during the block (they also reach the server's log)."""
@@ -67,10 +71,12 @@ def handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[st
     from geneb.extract import extract_task
 
     request = receive(conn)
+    if request is not None and request.get("op") == "stop":
+        raise StopServer
     if request is None or request.get("op") != "extract":
         return False
     out = Path(request["out_path"])
-    tmp = out.with_name(f".tmp-server-{os.getpid()}-{out.name}")
+    tmp = out.with_name(f".tmp-{out.name}.server-{os.getpid()}")  # a name no reader takes for a result
     with captured_log() as lines:
         if served == 0:
             lines.extend(load_log)
@@ -160,6 +166,12 @@ def serve(spec_path: str | Path) -> int:
                 served += handle(conn, loaded, spec, load_log, served)
             except OSError as err:  # the job went away mid-answer; the server carries on
                 log.warning("connection lost: %s", err)
+            except StopServer:
+                with held(paths.lock):
+                    paths.socket.unlink(missing_ok=True)
+                listener.close()
+                log.info("model server %s: asked to stop after %d tasks", spec.key(), served)
+                return 0
         last = time.monotonic()
 
 
