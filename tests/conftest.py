@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,21 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(autouse=True)
+def private_model_servers(monkeypatch):
+    """Each test's extraction jobs start their own model servers (geneb.model_server), in a folder of the
+    test's own (short: a socket path holds at most 107 bytes), stopped when the test ends: no test is served a
+    model another test loaded."""
+    from geneb.model_server.client import stop_servers
+    from geneb.model_server.protocol import SERVER_DIR_ENV
+
+    folder = tempfile.mkdtemp(prefix="geneb-ms-", dir="/tmp")
+    monkeypatch.setenv(SERVER_DIR_ENV, folder)
+    yield Path(folder)
+    stop_servers(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # The extraction fixtures (a zoo of tiny checkpoints, prepared task folders), shared by tests/cases,

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import time
-from dataclasses import replace
+import uuid
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from geneb.embeddings import load_checks
 from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
 from geneb.embeddings.errors import ExtractionError
-from geneb.models.base import EmbedResult, Encoder
+from geneb.models.base import LOAD_CHECKS, EmbedResult, Encoder, deferred_load_checks
 from geneb.models.registry import extraction_hash
 from geneb.models.settings import Extraction, ExtractionSettings, SettingsLike
 from geneb.provenance import code_revision, dirty_label, package_versions
@@ -58,6 +62,76 @@ def build_encoder(
             torch.set_num_threads(int(threads))
         return build(settings, device=device, batch_size=batch_size, progress=progress)
     return build(settings)
+
+
+@dataclass
+class LoadedModel:
+    """An encoder loaded once, with its load-time probes passed, ready to embed any number of tasks.
+
+    identity: `encoder.identity()` (goes into every file's key). seconds_load: wall seconds of the load and
+    probes. load_id: `<host>:<pid>:<12 hex>`, one per load (files embedded by one load share it; the
+    workflow benchmark counts loads by it). load_checks_sha256: the passed-checks record the load relied on
+    (geneb.embeddings.load_checks); checks_run: whether this load ran the probes or took the record.
+    """
+
+    settings: ExtractionSettings
+    settings_hash: str
+    encoder: Encoder
+    identity: dict[str, Any]
+    seconds_load: float
+    load_id: str
+    load_checks_sha256: str
+    checks_run: bool
+
+
+def load_model(
+    settings: SettingsLike,
+    *,
+    checks_dir: str | Path,
+    device: str = "cpu",
+    batch_size: int = 64,
+    threads: int | None = None,
+    progress: bool = True,
+) -> LoadedModel:
+    """Load the encoder of resolved `settings` once and pass its load-time probes, or take a matching
+    passed-checks record from `checks_dir` (the folder of the model's embeddings under its settings hash;
+    module geneb.embeddings.load_checks) instead of probing again. Writes the record after probing.
+
+    Raises what `build_encoder` raises while loading, and the probes' errors (DroppedInputError,
+    MaxLengthError, PaddingVarianceError, naming the model); no record is written then.
+    """
+    typed = ExtractionSettings.of(settings)
+    mapping = typed.as_dict() if isinstance(settings, ExtractionSettings) else dict(settings)
+    settings_hash = extraction_hash(mapping)
+    t0 = time.perf_counter()
+    with deferred_load_checks():
+        encoder = build_encoder(typed, device=device, batch_size=batch_size, threads=threads, progress=progress)
+    identity = encoder.identity()
+    record_path = Path(checks_dir) / load_checks.FILENAME
+    run_checks = getattr(encoder, "run_load_checks", None)
+    names = LOAD_CHECKS if run_checks is not None else ()  # a family without probes (k-mer counts) records none
+    want = load_checks.expected(typed.model, settings_hash, identity, names)
+    found = load_checks.read_record(record_path)
+    checks_run = found != want
+    if checks_run:
+        if run_checks is not None:
+            run_checks()
+        load_checks.write_record(record_path, want)
+        log.info("model %s: load-time checks %s passed; recorded in %s", typed.model, list(names), record_path)
+    else:
+        log.info(
+            "model %s: load-time checks %s passed earlier (%s); not run again", typed.model, list(names), record_path
+        )
+    return LoadedModel(
+        settings=typed,
+        settings_hash=settings_hash,
+        encoder=encoder,
+        identity=identity,
+        seconds_load=time.perf_counter() - t0,
+        load_id=f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}",
+        load_checks_sha256=want.sha256(),
+        checks_run=checks_run,
+    )
 
 
 def embed_with_rc(
@@ -162,6 +236,7 @@ def extract_task(
     hdf5_locking: str = "auto",
     storage_dtype: str | None = None,
     progress: bool = True,
+    loaded: LoadedModel | None = None,
 ) -> dict[str, Any]:
     """Embed every split of the prepared task in `task_dir` and write `out_path`; returns the extraction key.
 
@@ -170,6 +245,8 @@ def extract_task(
     device, batch_size, threads, hdf5_locking, progress: execution knobs (recorded as attributes, not in the
     key), as are the running code's `geneb_commit` and `geneb_dirty` ("true", "false" or "unknown"). Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
     token ids outside the table) are re-raised naming model, task and split; nothing is written then.
+    loaded: a model `load_model` loaded earlier for these settings (a model server embeds many tasks with one
+    load); None loads it here. Raises ValueError when `loaded` was loaded for other settings.
     """
     task_dir = Path(task_dir)
     card = read_card(task_dir / "card.json")
@@ -177,9 +254,19 @@ def extract_task(
     typed = ExtractionSettings.of(settings)  # typed once; the mapping itself goes into the key and the hash
     settings = typed.as_dict() if isinstance(settings, ExtractionSettings) else settings
     t0 = time.perf_counter()
-    encoder = build_encoder(typed, device=device, batch_size=batch_size, threads=threads, progress=progress)
-    identity = encoder.identity()
-    t_load = time.perf_counter() - t0
+    reused = loaded is not None
+    if loaded is None:
+        checks_dir = Path(out_path).parent
+        loaded = load_model(
+            typed, checks_dir=checks_dir, device=device, batch_size=batch_size, threads=threads, progress=progress
+        )
+    elif loaded.settings_hash != extraction_hash(settings):
+        raise ValueError(
+            f"model {typed.model}: the loaded model has settings {loaded.settings_hash}, "
+            f"the task {task} asks for {extraction_hash(settings)}"
+        )
+    encoder, identity = loaded.encoder, loaded.identity
+    t_load = 0.0 if reused else time.perf_counter() - t0
     out: dict[str, SplitEmbeddings] = {}
     step_downs = fp32_retries = 0  # over every split and strand of the file
     frames = {split: pd.read_parquet(task_dir / f"{split}.parquet") for split in splits}
@@ -249,6 +336,10 @@ def extract_task(
         "fp32_retries": int(fp32_retries),
         "hdf5_locking": hdf5_locking,
         "seconds_load": round(t_load, 3),
+        "seconds_model_load": round(loaded.seconds_load, 3),
+        "model_load_id": loaded.load_id,
+        "model_reused": bool(reused),
+        "load_checks_sha256": loaded.load_checks_sha256,
         "seconds_total": round(seconds, 3),
         # the running code's revision: an attribute, not in the extraction key (a new commit reruns nothing)
         "geneb_commit": str(code_revision()["geneb_commit"]),

@@ -8,7 +8,9 @@ extracted by `python -m geneb.extract_job` run with that env's venv interpreter 
 built by `geneb env build NAME`), with this checkout's `src` first on its PYTHONPATH so the job runs the
 workflow's own code; the request goes on stdin as JSON and the child appends to the job's log, so the log's
 last line is still the job's one-line GENEB error. A model of the default env runs in this process on both
-routes.
+routes. With `execution.model_server: true` (the default) the job instead sends its task to the node's model
+server for its model (geneb.model_server), started in the same interpreter (this one, or the env's venv), which
+loads the model once for every job of the node.
 """
 
 from __future__ import annotations
@@ -75,17 +77,33 @@ def run_rule_job(
         "hdf5_locking": execution["hdf5_locking"],
     }
     env = model_env(config, settings["model"]) if execution.get("env_route", "conda") == "venv" else DEFAULT_ENV
+    python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=execution.get("env_dir")))
+    child_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)}
+    if execution.get("model_server", True):
+        from geneb.model_server.client import extract_via_server
+
+        extract_via_server(
+            settings,
+            task_dir,
+            out,
+            device=execution["device"],
+            batch_size=execution["batch_size"],
+            threads=threads,
+            hdf5_locking=execution["hdf5_locking"],
+            idle_s=execution.get("model_server_idle_s", 120),
+            python=python,
+            env=None if env == DEFAULT_ENV else child_env,
+        )
+        return
     if env == DEFAULT_ENV:
         _extract(request)
         return
-    python = python_for_env(env, prefix=execution.get("env_dir"))
     import logging
 
     logging.getLogger(__name__).info("model %s: extracting in env %s (%s)", settings["model"], env, python)
-    child_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)}
     for handler in logging.getLogger().handlers:
         handler.flush()
-    res = subprocess.run([str(python), "-m", "geneb.extract_job"], input=json.dumps(request), text=True, env=child_env)
+    res = subprocess.run([python, "-m", "geneb.extract_job"], input=json.dumps(request), text=True, env=child_env)
     if res.returncode:
         raise SystemExit(res.returncode)
 

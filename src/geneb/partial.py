@@ -43,16 +43,23 @@ def read_partial(path: str | None) -> dict[str, Any] | None:
 
 
 def split_tasks(
-    tasks: Iterable[str], outputs_of: Callable[[str], list[str]], failed_now: Iterable[str] = ()
+    tasks: Iterable[str],
+    outputs_of: Callable[[str], list[str]],
+    failed_now: Iterable[str] = (),
+    inputs_of: Callable[[str], list[str]] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """(completed, failed): a task is completed when every file `outputs_of(task)` (its probe tables) exists and
-    none of its jobs failed in this run (`failed_now`: a probe table left by an earlier run of a task whose
-    preparation now fails is stale, not a result)."""
+    """(completed, failed): a task is completed when none of its jobs failed in this run (`failed_now`: a
+    probe table left by an earlier run of a task whose preparation now fails is stale, not a result) and
+    every file `outputs_of(task)` (its probe tables) exists, or else every file `inputs_of(task)` (its
+    embedding files) does: a task whose probes never ran because they were submitted in one group job with a
+    failing task's (docs/hpc.md, "One model load per node") is completed by the partial run."""
     failed_now = set(failed_now)
     done, failed = [], []
     for task in tasks:
-        ok = task not in failed_now and all(Path(p).exists() for p in outputs_of(task))
-        (done if ok else failed).append(task)
+        ready = all(Path(p).exists() for p in outputs_of(task)) or (
+            inputs_of is not None and all(Path(p).exists() for p in inputs_of(task))
+        )
+        (done if task not in failed_now and ready else failed).append(task)
     return done, failed
 
 

@@ -39,6 +39,19 @@ class JobPreview:
     resources: dict[str, Any]
     threads: int
     sbatch: str | None
+    group: str | None = None  # the group it is submitted in (then `sbatch` is the group job's, shared)
+
+
+@dataclass
+class GroupPreview:
+    """One group job of a cluster run: the group id, its jobs per rule, the resources Snakemake requests for
+    it on a cluster (layered: jobs that may run at once add up, layers of jobs one after another add up
+    their minutes) and its sbatch command."""
+
+    group: str
+    rules: dict[str, int]
+    resources: dict[str, Any]
+    sbatch: str
 
 
 class _JobView:
@@ -77,13 +90,65 @@ def render_sbatch(rule: str, wildcards: dict[str, str], resources: Any, threads:
 
 def preview(snakemake_args: list[str]) -> list[JobPreview]:
     """Dry-run Snakemake with `snakemake_args` (profiles, config, targets; `-n` is added) and return every
-    job it would run, with the sbatch call the Slurm plugin would make. Raises RuntimeError with Snakemake's
-    output when the dry run fails."""
+    job it would run, with the sbatch call the Slurm plugin would make (a grouped job's is its group job's).
+    Raises RuntimeError with Snakemake's output when the dry run fails."""
+    return preview_submissions(snakemake_args)[0]
+
+
+def _cluster_group_resources(group: Any) -> dict[str, Any]:
+    """A group job's resources as a cluster run computes them: `GroupResources.basic_layered` with the run's
+    global limits, except the core count, which a cluster run leaves unset (a dry run counts local cores)."""
+    from snakemake.resources import GroupResources
+
+    limits = group.dag.workflow.global_resources
+    constraints = {k: (None if k == "_cores" else v) for k, v in limits.items()}
+
+    class _Limit:
+        def __init__(self, value: Any) -> None:
+            self.value = getattr(value, "value", value)
+
+    class _Limits(dict):
+        def get(self, name: str, default: Any = None) -> _Limit:
+            return self[name] if name in self else _Limit(None)  # no limit on a resource the run does not cap
+
+    return GroupResources.basic_layered(
+        toposorted_jobs=group.toposorted,
+        constraints=_Limits({k: _Limit(v) for k, v in constraints.items()}),
+        run_local=False,
+        additive_resources=["runtime"],
+        sortby=["runtime"],
+    )
+
+
+class _Resources(dict):
+    """A resource mapping with the attribute access the plugin's submit functions use."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError as err:
+            raise AttributeError(name) from err
+
+
+def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], list[GroupPreview]]:
+    """`preview`, and the group jobs (GroupPreview) the grouped jobs are submitted in: a cluster run submits
+    one sbatch job per group job and one per ungrouped non-local job."""
     import snakemake.cli
-    from snakemake.jobs import Job
+    from snakemake.jobs import GroupJob, Job
 
     seen: list[JobPreview] = []
+    groups: list[GroupPreview] = []
     original = Job.log_info
+    original_group = GroupJob.log_info
+
+    def record_group(self: GroupJob, *args: Any, **kwargs: Any) -> Any:
+        resources = _Resources(_cluster_group_resources(self))
+        rules: dict[str, int] = {}
+        for job in self.jobs:
+            rules[job.rule.name] = rules.get(job.rule.name, 0) + 1
+        sbatch = render_sbatch(f"group_{self.groupid}", {}, resources, int(resources.get("_cores", 1) or 1))
+        groups.append(GroupPreview(str(self.groupid), rules, dict(resources), sbatch))
+        return original_group(self, *args, **kwargs)
 
     def record(self: Job, *args: Any, **kwargs: Any) -> Any:
         resources = self.resources
@@ -100,12 +165,14 @@ def preview(snakemake_args: list[str]) -> list[JobPreview]:
                 sbatch=None
                 if local
                 else render_sbatch(self.rule.name, dict(self.wildcards_dict), resources, int(self.threads)),
+                group=None if self.group is None else str(self.group),
             )
         )
         return original(self, *args, **kwargs)
 
     out = io.StringIO()
     Job.log_info = record  # type: ignore[method-assign]
+    GroupJob.log_info = record_group  # type: ignore[method-assign]
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             try:
@@ -115,9 +182,14 @@ def preview(snakemake_args: list[str]) -> list[JobPreview]:
                 code = exit_.code or 0
     finally:
         Job.log_info = original  # type: ignore[method-assign]
+        GroupJob.log_info = original_group  # type: ignore[method-assign]
     if code != 0:
         raise RuntimeError(f"snakemake dry run failed (exit {code}):\n{out.getvalue()[-4000:]}")
-    return seen
+    by_group = {g.group: g.sbatch for g in groups}
+    for job in seen:
+        if job.group is not None and not job.local:
+            job.sbatch = by_group.get(job.group, job.sbatch)
+    return seen, groups
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,15 +200,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     _, rest = parser.parse_known_args(argv)
     try:
-        jobs = preview(rest)
+        jobs, groups = preview_submissions(rest)
     except RuntimeError as err:
         print(err, file=sys.stderr)
         return 1
     for job in jobs:
         wc = ",".join(f"{k}={v}" for k, v in job.wildcards.items())
-        print(f"{job.rule}[{wc}]\t{'local' if job.local else job.sbatch}")
-    n_remote = sum(not j.local for j in jobs)
-    print(f"# {len(jobs)} jobs: {n_remote} submitted with sbatch, {len(jobs) - n_remote} local", file=sys.stderr)
+        where = "local" if job.local else job.sbatch + (f"  (group job {job.group})" if job.group else "")
+        print(f"{job.rule}[{wc}]\t{where}")
+    for group in groups:
+        rules = ", ".join(f"{rule} x{n}" for rule, n in group.rules.items())
+        print(f"group {group.group} ({rules})\t{group.sbatch}")
+    n_local = sum(j.local for j in jobs)
+    n_single = sum(not j.local and j.group is None for j in jobs)
+    print(
+        f"# {len(jobs)} jobs: {n_local} local, {len(jobs) - n_local - n_single} in {len(groups)} group jobs, "
+        f"{n_single} alone; {len(groups) + n_single} sbatch submissions",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -115,7 +115,8 @@ def planned_jobs(run: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[dic
     jobs: list[dict] = []
     job = None
     for line in out.splitlines():
-        m = JOB_HEADER.match(line.strip()) if not line.startswith(" ") else None
+        # a job's header starts its line, or is indented by 4 under a "Group job" line (a model's jobs are grouped)
+        m = JOB_HEADER.match(line.strip()) if len(line) - len(line.lstrip()) in (0, 4) else None
         if m:
             job = {"rule": m.group(1), "wildcards": {}, "reason": "", "output": []}
             jobs.append(job)
@@ -393,7 +394,8 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
         parents = {Path(r["path"]).parent for r in recs}
         assert len(parents) == 1, f"process {pid} wrote into several folders: {parents}"
         for r in recs:
-            assert Path(r["path"]).name.startswith(f".tmp-{TASKS[0]}.h5."), r  # the atomic temporary name
+            # the atomic temporary name (the model server's own temporary name under it)
+            assert Path(r["path"]).name.startswith((f".tmp-{TASKS[0]}.h5.", f".tmp-.tmp-{TASKS[0]}.h5.server-")), r
         targets[pid] = parents.pop()
         # this process opened no HDF5 file of another job, in any mode
         foreign = [r for r in opens if r["pid"] == pid and Path(r["path"]).parent != targets[pid]]
@@ -620,7 +622,7 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     emb_dir = run / "resources" / "embeddings" / "kmer-6"
     # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
     tmp = _wait_for(
-        lambda: next(iter(emb_dir.glob("*/.tmp-*")), None) if emb_dir.is_dir() else None,
+        lambda: next(iter(emb_dir.glob(f"*/.tmp-*{KILL_TASK}.h5*")), None) if emb_dir.is_dir() else None,
         proc,
         "the extraction job to start writing",
     )
@@ -869,14 +871,23 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     elapsed = time.monotonic() - t0
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
     jobs = _squeue(env, run_id)
-    by_rule = Counter(re.match(r"rule_(\w+?)_wildcards", j["comment"]).group(1) for j in jobs)
-    assert by_rule["extract_embeddings"] == len(MODELS) * len(TASKS)
-    assert by_rule["fit_probes"] == len(MODELS) * len(TASKS)
-    assert "prepare_task" not in by_rule and "aggregate_scores" not in by_rule  # local rules
+    # one sbatch job per model for its extractions and one for its probes (the rules' groups), not one per
+    # (model, task); task preparation and aggregation are local rules
+    comments = Counter(j["comment"] for j in jobs)
+    assert comments == Counter(
+        [f"rule_extract_{m}_extract_embeddings" for m in MODELS] + [f"rule_probe_{m}_fit_probes" for m in MODELS]
+    ), comments
     assert all(j["state"] == "COMPLETED" for j in jobs), jobs
     assert all(Path(j["workdir"]).resolve() == run.resolve() for j in jobs)
-    assert {j["partition"] for j in jobs if "extract_embeddings" in j["comment"]} == {"gpu"}
-    assert {j["partition"] for j in jobs if "fit_probes" in j["comment"]} == {"cpu"}
+    assert {j["partition"] for j in jobs if "extract_" in j["comment"]} == {"gpu"}
+    assert {j["partition"] for j in jobs if "probe_" in j["comment"]} == {"cpu"}
+    for m in MODELS:  # each model was loaded once on the node, for all its tasks
+        loads = set()
+        for t in TASKS:
+            (h5,) = (run / "resources" / "embeddings" / m).glob(f"*/{t}.h5")
+            with h5py.File(h5, "r") as f:
+                loads.add(f.attrs["model_load_id"])
+        assert len(loads) == 1, (m, loads)
     # each Slurm job left its log, named by its job id, under the profile's slurm-logdir
     logged = {p.stem for p in (run / "logs" / "slurm").rglob("*.log")}
     assert {j["id"] for j in jobs} <= logged

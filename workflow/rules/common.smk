@@ -169,7 +169,7 @@ def report_job_errors():
     if PARTIAL is not None or not workflow.execution_settings.keep_going or targets != ["all"]:
         return
     failed_now = partial_run.tasks_failed_in_run(config["tasks"], "logs", RUN_STARTED - 2)
-    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables, failed_now)
+    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables, failed_now, task_embedding_files)
     if not done or not failed:
         return
     errors = partial_run.task_errors(failed, "logs", RUN_STARTED - 2)
@@ -312,6 +312,11 @@ def task_probe_tables(task):
         model=config["models"],
         task=task,
     )
+
+
+def task_embedding_files(task):
+    """The embedding files of one task (every model, current settings): its probes can run when all exist."""
+    return [f"resources/embeddings/{m}/{EXTRACTION_HASH[m]}/{task}.h5" for m in config["models"]]
 
 
 def failure_files(wildcards=None):

@@ -2,6 +2,9 @@
 # params carry the output-affecting settings (the rerun key); device, batch size, threads and HDF5 locking
 # are execution knobs read from config["execution"], so changing them reruns nothing. One output file per
 # (model, settings hash, task): no two jobs ever write the same HDF5 file (case B40).
+# One model, one load per node: the jobs on a node share one model server that loads the model once
+# (geneb.model_server), and a cluster profile groups a model's jobs into a few sbatch jobs (profiles/slurm,
+# `groups:`; docs/hpc.md, "One model load per node").
 
 
 rule extract_embeddings:
@@ -22,6 +25,7 @@ rule extract_embeddings:
         gpu=extraction_gpus,
         mem_mb=extraction_mem_mb,
         runtime=extraction_runtime,
+        extract_slot=1,
     params:
         settings=extraction_params,
     script:

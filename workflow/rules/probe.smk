@@ -45,6 +45,7 @@ rule fit_probes:
     resources:
         mem_mb=probe_mem_mb,
         runtime=probe_runtime,
+        probe_slot=1,
     params:
         settings=probe_settings,
         # a rerun key only (the shim does not read it): a new score-table version reruns every probe job once

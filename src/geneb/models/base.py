@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -90,3 +93,26 @@ class Encoder(Protocol):
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Embed `sequences` (model-input form, uppercase); `rows` name them in errors; `desc` labels the
         progress bar."""
+
+
+#: the load-time probes `TokenModelEncoder.run_load_checks` runs, in order
+LOAD_CHECKS = ("vocabulary", "max_length", "padding_invariance")
+
+_DEFERRED = contextvars.ContextVar("geneb_load_checks_deferred", default=False)
+
+
+@contextlib.contextmanager
+def deferred_load_checks() -> Iterator[None]:
+    """Encoders built inside this block skip their load-time probes; the caller runs them
+    (`run_load_checks`) or takes them from a passed-checks record of the same model and settings
+    (geneb.embeddings.load_checks). The adapters' constructors stay unchanged."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def checks_deferred() -> bool:
+    """Whether an encoder being built now leaves its load-time probes to the caller (`deferred_load_checks`)."""
+    return _DEFERRED.get()

@@ -38,6 +38,30 @@ PADDING_CHECK_TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 2e-2}
 PADDING_CHECK_LONG_TOKENS = 1024
 
 
+def log_load_policy(enc: Any) -> None:
+    """Log, once at load, how a token-level encoder will run: lengths, padding, layer, pooling, dtypes."""
+    ext = enc.extraction
+    log.info(
+        "model %s: max_tokens %d (body %d + special %d/%d), padding %s%s, layer %s, pooling %s, "
+        "special tokens %s, long_policy %s, compute %s (weights %s%s)",
+        enc.model_id,
+        enc.max_tokens,
+        enc.body_cap,
+        len(enc.prefix),
+        len(enc.suffix),
+        enc.padding_side,
+        ("" if enc.uses_attention_mask else " without attention mask")
+        + (", equal-length batches" if enc.bucket_equal_lengths else ""),
+        enc.layer_resolved,
+        ext.pooling,
+        "excluded" if ext.exclude_special_tokens else "included",
+        ext.long_policy,
+        enc.compute_dtype,
+        enc.weights_dtype,
+        ", autocast" if enc.autocast else "",
+    )
+
+
 def resolve_max_tokens(
     tokenizer_max: int | None, config_max: int | None, registry_max: int | None, *, model: str
 ) -> int:

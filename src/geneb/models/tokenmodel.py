@@ -41,7 +41,7 @@ from geneb.embeddings.errors import (
 )
 from geneb.embeddings.pooling import pool
 from geneb.models import token_checks
-from geneb.models.base import EmbedCounters, EmbedResult, sequence_batch
+from geneb.models.base import LOAD_CHECKS, EmbedCounters, EmbedResult, checks_deferred, sequence_batch
 from geneb.models.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
 from geneb.models.dropped_letters import check_dropped, count_unknown
 from geneb.models.execution import dtype_policy, init_execution, progress_bar
@@ -88,6 +88,16 @@ class TokenModelEncoder:
         )
         self._load()
         self._after_load()
+        if not checks_deferred():
+            self.run_load_checks()
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """Run the load-time probes (vocabulary, maximum length, padding invariance; `token_checks`) and return
+        their names. Raises what they raise (DroppedInputError, MaxLengthError, PaddingVarianceError)."""
+        token_checks.check_vocabulary(self)
+        token_checks.check_max_length(self)
+        token_checks.check_padding_invariance(self)
+        return LOAD_CHECKS
 
     # ---- subclass interface -----------------------------------------------------------------------------
 
@@ -139,28 +149,7 @@ class TokenModelEncoder:
             self.layer_resolved = f"module:{layer}"
         else:
             self.layer_resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
-        log.info(
-            "model %s: max_tokens %d (body %d + special %d/%d), padding %s%s, layer %s, pooling %s, "
-            "special tokens %s, long_policy %s, compute %s (weights %s%s)",
-            self.model_id,
-            self.max_tokens,
-            self.body_cap,
-            len(self.prefix),
-            len(self.suffix),
-            self.padding_side,
-            ("" if self.uses_attention_mask else " without attention mask")
-            + (", equal-length batches" if self.bucket_equal_lengths else ""),
-            self.layer_resolved,
-            ext.pooling,
-            "excluded" if ext.exclude_special_tokens else "included",
-            ext.long_policy,
-            self.compute_dtype,
-            self.weights_dtype,
-            ", autocast" if self.autocast else "",
-        )
-        token_checks.check_vocabulary(self)
-        token_checks.check_max_length(self)
-        token_checks.check_padding_invariance(self)
+        token_checks.log_load_policy(self)
 
     def _hook(self, _module: Any, _inputs: Any, output: Any) -> None:
         if isinstance(output, (tuple, list)):

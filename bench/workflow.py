@@ -1,0 +1,183 @@
+"""The extraction and probe stages of the quickstart, the way before issue 14 and GENEB's way, side by side in
+one run (issue 14).
+
+    python bench/workflow.py                 # prints the table, writes bench/results/workflow.json
+    python bench/workflow.py --write-docs    # ... and replaces the `## Workflow` section of docs/performance.md
+    python bench/workflow.py --cores 2 --models kmer-3to6 random-esm-tiny --tasks gue_prom_core_all
+
+The configuration is the quickstart's (config/config.yaml: its models and tasks, protocol geneb-paper). The
+tasks are prepared once, untimed; each mode then starts from a copy of that run folder (prepared tasks, no
+embeddings) and runs `snakemake --cores N` on every probe output, so the timed span is the whole extraction
+stage and the whole probe stage, in wall-clock seconds, process start-ups and scheduling included:
+
+* baseline: `execution.model_server: false`, one job per (model, task) that starts Python, loads its model
+  and embeds one task, as the rules ran before issue 14. (It still takes the load-time checks record a
+  first job of its model wrote, so it is slightly faster than the old code: the speedup is a lower bound.)
+* geneb: the default, `execution.model_server: true`: the jobs of a model share one model server that
+  loads the model once (geneb.model_server).
+
+Model loads are counted from the embedding files (distinct `model_load_id` attributes), not estimated.
+Goals: speedup >= 2, model loads = models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SECTION = "## Workflow"
+RESULT = REPO / "bench" / "results" / "workflow.json"
+GOAL_SPEEDUP = 2.0
+MODES = {"baseline": False, "geneb": True}
+
+
+def write_run(run: Path, models: list[str] | None, tasks: list[str] | None) -> dict:
+    """A run folder with the quickstart config (absolute sheet paths; `models`/`tasks` replace its lists)."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    shared = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
+    config.update(
+        task_source=str(shared / "data" / "tasks"),
+        task_sheet=str(REPO / "config" / "tasks.tsv"),
+        model_sheet=str(REPO / "config" / "models.yaml"),
+        model_revisions=str(REPO / "config" / "model_revisions.yaml"),
+    )
+    if models:
+        config["models"] = list(models)
+    if tasks:
+        config["tasks"] = list(tasks)
+    published = config.get("analysis", {}).get("published")
+    if published:
+        for key in ("dir", "registry"):
+            if key in published and not os.path.isabs(published[key]):
+                published[key] = str((REPO / published[key]).resolve())
+    (run / "config").mkdir(parents=True)
+    (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return config
+
+
+def snakemake(run: Path, cores: int, *args: str, env: dict[str, str] | None = None) -> float:
+    """Run `snakemake -s Snakefile --cores N args` in `run`; wall seconds. Raises SystemExit on failure."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", str(cores), *args],
+        cwd=run,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"snakemake {' '.join(args[:3])} ... failed in {run}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        )
+    return seconds
+
+
+def loads(run: Path) -> tuple[int, int, float]:
+    """(distinct model loads, embedding files, seconds of those loads, checks included) from the run's HDF5
+    files (`model_load_id`, `seconds_model_load`)."""
+    seconds: dict[str, float] = {}
+    n = 0
+    for h5 in (run / "resources" / "embeddings").rglob("*.h5"):
+        with h5py.File(h5, "r") as f:
+            seconds[str(f.attrs["model_load_id"])] = float(f.attrs["seconds_model_load"])
+        n += 1
+    return len(seconds), n, sum(seconds.values())
+
+
+def measure(root: Path, prepared: Path, mode: str, cores: int, targets: list[str]) -> dict:
+    """One mode's timed extraction + probe stages in a fresh copy of the prepared run folder."""
+    run = root / mode
+    shutil.copytree(prepared, run, symlinks=True)
+    servers = root / f"servers-{mode}"
+    env = {**os.environ, "GENEB_MODEL_SERVER_DIR": str(servers)}
+    knobs = f"execution={{model_server: {str(MODES[mode]).lower()}, model_server_idle_s: 60}}"
+    seconds = snakemake(run, cores, "--config", knobs, *targets, env=env)
+    n_loads, n_files, load_s = loads(run)
+    print(f"{mode}: {seconds:.1f} s, {n_loads} model loads for {n_files} files", file=sys.stderr)
+    return {"seconds": seconds, "model_loads": n_loads, "files": n_files, "job_load_seconds": load_s}
+
+
+def markdown(result: dict, cores: int) -> str:
+    verdict_speed = "met" if result["speedup"] >= GOAL_SPEEDUP else "NOT met"
+    verdict_loads = "met" if result["model_loads_geneb"] == result["models"] else "NOT met"
+    return f"""{SECTION}
+
+Command: `python bench/workflow.py --write-docs` (bench/workflow.py; figures also in bench/results/workflow.json).
+The quickstart's {result["models"]} models x {result["tasks"]} tasks (config/config.yaml, protocol geneb-paper):
+the whole extraction stage and the whole probe stage (`snakemake --cores {cores}` on every probe output, from
+prepared tasks and no embeddings), wall-clock seconds, once each way in one run. Baseline: one job per
+(model, task) that starts Python and loads its model (`execution.model_server: false`, the rules before
+issue 14; it already takes the load-time checks record, so this speedup is a lower bound). GENEB: the jobs
+of a model share one model server on the node, which loads the model once (`execution.model_server: true`,
+the default; docs/hpc.md, "One model load per node"). Model loads are the distinct `model_load_id`
+attributes of the embedding files. Machine: {platform.machine()}, {os.cpu_count()} cores, shared with other
+work; Python {platform.python_version()}.
+
+| | wall s | model loads | seconds of those loads |
+|---|---|---|---|
+| baseline (a load per job) | {result["baseline_s"]:.1f} | {result["model_loads_baseline"]} | {result["job_load_s_baseline"]:.1f} |
+| GENEB (a load per model) | {result["geneb_s"]:.1f} | {result["model_loads_geneb"]} | {result["job_load_s_geneb"]:.1f} |
+
+Speedup {result["speedup"]:.2f}x (goal >= {GOAL_SPEEDUP:.0f}: {verdict_speed}); model loads = models
+({verdict_loads}).
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--models", nargs="*", help="default: the quickstart's")
+    parser.add_argument("--tasks", nargs="*", help="default: the quickstart's")
+    parser.add_argument("--write-docs", action="store_true", help="replace the Workflow section of docs/performance.md")
+    parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="geneb-bench-workflow-") as tmp:
+        root = (args.keep or Path(tmp)).resolve()
+        prepared = root / "prepared"
+        config = write_run(prepared, args.models, args.tasks)
+        models, tasks = config["models"], config["tasks"]
+        cards = [f"resources/tasks/{t}/card.json" for t in tasks]
+        shots = [f"resources/shots/geneb-paper/{t}.json" for t in tasks]
+        snakemake(prepared, args.cores, *cards, *shots)  # untimed: task preparation and shot draws
+        targets = [f"results/probes/geneb-paper/{m}/{t}.parquet" for m in models for t in tasks]
+        runs = {mode: measure(root, prepared, mode, args.cores, targets) for mode in MODES}
+    base, new = runs["baseline"], runs["geneb"]
+    result = {
+        "models": len(models),
+        "tasks": len(tasks),
+        "baseline_s": round(base["seconds"], 1),
+        "geneb_s": round(new["seconds"], 1),
+        "speedup": round(base["seconds"] / new["seconds"], 2),
+        "model_loads_baseline": base["model_loads"],
+        "model_loads_geneb": new["model_loads"],
+        "job_load_s_baseline": round(base["job_load_seconds"], 1),
+        "job_load_s_geneb": round(new["job_load_seconds"], 1),
+        "cores": args.cores,
+    }
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(result, indent=1) + "\n")
+    section = markdown(result, args.cores)
+    print(section)
+    if args.write_docs:
+        from docsection import replace_section  # bench/ is the script's folder on sys.path
+
+        replace_section(REPO / "docs" / "performance.md", section)
+        print("wrote the Workflow section of docs/performance.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
