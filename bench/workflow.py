@@ -23,6 +23,7 @@ Goals: speedup >= 2, model loads = models.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -43,14 +44,31 @@ GOAL_SPEEDUP = 2.0
 MODES = {"baseline": False, "geneb": True}
 
 
+def registry_with_absolute_paths(run: Path) -> Path:
+    """The repository registry with its local model folders made absolute (they are relative to the
+    repository root, where the quickstart runs), written into `run`; read by the one reader."""
+    sys.path.insert(0, str(REPO / "src"))
+    from geneb.models.registry import load_registry
+
+    raw = copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
+    for spec in raw["models"].values():
+        source = spec.get("source") or {}
+        if source.get("kind") == "local" and not os.path.isabs(source["path"]):
+            source["path"] = str((REPO / source["path"]).resolve())
+    path = run / "config" / "models.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
 def write_run(run: Path, models: list[str] | None, tasks: list[str] | None) -> dict:
     """A run folder with the quickstart config (absolute sheet paths; `models`/`tasks` replace its lists)."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     shared = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
+    (run / "config").mkdir(parents=True)
     config.update(
         task_source=str(shared / "data" / "tasks"),
         task_sheet=str(REPO / "config" / "tasks.tsv"),
-        model_sheet=str(REPO / "config" / "models.yaml"),
+        model_sheet=str(registry_with_absolute_paths(run)),
         model_revisions=str(REPO / "config" / "model_revisions.yaml"),
     )
     if models:
@@ -62,7 +80,6 @@ def write_run(run: Path, models: list[str] | None, tasks: list[str] | None) -> d
         for key in ("dir", "registry"):
             if key in published and not os.path.isabs(published[key]):
                 published[key] = str((REPO / published[key]).resolve())
-    (run / "config").mkdir(parents=True)
     (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return config
 
@@ -104,7 +121,7 @@ def measure(root: Path, prepared: Path, mode: str, cores: int, targets: list[str
     servers = root / f"servers-{mode}"
     env = {**os.environ, "GENEB_MODEL_SERVER_DIR": str(servers)}
     knobs = f"execution={{model_server: {str(MODES[mode]).lower()}, model_server_idle_s: 60}}"
-    seconds = snakemake(run, cores, "--config", knobs, *targets, env=env)
+    seconds = snakemake(run, cores, *targets, "--config", knobs, env=env)  # --config takes every later word
     n_loads, n_files, load_s = loads(run)
     print(f"{mode}: {seconds:.1f} s, {n_loads} model loads for {n_files} files", file=sys.stderr)
     return {"seconds": seconds, "model_loads": n_loads, "files": n_files, "job_load_seconds": load_s}
