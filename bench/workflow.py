@@ -120,8 +120,9 @@ def measure(root: Path, prepared: Path, mode: str, cores: int, targets: list[str
     shutil.copytree(prepared, run, symlinks=True)
     servers = root / f"servers-{mode}"
     env = {**os.environ, "GENEB_MODEL_SERVER_DIR": str(servers)}
-    knobs = f"execution={{model_server: {str(MODES[mode]).lower()}, model_server_idle_s: 60}}"
-    seconds = snakemake(run, cores, *targets, "--config", knobs, env=env)  # --config takes every later word
+    overlay = run / "config" / "mode.yaml"  # an overlay file: --config would pass the values as text
+    overlay.write_text(yaml.safe_dump({"execution": {"model_server": MODES[mode], "model_server_idle_s": 60}}))
+    seconds = snakemake(run, cores, "--configfile", "config/config.yaml", str(overlay), "--", *targets, env=env)
     n_loads, n_files, load_s = loads(run)
     print(f"{mode}: {seconds:.1f} s, {n_loads} model loads for {n_files} files", file=sys.stderr)
     return {"seconds": seconds, "model_loads": n_loads, "files": n_files, "job_load_seconds": load_s}
