@@ -17,6 +17,7 @@ extract_task(
     snakemake.output[0],
     device=execution["device"],
     batch_size=execution["batch_size"],
+    batch_tokens=execution["batch_tokens"],
     threads=snakemake.threads,
     hdf5_locking=execution["hdf5_locking"],
 )
