@@ -71,14 +71,14 @@ def matmul_rate(device: str, dtype: torch.dtype = torch.float32, n: int = 2048, 
 
 def per_token_params(model: torch.nn.Module) -> int:
     """Parameters one token passes through, the N of 2N FLOPs per token: all parameters except embedding and
-    position tables, the ESM pooler (one token per row) and HyenaDNA's implicit filters (`filter_fn`, made once
-    per forward pass); routed experts are scaled by top-k / experts (Mixtral)."""
+    position tables, the ESM pooler (one token per row) and contact head (not run), and HyenaDNA's implicit
+    filters (`filter_fn`, made once per forward pass); routed experts are scaled by top-k / experts (Mixtral)."""
     cfg = model.config
     experts = getattr(cfg, "num_local_experts", 1) or 1
     topk = getattr(cfg, "num_experts_per_tok", experts) or experts
     total = 0.0
     for name, p in model.named_parameters():
-        if "embed" in name or "pooler" in name or "filter_fn" in name:
+        if any(part in name for part in ("embed", "pooler", "contact_head", "filter_fn")):
             continue
         total += p.numel() * (topk / experts if ".experts." in name else 1.0)
     return int(total)
