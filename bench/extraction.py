@@ -208,8 +208,10 @@ def realistic(args: argparse.Namespace, mistral: Any, peaks: dict[str, float]) -
             elif name == "nt-v2-50m":
                 enc = build_encoder(random_nt_v2_settings(registry), **execution)
             else:
-                folder = Path(tempfile.mkdtemp(prefix="geneb-bench-")) / f"hyena-{os.getpid()}"
-                enc = build_random_hyena(registry, Path(args.shared), folder, **execution)
+                with tempfile.TemporaryDirectory(prefix="geneb-bench-") as tmp:  # the weights stay in memory
+                    enc = build_random_hyena(
+                        registry, Path(args.shared), Path(tmp) / f"hyena-{os.getpid()}", **execution
+                    )
             results += sweep_model(name, enc, seqs, plans, args, peaks[enc.compute_dtype])
         except Exception as err:  # noqa: BLE001 - on a GPU, a model that cannot run there is reported, not fatal
             if args.device == "cpu":
