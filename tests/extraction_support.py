@@ -104,8 +104,9 @@ class Zoo:
     def settings(self, kind: str, **extraction: Any) -> dict[str, Any]:
         return extraction_settings(self.registry(kind, **extraction), f"tiny-{kind}", {})
 
-    def encoder(self, kind: str, *, batch_size: int = 4, **extraction: Any) -> Any:
-        """A built encoder (cached per kind and extraction settings; batch_size is reset on every call)."""
+    def encoder(self, kind: str, *, batch_size: int = 4, batch_tokens: int | None = None, **extraction: Any) -> Any:
+        """A built encoder (cached per kind and extraction settings; batch_size and batch_tokens are reset on
+        every call)."""
         from geneb.extract import build_encoder
 
         key = json.dumps([kind, extraction], sort_keys=True)
@@ -115,6 +116,7 @@ class Zoo:
             )
         enc = self._encoders[key]
         enc.batch_size = batch_size
+        enc.batch_tokens = batch_tokens
         return enc
 
 

@@ -24,6 +24,17 @@ def test_ids_that_are_not_plain_names_are_refused(repo, bad):
     validate({"tasks": ["t.1"], "models": ["m-1.5"]}, schema)  # dots inside a name are fine
 
 
+def test_execution_batch_tokens_is_null_by_default_and_a_positive_integer(repo):
+    schema = str(repo / "workflow" / "schemas" / "config.schema.yaml")
+    cfg = {"tasks": ["t1"], "models": ["m1"]}
+    validate(cfg, schema)
+    assert cfg["execution"]["batch_tokens"] is None and cfg["execution"]["batch_size"] == 64
+    validate({"tasks": ["t1"], "models": ["m1"], "execution": {"batch_tokens": 65536}}, schema)
+    for bad in (0, -5, "64k", 1.5):
+        with pytest.raises(WorkflowError):
+            validate({"tasks": ["t1"], "models": ["m1"], "execution": {"batch_tokens": bad}}, schema)
+
+
 def test_a_misspelled_task_in_per_task_caps_stops_the_workflow(repo, tmp_path):
     cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     cfg["caps"]["per_task"] = {"gue_prom_core_tatta": {"max_train": 10}}

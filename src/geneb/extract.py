@@ -45,11 +45,13 @@ def build_encoder(
     batch_size: int = 64,
     threads: int | None = None,
     progress: bool = True,
+    batch_tokens: int | None = None,
 ) -> Encoder:
     """The encoder for resolved `settings` (registry.extraction_settings; typed once as `ExtractionSettings`).
 
     threads: torch intra-op threads (an execution knob; set only for families that use torch, so a k-mer job
-    never imports it). Raises ValueError for an unknown family or one without an adapter, and
+    never imports it). batch_tokens: None = batches of `batch_size` chunks; else a budget of padded tokens
+    per batch (length-sorted; `geneb.embeddings.batching.plan_token_batches`), for torch families only. Raises ValueError for an unknown family or one without an adapter, and
     MissingPackageError naming the model and the package for a missing optional package.
     """
     from geneb.models.adapters import build, family
@@ -60,7 +62,7 @@ def build_encoder(
 
         if threads is not None:
             torch.set_num_threads(int(threads))
-        return build(settings, device=device, batch_size=batch_size, progress=progress)
+        return build(settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress)
     return build(settings)
 
 
@@ -90,6 +92,7 @@ def load_model(
     checks_dir: str | Path,
     device: str = "cpu",
     batch_size: int = 64,
+    batch_tokens: int | None = None,
     threads: int | None = None,
     progress: bool = True,
 ) -> LoadedModel:
@@ -105,7 +108,9 @@ def load_model(
     settings_hash = extraction_hash(mapping)
     t0 = time.perf_counter()
     with deferred_load_checks():
-        encoder = build_encoder(typed, device=device, batch_size=batch_size, threads=threads, progress=progress)
+        encoder = build_encoder(
+            typed, device=device, batch_size=batch_size, batch_tokens=batch_tokens, threads=threads, progress=progress
+        )
     identity = encoder.identity()
     record_path = Path(checks_dir) / load_checks.FILENAME
     run_checks = getattr(encoder, "run_load_checks", None)
@@ -232,6 +237,7 @@ def extract_task(
     splits: tuple[str, ...] = ("train", "test"),
     device: str = "cpu",
     batch_size: int = 64,
+    batch_tokens: int | None = None,
     threads: int | None = None,
     hdf5_locking: str = "auto",
     storage_dtype: str | None = None,
@@ -242,8 +248,9 @@ def extract_task(
 
     settings: the resolved mapping of registry.extraction_settings (the rule's params; it goes into the key
     and its hash as it is), typed here once as `ExtractionSettings` for everything else. storage_dtype: None = the settings' `extraction.storage_dtype` (float32, or float16 to halve the file).
-    device, batch_size, threads, hdf5_locking, progress: execution knobs (recorded as attributes, not in the
-    key), as are the running code's `geneb_commit` and `geneb_dirty` ("true", "false" or "unknown"). Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
+    device, batch_size, batch_tokens, threads, hdf5_locking, progress: execution knobs (recorded as attributes,
+    not in the key), as are the running code's `geneb_commit` and `geneb_dirty` ("true", "false" or "unknown").
+    Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
     token ids outside the table) are re-raised naming model, task and split; nothing is written then.
     loaded: a model `load_model` loaded earlier for these settings (a model server embeds many tasks with one
     load); None loads it here. Raises ValueError when `loaded` was loaded for other settings.
@@ -258,7 +265,13 @@ def extract_task(
     if loaded is None:
         checks_dir = Path(out_path).parent
         loaded = load_model(
-            typed, checks_dir=checks_dir, device=device, batch_size=batch_size, threads=threads, progress=progress
+            typed,
+            checks_dir=checks_dir,
+            device=device,
+            batch_size=batch_size,
+            batch_tokens=batch_tokens,
+            threads=threads,
+            progress=progress,
         )
     elif loaded.settings_hash != extraction_hash(settings):
         raise ValueError(
@@ -332,6 +345,7 @@ def extract_task(
         **policy_attrs(typed, identity),
         "device": device,
         "batch_size": int(batch_size),
+        "batch_tokens": 0 if batch_tokens is None else int(batch_tokens),  # 0: none (HDF5 has no null)
         "batch_step_downs": int(step_downs),
         "fp32_retries": int(fp32_retries),
         "hdf5_locking": hdf5_locking,

@@ -35,6 +35,7 @@ def _extract(request: dict[str, Any]) -> None:
         request["out"],
         device=request["device"],
         batch_size=request["batch_size"],
+        batch_tokens=request.get("batch_tokens"),
         threads=request["threads"],
         hdf5_locking=request["hdf5_locking"],
     )
@@ -73,6 +74,7 @@ def run_rule_job(
         "log": log,
         "device": execution["device"],
         "batch_size": execution["batch_size"],
+        "batch_tokens": execution.get("batch_tokens"),
         "threads": threads,
         "hdf5_locking": execution["hdf5_locking"],
     }
@@ -88,6 +90,7 @@ def run_rule_job(
             out,
             device=execution["device"],
             batch_size=execution["batch_size"],
+            batch_tokens=execution.get("batch_tokens"),
             threads=threads,
             hdf5_locking=execution["hdf5_locking"],
             idle_s=execution.get("model_server_idle_s", 120),

@@ -266,3 +266,20 @@ def test_enformer_counts_letters_outside_acgtn(monkeypatch, make_task, tmp_path)
         UnknownTokenError, match=r"split train: .*150 letters outside A/C/G/T/N in 2 rows \(rows 0, 2\)"
     ):
         extract_task(strict, task, tmp_path / "strict.h5", batch_size=2, progress=False)
+
+
+def test_random_esm_takes_the_position_embeddings_of_its_config(tmp_path):
+    """NT-v2 uses rotary positions: a random-init config may name them; absolute stays the default, and the
+    vocabulary stays the tokenizer's."""
+    import json
+
+    from geneb.models.random_init import build_random_esm
+
+    small = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+    config = {**small, "max_position_embeddings": 64}
+    rotary = build_random_esm({"config": {**config, "position_embedding_type": "rotary"}}, tmp_path / "r")
+    absolute = build_random_esm({"config": config}, tmp_path / "a")
+    assert json.loads((rotary / "config.json").read_text())["position_embedding_type"] == "rotary"
+    assert json.loads((absolute / "config.json").read_text())["position_embedding_type"] == "absolute"
+    with pytest.raises(TypeError):
+        build_random_esm({"config": {**config, "vocab_size": 10}}, tmp_path / "v")

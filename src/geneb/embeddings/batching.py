@@ -2,8 +2,9 @@
 
 Speed without changing results: work items (token chunks) are sorted by length so each batch is padded only
 to its own longest member (dynamic padding), and every result is stored under its item index, so the output
-order is the input order whatever the batching. The batches then run largest first (`largest_first`), so an
-out-of-memory shows at the start of a job. Models that take no attention mask and are not causal get
+order is the input order whatever the batching. A batch holds at most `batch_size` items (`plan_batches`)
+or, sized to a token budget, at most `batch_tokens` padded tokens (`plan_token_batches`: many short items or
+a few long ones). The batches then run largest first (`largest_first`), so an out-of-memory shows at the start of a job. Models that take no attention mask and are not causal get
 batches of equal length only (bucketing; case B02), so no pad token ever reaches them.
 """
 
@@ -36,6 +37,47 @@ def plan_batches(lengths: Sequence[int], batch_size: int, *, equal_length: bool 
         items = list(group)
         batches.extend(items[s : s + batch_size] for s in range(0, len(items), batch_size))
     return batches
+
+
+def plan_token_batches(lengths: Sequence[int], batch_tokens: int, *, equal_length: bool = False) -> list[list[int]]:
+    """Group item indices into length-sorted batches sized to a token budget instead of a row count.
+
+    lengths: length (tokens) of each item. batch_tokens: the most padded tokens a batch may hold, i.e.
+    (rows in the batch) x (its longest item) <= batch_tokens; an item longer than the budget gets a batch of
+    its own (it still has to be embedded; the out-of-memory step-down sees it alone). Items are taken
+    shortest first, so short items share large batches and long ones small batches, and the padded size of
+    every batch stays near the budget (what keeps a GPU busy without running out of memory). equal_length:
+    only items of exactly the same length share a batch (models without an attention mask). Returns lists
+    of item indices; every index appears exactly once; ties keep input order, so the plan is deterministic.
+    Raises ValueError for batch_tokens < 1.
+    """
+    if batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        # sorted ascending: item i is the longest of the batch it joins, so the padded size is (n + 1) x len
+        same = not equal_length or not current or lengths[current[0]] == lengths[i]
+        if current and same and (len(current) + 1) * max(lengths[i], 1) <= batch_tokens:
+            current.append(i)
+            continue
+        if current:
+            batches.append(current)
+        current = [i]
+    if current:
+        batches.append(current)
+    return batches
+
+
+def plan_chunks(
+    lengths: Sequence[int], *, batch_size: int, batch_tokens: int | None = None, equal_length: bool = False
+) -> list[list[int]]:
+    """The batch plan of an extraction: `plan_token_batches(lengths, batch_tokens)` when a token budget is
+    set, else `plan_batches(lengths, batch_size)`; see those for the guarantees and the errors raised."""
+    if batch_tokens is not None:
+        return plan_token_batches(lengths, batch_tokens, equal_length=equal_length)
+    return plan_batches(lengths, batch_size, equal_length=equal_length)
 
 
 def largest_first(plan: list[list[int]], lengths: Sequence[int]) -> list[list[int]]:

@@ -2,7 +2,7 @@
 code) lives, and the messages they exchange.
 
 A server is found by its key: the settings hash, the execution knobs that shape the loaded model (device,
-batch size, threads, HDF5 locking), the Python interpreter (the model's software environment) and a
+batch size or token budget, threads, HDF5 locking), the Python interpreter (the model's software environment) and a
 fingerprint of GENEB's own source files, so a changed setting, environment or code never reuses a model
 loaded by another. Its files live in a private per-user folder on the node (`server_dir`): `<key>.sock`
 (the Unix socket), `<key>.lock` (taken while a client connects or starts a server, and by a server that
@@ -67,6 +67,7 @@ class ServerSpec:
     checks_dir: str
     device: str
     batch_size: int
+    batch_tokens: int | None
     threads: int | None
     hdf5_locking: str
     python: str

@@ -100,6 +100,7 @@ def handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[st
                 tmp,
                 device=spec.device,
                 batch_size=spec.batch_size,
+                batch_tokens=spec.batch_tokens,
                 threads=spec.threads,
                 hdf5_locking=spec.hdf5_locking,
                 loaded=loaded,
@@ -137,6 +138,7 @@ def serve(spec_path: str | Path) -> int:
                 checks_dir=spec.checks_dir,
                 device=spec.device,
                 batch_size=spec.batch_size,
+                batch_tokens=spec.batch_tokens,
                 threads=spec.threads,
             )
         except Exception as err:

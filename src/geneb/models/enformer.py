@@ -87,7 +87,9 @@ def window_and_bins(
 
 class EnformerEncoder:
     """See the module docstring. settings: resolved extraction settings (source hub id + revision, or a
-    local folder); device/batch_size/progress: execution knobs."""
+    local folder); device/batch_size/progress: execution knobs. batch_tokens is accepted for a uniform call
+    and recorded, but batches stay `batch_size` windows: every window has the same fixed length, so a token
+    budget is just a row count."""
 
     def __init__(
         self,
@@ -95,9 +97,12 @@ class EnformerEncoder:
         *,
         device: str = "cpu",
         batch_size: int = 2,
+        batch_tokens: int | None = None,
         progress: bool = True,
     ) -> None:
-        init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
+        init_execution(
+            self, settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress
+        )
         if self.extraction.pooling not in ("mean", "max"):
             raise ValueError(f"model {self.model_id}: Enformer embeddings are per bin; pooling must be mean or max")
         window = self.settings.load.window_bp

@@ -25,16 +25,29 @@ def resolve_device(device: str, *, model: str) -> str:
     return device
 
 
-def init_execution(encoder: Any, settings: SettingsLike, *, device: str, batch_size: int, progress: bool) -> None:
+def init_execution(
+    encoder: Any,
+    settings: SettingsLike,
+    *,
+    device: str,
+    batch_size: int,
+    progress: bool,
+    batch_tokens: int | None = None,
+) -> None:
     """Set the attributes every adapter shares: settings (`ExtractionSettings`; a resolved mapping is typed
-    here), model_id, extraction (`Extraction`), device (resolved; never a silent CPU fallback), batch_size and
-    progress."""
+    here), model_id, extraction (`Extraction`), device (resolved; never a silent CPU fallback), batch_size,
+    batch_tokens (None: batches of `batch_size` items; else a budget of padded tokens per batch, see
+    `geneb.embeddings.batching.plan_token_batches`) and progress. Raises ValueError for batch_size < 1 or
+    batch_tokens < 1."""
     settings = ExtractionSettings.of(settings)
     encoder.settings = settings
     encoder.model_id = settings.model
     encoder.extraction = settings.extraction
     encoder.device = resolve_device(device, model=encoder.model_id)
+    if int(batch_size) < 1 or (batch_tokens is not None and int(batch_tokens) < 1):
+        raise ValueError(f"model {encoder.model_id}: batch_size and batch_tokens must be >= 1")
     encoder.batch_size = int(batch_size)
+    encoder.batch_tokens = None if batch_tokens is None else int(batch_tokens)
     encoder.progress = progress
 
 
@@ -56,6 +69,15 @@ def dtype_policy(extraction: Extraction, *, device: str, model: str) -> tuple[st
     if extraction.nonfinite == "retry_fp32":
         return compute, "float32", True
     return compute, compute, False
+
+
+def to_device(tensor: torch.Tensor, device: str) -> torch.Tensor:
+    """`tensor` on `device`. On CUDA a CPU tensor goes through pinned (page-locked) host memory with
+    non_blocking=True, so the copy overlaps with queued GPU work; the caller's next host read of a result
+    (`.cpu()`) synchronises. Anywhere else it is `tensor.to(device)` (a no-op on CPU)."""
+    if device.startswith("cuda") and tensor.device.type == "cpu":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 class _NoBar:

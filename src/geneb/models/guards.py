@@ -5,6 +5,8 @@ Each guard turns a known silent failure into an error that names the model (docs
 * `get_layer`: one way to take a layer out of any model output (ModelOutput, dict, tuple; case B20).
 * `check_token_ids`: every token id must index the embedding table (case B22; a padded table is normal).
 * `check_pooled_width`: the pooled width must be the hidden size, never the vocabulary size (case B23).
+* `forward_error`: an error of the model's own forward pass, re-raised naming the model, the batch shape and
+  the rows (case B13).
 * `check_transformers_range`: a remote-code model runs only under the transformers versions it declares
   (case B19).
 * `require_modules` / `hidden_modules`: optional packages are checked before loading, with a clear error;
@@ -26,9 +28,29 @@ from geneb.embeddings.errors import (
     LayerNotExposedError,
     LooksLikeLogitsError,
     MissingPackageError,
+    ModelForwardError,
     TokenIdRangeError,
     TransformersVersionError,
 )
+
+
+def forward_error(
+    err: BaseException, *, model: str, shape: tuple[int, ...], rows: list[int] | None
+) -> ModelForwardError:
+    """The ModelForwardError to raise (from `err`) when a forward pass on a (B, T) batch of `shape` failed:
+    it names the model, the batch shape and the rows (at most 5; a row's chunks share its id), or says that
+    the batch was the load-time check's probe sequences (rows all negative)."""
+    named = list(dict.fromkeys(r for r in rows or [] if r >= 0))
+    shown = (
+        "the load-time check's probe sequences"
+        if rows and not named  # see token_checks.check_padding_invariance
+        else "rows " + (", ".join(map(str, named[:5])) or "?") + (" ..." if len(named) > 5 else "")
+    )
+    return ModelForwardError(
+        f"model {model}: the forward pass failed on a batch of {shape[0]} x {shape[1]} tokens "
+        f"({shown}): {type(err).__name__}: {err}",
+        rows=named,
+    )
 
 
 def _is_states(x: Any) -> bool:

@@ -31,7 +31,9 @@ def nt_vocabulary() -> list[str]:
 def build_random_esm(builtin: Mapping[str, Any], folder: str | os.PathLike[str]) -> Path:
     """Build the seeded random-init NT/ESM-style encoder into `folder` (save_pretrained) and return it.
 
-    builtin: {"config": EsmConfig kwargs, "init_seed": int, "tokenizer": "nt-6mer"}. The tokenizer is NT's
+    builtin: {"config": EsmConfig kwargs, "init_seed": int, "tokenizer": "nt-6mer"}; the config may set
+    `position_embedding_type` (default "absolute"; "rotary" as in NT-v2), not the vocabulary or the special
+    ids, which the tokenizer fixes (a TypeError if it tries). The tokenizer is NT's
     scheme (6-mers, single-letter fallback, a CLS prefix and no EOS). Weights come from
     `torch.manual_seed(init_seed)` then the model constructor, so the same seed and torch version give the
     same weights (their hash is stored in the extraction key). Raises ValueError for another tokenizer.
@@ -54,8 +56,12 @@ def build_random_esm(builtin: Mapping[str, Any], folder: str | os.PathLike[str])
     )
     tok.model_max_length = SENTINEL_MAX_LENGTH * 10  # "not set", like many hub tokenizers
     tok.save_pretrained(folder)
+    # absolute positions unless the config names them (NT-v2 uses rotary ones); the vocabulary is the tokenizer's
     config = EsmConfig(
-        vocab_size=len(vocab), pad_token_id=1, mask_token_id=2, position_embedding_type="absolute", **builtin["config"]
+        **{"position_embedding_type": "absolute", **builtin["config"]},
+        vocab_size=len(vocab),
+        pad_token_id=1,
+        mask_token_id=2,
     )
     torch.manual_seed(int(builtin.get("init_seed", 0)))
     EsmModel(config, add_pooling_layer=False).save_pretrained(folder)

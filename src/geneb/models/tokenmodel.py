@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, largest_first, plan_batches
+from geneb.embeddings.accumulate import RowAccumulator
+from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, largest_first, plan_chunks
 from geneb.embeddings.errors import (
     ExtractionError,
     LayerNotExposedError,
-    ModelForwardError,
     NonFiniteEmbeddingError,
 )
 from geneb.embeddings.pooling import pool
@@ -44,8 +44,8 @@ from geneb.models import token_checks
 from geneb.models.base import LOAD_CHECKS, EmbedCounters, EmbedResult, checks_deferred, sequence_batch
 from geneb.models.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
 from geneb.models.dropped_letters import check_dropped, count_unknown
-from geneb.models.execution import dtype_policy, init_execution, progress_bar
-from geneb.models.guards import check_pooled_width, check_token_ids, get_layer, nonfinite_rows
+from geneb.models.execution import dtype_policy, init_execution, progress_bar, to_device
+from geneb.models.guards import check_pooled_width, check_token_ids, forward_error, get_layer, nonfinite_rows
 from geneb.models.settings import SettingsLike
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,9 @@ class TokenModelEncoder:
     """Base class of token-level adapters. See the module docstring for the policy.
 
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".
-    batch_size: chunks per forward pass (an execution knob; results do not depend on it to 1e-5 in fp32).
-    progress: show a tqdm bar on stderr (the job log).
+    batch_size: chunks per forward pass; batch_tokens: when set, padded tokens per forward pass instead
+    (length-sorted batches sized to the budget; batch_size is then not used). Both are execution knobs:
+    results do not depend on them to 1e-5 in fp32. progress: show a tqdm bar on stderr (the job log).
 
     Subclasses implement `_load()` (setting model, prefix, suffix, max_tokens, pad_id, hidden_size,
     vocab_size, num_embeddings, uses_attention_mask), `_tokenize(texts) -> list[list[int]]` (no special
@@ -64,9 +65,17 @@ class TokenModelEncoder:
     """
 
     def __init__(
-        self, settings: SettingsLike, *, device: str = "cpu", batch_size: int = 64, progress: bool = True
+        self,
+        settings: SettingsLike,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        batch_tokens: int | None = None,
+        progress: bool = True,
     ) -> None:
-        init_execution(self, settings, device=device, batch_size=batch_size, progress=progress)
+        init_execution(
+            self, settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress
+        )
         self.prefix: list[int] = []
         self.suffix: list[int] = []
         self.pad_id = 0
@@ -252,9 +261,9 @@ class TokenModelEncoder:
         """Hidden states (B, T, d) of the configured layer for one rectangular batch. An error of the model's
         own forward pass (not out-of-memory, which the batch step-down handles) is re-raised as
         ModelForwardError naming the model, the batch shape and `rows`."""
-        inputs = {"input_ids": ids.to(self.device)}
+        inputs = {"input_ids": to_device(ids, self.device)}
         if self.uses_attention_mask:
-            inputs["attention_mask"] = attn.to(self.device)
+            inputs["attention_mask"] = to_device(attn, self.device)
         layer = self.extraction.layer
         want_states = isinstance(layer, int) and layer != -1
         use_autocast = self.autocast and not force_fp32
@@ -270,17 +279,7 @@ class TokenModelEncoder:
         except Exception as err:  # noqa: BLE001 - re-raised with the model and rows named
             if is_out_of_memory(err) or isinstance(err, ExtractionError):
                 raise
-            named = list(dict.fromkeys(r for r in rows or [] if r >= 0))  # a row's chunks share its id
-            shown = (
-                "the load-time check's probe sequences"
-                if rows and not named  # see token_checks.check_padding_invariance
-                else "rows " + (", ".join(map(str, named[:5])) or "?") + (" ..." if len(named) > 5 else "")
-            )
-            raise ModelForwardError(
-                f"model {self.model_id}: the forward pass failed on a batch of {ids.shape[0]} x {ids.shape[1]} tokens "
-                f"({shown}): {type(err).__name__}: {err}",
-                rows=named,
-            ) from err
+            raise forward_error(err, model=self.model_id, shape=tuple(ids.shape), rows=rows) from err
         if isinstance(layer, str):
             if len(self._captured) != 1:
                 what = "did not run" if not self._captured else f"ran {len(self._captured)} times (a shared block?)"
@@ -338,10 +337,18 @@ class TokenModelEncoder:
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         chunks, n_chunks, truncated, trimmed, unknown = self.chunks_and_unknowns(sequences, rows)
         retries_before = self._fp32_retries
-        method = self.extraction.pooling
         lengths = [len(c.ids) for c in chunks]
-        plan = largest_first(plan_batches(lengths, self.batch_size, equal_length=self.bucket_equal_lengths), lengths)
-        state: dict[str, Any] = {"acc": None, "counts": np.zeros(len(sequences), np.int64)}
+        plan = largest_first(
+            plan_chunks(
+                lengths,
+                batch_size=self.batch_size,
+                batch_tokens=self.batch_tokens,
+                equal_length=self.bucket_equal_lengths,
+            ),
+            lengths,
+        )
+        rows_of_chunks = np.array([c.seq_index for c in chunks], dtype=np.int64)
+        acc = RowAccumulator(len(sequences), self.extraction.pooling)
         bar = progress_bar(len(chunks), desc or self.model_id, enabled=self.progress)
 
         def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -350,7 +357,7 @@ class TokenModelEncoder:
 
         def done(idx: list[int], result: tuple[torch.Tensor, torch.Tensor]) -> None:
             pooled, ntok = result
-            if state["acc"] is None:
+            if not acc.started:
                 check_pooled_width(
                     int(pooled.shape[1]),
                     model=self.model_id,
@@ -359,19 +366,7 @@ class TokenModelEncoder:
                     expected=self.extraction.embedding_dim,
                     num_embeddings=self.num_embeddings,
                 )
-                state["acc"] = np.zeros((len(sequences), pooled.shape[1]), np.float64)
-                if method == "max":
-                    state["acc"][:] = -np.inf
-            acc, counts = state["acc"], state["counts"]
-            for j, v, n in zip(idx, pooled.numpy().astype(np.float64), ntok.numpy()):
-                i = chunks[j].seq_index
-                if method == "mean":
-                    acc[i] += v * n
-                elif method == "max":
-                    acc[i] = np.maximum(acc[i], v)
-                else:  # cls / last: one chunk per sequence (make_chunks refuses more)
-                    acc[i] = v
-                counts[i] += int(n)
+            acc.add(rows_of_chunks[idx], pooled.numpy(), ntok.numpy())
             bar.update(len(idx))
 
         free = torch.cuda.empty_cache if self.device.startswith("cuda") else None
@@ -382,8 +377,6 @@ class TokenModelEncoder:
             runner.run(plan, done)
         finally:
             bar.close()
-        acc, counts = state["acc"], state["counts"]
-        if method == "mean":
-            acc = acc / counts[:, None]
+        vectors, counts = acc.result()
         counters = EmbedCounters(*unknown, runner.step_downs, self._fp32_retries - retries_before)
-        return EmbedResult(acc.astype(np.float32), counts.astype(np.int32), n_chunks, truncated, trimmed, counters)
+        return EmbedResult(vectors, counts, n_chunks, truncated, trimmed, counters)
