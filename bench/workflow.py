@@ -121,7 +121,7 @@ def measure(root: Path, prepared: Path, mode: str, cores: int, targets: list[str
     servers = root / f"servers-{mode}"
     env = {**os.environ, "GENEB_MODEL_SERVER_DIR": str(servers)}
     overlay = run / "config" / "mode.yaml"  # an overlay file: --config would pass the values as text
-    overlay.write_text(yaml.safe_dump({"execution": {"model_server": MODES[mode], "model_server_idle_s": 60}}))
+    overlay.write_text(yaml.safe_dump({"execution": {"model_server": MODES[mode]}}))  # other knobs: the defaults
     seconds = snakemake(run, cores, "--configfile", "config/config.yaml", str(overlay), "--", *targets, env=env)
     n_loads, n_files, load_s = loads(run)
     print(f"{mode}: {seconds:.1f} s, {n_loads} model loads for {n_files} files", file=sys.stderr)
