@@ -83,3 +83,18 @@ def test_a_missing_task_folder_is_caught_by_a_dry_run(repo, tmp_path, shared):
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "task 'gue_prom_core_tata': no test split" in out, out[-3000:]
+
+
+def test_a_misspelled_knob_or_key_is_one_short_line_naming_it(repo):
+    """A typo in an execution knob (devise: cuda) would be ignored and the run stay on the CPU; a top-level typo
+    used to print the whole schema. Both are refused, one line each, naming the key."""
+    import yaml
+
+    from geneb.schemas import schema_problems
+
+    schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    lines = schema_problems({"tasks": ["t"], "models": ["m"], "model": ["x"], "execution": {"devise": "cuda"}}, schema)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("(top level): Additional properties are not allowed ('model' was unexpected)")
+    assert lines[1].startswith("execution: Additional properties are not allowed ('devise' was unexpected)")
+    assert all(len(line) < 400 for line in lines)

@@ -342,7 +342,10 @@ def cmd_env_list(args: argparse.Namespace) -> str:
     lines = []
     for row in rows:
         models = served.get(row["env"], [])
-        state = "built" if row["built"] else f"not built (`geneb env build {row['env']}`)"
+        if row["env"] == DEFAULT_ENV:  # its models run in the workflow's own interpreter: nothing to build
+            state = "the workflow's own environment (no venv needed)"
+        else:
+            state = "built" if row["built"] else f"not built (`geneb env build {row['env']}`)"
         default = " (default)" if row["env"] == DEFAULT_ENV else ""
         lines.append(
             f"{row['env']}{default}: transformers {row['transformers'] or '-'}; {state}; {row['where']}\n"

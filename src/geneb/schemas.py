@@ -47,3 +47,14 @@ def section(name: str, definition: str) -> dict[str, Any]:
     whole = load_schema(name)
     whole["$defs"][definition]  # noqa: B018 - KeyError for an unknown definition
     return {"$schema": whole.get("$schema"), "$defs": whole["$defs"], "$ref": f"#/$defs/{definition}"}
+
+
+def schema_problems(instance: Any, schema: dict[str, Any], *, limit: int = 20) -> list[str]:
+    """`schema_errors` as one short line each, `<dotted path>: <message>` (the top level is `(top level)`),
+    at most `limit` of them: what a user reads instead of jsonschema's dump of the whole schema."""
+    lines = []
+    for err in schema_errors(instance, schema)[:limit]:
+        where = ".".join(str(p) for p in err.path) or "(top level)"
+        text = err.message if len(err.message) <= 300 else err.message[:300] + " …"
+        lines.append(f"{where}: {text}")
+    return lines

@@ -25,6 +25,7 @@ from geneb.models.registry import (
 )
 from geneb.preflight import PreflightError, format_problems, preflight
 from geneb.probe.sampling import NESTED_DRAW_KEY
+from geneb.schemas import schema_problems
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
@@ -34,6 +35,14 @@ from geneb.tasks.sources import missing_splits, source_identity
 #: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
 RUN_STARTED = time.time()
 
+# a config that breaks the schema: one short line per problem (key path and what is wrong), not jsonschema's
+# dump of the whole schema; Snakemake's validate then fills in the defaults
+_config_problems = schema_problems(config, yaml.safe_load(open(workflow.source_path("../schemas/config.schema.yaml"))))
+if _config_problems:
+    raise ValueError(
+        f"the configuration does not match workflow/schemas/config.schema.yaml ({len(_config_problems)} problem(s)):\n"
+        + "\n".join(f"  - {p}" for p in _config_problems)
+    )
 validate(config, "../schemas/config.schema.yaml")
 # a partial run (geneb.partial: started by the onerror handler of a --keep-going run in which tasks failed)
 # builds the tables from the tasks that completed; the failed ones are recorded, never silently missing
