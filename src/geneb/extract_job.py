@@ -81,6 +81,10 @@ def run_rule_job(
     env = model_env(config, settings["model"]) if execution.get("env_route", "conda") == "venv" else DEFAULT_ENV
     python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=execution.get("env_dir")))
     child_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)}
+    import logging
+
+    if env != DEFAULT_ENV:
+        logging.getLogger(__name__).info("model %s: extracting in env %s (%s)", settings["model"], env, python)
     if execution.get("model_server", True):
         from geneb.model_server.client import extract_via_server
 
@@ -101,9 +105,6 @@ def run_rule_job(
     if env == DEFAULT_ENV:
         _extract(request)
         return
-    import logging
-
-    logging.getLogger(__name__).info("model %s: extracting in env %s (%s)", settings["model"], env, python)
     for handler in logging.getLogger().handlers:
         handler.flush()
     res = subprocess.run([python, "-m", "geneb.extract_job"], input=json.dumps(request), text=True, env=child_env)

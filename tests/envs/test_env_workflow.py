@@ -108,8 +108,10 @@ def test_a_model_whose_env_is_not_built_stops_the_run_before_any_job(tmp_path, r
     proc = run_snakemake(run)
     out = proc.stdout
     assert proc.returncode != 0
-    assert "pre-flight: 3 problem(s); nothing was submitted" in out, out[-3000:]
-    assert "model GenomeOcean-4B is in the registry but not runnable" in out
+    # one report: the model that cannot run at all (no pin, no network) first, then the others' env problems
+    assert "1 selected model(s) cannot run, so nothing was planned" in out, out[-3000:]
+    assert "need the network once, to pin their hub revision" in out and "GenomeOcean-4B" in out
+    assert "pre-flight: 2 problem(s); nothing was submitted" in out, out[-3000:]
     for model, (env, _) in WANT.items():
         assert f"model(s) {model}: env {env} is not built under {tmp_path / 'no-envs-here'}" in out
         assert f"run `geneb env build {env} --prefix {tmp_path / 'no-envs-here'}`" in out
