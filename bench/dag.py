@@ -23,7 +23,6 @@ import contextlib
 import copy
 import hashlib
 import io
-import json
 import os
 import platform
 import sys
@@ -234,15 +233,15 @@ def main(argv: list[str] | None = None) -> int:
         "dag_build_cpu_s": round(min(cpus), 1),
         "dry_run_s": round(min(totals), 1),
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(row, indent=1) + "\n")
-    section = markdown(row, per_rule, remote_rule, args.repeats)
-    print(section)
-    if args.write_docs:
-        from docsection import replace_section  # bench/ is the script's folder on sys.path
+    from docsection import publish  # bench/ is the script's folder on sys.path
 
-        replace_section(REPO / "docs" / "performance.md", section)
-        print("wrote the DAG scale section of docs/performance.md", file=sys.stderr)
+    publish(
+        RESULT,
+        row,
+        markdown(row, per_rule, remote_rule, args.repeats),
+        write_docs=args.write_docs,
+        doc=REPO / "docs" / "performance.md",
+    )
     return 0
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from pathlib import Path
 
 
@@ -17,3 +19,14 @@ def replace_section(doc: Path, section: str) -> None:
     else:
         text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
     doc.write_text(text)
+
+
+def publish(result: Path, payload: dict, section: str, *, write_docs: bool, doc: Path) -> None:
+    """Write a benchmark's figures to `result` (JSON), print its `section`, and, with `write_docs`, replace that
+    section of `doc`."""
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps(payload, indent=1) + "\n")
+    print(section)
+    if write_docs:
+        replace_section(doc, section)
+        print(f"wrote the {section.splitlines()[0][3:]} section of {doc.name}", file=sys.stderr)

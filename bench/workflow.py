@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import platform
 import shutil
@@ -185,15 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         "job_load_s_geneb": round(new["job_load_seconds"], 1),
         "cores": args.cores,
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=1) + "\n")
-    section = markdown(result, args.cores)
-    print(section)
-    if args.write_docs:
-        from docsection import replace_section  # bench/ is the script's folder on sys.path
+    from docsection import publish  # bench/ is the script's folder on sys.path
 
-        replace_section(REPO / "docs" / "performance.md", section)
-        print("wrote the Workflow section of docs/performance.md", file=sys.stderr)
+    publish(
+        RESULT, result, markdown(result, args.cores), write_docs=args.write_docs, doc=REPO / "docs" / "performance.md"
+    )
     return 0
 
 

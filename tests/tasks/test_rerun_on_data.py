@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from workflow_support import write_run_config
+
 REPO = Path(__file__).resolve().parents[2]
 TASK = "ienhancer2l_strong_vs_weak"
 CARD = f"resources/tasks/{TASK}/card.json"
@@ -41,17 +43,7 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     mirror = tmp_path / "mirror"
     shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
     run = tmp_path / "run"
-    (run / "config").mkdir(parents=True)
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(
-        task_source=str(mirror),
-        task_sheet=str(REPO / "config/tasks.tsv"),
-        model_sheet=str(REPO / "config/models.yaml"),
-        model_revisions=str(REPO / "config/model_revisions.yaml"),
-        tasks=[TASK],
-        models=["kmer-3"],
-    )
-    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    write_run_config(run, mirror, [TASK], ["kmer-3"])
     run_snakemake(run)
     assert not planned_prepare(run)
 
