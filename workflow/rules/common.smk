@@ -178,7 +178,15 @@ def report_job_errors():
     if PARTIAL is not None or not workflow.execution_settings.keep_going or targets != ["all"]:
         return
     failed_now = partial_run.tasks_failed_in_run(config["tasks"], "logs", RUN_STARTED - 2)
-    done, failed = partial_run.split_tasks(config["tasks"], task_probe_tables, failed_now, task_embedding_files)
+    # the jobs that make a task's results per model (its shot draws run for every task, blocked or not)
+    started_now = [
+        t
+        for root in ("logs/extract_embeddings", "logs/fit_probes")
+        for t in partial_run.tasks_started_in_run(config["tasks"], root, RUN_STARTED - 2)
+    ]
+    done, failed = partial_run.split_tasks(
+        config["tasks"], task_probe_tables, failed_now, task_embedding_files, started_now
+    )
     if not done or not failed:
         return
     errors = partial_run.task_errors(failed, "logs", RUN_STARTED - 2)
