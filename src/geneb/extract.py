@@ -86,6 +86,10 @@ class LoadedModel:
     checks_run: bool
 
 
+#: how a load treats a passed load-time checks record (execution.load_checks)
+LOAD_CHECKS_POLICIES = ("record", "every_load")
+
+
 def load_model(
     settings: SettingsLike,
     *,
@@ -95,10 +99,13 @@ def load_model(
     batch_tokens: int | None = None,
     threads: int | None = None,
     progress: bool = True,
+    load_checks_policy: str = "record",
 ) -> LoadedModel:
     """Load the encoder of resolved `settings` once and pass its load-time probes, or take a matching
     passed-checks record from `checks_dir` (the folder of the model's embeddings under its settings hash;
     module geneb.embeddings.load_checks) instead of probing again. Writes the record after probing.
+    load_checks_policy: "record" (the default: take a matching record) or "every_load" (probe at every load,
+    as every extraction job did before issue 14; the benchmark's baseline, or to re-verify a suspect record).
 
     Raises what `build_encoder` raises while loading, and the probes' errors (DroppedInputError,
     MaxLengthError, PaddingVarianceError, naming the model); no record is written then.
@@ -117,7 +124,9 @@ def load_model(
     names = LOAD_CHECKS if run_checks is not None else ()  # a family without probes (k-mer counts) records none
     want = load_checks.expected(typed.model, settings_hash, identity, names)
     found = load_checks.read_record(record_path)
-    checks_run = found != want
+    if load_checks_policy not in LOAD_CHECKS_POLICIES:
+        raise ValueError(f"load_checks_policy {load_checks_policy!r}: expected one of {LOAD_CHECKS_POLICIES}")
+    checks_run = found != want or load_checks_policy == "every_load"
     if checks_run:
         if run_checks is not None:
             run_checks()
@@ -243,6 +252,7 @@ def extract_task(
     storage_dtype: str | None = None,
     progress: bool = True,
     loaded: LoadedModel | None = None,
+    load_checks_policy: str = "record",
 ) -> dict[str, Any]:
     """Embed every split of the prepared task in `task_dir` and write `out_path`; returns the extraction key.
 
@@ -253,7 +263,8 @@ def extract_task(
     Errors from the encoder (empty pools, non-finite states, over-long rows under long_policy error,
     token ids outside the table) are re-raised naming model, task and split; nothing is written then.
     loaded: a model `load_model` loaded earlier for these settings (a model server embeds many tasks with one
-    load); None loads it here. Raises ValueError when `loaded` was loaded for other settings.
+    load); None loads it here, with `load_checks_policy` (`load_model`). Raises ValueError when `loaded` was
+    loaded for other settings.
     """
     task_dir = Path(task_dir)
     card = read_card(task_dir / "card.json")
@@ -272,6 +283,7 @@ def extract_task(
             batch_tokens=batch_tokens,
             threads=threads,
             progress=progress,
+            load_checks_policy=load_checks_policy,
         )
     elif loaded.settings_hash != extraction_hash(settings):
         raise ValueError(

@@ -38,6 +38,7 @@ def _extract(request: dict[str, Any]) -> None:
         batch_tokens=request.get("batch_tokens"),
         threads=request["threads"],
         hdf5_locking=request["hdf5_locking"],
+        load_checks_policy=request.get("load_checks", "record"),
     )
 
 
@@ -62,7 +63,7 @@ def run_rule_job(
     """Extract one (model, task) as rule extract_embeddings does (its shim has called `log_to_file(log)`): embed
     here or, on the venv route for a model of a non-default env, in that env's venv, whose process appends to
     `log` (module docstring). execution: the
-    config's execution knobs (device, batch_size, hdf5_locking, env_route, env_dir). Raises what extract_task raises
+    config's execution knobs (device, batch_size, hdf5_locking, load_checks, env_route, env_dir). Raises what extract_task raises
     (here), EnvError naming `geneb env build NAME` for an env that is not built, and SystemExit with the
     child's status when the extraction in the venv fails (its error is the log's last line)."""
     from geneb.envs import DEFAULT_ENV, python_for_env
@@ -77,6 +78,7 @@ def run_rule_job(
         "batch_tokens": execution.get("batch_tokens"),
         "threads": threads,
         "hdf5_locking": execution["hdf5_locking"],
+        "load_checks": execution.get("load_checks", "record"),
     }
     env = model_env(config, settings["model"]) if execution.get("env_route", "conda") == "venv" else DEFAULT_ENV
     python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=execution.get("env_dir")))
@@ -98,6 +100,7 @@ def run_rule_job(
             threads=threads,
             hdf5_locking=execution["hdf5_locking"],
             idle_s=execution.get("model_server_idle_s", 120),
+            load_checks=execution.get("load_checks", "record"),
             python=python,
             env=None if env == DEFAULT_ENV else child_env,
         )

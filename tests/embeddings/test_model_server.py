@@ -114,3 +114,18 @@ def test_the_checks_record_spares_later_loads_the_probes_until_what_it_vouches_f
     (tmp_path / load_checks.FILENAME).write_text("{not json")
     assert load_model(settings, checks_dir=tmp_path, progress=False).checks_run and len(calls) == 3
     assert json.loads((tmp_path / load_checks.FILENAME).read_text())["identity_sha256"] != "0" * 12
+
+
+def test_load_checks_every_load_probes_at_each_load_despite_a_record(zoo, tmp_path, monkeypatch):
+    """`execution.load_checks: every_load` (the rules before issue 14, the workflow benchmark's baseline)."""
+    from geneb.models import token_checks
+
+    calls = []
+    real = token_checks.check_padding_invariance
+    monkeypatch.setattr(token_checks, "check_padding_invariance", lambda enc: (calls.append(1), real(enc)))
+    settings = zoo.settings("mistral-dna")
+    load_model(settings, checks_dir=tmp_path, progress=False)
+    again = load_model(settings, checks_dir=tmp_path, progress=False, load_checks_policy="every_load")
+    assert again.checks_run and len(calls) == 2
+    with pytest.raises(ValueError, match="load_checks_policy 'sometimes'"):
+        load_model(settings, checks_dir=tmp_path, progress=False, load_checks_policy="sometimes")

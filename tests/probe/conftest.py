@@ -11,10 +11,16 @@ import pytest
 import yaml
 from threadpoolctl import threadpool_limits
 
+from geneb.extract import extract_task
 from geneb.models.kmer import KmerEncoder
+from geneb.models.registry import extraction_settings, load_registry
 from geneb.probe.fit import TaskArrays
 from geneb.probe.protocols import Protocol, from_config
+from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.caps import stratified_cap
+from geneb.tasks.catalogue import read_catalogue, task_row
+from geneb.tasks.prepare import prepare_task
+from geneb.tasks.sources import MirrorFolder
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -73,3 +79,27 @@ def train_labels(shared):
 @pytest.fixture(scope="session")
 def protocols(probe_config) -> dict[str, Protocol]:
     return {name: from_config(name, s) for name, s in probe_config.items()}
+
+
+#: the task of the `stage` fixture
+STAGE_TASK = "gue_emp_h3__devtrain"
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory, shared, repo):
+    """resources/ for one real task (capped 600/300) and the kmer-3 model, made by the project's own steps."""
+    root = tmp_path_factory.mktemp("run")
+    row = task_row(read_catalogue(repo / "config" / "tasks.tsv"), STAGE_TASK)
+    task_dir = root / "tasks" / STAGE_TASK
+    prepare_task(
+        STAGE_TASK,
+        row,
+        MirrorFolder(shared / "data" / "tasks"),
+        AlphabetPolicy(),
+        {"max_train": 600, "max_test": 300},
+        0,
+        task_dir,
+    )
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
+    extract_task(settings, task_dir, root / "kmer-3.h5")
+    return root, task_dir

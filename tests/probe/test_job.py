@@ -10,38 +10,11 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from conftest import STAGE_TASK as TASK
 from geneb.embeddings.cache import CacheKeyMismatchError
-from geneb.extract import extract_task
-from geneb.models.registry import extraction_settings, load_registry
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.provenance import code_revision
-from geneb.tasks.alphabet import AlphabetPolicy
-from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.prepare import prepare_task
-from geneb.tasks.sources import MirrorFolder
-
-TASK = "gue_emp_h3__devtrain"
-
-
-@pytest.fixture(scope="module")
-def stage(tmp_path_factory, shared, repo):
-    """resources/ for one real task (capped 600/300) and the kmer-3 model, made by the project's own steps."""
-    root = tmp_path_factory.mktemp("run")
-    row = task_row(read_catalogue(repo / "config" / "tasks.tsv"), TASK)
-    task_dir = root / "tasks" / TASK
-    prepare_task(
-        TASK,
-        row,
-        MirrorFolder(shared / "data" / "tasks"),
-        AlphabetPolicy(),
-        {"max_train": 600, "max_test": 300},
-        0,
-        task_dir,
-    )
-    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
-    extract_task(settings, task_dir, root / "kmer-3.h5")
-    return root, task_dir
 
 
 def _shots(stage, probe_config, protocol):

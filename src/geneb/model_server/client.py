@@ -35,7 +35,7 @@ from geneb.model_server.protocol import (
 POLL_S = 0.05
 
 
-def _connect(path: Path) -> socket.socket | None:
+def connect(path: Path) -> socket.socket | None:
     """A connection to the server socket at `path`, or None (no socket, or a stale one left by a killed
     server, which is removed)."""
     if not path.exists():
@@ -50,13 +50,15 @@ def _connect(path: Path) -> socket.socket | None:
     return conn
 
 
-def _start(spec: ServerSpec, paths: ServerPaths, env: dict[str, str] | None) -> socket.socket:
-    """Start the server of `spec` (process environment `env`, default this one's) and return a connection
-    once it listens. Raises its load error."""
-    write_text_atomic(paths.spec, json.dumps(spec.__dict__))
+def spawn(
+    module: str, python: str, paths: ServerPaths, spec: dict[str, Any], env: dict[str, str] | None
+) -> tuple[socket.socket | None, subprocess.Popen]:
+    """Write `spec` to `paths.spec`, start `python -m module <spec file>` detached (its output to `paths.log`)
+    and wait until it listens: (a connection, the process), or (None, the process) when it exited first."""
+    write_text_atomic(paths.spec, json.dumps(spec))
     with open(paths.log, "ab") as log_file:
         proc = subprocess.Popen(
-            [spec.python, "-m", "geneb.model_server.server", str(paths.spec)],
+            [python, "-m", module, str(paths.spec)],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,
@@ -64,23 +66,29 @@ def _start(spec: ServerSpec, paths: ServerPaths, env: dict[str, str] | None) -> 
             env=env,
         )
     while True:
-        conn = _connect(paths.socket)
-        if conn is not None:
-            return conn
-        status = proc.poll()
-        if status is not None:
-            failure = paths.failure(proc.pid)
-            if failure.exists():
-                message = json.loads(failure.read_text(encoding="utf-8"))
-                failure.unlink(missing_ok=True)
-                raise rebuild_error(message)
-            from geneb.embeddings.errors import ExtractionError
-
-            raise ExtractionError(
-                f"model {spec.settings.get('model')}: the model server exited with status {status} before it "
-                f"was ready; its log: {paths.log}"
-            )
+        conn = connect(paths.socket)
+        if conn is not None or proc.poll() is not None:
+            return conn, proc
         time.sleep(POLL_S)
+
+
+def _start(spec: ServerSpec, paths: ServerPaths, env: dict[str, str] | None) -> socket.socket:
+    """Start the server of `spec` (process environment `env`, default this one's) and return a connection
+    once it listens. Raises its load error."""
+    conn, proc = spawn("geneb.model_server.server", spec.python, paths, spec.__dict__, env)
+    if conn is not None:
+        return conn
+    failure = paths.failure(proc.pid)
+    if failure.exists():
+        message = json.loads(failure.read_text(encoding="utf-8"))
+        failure.unlink(missing_ok=True)
+        raise rebuild_error(message)
+    from geneb.embeddings.errors import ExtractionError
+
+    raise ExtractionError(
+        f"model {spec.settings.get('model')}: the model server exited with status {proc.returncode} before it "
+        f"was ready; its log: {paths.log}"
+    )
 
 
 def extract_via_server(
@@ -96,12 +104,14 @@ def extract_via_server(
     idle_s: float = 120.0,
     python: str | None = None,
     env: dict[str, str] | None = None,
+    load_checks: str = "record",
 ) -> None:
     """Embed the prepared task in `task_dir` into `out_path` (as geneb.extract.extract_task does) with the
     model loaded by this node's model server for `settings` and these execution knobs, starting it when
     needed. python: the interpreter the server runs in (default: this one, i.e. the job's environment); env:
     the server's process environment (default: this one's).
-    idle_s: seconds a server waits for the next task before it stops.
+    idle_s: seconds a server waits for the next task before it stops. load_checks: the server's load-time checks
+    policy (geneb.extract.load_model).
 
     Raises the server's error under its own class (load errors, the extraction's errors naming model, task
     and split), or ExtractionError when the server dies during the request.
@@ -122,6 +132,7 @@ def extract_via_server(
         python=python or sys.executable,
         idle_s=float(idle_s),
         code=code_fingerprint(),
+        load_checks=load_checks,
     )
     paths = ServerPaths(server_dir(), spec.key())
     request = {
@@ -132,7 +143,7 @@ def extract_via_server(
         "out_path": str(out_path),
     }
     with held(paths.lock):  # the server stops when idle only under this lock: this request reaches it
-        conn = _connect(paths.socket) or _start(spec, paths, env)
+        conn = connect(paths.socket) or _start(spec, paths, env)
         send(conn, request)
     with conn:
         answer = receive(conn)
@@ -156,7 +167,7 @@ def stop_servers(folder: str | Path | None = None) -> int:
     its idle timeout; returns how many were asked. A server busy with a task stops after it."""
     asked = 0
     for sock in sorted(Path(folder or server_dir()).glob("*.sock")):
-        conn = _connect(sock)
+        conn = connect(sock)
         if conn is None:
             continue
         with conn:

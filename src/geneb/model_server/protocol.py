@@ -17,6 +17,7 @@ import fcntl
 import functools
 import json
 import os
+import select
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -60,7 +61,8 @@ def code_fingerprint() -> str:
 class ServerSpec:
     """What a server loads and how. settings: the resolved extraction-settings mapping (the rule's params).
     settings_hash: its `extraction_hash`. checks_dir: where the passed-checks record of these settings lives
-    (the folder of the model's embeddings). idle_s: seconds without a request after which the server stops."""
+    (the folder of the model's embeddings). idle_s: seconds without a request after which the server stops.
+    load_checks: how its one load treats a passed-checks record (geneb.extract.load_model's policy)."""
 
     settings: dict[str, Any]
     settings_hash: str
@@ -73,6 +75,7 @@ class ServerSpec:
     python: str
     idle_s: float
     code: str
+    load_checks: str = "record"
 
     def key(self) -> str:
         """16-hex key of the server (the module docstring says what it covers; idle_s and checks_dir do not)."""
@@ -117,6 +120,30 @@ def held(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def listen(paths: ServerPaths) -> socket.socket:
+    """A listening Unix socket at `paths.socket` (a stale socket file there is replaced)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    paths.socket.unlink(missing_ok=True)
+    listener.bind(str(paths.socket))
+    listener.listen(64)
+    return listener
+
+
+def stopped_when_idle(listener: socket.socket, paths: ServerPaths, wait_s: float) -> bool:
+    """Wait up to `wait_s` seconds for a connection on `listener`; when none comes, close it under the
+    server's lock (a client connects only under that lock, so none is lost to the stop) and return True."""
+    ready, _, _ = select.select([listener], [], [], max(0.0, wait_s))
+    if ready:
+        return False
+    with held(paths.lock):
+        ready, _, _ = select.select([listener], [], [], 0)
+        if ready:
+            return False
+        paths.socket.unlink(missing_ok=True)
+        listener.close()
+        return True
 
 
 def send(conn: socket.socket, message: dict[str, Any]) -> None:

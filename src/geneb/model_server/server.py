@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import select
 import socket
 import sys
 import time
@@ -24,7 +23,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from geneb.model_server.protocol import ServerPaths, ServerSpec, error_message, held, receive, send
+from geneb.model_server.protocol import (
+    ServerPaths,
+    ServerSpec,
+    error_message,
+    held,
+    listen,
+    receive,
+    send,
+    stopped_when_idle,
+)
 
 log = logging.getLogger("geneb.model_server")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -140,28 +148,20 @@ def serve(spec_path: str | Path) -> int:
                 batch_size=spec.batch_size,
                 batch_tokens=spec.batch_tokens,
                 threads=spec.threads,
+                load_checks_policy=spec.load_checks,
             )
         except Exception as err:
             log.exception("model %s could not be loaded", spec.settings.get("model"))
             paths.failure(os.getpid()).write_text(json.dumps(error_message(err)), encoding="utf-8")
             return 1
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    paths.socket.unlink(missing_ok=True)
-    listener.bind(str(paths.socket))
-    listener.listen(64)
+    listener = listen(paths)
     log.info("model server %s ready on %s (idle stop after %g s)", spec.key(), paths.socket, spec.idle_s)
     served = 0
     last = time.monotonic()
     while True:
-        ready, _, _ = select.select([listener], [], [], max(0.0, spec.idle_s - (time.monotonic() - last)))
-        if not ready:
-            with held(paths.lock):  # a job connects only under this lock: none is lost to the stop
-                ready, _, _ = select.select([listener], [], [], 0)
-                if not ready:
-                    paths.socket.unlink(missing_ok=True)
-                    listener.close()
-                    log.info("model server %s: idle for %g s after %d tasks; stopping", spec.key(), spec.idle_s, served)
-                    return 0
+        if stopped_when_idle(listener, paths, spec.idle_s - (time.monotonic() - last)):
+            log.info("model server %s: idle for %g s after %d tasks; stopping", spec.key(), spec.idle_s, served)
+            return 0
         conn, _ = listener.accept()
         with conn:
             try:
