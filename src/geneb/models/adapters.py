@@ -98,6 +98,18 @@ FAMILIES: dict[str, Family] = {
         "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
         dtypes=("float32",),  # the adapter runs the package's model as loaded, in float32
     ),
+    "genomics-fm": Family(
+        "geneb.models.genomics_fm:from_settings",
+        {"causal": False},
+        notes="Genomics-FM from the authors' checkpoint folder: GENEB's own MosaicBERT-style module (fused Wqkv, "
+        "gated-GELU MLP, ALiBi), input [CLS] [BPE] [ALIBI] tokens [SEP] as in pretraining; no remote code",
+    ),
+    "deepgene": Family(
+        "geneb.models.deepgene:from_settings",
+        {"causal": False},
+        notes="DeepGene from the authors' checkpoint folder in transformers' RoFormerModel (checked key mapping, "
+        "rotary table checked against the authors' formula), input [CLS] [SEP] tokens; no remote code",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
