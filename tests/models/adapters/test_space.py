@@ -403,3 +403,46 @@ def test_pickled_weights_load_weights_only_without_the_model_prefix(checkpoint, 
     seq = random_dna(40, 9)
     assert enc.identity()["weights_format"] == "pickle-weights-only"
     np.testing.assert_allclose(enc.embed([seq]).embeddings, ref.embed([seq]).embeddings, rtol=0, atol=0)
+
+
+def test_letters_outside_acgtn_enter_as_n_and_are_counted(checkpoint):
+    folder, _ = checkpoint
+    enc = build(_settings(folder), progress=False)
+    seq = random_dna(60, 10)
+    odd = seq[:30] + "R" + seq[31:]
+    res = enc.embed([odd, seq[:30] + "N" + seq[31:]])
+    assert res.counters.unknown_tokens == 1 and res.counters.unknown_rows == 1
+    np.testing.assert_array_equal(res.embeddings[0], res.embeddings[1])
+
+
+def test_hub_source_reads_the_pinned_revision_and_prefers_safetensors(checkpoint, monkeypatch):
+    """source.kind hub: every file is asked for at the pinned commit; a file the hub lacks (EntryNotFoundError)
+    is skipped, so safetensors are read when present; offline without the file in the cache is an error naming
+    the model."""
+    import huggingface_hub
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    folder, _ = checkpoint
+    rev = "a" * 40
+    asked = []
+
+    def download(repo, name, revision=None):
+        asked.append((repo, name, revision))
+        if not (folder / name).is_file():
+            raise EntryNotFoundError(name)
+        return str(folder / name)
+
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *a, **k: None)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    s = _settings(folder)
+    s["source"] = {"kind": "hub", "hub_id": "yangyz1230/space", "revision": rev}
+    enc = build(s, progress=False)
+    assert enc.weights_format == "safetensors" and enc.identity()["name_or_path"] == "yangyz1230/space"
+    assert {r for _, _, r in asked} == {rev} and [n for _, n, _ in asked] == ["config.json", "model.safetensors"]
+
+    def offline(repo, name, revision=None):
+        raise LocalEntryNotFoundError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(ModelLoadError, match="model space: config.json of yangyz1230/space@a{40} is not in the local"):
+        build(s, progress=False)
