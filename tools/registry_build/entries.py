@@ -10,6 +10,9 @@ from .curation import Curation, lookup
 from .facts import reconcile, resolve_hub_id
 from .parse import arch_family_of, clean_hub_id, parse_params, parse_tokens, tokenizer_type_of
 
+#: adapter families that run a fixed one-hot window (load.window_bp) and pool its output bins: no token cap
+WINDOW_FAMILIES = ("enformer", "space")
+
 
 def _range_row(cur: Curation, spec_name: str, key: str) -> dict[str, Any]:
     """The first row of transformers_ranges.yaml whose names hold `spec_name` or whose prefixes start `spec_name`
@@ -101,7 +104,7 @@ def registry_entry(cur: Curation, e: dict[str, Any], key: str) -> dict[str, Any]
                 "unsupported",
                 "which Evo 2 block gives the best embeddings is not established for this size (evo2 #124); set family evo2 and a module name as layer to run it",
             )
-    if fam == "enformer":
+    if fam in WINDOW_FAMILIES:
         extraction.pop("max_tokens")
     load = {**load_extra, **remote_load(cur, e["name"], key, remote), **cur.family_load.get(fam, {})}
     if fam in ("evo", "evo2"):
@@ -188,7 +191,7 @@ def paper_entry(
     load.update(remote_load(cur, reg["name"] if reg else mid, mid, remote))
     if pc.get("package_model_name"):
         load["package_model_name"] = pc["package_model_name"]
-    if fam == "enformer":
+    if fam in WINDOW_FAMILIES:
         extraction.pop("max_tokens")
     load.update(cur.family_load.get(fam, {}))
     notes = [n for n in (pc.get("note"), reg_row.get("note"), length_note) if n]

@@ -110,6 +110,14 @@ FAMILIES: dict[str, Family] = {
         notes="DeepGene from the authors' checkpoint folder in transformers' RoFormerModel (checked key mapping, "
         "rotary table checked against the authors' formula), input [CLS] [SEP] tokens; no remote code",
     ),
+    "space": Family(
+        "geneb.models.space:from_settings",
+        notes="SPACE (species mixture-of-experts Enformer) in GENEB's own module, read from the checkpoint's "
+        "config.json and weights (no remote code): a 131,072-bp one-hot window, 896 x 128-bp output bins of "
+        "width 3072, run as load.species (default human); GENEB centres the sequence and pools the bins that "
+        "cover it",
+        dtypes=("float32",),  # the module runs in float32, as the reference
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 

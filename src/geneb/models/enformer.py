@@ -89,7 +89,16 @@ class EnformerEncoder:
     """See the module docstring. settings: resolved extraction settings (source hub id + revision, or a
     local folder); device/batch_size/progress: execution knobs. batch_tokens is accepted for a uniform call
     and recorded, but batches stay `batch_size` windows: every window has the same fixed length, so a token
-    budget is just a row count."""
+    budget is just a row count.
+
+    The layout (`n_bins` output bins of `bin_bp` bp, `width` channels) is read from the instance, so an adapter
+    with the same window-and-bins design reuses `embed` (SPACE: `geneb.models.space.SpaceEncoder`, which also
+    overrides `load_model` and `truncate_tile`, the tile long_policy truncate keeps)."""
+
+    n_bins: int = N_BINS
+    bin_bp: int = BIN_BP
+    width: int = WIDTH
+    label: str = "Enformer"
 
     def __init__(
         self,
@@ -104,7 +113,12 @@ class EnformerEncoder:
             self, settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress
         )
         if self.extraction.pooling not in ("mean", "max"):
-            raise ValueError(f"model {self.model_id}: Enformer embeddings are per bin; pooling must be mean or max")
+            raise ValueError(f"model {self.model_id}: {self.label} embeddings are per bin; pooling must be mean or max")
+        self.load_model()
+
+    def load_model(self) -> None:
+        """Load the model (`self.model`, called as in `embed`) and set `window` and `where`; the step a
+        subclass with its own checkpoint format replaces."""
         window = self.settings.load.window_bp
         self.window = int(window if window is not None else WINDOW_BP)
         src = self.settings.source
@@ -128,6 +142,15 @@ class EnformerEncoder:
             "compute_dtype": "float32",
         }
 
+    def tiles(self, length: int) -> list[tuple[int, np.ndarray]]:
+        """The windows of a row of `length` bp (`enformer_tiles` with this encoder's layout)."""
+        return enformer_tiles(length, window=self.window, n_bins=self.n_bins, bin_bp=self.bin_bp)
+
+    def truncate_tile(self, length: int) -> tuple[int, np.ndarray]:
+        """The one tile long_policy truncate keeps for a row longer than the bins' span: the first (the row's
+        first n_bins * bin_bp bp are pooled)."""
+        return self.tiles(length)[0]
+
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled bin embeddings float32 (n, 3072) in input order; n_tokens = bins pooled per row; the counters
         count letters outside A/C/G/T/N (entered as N) as unknown tokens."""
@@ -149,17 +172,17 @@ class EnformerEncoder:
                 rows[next(i for i, u in enumerate(unknown) if u)],
             )
         for i, seq in enumerate(sequences):
-            tiles = enformer_tiles(len(seq), window=self.window)
+            tiles = self.tiles(len(seq))
             if len(tiles) > 1 and policy == "error":
                 raise LongSequenceError(
-                    f"model {self.model_id}, row {rows[i]}: {len(seq)} bp > the {N_BINS * BIN_BP} bp "
+                    f"model {self.model_id}, row {rows[i]}: {len(seq)} bp > the {self.n_bins * self.bin_bp} bp "
                     "its output bins cover (long_policy: error)"
                 )
             if len(tiles) > 1 and policy == "truncate":
-                tiles, truncated[i] = tiles[:1], True
+                tiles, truncated[i] = [self.truncate_tile(len(seq))], True
             items.extend((i, ws, mask) for ws, mask in tiles)
             n_chunks[i] = len(tiles)
-        acc = np.zeros((len(sequences), WIDTH), np.float64)
+        acc = np.zeros((len(sequences), self.width), np.float64)
         method = self.extraction.pooling
         if method == "max":
             acc[:] = -np.inf
@@ -168,7 +191,7 @@ class EnformerEncoder:
 
         def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             x = torch.full((len(idx), self.window), 4, dtype=torch.long)
-            mask = torch.zeros((len(idx), N_BINS), dtype=torch.long)
+            mask = torch.zeros((len(idx), self.n_bins), dtype=torch.long)
             for b, j in enumerate(idx):
                 i, ws, bins = items[j]
                 seq = sequences[i]
@@ -191,7 +214,7 @@ class EnformerEncoder:
             check_pooled_width(
                 int(pooled.shape[1]),
                 model=self.model_id,
-                hidden_size=WIDTH,
+                hidden_size=self.width,
                 vocab_size=None,
                 expected=self.extraction.embedding_dim,
             )

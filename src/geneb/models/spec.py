@@ -76,7 +76,8 @@ class Load:
     """How the checkpoint is loaded (registry `load:`). transformers: PEP 440 range the remote code works
     with; requires: {import name: pip package} checked before loading; preimport: modules imported first;
     hide_modules_on_cpu: modules hidden on CPU; package_model_name: the checkpoint name of a model package
-    (Evo); window_bp: a fixed input window (bp); code_revision: 40-hex commit of remote code in another
+    (Evo); window_bp: a fixed input window (bp); species: the species a multi-species supervised model runs as
+    (SPACE: its species token and expert router, human or mouse); code_revision: 40-hex commit of remote code in another
     repository; config_overrides: {config key: value} set on the checkpoint's config before the model is built
     (an upstream config defect, e.g. Mistral-Codon's `pad_token_id`), without editing the files."""
 
@@ -87,6 +88,7 @@ class Load:
     hide_modules_on_cpu: tuple[str, ...] | None = None
     package_model_name: str | None = None
     window_bp: int | None = None
+    species: str | None = None
     code_revision: str | None = None
     config_overrides: Mapping[str, Any] | None = None
 
