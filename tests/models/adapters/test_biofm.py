@@ -227,3 +227,30 @@ def test_missing_tokenizer_config_is_refused_through_the_registry(registry, stan
             (folder / f.name).symlink_to(f)
     with pytest.raises(ModelLoadError, match="model BioFM-265M: .* has no tokenizer_config.json"):
         _encoder(registry, folder, dtype="float32")
+
+
+def test_pinned_hub_source_reads_the_snapshot(registry, standin, enc32, tmp_path, monkeypatch):
+    """`source.kind: hub` at the snapshot's commit, from an offline HF cache holding the stand-in's files: the
+    tokenizer_config.json and weights of that revision load (the path a pinned run takes)."""
+    from huggingface_hub import constants
+
+    revision = "52218bbdd383c123f6ced585c9cf2f62ae1fbb17"
+    cached = tmp_path / "hub" / "models--m42-health--BioFM-265M"
+    (cached / "snapshots" / revision).mkdir(parents=True)
+    for f in standin.iterdir():
+        (cached / "snapshots" / revision / f.name).symlink_to(f)
+    (cached / "refs").mkdir()
+    (cached / "refs" / "main").write_text(revision)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # read at each call
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.chdir(tmp_path)
+    reg = _registry(registry, standin, dtype="float32")
+    reg["models"][MODEL]["source"] = {"kind": "hub", "hub_id": "m42-health/BioFM-265M", "revision": revision}
+    enc = build(extraction_settings(reg, MODEL, {}, device="cpu"), device="cpu", progress=False)
+    ident = enc.identity()
+    assert (ident["name_or_path"], ident["revision"], ident["tokenizer"]) == (
+        "m42-health/BioFM-265M",
+        revision,
+        "BioTokenTokenizer",
+    )
+    assert (enc.embed(SEQS[1:2]).embeddings == enc32.embed(SEQS[1:2]).embeddings).all()
