@@ -70,6 +70,13 @@ FAMILIES: dict[str, Family] = {
         "mean pooling of an RC input swaps the halves), -ph ones were trained with RC augmentation, "
         "for which the authors average forward and RC embeddings (rc: average)",
     ),
+    "biofm": Family(
+        "geneb.models.biofm:from_settings",
+        {"causal": True},
+        notes="BioFM (m42-health): a transformers Mistral decoder read with GENEB's BioToken tokenizer "
+        "(biofm-eval's AnnotationTokenizer rules: one token per letter, [CLS] ... [SEP]); padded on the right "
+        "with the attention mask, so `last` pooling without special tokens is each row's last nucleotide",
+    ),
     "gpn": Family(
         _HF,
         {"causal": False},

@@ -141,7 +141,7 @@ class HFEncoder(TokenModelEncoder):
         super().__init__(settings, **kwargs)
 
     def _load(self) -> None:
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel
 
         load = self.settings.load
         trust = self.settings.trust_remote_code
@@ -180,7 +180,7 @@ class HFEncoder(TokenModelEncoder):
             kwargs["code_revision"] = load.code_revision
         self.weights_format = weights_format(self.where, self.revision)
         with hidden_modules(hide):
-            self.tokenizer = AutoTokenizer.from_pretrained(self.where, **kwargs)
+            self.tokenizer = self._load_tokenizer(kwargs)
             config = config_with_overrides(self.where, load.config_overrides, model=self.model_id, **kwargs)
             model, info = load_model(
                 AutoModel,
@@ -244,6 +244,16 @@ class HFEncoder(TokenModelEncoder):
         self.pad_sensitive = getattr(cfg, "attention_type", None) == "block_sparse"
         local = Path(self.where)
         self.weights_sha256 = weights_hash(local) if local.is_dir() else None
+
+    def _load_tokenizer(self, kwargs: dict[str, Any]) -> Any:
+        """The checkpoint's tokenizer: `AutoTokenizer.from_pretrained` with the model's loading kwargs
+        (trust_remote_code, revision, code_revision). An adapter whose checkpoint ships no transformers tokenizer
+        overrides this with GENEB's own (`geneb.models.biofm`); what it returns must answer the calls of this
+        class (`__call__` with add_special_tokens, model_max_length, pad/unk_token_id, convert_ids_to_tokens,
+        len)."""
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(self.where, **kwargs)
 
     def _takes_attention_mask(self) -> bool:
         want = self.extraction.attention_mask
