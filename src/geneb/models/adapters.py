@@ -98,6 +98,13 @@ FAMILIES: dict[str, Family] = {
         "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
         dtypes=("float32",),  # the adapter runs the package's model as loaded, in float32
     ),
+    "dnagpt": Family(
+        "geneb.models.dnagpt:from_settings",
+        {"causal": True, "attention_mask": False},
+        notes="DNAGPT (TencentAILabHealthcare/DNAGPT): GENEB's own module and k-mer tokenizer from the authors' "
+        "code, reading the authors' <name>.pth from a local folder; a causal decoder without a padding mask, "
+        "padded on the right; the <R> species token before every chunk (docs/adapters/dnagpt.md)",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
