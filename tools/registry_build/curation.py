@@ -76,6 +76,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             registry_name=_STR,
             where=_STR,
             package_model_name=_STR,
+            tokenizer=_STR,
             note=_STR,
             geneb_changes=_STR,
             remote={"type": "boolean"},

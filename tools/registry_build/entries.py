@@ -184,7 +184,9 @@ def paper_entry(
     }
     if pc.get("max_tokens"):
         extraction["max_tokens"] = pc["max_tokens"]
-    length_note = _length_rule(cur, reg["tokenizer"] if reg else row["tokenizer"], extraction, "")
+    # the checkpoint's own tokenizer fact where the curation gives one (registry.yaml's may cover a whole family)
+    tokenizer = pc.get("tokenizer") or (reg["tokenizer"] if reg else row["tokenizer"])
+    length_note = _length_rule(cur, tokenizer, extraction, "")
     load: dict[str, Any] = {}
     reg_row = _family(cur, reg["family"]) if reg else {}
     load.update(reg_row.get("load", {}))
@@ -267,7 +269,7 @@ def paper_entry(
         "architecture": row["architecture"],
         "architecture_family": arch_family,
         "tokenizer_type": tokenizer_type,
-        "tokenizer": reg["tokenizer"] if reg else row["tokenizer"],
+        "tokenizer": tokenizer,
         "params": int(row["params_current"]),
         "params_paper": int(row["params_early_meta"])
         if str(row["params_early_meta"]).strip() not in ("", "nan")

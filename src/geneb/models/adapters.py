@@ -125,6 +125,13 @@ FAMILIES: dict[str, Family] = {
         "cover it",
         dtypes=("float32",),  # the module runs in float32, as the reference
     ),
+    "dnagpt": Family(
+        "geneb.models.dnagpt:from_settings",
+        {"causal": True, "attention_mask": False},
+        notes="DNAGPT (TencentAILabHealthcare/DNAGPT): GENEB's own module and k-mer tokenizer from the authors' "
+        "code, reading the authors' <name>.pth from a local folder; a causal decoder without a padding mask, "
+        "padded on the right; the <R> species token before every chunk (docs/adapters/dnagpt.md)",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
