@@ -202,7 +202,7 @@ def settings_source(spec: Any, weights_dir: str | os.PathLike[str] = DEFAULT_WEI
     """The `source` of the extraction settings of `spec` (kind external with `path`, or download): what the job
     needs to build the folder and what identifies the weights.
 
-    * a folder: {kind, path, fingerprint}; its `file_sha256` are checked here;
+    * a folder: {kind, path, fingerprint, [expect], [file_sha256]}; its `file_sha256` are checked here;
     * an archive or a single file: {kind, file, sha256, unpack, [filename], path: the cache folder,
       [expect], [file_sha256]} (sha256 read here and checked against `source.sha256`);
     * a download: {kind, url, sha256, unpack, filename, path: the cache folder, [file], [expect],
@@ -218,7 +218,7 @@ def settings_source(spec: Any, weights_dir: str | os.PathLike[str] = DEFAULT_WEI
         p = Path(str(src.path))
         if p.is_dir():
             check_file_sha256(model, p, src.file_sha256)
-            return {**out, "path": str(src.path), "fingerprint": folder_fingerprint(p)}
+            return {**out, "path": str(src.path), "fingerprint": folder_fingerprint(p), **checks}
         sha = file_sha256(p)
         _expected_archive_sha(model, src, sha, str(p))
         unpack = is_archive(p)
