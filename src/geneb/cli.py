@@ -363,7 +363,7 @@ def cmd_weights_list(args: argparse.Namespace) -> str:
         src = spec.source
         refusal = weights_refusal(spec)
         if refusal is not None:
-            state, where = refusal[0], src.path or "-"
+            state, where = refusal[0], src.path or src.url or src.where or "-"
         elif src.kind == "download" and not src.path:
             folder = cache_folder(registry.weights_dir, spec.id, str(src.sha256).lower())
             name = src.filename or download_name(src.url)

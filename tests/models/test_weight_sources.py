@@ -344,6 +344,21 @@ def test_download_is_fetched_checked_unpacked_and_hashed_by_its_sha256_not_its_u
     )
 
 
+def test_a_copy_of_a_download_given_in_model_weights_is_checked_and_used_without_the_network(tmp_path):
+    archive = _zip(tmp_path / "w.zip")
+    src = {"kind": "download", "url": f"{closed_endpoint()}/w.zip", "sha256": _sha(archive)}
+    sheet = _sheet(tmp_path, m=src)
+    cache = tmp_path / "cache"
+    settings = _settings(_load(sheet, {"m": str(archive)}, cache))
+    assert extraction_hash(settings) == extraction_hash(_settings(_load(sheet, weights_dir=cache)))
+    build(settings)  # unpacked from the copy: the closed URL is never asked
+    assert (Path(settings["source"]["path"]) / "config.json").is_file()
+    with pytest.raises(W.WeightsError, match=f"expected {_sha(archive)}"):
+        _settings(_load(sheet, {"m": str(_tgz(tmp_path / "other.tgz"))}, cache))
+    with pytest.raises(NotRunnableError, match="a download's copy is the downloaded file itself"):
+        _settings(_load(sheet, {"m": str(tmp_path)}, cache))
+
+
 def test_download_checksum_mismatch_names_model_url_expected_and_actual(tmp_path):
     served = tmp_path / "served"
     served.mkdir()

@@ -177,6 +177,12 @@ def weights_refusal(spec: Any) -> tuple[str, str] | None:
             f"{CONFIG_KEY} gives {src.path}, which does not exist (relative paths resolve against the working "
             f"directory, {Path.cwd()}); {fetch}{expect}",
         )
+    if p.is_dir() and src.kind == "download":
+        return (
+            "model_weights is a folder",
+            f"{CONFIG_KEY} gives the folder {src.path}, but a download's copy is the downloaded file itself "
+            f"({download_name(src.url) if not src.filename else src.filename}, sha256 {src.sha256}); name that file",
+        )
     if p.is_dir():
         missing = missing_files(p, src.expect)
     elif is_archive(p):
