@@ -42,10 +42,17 @@ def fake_hub(repos: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serve(Handler) as url:
+        yield url, seen
+
+
+@contextmanager
+def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve `handler` on 127.0.0.1 (a free port) in a thread; yields the base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

@@ -10,6 +10,10 @@
     geneb pin-revisions MODEL ... [--ref main]
                                        move lockfile pins to the commit a ref points to now (needs network;
                                        the first workflow run pins unpinned models by itself)
+    geneb weights fetch MODEL ... [--config C]
+                                       fetch (download, unpack) the weights of models whose weights are outside
+                                       the hub into the weights cache, ahead of a run on offline compute nodes
+    geneb weights list [--config C]    the models with weights outside the hub: given, cached, or what to fetch
     geneb env list [--prefix DIR]      the runtime environments (envs/*.yaml), the models each serves, built or not
     geneb env build NAME [--prefix DIR] [--python PY]
                                        build (or reuse) the pip venv of envs/NAME.yaml (docs/hpc.md, "Environments")
@@ -117,15 +121,37 @@ def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
     return df[df["protocol"] == protocol]
 
 
-def _registry(path: str, pins: str | None = None) -> Registry:
+def _registry(path: str, pins: str | None = None, config: str | None = None) -> Registry:
     """The model registry (config/models.yaml) through its one reader, `geneb.models.registry.load_registry`
-    (schema and cross-field checks included), with the lockfile `pins` applied when given; CliError for a
-    missing file, unreadable or malformed YAML, or an invalid registry or lockfile."""
+    (schema and cross-field checks included), with the lockfile `pins` applied when given, and the
+    `model_weights` paths and `execution.weights_dir` of the workflow config file `config` when given and
+    present (`_weights_config`); CliError for a missing file, unreadable or malformed YAML, or an invalid
+    registry, lockfile or model_weights."""
     p = _file(path, "model sheet")
+    weights, weights_dir = _weights_config(config)
     try:
-        return load_registry(p, pins=pins)
+        return load_registry(p, pins=pins, weights=weights, weights_dir=weights_dir)
     except RegistryError as err:
         raise CliError(str(err)) from err
+
+
+def _weights_config(path: str | None) -> tuple[dict[str, str], str | None]:
+    """({model: path} of the config key `model_weights`, execution.weights_dir or None) of the workflow config
+    file `path` ({} and None when there is no such file); CliError for a file that is not a YAML mapping."""
+    if path is None or not Path(path).is_file():
+        return {}, None
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise CliError(f"config file {path} is not valid YAML ({_short(err)})") from err
+    if not isinstance(data, dict):
+        raise CliError(f"config file {path}: expected a mapping of config keys")
+    weights = data.get("model_weights") or {}
+    if not isinstance(weights, dict):
+        raise CliError(f"config file {path}: model_weights must be a mapping {{model id: path}}, got {weights!r}")
+    return {str(k): str(v) for k, v in weights.items()}, ((data.get("execution") or {}).get("weights_dir"))
 
 
 #: `geneb models`: the environment a model's extraction runs in when its entry names none
@@ -170,7 +196,7 @@ def _ci_label(path: str, table: pd.DataFrame) -> str | None:
 
 def cmd_models(args: argparse.Namespace) -> str:
     pins = args.pins if Path(args.pins).exists() else None  # no lockfile yet: nothing is pinned
-    registry = _registry(args.sheet, pins)
+    registry = _registry(args.sheet, pins, args.config)
     meta = model_frame(registry.models)
     if meta.empty:
         raise CliError(f"model sheet {args.sheet} lists no models")
@@ -277,6 +303,85 @@ def cmd_pin_revisions(args: argparse.Namespace) -> str:
         "\n".join(f"{m}: {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in pins.items())
         + f"\nwritten to {args.pins}"
     )
+
+
+def _weight_specs(args: argparse.Namespace) -> tuple[Registry, list[ModelSpec]]:
+    """The registry with the config's model_weights, and the specs of `args.models` (every model with weights
+    outside the hub when none are named); CliError for an unknown model or one whose weights are on the hub."""
+    from geneb.models.weights import WEIGHT_KINDS
+
+    registry = _registry(args.sheet, None, args.config)
+    if args.weights_dir:
+        registry = Registry(registry.models, registry.pairs, registry.raw, weights_dir=args.weights_dir)
+    names = list(
+        getattr(args, "models", None) or [m for m, s in registry.models.items() if s.source.kind in WEIGHT_KINDS]
+    )
+    specs = []
+    for model in names:
+        try:
+            spec = registry.spec(model)
+        except RegistryError as err:
+            raise CliError(str(err)) from err
+        if spec.source.kind not in WEIGHT_KINDS:
+            raise CliError(
+                f"model {model}: source kind {spec.source.kind}; only models whose weights are outside the hub "
+                "(kind external or download) are fetched here (hub models: docs/hpc.md, 'Offline compute nodes')"
+            )
+        specs.append(spec)
+    return registry, specs
+
+
+def cmd_weights_fetch(args: argparse.Namespace) -> str:
+    from geneb.models.weights import WeightsError, materialize, settings_source, weights_refusal
+
+    registry, specs = _weight_specs(args)
+    done, failed = [], []
+    for spec in specs:
+        refusal = weights_refusal(spec)
+        if refusal is not None:
+            failed.append(f"model {spec.id}: {refusal[1]}")
+            continue
+        try:
+            source = settings_source(spec, registry.weights_dir)
+            folder = materialize(source, spec.id, say=lambda line: print(line, flush=True))
+        except (WeightsError, OSError) as err:
+            failed.append(str(err) if str(err).startswith("model ") else f"model {spec.id}: {err}")
+            continue
+        ident = f"fingerprint {source['fingerprint'][:12]}" if "fingerprint" in source else f"sha256 {source['sha256']}"
+        done.append(f"{spec.id}: {folder} ({ident})")
+    if failed:
+        raise CliError("\n".join([*done, *failed]))
+    return "\n".join(done)
+
+
+def cmd_weights_list(args: argparse.Namespace) -> str:
+    from geneb.models.weights import cache_folder, download_name, is_archive, is_complete, weights_refusal
+
+    registry, specs = _weight_specs(args)
+    rows = []
+    for spec in specs:
+        src = spec.source
+        refusal = weights_refusal(spec)
+        if refusal is not None:
+            state, where = refusal[0], src.path or src.url or src.where or "-"
+        elif src.kind == "download" and not src.path:
+            folder = cache_folder(registry.weights_dir, spec.id, str(src.sha256).lower())
+            name = src.filename or download_name(src.url)
+            unpack = src.unpack if src.unpack is not None else is_archive(name)
+            cached = is_complete(
+                {"path": str(folder), "sha256": str(src.sha256).lower(), "unpack": unpack, "filename": name}
+            )
+            state = "cached" if cached else f"not fetched (`geneb weights fetch {spec.id}`)"
+            where = str(folder) if cached else str(src.url)
+        elif Path(str(src.path)).is_dir():
+            state, where = "folder", str(src.path)
+        else:
+            state = "archive (unpacked into the cache when first used)" if is_archive(str(src.path)) else "file"
+            where = str(src.path)
+        rows.append({"model": spec.id, "kind": src.kind, "state": state, "where": where})
+    if not rows:
+        return "no models with weights outside the hub"
+    return _left_table(pd.DataFrame(rows))
 
 
 def _positive_int(text: str) -> int:
@@ -397,6 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--sheet", default="config/models.yaml")
     m.add_argument("--pins", default="config/model_revisions.yaml", help="the lockfile of pinned hub revisions")
     m.add_argument("--runnable", action="store_true", help="list only the models runnable here")
+    m.add_argument(
+        "--config",
+        default="config/config.yaml",
+        help="the workflow config whose model_weights are applied (if present)",
+    )
     m.set_defaults(func=cmd_models)
     t = sub.add_parser("tasks", help="list the tasks of the catalogue")
     t.add_argument("--sheet", default="config/tasks.tsv")
@@ -410,6 +520,27 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--pins", default="config/model_revisions.yaml")
     pr.add_argument("--endpoint", default=None, help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
     pr.set_defaults(func=cmd_pin_revisions)
+    w = sub.add_parser("weights", help="fetch or list the weights of models whose weights are outside the hub")
+    w_sub = w.add_subparsers(dest="weights_command", required=True)
+    for name, func, help_ in (
+        (
+            "fetch",
+            cmd_weights_fetch,
+            "download / unpack the weights of MODEL ... into the weights cache (needs network)",
+        ),
+        ("list", cmd_weights_list, "each model with weights outside the hub: given, cached, or what to fetch"),
+    ):
+        ws = w_sub.add_parser(name, help=help_)
+        if name == "fetch":
+            ws.add_argument("models", nargs="+", help="registry ids of models of source kind external or download")
+        ws.add_argument(
+            "--config", default="config/config.yaml", help="the workflow config (model_weights, weights_dir)"
+        )
+        ws.add_argument("--sheet", default="config/models.yaml")
+        ws.add_argument(
+            "--weights-dir", default=None, help="the weights cache (default: the config's execution.weights_dir)"
+        )
+        ws.set_defaults(func=func)
     env = sub.add_parser("env", help="list or build the runtime environments of envs/ (pip venvs)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     cache_help = "the folder the venvs are cached under (default $GENEB_ENV_DIR, else .geneb/envs)"

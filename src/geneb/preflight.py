@@ -6,7 +6,8 @@ and the fix, and the run stops before any job starts (a refusal inside a GPU job
 profile's retries). Checked per model:
 
 * the entry is runnable (adapter family, pinned revision, local folder present: `registry.runnable`);
-* with the Hugging Face hub switched off (HF_HUB_OFFLINE=1), a pinned hub model's files are in the HF cache;
+* with the Hugging Face hub switched off (HF_HUB_OFFLINE=1), a pinned hub model's files are in the HF cache, and a
+  `source.kind: download` model's files are in the weights cache (`geneb weights fetch`; geneb.models.weights);
 * where its extraction will run, its packages are importable and its `load.transformers` range holds: in the
   model's built venv (env route `venv`, a model of a non-default env), or in this interpreter (a model of the
   default env on the venv route; every model when the conda route runs without `--sdm conda`). With `--sdm conda` Snakemake builds the env from the env file,
@@ -28,6 +29,7 @@ from typing import Any
 from geneb.envs import DEFAULT_ENV, ENVS_DIR, EnvError, python_for_env
 from geneb.models.registry import Registry, required_packages, runnable
 from geneb.models.spec import ModelSpec
+from geneb.models.weights import is_complete
 
 #: execution.env_route values (config schema)
 ENV_ROUTES = ("conda", "venv")
@@ -110,6 +112,25 @@ def _hub_cache_problem(spec: ModelSpec) -> str | None:
     )
 
 
+def _download_cache_problem(spec: ModelSpec, weights_dir: str) -> str | None:
+    """With HF_HUB_OFFLINE set (the sign of offline compute nodes), a `source.kind: download` model whose folder
+    is not in the weights cache (and no model_weights copy is given): its job could not fetch it."""
+    if spec.source.kind != "download" or spec.source.path:
+        return None
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("0", "", "false", "no"):
+        return None
+    from geneb.models.weights import settings_source
+
+    source = settings_source(spec, weights_dir)
+    if is_complete(source):
+        return None
+    return (
+        f"model {spec.id}: HF_HUB_OFFLINE is set and its weights ({source['url']}) are not in the weights cache "
+        f"{source['path']}; fetch them where there is network: `geneb weights fetch {spec.id}` with the same "
+        "execution.weights_dir (docs/hpc.md, 'Offline compute nodes')"
+    )
+
+
 def preflight_problems(*args: Any, **kwargs: Any) -> list[str]:
     """Every reason a model cannot run in this run (`preflight`'s two lists together); same arguments."""
     blocking, here = preflight(*args, **kwargs)
@@ -144,7 +165,7 @@ def preflight(
         if not ok:
             problems.append(f"model {model} is in the registry but not runnable: {why}")
             continue
-        hub = _hub_cache_problem(spec)
+        hub = _hub_cache_problem(spec) or _download_cache_problem(spec, registry.weights_dir)
         if hub:
             problems.append(hub)
         by_env.setdefault(spec.env_name, []).append(spec)

@@ -99,19 +99,29 @@ SHIPPED_OFFLINE = {
 
 def check_runnable(specs):
     """Properties of runnability that hold for any registry with user entries added: every shipped offline
-    entry runs offline; an entry runs offline exactly when it is a builtin or a local folder that exists in a
-    family with an adapter; an unpinned hub entry is refused with the reason."""
+    entry runs offline; an entry runs offline exactly when it is a builtin, a local folder that exists, or
+    external weights the config's model_weights gives, in a family with an adapter; an unpinned hub entry is refused with the reason."""
     offline = {k for k, v in specs.models.items() if runnable_offline(v)}
     assert offline >= SHIPPED_OFFLINE, sorted(SHIPPED_OFFLINE - offline)
     for key, v in specs.models.items():
         expected = (
-            (v.source.kind == "builtin" or (v.source.kind == "local" and Path(v.source.path).is_dir()))
+            (
+                v.source.kind == "builtin"
+                or (v.source.kind == "local" and Path(v.source.path).is_dir())
+                or (v.source.kind == "external" and _external_weights_given(v.source))
+            )
             and v.family in FAMILIES
             and FAMILIES[v.family].entry is not None
         )
         assert (key in offline) == expected, key
     with pytest.raises(NotRunnableError, match="no pinned revision"):
         extraction_settings(specs, "DNABERT-S", {})
+
+
+def _external_weights_given(src):
+    """model_weights names an existing archive or file, or a folder holding every `source.expect` path."""
+    p = Path(src.path or "/nonexistent")
+    return p.is_file() or (p.is_dir() and all((p / rel).exists() for rel in src.expect or ()))
 
 
 def test_runnable_counts(specs):

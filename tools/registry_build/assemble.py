@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from .curation import Curation, load_curation
+from .curation import Curation, CurationError, load_curation
 from .entries import paper_entry, registry_entry
 from .facts import reg_verified
 from .parse import clean_hub_id
@@ -48,6 +48,12 @@ def build(
         if match is not None:
             used.add(match["name"])
         models[mid] = paper_entry(cur, row, match, verified_orgs, log)
+    stray = sorted(m for m in cur.paper_weights if (models.get(m) or {}).get("source", {}).get("kind") != "external")
+    if stray:  # a row that would be written nowhere
+        raise CurationError(
+            f"{cur.folder / 'paper_models.yaml'}: weights rows for {stray}, which are not paper models whose weights "
+            "are outside the hub (source.kind external)"
+        )
     for e in reg:
         if e["name"] in used:
             continue

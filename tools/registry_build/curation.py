@@ -85,6 +85,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ),
         domains=_rows("model", ("domain",), domain=_STR),
         dtypes=_rows("model", ("dtype",), dtype={"enum": ["float32", "bfloat16", "float16"]}),
+        weights=_rows(
+            "model",
+            ("fetch",),
+            fetch=_STR,
+            url=_STR,
+            expect=_STRS,
+            sha256={"type": "string", "pattern": "^[0-9a-f]{64}$"},
+            file_sha256={"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+        ),
     ),
     "context.yaml": _file(
         paper_context=_rows("model", ("context", "note"), context=_STR, note=_STR),
@@ -194,6 +203,9 @@ class Curation:
     paper: dict[str, dict[str, Any]]  # geneb_model_id -> curation row
     paper_domain: dict[str, str]
     paper_dtype: dict[str, str]  # geneb_model_id -> extraction.dtype of its default (reference) extraction
+    paper_weights: dict[
+        str, dict[str, Any]
+    ]  # geneb_model_id -> source fields of external weights (fetch, url, expect, ...)
     paper_context: dict[str, tuple[str, str]]
     beyond_trained_context: dict[str, str]
     supervised: frozenset[str]
@@ -252,6 +264,7 @@ def load_curation(folder: Path | None = None) -> Curation:
         paper={r["model"]: _strip(r, "model") for r in pap["models"]},
         paper_domain={r["model"]: r["domain"] for r in pap["domains"]},
         paper_dtype={r["model"]: r["dtype"] for r in pap["dtypes"]},
+        paper_weights={r["model"]: _strip(r, "model") for r in pap["weights"]},
         paper_context={r["model"]: (r["context"], r["note"]) for r in ctx["paper_context"]},
         beyond_trained_context={r["model"]: r["why"] for r in ctx["beyond_trained_context"]},
         supervised=frozenset(r["model"] for r in d["supervised.yaml"]["supervised"]),

@@ -203,7 +203,7 @@ def paper_entry(
         source: dict[str, Any] = {"kind": "hub-unpinned", "hub_id": hub_id}
         fact_notes += [hub_note] if hub_note else []
     else:
-        source = {"kind": "external", "where": pc.get("where", src_text)}
+        source = {"kind": "external", "where": pc.get("where", src_text), **cur.paper_weights.get(mid, {})}
     # the three factors of matched-pair derivation: the paper's sheet against registry.yaml (reconcile)
     arch_family, n1 = reconcile(
         "architecture_family",

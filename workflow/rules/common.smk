@@ -55,6 +55,7 @@ config.update(hpc.stable_params(config))
 # One spelling per local path: the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them.
 for _key in ("task_sheet", "model_sheet", "model_revisions"):
     config[_key] = hpc.canonical_path(config[_key])
+config["model_weights"] = {_m: hpc.canonical_path(os.path.expanduser(_p)) for _m, _p in config["model_weights"].items()}
 for _key in ("dir", "registry", "claims"):
     config["analysis"]["published"][_key] = hpc.canonical_path(config["analysis"]["published"][_key])
 
@@ -78,13 +79,16 @@ if workflow.is_main_process and _default_caps and _by_default:
 # the one reader of the model registry: pins applied, validated against the schema, then typed (ModelSpec).
 # The process that plans the run first pins, once, every selected hub model without a pin (the hub's `main`,
 # written to the model_revisions lockfile); later runs use exactly the locked commits. Unknown model ids fail
-# here; every selected model that cannot run (what it needs: network for a pin, an adapter) below, at once.
+# here; every selected model that cannot run (what it needs: network for a pin, an adapter, weights from outside
+# the hub) below, at once. The config's `model_weights` paths are merged in here too (geneb.models.weights).
 REGISTRY, _lock_log, _NOT_RUNNABLE = load_locked_registry(
     config["model_sheet"],
     yaml.safe_load(open(workflow.source_path("../schemas/models.schema.yaml"))),
     config["model_revisions"],
     config["models"],
     resolve=workflow.is_main_process,
+    weights=config["model_weights"],
+    weights_dir=config["execution"]["weights_dir"],
 )
 for _line in _lock_log:
     logger.info(_line)
@@ -352,9 +356,10 @@ def probe_tables(wildcards=None):
 
 
 def report_config(wildcards=None):
-    """The configuration shown in the report, without the execution knobs (they never change a result, so
-    they must not rerun the report either), every mapping sorted."""
-    shown = {key: value for key, value in config.items() if key != "execution"}
+    """The configuration shown in the report, without the execution knobs and the `model_weights` paths (they
+    never change a result: the weights' content is in each model's settings hash; so they must not rerun the
+    report either), every mapping sorted."""
+    shown = {key: value for key, value in config.items() if key not in ("execution", "model_weights")}
     for key in ("tasks", "models", "protocols"):  # their order changes no result
         shown[key] = sorted(shown[key])
     return hpc.stable_params(shown)

@@ -362,13 +362,13 @@ class DNAGPTEncoder(TokenModelEncoder):
         src = self.settings.source
         self.checkpoint_name = self.settings.load.package_model_name or self.model_id
         arch = architecture(self.checkpoint_name, self.settings.load.config_overrides, model=self.model_id)
-        if not src.path:
+        if not src.folder:
             raise ModelLoadError(
                 f"model {self.model_id}: no folder to read the DNAGPT checkpoint {self.checkpoint_name}.pth from "
                 f"(source {src.as_dict()}); download it ({WEIGHTS_FILE.get(self.checkpoint_name, WEIGHTS_FOLDER)}) "
-                "into a folder and register it as source.kind: local with its path"
+                f"into a folder and point the config at it (model_weights: {{{self.model_id}: /path/to/folder}})"
             )
-        path = Path(src.path) / f"{self.checkpoint_name}.pth"
+        path = Path(src.folder) / f"{self.checkpoint_name}.pth"
         self.tokenizer = KmerTokenizer(arch.dynamic_kmer)
         state = read_state_dict(path, model=self.model_id, name=self.checkpoint_name)
         net = build_model(state, arch, len(self.tokenizer), model=self.model_id, path=path)

@@ -122,7 +122,7 @@ class EnformerEncoder:
         window = self.settings.load.window_bp
         self.window = int(window if window is not None else WINDOW_BP)
         src = self.settings.source
-        where = src.path if src.kind == "local" else src.hub_id
+        where = src.folder or src.hub_id
         kwargs = {"revision": src.revision} if src.kind == "hub" else {}
         from enformer_pytorch import from_pretrained
 

@@ -2,7 +2,7 @@
 releases of Genomics-FM and DeepGene): the files the folder must hold, a weights-only state dict with an
 explicit, checked key mapping onto GENEB's module, and a `tokenizers` tokenizer file behind the token engine.
 
-The folder is the registry's `source.path` (`source.kind: local`). What the folder must hold, by adapter:
+The folder is the registry's `source.path` (`source.kind: local`, or external weights resolved by `model_weights`). What the folder must hold, by adapter:
 `config.json` (the authors' `save_pretrained` config), one weight file (`model.safetensors`, or a pickled
 `pytorch_model.bin` read with `torch.load(weights_only=True)`, never a full unpickle) and `tokenizer.json`
 (a `tokenizers` file). A missing file is a ModelLoadError naming the model, the file and where to get it.
@@ -40,15 +40,16 @@ WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin")
 
 
 def model_folder(settings: ExtractionSettings, *, get: str) -> Path:
-    """The checkpoint folder of a `source.kind: local` entry. get: where the weights come from (named in the
-    error). Raises ModelLoadError naming the model when the source is not a local folder or it does not exist."""
+    """The checkpoint folder of the entry: a `source.kind: local` folder, or the folder external or downloaded
+    weights resolved to (`model_weights` in the config; geneb.models.weights). get: where the weights come from
+    (named in the error). Raises ModelLoadError naming the model when there is no folder or it does not exist."""
     src = settings.source
-    if src.kind != "local" or not src.path:
+    if not src.folder:
         raise ModelLoadError(
-            f"model {settings.model}: needs a local checkpoint folder (source.kind: local, source.path); got source "
-            f"{src.as_dict()}. Weights: {get}"
+            f"model {settings.model}: needs a local checkpoint folder (model_weights: {{{settings.model}: "
+            f"/path/to/folder}} in the config, or source.kind: local); got source {src.as_dict()}. Weights: {get}"
         )
-    folder = Path(src.path)
+    folder = Path(src.folder)
     if not folder.is_dir():
         raise ModelLoadError(f"model {settings.model}: checkpoint folder {folder} does not exist. Weights: {get}")
     return folder

@@ -127,7 +127,7 @@ class HFEncoder(TokenModelEncoder):
     ) -> None:
         settings = ExtractionSettings.of(settings)
         src = settings.source
-        self.where = where if where is not None else (src.path if src.kind == "local" else src.hub_id)
+        self.where = where if where is not None else (src.folder or src.hub_id)
         self.revision = revision if where is not None else (src.revision if src.kind == "hub" else None)
         if not self.where:
             raise ValueError(f"model {settings.model}: no hub id or path to load from (source {src.as_dict()})")

@@ -4,11 +4,13 @@ extraction settings, whose hash names the embedding cache folder (docs/data-dict
 Torch-free: Snakemake imports this while it builds the DAG. Field meanings are in docs/data-dictionary.md
 ("Inputs: the model registry"); how to add a model is in docs/adding-a-model.md.
 
-Runnable means GENEB can build the model now: a builtin, a local folder that exists, or a hub id pinned to a
-40-hex commit (needs the network or a filled HF cache), in a family with an adapter. An entry whose revision
-is not known (`source.kind: hub-unpinned`), whose weights live outside the hub (`external`), or whose
-family has no adapter (`unsupported`) is kept for its metadata and refused by `extraction_settings`, with
-the reason (case B24: loading by name alone runs whatever is on the hub today).
+Runnable means GENEB can build the model now: a builtin, a local folder that exists, a hub id pinned to a
+40-hex commit (needs the network or a filled HF cache), weights outside the hub that the config key
+`model_weights` points at (`external`), or a checksummed download (`download`; geneb.models.weights), in a
+family with an adapter. An entry whose revision is not known (`source.kind: hub-unpinned`), whose external
+weights were not given, or whose family has no adapter (`unsupported`) is kept for its metadata and refused by
+`extraction_settings`, with the reason and its fix (case B24: loading by name alone runs whatever is on the hub
+today).
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ from geneb.models.adapters import FAMILIES, family
 from geneb.models.pins import LockResult, PinError, apply_pins, lock_revisions, read_pins
 from geneb.models.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
 from geneb.models.spec import MatchedPair, ModelSpec, SpecError
+from geneb.models.weights import (
+    DEFAULT_WEIGHTS_DIR,
+    LOCATION_KEYS,
+    WEIGHT_KINDS,
+    WeightsError,
+    apply_weights,
+    settings_source,
+    weights_refusal,
+)
 from geneb.provenance import REVISION, stable_hash
 from geneb.schemas import load_schema, schema_errors
 
@@ -33,10 +44,12 @@ from geneb.schemas import load_schema, schema_errors
 #: GENEB's extraction defaults; `unk_policy` (default count) is left out, so it is in a model's settings (and
 #: the extraction rule's params) only where its entry sets it: adding the key reran no existing job
 DEFAULT_EXTRACTION: dict[str, Any] = {k: v for k, v in Extraction().as_dict().items() if k != "unk_policy"}
-SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external")
+SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external", "download")
 #: free-text provenance of `source:` and `load:`: kept in the registry, never in the extraction settings (the cache
 #: key), so correcting a note reruns nothing (docs/footguns.md, "Model loading")
-PROVENANCE_SOURCE_KEYS = ("origin", "base_hub_id", "where", "url")
+#: (`fetch`: the instructions to fetch external weights; kind download keeps its `url` in the settings, to fetch
+#: it in the job, and `extraction_hash` leaves it out)
+PROVENANCE_SOURCE_KEYS = ("origin", "base_hub_id", "where", "url", "fetch")
 PROVENANCE_LOAD_KEYS = ("transformers_note",)
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
 PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
@@ -61,15 +74,17 @@ class NotRunnableError(RegistryError):
 @dataclass(frozen=True)
 class Registry:
     """The model registry, read once (`load_registry`). models: {id: ModelSpec} in file order; pairs: the
-    declared matched pairs; raw: the validated mapping as read (pins applied), for Snakemake's schema check
-    and tests of the file itself; code takes the typed objects."""
+    declared matched pairs; raw: the validated mapping as read (pins and `model_weights` paths applied), for
+    Snakemake's schema check and tests of the file itself; code takes the typed objects. weights_dir: the cache
+    folder of external archives and downloads (config `execution.weights_dir`; geneb.models.weights)."""
 
     models: Mapping[str, ModelSpec]
     pairs: tuple[MatchedPair, ...]
     raw: Mapping[str, Any]
+    weights_dir: str = DEFAULT_WEIGHTS_DIR
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> Registry:
+    def from_mapping(cls, data: Mapping[str, Any], *, weights_dir: str | Path | None = None) -> Registry:
         """Type an already parsed and validated registry mapping ({"models": {...}, "matched_pairs": [...]}).
         Raises RegistryError naming the model for an entry that does not fit the typed spec."""
         try:
@@ -77,7 +92,7 @@ class Registry:
             pairs = tuple(MatchedPair.from_mapping(p) for p in data.get("matched_pairs") or ())
         except SpecError as err:
             raise RegistryError(str(err)) from err
-        return cls(models=models, pairs=pairs, raw=data)
+        return cls(models=models, pairs=pairs, raw=data, weights_dir=str(weights_dir or DEFAULT_WEIGHTS_DIR))
 
     def spec(self, model: str) -> ModelSpec:
         """The entry of `model`; raises RegistryError with close matches if unknown."""
@@ -141,19 +156,28 @@ def load_registry(
     *,
     pins: str | Path | None = None,
     envs_dir: str | Path | None = ENVS_DIR,
+    weights: Mapping[str, Any] | None = None,
+    weights_dir: str | Path | None = None,
 ) -> Registry:
     """Read config/models.yaml (the only reader of that file), apply the pinned hub revisions of the file
-    `pins` (config key `model_revisions`; geneb.models.pins), validate the mapping against the JSON schema
+    `pins` (config key `model_revisions`; geneb.models.pins) and the weights paths of `weights` (config key
+    `model_weights`: {model id: folder, archive or file}; `weights.apply_weights`), validate the mapping against the JSON schema
     (`schema`, default workflow/schemas/models.schema.yaml), run the cross-field checks of `check_registry`
     and the env checks of `check_envs` against the env files of `envs_dir` (default the repository's envs/;
-    None skips them), and build the typed `Registry`. Raises RegistryError naming the file, the model and the
-    field (for an env: the model, the env and the fix)."""
+    None skips them), and build the typed `Registry` (with `weights_dir`, the cache folder of external archives
+    and downloads, default resources/model_weights). Raises RegistryError naming the file, the model and the
+    field (for an env: the model, the env and the fix; for `model_weights`: the model)."""
     data = _parse(Path(path))
     if pins is not None:
         try:
             apply_pins(data, read_pins(pins))
         except PinError as exc:
             raise RegistryError(f"{pins}: {exc}") from exc
+    if weights:
+        try:
+            apply_weights(data, weights)
+        except WeightsError as exc:
+            raise RegistryError(str(exc)) from exc
     errors = schema_errors(data, schema if schema is not None else load_schema("models"))
     if errors:
         e = errors[0]
@@ -165,7 +189,7 @@ def load_registry(
     if problems:
         raise RegistryError(f"{path}: " + "; ".join(problems))
     try:
-        return Registry.from_mapping(data)
+        return Registry.from_mapping(data, weights_dir=weights_dir)
     except RegistryError as err:
         raise RegistryError(f"{path}: {err}") from err
 
@@ -386,13 +410,10 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
         why.append((f"no adapter (family {fam})", f"family {fam!r}: {FAMILIES[fam].notes}"))
     if kind == "hub-unpinned":
         why.append(("unpinned: a run with network pins it", f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}"))
-    elif kind == "external":
-        why.append(
-            (
-                "weights outside the hub",
-                f"weights are outside the hub ({src.where or 'see notes'}); provide a local folder (source.kind: local)",
-            )
-        )
+    elif kind in WEIGHT_KINDS:
+        refusal = weights_refusal(spec)
+        if refusal is not None:
+            why.append(refusal)
     elif kind == "local" and not Path(src.path or "").is_dir():
         why.append(
             (
@@ -400,7 +421,7 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
                 f"local folder {src.path} does not exist (relative paths resolve against the working directory)",
             )
         )
-    elif kind not in ("local", "hub", "builtin", "hub-unpinned", "external"):
+    elif kind not in SOURCE_KINDS:
         why.append(("unknown source kind", f"unknown source kind {kind!r}"))
     return why
 
@@ -439,6 +460,8 @@ def runnable(spec: ModelSpec) -> tuple[bool, str]:
         "local": "local folder",
         "hub": "pinned hub revision (needs the network or a filled HF cache)",
         "builtin": "built in",
+        "external": "weights outside the hub, from model_weights",
+        "download": "checksummed download (fetched once into the weights cache; needs the network the first time)",
     }
     return True, how[kind]
 
@@ -488,9 +511,11 @@ def selection_error(registry: Registry, problems: dict[str, str], lock: LockResu
         )
     if groups["external"]:
         lines.append(
-            f"- {len(groups['external'])} have weights outside the hub: {', '.join(groups['external'])}; "
-            "provide a local copy (source.kind: local)"
+            f"- {len(groups['external'])} have weights outside the hub that GENEB cannot download: "
+            f"{', '.join(groups['external'])}; fetch each one's files as its line says and point the config key "
+            "model_weights at them:"
         )
+        lines += [f"  - {m}: {problems[m]}" for m in groups["external"]]
     lines += [f"- {m}: {problems[m]}" for m in groups["other"]]
     if lock is not None and lock.pinned:
         lines.append(f"({len(lock.pinned)} hub model(s) were pinned into {pins} now: {', '.join(lock.pinned)})")
@@ -505,18 +530,22 @@ def load_locked_registry(
     *,
     resolve: bool,
     endpoint: str | None = None,
+    weights: Mapping[str, Any] | None = None,
+    weights_dir: str | Path | None = None,
 ) -> tuple[Registry, list[str], str]:
-    """The registry with the lockfile `pins` applied, for a run of `models` (the workflow calls this once,
+    """The registry with the lockfile `pins` and the config's `model_weights` paths (`weights`; cache folder
+    `weights_dir`, config execution.weights_dir) applied, for a run of `models` (the workflow calls this once,
     when it plans the run). With `resolve` (the process that plans the run, not its jobs), first pins every
     selected hub model that has an adapter and no pin yet (`pins.lock_revisions`: the hub is asked once, the
     lockfile written atomically) and reloads. Returns (registry, log lines saying which models were pinned now
     and which run at commits already locked, the NotRunnableError message listing at once every selected model
     that cannot run and what it needs, "" when all can: `selection_error`; the network for a pin, named when
-    the hub was unreachable or HF_HUB_OFFLINE is set, an adapter, or local weights). The caller raises it
+    the hub was unreachable or HF_HUB_OFFLINE is set, an adapter, or weights from outside the hub: what to fetch,
+    from where, and the `model_weights` line). The caller raises it
     after its other checks of the config, so those keep their order.
 
     Raises RegistryError for an unknown model id (with close matches) or a lockfile that cannot be used."""
-    registry = load_registry(path, schema, pins=pins)
+    registry = load_registry(path, schema, pins=pins, weights=weights, weights_dir=weights_dir)
     for model in models:
         registry.spec(model)
     lock = None
@@ -528,7 +557,7 @@ def load_locked_registry(
         except PinError as err:
             raise RegistryError(f"{pins}: {err}") from err
         if lock.pinned:
-            registry = load_registry(path, schema, pins=pins)
+            registry = load_registry(path, schema, pins=pins, weights=weights, weights_dir=weights_dir)
             log.append(
                 f"pinned {len(lock.pinned)} hub model(s) once, written to the lockfile {pins}: "
                 + ", ".join(
@@ -545,9 +574,9 @@ def load_locked_registry(
 
 
 def runnable_offline(spec: ModelSpec) -> bool:
-    """Runnable with no network: a builtin or an existing local folder."""
+    """Runnable with no network: a builtin, an existing local folder, or external weights the config gives."""
     ok, _ = runnable(spec)
-    return ok and spec.source.kind in ("builtin", "local")
+    return ok and spec.source.kind in ("builtin", "local", "external")
 
 
 def resolve_dtype(spec: ModelSpec, dtype: str, device: str) -> str:
@@ -586,22 +615,26 @@ def extraction_settings(
 ) -> dict[str, Any]:
     """Everything about `model` that changes its embeddings (not execution knobs), as a stable JSON-able
     dict: identity, family, source (a local folder carries its content fingerprint, so new files give a new
-    cache path; free-text provenance, PROVENANCE_SOURCE_KEYS, is left out), builtin construction, remote-code
+    cache path; free-text provenance, PROVENANCE_SOURCE_KEYS, is left out; external weights and downloads:
+    `weights.settings_source`, the folder the adapter reads at `path` and the content's fingerprint or sha256), builtin construction, remote-code
     flag, loading options (less PROVENANCE_LOAD_KEYS; `config_overrides` included), resolved extraction options
     (`resolved_extraction`: DEFAULT_EXTRACTION < family defaults < entry, with `dtype` resolved for `device`
     by `resolve_dtype`: one config gives one settings hash per device class, and the hash says which dtype
     ran), and the alphabet policy. This mapping is the rerun key of the extraction rule and is stored in
     every embedding file. device: the run's execution.device (cpu, cuda, cuda:N, auto).
 
-    Raises RegistryError for an unknown model or a dtype that cannot be resolved, and NotRunnableError (with
-    the reason) for an entry that cannot be extracted.
+    Raises RegistryError for an unknown model or a dtype that cannot be resolved, NotRunnableError (with
+    the reason) for an entry that cannot be extracted, and WeightsError for external weights or a `model_weights`
+    copy whose checksum is not the entry's.
     """
     spec = model_spec(registry, model)
     ok, why = runnable(spec)
     if not ok:
         raise NotRunnableError(f"model {model} is in the registry but not runnable: {why}")
     source = {k: v for k, v in spec.source.as_dict().items() if k not in PROVENANCE_SOURCE_KEYS}
-    if spec.source.kind == "local":
+    if spec.source.kind in WEIGHT_KINDS:
+        source = settings_source(spec, as_registry(registry).weights_dir)
+    elif spec.source.kind == "local":
         from geneb.models.files import folder_fingerprint
 
         source["fingerprint"] = folder_fingerprint(spec.source.path)
@@ -627,10 +660,14 @@ def extraction_settings(
 def extraction_hash(settings: dict[str, Any]) -> str:
     """12-hex hash of `extraction_settings(...)`: the cache folder name; any change gives a new path. A local
     folder is identified by its content fingerprint, not by how its path is spelled (`../x`, `/abs/x`, `x/`
-    are one model; case B44), so its path is left out of the hash."""
+    are one model; case B44), so its path is left out of the hash. External weights and downloads likewise: their
+    fingerprint or sha256 (with the layout keys `unpack`, `filename`) is the identity, and where they are or how
+    they are checked (`weights.LOCATION_KEYS`: path, file, url, expect, file_sha256) is left out."""
     source = settings.get("source") or {}
     if source.get("kind") == "local" and source.get("fingerprint"):
         settings = {**settings, "source": {k: v for k, v in source.items() if k != "path"}}
+    elif source.get("kind") in WEIGHT_KINDS and (source.get("fingerprint") or source.get("sha256")):
+        settings = {**settings, "source": {k: v for k, v in source.items() if k not in LOCATION_KEYS}}
     extraction = settings.get("extraction") or {}
     if "unk_policy" in extraction:  # count and error give the same vectors; an error run that meets UNK writes none
         settings = {**settings, "extraction": {k: v for k, v in extraction.items() if k != "unk_policy"}}

@@ -392,8 +392,8 @@ def _fetch(settings: ExtractionSettings, name: str) -> Path | None:
     """Path of file `name` of the checkpoint (local folder, or the hub snapshot at the pinned revision,
     through huggingface_hub's cache), None when the checkpoint has no such file."""
     src = settings.source
-    if src.kind == "local":
-        p = Path(src.path) / name
+    if src.folder:  # a local folder, or external/downloaded weights resolved to one (geneb.models.weights)
+        p = Path(src.folder) / name
         return p if p.is_file() else None
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
@@ -516,7 +516,7 @@ class SpaceEncoder(EnformerEncoder):
         self.arch = arch
         self.model = _IndexInput(trunk, self.species).eval().to(self.device)
         src = self.settings.source
-        self.where = src.path if src.kind == "local" else src.hub_id
+        self.where = src.folder or src.hub_id
 
     def identity(self) -> dict[str, Any]:
         """What defines these embeddings beyond the registry settings (the species run is one of them)."""

@@ -42,12 +42,23 @@ def _present(obj: Any) -> dict[str, Any]:
     return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj) if getattr(obj, f.name) is not None}
 
 
+#: the source kinds whose adapter reads a local folder at `source.path` (for external and download, the folder
+#: `geneb.models.weights` resolves: the user's own, or a cache folder it unpacked or downloaded)
+FOLDER_KINDS = ("local", "external", "download")
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where the weights come from. kind: builtin | local | hub | hub-unpinned | external. hub_id and
-    revision (a 40-hex commit for kind hub); path (kind local; relative paths resolve against the working
-    directory); origin, base_hub_id, where, url: provenance notes. fingerprint: the content fingerprint of a
-    local folder, set only in extraction settings (`registry.extraction_settings`)."""
+    """Where the weights come from. kind: builtin | local | hub | hub-unpinned | external | download. hub_id and
+    revision (a 40-hex commit for kind hub); path (kind local; kind external: the folder, archive or file the
+    config key `model_weights` points at; relative paths resolve against the working directory); origin,
+    base_hub_id, where, url, fetch: provenance and fetch instructions (kind download: url is what is fetched);
+    expect: relative paths the weights folder must hold; sha256: the 64-hex checksum of the archive or single
+    file (required for kind download); file_sha256: {relative path: sha256} of files in the folder; unpack
+    (kind download: unpack the archive; default by its suffix) and filename (the downloaded file's name):
+    the folder's layout (docs/adding-a-model.md, "Weights outside the hub"). Set only in extraction settings
+    (`registry.extraction_settings`, `weights.settings_source`): fingerprint, the content fingerprint of a
+    folder; file, the user's archive or file a cache folder is built from."""
 
     kind: str
     hub_id: str | None = None
@@ -57,7 +68,19 @@ class Source:
     base_hub_id: str | None = None
     where: str | None = None
     url: str | None = None
+    fetch: str | None = None
+    expect: tuple[str, ...] | None = None
+    sha256: str | None = None
+    file_sha256: Mapping[str, str] | None = None
+    unpack: bool | None = None
+    filename: str | None = None
+    file: str | None = None
     fingerprint: str | None = None
+
+    @property
+    def folder(self) -> str | None:
+        """The local folder an adapter loads from: `path` for kinds local, external and download, else None."""
+        return self.path if self.kind in FOLDER_KINDS else None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, model: str = "?") -> Source:
