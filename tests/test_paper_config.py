@@ -49,6 +49,6 @@ def test_its_dry_run_offline_names_what_needs_the_network_and_what_has_no_adapte
     text = out.stdout + out.stderr
     assert out.returncode != 0
     assert "40 selected model(s) cannot run, so nothing was planned" in text
-    assert "- 31 need the network once, to pin their hub revision (the hub was unreachable" in text
-    assert "- 9 have no GENEB adapter (family unsupported): dna_gpt3b_m, LucaOne-default-step36M" in text
+    assert "- 32 need the network once, to pin their hub revision (the hub was unreachable" in text
+    assert "- 8 have no GENEB adapter (family unsupported): dna_gpt3b_m, space" in text
     assert "Job stats" not in text and not (tmp_path / "model_revisions.yaml").exists()

@@ -98,6 +98,14 @@ FAMILIES: dict[str, Family] = {
         "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
         dtypes=("float32",),  # the adapter runs the package's model as loaded, in float32
     ),
+    "lucaone": Family(
+        "geneb.models.lucaone:from_settings",
+        {"causal": False},
+        {"lucaone": "lucaone"},
+        notes="LucaOne (LucaGPLM) through its checkpoint's remote code after `import lucaone`: one gene+protein "
+        "vocabulary, nucleotides as digits (seq_type gene), [CLS]/[SEP], token type 0, rotary positions, "
+        "attention mask",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
