@@ -223,7 +223,7 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     assert cols[cols.index("builtin") - 1] == "geneb" and cols[-1] == "yes"  # env, then source kind
     assert {"hub", commit[:12]} <= set(lines["GROVER"].split())
     assert "unpinned" in lines["DNABERT-S"] and "unpinned: a run with network pins it" in lines["DNABERT-S"]
-    assert "no adapter (family unsupported)" in lines["LucaOne-default-step36M"]
+    assert "no adapter (family unsupported)" in lines["space"]
     from importlib.metadata import version
 
     from packaging.specifiers import SpecifierSet
@@ -232,6 +232,6 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     assert ("needs transformers >=4.28,<4.30" in lines["DNABERT-S"]) == outside
     assert main(["models", "--sheet", sheet, "--pins", str(pins), "--runnable"]) == 0
     shown = {line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]}
-    assert "kmer-3" in shown and "DNABERT-S" not in shown and "LucaOne-default-step36M" not in shown
+    assert "kmer-3" in shown and "DNABERT-S" not in shown and "space" not in shown
     spec = load_registry(sheet).spec("kmer-3")
     assert model_status(types.SimpleNamespace(**{**vars(spec), "env": "caduceus"}))["env"] == "caduceus"

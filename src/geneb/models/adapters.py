@@ -132,6 +132,14 @@ FAMILIES: dict[str, Family] = {
         "code, reading the authors' <name>.pth from a local folder; a causal decoder without a padding mask, "
         "padded on the right; the <R> species token before every chunk (docs/adapters/dnagpt.md)",
     ),
+    "lucaone": Family(
+        "geneb.models.lucaone:from_settings",
+        {"causal": False},
+        {"lucaone": "lucaone"},
+        notes="LucaOne (LucaGPLM) through its checkpoint's remote code after `import lucaone`: one gene+protein "
+        "vocabulary, nucleotides as digits (seq_type gene), [CLS]/[SEP], token type 0, rotary positions, "
+        "attention mask",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
