@@ -22,13 +22,14 @@ ruff format --check --quiet src workflow tools bench tests
 snakefmt --check Snakefile workflow
 snakemake --lint
 
-# Two non-default envs built from their files (envs/transformers4.yaml: transformers 4.x; envs/hyena.yaml), in which
-# tests/envs/test_env_workflow.py runs real extractions through the workflow (venv route). Cached under
-# $GENEB_ENV_DIR (default ~/.cache/geneb-envs, outside the checkout, so later runs reuse them while the env file and
-# pyproject.toml are unchanged); GENEB_TEST_ENVS=0 skips the step (the test then builds them itself).
+# Three non-default envs built from their files: transformers4 (transformers 4.x) and hyena, in which
+# tests/envs/test_env_workflow.py runs real extractions through the workflow (venv route), and lucaone, whose package
+# tests/models/adapters/test_lucaone.py runs the LucaOne stand-in with. Cached under $GENEB_ENV_DIR (default
+# ~/.cache/geneb-envs, outside the checkout, so later runs reuse them while the env file and pyproject.toml are
+# unchanged); GENEB_TEST_ENVS=0 skips the step (the env tests then build them or skip, naming the command).
 export GENEB_ENV_DIR="${GENEB_ENV_DIR:-$HOME/.cache/geneb-envs}"
 if [ "${GENEB_TEST_ENVS:-1}" = 1 ]; then
-    for env in transformers4 hyena; do
+    for env in transformers4 hyena lucaone; do
         start=$SECONDS
         python -m geneb.cli env build "$env" >/dev/null
         echo "env $env: ready in $((SECONDS - start)) s under $GENEB_ENV_DIR"

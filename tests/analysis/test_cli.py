@@ -223,7 +223,7 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     assert cols[cols.index("builtin") - 1] == "geneb" and cols[-1] == "yes"  # env, then source kind
     assert {"hub", commit[:12]} <= set(lines["GROVER"].split())
     assert "unpinned" in lines["DNABERT-S"] and "unpinned: a run with network pins it" in lines["DNABERT-S"]
-    assert "no adapter (family unsupported)" in lines["space"]
+    assert "no adapter (family unsupported)" in lines["SpeciesLM"]
     from importlib.metadata import version
 
     from packaging.specifiers import SpecifierSet

@@ -52,13 +52,13 @@ def test_a_locked_commit_is_kept_when_the_hub_moves_on(tmp_path):
 
 def test_offline_the_error_names_every_model_that_needs_the_network(tmp_path):
     pins = tmp_path / "model_revisions.yaml"
-    models = ["kmer-3", "DNABERT-S", "GROVER", "space"]
+    models = ["kmer-3", "DNABERT-S", "GROVER", "SpeciesLM"]
     _, _, text = load_locked_registry(SHEET, None, pins, models, resolve=True, endpoint=closed_endpoint())
     assert text.startswith("3 selected model(s) cannot run")
     assert "- 2 need the network once, to pin their hub revision (the hub was unreachable: cannot reach" in text
     assert ": DNABERT-S, GROVER; run the workflow once where the hub is reachable" in text
     assert f"lockfile ({pins})" in text
-    assert "- 1 have no GENEB adapter (family unsupported): space" in text
+    assert "- 1 have no GENEB adapter (family unsupported): SpeciesLM" in text
     assert not pins.exists()
 
 
@@ -97,8 +97,8 @@ def test_job_processes_never_ask_the_hub(tmp_path):
 
 def test_models_without_an_adapter_are_not_pinned(tmp_path):
     registry = load_registry(SHEET)
-    with fake_hub({"yangyz1230/space": "a" * 40}) as (endpoint, seen):
-        result = lock_revisions(registry, ["space"], tmp_path / "p.yaml", pinnable=[], endpoint=endpoint)
+    with fake_hub({"gagneurlab/SpeciesLM": "a" * 40}) as (endpoint, seen):
+        result = lock_revisions(registry, ["SpeciesLM"], tmp_path / "p.yaml", pinnable=[], endpoint=endpoint)
     assert seen == [] and result.pinned == {} and not (tmp_path / "p.yaml").exists()
 
 
