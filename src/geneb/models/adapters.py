@@ -140,6 +140,14 @@ FAMILIES: dict[str, Family] = {
         "vocabulary, nucleotides as digits (seq_type gene), [CLS]/[SEP], token type 0, rotary positions, "
         "attention mask",
     ),
+    "janusdna": Family(
+        "geneb.models.janusdna:from_settings",
+        {"causal": False, "attention_mask": False},
+        notes="JanusDNA (Harvard Dataverse Lightning checkpoints) on GENEB's native torch network: two causal "
+        "Mamba/attention/MoE streams fused by a final attention; no padding mask anywhere, so only "
+        "equal-length sequences share a batch; no Mamba kernels, runs in the default env on CPU or GPU",
+        dtypes=("float32",),  # the native selective scan is checked in float32 only; the model has 2M parameters
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
