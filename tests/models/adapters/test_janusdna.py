@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from geneb.embeddings.errors import ModelForwardError, ModelLoadError, WeightsNotLoadedError
+from geneb.embeddings.errors import LayerNotExposedError, ModelForwardError, ModelLoadError, WeightsNotLoadedError
 from geneb.models import adapters
 from geneb.models.janusdna import TOKEN_IDS, selective_scan
 from geneb.models.registry import extraction_settings, load_registry
@@ -181,10 +181,12 @@ def write_checkpoint(folder: pathlib.Path, model: str, backbone: dict[str, torch
     (folder / f"{stem}_model_config.json").write_text(json.dumps({"config": cfg}))
 
 
-def registry_settings(model: str, folder: pathlib.Path, repo: pathlib.Path) -> dict:
-    """The committed registry entry of `model` with its source pointed at `folder` (kind local)."""
+def registry_settings(model: str, folder: pathlib.Path, repo: pathlib.Path, **extraction) -> dict:
+    """The committed registry entry of `model` with its source pointed at `folder` (kind local) and `extraction`
+    options set over its own."""
     entry = copy.deepcopy(load_registry(repo / "config" / "models.yaml").raw["models"][model])
     entry["source"] = {"kind": "local", "path": str(folder)}
+    entry["extraction"].update(extraction)
     return extraction_settings({"models": {model: entry}}, model, {})
 
 
@@ -456,3 +458,19 @@ def test_a_checkpoint_with_its_final_mlp_uses_it(tmp_path, repo):
 def test_rows_shorter_than_three_tokens_are_an_error(encoders):
     with pytest.raises(ModelForwardError, match="at least 3 tokens"):
         encoders["JanusDNA_72_wo"].embed(["AC"])
+
+
+def test_the_default_tap_is_twice_the_final_rmsnorm_and_rows_are_cut_at_1024(standins, encoders, repo):
+    folder, _ = standins["JanusDNA_72_wo"]
+    normed = adapters.build(
+        registry_settings("JanusDNA_72_wo", folder, repo, layer="final_layernorm"), device="cpu", progress=False
+    )
+    assert normed.identity()["layer_resolved"] == "module:final_layernorm"
+    default = encoders["JanusDNA_72_wo"].embed(SEQS[:1]).embeddings
+    np.testing.assert_allclose(default, 2 * normed.embed(SEQS[:1]).embeddings, atol=1e-6, rtol=0)
+    res = encoders["JanusDNA_72_wo"].embed(["ACGT" * 260])  # 1,040 nt: the reference cap is 1,024 tokens
+    assert res.truncated[0] and res.n_tokens[0] == 1024 and res.n_chunks[0] == 1
+    with pytest.raises(LayerNotExposedError):
+        adapters.build(registry_settings("JanusDNA_72_wo", folder, repo, layer=3), device="cpu", progress=False).embed(
+            SEQS[:1]
+        )
