@@ -494,8 +494,10 @@ class JanusDNA(nn.Module):
 
 
 def _inert(name: str) -> type:
-    """A placeholder class for a non-tensor global of a checkpoint pickle (an OmegaConf config, a path, an enum
-    in the Lightning metadata): it takes any arguments and state and runs none of the original class's code."""
+    """A placeholder class for a non-tensor global of a checkpoint pickle (an OmegaConf config, a path, an enum in
+    the Lightning metadata): it takes any arguments and state the pickle gives it and runs none of the original
+    class's code. (torch's weights-only unpickler fills only real dicts and lists, so a dict or list subclass in the
+    metadata still stops the load: `read_checkpoint` says what to do.)"""
 
     def new(cls: type, *args: Any, **kwargs: Any) -> Any:
         return object.__new__(cls)
@@ -506,10 +508,8 @@ def _inert(name: str) -> type:
     def setstate(self: Any, state: Any) -> None:
         object.__setattr__(self, "_geneb_state", state)
 
-    module, _, short = name.rpartition(".")
-    return type(
-        short or name, (), {"__new__": new, "__init__": init, "__setstate__": setstate, "__module__": "geneb.inert"}
-    )
+    methods = {"__new__": new, "__init__": init, "__setstate__": setstate, "__module__": "geneb.inert"}
+    return type(name.rpartition(".")[2] or name, (), methods)
 
 
 def read_checkpoint(path: Path, *, model: str) -> dict[str, torch.Tensor]:
@@ -526,7 +526,11 @@ def read_checkpoint(path: Path, *, model: str) -> dict[str, torch.Tensor]:
         with torch.serialization.safe_globals([(_inert(name), name) for name in unsafe]):
             ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - re-raised naming the model and file
-        raise ModelLoadError(f"model {model}: cannot read the JanusDNA checkpoint {path}: {err!r}") from err
+        raise ModelLoadError(
+            f"model {model}: cannot read the JanusDNA checkpoint {path} weights-only ({err!r}). Fix: where you trust "
+            f"the file, save its state dict alone under the same name (torch.save(ckpt['state_dict'], '{path.name}')"
+            "); a bare state dict is read as it is"
+        ) from err
     state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, Mapping) else None
     if not isinstance(state, Mapping) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()

@@ -159,9 +159,16 @@ class LightningHparams:
         raise AssertionError("checkpoint metadata code ran while loading")
 
 
-def write_checkpoint(folder: pathlib.Path, model: str, backbone: dict[str, torch.Tensor], cfg: dict) -> None:
+class LightningLoops(dict):
+    """A dict subclass in the metadata: torch's weights-only unpickler cannot fill one."""
+
+
+def write_checkpoint(
+    folder: pathlib.Path, model: str, backbone: dict[str, torch.Tensor], cfg: dict, *, bare: bool = False, **meta
+) -> None:
     """`<stem>.ckpt` (Lightning layout: state_dict of model.model.*, the LM head, torchmetrics buffers, and
-    non-tensor metadata) and `<stem>_model_config.json` ({"config": ...}) in `folder`."""
+    non-tensor metadata, with `meta` added; `bare`: the state dict alone) and `<stem>_model_config.json`
+    ({"config": ...}) in `folder`."""
     stem = STEMS[model]
     folder.mkdir(parents=True, exist_ok=True)
     state = collections.OrderedDict((f"model.model.{k}", v) for k, v in backbone.items())
@@ -176,8 +183,9 @@ def write_checkpoint(folder: pathlib.Path, model: str, backbone: dict[str, torch
         "hyper_parameters": LightningHparams(),
         "hparams_type": LightningHparams,
         "callbacks": {"ModelCheckpoint": {"dirpath": pathlib.PurePosixPath("/checkpoints")}},
+        **meta,
     }
-    torch.save(ckpt, folder / f"{stem}.ckpt")
+    torch.save(state if bare else ckpt, folder / f"{stem}.ckpt")
     (folder / f"{stem}_model_config.json").write_text(json.dumps({"config": cfg}))
 
 
@@ -474,3 +482,15 @@ def test_the_default_tap_is_twice_the_final_rmsnorm_and_rows_are_cut_at_1024(sta
         adapters.build(registry_settings("JanusDNA_72_wo", folder, repo, layer=3), device="cpu", progress=False).embed(
             SEQS[:1]
         )
+
+
+def test_metadata_torch_cannot_read_weights_only_is_refused_with_the_fix(standins, tmp_path, repo):
+    from geneb.models.janusdna import read_checkpoint
+
+    sd = standins["JanusDNA_72_wo"][1]
+    write_checkpoint(tmp_path / "dict", "JanusDNA_72_wo", sd, real_config(False), loops=LightningLoops(fit=1))
+    with pytest.raises(ModelLoadError, match=r"JanusDNA_72_wo.*weights-only.*save its state dict alone"):
+        read_checkpoint(tmp_path / "dict" / "72_without_midattn.ckpt", model="JanusDNA_72_wo")
+    write_checkpoint(tmp_path / "bare", "JanusDNA_72_wo", sd, real_config(False), bare=True)
+    state = read_checkpoint(tmp_path / "bare" / "72_without_midattn.ckpt", model="JanusDNA_72_wo")
+    assert torch.equal(state["model.model.embed_tokens.weight"], sd["embed_tokens.weight"])
