@@ -494,3 +494,11 @@ def test_metadata_torch_cannot_read_weights_only_is_refused_with_the_fix(standin
     write_checkpoint(tmp_path / "bare", "JanusDNA_72_wo", sd, real_config(False), bare=True)
     state = read_checkpoint(tmp_path / "bare" / "72_without_midattn.ckpt", model="JanusDNA_72_wo")
     assert torch.equal(state["model.model.embed_tokens.weight"], sd["embed_tokens.weight"])
+
+
+def test_the_external_entry_with_model_weights_gives_the_local_vectors(standins, encoders, repo):
+    folder, _ = standins["JanusDNA_72_w"]
+    registry = load_registry(repo / "config" / "models.yaml", weights={"JanusDNA_72_w": str(folder)})
+    assert registry.spec("JanusDNA_72_w").source.kind == "external"
+    enc = adapters.build(extraction_settings(registry, "JanusDNA_72_w", {}), device="cpu", progress=False)
+    np.testing.assert_array_equal(enc.embed(SEQS).embeddings, encoders["JanusDNA_72_w"].embed(SEQS).embeddings)
