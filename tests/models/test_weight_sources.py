@@ -282,15 +282,15 @@ def test_paper_entry_without_weights_names_the_file_to_fetch_and_the_config_line
     for model in ("dna_gpt3b_m", "genomics-fm", "deepgene", "JanusDNA_72_w", "JanusDNA_72_wo"):
         src = registry.spec(model).source
         assert src.kind == "external" and src.fetch and src.url, model
-    assert registry.spec("JanusDNA_72_w").source.expect == ("model_config.json", "checkpoints/last.ckpt")
+    assert registry.spec("JanusDNA_72_w").source.expect == ("72_with_midattn.ckpt", "72_with_midattn_model_config.json")
 
 
 def test_paper_entry_given_an_incomplete_folder_lists_the_missing_files(repo, tmp_path):
-    folder = _folder(tmp_path / "janus", {"model_config.json": b"{}"})
+    folder = _folder(tmp_path / "janus", {"72_with_midattn_model_config.json": b"{}"})
     registry = load_registry(repo / "config" / "models.yaml", weights={"JanusDNA_72_w": str(folder)})
     reasons = [full for _, full in refusals(registry.spec("JanusDNA_72_w"))]
     lacks = [r.split(" lacks ")[1].split(";")[0] for r in reasons if " lacks " in r]
-    assert lacks == ["checkpoints/last.ckpt"]  # the file that is missing, not the one that is there
+    assert lacks == ["72_with_midattn.ckpt"]  # the file that is missing, not the one that is there
 
 
 # ---- kind download (pooch, from a server on 127.0.0.1) ---------------------------------------------------
