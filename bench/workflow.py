@@ -10,12 +10,15 @@ tasks are prepared once, untimed; each mode then starts from a copy of that run 
 embeddings) and runs `snakemake --cores N` on every probe output, so the timed span is the whole extraction
 stage and the whole probe stage, in wall-clock seconds, process start-ups and scheduling included:
 
-* baseline: `execution.model_server: false, load_checks: every_load`: one job per (model, task) that starts
-  Python, loads its model, runs its load-time checks and embeds one task, as the rules ran before issue 14.
-* load_per_job: `model_server: false, load_checks: record`: a load per job, but the checks run once per model
-  (the passed-checks record alone); shown beside the others, the speedup over it is a lower bound.
-* geneb: the defaults, `model_server: true, load_checks: record`: the jobs of a model share one model server
-  that loads and checks the model once (geneb.model_server).
+* baseline: `execution.model_server: false, load_checks: every_load, probe_worker: false`: one job per (model,
+  task) that starts Python, loads its model, runs its load-time checks and embeds one task, and probe jobs that
+  each import the probing stack, as the rules ran before issue 14.
+* load_per_job: as the baseline but `load_checks: record`: a load per job, the checks once per model (the
+  passed-checks record alone); shown beside the others, the speedup over it is a lower bound.
+* geneb: the defaults, `model_server: true, load_checks: record, probe_worker: true`: the jobs of a model share
+  one model server that loads and checks the model once (geneb.model_server), and probe jobs run in children
+  of a warm probe worker (geneb.probe_worker). Extraction jobs are scheduled task by task, models in turn
+  (rule priority), in every mode.
 
 Model loads are counted from the embedding files (distinct `model_load_id` attributes), not estimated.
 Goals: speedup >= 2, model loads = models.
@@ -44,11 +47,12 @@ GOAL_SPEEDUP = 2.0
 #: each mode's execution knobs (an overlay; every other knob is the default)
 MODES = {
     # the rules before issue 14: every (model, task) job loads its model and runs its load-time checks
-    "baseline": {"model_server": False, "load_checks": "every_load"},
+    # and every probe job imports the probing stack itself
+    "baseline": {"model_server": False, "load_checks": "every_load", "probe_worker": False},
     # a load per job, but the checks' passed record shared (issue 14's record alone): the lower bound
-    "load_per_job": {"model_server": False, "load_checks": "record"},
+    "load_per_job": {"model_server": False, "load_checks": "record", "probe_worker": False},
     # GENEB: one model server per model loads it once; the checks run once
-    "geneb": {"model_server": True, "load_checks": "record"},
+    "geneb": {"model_server": True, "load_checks": "record", "probe_worker": True},
 }
 
 
@@ -145,11 +149,13 @@ Command: `python bench/workflow.py --write-docs` (bench/workflow.py; figures als
 The quickstart's {result["models"]} models x {result["tasks"]} tasks (config/config.yaml, protocol geneb-paper):
 the whole extraction stage and the whole probe stage (`snakemake --cores {cores}` on every probe output, from
 prepared tasks and no embeddings), wall-clock seconds, each way in turn in one run. Baseline: the rules
-before issue 14, one job per (model, task) that starts Python, loads its model and runs its load-time checks
-(`execution.model_server: false, load_checks: every_load`). Load per job: the same jobs, but the checks run
-once per model and later jobs take their passed record (`load_checks: record`), shown so that what the
-record alone saves is visible. GENEB: the defaults; the jobs of a model share one model server on the node,
-which loads and checks the model once (`model_server: true`; docs/hpc.md, "One model load per node"). Model
+before issue 14, one job per (model, task) that starts Python, loads its model and runs its load-time checks,
+and probe jobs that each import the probing stack (`execution.model_server: false, load_checks: every_load,
+probe_worker: false`). Load per job: the same, but the checks run once per model and later jobs take their
+passed record (`load_checks: record`), shown so that what the record alone saves is visible. GENEB: the
+defaults; the jobs of a model share one model server on the node, which loads and checks the model once
+(`model_server: true`), and probe jobs run in children forked by a warm probe worker (`probe_worker: true`;
+docs/hpc.md, "One model load per node"). Extraction jobs run task by task, models in turn, in every mode. Model
 loads are the distinct `model_load_id` attributes of the embedding files, their seconds the files'
 `seconds_model_load` (checks included). Machine: {platform.machine()}, {os.cpu_count()} cores, shared with
 other work; Python {platform.python_version()}.

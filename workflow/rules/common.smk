@@ -279,6 +279,16 @@ def extraction_env(wildcards):
     return f"../../envs/{model_spec(REGISTRY, wildcards.model).env_name}.yaml"
 
 
+def extraction_priority(wildcards):
+    """Scheduling order of extraction jobs (never part of any output): task by task, and within a task the
+    models in config order, so the jobs running at once are mostly of different models. Each model's jobs go
+    through one model server that embeds one task at a time, so two jobs of one model running together would
+    leave a core waiting (docs/hpc.md, "One model load per node")."""
+    models, tasks = config["models"], config["tasks"]
+    rank = tasks.index(wildcards.task) * len(models) + models.index(wildcards.model)
+    return len(models) * len(tasks) - rank
+
+
 # ---- resources (portable: counts, MB, minutes; site values live in profiles/, docs/hpc.md) ------------
 
 

@@ -18,6 +18,7 @@ rule extract_embeddings:
         "logs/extract_embeddings/{model}/{xhash}/{task}.log",
     benchmark:
         "benchmarks/extract_embeddings/{model}/{xhash}/{task}.tsv"
+    priority: extraction_priority
     conda:
         extraction_env
     threads: config["execution"]["threads"]
