@@ -325,9 +325,11 @@ used; pad-to-maximum feeds it {max_pad:.2f}x; GENEB {geneb_pad:.2f}x, and no hea
 own arithmetic, at a low rate (MFU_geneb): self-attention is {attn_share:.0%} of the useful FLOPs here, {cmp.attrs["heads"]} heads of width
 {cmp.attrs["head_dim"]} that run far below the matmul rate, and the rest are products with an inner dimension of 64. The best plan of
 the sweep below is {mistral_gain:.0%} faster than batches of {args.batch_size} on its short sample, where batches of
-{args.batch_size} pad more than on whole tasks; dropping the attention mask of this right-padded causal model saved
-about 4 % (measured while writing this benchmark, not kept). So the ratio over the reference loop is bounded by
-the reference's padding and its head, and the goal is {"met" if not below else "not reached for this model on this CPU"};
+{args.batch_size} pad more than on whole tasks. GENEB passes no attention mask to this causal model padded on the
+right (no real position sees a pad; identical vectors), so attention takes its causal path (1.6 % to 6.7 % less
+CPU on two of these tasks when it was added); a cProfile of GENEB's loop puts half its time in the model's own
+scaled-dot-product attention at head width 8, which the reference loop spends too. So the ratio over the
+reference loop is bounded by the reference's padding and its head, and the goal is {"met" if not below else "not reached for this model on this CPU"};
 at realistic widths the model's products run near the matmul rate (next section). Figures are from one run on
 a shared 2-core machine: ratios of CPU seconds are steadier than wall seconds, but neighbours sharing caches and
 memory bandwidth still move them by several percent between runs.
