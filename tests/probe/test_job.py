@@ -10,11 +10,12 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from conftest import STAGE_TASK as TASK
 from geneb.embeddings.cache import CacheKeyMismatchError
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.provenance import code_revision
+
+TASK = "gue_emp_h3__devtrain"  # the task of the `stage` fixture (tests/probe/conftest.py, STAGE_TASK)
 
 
 def _shots(stage, probe_config, protocol):

@@ -66,8 +66,11 @@ def test_a_job_in_the_worker_writes_the_tables_of_a_job_in_its_own_process(
     assert not list((tmp_path / "worker").glob(".tmp-*"))  # only the final names
 
 
-def _one_job(args: dict, log: str) -> None:
-    fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
+def _job_process(args: dict, log: str) -> multiprocessing.Process:
+    """A probe job in a process of its own, as Snakemake runs one (its target is the library's function, so the
+    spawned process never imports this test module)."""
+    kwargs = {"log": log, "hdf5_locking": "auto", "idle_s": 30}
+    return multiprocessing.get_context("spawn").Process(target=fit_probes_via_worker, args=(args,), kwargs=kwargs)
 
 
 def test_concurrent_jobs_share_one_worker_and_each_runs_in_its_own_child(
@@ -75,7 +78,7 @@ def test_concurrent_jobs_share_one_worker_and_each_runs_in_its_own_child(
 ):
     _shots(stage, probe_config, PROTOCOL)
     jobs = [(_args(stage, probe_config, tmp_path / f"j{i}"), str(tmp_path / f"j{i}.log")) for i in range(3)]
-    procs = [multiprocessing.get_context("spawn").Process(target=_one_job, args=job) for job in jobs]
+    procs = [_job_process(*job) for job in jobs]
     for p in procs:
         p.start()
     for p in procs:
@@ -109,7 +112,7 @@ def test_a_job_that_goes_away_leaves_no_output(stage, probe_config, tmp_path, pr
     slow = {**probe_config[PROTOCOL], "bootstrap": {**probe_config[PROTOCOL]["bootstrap"], "n_resamples": 400_000}}
     args = _args(stage, probe_config, tmp_path / "out", settings=slow)
     log = tmp_path / "job.log"
-    proc = multiprocessing.get_context("spawn").Process(target=_one_job, args=(args, str(log)))
+    proc = _job_process(args, str(log))
     proc.start()
     deadline = time.monotonic() + 60
     while not log.exists() or "run by probe worker pid" not in log.read_text():
