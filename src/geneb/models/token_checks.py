@@ -51,7 +51,7 @@ def log_load_policy(enc: Any) -> None:
         len(enc.suffix),
         enc.padding_side,
         ("" if enc.uses_attention_mask else " without attention mask")
-        + (" (mask not passed: causal, padded on the right)" if getattr(enc, "elide_causal_mask", False) else "")
+        + (" (mask not passed: causal, padded on the right)" if enc.elide_causal_mask else "")
         + (", equal-length batches" if enc.bucket_equal_lengths else ""),
         enc.layer_resolved,
         ext.pooling,

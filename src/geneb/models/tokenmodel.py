@@ -83,6 +83,7 @@ class TokenModelEncoder:
         self.vocab_size: int | None = None
         self.num_embeddings: int | None = None
         self.uses_attention_mask = True
+        self.elide_causal_mask = False  # set at load: a causal model padded on the right runs without its mask
         self.pad_sensitive = False  # set by an adapter whose model changes with the padded length despite the mask
         self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
         self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
@@ -267,7 +268,7 @@ class TokenModelEncoder:
         own forward pass (not out-of-memory, which the batch step-down handles) is re-raised as
         ModelForwardError naming the model, the batch shape and `rows`."""
         inputs = {"input_ids": to_device(ids, self.device)}
-        if self.uses_attention_mask and not getattr(self, "elide_causal_mask", False):
+        if self.uses_attention_mask and not self.elide_causal_mask:
             inputs["attention_mask"] = to_device(attn, self.device)
         layer = self.extraction.layer
         want_states = isinstance(layer, int) and layer != -1
