@@ -11,7 +11,7 @@ adapter stands in as an `hf-encoder` (nothing is downloaded or loaded by a dry r
 hashes matter). Each repeat runs `snakemake --dry-run` in this process (a fresh run directory, no outputs)
 and times Snakemake's DAG construction (`Workflow._build_dag`: parsing is excluded, every job, its input
 functions and params, and the needrun decisions are included) and the whole dry run. The jobs are counted
-from the DAG, and those a Slurm run would submit (not local rules) through geneb.sbatch_preview with
+from the DAG, and those a Slurm run would submit (not local rules) through geneb.run.sbatch_preview with
 profiles/slurm (group jobs counted once). Goals: DAG construction <= 20 s, sbatch extraction submissions <= 2 x
 models, all sbatch submissions <= 500. Writes bench/results/dag.json.
 """
@@ -45,7 +45,7 @@ RESULT = REPO / "bench" / "results" / "dag.json"
 def synthetic_registry(n_models: int) -> tuple[dict, list[str]]:
     """The repository registry, with its first `n_models` paper models made runnable for a dry run."""
     sys.path.insert(0, str(REPO / "src"))
-    from geneb.models.registry import load_registry
+    from geneb.registry.registry import load_registry
 
     typed = load_registry(REPO / "config" / "models.yaml")  # the one reader; the copy of its mapping is edited
     registry = copy.deepcopy(dict(typed.raw))
@@ -138,7 +138,7 @@ def submitted_jobs(run: Path, snakefile: Path) -> tuple[int, Counter]:
     sized by the profile's group-components; counted under the rule its jobs belong to) and one per ungrouped
     non-local job; local rules never reach the scheduler."""
     sys.path.insert(0, str(REPO / "src"))
-    from geneb.sbatch_preview import preview_submissions
+    from geneb.run.sbatch_preview import preview_submissions
 
     cwd = os.getcwd()
     try:

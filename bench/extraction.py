@@ -105,7 +105,7 @@ def time_methods(
 
 def compare_methods(enc: Any, args: argparse.Namespace, peak: float) -> pd.DataFrame:
     """Reference loop, pad-to-maximum and GENEB on each task of TASKS (see the module docstring)."""
-    from geneb.embeddings.batching import plan_chunks
+    from geneb.encoders.engine.batching import plan_chunks
 
     lm = reference_model(enc)
     totals = {"useful_flops": 0.0, "attention_flops": 0.0}
@@ -191,8 +191,8 @@ def sweep_model(name: str, enc: Any, seqs: list[str], plans: list[tuple[str, int
 
 def realistic(args: argparse.Namespace, mistral: Any, peaks: dict[str, float]) -> pd.DataFrame:
     """The sweep of `sweep_model` for the real Mistral-DNA and the random-init NT-v2-50M and HyenaDNA-small."""
-    from geneb.extract import build_encoder
-    from geneb.models.registry import load_registry
+    from geneb.extract.step import build_encoder
+    from geneb.registry.registry import load_registry
 
     registry = load_registry(ROOT / "config" / "models.yaml")
     seqs, _ = task_rows(Path(args.shared), SWEEP_TASK, args.sweep_rows)
@@ -454,8 +454,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("transformers").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
-    from geneb.extract import build_encoder
-    from geneb.models.registry import extraction_settings, load_registry
+    from geneb.extract.step import build_encoder
+    from geneb.registry.registry import extraction_settings, load_registry
 
     settings = extraction_settings(load_registry(ROOT / "config" / "models.yaml"), "mistral-dna-1m-ft-prom", {})
     mistral = build_encoder(

@@ -40,7 +40,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from geneb.models.kmer import KmerEncoder
+from geneb.encoders.families.kmer import KmerEncoder
 from geneb.probe.fit import TaskArrays, fit_all
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots

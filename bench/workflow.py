@@ -16,8 +16,8 @@ stage and the whole probe stage, in wall-clock seconds, process start-ups and sc
 * load_per_job: as the baseline but `load_checks: record`: a load per job, the checks once per model (the
   passed-checks record alone); shown beside the others, the speedup over it is a lower bound.
 * geneb: the defaults, `model_server: true, load_checks: record, probe_worker: true`: the jobs of a model share
-  one model server that loads and checks the model once (geneb.model_server), and probe jobs run in children
-  of a warm probe worker (geneb.probe_worker). Extraction jobs are scheduled task by task, models in turn
+  one model server that loads and checks the model once (geneb.extract.server), and probe jobs run in children
+  of a warm probe worker (geneb.probe.worker). Extraction jobs are scheduled task by task, models in turn
   (rule priority), in every mode.
 
 Model loads are counted from the embedding files (distinct `model_load_id` attributes), not estimated.
@@ -60,7 +60,7 @@ def registry_with_absolute_paths(run: Path) -> Path:
     """The repository registry with its local model folders made absolute (they are relative to the
     repository root, where the quickstart runs), written into `run`; read by the one reader."""
     sys.path.insert(0, str(REPO / "src"))
-    from geneb.models.registry import load_registry
+    from geneb.registry.registry import load_registry
 
     raw = copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
     for spec in raw["models"].values():

@@ -32,11 +32,11 @@ def repo() -> Path:
 
 @pytest.fixture(autouse=True)
 def private_model_servers(monkeypatch):
-    """Each test's extraction jobs start their own model servers (geneb.model_server), in a folder of the
+    """Each test's extraction jobs start their own model servers (geneb.extract.server), in a folder of the
     test's own (short: a socket path holds at most 107 bytes), stopped when the test ends: no test is served a
     model another test loaded."""
-    from geneb.model_server.client import stop_servers
-    from geneb.model_server.protocol import SERVER_DIR_ENV
+    from geneb.core.ipc import SERVER_DIR_ENV
+    from geneb.extract.client import stop_servers
 
     folder = tempfile.mkdtemp(prefix="geneb-ms-", dir="/tmp")
     monkeypatch.setenv(SERVER_DIR_ENV, folder)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.models.registry import extraction_settings
+from geneb.registry.registry import extraction_settings
 
 #: zoo kind -> (GENEB family, registry extraction defaults, trust_remote_code, load section)
 KINDS: dict[str, tuple[str, dict[str, Any], bool, dict[str, Any]]] = {
@@ -107,7 +107,7 @@ class Zoo:
     def encoder(self, kind: str, *, batch_size: int = 4, batch_tokens: int | None = None, **extraction: Any) -> Any:
         """A built encoder (cached per kind and extraction settings; batch_size and batch_tokens are reset on
         every call)."""
-        from geneb.extract import build_encoder
+        from geneb.extract.step import build_encoder
 
         key = json.dumps([kind, extraction], sort_keys=True)
         if key not in self._encoders:

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from geneb.aggregate import concat_tables
-from geneb.scores import SCHEMA_VERSION
+from geneb.tables.aggregate import concat_tables
+from geneb.tables.scores import SCHEMA_VERSION
 
 
 def _write(path, version=SCHEMA_VERSION, extra=False):

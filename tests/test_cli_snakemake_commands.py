@@ -1,12 +1,12 @@
 """`geneb sbatch-preview` and `geneb recover`: subcommands of the one CLI that hand every argument after the
-command to the same functions as `python -m geneb.sbatch_preview` / `python -m geneb.recover`."""
+command to the same functions as `python -m geneb.run.sbatch_preview` / `python -m geneb.run.recover`."""
 
 from __future__ import annotations
 
 import pytest
 
-from geneb import recover, sbatch_preview
 from geneb.cli import main
+from geneb.run import recover, sbatch_preview
 
 COMMANDS = {"sbatch-preview": sbatch_preview, "recover": recover}
 

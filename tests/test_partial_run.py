@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.scores import FAILED_TASKS_ATTR
+from geneb.tables.scores import FAILED_TASKS_ATTR
 from workflow_support import run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[1]

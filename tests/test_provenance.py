@@ -1,4 +1,4 @@
-"""The running code's revision (geneb.provenance.code_revision): a real git checkout, clean and dirty, an
+"""The running code's revision (geneb.core.provenance.code_revision): a real git checkout, clean and dirty, an
 installed copy inside another checkout, and a copy with no git at all; and the columns every table carries."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.provenance import REVISION, UNKNOWN, code_revision, dirty_label
-from geneb.scores import CODE_REVISION_COLUMNS, with_code_revision
+from geneb.core.provenance import REVISION, UNKNOWN, code_revision, dirty_label
+from geneb.tables.scores import CODE_REVISION_COLUMNS, with_code_revision
 
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")

@@ -18,13 +18,13 @@
     geneb env build NAME [--prefix DIR] [--python PY]
                                        build (or reuse) the pip venv of envs/NAME.yaml (docs/hpc.md, "Environments")
     geneb sbatch-preview [snakemake arguments]
-                                       the sbatch call of every job a Slurm run would submit (geneb.sbatch_preview)
+                                       the sbatch call of every job a Slurm run would submit (geneb.run.sbatch_preview)
     geneb recover [snakemake arguments]
-                                       resume a run killed hard (geneb.recover; docs/hpc.md, "Resuming")
+                                       resume a run killed hard (geneb.run.recover; docs/hpc.md, "Resuming")
 
 Running the benchmark is `snakemake`; this command reads its outputs (`results/tables/*.parquet`) and the
 configuration sheets, and wraps two Snakemake calls for clusters (sbatch-preview, recover: every argument
-after the command goes to snakemake; `python -m geneb.sbatch_preview` and `python -m geneb.recover` are the
+after the command goes to snakemake; `python -m geneb.run.sbatch_preview` and `python -m geneb.run.recover` are the
 same commands). Exit status 2, with a one-line `geneb: error: ...` on stderr and no traceback, for
 bad arguments or missing/invalid inputs (a file that is not the table or sheet the command reads, a
 category with nothing in it). Output cut short by its reader (`geneb models | head`) ends quietly.
@@ -45,10 +45,10 @@ import pyarrow as pa
 
 from geneb.analysis.leaderboard import AGGREGATES
 from geneb.analysis.metadata import load_task_meta, model_frame
-from geneb.categories import CATEGORIES
-from geneb.models.registry import Registry, RegistryError, environment_refusals, load_registry, refusals
-from geneb.models.spec import ModelSpec
-from geneb.scores import REGIMES, AnalysisInputError
+from geneb.core.categories import CATEGORIES
+from geneb.registry.registry import Registry, RegistryError, environment_refusals, load_registry, refusals
+from geneb.registry.spec import ModelSpec
+from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: the columns each table-reading command needs, and the table it expects
 TABLES = {
@@ -122,7 +122,7 @@ def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
 
 
 def _registry(path: str, pins: str | None = None, config: str | None = None) -> Registry:
-    """The model registry (config/models.yaml) through its one reader, `geneb.models.registry.load_registry`
+    """The model registry (config/models.yaml) through its one reader, `geneb.registry.registry.load_registry`
     (schema and cross-field checks included), with the lockfile `pins` applied when given, and the
     `model_weights` paths and `execution.weights_dir` of the workflow config file `config` when given and
     present (`_weights_config`); CliError for a missing file, unreadable or malformed YAML, or an invalid
@@ -290,7 +290,7 @@ def cmd_recommend(args: argparse.Namespace) -> str:
 
 
 def cmd_pin_revisions(args: argparse.Namespace) -> str:
-    from geneb.models.pins import PinError, resolve_revisions, write_pins
+    from geneb.registry.pins import PinError, resolve_revisions, write_pins
 
     _registry(args.sheet)  # a malformed sheet is a one-line error, not the registry loader's traceback
     try:
@@ -308,7 +308,7 @@ def cmd_pin_revisions(args: argparse.Namespace) -> str:
 def _weight_specs(args: argparse.Namespace) -> tuple[Registry, list[ModelSpec]]:
     """The registry with the config's model_weights, and the specs of `args.models` (every model with weights
     outside the hub when none are named); CliError for an unknown model or one whose weights are on the hub."""
-    from geneb.models.weights import WEIGHT_KINDS
+    from geneb.registry.weights import WEIGHT_KINDS
 
     registry = _registry(args.sheet, None, args.config)
     if args.weights_dir:
@@ -332,7 +332,7 @@ def _weight_specs(args: argparse.Namespace) -> tuple[Registry, list[ModelSpec]]:
 
 
 def cmd_weights_fetch(args: argparse.Namespace) -> str:
-    from geneb.models.weights import WeightsError, materialize, settings_source, weights_refusal
+    from geneb.registry.weights import WeightsError, materialize, settings_source, weights_refusal
 
     registry, specs = _weight_specs(args)
     done, failed = [], []
@@ -355,7 +355,7 @@ def cmd_weights_fetch(args: argparse.Namespace) -> str:
 
 
 def cmd_weights_list(args: argparse.Namespace) -> str:
-    from geneb.models.weights import cache_folder, download_name, is_archive, is_complete, weights_refusal
+    from geneb.registry.weights import cache_folder, download_name, is_archive, is_complete, weights_refusal
 
     registry, specs = _weight_specs(args)
     rows = []
@@ -434,7 +434,7 @@ def _check_snakemake_paths(args: list[str]) -> None:
 
 
 def cmd_env_list(args: argparse.Namespace) -> str:
-    from geneb.envs import DEFAULT_ENV, EnvError, env_status
+    from geneb.core.envs import DEFAULT_ENV, EnvError, env_status
 
     registry = _registry(args.sheet)
     served: dict[str, list[str]] = {}
@@ -460,7 +460,7 @@ def cmd_env_list(args: argparse.Namespace) -> str:
 
 
 def cmd_env_build(args: argparse.Namespace) -> str:
-    from geneb.envs import EnvError, build_env
+    from geneb.core.envs import EnvError, build_env
 
     try:
         venv = build_env(args.name, prefix=args.prefix, python=args.python, say=lambda line: print(line, flush=True))
@@ -470,14 +470,14 @@ def cmd_env_build(args: argparse.Namespace) -> str:
 
 
 def cmd_sbatch_preview(args: argparse.Namespace) -> int:
-    from geneb import sbatch_preview
+    from geneb.run import sbatch_preview
 
     _check_snakemake_paths(args.snakemake_args)
     return sbatch_preview.main(args.snakemake_args)
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    from geneb import recover
+    from geneb.run import recover
 
     _check_snakemake_paths(args.snakemake_args)
     return recover.main(args.snakemake_args)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from sklearn.metrics import matthews_corrcoef
 
-from geneb.categories import CATEGORIES
+from geneb.core.categories import CATEGORIES
 
 MODELS = {
     "enc-small": {

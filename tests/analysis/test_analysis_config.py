@@ -10,7 +10,7 @@ from geneb.analysis import run
 from geneb.analysis.metadata import entries
 from geneb.figures.registry import figures
 from geneb.report.captions import LEADERBOARD_CAPTION
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 def _validate(cfg, repo):

@@ -8,7 +8,7 @@ from sklearn.metrics import matthews_corrcoef
 from synth import predictions
 
 from geneb.analysis import bootstrap
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 def _preds(n=400):

@@ -8,7 +8,7 @@ from synth import grid, scores_from_values
 
 from geneb.analysis import compare, published, submission
 from geneb.analysis.metadata import load_task_meta
-from geneb.scores import AnalysisInputError, check_scores
+from geneb.tables.scores import AnalysisInputError, check_scores
 
 PAPER_PROM = "leannmlindsey_GUE_prom_core_all"
 

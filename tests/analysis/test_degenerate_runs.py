@@ -13,7 +13,7 @@ from geneb.figures.registry import figure_names
 from geneb.figures.render import render_figures
 from geneb.report.captions import report_captions
 from geneb.report.html import build_report
-from geneb.scores import check_scores
+from geneb.tables.scores import check_scores
 
 CATS = {"p1": "Promoters", "e1": "Enhancers"}
 CAPTIONS = Path(__file__).resolve().parents[2] / "workflow" / "report"

@@ -7,7 +7,7 @@ from synth import grid, scores_from_values
 
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.tables import cell_scores
-from geneb.scores import check_scores
+from geneb.tables.scores import check_scores
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "s1": "Splice Sites"}
 PLANT = {  # planted: a wins Promoters, b wins Enhancers and Splice Sites, c is last everywhere

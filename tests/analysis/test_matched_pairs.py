@@ -7,7 +7,7 @@ from scipy import stats
 from synth import meta, predictions
 
 from geneb.analysis import bootstrap, pairs
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancers"}
 

@@ -10,7 +10,7 @@ from synth import analysis_config
 
 from geneb.analysis import published, reproduce, run
 from geneb.analysis.metadata import load_task_meta, paper_pairs
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 @pytest.fixture(scope="module")

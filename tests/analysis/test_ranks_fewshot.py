@@ -10,7 +10,7 @@ from synth import analysis_config, grid, scores_from_values
 from geneb.analysis import bootstrap, fewshot, ranks
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.tables import cell_scores, task_matrix
-from geneb.scores import check_scores
+from geneb.tables.scores import check_scores
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancers"}
 

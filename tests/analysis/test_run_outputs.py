@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from geneb.analysis.outputs import LEADERBOARD_TABLES, all_tables
+from geneb.core.provenance import code_revision
 from geneb.figures.registry import figure_names
-from geneb.provenance import code_revision
 
 
 def test_every_table_and_the_summary_are_written_with_provenance(synthetic_run):

@@ -7,7 +7,7 @@ from scipy import stats
 from synth import meta
 
 from geneb.analysis import scale
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 def test_planted_rho_equals_the_rank_formula_and_scipy():

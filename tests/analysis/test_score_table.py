@@ -6,7 +6,7 @@ import pytest
 from synth import grid, scores_from_values
 
 from geneb.analysis.tables import cell_scores, task_matrix
-from geneb.scores import AnalysisInputError, check_scores
+from geneb.tables.scores import AnalysisInputError, check_scores
 
 CATS = {"t1": "Promoters", "t2": "Promoters", "t3": "Enhancers"}
 

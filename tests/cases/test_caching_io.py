@@ -17,15 +17,15 @@ import pytest
 import yaml
 
 from extraction_support import random_dna
-from geneb.embeddings.cache import (
+from geneb.extract.cache import (
     SplitEmbeddings,
     configure_hdf5_locking,
     is_complete_file,
     read_embeddings,
     write_embeddings,
 )
-from geneb.extract import extract_task
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.extract.step import extract_task
+from geneb.registry.registry import extraction_settings, load_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def test_B37_locking_is_set_before_h5py_is_imported():
     """Importing the cache module does not import h5py, so the switch (env var) is in place before HDF5 starts."""
     p = _python("""
         import sys
-        from geneb.embeddings.cache import configure_hdf5_locking
+        from geneb.extract.cache import configure_hdf5_locking
         assert "h5py" not in sys.modules
         configure_hdf5_locking("off")
         import os, h5py
@@ -70,7 +70,7 @@ def test_B37_locking_is_set_before_h5py_is_imported():
     assert p.returncode == 0, err
     assert out.strip() == "FALSE"
     script = (ROOT / "workflow" / "scripts" / "extract_embeddings.py").read_text()
-    assert script.index("configure_hdf5_locking(") < script.index("from geneb.extract")  # extract or extract_job
+    assert script.index("configure_hdf5_locking(") < script.index("from geneb.extract.step")  # extract or extract_job
 
 
 def test_B37_two_readers_at_once_with_locking_off(tmp_path):
@@ -78,7 +78,7 @@ def test_B37_two_readers_at_once_with_locking_off(tmp_path):
     path = _file(tmp_path / "shared.h5")
     holder = _python(f"""
         import sys, time
-        from geneb.embeddings.cache import configure_hdf5_locking
+        from geneb.extract.cache import configure_hdf5_locking
         import h5py
         with h5py.File({str(path)!r}, "r", **configure_hdf5_locking("off")) as f:
             print("open", flush=True)
@@ -112,7 +112,7 @@ def test_B40_concurrent_writers_in_one_folder(tmp_path):
     procs = [
         _python(f"""
             import numpy as np
-            from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
+            from geneb.extract.cache import SplitEmbeddings, write_embeddings
             s = SplitEmbeddings(np.full((2000, 64), {i}, np.float32), np.arange(2000), np.ones(2000, np.int32))
             for _ in range(5):
                 write_embeddings({str(tmp_path / f"task{i}.h5")!r}, {{"train": s}}, {{"model": "M", "task": "task{i}"}})
@@ -166,7 +166,7 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
     (-j 2) produce two complete files, and neither touches the other's."""
     import re
 
-    from geneb.models.registry import extraction_hash
+    from geneb.registry.registry import extraction_hash
 
     d = workflow_dir
     registry = load_registry(repo / "config" / "models.yaml")
@@ -193,7 +193,7 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
 def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monkeypatch):
     """On a file system without locks every open with locking fails (errno 37); the pre-DAG completeness check
     must still see a complete file as complete (else every run would move all caches aside)."""
-    from geneb import hpc
+    from geneb.run import set_aside
 
     path = _file(tmp_path / "e.h5")
     real = h5py.File
@@ -207,7 +207,7 @@ def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, m
 
     monkeypatch.setattr(h5py, "File", no_locks)
     assert is_complete_file(path) and is_complete_file(path, hdf5_locking="on")
-    assert hpc.set_aside_partial([path]) == [] and path.exists()
+    assert set_aside.set_aside_partial([path]) == [] and path.exists()
     monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
     with pytest.raises(Exception, match=r"cannot lock the file .*hdf5_locking: off") as err:
         read_embeddings(path, hdf5_locking="on")
@@ -219,8 +219,8 @@ def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, m
 def test_B41_broken_cache_files_are_named_and_never_read(tmp_path, damage):
     """Whatever is wrong with a cache file, the reader names the file and refuses it; the pre-DAG check sets
     it aside."""
-    from geneb import hpc
-    from geneb.embeddings.cache import CacheError, read_key
+    from geneb.extract.cache import CacheError, read_key
+    from geneb.run import set_aside
 
     path = _file(tmp_path / "e.h5")
     if damage == "zero bytes":
@@ -239,5 +239,5 @@ def test_B41_broken_cache_files_are_named_and_never_read(tmp_path, damage):
         assert str(path) in str(err.value)
     if damage in ("zero bytes", "truncated"):
         assert not is_complete_file(path, hdf5_locking="off")
-        assert [old for old, _ in hpc.set_aside_partial([path], hdf5_locking="off")] == [path]
-    assert not hasattr(hpc, "is_complete_embedding_file")  # one completeness check: embeddings.cache owns it
+        assert [old for old, _ in set_aside.set_aside_partial([path], hdf5_locking="off")] == [path]
+    assert not hasattr(set_aside, "is_complete_embedding_file")  # one completeness check: extract.cache owns it

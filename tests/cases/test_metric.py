@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, matthews_corrcoef
 
-from geneb import metrics
+from geneb.probe import metrics
 
 
 def test_B29_batched_mcc_matches_sklearn_and_is_never_nan():

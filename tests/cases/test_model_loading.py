@@ -23,7 +23,7 @@ from packaging.specifiers import SpecifierSet
 from transformers.modeling_outputs import BaseModelOutput
 
 from extraction_support import random_dna, spec
-from geneb.embeddings.errors import (
+from geneb.core.errors import (
     LayerNotExposedError,
     LooksLikeLogitsError,
     MissingPackageError,
@@ -32,10 +32,11 @@ from geneb.embeddings.errors import (
     TokenIdRangeError,
     TransformersVersionError,
 )
-from geneb.extract import build_encoder, extract_task
-from geneb.models.guards import check_pooled_width, check_token_ids, check_transformers_range, get_layer
-from geneb.models.hf import HFEncoder
-from geneb.models.registry import (
+from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, get_layer
+from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.encoders.families.hf import HFEncoder
+from geneb.extract.step import build_encoder, extract_task
+from geneb.registry.registry import (
     NotRunnableError,
     RegistryError,
     check_registry,
@@ -45,7 +46,7 @@ from geneb.models.registry import (
     runnable,
     runnable_offline,
 )
-from geneb.models.tokenmodel import TokenModelEncoder
+from geneb.registry.requirements import check_transformers_range
 
 
 @pytest.fixture(scope="module")
@@ -362,7 +363,7 @@ def test_B20_module_layer_must_run_exactly_once(albert_folder):
     """A module-name layer is one layer's output only if it runs once per forward pass: ALBERT's shared block runs
     3 times (its last call is the final layer, not 'layer 0'), and a module that never runs has no output; both
     are LayerNotExposedError naming the module. The same ALBERT by index loads (4 states for 3 layers)."""
-    from geneb.models.registry import DEFAULT_EXTRACTION
+    from geneb.registry.registry import DEFAULT_EXTRACTION
 
     name = "encoder.albert_layer_groups.0.albert_layers.0"
     seqs = [random_dna(40, 1), random_dna(70, 2)]
@@ -615,7 +616,7 @@ def test_B23_evo_hidden_states_not_logits(monkeypatch):
 
 def test_B23_pooled_logits_are_refused(monkeypatch):
     """The reference mistake (pooling what the generation API returns): 'looks like logits'."""
-    from geneb.models.evo import EvoEncoder
+    from geneb.encoders.families.evo import EvoEncoder
 
     _fake_evo(monkeypatch)
 

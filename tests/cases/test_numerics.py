@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from extraction_support import KINDS, random_dna
-from geneb.embeddings.cache import CacheError, SplitEmbeddings, write_embeddings
-from geneb.embeddings.checks import DEFAULT_ATOL, InvarianceError, check_batch_invariance
-from geneb.embeddings.errors import NonFiniteEmbeddingError
-from geneb.embeddings.pooling import pool
-from geneb.extract import extract_task
-from geneb.models.base import EmbedResult
-from geneb.models.registry import DEFAULT_EXTRACTION
-from geneb.models.tokenmodel import TokenModelEncoder
+from geneb.core.errors import NonFiniteEmbeddingError
+from geneb.encoders.engine.invariance import DEFAULT_ATOL, InvarianceError, check_batch_invariance
+from geneb.encoders.engine.pooling import pool
+from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.encoders.protocol import EmbedResult
+from geneb.extract.cache import CacheError, SplitEmbeddings, write_embeddings
+from geneb.extract.step import extract_task
+from geneb.registry.registry import DEFAULT_EXTRACTION
 
 # ---- B25 ----------------------------------------------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ def _evo_package(monkeypatch, package_dtype):
 
 
 def _evo_settings(dtype):
-    from geneb.models.registry import extraction_settings
+    from geneb.registry.registry import extraction_settings
 
     entry = {
         "display": "evo",
@@ -188,7 +188,7 @@ def test_B25_evo_runs_in_the_recorded_dtype(monkeypatch):
     recorded compute_dtype is what runs. dtype auto on CPU: float32 parameters, a float32 forward pass, float32
     recorded. dtype bfloat16 of a package model in float32: the package's to_bfloat16_except_poles_residues is
     used (poles stay float32, the rest is bfloat16) and bfloat16 is recorded."""
-    from geneb.extract import build_encoder
+    from geneb.extract.step import build_encoder
 
     seen = _evo_package(monkeypatch, torch.bfloat16)
     enc = build_encoder(_evo_settings("auto"), device="cpu", progress=False)
@@ -215,7 +215,7 @@ def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import matthews_corrcoef
 
-    from geneb.extract import build_encoder
+    from geneb.extract.step import build_encoder
 
     seqs = [random_dna(200, i) for i in range(8)]
     fp32 = build_encoder(zoo.settings("mistral-dna", dtype="float32"), device="cuda", progress=False)
@@ -311,7 +311,7 @@ def _inf_settings(**extraction):
 def test_B27_inf_row_raises_naming_model_task_row(make_task, tmp_path, monkeypatch):
     """One inf row in a batch of 3: the job fails naming model, task and row 1, and writes no file."""
     settings = _inf_settings()
-    monkeypatch.setattr("geneb.extract.build_encoder", lambda s, **kw: InfModel(s, batch_size=3, progress=False))
+    monkeypatch.setattr("geneb.extract.step.build_encoder", lambda s, **kw: InfModel(s, batch_size=3, progress=False))
     task = make_task(["ACGA", "TTTT", "GGCA"], ["ACGT"], task="overflow")
     out = tmp_path / "e.h5"
     with pytest.raises(NonFiniteEmbeddingError, match="model fake-inf, task overflow, split train: .*row 1") as err:
@@ -327,7 +327,9 @@ def test_B27_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
         only_reduced = True
 
     settings = _inf_settings(dtype="bfloat16", nonfinite="retry_fp32")
-    monkeypatch.setattr("geneb.extract.build_encoder", lambda s, **kw: ReducedOnly(s, batch_size=3, progress=False))
+    monkeypatch.setattr(
+        "geneb.extract.step.build_encoder", lambda s, **kw: ReducedOnly(s, batch_size=3, progress=False)
+    )
     task = make_task(["ACGA", "TTTT", "GGCA"], ["ACGT"], task="overflow")
     out = tmp_path / "e.h5"
     extract_task(settings, task, out, progress=False)
@@ -373,7 +375,7 @@ def test_B27_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypa
         at_load.append(len(overflows))
         return enc
 
-    monkeypatch.setattr("geneb.extract.build_encoder", build)
+    monkeypatch.setattr("geneb.extract.step.build_encoder", build)
     task = make_task(["ACGA", "ACGT" * 10, "GGCA"], ["ACGT", "GGCC"], task="overflow")
     extract_task(_inf_settings(dtype="bfloat16", nonfinite="retry_fp32"), task, tmp_path / "e.h5", progress=False)
     assert at_load == [0] and len(overflows) == 1  # none at load (checked in float32), one in the task's train split

@@ -15,13 +15,13 @@ import pytest
 import torch
 
 from extraction_support import DECODERS, KINDS, random_dna, spec
-from geneb.embeddings.checks import check_padding_invariance
-from geneb.embeddings.errors import EmptyPoolError, PaddingVarianceError
-from geneb.embeddings.pooling import last_real_index, pool
-from geneb.extract import build_encoder, extract_task
-from geneb.models.chunking import Chunk
-from geneb.models.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
-from geneb.models.tokenmodel import TokenModelEncoder
+from geneb.core.errors import EmptyPoolError, PaddingVarianceError
+from geneb.encoders.engine.chunking import Chunk
+from geneb.encoders.engine.invariance import check_padding_invariance
+from geneb.encoders.engine.pooling import last_real_index, pool
+from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.extract.step import build_encoder, extract_task
+from geneb.registry.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
 
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 
@@ -207,7 +207,7 @@ def test_B04_fixed_padding_in_tokenizer_files_is_overridden(zoo, tmp_path, caplo
     tok["truncation"] = {"direction": "Right", "max_length": 16, "strategy": "LongestFirst", "stride": 0}
     (folder / "tokenizer.json").write_text(json.dumps(tok))
     from extraction_support import spec
-    from geneb.extract import build_encoder
+    from geneb.extract.step import build_encoder
 
     with caplog.at_level(logging.INFO):
         enc = build_encoder(

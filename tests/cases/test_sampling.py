@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
-from geneb.models.kmer import KmerEncoder
+from geneb.encoders.families.kmer import KmerEncoder
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, fit_all, fit_scaler
 from geneb.probe.protocols import from_config

@@ -15,18 +15,18 @@ import pytest
 import torch
 
 from extraction_support import ENCODERS, random_dna, spec
-from geneb.embeddings.cache import read_embeddings
-from geneb.embeddings.errors import (
+from geneb.core.errors import (
     DroppedInputError,
     LongSequenceError,
     MaxLengthError,
     ModelForwardError,
 )
-from geneb.extract import build_encoder, extract_task
-from geneb.models.hf import position_offset
-from geneb.models.kmer import KmerEncoder
-from geneb.models.registry import extraction_settings, load_registry
-from geneb.models.token_checks import resolve_max_tokens
+from geneb.encoders.engine.token_checks import resolve_max_tokens
+from geneb.encoders.families.hf import position_offset
+from geneb.encoders.families.kmer import KmerEncoder
+from geneb.extract.cache import read_embeddings
+from geneb.extract.step import build_encoder, extract_task
+from geneb.registry.registry import extraction_settings, load_registry
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 
 
@@ -450,7 +450,7 @@ def test_B13_rc_is_of_the_kept_window_under_length_multiple(zoo):
     """length_multiple 4 and a 43-nt row: the forward strand embeds its first 40 bases, so the RC half of concat
     (and of average) is exactly embed(rc(seq[:40])), not the RC of the whole row trimmed at its own end
     (rc(seq[3:]), another window)."""
-    from geneb.extract import embed_with_rc
+    from geneb.extract.step import embed_with_rc
     from geneb.tasks.hygiene import reverse_complement as rc
 
     enc = zoo.encoder("bert", length_multiple=4)
@@ -472,8 +472,8 @@ def test_B13_rc_with_long_policy_truncate_is_refused(zoo):
     """rc average/concat with long_policy truncate would combine the first window of the forward strand with the
     first window of the reverse one (the row's other end): extraction_settings refuses it (RegistryError), and
     so does embed_with_rc for an encoder built another way; rc none + truncate and rc + chunk_mean are fine."""
-    from geneb.extract import embed_with_rc
-    from geneb.models.registry import RegistryError
+    from geneb.extract.step import embed_with_rc
+    from geneb.registry.registry import RegistryError
 
     for mode in ("average", "concat"):
         with pytest.raises(RegistryError, match=rf"model tiny-bert: rc '{mode}' with long_policy truncate"):
@@ -559,7 +559,7 @@ def test_B14_config_maximum_failing_in_the_forward_pass(padding_idx_models, monk
     """A maximum from the model's files is tried once at load: if the offset were not found (here: hidden),
     130 tokens would index past the table, and loading fails with MaxLengthError naming model and length.
     A registry max_tokens is trusted as set (no load-time pass)."""
-    monkeypatch.setattr("geneb.models.hf.position_offset", lambda model, positions: 0)
+    monkeypatch.setattr("geneb.encoders.families.hf.position_offset", lambda model, positions: 0)
     folder = padding_idx_models["roberta"]
     with pytest.raises(
         MaxLengthError,
@@ -645,7 +645,7 @@ def test_B17_every_encoder_gives_one_row_per_sequence(zoo, kind):
 def test_B12_a_table_is_refused_not_iterated_by_column_name():
     import pandas as pd
 
-    from geneb.models.kmer import KmerEncoder
+    from geneb.encoders.families.kmer import KmerEncoder
 
     with pytest.raises(TypeError, match="not a table; pass its sequence column"):
         KmerEncoder(3).embed(pd.DataFrame({"sequence": ["ACGTACGT", "GGGGCCCC"]}))
@@ -665,7 +665,7 @@ def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatc
     """max_tokens 100 (99 bases before the appended [SEP]): a 100-nt row becomes two 50-token chunks, not
     [99, 1] (issue 15), no chunk of a chunked row is under the documented minimum, and rows that fit are one
     chunk with bit-identical embeddings (the same batches as before whenever no row is chunked)."""
-    from geneb.models import chunking
+    from geneb.encoders.engine import chunking
 
     enc = build_encoder(zoo.settings("hyena", max_tokens=100), batch_size=4, progress=False)
     assert enc.body_cap == 99
@@ -695,8 +695,8 @@ def test_B11_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, mak
     """`unk_policy: error` refuses letters that would reach the model as UNK, naming model, task, split and rows,
     and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
     both give the same vectors, so they share one cache folder (issue 15)."""
-    from geneb.embeddings.errors import UnknownTokenError
-    from geneb.models.registry import extraction_hash
+    from geneb.core.errors import UnknownTokenError
+    from geneb.registry.registry import extraction_hash
 
     task = make_task([random_dna(40, 1), "ACGTRYACGT" * 3], [random_dna(30, 2)], task="iupac")
     strict = zoo.settings("hyena", unk_policy="error")

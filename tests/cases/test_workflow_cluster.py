@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from geneb.scores import failed_tasks
+from geneb.tables.scores import failed_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
@@ -76,7 +76,7 @@ def write_config(
 
 def repo_registry() -> dict:
     """A copy of the repository registry's mapping, read by the one reader (`load_registry`), to edit."""
-    from geneb.models.registry import load_registry
+    from geneb.registry.registry import load_registry
 
     return copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
 
@@ -430,8 +430,8 @@ def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
     9.27 records that output with incomplete=false (the regression of the case), so GENEB does not rely on
     it: the partial-file check that common.smk runs before every DAG moves the file aside, and the job is
     scheduled again; GENEB's reader refuses the file by itself."""
-    from geneb.embeddings.cache import IncompleteCacheError, read_embeddings
-    from geneb.hpc import set_aside_partial
+    from geneb.extract.cache import IncompleteCacheError, read_embeddings
+    from geneb.run.set_aside import set_aside_partial
 
     wf = tmp_path / "wf"
     wf.mkdir()
@@ -493,7 +493,7 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
 
 def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
     """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing."""
-    from geneb.embeddings.cache import IncompleteCacheError
+    from geneb.extract.cache import IncompleteCacheError
     from geneb.probe.job import fit_probes
 
     run = copy_run(baseline, tmp_path / "run")
@@ -523,7 +523,7 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
 def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(baseline, tmp_path):
     """A complete cache copied in from elsewhere (another model, other extraction settings) is not trusted: the
     probe compares the file's key with its model, task and settings-hash folder."""
-    from geneb.embeddings.cache import CacheKeyMismatchError
+    from geneb.extract.cache import CacheKeyMismatchError
     from geneb.probe.job import fit_probes
 
     run = copy_run(baseline, tmp_path / "run")
@@ -554,7 +554,7 @@ def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_mo
 
 def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
     """The embedding writer fails after its datasets are written: no file under the final name, no temp."""
-    from geneb.embeddings.cache import SplitEmbeddings, write_embeddings
+    from geneb.extract.cache import SplitEmbeddings, write_embeddings
 
     target = tmp_path / "resources" / "embeddings" / "m" / "0123456789ab" / "t.h5"
     n = 5
@@ -601,7 +601,7 @@ def _recover_and_check(run: Path, reference: Path) -> None:
     assert plain.returncode != 0 and "--unlock" in plain.stdout, plain.stdout[-2000:]
     # the documented recovery command unlocks, removes partial temporaries, and reruns what is incomplete
     proc = subprocess.run(
-        [sys.executable, "-m", "geneb.recover", "-s", str(SNAKEFILE), "--cores", "2", SCORES],
+        [sys.executable, "-m", "geneb.run.recover", "-s", str(SNAKEFILE), "--cores", "2", SCORES],
         cwd=run,
         env=env_for_tests(),
         stdout=subprocess.PIPE,
@@ -659,8 +659,8 @@ def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
 
 
 def _sbatch_lines(run: Path, *profiles: str, config: list[str] | None = None) -> dict[str, list[str]]:
-    """rule -> sbatch lines of a run (via geneb.sbatch_preview); local jobs -> 'local'."""
-    args = [sys.executable, "-m", "geneb.sbatch_preview", "-s", str(SNAKEFILE), SCORES]
+    """rule -> sbatch lines of a run (via geneb.run.sbatch_preview); local jobs -> 'local'."""
+    args = [sys.executable, "-m", "geneb.run.sbatch_preview", "-s", str(SNAKEFILE), SCORES]
     for p in profiles:
         args += ["--profile", str(REPO / "profiles" / p)]
     if config:
@@ -758,7 +758,7 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
 
 
 def test_B44_integral_floats_are_ints_in_params():
-    from geneb.hpc import stable_params
+    from geneb.run.rerun import stable_params
 
     a = stable_params(
         {"C": 1.0, "seeds": [13.0, 17], "tol": 1e-4, "caps": {"max_train": 200.0}, "flag": True, "k": 0.5}
@@ -769,7 +769,7 @@ def test_B44_integral_floats_are_ints_in_params():
 
 def test_B44_one_spelling_per_local_path(tmp_path, monkeypatch):
     """`config/x`, `./config/x` and `/abs/config/x` are one rerun key for the sheets (rule inputs)."""
-    from geneb.hpc import canonical_path
+    from geneb.run.rerun import canonical_path
 
     monkeypatch.chdir(tmp_path)
     spellings = [
@@ -792,7 +792,7 @@ def test_B44_one_spelling_per_local_path(tmp_path, monkeypatch):
 def test_B44_stable_params_renders_identically_in_separate_processes():
     code = textwrap.dedent("""
         import random, sys
-        from geneb.hpc import stable_params
+        from geneb.run.rerun import stable_params
         keys = ["pooling", "layer", "rc", "max_tokens", "dtype"]
         random.Random(int(sys.argv[1])).shuffle(keys)
         value = {k: {"b": {1, 2, 3}, "a": (1, 2)} for k in keys}
@@ -987,7 +987,7 @@ def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, tmp
 @pytest.mark.slurm
 def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tmp_path, monkeypatch):
     """A hard kill of the main process leaves its Slurm jobs running; recovery must not start a second writer."""
-    from geneb import recover
+    from geneb.run import recover
 
     env = slurm_env
     run = tmp_path / "run"
@@ -1013,7 +1013,7 @@ def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tm
 
 
 def test_resources_double_per_attempt_and_gpu_follows_device():
-    from geneb import hpc
+    from geneb.run import resources as hpc
 
     assert [hpc.scaled(100, a) for a in (1, 2, 3)] == [100, 200, 400]
     with pytest.raises(ValueError):
@@ -1029,7 +1029,7 @@ def test_resources_double_per_attempt_and_gpu_follows_device():
 
 
 def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeypatch):
-    from geneb import recover
+    from geneb.run import recover
 
     run = tmp_path / "run"
     run.mkdir()

@@ -1,4 +1,4 @@
-"""Batch planning and the out-of-memory step-down (geneb.embeddings.batching)."""
+"""Batch planning and the out-of-memory step-down (geneb.encoders.engine.batching)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from extraction_support import random_dna
-from geneb.embeddings.batching import StepDownRunner, is_out_of_memory, largest_first, plan_batches
+from geneb.encoders.engine.batching import StepDownRunner, is_out_of_memory, largest_first, plan_batches
 
 
 def test_plan_covers_every_item_once_shortest_first():
@@ -86,7 +86,7 @@ def test_encoder_out_of_memory_step_down_same_embeddings(zoo, monkeypatch):
 
 def test_a_single_item_out_of_memory_names_its_row():
     """The item index is a chunk position (a long row has several); the error names the task row instead."""
-    from geneb.embeddings.errors import ExtractionError, ItemOutOfMemoryError
+    from geneb.core.errors import ExtractionError, ItemOutOfMemoryError
 
     def always(batch):
         raise MemoryError("out of memory")
@@ -113,7 +113,7 @@ def test_largest_batch_runs_first_with_the_same_members():
 def test_encoder_runs_its_largest_batch_first_and_vectors_are_bit_identical(zoo, monkeypatch):
     """The first forward pass of an embed call is its largest batch (most padded tokens); the vectors and their row order are
     those of shortest-first order, bit for bit."""
-    from geneb.models import tokenmodel
+    from geneb.encoders.engine import tokenmodel
 
     enc = zoo.encoder("llama", batch_size=2)
     seqs = [random_dna(n, n) for n in (90, 20, 60, 33, 120, 45, 70)]
@@ -139,7 +139,7 @@ def test_the_split_with_the_longest_row_is_embedded_first(zoo, make_task, tmp_pa
     longest row runs first; the file keeps its layout and row order."""
     import h5py
 
-    from geneb import extract
+    from geneb.extract import step as extract
 
     calls = []
     real = extract.embed_with_rc

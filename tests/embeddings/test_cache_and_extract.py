@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.embeddings.cache import (
+from geneb.core.provenance import code_revision, dirty_label
+from geneb.encoders.protocol import EmbedCounters, EmbedResult
+from geneb.extract.cache import (
     CacheKeyMismatchError,
     IncompleteCacheError,
     SplitEmbeddings,
@@ -19,10 +21,8 @@ from geneb.embeddings.cache import (
     read_key,
     write_embeddings,
 )
-from geneb.extract import extract_task
-from geneb.models.base import EmbedCounters, EmbedResult
-from geneb.models.registry import extraction_settings, load_registry
-from geneb.provenance import code_revision, dirty_label
+from geneb.extract.step import extract_task
+from geneb.registry.registry import extraction_settings, load_registry
 from geneb.tasks.hygiene import reverse_complement
 
 
@@ -117,7 +117,9 @@ def test_file_counters_come_from_the_embed_results(repo, make_task, tmp_path, mo
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
     settings = {**settings, "extraction": {**settings["extraction"], "rc": "average"}}
     encoders = []
-    monkeypatch.setattr("geneb.extract.build_encoder", lambda s, **kw: encoders.append(_Counting(s)) or encoders[-1])
+    monkeypatch.setattr(
+        "geneb.extract.step.build_encoder", lambda s, **kw: encoders.append(_Counting(s)) or encoders[-1]
+    )
     task = make_task([random_dna(40, 1), random_dna(40, 2), random_dna(40, 3)], [random_dna(40, 4)])
     extract_task(settings, task, tmp_path / "e.h5", progress=False)
     assert encoders[0].calls == 4
@@ -135,9 +137,9 @@ def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):
     task = make_task([random_dna(60, 3), random_dna(70, 4)], [random_dna(50, 5)])
     code = f"""
 import sys
-from geneb.extract import extract_task
-from geneb.models.registry import extraction_settings, load_registry
-from geneb.provenance import code_revision, dirty_label
+from geneb.extract.step import extract_task
+from geneb.registry.registry import extraction_settings, load_registry
+from geneb.core.provenance import code_revision, dirty_label
 s = extraction_settings(load_registry({str(repo / "config" / "models.yaml")!r}), "kmer-4", {{}})
 extract_task(s, {str(task)!r}, {str(tmp_path / "k.h5")!r}, threads=1, progress=False)
 print(sorted(m for m in ("torch", "transformers", "tokenizers") if m in sys.modules))

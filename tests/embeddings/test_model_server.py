@@ -1,4 +1,4 @@
-"""The per-node model server (geneb.model_server) and the load-time checks record (issue 14): one load embeds
+"""The per-node model server (geneb.extract.server) and the load-time checks record (issue 14): one load embeds
 many tasks with the same vectors as a load per task, errors reach the job under their own class, a
 cancelled job leaves no output, a server stops when idle; the record spares later loads the probes and
 is probed again when what it vouches for changes."""
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.embeddings import load_checks
-from geneb.extract import extract_task, load_model
-from geneb.model_server import protocol
-from geneb.model_server.client import extract_via_server
+from geneb.core import ipc as protocol
+from geneb.extract import load_checks
+from geneb.extract.client import extract_via_server
+from geneb.extract.step import extract_task, load_model
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_a_cancelled_job_leaves_no_output_and_an_idle_server_stops(zoo, make_tas
 
 
 def test_the_checks_record_spares_later_loads_the_probes_until_what_it_vouches_for_changes(zoo, tmp_path, monkeypatch):
-    from geneb.models import token_checks
+    from geneb.encoders.engine import token_checks
 
     calls = []
     real = token_checks.check_padding_invariance
@@ -118,7 +118,7 @@ def test_the_checks_record_spares_later_loads_the_probes_until_what_it_vouches_f
 
 def test_load_checks_every_load_probes_at_each_load_despite_a_record(zoo, tmp_path, monkeypatch):
     """`execution.load_checks: every_load` (the rules before issue 14, the workflow benchmark's baseline)."""
-    from geneb.models import token_checks
+    from geneb.encoders.engine import token_checks
 
     calls = []
     real = token_checks.check_padding_invariance

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from extraction_support import random_dna
-from geneb.embeddings.accumulate import RowAccumulator
-from geneb.embeddings.batching import plan_batches, plan_chunks, plan_token_batches
-from geneb.models.execution import to_device
+from geneb.encoders.engine.accumulate import RowAccumulator
+from geneb.encoders.engine.batching import plan_batches, plan_chunks, plan_token_batches
+from geneb.encoders.engine.execution import to_device
 
 
 def _check_plan(plan: list[list[int]], lengths: list[int], budget: int) -> None:
@@ -117,7 +117,7 @@ def test_encoder_token_budget_batches_same_vectors_in_input_order(zoo, monkeypat
 
 
 def test_batch_tokens_below_one_is_refused(zoo):
-    from geneb.extract import build_encoder
+    from geneb.extract.step import build_encoder
 
     with pytest.raises(ValueError, match="batch_tokens must be >= 1"):
         build_encoder(zoo.settings("llama"), batch_tokens=0, progress=False)

@@ -5,7 +5,7 @@ The embeddings and probe scores equal those of the default env (transformers 5.2
 1e-5, the HDF5 records say which transformers made them, and the cache folder (settings hash) is the same: an
 env is how a model runs, not what it computes.
 
-The venvs are built once with `geneb env build` (`geneb.envs.build_env`) under $GENEB_ENV_DIR (CI:
+The venvs are built once with `geneb env build` (`geneb.core.envs.build_env`) under $GENEB_ENV_DIR (CI:
 scripts/test.sh sets /root/.cache/geneb-envs and builds them first, timed) and reused while the env files are
 unchanged; a machine without them builds them here (a few minutes, once).
 """
@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from geneb import envs
-from geneb.embeddings.cache import read_embeddings
+from geneb.core import envs
+from geneb.extract.cache import read_embeddings
 from workflow_support import run_snakemake, write_run_config
 
 TASK = "gue_prom_core_all"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geneb import envs
 from geneb.cli import main as cli_main
-from geneb.models.registry import RegistryError, check_envs, extraction_hash, extraction_settings, load_registry
-from geneb.preflight import fit_problems, preflight, preflight_problems, probe_interpreter
+from geneb.core import envs
+from geneb.registry.registry import RegistryError, check_envs, extraction_hash, extraction_settings, load_registry
+from geneb.run.preflight import fit_problems, preflight, preflight_problems, probe_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 

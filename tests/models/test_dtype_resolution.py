@@ -8,8 +8,8 @@ import re
 import pytest
 import yaml
 
-from geneb import hpc
-from geneb.models.registry import Registry, RegistryError, extraction_hash, extraction_settings, load_registry
+from geneb.registry.registry import Registry, RegistryError, extraction_hash, extraction_settings, load_registry
+from geneb.run.rerun import stable_params
 from workflow_support import REPO, run_snakemake, write_run_config
 
 
@@ -94,6 +94,6 @@ def test_the_workflow_plans_one_cache_folder_per_device_class(tmp_path, shared):
         assert out.returncode == 0, out.stdout[-2000:]
         folders[device] = dict(re.findall(r"output: resources/embeddings/([^/]+)/([0-9a-f]{12})/", out.stdout))
         settings = extraction_settings(registry, "random-esm-tiny", alphabet, device=device)
-        assert folders[device]["random-esm-tiny"] == extraction_hash(hpc.stable_params(settings))
+        assert folders[device]["random-esm-tiny"] == extraction_hash(stable_params(settings))
     assert folders["cpu"]["kmer-3"] == folders["cuda"]["kmer-3"]
     assert folders["cpu"]["random-esm-tiny"] != folders["cuda"]["random-esm-tiny"]

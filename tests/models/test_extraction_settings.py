@@ -10,15 +10,15 @@ import hashlib
 import pytest
 import yaml
 
-from geneb.models.registry import (
+from geneb.registry.registry import (
     DEFAULT_EXTRACTION,
     NotRunnableError,
     extraction_hash,
     extraction_settings,
     load_registry,
 )
-from geneb.models.settings import Extraction, ExtractionSettings, InputTransform
-from geneb.models.spec import Load, Source
+from geneb.registry.settings import Extraction, ExtractionSettings, InputTransform
+from geneb.registry.spec import Load, Source
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_defaults_partial_mappings_and_unknown_keys():
 
 
 def test_build_types_the_settings_once_and_the_adapter_reads_attributes(repo):
-    from geneb.models.adapters import build
+    from geneb.registry.families import build
 
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
     enc = build(settings)
@@ -120,7 +120,7 @@ def _one_entry(**over):
 def test_free_text_provenance_is_not_in_the_cache_key(repo):
     """Correcting where a checkpoint came from (source.origin, base_hub_id, url; load.transformers_note) reruns
     nothing; what loads the weights (the folder's fingerprint, the transformers range, config overrides) does."""
-    from geneb.models.registry import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS, Registry
+    from geneb.registry.registry import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS, Registry
 
     registry = load_registry(repo / "config" / "models.yaml")
     raw = {"models": {k: dict(v) for k, v in registry.raw["models"].items() if k == "hyenadna-tiny-1k-ft-anticapt"}}
@@ -137,9 +137,9 @@ def test_free_text_provenance_is_not_in_the_cache_key(repo):
 
 
 def test_codons_transform_and_its_length_rule():
-    from geneb.embeddings.errors import EmptyPoolError
-    from geneb.models.chunking import model_texts, transform_input
-    from geneb.models.registry import check_registry
+    from geneb.core.errors import EmptyPoolError
+    from geneb.encoders.engine.chunking import model_texts, transform_input
+    from geneb.registry.registry import check_registry
 
     codons = InputTransform(kind="codons")
     assert transform_input("ATGGCTAAA", codons, model="m", row=0) == "ATG GCT AAA"
@@ -159,7 +159,7 @@ def test_codons_load_time_probe_respects_length_multiple():
     """The probes of the load-time checks are trimmed like a row: a codon model's probe is whole codons."""
     from types import SimpleNamespace
 
-    from geneb.models.token_checks import probe_ids
+    from geneb.encoders.engine.token_checks import probe_ids
 
     seen = []
 

@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from extraction_support import random_dna, spec
-from geneb.embeddings.errors import MissingPackageError, UnknownTokenError, WeightsNotLoadedError
-from geneb.extract import build_encoder
-from geneb.models.checkpoint_keys import check_loading_info
-from geneb.models.enformer import N_BINS, WIDTH, window_and_bins
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.core.errors import MissingPackageError, UnknownTokenError, WeightsNotLoadedError
+from geneb.encoders.families.enformer import N_BINS, WIDTH, window_and_bins
+from geneb.encoders.loading.checkpoint_keys import check_loading_info
+from geneb.extract.step import build_encoder
+from geneb.registry.registry import extraction_settings, load_registry
 
 
 def test_chunk_mean_is_the_mean_over_every_pooled_token(zoo):
@@ -138,7 +138,7 @@ def test_real_mistral_dna_checkpoints(repo, shared):
 def test_real_bpe_tokenizers_affixes_and_chunks(zoo, shared):
     from transformers import AutoTokenizer
 
-    from geneb.models.hf import special_affixes
+    from geneb.encoders.families.hf import special_affixes
 
     for name in ("dnabert-2-117m", "gena-lm-bigbird-base-t2t"):
         tok = AutoTokenizer.from_pretrained(shared / "models" / "tokenizers" / name)
@@ -207,7 +207,7 @@ def test_enformer_tiles_pool_every_base_once():
     """A 393,216-bp row (two windows) is laid in tiles of the bins' 114,688-bp span: counting, for every base, the
     pooled bins (mask True) whose 128 bp hold it gives exactly 1 everywhere, and no pooled bin lies wholly outside
     the row. A row up to 114,688 bp gets one window with the row centred (window_and_bins)."""
-    from geneb.models.enformer import enformer_tiles
+    from geneb.encoders.families.enformer import enformer_tiles
 
     window, span, first_bin = 196_608, N_BINS * 128, (196_608 - N_BINS * 128) // 2
     length = 2 * window
@@ -248,7 +248,7 @@ def test_enformer_counts_letters_outside_acgtn(monkeypatch, make_task, tmp_path)
     test: none, N being one of Enformer's letters)."""
     import h5py
 
-    from geneb.extract import extract_task
+    from geneb.extract.step import extract_task
 
     settings = _enformer_standin(monkeypatch, lambda bins: (bins < 4).float().mean(-1))
     iupac = ("ACGTRYKMSWACGT" * 20)[:256]
@@ -273,7 +273,7 @@ def test_random_esm_takes_the_position_embeddings_of_its_config(tmp_path):
     vocabulary stays the tokenizer's."""
     import json
 
-    from geneb.models.random_init import build_random_esm
+    from geneb.encoders.families.random_init import build_random_esm
 
     small = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
     config = {**small, "max_position_embeddings": 64}

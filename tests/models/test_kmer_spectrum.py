@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from geneb.models.kmer import KmerEncoder, from_settings
-from geneb.models.settings import Extraction, ExtractionSettings
+from geneb.encoders.families.kmer import KmerEncoder, from_settings
+from geneb.registry.settings import Extraction, ExtractionSettings
 
 
 def test_spectrum_is_the_per_k_vectors_concatenated_each_summing_to_one():

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geneb import hpc
-from geneb.models.registry import NotRunnableError, Registry, extraction_hash, extraction_settings, load_registry
-from geneb.models.spec import ModelSpec, Source
+from geneb.registry.registry import NotRunnableError, Registry, extraction_hash, extraction_settings, load_registry
+from geneb.registry.spec import ModelSpec, Source
+from geneb.run.rerun import stable_params
 
 HERE = Path(__file__).parent
 
@@ -44,7 +44,7 @@ def _hashes(repo: Path, tmp_path: Path) -> dict[str, str]:
                     if spec.source.kind == "local":  # content fingerprints of ../shared folders: not in the file
                         continue
                     try:
-                        settings = hpc.stable_params(extraction_settings(registry, model, alpha, device=device))
+                        settings = stable_params(extraction_settings(registry, model, alpha, device=device))
                     except NotRunnableError:
                         continue
                     out[f"{label}/{alpha_label}/{infix}{model}"] = extraction_hash(settings)
@@ -62,7 +62,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     the file's text anywhere else fails this test."""
     from geneb.analysis import metadata, published
     from geneb.cli import main
-    from geneb.models import registry as reader
+    from geneb.registry import registry as reader
 
     sheet = repo / "config" / "models.yaml"
     text = sheet.read_text()
@@ -71,7 +71,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     def guarded(parse):
         def wrapped(stream, *args, **kwargs):
             if stream == text and not inside:
-                raise AssertionError("config/models.yaml parsed outside geneb.models.registry")
+                raise AssertionError("config/models.yaml parsed outside geneb.registry.registry")
             return parse(stream, *args, **kwargs)
 
         return wrapped
@@ -126,7 +126,7 @@ def test_no_code_outside_the_reader_parses_models_yaml(repo):
     files = [p for d in ("src", "workflow", "tools", "bench", "scripts") for p in (repo / d).rglob("*.py")]
     files += list((repo / "workflow").rglob("*.smk")) + [repo / "Snakefile"]
     offenders = [str(p.relative_to(repo)) for p in files if parse.search(p.read_text())]
-    assert not offenders, f"config/models.yaml parsed outside geneb.models.registry in {offenders}"
+    assert not offenders, f"config/models.yaml parsed outside geneb.registry.registry in {offenders}"
 
 
 def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys):

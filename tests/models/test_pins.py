@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from geneb.cli import main as cli
-from geneb.models.pins import PinError, apply_pins, read_pins
-from geneb.models.registry import NotRunnableError, RegistryError, extraction_settings, load_registry
+from geneb.registry.pins import PinError, apply_pins, read_pins
+from geneb.registry.registry import NotRunnableError, RegistryError, extraction_settings, load_registry
 from hub_support import fake_hub
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

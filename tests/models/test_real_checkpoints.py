@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from geneb.embeddings.errors import ModelLoadError
-from geneb.extract import build_encoder, extract_task
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.core.errors import ModelLoadError
+from geneb.extract.step import build_encoder, extract_task
+from geneb.registry.registry import extraction_settings, load_registry
 
 HYENA = "hyenadna-tiny-1k-ft-anticapt"
 CODON = "mistral-codon-1m-ft-mrfp"
@@ -156,7 +156,7 @@ def test_the_shipped_pad_token_id_is_an_error_naming_the_model_and_the_fix(regis
 
 
 def test_config_overrides_are_part_of_the_cache_key(registry):
-    from geneb.models.registry import Registry, extraction_hash
+    from geneb.registry.registry import Registry, extraction_hash
 
     raw = {"models": {k: dict(v) for k, v in registry.raw["models"].items() if k == CODON}}
     base = extraction_hash(extraction_settings(Registry.from_mapping(raw), CODON, {}))
@@ -189,7 +189,7 @@ def test_a_pickle_with_more_than_weights_is_refused(registry, tmp_path):
 def test_weights_format_of_a_folder_and_of_a_hub_snapshot(tmp_path, monkeypatch):
     import transformers.utils
 
-    from geneb.models.hf_load import weights_format
+    from geneb.encoders.loading.hf_load import weights_format
 
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
     assert weights_format(str(tmp_path), None) == "pickle-weights-only"

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from geneb.models.adapters import FAMILIES
-from geneb.models.registry import (
+from geneb.registry.families import FAMILIES
+from geneb.registry.registry import (
     NotRunnableError,
     RegistryError,
     check_registry,
@@ -204,7 +204,7 @@ def test_unknown_model_suggests(specs):
 def test_a_model_id_given_twice_is_refused_not_replaced(repo, tmp_path):
     """Plain YAML keeps the last of two equal keys, so an entry appended under an id already taken would
     silently replace the first; the registry reader names the id and both lines instead."""
-    from geneb.models.registry import RegistryError, load_registry
+    from geneb.registry.registry import RegistryError, load_registry
 
     sheet = tmp_path / "models.yaml"
     entry = "    family: kmer\n    source: {kind: builtin}\n    builtin: {k: 3}\n"

@@ -1,4 +1,4 @@
-"""Weights from outside the hub (geneb.models.weights): source kinds external (a folder, archive or file the
+"""Weights from outside the hub (geneb.registry.weights): source kinds external (a folder, archive or file the
 config key `model_weights` points at) and download (a URL with its sha256, fetched with pooch), the cache
 folders they become, the settings hash (content, never the location), the messages when weights are missing or
 wrong, and `geneb weights fetch` / `list`."""
@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from geneb import cli
-from geneb.models import weights as W
-from geneb.models.adapters import build
-from geneb.models.registry import (
+from geneb.registry import weights as W
+from geneb.registry.families import build
+from geneb.registry.registry import (
     NotRunnableError,
     RegistryError,
     extraction_hash,
@@ -381,7 +381,7 @@ def test_offline_download_says_to_run_geneb_weights_fetch(tmp_path):
 
 
 def test_download_is_refused_by_the_preflight_when_offline_and_not_cached(tmp_path, monkeypatch):
-    from geneb.preflight import _download_cache_problem
+    from geneb.run.preflight import _download_cache_problem
 
     sheet = _sheet(tmp_path, m={"kind": "download", "url": "http://127.0.0.1:9/w.zip", "sha256": "e" * 64})
     spec = _load(sheet).spec("m")

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from geneb.extract import extract_task
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.extract.step import extract_task
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.sampling import draw_identity
+from geneb.registry.registry import extraction_settings, load_registry
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task

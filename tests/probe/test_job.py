@@ -10,10 +10,10 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from geneb.embeddings.cache import CacheKeyMismatchError
+from geneb.core.provenance import code_revision
+from geneb.extract.cache import CacheKeyMismatchError
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices
-from geneb.provenance import code_revision
 
 TASK = "gue_emp_h3__devtrain"  # the task of the `stage` fixture (tests/probe/conftest.py, STAGE_TASK)
 

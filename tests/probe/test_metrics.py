@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import matthews_corrcoef
 
-from geneb import metrics
-from geneb.metrics import MetricInputError
+from geneb.probe import metrics
+from geneb.probe.metrics import MetricInputError
 
 
 def _ci(y_true, y_pred, k=2, n_resamples=1000, seed=0, method="percentile"):

@@ -1,4 +1,4 @@
-"""The probe worker (geneb.probe_worker, issue 14): a probe job run in a child forked by the node's warm worker
+"""The probe worker (geneb.probe.worker, issue 14): a probe job run in a child forked by the node's warm worker
 writes the same tables as the job run in its own process, concurrent jobs share one worker, an error comes back
 under its own class, and a job that goes away leaves nothing under its output names."""
 
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from test_job import TASK, _run, _shots
 
-from geneb.embeddings.cache import CacheKeyMismatchError
-from geneb.model_server.client import stop_servers
-from geneb.probe_worker.client import fit_probes_via_worker, run_fit_probes_job
+from geneb.extract.cache import CacheKeyMismatchError
+from geneb.extract.client import stop_servers
+from geneb.probe.worker.client import fit_probes_via_worker, run_fit_probes_job
 
 PROTOCOL = "geneb-paper"
 

@@ -105,10 +105,10 @@ def test_few_shot_k_outside_the_known_regimes_is_refused_before_any_job(repo):
 def test_the_schema_section_is_the_one_list_of_settings_and_values():
     """from_config validates with `$defs/probe_protocol` of the workflow schema, so the schema and the
     Python names must agree: the required keys are SETTING_KEYS, the k-shot enum is SUPPORTED_K (the regimes
-    of geneb.scores), the F1 label modes are geneb.metrics.F1_LABELS."""
-    from geneb.metrics import F1_LABELS
+    of geneb.tables.scores), the F1 label modes are geneb.probe.metrics.F1_LABELS."""
+    from geneb.core.schemas import load_schema
+    from geneb.probe.metrics import F1_LABELS
     from geneb.probe.protocols import SUPPORTED_K
-    from geneb.schemas import load_schema
 
     spec = load_schema("config")["$defs"]["probe_protocol"]
     assert spec["required"] == list(SETTING_KEYS) and sorted(spec["properties"]) == sorted(SETTING_KEYS)

@@ -17,10 +17,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import matthews_corrcoef
 from threadpoolctl import threadpool_limits
 
-from geneb.embeddings.cache import read_embeddings
-from geneb.extract import extract_task
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.extract.cache import read_embeddings
+from geneb.extract.step import extract_task
 from geneb.probe.job import fit_probes, write_shot_indices
+from geneb.registry.registry import extraction_settings, load_registry
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from geneb.logs import ERROR_MARK, failure_lines
+from geneb.core.logs import ERROR_MARK, failure_lines
 from workflow_support import run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_every_shim_installs_the_error_hook_first():
 def test_hook_prints_one_line_and_keeps_the_traceback(tmp_path):
     log = tmp_path / "job.log"
     code = (
-        "from geneb.logs import log_to_file\n"
+        "from geneb.core.logs import log_to_file\n"
         f"log_to_file({str(log)!r})\n"
         "raise ValueError(\"task 'x', split 'train', row 3: label '1.0' is a number\")\n"
     )

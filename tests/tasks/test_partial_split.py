@@ -1,4 +1,4 @@
-"""Which tasks a partial run counts as completed (geneb.partial): a probe table left by an earlier run does not
+"""Which tasks a partial run counts as completed (geneb.run.partial): a probe table left by an earlier run does not
 make a task whose job failed in this run look completed, and a full successful run clears the old record."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import time
 
-from geneb.logs import ERROR_MARK
-from geneb.partial import split_tasks, tasks_failed_in_run, tasks_started_in_run
+from geneb.core.logs import ERROR_MARK
+from geneb.run.partial import split_tasks, tasks_failed_in_run, tasks_started_in_run
 
 
 def test_a_stale_probe_table_of_a_task_that_failed_now_is_not_a_result(tmp_path):

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from geneb.analysis import run
-from geneb.embeddings.cache import read_embeddings
-from geneb.extract import extract_task
-from geneb.hygiene_columns import join_columns
+from geneb.extract.cache import read_embeddings
+from geneb.extract.step import extract_task
 from geneb.probe.job import unknown_token_columns
 from geneb.report.html import hygiene_table
-from geneb.scores import check_scores
+from geneb.tables.hygiene_columns import join_columns
+from geneb.tables.scores import check_scores
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task

@@ -11,11 +11,13 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-from geneb import hpc
-from geneb import partial as partial_run
-from geneb.logs import failure_lines
-from geneb.models.adapters import family as model_family
-from geneb.models.registry import (
+from geneb.run import resources as job_resources
+from geneb.run.rerun import canonical_path, stable_params
+from geneb.run.set_aside import set_aside_partial
+from geneb.run import partial as partial_run
+from geneb.core.logs import failure_lines
+from geneb.registry.families import family as model_family
+from geneb.registry.registry import (
     RegistryError,
     extraction_hash,
     extraction_settings,
@@ -23,11 +25,11 @@ from geneb.models.registry import (
     model_spec,
     not_runnable,
 )
-from geneb.preflight import PreflightError, format_problems, preflight
+from geneb.run.preflight import PreflightError, format_problems, preflight
 from geneb.probe.sampling import NESTED_DRAW_KEY
-from geneb.schemas import schema_problems
+from geneb.core.schemas import schema_problems
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
-from geneb.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
+from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import missing_splits, source_identity
@@ -44,20 +46,20 @@ if _config_problems:
         + "\n".join(f"  - {p}" for p in _config_problems)
     )
 validate(config, "../schemas/config.schema.yaml")
-# a partial run (geneb.partial: started by the onerror handler of a --keep-going run in which tasks failed)
+# a partial run (geneb.run.partial: started by the onerror handler of a --keep-going run in which tasks failed)
 # builds the tables from the tasks that completed; the failed ones are recorded, never silently missing
 PARTIAL = partial_run.read_partial(os.environ.get(partial_run.PARTIAL_ENV))
 if PARTIAL is not None:
     config["tasks"] = [task for task in config["tasks"] if task in PARTIAL["tasks"]]
 # Params are rerun keys, compared by repr: sort every mapping, so that the key order of a YAML file never
-# reruns a job (case B44; geneb.hpc.stable_params).
-config.update(hpc.stable_params(config))
+# reruns a job (case B44; geneb.run.rerun.stable_params).
+config.update(stable_params(config))
 # One spelling per local path: the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them.
 for _key in ("task_sheet", "model_sheet", "model_revisions"):
-    config[_key] = hpc.canonical_path(config[_key])
-config["model_weights"] = {_m: hpc.canonical_path(os.path.expanduser(_p)) for _m, _p in config["model_weights"].items()}
+    config[_key] = canonical_path(config[_key])
+config["model_weights"] = {_m: canonical_path(os.path.expanduser(_p)) for _m, _p in config["model_weights"].items()}
 for _key in ("dir", "registry", "claims"):
-    config["analysis"]["published"][_key] = hpc.canonical_path(config["analysis"]["published"][_key])
+    config["analysis"]["published"][_key] = canonical_path(config["analysis"]["published"][_key])
 
 TASK_SHEET = read_catalogue(config["task_sheet"])
 validate_catalogue(TASK_SHEET, yaml.safe_load(open(workflow.source_path("../schemas/tasks.schema.yaml"))))
@@ -80,7 +82,7 @@ if workflow.is_main_process and _default_caps and _by_default:
 # The process that plans the run first pins, once, every selected hub model without a pin (the hub's `main`,
 # written to the model_revisions lockfile); later runs use exactly the locked commits. Unknown model ids fail
 # here; every selected model that cannot run (what it needs: network for a pin, an adapter, weights from outside
-# the hub) below, at once. The config's `model_weights` paths are merged in here too (geneb.models.weights).
+# the hub) below, at once. The config's `model_weights` paths are merged in here too (geneb.registry.weights).
 REGISTRY, _lock_log, _NOT_RUNNABLE = load_locked_registry(
     config["model_sheet"],
     yaml.safe_load(open(workflow.source_path("../schemas/models.schema.yaml"))),
@@ -119,7 +121,7 @@ if workflow.is_main_process:
                 "the mirror that has them (docs/adding-a-task.md)"
             )
 
-# Pre-flight (geneb.preflight): before any job is submitted, every selected model must be able to run where its
+# Pre-flight (geneb.run.preflight): before any job is submitted, every selected model must be able to run where its
 # extraction will run (runnable entry: a pin, an adapter, its weights; the HF cache when offline; packages and
 # transformers range in its env). Every problem is listed at once, each with its fix (the models that cannot
 # run at all first, from load_locked_registry, then the others' env problems), and the run stops here: no job
@@ -146,7 +148,7 @@ if workflow.is_main_process:
 # The resolved, output-affecting extraction settings per model, and their hash (the cache folder name);
 # `dtype: auto` is resolved for the run's device class here, so the hash says which dtype runs.
 EXTRACTION_SETTINGS = {
-    m: hpc.stable_params(extraction_settings(REGISTRY, m, config["alphabet"], device=config["execution"]["device"]))
+    m: stable_params(extraction_settings(REGISTRY, m, config["alphabet"], device=config["execution"]["device"]))
     for m in config["models"]
 }
 EXTRACTION_HASH = {m: extraction_hash(s) for m, s in EXTRACTION_SETTINGS.items()}
@@ -155,7 +157,7 @@ EXTRACTION_HASH = {m: extraction_hash(s) for m, s in EXTRACTION_SETTINGS.items()
 # is built, so Snakemake schedules its extraction again instead of trusting it (case B41). Main process only:
 # jobs on cluster nodes parse this file too.
 if workflow.is_main_process:
-    for _old, _new in hpc.set_aside_partial(
+    for _old, _new in set_aside_partial(
         (f"resources/embeddings/{m}/{EXTRACTION_HASH[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]),
         hdf5_locking=config["execution"]["hdf5_locking"],
     ):
@@ -172,9 +174,9 @@ wildcard_constraints:
 
 def report_job_errors():
     """The `onerror` handler: print the one-line GENEB error of every job of this run that failed in GENEB
-    code (the last line of its log, geneb.logs), so it reaches the console also where job stderr does not
+    code (the last line of its log, geneb.core.logs), so it reaches the console also where job stderr does not
     (Slurm; the 2 s margin covers a shared file system's clock). Then, in a --keep-going run of the default
-    target in which some tasks completed, build the tables, analyses and report from those (geneb.partial)."""
+    target in which some tasks completed, build the tables, analyses and report from those (geneb.run.partial)."""
     errors = failure_lines(Path("logs").rglob("*.log"), RUN_STARTED - 2)
     for line in errors:
         logger.error(line)
@@ -213,7 +215,7 @@ def report_job_errors():
 
 def preflight_onstart():
     """The `onstart` handler (real runs only, before the first job): stop the run when a model cannot run in this
-    interpreter, where the conda route without --sdm conda runs every job (geneb.preflight)."""
+    interpreter, where the conda route without --sdm conda runs every job (geneb.run.preflight)."""
     if PREFLIGHT_HERE:
         raise PreflightError(format_problems(PREFLIGHT_HERE))
 
@@ -239,7 +241,7 @@ def task_params(wildcards):
     from is resolved again in the job (config + environment), outside the rerun key."""
     row = task_row(TASK_SHEET, wildcards.task)
     caps = config["caps"]
-    return hpc.stable_params(
+    return stable_params(
         {
             "catalogue_row": {key: row.get(key, "") for key in CATALOGUE_COLUMNS_USED},
             "source_identity": source_identity(source_string(row, config), wildcards.task),
@@ -272,7 +274,7 @@ def extraction_params(wildcards):
 
 def extraction_env(wildcards):
     """The conda env file of the model's extraction, envs/<env>.yaml of its registry entry (`env:`, default
-    geneb); None on the venv route (execution.env_route: venv), where geneb.extract_job runs the extraction
+    geneb); None on the venv route (execution.env_route: venv), where geneb.extract.job runs the extraction
     with the model's venv instead."""
     if config["execution"]["env_route"] == "venv":
         return None
@@ -283,29 +285,29 @@ def extraction_priority(wildcards):
     """Scheduling order of extraction jobs (never part of any output): task by task, and within a task the
     models in config order, so the jobs running at once are mostly of different models. Each model's jobs go
     through one model server that embeds one task at a time, so two jobs of one model running together would
-    leave a core waiting (docs/hpc.md, "One model load per node")."""
+    leave a core waiting (docs/job_resources.md, "One model load per node")."""
     models, tasks = config["models"], config["tasks"]
     rank = tasks.index(wildcards.task) * len(models) + models.index(wildcards.model)
     return len(models) * len(tasks) - rank
 
 
-# ---- resources (portable: counts, MB, minutes; site values live in profiles/, docs/hpc.md) ------------
+# ---- resources (portable: counts, MB, minutes; site values live in profiles/, docs/job_resources.md) ------------
 
 
 def extraction_gpus(wildcards):
     """1 GPU for a torch model when execution.device is cuda/auto, else 0 (k-mer models, device cpu)."""
     uses_torch = model_family(EXTRACTION_SETTINGS[wildcards.model]["family"]).uses_torch
-    return hpc.extraction_gpus(uses_torch, config["execution"]["device"])
+    return job_resources.extraction_gpus(uses_torch, config["execution"]["device"])
 
 
 def extraction_mem_mb(wildcards, attempt):
     """Host memory of one extraction job: base + weights (registry `params`), doubled on each retry."""
-    return hpc.extraction_mem_mb(model_spec(REGISTRY, wildcards.model).params, attempt)
+    return job_resources.extraction_mem_mb(model_spec(REGISTRY, wildcards.model).params, attempt)
 
 
 def extraction_runtime(wildcards, attempt):
     """Minutes of one extraction job, doubled on each retry."""
-    return hpc.extraction_runtime(attempt)
+    return job_resources.extraction_runtime(attempt)
 
 
 def probe_settings(wildcards):
@@ -324,12 +326,12 @@ def shot_draw_params(wildcards):
 
 def probe_mem_mb(wildcards, attempt):
     """Memory of one probe job (all regimes and seeds of a protocol x model x task), doubled on each retry."""
-    return hpc.probe_mem_mb(attempt)
+    return job_resources.probe_mem_mb(attempt)
 
 
 def probe_runtime(wildcards, attempt):
     """Minutes of one probe job, doubled on each retry."""
-    return hpc.probe_runtime(attempt)
+    return job_resources.probe_runtime(attempt)
 
 
 # ---- aggregation and targets --------------------------------------------------------------------------
@@ -351,7 +353,7 @@ def task_embedding_files(task):
 
 
 def failure_files(wildcards=None):
-    """[the failures file] in a partial run (geneb.partial), else []: an input of aggregate_scores."""
+    """[the failures file] in a partial run (geneb.run.partial), else []: an input of aggregate_scores."""
     return [os.environ[partial_run.PARTIAL_ENV]] if PARTIAL is not None else []
 
 
@@ -372,7 +374,7 @@ def report_config(wildcards=None):
     shown = {key: value for key, value in config.items() if key not in ("execution", "model_weights")}
     for key in ("tasks", "models", "protocols"):  # their order changes no result
         shown[key] = sorted(shown[key])
-    return hpc.stable_params(shown)
+    return stable_params(shown)
 
 
 def task_cards():

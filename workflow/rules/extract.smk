@@ -3,7 +3,7 @@
 # are execution knobs read from config["execution"], so changing them reruns nothing. One output file per
 # (model, settings hash, task): no two jobs ever write the same HDF5 file (case B40).
 # One model, one load per node: the jobs on a node share one model server that loads the model once
-# (geneb.model_server), and a cluster profile groups a model's jobs into a few sbatch jobs (profiles/slurm,
+# (geneb.extract.server), and a cluster profile groups a model's jobs into a few sbatch jobs (profiles/slurm,
 # `groups:`; docs/hpc.md, "One model load per node").
 
 

@@ -1,8 +1,8 @@
-"""Shim: rule aggregate_scores -> geneb.aggregate.concat_tables (failures: a partial run's failures file; cards:
+"""Shim: rule aggregate_scores -> geneb.tables.aggregate.concat_tables (failures: a partial run's failures file; cards:
 the data-hygiene columns)."""
 
-from geneb.aggregate import concat_tables
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
+from geneb.tables.aggregate import concat_tables
 
 log_to_file(snakemake.log[0])
 failures = list(snakemake.input.failures)

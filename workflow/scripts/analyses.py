@@ -7,7 +7,7 @@ The predictions folder is the common root of the prediction inputs (results/pred
 from pathlib import Path
 
 from geneb.analysis.steps import analyses_step
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 
 log_to_file(snakemake.log[0])
 predictions = list(snakemake.input.get("predictions", []))

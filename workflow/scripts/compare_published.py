@@ -1,7 +1,7 @@
 """Shim: rule compare_published -> geneb.analysis.steps.compare_step."""
 
 from geneb.analysis.steps import compare_step
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 
 log_to_file(snakemake.log[0])
 compare_step(

@@ -1,14 +1,14 @@
-"""Shim: rule extract_embeddings -> geneb.extract_job.run_rule_job (execution knobs and env route from config)."""
+"""Shim: rule extract_embeddings -> geneb.extract.job.run_rule_job (execution knobs and env route from config)."""
 
-from geneb.embeddings.cache import configure_hdf5_locking
+from geneb.extract.cache import configure_hdf5_locking
 
 execution = snakemake.config["execution"]
 configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5py (case B37)
 
 from pathlib import Path  # noqa: E402
 
-from geneb.extract_job import run_rule_job  # noqa: E402
-from geneb.logs import log_to_file  # noqa: E402
+from geneb.core.logs import log_to_file  # noqa: E402
+from geneb.extract.job import run_rule_job  # noqa: E402
 
 log_to_file(snakemake.log[0])
 run_rule_job(

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from geneb.core.logs import log_to_file
 from geneb.figures.render import render_figures
-from geneb.logs import log_to_file
 
 log_to_file(snakemake.log[0])
 render_figures(

@@ -1,7 +1,7 @@
 """Shim: rules leaderboard / published_leaderboard -> geneb.analysis.steps.leaderboard_step."""
 
 from geneb.analysis.steps import leaderboard_step
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 
 log_to_file(snakemake.log[0])
 leaderboard_step(

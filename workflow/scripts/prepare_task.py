@@ -1,6 +1,6 @@
 """Shim: rule prepare_task -> geneb.tasks.prepare.prepare_from_params."""
 
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 from geneb.tasks.catalogue import source_string
 from geneb.tasks.prepare import prepare_from_params
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 from geneb.report.html import build_report
 
 log_to_file(snakemake.log[0])

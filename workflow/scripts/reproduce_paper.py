@@ -1,7 +1,7 @@
 """Shim: rule reproduce_paper -> geneb.analysis.steps.reproduce_step."""
 
 from geneb.analysis.steps import reproduce_step
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 
 log_to_file(snakemake.log[0])
 reproduce_step(

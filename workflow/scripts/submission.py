@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from geneb.analysis.steps import submission_step
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 
 log_to_file(snakemake.log[0])
 submission_step(

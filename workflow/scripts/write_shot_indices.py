@@ -1,6 +1,6 @@
 """Shim: rule write_shot_indices -> geneb.probe.job.write_shot_indices."""
 
-from geneb.logs import log_to_file
+from geneb.core.logs import log_to_file
 from geneb.probe.job import write_shot_indices
 
 log_to_file(snakemake.log[0])

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from geneb.categories import CATEGORIES
-from geneb.metrics import batched_mcc
-from geneb.scores import REGIMES, AnalysisInputError
+from geneb.core.categories import CATEGORIES
+from geneb.probe.metrics import batched_mcc
+from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: resamples x rows held in memory at once when resampling test rows
 MAX_CELLS = 10_000_000
@@ -77,7 +77,7 @@ def row_replicates(
     predictions: {(model, task): frame with regime, seed, row, y_true, y_pred} (`load_predictions`).
     Returns float64 (n_resamples, len(models), len(tasks)); NaN where a (model, task) has no predictions for
     `regime`. Within a task every model is scored on the same drawn rows (the draw comes from
-    `default_rng([seed, 1, crc32(task)])`). MCC is scikit-learn's (via `geneb.metrics.batched_mcc`).
+    `default_rng([seed, 1, crc32(task)])`). MCC is scikit-learn's (via `geneb.probe.metrics.batched_mcc`).
     Raises AnalysisInputError when two models' predictions of a task cover different test rows or disagree
     on y_true (a paired bootstrap needs the same rows), or when n_resamples < 1.
     """

@@ -19,7 +19,7 @@ import pandas as pd
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.published import PROTOCOL
 from geneb.analysis.tables import cell_scores
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 from geneb.tasks.card import read_card
 
 

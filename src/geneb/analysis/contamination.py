@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 POLICIES = ("exclude", "flag")
 

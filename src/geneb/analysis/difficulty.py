@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.analysis.context import RunContext
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 def near_random(cells: pd.DataFrame, threshold: float) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from scipy import stats
 
 from geneb.analysis.context import ProtocolContext
 from geneb.analysis.scale import spearman_rho_p
-from geneb.scores import REGIMES, AnalysisInputError
+from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: the k-shot regimes, in REGIMES order
 SHOTS: tuple[str, ...] = tuple(r for r in REGIMES if r != "full")

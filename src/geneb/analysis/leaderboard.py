@@ -20,8 +20,8 @@ from scipy import stats
 
 from geneb import __version__
 from geneb.analysis.tables import frame_sha256
-from geneb.categories import CATEGORIES
-from geneb.scores import AnalysisInputError, with_code_revision
+from geneb.core.categories import CATEGORIES
+from geneb.tables.scores import AnalysisInputError, with_code_revision
 
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added)
 SCHEMA_VERSION = "2"
@@ -59,7 +59,7 @@ def category_scores(cells: pd.DataFrame, missing: dict[str, str] | None = None) 
     """Per (protocol, regime, model, category): mean cell value over the category's tasks.
 
     cells: per-cell table (`tables.cell_scores`). missing: {task: category} of configured tasks that failed
-    (a partial run, geneb.partial): each counts as expected and missing for every model, so its category is
+    (a partial run, geneb.run.partial): each counts as expected and missing for every model, so its category is
     shown but not ranked. Returns columns protocol, regime, model, category, value, n_tasks (tasks the model
     has), n_tasks_expected (tasks of the category any model has in that protocol and regime, plus its failed
     tasks), complete (n_tasks == n_tasks_expected).
@@ -112,7 +112,7 @@ def leaderboard(cells: pd.DataFrame, missing: dict[str, str] | None = None) -> p
     `macro` and `micro`, with value, n_tasks, n_tasks_expected, complete, rank (by value within protocol,
     regime and category; 1 = best), borda_rank (over the category's tasks; over all tasks for macro/micro),
     source, schema_version, geneb_version, input_sha256 (hash of `cells`), geneb_commit and geneb_dirty (the
-    running code's revision, `geneb.scores.with_code_revision`).
+    running code's revision, `geneb.tables.scores.with_code_revision`).
     missing: failed tasks ({task: category}, see `category_scores`): their categories, macro and micro are
     shown but not ranked. Raises AnalysisInputError for an empty table.
     """

@@ -24,7 +24,7 @@ from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates, bootstrap_p_value
 from geneb.analysis.context import ProtocolContext, RegimeContext
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 #: metadata column -> the `differs_in` value of a pair that differs in it
 FACTORS: dict[str, str] = {

@@ -22,10 +22,10 @@ import yaml
 from geneb import __version__
 from geneb.analysis.metadata import model_frame
 from geneb.analysis.metadata import registry as read_registry
-from geneb.categories import CATEGORIES
-from geneb.models.spec import ModelSpec
-from geneb.provenance import file_sha256
-from geneb.scores import PUBLISHED_SEED, SCHEMA_VERSION, AnalysisInputError, check_scores, with_code_revision
+from geneb.core.categories import CATEGORIES
+from geneb.core.provenance import file_sha256
+from geneb.registry.spec import ModelSpec
+from geneb.tables.scores import PUBLISHED_SEED, SCHEMA_VERSION, AnalysisInputError, check_scores, with_code_revision
 
 PROTOCOL = "geneb-paper"
 

@@ -17,7 +17,7 @@ from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates
 from geneb.analysis.context import RegimeContext
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 def category_kendall(wide: pd.DataFrame) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from geneb.analysis.bootstrap import CategoryReplicates
 from geneb.analysis.context import RegimeContext
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 TIE_RULES = ("overlap", "paired")
 

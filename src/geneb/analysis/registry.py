@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 SCOPES = ("regime", "protocol", "run")
 

@@ -21,8 +21,8 @@ import pandas as pd
 import yaml
 
 from geneb.analysis.leaderboard import AGGREGATES
-from geneb.schemas import load_schema, schema_errors
-from geneb.scores import AnalysisInputError
+from geneb.core.schemas import load_schema, schema_errors
+from geneb.tables.scores import AnalysisInputError
 
 #: the columns of reproduce_paper.parquet
 COLUMNS = ("claim", "statistic", "paper", "geneb", "tolerance", "passed", "note")

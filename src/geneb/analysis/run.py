@@ -24,9 +24,9 @@ from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
 from geneb.analysis.registry import Analysis
 from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
-from geneb.atomic import atomic_path, write_text_atomic
-from geneb.provenance import code_revision, package_versions, stable_hash
-from geneb.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
+from geneb.core.atomic import atomic_path, write_text_atomic
+from geneb.core.provenance import code_revision, package_versions, stable_hash
+from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ def run_analyses(
     """Every registered analysis of a validated score table. Returns ({name: frame} for the leaderboard tables
     and every table of `analyses`, summary dict).
 
-    scores: `geneb.scores.check_scores` output; model_meta/task_meta: `metadata` frames (models missing from
+    scores: `geneb.tables.scores.check_scores` output; model_meta/task_meta: `metadata` frames (models missing from
     model_meta are analysed but have no parameter count, domain or contamination list); declared_pairs: the
     registry's matched pairs; settings: `resolve_settings` output; predictions_root: `results/predictions`
     (None or a missing folder: no test-row resampling); analyses: default the registry
@@ -279,7 +279,7 @@ def write_tables(
     empty), and, when given, the summary to `outdir/analysis_summary.json`.
 
     Every table gets `settings_hash` and `input_sha256` columns (provenance; from the summary, else kept as
-    the table has them) and the running code's `geneb_commit` and `geneb_dirty` (`geneb.scores.with_code_revision`).
+    the table has them) and the running code's `geneb_commit` and `geneb_dirty` (`geneb.tables.scores.with_code_revision`).
     Returns the written paths.
     """
     outdir = Path(outdir)

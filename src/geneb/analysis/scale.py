@@ -21,7 +21,7 @@ from scipy import stats
 
 from geneb.analysis.context import RegimeContext
 from geneb.analysis.metadata import entries
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 #: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
 EXACT_P_MAX_N = 8

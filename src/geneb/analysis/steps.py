@@ -16,8 +16,8 @@ import pandas as pd
 
 from geneb.analysis import compare, metadata, published, reproduce, run, submission
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
-from geneb.atomic import atomic_path
-from geneb.scores import FAILED_TASKS_ATTR, AnalysisInputError, failed_tasks, load_scores, with_code_revision
+from geneb.core.atomic import atomic_path
+from geneb.tables.scores import FAILED_TASKS_ATTR, AnalysisInputError, failed_tasks, load_scores, with_code_revision
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import pandas as pd
 from geneb import __version__
 from geneb.analysis.compare import paper_task_map
 from geneb.analysis.published import PROTOCOL
-from geneb.scores import REGIMES, AnalysisInputError
+from geneb.tables.scores import REGIMES, AnalysisInputError
 
 SCHEMA_VERSION = "1.0"
 METRICS = ("MCC", "Acc", "F1")
@@ -162,6 +162,6 @@ def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
 
 def write_submission(sub: dict[str, Any], path: str | Path) -> None:
     """Write `sub` as indented JSON (atomically)."""
-    from geneb.atomic import write_text_atomic
+    from geneb.core.atomic import write_text_atomic
 
     write_text_atomic(path, json.dumps(sub, indent=2, sort_keys=False) + "\n")

@@ -12,7 +12,7 @@ import hashlib
 
 import pandas as pd
 
-from geneb.scores import CELL_KEYS, AnalysisInputError
+from geneb.tables.scores import CELL_KEYS, AnalysisInputError
 
 
 def cell_scores(scores: pd.DataFrame, metric: str = "MCC", protocol: str | None = None) -> pd.DataFrame:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from geneb.categories import CATEGORIES
+from geneb.core.categories import CATEGORIES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 

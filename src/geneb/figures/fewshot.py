@@ -6,7 +6,7 @@ import pandas as pd
 
 from geneb.analysis.fewshot import SHOTS
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
-from geneb.scores import REGIMES
+from geneb.tables.scores import REGIMES
 
 
 def fewshot_plot(

@@ -12,7 +12,7 @@ import pandas as pd
 
 from geneb.figures.registry import figures
 from geneb.figures.style import paper_style, save
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from geneb.atomic import atomic_path  # noqa: E402
+from geneb.core.atomic import atomic_path  # noqa: E402
 
 OKABE_ITO: tuple[str, ...] = (
     "#E69F00",  # orange

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from geneb.categories import CATEGORIES
+from geneb.core.categories import CATEGORIES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, OKABE_ITO, empty_figure, plt
 
 

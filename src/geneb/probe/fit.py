@@ -31,7 +31,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from geneb import metrics
+from geneb.probe import metrics
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.protocols import CV_SCORERS, Protocol, penalty_kwargs
 from geneb.probe.sampling import require_all_classes

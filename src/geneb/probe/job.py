@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from geneb.atomic import atomic_path
-from geneb.embeddings.cache import read_embeddings
-from geneb.metrics import label_scores, seed_summary
+from geneb.core.atomic import atomic_path
+from geneb.core.provenance import package_versions
+from geneb.extract.cache import read_embeddings
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
+from geneb.probe.metrics import label_scores, seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.sampling import draw_identity
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
-from geneb.provenance import package_versions
-from geneb.scores import SCHEMA_VERSION, with_code_revision
+from geneb.tables.scores import SCHEMA_VERSION, with_code_revision
 from geneb.tasks.card import TaskCard, read_card
 
 Path = str | os.PathLike[str]

@@ -14,10 +14,10 @@ import numpy as np
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
+from geneb.core.provenance import stable_hash
+from geneb.core.schemas import schema_errors, section
 from geneb.probe.errors import ProtocolConfigError
-from geneb.provenance import stable_hash
-from geneb.schemas import schema_errors, section
-from geneb.scores import REGIMES
+from geneb.tables.scores import REGIMES
 
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
 #: cv_scoring -> the scikit-learn scorer of the inner CV
@@ -26,7 +26,7 @@ CV_SCORERS = {"MCC": "matthews_corrcoef", "log_loss": "neg_log_loss"}
 #: times the rows of the smallest (GENEB's choice by measurement: balanced weights cost 0.04 MCC on a 2:1:1 task
 #: and help on strongly imbalanced ones; bench/probe_quality.py, docs/protocols.md)
 IMBALANCE_RATIO = 3.0
-#: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.scores.REGIMES)
+#: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.tables.scores.REGIMES)
 SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
 SETTING_KEYS = (
     "draw",

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from geneb.atomic import write_text_atomic
+from geneb.core.atomic import write_text_atomic
+from geneb.core.provenance import canonical_json, stable_hash
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.sampling import nested_draw, paper_draw, shortfall
-from geneb.provenance import canonical_json, stable_hash
 from geneb.tasks.caps import stratified_cap
 
 SCHEMA_VERSION = "1"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from geneb.figures.registry import figures
-from geneb.scores import AnalysisInputError
+from geneb.tables.scores import AnalysisInputError
 
 #: the caption of the leaderboard table (the report's Leaderboard section; the leaderboard rule's report entry)
 LEADERBOARD_CAPTION = "leaderboard.rst"

@@ -22,11 +22,11 @@ import yaml
 from geneb import __version__
 from geneb.analysis.leaderboard import wide_view
 from geneb.analysis.registry import Section, report_sections
-from geneb.atomic import write_text_atomic
+from geneb.core.atomic import write_text_atomic
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
-from geneb.scores import REGIMES, AnalysisInputError, failed_tasks
+from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
 DISPLAY_SCALE = 0.45
@@ -153,7 +153,7 @@ def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> lis
 
 
 def _failed_section(tables_dir: Path) -> list[str]:
-    """The tasks that failed in a partial run (leaderboard metadata, geneb.partial), with their errors."""
+    """The tasks that failed in a partial run (leaderboard metadata, geneb.run.partial), with their errors."""
     failed = failed_tasks(str(tables_dir / "leaderboard.parquet"))
     if not failed:
         return []
@@ -170,7 +170,7 @@ def _failed_section(tables_dir: Path) -> list[str]:
 
 def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
     """The report's data-hygiene table: one row per task with its letter counts per split (score-table columns
-    from the cards, geneb.hygiene_columns), whether its test split has one class, and the models whose
+    from the cards, geneb.tables.hygiene_columns), whether its test split has one class, and the models whose
     embeddings saw unknown tokens (marked "⚠ model: train n / test m"). Empty when the columns are absent."""
     if "test_single_class" not in scores.columns:
         return pd.DataFrame()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geneb.atomic import write_text_atomic
+from geneb.core.atomic import write_text_atomic
 
 
 @dataclass(frozen=True)

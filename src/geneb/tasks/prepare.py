@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.atomic import atomic_path
-from geneb.categories import check_category
+from geneb.core.atomic import atomic_path
+from geneb.core.categories import check_category
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 from geneb.tasks.caps import stratified_cap
 from geneb.tasks.card import TaskCard, write_card

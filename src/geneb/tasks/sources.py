@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from geneb.provenance import REVISION, file_sha256, stable_hash
+from geneb.core.provenance import REVISION, file_sha256, stable_hash
 
 #: the splits a task is made of (a mirror's other files, e.g. a `dev` split, are not read)
 SPLITS = ("train", "test")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.atomic import write_text_atomic
+from geneb.core.atomic import write_text_atomic
 from geneb.tasks.alphabet import IUPAC_AMBIGUITY, STRIPPABLE
 
 #: problems of one kind shown in the error message (the rest are counted)

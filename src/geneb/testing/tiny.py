@@ -106,7 +106,7 @@ def build_tiny(
 
     folder = Path(folder)
     if kind == "esm":
-        from geneb.models.random_init import build_random_esm
+        from geneb.encoders.families.random_init import build_random_esm
 
         cfg = {
             "hidden_size": hidden,

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from geneb.models.registry import Registry, extraction_settings
+from geneb.registry.registry import Registry, extraction_settings
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -79,7 +79,7 @@ def build_checkpoint(folder: Path) -> None:
 
 def settings_for(repo: Path, folder: Path, workdir: Path, **extraction) -> dict:
     """extraction_settings of the committed LucaOne entry, its source the stand-in folder, its width 32."""
-    from geneb.models.registry import extraction_settings, load_registry
+    from geneb.registry.registry import extraction_settings, load_registry
 
     doc = yaml.safe_load((repo / "config/models.yaml").read_text())
     entry = doc["models"][MODEL]
@@ -114,9 +114,9 @@ def plain_forward(folder: Path, seqs: list[str]) -> np.ndarray:
 
 
 def main(repo: Path, workdir: Path) -> None:
-    from geneb.embeddings.checks import check_batch_invariance, check_padding_invariance
-    from geneb.embeddings.errors import UnknownTokenError
-    from geneb.models.adapters import build
+    from geneb.core.errors import UnknownTokenError
+    from geneb.encoders.engine.invariance import check_batch_invariance, check_padding_invariance
+    from geneb.registry.families import build
 
     folder = workdir / "checkpoint"
     build_checkpoint(folder)

@@ -1,4 +1,4 @@
-"""The BioFM adapter (geneb.models.biofm) on a faithful stand-in of m42-health/BioFM-265M, loaded through the registry.
+"""The BioFM adapter (geneb.encoders.families.biofm) on a faithful stand-in of m42-health/BioFM-265M, loaded through the registry.
 
 The stand-in is the real checkpoint's layout, shrunk: a `MistralForCausalLM` saved with save_pretrained (config
 `architectures: [MistralForCausalLM]`, model_type mistral, vocab_size 512, hidden_size 640, rope_theta 1e5, no sliding
@@ -19,10 +19,10 @@ import json
 import pytest
 import torch
 
-from geneb.embeddings.errors import ModelLoadError
-from geneb.models.adapters import FAMILIES, build
-from geneb.models.biofm import BioTokenTokenizer
-from geneb.models.registry import as_registry, extraction_settings, runnable
+from geneb.core.errors import ModelLoadError
+from geneb.encoders.families.biofm import BioTokenTokenizer
+from geneb.registry.families import FAMILIES, build
+from geneb.registry.registry import as_registry, extraction_settings, runnable
 
 MODEL = "BioFM-265M"
 #: the hub snapshot's tokenizer_config.json content (char_ords D, N, A, T, G, C)
@@ -120,7 +120,7 @@ def reference_batch(model, seqs):
 
 def test_family_and_registry_entry(registry):
     entry = registry["models"][MODEL]
-    assert entry["family"] == "biofm" and FAMILIES["biofm"].entry == "geneb.models.biofm:from_settings"
+    assert entry["family"] == "biofm" and FAMILIES["biofm"].entry == "geneb.encoders.families.biofm:from_settings"
     assert (
         entry["trust_remote_code"] is False and "env" not in entry and "transformers" not in (entry.get("load") or {})
     )

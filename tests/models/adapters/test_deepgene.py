@@ -1,4 +1,4 @@
-"""DeepGene adapter (geneb.models.deepgene): a stand-in checkpoint in the released layout (config.json of the
+"""DeepGene adapter (geneb.encoders.families.deepgene): a stand-in checkpoint in the released layout (config.json of the
 authors' RoFormerConfig with use_bias/norm_type, pytorch_model.bin of RoFormerForMaskedLM tensors under `roformer.`
 plus the `cls.` MLM head, no rotary table (`_keys_to_ignore_on_save`), the repository's BPE tokenizer.json), shrunk
 in depth, width and positions, loaded through the registry entry with `source.kind: local`. The reference is
@@ -16,8 +16,8 @@ import pytest
 import torch
 from adapter_support import registry_settings, write_bpe_tokenizer
 
-from geneb.embeddings.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.models.adapters import build
+from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
+from geneb.registry.families import build
 
 H, HEADS, LAYERS, INNER, POSITIONS = 32, 4, 2, 64, 256
 SEQS = ["ACGTACGTTTAAGGCCA", "ACGTAC", "TTTTAAAACCCCGGGGACGTACGTACGTAAAAAAA", "GATTACA"]

@@ -1,4 +1,4 @@
-"""The dnagpt adapter (src/geneb/models/dnagpt.py) on stand-in checkpoints in the authors' file format.
+"""The dnagpt adapter (src/geneb/encoders/families/dnagpt.py) on stand-in checkpoints in the authors' file format.
 
 No real DNAGPT weights are here (they are on the authors' Google Drive): each stand-in is a state dict with the
 released checkpoints' key names and layout, written out below from the authors' code
@@ -22,10 +22,10 @@ import torch
 import torch.nn.functional as F
 
 from extraction_support import random_dna
-from geneb.embeddings.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.models.adapters import build
-from geneb.models.dnagpt import ARCHITECTURES, KmerTokenizer, vocabulary
-from geneb.models.registry import extraction_settings
+from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
+from geneb.encoders.families.dnagpt import ARCHITECTURES, KmerTokenizer, vocabulary
+from geneb.registry.families import build
+from geneb.registry.registry import extraction_settings
 
 #: depth and width of the stand-ins (the heads keep head width 8); vocabulary and positions are the real ones
 SMALL = {"num_layers": 2, "num_heads": 4, "embedding_dim": 32}

@@ -1,4 +1,4 @@
-"""Genomics-FM adapter (geneb.models.genomics_fm): a stand-in checkpoint in the released layout (config.json of the
+"""Genomics-FM adapter (geneb.encoders.families.genomics_fm): a stand-in checkpoint in the released layout (config.json of the
 authors' BertConfig subclass, pytorch_model.bin of BertForMaskedLM tensors under `bert.` plus the `cls.` MLM head,
 the BPE tokenizer.json), shrunk in depth and width, loaded through the registry entry with `source.kind: local`.
 The reference is terry-r123/Genomics-FM genomics_fm/bert_layers.py written out here on the checkpoint's tensors,
@@ -14,8 +14,8 @@ import pytest
 import torch
 from adapter_support import registry_settings, write_bpe_tokenizer
 
-from geneb.embeddings.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.models.adapters import build
+from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
+from geneb.registry.families import build
 
 H, HEADS, LAYERS, INNER = 32, 4, 2, 40
 SEQS = ["ACGTACGTTTAAGGCCA", "ACGTAC", "TTTTAAAACCCCGGGGACGTACGTACGTAAAAAAA", "GATTACA"]

@@ -18,10 +18,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from geneb.embeddings.errors import LayerNotExposedError, ModelForwardError, ModelLoadError, WeightsNotLoadedError
-from geneb.models import adapters
-from geneb.models.janusdna import TOKEN_IDS, selective_scan
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.core.errors import LayerNotExposedError, ModelForwardError, ModelLoadError, WeightsNotLoadedError
+from geneb.encoders.families.janusdna import TOKEN_IDS, selective_scan
+from geneb.registry import families as adapters
+from geneb.registry.registry import extraction_settings, load_registry
 
 H, INNER, STATE, RANK, KERNEL, FFN, EXPERTS, HEADS, VOCAB = 72, 144, 16, 5, 4, 288, 16, 4, 16
 STEMS = {"JanusDNA_72_w": "72_with_midattn", "JanusDNA_72_wo": "72_without_midattn"}
@@ -445,7 +445,7 @@ def test_no_padding_ever_reaches_a_row(encoders, standins):
 
 def test_checkpoint_metadata_is_read_inert(standins):
     # LightningHparams.__setstate__ raises: loading succeeded (fixture), so no metadata code ran
-    from geneb.models.janusdna import read_checkpoint
+    from geneb.encoders.families.janusdna import read_checkpoint
 
     folder, sd = standins["JanusDNA_72_w"]
     state = read_checkpoint(folder / "72_with_midattn.ckpt", model="JanusDNA_72_w")
@@ -485,7 +485,7 @@ def test_the_default_tap_is_twice_the_final_rmsnorm_and_rows_are_cut_at_1024(sta
 
 
 def test_metadata_torch_cannot_read_weights_only_is_refused_with_the_fix(standins, tmp_path, repo):
-    from geneb.models.janusdna import read_checkpoint
+    from geneb.encoders.families.janusdna import read_checkpoint
 
     sd = standins["JanusDNA_72_wo"][1]
     write_checkpoint(tmp_path / "dict", "JanusDNA_72_wo", sd, real_config(False), loops=LightningLoops(fit=1))

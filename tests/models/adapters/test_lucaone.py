@@ -1,4 +1,4 @@
-"""The lucaone family (geneb.models.lucaone) on a faithful stand-in of LucaOne-default-step36M, in the lucaone env.
+"""The lucaone family (geneb.encoders.families.lucaone) on a faithful stand-in of LucaOne-default-step36M, in the lucaone env.
 
 The stand-in is the lucaone package's own `LucaGPLMForMaskedLM` with the real configuration shrunk (2 blocks of
 width 32 and 4 heads, same layer types), saved as the authors' conversion script saved the hub folders (weights,
@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from geneb import envs
-from geneb.embeddings.errors import MissingPackageError
-from geneb.models.adapters import FAMILIES, build
-from geneb.models.registry import extraction_settings, load_registry
+from geneb.core import envs
+from geneb.core.errors import MissingPackageError
+from geneb.registry.families import FAMILIES, build
+from geneb.registry.registry import extraction_settings, load_registry
 
 HERE = Path(__file__).resolve().parent
 MODEL = "LucaOne-default-step36M"

@@ -1,4 +1,4 @@
-"""The SPACE adapter (geneb.models.space) on a faithful stand-in checkpoint.
+"""The SPACE adapter (geneb.encoders.families.space) on a faithful stand-in checkpoint.
 
 The stand-in is the real checkpoint's layout shrunk: config.json with the keys SpaceConfig saves (moe
 "species_tracks", 4 species experts, top-3 routing, 8 track experts, output_heads human/mouse), the state dict
@@ -23,11 +23,11 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from extraction_support import random_dna
-from geneb.embeddings.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.models.adapters import FAMILIES, build
-from geneb.models.enformer import window_and_bins
-from geneb.models.registry import extraction_settings
-from geneb.models.space import SpaceArch, SpaceEncoder
+from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
+from geneb.encoders.families.enformer import window_and_bins
+from geneb.encoders.families.space import SpaceArch, SpaceEncoder
+from geneb.registry.families import FAMILIES, build
+from geneb.registry.registry import extraction_settings
 
 CFG = {
     "architectures": ["TrainingSpace"],
@@ -289,7 +289,9 @@ def _window(seq: str, start: int) -> str:
 
 def test_space_family_is_registered_and_runs_float32_only():
     fam = FAMILIES["space"]
-    assert fam.entry == "geneb.models.space:from_settings" and fam.dtypes == ("float32",) and not fam.requires
+    assert (
+        fam.entry == "geneb.encoders.families.space:from_settings" and fam.dtypes == ("float32",) and not fam.requires
+    )
 
 
 def test_pooled_vector_equals_the_plain_forward_over_the_covered_bins(checkpoint):
@@ -371,7 +373,7 @@ def test_real_config_shape_and_parameter_count():
     8-expert tracks MoE that is models.tsv's 588.75M."""
     arch = SpaceArch.from_config({"dim": 1536, "moe": "species_tracks"}, model="space")
     assert arch.filters() == [768, 768, 896, 1024, 1152, 1280, 1536] and arch.width == 3072
-    from geneb.models.space import SpaceTrunk
+    from geneb.encoders.families.space import SpaceTrunk
 
     with torch.device("meta"):
         trunk = SpaceTrunk(arch)

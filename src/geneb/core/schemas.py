@@ -1,0 +1,61 @@
+"""The workflow's JSON schemas (workflow/schemas/*.schema.yaml), for Python callers that bypass Snakemake.
+
+The schemas are the first check of every configuration contract: Snakemake validates `config.yaml` with them
+in workflow/rules/common.smk, and `geneb.registry.registry.load_registry` and `geneb.probe.protocols.from_config`
+validate with them here, so no module re-checks by hand what a schema already says. Only the checks a schema
+cannot express (cross-field rules) live in the modules.
+
+The schemas are read from the repository checkout (`workflow/schemas/` beside `src/`), where the workflow runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import yaml
+
+from geneb.core import paths
+
+#: the folder of the workflow's JSON schemas
+SCHEMA_DIR = paths.schema_dir()
+
+
+@functools.cache
+def load_schema(name: str) -> dict[str, Any]:
+    """The parsed schema `workflow/schemas/<name>.schema.yaml` (cached: treat it as read-only).
+
+    Raises FileNotFoundError naming the path when the checkout has no such schema."""
+    path = SCHEMA_DIR / f"{name}.schema.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"JSON schema {path} not found (GENEB reads its schemas from the repository checkout)")
+    return yaml.safe_load(path.read_text())
+
+
+def schema_errors(instance: Any, schema: dict[str, Any]) -> list[Any]:
+    """Every jsonschema.ValidationError of `instance` against `schema` (draft 2020-12), in path order; empty
+    when it validates."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    return sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.path])
+
+
+def section(name: str, definition: str) -> dict[str, Any]:
+    """A schema for one `$defs/<definition>` of schema `name` (with the other definitions in reach of its
+    `$ref`s), e.g. section("config", "probe_protocol") for one protocol's settings. Raises KeyError for an
+    unknown definition."""
+    whole = load_schema(name)
+    whole["$defs"][definition]  # noqa: B018 - KeyError for an unknown definition
+    return {"$schema": whole.get("$schema"), "$defs": whole["$defs"], "$ref": f"#/$defs/{definition}"}
+
+
+def schema_problems(instance: Any, schema: dict[str, Any], *, limit: int = 20) -> list[str]:
+    """`schema_errors` as one short line each, `<dotted path>: <message>` (the top level is `(top level)`),
+    at most `limit` of them: what a user reads instead of jsonschema's dump of the whole schema."""
+    lines = []
+    for err in schema_errors(instance, schema)[:limit]:
+        where = ".".join(str(p) for p in err.path) or "(top level)"
+        text = err.message if len(err.message) <= 300 else err.message[:300] + " …"
+        lines.append(f"{where}: {text}")
+    return lines

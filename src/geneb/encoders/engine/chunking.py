@@ -1,0 +1,201 @@
+"""From sequences to forward-pass chunks: the model-input text, and token ids cut to the model's maximum.
+
+* Text: an optional nucleotide-level `length_multiple` rule trims the trailing `len % m` bases (counted per
+  row in `trimmed_bases`; case B13); an optional `input_transform` (overlapping k-mers for DNABERT-1,
+  lowercase for gLM2, frame-0 codons for Mistral-Codon).
+* Chunks: a sequence longer than the model's true maximum is split at token level into chunks that each
+  carry the special tokens, balanced in size (`chunk_bounds`: none shorter than half the body cap, so no
+  1-token scrap is embedded alone); `long_policy` chunk_mean (pool across chunks), truncate (the first `cap`
+  tokens; counted per row), or error.
+* Batches: chunks padded into rectangular tensors with an attention mask and a pool mask.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from geneb.core.errors import EmptyPoolError, LongSequenceError
+from geneb.registry.settings import Extraction, InputTransform
+
+log = logging.getLogger(__name__)
+
+#: bases per codon (input_transform codons)
+CODON = 3
+
+
+@dataclass
+class Chunk:
+    """One forward-pass item: token ids with the special tokens, and which positions are pooled (1)."""
+
+    seq_index: int
+    ids: list[int]
+    pool_mask: list[int]
+
+
+def transform_input(seq: str, transform: InputTransform | None, *, model: str, row: int) -> str:
+    """Apply the registry's `input_transform` to one model-input sequence.
+
+    None: unchanged. {"kind": "overlapping-kmers", "k": k}: space-separated overlapping k-mers, stride 1
+    ("ACGTAG", k=3 -> "ACG CGT GTA TAG"; DNABERT-1's input format, Ji et al. 2021). {"kind": "lowercase",
+    "prefix": p}: the lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token p; the
+    encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._after_load`).
+    {"kind": "codons"}: space-separated codons of frame 0 ("ATGGCTAAA" -> "ATG GCT AAA"; Mistral-Codon's
+    WordLevel input); the row must be a whole number of codons, which `length_multiple: 3` ensures by
+    trimming the trailing bases first (`check_registry` requires it).
+    Raises ValueError for an unknown kind, a sequence shorter than k or not a whole number of codons (naming
+    model and row).
+    """
+    if transform is None:
+        return seq
+    kind = transform.kind
+    if kind == "overlapping-kmers":
+        k = int(transform.k)
+        if len(seq) < k:
+            raise EmptyPoolError(f"model {model}, row {row}: sequence of {len(seq)} nt is shorter than k={k}")
+        return " ".join(seq[i : i + k] for i in range(len(seq) - k + 1))
+    if kind == "lowercase":
+        return seq.lower()
+    if kind == "codons":
+        if len(seq) % CODON or not seq:
+            raise ValueError(
+                f"model {model}, row {row}: {len(seq)} nt is not a whole number of codons; set extraction."
+                "length_multiple: 3 so that the trailing bases are trimmed (and counted) first"
+            )
+        return " ".join(seq[i : i + CODON] for i in range(0, len(seq), CODON))
+    raise ValueError(f"model {model}: unknown input_transform kind {kind!r}")
+
+
+def model_texts(
+    sequences: list[str], rows: list[int], extraction: Extraction, *, model: str
+) -> tuple[list[str], np.ndarray]:
+    """The tokenizer's input for each sequence -> (texts, trimmed bases (n,) int32): the `length_multiple`
+    trim, then the `input_transform`. Raises EmptyPoolError for a row shorter than the length multiple."""
+    multiple = extraction.length_multiple
+    trimmed = np.zeros(len(sequences), np.int32)
+    texts = []
+    for i, seq in enumerate(sequences):
+        if multiple:
+            keep = len(seq) - len(seq) % int(multiple)
+            if keep == 0:
+                raise EmptyPoolError(
+                    f"model {model}, row {rows[i]}: {len(seq)} nt is shorter than the "
+                    f"model's length multiple {multiple}"
+                )
+            trimmed[i] = len(seq) - keep
+            seq = seq[:keep]
+        texts.append(transform_input(seq, extraction.input_transform, model=model, row=rows[i]))
+    if multiple and trimmed.any():
+        log.info(
+            "model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
+            model,
+            multiple,
+            int((trimmed > 0).sum()),
+            int(trimmed.max()),
+        )
+    return texts, trimmed
+
+
+def make_chunk(
+    seq_index: int, body: list[int], *, prefix: list[int], strand: list[int], suffix: list[int], pool_special: bool
+) -> Chunk:
+    """One forward-pass item: the tokenizer's prefix, the strand token (if any), `body`, the suffix; pooled
+    positions are the body's, plus the tokenizer's special tokens when `pool_special` (a strand token is never
+    pooled: it is the same in every row)."""
+    special = 1 if pool_special else 0
+    mask = [special] * len(prefix) + [0] * len(strand) + [1] * len(body) + [special] * len(suffix)
+    return Chunk(seq_index, prefix + strand + list(body) + suffix, mask)
+
+
+def chunk_bounds(n: int, cap: int, multiple: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) token spans of the chunks of a row of `n` body tokens under a body cap `cap`.
+
+    A row that fits (n <= cap) is one chunk. A longer row is cut into ceil(n / cap) chunks of as equal a size
+    as the length rule allows, never a full chunk plus a scrap (n = cap + 1 gives two halves, not [cap, 1]):
+    each chunk but the last is a whole number of `multiple` tokens (1 without a rule; `cap` is one already),
+    longer chunks first, and the last takes the remainder. No chunk of a multi-chunk row is shorter than
+    `min_chunk_tokens(cap, multiple)` (half the cap, rounded down to the multiple)."""
+    if n <= cap:
+        return [(0, n)]
+    unit = int(multiple or 1)
+    k = -(-n // cap)
+    units, rest = divmod(n, unit)
+    base, extra = divmod(units, k)
+    sizes = [(base + 1) * unit] * extra + [base * unit] * (k - extra)
+    sizes[-1] += rest
+    bounds, start = [], 0
+    for size in sizes:
+        bounds.append((start, start + size))
+        start += size
+    return bounds
+
+
+def min_chunk_tokens(cap: int, multiple: int | None = None) -> int:
+    """The fewest body tokens any chunk of a multi-chunk row has under `chunk_bounds`: half the body cap,
+    rounded down to the length multiple (a row that fits is one chunk of any length)."""
+    unit = int(multiple or 1)
+    return (cap // unit // 2) * unit
+
+
+def split_tokens(
+    encoded: Sequence[Sequence[int]],
+    rows: list[int],
+    *,
+    cap: int,
+    extraction: Extraction,
+    model: str,
+    chunk: Callable[[int, list[int]], Chunk],
+) -> tuple[list[Chunk], np.ndarray, np.ndarray]:
+    """Cut each row's token ids into balanced pieces of at most `cap` body tokens (`chunk_bounds`), each made a Chunk by
+    `chunk(row index, body)` -> (chunks, n_chunks (n,), truncated (n,)). Raises LongSequenceError under
+    long_policy error, EmptyPoolError for a row with no token, ValueError for cls/last pooling of a
+    multi-chunk row."""
+    policy = extraction.long_policy
+    method = extraction.pooling
+    chunks: list[Chunk] = []
+    n_chunks = np.zeros(len(encoded), np.int32)
+    truncated = np.zeros(len(encoded), bool)
+    for i, ids in enumerate(encoded):
+        if not ids:
+            raise EmptyPoolError(f"model {model}, row {rows[i]}: the tokenizer produced no tokens")
+        pieces = [ids[a:b] for a, b in chunk_bounds(len(ids), cap, extraction.length_multiple)]
+        if len(pieces) > 1:
+            if policy == "error":
+                raise LongSequenceError(f"model {model}, row {rows[i]}: {len(ids)} tokens > {cap} (long_policy: error)")
+            if policy == "truncate":  # the first `cap` tokens: as much of the row as fits
+                pieces, truncated[i] = [ids[:cap]], True
+            elif method in ("cls", "last"):
+                raise ValueError(
+                    f"model {model}, row {rows[i]}: pooling {method!r} is undefined across "
+                    f"{len(pieces)} chunks; use long_policy truncate"
+                )
+        for piece in pieces:
+            chunks.append(chunk(i, list(piece)))
+        n_chunks[i] = len(pieces)
+    return chunks, n_chunks, truncated
+
+
+def pad_chunks(
+    batch: list[Chunk], *, pad_id: int, side: str, min_width: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Rectangular (B, T) tensors for a batch: input ids (`pad_id` outside the sequence), attention mask
+    (1 = real token) and pool mask (1 = pooled position), padded on `side` (right or left) to the batch's
+    longest chunk (case B11: batched tokenization is always rectangular, with a mask), or to `min_width`
+    when that is wider."""
+    width = max(len(c.ids) for c in batch)
+    if min_width is not None:
+        width = max(width, int(min_width))
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(batch), width), dtype=torch.long)
+    pmask = torch.zeros((len(batch), width), dtype=torch.long)
+    for b, c in enumerate(batch):
+        n = len(c.ids)
+        sl = slice(0, n) if side == "right" else slice(width - n, width)
+        ids[b, sl] = torch.tensor(c.ids, dtype=torch.long)
+        attn[b, sl] = 1
+        pmask[b, sl] = torch.tensor(c.pool_mask, dtype=torch.long)
+    return ids, attn, pmask

@@ -1,0 +1,160 @@
+"""Letters a tokenizer loses: dropped without a token (case B11) or read as UNK.
+
+A vocabulary without UNK deletes letters it cannot spell (N, IUPAC codes), so the embedding would be of
+another sequence: an error naming the row. A vocabulary with UNK keeps their place: the UNK tokens are
+counted (a warning, and `n_unknown_tokens` in the file), and a row that is nothing but UNK is an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from geneb.core.errors import DroppedInputError, UnknownTokenError
+
+log = logging.getLogger(__name__)
+
+
+def check_dropped(
+    texts: list[str],
+    rows: list[int],
+    *,
+    model: str,
+    offsets: list[list[tuple[int, int]]] | None,
+    unk_id: int | None,
+    encoded: list[list[int]] | None,
+    token_texts: Callable[[list[int]], list[str] | None],
+) -> None:
+    """Raise DroppedInputError for the first row with a non-whitespace character that no token stands for
+    (a vocabulary without UNK deletes letters it cannot spell, e.g. N or IUPAC codes; case B11).
+
+    Needs the character spans of the tokenizer call (`offsets`, set by fast tokenizers); without them the
+    tokens' text is counted instead (`check_dropped_by_token_text`). With an UNK token in the vocabulary the
+    spans are exact, and a run of one repeated letter whose neighbour (the same letter) has a token is a run
+    the tokenizer's normalizer collapsed on purpose (GENA-LM maps an N run to one token; case B16), not a
+    drop. Without one, a model that drops letters reports the spans as if they had never been there (the gap
+    shows at the end of the row), so any uncovered letter is an error and no position is claimed."""
+    if offsets is None:
+        check_dropped_by_token_text(texts, rows, model=model, unk_id=unk_id, encoded=encoded, token_texts=token_texts)
+        return
+    exact_spans = unk_id is not None
+    for i, (text, spans) in enumerate(zip(texts, offsets)):
+        covered = bytearray(len(text))
+        for a, b in spans:
+            covered[a:b] = b"\x01" * (b - a)
+        gaps = []
+        j = covered.find(0)
+        while j != -1:
+            end = covered.find(1, j)
+            end = len(text) if end == -1 else end
+            if text[j:end].strip() and not (exact_spans and _collapsed_run(text, covered, j, end)):
+                gaps.append((j, end))
+            j = covered.find(0, end)
+        if gaps:
+            n = sum(len(text[a:b].strip()) for a, b in gaps)
+            k = gaps[0][0] + next(m for m, ch in enumerate(text[gaps[0][0] : gaps[0][1]]) if not ch.isspace())
+            where = (
+                f"the first: {text[k]!r} at position {k}"
+                if exact_spans
+                else "its vocabulary has no UNK token, so its character spans cannot place them"
+            )
+            raise DroppedInputError(
+                f"model {model}, row {rows[i]}: {n} letters have no token ({where}; a tokenizer drops "
+                "what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
+                "use a task without such letters or a model whose vocabulary spells them",
+                rows=[rows[i]],
+            )
+
+
+def check_dropped_by_token_text(
+    texts: list[str],
+    rows: list[int],
+    *,
+    model: str,
+    unk_id: int | None,
+    encoded: list[list[int]] | None,
+    token_texts: Callable[[list[int]], list[str] | None],
+) -> None:
+    """The dropped-letter check for tokenizers without character spans (slow, Python tokenizers): in a row
+    with no UNK token, the tokens' letters (word-piece markers `##`, `▁`, `Ġ` removed) must add up to the
+    row's letters; fewer means letters were skipped. Rows with an UNK token cannot be counted (one UNK may
+    stand for several letters) and rely on the UNK count instead. `token_texts(ids)` gives each token's text,
+    or None when the tokenizer cannot say (then nothing is checked)."""
+    if encoded is None:
+        return
+    for i, (text, ids) in enumerate(zip(texts, encoded)):
+        if unk_id is not None and unk_id in ids:
+            continue
+        pieces = token_texts(list(ids))
+        if pieces is None:
+            return
+        have = sum(len(t.replace("##", "").replace("\u2581", "").replace("\u0120", "").strip()) for t in pieces)
+        want = sum(1 for ch in text if not ch.isspace())
+        if have < want:
+            raise DroppedInputError(
+                f"model {model}, row {rows[i]}: its tokens spell {have} of its {want} letters (the tokenizer "
+                "skips what it cannot spell, e.g. N or IUPAC codes), so the embedding would be of another sequence; "
+                "use a task without such letters or a model whose vocabulary spells them",
+                rows=[rows[i]],
+            )
+
+
+def count_unknown(
+    encoded: Sequence[Sequence[int]], rows: list[int], *, model: str, unk_id: int | None, policy: str = "count"
+) -> tuple[int, int]:
+    """(rows with an unknown token, unknown tokens) of one tokenizer call; (0, 0) without an UNK id. Logs a
+    warning when there are any (`policy` count), or raises UnknownTokenError naming the count and the first
+    rows (`policy` error); raises DroppedInputError for a row whose every token is UNK (nothing of the
+    sequence would reach the model)."""
+    if unk_id is None:
+        return 0, 0
+    unk = [sum(1 for t in ids if t == unk_id) for ids in encoded]
+    counts = (sum(1 for u in unk if u), sum(unk))
+    blind = next((i for i, (u, ids) in enumerate(zip(unk, encoded)) if ids and u == len(ids)), None)
+    if blind is not None:
+        raise DroppedInputError(
+            f"model {model}, row {rows[blind]}: every one of its {unk[blind]} tokens is UNK, so nothing "
+            "of the sequence reaches the model (a vocabulary that cannot spell it, a lowercasing normalizer, "
+            "a word longer than the tokenizer's limit?)",
+            rows=[rows[blind]],
+        )
+    if counts[0] and policy == "error":
+        refuse_unknown(unk, rows, model=model)
+    if counts[0]:
+        first = next(i for i, u in enumerate(unk) if u)
+        log.warning(
+            "model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
+            "vocabulary (IUPAC codes?) reach it as UNK",
+            model,
+            counts[1],
+            counts[0],
+            rows[first],
+        )
+    return counts
+
+
+def refuse_unknown(per_row: Sequence[int], rows: list[int], *, model: str, what: str = "unknown-token ids") -> None:
+    """Raise UnknownTokenError (`unk_policy: error`) for the rows with a nonzero count in `per_row`, naming the
+    model, the total and the first rows; return when there are none."""
+    named = [rows[i] for i, u in enumerate(per_row) if u]
+    if not named:
+        return
+    raise UnknownTokenError(
+        f"model {model}: {sum(per_row)} {what} in {len(named)} rows (rows "
+        + ", ".join(map(str, named[:5]))
+        + (" ..." if len(named) > 5 else "")
+        + "); letters outside the model's vocabulary (IUPAC codes?) would reach it as UNK, refused under "
+        "unk_policy: error (use a task without them, or unk_policy: count)",
+        rows=named,
+    )
+
+
+def _collapsed_run(text: str, covered: bytearray, start: int, end: int) -> bool:
+    """Whether the uncovered span text[start:end] is one repeated letter next to a covered copy of it."""
+    letters = set(text[start:end])
+    if len(letters) != 1:
+        return False
+    letter = letters.pop()
+    after = end < len(text) and covered[end] and text[end] == letter
+    before = start > 0 and covered[start - 1] and text[start - 1] == letter
+    return bool(after or before)

@@ -1,0 +1,1 @@
+"""Loading weights: transformers folders, checkpoint key checks, folder models."""

@@ -1,0 +1,299 @@
+"""The HDF5 embedding cache: one file per (model, task), written atomically, read only when complete.
+
+Layout (see docs/data-dictionary.md): per split a group with `embeddings` (n, d), `row` (n,), `n_tokens`,
+`n_chunks`, `truncated`; root attributes `extraction_key` (JSON), `key_hash`, and `complete`, which is written
+last, after every array has been checked finite. The file is built under a temporary name and renamed, so a
+killed job never leaves a file under the final name; a file without `complete`, or whose key differs from
+the one expected, raises instead of being read.
+
+HDF5 >= 1.10 takes flock() locks that NFS/Lustre refuse (errno 37/524/11). `hdf5_locking` = "auto" | "on" |
+"off" (config key `extraction.hdf5_locking`): "off" opens with `locking=False` (h5py >= 3.5) and also sets
+HDF5_USE_FILE_LOCKING=FALSE for libraries that open files themselves; "auto" leaves the library default unless
+the environment already says FALSE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from geneb.core.atomic import atomic_path
+from geneb.core.provenance import canonical_json, stable_hash
+
+SCHEMA_VERSION = "1"
+LOCKING_CHOICES = ("auto", "on", "off")
+
+
+class CacheError(RuntimeError):
+    """An embedding cache file that must not be used (incomplete, wrong key, bad content)."""
+
+
+class IncompleteCacheError(CacheError):
+    """The file lacks the `complete` attribute: a partial write or a foreign file."""
+
+
+class CacheKeyMismatchError(CacheError):
+    """The file's extraction key differs from the one the caller expects."""
+
+
+def configure_hdf5_locking(hdf5_locking: str) -> dict[str, Any]:
+    """Apply the `hdf5_locking` switch ("auto" | "on" | "off") and return the h5py.File keyword arguments.
+
+    "off" sets HDF5_USE_FILE_LOCKING=FALSE in this process (call it before anything imports h5py; the
+    extraction and probe scripts do so first) and returns {"locking": False} (h5py >= 3.5); "on" returns
+    {"locking": True}; "auto" follows an HDF5_USE_FILE_LOCKING=FALSE already in the environment, else the
+    library default. Raises ValueError for another value. Case B37.
+    """
+    return _locking_kwargs(hdf5_locking)
+
+
+def _locking_kwargs(hdf5_locking: str) -> dict[str, Any]:
+    if hdf5_locking not in LOCKING_CHOICES:
+        raise ValueError(f"hdf5_locking must be one of {LOCKING_CHOICES}, got {hdf5_locking!r}")
+    if hdf5_locking == "off":
+        os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
+        return {"locking": False}
+    if hdf5_locking == "on":
+        return {"locking": True}
+    if os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() == "FALSE":
+        return {"locking": False}
+    return {}
+
+
+def is_lock_error(err: BaseException) -> bool:
+    """Whether an HDF5 open failed because the file system refused a lock ("unable to lock file, errno = 37";
+    case B37), not because of the file's content (a truncated file's message mentions "sblock", not a lock)."""
+    return isinstance(err, OSError) and re.search(r"\block(s|ing)?\b", str(err), re.IGNORECASE) is not None
+
+
+def _h5py():
+    import h5py  # imported late so HDF5_USE_FILE_LOCKING set by _locking_kwargs is seen
+
+    return h5py
+
+
+@dataclass
+class SplitEmbeddings:
+    """Pooled embeddings of one split.
+
+    embeddings: float array (n, d); row: int64 (n,) task-parquet row ids in the same order; n_tokens, n_chunks:
+    int (n,); truncated: bool (n,); trimmed_bases: int (n,) bases dropped by a length_multiple rule; empty:
+    bool (n,) rows an encoder had nothing to pool for (k-mer zero blocks; n_tokens may be 0 only there); attrs:
+    per-split HDF5 attributes (counts of truncated/chunked rows and pooled positions).
+    """
+
+    embeddings: np.ndarray
+    row: np.ndarray
+    n_tokens: np.ndarray
+    n_chunks: np.ndarray | None = None
+    truncated: np.ndarray | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    trimmed_bases: np.ndarray | None = None
+    empty: np.ndarray | None = None
+
+    def validate(self, split: str, where: str) -> None:
+        """Raise CacheError naming `where`, the split and the first bad row if shapes or values are wrong."""
+        x = self.embeddings
+        n = len(self.row)
+        if x.ndim != 2 or x.shape[0] != n:
+            raise CacheError(f"{where} [{split}]: embeddings shape {x.shape} does not match {n} rows")
+        bad = ~np.isfinite(x).all(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise CacheError(
+                f"{where} [{split}]: non-finite embedding at row index {i} (row id {int(self.row[i])}); "
+                "refusing to cache it"
+            )
+        empty = np.zeros(n, bool) if self.empty is None else np.asarray(self.empty, bool)
+        if len(empty) != n:
+            raise CacheError(f"{where} [{split}]: empty flags ({len(empty)}) do not match {n} rows")
+        if len(self.n_tokens) != n or ((np.asarray(self.n_tokens) <= 0) & ~empty).any():
+            bad = (np.asarray(self.n_tokens) <= 0) & ~empty
+            i = int(np.flatnonzero(bad)[0]) if len(self.n_tokens) == n else 0
+            raise CacheError(f"{where} [{split}]: row index {i} pooled zero tokens (or n_tokens has wrong length)")
+
+
+def key_hash(key: dict[str, Any]) -> str:
+    """Short, stable hash of an extraction key (see provenance.stable_hash)."""
+    return stable_hash(key)
+
+
+def write_embeddings(
+    path: str | os.PathLike[str],
+    splits: dict[str, SplitEmbeddings],
+    key: dict[str, Any],
+    *,
+    storage_dtype: str = "float32",
+    hdf5_locking: str = "auto",
+    attrs: dict[str, Any] | None = None,
+) -> None:
+    """Write all splits of one (model, task) to `path` atomically; `complete` is set last.
+
+    storage_dtype: "float32" or "float16" (halves the file; values are checked finite after the cast too,
+    so an overflow to inf in float16 is refused). attrs: flat root attributes (policy and run facts; not
+    part of the key). Raises CacheError (file untouched) when any split is malformed or non-finite.
+    """
+    if storage_dtype not in ("float32", "float16"):
+        raise ValueError(f"storage_dtype must be float32 or float16, got {storage_dtype!r}")
+    where = f"{key.get('model', '?')}/{key.get('task', '?')}"
+    for split, emb in splits.items():
+        emb.validate(split, where)
+        if storage_dtype == "float16":
+            with np.errstate(over="ignore"):  # an overflow to inf is reported by validate, as an error
+                half = emb.embeddings.astype(np.float16)
+            SplitEmbeddings(half, emb.row, emb.n_tokens, empty=emb.empty).validate(split, where + " (float16)")
+    kwargs = _locking_kwargs(hdf5_locking)
+    h5py = _h5py()
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        f.attrs["extraction_key"] = canonical_json(key)
+        f.attrs["key_hash"] = key_hash(key)
+        f.attrs["storage_dtype"] = storage_dtype
+        for name, value in (attrs or {}).items():
+            f.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
+        for split, emb in splits.items():
+            g = f.create_group(split)
+            g.create_dataset("embeddings", data=emb.embeddings.astype(storage_dtype))
+            g.create_dataset("row", data=np.asarray(emb.row, dtype=np.int64))
+            g.create_dataset("n_tokens", data=np.asarray(emb.n_tokens, dtype=np.int32))
+            n = len(emb.row)
+            chunks = emb.n_chunks if emb.n_chunks is not None else np.ones(n, dtype=np.int32)
+            trunc = emb.truncated if emb.truncated is not None else np.zeros(n, dtype=bool)
+            g.create_dataset("n_chunks", data=np.asarray(chunks, dtype=np.int32))
+            g.create_dataset("truncated", data=np.asarray(trunc, dtype=bool))
+            trim = emb.trimmed_bases if emb.trimmed_bases is not None else np.zeros(n, dtype=np.int32)
+            g.create_dataset("trimmed_bases", data=np.asarray(trim, dtype=np.int32))
+            empty = emb.empty if emb.empty is not None else np.zeros(n, dtype=bool)
+            g.create_dataset("empty", data=np.asarray(empty, dtype=bool))
+            for name, value in emb.attrs.items():
+                g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
+        # re-read before declaring the file complete: what is on disk must be finite
+        for split in splits:
+            if not np.isfinite(f[split]["embeddings"][:]).all():
+                raise CacheError(f"{where} [{split}]: non-finite values on disk after writing")
+        f.attrs["complete"] = True
+
+
+@dataclass
+class CachedTask:
+    """What `read_embeddings` returns: the key and, per split, (embeddings float32 (n, d), row int64 (n,)), the
+    pooled positions per row, and the split's attributes (n_unknown_tokens, n_chunked, ...)."""
+
+    key: dict[str, Any]
+    key_hash: str
+    splits: dict[str, tuple[np.ndarray, np.ndarray]]
+    n_tokens: dict[str, np.ndarray]
+    split_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
+    """h5py.File(path, "r"), or CacheError naming the file: IncompleteCacheError for a file HDF5 cannot read
+    (zero bytes, truncated, foreign), a plain CacheError with the NFS advice when the lock is refused."""
+    h5py = _h5py()
+    try:
+        return h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        if is_lock_error(err):
+            raise CacheError(
+                f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off (case B37)"
+            ) from err
+        raise IncompleteCacheError(
+            f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
+        ) from err
+
+
+def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
+    if not bool(f.attrs.get("complete", False)):
+        raise IncompleteCacheError(f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction")
+    try:
+        key = json.loads(f.attrs["extraction_key"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise CacheError(
+            f"{path}: the extraction key attribute is missing or not JSON ({err!r}); rerun extraction"
+        ) from err
+    if not isinstance(key, dict):
+        raise CacheError(f"{path}: the extraction key is not a mapping; rerun extraction")
+    return key
+
+
+def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> bool:
+    """Whether `path` is an HDF5 file with GENEB's `complete` attribute set (`write_embeddings` sets it last).
+    False for a missing, truncated or foreign file, or one a writer left half done; never raises. Only the
+    attribute is checked (`read_key` and `read_embeddings` also check the key and the arrays).
+
+    hdf5_locking: as `execution.hdf5_locking`. A file system without locks (NFS/Lustre: errno 37/524/11, case
+    B37) makes the open fail although the file is fine, so a failure that names locking is retried without
+    it: only the file's content decides, never the file system.
+    """
+    h5py = _h5py()
+    try:
+        kwargs = _locking_kwargs(hdf5_locking)
+        try:
+            f = h5py.File(path, "r", **kwargs)
+        except OSError as err:
+            if not is_lock_error(err):
+                raise
+            f = h5py.File(path, "r", locking=False)
+        with f:
+            return bool(f.attrs.get("complete", False))
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def read_key(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, Any]:
+    """The extraction key of a complete cache file. Raises IncompleteCacheError if `complete` is missing or
+    the file is not readable HDF5, CacheError for a missing or broken key."""
+    path = Path(path)
+    with _open_for_reading(path, hdf5_locking) as f:
+        return _read_key_attr(f, path)
+
+
+def read_embeddings(
+    path: str | os.PathLike[str],
+    splits: tuple[str, ...] = ("train", "test"),
+    *,
+    expected: dict[str, Any] | None = None,
+    hdf5_locking: str = "auto",
+) -> CachedTask:
+    """Read a complete cache file.
+
+    expected: key items that must match (e.g. {"task_data_hash": ..., "model": ...}); a mismatch raises
+    CacheKeyMismatchError naming the differing items. Raises IncompleteCacheError for partial, empty or
+    truncated files and CacheError for a missing split or key (each naming the file). Embeddings are returned as float32.
+    """
+    path = Path(path)
+    with _open_for_reading(path, hdf5_locking) as f:
+        key = _read_key_attr(f, path)
+        if expected:
+            diff = {k: (key.get(k), v) for k, v in expected.items() if key.get(k) != v}
+            if diff:
+                detail = "; ".join(f"{k}: file has {a!r}, expected {b!r}" for k, (a, b) in diff.items())
+                raise CacheKeyMismatchError(f"{path}: extraction key differs ({detail}); rerun extraction")
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        ntok: dict[str, np.ndarray] = {}
+        attrs: dict[str, dict[str, Any]] = {}
+        for split in splits:
+            if split not in f:
+                raise CacheError(f"{path}: split {split!r} missing from embedding cache")
+            g = f[split]
+            try:
+                out[split] = (g["embeddings"][:].astype(np.float32), g["row"][:])
+                ntok[split] = g["n_tokens"][:]
+                attrs[split] = dict(g.attrs)
+            except KeyError as err:
+                raise CacheError(f"{path}: split {split!r} lacks a dataset ({err}); rerun extraction") from err
+            if len(out[split][0]) != len(out[split][1]):
+                raise CacheError(
+                    f"{path}: split {split!r} has {len(out[split][0])} embeddings for {len(out[split][1])} row ids"
+                )
+        if "key_hash" not in f.attrs:
+            raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
+        return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok, split_attrs=attrs)

@@ -1,0 +1,133 @@
+"""One extraction job of the workflow, in the model's environment (docs/hpc.md, "Environments").
+
+`run_rule_job` is what the extract_embeddings shim calls. On the conda route (`execution.env_route: conda`, the
+default) Snakemake has already put the job in the model's env (`--sdm conda`; the rule's `conda:` comes from the
+model, workflow/rules/common.smk), so the extraction runs in this process. On the venv route
+(`execution.env_route: venv`, for sites without conda) a model whose registry entry names a non-default env is
+extracted by `python -m geneb.extract.job` run with that env's venv interpreter (`geneb.core.envs.python_for_env`,
+built by `geneb env build NAME`), with this checkout's `src` first on its PYTHONPATH so the job runs the
+workflow's own code; the request goes on stdin as JSON and the child appends to the job's log, so the log's
+last line is still the job's one-line GENEB error. A model of the default env runs in this process on both
+routes. With `execution.model_server: true` (the default) the job instead sends its task to the node's model
+server for its model (geneb.extract.server), started in the same interpreter (this one, or the env's venv), which
+loads the model once for every job of the node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from geneb.core import paths
+
+
+def _extract(request: dict[str, Any]) -> None:
+    from geneb.extract.step import extract_task
+
+    extract_task(
+        request["settings"],
+        Path(request["task_dir"]),
+        request["out"],
+        device=request["device"],
+        batch_size=request["batch_size"],
+        batch_tokens=request.get("batch_tokens"),
+        threads=request["threads"],
+        hdf5_locking=request["hdf5_locking"],
+        load_checks_policy=request.get("load_checks", "record"),
+    )
+
+
+def model_env(config: dict[str, Any], model: str) -> str:
+    """The env of `model` in the run's registry (config model_sheet and model_revisions)."""
+    from geneb.registry.registry import load_registry, model_spec
+
+    registry = load_registry(config["model_sheet"], pins=config.get("model_revisions"))
+    return model_spec(registry, model).env_name
+
+
+def run_rule_job(
+    settings: dict[str, Any],
+    task_dir: str | Path,
+    out: str | Path,
+    *,
+    log: str,
+    execution: dict[str, Any],
+    threads: int,
+    config: dict[str, Any],
+) -> None:
+    """Extract one (model, task) as rule extract_embeddings does (its shim has called `log_to_file(log)`): embed
+    here or, on the venv route for a model of a non-default env, in that env's venv, whose process appends to
+    `log` (module docstring). execution: the
+    config's execution knobs (device, batch_size, hdf5_locking, load_checks, env_route, env_dir). Raises what extract_task raises
+    (here), EnvError naming `geneb env build NAME` for an env that is not built, and SystemExit with the
+    child's status when the extraction in the venv fails (its error is the log's last line)."""
+    from geneb.core.envs import DEFAULT_ENV, python_for_env
+
+    request = {
+        "settings": settings,
+        "task_dir": str(task_dir),
+        "out": str(out),
+        "log": log,
+        "device": execution["device"],
+        "batch_size": execution["batch_size"],
+        "batch_tokens": execution.get("batch_tokens"),
+        "threads": threads,
+        "hdf5_locking": execution["hdf5_locking"],
+        "load_checks": execution.get("load_checks", "record"),
+    }
+    env = model_env(config, settings["model"]) if execution.get("env_route", "conda") == "venv" else DEFAULT_ENV
+    python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=execution.get("env_dir")))
+    child_env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(paths.SOURCE_ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
+    import logging
+
+    if env != DEFAULT_ENV:
+        logging.getLogger(__name__).info("model %s: extracting in env %s (%s)", settings["model"], env, python)
+    if execution.get("model_server", True):
+        from geneb.extract.client import extract_via_server
+
+        extract_via_server(
+            settings,
+            task_dir,
+            out,
+            device=execution["device"],
+            batch_size=execution["batch_size"],
+            batch_tokens=execution.get("batch_tokens"),
+            threads=threads,
+            hdf5_locking=execution["hdf5_locking"],
+            idle_s=execution.get("model_server_idle_s", 120),
+            load_checks=execution.get("load_checks", "record"),
+            python=python,
+            env=None if env == DEFAULT_ENV else child_env,
+        )
+        return
+    if env == DEFAULT_ENV:
+        _extract(request)
+        return
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    res = subprocess.run([python, "-m", "geneb.extract.job"], input=json.dumps(request), text=True, env=child_env)
+    if res.returncode:
+        raise SystemExit(res.returncode)
+
+
+def main() -> None:
+    """`python -m geneb.extract.job`: read one request (JSON, stdin), append to its log, extract."""
+    request = json.loads(sys.stdin.read())
+    from geneb.extract.cache import configure_hdf5_locking
+
+    configure_hdf5_locking(request["hdf5_locking"])  # before anything imports h5py (case B37)
+    from geneb.core.logs import log_to_file
+
+    log_to_file(request["log"], append=True)
+    _extract(request)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,2 @@
+"""Running the workflow: the run plan, rerun params, Slurm resources, pre-flight, partial runs, recovery and the
+sbatch preview."""

@@ -1,0 +1,122 @@
+"""Results from the tasks that completed, when others failed (docs/hpc.md, "When a task fails").
+
+A Snakemake run cannot build a target whose inputs failed, even with `--keep-going`: the score table needs every
+configured task's probe tables. So the Snakefile's `onerror` handler, in a `--keep-going` run of the default
+target, hands over to a second Snakemake run of the same command line (`partial_command`) with
+`$GENEB_PARTIAL_RUN` naming a JSON file (`results/tables/failed_tasks.json`, written by `write_failures`):
+
+    {"tasks": [the tasks whose probe tables all exist], "failed": {task: {"category": ..., "error": ...}}}
+
+The second run's common.smk reads it (`read_partial`), restricts `tasks` to the completed ones and gives the
+file to aggregation, which records the failed tasks in `scores.parquet`'s metadata (`geneb.tables.scores`); the
+leaderboard treats each failed task as missing from its category (the "not ranked there" rule) and the report
+lists them. The first run still ends with Snakemake's error, so the failure is never missed; a later run with
+the task fixed rebuilds every table from all tasks (the aggregation's input set changes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from geneb.core.atomic import write_text_atomic
+from geneb.core.logs import failure_lines
+
+#: the environment variable a partial run is started with (the path of the failures file)
+PARTIAL_ENV = "GENEB_PARTIAL_RUN"
+#: where the failures file is written (relative to the run directory)
+FAILURES_FILE = "results/tables/failed_tasks.json"
+
+
+def read_partial(path: str | None) -> dict[str, Any] | None:
+    """The failures file `path` (`$GENEB_PARTIAL_RUN`), or None when unset. Raises ValueError for a file
+    without `tasks` and `failed`."""
+    if not path:
+        return None
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data.get("tasks"), list) or not isinstance(data.get("failed"), dict):
+        raise ValueError(f"{path}: not a GENEB failures file (needs 'tasks' and 'failed')")
+    return data
+
+
+def split_tasks(
+    tasks: Iterable[str],
+    outputs_of: Callable[[str], list[str]],
+    failed_now: Iterable[str] = (),
+    inputs_of: Callable[[str], list[str]] | None = None,
+    started_now: Iterable[str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """(completed, failed): a task is completed when none of its jobs failed in this run (`failed_now`: a
+    probe table left by an earlier run of a task whose preparation now fails is stale, not a result) and
+    every file `outputs_of(task)` (its probe tables) exists, or else every file `inputs_of(task)` (its
+    embedding files) does, or else no job of it started in this run (`started_now`, when given): a task whose
+    jobs never ran because they were submitted in one group job with a failing task's (docs/hpc.md, "One model
+    load per node") is completed by the partial run. A task whose job started, wrote no result and left no
+    GENEB error (killed for memory, say) is failed, not retried."""
+    failed_now = set(failed_now)
+    started = None if started_now is None else set(started_now)
+    done, failed = [], []
+    for task in tasks:
+        ready = (
+            all(Path(p).exists() for p in outputs_of(task))
+            or (inputs_of is not None and all(Path(p).exists() for p in inputs_of(task)))
+            or (started is not None and task not in started)
+        )
+        (done if task not in failed_now and ready else failed).append(task)
+    return done, failed
+
+
+def tasks_started_in_run(tasks: Iterable[str], log_root: str | Path, since: float) -> list[str]:
+    """The tasks with a job log under `log_root` (one rule's logs: logs/<rule>/.../<task>.log) written at or
+    after `since` (epoch seconds) and not empty: a job of them started in this run (every GENEB step logs
+    before it works)."""
+    started = set()
+    for p in Path(log_root).rglob("*.log"):
+        try:
+            stat = p.stat()
+            # an empty log: Snakemake made it, but the job never reached GENEB code (its group job stopped first)
+            if stat.st_mtime >= since and stat.st_size > 0:
+                started.add(p.stem)
+        except OSError:
+            continue
+    return [t for t in tasks if t in started]
+
+
+def tasks_failed_in_run(tasks: Iterable[str], log_root: str | Path, since: float) -> list[str]:
+    """The tasks with a job log (named by the task: logs/<rule>/.../<task>.log) holding a GENEB error of this
+    run (written after `since`, epoch seconds)."""
+    logs = list(Path(log_root).rglob("*.log"))
+    return [t for t in tasks if failure_lines([p for p in logs if p.stem == t], since)]
+
+
+def task_errors(failed: Iterable[str], log_root: str | Path, since: float) -> dict[str, str]:
+    """{task: its jobs' one-line GENEB errors of this run (geneb.core.logs), joined}; a task whose logs hold none
+    gets a pointer to the Snakemake log (the job failed outside GENEB code, or never ran)."""
+    logs = list(Path(log_root).rglob("*.log"))
+    out = {}
+    for task in failed:
+        lines = failure_lines([p for p in logs if p.stem == task], since)
+        out[task] = (
+            " | ".join(lines) if lines else "did not complete (no GENEB error in its job logs; see Snakemake's log)"
+        )
+    return out
+
+
+def write_failures(path: str | Path, completed: list[str], failed: dict[str, dict[str, str]]) -> None:
+    """Write the failures file (module docstring)."""
+    write_text_atomic(Path(path), json.dumps({"tasks": completed, "failed": failed}, indent=1, sort_keys=True))
+
+
+def partial_command(argv: list[str]) -> list[str]:
+    """The second run's command: this Snakemake's own arguments (`sys.argv[1:]`) with `--nolock` (the first
+    run still holds the lock while its `onerror` handler runs)."""
+    import sys
+
+    return [sys.executable, "-m", "snakemake", *argv, "--nolock"]
+
+
+def partial_env(failures_path: str | Path) -> dict[str, str]:
+    return {**os.environ, PARTIAL_ENV: str(Path(failures_path).absolute())}

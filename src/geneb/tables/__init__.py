@@ -1,0 +1,1 @@
+"""The score-table contract (`scores`) and its assembly from probe tables (`aggregate`, `hygiene_columns`)."""

@@ -1,0 +1,57 @@
+"""Aggregation: per-(protocol, model, task) probe tables -> one long-format score table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from geneb.core.atomic import atomic_path
+from geneb.tables.hygiene_columns import join_columns
+from geneb.tables.scores import FAILED_TASKS_ATTR, SCHEMA_VERSION
+
+
+def concat_tables(
+    paths: list[str | Path],
+    out_path: str | Path,
+    *,
+    schema_version: str | None = None,
+    failures: str | Path | None = None,
+    cards: list[str | Path] | None = None,
+) -> pd.DataFrame:
+    """Concatenate parquet tables with one schema into `out_path` (atomically); returns the table.
+
+    schema_version: the version every row must carry (default: the probe tables' current
+    `geneb.tables.scores.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
+    (or mixed), and the first file whose columns differ from those of the first file of the right version.
+    failures: a partial run's failures file (geneb.run.partial); its failed tasks go into the table's metadata
+    (`geneb.tables.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing. cards: the task cards of
+    the tables; when given, the data-hygiene columns are joined on (`geneb.tables.hygiene_columns`).
+    """
+    if not paths:
+        raise ValueError("no probe tables to aggregate")
+    if schema_version is None:
+        schema_version = SCHEMA_VERSION
+    frames = [pd.read_parquet(p) for p in paths]
+    for p, df in zip(paths, frames):
+        found = sorted(set(df["schema_version"].astype(str))) if "schema_version" in df.columns else []
+        if found != [schema_version]:
+            raise ValueError(
+                f"{p}: schema_version {found or 'missing'}, expected [{schema_version!r}]; rerun the job that wrote it"
+            )
+    cols = list(frames[0].columns)
+    for p, df in zip(paths, frames):
+        if list(df.columns) != cols:
+            extra, missing = sorted(set(df.columns) - set(cols)), sorted(set(cols) - set(df.columns))
+            raise ValueError(
+                f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)"
+            )
+    table = pd.concat(frames, ignore_index=True)
+    if cards is not None:
+        table = join_columns(table, cards)
+    if failures is not None:
+        table.attrs[FAILED_TASKS_ATTR] = json.loads(Path(failures).read_text(encoding="utf-8"))["failed"]
+    with atomic_path(out_path) as tmp:
+        table.to_parquet(tmp, index=False)
+    return table

@@ -1,0 +1,97 @@
+"""The score-table contract: one home for its schema version, regimes, columns, checks and reader.
+
+A score table is long format, one row per (protocol, model, task, regime, seed, metric): the probe jobs write
+one per (protocol, model, task) (`results/probes/...`, stamped with SCHEMA_VERSION), aggregation concatenates
+them into `results/tables/scores.parquet`, and the analyses read it back through `load_scores`. Published results
+(`source = "published"`) arrive already averaged over the paper's five seeds and carry `seed = PUBLISHED_SEED`.
+Columns: docs/data-dictionary.md (stage 4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from geneb.core.categories import CATEGORIES
+from geneb.core.provenance import CODE_REVISION_KEYS, code_revision
+
+#: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
+#: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
+#: columns (`geneb_commit`, `geneb_dirty`) were added.
+SCHEMA_VERSION = "2"
+REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
+#: columns every score table must have
+REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")
+#: seed value meaning "the mean over the paper's seeds, as published"
+PUBLISHED_SEED = -1
+#: the keys of one cell
+CELL_KEYS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime")
+#: the code-revision columns every table GENEB writes carries (`geneb.core.provenance.code_revision`): `geneb_commit`
+#: (40-hex, or "unknown" for a copy that is not a git checkout) and `geneb_dirty` (nullable boolean; NA unknown)
+CODE_REVISION_COLUMNS: tuple[str, ...] = CODE_REVISION_KEYS
+
+
+def with_code_revision(table: pd.DataFrame, revision: dict[str, object] | None = None) -> pd.DataFrame:
+    """`table` with the code-revision columns set on every row (added, or replaced where present): the commit
+    and dirty-tree flag of the running code (`revision`, default `code_revision()`), `geneb_dirty` as a
+    nullable boolean so that "unknown" stays NA instead of becoming False."""
+    rev = code_revision() if revision is None else revision
+    out = table.copy()
+    out["geneb_commit"] = str(rev["geneb_commit"])
+    out["geneb_dirty"] = pd.array([rev["geneb_dirty"]] * len(out), dtype="boolean")
+    return out
+
+
+#: the parquet metadata key (pandas `attrs`) of scores.parquet and leaderboard.parquet that lists the tasks
+#: which failed in a partial run, {task: {"category", "error"}} (geneb.run.partial); absent or {} when none did
+FAILED_TASKS_ATTR = "geneb_failed_tasks"
+
+
+def failed_tasks(path: str) -> dict[str, dict[str, str]]:
+    """The failed tasks recorded in a score or leaderboard table's metadata ({} when none)."""
+    return dict(pd.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})
+
+
+class AnalysisInputError(ValueError):
+    """A score table (or another input or setting of the analyses) that cannot be used; the message names the
+    table, column and value."""
+
+
+def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFrame:
+    """Validate a score table and return a copy with a `source` column (default "geneb").
+
+    Checks: the required columns exist; categories are the 13 official ones; regimes are full/10shot/1shot;
+    no (protocol, model, task, regime, seed, metric) appears twice; MCC values are finite and within [-1, 1].
+    Raises AnalysisInputError naming `what`, the column and the first offending value.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in scores.columns]
+    if missing:
+        raise AnalysisInputError(f"{what}: missing columns {missing}; have {list(scores.columns)}")
+    df = scores.copy()
+    if "source" not in df.columns:
+        df["source"] = "geneb"
+    bad = sorted(set(df["category"]) - set(CATEGORIES))
+    if bad:
+        raise AnalysisInputError(f"{what}: unknown categories {bad}; expected one of {list(CATEGORIES)}")
+    bad = sorted(set(df["regime"]) - set(REGIMES))
+    if bad:
+        raise AnalysisInputError(f"{what}: unknown regimes {bad}; expected one of {list(REGIMES)}")
+    key = ["protocol", "model", "task", "regime", "seed", "metric"]
+    dup = df.duplicated(key, keep=False)
+    if dup.any():
+        first = df.loc[dup, key].iloc[0].to_dict()
+        raise AnalysisInputError(f"{what}: {int(dup.sum())} duplicated rows, e.g. {first}")
+    mcc = df.loc[df["metric"] == "MCC", "value"].astype(float)
+    bad_mcc = ~np.isfinite(mcc) | (mcc < -1 - 1e-9) | (mcc > 1 + 1e-9)
+    if bad_mcc.any():
+        row = df.loc[mcc.index[bad_mcc][0], list(CELL_KEYS) + ["seed", "value"]].to_dict()
+        raise AnalysisInputError(f"{what}: MCC must be finite and within [-1, 1]; first bad row {row}")
+    per_task = df.groupby(["task"])["category"].nunique()
+    if (per_task > 1).any():
+        raise AnalysisInputError(f"{what}: task {per_task.index[per_task > 1][0]!r} appears under two categories")
+    return df
+
+
+def load_scores(path: str) -> pd.DataFrame:
+    """Read and validate a score-table parquet file (see `check_scores`)."""
+    return check_scores(pd.read_parquet(path), what=str(path))
