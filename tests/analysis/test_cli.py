@@ -209,7 +209,7 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     or why not (no adapter, unpinned, a missing package or transformers range of this environment)."""
     import types
 
-    from geneb.cli import model_status
+    from geneb.cli.models import model_status
     from geneb.registry.registry import load_registry
 
     pins = tmp_path / "pins.yaml"

@@ -1,0 +1,35 @@
+"""`geneb`: read GENEB results without writing code (one module per subcommand group; `app` builds the parser).
+
+    geneb models [--runnable]          list the models of the registry: facts, env, source kind, pin, and
+                                       whether each is runnable here (and why not)
+    geneb tasks [--category C]         list the tasks of the catalogue
+    geneb leaderboard [--category C] [--regime R] [--top N]
+                                       print the leaderboard of a category (default macro) and regime
+    geneb recommend --category C [--regime R]
+                                       the best model(s) for a category, with ties where CIs overlap
+    geneb pin-revisions MODEL ... [--ref main]
+                                       move lockfile pins to the commit a ref points to now (needs network;
+                                       the first workflow run pins unpinned models by itself)
+    geneb weights fetch MODEL ... [--config C]
+                                       fetch (download, unpack) the weights of models whose weights are outside
+                                       the hub into the weights cache, ahead of a run on offline compute nodes
+    geneb weights list [--config C]    the models with weights outside the hub: given, cached, or what to fetch
+    geneb env list [--prefix DIR]      the runtime environments (envs/*.yaml), the models each serves, built or not
+    geneb env build NAME [--prefix DIR] [--python PY]
+                                       build (or reuse) the pip venv of envs/NAME.yaml (docs/hpc.md, "Environments")
+    geneb sbatch-preview [snakemake arguments]
+                                       the sbatch call of every job a Slurm run would submit (geneb.run.sbatch_preview)
+    geneb recover [snakemake arguments]
+                                       resume a run killed hard (geneb.run.recover; docs/hpc.md, "Resuming")
+
+Running the benchmark is `snakemake`; this command reads its outputs (`results/tables/*.parquet`) and the
+configuration sheets, and wraps two Snakemake calls for clusters (sbatch-preview, recover: every argument
+after the command goes to snakemake; `python -m geneb.run.sbatch_preview` and `python -m geneb.run.recover` are the
+same commands). Exit status 2, with a one-line `geneb: error: ...` on stderr and no traceback, for
+bad arguments or missing/invalid inputs (a file that is not the table or sheet the command reads, a
+category with nothing in it). Output cut short by its reader (`geneb models | head`) ends quietly.
+"""
+
+from geneb.cli.app import main
+
+__all__ = ["main"]

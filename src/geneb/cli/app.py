@@ -1,0 +1,128 @@
+"""The `geneb` parser and entry point: every subcommand group in its module of `geneb.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from geneb.cli.common import CliError, Parser, positive_int
+from geneb.cli.envs import cmd_env_build, cmd_env_list
+from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
+from geneb.cli.results import cmd_leaderboard, cmd_recommend
+from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
+from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
+from geneb.core.categories import CATEGORIES
+from geneb.tables.scores import REGIMES, AnalysisInputError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the `geneb` command."""
+    p = Parser(prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations.")
+    sub = p.add_subparsers(dest="command", required=True)
+    m = sub.add_parser(
+        "models", help="list the models of the registry: facts, env, source, pin, runnable here and why not"
+    )
+    m.add_argument("--sheet", default="config/models.yaml")
+    m.add_argument("--pins", default="config/model_revisions.yaml", help="the lockfile of pinned hub revisions")
+    m.add_argument("--runnable", action="store_true", help="list only the models runnable here")
+    m.add_argument(
+        "--config",
+        default="config/config.yaml",
+        help="the workflow config whose model_weights are applied (if present)",
+    )
+    m.set_defaults(func=cmd_models)
+    t = sub.add_parser("tasks", help="list the tasks of the catalogue")
+    t.add_argument("--sheet", default="config/tasks.tsv")
+    t.add_argument("--category", help=f"one of: {', '.join(CATEGORIES)}")
+    t.add_argument("--set", choices=["paper", "mirror"])
+    t.set_defaults(func=cmd_tasks)
+    pr = sub.add_parser("pin-revisions", help="move lockfile pins to the commit a ref points to now (needs network)")
+    pr.add_argument("models", nargs="+", help="registry ids of hub models")
+    pr.add_argument("--ref", default="main", help="branch or tag to resolve (default main)")
+    pr.add_argument("--sheet", default="config/models.yaml")
+    pr.add_argument("--pins", default="config/model_revisions.yaml")
+    pr.add_argument("--endpoint", default=None, help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
+    pr.set_defaults(func=cmd_pin_revisions)
+    w = sub.add_parser("weights", help="fetch or list the weights of models whose weights are outside the hub")
+    w_sub = w.add_subparsers(dest="weights_command", required=True)
+    for name, func, help_ in (
+        (
+            "fetch",
+            cmd_weights_fetch,
+            "download / unpack the weights of MODEL ... into the weights cache (needs network)",
+        ),
+        ("list", cmd_weights_list, "each model with weights outside the hub: given, cached, or what to fetch"),
+    ):
+        ws = w_sub.add_parser(name, help=help_)
+        if name == "fetch":
+            ws.add_argument("models", nargs="+", help="registry ids of models of source kind external or download")
+        ws.add_argument(
+            "--config", default="config/config.yaml", help="the workflow config (model_weights, weights_dir)"
+        )
+        ws.add_argument("--sheet", default="config/models.yaml")
+        ws.add_argument(
+            "--weights-dir", default=None, help="the weights cache (default: the config's execution.weights_dir)"
+        )
+        ws.set_defaults(func=func)
+    env = sub.add_parser("env", help="list or build the runtime environments of envs/ (pip venvs)")
+    env_sub = env.add_subparsers(dest="env_command", required=True)
+    cache_help = "the folder the venvs are cached under (default $GENEB_ENV_DIR, else .geneb/envs)"
+    el = env_sub.add_parser("list", help="each env, the models it serves, whether built and where")
+    el.add_argument("--prefix", default=None, help=cache_help)
+    el.add_argument("--sheet", default="config/models.yaml")
+    el.set_defaults(func=cmd_env_list)
+    eb = env_sub.add_parser("build", help="build (or reuse) the pip venv of envs/NAME.yaml; prints its python")
+    eb.add_argument("name", help="an env name (a file envs/NAME.yaml)")
+    eb.add_argument("--prefix", default=None, help=cache_help)
+    eb.add_argument("--python", default=None, help="the interpreter to make it from (default: this one)")
+    eb.set_defaults(func=cmd_env_build)
+    for name, func, table, help_ in (
+        ("leaderboard", cmd_leaderboard, "results/tables/leaderboard.parquet", "print a leaderboard"),
+        ("recommend", cmd_recommend, "results/tables/recommendations.parquet", "recommend a model for a category"),
+    ):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("--category", default="macro" if name == "leaderboard" else None, required=name == "recommend")
+        s.add_argument("--regime", default="full", choices=REGIMES)
+        s.add_argument("--protocol")
+        s.add_argument("--table", default=table)
+        if name == "leaderboard":
+            s.add_argument("--top", type=positive_int, default=50, help="print the first N models (default 50)")
+        s.set_defaults(func=func)
+    for name, func, help_ in (
+        ("sbatch-preview", cmd_sbatch_preview, "print the sbatch call of every job a Slurm run would submit"),
+        ("recover", cmd_recover, "resume a run killed hard: unlock, remove partial files, rerun the incomplete"),
+    ):
+        # every argument after the command goes to snakemake (main passes the unparsed rest); -h is theirs
+        s = sub.add_parser(name, help=help_ + " (snakemake arguments follow)", add_help=False)
+        s.set_defaults(func=func, snakemake_args=[], passthrough=True)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `geneb` console script; returns the exit status."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if getattr(args, "passthrough", False):
+        args.snakemake_args = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        out = args.func(args)
+    except (CliError, AnalysisInputError, OSError) as err:
+        msg = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        print(f"geneb: error: {msg}", file=sys.stderr)
+        return 2
+    if isinstance(out, int):  # a wrapped command printed its own output; this is its exit status
+        return out
+    try:
+        print(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (`geneb models | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the flush at exit does not fail again
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

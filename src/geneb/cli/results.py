@@ -1,0 +1,103 @@
+"""`geneb leaderboard` and `geneb recommend`: read the finished tables of a run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
+
+#: the columns each table-reading command needs, and the table it expects
+TABLES = {
+    "leaderboard": (
+        ("protocol", "regime", "category", "model", "value", "rank", "n_tasks", "borda_rank", "complete"),
+        "results/tables/leaderboard.parquet (or compare_published.parquet)",
+    ),
+    "recommendation": (
+        ("protocol", "regime", "category", "model", "role", "value", "ci_low", "ci_high", "tie_rule"),
+        "results/tables/recommendations.parquet",
+    ),
+}
+
+
+def _read(path: str, what: str) -> pd.DataFrame:
+    """The `what` table ("leaderboard" or "recommendation") at `path`; CliError when it is missing, not
+    parquet, empty, or lacks the columns the command needs."""
+    cols, expected = TABLES[what]
+    p = existing_file(path, f"{what} table", "; run `snakemake leaderboard` (or the analyses) first, or pass --table")
+    try:
+        df = pd.read_parquet(p)
+    except (OSError, ValueError, pa.ArrowException) as err:
+        why = "not a parquet file, or a corrupt one" if isinstance(err, pa.ArrowInvalid) else short_error(err)
+        raise CliError(f"{p} cannot be read as a table ({why}); expected {expected}") from err
+    if df.empty:
+        raise CliError(f"{what} table {p} has no rows")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise CliError(f"{p} is not a {what} table (it lacks the columns {', '.join(missing)}); expected {expected}")
+    return df
+
+
+def _ci_label(path: str, table: pd.DataFrame) -> str | None:
+    """ "95% CI" etc.: the confidence level of the analysis that wrote the table, from the
+    analysis_summary.json beside it when its settings_hash is the table's; None when not known."""
+    try:
+        summary = json.loads(Path(path).with_name("analysis_summary.json").read_text())
+        hashes = set(table["settings_hash"].dropna().astype(str))
+        conf = float(summary["settings"]["confidence"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if hashes != {summary.get("settings_hash")} or not 0 < conf < 1:
+        return None
+    return f"{conf * 100:g}% CI"
+
+
+def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
+    """The rows of `args.table` for args.protocol/regime/category, and the category's official spelling."""
+    table = protocol_rows(_read(args.table, what), args.protocol)
+    cat = category_name(args.category)
+    rows = table[(table["regime"] == args.regime) & (table["category"] == cat)]
+    if rows.empty:
+        have = sorted(table.loc[table["regime"] == args.regime, "category"].dropna().astype(str).unique())
+        raise CliError(
+            f"no {what} rows for category {cat!r}, regime {args.regime!r}"
+            + (f" (the table has: {', '.join(have)})" if have else "")
+        )
+    return rows, cat
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> str:
+    b, cat = _rows(args, "leaderboard")
+    b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
+    cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
+    return f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC\n" + b[cols].to_string(
+        index=False, float_format=lambda v: f"{v:.4f}"
+    )
+
+
+def cmd_recommend(args: argparse.Namespace) -> str:
+    r, cat = _rows(args, "recommendation")
+    best = r[r["role"] == "best"]
+    if best.empty:
+        raise CliError(f"{args.table}: no 'best' row for category {cat!r}, regime {args.regime!r}")
+    label = _ci_label(args.table, r)
+
+    def ci(lo: float, hi: float) -> str:
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return "no CI"
+        return f"{label or 'CI'} {lo:.4f}-{hi:.4f}"
+
+    b = best.iloc[0]
+    lines = [f"{cat}, {args.regime}: {b['model']} (MCC {b['value']:.4f}, {ci(b['ci_low'], b['ci_high'])})"]
+    tied = r[r["role"] == "tied"]
+    if len(tied):
+        lines.append(f"indistinguishable by the {r['tie_rule'].iloc[0]} rule:")
+        lines += [f"  {t.model} (MCC {t.value:.4f}, {ci(t.ci_low, t.ci_high)})" for t in tied.itertuples()]
+    if label is None:
+        lines.append("(confidence level unknown: no analysis_summary.json with the table's settings_hash beside it)")
+    return "\n".join(lines)
