@@ -23,8 +23,8 @@ snakefmt --check Snakefile workflow
 snakemake --lint
 
 # Three non-default envs built from their files: transformers4 (transformers 4.x) and hyena, in which
-# tests/envs/test_env_workflow.py runs real extractions through the workflow (venv route), and lucaone, whose package
-# tests/models/adapters/test_lucaone.py runs the LucaOne stand-in with. Cached under $GENEB_ENV_DIR (default
+# tests/workflow/test_env_workflow.py runs real extractions through the workflow (venv route), and lucaone, whose package
+# tests/encoders/families/test_lucaone.py runs the LucaOne stand-in with. Cached under $GENEB_ENV_DIR (default
 # ~/.cache/geneb-envs, outside the checkout, so later runs reuse them while the env file and pyproject.toml are
 # unchanged); GENEB_TEST_ENVS=0 skips the step (the env tests then build them or skip, naming the command).
 export GENEB_ENV_DIR="${GENEB_ENV_DIR:-$HOME/.cache/geneb-envs}"

@@ -46,5 +46,8 @@ def private_model_servers(monkeypatch):
 
 
 # The extraction fixtures (a zoo of tiny checkpoints, prepared task folders), shared by tests/cases,
-# tests/embeddings and tests/models: imported here so that pytest finds them without per-module imports.
+# tests/encoders, tests/extract and tests/registry: imported here so that pytest finds them without per-module imports.
 from extraction_support import make_task, zoo  # noqa: E402, F401
+
+# The synthetic analysed run shared by the analysis, figure, report and CLI tests.
+from synthetic_run import synthetic_run  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""Shared fixtures of the extraction tests (tests/embeddings, tests/models, tests/cases): a zoo of tiny
+"""Shared fixtures of the extraction tests (tests/encoders, tests/extract, tests/registry, tests/cases): a zoo of tiny
 random-init checkpoints of every family, built once per session with save_pretrained and loaded through the
 real registry and adapters, and a factory of prepared task folders (the stage-1 layout extract_task reads).
 

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 from sklearn.metrics import matthews_corrcoef
-from synth import predictions
 
 from geneb.analysis import bootstrap
 from geneb.tables.scores import AnalysisInputError
+from synth import predictions
 
 
 def _preds(n=400):

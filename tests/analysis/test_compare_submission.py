@@ -4,11 +4,11 @@ import json
 
 import pandas as pd
 import pytest
-from synth import grid, scores_from_values
 
 from geneb.analysis import compare, published, submission
 from geneb.analysis.metadata import load_task_meta
 from geneb.tables.scores import AnalysisInputError, check_scores
+from synth import grid, scores_from_values
 
 PAPER_PROM = "leannmlindsey_GUE_prom_core_all"
 

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-from synth import analysis_config, grid, meta, scores_from_values
 
 from geneb.analysis import run
 from geneb.analysis.outputs import all_tables
@@ -14,6 +13,7 @@ from geneb.figures.render import render_figures
 from geneb.report.captions import report_captions
 from geneb.report.html import build_report
 from geneb.tables.scores import check_scores
+from synth import analysis_config, grid, meta, scores_from_values
 
 CATS = {"p1": "Promoters", "e1": "Enhancers"}
 CAPTIONS = Path(__file__).resolve().parents[2] / "workflow" / "report"

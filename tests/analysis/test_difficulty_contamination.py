@@ -3,12 +3,12 @@
 import numpy as np
 import pandas as pd
 import pytest
-from synth import grid, meta, scores_from_values
 
 from geneb.analysis import bootstrap, contamination, difficulty, recommend
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.tables import cell_scores
 from geneb.tables.scores import AnalysisInputError, check_scores
+from synth import grid, meta, scores_from_values
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "hard": "Splice Sites"}
 VALUES = {

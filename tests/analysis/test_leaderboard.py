@@ -3,11 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
-from synth import grid, scores_from_values
 
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.tables import cell_scores
 from geneb.tables.scores import check_scores
+from synth import grid, scores_from_values
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "s1": "Splice Sites"}
 PLANT = {  # planted: a wins Promoters, b wins Enhancers and Splice Sites, c is last everywhere

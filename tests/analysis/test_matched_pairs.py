@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from synth import meta, predictions
 
 from geneb.analysis import bootstrap, pairs
 from geneb.tables.scores import AnalysisInputError
+from synth import meta, predictions
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancers"}
 

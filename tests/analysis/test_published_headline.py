@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from synth import analysis_config
 
 from geneb.analysis import published, reproduce, run
 from geneb.analysis.metadata import load_task_meta, paper_pairs
 from geneb.tables.scores import AnalysisInputError
+from synth import analysis_config
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from synth import analysis_config, grid, scores_from_values
 
 from geneb.analysis import bootstrap, fewshot, ranks
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.tables import cell_scores, task_matrix
 from geneb.tables.scores import check_scores
+from synth import analysis_config, grid, scores_from_values
 
 CATS = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancers"}
 
@@ -87,9 +87,8 @@ def test_a_single_task_category_without_row_replicates_has_no_rank_interval():
 
 
 def test_a_table_without_the_full_regime_skips_only_the_few_shot_tables():
-    from synth import meta
-
     from geneb.analysis import run
+    from synth import meta
 
     values = grid(
         ["a", "b", "c"], list(CATS), lambda m, t, r: {"a": 0.3, "b": 0.5, "c": 0.4}[m], regimes=("10shot", "1shot")

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from synth import meta
 
 from geneb.analysis import scale
 from geneb.tables.scores import AnalysisInputError
+from synth import meta
 
 
 def test_planted_rho_equals_the_rank_formula_and_scipy():

@@ -5,7 +5,6 @@ and each model's unknown-token counts; the report shows them (issue 15)."""
 from __future__ import annotations
 
 import gzip
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,7 @@ from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-from synth import analysis_config, grid, meta, scores_from_values  # noqa: E402
+from synth import analysis_config, grid, meta, scores_from_values
 
 TASK = "ienhancer2l_strong_vs_weak"
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from synth import grid, scores_from_values
 
 from geneb.analysis.tables import cell_scores, task_matrix
 from geneb.tables.scores import AnalysisInputError, check_scores
+from synth import grid, scores_from_values
 
 CATS = {"t1": "Promoters", "t2": "Promoters", "t3": "Enhancers"}
 

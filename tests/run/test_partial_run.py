@@ -15,7 +15,7 @@ import pandas as pd
 from geneb.tables.scores import FAILED_TASKS_ATTR
 from workflow_support import run_snakemake, write_run_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GOOD = ["idna_ms_4mc_c_equisetifolia", "ienhancer2l_strong_vs_weak"]  # DNA Methyl., Enhancers
 BAD = "idna_ms_6ma_r_chinensis"  # DNA Methyl.
 

@@ -156,10 +156,9 @@ def _write_run(root) -> dict:
 def synthetic_run(tmp_path_factory):
     """Root folder of an analysed synthetic run: results/tables (scores, leaderboard, analyses),
     results/figures, config/models.yaml, config/tasks.tsv."""
-    from synth import analysis_config
-
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from geneb.figures.render import render_figures
+    from synth import analysis_config
 
     root = tmp_path_factory.mktemp("run")
     info = _write_run(root)

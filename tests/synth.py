@@ -10,7 +10,7 @@ import pandas as pd
 
 from geneb.analysis.metadata import model_frame, with_param_count
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 SEEDS = (13, 17, 42)
 

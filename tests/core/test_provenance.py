@@ -86,7 +86,7 @@ def test_a_copy_outside_any_checkout_is_unknown(tmp_path):
 def test_the_running_package_is_this_checkout():
     import geneb
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     if not Path(geneb.__file__).resolve().is_relative_to(repo):
         pytest.skip("geneb is imported from an installed copy, not this checkout")
     assert code_revision()["geneb_commit"] == _git(repo, "rev-parse", "HEAD")

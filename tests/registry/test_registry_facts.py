@@ -247,7 +247,7 @@ def test_no_other_entry_exceeds_its_context(registry):
 def _docs_user_entries(repo):
     """The walk-through's YAML block of docs/adding-a-model.md (section 5), as text to append under `models:`."""
     text = (repo / "docs" / "adding-a-model.md").read_text()
-    marker = "<!-- tests/models/test_registry_facts.py appends the next block to a copy of config/models.yaml -->"
+    marker = "<!-- tests/registry/test_registry_facts.py appends the next block to a copy of config/models.yaml -->"
     block = text.split(marker, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     return block
 
