@@ -1,4 +1,4 @@
-"""How long Snakemake takes to plan a paper-scale GENEB run, and how many jobs it plans (issue 6).
+"""How long Snakemake takes to plan a paper-scale GENEB run, and how many jobs it plans.
 
     python bench/dag.py                      # 40 models x 100 tasks, best of 3; prints the table
     python bench/dag.py --write-docs         # ... and replaces the `## DAG scale` section of docs/performance.md

@@ -1,5 +1,5 @@
-"""The extraction and probe stages of the quickstart, the way before issue 14 and GENEB's way, side by side in
-one run (issue 14).
+"""The extraction and probe stages of the quickstart, with one model load per job (the old rules) and GENEB's way, side by side in
+one run.
 
     python bench/workflow.py                 # prints the table, writes bench/results/workflow.json
     python bench/workflow.py --write-docs    # ... and replaces the `## Workflow` section of docs/performance.md
@@ -12,7 +12,7 @@ stage and the whole probe stage, in wall-clock seconds, process start-ups and sc
 
 * baseline: `execution.model_server: false, load_checks: every_load, probe_worker: false`: one job per (model,
   task) that starts Python, loads its model, runs its load-time checks and embeds one task, and probe jobs that
-  each import the probing stack, as the rules ran before issue 14.
+  each import the probing stack, as the old rules ran.
 * load_per_job: as the baseline but `load_checks: record`: a load per job, the checks once per model (the
   passed-checks record alone); shown beside the others, the speedup over it is a lower bound.
 * geneb: the defaults, `model_server: true, load_checks: record, probe_worker: true`: the jobs of a model share
@@ -46,10 +46,10 @@ RESULT = REPO / "bench" / "results" / "workflow.json"
 GOAL_SPEEDUP = 2.0
 #: each mode's execution knobs (an overlay; every other knob is the default)
 MODES = {
-    # the rules before issue 14: every (model, task) job loads its model and runs its load-time checks
+    # the old rules: every (model, task) job loads its model and runs its load-time checks
     # and every probe job imports the probing stack itself
     "baseline": {"model_server": False, "load_checks": "every_load", "probe_worker": False},
-    # a load per job, but the checks' passed record shared (issue 14's record alone): the lower bound
+    # a load per job, but the checks' passed record shared (the record alone): the lower bound
     "load_per_job": {"model_server": False, "load_checks": "record", "probe_worker": False},
     # GENEB: one model server per model loads it once; the checks run once
     "geneb": {"model_server": True, "load_checks": "record", "probe_worker": True},
@@ -149,7 +149,7 @@ Command: `python bench/workflow.py --write-docs` (bench/workflow.py; figures als
 The quickstart's {result["models"]} models x {result["tasks"]} tasks (config/config.yaml, protocol geneb-paper):
 the whole extraction stage and the whole probe stage (`snakemake --cores {cores}` on every probe output, from
 prepared tasks and no embeddings), wall-clock seconds, each way in turn in one run. Baseline: the rules
-before issue 14, one job per (model, task) that starts Python, loads its model and runs its load-time checks,
+with the old rules, one job per (model, task) that starts Python, loads its model and runs its load-time checks,
 and probe jobs that each import the probing stack (`execution.model_server: false, load_checks: every_load,
 probe_worker: false`). Load per job: the same, but the checks run once per model and later jobs take their
 passed record (`load_checks: record`), shown so that what the record alone saves is visible. GENEB: the

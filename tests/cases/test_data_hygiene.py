@@ -155,7 +155,7 @@ def test_B48_reverse_complement_copies_inside_a_split_are_reported():
 
 def test_case_only_train_test_duplicates_are_counted_apart_from_exact():
     """A soft-masked copy of a train row in test is an exact overlap (case-insensitive) and also a case-only one;
-    a byte-identical copy is exact only (issue 15: case-only copies were hidden inside `exact`)."""
+    a byte-identical copy is exact only (case-only copies used to be hidden inside `exact`)."""
     train = pd.DataFrame({"row": [0, 1], "sequence": ["AACCGGTTAG", "GGGGAAAACC"], "label": [0, 1]})
     test = pd.DataFrame({"row": [0, 1, 2], "sequence": ["aaccGGTTAG", "GGGGAAAACC", "TTTTTTTTTT"], "label": [0, 1, 0]})
     ov = train_test_overlap(train, test)

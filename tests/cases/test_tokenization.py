@@ -656,14 +656,14 @@ def test_B12_a_table_is_refused_not_iterated_by_column_name():
 
 
 def _greedy_bounds(n, cap, multiple=None):
-    """The chunking before issue 15: full chunks of `cap` tokens and the remainder (a row of cap + 1 tokens
+    """The old chunking: full chunks of `cap` tokens and the remainder (a row of cap + 1 tokens
     gave [cap, 1])."""
     return [(s, min(s + cap, n)) for s in range(0, n, cap)]
 
 
 def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatch):
     """max_tokens 100 (99 bases before the appended [SEP]): a 100-nt row becomes two 50-token chunks, not
-    [99, 1] (issue 15), no chunk of a chunked row is under the documented minimum, and rows that fit are one
+    [99, 1], no chunk of a chunked row is under the documented minimum, and rows that fit are one
     chunk with bit-identical embeddings (the same batches as before whenever no row is chunked)."""
     from geneb.encoders.engine import chunking
 
@@ -694,7 +694,7 @@ def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatc
 def test_B11_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, make_task, tmp_path):
     """`unk_policy: error` refuses letters that would reach the model as UNK, naming model, task, split and rows,
     and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
-    both give the same vectors, so they share one cache folder (issue 15)."""
+    both give the same vectors, so they share one cache folder."""
     from geneb.core.errors import UnknownTokenError
     from geneb.registry.registry import extraction_hash
 

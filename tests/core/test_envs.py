@@ -1,4 +1,4 @@
-"""The env files under envs/ and the registry's `env:` field (issue 12, "Environments"): every env file parses
+"""The env files under envs/ and the registry's `env:` field ("Environments"): every env file parses
 and pins transformers, every registry entry runs in an env whose pin fits its range and which installs its
 packages (errors name model, env and fix), `env` stays out of the extraction key, and the venv cache is atomic
 (a killed or failed build is never trusted). Fast: no env is built here (tests/workflow/test_env_workflow.py builds

@@ -79,7 +79,7 @@ def test_missing_checkpoint_tensors_are_an_error(zoo, tmp_path):
 
 def test_unused_checkpoint_tensors_outside_the_head_allow_list_are_an_error(zoo, tmp_path):
     """A config declaring fewer layers than the checkpoint holds: the trained block 1 would be dropped silently
-    (issue 15); an allowed head (Mistral-DNA's `score.weight`, a masked-LM head, saved buffers) is not an error."""
+    ; an allowed head (Mistral-DNA's `score.weight`, a masked-LM head, saved buffers) is not an error."""
     folder = tmp_path / "bert_one_layer"
     shutil.copytree(zoo.folder("bert"), folder)
     config = json.loads((folder / "config.json").read_text())

@@ -1,4 +1,4 @@
-"""The per-node model server (geneb.extract.server) and the load-time checks record (issue 14): one load embeds
+"""The per-node model server (geneb.extract.server) and the load-time checks record: one load embeds
 many tasks with the same vectors as a load per task, errors reach the job under their own class, a
 cancelled job leaves no output, a server stops when idle; the record spares later loads the probes and
 is probed again when what it vouches for changes."""
@@ -117,7 +117,7 @@ def test_the_checks_record_spares_later_loads_the_probes_until_what_it_vouches_f
 
 
 def test_load_checks_every_load_probes_at_each_load_despite_a_record(zoo, tmp_path, monkeypatch):
-    """`execution.load_checks: every_load` (the rules before issue 14, the workflow benchmark's baseline)."""
+    """`execution.load_checks: every_load` (the old rules, the workflow benchmark's baseline)."""
     from geneb.encoders.engine import token_checks
 
     calls = []

@@ -1,5 +1,5 @@
 """Draws are invariant to letter case: a soft-masked task and its upper-case copy get the same rows drawn
-and the same scores under both protocols (issue 15). The geneb-strict nested draw used to be seeded from the
+and the same scores under both protocols. The geneb-strict nested draw used to be seeded from the
 card's data hash, which keeps case."""
 
 from __future__ import annotations

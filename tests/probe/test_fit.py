@@ -118,7 +118,7 @@ def test_unknown_shot_row_and_unseen_test_label_are_named(real_task, protocols, 
 
 def test_degenerate_predictions_are_flagged_in_the_score_rows(protocols, probe_config):
     """A probe that predicts one class for every test row scores MCC 0 with CI [0, 0]: its rows say so
-    (`degenerate_predictions`), and a probe that predicts both classes is not flagged (issue 15)."""
+    (`degenerate_predictions`), and a probe that predicts both classes is not flagged."""
     rng = np.random.default_rng(0)
     y_train = np.repeat([0, 1], 30)
     X_train = (rng.normal(size=(60, 4)) + y_train[:, None] * 3).astype(np.float32)

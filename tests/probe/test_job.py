@@ -104,7 +104,7 @@ def test_embeddings_of_other_rows_or_data_are_refused(stage, probe_config, tmp_p
 
 def test_score_rows_carry_the_unknown_tokens_of_each_split(stage, probe_config, tmp_path):
     """The UNK count of the extraction (each split's `n_unknown_tokens` attribute) reaches every score row as
-    `n_unknown_tokens_train` / `n_unknown_tokens_test` (issue 15): 0 for k-mer-3 here, the file's values otherwise."""
+    `n_unknown_tokens_train` / `n_unknown_tokens_test`: 0 for k-mer-3 here, the file's values otherwise."""
     import shutil
 
     import h5py

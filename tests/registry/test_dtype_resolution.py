@@ -1,4 +1,4 @@
-"""`dtype: auto` is resolved for the run's device class before the settings hash is made (issue 12): one config
+"""`dtype: auto` is resolved for the run's device class before the settings hash is made: one config
 gives one hash per device class, the hash says which dtype runs, and every paper model pins its dtype."""
 
 from __future__ import annotations

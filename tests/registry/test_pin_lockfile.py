@@ -1,4 +1,4 @@
-"""Pins without hand work (issue 12): the run that plans the workflow pins every selected hub model once into
+"""Pins without hand work: the run that plans the workflow pins every selected hub model once into
 the model_revisions lockfile, against a fake hub on 127.0.0.1; later runs use exactly the locked commits; with
 no network the error names every model that needs it (and, apart, the ones without an adapter)."""
 

@@ -107,7 +107,7 @@ def _fixed_kmer_k(entry: dict) -> int | None:
 def test_every_fixed_kmer_vocabulary_has_its_length_rule(registry):
     """A fixed non-overlapping k-mer vocabulary turns the trailing len % k bases into UNK (GENERator: `<oov>`):
     every such entry trims to a multiple of k (`extraction.length_multiple`), derived from the tokenizer facts
-    of every entry, not a list of names (issue 15)."""
+    of every entry, not a list of names."""
     fixed = {k: _fixed_kmer_k(e) for k, e in registry["models"].items() if _fixed_kmer_k(e)}
     assert {"GENERator-eukaryote-3b-base", "GENERator-eukaryote-1.2b-base"} <= set(fixed)
     assert fixed["GENERator-eukaryote-3b-base"] == 6

@@ -1,4 +1,4 @@
-"""One bad task never blocks the rest (issue 15): in a --keep-going run where a task fails preparation, the
+"""One bad task never blocks the rest: in a --keep-going run where a task fails preparation, the
 score table, leaderboard, analyses and report are built from the tasks that completed, the failed task is
 listed with its error (scores.parquet and leaderboard metadata, the report), its category is shown but not
 ranked, and the run still exits non-zero. A real tiny run: three mirrored tasks, one broken, two k-mer models."""

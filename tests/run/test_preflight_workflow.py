@@ -1,4 +1,4 @@
-"""Pre-flight through the workflow (issue 12): on the conda route without --sdm conda every job would run in this
+"""Pre-flight through the workflow: on the conda route without --sdm conda every job would run in this
 interpreter, so a model whose transformers range excludes it stops the real run before anything is submitted,
 while a dry run (planning a --sdm conda run elsewhere) reports it and plans on; and the extraction rule's conda
 env is the model's. Fast: nothing is extracted."""

@@ -1,5 +1,5 @@
 """A GENEB error raised inside a job reaches the Snakemake console as its one-line message (task, split, row,
-value), not only `CalledProcessError ... message: None` and a log pointer (issue 15)."""
+value), not only `CalledProcessError ... message: None` and a log pointer."""
 
 from __future__ import annotations
 

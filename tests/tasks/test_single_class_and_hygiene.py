@@ -1,6 +1,6 @@
 """A one-class test split is refused at preparation, or kept (task_checks.single_class_test: keep), flagged in
 the card and the score rows and left out of category means; the score rows carry each split's letter counts
-and each model's unknown-token counts; the report shows them (issue 15)."""
+and each model's unknown-token counts; the report shows them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A task file is validated in one pass: every problem of every row, grouped by kind, in the error and in
-`validation.json` beside the card; a failed preparation leaves no card (issue 15)."""
+`validation.json` beside the card; a failed preparation leaves no card."""
 
 from __future__ import annotations
 

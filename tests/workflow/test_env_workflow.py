@@ -1,4 +1,4 @@
-"""Issue 12, "Tested for real": two non-default envs built from their files (envs/transformers4.yaml, an old
+"""Envs tested for real: two non-default envs built from their files (envs/transformers4.yaml, an old
 transformers 4.x, and envs/hyena.yaml) run real extraction jobs through the workflow on the venv route, on the
 real checkpoints in ../shared/models: Mistral-DNA under transformers 4.57.6 and HyenaDNA tiny-1k under 4.39.3.
 The embeddings and probe scores equal those of the default env (transformers 5.24, this interpreter) within

@@ -50,7 +50,7 @@ def test_its_dry_run_offline_names_what_needs_the_network_and_what_has_no_adapte
     assert out.returncode != 0
     assert "40 selected model(s) cannot run, so nothing was planned" in text
     assert "- 34 need the network once, to pin their hub revision (the hub was unreachable" in text
-    assert "have no GENEB adapter" not in text  # every paper model has one (issue 13)
+    assert "have no GENEB adapter" not in text  # every paper model has one
     assert (
         "- 6 have weights outside the hub that GENEB cannot download: dna_gpt3b_m, genomics-fm, dna_gpt0.1b_h, "
         "deepgene, JanusDNA_72_w, JanusDNA_72_wo;" in text

@@ -1,5 +1,5 @@
 """The load-time checks record: a model's load-time probes pass once, and every later load of the same model
-under the same settings takes the record instead of running them again (issue 14).
+under the same settings takes the record instead of running them again.
 
 A token-level encoder probes its model when it loads (geneb.encoders.engine.token_checks: vocabulary, maximum
 length, padding invariance). The record of a pass is stored atomically beside the model's embeddings,

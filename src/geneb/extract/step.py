@@ -105,7 +105,7 @@ def load_model(
     passed-checks record from `checks_dir` (the folder of the model's embeddings under its settings hash;
     module geneb.extract.load_checks) instead of probing again. Writes the record after probing.
     load_checks_policy: "record" (the default: take a matching record) or "every_load" (probe at every load,
-    as every extraction job did before issue 14; the benchmark's baseline, or to re-verify a suspect record).
+    as every extraction job did before the record existed; the benchmark's baseline, or to re-verify a suspect record).
 
     Raises what `build_encoder` raises while loading, and the probes' errors (DroppedInputError,
     MaxLengthError, PaddingVarianceError, naming the model); no record is written then.

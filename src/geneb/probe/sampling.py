@@ -31,7 +31,7 @@ from geneb.probe.errors import ProbeInputError
 
 #: prefix of every nested-draw hash; changing it changes every geneb-strict draw
 NESTED_DRAW_DOMAIN = "geneb-strict"
-#: which input keys the nested draw (`draw_identity`, since issue 15); in the write_shot_indices rerun key, so
+#: which input keys the nested draw (`draw_identity`); in the write_shot_indices rerun key, so
 #: shot files drawn under an earlier rule (the card's data hash, which keeps case) are drawn again
 NESTED_DRAW_KEY = "draw_identity-1"
 

@@ -98,7 +98,7 @@ def test_a_single_item_out_of_memory_names_its_row():
 
 
 def test_largest_batch_runs_first_with_the_same_members():
-    """Shortest first left an out-of-memory on the longest rows to the end of a long job (issue 15): the batch
+    """Shortest first left an out-of-memory on the longest rows to the end of a long job: the batch
     with the most padded tokens runs first, then the others widest first, each with its plan members."""
     lengths = [5, 1, 9, 1, 3, 7, 2, 9]
     plan = plan_batches(lengths, 3)  # [[1, 3, 6], [4, 0, 5], [2, 7]]
@@ -128,7 +128,7 @@ def test_encoder_runs_its_largest_batch_first_and_vectors_are_bit_identical(zoo,
     assert widths[0][0] * widths[0][1] == max(n * t for n, t in widths) and widths[0][0] == 2
     assert [w[1] for w in widths[1:]] == sorted((w[1] for w in widths[1:]), reverse=True)
     widths.clear()
-    monkeypatch.setattr(tokenmodel, "largest_first", lambda plan, lengths: plan)  # the order before issue 15
+    monkeypatch.setattr(tokenmodel, "largest_first", lambda plan, lengths: plan)  # the old order
     shortest = enc.embed(seqs).embeddings
     assert [w[1] for w in widths] == sorted(w[1] for w in widths)
     assert np.array_equal(largest, shortest)

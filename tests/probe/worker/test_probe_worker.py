@@ -1,4 +1,4 @@
-"""The probe worker (geneb.probe.worker, issue 14): a probe job run in a child forked by the node's warm worker
+"""The probe worker (geneb.probe.worker): a probe job run in a child forked by the node's warm worker
 writes the same tables as the job run in its own process, concurrent jobs share one worker, an error comes back
 under its own class, and a job that goes away leaves nothing under its output names."""
 

@@ -1,6 +1,6 @@
 """The probe worker: one process per node imports the probing stack once (pandas, scikit-learn, scipy, h5py:
 about 1.3 s of every probe job's 2 s on a quiet 2-core machine, more under load) and forks a child for each
-probe job a `fit_probes` shim sends it (issue 14). The child is a copy of the warm process, so it starts in
+probe job a `fit_probes` shim sends it. The child is a copy of the warm process, so it starts in
 milliseconds, runs `geneb.probe.job.fit_probes` and answers on the job's own connection; the server itself only
 accepts and forks, so a node's concurrent probe jobs run in parallel, each in its own process, exactly as
 before, with no import left to pay.
