@@ -184,12 +184,22 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
         Job.log_info = original  # type: ignore[method-assign]
         GroupJob.log_info = original_group  # type: ignore[method-assign]
     if code != 0:
-        raise RuntimeError(f"snakemake dry run failed (exit {code}):\n{out.getvalue()[-4000:]}")
+        raise RuntimeError(f"snakemake dry run failed (exit {code}):\n{head_and_tail(out.getvalue())}")
     by_group = {g.group: g.sbatch for g in groups}
     for job in seen:
         if job.group is not None and not job.local:
             job.sbatch = by_group.get(job.group, job.sbatch)
     return seen, groups
+
+
+def head_and_tail(text: str, head: int = 6000, tail: int = 2000) -> str:
+    """`text` whole when it has at most `head + tail` characters, else its first `head` and last `tail` characters
+    with a line saying how many were cut between them: an error's headline (which model, which fix) comes first
+    in Snakemake's output and its traceback last, so both ends are kept."""
+    if len(text) <= head + tail:
+        return text
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
 
 
 def main(argv: list[str] | None = None) -> int:
