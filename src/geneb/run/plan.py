@@ -351,11 +351,10 @@ def plan_run(
     checkout (the workflow passes Snakemake's copies, `workflow.source_path`).
 
     In order, each step stopping the run with its own message: the config against the config schema (every
-    problem listed, then the defaults filled in); a partial run's task
-    list (`partial_file`, $GENEB_PARTIAL_RUN); mappings sorted and local paths in one spelling (rerun keys,
-    case B44); the task catalogue against the tasks schema and every task id (configured and in caps.per_task)
-    in it; the registry (models schema) with pins, every selected hub model without one pinned first in
-    the main process; the model ids of the analysis exclusion lists; then, in the main process only (Snakemake
+    problem listed, then the defaults filled in); a partial run's task list (`partial_file`, $GENEB_PARTIAL_RUN);
+    mappings sorted and local paths in one spelling (rerun keys, case B44); the task catalogue against the tasks
+    schema and every task id (configured and in caps.per_task) in it; the registry (models schema) with pins,
+    every selected hub model without one pinned first in the main process; the model ids of the analysis exclusion lists; then, in the main process only (Snakemake
     parses the workflow in every job too): every task's split files in its local mirror, and the pre-flight of
     every selected model (`conda_deploys`: Snakemake deploys conda envs, --sdm conda). Then the extraction settings
     and hash per model (`dtype: auto` resolved for the run's device class), and, in the main process, every
