@@ -88,7 +88,8 @@ def validate_with_defaults(instance: dict[str, Any], schema: dict[str, Any]) -> 
                 obj.setdefault(name, property_schema["default"])
         yield from set_properties(validator, properties, obj, subschema)
 
-    filling = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})
+    # jsonschema leaves `extend` unannotated
+    filling = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})  # type: ignore[no-untyped-call]
     try:
         filling(schema).validate(instance)
     except jsonschema.ValidationError as err:
