@@ -757,38 +757,6 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
     assert planned_jobs(run, SCORES, snakefile=wf / "Snakefile") == []
 
 
-def test_B44_integral_floats_are_ints_in_params():
-    from geneb.run.rerun import stable_params
-
-    a = stable_params(
-        {"C": 1.0, "seeds": [13.0, 17], "tol": 1e-4, "caps": {"max_train": 200.0}, "flag": True, "k": 0.5}
-    )
-    b = stable_params({"k": 0.5, "flag": True, "caps": {"max_train": 200}, "tol": 0.0001, "seeds": [13, 17], "C": 1})
-    assert repr(a) == repr(b) and a["C"] == 1 and type(a["C"]) is int and a["flag"] is True and a["k"] == 0.5
-
-
-def test_B44_one_spelling_per_local_path(tmp_path, monkeypatch):
-    """`config/x`, `./config/x` and `/abs/config/x` are one rerun key for the sheets (rule inputs)."""
-    from geneb.run.rerun import canonical_path
-
-    monkeypatch.chdir(tmp_path)
-    spellings = [
-        "config/models.yaml",
-        "./config/models.yaml",
-        str(tmp_path / "config" / "models.yaml"),
-        "config/../config/models.yaml",
-    ]
-    assert {canonical_path(p) for p in spellings} == {"config/models.yaml"}
-    outside = tmp_path.parent / "shared" / "tasks.tsv"
-    # outside the run folder the form is kept (a copied run folder must give the same key), only normalised
-    assert (
-        canonical_path("../shared/./tasks.tsv") == canonical_path("../shared/x/../tasks.tsv") == "../shared/tasks.tsv"
-    )
-    assert canonical_path(str(outside) + "/") == str(outside)
-    assert canonical_path("hf:org/data@" + "0" * 40) == "hf:org/data@" + "0" * 40
-    assert canonical_path("https://example.org/tasks") == "https://example.org/tasks"
-
-
 def test_B44_stable_params_renders_identically_in_separate_processes():
     code = textwrap.dedent("""
         import random, sys

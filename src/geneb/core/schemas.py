@@ -11,6 +11,7 @@ The schemas are read from the repository checkout (`workflow/schemas/` beside `s
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -59,3 +60,39 @@ def schema_problems(instance: Any, schema: dict[str, Any], *, limit: int = 20) -
         text = err.message if len(err.message) <= 300 else err.message[:300] + " …"
         lines.append(f"{where}: {text}")
     return lines
+
+
+def validate_with_defaults(instance: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Validate `instance` against `schema` (draft 2020-12) and fill in, in place, every missing key whose
+    `properties` entry has a `default:`, nested objects too (a default object is itself filled): the same
+    result as `snakemake.utils.validate(instance, schema)` (jsonschema's `properties` validator extended to
+    set defaults, as its FAQ shows), without Snakemake. Each call fills from a fresh copy of the schema, so no
+    two configs share a default object. Returns `instance`.
+
+    Raises ValueError with the first violation's path and message when `instance` does not validate (callers
+    list every problem with `schema_problems` first)."""
+    import copy
+
+    import jsonschema
+    from jsonschema import Draft202012Validator, validators
+
+    schema = copy.deepcopy(schema)
+    set_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def properties_with_defaults(
+        validator: Any, properties: dict[str, Any], obj: Any, subschema: dict[str, Any]
+    ) -> Iterator[Any]:
+        # as Snakemake's validate: defaults are set before the properties are checked, and so are filled in turn
+        for name, property_schema in properties.items():
+            if "default" in property_schema:
+                obj.setdefault(name, property_schema["default"])
+        yield from set_properties(validator, properties, obj, subschema)
+
+    # jsonschema leaves `extend` unannotated
+    filling = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})  # type: ignore[no-untyped-call]
+    try:
+        filling(schema).validate(instance)
+    except jsonschema.ValidationError as err:
+        where = ".".join(str(p) for p in err.path) or "(top level)"
+        raise ValueError(f"{where}: {err.message}") from None
+    return instance
