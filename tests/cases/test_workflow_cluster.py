@@ -1,5 +1,5 @@
 """Failure cases of kind `workflow/cluster` (../shared/cases/CASES.md): B40 (the workflow half), B41, B42, B43,
-B44; and issue 6: partial reruns, interrupted work, and the Slurm profile on a real single-node Slurm.
+B44; and partial reruns, interrupted work, and the Slurm profile on a real single-node Slurm.
 
 Every test runs the real Snakefile (`snakemake -s <repo>/Snakefile`) in its own run directory under tmp_path,
 with a small config derived from config/config.yaml (2 tasks x k-mer models, capped), and reads Snakemake's
@@ -225,7 +225,7 @@ def kill_reference(tmp_path_factory) -> Path:
     return finished_run(tmp_path_factory, "kill_reference", write_kill_config)
 
 
-# ---- partial reruns (issue 6) -----------------------------------------------------------------------------
+# ---- partial reruns ----------------------------------------------------------------------------------------
 
 
 def test_finished_run_has_nothing_to_do(baseline):
@@ -786,7 +786,7 @@ def test_B44_stable_params_renders_identically_in_separate_processes():
     )
 
 
-# ---- a real Slurm (issue 6) -----------------------------------------------------------------------------------
+# ---- a real Slurm ----------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -1023,7 +1023,7 @@ def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeyp
 
 @pytest.mark.slurm
 def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_task(slurm_env, tmp_path):
-    """Issue 15 on Slurm: an extraction that fails inside its Slurm job (a stray character in a prepared
+    """On Slurm: an extraction that fails inside its Slurm job (a stray character in a prepared
     split) prints its one-line GENEB error on the Snakemake console, and the other task's scores, the
     leaderboard and the report are still built, listing the failed task; the run exits non-zero."""
     run = tmp_path / "run"
