@@ -103,7 +103,8 @@ def audit_task(
     """Audit one task: a dict with every `RECORD_COLUMNS` entry, plus `shortcut_aurocs` ({feature: AUROC} for
     length, gc, mono_A..mono_T, di_AA..di_TT), `shortcut_flags` ({feature: flag}) and `leaked_test_rows`
     (sorted test row ids: the `row` column of `test_df` where it has one, which `load_task` fills with the
-    0-based row in the source file; else 0-based positions in `test_df`).
+    0-based row in the source file; else 0-based positions in `test_df`), with, for each, the training row of
+    its best hit (`leaked_best_train_rows`, same convention) and that hit's similarity (`leaked_best_similarity`).
 
     train_df / test_df: columns `sequence` (str) and `label` (int). Shortcut AUROCs are computed on the
     training split (`single_feature.SPLIT`, reason in its module docstring). `parameters` (JSON text) records
@@ -132,6 +133,7 @@ def audit_task(
 
     aurocs = dict(zip(table["feature"], table["auroc"].astype(float)))
     row_ids = test_df["row"].to_numpy() if "row" in test_df.columns else np.arange(len(test_df))
+    train_ids = train_df["row"].to_numpy() if "row" in train_df.columns else np.arange(len(train_df))
     counts = np.unique(y, return_counts=True)[1]
     parameters = {
         "shortcut": {
@@ -178,6 +180,8 @@ def audit_task(
         "shortcut_aurocs": aurocs,
         "shortcut_flags": dict(zip(table["feature"], table["flag"])),
         "leaked_test_rows": [int(row_ids[i]) for i in leak.leaked_rows],
+        "leaked_best_train_rows": [int(train_ids[i]) for i in leak.best_train_rows],
+        "leaked_best_similarity": leak.best_similarity,
     }
     return record
 

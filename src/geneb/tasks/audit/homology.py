@@ -116,12 +116,14 @@ class HomologyParams:
 @dataclass
 class HomologyResult:
     """The leakage of one task. `leaked_rows`: sorted 0-based row indices into the test split given;
-    `best_similarity`: for each of them its best similarity (1.0 for an exact or reverse-complement copy)."""
+    `best_similarity`: for each of them its best similarity (1.0 for an exact or reverse-complement copy);
+    `best_train_rows`: the 0-based training row of that best hit (of the first copy, for a copy)."""
 
     n_train: int
     n_test: int
     leaked_rows: list[int]
     best_similarity: list[float]
+    best_train_rows: list[int]
     leaked_fraction: float
     flag: str
     fail: bool
@@ -290,10 +292,14 @@ def homology_leakage(
     test = _check_split(test_sequences, task, "test")
 
     # exact and reverse-complement copies (case-insensitive; hygiene's keys)
-    train_exact = set(train)
-    train_canon = {canonical_key(s) for s in train}
+    train_exact: dict[str, int] = {}
+    train_canon: dict[str, int] = {}
+    for i, s in enumerate(train):
+        train_exact.setdefault(s, i)
+        train_canon.setdefault(canonical_key(s), i)
     exact = np.array([s in train_exact for s in test], dtype=bool)
     rc = np.array([(not e) and canonical_key(s) in train_canon for s, e in zip(test, exact)], dtype=bool)
+    best_target = np.full(len(test), -1, dtype=np.int64)
 
     searchable_test = np.array([_n_acgt(s) >= params.min_length for s in test], dtype=bool)
     searchable_train = np.array([_n_acgt(s) >= params.min_length for s in train], dtype=bool)
@@ -312,11 +318,16 @@ def homology_leakage(
         q = hits["query"].to_numpy()
         if len(q) and (q.min() < 0 or q.max() >= len(test)):
             raise MMseqsError(f"task {task!r}: MMseqs2 reported a query id outside the test split: {q.max()}")
-        np.fmax.at(best, q, sim)
+        order = np.lexsort((hits["target"].to_numpy(), -sim))  # best hit first (ties: lowest train row)
+        q_sorted, first = np.unique(q[order], return_index=True)
+        best[q_sorted] = sim[order][first]
+        best_target[q_sorted] = hits["target"].to_numpy()[order][first]
     by_search = best >= params.threshold
     copies = exact | rc
     leaked = by_search | copies
     best = np.where(copies, 1.0, best)
+    for i in np.flatnonzero(copies):
+        best_target[i] = train_exact[test[i]] if exact[i] else train_canon[canonical_key(test[i])]
     rows = np.flatnonzero(leaked)
     fraction = float(leaked.mean())
     flag = leakage_flag(fraction, params.fail_fraction)
@@ -325,6 +336,7 @@ def homology_leakage(
         n_test=len(test),
         leaked_rows=[int(r) for r in rows],
         best_similarity=[round(float(best[r]), 4) for r in rows],
+        best_train_rows=[int(best_target[r]) for r in rows],
         leaked_fraction=fraction,
         flag=flag,
         fail=flag == "fail",
