@@ -19,8 +19,8 @@ Facts used, all read in Qihao-Duan/JanusDNA at commit 03cd86e72c5a608ceead55c327
 * The Mamba mixer (`JanusDNAMambaMixer.slow_forward`, the path without kernels): in_proj -> (x, gate); causal
   depthwise conv1d + SiLU; x_proj -> (dt, B, C), each RMS-normed (`dt_layernorm`, `b_layernorm`,
   `c_layernorm`); delta = softplus(dt_proj(dt)); the selective scan with A = -exp(A_log); y = (scan + D x) *
-  SiLU(gate); out_proj. `selective_scan` below is GENEB's reference recurrence of that scan (the semantics of
-  mamba_ssm's documented `selective_scan_ref`; Gu & Dao 2023, Algorithm 2).
+  SiLU(gate); out_proj. `geneb.encoders.networks.janusdna.selective_scan` is GENEB's reference recurrence of that
+  scan (the semantics of mamba_ssm's documented `selective_scan_ref`; Gu & Dao 2023, Algorithm 2).
 * Middle attention (72-w only): per stream, causal (`is_causal`), no positional encoding, scale 1/sqrt(head_dim).
 * The Janus fusion: the backward stream is flipped back, and one `FinalAttention` block (attention + SwiGLU MLP)
   runs over the 2L positions with the four-part mask of `JanusDNAFlexAttention.create_janus_mask`: forward
@@ -370,6 +370,8 @@ class JanusDNAEncoder(TokenModelEncoder):
     def identity(self) -> dict[str, Any]:
         return {
             **super().identity(),
+            # the text as first recorded (the network now lives in geneb.encoders.networks.janusdna): a new text
+            # would change the identity, and with it every passed-checks record of this family
             "implementation": "geneb native torch (geneb.encoders.families.janusdna); no Mamba kernels",
             "layer_types": list(self.config["layer_types"]),
             "final_mlp": self.config["final_mlp"],
