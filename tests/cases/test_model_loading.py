@@ -33,6 +33,7 @@ from geneb.core.errors import (
     TransformersVersionError,
 )
 from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, get_layer
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.encoders.families.hf import HFEncoder
 from geneb.extract.step import build_encoder, extract_task
@@ -348,9 +349,8 @@ class _SpareModule(torch.nn.Module):
 class _SpareEncoder(TokenModelEncoder):
     """A stand-in model whose named module `spare` never runs."""
 
-    def _load(self) -> None:
-        self.model = _SpareModule()
-        self.max_tokens, self.hidden_size, self.vocab_size, self.num_embeddings = 64, 4, 4, 4
+    def _load(self) -> LoadedNetwork:
+        return LoadedNetwork(_SpareModule(), None, max_tokens=64, hidden_size=4, vocab_size=4, num_embeddings=4)
 
     def _tokenize(self, texts):
         return [["ACGT".index(c) for c in t] for t in texts]

@@ -12,6 +12,7 @@ import torch
 from extraction_support import KINDS, random_dna
 from geneb.core.errors import NonFiniteEmbeddingError
 from geneb.encoders.engine.invariance import DEFAULT_ATOL, InvarianceError, check_batch_invariance
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.pooling import pool
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.encoders.protocol import EmbedResult
@@ -279,10 +280,10 @@ class InfModel(TokenModelEncoder):
 
     only_reduced = False
 
-    def _load(self) -> None:
+    def _load(self) -> LoadedNetwork:
         torch.manual_seed(0)
-        self.model = torch.nn.Embedding(4, 4)
-        self.max_tokens, self.hidden_size, self.vocab_size, self.num_embeddings = 64, 4, 4, 4
+        table = torch.nn.Embedding(4, 4)
+        return LoadedNetwork(table, None, max_tokens=64, hidden_size=4, vocab_size=4, num_embeddings=4)
 
     def _tokenize(self, texts):
         return [["ACGT".index(c) for c in t] for t in texts]

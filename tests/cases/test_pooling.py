@@ -18,6 +18,7 @@ from extraction_support import DECODERS, KINDS, random_dna, spec
 from geneb.core.errors import EmptyPoolError, PaddingVarianceError
 from geneb.encoders.engine.chunking import Chunk
 from geneb.encoders.engine.invariance import check_padding_invariance
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.pooling import last_real_index, pool
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.extract.step import build_encoder, extract_task
@@ -267,11 +268,10 @@ class PadNaN(TokenModelEncoder):
     """A stand-in model: hidden states = a small embedding of A/C/G/T (ids 0-3); the pad id 4 gives NaN states,
     as a fully masked query row of some attention kernels does. Real positions are always finite."""
 
-    def _load(self) -> None:
+    def _load(self) -> LoadedNetwork:
         torch.manual_seed(0)
-        self.model = torch.nn.Embedding(5, 4)
-        self.max_tokens, self.hidden_size, self.vocab_size, self.num_embeddings = 64, 4, 5, 5
-        self.pad_id = 4
+        table = torch.nn.Embedding(5, 4)
+        return LoadedNetwork(table, None, max_tokens=64, pad_id=4, hidden_size=4, vocab_size=5, num_embeddings=5)
 
     def _tokenize(self, texts):
         return [["ACGT".index(c) for c in t] for t in texts]

@@ -93,12 +93,17 @@ class _Counting:
     """A stand-in encoder with no counter attributes: each call's counters come in its result (the reverse strand
     reports other unknown-token counts than the forward one, to show which strand the file keeps)."""
 
+    load_check_names = ()  # the Encoder protocol: no load-time probes
+
     def __init__(self, settings):
         self.extraction = settings.extraction  # build_encoder gets the typed ExtractionSettings
         self.calls = 0
 
     def identity(self):
         return {}
+
+    def run_load_checks(self):
+        return self.load_check_names
 
     def embed(self, seqs, rows=None, *, desc=None):
         self.calls += 1

@@ -6,9 +6,11 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from geneb.registry.settings import Extraction
 
 
 @dataclass(frozen=True)
@@ -84,15 +86,33 @@ def sequence_batch(sequences: Any, rows: Any, *, model: str) -> tuple[list[str],
     return seqs, ids
 
 
+@runtime_checkable
 class Encoder(Protocol):
-    """An encoder embeds a list of sequences (never a bare string) in order, one row per sequence."""
+    """What the orchestrators (geneb.extract.step, .server, .job) rely on, and all they read of an encoder.
 
-    def identity(self) -> dict[str, object]:
+    Every family's encoder implements it with explicit members, token-level or not, so the orchestrator reads
+    attributes directly and never asks whether one exists:
+
+    extraction: the token-level options (`Extraction`: reverse-complement trim by `length_multiple`, the
+    `long_policy` a reverse-complement mode must not truncate under); None for an encoder without them (k-mer
+    counts). load_check_names: the load-time probes `run_load_checks` runs, in order ((): none), recorded in
+    the passed-checks record (geneb.extract.load_checks) before they run. An encoder embeds a list of sequences
+    (never a bare string) in order, one row per sequence.
+    """
+
+    extraction: Extraction | None
+    load_check_names: tuple[str, ...]
+
+    def identity(self) -> dict[str, Any]:
         """Everything that defines the embeddings beyond the registry settings (weights hash, tokenizer, ...)."""
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Embed `sequences` (model-input form, uppercase); `rows` name them in errors; `desc` labels the
         progress bar."""
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """Run the load-time probes (`load_check_names`) and return their names; raises the first that fails.
+        An encoder without probes returns () and does nothing."""
 
 
 #: the load-time probes `TokenModelEncoder.run_load_checks` runs, in order

@@ -30,6 +30,7 @@ from geneb.core.ipc import (
     send,
     server_dir,
 )
+from geneb.extract.options import ExecutionOptions
 
 #: seconds between looks at a starting server (socket there yet? process gone?)
 POLL_S = 0.05
@@ -96,22 +97,19 @@ def extract_via_server(
     task_dir: str | Path,
     out_path: str | Path,
     *,
-    device: str = "cpu",
-    batch_size: int = 64,
-    batch_tokens: int | None = None,
+    execution: ExecutionOptions | None = None,
     threads: int | None = None,
-    hdf5_locking: str = "auto",
-    idle_s: float = 120.0,
+    idle_s: float | None = None,
     python: str | None = None,
     env: dict[str, str] | None = None,
-    load_checks: str = "record",
 ) -> None:
     """Embed the prepared task in `task_dir` into `out_path` (as geneb.extract.step.extract_task does) with the
     model loaded by this node's model server for `settings` and these execution knobs, starting it when
-    needed. python: the interpreter the server runs in (default: this one, i.e. the job's environment); env:
-    the server's process environment (default: this one's).
-    idle_s: seconds a server waits for the next task before it stops. load_checks: the server's load-time checks
-    policy (geneb.extract.step.load_model).
+    needed. execution: the execution knobs (None: the config schema's defaults); the server loads with its
+    device, batch_size, batch_tokens, hdf5_locking and load_checks policy. threads: torch intra-op threads of the
+    server (None: torch's default). idle_s: seconds a server waits for the next task before it stops (None:
+    `execution.model_server_idle_s`). python: the interpreter the server runs in (default: this one, i.e. the
+    job's environment); env: the server's process environment (default: this one's).
 
     Raises the server's error under its own class (load errors, the extraction's errors naming model, task
     and split), or ExtractionError when the server dies during the request.
@@ -119,20 +117,21 @@ def extract_via_server(
     from geneb.core.errors import ExtractionError
     from geneb.registry.registry import extraction_hash
 
+    options = ExecutionOptions.of(execution)
     out_path = Path(out_path).resolve()
     spec = ServerSpec(
         settings=dict(settings),
         settings_hash=extraction_hash(dict(settings)),
         checks_dir=str(out_path.parent),
-        device=device,
-        batch_size=int(batch_size),
-        batch_tokens=None if batch_tokens is None else int(batch_tokens),
+        device=options.device,
+        batch_size=int(options.batch_size),
+        batch_tokens=None if options.batch_tokens is None else int(options.batch_tokens),
         threads=threads,
-        hdf5_locking=hdf5_locking,
+        hdf5_locking=options.hdf5_locking,
         python=python or sys.executable,
-        idle_s=float(idle_s),
+        idle_s=float(options.model_server_idle_s if idle_s is None else idle_s),
         code=code_fingerprint(),
-        load_checks=load_checks,
+        load_checks=options.load_checks,
     )
     paths = ServerPaths(server_dir(), spec.key())
     request = {

@@ -19,25 +19,29 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from geneb.core import paths
+from geneb.extract.options import ExecutionOptions
 
 
 def _extract(request: dict[str, Any]) -> None:
+    """Run one extraction request (`run_rule_job`'s JSON: settings, task_dir, out, threads, execution) here."""
     from geneb.extract.step import extract_task
 
+    execution = ExecutionOptions.of(request["execution"])
     extract_task(
         request["settings"],
         Path(request["task_dir"]),
         request["out"],
-        device=request["device"],
-        batch_size=request["batch_size"],
-        batch_tokens=request.get("batch_tokens"),
+        device=execution.device,
+        batch_size=execution.batch_size,
+        batch_tokens=execution.batch_tokens,
         threads=request["threads"],
-        hdf5_locking=request["hdf5_locking"],
-        load_checks_policy=request.get("load_checks", "record"),
+        hdf5_locking=execution.hdf5_locking,
+        load_checks_policy=execution.load_checks,
     )
 
 
@@ -55,32 +59,30 @@ def run_rule_job(
     out: str | Path,
     *,
     log: str,
-    execution: dict[str, Any],
+    execution: ExecutionOptions | Mapping[str, Any],
     threads: int,
     config: dict[str, Any],
 ) -> None:
     """Extract one (model, task) as rule extract_embeddings does (its shim has called `log_to_file(log)`): embed
     here or, on the venv route for a model of a non-default env, in that env's venv, whose process appends to
-    `log` (module docstring). execution: the
-    config's execution knobs (device, batch_size, hdf5_locking, load_checks, env_route, env_dir). Raises what extract_task raises
-    (here), EnvError naming `geneb env build NAME` for an env that is not built, and SystemExit with the
-    child's status when the extraction in the venv fails (its error is the log's last line)."""
+    `log` (module docstring). execution: the config's execution knobs (`ExecutionOptions`, or the config's
+    mapping, absent knobs taking the schema's defaults); threads: the rule's threads. Raises what extract_task
+    raises (here), ValueError for execution knobs the config schema refuses, EnvError naming `geneb env build
+    NAME` for an env that is not built, and SystemExit with the child's status when the extraction in the venv
+    fails (its error is the log's last line)."""
     from geneb.core.envs import DEFAULT_ENV, python_for_env
 
+    options = ExecutionOptions.of(execution)
     request = {
         "settings": settings,
         "task_dir": str(task_dir),
         "out": str(out),
         "log": log,
-        "device": execution["device"],
-        "batch_size": execution["batch_size"],
-        "batch_tokens": execution.get("batch_tokens"),
         "threads": threads,
-        "hdf5_locking": execution["hdf5_locking"],
-        "load_checks": execution.get("load_checks", "record"),
+        "execution": options.as_dict(),
     }
-    env = model_env(config, settings["model"]) if execution.get("env_route", "conda") == "venv" else DEFAULT_ENV
-    python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=execution.get("env_dir")))
+    env = model_env(config, settings["model"]) if options.env_route == "venv" else DEFAULT_ENV
+    python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=options.env_dir))
     child_env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (str(paths.SOURCE_ROOT), os.environ.get("PYTHONPATH")) if p),
@@ -89,20 +91,15 @@ def run_rule_job(
 
     if env != DEFAULT_ENV:
         logging.getLogger(__name__).info("model %s: extracting in env %s (%s)", settings["model"], env, python)
-    if execution.get("model_server", True):
+    if options.model_server:
         from geneb.extract.client import extract_via_server
 
         extract_via_server(
             settings,
             task_dir,
             out,
-            device=execution["device"],
-            batch_size=execution["batch_size"],
-            batch_tokens=execution.get("batch_tokens"),
+            execution=options,
             threads=threads,
-            hdf5_locking=execution["hdf5_locking"],
-            idle_s=execution.get("model_server_idle_s", 120),
-            load_checks=execution.get("load_checks", "record"),
             python=python,
             env=None if env == DEFAULT_ENV else child_env,
         )
@@ -122,7 +119,7 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     from geneb.extract.cache import configure_hdf5_locking
 
-    configure_hdf5_locking(request["hdf5_locking"])  # before anything imports h5py (case B37)
+    configure_hdf5_locking(request["execution"]["hdf5_locking"])  # before anything imports h5py (case B37)
     from geneb.core.logs import log_to_file
 
     log_to_file(request["log"], append=True)

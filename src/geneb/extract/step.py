@@ -25,11 +25,11 @@ import pandas as pd
 
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
-from geneb.encoders.protocol import LOAD_CHECKS, EmbedResult, Encoder, deferred_load_checks
+from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
 from geneb.extract import load_checks
 from geneb.extract.cache import SplitEmbeddings, write_embeddings
 from geneb.registry.registry import extraction_hash
-from geneb.registry.settings import Extraction, ExtractionSettings, SettingsLike
+from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.card import read_card
 from geneb.tasks.hygiene import reverse_complement
@@ -120,16 +120,14 @@ def load_model(
         )
     identity = encoder.identity()
     record_path = Path(checks_dir) / load_checks.FILENAME
-    run_checks = getattr(encoder, "run_load_checks", None)
-    names = LOAD_CHECKS if run_checks is not None else ()  # a family without probes (k-mer counts) records none
+    names = encoder.load_check_names  # a family without probes (k-mer counts, Enformer) records none
     want = load_checks.expected(typed.model, settings_hash, identity, names)
     found = load_checks.read_record(record_path)
     if load_checks_policy not in LOAD_CHECKS_POLICIES:
         raise ValueError(f"load_checks_policy {load_checks_policy!r}: expected one of {LOAD_CHECKS_POLICIES}")
     checks_run = found != want or load_checks_policy == "every_load"
     if checks_run:
-        if run_checks is not None:
-            run_checks()
+        encoder.run_load_checks()
         load_checks.write_record(record_path, want)
         log.info("model %s: load-time checks %s passed; recorded in %s", typed.model, list(names), record_path)
     else:
@@ -159,7 +157,7 @@ def embed_with_rc(
     truncate (the strands would be cut at opposite ends of the row)."""
     if rc not in RC_MODES:
         raise ValueError(f"unknown rc mode {rc!r}; expected one of {RC_MODES}")
-    ext: Extraction | None = getattr(encoder, "extraction", None)  # None: an encoder with no token options
+    ext = encoder.extraction  # None: an encoder with no token options (k-mer counts)
     if rc != "none" and ext is not None and ext.long_policy == "truncate":
         # each strand would be cut at its own 5' end: the two halves would describe different regions
         raise ValueError(

@@ -19,7 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from geneb.core.errors import LayerNotExposedError, ModelForwardError, ModelLoadError, WeightsNotLoadedError
-from geneb.encoders.families.janusdna import TOKEN_IDS, selective_scan
+from geneb.encoders.families.janusdna import TOKEN_IDS
+from geneb.encoders.networks.janusdna import selective_scan
 from geneb.registry import families as adapters
 from geneb.registry.registry import extraction_settings, load_registry
 

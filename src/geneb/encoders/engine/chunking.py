@@ -43,7 +43,7 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
     None: unchanged. {"kind": "overlapping-kmers", "k": k}: space-separated overlapping k-mers, stride 1
     ("ACGTAG", k=3 -> "ACG CGT GTA TAG"; DNABERT-1's input format, Ji et al. 2021). {"kind": "lowercase",
     "prefix": p}: the lowercase sequence (gLM2 reads nucleotides in lowercase after a strand token p; the
-    encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._after_load`).
+    encoder puts p's tokens on every chunk as special tokens, see `TokenModelEncoder._strand_ids`).
     {"kind": "codons"}: space-separated codons of frame 0 ("ATGGCTAAA" -> "ATG GCT AAA"; Mistral-Codon's
     WordLevel input); the row must be a whole number of codons, which `length_multiple: 3` ensures by
     trimming the trailing bases first (`check_registry` requires it).

@@ -44,6 +44,7 @@ from geneb.encoders.engine.chunking import Chunk, make_chunk, model_texts, pad_c
 from geneb.encoders.engine.dropped_letters import check_dropped, count_unknown
 from geneb.encoders.engine.execution import dtype_policy, init_execution, progress_bar, to_device
 from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, forward_error, get_layer, nonfinite_rows
+from geneb.encoders.engine.loaded import LoadedNetwork, LoadedView, derive_layout
 from geneb.encoders.engine.pooling import pool
 from geneb.encoders.protocol import LOAD_CHECKS, EmbedCounters, EmbedResult, checks_deferred, sequence_batch
 from geneb.registry.settings import SettingsLike
@@ -51,7 +52,7 @@ from geneb.registry.settings import SettingsLike
 log = logging.getLogger(__name__)
 
 
-class TokenModelEncoder:
+class TokenModelEncoder(LoadedView):
     """Base class of token-level adapters. See the module docstring for the policy.
 
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".
@@ -59,10 +60,14 @@ class TokenModelEncoder:
     (length-sorted batches sized to the budget; batch_size is then not used). Both are execution knobs:
     results do not depend on them to 1e-5 in fp32. progress: show a tqdm bar on stderr (the job log).
 
-    Subclasses implement `_load()` (setting model, prefix, suffix, max_tokens, pad_id, hidden_size,
-    vocab_size, num_embeddings, uses_attention_mask), `_tokenize(texts) -> list[list[int]]` (no special
-    tokens) and `_call(inputs, want_states) -> output` (anything `get_layer` understands).
+    Subclasses implement `_load() -> LoadedNetwork` (the network, its tokenizer and the facts the engine reads;
+    `geneb.encoders.engine.loaded`), `_tokenize(texts) -> list[list[int]]` (no special tokens) and
+    `_call(inputs, want_states) -> output` (anything `get_layer` understands). The engine derives the rest once
+    (`derive_layout`); `loaded` and `layout` are read-only afterwards.
     """
+
+    #: the load-time probes `run_load_checks` runs, in order (recorded by geneb.extract.load_checks)
+    load_check_names: tuple[str, ...] = LOAD_CHECKS
 
     def __init__(
         self,
@@ -76,28 +81,18 @@ class TokenModelEncoder:
         init_execution(
             self, settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress
         )
-        self.prefix: list[int] = []
-        self.suffix: list[int] = []
-        self.pad_id = 0
-        self.hidden_size: int | None = None
-        self.vocab_size: int | None = None
-        self.num_embeddings: int | None = None
-        self.uses_attention_mask = True
-        self.elide_causal_mask = False  # set at load: a causal model padded on the right runs without its mask
-        self.pad_sensitive = False  # set by an adapter whose model changes with the padded length despite the mask
-        self.unk_id: int | None = None  # the tokenizer's unknown-token id, counted per embed call
         self.pad_to_length: int | None = None  # pad every batch to this width (checks and the naive benchmark only)
-        self.strand: list[int] = []  # a strand token an input_transform puts before the sequence (gLM2)
-        self.n_layers: int | None = None  # transformer blocks, when the config says (checks per-layer state counts)
-        self.max_tokens_from = "registry"  # where max_tokens came from: registry, or the model's files (then tried)
         self._offsets: list[list[tuple[int, int]]] | None = None  # character spans of the last _tokenize call
         self._fp32_retries = 0  # batches rerun in float32 so far (each embed call reports its own)
         self._captured: list[torch.Tensor] = []
         self.compute_dtype, self.weights_dtype, self.autocast = dtype_policy(
             self.extraction, device=self.device, model=self.model_id
         )
-        self._load()
-        self._after_load()
+        self.loaded = self._load()
+        self.layout = derive_layout(self.loaded, self.extraction, strand=self._strand_ids(), model=self.model_id)
+        if isinstance(self.extraction.layer, str):
+            self.model.get_submodule(self.extraction.layer).register_forward_hook(self._hook)
+        token_checks.log_load_policy(self)
         if not checks_deferred():
             self.run_load_checks()
 
@@ -107,11 +102,12 @@ class TokenModelEncoder:
         token_checks.check_vocabulary(self)
         token_checks.check_max_length(self)
         token_checks.check_padding_invariance(self)
-        return LOAD_CHECKS
+        return self.load_check_names
 
     # ---- subclass interface -----------------------------------------------------------------------------
 
-    def _load(self) -> None:  # pragma: no cover - abstract
+    def _load(self) -> LoadedNetwork:  # pragma: no cover - abstract
+        """Load the network and its tokenizer (on `device`, in `weights_dtype`) and say what the engine needs."""
         raise NotImplementedError
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:  # pragma: no cover - abstract
@@ -120,51 +116,12 @@ class TokenModelEncoder:
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    # ---- after loading ----------------------------------------------------------------------------------
-
-    def _after_load(self) -> None:
-        ext = self.extraction
-        strand = ext.input_transform.prefix if ext.input_transform is not None else None
-        # gLM2's strand token: on every chunk, after the tokenizer's own prefix, never pooled (see `chunk`)
-        self.strand = list(self._tokenize([str(strand)])[0]) if strand else []
-        self.body_cap = self.max_tokens - len(self.prefix) - len(self.strand) - len(self.suffix)
-        multiple = ext.length_multiple
-        if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
-            self.body_cap -= self.body_cap % int(multiple)
-        if self.body_cap < 1:
-            raise ValueError(
-                f"model {self.model_id}: max_tokens {self.max_tokens} leaves no room for sequence tokens"
-                + (f" in multiples of {multiple}" if multiple else "")
-            )
-        if self.num_embeddings is not None and not 0 <= self.pad_id < self.num_embeddings:
-            # pads are masked (or sit after every real token of a causal model): any id in the table will do
-            log.warning(
-                "model %s: pad id %d is outside the embedding table (%d rows); padding with id 0",
-                self.model_id,
-                self.pad_id,
-                self.num_embeddings,
-            )
-            self.pad_id = 0
-        self.padding_side, self.bucket_equal_lengths = token_checks.batching_policy(
-            ext, model=self.model_id, uses_attention_mask=self.uses_attention_mask, pad_sensitive=self.pad_sensitive
-        )
-        # A causal model padded on the right never lets a real position see a pad, so its mask changes no real
-        # position's state: the batch runs without it, which lets attention take its causal fast path (1.6-6.7%
-        # less CPU on Mistral-DNA, identical vectors). The load-time padding-invariance probe runs this same path,
-        # so a model mislabelled causal fails at load instead.
-        self.elide_causal_mask = bool(ext.causal) and self.padding_side == "right" and self.uses_attention_mask
-        token_checks.check_cls_pooling(ext, model=self.model_id, prefix=self.prefix)
-        layer = ext.layer
-        if isinstance(layer, str):
-            try:
-                module = self.model.get_submodule(layer)
-            except AttributeError as err:
-                raise ValueError(f"model {self.model_id}: no module named {layer!r} for layer extraction") from err
-            module.register_forward_hook(self._hook)
-            self.layer_resolved = f"module:{layer}"
-        else:
-            self.layer_resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
-        token_checks.log_load_policy(self)
+    def _strand_ids(self) -> list[int]:
+        """Token ids of gLM2's strand token (`input_transform.prefix`): on every chunk, after the tokenizer's own
+        prefix, never pooled (see `chunk`); [] without one."""
+        transform = self.extraction.input_transform
+        strand = transform.prefix if transform is not None else None
+        return list(self._tokenize([str(strand)])[0]) if strand else []
 
     def _hook(self, _module: Any, _inputs: Any, output: Any) -> None:
         if isinstance(output, (tuple, list)):

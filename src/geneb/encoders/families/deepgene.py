@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from geneb.core.errors import ModelLoadError
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.token_checks import resolve_max_tokens
 from geneb.encoders.loading.folder_model import (
     CONFIG_NAME,
@@ -141,14 +142,14 @@ class DeepGeneEncoder(FolderTokenizerEncoder):
     rotary table that is not the authors' formula or an unreadable pickle, and WeightsNotLoadedError for
     missing or unused tensors, each naming the model."""
 
-    def _load(self) -> None:
+    def _load(self) -> LoadedNetwork:
         from transformers import RoFormerModel
 
-        self.folder = model_folder(self.settings, get=GET)
-        raw = read_json(require_file(self.folder, CONFIG_NAME, model=self.model_id, get=GET), model=self.model_id)
-        self.tokenizer = self._open_tokenizer(require_file(self.folder, TOKENIZER_NAME, model=self.model_id, get=GET))
+        folder = model_folder(self.settings, get=GET)
+        raw = read_json(require_file(folder, CONFIG_NAME, model=self.model_id, get=GET), model=self.model_id)
+        tokenizer = self._open_tokenizer(require_file(folder, TOKENIZER_NAME, model=self.model_id, get=GET))
         config = roformer_config(raw, model=self.model_id)
-        state, self.weights_format = read_state_dict(self.folder, model=self.model_id, get=GET)
+        state, fmt = read_state_dict(folder, model=self.model_id, get=GET)
         model = RoFormerModel(config)
         heads = load_mapped(model, state, prefix=PREFIX, model=self.model_id, recomputed=(POSITIONS_KEY,))
         if heads:
@@ -162,30 +163,40 @@ class DeepGeneEncoder(FolderTokenizerEncoder):
                 f"DeepGene's sinusoidal formula ({tuple(want.shape)}); this transformers release computes other "
                 "positions"
             )
-        self.model = model.to(getattr(torch, self.weights_dtype)).eval().to(self.device)
-        self.prefix = [self.token_id("[CLS]"), self.token_id("[SEP]")]
-        self.suffix = []
-        self.pad_id = self.token_id("[PAD]")
-        self.unk_id = self.token_id("[UNK]")
-        self.vocab_size = config.vocab_size
-        self.num_embeddings = int(model.get_input_embeddings().num_embeddings)
-        self.hidden_size = config.hidden_size
-        self.n_layers = config.num_hidden_layers
-        self.max_tokens = resolve_max_tokens(
+        model = model.to(getattr(torch, self.weights_dtype)).eval().to(self.device)
+        prefix = (self.token_id("[CLS]", tokenizer), self.token_id("[SEP]", tokenizer))
+        pad_id, unk_id = self.token_id("[PAD]", tokenizer), self.token_id("[UNK]", tokenizer)
+        max_tokens = resolve_max_tokens(
             None, config.max_position_embeddings, self.extraction.max_tokens, model=self.model_id
         )
-        if self.max_tokens > config.max_position_embeddings:
+        if max_tokens > config.max_position_embeddings:
             raise ModelLoadError(
-                f"model {self.model_id}: max_tokens {self.max_tokens} exceeds the rotary table's "
+                f"model {self.model_id}: max_tokens {max_tokens} exceeds the rotary table's "
                 f"{config.max_position_embeddings} positions"
             )
-        self.uses_attention_mask = True
+        return LoadedNetwork(
+            model=model,
+            tokenizer=tokenizer,
+            max_tokens=max_tokens,
+            # not tried at load: the check above already bounds it by the rotary table
+            max_tokens_from="registry",
+            prefix=prefix,
+            pad_id=pad_id,
+            unk_id=unk_id,
+            hidden_size=config.hidden_size,
+            vocab_size=config.vocab_size,
+            num_embeddings=int(model.get_input_embeddings().num_embeddings),
+            n_layers=config.num_hidden_layers,
+            uses_attention_mask=True,
+            weights_format=fmt,
+            details={"folder": folder},
+        )
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
         return self.model(**inputs, output_hidden_states=want_states)
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), **self._folder_identity(self.folder), "source_code": SOURCE}
+        return {**super().identity(), **self._folder_identity(), "source_code": SOURCE}
 
 
 def from_settings(settings: ExtractionSettings, **kwargs: Any) -> DeepGeneEncoder:

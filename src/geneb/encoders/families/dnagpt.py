@@ -37,17 +37,17 @@ import itertools
 import logging
 import pickle
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.token_checks import resolve_max_tokens
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.encoders.networks.dnagpt import HEADS, Architecture, DNAGPTModel
 from geneb.registry.settings import ExtractionSettings
 
 log = logging.getLogger(__name__)
@@ -76,18 +76,6 @@ SPECIES_TOKEN = "<R>"
 UNK_ID = 0
 
 
-@dataclass(frozen=True)
-class Architecture:
-    """One released checkpoint's sizes (`DNAGPT.from_name`, dna_gpt/model/dna_gpt.py) and its tokenizer's
-    `dynamic_kmer` (test.py get_model). Every released model has `bias=False`."""
-
-    num_layers: int
-    num_heads: int
-    embedding_dim: int
-    max_len: int
-    dynamic_kmer: bool
-
-
 #: DNAGPT.from_name's table (UPSTREAM dna_gpt/model/dna_gpt.py) with test.py's dynamic_kmer (False only for 0.1b_h)
 ARCHITECTURES: dict[str, Architecture] = {
     "dna_gpt0.1b_h": Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=4096, dynamic_kmer=False),
@@ -105,8 +93,6 @@ WEIGHTS_FILE = {
     "dna_gpt0.1b_m": "https://drive.google.com/file/d/1C0BRXfz7RNtCSjSY1dKQeR1yP7I3wTyx",
     "dna_gpt3b_m": "https://drive.google.com/file/d/1pQ3Ai7C-ObzKkKTRwuf6eshVneKHzYEg",
 }
-#: DNAGPT's heads on top of the backbone (never used for embeddings)
-HEADS = ("number_embedding", "mlm_head", "num_regression")
 
 
 def vocabulary(dynamic_kmer: bool) -> list[str]:
@@ -142,106 +128,6 @@ class KmerTokenizer:
             raise ValueError(f"DNAGPT tokenizer: a sequence holds no <token> markup, got {seq[:30]!r}")
         spans = [(i, min(i + K, len(seq))) for i in range(0, len(seq), K)]
         return [self.ids.get(seq[a:b], self.unk_id) for a, b in spans], spans
-
-
-# ---- the model: GENEB's module with the authors' state-dict layout -------------------------------------------
-
-
-class _Attention(nn.Module):
-    """gpt.py MultiheadAttention: `c_attn` (d -> 3d, split q, k, v in that order), causal SDPA, `c_proj`."""
-
-    def __init__(self, dim: int, num_heads: int) -> None:
-        super().__init__()
-        if dim % num_heads:
-            raise ValueError(f"DNAGPT: embedding_dim {dim} is not a multiple of num_heads {num_heads}")
-        self.c_attn = nn.Linear(dim, 3 * dim, bias=False)
-        self.c_proj = nn.Linear(dim, dim, bias=False)
-        self.num_heads = num_heads
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, c = x.shape
-        q, k, v = (
-            z.view(b, t, self.num_heads, c // self.num_heads).transpose(1, 2) for z in self.c_attn(x).split(c, 2)
-        )
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
-
-
-class _MLP(nn.Module):
-    """gpt.py MLP: `c_fc` (d -> 4d), tanh-approximated GELU, `c_proj` (4d -> d)."""
-
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.c_fc = nn.Linear(dim, 4 * dim, bias=False)
-        self.c_proj = nn.Linear(4 * dim, dim, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
-
-
-class _Block(nn.Module):
-    """gpt.py Block (pre-norm): x + attn(ln_1(x)), then x + mlp(ln_2(x)); LayerNorm eps 1e-5, no bias."""
-
-    def __init__(self, dim: int, num_heads: int) -> None:
-        super().__init__()
-        self.attn = _Attention(dim, num_heads)
-        self.mlp = _MLP(dim)
-        self.ln_1 = nn.LayerNorm(dim, eps=1e-5, bias=False)
-        self.ln_2 = nn.LayerNorm(dim, eps=1e-5, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-def _head(dim: int, out: int, inp: int | None = None) -> nn.Sequential:
-    """dna_gpt.py's head layout: Linear, SiLU, LayerNorm, Linear (state-dict indices 0, 2, 3)."""
-    return nn.Sequential(
-        nn.Linear(inp or dim, dim, bias=False),
-        nn.SiLU(),
-        nn.LayerNorm(dim, eps=1e-5, bias=False),
-        nn.Linear(dim, out, bias=False),
-    )
-
-
-class DNAGPTModel(nn.Module):
-    """DNAGPT with the authors' module names, so its state-dict keys are the released checkpoints' keys:
-    `transformer.wte`, `transformer.wpe`, `transformer.h.<i>.{ln_1,attn.c_attn,attn.c_proj,ln_2,mlp.c_fc,
-    mlp.c_proj}`, `transformer.ln_f`, and the heads `number_embedding`, `mlm_head`, `num_regression` (each
-    `.0`, `.2`, `.3`). heads: which heads to build (all by default).
-
-    forward(input_ids (B, T) long) -> {"last_hidden_state": (B, T, d) after ln_f, "hidden_states": None, or
-    with output_hidden_states the tuple of num_layers + 1 states: the embeddings (tokens + positions), the
-    output of each block, the last one after ln_f (transformers' GPT-2 convention)}. The heads are not run."""
-
-    def __init__(self, arch: Architecture, vocab_size: int, heads: tuple[str, ...] = HEADS) -> None:
-        super().__init__()
-        d = arch.embedding_dim
-        self.arch = arch
-        self.transformer = nn.ModuleDict(
-            {
-                "wte": nn.Embedding(vocab_size, d),
-                "wpe": nn.Embedding(arch.max_len, d),
-                "h": nn.ModuleList(_Block(d, arch.num_heads) for _ in range(arch.num_layers)),
-                "ln_f": nn.LayerNorm(d, eps=1e-5, bias=False),
-            }
-        )
-        sizes = {"number_embedding": (d, 1), "mlm_head": (vocab_size, None), "num_regression": (1, None)}
-        for name in heads:
-            out, inp = sizes[name]
-            setattr(self, name, _head(d, out, inp))
-
-    def forward(self, input_ids: torch.Tensor, output_hidden_states: bool = False) -> dict[str, Any]:
-        t = input_ids.shape[1]
-        pos = torch.arange(t, device=input_ids.device)
-        x = self.transformer.wte(input_ids) + self.transformer.wpe(pos)[None]
-        states = [x]
-        for block in self.transformer.h:
-            x = block(x)
-            states.append(x)
-        x = self.transformer.ln_f(x)
-        states[-1] = x
-        return {"last_hidden_state": x, "hidden_states": tuple(states) if output_hidden_states else None}
 
 
 # ---- loading ----------------------------------------------------------------------------------------------
@@ -358,39 +244,47 @@ class DNAGPTEncoder(TokenModelEncoder):
     ModelLoadError (unknown name, missing file, a file that is not a weights-only state dict, registry
     max_tokens above the position table) and WeightsNotLoadedError (keys or shapes) while loading."""
 
-    def _load(self) -> None:
+    @property
+    def checkpoint_name(self) -> str:
+        """The authors' checkpoint name: `load.package_model_name`, else the registry id (ARCHITECTURES)."""
+        return self.settings.load.package_model_name or self.model_id
+
+    def _load(self) -> LoadedNetwork:
         src = self.settings.source
-        self.checkpoint_name = self.settings.load.package_model_name or self.model_id
-        arch = architecture(self.checkpoint_name, self.settings.load.config_overrides, model=self.model_id)
+        name = self.checkpoint_name
+        arch = architecture(name, self.settings.load.config_overrides, model=self.model_id)
         if not src.folder:
             raise ModelLoadError(
-                f"model {self.model_id}: no folder to read the DNAGPT checkpoint {self.checkpoint_name}.pth from "
-                f"(source {src.as_dict()}); download it ({WEIGHTS_FILE.get(self.checkpoint_name, WEIGHTS_FOLDER)}) "
+                f"model {self.model_id}: no folder to read the DNAGPT checkpoint {name}.pth from "
+                f"(source {src.as_dict()}); download it ({WEIGHTS_FILE.get(name, WEIGHTS_FOLDER)}) "
                 f"into a folder and point the config at it (model_weights: {{{self.model_id}: /path/to/folder}})"
             )
-        path = Path(src.folder) / f"{self.checkpoint_name}.pth"
-        self.tokenizer = KmerTokenizer(arch.dynamic_kmer)
-        state = read_state_dict(path, model=self.model_id, name=self.checkpoint_name)
-        net = build_model(state, arch, len(self.tokenizer), model=self.model_id, path=path)
-        self.model = net.to(dtype=getattr(torch, self.weights_dtype)).eval().to(self.device)
-        self.arch = arch
-        self.weights_sha256 = file_sha256(path)
+        path = Path(src.folder) / f"{name}.pth"
+        tokenizer = KmerTokenizer(arch.dynamic_kmer)
+        state = read_state_dict(path, model=self.model_id, name=name)
+        net = build_model(state, arch, len(tokenizer), model=self.model_id, path=path)
+        weights_sha256 = file_sha256(path)
         if self.extraction.max_tokens is not None and self.extraction.max_tokens > arch.max_len:
             raise ModelLoadError(
                 f"model {self.model_id}: extraction.max_tokens {self.extraction.max_tokens} exceeds DNAGPT "
-                f"{self.checkpoint_name}'s {arch.max_len} learned positions"
+                f"{name}'s {arch.max_len} learned positions"
             )
-        self.max_tokens = resolve_max_tokens(None, arch.max_len, self.extraction.max_tokens, model=self.model_id)
-        if self.extraction.max_tokens is None:
-            self.max_tokens_from = "config"
-        self.prefix, self.suffix = [self.tokenizer.species_id], []
-        self.pad_id = self.tokenizer.pad_id
-        self.unk_id = self.tokenizer.unk_id
-        self.vocab_size = len(self.tokenizer)
-        self.num_embeddings = int(net.transformer.wte.num_embeddings)
-        self.hidden_size = arch.embedding_dim
-        self.n_layers = arch.num_layers
-        self.uses_attention_mask = False  # causal attention with no padding mask (gpt.py MultiheadAttention)
+        return LoadedNetwork(
+            model=net.to(dtype=getattr(torch, self.weights_dtype)).eval().to(self.device),
+            tokenizer=tokenizer,
+            max_tokens=resolve_max_tokens(None, arch.max_len, self.extraction.max_tokens, model=self.model_id),
+            max_tokens_from="registry" if self.extraction.max_tokens is not None else "config",
+            prefix=(tokenizer.species_id,),
+            pad_id=tokenizer.pad_id,
+            unk_id=tokenizer.unk_id,
+            hidden_size=arch.embedding_dim,
+            vocab_size=len(tokenizer),
+            num_embeddings=int(net.transformer.wte.num_embeddings),
+            n_layers=arch.num_layers,
+            uses_attention_mask=False,  # causal attention with no padding mask (gpt.py MultiheadAttention)
+            weights_sha256=weights_sha256,
+            details={"architecture": arch},
+        )
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         encoded = [self.tokenizer.encode(t) for t in texts]
@@ -409,8 +303,8 @@ class DNAGPTEncoder(TokenModelEncoder):
             "upstream": UPSTREAM,
             "checkpoint": f"{self.checkpoint_name}.pth",
             "weights_sha256": self.weights_sha256,
-            "architecture": asdict(self.arch),
-            "tokenizer": f"DNAGPT k-mer ({'1- to 6-mers' if self.arch.dynamic_kmer else '6-mers only'}), "
+            "architecture": asdict(self.loaded.details["architecture"]),
+            "tokenizer": f"DNAGPT k-mer ({'1- to 6-mers' if self.tokenizer.dynamic_kmer else '6-mers only'}), "
             f"{len(self.tokenizer)} tokens",
             "species_token": SPECIES_TOKEN,
         }

@@ -99,6 +99,8 @@ class EnformerEncoder:
     bin_bp: int = BIN_BP
     width: int = WIDTH
     label: str = "Enformer"
+    #: no load-time probes: the input is a fixed window of one-hot bases, with no tokenizer or padding to check
+    load_check_names: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -128,6 +130,10 @@ class EnformerEncoder:
 
         self.model = from_pretrained(where, **kwargs).eval().to(self.device)
         self.where = where
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """No load-time probes (`load_check_names`): returns ()."""
+        return self.load_check_names
 
     def identity(self) -> dict[str, Any]:
         """What defines these embeddings beyond the registry settings."""

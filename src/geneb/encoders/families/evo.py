@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.token_checks import resolve_max_tokens
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.registry.settings import ExtractionSettings
@@ -45,22 +46,24 @@ class EvoEncoder(TokenModelEncoder):
 
     package = "evo"
 
-    def _load(self) -> None:
+    def _load(self) -> LoadedNetwork:
         name = self.settings.load.package_model_name
         if not name:
             raise ValueError(
                 f"model {self.model_id}: load.package_model_name is required for family {self.settings.family}"
             )
-        self.model, self.tokenizer = self._open(name)
-        self.model = self._as_weights_dtype(self.model).eval().to(self.device)
-        cfg = getattr(self.model, "config", None)
-        self.hidden_size = _cfg_int(cfg, "hidden_size")
-        self.vocab_size = _cfg_int(cfg, "vocab_size")
-        self.max_tokens = resolve_max_tokens(None, None, self.extraction.max_tokens, model=self.model_id)
-        self.prefix, self.suffix = [], []
-        self.pad_id = int(getattr(self.tokenizer, "pad_id", 1) or 1)
-        self.uses_attention_mask = False
-        self.num_embeddings = None
+        model, tokenizer = self._open(name)
+        model = self._as_weights_dtype(model).eval().to(self.device)
+        cfg = getattr(model, "config", None)
+        return LoadedNetwork(
+            model=model,
+            tokenizer=tokenizer,
+            max_tokens=resolve_max_tokens(None, None, self.extraction.max_tokens, model=self.model_id),
+            pad_id=int(getattr(tokenizer, "pad_id", 1) or 1),
+            hidden_size=_cfg_int(cfg, "hidden_size"),
+            vocab_size=_cfg_int(cfg, "vocab_size"),
+            uses_attention_mask=False,
+        )
 
     def _as_weights_dtype(self, model: Any) -> Any:
         """The package's model in GENEB's weights dtype, so the recorded `compute_dtype` is what runs: evo-model

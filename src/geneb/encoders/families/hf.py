@@ -36,6 +36,7 @@ import torch
 from geneb.core.errors import RemoteCodeError
 from geneb.core.provenance import REVISION
 from geneb.encoders.engine.guards import hidden_modules, import_modules
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.token_checks import SENTINEL_MAX_LENGTH, resolve_max_tokens
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.encoders.loading.checkpoint_keys import check_loading_info
@@ -141,7 +142,7 @@ class HFEncoder(TokenModelEncoder):
             )
         super().__init__(settings, **kwargs)
 
-    def _load(self) -> None:
+    def _load(self) -> LoadedNetwork:
         from transformers import AutoModel
 
         load = self.settings.load
@@ -179,15 +180,15 @@ class HFEncoder(TokenModelEncoder):
             kwargs["revision"] = self.revision
         if load.code_revision:
             kwargs["code_revision"] = load.code_revision
-        self.weights_format = weights_format(self.where, self.revision)
+        fmt = weights_format(self.where, self.revision)
         with hidden_modules(hide):
-            self.tokenizer = self._load_tokenizer(kwargs)
+            tokenizer = self._load_tokenizer(kwargs)
             config = config_with_overrides(self.where, load.config_overrides, model=self.model_id, **kwargs)
             model, info = load_model(
                 AutoModel,
                 self.where,
                 model=self.model_id,
-                fmt=self.weights_format,
+                fmt=fmt,
                 config=config,
                 config_kwargs=kwargs,
                 dtype=getattr(torch, self.weights_dtype),
@@ -200,11 +201,11 @@ class HFEncoder(TokenModelEncoder):
         )
         if heads:
             log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
-        self.model = model.eval().to(self.device)
-        cfg = self.model.config
+        model = model.eval().to(self.device)
+        cfg = model.config
         config_max = next((getattr(cfg, k) for k in CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)
         if config_max is not None:
-            offset = position_offset(self.model, config_max)
+            offset = position_offset(model, config_max)
             if offset:
                 log.info(
                     "model %s: positions start at padding_idx + 1: %d of %d positions usable",
@@ -213,38 +214,45 @@ class HFEncoder(TokenModelEncoder):
                     config_max,
                 )
                 config_max -= offset
-        self.max_tokens = resolve_max_tokens(
-            getattr(self.tokenizer, "model_max_length", None),
+        max_tokens = resolve_max_tokens(
+            getattr(tokenizer, "model_max_length", None),
             config_max,
             self.extraction.max_tokens,
             model=self.model_id,
         )
-        if self.extraction.max_tokens is None:
-            self.max_tokens_from = "tokenizer/config"
-        self._override_tokenizer_padding()
-        self.prefix, self.suffix = special_affixes(self.tokenizer)
-        self.unk_id = getattr(self.tokenizer, "unk_token_id", None)
-        pad = self.tokenizer.pad_token_id
-        self.pad_id = int(pad) if pad is not None else 0
-        self.vocab_size = getattr(cfg, "vocab_size", None)
-        self.n_layers = next(
-            (getattr(cfg, k) for k in CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None
-        )
+        self._override_tokenizer_padding(tokenizer)
+        prefix, suffix = special_affixes(tokenizer)
+        pad = tokenizer.pad_token_id
+        vocab_size = getattr(cfg, "vocab_size", None)
         try:
-            table = self.model.get_input_embeddings()
-            self.num_embeddings, table_width = int(table.num_embeddings), int(table.embedding_dim)
+            table = model.get_input_embeddings()
+            num_embeddings, table_width = int(table.num_embeddings), int(table.embedding_dim)
         except (AttributeError, NotImplementedError, TypeError):
             # no table found: the config's vocabulary size still bounds the ids (a padded table is larger)
-            self.num_embeddings = self.vocab_size if isinstance(self.vocab_size, int) else None
+            num_embeddings = vocab_size if isinstance(vocab_size, int) else None
             table_width = None
-        self.hidden_size = next(
-            (getattr(cfg, k) for k in CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)), table_width
-        )
-        self.uses_attention_mask = self._takes_attention_mask()
-        # BigBird's block-sparse attention pads to whole blocks and picks blocks by the padded length
-        self.pad_sensitive = getattr(cfg, "attention_type", None) == "block_sparse"
         local = Path(self.where)
-        self.weights_sha256 = weights_hash(local) if local.is_dir() else None
+        return LoadedNetwork(
+            model=model,
+            tokenizer=tokenizer,
+            max_tokens=max_tokens,
+            max_tokens_from="registry" if self.extraction.max_tokens is not None else "tokenizer/config",
+            prefix=tuple(prefix),
+            suffix=tuple(suffix),
+            pad_id=int(pad) if pad is not None else 0,
+            unk_id=getattr(tokenizer, "unk_token_id", None),
+            hidden_size=next(
+                (getattr(cfg, k) for k in CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)), table_width
+            ),
+            vocab_size=vocab_size,
+            num_embeddings=num_embeddings,
+            n_layers=next((getattr(cfg, k) for k in CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None),
+            uses_attention_mask=self._takes_attention_mask(model),
+            # BigBird's block-sparse attention pads to whole blocks and picks blocks by the padded length
+            pad_sensitive=getattr(cfg, "attention_type", None) == "block_sparse",
+            weights_format=fmt,
+            weights_sha256=weights_hash(local) if local.is_dir() else None,
+        )
 
     def _load_tokenizer(self, kwargs: dict[str, Any]) -> Any:
         """The checkpoint's tokenizer: `AutoTokenizer.from_pretrained` with the model's loading kwargs
@@ -256,9 +264,11 @@ class HFEncoder(TokenModelEncoder):
 
         return AutoTokenizer.from_pretrained(self.where, **kwargs)
 
-    def _takes_attention_mask(self) -> bool:
+    def _takes_attention_mask(self, model: Any) -> bool:
+        """Whether `model`'s forward pass gets the attention mask: the registry's `attention_mask` (auto: whether
+        its forward has the parameter). Raises ValueError when the registry says yes and the forward has none."""
         want = self.extraction.attention_mask
-        params = inspect.signature(self.model.forward).parameters
+        params = inspect.signature(model.forward).parameters
         takes = "attention_mask" in params
         if want == "auto":
             return takes
@@ -269,9 +279,9 @@ class HFEncoder(TokenModelEncoder):
             )
         return bool(want)
 
-    def _override_tokenizer_padding(self) -> None:
-        """Switch off fixed padding/truncation from tokenizer files (case B04) and the length warning."""
-        backend = getattr(self.tokenizer, "backend_tokenizer", None) or getattr(self.tokenizer, "_tokenizer", None)
+    def _override_tokenizer_padding(self, tokenizer: Any) -> None:
+        """Switch off fixed padding/truncation from `tokenizer`'s files (case B04) and the length warning."""
+        backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
         if backend is not None and hasattr(backend, "padding"):
             if backend.padding:
                 log.warning(
@@ -288,7 +298,7 @@ class HFEncoder(TokenModelEncoder):
                 )
                 backend.no_truncation()
         # GENEB never lets the tokenizer truncate; a huge limit silences its "sequence too long" warning
-        self.tokenizer.model_max_length = SENTINEL_MAX_LENGTH * 10
+        tokenizer.model_max_length = SENTINEL_MAX_LENGTH * 10
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         # fast tokenizers also give each token's character span, so letters dropped without a token are seen

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
-from geneb.registry.settings import ExtractionSettings
+from geneb.registry.settings import Extraction, ExtractionSettings
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,24 @@ def kmer_counts(seq: str, k: int) -> np.ndarray:
 @dataclass
 class KmerEncoder:
     """Overlapping k-mer frequency encoder. `k`: one size, or a list of sizes (a spectrum), each 1..8.
-    `embed` returns float32 (n, sum of 4^k)."""
+    `embed` returns float32 (n, sum of 4^k). It meets the `Encoder` protocol with no token options
+    (`extraction` None) and no load-time probes (`load_check_names` ()). Raises ValueError for sizes outside
+    1..8 or repeated."""
 
     k: int | list[int]
+    #: nothing is loaded, so there is nothing to probe
+    load_check_names: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         sizes = [self.k] if isinstance(self.k, int) else list(self.k)
         if not sizes or any(not isinstance(k, int) or not 1 <= k <= 8 for k in sizes) or len(set(sizes)) != len(sizes):
             raise ValueError(f"k-mer sizes must be distinct integers between 1 and 8 (4^k features), got {self.k!r}")
         self.sizes = sizes
+        self.extraction: Extraction | None = None  # counts of letters: no tokenizer, chunking or layer options
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """No load-time probes: returns () (`load_check_names`)."""
+        return self.load_check_names
 
     def identity(self) -> dict[str, object]:
         """The encoder's definition, stored in the extraction key."""

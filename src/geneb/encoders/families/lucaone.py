@@ -34,6 +34,7 @@ is not a letter is refused (the authors' rule would read it as N too).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from geneb.core.errors import ModelLoadError
 from geneb.encoders.engine.chunking import Chunk
 from geneb.encoders.engine.dropped_letters import refuse_unknown
 from geneb.encoders.engine.guards import import_modules
+from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.families.hf import HFEncoder
 from geneb.registry.settings import ExtractionSettings
 
@@ -66,22 +68,25 @@ class LucaOneEncoder(HFEncoder):
     Raises, besides what HFEncoder raises: ModelLoadError when the tokenizer's nucleotide ids are not those of
     the gene_prot vocabulary the checkpoint was trained with (another tokenizer, or a gene-only vocabulary)."""
 
-    def _load(self) -> None:
+    #: per text of the last `_tokenize` call: letters read as N that are not N
+    _as_n: list[int]
+
+    def _load(self) -> LoadedNetwork:
         import_modules(["lucaone"])  # as the authors' README does; under trust_remote_code the auto_map wins
-        super()._load()
+        loaded = super()._load()
+        tokenizer = loaded.tokenizer
         probe = "ACGTUN"
-        got = [int(i) for i in self.tokenizer.encode(probe, seq_type=SEQ_TYPE, add_special_tokens=False)]
+        got = [int(i) for i in tokenizer.encode(probe, seq_type=SEQ_TYPE, add_special_tokens=False)]
         want = [NUCLEOTIDE_IDS[ch] for ch in probe]
         if got != want:
             raise ModelLoadError(
-                f"model {self.model_id}: its tokenizer ({type(self.tokenizer).__name__}) reads {probe} as {got}, "
+                f"model {self.model_id}: its tokenizer ({type(tokenizer).__name__}) reads {probe} as {got}, "
                 f"not as the ids of LucaOne's gene_prot vocabulary {want} (tokenization_lucaone.py "
                 "gene_seq_replace + gene_prot_standard_toks): another tokenizer or vocabulary would feed the "
                 "model other rows of its embedding table"
             )
         # the authors' rule reads every unknown nucleotide as the N token, never as [UNK]: counted per row here
-        self.unk_id = None
-        self._as_n: list[int] = []
+        return replace(loaded, unk_id=None)
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids (no special tokens) of each text, one tokenizer call per text (its list path is broken in

@@ -136,7 +136,8 @@ def load_mapped(
 class FolderTokenizerEncoder(TokenModelEncoder):
     """A TokenModelEncoder whose tokenizer is a `tokenizers` file (`tokenizer.json`) in the checkpoint folder.
 
-    Subclasses set `tokenizer` (a `tokenizers.Tokenizer`) in `_load`; this class tokenizes without special
+    Subclasses return a `LoadedNetwork` whose `tokenizer` is a `tokenizers.Tokenizer` (`_open_tokenizer`) and whose
+    `details["folder"]` is the checkpoint folder; this class tokenizes without special
     tokens (GENEB adds them per chunk), records each token's character span (so letters dropped without a
     token are seen, case B11), names token texts, and switches off padding/truncation baked into the file
     (case B04)."""
@@ -160,9 +161,10 @@ class FolderTokenizerEncoder(TokenModelEncoder):
             tok.no_truncation()
         return tok
 
-    def token_id(self, token: str) -> int:
-        """The id of a token of the tokenizer's vocabulary; ModelLoadError naming the model when it has none."""
-        found = self.tokenizer.token_to_id(token)
+    def token_id(self, token: str, tokenizer: Any = None) -> int:
+        """The id of `token` in `tokenizer`'s vocabulary (default: the loaded one); ModelLoadError naming the model
+        when it has none."""
+        found = (self.tokenizer if tokenizer is None else tokenizer).token_to_id(token)
         if found is None:
             raise ModelLoadError(f"model {self.model_id}: the tokenizer has no {token} token")
         return int(found)
@@ -175,7 +177,10 @@ class FolderTokenizerEncoder(TokenModelEncoder):
     def _token_texts(self, ids: list[int]) -> list[str] | None:
         return [str(self.tokenizer.id_to_token(int(i))) for i in ids]
 
-    def _folder_identity(self, folder: Path) -> dict[str, Any]:
+    def _folder_identity(self) -> dict[str, Any]:
+        """The identity entries of a checkpoint folder (`loaded.details["folder"]`): path, weights hash and format,
+        tokenizer, model class."""
+        folder = self.loaded.details["folder"]
         return {
             "name_or_path": str(folder),
             "weights_sha256": weights_hash(folder),
