@@ -98,3 +98,12 @@ def test_table_columns_keep_unknown_as_na():
     assert t["geneb_dirty"].isna().all() and str(t["geneb_dirty"].dtype) == "boolean"
     t = with_code_revision(pd.DataFrame({"a": [1]}), {"geneb_commit": "a" * 40, "geneb_dirty": False})
     assert t["geneb_dirty"].tolist() == [False] and t["geneb_commit"].tolist() == ["a" * 40]
+
+
+def test_the_running_package_is_looked_at_whole():
+    """The default folder is the package root, not the folder of the module that computes it: a change in any
+    subpackage (here the probe stage's) makes the running code dirty, not only a change beside provenance.py."""
+    from geneb.core import paths, provenance
+
+    assert provenance.code_revision() == provenance.code_revision(paths.PACKAGE_DIR)
+    assert (paths.PACKAGE_DIR / "__init__.py").is_file() and (paths.PACKAGE_DIR / "probe").is_dir()

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import geneb
+from geneb.core import paths
 from geneb.core.provenance import stable_hash
 
 #: environment variable naming the folder of the servers' sockets (default: a private folder in TMPDIR)
@@ -52,7 +52,7 @@ def server_dir() -> Path:
 def code_fingerprint() -> str:
     """12-hex hash of the path, size and modification time of every Python file of the running geneb
     package: a server started by other code is never asked to embed."""
-    root = Path(geneb.__file__).parent
+    root = paths.PACKAGE_DIR
     stats = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.py"))
     return stable_hash(stats)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from geneb import __version__
+from geneb.core import paths
 
 #: a pinned revision: a full 40-hex git commit (hub models, hub datasets, remote code); never a branch or tag
 REVISION = re.compile(r"^[0-9a-f]{40}$")
@@ -122,7 +123,7 @@ def code_revision(package_dir: str | os.PathLike[str] | None = None) -> dict[str
     {"geneb_commit": "unknown", "geneb_dirty": None}: unknown, recorded as such, never guessed from a
     version number. package_dir: the package folder (default: this package's); tests pass another.
     """
-    folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
+    folder = Path(package_dir) if package_dir is not None else paths.PACKAGE_DIR
     return dict(_cached(str(folder.resolve())))
 
 
