@@ -102,13 +102,16 @@ def _hub_cache_problem(spec: ModelSpec) -> str | None:
         return None
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(spec.source.hub_id, "config.json", revision=spec.source.revision)
+    hub_id, revision = spec.source.hub_id, spec.source.revision
+    if hub_id is None or revision is None:  # not a pinned hub entry (the schema requires both for kind hub)
+        return None
+    found = try_to_load_from_cache(hub_id, "config.json", revision=revision)
     if isinstance(found, str):
         return None
     return (
-        f"model {spec.id}: HF_HUB_OFFLINE is set and {spec.source.hub_id}@{spec.source.revision[:12]} is not in the "
-        f"Hugging Face cache; fill it on a machine with network: `hf download {spec.source.hub_id} --revision "
-        f"{spec.source.revision}` with the same HF_HOME (docs/hpc.md, 'Offline compute nodes')"
+        f"model {spec.id}: HF_HUB_OFFLINE is set and {hub_id}@{revision[:12]} is not in the "
+        f"Hugging Face cache; fill it on a machine with network: `hf download {hub_id} --revision "
+        f"{revision}` with the same HF_HOME (docs/hpc.md, 'Offline compute nodes')"
     )
 
 
