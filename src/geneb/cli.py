@@ -46,7 +46,9 @@ import pyarrow as pa
 from geneb.analysis.leaderboard import AGGREGATES
 from geneb.analysis.metadata import load_task_meta, model_frame
 from geneb.core.categories import CATEGORIES
-from geneb.registry.registry import Registry, RegistryError, environment_refusals, load_registry, refusals
+from geneb.registry.load import load_registry
+from geneb.registry.registry import Registry, RegistryError
+from geneb.registry.runnable import environment_refusals, refusals
 from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
@@ -122,7 +124,7 @@ def _protocol(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
 
 
 def _registry(path: str, pins: str | None = None, config: str | None = None) -> Registry:
-    """The model registry (config/models.yaml) through its one reader, `geneb.registry.registry.load_registry`
+    """The model registry (config/models.yaml) through its one reader, `geneb.registry.load.load_registry`
     (schema and cross-field checks included), with the lockfile `pins` applied when given, and the
     `model_weights` paths and `execution.weights_dir` of the workflow config file `config` when given and
     present (`_weights_config`); CliError for a missing file, unreadable or malformed YAML, or an invalid
@@ -162,7 +164,7 @@ def model_status(spec: ModelSpec) -> dict[str, str]:
     """How `geneb models` shows one entry's runtime: env (the entry's `env`, where the spec has that field, else
     DEFAULT_ENV), source (its kind), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
     that is not on the hub), runnable ("yes" / "no": here, in this environment), why_not (short reasons,
-    "; "-joined: `registry.refusals`, then what this environment lacks, `registry.environment_refusals`)."""
+    "; "-joined: `runnable.refusals`, then what this environment lacks, `runnable.environment_refusals`)."""
     src = spec.source
     if src.kind == "hub":
         pin = str(src.revision)[:12]
@@ -332,7 +334,8 @@ def _weight_specs(args: argparse.Namespace) -> tuple[Registry, list[ModelSpec]]:
 
 
 def cmd_weights_fetch(args: argparse.Namespace) -> str:
-    from geneb.registry.weights import WeightsError, materialize, settings_source, weights_refusal
+    from geneb.registry.weights import WeightsError, settings_source, weights_refusal
+    from geneb.registry.weights_fetch import materialize
 
     registry, specs = _weight_specs(args)
     done, failed = [], []

@@ -25,7 +25,8 @@ from geneb.extract.cache import (
     write_embeddings,
 )
 from geneb.extract.step import extract_task
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,7 +167,7 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
     (-j 2) produce two complete files, and neither touches the other's."""
     import re
 
-    from geneb.registry.registry import extraction_hash
+    from geneb.registry.extraction import extraction_hash
 
     d = workflow_dir
     registry = load_registry(repo / "config" / "models.yaml")

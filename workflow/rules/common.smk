@@ -17,14 +17,10 @@ from geneb.run.set_aside import set_aside_partial
 from geneb.run import partial as partial_run
 from geneb.core.logs import failure_lines
 from geneb.registry.families import family as model_family
-from geneb.registry.registry import (
-    RegistryError,
-    extraction_hash,
-    extraction_settings,
-    load_locked_registry,
-    model_spec,
-    not_runnable,
-)
+from geneb.registry.extraction import extraction_hash, extraction_settings
+from geneb.registry.load import load_locked_registry
+from geneb.registry.registry import RegistryError, model_spec
+from geneb.registry.runnable import not_runnable
 from geneb.run.preflight import PreflightError, format_problems, preflight
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.core.schemas import schema_problems

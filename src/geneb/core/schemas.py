@@ -1,7 +1,7 @@
 """The workflow's JSON schemas (workflow/schemas/*.schema.yaml), for Python callers that bypass Snakemake.
 
 The schemas are the first check of every configuration contract: Snakemake validates `config.yaml` with them
-in workflow/rules/common.smk, and `geneb.registry.registry.load_registry` and `geneb.probe.protocols.from_config`
+in workflow/rules/common.smk, and `geneb.registry.load.load_registry` and `geneb.probe.protocols.from_config`
 validate with them here, so no module re-checks by hand what a schema already says. Only the checks a schema
 cannot express (cross-field rules) live in the modules.
 
