@@ -15,7 +15,6 @@ Two source kinds:
   default: by the file name's suffix). `geneb weights fetch MODEL` does it ahead of a run (a login node);
   an extraction job does it when the cache lacks it and the network is there (`geneb.registry.weights_fetch`).
 
-
 This module merges the config's paths into the registry (`apply_weights`), says why weights cannot be used
 (`weights_refusal`), resolves the settings source that names them (`settings_source`) and tells a complete cache
 folder (`is_complete`); `geneb.registry.weights_fetch` builds that folder (unpack, download, lock).
