@@ -45,7 +45,7 @@ RESULT = REPO / "bench" / "results" / "dag.json"
 def synthetic_registry(n_models: int) -> tuple[dict, list[str]]:
     """The repository registry, with its first `n_models` paper models made runnable for a dry run."""
     sys.path.insert(0, str(REPO / "src"))
-    from geneb.registry.registry import load_registry
+    from geneb.registry.load import load_registry
 
     typed = load_registry(REPO / "config" / "models.yaml")  # the one reader; the copy of its mapping is edited
     registry = copy.deepcopy(dict(typed.raw))

@@ -192,7 +192,7 @@ def sweep_model(name: str, enc: Any, seqs: list[str], plans: list[tuple[str, int
 def realistic(args: argparse.Namespace, mistral: Any, peaks: dict[str, float]) -> pd.DataFrame:
     """The sweep of `sweep_model` for the real Mistral-DNA and the random-init NT-v2-50M and HyenaDNA-small."""
     from geneb.extract.step import build_encoder
-    from geneb.registry.registry import load_registry
+    from geneb.registry.load import load_registry
 
     registry = load_registry(ROOT / "config" / "models.yaml")
     seqs, _ = task_rows(Path(args.shared), SWEEP_TASK, args.sweep_rows)
@@ -455,7 +455,8 @@ def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     from geneb.extract.step import build_encoder
-    from geneb.registry.registry import extraction_settings, load_registry
+    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import load_registry
 
     settings = extraction_settings(load_registry(ROOT / "config" / "models.yaml"), "mistral-dna-1m-ft-prom", {})
     mistral = build_encoder(

@@ -189,7 +189,7 @@ def best_time(fn: Callable[[], Any], repeats: int, device: str) -> tuple[float, 
 def random_nt_v2_settings(registry: Any) -> dict[str, Any]:
     """Extraction settings of a random-init NT-v2-50M-sized encoder: the registry's `random-esm-tiny` entry
     (NT's 6-mer tokenizer, CLS prefix, mean pooling) with `NT_V2_50M` as its config."""
-    from geneb.registry.registry import extraction_settings
+    from geneb.registry.extraction import extraction_settings
 
     settings = copy.deepcopy(dict(extraction_settings(registry, "random-esm-tiny", {})))
     settings["model"] = "random-init-nt-v2-50m"
@@ -209,7 +209,7 @@ def build_random_hyena(registry: Any, shared: Path, folder: Path, *, seed: int =
     from transformers import AutoConfig, AutoModel
 
     from geneb.encoders.families.hf import HFEncoder
-    from geneb.registry.registry import extraction_settings
+    from geneb.registry.extraction import extraction_settings
 
     source = shared / "models" / "hyenadna-tiny-1k-ft-anticapt"
     folder.mkdir(parents=True)

@@ -60,7 +60,7 @@ def registry_with_absolute_paths(run: Path) -> Path:
     """The repository registry with its local model folders made absolute (they are relative to the
     repository root, where the quickstart runs), written into `run`; read by the one reader."""
     sys.path.insert(0, str(REPO / "src"))
-    from geneb.registry.registry import load_registry
+    from geneb.registry.load import load_registry
 
     raw = copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
     for spec in raw["models"].values():

@@ -16,11 +16,13 @@ if [ "${GENEB_TEST_SYSTEM:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get
     trap 'tests/slurm/cluster.sh stop' EXIT
 fi
 
-# Style gates first (cheap, and a finding fails the run): lint, formatting, Snakemake formatting and lint.
+# Style gates first (cheap, and a finding fails the run): lint, formatting, Snakemake formatting and lint, then
+# the type checker over the packages `[tool.mypy] files` lists in pyproject.toml.
 ruff check --quiet src workflow tools bench tests
 ruff format --check --quiet src workflow tools bench tests
 snakefmt --check Snakefile workflow
 snakemake --lint
+mypy
 
 # Three non-default envs built from their files: transformers4 (transformers 4.x) and hyena, in which
 # tests/workflow/test_env_workflow.py runs real extractions through the workflow (venv route), and lucaone, whose package

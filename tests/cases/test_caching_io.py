@@ -25,7 +25,8 @@ from geneb.extract.cache import (
     write_embeddings,
 )
 from geneb.extract.step import extract_task
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +71,9 @@ def test_B37_locking_is_set_before_h5py_is_imported():
     assert p.returncode == 0, err
     assert out.strip() == "FALSE"
     script = (ROOT / "workflow" / "scripts" / "extract_embeddings.py").read_text()
-    assert script.index("configure_hdf5_locking(") < script.index("from geneb.extract.job")  # the extraction job imports h5py
+    assert script.index("configure_hdf5_locking(") < script.index(
+        "from geneb.extract.job"
+    )  # the extraction job imports h5py
 
 
 def test_B37_two_readers_at_once_with_locking_off(tmp_path):
@@ -166,7 +169,7 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
     (-j 2) produce two complete files, and neither touches the other's."""
     import re
 
-    from geneb.registry.registry import extraction_hash
+    from geneb.registry.extraction import extraction_hash
 
     d = workflow_dir
     registry = load_registry(repo / "config" / "models.yaml")

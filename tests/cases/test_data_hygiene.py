@@ -79,7 +79,8 @@ def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo
 
     from geneb.extract.step import extract_task
     from geneb.probe.job import fit_probes, write_shot_indices
-    from geneb.registry.registry import extraction_settings, load_registry
+    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import load_registry
 
     task = "ienhancer2l_strong_vs_weak"
     src = tmp_path / "m" / task

@@ -18,7 +18,7 @@ from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.encoders.protocol import EmbedResult
 from geneb.extract.cache import CacheError, SplitEmbeddings, write_embeddings
 from geneb.extract.step import extract_task
-from geneb.registry.registry import DEFAULT_EXTRACTION
+from geneb.registry.extraction import DEFAULT_EXTRACTION
 
 # ---- B25 ----------------------------------------------------------------------------------------------------------
 
@@ -167,7 +167,7 @@ def _evo_package(monkeypatch, package_dtype):
 
 
 def _evo_settings(dtype):
-    from geneb.registry.registry import extraction_settings
+    from geneb.registry.extraction import extraction_settings
 
     entry = {
         "display": "evo",

@@ -22,7 +22,9 @@ from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.pooling import last_real_index, pool
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.registry import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
+from geneb.registry.checks import check_registry
+from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_settings
+from geneb.registry.load import load_registry
 
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 

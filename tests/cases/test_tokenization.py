@@ -26,7 +26,8 @@ from geneb.encoders.families.hf import position_offset
 from geneb.encoders.families.kmer import KmerEncoder
 from geneb.extract.cache import read_embeddings
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 
 
@@ -696,7 +697,7 @@ def test_B11_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, mak
     and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
     both give the same vectors, so they share one cache folder."""
     from geneb.core.errors import UnknownTokenError
-    from geneb.registry.registry import extraction_hash
+    from geneb.registry.extraction import extraction_hash
 
     task = make_task([random_dna(40, 1), "ACGTRYACGT" * 3], [random_dna(30, 2)], task="iupac")
     strict = zoo.settings("hyena", unk_policy="error")

@@ -76,7 +76,7 @@ def write_config(
 
 def repo_registry() -> dict:
     """A copy of the repository registry's mapping, read by the one reader (`load_registry`), to edit."""
-    from geneb.registry.registry import load_registry
+    from geneb.registry.load import load_registry
 
     return copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
 

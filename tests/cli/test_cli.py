@@ -210,7 +210,7 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     import types
 
     from geneb.cli.models import model_status
-    from geneb.registry.registry import load_registry
+    from geneb.registry.load import load_registry
 
     pins = tmp_path / "pins.yaml"
     commit = "0123456789abcdef0123456789abcdef01234567"

@@ -20,7 +20,8 @@ from geneb.core.errors import MissingPackageError, UnknownTokenError, WeightsNot
 from geneb.encoders.families.enformer import N_BINS, WIDTH, window_and_bins
 from geneb.encoders.loading.checkpoint_keys import check_loading_info
 from geneb.extract.step import build_encoder
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 
 
 def test_chunk_mean_is_the_mean_over_every_pooled_token(zoo):

@@ -19,7 +19,8 @@ import torch
 
 from geneb.core.errors import ModelLoadError
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 
 HYENA = "hyenadna-tiny-1k-ft-anticapt"
 CODON = "mistral-codon-1m-ft-mrfp"
@@ -156,7 +157,8 @@ def test_the_shipped_pad_token_id_is_an_error_naming_the_model_and_the_fix(regis
 
 
 def test_config_overrides_are_part_of_the_cache_key(registry):
-    from geneb.registry.registry import Registry, extraction_hash
+    from geneb.registry.extraction import extraction_hash
+    from geneb.registry.registry import Registry
 
     raw = {"models": {k: dict(v) for k, v in registry.raw["models"].items() if k == CODON}}
     base = extraction_hash(extraction_settings(Registry.from_mapping(raw), CODON, {}))

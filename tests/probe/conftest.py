@@ -15,7 +15,8 @@ from geneb.encoders.families.kmer import KmerEncoder
 from geneb.extract.step import extract_task
 from geneb.probe.fit import TaskArrays
 from geneb.probe.protocols import Protocol, from_config
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.caps import stratified_cap
 from geneb.tasks.catalogue import read_catalogue, task_row

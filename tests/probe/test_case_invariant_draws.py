@@ -15,7 +15,8 @@ import yaml
 from geneb.extract.step import extract_task
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.sampling import draw_identity
-from geneb.registry.registry import extraction_settings, load_registry
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task

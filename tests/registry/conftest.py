@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from geneb.registry.registry import load_registry
+from geneb.registry.load import load_registry
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,9 @@ import re
 import pytest
 import yaml
 
-from geneb.registry.registry import Registry, RegistryError, extraction_hash, extraction_settings, load_registry
+from geneb.registry.extraction import extraction_hash, extraction_settings
+from geneb.registry.load import load_registry
+from geneb.registry.registry import Registry, RegistryError
 from geneb.run.rerun import stable_params
 from workflow_support import REPO, run_snakemake, write_run_config
 

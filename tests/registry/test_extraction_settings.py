@@ -10,13 +10,9 @@ import hashlib
 import pytest
 import yaml
 
-from geneb.registry.registry import (
-    DEFAULT_EXTRACTION,
-    NotRunnableError,
-    extraction_hash,
-    extraction_settings,
-    load_registry,
-)
+from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_hash, extraction_settings
+from geneb.registry.load import load_registry
+from geneb.registry.registry import NotRunnableError
 from geneb.registry.settings import Extraction, ExtractionSettings, InputTransform
 from geneb.registry.spec import Load, Source
 
@@ -120,7 +116,8 @@ def _one_entry(**over):
 def test_free_text_provenance_is_not_in_the_cache_key(repo):
     """Correcting where a checkpoint came from (source.origin, base_hub_id, url; load.transformers_note) reruns
     nothing; what loads the weights (the folder's fingerprint, the transformers range, config overrides) does."""
-    from geneb.registry.registry import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS, Registry
+    from geneb.registry.extraction import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS
+    from geneb.registry.registry import Registry
 
     registry = load_registry(repo / "config" / "models.yaml")
     raw = {"models": {k: dict(v) for k, v in registry.raw["models"].items() if k == "hyenadna-tiny-1k-ft-anticapt"}}
@@ -139,7 +136,7 @@ def test_free_text_provenance_is_not_in_the_cache_key(repo):
 def test_codons_transform_and_its_length_rule():
     from geneb.core.errors import EmptyPoolError
     from geneb.encoders.engine.chunking import model_texts, transform_input
-    from geneb.registry.registry import check_registry
+    from geneb.registry.checks import check_registry
 
     codons = InputTransform(kind="codons")
     assert transform_input("ATGGCTAAA", codons, model="m", row=0) == "ATG GCT AAA"

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geneb.registry.registry import NotRunnableError, Registry, extraction_hash, extraction_settings, load_registry
+from geneb.registry.extraction import extraction_hash, extraction_settings
+from geneb.registry.load import load_registry
+from geneb.registry.registry import NotRunnableError, Registry
 from geneb.registry.spec import ModelSpec, Source
 from geneb.run.rerun import stable_params
 
@@ -62,7 +64,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     the file's text anywhere else fails this test."""
     from geneb.analysis import metadata, published
     from geneb.cli import main
-    from geneb.registry import registry as reader
+    from geneb.registry import load as reader
 
     sheet = repo / "config" / "models.yaml"
     text = sheet.read_text()
@@ -71,7 +73,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     def guarded(parse):
         def wrapped(stream, *args, **kwargs):
             if stream == text and not inside:
-                raise AssertionError("config/models.yaml parsed outside geneb.registry.registry")
+                raise AssertionError("config/models.yaml parsed outside geneb.registry.load")
             return parse(stream, *args, **kwargs)
 
         return wrapped
@@ -126,7 +128,7 @@ def test_no_code_outside_the_reader_parses_models_yaml(repo):
     files = [p for d in ("src", "workflow", "tools", "bench", "scripts") for p in (repo / d).rglob("*.py")]
     files += list((repo / "workflow").rglob("*.smk")) + [repo / "Snakefile"]
     offenders = [str(p.relative_to(repo)) for p in files if parse.search(p.read_text())]
-    assert not offenders, f"config/models.yaml parsed outside geneb.registry.registry in {offenders}"
+    assert not offenders, f"config/models.yaml parsed outside geneb.registry.load in {offenders}"
 
 
 def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys):

@@ -10,16 +10,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from geneb.registry.checks import check_registry
+from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES
-from geneb.registry.registry import (
-    NotRunnableError,
-    RegistryError,
-    check_registry,
-    extraction_settings,
-    load_registry,
-    runnable,
-    runnable_offline,
-)
+from geneb.registry.load import load_registry
+from geneb.registry.registry import NotRunnableError, RegistryError
+from geneb.registry.runnable import runnable, runnable_offline
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +200,8 @@ def test_unknown_model_suggests(specs):
 def test_a_model_id_given_twice_is_refused_not_replaced(repo, tmp_path):
     """Plain YAML keeps the last of two equal keys, so an entry appended under an id already taken would
     silently replace the first; the registry reader names the id and both lines instead."""
-    from geneb.registry.registry import RegistryError, load_registry
+    from geneb.registry.load import load_registry
+    from geneb.registry.registry import RegistryError
 
     sheet = tmp_path / "models.yaml"
     entry = "    family: kmer\n    source: {kind: builtin}\n    builtin: {k: 3}\n"

@@ -1,4 +1,4 @@
-"""Weights from outside the hub (geneb.registry.weights): source kinds external (a folder, archive or file the
+"""Weights from outside the hub (geneb.registry.weights, geneb.registry.weights_fetch): source kinds external (a folder, archive or file the
 config key `model_weights` points at) and download (a URL with its sha256, fetched with pooch), the cache
 folders they become, the settings hash (content, never the location), the messages when weights are missing or
 wrong, and `geneb weights fetch` / `list`."""
@@ -20,17 +20,12 @@ import yaml
 
 from geneb import cli
 from geneb.registry import weights as W
+from geneb.registry import weights_fetch as fetch
+from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.families import build
-from geneb.registry.registry import (
-    NotRunnableError,
-    RegistryError,
-    extraction_hash,
-    extraction_settings,
-    load_locked_registry,
-    load_registry,
-    refusals,
-    runnable,
-)
+from geneb.registry.load import load_locked_registry, load_registry
+from geneb.registry.registry import NotRunnableError, RegistryError
+from geneb.registry.runnable import refusals, runnable
 from hub_support import closed_endpoint, serve
 
 ALPHABET = {"allow_iupac": True}
@@ -191,7 +186,7 @@ def test_external_archive_is_unpacked_once_into_the_cache_and_identified_by_its_
     assert (folder / "weights" / "model.pth").read_bytes() == FILES["weights/model.pth"]
     assert W.read_marker(folder)["sha256"] == _sha(a)
     stamp = (folder / W.MARKER).stat().st_mtime_ns
-    W.materialize(sb["source"], "m")  # the same content from elsewhere: already there, nothing rebuilt
+    fetch.materialize(sb["source"], "m")  # the same content from elsewhere: already there, nothing rebuilt
     assert (folder / W.MARKER).stat().st_mtime_ns == stamp
     assert not list((cache / "m").glob(".partial-*"))
     c = make(tmp_path / f"changed{suffix}", files={**FILES, "config.json": b"{}"})
@@ -211,7 +206,7 @@ def test_archive_without_the_expected_files_leaves_nothing_trusted(tmp_path):
     sheet = _sheet(tmp_path, m=EXTERNAL)
     settings = _settings(_load(sheet, {"m": str(archive)}, tmp_path / "cache"))
     with pytest.raises(W.WeightsError, match=r"model m: .*w\.zip lacks config\.json"):
-        W.ensure_weights(settings)
+        fetch.ensure_weights(settings)
     assert not Path(settings["source"]["path"]).exists()
     assert not list((tmp_path / "cache" / "m").glob(".partial-*"))
 
@@ -223,23 +218,23 @@ def test_a_killed_unpack_leaves_nothing_a_later_run_trusts(tmp_path, monkeypatch
     target = Path(source["path"])
     # what a SIGKILL mid-unpack leaves: a half-filled temporary folder of a process that is gone ...
     dead = _dead_pid()
-    partial = target.parent / f".partial-{source['sha256'][:12]}-{W._host()}-{dead}"
+    partial = target.parent / f".partial-{source['sha256'][:12]}-{fetch._host()}-{dead}"
     _folder(partial, {"config.json": b"half"})
     # ... and a folder under the final name without the marker (copied by hand, or an older layout)
     _folder(target, {"config.json": b"stale"})
     assert not W.is_complete(source)
-    real_unpack = W._unpack
+    real_unpack = fetch._unpack
 
     def killed(model, archive, into):
         real_unpack(model, archive, into)
         raise KeyboardInterrupt  # stands for the kill, after files were written
 
-    monkeypatch.setattr(W, "_unpack", killed)
+    monkeypatch.setattr(fetch, "_unpack", killed)
     with pytest.raises(KeyboardInterrupt):
-        W.materialize(source, "m")
+        fetch.materialize(source, "m")
     assert not W.is_complete(source)  # nothing was marked complete
-    monkeypatch.setattr(W, "_unpack", real_unpack)
-    W.materialize(source, "m")
+    monkeypatch.setattr(fetch, "_unpack", real_unpack)
+    fetch.materialize(source, "m")
     assert W.is_complete(source) and (target / "config.json").read_bytes() == FILES["config.json"]
     assert not partial.exists()  # the dead process's leftover was cleared
     assert not list(target.parent.glob(".partial-*"))
@@ -261,7 +256,7 @@ def test_single_checkpoint_file_is_linked_into_a_cache_folder_under_its_name(tmp
     sheet = _sheet(tmp_path, m={**EXTERNAL, "expect": ["dna_gpt0.1b_h.pth"]})
     settings = _settings(_load(sheet, {"m": str(ckpt)}, tmp_path / "cache"))
     assert settings["source"]["filename"] == "dna_gpt0.1b_h.pth" and settings["source"]["unpack"] is False
-    folder = W.materialize(settings["source"], "m")
+    folder = fetch.materialize(settings["source"], "m")
     assert (folder / "dna_gpt0.1b_h.pth").read_bytes() == b"checkpoint bytes"
     renamed = tmp_path / "other.pth"
     shutil.copy(ckpt, renamed)
@@ -367,7 +362,7 @@ def test_download_checksum_mismatch_names_model_url_expected_and_actual(tmp_path
         sheet = _sheet(tmp_path, m={"kind": "download", "url": f"{base}/w.zip", "sha256": "c" * 64})
         settings = _settings(_load(sheet, weights_dir=tmp_path / "cache"))
         with pytest.raises(W.WeightsError) as err:
-            W.ensure_weights(settings)
+            fetch.ensure_weights(settings)
     assert all(s in str(err.value) for s in ("model m", f"{base}/w.zip", "c" * 64, _sha(archive)))
     assert not Path(settings["source"]["path"]).exists()
     assert not [p for p in (tmp_path / "cache" / "m").iterdir() if not p.name.endswith(".lock")]

@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from geneb.registry.registry import load_registry
+from geneb.registry.load import load_registry
 from geneb.tasks.catalogue import read_catalogue
 from hub_support import closed_endpoint
 

@@ -1,5 +1,5 @@
 """Model and task metadata for the analyses: the registry (config/models.yaml) through its one reader,
-`geneb.registry.registry.load_registry` (typed `ModelSpec` entries, validated as the workflow validates them),
+`geneb.registry.load.load_registry` (typed `ModelSpec` entries, validated as the workflow validates them),
 and the catalogue (config/tasks.tsv) with `geneb.tasks.catalogue.read_catalogue` (field meanings:
 docs/data-dictionary.md, "Inputs").
 
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geneb.registry.load import load_registry as _load_registry
 from geneb.registry.registry import Registry, RegistryError
-from geneb.registry.registry import load_registry as _load_registry
 from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import AnalysisInputError
 from geneb.tasks.catalogue import CatalogueError, read_catalogue
@@ -98,7 +98,7 @@ def with_param_count(meta: pd.DataFrame, param_count: str) -> pd.DataFrame:
 
 
 def registry(path: str | Path) -> Registry:
-    """The typed registry (`geneb.registry.registry.load_registry`); raises AnalysisInputError for a file that
+    """The typed registry (`geneb.registry.load.load_registry`); raises AnalysisInputError for a file that
     is not a valid registry (the message names the file, model and field)."""
     try:
         return _load_registry(path)

@@ -12,7 +12,8 @@ import pandas as pd
 
 from geneb.analysis.leaderboard import AGGREGATES
 from geneb.core.categories import CATEGORIES
-from geneb.registry.registry import Registry, RegistryError, load_registry
+from geneb.registry.load import load_registry
+from geneb.registry.registry import Registry, RegistryError
 
 
 class CliError(Exception):
@@ -56,7 +57,7 @@ def protocol_rows(df: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
 
 
 def read_registry(path: str, pins: str | None = None, config: str | None = None) -> Registry:
-    """The model registry (config/models.yaml) through its one reader, `geneb.registry.registry.load_registry`
+    """The model registry (config/models.yaml) through its one reader, `geneb.registry.load.load_registry`
     (schema and cross-field checks included), with the lockfile `pins` applied when given, and the
     `model_weights` paths and `execution.weights_dir` of the workflow config file `config` when given and
     present (`weights_config`); CliError for a missing file, unreadable or malformed YAML, or an invalid

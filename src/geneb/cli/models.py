@@ -10,7 +10,9 @@ import pandas as pd
 from geneb.analysis.metadata import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
 from geneb.core.categories import CATEGORIES
-from geneb.registry.registry import RegistryError, environment_refusals, load_registry, refusals
+from geneb.registry.load import load_registry
+from geneb.registry.registry import RegistryError
+from geneb.registry.runnable import environment_refusals, refusals
 from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import AnalysisInputError
 
@@ -22,7 +24,7 @@ def model_status(spec: ModelSpec) -> dict[str, str]:
     """How `geneb models` shows one entry's runtime: env (the entry's `env`, where the spec has that field, else
     DEFAULT_ENV), source (its kind), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
     that is not on the hub), runnable ("yes" / "no": here, in this environment), why_not (short reasons,
-    "; "-joined: `registry.refusals`, then what this environment lacks, `registry.environment_refusals`)."""
+    "; "-joined: `runnable.refusals`, then what this environment lacks, `runnable.environment_refusals`)."""
     src = spec.source
     if src.kind == "hub":
         pin = str(src.revision)[:12]

@@ -194,5 +194,5 @@ def rebuild_error(message: dict[str, Any]) -> Exception:
     except TypeError:
         err = ExtractionError(f"{name}: {text}")
     if message.get("rows") is not None:
-        err.rows = message["rows"]  # type: ignore[attr-defined]
+        err.rows = message["rows"]  # type: ignore[attr-defined]  # a rebuilt error carries the rows the job named
     return err

@@ -16,7 +16,7 @@ import subprocess
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from geneb import __version__
 from geneb.core import paths
@@ -80,6 +80,13 @@ CODE_PATHS = ("workflow", "Snakefile")
 CODE_REVISION_KEYS = ("geneb_commit", "geneb_dirty")
 
 
+class CodeRevision(TypedDict):
+    """The revision of the running code (`code_revision`): the keys are CODE_REVISION_KEYS, in that order."""
+
+    geneb_commit: str  # the 40-hex commit of the checkout, or UNKNOWN
+    geneb_dirty: bool | None  # uncommitted changes under the package or CODE_PATHS; None: unknown
+
+
 def _git(folder: Path, *args: str) -> str | None:
     """stdout of `git -C folder args...`, stripped; None when git is missing, fails or takes over 20 s."""
     try:
@@ -91,9 +98,9 @@ def _git(folder: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _code_revision(package_dir: Path) -> dict[str, Any]:
+def _code_revision(package_dir: Path) -> CodeRevision:
     """`code_revision` for the package at `package_dir` (uncached)."""
-    unknown = {"geneb_commit": UNKNOWN, "geneb_dirty": None}
+    unknown = CodeRevision(geneb_commit=UNKNOWN, geneb_dirty=None)
     top = _git(package_dir, "rev-parse", "--show-toplevel")
     # the package's own files must be tracked by that repository: an installed copy inside a venv that itself
     # sits in some git checkout (e.g. ./.venv, ignored) would otherwise report that checkout's commit
@@ -105,16 +112,18 @@ def _code_revision(package_dir: Path) -> dict[str, Any]:
     paths = [str(package_dir)] + [str(Path(top) / p) for p in CODE_PATHS if (Path(top) / p).exists()]
     status = _git(Path(top), "status", "--porcelain", "--untracked-files=normal", "--", *paths)
     if status is None:
-        return {"geneb_commit": commit, "geneb_dirty": None}
-    return {"geneb_commit": commit, "geneb_dirty": bool(status)}
+        return CodeRevision(geneb_commit=commit, geneb_dirty=None)
+    return CodeRevision(geneb_commit=commit, geneb_dirty=bool(status))
 
 
 @cache
-def _cached(package_dir: str) -> tuple[tuple[str, Any], ...]:
-    return tuple(_code_revision(Path(package_dir)).items())
+def _cached(package_dir: str) -> tuple[str, bool | None]:
+    """(commit, dirty) of `_code_revision`, kept per process as an immutable pair."""
+    rev = _code_revision(Path(package_dir))
+    return rev["geneb_commit"], rev["geneb_dirty"]
 
 
-def code_revision(package_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def code_revision(package_dir: str | os.PathLike[str] | None = None) -> CodeRevision:
     """The git revision of the running GENEB code, computed once per process: {"geneb_commit": the 40-hex
     commit of the checkout the package is imported from, "geneb_dirty": True when the package or the
     workflow (CODE_PATHS) has uncommitted changes or untracked files, False when clean}.
@@ -124,7 +133,8 @@ def code_revision(package_dir: str | os.PathLike[str] | None = None) -> dict[str
     version number. package_dir: the package folder (default: this package's); tests pass another.
     """
     folder = Path(package_dir) if package_dir is not None else paths.PACKAGE_DIR
-    return dict(_cached(str(folder.resolve())))
+    commit, dirty = _cached(str(folder.resolve()))
+    return CodeRevision(geneb_commit=commit, geneb_dirty=dirty)
 
 
 def dirty_label(dirty: bool | None) -> str:

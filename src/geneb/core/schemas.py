@@ -1,7 +1,7 @@
 """The workflow's JSON schemas (workflow/schemas/*.schema.yaml), for Python callers that bypass Snakemake.
 
 The schemas are the first check of every configuration contract: Snakemake validates `config.yaml` with them
-in workflow/rules/common.smk, and `geneb.registry.registry.load_registry` and `geneb.probe.protocols.from_config`
+in workflow/rules/common.smk, and `geneb.registry.load.load_registry` and `geneb.probe.protocols.from_config`
 validate with them here, so no module re-checks by hand what a schema already says. Only the checks a schema
 cannot express (cross-field rules) live in the modules.
 
@@ -89,7 +89,7 @@ def validate_with_defaults(instance: dict[str, Any], schema: dict[str, Any]) -> 
         yield from set_properties(validator, properties, obj, subschema)
 
     # jsonschema leaves `extend` unannotated
-    filling = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})  # type: ignore[no-untyped-call]
+    filling = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})
     try:
         filling(schema).validate(instance)
     except jsonschema.ValidationError as err:

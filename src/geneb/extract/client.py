@@ -115,7 +115,7 @@ def extract_via_server(
     and split), or ExtractionError when the server dies during the request.
     """
     from geneb.core.errors import ExtractionError
-    from geneb.registry.registry import extraction_hash
+    from geneb.registry.extraction import extraction_hash
 
     options = ExecutionOptions.of(execution)
     out_path = Path(out_path).resolve()

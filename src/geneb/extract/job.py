@@ -47,7 +47,8 @@ def _extract(request: dict[str, Any]) -> None:
 
 def model_env(config: dict[str, Any], model: str) -> str:
     """The env of `model` in the run's registry (config model_sheet and model_revisions)."""
-    from geneb.registry.registry import load_registry, model_spec
+    from geneb.registry.load import load_registry
+    from geneb.registry.registry import model_spec
 
     registry = load_registry(config["model_sheet"], pins=config.get("model_revisions"))
     return model_spec(registry, model).env_name

@@ -1,8 +1,8 @@
 """`extract_task`: one (model, task) -> one HDF5 embedding file (docs/data-dictionary.md, stage 2).
 
-Builds the model's encoder from its resolved extraction settings (models/registry.py) through the lazy
-family adapters (models/adapters.py; a k-mer job never imports torch), embeds every split of the prepared
-task in parquet row order (model input = uppercase sequence), applies the reverse-complement mode, and
+Builds the model's encoder from its resolved extraction settings (`geneb.registry.extraction.extraction_settings`)
+through the lazy family adapters (models/adapters.py; a k-mer job never imports torch), embeds every split of the
+prepared task in parquet row order (model input = uppercase sequence), applies the reverse-complement mode, and
 writes the cache atomically with the complete extraction key and the policy as flat HDF5 attributes.
 Every row of every split is embedded or the job fails: GENEB never skips a row for one model, so every
 model is scored on the same rows (case B16).
@@ -28,7 +28,7 @@ from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
 from geneb.extract import load_checks
 from geneb.extract.cache import SplitEmbeddings, write_embeddings
-from geneb.registry.registry import extraction_hash
+from geneb.registry.extraction import extraction_hash
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.card import read_card

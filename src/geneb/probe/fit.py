@@ -19,8 +19,10 @@ What is fitted (docs/protocols.md):
 from __future__ import annotations
 
 import logging
+import typing
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -115,7 +117,13 @@ class Fit:
     n_short_classes: int = 0
 
 
-def _fit_recorded(estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
+class _Estimator(typing.Protocol):
+    """What `_fit_recorded` fits: a scikit-learn estimator (LogisticRegression, LogisticRegressionCV)."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> Any: ...
+
+
+def _fit_recorded(estimator: _Estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
     """Fit, turning ConvergenceWarnings into a count (logged, recorded) and passing other warnings on."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -132,7 +140,7 @@ def _fit_recorded(estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
 
 
 def _single_fit(
-    protocol: Protocol, X, y, C: float, seed: int, where: str, class_weight: str | None
+    protocol: Protocol, X: np.ndarray, y: np.ndarray, C: float, seed: int, where: str, class_weight: str | None
 ) -> tuple[LogisticRegression, bool, int]:
     lr = protocol.logistic_regression(C, seed, class_weight)
     n_conv = _fit_recorded(lr, X, y, where)
@@ -202,12 +210,12 @@ def fit_scaler(X_train: np.ndarray) -> StandardScaler:
 
 def _positions(rows_train: np.ndarray, wanted: list[int], task: str, regime: str, seed: int | None) -> np.ndarray:
     order = np.argsort(rows_train)
-    wanted = np.asarray(wanted, dtype=np.int64)
-    pos = np.searchsorted(rows_train, wanted, sorter=order)
+    ids = np.asarray(wanted, dtype=np.int64)
+    pos = np.searchsorted(rows_train, ids, sorter=order)
     pos = np.minimum(pos, len(order) - 1)
-    found = rows_train[order[pos]] == wanted
+    found = rows_train[order[pos]] == ids
     if not found.all():
-        bad = int(wanted[np.flatnonzero(~found)[0]])
+        bad = int(ids[np.flatnonzero(~found)[0]])
         raise ProbeInputError(
             f"task {task!r}, regime {regime!r}, seed {seed}: shot row id {bad} is not in the training embeddings"
         )
@@ -246,7 +254,15 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
             scaler = fit_scaler(X_tr[full_pos])
             X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
 
-        def add(fitted: tuple, regime: str, seeds: tuple, n_train: int, C: float, how: str, **kw) -> None:
+        def add(
+            fitted: tuple[LogisticRegression, bool, int],
+            regime: str,
+            seeds: tuple[int, ...],
+            n_train: int,
+            C: float,
+            how: str,
+            **kw: int,
+        ) -> None:
             lr, converged, n_iter = fitted
             fits.append(
                 Fit(

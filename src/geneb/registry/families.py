@@ -164,7 +164,7 @@ def build(settings: SettingsLike, **execution: Any) -> Any:
     """Build the encoder of resolved `settings` (the mapping of registry.extraction_settings, typed here once
     as `ExtractionSettings` and passed to the family's adapter) with execution knobs (device, batch_size,
     progress). Imports the adapter module only now. Before it, weights from outside the hub (source kinds external,
-    download) are unpacked or downloaded into their folder when it is not there yet (`weights.ensure_weights`).
+    download) are unpacked or downloaded into their folder when it is not there yet (`weights_fetch.ensure_weights`).
     Raises ValueError for a family without an adapter, MissingPackageError (naming model and package) for a
     missing optional package, and WeightsError for weights that cannot be built (geneb.registry.weights)."""
     settings = ExtractionSettings.of(settings)
@@ -173,7 +173,7 @@ def build(settings: SettingsLike, **execution: Any) -> Any:
     if fam.entry is None:
         raise ValueError(f"model {model}: family {settings.family!r} has no GENEB adapter ({fam.notes})")
     require_modules(model, {**fam.requires, **(settings.load.requires or {})})
-    from geneb.registry.weights import ensure_weights
+    from geneb.registry.weights_fetch import ensure_weights
 
     ensure_weights(settings)  # weights from outside the hub: unpack or download them once into their folder
     module, func = fam.entry.split(":")

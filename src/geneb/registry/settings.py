@@ -1,5 +1,5 @@
 """Typed extraction settings: one `ExtractionSettings` per (model, alphabet), built once by
-`geneb.registry.families.build` from the mapping `geneb.registry.registry.extraction_settings` resolves, and passed
+`geneb.registry.families.build` from the mapping `geneb.registry.extraction.extraction_settings` resolves, and passed
 to the family adapters, which read attributes.
 
 The mapping stays the form the settings travel in (Snakemake params, the HDF5 extraction key, the settings
@@ -19,7 +19,7 @@ from geneb.registry.spec import Load, Source
 #: the compute dtypes an extraction can run in (`extraction.dtype`, besides auto)
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 #: what `dtype: auto` means on each device class: the one rule, applied when the extraction settings are resolved
-#: (`registry.extraction_settings`), so the settings hash names the dtype that runs
+#: (`extraction.extraction_settings`), so the settings hash names the dtype that runs
 AUTO_DTYPE = {"cpu": "float32", "cuda": "bfloat16"}
 
 
@@ -70,13 +70,13 @@ class InputTransform:
 
 @dataclass(frozen=True)
 class Extraction:
-    """The resolved extraction options (`extraction:`; defaults are GENEB's, `registry.DEFAULT_EXTRACTION`).
+    """The resolved extraction options (`extraction:`; defaults are GENEB's, `extraction.DEFAULT_EXTRACTION`).
     pooling: mean | max | cls | last; layer: hidden-state index (-1 last) or a module name; max_tokens: the
     input cap in tokens (None: from the model's files); long_policy: chunk_mean | truncate | error; rc: none
     | average | concat; dtype, nonfinite: the compute dtype policy; padding_side, attention_mask, causal,
     bucket_by_length: batching; length_multiple: trim rows to a multiple of it; input_transform;
     embedding_dim: the width the pooled vector must have; storage_dtype: float32 | float16 on disk; unk_policy:
-    count | error, what to do with UNK tokens (not in the settings hash: `registry.extraction_hash`); chunking:
+    count | error, what to do with UNK tokens (not in the settings hash: `extraction.extraction_hash`); chunking:
     how a row over the cap is cut (balanced, `chunking.chunk_bounds`: the one algorithm, named in the settings
     hash so that caches made by another one, the greedy chunks before it, are extracted again)."""
 
@@ -119,13 +119,13 @@ class Extraction:
         return out
 
 
-#: the top-level keys of resolved settings, in the order `registry.extraction_settings` writes them
+#: the top-level keys of resolved settings, in the order `extraction.extraction_settings` writes them
 SETTINGS_KEYS = ("model", "family", "source", "builtin", "trust_remote_code", "load", "extraction", "alphabet")
 
 
 @dataclass(frozen=True)
 class ExtractionSettings:
-    """Everything about a model that changes its embeddings (`registry.extraction_settings`). model: the
+    """Everything about a model that changes its embeddings (`extraction.extraction_settings`). model: the
     registry id; family: the adapter family; source: `Source` (a local folder carries its content
     fingerprint); builtin: construction settings of a builtin ({"k": 3}, a random-init config); load:
     `Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with."""

@@ -1,5 +1,5 @@
 """Typed registry entries: one `ModelSpec` per model of config/models.yaml, built once by
-`geneb.registry.registry.load_registry` (the only reader of that file) and passed on.
+`geneb.registry.load.load_registry` (the only reader of that file) and passed on.
 
 Frozen dataclasses, one per section of an entry (field meanings: docs/data-dictionary.md, "Inputs: the model
 registry"; the JSON schema workflow/schemas/models.schema.yaml is checked first, so `from_mapping` only maps
@@ -42,6 +42,8 @@ def _present(obj: Any) -> dict[str, Any]:
     return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj) if getattr(obj, f.name) is not None}
 
 
+#: every `source.kind` a registry entry may have (`Source`)
+SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external", "download")
 #: the source kinds whose adapter reads a local folder at `source.path` (for external and download, the folder
 #: `geneb.registry.weights` resolves: the user's own, or a cache folder it unpacked or downloaded)
 FOLDER_KINDS = ("local", "external", "download")
@@ -57,7 +59,7 @@ class Source:
     file (required for kind download); file_sha256: {relative path: sha256} of files in the folder; unpack
     (kind download: unpack the archive; default by its suffix) and filename (the downloaded file's name):
     the folder's layout (docs/adding-a-model.md, "Weights outside the hub"). Set only in extraction settings
-    (`registry.extraction_settings`, `weights.settings_source`): fingerprint, the content fingerprint of a
+    (`extraction.extraction_settings`, `weights.settings_source`): fingerprint, the content fingerprint of a
     folder; file, the user's archive or file a cache folder is built from."""
 
     kind: str
@@ -169,7 +171,7 @@ class ModelSpec:
     its extraction runs in (`envs/<env>.yaml`; None = the default env, `geneb.core.envs.DEFAULT_ENV`; not in the
     extraction settings: an env is how a model runs, not what it computes); load: `Load`; extraction:
     the entry's own extraction options (the family's and GENEB's defaults fill the rest:
-    `registry.resolved_extraction`). params (count of parameters, None unknown), params_paper (the count
+    `extraction.resolved_extraction`). params (count of parameters, None unknown), params_paper (the count
     the paper's scale analysis used), context_tokens (trained maximum input, tokens), trained_on_tasks
     (task ids seen in training: contamination), paper (the paper's record, with `model_id`): facts the
     analyses and resource requests read. The other fields are descriptive."""

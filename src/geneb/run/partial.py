@@ -58,7 +58,8 @@ def split_tasks(
     GENEB error (killed for memory, say) is failed, not retried."""
     failed_now = set(failed_now)
     started = None if started_now is None else set(started_now)
-    done, failed = [], []
+    done: list[str] = []
+    failed: list[str] = []
     for task in tasks:
         ready = (
             all(Path(p).exists() for p in outputs_of(task))

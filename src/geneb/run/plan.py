@@ -26,16 +26,11 @@ import yaml
 from geneb.core.schemas import SCHEMA_DIR, schema_problems, validate_with_defaults
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
+from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.families import family as model_family
-from geneb.registry.registry import (
-    Registry,
-    RegistryError,
-    extraction_hash,
-    extraction_settings,
-    load_locked_registry,
-    model_spec,
-    not_runnable,
-)
+from geneb.registry.load import load_locked_registry
+from geneb.registry.registry import Registry, RegistryError, model_spec
+from geneb.registry.runnable import not_runnable
 from geneb.run import partial as partial_run
 from geneb.run import resources as job_resources
 from geneb.run.preflight import PreflightError, format_problems, preflight
@@ -120,7 +115,7 @@ class RunPlan:
         row = task_row(self.task_sheet, task)
         caps = self.config["caps"]
         task_checks = self.config["task_checks"]
-        return stable_params(  # type: ignore[no-any-return]
+        return stable_params(
             {
                 "catalogue_row": {key: row.get(key, "") for key in CATALOGUE_COLUMNS_USED},
                 "source_identity": source_identity(source_string(row, self.config), task),
@@ -187,7 +182,7 @@ class RunPlan:
 
     def probe_settings(self, protocol: str) -> dict[str, Any]:
         """The probe settings of `protocol` (config probe.<protocol>): the fit_probes rerun key."""
-        return self.config["probe"][protocol]  # type: ignore[no-any-return]
+        return self.config["probe"][protocol]
 
     def shot_draw_params(self, protocol: str) -> dict[str, Any]:
         """The part of the protocol's settings that decides the shot draws: the write_shot_indices rerun key."""
@@ -217,7 +212,7 @@ class RunPlan:
         shown = {key: value for key, value in self.config.items() if key not in ("execution", "model_weights")}
         for key in ("tasks", "models", "protocols"):  # their order changes no result
             shown[key] = sorted(shown[key])
-        return stable_params(shown)  # type: ignore[no-any-return]
+        return stable_params(shown)
 
     def published_files(self) -> dict[str, str]:
         """{name: path} of the published results' reference files (config analysis.published.dir)."""

@@ -5,13 +5,13 @@ too): every problem of every selected model is collected and reported at once, e
 and the fix, and the run stops before any job starts (a refusal inside a GPU job would be resubmitted by the
 profile's retries). Checked per model:
 
-* the entry is runnable (adapter family, pinned revision, local folder present: `registry.runnable`);
+* the entry is runnable (adapter family, pinned revision, local folder present: `runnable.runnable`);
 * with the Hugging Face hub switched off (HF_HUB_OFFLINE=1), a pinned hub model's files are in the HF cache, and a
   `source.kind: download` model's files are in the weights cache (`geneb weights fetch`; geneb.registry.weights);
 * where its extraction will run, its packages are importable and its `load.transformers` range holds: in the
   model's built venv (env route `venv`, a model of a non-default env), or in this interpreter (a model of the
   default env on the venv route; every model when the conda route runs without `--sdm conda`). With `--sdm conda` Snakemake builds the env from the env file,
-  which `registry.check_envs` already checked against the entry.
+  which `checks.check_envs` already checked against the entry.
 
 The interpreter checks run one short subprocess per env (no model is loaded). Torch-free.
 """
@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from geneb.core.envs import DEFAULT_ENV, ENVS_DIR, EnvError, python_for_env
-from geneb.registry.registry import Registry, required_packages, runnable
+from geneb.registry.checks import required_packages
+from geneb.registry.registry import Registry
+from geneb.registry.runnable import runnable
 from geneb.registry.spec import ModelSpec
 from geneb.registry.weights import is_complete
 
@@ -102,13 +104,16 @@ def _hub_cache_problem(spec: ModelSpec) -> str | None:
         return None
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(spec.source.hub_id, "config.json", revision=spec.source.revision)
+    hub_id, revision = spec.source.hub_id, spec.source.revision
+    if hub_id is None or revision is None:  # not a pinned hub entry (the schema requires both for kind hub)
+        return None
+    found = try_to_load_from_cache(hub_id, "config.json", revision=revision)
     if isinstance(found, str):
         return None
     return (
-        f"model {spec.id}: HF_HUB_OFFLINE is set and {spec.source.hub_id}@{spec.source.revision[:12]} is not in the "
-        f"Hugging Face cache; fill it on a machine with network: `hf download {spec.source.hub_id} --revision "
-        f"{spec.source.revision}` with the same HF_HOME (docs/hpc.md, 'Offline compute nodes')"
+        f"model {spec.id}: HF_HUB_OFFLINE is set and {hub_id}@{revision[:12]} is not in the "
+        f"Hugging Face cache; fill it on a machine with network: `hf download {hub_id} --revision "
+        f"{revision}` with the same HF_HOME (docs/hpc.md, 'Offline compute nodes')"
     )
 
 

@@ -47,7 +47,7 @@ def run_directory(args: list[str]) -> Path:
 def running_snakemake(workdir: Path, *, proc: Path = Path("/proc")) -> list[int]:
     """Process ids of Snakemake processes (other than this one) whose working directory is `workdir`.
     Linux /proc only; returns [] where /proc is not readable."""
-    found = []
+    found: list[int] = []
     if not proc.is_dir():
         return found
     me = os.getpid()

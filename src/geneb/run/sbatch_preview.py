@@ -171,8 +171,9 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
         return original(self, *args, **kwargs)
 
     out = io.StringIO()
-    Job.log_info = record  # type: ignore[method-assign]
-    GroupJob.log_info = record_group  # type: ignore[method-assign]
+    code: str | int  # SystemExit.code: an exit status, or a message (status 1)
+    Job.log_info = record
+    GroupJob.log_info = record_group
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             try:
@@ -181,8 +182,8 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
             except SystemExit as exit_:
                 code = exit_.code or 0
     finally:
-        Job.log_info = original  # type: ignore[method-assign]
-        GroupJob.log_info = original_group  # type: ignore[method-assign]
+        Job.log_info = original
+        GroupJob.log_info = original_group
     if code != 0:
         raise RuntimeError(f"snakemake dry run failed (exit {code}):\n{head_and_tail(out.getvalue())}")
     by_group = {g.group: g.sbatch for g in groups}
@@ -216,7 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for job in jobs:
         wc = ",".join(f"{k}={v}" for k, v in job.wildcards.items())
-        where = "local" if job.local else job.sbatch + (f"  (group job {job.group})" if job.group else "")
+        # a job that is not local always has its sbatch call (preview_submissions)
+        where = (
+            "local"
+            if job.local or job.sbatch is None
+            else job.sbatch + (f"  (group job {job.group})" if job.group else "")
+        )
         print(f"{job.rule}[{wc}]\t{where}")
     for group in groups:
         rules = ", ".join(f"{rule} x{n}" for rule, n in group.rules.items())

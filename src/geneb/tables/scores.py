@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.core.categories import CATEGORIES
-from geneb.core.provenance import CODE_REVISION_KEYS, code_revision
+from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revision
 
 #: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
 #: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
@@ -31,7 +31,7 @@ CELL_KEYS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime")
 CODE_REVISION_COLUMNS: tuple[str, ...] = CODE_REVISION_KEYS
 
 
-def with_code_revision(table: pd.DataFrame, revision: dict[str, object] | None = None) -> pd.DataFrame:
+def with_code_revision(table: pd.DataFrame, revision: CodeRevision | None = None) -> pd.DataFrame:
     """`table` with the code-revision columns set on every row (added, or replaced where present): the commit
     and dirty-tree flag of the running code (`revision`, default `code_revision()`), `geneb_dirty` as a
     nullable boolean so that "unknown" stays NA instead of becoming False."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +166,7 @@ def write_card(path: str | Path, card: TaskCard) -> None:
     write_text_atomic(Path(path), card_text(card))
 
 
-def read_card(path: str | Path) -> TaskCard:
+def read_card(path: str | os.PathLike[str]) -> TaskCard:
     """The task card at `path` (`resources/tasks/{task}/card.json`). Raises OSError / json.JSONDecodeError for
     a missing or broken file, KeyError for a card without task, category or data_hash."""
     with open(path, encoding="utf-8") as fh:

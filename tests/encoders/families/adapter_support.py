@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from geneb.registry.registry import Registry, extraction_settings
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.registry import Registry
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -54,7 +54,7 @@ def init_execution(
 def dtype_policy(extraction: Extraction, *, device: str, model: str) -> tuple[str, str, bool]:
     """(compute dtype, weights dtype, autocast?) from `dtype` and `nonfinite`.
 
-    The workflow's settings carry a concrete dtype (`registry.extraction_settings` resolves auto before the
+    The workflow's settings carry a concrete dtype (`extraction.extraction_settings` resolves auto before the
     settings hash is made); settings built by hand may still say auto, which means the same here
     (`settings.AUTO_DTYPE`: float32 on CPU, bfloat16 on CUDA). A reduced compute dtype loads reduced weights,
     except under `nonfinite: retry_fp32`, which keeps float32 weights and runs under autocast so a batch with

@@ -41,14 +41,15 @@ def fit_probes_via_worker(kwargs: dict[str, Any], *, log: str | Path, hdf5_locki
     """
     spec = WorkerSpec(python=sys.executable, code=code_fingerprint(), hdf5_locking=hdf5_locking, idle_s=float(idle_s))
     paths = ServerPaths(server_dir(), spec.key())
+    job_kwargs = {k: os.fspath(v) if isinstance(v, Path) else v for k, v in kwargs.items()}
+    for key in ("scores_out", "predictions_out"):
+        job_kwargs[key] = str(Path(job_kwargs[key]).resolve())
     request = {
         "op": "fit",
-        "kwargs": {k: os.fspath(v) if isinstance(v, Path) else v for k, v in kwargs.items()},
+        "kwargs": job_kwargs,
         "log": str(Path(log).resolve()),
         "cwd": os.getcwd(),  # the child runs in the job's folder: relative inputs resolve as in the job
     }
-    for key in ("scores_out", "predictions_out"):
-        request["kwargs"][key] = str(Path(request["kwargs"][key]).resolve())
     sys.stderr.flush()
     with held(paths.lock):
         conn = connect(paths.socket) or _start(spec, paths)
@@ -63,7 +64,7 @@ def fit_probes_via_worker(kwargs: dict[str, Any], *, log: str | Path, hdf5_locki
     if not answer.get("ok"):
         raise rebuild_error(answer)
     for key in ("scores_out", "predictions_out"):
-        os.utime(request["kwargs"][key])  # the job's own output time, after its inputs (Snakemake's mtime rule)
+        os.utime(job_kwargs[key])  # the job's own output time, after its inputs (Snakemake's mtime rule)
 
 
 def run_fit_probes_job(kwargs: dict[str, Any], *, log: str | Path, execution: dict[str, Any]) -> None:
