@@ -3,11 +3,9 @@
 import json
 
 import pandas as pd
-import pytest
 
 from geneb.analysis.outputs import LEADERBOARD_TABLES, all_tables
 from geneb.core.provenance import code_revision
-from geneb.figures.registry import figure_names
 
 
 def test_every_table_and_the_summary_are_written_with_provenance(synthetic_run):
@@ -47,37 +45,3 @@ def test_planted_findings_are_found(synthetic_run):
     assert ri["rows_resampled"].all()
     cis = pd.read_parquet(t / "near_random.parquet")
     assert (cis["ci_source"] == "paired bootstrap over test rows").all()
-
-
-def test_figures_exist_as_png_and_pdf(synthetic_run):
-    f = synthetic_run["root"] / "results" / "figures"
-    for name in figure_names():
-        png, pdf = f / f"{name}.png", f / f"{name}.pdf"
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-", name
-        assert png.stat().st_size > 5000
-
-
-def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
-    from geneb.figures import forest, scale
-    from geneb.figures.style import paper_style, save
-
-    with paper_style():
-        f = forest.forest(pd.DataFrame(), {}, protocol="geneb-paper")
-        empty = pd.DataFrame(columns=["protocol", "regime", "model", "in_domain", "params_used"])
-        s = scale.scale_scatter(
-            pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]),
-            empty,
-            empty,
-            {},
-            protocol="geneb-paper",
-        )
-        # a note figure: one blank axes holding the reason as its only text, no plotted data
-        for fig, reason in ((f, "no matched pair could be tested"), (s, "no scale analysis")):
-            (ax,) = fig.axes
-            assert not ax.axison and not ax.lines and not ax.collections
-            assert [t.get_text()[: len(reason)] for t in ax.texts] == [reason]
-        save(f, tmp_path / "f.png")
-        save(s, tmp_path / "s.png")
-    assert (tmp_path / "f.pdf").exists() and (tmp_path / "s.png").exists()
-    with pytest.raises(ValueError):
-        save(forest.forest(pd.DataFrame(), {}, protocol="x"), tmp_path / "f.jpg")
