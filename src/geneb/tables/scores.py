@@ -76,7 +76,7 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
     bad = sorted(set(df["regime"]) - set(REGIMES))
     if bad:
         raise AnalysisInputError(f"{what}: unknown regimes {bad}; expected one of {list(REGIMES)}")
-    key = ["protocol", "model", "task", "regime", "seed", "metric"]
+    key = ["protocol", "model", "task", "regime", "seed", "metric"] + (["view"] if "view" in df.columns else [])
     dup = df.duplicated(key, keep=False)
     if dup.any():
         first = df.loc[dup, key].iloc[0].to_dict()
