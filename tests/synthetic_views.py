@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 from geneb.core.categories import CATEGORIES
@@ -180,3 +181,29 @@ def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS) -> dic
     ]
     pd.DataFrame(cat_rows).to_csv(root / "config" / "tasks.tsv", sep="\t", index=False)
     return {"tasks": dict(TASKS)}
+
+
+@pytest.fixture(scope="session")
+def view_run(tmp_path_factory):
+    """Root of the planted views run, analysed end to end: results/tables (leaderboard, every analysis table),
+    results/figures, results/predictions, config/."""
+    from geneb.analysis.steps import analyses_step, leaderboard_step
+    from geneb.figures.render import render_figures
+    from synth import analysis_config
+
+    root = tmp_path_factory.mktemp("views")
+    write_view_run(root)
+    t = root / "results" / "tables"
+    analysis = analysis_config({"bootstrap": {"n_resamples": 200, "seed": 5}})
+    common = {
+        "scores": str(t / "scores.parquet"),
+        "models_yaml": str(root / "config" / "models.yaml"),
+        "tasks_tsv": str(root / "config" / "tasks.tsv"),
+        "analysis_config": analysis,
+        "view": "geneb",
+    }
+    names = ("leaderboard", "leaderboard_tasks", "contamination")
+    leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in names})
+    analyses_step(**common, predictions_root=str(root / "results" / "predictions"), outdir=str(t))
+    render_figures(t, root / "results" / "figures", protocol="geneb-paper")
+    return root

@@ -79,14 +79,19 @@ def reference_views(views: pd.DataFrame, reference: Mapping[str, Any]) -> dict[s
     views: `view_table` output; reference: {pooling, layer_rule, reverse_complement} (the `analysis.sensitivity
     .reference` setting). The reference view of a model is the one view with that layer rule, pooling and
     reverse-complement flag; a model without such a view (its pooling is not recorded, or the run extracted it
-    one way only) falls back to its "default" view, then to its only view of that layer rule and flag.
-    Raises AnalysisInputError when a model has none of these, or several.
+    one way only) falls back to its "default" view, then to its only view of that layer rule and flag. A views
+    run has no "registry" rows: there layer rule "registry" means the "fixed" view of the deepest layer (the
+    registry's `layer: -1`, the last hidden state, which `layers: all` includes). Raises AnalysisInputError when a
+    model has none of these, or several.
     """
     out = {}
     for model, g in views.groupby("model", sort=True):
-        base = g[
-            (g["layer_rule"] == reference["layer_rule"]) & (g["reverse_complement"] == reference["reverse_complement"])
-        ]
+        rc = g["reverse_complement"] == reference["reverse_complement"]
+        base = g[(g["layer_rule"] == reference["layer_rule"]) & rc]
+        if base.empty and reference["layer_rule"] == "registry":
+            fixed = g[(g["layer_rule"] == "fixed") & rc]
+            deepest = fixed["layer"].max() if fixed["layer"].notna().any() else pd.NA
+            base = fixed[[_same(v, deepest) for v in fixed["layer"]]]
         pick = base[base["pooling"] == reference["pooling"]]
         if pick.empty:
             pick = g[g["view"] == DEFAULT_VIEW]
