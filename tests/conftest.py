@@ -51,3 +51,4 @@ from extraction_support import make_task, zoo  # noqa: E402, F401
 
 # The synthetic analysed run shared by the analysis, figure, report and CLI tests.
 from synthetic_run import synthetic_run  # noqa: E402, F401
+from synthetic_views import view_run  # noqa: E402, F401

@@ -100,6 +100,11 @@ def test_score_table_layout_and_seed_statistics(real_task, protocols, probe_conf
         few = mcc[mcc["regime"] == "1shot"]
         assert few["seed"].tolist() == list(p.seeds) and few["value"].nunique() > 1  # each seed its own fit
         assert np.isnan(preds["score"]).all()  # multiclass: no single positive-class score
+        # multiclass: every class probability kept, float32, summing to 1, its arg-max the predicted label
+        proba = np.stack(preds["proba"].to_numpy())
+        assert proba.dtype == np.float32 and proba.shape == (len(preds), 3)
+        assert np.allclose(proba.sum(axis=1), 1, atol=1e-5)
+        assert (np.sort(np.unique(data.y_train))[proba.argmax(axis=1)] == preds["y_pred"].to_numpy()).all()
 
 
 def test_unknown_shot_row_and_unseen_test_label_are_named(real_task, protocols, probe_config):

@@ -10,6 +10,7 @@ nothing heavy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,7 +22,9 @@ class RunContext:
 
     used: the seed-mean cells left after the contamination policy (`run.prepare_cells`); their CI columns are
     overwritten by the test-row bootstrap as the regimes are analysed, so run-scope analyses (which run last)
-    see the bootstrap CIs. board: the leaderboard of `used`.
+    see the bootstrap CIs. board: the leaderboard of `used`. scores and `used` hold each model's reference view
+    (`choices.reference_views`); view_scores: every view's rows (None when the run has one view per model), for
+    the analyses that compare views; predictions_root: `results/predictions` (None: no per-row predictions).
     """
 
     scores: pd.DataFrame
@@ -32,6 +35,8 @@ class RunContext:
     used: pd.DataFrame
     contaminated: pd.DataFrame
     board: pd.DataFrame
+    view_scores: pd.DataFrame | None = None
+    predictions_root: Path | None = None
     summary: dict[str, Any] = field(default_factory=lambda: {"protocols": {}})
 
     @property

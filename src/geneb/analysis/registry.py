@@ -122,6 +122,29 @@ ANALYSES: list[Analysis] = [
         ("recommendations",),
         (Section("Recommendation per category", "recommendations"),),
     ),
+    Analysis(
+        "best_layer",
+        "run",
+        "geneb.analysis.best_layer:best_layer_tables",
+        ("best_layer",),
+        (
+            Section(
+                "Best layer per model and category (relative depth) and its gain over the registry's layer",
+                "best_layer",
+            ),
+        ),
+    ),
+    Analysis(
+        "sensitivity",
+        "run",
+        "geneb.analysis.sensitivity:sensitivity_tables",
+        ("sensitivity", "sensitivity_leaderboard"),
+        (
+            Section(
+                "How much of a ranking is the protocol: each evaluation choice against the reference", "sensitivity"
+            ),
+        ),
+    ),
 ]
 
 

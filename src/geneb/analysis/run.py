@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import bootstrap, contamination, metadata, registry
+from geneb.analysis import bootstrap, choices, contamination, metadata, registry
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
@@ -42,6 +42,7 @@ SETTING_KEYS: tuple[str, ...] = (
     "difficulty",
     "recommendation",
     "published",
+    "sensitivity",
 )
 
 
@@ -127,6 +128,22 @@ def prepare_cells(
     return _cell_cis(used, scores, settings["metric"]), contaminated
 
 
+def reference_view_scores(
+    scores: pd.DataFrame, settings: dict[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, str] | None]:
+    """(the rows of each model's reference view, every view's rows or None, {model: reference view} or None).
+
+    A table without a `view` column is one view per model: returned as it is, with None, None. Otherwise the
+    reference view of each model (`choices.reference_views` under `analysis.sensitivity.reference`) is what the
+    leaderboard and every per-cell analysis rank; the other views feed the view analyses (best layer,
+    sensitivity). Raises AnalysisInputError when a model has no reference view.
+    """
+    if "view" not in scores.columns:
+        return scores, None, None
+    ref = choices.reference_views(choices.view_table(scores), settings["sensitivity"]["reference"])
+    return choices.select_views(scores, ref), (scores if choices.has_views(scores) else None), ref
+
+
 def leaderboard_tables(
     scores: pd.DataFrame,
     model_meta: pd.DataFrame,
@@ -135,7 +152,8 @@ def leaderboard_tables(
     missing: dict[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`;
-    missing: failed tasks {task: category})."""
+    missing: failed tasks {task: category}); with several views per model, each model's reference view."""
+    scores = reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     return {
         "leaderboard": lb.leaderboard(used, missing),
@@ -213,6 +231,8 @@ def run_analyses(
         raise AnalysisInputError(f"confidence must be in (0, 1), got {conf}")
     analyses = registry.analyses() if analyses is None else tuple(analyses)
     model_meta = metadata.with_param_count(model_meta, s["scale"]["param_count"])
+    all_scores = scores
+    scores, view_scores, ref_views = reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
     board = lb.leaderboard(used)
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}
@@ -220,15 +240,29 @@ def run_analyses(
     out["leaderboard"].append(board)
     out["leaderboard_tasks"].append(lb.task_leaderboard(used))
     out["contamination"].append(contaminated)
-    run = RunContext(scores, model_meta, task_meta, declared_pairs, s, used, contaminated, board)
+    has_preds = predictions_root is not None and Path(predictions_root).exists()
+    run = RunContext(
+        scores,
+        model_meta,
+        task_meta,
+        declared_pairs,
+        s,
+        used,
+        contaminated,
+        board,
+        view_scores=view_scores,
+        predictions_root=Path(predictions_root) if has_preds else None,
+    )
     by_scope = {scope: [a for a in analyses if a.scope == scope] for scope in ("regime", "protocol", "run")}
     for protocol in sorted(used["protocol"].unique()):
         pcells = used[used["protocol"] == protocol]
         preds = {}
-        if predictions_root is not None and Path(predictions_root).exists():
+        if has_preds:
             preds = bootstrap.load_predictions(
                 predictions_root, protocol, sorted(pcells["model"].unique()), sorted(pcells["task"].unique())
             )
+            if ref_views is not None:
+                preds = {k: choices.select_view(v, ref_views[k[0]]) for k, v in preds.items()}
         pctx = ProtocolContext(run, protocol, pcells, preds)
         for regime in sorted(pcells["regime"].unique(), key=REGIMES.index):
             rctx = _regime_context(pctx, regime)
@@ -248,7 +282,7 @@ def run_analyses(
         {
             "settings": s,
             "settings_hash": stable_hash(s),
-            "input_sha256": frame_sha256(scores),
+            "input_sha256": frame_sha256(all_scores),
             "n_contaminated_cells": int(len(contaminated)),
             "geneb_version": __version__,
             **code_revision(),

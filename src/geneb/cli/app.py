@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from geneb.cli.cells import cmd_compare_cells
 from geneb.cli.common import CliError, Parser, positive_int
 from geneb.cli.envs import cmd_env_build, cmd_env_list
 from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
@@ -89,6 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "leaderboard":
             s.add_argument("--top", type=positive_int, default=50, help="print the first N models (default 50)")
         s.set_defaults(func=func)
+    cc = sub.add_parser(
+        "compare-cells",
+        help="paired test of two cells of a task (model, view, protocol, regime) on the same test items",
+        description="MCC(a) - MCC(b) with its paired-bootstrap CI and McNemar's exact test, from the kept "
+        "per-item predictions. A cell is key=value,... with keys model, view, protocol, regime; b takes the keys "
+        "it does not name from a.",
+    )
+    cc.add_argument("--task", required=True, help="the task id")
+    cc.add_argument("--a", required=True, metavar="CELL", help="e.g. model=X,view=L12|mean|rc0,protocol=geneb-paper")
+    cc.add_argument("--b", required=True, metavar="CELL", help="e.g. model=Y (the rest as in --a)")
+    cc.add_argument("--predictions", default="results/predictions", help="the predictions folder")
+    cc.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
+    cc.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0; printed with the result)")
+    cc.add_argument("--confidence", type=float, default=0.95, help="CI level in (0, 1) (default 0.95)")
+    cc.set_defaults(func=cmd_compare_cells)
     for name, func, help_ in (
         ("sbatch-preview", cmd_sbatch_preview, "print the sbatch call of every job a Slurm run would submit"),
         ("recover", cmd_recover, "resume a run killed hard: unlock, remove partial files, rerun the incomplete"),

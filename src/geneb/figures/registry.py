@@ -43,6 +43,8 @@ FIGURES: list[Figure] = [
     Figure("fewshot", "geneb.figures.fewshot:draw", ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
     Figure("matched_pairs", "geneb.figures.forest:draw", ("matched_pairs",), "matched_pairs.rst"),
     Figure("task_variance", "geneb.figures.variance:draw", ("task_variance", "near_random"), "task_variance.rst"),
+    Figure("best_layer", "geneb.figures.layers:draw", ("best_layer",), "best_layer.rst"),
+    Figure("sensitivity", "geneb.figures.sensitivity:draw", ("sensitivity_leaderboard",), "sensitivity.rst"),
 ]
 
 

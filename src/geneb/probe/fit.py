@@ -320,7 +320,8 @@ def score_fits(
     (NaN for other metrics), the seed mean/sd/t-CI of the regime, n_train, n_test, n_short_classes, C,
     C_selection, converged, n_iter, cv_not_converged, degenerate_predictions (the fit predicted one class for
     every test row: its MCC is 0 and its CI [0, 0] by definition, not by measurement). predictions: one row per (regime, seed, test row) with
-    y_true, y_pred and score (positive-class probability for binary tasks, NaN otherwise). The bootstrap of a
+    y_true, y_pred, score (positive-class probability for binary tasks, NaN otherwise) and proba (multiclass tasks:
+    the list of float32 probabilities of the sorted classes; None for binary tasks, whose score says it). The bootstrap of a
     fit uses `numpy.random.default_rng([bootstrap.seed, k, seed])` (k = 0 for the full regime).
     """
     b = protocol.bootstrap
@@ -336,6 +337,8 @@ def score_fits(
                 y_enc, p_enc, len(classes), n_resamples=b.n_resamples, confidence=b.confidence, method=b.method, rng=rng
             )
             score = f.proba[:, 1] if len(classes) == 2 else np.full(len(f.y_pred), np.nan)
+            # multiclass: every class probability, float32 (binary: `score` holds them; kept compact)
+            proba = [None] * len(f.y_pred) if len(classes) == 2 else list(f.proba.astype(np.float32))
             degenerate = bool(len(np.unique(f.y_pred)) < 2)  # a constant predictor: MCC 0 with CI [0, 0]
             for seed in f.seeds:
                 for m in metrics.METRICS:
@@ -367,6 +370,7 @@ def score_fits(
                             "y_true": data.y_test,
                             "y_pred": f.y_pred,
                             "score": score,
+                            "proba": proba,
                         }
                     )
                 )

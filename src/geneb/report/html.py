@@ -139,6 +139,17 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
     return '<ul class="headline">' + "".join(items) + "</ul>"
 
 
+def _choices_headline(summary: dict[str, Any], regime: str) -> str:
+    """One sentence per evaluation choice of the sensitivity analysis (its reference protocol, this regime), or
+    the note saying why there is none."""
+    s = summary.get("sensitivity") or {}
+    lines = [h["sentence"] for h in s.get("headlines", []) if h.get("regime") == regime]
+    head = "<h3>How much of a ranking is the protocol</h3>"
+    if not lines:
+        return head + f"<p class='note'>{html.escape(s['note'])}</p>" if s.get("note") else ""
+    return head + '<ul class="headline">' + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
+
+
 def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> list[str]:
     """The "Reproducing the paper" section: the paper's stated numbers beside GENEB's (none without a table)."""
     if path is None:
@@ -242,6 +253,7 @@ def build_report(
         *_failed_section(tables_dir),
         "<h2 id='headline'>Headline statistics</h2>",
         _headline(summary, protocol),
+        _choices_headline(summary, regime),
         *_reproduce_section(reproduce, captions),
         "<h2 id='leaderboard'>Leaderboard</h2>",
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",

@@ -61,7 +61,7 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
     """Validate a score table and return a copy with a `source` column (default "geneb").
 
     Checks: the required columns exist; categories are the 13 official ones; regimes are full/10shot/1shot;
-    no (protocol, model, task, regime, seed, metric) appears twice; MCC values are finite and within [-1, 1].
+    no (protocol, model, task, regime, seed, metric[, view]) appears twice; MCC values are finite and within [-1, 1].
     Raises AnalysisInputError naming `what`, the column and the first offending value.
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in scores.columns]
@@ -76,7 +76,7 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
     bad = sorted(set(df["regime"]) - set(REGIMES))
     if bad:
         raise AnalysisInputError(f"{what}: unknown regimes {bad}; expected one of {list(REGIMES)}")
-    key = ["protocol", "model", "task", "regime", "seed", "metric"]
+    key = ["protocol", "model", "task", "regime", "seed", "metric"] + (["view"] if "view" in df.columns else [])
     dup = df.duplicated(key, keep=False)
     if dup.any():
         first = df.loc[dup, key].iloc[0].to_dict()

@@ -1,0 +1,246 @@
+"""How much of a ranking is the protocol: the leaderboard under each evaluation choice against the reference one.
+
+For each evaluation choice (`choices.CHOICES`: pooling, layer rule, probe protocol, reverse complement) and each
+alternative value the run holds, every model is scored on the view that differs from its reference view in that
+choice alone (`choices.choice_views`; the reference: `analysis.sensitivity.reference`). Per regime, over the
+models complete under both and the tasks both have:
+
+* `kendall_tau`: Kendall's τ-b between the two macro-MCC rankings (`scipy.stats.kendalltau`), with its p-value;
+* `winners_changed`: the categories whose best model differs (a tie counts as a change only when the sets of
+  tied best models differ);
+* percentile CIs of both from the nested task bootstrap (`bootstrap.category_replicates`, tasks drawn with
+  replacement within each category by `default_rng([seed, 2, category])`, the same draw for both leaderboards;
+  seed `analysis.bootstrap.seed`, recorded with `n_resamples` in every row).
+
+Tables: `sensitivity` (one row per (regime, choice, alternative), with a headline sentence) and
+`sensitivity_leaderboard` (each model's category and macro MCC and rank under the reference and each
+alternative; the `sensitivity` figure draws it). A run with one view and one protocol has no alternative: both
+tables are empty and the summary's `sensitivity.note` says why.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from geneb.analysis import choices
+from geneb.analysis.bootstrap import category_replicates
+from geneb.analysis.context import RunContext
+from geneb.analysis.tables import task_categories, task_matrix
+from geneb.tables.scores import REGIMES
+
+#: the columns of the sensitivity table
+COLUMNS = (
+    "protocol",
+    "regime",
+    "choice",
+    "reference",
+    "alternative",
+    "n_models",
+    "n_models_unaffected",
+    "n_tasks",
+    "n_categories",
+    "kendall_tau",
+    "kendall_p",
+    "tau_ci_low",
+    "tau_ci_high",
+    "winners_changed",
+    "winners_changed_ci_low",
+    "winners_changed_ci_high",
+    "changed_categories",
+    "headline",
+    "n_resamples",
+    "seed",
+    "note",
+)
+BOARD_COLUMNS = ("protocol", "regime", "choice", "alternative", "model", "category", "value", "rank")
+_LABEL = {
+    "pooling": "pooling",
+    "layer_rule": "layer rule",
+    "protocol": "protocol",
+    "reverse_complement": "reverse complement",
+}
+
+
+def value_label(choice: str, value: Any) -> str:
+    """How a choice's value is written in tables and sentences (reverse complement: "off" / "on")."""
+    if choice == "reverse_complement":
+        return "on" if bool(value) else "off"
+    return str(value)
+
+
+def view_cells(ctx: RunContext, views: dict[str, str], protocol: str) -> pd.DataFrame:
+    """The seed-mean cells of `protocol` for the (model, view) pairs of `views`, contamination and one-class test
+    splits handled as for the leaderboard (`run.prepare_cells`)."""
+    from geneb.analysis.run import prepare_cells
+
+    scores = ctx.view_scores if ctx.view_scores is not None else ctx.scores
+    rows = choices.select_views(scores[scores["protocol"] == protocol], views)
+    if rows.empty or not (rows["metric"] == ctx.settings["metric"]).any():
+        return pd.DataFrame(columns=["protocol", "model", "task", "category", "regime", "value"])
+    return prepare_cells(rows, ctx.model_meta, ctx.task_meta, ctx.settings)[0]
+
+
+def _winners(values: np.ndarray) -> frozenset[int]:
+    """Positions of the best value (several when tied); empty when all are NaN."""
+    if np.all(np.isnan(values)):
+        return frozenset()
+    return frozenset(np.flatnonzero(values == np.nanmax(values)).tolist())
+
+
+def _changed(ref: np.ndarray, alt: np.ndarray) -> list[int]:
+    """Category columns (of (M, C) point or draw arrays) whose winner set differs."""
+    return [c for c in range(ref.shape[1]) if _winners(ref[:, c]) != _winners(alt[:, c])]
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant ranking: tau is NaN, as scipy says
+        res = stats.kendalltau(a, b)
+    return float(res.statistic), float(res.pvalue)
+
+
+def _rank(values: pd.Series) -> pd.Series:
+    return values.rank(ascending=False, method="min").astype("Int64")
+
+
+def _board(point: np.ndarray, models: list[str], columns: tuple[str, ...], tag: dict[str, Any]) -> pd.DataFrame:
+    frames = []
+    for c, cat in enumerate(columns):
+        v = pd.Series(point[:, c], index=models)
+        frames.append(
+            pd.DataFrame({**tag, "model": models, "category": cat, "value": v.to_numpy(), "rank": _rank(v).to_numpy()})
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def compare_leaderboards(
+    ref: pd.DataFrame, alt: pd.DataFrame, task_category: pd.Series, *, n_resamples: int, seed: int, confidence: float
+) -> tuple[dict[str, Any], np.ndarray | None, list[str], tuple[str, ...]]:
+    """Kendall τ-b of the macro rankings and the changed category winners of two model x task matrices.
+
+    ref, alt: (models, tasks) MCC, NaN where missing; only the models complete on the tasks both have are compared.
+    Returns (statistics, point (2M, C + 1) with the reference's models first, the models, the column labels).
+    Statistics: n_models, n_tasks, n_categories, kendall_tau, kendall_p, tau_ci_low/high, winners_changed and its
+    CI, changed_categories; with fewer than 2 models the statistics are NaN and `note` says so.
+    """
+    tasks = sorted(set(ref.columns) & set(alt.columns))
+    r, a = ref[tasks].dropna(), alt[tasks].dropna()
+    models = sorted(set(r.index) & set(a.index))
+    out: dict[str, Any] = {"n_models": len(models), "n_tasks": len(tasks), "note": ""}
+    if len(models) < 2 or not tasks:
+        out.update(n_categories=0, kendall_tau=np.nan, kendall_p=np.nan, tau_ci_low=np.nan, tau_ci_high=np.nan)
+        out.update(winners_changed=pd.NA, winners_changed_ci_low=np.nan, winners_changed_ci_high=np.nan)
+        out.update(changed_categories="", note="fewer than 2 models complete under both choices")
+        return out, None, models, ()
+    stacked = pd.concat([r.loc[models], a.loc[models]])
+    stacked.index = [f"ref:{m}" for m in models] + [f"alt:{m}" for m in models]
+    rep = category_replicates(stacked, task_category, None, n_resamples=n_resamples, seed=seed, resample_tasks=True)
+    m = len(models)
+    tau, p = _tau(rep.point[:m, -1], rep.point[m:, -1])
+    changed = _changed(rep.point[:m, :-1], rep.point[m:, :-1])
+    taus = np.array([_tau(d[:m, -1], d[m:, -1])[0] for d in rep.draws])
+    counts = np.array([len(_changed(d[:m, :-1], d[m:, :-1])) for d in rep.draws], dtype=float)
+    lo, hi = (1 - confidence) / 2, 1 - (1 - confidence) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # every replicate undefined: NaN
+        t_lo, t_hi = np.nanquantile(taus, [lo, hi]) if np.isfinite(taus).any() else (np.nan, np.nan)
+    out.update(
+        n_categories=len(rep.categories),
+        kendall_tau=tau,
+        kendall_p=p,
+        tau_ci_low=float(t_lo),
+        tau_ci_high=float(t_hi),
+        winners_changed=len(changed),
+        winners_changed_ci_low=float(np.quantile(counts, lo)),
+        winners_changed_ci_high=float(np.quantile(counts, hi)),
+        changed_categories="; ".join(rep.categories[c] for c in changed),
+    )
+    return out, rep.point, models, rep.columns
+
+
+def headline(choice: str, reference: str, alternative: str, stats_: dict[str, Any], confidence: float) -> str:
+    """The report's sentence, e.g. "pooling mean -> last changes 4 of 13 category winners (...)"."""
+    if pd.isna(stats_["kendall_tau"]) and stats_["n_models"] < 2:
+        return f"{_LABEL[choice]} {reference} -> {alternative}: not compared ({stats_['note']})"
+    return (
+        f"{_LABEL[choice]} {reference} -> {alternative} changes {stats_['winners_changed']} of "
+        f"{stats_['n_categories']} category winners (Kendall τ of the macro ranking {stats_['kendall_tau']:.2f}, "
+        f"{confidence:.0%} CI [{stats_['tau_ci_low']:.2f}, {stats_['tau_ci_high']:.2f}]; {stats_['n_models']} models, "
+        f"{stats_['n_tasks']} tasks)"
+    )
+
+
+def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
+    """The run-scope analysis `sensitivity` (module docstring): {"sensitivity", "sensitivity_leaderboard"}."""
+    s, run = ctx.settings["sensitivity"], ctx
+    scores = ctx.view_scores if ctx.view_scores is not None else ctx.scores
+    views = choices.view_table(scores)
+    protocols = sorted(scores["protocol"].unique())
+    ref = dict(s["reference"])
+    summary: dict[str, Any] = {"reference": dict(ref), "headlines": []}
+    if ref["protocol"] not in protocols:
+        summary["reference_protocol_note"] = f"{ref['protocol']} not in the run; the reference is {protocols[0]}"
+        ref["protocol"] = protocols[0]
+    refv = choices.reference_views(views, ref)
+    ref_cells = view_cells(ctx, refv, ref["protocol"])
+    cats = task_categories(scores)
+    rows, boards = [], []
+    conf = run.confidence
+    for regime in [r for r in REGIMES if r in set(ref_cells["regime"])]:
+        ref_m = task_matrix(ref_cells, regime)
+        tag = {"protocol": ref["protocol"], "regime": regime}
+        complete = ref_m.dropna()
+        if len(complete):
+            rep = category_replicates(complete, cats, None, n_resamples=1, seed=run.seed)
+            ref_label = f"{ref['pooling']}, {ref['layer_rule']}, rc {value_label('reverse_complement', ref['reverse_complement'])}"
+            boards.append(
+                _board(
+                    rep.point,
+                    list(complete.index),
+                    rep.columns,
+                    {**tag, "choice": "reference", "alternative": ref_label},
+                )
+            )
+        for choice in choices.CHOICES:
+            for value in choices.choice_values(views, choice, protocols, ref):
+                altv, unaffected = choices.choice_views(views, refv, choice, value)
+                alt_cells = view_cells(ctx, altv, value if choice == "protocol" else ref["protocol"])
+                alt_cells = alt_cells[alt_cells["regime"] == regime] if len(alt_cells) else alt_cells
+                alt_m = task_matrix(alt_cells, regime) if len(alt_cells) else pd.DataFrame()
+                st, point, models, cols = compare_leaderboards(
+                    ref_m, alt_m, cats, n_resamples=run.n_resamples, seed=run.seed, confidence=conf
+                )
+                r_lab, a_lab = value_label(choice, ref[choice]), value_label(choice, value)
+                sentence = headline(choice, r_lab, a_lab, st, conf)
+                rows.append(
+                    {
+                        **tag,
+                        "choice": choice,
+                        "reference": r_lab,
+                        "alternative": a_lab,
+                        **st,
+                        "n_models_unaffected": len(set(unaffected) & set(models)),
+                        "headline": sentence,
+                        "n_resamples": run.n_resamples,
+                        "seed": run.seed,
+                    }
+                )
+                summary["headlines"].append({**tag, "choice": choice, "sentence": sentence})
+                if point is not None:
+                    m = len(models)
+                    boards.append(_board(point[m:], models, cols, {**tag, "choice": choice, "alternative": a_lab}))
+    if not rows:
+        summary["note"] = (
+            "no alternative view or protocol in this run (one view per model, one protocol): run with a `views:` "
+            "section (config/sensitivity.yaml) or a second protocol to see how much of the ranking they move"
+        )
+        boards = []
+    ctx.summary["sensitivity"] = summary
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    board = pd.concat(boards, ignore_index=True) if boards else pd.DataFrame(columns=list(BOARD_COLUMNS))
+    return {"sensitivity": table, "sensitivity_leaderboard": board}
