@@ -27,6 +27,14 @@ from geneb.core.provenance import REVISION, stable_hash
 from geneb.core.schemas import load_schema, schema_errors
 from geneb.registry.families import FAMILIES, family
 from geneb.registry.pins import LockResult, PinError, apply_pins, lock_revisions, read_pins
+from geneb.registry.python_entry import (
+    PRECOMPUTED,
+    PYTHON,
+    entry_fingerprint,
+    entry_problems,
+    entry_refusal,
+    resolve_entry_paths,
+)
 from geneb.registry.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
 from geneb.registry.spec import MatchedPair, ModelSpec, SpecError
 from geneb.registry.weights import (
@@ -168,6 +176,7 @@ def load_registry(
     and downloads, default resources/model_weights). Raises RegistryError naming the file, the model and the
     field (for an env: the model, the env and the fix; for `model_weights`: the model)."""
     data = _parse(Path(path))
+    resolve_entry_paths(data, Path(path).parent)  # a python entry's file path resolves against this file's folder
     if pins is not None:
         try:
             apply_pins(data, read_pins(pins))
@@ -260,6 +269,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
         if fam == "evo2" and not isinstance(ext["layer"], str):
             problems.append(f"{where}: Evo 2 needs layer as a module name (e.g. blocks.28.mlp.l3)")
         problems += _context_problems(where, spec, ext["max_tokens"])
+        problems += entry_problems(name, spec)
         if task_ids is not None:
             unknown = sorted(set(spec.get("trained_on_tasks") or []) - task_ids)
             if unknown:
@@ -412,6 +422,10 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
         why.append(("unpinned: a run with network pins it", f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}"))
     elif kind in WEIGHT_KINDS:
         refusal = weights_refusal(spec)
+        if refusal is not None:
+            why.append(refusal)
+    elif fam == PYTHON:
+        refusal = entry_refusal(spec.id, spec.load.entry)
         if refusal is not None:
             why.append(refusal)
     elif kind == "local" and not Path(src.path or "").is_dir():
@@ -634,7 +648,7 @@ def extraction_settings(
     source = {k: v for k, v in spec.source.as_dict().items() if k not in PROVENANCE_SOURCE_KEYS}
     if spec.source.kind in WEIGHT_KINDS:
         source = settings_source(spec, as_registry(registry).weights_dir)
-    elif spec.source.kind == "local":
+    elif spec.source.kind == "local" and spec.family != PRECOMPUTED:  # precomputed: each task's files are inputs
         from geneb.registry.files import folder_fingerprint
 
         source["fingerprint"] = folder_fingerprint(spec.source.path)
@@ -645,13 +659,16 @@ def extraction_settings(
             f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
             "at opposite ends of a long row and combine different windows; use long_policy chunk_mean"
         )
+    load = {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS}
+    if spec.family == PYTHON:  # the entry's code identifies it, never its path (geneb.registry.python_entry)
+        load["entry_sha256"] = entry_fingerprint(str(spec.load.entry), model=model)
     return {
         "model": model,
         "family": spec.family,
         "source": source,
         "builtin": dict(spec.builtin) if spec.builtin is not None else {},
         "trust_remote_code": bool(spec.trust_remote_code),
-        "load": {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS},
+        "load": load,
         "extraction": extraction,
         "alphabet": dict(sorted(alphabet.items())),
     }
