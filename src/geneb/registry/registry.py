@@ -238,7 +238,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
         if fam not in FAMILIES:
             problems.append(f"{where}: unknown family {fam!r} (known: {sorted(FAMILIES)})")
             continue
-        src = spec.get("source") or {}
+        src = spec.get("source") or ({"kind": "builtin"} if fam == PYTHON else {})  # a python entry needs none
         kind = src.get("kind")
         if kind not in SOURCE_KINDS:
             problems.append(f"{where}: source.kind {kind!r} not in {SOURCE_KINDS}")
