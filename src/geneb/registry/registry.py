@@ -33,6 +33,7 @@ from geneb.registry.python_entry import (
     entry_fingerprint,
     entry_problems,
     entry_refusal,
+    hash_view,
     resolve_entry_paths,
 )
 from geneb.registry.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
@@ -679,7 +680,9 @@ def extraction_hash(settings: dict[str, Any]) -> str:
     folder is identified by its content fingerprint, not by how its path is spelled (`../x`, `/abs/x`, `x/`
     are one model; case B44), so its path is left out of the hash. External weights and downloads likewise: their
     fingerprint or sha256 (with the layout keys `unpack`, `filename`) is the identity, and where they are or how
-    they are checked (`weights.LOCATION_KEYS`: path, file, url, expect, file_sha256) is left out."""
+    they are checked (`weights.LOCATION_KEYS`: path, file, url, expect, file_sha256) is left out. A python or
+    precomputed entry: `python_entry.hash_view` (the code's content and options, never a path)."""
+    settings = dict(hash_view(settings))
     source = settings.get("source") or {}
     if source.get("kind") == "local" and source.get("fingerprint"):
         settings = {**settings, "source": {k: v for k, v in source.items() if k != "path"}}
