@@ -56,21 +56,22 @@ def _local(path: str) -> str:
 def resolve_config(
     config: str | os.PathLike[str] | Mapping[str, Any] | None, tasks: Sequence[str], models: list[str], overrides: Any
 ) -> dict[str, Any]:
-    """The run's configuration: `config` (a YAML file or a mapping; None: the schema's defaults, with the probe
-    settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
+    """The run's configuration: `config` (a YAML file or a mapping; None: the schema's defaults; without a `probe`
+    section, the probe settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
     (`geneb.run.plan.check_config`). Raises ValueError listing every problem of the config."""
     from geneb.run.plan import check_config, default_schema_files
     from geneb.run.rerun import stable_params
 
     if config is None:
-        shipped = yaml.safe_load((paths.repo_root() / "config" / "config.yaml").read_text())
-        base: dict[str, Any] = {"probe": shipped["probe"]}
+        base: dict[str, Any] = {}
     elif isinstance(config, Mapping):
         base = copy.deepcopy(dict(config))
     else:
         base = yaml.safe_load(Path(config).read_text()) or {}
     base = _merge(base, dict(overrides))
+    if "probe" not in base:  # the schema has no probe defaults: every setting is written out in the shipped config
+        base["probe"] = yaml.safe_load((paths.repo_root() / "config" / "config.yaml").read_text())["probe"]
     base.update(tasks=list(tasks), models=list(models))
     schema = yaml.safe_load(default_schema_files()["config"].read_text())
     cfg = check_config(base, schema)
