@@ -11,7 +11,12 @@ called.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+#: where the API lives, imported by name when called, so `import geneb` imports nothing else (and the package's
+#: root imports no module of its own: geneb.core.paths imports it)
+API = "geneb.api.evaluate"
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "evaluate", "leaderboard"]
@@ -20,13 +25,9 @@ __all__ = ["__version__", "evaluate", "leaderboard"]
 def evaluate(model: Any, tasks: Any, protocol: Any = "geneb-paper", config: Any = None, **overrides: Any) -> Any:
     """Score `model` on `tasks` as the workflow does, in process; a pandas DataFrame of score rows
     (`geneb.api.evaluate.evaluate`, where the arguments and errors are described)."""
-    from geneb.api.evaluate import evaluate as run
-
-    return run(model, tasks, protocol, config, **overrides)
+    return importlib.import_module(API).evaluate(model, tasks, protocol, config, **overrides)
 
 
 def leaderboard(scores: Any, config: Any = None) -> Any:
     """The leaderboard frame of score rows (`geneb.api.evaluate.leaderboard`)."""
-    from geneb.api.evaluate import leaderboard as board
-
-    return board(scores, config)
+    return importlib.import_module(API).leaderboard(scores, config)

@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_support import run_snakemake, write_run_config
 
 import geneb
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.sources import open_source
+from workflow_support import run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 CNN = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"

@@ -166,7 +166,7 @@ def test_matched_pairs_and_contamination(registry, repo, with_user_entry):
     flagged = {k: v["trained_on_tasks"] for k, v in registry["models"].items() if v.get("trained_on_tasks")}
     assert flagged["mistral-dna-1m-ft-prom"] == ["gue_prom_core_all", "leannmlindsey_GUE_prom_core_all"]
     # a subset, not the whole: entries a user appends may declare tasks of their own
-    assert SHIPPED_CONTAMINATED <= set(flagged) and ("my-own-cnn" in flagged) == with_user_entry
+    assert set(flagged) >= SHIPPED_CONTAMINATED and ("my-own-cnn" in flagged) == with_user_entry
 
 
 @pytest.mark.parametrize(

@@ -43,12 +43,36 @@ class PrecomputedError(ExtractionError):
     model, task, split (and row) and the fix."""
 
 
-def from_settings(settings: ExtractionSettings, **_: Any) -> Any:
-    """Family entry point: a precomputed model is not embedded but imported per task; raises TypeError saying so."""
-    raise TypeError(
-        f"model {settings.model}: family precomputed has no encoder; its vectors are read per task by "
-        "geneb.extract.precomputed.import_task (the workflow's extraction job, geneb.evaluate)"
-    )
+class PrecomputedVectors:
+    """What family precomputed's entry point builds: it meets the `Encoder` protocol, has no load-time checks, and
+    embeds nothing (its vectors are keyed by a task's source rows, not by sequences): `import_task` reads them."""
+
+    load_check_names: tuple[str, ...] = ()
+
+    def __init__(self, settings: ExtractionSettings) -> None:
+        self.model = settings.model
+        self.folder = settings.source.path
+        self.extraction = None
+
+    def identity(self) -> dict[str, Any]:
+        """{"encoder": "precomputed"}: the files' fingerprints are in each cache file's key (`import_task`)."""
+        return {"encoder": "precomputed"}
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """No model, nothing to probe: ()."""
+        return self.load_check_names
+
+    def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> Any:
+        """Refused: raises TypeError naming the model and where its vectors are read."""
+        raise TypeError(
+            f"model {self.model}: family precomputed embeds no sequences; its vectors in {self.folder} are read per "
+            "task by geneb.extract.precomputed.import_task (the workflow's extraction job, geneb.evaluate)"
+        )
+
+
+def from_settings(settings: ExtractionSettings, **_: Any) -> PrecomputedVectors:
+    """Family entry point (geneb.registry.families): a `PrecomputedVectors`."""
+    return PrecomputedVectors(settings)
 
 
 def _sha256(path: Path) -> str:
