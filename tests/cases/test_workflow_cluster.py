@@ -1054,3 +1054,37 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
     assert set(scores["task"]) == {TASKS[0]}
     assert TASKS[1] in failed_tasks(run / SCORES)
     assert "Failed tasks" in (run / "results" / "report" / "geneb_report.html").read_text()
+
+
+@pytest.mark.slurm
+def test_a_cpu_only_python_entry_is_submitted_without_a_gpu_and_runs(slurm_env, tmp_path):
+    """A user's CPU-only encoder (`family: python`, `load.cpu_only: true`) under the GPU profile: its extraction job
+    asks Slurm for no GPU, and it runs (no CUDA here) to a complete embedding file."""
+    env = slurm_env
+    run = tmp_path / "run"
+    registry = repo_registry()
+    cnn = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"
+    registry["models"]["my-cnn"] = {
+        "family": "python",
+        "load": {"entry": f"{cnn}:build", "options": {"channels": 16, "threads": 1}, "cpu_only": True},
+    }
+    write_config(run, tasks=TASKS[:1], models=["my-cnn"], registry=registry)
+    proc = snakemake(
+        run,
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        *SLURM_FAST,
+        "--retries",
+        "0",
+        "--until",
+        "extract_embeddings",
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
+    (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
+    assert "gpu" not in job["tres"], job
+    detail = subprocess.run(["scontrol", "show", "job", job["id"]], env=env, capture_output=True, text=True).stdout
+    assert "gres/gpu" not in detail and "gres:gpu" not in detail, detail
+    assert len(embedding_files(run)) == 1

@@ -124,7 +124,29 @@ def test_runnable_counts(specs):
     check_runnable(specs)
 
 
-def test_matched_pairs_and_contamination(registry, repo):
+#: the shipped entries flagged as trained on a catalogued task (config/curation/builtin_models.yaml)
+SHIPPED_CONTAMINATED = {"mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf0", "mistral-dna-1m-ft-tf1"}
+
+
+def _with_user_entry(registry: dict) -> dict:
+    """The registry with a user's own entry appended, one that declares a task it was trained on."""
+    out = copy.deepcopy(dict(registry))
+    out["models"] = {
+        **out["models"],
+        "my-own-cnn": {
+            "family": "python",
+            "load": {"entry": "my_cnn.py:build"},
+            "trained_on_tasks": ["gue_prom_core_all"],
+        },
+    }
+    return out
+
+
+@pytest.mark.parametrize("with_user_entry", [False, True], ids=["shipped", "with-a-user-entry"])
+def test_matched_pairs_and_contamination(registry, repo, with_user_entry):
+    """Properties of the shipped entries that hold whatever entries a user appends (docs/adding-a-model.md)."""
+    if with_user_entry:
+        registry = _with_user_entry(registry)
     pairs = registry["matched_pairs"]
     assert len(pairs) >= 10 and len({p["id"] for p in pairs}) == len(pairs)
     for p in pairs:
@@ -139,7 +161,8 @@ def test_matched_pairs_and_contamination(registry, repo):
     assert not check_registry(registry, task_ids=tasks)
     flagged = {k: v["trained_on_tasks"] for k, v in registry["models"].items() if v.get("trained_on_tasks")}
     assert flagged["mistral-dna-1m-ft-prom"] == ["gue_prom_core_all", "leannmlindsey_GUE_prom_core_all"]
-    assert len(flagged) == 3
+    # a subset, not the whole: entries a user appends may declare tasks of their own
+    assert set(flagged) >= SHIPPED_CONTAMINATED and ("my-own-cnn" in flagged) == with_user_entry
 
 
 @pytest.mark.parametrize(

@@ -100,6 +100,10 @@ def extraction_params(wildcards):
     return PLAN.extraction_params(wildcards.model, wildcards.xhash)
 
 
+def extraction_inputs(wildcards):
+    return PLAN.extraction_inputs(wildcards.model, wildcards.task)
+
+
 def extraction_env(wildcards):
     return PLAN.extraction_env(wildcards.model)
 

@@ -12,6 +12,7 @@ rule extract_embeddings:
         train="resources/tasks/{task}/train.parquet",
         test="resources/tasks/{task}/test.parquet",
         card="resources/tasks/{task}/card.json",
+        vectors=extraction_inputs,
     output:
         "resources/embeddings/{model}/{xhash}/{task}.h5",
     log:

@@ -66,7 +66,7 @@ def run_rule_job(
 ) -> None:
     """Extract one (model, task) as rule extract_embeddings does (its shim has called `log_to_file(log)`): embed
     here or, on the venv route for a model of a non-default env, in that env's venv, whose process appends to
-    `log` (module docstring). execution: the config's execution knobs (`ExecutionOptions`, or the config's
+    `log` (module docstring); a precomputed model's vectors are imported here (`geneb.extract.precomputed`). execution: the config's execution knobs (`ExecutionOptions`, or the config's
     mapping, absent knobs taking the schema's defaults); threads: the rule's threads. Raises what extract_task
     raises (here), ValueError for execution knobs the config schema refuses, EnvError naming `geneb env build
     NAME` for an env that is not built, and SystemExit with the child's status when the extraction in the venv
@@ -74,6 +74,11 @@ def run_rule_job(
     from geneb.core.envs import DEFAULT_ENV, python_for_env
 
     options = ExecutionOptions.of(execution)
+    if settings.get("family") == "precomputed":  # vectors computed elsewhere: checked and copied, no model, no env
+        from geneb.extract.precomputed import import_task
+
+        import_task(settings, task_dir, out, hdf5_locking=options.hdf5_locking)
+        return
     request = {
         "settings": settings,
         "task_dir": str(task_dir),

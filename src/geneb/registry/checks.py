@@ -14,6 +14,7 @@ from geneb.core.envs import DEFAULT_ENV, ENVS_DIR, EnvError, EnvFile, env_names,
 from geneb.core.provenance import REVISION
 from geneb.registry.extraction import DEFAULT_EXTRACTION
 from geneb.registry.families import FAMILIES, family
+from geneb.registry.python_entry import PYTHON, entry_problems
 from geneb.registry.registry import Registry
 from geneb.registry.spec import SOURCE_KINDS
 
@@ -50,7 +51,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
         if fam not in FAMILIES:
             problems.append(f"{where}: unknown family {fam!r} (known: {sorted(FAMILIES)})")
             continue
-        src = spec.get("source") or {}
+        src = spec.get("source") or ({"kind": "builtin"} if fam == PYTHON else {})  # a python entry needs none
         kind = src.get("kind")
         if kind not in SOURCE_KINDS:
             problems.append(f"{where}: source.kind {kind!r} not in {SOURCE_KINDS}")
@@ -81,6 +82,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
         if fam == "evo2" and not isinstance(ext["layer"], str):
             problems.append(f"{where}: Evo 2 needs layer as a module name (e.g. blocks.28.mlp.l3)")
         problems += _context_problems(where, spec, ext["max_tokens"])
+        problems += entry_problems(name, spec)
         if task_ids is not None:
             unknown = sorted(set(spec.get("trained_on_tasks") or []) - task_ids)
             if unknown:

@@ -10,6 +10,7 @@ from typing import Any
 
 from geneb.core.provenance import stable_hash
 from geneb.registry.families import family
+from geneb.registry.python_entry import PRECOMPUTED, PYTHON, entry_fingerprint, hash_view
 from geneb.registry.registry import NotRunnableError, Registry, RegistryError, as_registry, model_spec
 from geneb.registry.runnable import runnable
 from geneb.registry.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
@@ -90,7 +91,7 @@ def extraction_settings(
     source = {k: v for k, v in spec.source.as_dict().items() if k not in PROVENANCE_SOURCE_KEYS}
     if spec.source.kind in WEIGHT_KINDS:
         source = settings_source(spec, as_registry(registry).weights_dir)
-    elif spec.source.kind == "local":
+    elif spec.source.kind == "local" and spec.family != PRECOMPUTED:  # precomputed: each task's files are inputs
         from geneb.registry.files import folder_fingerprint
 
         source["fingerprint"] = folder_fingerprint(str(spec.source.path))  # the schema requires a path for kind local
@@ -101,13 +102,16 @@ def extraction_settings(
             f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
             "at opposite ends of a long row and combine different windows; use long_policy chunk_mean"
         )
+    load = {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS}
+    if spec.family == PYTHON:  # the entry's code identifies it, never its path (geneb.registry.python_entry)
+        load["entry_sha256"] = entry_fingerprint(str(spec.load.entry), model=model)
     return {
         "model": model,
         "family": spec.family,
         "source": source,
         "builtin": dict(spec.builtin) if spec.builtin is not None else {},
         "trust_remote_code": bool(spec.trust_remote_code),
-        "load": {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS},
+        "load": load,
         "extraction": extraction,
         "alphabet": dict(sorted(alphabet.items())),
     }
@@ -118,7 +122,9 @@ def extraction_hash(settings: dict[str, Any]) -> str:
     folder is identified by its content fingerprint, not by how its path is spelled (`../x`, `/abs/x`, `x/`
     are one model; case B44), so its path is left out of the hash. External weights and downloads likewise: their
     fingerprint or sha256 (with the layout keys `unpack`, `filename`) is the identity, and where they are or how
-    they are checked (`weights.LOCATION_KEYS`: path, file, url, expect, file_sha256) is left out."""
+    they are checked (`weights.LOCATION_KEYS`: path, file, url, expect, file_sha256) is left out. A python or
+    precomputed entry: `python_entry.hash_view` (the code's content and options, never a path)."""
+    settings = dict(hash_view(settings))
     source = settings.get("source") or {}
     if source.get("kind") == "local" and source.get("fingerprint"):
         settings = {**settings, "source": {k: v for k, v in source.items() if k != "path"}}

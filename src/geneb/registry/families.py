@@ -149,6 +149,21 @@ FAMILIES: dict[str, Family] = {
         "equal-length sequences share a batch; no Mamba kernels, runs in the default env on CPU or GPU",
         dtypes=("float32",),  # the native selective scan is checked in float32 only; the model has 2M parameters
     ),
+    "python": Family(
+        "geneb.encoders.families.python_encoder:from_settings",
+        notes="the user's own encoder: `load.entry` names a factory (a .py file, a module or an entry point of the "
+        "group geneb.encoders) called with `load.options`, returning an object whose `embed(list[str])` gives one "
+        "vector per sequence; GENEB chunks rows over its `max_length` and runs the load-time checks "
+        "(geneb.registry.python_entry)",
+        dtypes=("float32",),  # the object computes in what it likes; GENEB stores float32, one cache on CPU and GPU
+    ),
+    "precomputed": Family(
+        "geneb.extract.precomputed:from_settings",
+        uses_torch=False,
+        notes="vectors computed elsewhere: <source.path>/<task>/<split>.npy in the order of the task's source rows, "
+        "or <source.path>/<task>.h5 in GENEB's cache layout; checked and copied into the cache by the extraction "
+        "job (geneb.extract.precomputed)",
+    ),
     "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 

@@ -17,6 +17,7 @@ from geneb.core.schemas import load_schema, schema_errors
 from geneb.registry.checks import check_envs, check_registry
 from geneb.registry.families import FAMILIES
 from geneb.registry.pins import PinError, apply_pins, lock_revisions, read_pins
+from geneb.registry.python_entry import resolve_entry_paths
 from geneb.registry.registry import Registry, RegistryError
 from geneb.registry.runnable import not_runnable, selection_error
 from geneb.registry.weights import WeightsError, apply_weights
@@ -83,6 +84,7 @@ def load_registry(
     and downloads, default resources/model_weights). Raises RegistryError naming the file, the model and the
     field (for an env: the model, the env and the fix; for `model_weights`: the model)."""
     data = _parse(Path(path))
+    resolve_entry_paths(data, Path(path).parent)  # a python entry's file path resolves against this file's folder
     if pins is not None:
         try:
             apply_pins(data, read_pins(pins))

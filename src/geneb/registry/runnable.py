@@ -15,6 +15,7 @@ from pathlib import Path
 
 from geneb.registry.families import FAMILIES
 from geneb.registry.pins import LockResult
+from geneb.registry.python_entry import PYTHON, entry_refusal
 from geneb.registry.registry import Registry
 from geneb.registry.spec import SOURCE_KINDS, ModelSpec
 from geneb.registry.weights import WEIGHT_KINDS, weights_refusal
@@ -41,6 +42,10 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
         why.append(("unpinned: a run with network pins it", f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}"))
     elif kind in WEIGHT_KINDS:
         refusal = weights_refusal(spec)
+        if refusal is not None:
+            why.append(refusal)
+    elif fam == PYTHON:
+        refusal = entry_refusal(spec.id, spec.load.entry)
         if refusal is not None:
             why.append(refusal)
     elif kind == "local" and not Path(src.path or "").is_dir():

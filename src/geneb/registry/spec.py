@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from geneb.core.envs import DEFAULT_ENV
+from geneb.registry.python_entry import FACT_DEFAULTS, PYTHON, USER_FAMILIES
 
 
 class SpecError(ValueError):
@@ -104,7 +105,10 @@ class Load:
     (Evo); window_bp: a fixed input window (bp); species: the species a multi-species supervised model runs as
     (SPACE: its species token and expert router, human or mouse); code_revision: 40-hex commit of remote code in another
     repository; config_overrides: {config key: value} set on the checkpoint's config before the model is built
-    (an upstream config defect, e.g. Mistral-Codon's `pad_token_id`), without editing the files."""
+    (an upstream config defect, e.g. Mistral-Codon's `pad_token_id`), without editing the files. Family python
+    (`geneb.registry.python_entry`): entry, the factory (`<file.py or module>:<factory>`, or an entry point's
+    name); options, the mapping the factory is called with; cpu_only, the encoder runs on CPU only (its jobs ask
+    for no GPU); entry_sha256, set only in extraction settings: the fingerprint of the entry's code."""
 
     transformers: str | None = None
     transformers_note: str | None = None
@@ -116,6 +120,10 @@ class Load:
     species: str | None = None
     code_revision: str | None = None
     config_overrides: Mapping[str, Any] | None = None
+    entry: str | None = None
+    options: Mapping[str, Any] | None = None
+    cpu_only: bool | None = None
+    entry_sha256: str | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> Load:
@@ -209,7 +217,13 @@ class ModelSpec:
     @classmethod
     def from_mapping(cls, model: str, data: Mapping[str, Any]) -> ModelSpec:
         """Build the spec of registry entry `model` from its (schema-validated) mapping. Raises SpecError
-        naming the model for an unknown key, or a missing family or source."""
+        naming the model for an unknown key, or a missing family or source. An entry of a user family
+        (`python_entry.USER_FAMILIES`) may leave out its display name (default: the id) and facts
+        (`python_entry.FACT_DEFAULTS`), and a python entry its source (default: kind builtin)."""
+        if isinstance(data, Mapping) and data.get("family") in USER_FAMILIES:
+            data = {"display": model, **FACT_DEFAULTS, **data}
+            if data["family"] == PYTHON:
+                data.setdefault("source", {"kind": "builtin"})
         if not isinstance(data, Mapping) or "family" not in data or "source" not in data:
             raise SpecError(f"model {model}: an entry needs a family and a source")
         rest = {k: v for k, v in data.items() if k not in ("source", "load", "trained_on_tasks")}

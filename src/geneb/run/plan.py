@@ -29,6 +29,7 @@ from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.families import family as model_family
 from geneb.registry.load import load_locked_registry
+from geneb.registry.python_entry import PRECOMPUTED, cpu_only, precomputed_inputs
 from geneb.registry.registry import Registry, RegistryError, model_spec
 from geneb.registry.runnable import not_runnable
 from geneb.run import partial as partial_run
@@ -170,9 +171,17 @@ class RunPlan:
         return len(models) * len(tasks) - rank
 
     def extraction_gpus(self, model: str) -> int:
-        """1 GPU for a torch model when execution.device is cuda/auto, else 0 (k-mer models, device cpu)."""
-        uses_torch = model_family(self.extraction_settings[model]["family"]).uses_torch
-        return job_resources.extraction_gpus(uses_torch, self.config["execution"]["device"])
+        """1 GPU for a torch model when execution.device is cuda/auto, else 0 (k-mer models, device cpu, a python
+        entry with `load.cpu_only`, precomputed vectors)."""
+        settings = self.extraction_settings[model]
+        uses_gpu = model_family(settings["family"]).uses_torch and not cpu_only(settings)  # load.cpu_only: no GPU
+        return job_resources.extraction_gpus(uses_gpu, self.config["execution"]["device"])
+
+    def extraction_inputs(self, model: str, task: str) -> list[str]:
+        """Files an extraction job reads besides the task: a precomputed model's vectors of the task (a changed
+        file reruns that task's job and its probes), else none."""
+        settings = self.extraction_settings[model]
+        return precomputed_inputs(settings, task) if settings["family"] == PRECOMPUTED else []
 
     def extraction_mem_mb(self, model: str, attempt: int) -> int:
         """Host memory (MB) of one extraction job: base + weights (registry `params`), doubled on each retry."""

@@ -99,13 +99,37 @@ def check_dropped_by_token_text(
             )
 
 
+#: what the messages call letters they cannot name
+OUTSIDE = "letters outside the model's vocabulary"
+#: the IUPAC ambiguity codes besides N (docs/alphabet.md)
+IUPAC_CODES = frozenset("RYSWKMBDHV")
+
+
+def unknown_letters(texts: Sequence[str] | None) -> str:
+    """What the letters of `texts` (the rows with an UNK token) are, beyond A/C/G/T, in words: "N" (plain N is no
+    IUPAC code of interest: an unknown base), "IUPAC codes R, Y" (the ambiguity codes), both, or, when the rows hold
+    neither, "letters or k-mers outside the model's vocabulary" (a partial k-mer, a letter case the vocabulary lacks)."""
+    letters = {ch for text in texts or () for ch in text.upper()} - set("ACGT")
+    parts = (["N"] if "N" in letters else []) + (
+        [f"IUPAC codes {', '.join(sorted(letters & IUPAC_CODES))}"] if letters & IUPAC_CODES else []
+    )
+    return " and ".join(parts) if parts else "letters or k-mers outside the model's vocabulary"
+
+
 def count_unknown(
-    encoded: Sequence[Sequence[int]], rows: list[int], *, model: str, unk_id: int | None, policy: str = "count"
+    encoded: Sequence[Sequence[int]],
+    rows: list[int],
+    *,
+    model: str,
+    unk_id: int | None,
+    policy: str = "count",
+    texts: Sequence[str] | None = None,
 ) -> tuple[int, int]:
     """(rows with an unknown token, unknown tokens) of one tokenizer call; (0, 0) without an UNK id. Logs a
     warning when there are any (`policy` count), or raises UnknownTokenError naming the count and the first
     rows (`policy` error); raises DroppedInputError for a row whose every token is UNK (nothing of the
-    sequence would reach the model)."""
+    sequence would reach the model). texts: the rows' model-input texts, to name the letters that became UNK (N, IUPAC
+    codes: `unknown_letters`)."""
     if unk_id is None:
         return 0, 0
     unk = [sum(1 for t in ids if t == unk_id) for ids in encoded]
@@ -118,24 +142,33 @@ def count_unknown(
             "a word longer than the tokenizer's limit?)",
             rows=[rows[blind]],
         )
+    seen = unknown_letters([t for t, u in zip(texts, unk) if u]) if texts is not None else None
     if counts[0] and policy == "error":
-        refuse_unknown(unk, rows, model=model)
+        refuse_unknown(unk, rows, model=model, letters=seen)
     if counts[0]:
         first = next(i for i, u in enumerate(unk) if u)
         log.warning(
-            "model %s: %d unknown-token ids in %d rows (first: row %s); letters outside the model's "
-            "vocabulary (IUPAC codes?) reach it as UNK",
+            "model %s: %d unknown-token ids in %d rows (first: row %s); %s reach it as UNK",
             model,
             counts[1],
             counts[0],
             rows[first],
+            seen or OUTSIDE,
         )
     return counts
 
 
-def refuse_unknown(per_row: Sequence[int], rows: list[int], *, model: str, what: str = "unknown-token ids") -> None:
+def refuse_unknown(
+    per_row: Sequence[int],
+    rows: list[int],
+    *,
+    model: str,
+    what: str = "unknown-token ids",
+    letters: str | None = None,
+) -> None:
     """Raise UnknownTokenError (`unk_policy: error`) for the rows with a nonzero count in `per_row`, naming the
-    model, the total and the first rows; return when there are none."""
+    model, the total, the first rows and the letters (`unknown_letters`; default: letters outside the model's
+    vocabulary); return when there are none."""
     named = [rows[i] for i, u in enumerate(per_row) if u]
     if not named:
         return
@@ -143,7 +176,7 @@ def refuse_unknown(per_row: Sequence[int], rows: list[int], *, model: str, what:
         f"model {model}: {sum(per_row)} {what} in {len(named)} rows (rows "
         + ", ".join(map(str, named[:5]))
         + (" ..." if len(named) > 5 else "")
-        + "); letters outside the model's vocabulary (IUPAC codes?) would reach it as UNK, refused under "
+        + f"); {letters or OUTSIDE} would reach it as UNK, refused under "
         "unk_policy: error (use a task without them, or unk_policy: count)",
         rows=named,
     )

@@ -207,5 +207,27 @@ def check_padding_invariance(enc: Any) -> None:
             f"model {enc.model_id}: a {n_short}-token probe's embedding changes by {diff:.3g} (relative; limit "
             f"{tol:g}) when batched with a {len(long_ids)}-token one under padding_side {enc.padding_side}"
             f"{'' if enc.uses_attention_mask else ' without an attention mask'}: results would depend on batch "
-            "mates. Use padding_side: right, or bucket_by_length: true (equal-length batches)"
+            f"mates. {padding_fix(enc.padding_side, enc.uses_attention_mask, enc.extraction.causal)}"
         )
+
+
+def padding_fix(padding_side: str, uses_mask: bool, causal: bool) -> str:
+    """The registry setting that fixes a padding variance in the case at hand: left padding -> `padding_side:
+    right`; right padding with a mask the model does not honour (a non-transformer wrapped as a transformers model,
+    remote code that drops the mask) -> `attention_mask: false` (a bidirectional maskless model then gets only
+    equal-length batches) or `bucket_by_length: true`; right padding without a mask on a model declared causal
+    that is not -> `causal: false` (equal-length batches)."""
+    if padding_side == "left":
+        return "Set extraction.padding_side: right (the pads then come after every real position)."
+    if uses_mask:
+        return (
+            "padding_side is already right, so the model does not honour its attention mask (a convolution or other "
+            "non-transformer network, or remote code that ignores the mask): set extraction.attention_mask: false "
+            "(GENEB then batches only equal-length rows of a non-causal model), or bucket_by_length: true."
+        )
+    if causal:
+        return (
+            "padding_side is already right and no mask is passed, so later pads reach earlier positions: the model is "
+            "not causal; set extraction.causal: false (equal-length batches), or bucket_by_length: true."
+        )
+    return "Set extraction.bucket_by_length: true (equal-length batches: no pads at all)."

@@ -188,7 +188,9 @@ class TokenModelEncoder(LoadedView):
             encoded=encoded,
             token_texts=self._token_texts,
         )
-        unknown = count_unknown(encoded, rows, model=self.model_id, unk_id=self.unk_id, policy=ext.unk_policy)
+        unknown = count_unknown(
+            encoded, rows, model=self.model_id, unk_id=self.unk_id, policy=ext.unk_policy, texts=texts
+        )
         chunks, n_chunks, truncated = split_tokens(
             encoded, rows, cap=self.body_cap, extraction=self.extraction, model=self.model_id, chunk=self.chunk
         )

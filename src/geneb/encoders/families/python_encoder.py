@@ -1,0 +1,279 @@
+"""Family `python`: the user's own encoder, without editing GENEB (docs/adding-a-model.md, "I have my own PyTorch
+module").
+
+The registry entry's `load.entry` names a factory (`geneb.registry.python_entry`), called once with the mapping
+`load.options`; it returns any object with `embed(sequences: list[str]) -> array (n, d)`: float32 or float64, one
+finite row per sequence, in order. Optional attributes: `max_length` (nucleotides; a longer row is cut into
+ceil(len / max_length) pieces of as equal a length as possible, each embedded, and the pieces' vectors averaged
+weighted by their length, i.e. the mean over every position when each vector is a mean over its piece) and `device`
+(recorded). GENEB calls `embed` with at most `batch_size` pieces at a time, in row order.
+
+`PythonEncoder` meets `geneb.encoders.protocol.Encoder`. Its load-time checks (`LOAD_CHECK_NAMES`): `output` (an
+array of one finite float row per sequence, one width, the entry's `extraction.embedding_dim` when set), `determinism`
+(the same call twice gives the same vectors) and `batch_invariance` (each probe embedded alone equals it embedded
+with its batch mates), each to a relative 1e-5; a failure is `EncoderContractError` naming the model, the check, the
+difference and the fix. `wrap_callable` wraps a bare `list[str] -> array` function (`geneb.evaluate`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from geneb.core.errors import ExtractionError
+from geneb.encoders.protocol import EmbedResult, checks_deferred, sequence_batch
+from geneb.registry.python_entry import ENTRY_POINT_GROUP, file_sha256, parse_entry
+from geneb.registry.settings import Extraction, ExtractionSettings
+
+#: the load-time checks, in the order they run
+LOAD_CHECK_NAMES = ("output", "determinism", "batch_invariance")
+#: relative tolerance of the determinism and batch-mate checks (to the largest |value| of the probe vectors)
+CHECK_RTOL = 1e-5
+#: the probe sequences of the load-time checks: different lengths, one with N
+PROBES = ("ACGT" * 10, "GATTACA" * 20, "NNNNN" + "ACGGTTCA" * 12, "TTGACA" * 3)
+
+
+class EncoderContractError(ExtractionError):
+    """A python entry's object does not keep the encoder contract (output shape, dtype, finiteness, width,
+    determinism, batch-mate invariance); the message names the model, the check, the row and the fix."""
+
+
+class _CallableModel:
+    """A bare function `list[str] -> array (n, d)` seen as an object with `embed`."""
+
+    def __init__(self, fn: Callable[[list[str]], Any]) -> None:
+        self.embed = fn
+
+
+def wrap_callable(model: Any) -> Any:
+    """`model` itself when it has a callable `embed`, a wrapper when it is a callable `list[str] -> array`.
+    Raises TypeError naming what was given and what is expected."""
+    if callable(getattr(model, "embed", None)):
+        return model
+    if callable(model):
+        return _CallableModel(model)
+    raise TypeError(
+        f"a model must be a registry id, a callable list[str] -> array (n, d), or an object with embed(); "
+        f"got {type(model).__name__}"
+    )
+
+
+def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) -> Callable[..., Any]:
+    """The factory `load.entry` names, imported now: a .py file (loaded under a module name of its own), a module,
+    or an entry point of the group geneb.encoders. expected_sha256: the fingerprint the plan saw
+    (`python_entry.entry_fingerprint`); a file edited since is refused. Raises EncoderContractError naming the
+    model for a missing factory or a changed file, and what importing the code raises."""
+    ref = parse_entry(entry, model=model)
+    if ref.kind == "file":
+        if ref.file is None:
+            raise EncoderContractError(f"model {model}: load.entry file {entry.rsplit(':', 1)[0]} does not exist")
+        if expected_sha256 is not None:
+            from geneb.registry.python_entry import entry_fingerprint
+
+            if entry_fingerprint(entry, model=model) != expected_sha256:
+                raise EncoderContractError(
+                    f"model {model}: {ref.file} changed after the run was planned (sha256 now "
+                    f"{file_sha256(ref.file)[:12]}); run again so that its new content gets its own cache"
+                )
+        name = f"geneb_user_{file_sha256(ref.file)[:12]}_{ref.file.stem}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, ref.file)
+            if spec is None or spec.loader is None:
+                raise EncoderContractError(f"model {model}: cannot load {ref.file} as Python code")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(ref.module)
+    factory = getattr(module, ref.factory, None)
+    if not callable(factory):
+        where = ref.file if ref.kind == "file" else ref.module
+        raise EncoderContractError(
+            f"model {model}: {where} has no callable {ref.factory!r}"
+            + (f" (entry point {ref.name!r} of {ENTRY_POINT_GROUP})" if ref.name else "")
+        )
+    return factory  # type: ignore[no-any-return]
+
+
+def piece_bounds(length: int, max_length: int | None) -> list[tuple[int, int]]:
+    """[(start, end)] of the pieces a row of `length` nucleotides is cut into: one piece when it fits, else
+    ceil(length / max_length) pieces whose lengths differ by at most one."""
+    if not max_length or length <= max_length:
+        return [(0, length)]
+    n = math.ceil(length / max_length)
+    edges = [round(i * length / n) for i in range(n + 1)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+class PythonEncoder:
+    """The encoder of a python entry, or of an object/callable handed to `geneb.evaluate`.
+
+    obj: the object with `embed`; model: the id named in errors; batch_size: pieces per `embed` call;
+    embedding_dim: the width the vectors must have (None: any, one width for every call); identity_extra: what
+    identifies the code (entry, fingerprint, options) in `identity()`. Runs its load-time checks on construction
+    unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
+
+    load_check_names: ClassVar[tuple[str, ...]] = LOAD_CHECK_NAMES
+
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        model: str,
+        batch_size: int = 64,
+        embedding_dim: int | None = None,
+        identity_extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.obj = wrap_callable(obj)
+        self.model_id = model
+        self.batch_size = int(batch_size)
+        self.embedding_dim = embedding_dim
+        self.extraction: Extraction | None = None  # no token options: GENEB cuts rows by nucleotides
+        self._identity_extra = dict(identity_extra or {})
+        self._width: int | None = embedding_dim
+        max_length = getattr(self.obj, "max_length", None)
+        if max_length is not None and (
+            not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1
+        ):
+            raise EncoderContractError(
+                f"model {model}: max_length must be a positive int (nucleotides), got {max_length!r}"
+            )
+        self.max_length: int | None = max_length
+        if not checks_deferred():
+            self.run_load_checks()
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the vectors beyond the registry settings: the object's class, max_length, device, and the
+        entry's fingerprint and options."""
+        cls = type(self.obj)
+        return {
+            "encoder": "python",
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "max_length": self.max_length,
+            "device": str(getattr(self.obj, "device", "n/a")),
+            **self._identity_extra,
+        }
+
+    def _call(self, batch: list[str], rows: list[int]) -> np.ndarray:
+        """One `embed` call, its output checked: (len(batch), d) float32/float64, finite, the model's width."""
+        out = self.obj.embed(list(batch))
+        if hasattr(out, "detach"):  # a torch tensor: the contract asks for numpy, but say it plainly if not on CPU
+            out = out.detach().cpu().numpy()
+        arr = np.asarray(out)
+        where = f"model {self.model_id}"
+        if arr.dtype not in (np.float32, np.float64):
+            raise EncoderContractError(
+                f"{where}: embed() returned dtype {arr.dtype}; return float32 or float64 (n, d) (rows {rows[:3]} ...)"
+            )
+        if arr.ndim != 2 or arr.shape[0] != len(batch):
+            raise EncoderContractError(
+                f"{where}: embed() of {len(batch)} sequences returned shape {arr.shape}; expected ({len(batch)}, d), "
+                "one row per sequence in order"
+            )
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            raise EncoderContractError(
+                f"{where}, row {rows[i]}: embed() returned {arr[i, j]} at column {j}; every value must be finite"
+            )
+        if self._width is None:
+            self._width = int(arr.shape[1])
+        elif arr.shape[1] != self._width:
+            what = "extraction.embedding_dim" if self.embedding_dim is not None else "earlier calls"
+            raise EncoderContractError(
+                f"{where}: embed() returned width {arr.shape[1]}, {what} gave {self._width} (rows {rows[:3]} ...)"
+            )
+        return arr.astype(np.float64)
+
+    def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
+        """float32 (n, d) vectors of `sequences` in order (`desc` unused). Rows over `max_length` are cut and
+        their pieces' vectors averaged by length (module docstring). Raises TypeError for a bare string and
+        EncoderContractError for output that breaks the contract, naming the row."""
+        sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
+        pieces: list[str] = []
+        owner: list[int] = []
+        weight: list[int] = []
+        n_chunks = np.zeros(len(sequences), np.int32)
+        for i, seq in enumerate(sequences):
+            bounds = piece_bounds(len(seq), self.max_length)
+            n_chunks[i] = len(bounds)
+            for a, b in bounds:
+                pieces.append(seq[a:b])
+                owner.append(i)
+                weight.append(b - a)
+        parts = [
+            self._call(pieces[s : s + self.batch_size], [rows[o] for o in owner[s : s + self.batch_size]])
+            for s in range(0, len(pieces), self.batch_size)
+        ]
+        vectors = np.concatenate(parts)
+        if (n_chunks == 1).all():
+            out = vectors
+        else:
+            out = np.zeros((len(sequences), vectors.shape[1]))
+            np.add.at(out, owner, vectors * np.asarray(weight, float)[:, None])
+            out /= np.asarray([len(s) for s in sequences], float)[:, None]
+        n = len(sequences)
+        lengths = np.asarray([len(s) for s in sequences], np.int32)
+        return EmbedResult(out.astype(np.float32), lengths, n_chunks, np.zeros(n, bool))
+
+    def _check(self, name: str, a: np.ndarray, b: np.ndarray, fix: str) -> None:
+        scale = max(float(np.abs(a).max(initial=0.0)), 1e-12)
+        diff = float(np.abs(a - b).max(initial=0.0)) / scale
+        if not diff <= CHECK_RTOL:
+            raise EncoderContractError(
+                f"model {self.model_id}: load-time check {name} failed: vectors differ by {diff:.3g} (relative to "
+                f"the largest value; limit {CHECK_RTOL:g}). {fix}"
+            )
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """Run `LOAD_CHECK_NAMES` on `PROBES`; returns their names, raises EncoderContractError at the first that
+        fails (the `output` check raises from `embed` itself)."""
+        probes = list(PROBES)
+        first = self.embed(probes).embeddings  # output: shape, dtype, finite, width
+        self._check(
+            "determinism",
+            first,
+            self.embed(probes).embeddings,
+            "The same sequences must give the same vectors: switch the module to eval mode (dropout off), seed "
+            "any randomness, and keep no state between calls.",
+        )
+        alone = np.concatenate([self.embed([p]).embeddings for p in probes])
+        self._check(
+            "batch_invariance",
+            alone,
+            first,
+            "A sequence's vector must not depend on its batch mates: mask the padding you add (or embed one "
+            "sequence at a time), and use no batch statistics (BatchNorm in eval mode).",
+        )
+        return LOAD_CHECK_NAMES
+
+
+def from_settings(
+    settings: ExtractionSettings, *, device: str = "cpu", batch_size: int = 64, **_: Any
+) -> PythonEncoder:
+    """Adapter entry point (geneb.registry.families): import the entry's factory, call it with `load.options`
+    and wrap the object. `device` is not passed to the factory (put it in `load.options` if the code takes one).
+    Raises EncoderContractError naming the model for a missing factory, a changed file, or an object without
+    `embed`."""
+    load = settings.load
+    factory = load_factory(str(load.entry), model=settings.model, expected_sha256=load.entry_sha256)
+    obj = factory(dict(load.options or {}))
+    if not callable(getattr(obj, "embed", None)):
+        raise EncoderContractError(
+            f"model {settings.model}: the factory of {load.entry!r} returned a {type(obj).__name__} without an "
+            "embed(list[str]) method; return an object with one (docs/adding-a-model.md)"
+        )
+    return PythonEncoder(
+        obj,
+        model=settings.model,
+        batch_size=batch_size,
+        embedding_dim=settings.extraction.embedding_dim,
+        identity_extra={"entry_sha256": load.entry_sha256, "options": dict(load.options or {})},
+    )

@@ -1,0 +1,233 @@
+"""Family `precomputed`: vectors computed elsewhere, checked and copied into GENEB's embedding cache, so that every
+protocol probes them exactly as extracted ones (docs/adding-a-model.md, "I have vectors").
+
+A registry entry `family: precomputed`, `source: {kind: local, path: <folder>}` names a folder holding, per task,
+either `<folder>/<task>/<split>.npy` (a float array (n_rows, d), one row per row of the task's source split file,
+in the file's order, before any cap: GENEB picks the rows a cap keeps by their row ids, the prepared parquet's
+`row`), or `<folder>/<task>.h5` in GENEB's own cache layout (`geneb.extract.cache`: per split `embeddings` and the
+`row` ids they belong to; every prepared row id must be there).
+
+`import_task` is the extraction job of such a model: it checks the files against the prepared task and raises
+`PrecomputedError` naming every problem at once (a missing task or split, a row count other than the source split's,
+a non-float or non-2-D array, a non-finite value with its split, row and column, widths that differ between
+splits, a row id the HDF5 file lacks), then writes the cache file with the files' sha256 in its extraction key
+(provenance: `encoder.encoder = precomputed`), so a changed file changes the key hash every score row carries.
+Torch-free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geneb.core.errors import ExtractionError
+from geneb.core.provenance import package_versions
+from geneb.extract.cache import SplitEmbeddings, read_embeddings, write_embeddings
+from geneb.registry.registry import extraction_hash
+from geneb.registry.settings import ExtractionSettings, SettingsLike
+from geneb.tasks.card import TaskCard, read_card
+
+log = logging.getLogger(__name__)
+#: how many problems of one kind the error lists (the count of the rest follows)
+SHOWN = 5
+
+
+class PrecomputedError(ExtractionError):
+    """Precomputed vectors that do not fit their task; the message lists every problem found, each naming the
+    model, task, split (and row) and the fix."""
+
+
+class PrecomputedVectors:
+    """What family precomputed's entry point builds: it meets the `Encoder` protocol, has no load-time checks, and
+    embeds nothing (its vectors are keyed by a task's source rows, not by sequences): `import_task` reads them."""
+
+    load_check_names: tuple[str, ...] = ()
+
+    def __init__(self, settings: ExtractionSettings) -> None:
+        self.model = settings.model
+        self.folder = settings.source.path
+        self.extraction = None
+
+    def identity(self) -> dict[str, Any]:
+        """{"encoder": "precomputed"}: the files' fingerprints are in each cache file's key (`import_task`)."""
+        return {"encoder": "precomputed"}
+
+    def run_load_checks(self) -> tuple[str, ...]:
+        """No model, nothing to probe: ()."""
+        return self.load_check_names
+
+    def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> Any:
+        """Refused: raises TypeError naming the model and where its vectors are read."""
+        raise TypeError(
+            f"model {self.model}: family precomputed embeds no sequences; its vectors in {self.folder} are read per "
+            "task by geneb.extract.precomputed.import_task (the workflow's extraction job, geneb.evaluate)"
+        )
+
+
+def from_settings(settings: ExtractionSettings, **_: Any) -> PrecomputedVectors:
+    """Family entry point (geneb.registry.families): a `PrecomputedVectors`."""
+    return PrecomputedVectors(settings)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _finite_problems(x: np.ndarray, row_ids: np.ndarray, where: str) -> list[str]:
+    bad = np.argwhere(~np.isfinite(x))
+    if not len(bad):
+        return []
+    i, j = (int(v) for v in bad[0])
+    n_rows = len(np.unique(bad[:, 0]))
+    return [f"{where}: {n_rows} row(s) with a non-finite value, first row {int(row_ids[i])} column {j} ({x[i, j]})"]
+
+
+def _read_npy(path: Path, n_source: int | None, where: str, problems: list[str]) -> np.ndarray | None:
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as err:
+        problems.append(f"{where}: {path} is not a readable .npy array ({err})")
+        return None
+    if x.ndim != 2:
+        problems.append(f"{where}: {path} has shape {x.shape}; expected (n_rows, d)")
+        return None
+    if x.dtype.kind != "f":
+        problems.append(f"{where}: {path} has dtype {x.dtype}; expected float32 or float64")
+        return None
+    if n_source is not None and x.shape[0] != n_source:
+        problems.append(
+            f"{where}: {path} has {x.shape[0]} rows, the task's source split has {n_source}; one row per row of the "
+            "source file, in its order, before any cap"
+        )
+        return None
+    return x
+
+
+def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFrame], *, model: str) -> dict[str, Any]:
+    """The vectors of every split of one task, picked by the prepared rows' ids and checked:
+    {split: (float32 (n_prepared, d) vectors, {"path", "sha256", "shape"})}.
+
+    folder: the entry's `source.path`; card: the prepared task's card (`n_source` per split); frames: {split: the
+    prepared parquet, column `row`}. Raises PrecomputedError listing every problem of every split (module docstring).
+    """
+    folder = Path(folder)
+    task = card.task
+    problems: list[str] = []
+    out: dict[str, Any] = {}
+    h5 = folder / f"{task}.h5"
+    cached = None
+    if h5.exists():
+        try:
+            cached = read_embeddings(h5, tuple(frames))
+        except Exception as err:  # a broken or incomplete file: one problem, named
+            problems.append(f"model {model}, task {task}: {h5} is not a complete GENEB cache file ({err})")
+    elif not (folder / task).is_dir():
+        problems.append(
+            f"model {model}, task {task}: no {folder / task}/ with {{train,test}}.npy and no {h5}; compute the task's "
+            'vectors there (docs/adding-a-model.md, "I have vectors")'
+        )
+    for split, df in frames.items():
+        where = f"model {model}, task {task}, split {split}"
+        rows = df["row"].to_numpy(np.int64)
+        if cached is not None:
+            if split not in cached.splits:
+                continue
+            x_all, ids = cached.splits[split]
+            position = {int(r): i for i, r in enumerate(ids)}
+            missing = [int(r) for r in rows if int(r) not in position]
+            if missing:
+                problems.append(f"{where}: {len(missing)} prepared row id(s) are not in {h5}, first {missing[:SHOWN]}")
+                continue
+            x = np.asarray(x_all)[[position[int(r)] for r in rows]]
+            info = {"path": str(h5), "sha256": None, "shape": list(np.shape(x_all))}
+        else:
+            path = folder / task / f"{split}.npy"
+            if not path.is_file():
+                if (folder / task).is_dir():
+                    problems.append(f"{where}: {path} is missing")
+                continue
+            summary = card.splits.get(split)
+            x_all = _read_npy(path, summary.n_source if summary is not None else None, where, problems)
+            if x_all is None:
+                continue
+            if len(rows) and int(rows.max()) >= x_all.shape[0]:
+                problems.append(f"{where}: row id {int(rows.max())} is beyond the {x_all.shape[0]} rows of {path}")
+                continue
+            x = np.asarray(x_all[rows])
+            info = {"path": str(path), "sha256": _sha256(path), "shape": list(x_all.shape)}
+        problems += _finite_problems(x, rows, where)
+        out[split] = (x.astype(np.float32), info)
+    widths = {split: v[0].shape[1] for split, v in out.items()}
+    if len(set(widths.values())) > 1:
+        problems.append(f"model {model}, task {task}: the splits have different widths {widths}; one width for all")
+    if cached is not None:
+        digest = _sha256(h5)
+        for _, info in out.values():
+            info["sha256"] = digest
+    if problems:
+        raise PrecomputedError(
+            f"{len(problems)} problem(s) with the precomputed vectors of model {model}, task {task}:\n"
+            + "\n".join(f"  - {p}" for p in problems)
+        )
+    return out
+
+
+def import_task(
+    settings: SettingsLike,
+    task_dir: str | Path,
+    out_path: str | Path,
+    *,
+    splits: tuple[str, ...] = ("train", "test"),
+    hdf5_locking: str = "auto",
+) -> dict[str, Any]:
+    """Check a precomputed model's vectors of the prepared task in `task_dir` (`check_task`) and write them to
+    `out_path` in GENEB's cache layout; returns the extraction key. settings: the resolved extraction settings
+    (`registry.extraction_settings`, family precomputed). Raises PrecomputedError (nothing written)."""
+    t0 = time.perf_counter()
+    typed = ExtractionSettings.of(settings)
+    mapping = typed.as_dict() if isinstance(settings, ExtractionSettings) else dict(settings)
+    task_dir = Path(task_dir)
+    card = read_card(task_dir / "card.json")
+    frames = {split: pd.read_parquet(task_dir / f"{split}.parquet", columns=["row"]) for split in splits}
+    checked = check_task(str(typed.source.path), card, frames, model=typed.model)
+    out = {}
+    for split, (x, _) in checked.items():
+        n = len(x)
+        out[split] = SplitEmbeddings(
+            x,
+            frames[split]["row"].to_numpy(),
+            np.ones(n, np.int32),  # one vector per row: nothing pooled by GENEB
+            attrs={"n_rows": n, "n_truncated": 0, "n_chunked": 0, "n_pooled_positions": n, "n_trimmed_rows": 0},
+        )
+    identity = {"encoder": "precomputed", "files": {split: info for split, (_, info) in checked.items()}}
+    key = {
+        "model": typed.model,
+        "task": card.task,
+        "settings_hash": extraction_hash(mapping),
+        "settings": mapping,
+        "encoder": identity,
+        "task_data_hash": card.data_hash,
+        "package_versions": package_versions(),
+    }
+    attrs = {
+        "model": typed.model,
+        "family": typed.family,
+        "source": "precomputed",
+        "hdf5_locking": hdf5_locking,
+        "seconds_total": round(time.perf_counter() - t0, 3),
+    }
+    write_embeddings(
+        out_path, out, key, storage_dtype=typed.extraction.storage_dtype, hdf5_locking=hdf5_locking, attrs=attrs
+    )
+    log.info("model %s, task %s: precomputed vectors %s written to %s", typed.model, card.task, identity, out_path)
+    return key

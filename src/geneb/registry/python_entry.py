@@ -1,0 +1,218 @@
+"""Registry entries a user writes without editing GENEB: `family: python` (their own encoder, a factory in a file,
+an importable module or an installed package) and `family: precomputed` (vectors computed elsewhere).
+
+Torch-free and import-free: nothing here imports the user's code (the plan reads these entries while Snakemake
+builds the DAG); the factory is imported by the adapter, `geneb.encoders.families.python_encoder`, in the job.
+
+`load.entry` names the factory in one of three forms (docs/adding-a-model.md, "I have my own PyTorch module"):
+
+* `path/to/file.py:factory`: a Python file; a relative path resolves against the directory of the registry file
+  that declares the entry (`resolve_entry_paths`, called by `load_registry`);
+* `package.module:factory`: an importable module, found on `sys.path` without importing it;
+* `name` (no colon): an entry point of the group `geneb.encoders` (`ENTRY_POINT_GROUP`) of an installed package,
+  whose value is `module:factory`.
+
+The settings hash takes the source file's sha256 (`load.entry_sha256`, set in the extraction settings only), the
+factory's name and `load.options`, never the file's path (`hash_view`): a moved file is the same model, an edited
+one a new one. `load.cpu_only: true` says the encoder runs on CPU only: its extraction jobs ask for no GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PYTHON = "python"
+PRECOMPUTED = "precomputed"
+#: the families whose entries need nothing but `family` and what they load (display name and facts optional)
+USER_FAMILIES = (PYTHON, PRECOMPUTED)
+#: the entry-point group pip-installed encoder packages register their factories in
+ENTRY_POINT_GROUP = "geneb.encoders"
+#: the facts an entry of a user family may leave out, and what they default to (`ModelSpec.from_mapping`)
+FACT_DEFAULTS = {
+    "architecture_family": "unknown",
+    "tokenizer_type": "unknown",
+    "pretraining_domain": "unknown",
+    "license": "unknown",
+}
+
+
+class EntryError(ValueError):
+    """A `load.entry` that cannot be found or read (the message names the model, the entry and the fix)."""
+
+
+@dataclass(frozen=True)
+class EntryRef:
+    """Where a python entry's factory is. kind: file | module | entry-point; module: the module name (file: a
+    name GENEB gives the loaded file); factory: the attribute called with `load.options`; file: the source file
+    whose content identifies it (None: not found); name: the entry point's name (kind entry-point)."""
+
+    kind: str
+    module: str
+    factory: str
+    file: Path | None
+    name: str = ""
+
+    @property
+    def hash_label(self) -> str:
+        """What the settings hash takes of the entry besides the file's content: no path, ever."""
+        if self.kind == "file":
+            return f"file:{self.factory}"
+        return f"{self.kind}:{self.name or self.module}:{self.factory}"
+
+
+def _is_file_entry(entry: str) -> bool:
+    return entry.rsplit(":", 1)[0].endswith(".py")
+
+
+def resolve_entry_paths(data: Mapping[str, Any], base_dir: str | os.PathLike[str]) -> None:
+    """Make the relative file path of every python entry's `load.entry` absolute against `base_dir` (the folder of
+    the registry file that declares it), and give a python entry without a source `{kind: builtin}`, in place;
+    other entries are left as they are."""
+    for spec in (data.get("models") or {}).values():
+        if not isinstance(spec, dict) or spec.get("family") != PYTHON:
+            continue
+        spec.setdefault("source", {"kind": "builtin"})
+        load = spec.get("load")
+        entry = load.get("entry") if isinstance(load, dict) else None
+        if isinstance(load, dict) and isinstance(entry, str) and _is_file_entry(entry):
+            file, factory = entry.rsplit(":", 1)
+            path = Path(os.path.expanduser(file))
+            if not path.is_absolute():
+                load["entry"] = f"{os.path.normpath(Path(base_dir).absolute() / path)}:{factory}"
+
+
+def _module_file(module: str) -> Path | None:
+    """The source file of `module` found on sys.path without importing anything (a package: its __init__)."""
+    search: list[str] | None = None
+    spec = None
+    parts = module.split(".")
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
+        spec = importlib.machinery.PathFinder.find_spec(name, search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and os.path.isfile(origin) else None
+
+
+def parse_entry(entry: str, *, model: str = "?") -> EntryRef:
+    """The `EntryRef` of `load.entry` (module docstring). Raises EntryError naming the model for an entry point
+    that no installed package provides, or a string of none of the three forms."""
+    if ":" not in entry:
+        from importlib.metadata import entry_points
+
+        found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == entry]
+        if not found:
+            known = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+            raise EntryError(
+                f"model {model}: load.entry {entry!r} is no entry point of the group {ENTRY_POINT_GROUP!r} "
+                f"(installed: {known or 'none'}); give `<file.py>:<factory>`, `<module>:<factory>`, or install the "
+                "package that registers it"
+            )
+        module, _, factory = found[0].value.partition(":")
+        return EntryRef("entry-point", module.strip(), factory.strip(), _module_file(module.strip()), entry)
+    target, factory = entry.rsplit(":", 1)
+    if not factory.isidentifier() or not target:
+        raise EntryError(
+            f"model {model}: load.entry {entry!r} must be `<file.py or module>:<factory>` (the factory a Python name)"
+        )
+    if _is_file_entry(entry):
+        path = Path(target)
+        return EntryRef("file", f"geneb_user_{path.stem}", factory, path if path.is_file() else None)
+    if not all(part.isidentifier() for part in target.split(".")):
+        raise EntryError(f"model {model}: load.entry {entry!r}: {target!r} is neither a .py file nor a module name")
+    return EntryRef("module", target, factory, _module_file(target))
+
+
+def entry_problems(model: str, spec: Mapping[str, Any]) -> list[str]:
+    """The cross-field problems of a user-family entry (a registry mapping; [] for other families): a python entry
+    needs `load.entry` of a valid form; a precomputed one a `source` of kind local with a path. Torch-free."""
+    family = spec.get("family")
+    if family == PYTHON:
+        entry = (spec.get("load") or {}).get("entry")
+        if not entry:
+            return [f"model {model}: family python needs load.entry (`<file.py or module>:<factory>`)"]
+        if ":" in entry:
+            try:
+                parse_entry(entry, model=model)
+            except EntryError as err:
+                return [str(err)]
+    if family == PRECOMPUTED and (spec.get("source") or {}).get("kind") != "local":
+        return [f"model {model}: family precomputed needs source: {{kind: local, path: <folder of vectors>}}"]
+    return []
+
+
+def entry_refusal(model: str, entry: str | None) -> tuple[str, str] | None:
+    """(short label, full reason) when a python entry's factory cannot be found now, else None."""
+    try:
+        ref = parse_entry(entry or "", model=model)
+    except EntryError as err:
+        return ("entry not found", str(err))
+    if ref.file is None:
+        where = "file" if ref.kind == "file" else "module"
+        return (
+            f"entry {where} not found",
+            f"model {model}: load.entry {entry!r}: the {where} is not there (a relative file path resolves against "
+            "the folder of the registry file that declares the entry; a module must be importable here)",
+        )
+    return None
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 (hex) of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def entry_fingerprint(entry: str, *, model: str = "?") -> str:
+    """sha256 identifying a python entry's code: its source file's content and, for a module of an installed
+    distribution, that distribution's name and version. Raises EntryError when the source file is not found."""
+    ref = parse_entry(entry, model=model)
+    if ref.file is None:
+        raise EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
+    h = hashlib.sha256(file_sha256(ref.file).encode())
+    if ref.kind != "file":
+        from importlib.metadata import packages_distributions, version
+
+        for dist in sorted(set(packages_distributions().get(ref.module.split(".")[0], []))):
+            h.update(f"{dist}=={version(dist)}".encode())
+    return h.hexdigest()
+
+
+def hash_view(settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the settings hash takes of a user-family entry's settings: a python entry's `load.entry` reduced to its
+    form and factory (its file's content is `load.entry_sha256`), `load.cpu_only` left out (how it runs, as
+    execution.device); a precomputed entry's `source.path` left out (where the vectors are, not what they are:
+    each task's files are its extraction job's inputs, so a changed file reruns that task). Other settings as
+    they are."""
+    family = settings.get("family")
+    if family == PYTHON:
+        load = dict(settings.get("load") or {})
+        if load.get("entry"):
+            load["entry"] = parse_entry(load["entry"], model=str(settings.get("model"))).hash_label
+        load.pop("cpu_only", None)
+        return {**settings, "load": load}
+    if family == PRECOMPUTED:
+        return {**settings, "source": {k: v for k, v in (settings.get("source") or {}).items() if k != "path"}}
+    return settings
+
+
+def cpu_only(settings: Mapping[str, Any]) -> bool:
+    """Whether resolved settings say the encoder runs on CPU only (`load.cpu_only`; a precomputed entry always)."""
+    return settings.get("family") == PRECOMPUTED or bool((settings.get("load") or {}).get("cpu_only"))
+
+
+def precomputed_inputs(settings: Mapping[str, Any], task: str) -> list[str]:
+    """The files of `task` a precomputed entry reads (the extraction job's inputs, so a changed file reruns that
+    task): `<folder>/<task>.h5` when it exists, else `<folder>/<task>/{train,test}.npy`."""
+    folder = Path((settings.get("source") or {}).get("path") or ".")
+    h5 = folder / f"{task}.h5"
+    if h5.exists():
+        return [str(h5)]
+    return [str(folder / task / f"{split}.npy") for split in ("train", "test")]

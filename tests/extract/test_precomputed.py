@@ -1,0 +1,91 @@
+"""Family `precomputed` (geneb.extract.precomputed): vectors computed elsewhere, picked by row id, checked with every
+problem named at once, and written to GENEB's cache with the files' fingerprints."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from geneb.extract.cache import SplitEmbeddings, read_embeddings, write_embeddings
+from geneb.extract.precomputed import PrecomputedError, import_task
+
+SETTINGS = {
+    "model": "vecs",
+    "family": "precomputed",
+    "source": {"kind": "local", "path": "PATH"},
+    "extraction": {"storage_dtype": "float32"},
+}
+
+
+@pytest.fixture
+def task(make_task):
+    """A prepared task whose kept rows are source rows 1, 3, 4 (train) and 0, 2 (test) of 6 and 3 source rows."""
+    folder = make_task(["ACGT", "GGCC", "ATAT"], ["TTTT", "CCCA"], task="t")
+    import pandas as pd
+
+    for split, rows in (("train", [1, 3, 4]), ("test", [0, 2])):
+        df = pd.read_parquet(folder / f"{split}.parquet")
+        df["row"] = rows
+        df.to_parquet(folder / f"{split}.parquet", index=False)
+    card = json.loads((folder / "card.json").read_text())
+    card["splits"] = {"train": {"n": 3, "n_source": 6}, "test": {"n": 2, "n_source": 3}}
+    (folder / "card.json").write_text(json.dumps(card))
+    return folder
+
+
+def settings_for(folder):
+    return {**SETTINGS, "source": {"kind": "local", "path": str(folder)}}
+
+
+def test_rows_are_picked_by_their_source_row_id_and_recorded(tmp_path, task):
+    vecs = tmp_path / "vecs" / "t"
+    vecs.mkdir(parents=True)
+    train, test = np.arange(12, dtype=np.float64).reshape(6, 2), -np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.save(vecs / "train.npy", train)
+    np.save(vecs / "test.npy", test)
+    key = import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
+    cached = read_embeddings(tmp_path / "out.h5")
+    np.testing.assert_array_equal(cached.splits["train"][0], train[[1, 3, 4]])
+    np.testing.assert_array_equal(cached.splits["test"][0], test[[0, 2]])
+    assert key["encoder"]["encoder"] == "precomputed" and len(key["encoder"]["files"]["test"]["sha256"]) == 64
+
+
+def test_every_problem_is_named_at_once(tmp_path, task):
+    vecs = tmp_path / "vecs" / "t"
+    vecs.mkdir(parents=True)
+    bad = np.ones((6, 2), np.float32)
+    bad[3, 1] = np.nan
+    np.save(vecs / "train.npy", bad)
+    np.save(vecs / "test.npy", np.ones((4, 3), np.float32))  # a row too many
+    with pytest.raises(PrecomputedError) as err:
+        import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
+    text = str(err.value)
+    assert "2 problem(s)" in text and "split test" in text and "4 rows, the task's source split has 3" in text
+    assert "split train: 1 row(s) with a non-finite value, first row 3 column 1" in text
+    assert not (tmp_path / "out.h5").exists()
+    np.save(vecs / "test.npy", np.ones((3, 3), np.float32))
+    np.save(vecs / "train.npy", np.ones((6, 2), np.int64))
+    with pytest.raises(PrecomputedError, match="dtype int64; expected float32 or float64"):
+        import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
+    np.save(vecs / "train.npy", np.ones((6, 2), np.float32))
+    with pytest.raises(PrecomputedError, match="different widths"):
+        import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
+    (vecs / "test.npy").unlink()
+    with pytest.raises(PrecomputedError, match=r"split test: .*test.npy is missing"):
+        import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
+    with pytest.raises(PrecomputedError, match="no .*/t/ with"):
+        import_task(settings_for(tmp_path / "elsewhere"), task, tmp_path / "out.h5")
+
+
+def test_an_hdf5_file_in_geneb_layout_is_read_by_row_id(tmp_path, task):
+    folder = tmp_path / "vecs"
+    folder.mkdir()
+    splits = {
+        "train": SplitEmbeddings(np.eye(6, 2, dtype=np.float32) + 1, np.arange(6)[::-1].copy(), np.ones(6, np.int32)),
+        "test": SplitEmbeddings(np.ones((2, 2), np.float32), np.asarray([0, 1]), np.ones(2, np.int32)),
+    }
+    write_embeddings(folder / "t.h5", splits, {"model": "x", "task": "t"})
+    with pytest.raises(PrecomputedError, match=r"split test: 1 prepared row id\(s\) are not in .*first \[2\]"):
+        import_task(settings_for(folder), task, tmp_path / "out.h5")
