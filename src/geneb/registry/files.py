@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".ckpt", ".pth"}
@@ -30,21 +31,56 @@ def weights_hash(folder: str | os.PathLike[str]) -> str:
     return _sha256_files(files, root)
 
 
+#: the files of a model folder that a model reads, by suffix: weights, configs and tokenizers, remote code
+MODEL_FILE_SUFFIXES = WEIGHT_SUFFIXES | {
+    ".h5",
+    ".msgpack",
+    ".npz",
+    ".npy",
+    ".onnx",
+    ".gguf",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".model",
+    ".vocab",
+    ".tiktoken",
+    ".py",
+}
+#: plain-text files a tokenizer reads (`vocab.txt`, `merges.txt`, `dict.txt`, `tokens.txt`); other .txt files are
+#: notes
+TOKENIZER_TEXT = re.compile(r"(vocab|merges|dict|tokens?)", re.IGNORECASE)
+
+
+def is_model_file(relative: Path) -> bool:
+    """Whether a file of a model folder (`relative` to the folder) is one a model reads: weights, configs,
+    tokenizer files or remote code (MODEL_FILE_SUFFIXES, and .txt files named like a vocabulary or merges list).
+    Documentation, notes, images, logs and hidden files are not: adding a README.md or NOTES.txt to a checkpoint
+    folder leaves its fingerprint, and so its embedding cache, as it was."""
+    if any(part.startswith(".") for part in relative.parts):
+        return False
+    if relative.suffix.lower() == ".txt":
+        return bool(TOKENIZER_TEXT.search(relative.stem))
+    return relative.suffix.lower() in MODEL_FILE_SUFFIXES
+
+
 _FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 
 
 def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
-    """sha256 over every regular file below `folder` (weights, configs, tokenizer, remote code; hidden files
-    skipped), by relative path, memoised per process on (names, sizes, mtimes). Identifies a local
-    checkpoint in the extraction settings, so new weights give a new cache path. Raises FileNotFoundError."""
+    """sha256 over the files below `folder` that a model reads (`is_model_file`: weights, configs, tokenizer,
+    remote code), by relative path, memoised per process on (names, sizes, mtimes). Identifies a local checkpoint
+    in the extraction settings, so new weights give a new cache path and a note beside them does not. Raises
+    FileNotFoundError when the folder does not exist or holds no model file."""
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"local model folder {folder} does not exist")
-    files = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    files = sorted(p for p in root.rglob("*") if p.is_file() and is_model_file(p.relative_to(root)))
+    if not files:
+        raise FileNotFoundError(
+            f"local model folder {folder} holds no model file (weights, config, tokenizer or code: "
+            f"{', '.join(sorted(MODEL_FILE_SUFFIXES))})"
+        )
     stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     key = (str(root.resolve()), stamp)
     if key not in _FINGERPRINTS:
