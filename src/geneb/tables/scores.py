@@ -17,8 +17,9 @@ from geneb.core.provenance import CODE_REVISION_KEYS, code_revision
 
 #: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
 #: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
-#: columns (`geneb_commit`, `geneb_dirty`) were added.
-SCHEMA_VERSION = "2"
+#: columns (`geneb_commit`, `geneb_dirty`) were added; 3: the clean-subset columns (`value_clean`, `ci_low_clean`,
+#: `ci_high_clean`, `n_test_clean`; geneb.probe.clean).
+SCHEMA_VERSION = "3"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
 #: columns every score table must have
 REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")

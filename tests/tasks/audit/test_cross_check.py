@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geneb.tasks.audit.audit import load_task
+from geneb.tasks.audit_step import load_task
 from geneb.tasks.audit.homology import homology_leakage
 from geneb.tasks.hygiene import reverse_complement, train_test_overlap
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from geneb.tasks.audit.audit import load_task
+from geneb.tasks.audit_step import load_task
 from geneb.tasks.audit.single_feature import feature_auroc, flag_auroc, headline, single_feature_aurocs
 
 
