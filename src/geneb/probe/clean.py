@@ -38,7 +38,7 @@ def clean_columns(
     preds: the prediction table of the same fits (regime, seed, row, y_true, y_pred, score); leaked_rows: test row
     ids (the parquet `row`) with a training homolog; classes: the task's classes (K,). Rows and their order are
     unchanged. Raises ValueError when a leaked row id is not a test row."""
-    leaked = set(int(r) for r in leaked_rows)
+    leaked = {int(r) for r in leaked_rows}
     unknown = leaked - set(preds["row"].unique()) if len(preds) else set()
     if unknown:
         raise ValueError(f"leaked test row ids {sorted(unknown)[:5]} are not rows of the test split")

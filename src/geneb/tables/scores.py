@@ -48,6 +48,22 @@ def with_code_revision(table: pd.DataFrame, revision: dict[str, object] | None =
 FAILED_TASKS_ATTR = "geneb_failed_tasks"
 
 
+#: the parquet metadata key of scores.parquet and leaderboard.parquet that lists the (model, task) cells which
+#: failed while other models completed the task, {model: {task: {"category", "error"}}} (geneb.run.partial)
+FAILED_CELLS_ATTR = "geneb_failed_cells"
+#: how a category mean treats a missing or failed cell (stated in the leaderboard's metadata, CLI and report)
+MISSING_CELL_RULE = (
+    "a category value is the mean over the tasks the model has; a model missing a task of the category (failed, "
+    "contaminated or not run) is shown there but not ranked (rank NA), and its macro and micro are NaN"
+)
+MISSING_CELL_RULE_ATTR = "geneb_missing_cell_rule"
+
+
+def failed_cells(path: str) -> dict[str, dict[str, dict[str, str]]]:
+    """The failed (model, task) cells recorded in a score or leaderboard table's metadata ({} when none)."""
+    return dict(pd.read_parquet(path).attrs.get(FAILED_CELLS_ATTR) or {})
+
+
 def failed_tasks(path: str) -> dict[str, dict[str, str]]:
     """The failed tasks recorded in a score or leaderboard table's metadata ({} when none)."""
     return dict(pd.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})

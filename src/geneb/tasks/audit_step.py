@@ -119,7 +119,10 @@ def audit_prepared(
     c = read_card(card)
     if c.task != task:
         raise AuditFileError(f"{card}: card of task {c.task!r}, expected {task!r}")
-    frames = {split: pd.read_parquet(path, columns=["row", "sequence", "label"]) for split, path in (("train", train), ("test", test))}
+    frames = {
+        split: pd.read_parquet(path, columns=["row", "sequence", "label"])
+        for split, path in (("train", train), ("test", test))
+    }
     record = audit_task(
         frames["train"],
         frames["test"],
@@ -143,7 +146,9 @@ def audit_prepared(
     return out
 
 
-def read_audit(path: str | os.PathLike[str], *, task: str | None = None, data_hash: str | None = None) -> dict[str, Any]:
+def read_audit(
+    path: str | os.PathLike[str], *, task: str | None = None, data_hash: str | None = None
+) -> dict[str, Any]:
     """The audit record at `path`. Raises AuditFileError naming the file when it is missing, another task's, of
     other data (`data_hash`, the card's) or of another layout version."""
     try:
