@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,13 @@ TASK_RULES = ("prepare_task", "audit_task", "write_shot_indices")
 def cell_excluded(partial: dict[str, Any] | None, model: str, task: str) -> bool:
     """Whether the partial run leaves (model, task) out: a cell listed in the failures file's `failed_cells`."""
     return bool(partial) and task in ((partial or {}).get("failed_cells") or {}).get(model, {})
+
+
+def kept_cells(
+    combos: Iterable[tuple[str, str, str]], partial: dict[str, Any] | None
+) -> Iterator[tuple[str, str, str]]:
+    """The (protocol, model, task) combinations whose (model, task) cell is not excluded (`cell_excluded`)."""
+    return (c for c in combos if not cell_excluded(partial, c[1], c[2]))
 
 
 def cell_logs(log_root: str | Path, model: str, task: str) -> list[Path]:

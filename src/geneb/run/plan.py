@@ -202,8 +202,7 @@ class RunPlan:
         protocols outermost and tasks innermost (Snakemake's `expand` order). kind: probes (score tables) or
         predictions."""
         combos = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
-        # a partial run leaves out the (model, task) cells that failed, never the task's other models
-        combos = (c for c in combos if not partial_run.cell_excluded(self.partial, c[1], c[2]))
+        combos = partial_run.kept_cells(combos, self.partial)  # a partial run's failed (model, task) cells left out
         return [f"results/{kind}/{protocol}/{model}/{task}.parquet" for protocol, model, task in combos]
 
     # ---- aggregation, analyses and the report ----------------------------------------------------------------
