@@ -42,4 +42,6 @@ def test_flagged_tasks_failed_cells_and_clean_differences_are_shown(tmp_path):
     assert "Failed cells" in page and "every token UNK" in page and "not ranked" in page
     assert "1 of 2 task(s) flagged" in page and "<td>t1</td>" in page.split("Single-feature")[0]
     assert "Largest full-vs-clean" in page and "0.3" in page
-    # nothing to show: no section
+    # no audit table and no failed cell: no section
+    pd.DataFrame({"model": ["a"]}).to_parquet(tmp_path / "clean_board.parquet")
+    assert audit_sections(None, None, tmp_path / "clean_board.parquet", _table) == []
