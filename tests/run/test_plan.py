@@ -86,7 +86,9 @@ def plan(config: dict, *, main_process: bool = False, log: RecordingLog | None =
 # ---- the config schema and its defaults ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "local_full.yaml", "paper.yaml", "compare_published.yaml"])
+@pytest.mark.parametrize(
+    "name", ["config.yaml", "local_full.yaml", "paper.yaml", "compare_published.yaml", "shortcuts.yaml"]
+)
 def test_defaults_are_filled_as_snakemake_validate_fills_them(name):
     """The library's defaults filler gives exactly the config Snakemake's `validate` gave (nested defaults too),
     for every shipped config as Snakemake loads it, and for a config of two keys (every default filled)."""
