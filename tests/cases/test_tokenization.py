@@ -152,12 +152,19 @@ def test_B11_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
 
 def test_B11_row_of_only_unk_tokens_is_an_error(zoo):
     """A row every letter of which is outside the character vocabulary (IUPAC codes) reaches the model as nothing
-    but UNK tokens: DroppedInputError naming model and row (a row with some UNK is only counted, above)."""
+    but UNK tokens: DroppedInputError naming model and every such row at once (a row with some UNK is only counted,
+    above)."""
     enc = zoo.encoder("hyena")
     assert enc.unk_id is not None
-    with pytest.raises(DroppedInputError, match=r"model tiny-hyena, row 7: every one of its 8 tokens is UNK") as err:
+    with pytest.raises(
+        DroppedInputError, match=r"model tiny-hyena, 1 row\(s\) \(7\): every token of each is UNK"
+    ) as err:
         enc.embed(["ACGTACGT", "RYKMRYKM"], [6, 7])
     assert err.value.rows == [7]
+    # every offending row of the call is named at once, not only the first
+    with pytest.raises(DroppedInputError, match=r"2 row\(s\) \(7, 9\)") as err:
+        enc.embed(["ACGTACGT", "RYKMRYKM", "ACGTAAAA", "MMMMRRRR"], [6, 7, 8, 9])
+    assert err.value.rows == [7, 9]
     assert enc.embed(["ACGTACGT", "RYKMACGT"], [6, 7]).embeddings.shape[0] == 2
 
 

@@ -87,7 +87,9 @@ def plan(config: dict, *, main_process: bool = False, log: RecordingLog | None =
 # ---- the config schema and its defaults ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "local_full.yaml", "paper.yaml", "compare_published.yaml"])
+@pytest.mark.parametrize(
+    "name", ["config.yaml", "local_full.yaml", "paper.yaml", "compare_published.yaml", "shortcuts.yaml"]
+)
 def test_defaults_are_filled_as_snakemake_validate_fills_them(name):
     """The library's defaults filler gives exactly the config Snakemake's `validate` gave (nested defaults too),
     for every shipped config as Snakemake loads it, and for a config of two keys (every default filled)."""
@@ -407,7 +409,8 @@ def test_task_params_hold_task_checks_only_when_not_the_default(small_config):
     small_config["task_checks"] = {"single_class_test": "keep"}
     small_config["caps"]["per_task"] = {TASKS[0]: {"max_train": 10}}
     params = plan(small_config).task_params(TASKS[0])
-    assert params["task_checks"] == {"single_class_test": "keep"} and params["caps"]["max_train"] == 10
+    assert params["task_checks"] == {"no_base_rows": "keep", "single_class_test": "keep"}
+    assert params["caps"]["max_train"] == 10
 
 
 def test_shot_draw_params_carry_the_nested_draw_key_only_for_nested_draws(small_config):

@@ -62,7 +62,10 @@ def test_kept_one_class_test_is_flagged_and_left_out_of_category_means(tmp_path,
         out,
         {"single_class_test": "keep"},
     )
-    assert card.test_single_class and card.as_dict()["flags"] == {"test_single_class": True}
+    assert card.test_single_class and card.as_dict()["flags"] == {
+        "test_single_class": True,
+        "test_missing_classes": [0],
+    }
     # the flag reaches the score rows (joined from the card) ...
     cats = {TASK: "Enhancers", "e2": "Enhancers", "p1": "Promoters"}
     scores = scores_from_values(grid(["a", "b"], list(cats), lambda m, t, r: 0.0 if t == TASK else 0.5), cats)

@@ -11,6 +11,7 @@ rule aggregate_scores:
         tables=probe_tables,
         failures=failure_files,
         cards=task_cards(),
+        audits=expand("resources/tasks/{task}/audit.json", task=config["tasks"]),
     output:
         "results/tables/scores.parquet",
     log:

@@ -6,6 +6,7 @@
 # quick table/figure/report steps: run where snakemake runs, not as cluster jobs
 localrules:
     leaderboard,
+    task_audit_table,
     import_published,
     reproduce_paper,
     compare_published,
@@ -26,6 +27,7 @@ rule leaderboard:
         ),
         leaderboard_tasks="results/tables/leaderboard_tasks.parquet",
         contamination="results/tables/contamination.parquet",
+        leaderboard_clean="results/tables/leaderboard_clean.parquet",
     log:
         "logs/analysis/leaderboard.log",
     conda:
@@ -35,6 +37,25 @@ rule leaderboard:
         view="geneb",
     script:
         "../scripts/leaderboard.py"
+
+
+# one row per task: best shortcut MCC, single-feature AUROCs and flags, overlap and homolog counts
+rule task_audit_table:
+    input:
+        scores="results/tables/scores.parquet",
+        audits=expand("resources/tasks/{task}/audit.json", task=config["tasks"]),
+        cards=task_cards(),
+        models=config["model_sheet"],
+    output:
+        "results/tables/task_audit.parquet",
+    log:
+        "logs/analysis/task_audit_table.log",
+    conda:
+        "../../envs/geneb.yaml"
+    params:
+        protocol=config["default_protocol"],
+    script:
+        "../scripts/task_audit_table.py"
 
 
 rule analyses:

@@ -32,6 +32,7 @@ rule fit_probes:
         card="resources/tasks/{task}/card.json",
         embeddings=embedding_file,
         shots="resources/shots/{protocol}/{task}.json",
+        audit="resources/tasks/{task}/audit.json",
     output:
         scores="results/probes/{protocol}/{model}/{task}.parquet",
         predictions="results/predictions/{protocol}/{model}/{task}.parquet",

@@ -11,6 +11,7 @@ rule report:
     input:
         leaderboard="results/tables/leaderboard.parquet",
         scores="results/tables/scores.parquet",
+        task_audit="results/tables/task_audit.parquet",
         tables=analysis_table_files("results/tables/{name}.parquet"),
         summary="results/tables/analysis_summary.json",
         figures=figure_files("results/figures/{name}.png"),

@@ -23,3 +23,23 @@ rule prepare_task:
         task=task_params,
     script:
         "../scripts/prepare_task.py"
+
+
+# Once per task, never per model: shortcut single-feature AUROCs and train/test homology (MMseqs2) on the
+# prepared rows; the probes score every model again on the test rows without a training homolog (value_clean).
+rule audit_task:
+    input:
+        train="resources/tasks/{task}/train.parquet",
+        test="resources/tasks/{task}/test.parquet",
+        card="resources/tasks/{task}/card.json",
+    output:
+        "resources/tasks/{task}/audit.json",
+    log:
+        "logs/audit_task/{task}.log",
+    conda:
+        "../../envs/geneb.yaml"
+    threads: 2
+    params:
+        settings=config["task_audit"],
+    script:
+        "../scripts/audit_task.py"

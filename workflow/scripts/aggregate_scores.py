@@ -1,5 +1,5 @@
-"""Shim: rule aggregate_scores -> geneb.tables.aggregate.concat_tables (failures: a partial run's failures file; cards:
-the data-hygiene columns)."""
+"""Shim: rule aggregate_scores -> geneb.tables.aggregate.concat_tables (failures: a partial run's failures file; cards and
+audits: the data-hygiene and overlap columns)."""
 
 from geneb.core.logs import log_to_file
 from geneb.tables.aggregate import concat_tables
@@ -11,4 +11,5 @@ concat_tables(
     snakemake.output[0],
     failures=failures[0] if failures else None,
     cards=list(snakemake.input.cards),
+    audits=list(snakemake.input.audits),
 )

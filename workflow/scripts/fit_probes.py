@@ -14,6 +14,7 @@ run_fit_probes_job(
         "card": snakemake.input.card,
         "embeddings": snakemake.input.embeddings,
         "shots": snakemake.input.shots,
+        "audit": snakemake.input.audit,
         "scores_out": snakemake.output.scores,
         "predictions_out": snakemake.output.predictions,
         "task": snakemake.wildcards.task,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import bootstrap, choices, contamination, metadata, registry
+from geneb.analysis import bootstrap, choices, contamination, metadata, registry, task_audit
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
@@ -152,14 +152,32 @@ def leaderboard_tables(
     missing: dict[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`;
-    missing: failed tasks {task: category}); with several views per model, each model's reference view."""
+    missing: failed tasks {task: category}); with several views per model, each model's reference view; each
+    row with its margin over the best shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`; per task
+    also `shortcut_best_model`, `shortcut_best_mcc`)."""
     scores = reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
-    return {
-        "leaderboard": lb.leaderboard(used, missing),
-        "leaderboard_tasks": lb.task_leaderboard(used),
-        "contamination": contaminated,
-    }
+    board, cells = task_audit.shortcut_margins(
+        lb.leaderboard(used, missing), used, task_audit.shortcut_models(model_meta)
+    )
+    return {"leaderboard": board, "leaderboard_tasks": lb.task_leaderboard(cells), "contamination": contaminated}
+
+
+def clean_leaderboard(
+    scores: pd.DataFrame,
+    model_meta: pd.DataFrame,
+    task_meta: pd.DataFrame | None,
+    settings: dict[str, Any],
+    missing: dict[str, str] | None = None,
+) -> pd.DataFrame | None:
+    """The leaderboard on the clean test rows (`value_clean`, `ci_*_clean`: the rows without a training homolog,
+    geneb.probe.clean), same rules and columns as `leaderboard_tables`' (`subset` = "clean"); None when the score
+    table has no clean values (published results, a table written before the audit)."""
+    if "value_clean" not in scores.columns or not scores["value_clean"].notna().any():
+        return None
+    clean = scores.assign(value=scores["value_clean"], ci_low=scores["ci_low_clean"], ci_high=scores["ci_high_clean"])
+    clean = clean[~((clean["metric"] == settings["metric"]) & clean["value"].isna())]
+    return leaderboard_tables(clean, model_meta, task_meta, settings, missing)["leaderboard"].assign(subset="clean")
 
 
 def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:

@@ -17,7 +17,17 @@ import pandas as pd
 from geneb.analysis import compare, metadata, published, reproduce, run, submission
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.core.atomic import atomic_path
-from geneb.tables.scores import FAILED_TASKS_ATTR, AnalysisInputError, failed_tasks, load_scores, with_code_revision
+from geneb.tables.scores import (
+    FAILED_CELLS_ATTR,
+    FAILED_TASKS_ATTR,
+    MISSING_CELL_RULE,
+    MISSING_CELL_RULE_ATTR,
+    AnalysisInputError,
+    failed_cells,
+    failed_tasks,
+    load_scores,
+    with_code_revision,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +55,20 @@ def leaderboard_step(
     meta, _ = _meta(view, models_yaml, settings)
     failed = failed_tasks(scores)  # a partial run's failed tasks: listed, their categories not ranked
     missing = {task: rec["category"] for task, rec in failed.items()}
-    tables = run.leaderboard_tables(load_scores(scores), meta, metadata.load_task_meta(tasks_tsv), settings, missing)
+    table, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
+    tables = run.leaderboard_tables(table, meta, task_meta, settings, missing)
+    names = list(LEADERBOARD_TABLES)
+    if "leaderboard_clean" in outputs:  # the run's own leaderboard on the test rows without a training homolog
+        clean = run.clean_leaderboard(table, meta, task_meta, settings, missing)
+        tables["leaderboard_clean"] = clean if clean is not None else tables["leaderboard"].iloc[:0]
+        names.append("leaderboard_clean")
     tables = {name: with_code_revision(table) for name, table in tables.items()}  # every row: the code's revision
-    tables["leaderboard"].attrs[FAILED_TASKS_ATTR] = failed
-    for name in LEADERBOARD_TABLES:
+    for name in ("leaderboard", "leaderboard_clean"):
+        if name in tables:
+            tables[name].attrs[FAILED_TASKS_ATTR] = failed
+            tables[name].attrs[FAILED_CELLS_ATTR] = failed_cells(scores)
+            tables[name].attrs[MISSING_CELL_RULE_ATTR] = MISSING_CELL_RULE
+    for name in names:
         with atomic_path(outputs[name]) as tmp:
             tables[name].to_parquet(tmp, index=False)
     board = tables["leaderboard"]
@@ -194,3 +214,22 @@ def submission_step(
         raise AnalysisInputError(f"submission of {model!r} does not validate: {problems[:5]}")
     submission.write_submission(sub, output)
     log.info("submission for %s: %s", model, json.dumps({r: len(t) for r, t in sub["results"].items()}))
+
+
+def task_audit_step(
+    *, scores: str, audits: list[str], cards: list[str], models_yaml: str, protocol: str, output: str
+) -> pd.DataFrame:
+    """Rule `task_audit_table`: `results/tables/task_audit.parquet` (geneb.analysis.task_audit) for `protocol`."""
+    from geneb.analysis.task_audit import task_audit_table
+
+    table = task_audit_table(load_scores(scores), audits, cards, metadata.load_model_meta(models_yaml), protocol)
+    table = with_code_revision(table)
+    with atomic_path(output) as tmp:
+        table.to_parquet(tmp, index=False)
+    log.info(
+        "task audit: %d tasks; shortcut fail %s; leakage fail %s",
+        len(table),
+        sorted(table.loc[table["shortcut_flag"] == "fail", "task"]),
+        sorted(table.loc[table["leak_flag"] == "fail", "task"]),
+    )
+    return table

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--table", default=table)
         if name == "leaderboard":
             s.add_argument("--top", type=positive_int, default=50, help="print the first N models (default 50)")
+            s.add_argument(
+                "--clean",
+                action="store_true",
+                help="the leaderboard on the test rows without a training homolog (leaderboard_clean.parquet beside "
+                "the table)",
+            )
         s.set_defaults(func=func)
     cc = sub.add_parser(
         "compare-cells",

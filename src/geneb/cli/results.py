@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
+from geneb.tables.scores import FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
 
 #: the columns each table-reading command needs, and the table it expects
 TABLES = {
@@ -72,12 +73,27 @@ def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> str:
+    """The leaderboard rows of one category and regime, with the margin over the best shortcut model where the
+    table has it, the failed (model, task) cells and the rule for a missing cell. --clean: the table of the same
+    run on the test rows without a training homolog (`leaderboard_clean.parquet` beside `--table`)."""
+    if getattr(args, "clean", False):
+        args.table = str(Path(args.table).with_name("leaderboard_clean.parquet"))
     b, cat = _rows(args, "leaderboard")
+    attrs = pd.read_parquet(args.table).attrs
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
-    return f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC\n" + b[cols].to_string(
+    cols += ["shortcut_margin"] if "shortcut_margin" in b.columns and b["shortcut_margin"].notna().any() else []
+    subset = " on the test rows without a training homolog" if getattr(args, "clean", False) else ""
+    out = f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC{subset}\n" + b[cols].to_string(
         index=False, float_format=lambda v: f"{v:.4f}"
     )
+    failed = attrs.get(FAILED_CELLS_ATTR) or {}
+    for model, tasks in sorted(failed.items()):
+        for task, rec in sorted(tasks.items()):
+            out += f"\nfailed cell: {model} on {task}: {rec.get('error', '')}"
+    if attrs.get(MISSING_CELL_RULE_ATTR):
+        out += f"\nmissing cells: {attrs[MISSING_CELL_RULE_ATTR]}"
+    return out
 
 
 def cmd_recommend(args: argparse.Namespace) -> str:

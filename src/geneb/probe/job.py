@@ -18,6 +18,7 @@ from threadpoolctl import threadpool_limits
 from geneb.core.atomic import atomic_path
 from geneb.core.provenance import package_versions
 from geneb.extract.cache import read_embeddings
+from geneb.probe.clean import clean_columns
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
 from geneb.probe.metrics import label_scores, seed_summary
@@ -25,6 +26,7 @@ from geneb.probe.protocols import from_config
 from geneb.probe.sampling import draw_identity
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.tables.scores import SCHEMA_VERSION, with_code_revision
+from geneb.tasks.audit_step import read_audit
 from geneb.tasks.card import TaskCard, read_card
 
 Path = str | os.PathLike[str]
@@ -151,6 +153,7 @@ def fit_probes(
     threads: int = 1,
     hdf5_locking: str = "auto",
     settings_hash: str | None = None,
+    audit: Path | None = None,
 ) -> pd.DataFrame:
     """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
 
@@ -158,7 +161,9 @@ def fit_probes(
     (threadpoolctl) of the job, an execution knob that never changes a result (the fits themselves run on one
     BLAS thread: `geneb.probe.fit.run_task`). settings_hash: the extraction
     settings hash the cache must carry (its folder name in the workflow; a file copied in from other settings
-    is refused). Raises ProbeInputError or
+    is refused). audit: the task's audit file (`geneb.tasks.audit_step`): its leaked test rows give the clean-subset
+    columns (`geneb.probe.clean`: value_clean, ci_low_clean, ci_high_clean, n_test_clean); without it they are
+    NaN (-1 rows). Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).
     Returns the score table.
     """
@@ -187,6 +192,10 @@ def fit_probes(
             [scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence, proto.f1_labels)],
             ignore_index=True,
         )
+    leaked = read_audit(audit, task=task, data_hash=c.data_hash)["leaked_test_rows"] if audit is not None else None
+    scores = clean_columns(scores, preds, leaked or [], np.asarray(c.classes), proto)
+    if leaked is None:
+        scores = scores.assign(value_clean=np.nan, ci_low_clean=np.nan, ci_high_clean=np.nan, n_test_clean=-1)
     v = package_versions()
     ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
     scores = pd.concat([pd.DataFrame({**ident, "category": c.category}, index=scores.index), scores], axis=1)

@@ -40,6 +40,11 @@ FAMILIES: dict[str, Family] = {
     "kmer": Family(
         "geneb.encoders.families.kmer:from_settings", uses_torch=False, notes="overlapping k-mer frequencies; no model"
     ),
+    "shortcut": Family(
+        "geneb.encoders.families.shortcut:from_settings",
+        uses_torch=False,
+        notes="shortcut features (length, GC, mono-/di-/trinucleotide composition, CpG o/e); no model, CPU only",
+    ),
     "random-init": Family(
         "geneb.encoders.families.random_init:from_settings",
         notes="seeded random-init NT/ESM-style encoder built from a config",

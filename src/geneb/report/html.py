@@ -25,6 +25,7 @@ from geneb.analysis.registry import Section, report_sections
 from geneb.core.atomic import write_text_atomic
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
+from geneb.report.audit import audit_sections
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
 
@@ -212,6 +213,7 @@ def build_report(
     regime: str = "full",
     reproduce: str | Path | None = None,
     scores: str | Path | None = None,
+    task_audit: str | Path | None = None,
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
@@ -220,7 +222,8 @@ def build_report(
     with its caption (`geneb.figures.registry`), the registered analysis sections (`geneb.analysis.registry`),
     the contamination list, the models, the configuration, the analysis settings and package versions.
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any.
-    scores: the score table, for the data-hygiene section (`hygiene_table`), if any.
+    scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the task audit
+    table (results/tables/task_audit.parquet) for the "Task audit" section (`geneb.report.audit`), if any.
     Raises AnalysisInputError when a table, figure or caption is missing.
     """
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
@@ -251,6 +254,7 @@ def build_report(
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
         f"methods: docs/analyses.md</p>",
         *_failed_section(tables_dir),
+        *audit_sections(task_audit, scores, tables_dir / "leaderboard.parquet", _table),
         "<h2 id='headline'>Headline statistics</h2>",
         _headline(summary, protocol),
         _choices_headline(summary, regime),

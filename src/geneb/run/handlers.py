@@ -65,22 +65,55 @@ def report_job_errors(
         log.error(line)
     if plan.partial is not None or not keep_going or list(targets) != ["all"]:
         return
-    tasks = plan.tasks
-    failed_now = partial_run.tasks_failed_in_run(tasks, "logs", since)
-    # the jobs that make a task's results per model (its shot draws run for every task, blocked or not)
-    started_now = [
-        t
-        for root in ("logs/extract_embeddings", "logs/fit_probes")
-        for t in partial_run.tasks_started_in_run(tasks, root, since)
-    ]
-    done, failed = partial_run.split_tasks(
-        tasks, lambda task: plan.probe_tables([task]), failed_now, plan.task_embedding_files, started_now
+    tasks, models = plan.tasks, plan.models
+    # a task-level job (preparation, audit, shot draws) failing fails the task for every model
+    task_failed = {
+        t for rule in partial_run.TASK_RULES for t in partial_run.tasks_failed_in_run(tasks, f"logs/{rule}", since)
+    }
+
+    def cell_started(model: str, task: str) -> bool:
+        return any(
+            p.stat().st_mtime >= since and p.stat().st_size > 0 for p in partial_run.cell_logs("logs", model, task)
+        )
+
+    def cell_ready(model: str, task: str) -> bool:
+        # its probe tables, or else its embedding file, exist; or none of its jobs started in this run (a group job
+        # that stopped on another task's failure): the partial run completes it
+        probes = [p for p in plan.probe_tables([task]) if f"/{model}/" in p]
+        return (
+            all(Path(p).exists() for p in probes)
+            or Path(plan.embedding_file(model, task)).exists()
+            or not cell_started(model, task)
+        )
+
+    def cell_failed(model: str, task: str) -> bool:
+        return bool(failure_lines(partial_run.cell_logs("logs", model, task), since))
+
+    done, failed, cells = partial_run.split_cells(
+        tasks, models, task_failed=task_failed, cell_ready=cell_ready, cell_failed=cell_failed
     )
-    if not done or not failed:
+    if not done or not (failed or cells):
         return
     task_errors = partial_run.task_errors(failed, "logs", since)
     record = {t: {"category": task_row(plan.task_sheet, t)["category"], "error": task_errors[t]} for t in failed}
-    partial_run.write_failures(partial_run.FAILURES_FILE, done, record)
+    cell_record = {
+        m: {
+            t: {
+                "category": task_row(plan.task_sheet, t)["category"],
+                "error": " | ".join(failure_lines(partial_run.cell_logs("logs", m, t), since))
+                or "did not complete (no GENEB error in its job logs; see Snakemake's log)",
+            }
+            for t in ts
+        }
+        for m, ts in cells.items()
+    }
+    partial_run.write_failures(partial_run.FAILURES_FILE, done, record, cell_record)
+    n_cells = sum(len(ts) for ts in cells.values())
+    if n_cells:
+        listed = "; ".join(m + ": " + ", ".join(ts) for m, ts in cells.items())
+        log.error(
+            f"{n_cells} (model, task) cell(s) failed ({listed}); the other models' scores of those tasks are kept"
+        )
     log.error(
         f"{len(failed)} task(s) failed ({', '.join(failed)}); building the tables, analyses and report from the "
         f"{len(done)} that completed (failed tasks listed in {partial_run.FAILURES_FILE}, scores.parquet, the "

@@ -12,13 +12,19 @@ file to aggregation, which records the failed tasks in `scores.parquet`'s metada
 leaderboard treats each failed task as missing from its category (the "not ranked there" rule) and the report
 lists them. The first run still ends with Snakemake's error, so the failure is never missed; a later run with
 the task fixed rebuilds every table from all tasks (the aggregation's input set changes).
+
+A task fails for every model only when a task-level job fails (its preparation, audit or shot draws) or every
+model's cell of it failed. One model failing on a task (a refused row, an out-of-memory in its extraction or probe
+job) fails that (model, task) cell alone: the file's `failed_cells` ({model: {task: {"category", "error"}}}) lists
+it, the partial run leaves only that cell's probe tables out (`cell_excluded`), and every other model's scores of
+the task are kept; the leaderboard shows the model's category there but does not rank it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +112,68 @@ def task_errors(failed: Iterable[str], log_root: str | Path, since: float) -> di
     return out
 
 
-def write_failures(path: str | Path, completed: list[str], failed: dict[str, dict[str, str]]) -> None:
+def write_failures(
+    path: str | Path,
+    completed: list[str],
+    failed: dict[str, dict[str, str]],
+    failed_cells: dict[str, dict[str, dict[str, str]]] | None = None,
+) -> None:
     """Write the failures file (module docstring)."""
-    write_text_atomic(Path(path), json.dumps({"tasks": completed, "failed": failed}, indent=1, sort_keys=True))
+    record = {"tasks": completed, "failed": failed, "failed_cells": failed_cells or {}}
+    write_text_atomic(Path(path), json.dumps(record, indent=1, sort_keys=True))
+
+
+#: the rules whose jobs are one (model, task) cell: their logs are logs/<rule>/.../<model>/.../<task>.log
+CELL_RULES = ("extract_embeddings", "fit_probes")
+#: the rules whose jobs belong to a task, whatever the model
+TASK_RULES = ("prepare_task", "audit_task", "write_shot_indices")
+
+
+def cell_excluded(partial: dict[str, Any] | None, model: str, task: str) -> bool:
+    """Whether the partial run leaves (model, task) out: a cell listed in the failures file's `failed_cells`."""
+    return bool(partial) and task in ((partial or {}).get("failed_cells") or {}).get(model, {})
+
+
+def kept_cells(
+    combos: Iterable[tuple[str, str, str]], partial: dict[str, Any] | None
+) -> Iterator[tuple[str, str, str]]:
+    """The (protocol, model, task) combinations whose (model, task) cell is not excluded (`cell_excluded`)."""
+    return (c for c in combos if not cell_excluded(partial, c[1], c[2]))
+
+
+def cell_logs(log_root: str | Path, model: str, task: str) -> list[Path]:
+    """The job logs of one (model, task) cell: logs/extract_embeddings/<model>/<hash>/<task>.log and
+    logs/fit_probes/<protocol>/<model>/<task>.log."""
+    root = Path(log_root)
+    return [p for rule in CELL_RULES for p in (root / rule).rglob(f"{task}.log") if model in p.parts[:-1]]
+
+
+def split_cells(
+    tasks: Iterable[str],
+    models: Iterable[str],
+    *,
+    task_failed: Iterable[str],
+    cell_ready: Callable[[str, str], bool],
+    cell_failed: Callable[[str, str], bool],
+) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """(completed tasks, failed tasks, {model: [its failed tasks among the completed ones]}). A task fails whole when
+    `task_failed` names it or none of its cells completed; a cell completed when it did not fail now
+    (`cell_failed`) and is ready (`cell_ready`: its probe tables exist, or its inputs do, or it never started)."""
+    models = list(models)
+    task_failed = set(task_failed)
+    done: list[str] = []
+    failed: list[str] = []
+    cells: dict[str, list[str]] = {}
+    for task in tasks:
+        ok = {m: task not in task_failed and not cell_failed(m, task) and cell_ready(m, task) for m in models}
+        if any(ok.values()):
+            done.append(task)
+            for m in models:
+                if not ok[m]:
+                    cells.setdefault(m, []).append(task)
+        else:
+            failed.append(task)
+    return done, failed, cells
 
 
 def partial_command(argv: list[str]) -> list[str]:

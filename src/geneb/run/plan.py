@@ -42,7 +42,7 @@ from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import missing_splits, source_identity
 
 #: the default task_checks (config schema): left out of the prepare_task rerun key
-TASK_CHECK_DEFAULTS = {"single_class_test": "error"}
+TASK_CHECK_DEFAULTS = {"no_base_rows": "keep", "single_class_test": "error"}
 
 #: the default targets of `snakemake`: the score table, the leaderboard, the heatmap and the report
 FINAL_OUTPUTS = (
@@ -205,7 +205,8 @@ class RunPlan:
         """Every results/<kind>/<protocol>/<model>/<task>.parquet of `tasks` (default: every configured task),
         protocols outermost and tasks innermost (Snakemake's `expand` order). kind: probes (score tables) or
         predictions."""
-        combos = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
+        every = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
+        combos = partial_run.kept_cells(every, self.partial)  # a partial run's failed (model, task) cells left out
         return [f"results/{kind}/{protocol}/{model}/{task}.parquet" for protocol, model, task in combos]
 
     # ---- aggregation, analyses and the report ----------------------------------------------------------------

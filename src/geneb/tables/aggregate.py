@@ -9,7 +9,7 @@ import pandas as pd
 
 from geneb.core.atomic import atomic_path
 from geneb.tables.hygiene_columns import join_columns
-from geneb.tables.scores import FAILED_TASKS_ATTR, SCHEMA_VERSION
+from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, SCHEMA_VERSION
 
 
 def concat_tables(
@@ -19,6 +19,7 @@ def concat_tables(
     schema_version: str | None = None,
     failures: str | Path | None = None,
     cards: list[str | Path] | None = None,
+    audits: list[str | Path] | None = None,
 ) -> pd.DataFrame:
     """Concatenate parquet tables with one schema into `out_path` (atomically); returns the table.
 
@@ -27,7 +28,10 @@ def concat_tables(
     (or mixed), and the first file whose columns differ from those of the first file of the right version.
     failures: a partial run's failures file (geneb.run.partial); its failed tasks go into the table's metadata
     (`geneb.tables.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing. cards: the task cards of
-    the tables; when given, the data-hygiene columns are joined on (`geneb.tables.hygiene_columns`).
+    the tables; when given, the data-hygiene columns are joined on (`geneb.tables.hygiene_columns`), with the
+    task audits' homolog counts from `audits`. The failures file's failed (model, task) cells, {model: {task:
+    {"category", "error"}}}, go into the metadata as `geneb.tables.scores.FAILED_CELLS_ATTR`: one model failing on
+    a task removes only that cell, never the other models' scores of the task.
     """
     if not paths:
         raise ValueError("no probe tables to aggregate")
@@ -49,9 +53,11 @@ def concat_tables(
             )
     table = pd.concat(frames, ignore_index=True)
     if cards is not None:
-        table = join_columns(table, cards)
+        table = join_columns(table, cards, audits)
     if failures is not None:
-        table.attrs[FAILED_TASKS_ATTR] = json.loads(Path(failures).read_text(encoding="utf-8"))["failed"]
+        record = json.loads(Path(failures).read_text(encoding="utf-8"))
+        table.attrs[FAILED_TASKS_ATTR] = record["failed"]
+        table.attrs[FAILED_CELLS_ATTR] = record.get("failed_cells") or {}
     with atomic_path(out_path) as tmp:
         table.to_parquet(tmp, index=False)
     return table

@@ -17,8 +17,9 @@ from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revisio
 
 #: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
 #: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
-#: columns (`geneb_commit`, `geneb_dirty`) were added.
-SCHEMA_VERSION = "2"
+#: columns (`geneb_commit`, `geneb_dirty`) were added; 3: the clean-subset columns (`value_clean`, `ci_low_clean`,
+#: `ci_high_clean`, `n_test_clean`; geneb.probe.clean).
+SCHEMA_VERSION = "3"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
 #: columns every score table must have
 REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")
@@ -45,6 +46,22 @@ def with_code_revision(table: pd.DataFrame, revision: CodeRevision | None = None
 #: the parquet metadata key (pandas `attrs`) of scores.parquet and leaderboard.parquet that lists the tasks
 #: which failed in a partial run, {task: {"category", "error"}} (geneb.run.partial); absent or {} when none did
 FAILED_TASKS_ATTR = "geneb_failed_tasks"
+
+
+#: the parquet metadata key of scores.parquet and leaderboard.parquet that lists the (model, task) cells which
+#: failed while other models completed the task, {model: {task: {"category", "error"}}} (geneb.run.partial)
+FAILED_CELLS_ATTR = "geneb_failed_cells"
+#: how a category mean treats a missing or failed cell (stated in the leaderboard's metadata, CLI and report)
+MISSING_CELL_RULE = (
+    "a category value is the mean over the tasks the model has; a model missing a task of the category (failed, "
+    "contaminated or not run) is shown there but not ranked (rank NA), and its macro and micro are NaN"
+)
+MISSING_CELL_RULE_ATTR = "geneb_missing_cell_rule"
+
+
+def failed_cells(path: str) -> dict[str, dict[str, dict[str, str]]]:
+    """The failed (model, task) cells recorded in a score or leaderboard table's metadata ({} when none)."""
+    return dict(pd.read_parquet(path).attrs.get(FAILED_CELLS_ATTR) or {})
 
 
 def failed_tasks(path: str) -> dict[str, dict[str, str]]:

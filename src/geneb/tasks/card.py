@@ -147,6 +147,17 @@ class TaskCard:
         score rows and left out of category means)."""
         return bool((self._data.get("flags") or {}).get("test_single_class"))
 
+    @property
+    def test_missing_classes(self) -> tuple[int, ...]:
+        """Training classes the test split lacks (`flags.test_missing_classes`; () when it has every class)."""
+        return tuple(int(c) for c in (self._data.get("flags") or {}).get("test_missing_classes") or ())
+
+    @property
+    def no_base_rows(self) -> dict[str, tuple[int, ...]]:
+        """{split: row ids} of rows without an A/C/G/T letter, kept and flagged (`flags.no_base_rows`)."""
+        rows = (self._data.get("flags") or {}).get("no_base_rows") or {}
+        return {split: tuple(int(r) for r in ids) for split, ids in rows.items()}
+
     def split(self, name: str) -> SplitSummary:
         """The summary of split `name`; an empty one when the card has none (e.g. no dedup rows listed)."""
         return self.splits.get(name, SplitSummary())

@@ -52,6 +52,31 @@ def data_hash(splits: dict[str, pd.DataFrame]) -> str:
     return h.hexdigest()
 
 
+def no_base_rows(df: pd.DataFrame) -> list[int]:
+    """Row ids (`row` column) of the rows without a single A/C/G/T letter (all N, or N and ambiguity codes, any
+    case): no model reads a base there (docs/footguns.md, B16)."""
+    has_base = df["sequence"].str.contains("[ACGTacgt]", regex=True)
+    return [int(r) for r in df.loc[~has_base, "row"]]
+
+
+def card_flags(splits: dict[str, pd.DataFrame], train_classes: set[int]) -> dict[str, Any]:
+    """The card's `flags` (only those that hold): `test_single_class` (one class in test), `test_missing_classes`
+    (training classes the test split lacks: AUROC is NaN for a multiclass task, and macro-F1 counts each such class
+    0 under f1_labels task or leaves it out under present) and `no_base_rows` ({split: row ids} of rows without
+    A/C/G/T, kept under task_checks.no_base_rows: keep)."""
+    flags: dict[str, Any] = {}
+    test_classes = set(np.unique(splits["test"]["label"]).tolist())
+    if len(test_classes) < 2:
+        flags["test_single_class"] = True
+    missing = sorted(int(c) for c in train_classes - test_classes)
+    if missing:
+        flags["test_missing_classes"] = missing
+    rows = {split: no_base_rows(df) for split, df in splits.items()}
+    if any(rows.values()):
+        flags["no_base_rows"] = {split: r for split, r in rows.items() if r}
+    return flags
+
+
 def _length_stats(seqs: pd.Series) -> dict[str, int]:
     lengths = seqs.str.len()
     return {"len_min": int(lengths.min()), "len_max": int(lengths.max()), "len_median": int(lengths.median())}
@@ -132,7 +157,10 @@ def prepare_task(
         write_report(out_dir / "validation.json", problems)
         raise
     write_report(
-        out_dir / "validation.json", Problems(task), {s: v.get("letters") for s, v in card.as_dict()["splits"].items()}
+        out_dir / "validation.json",
+        Problems(task),
+        {s: v.get("letters") for s, v in card.as_dict()["splits"].items()},
+        flags=card.as_dict().get("flags") or {},
     )
     return card
 
@@ -164,6 +192,19 @@ def _prepare(
         if all(len(df) for df in valid.values()):
             single = checks.get("single_class_test", "error")
             problems.items.extend(class_problems(valid, catalogue_row, task=task, single_class_test=single).items)
+        raise TaskValidationError(problems)
+    no_base = {split: no_base_rows(df) for split, df in checked.items()}
+    if checks.get("no_base_rows", "keep") == "error" and any(no_base.values()):
+        problems = Problems(task)
+        for split, rows in no_base.items():
+            for row in rows:
+                problems.add(
+                    "no base (all N)",
+                    split,
+                    row,
+                    f"task {task!r}, split {split!r}, row {row}: no A/C/G/T letter (all N or ambiguity codes); "
+                    "task_checks.no_base_rows: keep prepares it flagged",
+                )
         raise TaskValidationError(problems)
     for split in SPLITS:
         df = checked[split]
@@ -217,7 +258,7 @@ def _prepare(
             "caps": cap_record,
             "alphabet_policy": policy.as_dict(),
             "data_hash": data_hash(splits),
-            **({"flags": {"test_single_class": True}} if splits["test"]["label"].nunique() < 2 else {}),
+            **({"flags": flags} if (flags := card_flags(splits, train_classes)) else {}),
         }
     )
     for split, df in splits.items():

@@ -105,11 +105,16 @@ class Problems:
         }
 
 
-def write_report(path: str | Path, problems: Problems, letters: dict[str, Any] | None = None) -> None:
-    """Write `problems` (and, for a task that passed, the card's letter counts) to `path` as JSON."""
+def write_report(
+    path: str | Path, problems: Problems, letters: dict[str, Any] | None = None, *, flags: dict[str, Any] | None = None
+) -> None:
+    """Write `problems` (and, for a task that passed, the card's letter counts and its `flags`: a test split
+    lacking a training class, rows without a base; `geneb.tasks.prepare.card_flags`) to `path` as JSON."""
     report = problems.as_dict()
     if letters is not None:
         report["letters"] = letters
+    if flags:
+        report["flags"] = flags
     write_text_atomic(Path(path), json.dumps(report, indent=1, sort_keys=True))
 
 

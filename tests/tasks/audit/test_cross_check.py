@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geneb.tasks.audit.audit import load_task
 from geneb.tasks.audit.homology import homology_leakage
+from geneb.tasks.audit_step import load_task
 from geneb.tasks.hygiene import reverse_complement, train_test_overlap
 
 # (task, test rows used): fixed-length tasks, with and without leakage, 41 to 300 bases

@@ -127,20 +127,22 @@ def count_unknown(
 ) -> tuple[int, int]:
     """(rows with an unknown token, unknown tokens) of one tokenizer call; (0, 0) without an UNK id. Logs a
     warning when there are any (`policy` count), or raises UnknownTokenError naming the count and the first
-    rows (`policy` error); raises DroppedInputError for a row whose every token is UNK (nothing of the
-    sequence would reach the model). texts: the rows' model-input texts, to name the letters that became UNK (N, IUPAC
-    codes: `unknown_letters`)."""
+    rows (`policy` error); raises DroppedInputError naming every row of the call whose every token is UNK
+    (nothing of the sequence would reach the model), all at once, with the row ids in its `rows`. texts: the rows'
+    model-input texts, to name the letters that became UNK (N, IUPAC codes: `unknown_letters`)."""
     if unk_id is None:
         return 0, 0
     unk = [sum(1 for t in ids if t == unk_id) for ids in encoded]
     counts = (sum(1 for u in unk if u), sum(unk))
-    blind = next((i for i, (u, ids) in enumerate(zip(unk, encoded)) if ids and u == len(ids)), None)
-    if blind is not None:
+    blind = [i for i, (u, ids) in enumerate(zip(unk, encoded)) if ids and u == len(ids)]
+    if blind:  # every such row of the call at once, so one run names them all (e.g. all-N rows for a BPE vocabulary)
+        named = [rows[i] for i in blind]
+        shown = ", ".join(map(str, named[:50])) + (f" ... ({len(named) - 50} more)" if len(named) > 50 else "")
         raise DroppedInputError(
-            f"model {model}, row {rows[blind]}: every one of its {unk[blind]} tokens is UNK, so nothing "
-            "of the sequence reaches the model (a vocabulary that cannot spell it, a lowercasing normalizer, "
-            "a word longer than the tokenizer's limit?)",
-            rows=[rows[blind]],
+            f"model {model}, {len(named)} row(s) ({shown}): every token of each is UNK, so nothing of the "
+            "sequence reaches the model (an all-N row for a vocabulary without N, a vocabulary that cannot spell "
+            "it, a lowercasing normalizer, a word longer than the tokenizer's limit?)",
+            rows=named,
         )
     seen = unknown_letters([t for t, u in zip(texts, unk) if u]) if texts is not None else None
     if counts[0] and policy == "error":

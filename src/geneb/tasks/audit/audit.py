@@ -9,26 +9,21 @@ Two questions, each with its published rule:
 * leakage (`geneb.tasks.audit.homology`): what fraction of the test rows has a near-identical copy (identity x
   coverage >= 0.9, either strand) in the training split? Fail at 2% or more.
 
-Tasks are read the way `prepare_task` reads them (`load_task`: the task source, the label encoding and the
-alphabet policy of `geneb.tasks`), uncapped.
+The workflow audits the prepared (checked, possibly capped) splits (`geneb.tasks.audit_step`, rule `audit_task`);
+the benchmark reads the source splits uncapped (`geneb.tasks.audit_step.load_task`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.audit.homology import HomologyParams, homology_leakage
 from geneb.tasks.audit.single_feature import MIN_ROWS_PER_CLASS, SPLIT, headline, single_feature_aurocs
-from geneb.tasks.labels import label_encoding
-from geneb.tasks.prepare import check_split, read_raw_split
-from geneb.tasks.sources import SPLITS, TaskSource, open_source
 
 #: the scalar columns of an audit record, in order (`leaked_test_rows` and `shortcut_aurocs` come after)
 RECORD_COLUMNS = (
@@ -67,20 +62,6 @@ RECORD_COLUMNS = (
 
 class AuditInputError(ValueError):
     """A split the audit cannot use (missing column, empty); the message names task and split."""
-
-
-def load_task(
-    task: str, source: TaskSource | str | os.PathLike[str], policy: AlphabetPolicy | None = None
-) -> dict[str, pd.DataFrame]:
-    """The task's train and test splits as `prepare_task` checks them: {split: frame with columns row (0-based
-    row in the source file), sequence, label (int64)}, uncapped. `source`: a TaskSource or a source string
-    (mirror folder, http(s) URL, hf:...). Raises what `geneb.tasks.prepare` raises (TaskSourceError,
-    TaskDataError, SequenceError) naming task, split, row and value."""
-    src = open_source(str(source)) if isinstance(source, (str, Path)) else source
-    policy = policy or AlphabetPolicy()
-    raw = {split: read_raw_split(task, split, src) for split in SPLITS}
-    encoding = label_encoding(raw, task=task)
-    return {split: check_split(raw[split], encoding, policy, task=task, split=split) for split in SPLITS}
 
 
 def _columns(df: pd.DataFrame, task: str, split: str) -> None:
@@ -184,9 +165,3 @@ def audit_task(
         "leaked_best_similarity": leak.best_similarity,
     }
     return record
-
-
-def audit_source_task(task: str, source: TaskSource | str | os.PathLike[str], **kwargs: Any) -> dict[str, Any]:
-    """`load_task` then `audit_task` (keyword arguments go to `audit_task`)."""
-    splits = load_task(task, source)
-    return audit_task(splits["train"], splits["test"], task=task, **kwargs)
