@@ -12,7 +12,7 @@ rule aggregate_scores:
         failures=failure_files,
         cards=task_cards(),
     output:
-        "results/tables/scores.parquet",
+        results("tables/scores.parquet"),
     log:
         "logs/aggregate_scores.log",
     conda:

@@ -15,17 +15,17 @@ localrules:
 
 rule leaderboard:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
     output:
         leaderboard=report(
-            "results/tables/leaderboard.parquet",
+            results("tables/leaderboard.parquet"),
             caption="../report/leaderboard.rst",
             category="Tables",
         ),
-        leaderboard_tasks="results/tables/leaderboard_tasks.parquet",
-        contamination="results/tables/contamination.parquet",
+        leaderboard_tasks=results("tables/leaderboard_tasks.parquet"),
+        contamination=results("tables/contamination.parquet"),
     log:
         "logs/analysis/leaderboard.log",
     conda:
@@ -39,13 +39,13 @@ rule leaderboard:
 
 rule analyses:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         predictions=prediction_tables,
         models=config["model_sheet"],
         tasks=config["task_sheet"],
     output:
-        tables=analysis_table_files("results/tables/{name}.parquet"),
-        summary="results/tables/analysis_summary.json",
+        tables=analysis_table_files(results("tables/{name}.parquet")),
+        summary=results("tables/analysis_summary.json"),
     log:
         "logs/analysis/analyses.log",
     conda:
@@ -61,7 +61,7 @@ rule import_published:
     input:
         **PUBLISHED_FILES,
     output:
-        "results/published/tables/scores.parquet",
+        results("published/tables/scores.parquet"),
     log:
         "logs/analysis/import_published.log",
     conda:
@@ -72,15 +72,15 @@ rule import_published:
 
 use rule leaderboard as published_leaderboard with:
     input:
-        scores="results/published/tables/scores.parquet",
+        scores=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         paper_models=PUBLISHED_FILES["models"],
         registry=PUBLISHED_REGISTRY,
     output:
-        leaderboard="results/published/tables/leaderboard.parquet",
-        leaderboard_tasks="results/published/tables/leaderboard_tasks.parquet",
-        contamination="results/published/tables/contamination.parquet",
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        leaderboard_tasks=results("published/tables/leaderboard_tasks.parquet"),
+        contamination=results("published/tables/contamination.parquet"),
     log:
         "logs/analysis/published_leaderboard.log",
     params:
@@ -90,14 +90,14 @@ use rule leaderboard as published_leaderboard with:
 
 use rule analyses as published_analyses with:
     input:
-        scores="results/published/tables/scores.parquet",
+        scores=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         paper_models=PUBLISHED_FILES["models"],
         registry=PUBLISHED_REGISTRY,
     output:
-        tables=analysis_table_files("results/published/tables/{name}.parquet"),
-        summary="results/published/tables/analysis_summary.json",
+        tables=analysis_table_files(results("published/tables/{name}.parquet")),
+        summary=results("published/tables/analysis_summary.json"),
     log:
         "logs/analysis/published_analyses.log",
     params:
@@ -108,12 +108,12 @@ use rule analyses as published_analyses with:
 rule reproduce_paper:
     input:
         claims=config["analysis"]["published"]["claims"],
-        summary="results/published/tables/analysis_summary.json",
-        leaderboard="results/published/tables/leaderboard.parquet",
-        models="results/published/tables/models.parquet",
+        summary=results("published/tables/analysis_summary.json"),
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        models=results("published/tables/models.parquet"),
     output:
         report(
-            "results/published/tables/reproduce_paper.parquet",
+            results("published/tables/reproduce_paper.parquet"),
             caption="../report/reproduce_paper.rst",
             category="Published results",
         ),
@@ -127,18 +127,18 @@ rule reproduce_paper:
 
 rule compare_published:
     input:
-        scores="results/tables/scores.parquet",
-        published="results/published/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
+        published=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         cards=task_cards(),
     output:
         board=report(
-            "results/tables/compare_published.parquet",
+            results("tables/compare_published.parquet"),
             caption="../report/compare_published.rst",
             category="Tables",
         ),
-        left_out="results/tables/compare_published_left_out.parquet",
+        left_out=results("tables/compare_published_left_out.parquet"),
     log:
         "logs/analysis/compare_published.log",
     conda:
@@ -151,13 +151,13 @@ rule compare_published:
 
 rule submission:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         spec=PUBLISHED_FILES["spec"],
         cards=task_cards(),
     output:
-        "results/submissions/{model}.json",
+        results("submissions/{model}.json"),
     log:
         "logs/analysis/submission/{model}.log",
     conda:

@@ -33,8 +33,8 @@ rule fit_probes:
         embeddings=embedding_file,
         shots="resources/shots/{protocol}/{task}.json",
     output:
-        scores="results/probes/{protocol}/{model}/{task}.parquet",
-        predictions="results/predictions/{protocol}/{model}/{task}.parquet",
+        scores=results("probes/{protocol}/{model}/{task}.parquet"),
+        predictions=results("predictions/{protocol}/{model}/{task}.parquet"),
     log:
         "logs/fit_probes/{protocol}/{model}/{task}.log",
     benchmark:

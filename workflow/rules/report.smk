@@ -9,14 +9,14 @@ localrules:
 
 rule report:
     input:
-        leaderboard="results/tables/leaderboard.parquet",
-        scores="results/tables/scores.parquet",
-        tables=analysis_table_files("results/tables/{name}.parquet"),
-        summary="results/tables/analysis_summary.json",
-        figures=figure_files("results/figures/{name}.png"),
+        leaderboard=results("tables/leaderboard.parquet"),
+        scores=results("tables/scores.parquet"),
+        tables=analysis_table_files(results("tables/{name}.parquet")),
+        summary=results("tables/analysis_summary.json"),
+        figures=figure_files(results("figures/{name}.png")),
     output:
         report(
-            "results/report/geneb_report.html",
+            results("report/geneb_report.html"),
             caption="../report/html_report.rst",
             category="Report",
         ),
@@ -36,14 +36,14 @@ rule report:
 
 use rule report as published_report with:
     input:
-        leaderboard="results/published/tables/leaderboard.parquet",
-        tables=analysis_table_files("results/published/tables/{name}.parquet"),
-        summary="results/published/tables/analysis_summary.json",
-        figures=figure_files("results/published/figures/{name}.png"),
-        reproduce="results/published/tables/reproduce_paper.parquet",
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        tables=analysis_table_files(results("published/tables/{name}.parquet")),
+        summary=results("published/tables/analysis_summary.json"),
+        figures=figure_files(results("published/figures/{name}.png")),
+        reproduce=results("published/tables/reproduce_paper.parquet"),
     output:
         report(
-            "results/published/report/geneb_report.html",
+            results("published/report/geneb_report.html"),
             caption="../report/html_report.rst",
             category="Published results",
         ),
@@ -59,6 +59,6 @@ use rule report as published_report with:
 
 rule published:
     input:
-        "results/published/report/geneb_report.html",
-        "results/published/tables/reproduce_paper.parquet",
-        "results/published/tables/leaderboard.parquet",
+        results("published/report/geneb_report.html"),
+        results("published/tables/reproduce_paper.parquet"),
+        results("published/tables/leaderboard.parquet"),
