@@ -8,7 +8,7 @@ localrules:
     leaderboard,
     import_published,
     reproduce_paper,
-    compare_published,
+    compare_published_tables,
     submission,
     submissions,
 
@@ -125,7 +125,7 @@ rule reproduce_paper:
         "../scripts/reproduce_paper.py"
 
 
-rule compare_published:
+rule compare_published_tables:
     input:
         scores=results("tables/scores.parquet"),
         published=results("published/tables/scores.parquet"),
@@ -139,6 +139,8 @@ rule compare_published:
             category="Tables",
         ),
         left_out=results("tables/compare_published_left_out.parquet"),
+        tasks=results("tables/compare_published_tasks.parquet"),
+        summary=results("tables/compare_published_summary.json"),
     log:
         "logs/analysis/compare_published.log",
     conda:

@@ -5,6 +5,7 @@
 # quick table/figure/report steps: run where snakemake runs, not as cluster jobs
 localrules:
     report,
+    compare_published_report,
 
 
 rule report:
@@ -14,6 +15,7 @@ rule report:
         tables=analysis_table_files(results("tables/{name}.parquet")),
         summary=results("tables/analysis_summary.json"),
         figures=figure_files(results("figures/{name}.png")),
+        cards=task_cards(),
     output:
         report(
             results("report/geneb_report.html"),
@@ -62,3 +64,33 @@ rule published:
         results("published/report/geneb_report.html"),
         results("published/tables/reproduce_paper.parquet"),
         results("published/tables/leaderboard.parquet"),
+
+
+# The comparison with the paper's published models as a report of its own (docs/analyses.md, "Your models beside
+# the paper's 40"): `snakemake compare_published`.
+rule compare_published_report:
+    input:
+        board=results("tables/compare_published.parquet"),
+        left_out=results("tables/compare_published_left_out.parquet"),
+        tasks=results("tables/compare_published_tasks.parquet"),
+        summary=results("tables/compare_published_summary.json"),
+    output:
+        html=report(
+            results("report/compare_published.html"),
+            caption="../report/compare_published.rst",
+            category="Report",
+        ),
+        png=results("figures/compare_published.png"),
+        pdf=results("figures/compare_published.pdf"),
+    log:
+        "logs/report/compare_published.log",
+    conda:
+        "../../envs/geneb.yaml"
+    script:
+        "../scripts/compare_report.py"
+
+
+rule compare_published:
+    input:
+        results("report/compare_published.html"),
+        results("tables/compare_published.parquet"),

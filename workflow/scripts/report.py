@@ -17,4 +17,5 @@ build_report(
     regime=snakemake.params.regime,
     reproduce=snakemake.input.get("reproduce"),
     scores=snakemake.input.get("scores"),
+    cards=list(snakemake.input.get("cards", [])),
 )
