@@ -171,28 +171,38 @@ def compare_intervals(
 ) -> pd.DataFrame:
     """`board` with the comparison's uncertainty, per (regime, category incl. macro, model), tasks resampled.
 
-    cells: the per-cell table of the comparison (board.attrs["cells"]). For each regime the models with every
-    common task (the complete ones; an incomplete model gets no interval) go through
+    cells: the per-cell table of the comparison (board.attrs["cells"]). For each regime, the macro column over the
+    models with every common task, and each category over the models with every task of that category (the
+    models the board ranks there; an incomplete model gets no interval), go through
     `bootstrap.category_replicates` (tasks drawn with replacement within each category, `n_resamples` draws from
-    `seed`; no test rows: the published models have no per-row predictions). Adds ci_low, ci_high (percentile
+    `seed`, the same draws for a category either way; no test rows: the published models have no per-row
+    predictions). Adds ci_low, ci_high (percentile
     CI of the score at `confidence`; NA for a single-task category, where there is nothing to resample),
     rank_low, rank_high, p_top1 (`ranks.rank_intervals`), role ("best", "tied" by `tie_rule`, else NA;
     `recommend.recommend`), tie_rule and confidence. Micro rows get no interval. Returns a new frame.
     """
     rows = []
     for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
-        matrix = task_matrix(c, regime).dropna(how="any")
-        if len(matrix) < 2:
-            continue
-        rep = category_replicates(matrix, task_categories(c), None, n_resamples=n_resamples, seed=seed)
-        low, high = rep.interval(confidence)
-        ri = rank_intervals(rep, confidence).drop(columns=["value", "rank", "rows_resampled", "n_resamples"])
-        ri["ci_low"] = [low[rep.models.index(m), rep.columns.index(k)] for m, k in zip(ri["model"], ri["category"])]
-        ri["ci_high"] = [high[rep.models.index(m), rep.columns.index(k)] for m, k in zip(ri["model"], ri["category"])]
-        rec = recommend(rep, confidence=confidence, tie_rule=tie_rule)[["category", "model", "role"]]
-        ri = ri.merge(rec, on=["category", "model"], how="left")
-        ri["protocol"], ri["regime"] = protocol, regime
-        rows.append(ri)
+        wide, categories = task_matrix(c, regime), task_categories(c)
+        # macro over the models with every task; each category over the models with every task of it (its ranked ones)
+        subsets = [("macro", wide)] + [(cat, wide[list(g.index)]) for cat, g in categories.groupby(categories)]
+        for column, sub in subsets:
+            matrix = sub.dropna(how="any")
+            if len(matrix) < 2:
+                continue
+            rep = category_replicates(matrix, categories, None, n_resamples=n_resamples, seed=seed)
+            low, high = rep.interval(confidence)
+            k = rep.columns.index(column)
+            ri = rank_intervals(rep, confidence)
+            ri = ri[ri["category"] == column].drop(columns=["value", "rank", "rows_resampled", "n_resamples"])
+            ri["ci_low"] = [low[rep.models.index(m), k] for m in ri["model"]]
+            ri["ci_high"] = [high[rep.models.index(m), k] for m in ri["model"]]
+            rec = recommend(rep, confidence=confidence, tie_rule=tie_rule)
+            ri = ri.merge(
+                rec.loc[rec["category"] == column, ["category", "model", "role"]], on=["category", "model"], how="left"
+            )
+            ri["protocol"], ri["regime"] = protocol, regime
+            rows.append(ri)
     keys = ["protocol", "regime", "category", "model"]
     extra = (
         pd.concat(rows, ignore_index=True)

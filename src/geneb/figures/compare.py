@@ -30,7 +30,7 @@ def rank_figure(board: pd.DataFrame, *, protocol: str, regime: str = "full", cat
             right.plot([r.rank_low, r.rank_high], [yi, yi], color=c, lw=1)
     left.scatter(b["value"], y, s=12, c=colours, zorder=3)
     right.scatter(b["rank"].astype(float), y, s=12, c=colours, zorder=3)
-    left.set_yticks(y, [short(str(m), 30) for m in b["model"]])
+    left.set_yticks(y, [short(str(m), 44) for m in b["model"]])
     for tick, o in zip(left.get_yticklabels(), b["origin"]):
         if o == "user":
             tick.set_fontweight("bold")

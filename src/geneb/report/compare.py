@@ -116,7 +116,7 @@ def headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -
         ),
         (
             f"<b>Reference extractor</b>: the {summary['n_published_models']} published scores come from the paper's "
-            f"reference extractor, yours from GENEB's. GENEB's adapters correct known defects of that extractor for "
+            f"reference extractor, yours from GENEB's. GENEB's adapters differ from that extractor, correcting known defects, for "
             f"{plural(len(caveats), 'published model')} ({', '.join(html.escape(c['model']) for c in caveats)}; "
             "table below, docs/adapters/): their published scores are what the defect gave, so a GENEB rerun of "
             "them may differ."
