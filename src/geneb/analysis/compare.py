@@ -183,7 +183,7 @@ def compare_intervals(
     """
     rows = []
     for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
-        wide, categories = task_matrix(c, regime), task_categories(c)
+        wide, categories = task_matrix(c, str(regime)), task_categories(c)
         # macro over the models with every task; each category over the models with every task of it (its ranked ones)
         subsets = [("macro", wide)] + [(cat, wide[list(g.index)]) for cat, g in categories.groupby(categories)]
         for column, sub in subsets:

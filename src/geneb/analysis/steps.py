@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,7 @@ def compare_step(
     left_out: str,
     tasks_out: str,
     summary_out: str,
-    cards: list[str] = (),
+    cards: Sequence[str] = (),
 ) -> None:
     """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks;
     contaminated cells are left out (and listed) unless the contamination policy is "flag", and so are tasks
@@ -221,7 +222,7 @@ def submission_step(
     model: str,
     submitted_by: str,
     output: str,
-    cards: list[str] = (),
+    cards: Sequence[str] = (),
 ) -> None:
     """Rule `submission`: `model`'s schema-1.0 submission file at `output`, validated against the spec; the
     tasks the model was trained on (registry `trained_on_tasks`) are left out, and so are tasks whose card

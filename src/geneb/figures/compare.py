@@ -23,11 +23,13 @@ def rank_figure(board: pd.DataFrame, *, protocol: str, regime: str = "full", cat
     fig, (left, right) = plt.subplots(1, 2, figsize=(DOUBLE_COLUMN, 0.9 + 0.13 * len(b)), sharey=True)
     y = np.arange(len(b))[::-1]
     colours = [OKABE_ITO[5] if o == "user" else GREY for o in b["origin"]]
-    for yi, r, c in zip(y, b.itertuples(), colours):
-        if pd.notna(r.ci_low):
-            left.plot([r.ci_low, r.ci_high], [yi, yi], color=c, lw=1)
-        if pd.notna(r.rank_low):
-            right.plot([r.rank_low, r.rank_high], [yi, yi], color=c, lw=1)
+    for yi, ci_low, ci_high, rank_low, rank_high, c in zip(
+        y, b["ci_low"], b["ci_high"], b["rank_low"], b["rank_high"], colours
+    ):
+        if not pd.isna(ci_low):
+            left.plot([ci_low, ci_high], [yi, yi], color=c, lw=1)
+        if not pd.isna(rank_low):
+            right.plot([rank_low, rank_high], [yi, yi], color=c, lw=1)
     left.scatter(b["value"], y, s=12, c=colours, zorder=3)
     right.scatter(b["rank"].astype(float), y, s=12, c=colours, zorder=3)
     left.set_yticks(y, [short(str(m), 44) for m in b["model"]])

@@ -86,7 +86,7 @@ def _left_out_lines(left: pd.DataFrame) -> list[str]:
         return ["no task left out"]
     out = []
     for (model, reason), g in left.groupby(["model", "reason"], sort=False):
-        scope = "for all models" if model == "*" else f"for {model}"
+        scope, reason = ("for all models" if model == "*" else f"for {model}"), str(reason)
         tasks = sorted(set(g["task"]))
         shown = ", ".join(tasks) if len(tasks) <= 12 else ", ".join(tasks[:12]) + f", … (all {len(tasks)} in the table)"
         out.append(f"{plural(len(tasks), 'task')} {html.escape(scope)}: {html.escape(reason)}: {html.escape(shown)}")
