@@ -73,6 +73,9 @@ def test_param_count_setting_picks_the_column_and_baselines_are_left_out():
     keep, dropped = scale.eligible(m, ["x", "k", "u", "missing"])
     assert keep == ["x"] and set(dropped) == {"k", "u", "missing"}
     assert "same parameter count" in scale.why_no_correlation(pd.Series([1.0, 1.0, 1.0]), pd.Series([0.1, 0.2, 0.3]))
+    # the headline counts what it shows: one model is "1 model", not "1 models"
+    assert scale.why_no_correlation(pd.Series([1.0]), pd.Series([0.1])).startswith("only 1 model with both")
+    assert scale.why_no_correlation(pd.Series([1.0, 2.0]), pd.Series([0.1, 0.2])).startswith("only 2 models with")
 
 
 def test_spearman_p_is_exact_at_small_n_and_the_ci_needs_defined_resamples():

@@ -687,6 +687,9 @@ def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
         assert len(embed) == 2 * len(TASKS)
         neural = [ln for ln in embed if "random-esm-tiny" in ln]
         assert len(neural) == len(TASKS) and all(flag in ln and " -p gpu " in ln for ln in neural), neural
+        # a CPU-only encoder (k-mers) is a CPU job: the CPU partition, no GPU asked for in either style
+        kmer = [ln for ln in embed if "kmer-3" in ln]
+        assert len(kmer) == len(TASKS) and all(" -p cpu " in ln and not GPU_FLAG.search(ln) for ln in kmer), kmer
         if "slurm-gres" in profiles:
             assert all("--gpus" not in ln for ln in embed), embed  # gres style: never --gpus as well
         for rule in ("fit_probes", "write_shot_indices"):
@@ -694,9 +697,12 @@ def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
                 assert not GPU_FLAG.search(ln), ln
         for rule in ("prepare_task", "aggregate_scores"):
             assert all(ln.endswith(" local") for ln in lines[rule]), lines[rule]
-    # device cpu (a CPU-only cluster): no job asks for a GPU
-    lines = _sbatch_lines(run, "slurm", config=["execution={device: cpu}"])
+    # device cpu (a CPU-only cluster): no job asks for a GPU, and none lands in the GPU partition
+    lines = _sbatch_lines(
+        run, "slurm", config=["execution={device: cpu}", "slurm={gpu_partition: gpu, cpu_partition: cpu}"]
+    )
     assert not any(GPU_FLAG.search(ln) for rule in lines.values() for ln in rule)
+    assert not any(" -p gpu " in ln for rule in lines.values() for ln in rule), lines["extract_embeddings"]
 
 
 def test_B43_device_cuda_without_cuda_stops_at_once(tmp_path):
@@ -830,12 +836,11 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     run = tmp_path / "run"
     write_config(run)
     t0 = time.monotonic()
+    # the profile as shipped (device cuda): k-mer models are CPU-only encoders, so their extraction jobs are CPU jobs
     proc = snakemake(
         run,
         "--profile",
         str(REPO / "profiles" / "slurm"),
-        "--config",
-        "execution={device: cpu}",
         *SLURM_FAST,
         SCORES,
         env=env,
@@ -851,7 +856,9 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     ), comments
     assert all(j["state"] == "COMPLETED" for j in jobs), jobs
     assert all(Path(j["workdir"]).resolve() == run.resolve() for j in jobs)
-    assert {j["partition"] for j in jobs if "extract_" in j["comment"]} == {"gpu"}
+    # k-mer extraction is a CPU job: the CPU partition, without --gpus (sites reject or bill it as GPU time)
+    assert {j["partition"] for j in jobs if "extract_" in j["comment"]} == {"cpu"}
+    assert not any("gpu" in j["tres"] for j in jobs if "extract_" in j["comment"]), jobs
     assert {j["partition"] for j in jobs if "probe_" in j["comment"]} == {"cpu"}
     for m in MODELS:  # each model was loaded once on the node, for all its tasks
         loads = set()

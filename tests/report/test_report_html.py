@@ -99,3 +99,63 @@ def test_figure_labels_stay_distinct_after_shortening():
     b = "organisation-foundation-model-large-mm10-variant-A-final"
     out = short_all([a, b, "short"], 28)
     assert len(set(out)) == 3 and out[2] == "short" and all(len(x) <= len(a) for x in out)
+
+
+def test_report_says_capped_subsamples_counts_what_it_shows_and_states_provenance_once(synthetic_run, tmp_path, repo):
+    """The headline says when the tasks are capped subsamples, the heatmap caption counts the models and categories
+    shown, and the provenance columns are stated once, not as columns of every table."""
+    import json
+
+    import pandas as pd
+
+    root = synthetic_run["root"]
+    tables = root / "results" / "tables"
+    tasks = sorted(pd.read_parquet(tables / "scores.parquet", columns=["task"])["task"].unique())
+    cards = []
+    for i, task in enumerate(tasks):
+        caps = {"train": {"cap": 2000, "n_source": 9000, "n_kept": 2000}} if i < 2 else {}
+        card = tmp_path / f"{task}.json"
+        card.write_text(json.dumps({"task": task, "category": "Promoters", "data_hash": "0" * 64, "caps": caps}))
+        cards.append(str(card))
+    out = tmp_path / "report.html"
+    build_report(
+        tables,
+        root / "results" / "figures",
+        out,
+        config=synthetic_run["config"],
+        captions=report_captions(repo / "workflow" / "report"),
+        scores=tables / "scores.parquet",
+        cards=cards,
+    )
+    text = out.read_text()
+    assert f"⚠ 2 of {len(tasks)} tasks are capped subsamples (train ≤ 2,000 rows;" in text
+    board = pd.read_parquet(tables / "leaderboard.parquet")
+    n_models = board["model"].nunique()
+    n_cats = board.loc[~board["category"].isin(["macro", "micro"]), "category"].nunique()
+    assert f"Shown: {n_models} models × {n_cats} of 13 categories." in text
+    assert "each of the 13 functional categories" not in text
+    assert "<th>geneb_commit</th>" not in text and "<th>geneb_dirty</th>" not in text
+    assert text.count("Every table above was written by GENEB commit") == 1
+    assert "is older than its input" not in text
+
+
+def test_report_warns_when_a_table_is_older_than_the_score_table(synthetic_run, tmp_path, repo):
+    import os
+
+    tables = synthetic_run["root"] / "results" / "tables"
+    scores = tables / "scores.parquet"
+    before = scores.stat().st_mtime
+    later = max(p.stat().st_mtime for p in tables.glob("*.parquet")) + 60
+    os.utime(scores, (later, later))
+    try:
+        out = tmp_path / "report.html"
+        build_report(
+            tables,
+            synthetic_run["root"] / "results" / "figures",
+            out,
+            config=synthetic_run["config"],
+            captions=report_captions(repo / "workflow" / "report"),
+        )
+        assert f"⚠ {tables / 'leaderboard.parquet'} is older than its input {scores}" in out.read_text()
+    finally:
+        os.utime(scores, (before, before))

@@ -204,15 +204,91 @@ def test_a_task_folder_missing_from_the_mirror_stops_the_main_process_only(small
     mirror = tmp_path / "mirror"
     (mirror / "gue_prom_core_tata").mkdir(parents=True)
     (mirror / "gue_prom_core_tata" / "train.csv").write_text("sequence,label\nACGT,0\n")
-    small_config.update(task_source=str(mirror), tasks=["gue_prom_core_tata"], models=["kmer-3"])
-    with pytest.raises(ValueError) as err:
+    small_config.update(task_source=str(mirror), tasks=["gue_prom_core_tata", "gue_prom_core_all"], models=["kmer-3"])
+    with pytest.raises(PreflightError) as err:
         plan(small_config, main_process=True)
-    assert str(err.value) == (
-        f"task 'gue_prom_core_tata': no test split ({{split}}.csv.gz or {{split}}.csv) under {mirror}/gue_prom_core_tata; "
-        "add the task's files there or point task_source / GENEB_TASK_SOURCE at the mirror that has them "
-        "(docs/adding-a-task.md)"
+    lines = str(err.value).splitlines()
+    assert lines[0] == "2 selected task(s) cannot be read from their source, so nothing was planned:"
+    assert (
+        f"- 1 from {mirror}: no test split ({{split}}.csv.gz or {{split}}.csv) under {mirror}/<task>: gue_prom_core_tata"
+        in lines
     )
-    assert plan(small_config).tasks == ["gue_prom_core_tata"]  # a job process does not look
+    assert (
+        f"- 1 from {mirror}: no train/test split ({{split}}.csv.gz or {{split}}.csv) under {mirror}/<task>: gue_prom_core_all"
+        in lines
+    )
+    assert "point `task_source:` (or $GENEB_TASK_SOURCE)" in str(err.value)
+    assert plan(small_config).tasks == ["gue_prom_core_tata", "gue_prom_core_all"]  # a job process does not look
+
+
+# ---- task sources that cannot be reached stop the plan, every task named, with the fix ------------------------
+
+PAPER_TASKS = [
+    "InstaDeepAI_nucleotide_transformer_downstream_tasks_H3",
+    "InstaDeepAI_nucleotide_transformer_downstream_tasks_H4",
+]
+
+
+def test_paper_tasks_offline_stop_the_plan_naming_each_task_and_paper_task_source(small_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GENEB_PAPER_TASK_SOURCE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache
+    small_config.update(tasks=[*PAPER_TASKS, TASKS[0]], models=["kmer-3"])
+    with pytest.raises(PreflightError) as err:
+        plan(small_config, main_process=True)
+    text = str(err.value)
+    assert text.splitlines()[0] == "2 selected task(s) cannot be read from their source, so nothing was planned:"
+    assert (
+        "- 2 from hf:DeepPavlov/geneb-tasks@4edd705be573e48c585c2cf79dc320f9f43c7b04: offline (HF_HUB_OFFLINE set)"
+        in text
+    )
+    assert text.splitlines()[1].endswith(": " + ", ".join(PAPER_TASKS))
+    assert "`paper_task_source:`" in text and "$GENEB_PAPER_TASK_SOURCE" in text
+    assert plan(small_config).tasks == [*PAPER_TASKS, TASKS[0]]  # a job process does not look
+    # a prepared task is not read again: nothing to reach
+    for task in PAPER_TASKS:
+        folder = tmp_path / "resources" / "tasks" / task
+        folder.mkdir(parents=True)
+        for name in ("train.parquet", "test.parquet", "card.json"):
+            (folder / name).write_text("x")
+    assert plan(small_config, main_process=True).tasks == [*PAPER_TASKS, TASKS[0]]
+
+
+def test_paper_tasks_with_the_hub_unreachable_stop_the_plan_with_the_models_problems(
+    small_config, tmp_path, monkeypatch
+):
+    from hub_support import closed_endpoint
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("GENEB_PAPER_TASK_SOURCE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_ENDPOINT", closed_endpoint())
+    small_config.update(tasks=PAPER_TASKS, models=["kmer-3", "deepgene"])
+    with pytest.raises(PreflightError) as err:
+        plan(small_config, main_process=True)
+    text = str(err.value)
+    assert text.startswith("1 selected model(s) cannot run, so nothing was planned:")  # the models' part first
+    assert "2 selected task(s) cannot be read from their source, so nothing was planned:" in text
+    assert "cannot be reached (URLError: [Errno 111] Connection refused)" in text
+    # the fix works: a local copy named by paper_task_source (here: the shared mirror has no paper task folders)
+    monkeypatch.setenv("GENEB_PAPER_TASK_SOURCE", str(tmp_path / "copy"))
+    with pytest.raises(PreflightError, match=r"the mirror folder .*copy does not exist"):
+        plan(small_config, main_process=True)
+
+
+def test_an_unreachable_http_mirror_stops_the_plan(small_config, tmp_path, monkeypatch):
+    from hub_support import closed_endpoint
+
+    monkeypatch.chdir(tmp_path)
+    url = closed_endpoint() + "/geneb-tasks"
+    small_config.update(task_source=url)
+    with pytest.raises(PreflightError) as err:
+        plan(small_config, main_process=True)
+    assert (
+        f"- 2 from {url}: the mirror does not answer (URLError: [Errno 111] Connection refused): {', '.join(TASKS)}"
+        in str(err.value)
+    )
 
 
 # ---- what the main process says and does --------------------------------------------------------------------
@@ -386,6 +462,48 @@ def test_settings_hashes_name_the_resolved_settings_and_refuse_another_hash(smal
     assert plan(small_config).extraction_hashes["kmer-3"] != made.extraction_hashes["kmer-3"]
 
 
+def test_cpu_only_encoders_are_cpu_jobs_in_the_profiles_cpu_partition(small_config):
+    small_config["models"] = ["kmer-3", "random-esm-tiny"]
+    small_config["execution"]["device"] = "cuda"
+    made = plan(small_config)
+    assert [made.extraction_partition(m) for m in ("kmer-3", "random-esm-tiny")] == [None, None]  # no profile: unset
+    small_config["slurm"] = {"gpu_partition": "gpu", "cpu_partition": "cpu"}
+    made = plan(small_config)
+    assert (made.extraction_partition("kmer-3"), made.extraction_gpus("kmer-3"), made.extraction_gres("kmer-3")) == (
+        "cpu",
+        0,
+        None,
+    )
+    assert (made.extraction_partition("random-esm-tiny"), made.extraction_gpus("random-esm-tiny")) == ("gpu", 1)
+    small_config["slurm"]["gpu_gres"] = "gpu:1"  # sites that refuse --gpus: the GPU job asks with --gres instead
+    made = plan(small_config)
+    assert (made.extraction_gpus("random-esm-tiny"), made.extraction_gres("random-esm-tiny")) == (0, "gpu:1")
+    assert (made.extraction_gres("kmer-3"), made.extraction_partition("kmer-3")) == (None, "cpu")
+    small_config["execution"]["device"] = "cpu"  # a CPU-only cluster: every extraction is a CPU job
+    assert plan(small_config).extraction_partition("random-esm-tiny") == "cpu"
+
+
+def test_models_extra_adds_to_the_models_an_overlay_set(small_config):
+    small_config["models_extra"] = ["kmer-5", "kmer-3"]
+    assert plan(small_config).models == ["kmer-3", "kmer-4", "kmer-5"]
+    small_config["models_extra"] = ["kmer-3-typo"]
+    with pytest.raises(RegistryError, match="kmer-3-typo"):
+        plan(small_config)
+
+
+def test_results_dir_keeps_a_runs_tables_apart(small_config):
+    small_config["results_dir"] = "results/paper"
+    made = plan(small_config)
+    assert made.final_outputs()[0] == "results/paper/tables/scores.parquet"
+    assert made.probe_tables()[0] == f"results/paper/probes/geneb-paper/{MODELS[0]}/{TASKS[0]}.parquet"
+    assert made.failures_file() == "results/paper/tables/failed_tasks.json"
+    assert made.embedding_file(MODELS[0], TASKS[0]).startswith("resources/embeddings/")  # caches stay shared
+    for bad in ("/tmp/elsewhere", "results/../resources", "output"):
+        small_config["results_dir"] = bad
+        with pytest.raises(ValueError, match="results_dir"):
+            plan(small_config)
+
+
 def test_extraction_priority_env_and_resources(small_config):
     made = plan(small_config)
     order = sorted(((m, t) for m in MODELS for t in TASKS), key=lambda mt: -made.extraction_priority(*mt))
@@ -434,7 +552,7 @@ def test_table_lists_follow_snakemakes_expand_order(small_config):
     assert made.task_embedding_files(TASKS[0]) == [made.embedding_file(m, TASKS[0]) for m in MODELS]
     assert made.task_cards() == [f"resources/tasks/{t}/card.json" for t in TASKS]
     assert made.submission_files() == [f"results/submissions/{m}.json" for m in MODELS]
-    assert FINAL_OUTPUTS[0] == "results/tables/scores.parquet"
+    assert FINAL_OUTPUTS[0] == "tables/scores.parquet" and made.final_outputs()[0] == "results/tables/scores.parquet"
 
 
 def test_report_config_leaves_out_execution_knobs_and_weights_paths(small_config):

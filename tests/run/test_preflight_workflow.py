@@ -71,3 +71,23 @@ def test_the_extraction_rule_takes_its_conda_env_from_the_model(tmp_path, repo, 
         if "Hashing conda environment" in line
     }
     assert hashed == {repo / "envs/geneb.yaml", repo / "envs/hyena.yaml"}, proc.stdout[-3000:]
+
+
+def test_a_dry_run_of_the_paper_tasks_offline_stops_naming_every_task_and_the_fix(tmp_path, repo):
+    """The paper's 100 tasks with one local model, no network: the plan (a dry run) stops at once, every task named,
+    with `paper_task_source` / GENEB_PAPER_TASK_SOURCE as the fix, instead of planning the jobs and failing in the
+    first prepare_task job."""
+    paper = yaml.safe_load((repo / "config/paper.yaml").read_text())
+    run = tmp_path / "run"
+    write_run_config(run, tmp_path / "unused-mirror", paper["tasks"], ["kmer-3"])
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "GENEB_PAPER_TASK_SOURCE": ""}
+    proc = run_snakemake(run, "-n", env=env)
+    assert proc.returncode != 0
+    assert "100 selected task(s) cannot be read from their source, so nothing was planned:" in proc.stdout
+    assert "- 100 from hf:DeepPavlov/geneb-tasks@4edd705be573e48c585c2cf79dc320f9f43c7b04: offline" in proc.stdout
+    assert all(task in proc.stdout for task in paper["tasks"])
+    assert "`paper_task_source:`" in proc.stdout and "$GENEB_PAPER_TASK_SOURCE" in proc.stdout
+    assert "Job stats" not in proc.stdout and not (run / "resources").exists()
+    # the fix named: a local copy; one that is not there is named in turn
+    proc = run_snakemake(run, "-n", env=env | {"GENEB_PAPER_TASK_SOURCE": str(tmp_path / "copy")})
+    assert proc.returncode != 0 and f"the mirror folder {tmp_path / 'copy'} does not exist" in proc.stdout

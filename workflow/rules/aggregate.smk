@@ -13,7 +13,7 @@ rule aggregate_scores:
         cards=task_cards(),
         audits=expand("resources/tasks/{task}/audit.json", task=config["tasks"]),
     output:
-        "results/tables/scores.parquet",
+        results("tables/scores.parquet"),
     log:
         "logs/aggregate_scores.log",
     conda:

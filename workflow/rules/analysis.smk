@@ -9,25 +9,25 @@ localrules:
     task_audit_table,
     import_published,
     reproduce_paper,
-    compare_published,
+    compare_published_tables,
     submission,
     submissions,
 
 
 rule leaderboard:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
     output:
         leaderboard=report(
-            "results/tables/leaderboard.parquet",
+            results("tables/leaderboard.parquet"),
             caption="../report/leaderboard.rst",
             category="Tables",
         ),
-        leaderboard_tasks="results/tables/leaderboard_tasks.parquet",
-        contamination="results/tables/contamination.parquet",
-        leaderboard_clean="results/tables/leaderboard_clean.parquet",
+        leaderboard_tasks=results("tables/leaderboard_tasks.parquet"),
+        contamination=results("tables/contamination.parquet"),
+        leaderboard_clean=results("tables/leaderboard_clean.parquet"),
     log:
         "logs/analysis/leaderboard.log",
     conda:
@@ -42,12 +42,12 @@ rule leaderboard:
 # one row per task: best shortcut MCC, single-feature AUROCs and flags, overlap and homolog counts
 rule task_audit_table:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         audits=expand("resources/tasks/{task}/audit.json", task=config["tasks"]),
         cards=task_cards(),
         models=config["model_sheet"],
     output:
-        "results/tables/task_audit.parquet",
+        results("tables/task_audit.parquet"),
     log:
         "logs/analysis/task_audit_table.log",
     conda:
@@ -60,13 +60,13 @@ rule task_audit_table:
 
 rule analyses:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         predictions=prediction_tables,
         models=config["model_sheet"],
         tasks=config["task_sheet"],
     output:
-        tables=analysis_table_files("results/tables/{name}.parquet"),
-        summary="results/tables/analysis_summary.json",
+        tables=analysis_table_files(results("tables/{name}.parquet")),
+        summary=results("tables/analysis_summary.json"),
     log:
         "logs/analysis/analyses.log",
     conda:
@@ -82,7 +82,7 @@ rule import_published:
     input:
         **PUBLISHED_FILES,
     output:
-        "results/published/tables/scores.parquet",
+        results("published/tables/scores.parquet"),
     log:
         "logs/analysis/import_published.log",
     conda:
@@ -93,15 +93,15 @@ rule import_published:
 
 use rule leaderboard as published_leaderboard with:
     input:
-        scores="results/published/tables/scores.parquet",
+        scores=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         paper_models=PUBLISHED_FILES["models"],
         registry=PUBLISHED_REGISTRY,
     output:
-        leaderboard="results/published/tables/leaderboard.parquet",
-        leaderboard_tasks="results/published/tables/leaderboard_tasks.parquet",
-        contamination="results/published/tables/contamination.parquet",
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        leaderboard_tasks=results("published/tables/leaderboard_tasks.parquet"),
+        contamination=results("published/tables/contamination.parquet"),
     log:
         "logs/analysis/published_leaderboard.log",
     params:
@@ -111,14 +111,14 @@ use rule leaderboard as published_leaderboard with:
 
 use rule analyses as published_analyses with:
     input:
-        scores="results/published/tables/scores.parquet",
+        scores=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         paper_models=PUBLISHED_FILES["models"],
         registry=PUBLISHED_REGISTRY,
     output:
-        tables=analysis_table_files("results/published/tables/{name}.parquet"),
-        summary="results/published/tables/analysis_summary.json",
+        tables=analysis_table_files(results("published/tables/{name}.parquet")),
+        summary=results("published/tables/analysis_summary.json"),
     log:
         "logs/analysis/published_analyses.log",
     params:
@@ -129,12 +129,12 @@ use rule analyses as published_analyses with:
 rule reproduce_paper:
     input:
         claims=config["analysis"]["published"]["claims"],
-        summary="results/published/tables/analysis_summary.json",
-        leaderboard="results/published/tables/leaderboard.parquet",
-        models="results/published/tables/models.parquet",
+        summary=results("published/tables/analysis_summary.json"),
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        models=results("published/tables/models.parquet"),
     output:
         report(
-            "results/published/tables/reproduce_paper.parquet",
+            results("published/tables/reproduce_paper.parquet"),
             caption="../report/reproduce_paper.rst",
             category="Published results",
         ),
@@ -146,20 +146,22 @@ rule reproduce_paper:
         "../scripts/reproduce_paper.py"
 
 
-rule compare_published:
+rule compare_published_tables:
     input:
-        scores="results/tables/scores.parquet",
-        published="results/published/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
+        published=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         cards=task_cards(),
     output:
         board=report(
-            "results/tables/compare_published.parquet",
+            results("tables/compare_published.parquet"),
             caption="../report/compare_published.rst",
             category="Tables",
         ),
-        left_out="results/tables/compare_published_left_out.parquet",
+        left_out=results("tables/compare_published_left_out.parquet"),
+        tasks=results("tables/compare_published_tasks.parquet"),
+        summary=results("tables/compare_published_summary.json"),
     log:
         "logs/analysis/compare_published.log",
     conda:
@@ -172,13 +174,13 @@ rule compare_published:
 
 rule submission:
     input:
-        scores="results/tables/scores.parquet",
+        scores=results("tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         spec=PUBLISHED_FILES["spec"],
         cards=task_cards(),
     output:
-        "results/submissions/{model}.json",
+        results("submissions/{model}.json"),
     log:
         "logs/analysis/submission/{model}.log",
     conda:

@@ -16,7 +16,7 @@ from geneb.report.captions import report_captions
 from geneb.run import handlers
 from geneb.run import resources as job_resources
 from geneb.run.partial import PARTIAL_ENV
-from geneb.run.plan import FINAL_OUTPUTS, plan_run
+from geneb.run.plan import plan_run
 from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 
 #: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
@@ -34,14 +34,6 @@ PLAN = plan_run(
     log=logger,
 )
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
-REGISTRY = PLAN.registry
-TASK_SHEET = PLAN.task_sheet
-PARTIAL = PLAN.partial
-#: the pre-flight problems of this interpreter (conda route without --sdm conda): a real run stops in `onstart`
-PREFLIGHT_HERE = list(PLAN.preflight_here)
-#: the resolved extraction settings per model, and their hash (the cache folder name)
-EXTRACTION_SETTINGS = PLAN.extraction_settings
-EXTRACTION_HASH = PLAN.extraction_hashes
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
 CAPTION_FOLDER = "../report"
 CAPTION_DIR = Path(workflow.current_basedir.get_path_or_uri(secret_free=True)) / CAPTION_FOLDER
@@ -120,6 +112,14 @@ def extraction_mem_mb(wildcards, attempt):
     return PLAN.extraction_mem_mb(wildcards.model, attempt)
 
 
+def extraction_partition(wildcards):
+    return PLAN.extraction_partition(wildcards.model)
+
+
+def extraction_gres(wildcards):
+    return PLAN.extraction_gres(wildcards.model)
+
+
 def extraction_runtime(wildcards, attempt):
     return job_resources.extraction_runtime(attempt)
 
@@ -165,22 +165,26 @@ def submission_files():
 
 
 def final_outputs():
-    return list(FINAL_OUTPUTS)
+    return PLAN.final_outputs()
+
+
+def results(path):
+    """`path` under the run's results_dir (config `results_dir`; tables, figures, report), e.g. "tables/x.parquet"."""
+    return PLAN.results_path(path)
 
 
 def analysis_table_files(pattern):
-    """`pattern` (e.g. "results/tables/{name}.parquet") for every table of the analysis registry."""
+    """`pattern` (e.g. results("tables/{name}.parquet")) for every table of the analysis registry."""
     return expand(pattern, name=analysis_tables())
 
 
 def figure_files(pattern):
-    """`pattern` (e.g. "results/figures/{name}.pdf") for every figure of the figure registry."""
+    """`pattern` (e.g. results("figures/{name}.pdf")) for every figure of the figure registry."""
     return expand(pattern, name=figure_names())
 
 
 def figure_reports(pattern, category):
-    """{figure name: `pattern` with the name, flagged for `snakemake --report` with the figure's caption file and
-    `category`} for every registered figure: the named outputs of a figures rule."""
+    """{figure name: `pattern` with the name, a report() output with its caption and `category`} per figure."""
     return {
         f.name: report(pattern.format(name=f.name), caption=f"{CAPTION_FOLDER}/{f.caption}", category=category)
         for f in figures()
@@ -188,6 +192,5 @@ def figure_reports(pattern, category):
 
 
 def caption_texts():
-    """{caption file: text} of the captions the HTML report shows, read from workflow/report (a params of the report
-    rules, so an edited caption rebuilds the report)."""
+    """{caption file: text} of workflow/report (a params of the report rules: an edited caption rebuilds it)."""
     return report_captions(CAPTION_DIR)

@@ -23,8 +23,11 @@ rule extract_embeddings:
     conda:
         extraction_env
     threads: config["execution"]["threads"]
+    # a CPU-only encoder (k-mers) or device cpu is a CPU job: no GPU, and the profile's CPU partition
     resources:
         gpu=extraction_gpus,
+        gres=extraction_gres,
+        slurm_partition=extraction_partition,
         mem_mb=extraction_mem_mb,
         runtime=extraction_runtime,
         extract_slot=1,

@@ -10,11 +10,11 @@ localrules:
 
 rule paper_figures:
     input:
-        leaderboard="results/tables/leaderboard.parquet",
-        tables=analysis_table_files("results/tables/{name}.parquet"),
+        leaderboard=results("tables/leaderboard.parquet"),
+        tables=analysis_table_files(results("tables/{name}.parquet")),
     output:
-        **figure_reports("results/figures/{name}.png", category="Figures"),
-        pdf=figure_files("results/figures/{name}.pdf"),
+        **figure_reports(results("figures/{name}.png"), category="Figures"),
+        pdf=figure_files(results("figures/{name}.pdf")),
     log:
         "logs/figures/paper_figures.log",
     conda:
@@ -28,11 +28,11 @@ rule paper_figures:
 
 use rule paper_figures as published_figures with:
     input:
-        leaderboard="results/published/tables/leaderboard.parquet",
-        tables=analysis_table_files("results/published/tables/{name}.parquet"),
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        tables=analysis_table_files(results("published/tables/{name}.parquet")),
     output:
-        **figure_reports("results/published/figures/{name}.png", category="Published results"),
-        pdf=figure_files("results/published/figures/{name}.pdf"),
+        **figure_reports(results("published/figures/{name}.png"), category="Published results"),
+        pdf=figure_files(results("published/figures/{name}.pdf")),
     log:
         "logs/figures/published_figures.log",
     params:

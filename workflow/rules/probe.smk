@@ -34,8 +34,8 @@ rule fit_probes:
         shots="resources/shots/{protocol}/{task}.json",
         audit="resources/tasks/{task}/audit.json",
     output:
-        scores="results/probes/{protocol}/{model}/{task}.parquet",
-        predictions="results/predictions/{protocol}/{model}/{task}.parquet",
+        scores=results("probes/{protocol}/{model}/{task}.parquet"),
+        predictions=results("predictions/{protocol}/{model}/{task}.parquet"),
     log:
         "logs/fit_probes/{protocol}/{model}/{task}.log",
     benchmark:

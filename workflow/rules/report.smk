@@ -5,19 +5,21 @@
 # quick table/figure/report steps: run where snakemake runs, not as cluster jobs
 localrules:
     report,
+    compare_published_report,
 
 
 rule report:
     input:
-        leaderboard="results/tables/leaderboard.parquet",
-        scores="results/tables/scores.parquet",
-        task_audit="results/tables/task_audit.parquet",
-        tables=analysis_table_files("results/tables/{name}.parquet"),
-        summary="results/tables/analysis_summary.json",
-        figures=figure_files("results/figures/{name}.png"),
+        leaderboard=results("tables/leaderboard.parquet"),
+        scores=results("tables/scores.parquet"),
+        task_audit=results("tables/task_audit.parquet"),
+        tables=analysis_table_files(results("tables/{name}.parquet")),
+        summary=results("tables/analysis_summary.json"),
+        figures=figure_files(results("figures/{name}.png")),
+        cards=task_cards(),
     output:
         report(
-            "results/report/geneb_report.html",
+            results("report/geneb_report.html"),
             caption="../report/html_report.rst",
             category="Report",
         ),
@@ -37,14 +39,14 @@ rule report:
 
 use rule report as published_report with:
     input:
-        leaderboard="results/published/tables/leaderboard.parquet",
-        tables=analysis_table_files("results/published/tables/{name}.parquet"),
-        summary="results/published/tables/analysis_summary.json",
-        figures=figure_files("results/published/figures/{name}.png"),
-        reproduce="results/published/tables/reproduce_paper.parquet",
+        leaderboard=results("published/tables/leaderboard.parquet"),
+        tables=analysis_table_files(results("published/tables/{name}.parquet")),
+        summary=results("published/tables/analysis_summary.json"),
+        figures=figure_files(results("published/figures/{name}.png")),
+        reproduce=results("published/tables/reproduce_paper.parquet"),
     output:
         report(
-            "results/published/report/geneb_report.html",
+            results("published/report/geneb_report.html"),
             caption="../report/html_report.rst",
             category="Published results",
         ),
@@ -60,6 +62,36 @@ use rule report as published_report with:
 
 rule published:
     input:
-        "results/published/report/geneb_report.html",
-        "results/published/tables/reproduce_paper.parquet",
-        "results/published/tables/leaderboard.parquet",
+        results("published/report/geneb_report.html"),
+        results("published/tables/reproduce_paper.parquet"),
+        results("published/tables/leaderboard.parquet"),
+
+
+# The comparison with the paper's published models as a report of its own (docs/analyses.md, "Your models beside
+# the paper's 40"): `snakemake compare_published`.
+rule compare_published_report:
+    input:
+        board=results("tables/compare_published.parquet"),
+        left_out=results("tables/compare_published_left_out.parquet"),
+        tasks=results("tables/compare_published_tasks.parquet"),
+        summary=results("tables/compare_published_summary.json"),
+    output:
+        html=report(
+            results("report/compare_published.html"),
+            caption="../report/compare_published.rst",
+            category="Report",
+        ),
+        png=results("figures/compare_published.png"),
+        pdf=results("figures/compare_published.pdf"),
+    log:
+        "logs/report/compare_published.log",
+    conda:
+        "../../envs/geneb.yaml"
+    script:
+        "../scripts/compare_report.py"
+
+
+rule compare_published:
+    input:
+        results("report/compare_published.html"),
+        results("tables/compare_published.parquet"),

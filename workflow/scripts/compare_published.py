@@ -1,4 +1,4 @@
-"""Shim: rule compare_published -> geneb.analysis.steps.compare_step."""
+"""Shim: rule compare_published_tables -> geneb.analysis.steps.compare_step."""
 
 from geneb.analysis.steps import compare_step
 from geneb.core.logs import log_to_file
@@ -12,5 +12,7 @@ compare_step(
     analysis_config=snakemake.params.analysis,
     board_out=snakemake.output.board,
     left_out=snakemake.output.left_out,
+    tasks_out=snakemake.output.tasks,
+    summary_out=snakemake.output.summary,
     cards=list(snakemake.input.cards),
 )

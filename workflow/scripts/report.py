@@ -18,4 +18,5 @@ build_report(
     reproduce=snakemake.input.get("reproduce"),
     scores=snakemake.input.get("scores"),
     task_audit=snakemake.input.get("task_audit"),
+    cards=list(snakemake.input.get("cards", [])),
 )

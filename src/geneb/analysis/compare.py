@@ -6,7 +6,12 @@ task). Every other task the user ran is listed with the reason it could not be c
 paper's split, a different split, no paper counterpart), and so is every paper task the user did not run.
 
 The comparison leaderboard is computed over the *common* tasks only, for every model (published and
-user), so the numbers are comparable; `n_tasks_paper` says how many tasks the paper's category has.
+user), so the numbers are comparable; `n_tasks_paper` says how many tasks the paper's category has. Its
+uncertainty (`compare_intervals`) resamples the common tasks within each category (no per-row predictions exist
+for the published models, so test rows are not resampled): a percentile CI of every complete model's category and
+macro score, its rank interval, and the best model with those it cannot be told apart from (the analyses'
+`bootstrap.category_replicates`, `ranks.rank_intervals`, `recommend.recommend`), so `geneb leaderboard` and
+`geneb recommend` read the comparison table like their own.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.analysis import leaderboard as lb
+from geneb.analysis.bootstrap import category_replicates
 from geneb.analysis.published import PROTOCOL
-from geneb.analysis.tables import cell_scores
+from geneb.analysis.ranks import rank_intervals
+from geneb.analysis.recommend import recommend
+from geneb.analysis.tables import cell_scores, task_categories, task_matrix
 from geneb.tables.scores import AnalysisInputError
 from geneb.tasks.card import read_card
 
@@ -70,7 +78,8 @@ def compare_with_published(
     board: leaderboard columns plus n_tasks_paper and `origin` ("user" / "published"); user model ids that
     collide with a published id get the prefix "user:". left_out: task, paper_task, model (user model or "*"),
     reason; every (model, regime) a user model lacks on a common task is listed, a whole missing regime too.
-    Raises AnalysisInputError when the user ran no comparable task under geneb-paper.
+    board.attrs["cells"] holds the per-cell table the board was computed from (`compare_intervals`,
+    `task_table`). Raises AnalysisInputError when the user ran no comparable task under geneb-paper.
     """
     user = user_scores[user_scores["protocol"] == PROTOCOL]
     if user.empty:
@@ -143,4 +152,76 @@ def compare_with_published(
     board.loc[board["category"].isin(lb.AGGREGATES), "n_tasks_paper"] = published_scores["task"].nunique()
     board["n_tasks_paper"] = board["n_tasks_paper"].astype("Int64")
     board["origin"] = ["user" if m in set(user["model"]) else "published" for m in board["model"]]
+    board.attrs["cells"] = cells
     return board, pd.DataFrame(left, columns=["task", "paper_task", "model", "reason"])
+
+
+#: the columns `compare_intervals` adds to the comparison board
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "p_top1", "role", "tie_rule", "confidence")
+
+
+def compare_intervals(
+    board: pd.DataFrame,
+    cells: pd.DataFrame,
+    *,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+    tie_rule: str = "overlap",
+) -> pd.DataFrame:
+    """`board` with the comparison's uncertainty, per (regime, category incl. macro, model), tasks resampled.
+
+    cells: the per-cell table of the comparison (board.attrs["cells"]). For each regime, the macro column over the
+    models with every common task, and each category over the models with every task of that category (the
+    models the board ranks there; an incomplete model gets no interval), go through
+    `bootstrap.category_replicates` (tasks drawn with replacement within each category, `n_resamples` draws from
+    `seed`, the same draws for a category either way; no test rows: the published models have no per-row
+    predictions). Adds ci_low, ci_high (percentile
+    CI of the score at `confidence`; NA for a single-task category, where there is nothing to resample),
+    rank_low, rank_high, p_top1 (`ranks.rank_intervals`), role ("best", "tied" by `tie_rule`, else NA;
+    `recommend.recommend`), tie_rule and confidence. Micro rows get no interval. Returns a new frame.
+    """
+    rows = []
+    for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
+        wide, categories = task_matrix(c, str(regime)), task_categories(c)
+        # macro over the models with every task; each category over the models with every task of it (its ranked ones)
+        subsets = [("macro", wide)] + [(cat, wide[list(g.index)]) for cat, g in categories.groupby(categories)]
+        for column, sub in subsets:
+            matrix = sub.dropna(how="any")
+            if len(matrix) < 2:
+                continue
+            rep = category_replicates(matrix, categories, None, n_resamples=n_resamples, seed=seed)
+            low, high = rep.interval(confidence)
+            k = rep.columns.index(column)
+            ri = rank_intervals(rep, confidence)
+            ri = ri[ri["category"] == column].drop(columns=["value", "rank", "rows_resampled", "n_resamples"])
+            ri["ci_low"] = [low[rep.models.index(m), k] for m in ri["model"]]
+            ri["ci_high"] = [high[rep.models.index(m), k] for m in ri["model"]]
+            rec = recommend(rep, confidence=confidence, tie_rule=tie_rule)
+            ri = ri.merge(
+                rec.loc[rec["category"] == column, ["category", "model", "role"]], on=["category", "model"], how="left"
+            )
+            ri["protocol"], ri["regime"] = protocol, regime
+            rows.append(ri)
+    keys = ["protocol", "regime", "category", "model"]
+    extra = (
+        pd.concat(rows, ignore_index=True)
+        if rows
+        else pd.DataFrame(columns=[*keys, "rank_low", "rank_high", "p_top1", "ci_low", "ci_high", "role"])
+    )
+    out = board.drop(columns=[c for c in INTERVAL_COLUMNS if c in board.columns]).merge(extra, on=keys, how="left")
+    out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
+    out["tie_rule"], out["confidence"] = tie_rule, float(confidence)
+    out.attrs = dict(board.attrs)
+    return out
+
+
+def task_table(cells: pd.DataFrame, origin: dict[str, str]) -> pd.DataFrame:
+    """The per-task comparison: one row per (protocol, regime, task, model) with category, value (seed-mean
+    score), rank within the task (1 = best; `leaderboard.task_leaderboard`), n_models (models with the task),
+    and origin ({model: "user" | "published"})."""
+    out = lb.task_leaderboard(cells)
+    out["n_models"] = out.groupby(["protocol", "regime", "task"], observed=True)["model"].transform("size")
+    out["origin"] = out["model"].map(origin).fillna("published")
+    keep = ["protocol", "regime", "category", "task", "model", "origin", "value", "rank", "n_models", "source"]
+    return out[[c for c in keep if c in out.columns]]

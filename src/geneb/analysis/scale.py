@@ -105,7 +105,8 @@ def spearman_with_ci(
 def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
     """'' when rho(params, score) is defined; else why not (fewer than 3 models, or a constant column)."""
     if len(params) < 3:
-        return f"only {len(params)} models with both a positive parameter count and an aggregate score (3 needed)"
+        n = len(params)
+        return f"only {n} model{'' if n == 1 else 's'} with both a positive parameter count and an aggregate score (3 needed)"
     if params.nunique() < 2:
         return "every model has the same parameter count"
     if score.nunique() < 2:

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from geneb import __version__
 from geneb.analysis import compare, metadata, published, reproduce, run, submission
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
-from geneb.core.atomic import atomic_path
+from geneb.analysis.tables import frame_sha256
+from geneb.core.atomic import atomic_path, write_text_atomic
+from geneb.core.paths import repo_root
+from geneb.core.provenance import code_revision
 from geneb.tables.scores import (
     FAILED_CELLS_ATTR,
     FAILED_TASKS_ATTR,
@@ -137,6 +142,29 @@ def reproduce_step(*, claims: str, summary: str, leaderboard: str, models: str, 
     return table
 
 
+def reference_caveats(models_yaml: str, published_models: set[str]) -> list[dict[str, str]]:
+    """The published models whose reference extraction GENEB's adapters correct: one row per registry entry whose
+    paper id (`paper.model_id`) is among `published_models` and that records `paper.geneb_changes`, with model
+    (the paper's id), change (the text) and page (docs/adapters/<family>.md where there is one, else the entry in
+    config/models.yaml)."""
+    rows = []
+    for spec in metadata.registry(models_yaml).models.values():
+        paper = dict(spec.paper or {})
+        if spec.paper_model_id not in published_models or not paper.get("geneb_changes"):
+            continue
+        page = f"docs/adapters/{spec.family.replace('-', '_')}.md"
+        rows.append(
+            {
+                "model": spec.paper_model_id,
+                "change": " ".join(str(paper["geneb_changes"]).split()),
+                "page": page
+                if (repo_root() / page).is_file()
+                else f"config/models.yaml ({spec.id}: paper.geneb_changes)",
+            }
+        )
+    return sorted(rows, key=lambda r: r["model"])
+
+
 def compare_step(
     *,
     scores: str,
@@ -146,23 +174,62 @@ def compare_step(
     analysis_config: dict[str, Any],
     board_out: str,
     left_out: str,
-    cards: list[str] = (),
+    tasks_out: str,
+    summary_out: str,
+    cards: Sequence[str] = (),
 ) -> None:
     """Rule `compare_published`: the user's models beside the published 40 over the common paper tasks;
     contaminated cells are left out (and listed) unless the contamination policy is "flag", and so are tasks
-    whose card (`cards`: the run's task cards) records a cap."""
+    whose card (`cards`: the run's task cards) records a cap.
+
+    Writes the board with its task-resampled CIs, rank intervals and recommendation roles (`board_out`,
+    `compare.compare_intervals`), the left-out list (`left_out`), the per-task table (`tasks_out`) and
+    `summary_out` (JSON: what the comparison covers, out of what, and under which rules: coverage, settings,
+    the user's models, the reference-extractor caveats of `reference_caveats`), which the comparison report
+    reads."""
     settings = run.resolve_settings(analysis_config, "geneb")
     user, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
+    pub = load_scores(published_scores)
     exclude: set[tuple[str, str]] = set()
     if settings["contamination"] == "exclude":
         _, bad = run.prepare_cells(user, metadata.load_model_meta(models_yaml), task_meta, settings)
         exclude = set(zip(bad["model"], bad["task"]))
-    board, left = compare.compare_with_published(
-        user, load_scores(published_scores), task_meta, exclude, capped=compare.capped_tasks(cards)
+    board, left = compare.compare_with_published(user, pub, task_meta, exclude, capped=compare.capped_tasks(cards))
+    cells = board.attrs.pop("cells")
+    boot = settings["bootstrap"]
+    board = compare.compare_intervals(
+        board,
+        cells,
+        confidence=float(settings["confidence"]),
+        n_resamples=int(boot["n_resamples"]),
+        seed=int(boot["seed"]),
+        tie_rule=settings["recommendation"]["tie_rule"],
     )
-    for df, path in ((board, board_out), (with_code_revision(left), left_out)):
+    origin = dict(zip(board["model"], board["origin"]))
+    per_task = compare.task_table(cells, origin)
+    for df, path in ((board, board_out), (left, left_out), (per_task, tasks_out)):
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
+    paper_tasks = pub.drop_duplicates("task").set_index("task")["category"]
+    compared = cells.drop_duplicates("task").set_index("task")["category"]
+    summary = {
+        "protocol": published.PROTOCOL,
+        "n_paper_tasks": int(len(paper_tasks)),
+        "paper_tasks_per_category": {str(k): int(v) for k, v in paper_tasks.value_counts().items()},
+        "compared_tasks": {str(t): str(c) for t, c in compared.sort_index().items()},
+        "user_models": sorted(m for m, o in origin.items() if o == "user"),
+        "n_published_models": int(pub["model"].nunique()),
+        "contamination": settings["contamination"],
+        "confidence": float(settings["confidence"]),
+        "n_resamples": int(boot["n_resamples"]),
+        "seed": int(boot["seed"]),
+        "tie_rule": settings["recommendation"]["tie_rule"],
+        "reference_caveats": reference_caveats(models_yaml, set(pub["model"])),
+        "input_sha256": {"scores": frame_sha256(user), "published": frame_sha256(pub)},
+        "geneb_version": __version__,
+        **code_revision(),
+    }
+    write_text_atomic(summary_out, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))
 
 
@@ -175,7 +242,7 @@ def submission_step(
     model: str,
     submitted_by: str,
     output: str,
-    cards: list[str] = (),
+    cards: Sequence[str] = (),
 ) -> None:
     """Rule `submission`: `model`'s schema-1.0 submission file at `output`, validated against the spec; the
     tasks the model was trained on (registry `trained_on_tasks`) are left out, and so are tasks whose card

@@ -79,14 +79,23 @@ def build_parser() -> argparse.ArgumentParser:
     eb.add_argument("--python", default=None, help="the interpreter to make it from (default: this one)")
     eb.set_defaults(func=cmd_env_build)
     for name, func, table, help_ in (
-        ("leaderboard", cmd_leaderboard, "results/tables/leaderboard.parquet", "print a leaderboard"),
-        ("recommend", cmd_recommend, "results/tables/recommendations.parquet", "recommend a model for a category"),
+        ("leaderboard", cmd_leaderboard, "tables/leaderboard.parquet", "print a leaderboard"),
+        ("recommend", cmd_recommend, "tables/recommendations.parquet", "recommend a model for a category"),
     ):
         s = sub.add_parser(name, help=help_)
         s.add_argument("--category", default="macro" if name == "leaderboard" else None, required=name == "recommend")
         s.add_argument("--regime", default="full", choices=REGIMES)
         s.add_argument("--protocol")
-        s.add_argument("--table", default=table)
+        s.add_argument(
+            "--results-dir",
+            default=None,
+            help="the run's results_dir (config key; default results): reads its " + table,
+        )
+        s.add_argument(
+            "--table",
+            default=None,
+            help=f"the table to read (default <results-dir>/{table}; the comparison's compare_published.parquet too)",
+        )
         if name == "leaderboard":
             s.add_argument("--top", type=positive_int, default=50, help="print the first N models (default 50)")
             s.add_argument(

@@ -5,25 +5,34 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
+from geneb.tables.freshness import stale_warning
 from geneb.tables.scores import FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
 
 #: the columns each table-reading command needs, and the table it expects
 TABLES = {
     "leaderboard": (
         ("protocol", "regime", "category", "model", "value", "rank", "n_tasks", "borda_rank", "complete"),
-        "results/tables/leaderboard.parquet (or compare_published.parquet)",
+        "<results_dir>/tables/leaderboard.parquet (or compare_published.parquet)",
     ),
     "recommendation": (
         ("protocol", "regime", "category", "model", "role", "value", "ci_low", "ci_high", "tie_rule"),
-        "results/tables/recommendations.parquet",
+        "<results_dir>/tables/recommendations.parquet (or compare_published.parquet)",
     ),
 }
+#: the table each command reads by default, under --results-dir (a config's `results_dir`, default results)
+DEFAULT_TABLES = {"leaderboard": "tables/leaderboard.parquet", "recommendation": "tables/recommendations.parquet"}
+
+
+def table_path(args: argparse.Namespace, what: str) -> str:
+    """The table a command reads: --table, else DEFAULT_TABLES[what] under --results-dir."""
+    return args.table or f"{(args.results_dir or 'results').rstrip('/')}/{DEFAULT_TABLES[what]}"
 
 
 def _read(path: str, what: str) -> pd.DataFrame:
@@ -41,12 +50,18 @@ def _read(path: str, what: str) -> pd.DataFrame:
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise CliError(f"{p} is not a {what} table (it lacks the columns {', '.join(missing)}); expected {expected}")
+    warning = stale_warning(p)
+    if warning:
+        print(f"geneb: warning: {warning}", file=sys.stderr)
     return df
 
 
 def _ci_label(path: str, table: pd.DataFrame) -> str | None:
     """ "95% CI" etc.: the confidence level of the analysis that wrote the table, from the
     analysis_summary.json beside it when its settings_hash is the table's; None when not known."""
+    if "confidence" in table.columns and table["confidence"].notna().any():  # the comparison table states its own
+        conf = float(table["confidence"].dropna().iloc[0])
+        return f"{conf * 100:g}% CI" if 0 < conf < 1 else None
     try:
         summary = json.loads(Path(path).with_name("analysis_summary.json").read_text())
         hashes = set(table["settings_hash"].dropna().astype(str))
@@ -60,6 +75,7 @@ def _ci_label(path: str, table: pd.DataFrame) -> str | None:
 
 def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
     """The rows of `args.table` for args.protocol/regime/category, and the category's official spelling."""
+    args.table = table_path(args, what)
     table = protocol_rows(_read(args.table, what), args.protocol)
     cat = category_name(args.category)
     rows = table[(table["regime"] == args.regime) & (table["category"] == cat)]
@@ -77,12 +93,14 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     table has it, the failed (model, task) cells and the rule for a missing cell. --clean: the table of the same
     run on the test rows without a training homolog (`leaderboard_clean.parquet` beside `--table`)."""
     if getattr(args, "clean", False):
-        args.table = str(Path(args.table).with_name("leaderboard_clean.parquet"))
+        args.table = str(Path(table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
     b, cat = _rows(args, "leaderboard")
     attrs = pd.read_parquet(args.table).attrs
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
     cols += ["shortcut_margin"] if "shortcut_margin" in b.columns and b["shortcut_margin"].notna().any() else []
+    # the comparison table (compare_published.parquet) carries CIs and rank intervals: show them
+    cols += [c for c in ("ci_low", "ci_high", "rank_low", "rank_high", "origin") if c in b.columns]
     subset = " on the test rows without a training homolog" if getattr(args, "clean", False) else ""
     out = f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC{subset}\n" + b[cols].to_string(
         index=False, float_format=lambda v: f"{v:.4f}"

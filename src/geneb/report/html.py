@@ -20,14 +20,18 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
+from geneb.analysis.compare import capped_tasks
 from geneb.analysis.leaderboard import wide_view
 from geneb.analysis.registry import Section, report_sections
 from geneb.core.atomic import write_text_atomic
+from geneb.core.categories import CATEGORIES
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
 from geneb.report.audit import audit_sections
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
+from geneb.tables.freshness import stale_warnings
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
+from geneb.tasks.card import read_card
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
 DISPLAY_SCALE = 0.45
@@ -40,12 +44,24 @@ text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#444}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
 .headline li{margin:.2em 0}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
+.warn{background:#fff4e5;border-left:4px solid #e69f00;padding:.4em .6em}
 """
+#: the provenance columns every table carries (`geneb.tables.scores.with_code_revision`); a report states them once,
+#: in its provenance section, and leaves them out of every table it shows
+PROVENANCE_COLUMNS = ("geneb_commit", "geneb_dirty")
 
 
-def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
+def plural(n: int, word: str) -> str:
+    """ "1 model", "2 models": `n` and `word`, with an "s" unless n is 1 (the headlines count what they show)."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def table_html(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
+    """`df` as an escaped HTML table, its first `max_rows` rows (a note says how many there are), numbers with
+    `digits` decimals, without the PROVENANCE_COLUMNS."""
     if df is None or df.empty:
         return '<p class="note">(no rows)</p>'
+    df = df.drop(columns=[c for c in PROVENANCE_COLUMNS if c in df.columns])
     shown = df.head(max_rows)
     out = (
         '<div class="scroll">'
@@ -57,7 +73,9 @@ def _table(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
     return out
 
 
-def _figure(png: Path, name: str, caption: str) -> str:
+def figure_html(png: Path, name: str, caption: str) -> str:
+    """The PNG `png` inlined (base64) as a figure with its escaped `caption`. Raises AnalysisInputError when the
+    file does not exist."""
     if not png.exists():
         raise AnalysisInputError(f"report: figure {png} not found; render the figures first")
     raw = png.read_bytes()
@@ -107,7 +125,9 @@ def _headline(summary: dict[str, Any], protocol: str) -> str:
     regimes = p.get("regimes", {})
     for regime in sorted(regimes, key=lambda r: REGIMES.index(r) if r in REGIMES else len(REGIMES)):
         r = regimes[regime]
-        parts = [f"<b>{html.escape(regime)}</b>: {r.get('n_models')} models × {r.get('n_tasks')} tasks"]
+        parts = [
+            f"<b>{html.escape(regime)}</b>: {plural(r.get('n_models') or 0, 'model')} × {plural(r.get('n_tasks') or 0, 'task')}"
+        ]
         if r.get("top_model"):
             parts.append(f"top by macro MCC: {html.escape(r['top_model'])} ({r['top_macro']:.3f})")
         if r.get("mean_macro") is not None:
@@ -160,7 +180,7 @@ def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> lis
     return [
         "<h2 id='reproduce'>Reproducing the paper</h2>",
         f"<p>{html.escape(captions[REPRODUCE_CAPTION])} {ok} of {n} pass.</p>",
-        _table(table.drop(columns="claim"), 4, 100),
+        table_html(table.drop(columns="claim"), 4, 100),
     ]
 
 
@@ -176,7 +196,7 @@ def _failed_section(tables_dir: Path) -> list[str]:
         "<h2 id='failed'>Failed tasks</h2>",
         f"<p class='note'>{len(failed)} configured task(s) failed and are not in any table below; their categories "
         "(and the macro and micro means) are shown but not ranked. Fix them and run again.</p>",
-        _table(rows, 3, 500),
+        table_html(rows, 3, 500),
     ]
 
 
@@ -201,6 +221,29 @@ def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
     return per_task.reset_index()
 
 
+def board_tasks(scores: str | Path | None) -> list[str]:
+    """The task ids of the score table `scores` ([] without one)."""
+    return [] if scores is None else sorted(pd.read_parquet(scores, columns=["task"])["task"].unique())
+
+
+def capped_line(cards: list[str], *, n_tasks: int) -> str | None:
+    """The headline's warning that the run's tasks are capped subsamples (config `caps`), or None when no card
+    records a cap: how many of the `n_tasks` tasks, the largest kept train / test sizes, and what it means."""
+    capped = capped_tasks(cards)
+    if not capped:
+        return None
+    kept: dict[str, int] = {}
+    for path in cards:
+        for split, cap in read_card(path).capped_splits().items():
+            kept[split] = max(kept.get(split, 0), cap.n_kept)
+    sizes = " / ".join(f"{split} ≤ {n:,} rows" for split, n in sorted(kept.items(), key=lambda kv: kv[0] != "train"))
+    return (
+        f"⚠ {len(capped)} of {plural(n_tasks or len(capped), 'task')} are capped subsamples ({sizes}; a seeded, "
+        "stratified subsample by the config's caps), not the tasks' full splits: the scores are not the paper's "
+        "and not comparable with it (uncapped: config/compare_published.yaml, docs/analyses.md)."
+    )
+
+
 def build_report(
     tables_dir: str | Path,
     figures_dir: str | Path,
@@ -214,6 +257,7 @@ def build_report(
     reproduce: str | Path | None = None,
     scores: str | Path | None = None,
     task_audit: str | Path | None = None,
+    cards: list[str] | None = None,
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
@@ -224,6 +268,10 @@ def build_report(
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any.
     scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the task audit
     table (results/tables/task_audit.parquet) for the "Task audit" section (`geneb.report.audit`), if any.
+    cards: the run's task cards;
+    the headline says which tasks the run's caps made subsamples (`capped_line`).
+    A table older than the score table it was computed from is named in a warning at the top
+    (`geneb.tables.freshness`); the provenance columns (PROVENANCE_COLUMNS) are stated once, not in every table.
     Raises AnalysisInputError when a table, figure or caption is missing.
     """
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
@@ -247,26 +295,36 @@ def build_report(
             "rank"
         )
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    read = ["leaderboard", "rank_intervals", "contamination", "models", *(s.table for s in sections)]
+    stale = stale_warnings(tables_dir / f"{name}.parquet" for name in dict.fromkeys(read))
+    categories = [c for c in wide.columns if c in CATEGORIES]
+    counts = {"heatmap": f" Shown: {plural(len(wide), 'model')} × {len(categories)} of {len(CATEGORIES)} categories."}
+    capped = capped_line(cards, n_tasks=len(board_tasks(scores))) if cards else None
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        *(f"<p class='warn'>⚠ {html.escape(w)}</p>" for w in stale),
         f"<p class='note'>protocol {html.escape(protocol)}, regime {html.escape(regime)}; generated {now} by geneb "
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
         f"methods: docs/analyses.md</p>",
         *_failed_section(tables_dir),
-        *audit_sections(task_audit, scores, tables_dir / "leaderboard.parquet", _table),
+        *audit_sections(task_audit, scores, tables_dir / "leaderboard.parquet", table_html),
         "<h2 id='headline'>Headline statistics</h2>",
+        *([f"<p class='warn'>{html.escape(capped)}</p>"] if capped else []),
         _headline(summary, protocol),
         _choices_headline(summary, regime),
         *_reproduce_section(reproduce, captions),
         "<h2 id='leaderboard'>Leaderboard</h2>",
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
-        _table(wide, 3, 200),
+        table_html(wide, 3, 200),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
-        _table(ri, 3, 200),
+        table_html(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
     ]
-    parts += [_figure(figures_dir / f"{f.name}.png", f.name, captions[f.caption]) for f in figures()]
+    parts += [
+        figure_html(figures_dir / f"{f.name}.png", f.name, captions[f.caption] + counts.get(f.name, ""))
+        for f in figures()
+    ]
     shown = [(s.heading, _section_rows(t[s.table], s, protocol, regime)) for s in sections]
     if scores is not None:
         shown.append(
@@ -282,7 +340,7 @@ def build_report(
     ]
     parts.append("<h2 id='tables'>Analysis tables</h2>")
     for heading, df in shown:
-        parts += [f"<h3>{html.escape(heading)}</h3>", _table(df)]
+        parts += [f"<h3>{html.escape(heading)}</h3>", table_html(df)]
     versions = dict(summary.get("package_versions", {}), python=platform.python_version())
     parts += [
         "<h2 id='provenance'>Configuration and versions</h2>",
@@ -292,6 +350,9 @@ def build_report(
         f"<pre>{html.escape(yaml.safe_dump(summary['settings'], sort_keys=False))}</pre>",
         "<h3>Package versions</h3>",
         f"<pre>{html.escape(yaml.safe_dump(versions, sort_keys=True))}</pre>",
+        f"<p class='note'>Every table above was written by GENEB commit {html.escape(str(summary.get('geneb_commit')))} "
+        f"(uncommitted changes: {html.escape(str(summary.get('geneb_dirty')))}); the parquet files carry it per row "
+        f"({', '.join(PROVENANCE_COLUMNS)}).</p>",
         "<p class='note'>The versions that computed the embeddings (torch, transformers, the model's revision and "
         "weights hash) are in each HDF5 file's extraction key; the probe tables carry its hash (`embedding_key_hash`) "
         "and the versions of the probe (docs/data-dictionary.md).</p>",

@@ -39,7 +39,7 @@ def clear_failure_record(plan: RunPlan) -> None:
     """The `onsuccess` handler: a run that built everything from every task leaves no failure record of an earlier
     partial run behind (a partial run's own record stays: its tables list the failed tasks)."""
     if plan.partial is None:
-        Path(partial_run.FAILURES_FILE).unlink(missing_ok=True)
+        Path(plan.failures_file()).unlink(missing_ok=True)
 
 
 def report_job_errors(
@@ -96,6 +96,7 @@ def report_job_errors(
         return
     task_errors = partial_run.task_errors(failed, "logs", since)
     record = {t: {"category": task_row(plan.task_sheet, t)["category"], "error": task_errors[t]} for t in failed}
+    failures = plan.failures_file()
     cell_record = {
         m: {
             t: {
@@ -107,7 +108,7 @@ def report_job_errors(
         }
         for m, ts in cells.items()
     }
-    partial_run.write_failures(partial_run.FAILURES_FILE, done, record, cell_record)
+    partial_run.write_failures(failures, done, record, cell_record)
     n_cells = sum(len(ts) for ts in cells.values())
     if n_cells:
         listed = "; ".join(m + ": " + ", ".join(ts) for m, ts in cells.items())
@@ -116,13 +117,13 @@ def report_job_errors(
         )
     log.error(
         f"{len(failed)} task(s) failed ({', '.join(failed)}); building the tables, analyses and report from the "
-        f"{len(done)} that completed (failed tasks listed in {partial_run.FAILURES_FILE}, scores.parquet, the "
+        f"{len(done)} that completed (failed tasks listed in {failures}, scores.parquet, the "
         "leaderboard and the report); this run still ends with an error"
     )
     subprocess.run(
         partial_run.partial_command(argv),
         cwd=run_dir,
-        env=partial_run.partial_env(partial_run.FAILURES_FILE),
+        env=partial_run.partial_env(failures),
         check=False,
     )
     for line in errors:  # once more, after the partial run's output, where the user looks last

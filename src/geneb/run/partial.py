@@ -3,7 +3,7 @@
 A Snakemake run cannot build a target whose inputs failed, even with `--keep-going`: the score table needs every
 configured task's probe tables. So the Snakefile's `onerror` handler, in a `--keep-going` run of the default
 target, hands over to a second Snakemake run of the same command line (`partial_command`) with
-`$GENEB_PARTIAL_RUN` naming a JSON file (`results/tables/failed_tasks.json`, written by `write_failures`):
+`$GENEB_PARTIAL_RUN` naming a JSON file (`<results_dir>/tables/failed_tasks.json`, written by `write_failures`):
 
     {"tasks": [the tasks whose probe tables all exist], "failed": {task: {"category": ..., "error": ...}}}
 
@@ -33,8 +33,8 @@ from geneb.core.logs import failure_lines
 
 #: the environment variable a partial run is started with (the path of the failures file)
 PARTIAL_ENV = "GENEB_PARTIAL_RUN"
-#: where the failures file is written (relative to the run directory)
-FAILURES_FILE = "results/tables/failed_tasks.json"
+#: the failures file of a partial run, relative to the run's results_dir (`RunPlan.failures_file`)
+FAILURES_FILE = "tables/failed_tasks.json"
 
 
 def read_partial(path: str | None) -> dict[str, Any] | None:

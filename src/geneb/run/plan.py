@@ -37,19 +37,21 @@ from geneb.run import resources as job_resources
 from geneb.run.preflight import PreflightError, format_problems, preflight
 from geneb.run.rerun import canonical_path, stable_params
 from geneb.run.set_aside import set_aside_partial
+from geneb.run.task_sources import format_source_problems, source_problems
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
-from geneb.tasks.sources import missing_splits, source_identity
+from geneb.tasks.sources import source_identity
 
 #: the default task_checks (config schema): left out of the prepare_task rerun key
 TASK_CHECK_DEFAULTS = {"no_base_rows": "keep", "single_class_test": "error"}
 
-#: the default targets of `snakemake`: the score table, the leaderboard, the heatmap and the report
+#: the default targets of `snakemake`, under the run's `results_dir`: the score table, the leaderboard, the
+#: heatmap and the report (`RunPlan.final_outputs`)
 FINAL_OUTPUTS = (
-    "results/tables/scores.parquet",
-    "results/tables/leaderboard.parquet",
-    "results/figures/heatmap.png",
-    "results/report/geneb_report.html",
+    "tables/scores.parquet",
+    "tables/leaderboard.parquet",
+    "figures/heatmap.png",
+    "report/geneb_report.html",
 )
 
 #: the published results' reference files, {name: file under config analysis.published.dir}
@@ -102,8 +104,25 @@ class RunPlan:
 
     @property
     def models(self) -> list[str]:
-        """The configured model ids, in config order."""
+        """The configured model ids, in config order (`models:` then the `models_extra:` not already in it)."""
         return list(self.config["models"])
+
+    @property
+    def results_dir(self) -> str:
+        """The folder this run writes its tables, figures and report to (config `results_dir`, default results)."""
+        return str(self.config["results_dir"])
+
+    def results_path(self, path: str) -> str:
+        """`path` (relative, e.g. "tables/scores.parquet", wildcards allowed) under the run's results_dir."""
+        return f"{self.results_dir}/{path}"
+
+    def final_outputs(self) -> list[str]:
+        """The default targets of `snakemake` (FINAL_OUTPUTS) under the run's results_dir."""
+        return [self.results_path(p) for p in FINAL_OUTPUTS]
+
+    def failures_file(self) -> str:
+        """Where a partial run's failed tasks are recorded (`geneb.run.partial.FAILURES_FILE` under results_dir)."""
+        return self.results_path(partial_run.FAILURES_FILE)
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 
@@ -170,12 +189,31 @@ class RunPlan:
         rank = tasks.index(task) * len(models) + models.index(model)
         return len(models) * len(tasks) - rank
 
-    def extraction_gpus(self, model: str) -> int:
-        """1 GPU for a torch model when execution.device is cuda/auto, else 0 (k-mer models, device cpu, a python
-        entry with `load.cpu_only`, precomputed vectors)."""
+    def extraction_wants_gpu(self, model: str) -> bool:
+        """Whether the model's extraction jobs need a GPU node: a torch model when execution.device is cuda/auto;
+        never a CPU-only encoder (a family that does not use torch: the k-mer spectra, the shortcut features; a python
+        entry with `load.cpu_only`; precomputed vectors) or device cpu."""
         settings = self.extraction_settings[model]
         uses_gpu = model_family(settings["family"]).uses_torch and not cpu_only(settings)  # load.cpu_only: no GPU
-        return job_resources.extraction_gpus(uses_gpu, self.config["execution"]["device"])
+        return job_resources.extraction_gpus(uses_gpu, self.config["execution"]["device"]) > 0
+
+    def extraction_gpus(self, model: str) -> int:
+        """The `gpu` resource (sbatch --gpus) of the model's extraction jobs: 1 when it needs a GPU
+        (`extraction_wants_gpu`) and the site takes --gpus; 0 for a CPU job, and where the profile asks for GPUs
+        as --gres instead (config slurm.gpu_gres, `extraction_gres`)."""
+        return int(self.extraction_wants_gpu(model) and not self.config["slurm"]["gpu_gres"])
+
+    def extraction_partition(self, model: str) -> str | None:
+        """The `slurm_partition` resource of the model's extraction jobs: the profile's slurm.gpu_partition for a
+        job that needs a GPU, slurm.cpu_partition for a CPU job (a k-mer model, device cpu), so a CPU-only
+        encoder never lands in the GPU partition; None (the profile's default partition) when not set."""
+        slurm = self.config["slurm"]
+        return slurm["gpu_partition"] if self.extraction_wants_gpu(model) else slurm["cpu_partition"]
+
+    def extraction_gres(self, model: str) -> str | None:
+        """The `gres` resource (sbatch --gres) of the model's extraction jobs: the profile's slurm.gpu_gres for a
+        job that needs a GPU (sites that refuse --gpus, profiles/slurm-gres), None for a CPU job or when unset."""
+        return self.config["slurm"]["gpu_gres"] if self.extraction_wants_gpu(model) else None
 
     def extraction_inputs(self, model: str, task: str) -> list[str]:
         """Files an extraction job reads besides the task: a precomputed model's vectors of the task (a changed
@@ -207,7 +245,7 @@ class RunPlan:
         predictions."""
         every = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
         combos = partial_run.kept_cells(every, self.partial)  # a partial run's failed (model, task) cells left out
-        return [f"results/{kind}/{protocol}/{model}/{task}.parquet" for protocol, model, task in combos]
+        return [self.results_path(f"{kind}/{protocol}/{model}/{task}.parquet") for protocol, model, task in combos]
 
     # ---- aggregation, analyses and the report ----------------------------------------------------------------
 
@@ -219,7 +257,8 @@ class RunPlan:
         """The configuration shown in the report, without the execution knobs and the `model_weights` paths (they
         never change a result: the weights' content is in each model's settings hash; so they must not rerun the
         report either), every mapping sorted."""
-        shown = {key: value for key, value in self.config.items() if key not in ("execution", "model_weights")}
+        hidden = ("execution", "model_weights", "slurm", "models_extra")  # models_extra is in models already
+        shown = {key: value for key, value in self.config.items() if key not in hidden}
         for key in ("tasks", "models", "protocols"):  # their order changes no result
             shown[key] = sorted(shown[key])
         return stable_params(shown)
@@ -231,7 +270,7 @@ class RunPlan:
 
     def submission_files(self) -> list[str]:
         """One leaderboard submission file (schema 1.0) per configured model."""
-        return [f"results/submissions/{model}.json" for model in self.models]
+        return [self.results_path(f"submissions/{model}.json") for model in self.models]
 
 
 def default_schema_files() -> dict[str, Path]:
@@ -307,26 +346,20 @@ def _check_exclusion_lists(config: dict[str, Any], registry: Registry) -> None:
                     raise ValueError(f"{where}.{key}: {err}") from None
 
 
-def _check_task_files(config: dict[str, Any], task_sheet: pd.DataFrame) -> None:
-    # a task folder missing from a local mirror fails here, in a dry run too, not in its prepare job
-    for task in config["tasks"]:
-        source = source_string(task_row(task_sheet, task), config)
-        missing = missing_splits(source, task)
-        if missing:
-            raise ValueError(
-                f"task {task!r}: no {'/'.join(missing)} split ({{split}}.csv.gz or {{split}}.csv) under "
-                f"{source}/{task}; add the task's files there or point task_source / GENEB_TASK_SOURCE at "
-                "the mirror that has them (docs/adding-a-task.md)"
-            )
-
-
 def _preflight(
-    config: dict[str, Any], registry: Registry, not_runnable_message: str, *, conda_deploys: bool
+    config: dict[str, Any],
+    registry: Registry,
+    not_runnable_message: str,
+    *,
+    conda_deploys: bool,
+    task_sheet: pd.DataFrame,
 ) -> list[str]:
-    """The pre-flight of every selected model (geneb.run.preflight): returns the problems of this interpreter on the
-    conda route without --sdm conda. Raises PreflightError listing every other problem at once, each with its fix
-    (the models that cannot run at all first, `not_runnable_message` from load_locked_registry, then the others'
-    env problems), so no job starts for a model that cannot run and nothing is retried."""
+    """The pre-flight of every selected model (geneb.run.preflight) and task source (geneb.run.task_sources):
+    returns the problems of this interpreter on the conda route without --sdm conda. Raises PreflightError listing
+    every other problem at once, each with its fix (the models that cannot run at all first, `not_runnable_message`
+    from load_locked_registry, then the others' env problems, then the tasks whose source cannot give them), so no
+    job starts for a model or task that cannot run and nothing is retried."""
+    sources = format_source_problems(source_problems(config, task_sheet))
     blocked = not_runnable(registry, config["models"]) if not_runnable_message else {}
     problems, here = preflight(
         registry,
@@ -335,9 +368,10 @@ def _preflight(
         conda_deploys=conda_deploys,
         env_cache=config["execution"]["env_dir"],
     )
-    if not_runnable_message or problems:
+    if not_runnable_message or problems or sources:
         report = [format_problems(problems + here)] if problems else []
-        raise PreflightError("\n".join([not_runnable_message, *report] if not_runnable_message else report))
+        parts = [not_runnable_message, *report, sources]
+        raise PreflightError("\n".join(part for part in parts if part))
     return here
 
 
@@ -360,20 +394,23 @@ def plan_run(
     mappings sorted and local paths in one spelling (rerun keys, case B44); the task catalogue against the tasks
     schema and every task id (configured and in caps.per_task) in it; the registry (models schema) with pins,
     every selected hub model without one pinned first in the main process; the model ids of the analysis exclusion lists; then, in the main process only (Snakemake
-    parses the workflow in every job too): every task's split files in its local mirror, and the pre-flight of
-    every selected model (`conda_deploys`: Snakemake deploys conda envs, --sdm conda). Then the extraction settings
+    parses the workflow in every job too): the pre-flight of every selected model (`conda_deploys`: Snakemake
+    deploys conda envs, --sdm conda) and of every task's source (a local mirror's split files; a remote source,
+    for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then the extraction settings
     and hash per model (`dtype: auto` resolved for the run's device class), and, in the main process, every
     configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41).
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter
     and each file moved aside (warning), as they happen.
 
-    Raises ValueError (config, task ids, caps.per_task, exclusion lists, missing splits; the catalogue's
-    CatalogueError and the registry's RegistryError are ValueErrors too) and PreflightError (a selected model
-    cannot run), each naming what to fix.
+    Raises ValueError (config, task ids, caps.per_task, exclusion lists; the catalogue's CatalogueError and the
+    registry's RegistryError are ValueErrors too) and PreflightError (a selected model cannot run, a task's source
+    cannot give it), each naming what to fix.
     """
     schemas = {name: Path(path) for name, path in (schema_files or default_schema_files()).items()}
     config = check_config(copy.deepcopy(dict(config)), _read_yaml(schemas["config"]))
+    # an overlay's `models:` replaces the list; `models_extra:` adds to it (a model listed twice is added once)
+    config["models"] = [*config["models"], *(m for m in config["models_extra"] if m not in config["models"])]
     # a partial run (started by the onerror handler of a --keep-going run in which tasks failed) builds the
     # tables from the tasks that completed; the failed ones are recorded, never silently missing
     partial = partial_run.read_partial(partial_file)
@@ -407,8 +444,7 @@ def plan_run(
 
     here: list[str] = []
     if main_process:
-        _check_task_files(config, task_sheet)
-        here = _preflight(config, registry, not_runnable_message, conda_deploys=conda_deploys)
+        here = _preflight(config, registry, not_runnable_message, conda_deploys=conda_deploys, task_sheet=task_sheet)
         if here:
             log.warning(format_problems(here, here=True))
 
