@@ -52,7 +52,7 @@ def build(options):
 
 
 def _registry(folder: Path, vectors: Path) -> Path:
-    from geneb.registry.registry import load_registry
+    from geneb.registry.load import load_registry
 
     data = copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
     data["models"]["py-kmer-4"] = {"family": "python", "load": {"entry": "kmer_entry.py:build", "options": {"k": 4}}}
@@ -84,7 +84,8 @@ def _best_cpu(fn, repeats: int) -> tuple[float, object]:
 
 def bench_extraction(sheet: Path, tasks: list[str], repeats: int) -> list[dict]:
     from geneb.extract.step import build_encoder
-    from geneb.registry.registry import extraction_settings, load_registry
+    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import load_registry
 
     registry = load_registry(sheet)
     builtin = build_encoder(extraction_settings(registry, "kmer-4", {}))
@@ -150,7 +151,8 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
     from geneb.api.evaluate import resolve_config
     from geneb.extract.precomputed import import_task
     from geneb.probe.job import write_shot_indices
-    from geneb.registry.registry import extraction_settings, load_registry
+    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import load_registry
     from geneb.run.plan import RunPlan
     from geneb.tasks.catalogue import read_catalogue, source_string, task_row
     from geneb.tasks.prepare import prepare_from_params

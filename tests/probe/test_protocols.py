@@ -32,7 +32,7 @@ def test_strict_protocol_tunes_the_full_regime_and_has_ten_seeds(protocols):
 
 
 def test_tied_inner_cv_scores_pick_the_middle_of_the_tie_not_the_smallest_C():
-    from geneb.probe.fit import best_C_index
+    from geneb.probe.c_selection import best_C_index
 
     assert best_C_index(np.array([0.1, 0.3, 0.2])) == 1
     assert best_C_index(np.array([0.0, 0.0, 0.0, 0.0, 0.0])) == 2  # flat (near-random folds): the middle

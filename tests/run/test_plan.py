@@ -18,7 +18,8 @@ import yaml
 from geneb.core.schemas import validate_with_defaults
 from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.registry import RegistryError
-from geneb.run.plan import FINAL_OUTPUTS, RunPlan, check_config, default_schema_files, plan_run
+from geneb.run.config_checks import check_config, default_schema_files
+from geneb.run.plan import FINAL_OUTPUTS, RunPlan, plan_run
 from geneb.run.preflight import PreflightError
 from geneb.run.rerun import canonical_path, stable_params
 from geneb.tasks.catalogue import CatalogueError

@@ -59,8 +59,8 @@ def resolve_config(
     """The run's configuration: `config` (a YAML file or a mapping; None: the schema's defaults; without a `probe`
     section, the probe settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
-    (`geneb.run.plan.check_config`). Raises ValueError listing every problem of the config."""
-    from geneb.run.plan import check_config, default_schema_files
+    (`geneb.run.config_checks.check_config`). Raises ValueError listing every problem of the config."""
+    from geneb.run.config_checks import check_config, default_schema_files
     from geneb.run.rerun import stable_params
 
     if config is None:
@@ -84,7 +84,8 @@ def resolve_config(
 
 def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """(resolved extraction settings, an encoder built now or None) for a registry id, a callable or an object."""
-    from geneb.registry.registry import DEFAULT_EXTRACTION, extraction_settings, load_registry
+    from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_settings
+    from geneb.registry.load import load_registry
 
     if isinstance(model, str):
         registry = load_registry(
@@ -142,7 +143,7 @@ def evaluate(
     """
     from geneb.extract.step import LoadedModel, extract_task, load_model
     from geneb.probe.job import fit_probes, write_shot_indices
-    from geneb.registry.registry import extraction_hash
+    from geneb.registry.extraction import extraction_hash
     from geneb.registry.settings import ExtractionSettings
     from geneb.run.plan import RunPlan
     from geneb.tables.aggregate import concat_tables

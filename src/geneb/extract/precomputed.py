@@ -29,7 +29,7 @@ import pandas as pd
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import package_versions
 from geneb.extract.cache import SplitEmbeddings, read_embeddings, write_embeddings
-from geneb.registry.registry import extraction_hash
+from geneb.registry.extraction import extraction_hash
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.tasks.card import TaskCard, read_card
 

@@ -21,24 +21,30 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
-import yaml
 
-from geneb.core.schemas import SCHEMA_DIR, schema_problems, validate_with_defaults
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.families import family as model_family
 from geneb.registry.load import load_locked_registry
 from geneb.registry.python_entry import PRECOMPUTED, cpu_only, precomputed_inputs
-from geneb.registry.registry import Registry, RegistryError, model_spec
-from geneb.registry.runnable import not_runnable
+from geneb.registry.registry import Registry, model_spec
 from geneb.run import partial as partial_run
 from geneb.run import resources as job_resources
-from geneb.run.preflight import PreflightError, format_problems, preflight
-from geneb.run.rerun import canonical_path, stable_params
+from geneb.run.config_checks import (
+    canonical_config_paths,
+    caps_default_line,
+    check_config,
+    check_exclusion_lists,
+    check_task_ids,
+    default_schema_files,
+    preflight_or_stop,
+    read_yaml,
+)
+from geneb.run.preflight import format_problems
+from geneb.run.rerun import stable_params
 from geneb.run.set_aside import set_aside_partial
-from geneb.run.task_sources import format_source_problems, source_problems
-from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
+from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
@@ -184,7 +190,7 @@ class RunPlan:
         """Scheduling order of extraction jobs (never part of any output), higher first: task by task, and within
         a task the models in config order, so the jobs running at once are mostly of different models. Each
         model's jobs go through one model server that embeds one task at a time, so two jobs of one model
-        running together would leave a core waiting (docs/job_resources.md, "One model load per node")."""
+        running together would leave a core waiting (docs/hpc.md, "One model load per node")."""
         models, tasks = self.models, self.tasks
         rank = tasks.index(task) * len(models) + models.index(model)
         return len(models) * len(tasks) - rank
@@ -273,108 +279,6 @@ class RunPlan:
         return [self.results_path(f"submissions/{model}.json") for model in self.models]
 
 
-def default_schema_files() -> dict[str, Path]:
-    """{"config" | "tasks" | "models": workflow/schemas/<name>.schema.yaml of this checkout}."""
-    return {name: SCHEMA_DIR / f"{name}.schema.yaml" for name in ("config", "tasks", "models")}
-
-
-def _read_yaml(path: Path) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
-def check_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """`config` validated against the config schema and its defaults filled in, in place (as Snakemake's
-    `validate`). Returns `config`. Raises ValueError listing every problem, one short line each (key path and
-    what is wrong), not jsonschema's dump of the whole schema."""
-    problems = schema_problems(config, schema)
-    if problems:
-        raise ValueError(
-            f"the configuration does not match workflow/schemas/config.schema.yaml ({len(problems)} problem(s)):\n"
-            + "\n".join(f"  - {p}" for p in problems)
-        )
-    return validate_with_defaults(config, schema)
-
-
-def _canonical_config_paths(config: dict[str, Any]) -> None:
-    # the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them (case B44)
-    for key in ("task_sheet", "model_sheet", "model_revisions"):
-        config[key] = canonical_path(config[key])
-    config["model_weights"] = {m: canonical_path(os.path.expanduser(p)) for m, p in config["model_weights"].items()}
-    published = config["analysis"]["published"]
-    for key in ("dir", "registry", "claims"):
-        published[key] = canonical_path(published[key])
-
-
-def _check_task_ids(config: dict[str, Any], task_sheet: pd.DataFrame) -> None:
-    for task in config["tasks"]:
-        task_row(task_sheet, task)  # unknown task ids fail here, with close matches
-    for task in config["caps"].get("per_task") or {}:  # a misspelled id would cap nothing, silently
-        try:
-            task_row(task_sheet, task)
-        except CatalogueError as err:
-            raise ValueError(f"caps.per_task: {err}") from None
-
-
-def _caps_default_line(config: dict[str, Any]) -> str | None:
-    # caps.default applies to every configured task, added ones too: say so once, when the run is planned
-    default_caps = {k: v for k, v in (config["caps"].get("default") or {}).items() if v is not None}
-    by_default = [t for t in config["tasks"] if t not in (config["caps"].get("per_task") or {})]
-    if not default_caps or not by_default:
-        return None
-    return (
-        f"caps.default {default_caps} applies to {len(by_default)} task(s) without caps.per_task: "
-        f"{', '.join(by_default)} (keep one whole with caps.per_task.<task>: {{max_train: null, max_test: null}})"
-    )
-
-
-def _check_exclusion_lists(config: dict[str, Any], registry: Registry) -> None:
-    # a misspelled id in an analysis exclusion list would silently exclude nothing
-    analysis = config["analysis"]
-    for where, scale in (
-        ("analysis.scale", analysis["scale"]),
-        ("analysis.published.scale", analysis["published"].get("scale", {})),
-    ):
-        for key, items in (
-            ("rho_exclusions", scale.get("rho_exclusions") or []),
-            ("in_domain.exclude_models", (scale.get("in_domain") or {}).get("exclude_models") or []),
-        ):
-            for item in items:
-                try:
-                    model_spec(registry, item["model"])
-                except RegistryError as err:
-                    raise ValueError(f"{where}.{key}: {err}") from None
-
-
-def _preflight(
-    config: dict[str, Any],
-    registry: Registry,
-    not_runnable_message: str,
-    *,
-    conda_deploys: bool,
-    task_sheet: pd.DataFrame,
-) -> list[str]:
-    """The pre-flight of every selected model (geneb.run.preflight) and task source (geneb.run.task_sources):
-    returns the problems of this interpreter on the conda route without --sdm conda. Raises PreflightError listing
-    every other problem at once, each with its fix (the models that cannot run at all first, `not_runnable_message`
-    from load_locked_registry, then the others' env problems, then the tasks whose source cannot give them), so no
-    job starts for a model or task that cannot run and nothing is retried."""
-    sources = format_source_problems(source_problems(config, task_sheet))
-    blocked = not_runnable(registry, config["models"]) if not_runnable_message else {}
-    problems, here = preflight(
-        registry,
-        [m for m in config["models"] if m not in blocked],
-        env_route=config["execution"]["env_route"],
-        conda_deploys=conda_deploys,
-        env_cache=config["execution"]["env_dir"],
-    )
-    if not_runnable_message or problems or sources:
-        report = [format_problems(problems + here)] if problems else []
-        parts = [not_runnable_message, *report, sources]
-        raise PreflightError("\n".join(part for part in parts if part))
-    return here
-
-
 def plan_run(
     config: Mapping[str, Any],
     *,
@@ -408,7 +312,7 @@ def plan_run(
     cannot give it), each naming what to fix.
     """
     schemas = {name: Path(path) for name, path in (schema_files or default_schema_files()).items()}
-    config = check_config(copy.deepcopy(dict(config)), _read_yaml(schemas["config"]))
+    config = check_config(copy.deepcopy(dict(config)), read_yaml(schemas["config"]))
     # an overlay's `models:` replaces the list; `models_extra:` adds to it (a model listed twice is added once)
     config["models"] = [*config["models"], *(m for m in config["models_extra"] if m not in config["models"])]
     # a partial run (started by the onerror handler of a --keep-going run in which tasks failed) builds the
@@ -418,12 +322,12 @@ def plan_run(
         config["tasks"] = [task for task in config["tasks"] if task in partial["tasks"]]
     # params are rerun keys, compared by repr: sorted mappings, so the key order of a YAML file never reruns a job
     config.update(stable_params(config))
-    _canonical_config_paths(config)
+    canonical_config_paths(config)
 
     task_sheet = read_catalogue(config["task_sheet"])
-    validate_catalogue(task_sheet, _read_yaml(schemas["tasks"]))
-    _check_task_ids(config, task_sheet)
-    caps_line = _caps_default_line(config)
+    validate_catalogue(task_sheet, read_yaml(schemas["tasks"]))
+    check_task_ids(config, task_sheet)
+    caps_line = caps_default_line(config)
     if main_process and caps_line:
         log.info(caps_line)
     # The one reader of the model registry: the main process pins, once, every selected hub model without a pin
@@ -431,7 +335,7 @@ def plan_run(
     # model ids fail here; the models that cannot run are raised with the pre-flight, all at once.
     registry, lock_log, not_runnable_message = load_locked_registry(
         config["model_sheet"],
-        _read_yaml(schemas["models"]),
+        read_yaml(schemas["models"]),
         config["model_revisions"],
         config["models"],
         resolve=main_process,
@@ -440,11 +344,13 @@ def plan_run(
     )
     for line in lock_log:
         log.info(line)
-    _check_exclusion_lists(config, registry)
+    check_exclusion_lists(config, registry)
 
     here: list[str] = []
     if main_process:
-        here = _preflight(config, registry, not_runnable_message, conda_deploys=conda_deploys, task_sheet=task_sheet)
+        here = preflight_or_stop(
+            config, registry, not_runnable_message, conda_deploys=conda_deploys, task_sheet=task_sheet
+        )
         if here:
             log.warning(format_problems(here, here=True))
 
