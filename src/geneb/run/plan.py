@@ -36,11 +36,13 @@ from geneb.registry.registry import (
     model_spec,
     not_runnable,
 )
+from geneb.registry.views import model_depth
 from geneb.run import partial as partial_run
 from geneb.run import resources as job_resources
 from geneb.run.preflight import PreflightError, format_problems, preflight
 from geneb.run.rerun import canonical_path, stable_params
 from geneb.run.set_aside import set_aside_partial
+from geneb.run.views import plan_views
 from geneb.tasks.catalogue import CatalogueError, read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import missing_splits, source_identity
@@ -173,6 +175,11 @@ class RunPlan:
         models, tasks = self.models, self.tasks
         rank = tasks.index(task) * len(models) + models.index(model)
         return len(models) * len(tasks) - rank
+
+    def model_depth(self, model: str) -> dict[str, Any]:
+        """{"n_layers": the model's block count when known while planning, else None} (`registry.views.model_depth`):
+        a fit_probes param, so that the score rows of the registry's view name its absolute layer."""
+        return {"n_layers": model_depth(self.extraction_settings[model])}
 
     def extraction_gpus(self, model: str) -> int:
         """1 GPU for a torch model when execution.device is cuda/auto, else 0 (k-mer models, device cpu)."""
@@ -411,6 +418,7 @@ def plan_run(
         m: stable_params(extraction_settings(registry, m, config["alphabet"], device=config["execution"]["device"]))
         for m in config["models"]
     }
+    settings = {m: stable_params(s) for m, s in plan_views(config, settings).items()}  # views: the settings name them
     hashes = {m: extraction_hash(s) for m, s in settings.items()}
 
     moved: list[tuple[Path, Path]] = []
