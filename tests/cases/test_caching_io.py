@@ -70,7 +70,9 @@ def test_B37_locking_is_set_before_h5py_is_imported():
     assert p.returncode == 0, err
     assert out.strip() == "FALSE"
     script = (ROOT / "workflow" / "scripts" / "extract_embeddings.py").read_text()
-    assert script.index("configure_hdf5_locking(") < script.index("from geneb.extract.job")  # the extraction job imports h5py
+    assert script.index("configure_hdf5_locking(") < script.index(
+        "from geneb.extract.job"
+    )  # the extraction job imports h5py
 
 
 def test_B37_two_readers_at_once_with_locking_off(tmp_path):

@@ -59,7 +59,7 @@ def test_fit_probes_writes_tables_any_reader_can_use(stage, probe_config, protoc
     card = json.loads((stage[1] / "card.json").read_text())
     on_disk = pd.read_parquet(args["scores_out"])
     assert on_disk.equals(scores)
-    assert (on_disk["schema_version"] == "2").all() and (on_disk["protocol"] == protocol).all()
+    assert (on_disk["schema_version"] == "3").all() and (on_disk["protocol"] == protocol).all()
     assert (on_disk["category"] == card["category"]).all() and (on_disk["data_hash"] == card["data_hash"]).all()
     assert on_disk["config_hash"].nunique() == 1 and on_disk["embedding_key_hash"].str.len().eq(12).all()
     rev = code_revision()  # the running code's commit and dirty flag, on every row

@@ -33,8 +33,6 @@ DEFAULT_VIEW_ID = "default"
 INNER_CV_LAYER = "cv"
 #: the config keys of a model's depth, in the order they are tried (transformers' names for the block count)
 DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-#: the layer rules a score row can carry
-LAYER_RULES = ("registry", "fixed", "inner_cv")
 
 
 class ViewError(ValueError):
@@ -66,14 +64,13 @@ def view_id(layer: int | str | None, pooling: str, reverse_complement: bool) -> 
 class ViewSet:
     """The resolved views of one model (the `views` entry of its extraction settings). layers: absolute
     hidden-state indices, ascending, or () for an encoder without layers; poolings; reverse_complement: the rc
-    values, False first; n_layers: the model's block count (None without layers); layer_rule: "inner_cv" (also
-    choose the layer per (model, task) by inner CV on training labels) or "none"."""
+    values, False first; n_layers: the model's block count (None without layers). With more than one layer, the
+    probe also scores the layer the inner-CV rule chooses (`geneb.probe.views`)."""
 
     layers: tuple[int, ...]
     poolings: tuple[str, ...]
     reverse_complement: tuple[bool, ...]
     n_layers: int | None
-    layer_rule: str = "inner_cv"
 
     def views(self) -> list[View]:
         """Every (layer, pooling, rc) combination, rc outermost (one strand's pass serves all its views)."""
@@ -87,7 +84,6 @@ class ViewSet:
             "poolings": list(self.poolings),
             "reverse_complement": list(self.reverse_complement),
             "n_layers": self.n_layers,
-            "layer_rule": self.layer_rule,
         }
 
     @classmethod
@@ -98,7 +94,6 @@ class ViewSet:
             poolings=tuple(str(x) for x in data["poolings"]),
             reverse_complement=tuple(bool(x) for x in data["reverse_complement"]),
             n_layers=None if data["n_layers"] is None else int(data["n_layers"]),
-            layer_rule=str(data.get("layer_rule", "inner_cv")),
         )
 
 
@@ -170,7 +165,7 @@ def resolve_views(
     registry_pooling: str,
 ) -> ViewSet:
     """Resolve a `views:` request for one model. request: the config section (keys layers, poolings,
-    reverse_complement, layer_rule; absent keys: the registry's layer, the registry's pooling, [false]).
+    reverse_complement; absent keys: the registry's layer, the registry's pooling, [false]).
     token_states: whether the encoder has per-token hidden states (False: k-mer counts); n_layers: its block count
     (`model_depth`); causal: its extraction's `causal`; registry_layer / registry_pooling: its registry settings.
 
@@ -185,9 +180,8 @@ def resolve_views(
             raise ViewError(f"model {model}: views.{key} is empty; give at least one value or leave the key out")
     rc_request = request.get("reverse_complement", [False])
     rc = sorted({bool(x) for x in (rc_request if isinstance(rc_request, (list, tuple)) else [rc_request])})
-    rule = str(request.get("layer_rule", "inner_cv"))
     if not token_states:  # k-mer counts: no layers, the one pooling of the spectrum
-        return ViewSet((), ("mean",), tuple(rc), None, rule)
+        return ViewSet((), ("mean",), tuple(rc), None)
     poolings: list[str] = []
     for item in request.get("poolings") or [registry_pooling]:
         name = POOLING_ALIASES.get(str(item), str(item))
@@ -214,4 +208,4 @@ def resolve_views(
             "cannot be checked when planning: run it from a local copy (source kind local)"
         )
     layers = sorted({index for item in items for index in _resolve_layer(item, n_layers, model)})
-    return ViewSet(tuple(layers), tuple(poolings), tuple(rc), n_layers, rule)
+    return ViewSet(tuple(layers), tuple(poolings), tuple(rc), n_layers)
