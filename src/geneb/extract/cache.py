@@ -239,7 +239,7 @@ def read_view(
         if VIEWS_GROUP not in f or view not in f[VIEWS_GROUP]:
             raise CacheError(f"{path}: no view {view!r} (views: {list_views(path, hdf5_locking=hdf5_locking)})")
         g = f[VIEWS_GROUP][view]
-        attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in g.attrs.items()}
+        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in g.attrs.items()}
         attrs["view_key"] = json.loads(attrs["view_key"])
         missing = [s for s in splits if s not in g]
         if missing:

@@ -299,8 +299,9 @@ def extract_task(
         df = frames[split]
         rows = df["row"].astype(int).tolist()
         where = f"model {typed.model}, task {task}, split {split}"
-        inputs, desc = model_inputs(df, task=task, split=split), f"{typed.model} {task} {split}"
+        desc = f"{typed.model} {task} {split}"
         try:
+            inputs = model_inputs(df, task=task, split=split)
             if typed.views is None:
                 res = embed_with_rc(encoder, inputs, rows, typed.extraction.rc, desc=desc)
             else:  # every view from one forward pass per chunk and strand (geneb.extract.views)
