@@ -134,6 +134,7 @@ def test_fit_probes_scores_every_view_and_the_inner_cv_choice(stage, probe_confi
         assert set(table["view"]) == {"L0|mean|rc0", "L1|mean|rc0", "L2|mean|rc0", "Lcv|mean|rc0"}
         assert set(table["layer_rule"]) == {"fixed", "inner_cv"}
     check_scores(scores)  # one row per view of each (regime, seed, metric)
+    assert scores.loc[scores["layer_rule"] == "fixed", "layer_cv_folds"].isna().all()
     cv = scores[(scores["layer_rule"] == "inner_cv") & (scores["metric"] == "MCC")]
     assert (cv.loc[cv["regime"] == "full", "layer"] == 1).all()  # the informative layer, chosen on training labels
     assert (cv.loc[cv["regime"] == "1shot", "layer_cv_folds"] == 0).all()

@@ -48,7 +48,9 @@ def with_view(
     layer_rule: str,
 ) -> pd.DataFrame:
     """`table` with the view columns set on every row: view (str), layer (nullable Int64, NA without layers),
-    layer_depth (nullable Float64 in [0, 1]), pooling (str), reverse_complement (bool), layer_rule (str)."""
+    layer_depth (nullable Float64 in [0, 1]), pooling (str), reverse_complement (bool), layer_rule (str), and the
+    layer rule's record layer_cv_folds (Int64) / layer_cv_mcc (float), NA here (set on inner_cv rows), so every
+    probe table of a run has the same columns in the same order (aggregation requires it)."""
     n = len(table)
     out = table.copy()
     out["view"] = view
@@ -57,6 +59,8 @@ def with_view(
     out["pooling"] = pooling
     out["reverse_complement"] = bool(reverse_complement)
     out["layer_rule"] = layer_rule
+    out["layer_cv_folds"] = pd.array([pd.NA] * n, dtype="Int64")  # set on inner_cv rows (`inner_cv_rows`)
+    out["layer_cv_mcc"] = np.full(n, np.nan)
     return out
 
 
@@ -150,7 +154,9 @@ def inner_cv_rows(
     for (regime, seed), (layer, folds, mcc) in choices.items():
         for table, bucket in ((scores, picked_s), (preds, picked_p)):
             rows = table[(table["regime"] == regime) & (table["seed"] == seed) & (table["layer"] == layer)]
-            bucket.append(rows.assign(view=vid, layer_rule="inner_cv", layer_cv_folds=folds, layer_cv_mcc=mcc))
+            chosen = rows.assign(view=vid, layer_rule="inner_cv", layer_cv_mcc=mcc)
+            chosen["layer_cv_folds"] = pd.array([folds] * len(rows), dtype="Int64")
+            bucket.append(chosen)
     out_s = pd.concat(picked_s, ignore_index=True)
     for _, idx in out_s.groupby(["regime", "metric"], sort=False).groups.items():
         summary = seed_summary(out_s.loc[idx, "value"].to_numpy(), confidence)
