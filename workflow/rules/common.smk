@@ -128,6 +128,10 @@ def probe_settings(wildcards):
     return PLAN.probe_settings(wildcards.protocol)
 
 
+def probe_depth(wildcards):
+    return PLAN.model_depth(wildcards.model)
+
+
 def shot_draw_params(wildcards):
     return PLAN.shot_draw_params(wildcards.protocol)
 

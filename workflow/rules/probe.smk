@@ -49,6 +49,8 @@ rule fit_probes:
         probe_slot=1,
     params:
         settings=probe_settings,
+        # the model's block count (None without layers): the absolute layer of the registry's view in the rows
+        depth=probe_depth,
         # a rerun key only (the shim does not read it): a new score-table version reruns every probe job once
         score_schema=SCORE_SCHEMA_VERSION,
     script:

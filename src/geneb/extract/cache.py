@@ -119,6 +119,20 @@ class SplitEmbeddings:
             raise CacheError(f"{where} [{split}]: row index {i} pooled zero tokens (or n_tokens has wrong length)")
 
 
+@dataclass
+class ViewArrays:
+    """One view of a views file (`geneb.registry.views`): attrs, its HDF5 group attributes (view id, layer,
+    pooling, rc, `view_key`; `geneb.extract.views.view_attrs`); splits, {split: float (n, d)} in the split's row
+    order (the rows, n_tokens, ... of the split group are every view's)."""
+
+    attrs: dict[str, Any]
+    splits: dict[str, np.ndarray]
+
+
+#: the group that holds the views of a views file, one subgroup per view id, each with one dataset per split
+VIEWS_GROUP = "views"
+
+
 def key_hash(key: dict[str, Any]) -> str:
     """Short, stable hash of an extraction key (see provenance.stable_hash)."""
     return stable_hash(key)
@@ -132,8 +146,13 @@ def write_embeddings(
     storage_dtype: str = "float32",
     hdf5_locking: str = "auto",
     attrs: dict[str, Any] | None = None,
+    views: dict[str, ViewArrays] | None = None,
 ) -> None:
     """Write all splits of one (model, task) to `path` atomically; `complete` is set last.
+
+    views: {view id: ViewArrays} of a run with `views:` (the split groups then hold (n, 0) `embeddings` and the
+    per-row arrays every view shares); each view is group `views/<view id>` with its attributes and one dataset per
+    split, checked finite like the splits. The root attribute `views` lists the ids (JSON; absent without views).
 
     storage_dtype: "float32" or "float16" (halves the file; values are checked finite after the cast too,
     so an overflow to inf in float16 is refused). attrs: flat root attributes (policy and run facts; not
@@ -173,11 +192,59 @@ def write_embeddings(
             g.create_dataset("empty", data=np.asarray(empty, dtype=bool))
             for name, value in emb.attrs.items():
                 g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
+        if views:
+            _write_views(f, views, splits, where, storage_dtype)
         # re-read before declaring the file complete: what is on disk must be finite
         for split in splits:
             if not np.isfinite(f[split]["embeddings"][:]).all():
                 raise CacheError(f"{where} [{split}]: non-finite values on disk after writing")
         f.attrs["complete"] = True
+
+
+def _write_views(
+    f: Any, views: dict[str, ViewArrays], splits: dict[str, SplitEmbeddings], where: str, dtype: str
+) -> None:
+    f.attrs["views"] = json.dumps(list(views))
+    group = f.create_group(VIEWS_GROUP)
+    for vid, view in views.items():
+        g = group.create_group(vid)
+        for name, value in view.attrs.items():
+            g.attrs[name] = value if isinstance(value, (int, float, str, bool)) else canonical_json(value)
+        for split, x in view.splits.items():
+            SplitEmbeddings(x, splits[split].row, splits[split].n_tokens, empty=splits[split].empty).validate(
+                split, f"{where} view {vid}"
+            )
+            g.create_dataset(split, data=np.asarray(x).astype(dtype))
+            if not np.isfinite(g[split][:]).all():
+                raise CacheError(f"{where} view {vid} [{split}]: non-finite values on disk after writing ({dtype})")
+
+
+def list_views(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> list[str]:
+    """The view ids of a complete cache file, in the order written ([] for a file of the registry's single view).
+    Raises what `read_key` raises."""
+    path = Path(path)
+    with _open_for_reading(path, hdf5_locking) as f:
+        _read_key_attr(f, path)
+        return list(json.loads(f.attrs["views"])) if "views" in f.attrs else []
+
+
+def read_view(
+    path: str | os.PathLike[str], view: str, splits: tuple[str, ...] = ("train", "test"), *, hdf5_locking: str = "auto"
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(attributes, {split: float32 (n, d)}) of one view of a complete cache file; `view_key` parsed from JSON.
+    Raises CacheError naming the file for a view or split it lacks."""
+    path = Path(path)
+    with _open_for_reading(path, hdf5_locking) as f:
+        _read_key_attr(f, path)
+        if VIEWS_GROUP not in f or view not in f[VIEWS_GROUP]:
+            raise CacheError(f"{path}: no view {view!r} (views: {list_views(path, hdf5_locking=hdf5_locking)})")
+        g = f[VIEWS_GROUP][view]
+        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in g.attrs.items()}
+        attrs["view_key"] = json.loads(attrs["view_key"])
+        missing = [s for s in splits if s not in g]
+        if missing:
+            raise CacheError(f"{path}: view {view!r} lacks split(s) {missing}; rerun extraction")
+        return attrs, {s: g[s][:].astype(np.float32) for s in splits}
 
 
 @dataclass

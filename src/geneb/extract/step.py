@@ -27,7 +27,8 @@ from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
 from geneb.extract import load_checks
-from geneb.extract.cache import SplitEmbeddings, write_embeddings
+from geneb.extract.cache import SplitEmbeddings, key_hash, write_embeddings
+from geneb.extract.views import embed_split_views, view_arrays
 from geneb.registry.extraction import extraction_hash
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
@@ -292,19 +293,19 @@ def extract_task(
     t_load = 0.0 if reused else time.perf_counter() - t0
     out: dict[str, SplitEmbeddings] = {}
     step_downs = fp32_retries = 0  # over every split and strand of the file
+    per_split_views: dict[str, dict[str, np.ndarray]] = {}
     frames = {split: pd.read_parquet(task_dir / f"{split}.parquet") for split in splits}
     for split in longest_split_first(frames):
         df = frames[split]
         rows = df["row"].astype(int).tolist()
         where = f"model {typed.model}, task {task}, split {split}"
+        desc = f"{typed.model} {task} {split}"
         try:
-            res = embed_with_rc(
-                encoder,
-                model_inputs(df, task=task, split=split),
-                rows,
-                typed.extraction.rc,
-                desc=f"{typed.model} {task} {split}",
-            )
+            inputs = model_inputs(df, task=task, split=split)
+            if typed.views is None:
+                res = embed_with_rc(encoder, inputs, rows, typed.extraction.rc, desc=desc)
+            else:  # every view from one forward pass per chunk and strand (geneb.extract.views)
+                res, per_split_views[split] = embed_split_views(encoder, inputs, rows, typed.views, desc=desc)
         except (ExtractionError, ValueError, MemoryError) as err:
             msg = f"{where}: {err}"
             wrapped = type(err)(msg) if _reraisable(err) else ExtractionError(msg)
@@ -332,10 +333,11 @@ def extract_task(
             },
         )
         log.info(
-            "%s: %d rows, dim %d, %d chunked, %d truncated, %d pooled positions",
+            "%s: %d rows, dim %d, %d view(s), %d chunked, %d truncated, %d pooled positions",
             where,
             len(df),
             res.embeddings.shape[1],
+            len(per_split_views.get(split, {})) or 1,
             int((res.n_chunks > 1).sum()),
             int(res.truncated.sum()),
             int(res.n_tokens.sum()),
@@ -370,7 +372,10 @@ def extract_task(
         "geneb_dirty": dirty_label(code_revision()["geneb_dirty"]),
     }
     storage = storage_dtype or typed.extraction.storage_dtype
-    write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs)
+    views = None
+    if typed.views is not None:
+        views = view_arrays(typed.views, per_split_views, key_hash=key_hash(key), settings_hash=key["settings_hash"])
+    write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs, views=views)
     log.info("wrote %s in %.1f s (model load %.1f s)", out_path, time.perf_counter() - t0, t_load)
     return key
 

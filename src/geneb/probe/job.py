@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from geneb.core.atomic import atomic_path
 from geneb.core.provenance import package_versions
-from geneb.extract.cache import read_embeddings
+from geneb.extract.cache import list_views, read_embeddings
 from geneb.probe.clean import clean_columns
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task
@@ -25,6 +25,7 @@ from geneb.probe.metrics import label_scores, seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.sampling import draw_identity
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
+from geneb.probe.views import probe_views, registry_view, view_task, with_view
 from geneb.tables.scores import SCHEMA_VERSION, with_code_revision
 from geneb.tasks.audit_step import read_audit
 from geneb.tasks.card import TaskCard, read_card
@@ -154,6 +155,7 @@ def fit_probes(
     hdf5_locking: str = "auto",
     settings_hash: str | None = None,
     audit: Path | None = None,
+    n_layers: int | None = None,
 ) -> pd.DataFrame:
     """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
 
@@ -163,7 +165,10 @@ def fit_probes(
     settings hash the cache must carry (its folder name in the workflow; a file copied in from other settings
     is refused). audit: the task's audit file (`geneb.tasks.audit_step`): its leaked test rows give the clean-subset
     columns (`geneb.probe.clean`: value_clean, ci_low_clean, ci_high_clean, n_test_clean); without it they are
-    NaN (-1 rows). Raises ProbeInputError or
+    NaN (-1 rows).
+    n_layers: the model's block count when known while planning (the absolute layer of the registry's
+    view; `geneb.probe.views.registry_view`). A views file (`geneb.registry.views`) is probed view by view
+    (`geneb.probe.views.probe_views`); every score and prediction row carries the view columns. Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).
     Returns the score table.
     """
@@ -185,17 +190,27 @@ def fit_probes(
         te["label"].to_numpy(),
         te["row"].to_numpy(),
     )
-    with threadpool_limits(limits=threads):
-        scores, preds = run_task(data, proto, shot)
-    if proto.dedup_test:
-        scores = pd.concat(
-            [scores, dedup_scores(preds, scores, c, task, proto.bootstrap.confidence, proto.f1_labels)],
-            ignore_index=True,
-        )
     leaked = read_audit(audit, task=task, data_hash=c.data_hash)["leaked_test_rows"] if audit is not None else None
-    scores = clean_columns(scores, preds, leaked or [], np.asarray(c.classes), proto)
-    if leaked is None:
-        scores = scores.assign(value_clean=np.nan, ci_low_clean=np.nan, ci_high_clean=np.nan, n_test_clean=-1)
+
+    def probe(X_train: np.ndarray, X_test: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+        with threadpool_limits(limits=threads):
+            scores, preds = run_task(view_task(data, X_train, X_test), proto, shot)
+        if proto.dedup_test:
+            dedup = dedup_scores(preds, scores, c, task, proto.bootstrap.confidence, proto.f1_labels)
+            scores = pd.concat([scores, dedup], ignore_index=True)
+        # the clean-subset columns of this view: the same fitted probes on the test rows without a training homolog
+        scores = clean_columns(scores, preds, leaked or [], np.asarray(c.classes), proto)
+        if leaked is None:
+            scores = scores.assign(value_clean=np.nan, ci_low_clean=np.nan, ci_high_clean=np.nan, n_test_clean=-1)
+        return scores, preds
+
+    view_ids = list_views(embeddings, hdf5_locking=hdf5_locking)
+    if view_ids:  # a views run: every view of the file, then the layers the inner-CV rule chose
+        scores, preds = probe_views(embeddings, view_ids, probe, data, proto, shot, hdf5_locking=hdf5_locking)
+    else:  # the registry's single view, as before
+        scores, preds = probe(data.X_train, data.X_test)
+        view = registry_view(cache.key, n_layers)
+        scores, preds = with_view(scores, **view), with_view(preds, **view)
     v = package_versions()
     ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
     scores = pd.concat([pd.DataFrame({**ident, "category": c.category}, index=scores.index), scores], axis=1)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from geneb.registry.spec import Load, Source
+from geneb.registry.views import ViewSet
 
 #: the compute dtypes an extraction can run in (`extraction.dtype`, besides auto)
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
@@ -128,7 +129,9 @@ class ExtractionSettings:
     """Everything about a model that changes its embeddings (`extraction.extraction_settings`). model: the
     registry id; family: the adapter family; source: `Source` (a local folder carries its content
     fingerprint); builtin: construction settings of a builtin ({"k": 3}, a random-init config); load:
-    `Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with."""
+    `Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with; views: the
+    resolved `views:` of the run (`geneb.registry.views.ViewSet`), None (and absent from the mapping, so the
+    settings hash of a run without views is unchanged) for the registry's single view."""
 
     model: str
     family: str
@@ -138,6 +141,7 @@ class ExtractionSettings:
     trust_remote_code: bool = False
     load: Load = field(default_factory=Load)
     alphabet: Mapping[str, Any] = field(default_factory=dict)
+    views: ViewSet | None = None
     _keys: tuple[str, ...] = field(default=SETTINGS_KEYS, repr=False, compare=False)
 
     @classmethod
@@ -155,6 +159,7 @@ class ExtractionSettings:
             trust_remote_code=bool(data.get("trust_remote_code", False)),
             load=Load.from_mapping(data.get("load"), model=model),
             alphabet=dict(data.get("alphabet") or {}),
+            views=ViewSet.from_dict(data["views"]) if data.get("views") is not None else None,
             _keys=keys,
         )
 
@@ -172,6 +177,8 @@ class ExtractionSettings:
                 value = value.as_dict()
             elif key in ("builtin", "alphabet"):
                 value = dict(value)
+            elif key == "views":
+                value = None if value is None else value.as_dict()
             out[key] = value
         return out
 

@@ -29,6 +29,7 @@ from geneb.registry.families import family as model_family
 from geneb.registry.load import load_locked_registry
 from geneb.registry.python_entry import PRECOMPUTED, cpu_only, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
+from geneb.registry.views import model_depth
 from geneb.run import partial as partial_run
 from geneb.run import resources as job_resources
 from geneb.run.config_checks import (
@@ -44,6 +45,7 @@ from geneb.run.config_checks import (
 from geneb.run.preflight import format_problems
 from geneb.run.rerun import stable_params
 from geneb.run.set_aside import set_aside_partial
+from geneb.run.views import plan_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
@@ -194,6 +196,11 @@ class RunPlan:
         models, tasks = self.models, self.tasks
         rank = tasks.index(task) * len(models) + models.index(model)
         return len(models) * len(tasks) - rank
+
+    def model_depth(self, model: str) -> dict[str, Any]:
+        """{"n_layers": the model's block count when known while planning, else None} (`registry.views.model_depth`):
+        a fit_probes param, so that the score rows of the registry's view name its absolute layer."""
+        return {"n_layers": model_depth(self.extraction_settings[model])}
 
     def extraction_wants_gpu(self, model: str) -> bool:
         """Whether the model's extraction jobs need a GPU node: a torch model when execution.device is cuda/auto;
@@ -358,6 +365,7 @@ def plan_run(
         m: stable_params(extraction_settings(registry, m, config["alphabet"], device=config["execution"]["device"]))
         for m in config["models"]
     }
+    settings = {m: stable_params(s) for m, s in plan_views(config, settings).items()}  # views: the settings name them
     hashes = {m: extraction_hash(s) for m, s in settings.items()}
 
     moved: list[tuple[Path, Path]] = []

@@ -64,7 +64,9 @@ def get_layer(out: Any, layer: int, *, model: str, n_layers: int | None = None) 
     index selects from the per-layer states (0 = embeddings, as in transformers).
     n_layers: the model's number of blocks (config), when known: an index other than -1 then needs exactly
     n_layers + 1 per-layer states (the embeddings, then each block), else the index would name another layer
-    than the docs say (remote code that leaves out the embedding output) and LayerNotExposedError is raised.
+    than the docs say (remote code that leaves out the embedding output) and LayerNotExposedError is raised;
+    n_layers + 2 states whose last is the final output itself (HyenaDNA appends its final norm's output) count
+    as n_layers + 1, the last block's pre-norm output left out.
     Raises LayerNotExposedError "model X does not expose intermediate layers" when an index other than -1 is
     asked of an output without per-layer states (never silently the last layer), and ValueError when no
     (B, T, d) tensor is found.
@@ -93,6 +95,10 @@ def get_layer(out: Any, layer: int, *, model: str, n_layers: int | None = None) 
             f"model {model} does not expose intermediate layers (its output has no per-layer hidden states); "
             f"layer {layer} cannot be extracted, use layer: -1 or a module name"
         )
+    if n_layers is not None and len(states) == n_layers + 2 and last is not None and states[-1] is last:
+        # remote code that appends the final norm's output after the last block's (HyenaDNA): index n is the
+        # normed final state, as in transformers, and the last block's pre-norm output is left out
+        states = [*states[:-2], states[-1]]
     if n_layers is not None and len(states) != n_layers + 1:
         raise LayerNotExposedError(
             f"model {model}: {len(states)} per-layer hidden states for {n_layers} layers (expected {n_layers + 1}: the "

@@ -221,16 +221,23 @@ class TokenModelEncoder(LoadedView):
     # ---- forward ----------------------------------------------------------------------------------------
 
     def hidden_states(
-        self, ids: torch.Tensor, attn: torch.Tensor, *, force_fp32: bool = False, rows: list[int] | None = None
-    ) -> torch.Tensor:
-        """Hidden states (B, T, d) of the configured layer for one rectangular batch. An error of the model's
-        own forward pass (not out-of-memory, which the batch step-down handles) is re-raised as
-        ModelForwardError naming the model, the batch shape and `rows`."""
+        self,
+        ids: torch.Tensor,
+        attn: torch.Tensor,
+        *,
+        force_fp32: bool = False,
+        rows: list[int] | None = None,
+        layers: list[int] | None = None,
+    ) -> Any:
+        """Hidden states (B, T, d) of the configured layer for one rectangular batch; with `layers` (absolute
+        hidden-state indices, 0 = embeddings; `geneb.registry.views`), a list of the (B, T, d) states of each, all
+        from this one forward pass. An error of the model's own forward pass (not out-of-memory, which the batch
+        step-down handles) is re-raised as ModelForwardError naming the model, the batch shape and `rows`."""
         inputs = {"input_ids": to_device(ids, self.device)}
         if self.uses_attention_mask and not self.elide_causal_mask:
             inputs["attention_mask"] = to_device(attn, self.device)
         layer = self.extraction.layer
-        want_states = isinstance(layer, int) and layer != -1
+        want_states = (isinstance(layer, int) and layer != -1) or layers is not None
         use_autocast = self.autocast and not force_fp32
         ctx = (
             torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.compute_dtype))
@@ -245,6 +252,8 @@ class TokenModelEncoder(LoadedView):
             if is_out_of_memory(err) or isinstance(err, ExtractionError):
                 raise
             raise forward_error(err, model=self.model_id, shape=tuple(ids.shape), rows=rows) from err
+        if layers is not None:
+            return [get_layer(out, i, model=self.model_id, n_layers=self.n_layers) for i in layers]
         if isinstance(layer, str):
             if len(self._captured) != 1:
                 what = "did not run" if not self._captured else f"ran {len(self._captured)} times (a shared block?)"
