@@ -187,7 +187,8 @@ def probe_views(
     and rows in the file's order (its X unused). Returns (scores, preds), every row with the view columns."""
     from geneb.extract.cache import read_view
 
-    all_s, all_p = [], []
+    all_s: list[pd.DataFrame] = []
+    all_p: list[pd.DataFrame] = []
     groups: dict[tuple[str, bool], dict[int, np.ndarray]] = {}
     for vid in view_ids:
         attrs, arrays = read_view(path, vid, hdf5_locking=hdf5_locking)
