@@ -60,7 +60,9 @@ def resolve_config(
     section, the probe settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
     (`geneb.run.config_checks.check_config`). Raises ValueError listing every problem of the config."""
-    from geneb.run.config_checks import check_config, default_schema_files
+    from geneb.api import memo
+    from geneb.core.schemas import load_schema
+    from geneb.run.config_checks import check_config
     from geneb.run.rerun import stable_params
 
     if config is None:
@@ -71,10 +73,9 @@ def resolve_config(
         base = yaml.safe_load(Path(config).read_text()) or {}
     base = _merge(base, dict(overrides))
     if "probe" not in base:  # the schema has no probe defaults: every setting is written out in the shipped config
-        base["probe"] = yaml.safe_load((paths.repo_root() / "config" / "config.yaml").read_text())["probe"]
+        base["probe"] = memo.shipped_probe_section()
     base.update(tasks=list(tasks), models=list(models))
-    schema = yaml.safe_load(default_schema_files()["config"].read_text())
-    cfg = check_config(base, schema)
+    cfg = check_config(base, load_schema("config"))  # the schema read once per process (check_config copies it)
     cfg.update(stable_params(cfg))
     for key in PATH_KEYS:
         if isinstance(cfg.get(key), str):
@@ -84,11 +85,11 @@ def resolve_config(
 
 def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """(resolved extraction settings, an encoder built now or None) for a registry id, a callable or an object."""
+    from geneb.api import memo
     from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_settings
-    from geneb.registry.load import load_registry
 
     if isinstance(model, str):
-        registry = load_registry(
+        registry = memo.registry(  # validated in full, read again only when a file it comes from changed
             cfg["model_sheet"],
             pins=cfg["model_revisions"],
             weights=cfg["model_weights"],
@@ -179,8 +180,8 @@ def evaluate(
             load_checks_sha256="run at construction",
             checks_run=True,
         )
-    tables: list[Path] = []
-    cards: list[Path] = []
+    tables: list[str | Path] = []
+    cards: list[str | Path] = []
     for task in task_list:
         task_dir = root / "resources" / "tasks" / task
         task_dir.mkdir(parents=True, exist_ok=True)
