@@ -126,6 +126,16 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
         "task_source": str(SHARED / "data" / "tasks"),
     }
     work = Path(tempfile.mkdtemp(prefix="byom-probe-"))
+    from geneb.api import memo
+    from geneb.core.schemas import load_schema
+
+    def cold():  # what evaluate keeps between calls (registry, schema, probe defaults) dropped: a first call
+        memo._registries.clear()
+        memo._probe_sections.clear()
+        load_schema.cache_clear()
+        return geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work)
+
+    t_cold, _ = _best_cpu(cold, repeats)
     t_eval, scores = _best_cpu(lambda: geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work), repeats)
     probe = geneb.api.evaluate.resolve_config(config, [task], ["vec-kmer-4"], {})["probe"]["geneb-paper"]
     (h5,) = (work / "resources" / "embeddings" / "vec-kmer-4").glob(f"*/{task}.h5")
@@ -187,6 +197,8 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
     out = {
         "task": task,
         "cpu_s_evaluate": round(t_eval, 3),
+        "cpu_s_evaluate_first_call": round(t_cold, 3),
+        "cpu_ratio_first_call_to_workflow_jobs": round(t_cold / t_jobs, 3),
         "cpu_s_probe_job": round(t_job, 3),
         "cpu_ratio": round(t_eval / t_job, 3),
         "cpu_s_workflow_jobs": round(t_jobs, 3),
@@ -233,13 +245,29 @@ def main() -> None:
     p = result["probe"]
     lines += [
         "",
-        f"**`geneb.evaluate` with precomputed vectors** on {p['task']} (quickstart caps, geneb-paper): "
-        f"{p['cpu_s_evaluate']} s for everything (task preparation, import, shot draws, probes, bootstrap) against "
-        f"{p['cpu_s_probe_job']} s for the workflow's probe job alone on the same files ({p['cpu_ratio']}x: the goal "
-        f"of 1.5x is not met against the probe job alone), and {p['cpu_s_workflow_jobs']} s for the four workflow jobs "
-        f"of the task run as functions on the same inputs ({p['workflow_jobs']}): {p['cpu_ratio_to_workflow_jobs']}x. "
-        f"Identical MCC: {p['same_mcc']}. Snakemake's own scheduling and the job processes' start-up are not counted "
-        "on the workflow's side.",
+        f"**`geneb.evaluate` with precomputed vectors** on {p['task']} (quickstart caps, geneb-paper; "
+        f"{p['test_rows']} test rows). The goal, evaluate within 1.5x CPU time, is measured against the workflow's "
+        "own steps for one task, the jobs a user would otherwise run: `prepare_task`, `write_shot_indices`, the "
+        "precomputed import of `extract_embeddings` and `fit_probes`, run as functions on the same inputs "
+        f"({p['workflow_jobs']}; {p['cpu_s_workflow_jobs']} s in all). Snakemake's own planning and scheduling and "
+        "the job processes' start-up and imports are not counted on the workflow's side; imports are not counted "
+        "on evaluate's either.",
+        "",
+        "| route | CPU s | ratio to the four workflow steps | ratio to the probe job alone |",
+        "|---|---|---|---|",
+        f"| `geneb.evaluate`, repeated call (registry and config checks kept while their files are unchanged) | "
+        f"{p['cpu_s_evaluate']} | {p['cpu_ratio_to_workflow_jobs']}x | {p['cpu_ratio']}x |",
+        f"| `geneb.evaluate`, first call (nothing kept: registry read and validated, config schema read) | "
+        f"{p['cpu_s_evaluate_first_call']} | {p['cpu_ratio_first_call_to_workflow_jobs']}x | "
+        f"{round(p['cpu_s_evaluate_first_call'] / p['cpu_s_probe_job'], 3)}x |",
+        f"| the four workflow steps as functions | {p['cpu_s_workflow_jobs']} | 1x | "
+        f"{round(p['cpu_s_workflow_jobs'] / p['cpu_s_probe_job'], 3)}x |",
+        f"| the probe job alone (`fit_probes`) | {p['cpu_s_probe_job']} | - | 1x |",
+        "",
+        f"Identical MCC (evaluate against the probe job, every regime and seed): {p['same_mcc']}. Against the probe "
+        "job alone no removal of overhead reaches 1.5x: task preparation, the import and the shot draws are work "
+        "evaluate has to do and the probe job does not, and the four steps alone take "
+        f"{round(p['cpu_s_workflow_jobs'] / p['cpu_s_probe_job'], 2)}x the probe job.",
     ]
     replace_section(REPO / "docs" / "performance.md", "## Bringing your own model\n\n" + "\n".join(lines))
 
