@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -224,13 +225,14 @@ def main() -> None:
         "machine": f"{platform.machine()}, {platform.python_version()}",
         "extraction": bench_extraction(sheet, args.tasks, args.repeats),
         "probe": bench_probe(sheet, folder / "vectors", args.probe_task, args.repeats),
+        "load_average_1min": round(os.getloadavg()[0], 1),  # the machine is shared: CPU time still rises with load
     }
     if args.no_write:
         return
     (REPO / "bench" / "results" / "byom.json").write_text(json.dumps(result, indent=1) + "\n")
     lines = [
         "`bench/byom.py` (results in `bench/results/byom.json`), CPU seconds (`time.process_time`, best of "
-        f"{args.repeats}) on this shared 2-core machine.",
+        f"{args.repeats}) on this shared 2-core machine (load average {result['load_average_1min']} when it ended).",
         "",
         "**The python route's extraction** against the same model as a built-in family: the 4-mer counter as the "
         "`kmer` family and as a `python` entry whose factory wraps it (same vectors: max |diff| below).",
