@@ -49,6 +49,9 @@ def private_model_servers(monkeypatch):
 # tests/encoders, tests/extract and tests/registry: imported here so that pytest finds them without per-module imports.
 from extraction_support import make_task, zoo  # noqa: E402, F401
 
+# The committed registry (schema, typed specs, the validated mapping), shared by the registry and adapter tests.
+from registry_support import registry, schema, specs  # noqa: E402, F401
+
 # The synthetic analysed run shared by the analysis, figure, report and CLI tests.
 from synthetic_run import synthetic_run  # noqa: E402, F401
 from synthetic_views import view_run  # noqa: E402, F401

@@ -278,7 +278,7 @@ def _registry_with_rc_average(model: str) -> dict:
         # one task's test cap: that task's preparation and everything that reads it, not the other task
         (
             "cap_one_task",
-            [("prepare_task", "", TASKS[0]), ("write_shot_indices", "", TASKS[0])]
+            [("prepare_task", "", TASKS[0]), ("write_shot_indices", "", TASKS[0]), ("audit_task", "", TASKS[0])]
             + [(r, m, TASKS[0]) for r in ("extract_embeddings", "fit_probes") for m in MODELS],
         ),
     ],
@@ -849,10 +849,12 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
     jobs = _squeue(env, run_id)
     # one sbatch job per model for its extractions and one for its probes (the rules' groups), not one per
-    # (model, task); task preparation and aggregation are local rules
+    # (model, task), and one task audit (MMseqs2) per task; task preparation and aggregation are local rules
     comments = Counter(j["comment"] for j in jobs)
     assert comments == Counter(
-        [f"rule_extract_{m}_extract_embeddings" for m in MODELS] + [f"rule_probe_{m}_fit_probes" for m in MODELS]
+        [f"rule_extract_{m}_extract_embeddings" for m in MODELS]
+        + [f"rule_probe_{m}_fit_probes" for m in MODELS]
+        + [f"rule_audit_task_wildcards_{t}" for t in TASKS]
     ), comments
     assert all(j["state"] == "COMPLETED" for j in jobs), jobs
     assert all(Path(j["workdir"]).resolve() == run.resolve() for j in jobs)

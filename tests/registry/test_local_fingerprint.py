@@ -42,7 +42,6 @@ def test_vocabulary_text_files_and_remote_code_count():
     assert not is_model_file(Path("NOTES.txt")) and not is_model_file(Path(".cache/x.json"))
 
 
-def test_a_folder_without_model_files_is_an_error(tmp_path):
-    (tmp_path / "README.md").write_text("no model here")
-    with pytest.raises(FileNotFoundError, match="holds no model file"):
-        folder_fingerprint(tmp_path)
+def test_a_missing_folder_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        folder_fingerprint(tmp_path / "nowhere")

@@ -82,7 +82,10 @@ def test_a_missing_task_folder_is_caught_by_a_dry_run(repo, tmp_path, shared):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
-    assert "task 'gue_prom_core_tata': no test split" in out, out[-3000:]
+    # the plan's task-source pre-flight: every affected task at once, each with what is missing and the fix
+    assert "2 selected task(s) cannot be read from their source" in out, out[-3000:]
+    assert "no test split" in out and "gue_prom_core_tata" in out and "ienhancer2l_strong_vs_weak" in out
+    assert "point `task_source:`" in out
 
 
 def test_a_misspelled_knob_or_key_is_one_short_line_naming_it(repo):

@@ -23,8 +23,9 @@ from geneb.analysis.tables import frame_sha256
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import AnalysisInputError, with_code_revision
 
-#: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added)
-SCHEMA_VERSION = "2"
+#: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
+#: margin over the best shortcut model, `shortcut_margin`)
+SCHEMA_VERSION = "3"
 AGGREGATES = ("macro", "micro")
 
 

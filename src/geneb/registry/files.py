@@ -71,16 +71,12 @@ def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
     """sha256 over the files below `folder` that a model reads (`is_model_file`: weights, configs, tokenizer,
     remote code), by relative path, memoised per process on (names, sizes, mtimes). Identifies a local checkpoint
     in the extraction settings, so new weights give a new cache path and a note beside them does not. Raises
-    FileNotFoundError when the folder does not exist or holds no model file."""
+    FileNotFoundError when the folder does not exist (a folder without model files is refused when its model
+    loads, naming what is missing)."""
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"local model folder {folder} does not exist")
     files = sorted(p for p in root.rglob("*") if p.is_file() and is_model_file(p.relative_to(root)))
-    if not files:
-        raise FileNotFoundError(
-            f"local model folder {folder} holds no model file (weights, config, tokenizer or code: "
-            f"{', '.join(sorted(MODEL_FILE_SUFFIXES))})"
-        )
     stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     key = (str(root.resolve()), stamp)
     if key not in _FINGERPRINTS:

@@ -1,4 +1,5 @@
-"""Fixtures of the registry tests: the models schema and the committed registry, loaded once per module."""
+"""Fixtures of the registry and adapter tests: the models schema and the committed registry, loaded once per module
+(imported by tests/conftest.py, so tests/registry and tests/encoders/families both see them)."""
 
 import pytest
 import yaml
