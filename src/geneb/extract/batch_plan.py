@@ -3,7 +3,7 @@
 On a CPU the best batch depends on the model: bench/extraction.py's sweep put an NT-v2-50M-sized transformer at
 88.5% of the matmul rate with batches of 8 and 50% with batches of 64 (HyenaDNA-small-sized: 64% and 31%),
 while a tiny model runs faster in larger batches (per-batch overhead). A fixed default cannot serve all three.
-Under `auto`, the first load of a model on a CPU embeds a fixed sample of random sequences once per candidate
+Under `auto`, the first load of a model on a CPU embeds a fixed sample of random sequences twice per candidate
 token budget (`CANDIDATES`, padded tokens per batch), takes the one of least process CPU time, and records it in
 `batch_plan.json` beside the load-checks record (`geneb.extract.load_checks`), so later loads of the model on the
 same CPU model, thread count and packages reuse it without probing. On CUDA (and for encoders without token
@@ -36,10 +36,13 @@ AUTO = "auto"
 #: the record's file name, beside load_checks.json
 FILENAME = "batch_plan.json"
 #: candidate budgets (padded tokens per forward pass) the probe times
-CANDIDATES: tuple[int, ...] = (512, 1024, 2048, 4096, 8192, 16384)
-#: the probe's sample: PROBE_ROWS random sequences of PROBE_NT bases (seeded; same sample at every load)
-PROBE_ROWS = 48
-PROBE_NT = 256
+CANDIDATES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
+#: the probe's sample: PROBE_ROWS random sequences of PROBE_NT bases, lengths spread geometrically between the two
+#: like the rows of a mixed-length task (seeded; the same sample at every load), each candidate timed PROBE_REPEATS
+#: times, interleaved, the least CPU time kept (a neighbour's burst hits every candidate alike)
+PROBE_ROWS = 32
+PROBE_NT = (100, 1000)
+PROBE_REPEATS = 2
 
 
 def cpu_model() -> str:
@@ -56,18 +59,20 @@ def cpu_model() -> str:
     return platform.machine()
 
 
-def probe_sequences(rows: int = PROBE_ROWS, nt: int = PROBE_NT, seed: int = 0) -> list[str]:
-    """`rows` random ACGT sequences of `nt` bases (numpy default_rng(seed)): the probe's fixed sample."""
+def probe_sequences(rows: int = PROBE_ROWS, nt: tuple[int, int] = PROBE_NT, seed: int = 0) -> list[str]:
+    """`rows` random ACGT sequences with lengths spread geometrically over `nt` (numpy default_rng(seed)): the
+    probe's fixed sample."""
     rng = np.random.default_rng(seed)
-    return ["".join(np.array(list("ACGT"))[rng.integers(0, 4, nt)]) for _ in range(rows)]
+    lengths = np.geomspace(nt[0], nt[1], rows).round().astype(int)
+    return ["".join(np.array(list("ACGT"))[rng.integers(0, 4, n)]) for n in lengths]
 
 
 def probe_budget(
     encoder: Any, candidates: Sequence[int] = CANDIDATES, sequences: Sequence[str] | None = None
 ) -> tuple[int, dict[int, float]]:
-    """Embed `sequences` (default `probe_sequences()`) once per candidate budget and return (the budget of
-    least process CPU time, {budget: CPU seconds}). The encoder's batch_size, batch_tokens and progress are
-    restored afterwards. Ties go to the smaller budget."""
+    """Embed `sequences` (default `probe_sequences()`) PROBE_REPEATS times per candidate budget, interleaved, and
+    return (the budget of least process CPU time, {budget: its least CPU seconds}). The encoder's batch_size,
+    batch_tokens and progress are restored afterwards. Ties go to the smaller budget."""
     seqs = list(sequences if sequences is not None else probe_sequences())
     saved = (encoder.batch_size, encoder.batch_tokens, encoder.progress)
     encoder.progress = False
@@ -75,11 +80,13 @@ def probe_budget(
     try:
         encoder.batch_tokens = int(candidates[0])
         encoder.embed(seqs[:4])  # warm-up: first-call allocations and lazy initialisation
-        for budget in candidates:
-            encoder.batch_tokens = int(budget)
-            t0 = time.process_time()
-            encoder.embed(seqs)
-            seconds[int(budget)] = time.process_time() - t0
+        for _ in range(PROBE_REPEATS):
+            for budget in candidates:
+                encoder.batch_tokens = int(budget)
+                t0 = time.process_time()
+                encoder.embed(seqs)
+                spent = time.process_time() - t0
+                seconds[int(budget)] = min(seconds.get(int(budget), spent), spent)
     finally:
         encoder.batch_size, encoder.batch_tokens, encoder.progress = saved
     best = min(seconds, key=lambda b: (seconds[b], b))
@@ -98,7 +105,7 @@ def _key(model: str, settings_hash: str, identity_sha256: str) -> dict[str, Any]
         "cpu": cpu_model(),
         "threads": int(torch.get_num_threads()),
         "candidates": list(CANDIDATES),
-        "probe": [PROBE_ROWS, PROBE_NT],
+        "probe": [PROBE_ROWS, list(PROBE_NT), PROBE_REPEATS],
     }
 
 
