@@ -271,11 +271,8 @@ def machine(args: argparse.Namespace) -> str:
 
 
 def command(args: argparse.Namespace) -> str:
-    return (
-        "python bench/extraction.py"
-        + (" --device cuda" if args.device == "cuda" else "")
-        + (" --quick" if args.quick else "")
-    )
+    """The command line that produced these figures (the options given, as given)."""
+    return " ".join(["python bench/extraction.py", *getattr(args, "argv", [])])
 
 
 def best_per_model(sweep: pd.DataFrame) -> pd.DataFrame:
@@ -471,6 +468,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="small sizes for development; implies --no-write")
     ap.add_argument("--no-write", action="store_true", help="print only; leave the doc and the JSON alone")
     args = ap.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.device == "cuda":
         args.batch_tokens = args.batch_tokens or 65536
         if "--sweep-tokens" not in (argv or sys.argv):
@@ -525,7 +523,7 @@ def main(argv: list[str] | None = None) -> None:
         "device": args.device,
         "machine": machine(args),
         "matmul_rate_gflop_per_s": {d: round(r / 1e9, 1) for d, r in peaks.items()},
-        "settings": {k: v for k, v in vars(args).items() if k not in ("shared", "no_write")},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("shared", "no_write", "argv")},
         "comparison": cmp.to_dict(orient="records"),
         "sweep": sweep.to_dict(orient="records"),
         "failed_models": sweep.attrs.get("failed", {}),
