@@ -57,6 +57,16 @@ def test_auto_is_none_on_a_gpu_and_without_token_batches_and_a_typo_is_refused(t
     assert not (tmp_path / batch_plan.FILENAME).exists()
 
 
+def test_a_failing_probe_leaves_batches_of_batch_size_and_records_nothing(tmp_path):
+    class Refusing(_Burner):
+        def embed(self, seqs, rows=None, *, desc=None):
+            raise ValueError("row 0: 21 tokens > 14 (long_policy: error)")
+
+    kw = {"checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
+    assert batch_plan.resolve_batch_tokens(Refusing(), "auto", **kw) is None
+    assert not (tmp_path / batch_plan.FILENAME).exists()
+
+
 def test_the_record_spares_later_loads_the_probe_until_the_cpu_changes(zoo, tmp_path, monkeypatch):
     calls = []
     real = batch_plan.probe_budget

@@ -133,7 +133,8 @@ def resolve_batch_tokens(
 ) -> int | None:
     """The budget a load uses: `batch_tokens` itself unless it is `AUTO`; under AUTO, None on a non-CPU device or
     for an encoder without token batches, else the recorded budget of this model on this CPU (see the module
-    docstring), probing and recording it when there is none. Raises ValueError for another string."""
+    docstring), probing and recording it when there is none; None (batch_size), recording nothing, when the probe
+    fails (a model that refuses the sample's rows under long_policy: error). Raises ValueError for another string."""
     if batch_tokens is None or isinstance(batch_tokens, int):
         return batch_tokens
     if batch_tokens != AUTO:
@@ -146,7 +147,11 @@ def resolve_batch_tokens(
     if found is not None:
         log.info("model %s: batch plan batch_tokens=%d measured earlier (%s)", model, found, path)
         return found
-    best, seconds = probe_budget(encoder)
+    try:
+        best, seconds = probe_budget(encoder)
+    except Exception as err:  # noqa: BLE001 - a sample the model refuses (long_policy: error) must not stop a load
+        log.warning("model %s: batch-plan probe failed (%s); batches of batch_size, nothing recorded", model, err)
+        return None
     record = {"key": key, "batch_tokens": best, "cpu_seconds": {str(b): round(s, 4) for b, s in seconds.items()}}
     write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     log.info(
