@@ -20,7 +20,7 @@ from geneb.extract.step import extract_task, load_model
 class _Burner:
     """A stand-in token encoder whose embed burns CPU time that depends on its budget (2048 is cheapest)."""
 
-    device = "cpu"
+    load_check_names = ("vocabulary", "max_length", "padding_invariance")  # the token-model engine's
 
     def __init__(self):
         self.batch_size, self.batch_tokens, self.progress = 64, None, True
@@ -45,11 +45,12 @@ def test_the_probe_takes_the_budget_of_least_cpu_time_and_restores_the_encoder()
 
 
 def test_auto_is_none_on_a_gpu_and_without_token_batches_and_a_typo_is_refused(tmp_path):
-    kw = {"checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
+    kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
     gpu = _Burner()
-    gpu.device = "cuda"
-    assert batch_plan.resolve_batch_tokens(gpu, "auto", **kw) is None and not gpu.seen
-    assert batch_plan.resolve_batch_tokens(object(), "auto", **kw) is None
+    assert batch_plan.resolve_batch_tokens(gpu, "auto", **{**kw, "device": "cuda"}) is None and not gpu.seen
+    kmer = _Burner()
+    kmer.load_check_names = ()  # an encoder without token batches (k-mer counts)
+    assert batch_plan.resolve_batch_tokens(kmer, "auto", **kw) is None and not kmer.seen
     assert batch_plan.resolve_batch_tokens(_Burner(), 4096, **kw) == 4096
     assert batch_plan.resolve_batch_tokens(_Burner(), None, **kw) is None
     with pytest.raises(ValueError, match="'fast'"):
@@ -62,7 +63,7 @@ def test_a_failing_probe_leaves_batches_of_batch_size_and_records_nothing(tmp_pa
         def embed(self, seqs, rows=None, *, desc=None):
             raise ValueError("row 0: 21 tokens > 14 (long_policy: error)")
 
-    kw = {"checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
+    kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
     assert batch_plan.resolve_batch_tokens(Refusing(), "auto", **kw) is None
     assert not (tmp_path / batch_plan.FILENAME).exists()
 

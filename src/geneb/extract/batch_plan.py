@@ -122,25 +122,37 @@ def read_plan(path: Path, key: dict[str, Any]) -> int | None:
         return None
 
 
+def token_batches(encoder: Any) -> bool:
+    """Whether `encoder` plans token batches (the token-model engine, whose load-time probes include padding
+    invariance), read through the Encoder protocol's `load_check_names`."""
+    return "padding_invariance" in tuple(encoder.load_check_names)
+
+
 def resolve_batch_tokens(
     encoder: Any,
     batch_tokens: int | str | None,
     *,
+    device: str,
     checks_dir: str | Path,
     model: str,
     settings_hash: str,
     identity_sha256: str,
 ) -> int | None:
-    """The budget a load uses: `batch_tokens` itself unless it is `AUTO`; under AUTO, None on a non-CPU device or
-    for an encoder without token batches, else the recorded budget of this model on this CPU (see the module
+    """The budget a load on `device` uses: `batch_tokens` itself unless it is `AUTO`; under AUTO, None off the CPU
+    (cuda, or auto with CUDA present) or for an encoder without token batches (`token_batches`), else the recorded budget of this model on this CPU (see the module
     docstring), probing and recording it when there is none; None (batch_size), recording nothing, when the probe
     fails (a model that refuses the sample's rows under long_policy: error). Raises ValueError for another string."""
     if batch_tokens is None or isinstance(batch_tokens, int):
         return batch_tokens
     if batch_tokens != AUTO:
         raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null or {AUTO!r}")
-    if str(getattr(encoder, "device", "cpu")) != "cpu" or not hasattr(encoder, "make_chunks"):
+    if device not in ("cpu", "auto") or not token_batches(encoder):
         return None
+    if device == "auto":
+        import torch
+
+        if torch.cuda.is_available():
+            return None
     path = Path(checks_dir) / FILENAME
     key = _key(model, settings_hash, identity_sha256)
     found = read_plan(path, key)

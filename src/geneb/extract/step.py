@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -85,6 +85,7 @@ class LoadedModel:
     load_id: str
     load_checks_sha256: str
     checks_run: bool
+    batch_tokens: int | None = None  # the budget the encoder runs with (execution.batch_tokens, auto resolved)
 
 
 #: how a load treats a passed load-time checks record (execution.load_checks)
@@ -137,11 +138,12 @@ def load_model(
         log.info(
             "model %s: load-time checks %s passed earlier (%s); not run again", typed.model, list(names), record_path
         )
-    if hasattr(encoder, "batch_tokens"):  # auto: the CPU budget measured once per model (geneb.extract.batch_plan)
-        encoder.batch_tokens = batch_plan.resolve_batch_tokens(
-            encoder, batch_tokens, checks_dir=checks_dir, model=typed.model, settings_hash=settings_hash,
-            identity_sha256=want.identity_sha256,
-        )  # fmt: skip
+    plan = batch_plan.resolve_batch_tokens(  # auto: the CPU budget measured once per model (batch_plan)
+        encoder, batch_tokens, device=device, checks_dir=checks_dir, model=typed.model, settings_hash=settings_hash,
+        identity_sha256=want.identity_sha256,
+    )  # fmt: skip
+    if batch_plan.token_batches(encoder):
+        cast(Any, encoder).batch_tokens = plan
     return LoadedModel(
         settings=typed,
         settings_hash=settings_hash,
@@ -151,6 +153,7 @@ def load_model(
         load_id=f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}",
         load_checks_sha256=want.sha256(),
         checks_run=checks_run,
+        batch_tokens=plan,
     )
 
 
@@ -364,7 +367,7 @@ def extract_task(
         **policy_attrs(typed, identity),
         "device": device,
         "batch_size": int(batch_size),
-        "batch_tokens": int(getattr(encoder, "batch_tokens", None) or 0),  # as run (auto resolved); 0: none
+        "batch_tokens": int(loaded.batch_tokens or (batch_tokens if isinstance(batch_tokens, int) else 0)),  # 0: none
         "batch_step_downs": int(step_downs),
         "fp32_retries": int(fp32_retries),
         "hdf5_locking": hdf5_locking,
