@@ -37,7 +37,9 @@ import platform
 import re
 import sys
 import tempfile
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,16 @@ def padded_tokens(lengths: list[int], batches: list[list[int]], width: int | Non
     return sum(len(b) * (width or max(lengths[i] for i in b)) for b in batches)
 
 
+def with_budget(enc: Any, budget: int, fn: Callable[[], Any]) -> Any:
+    """fn() with the encoder's batches sized to `budget` padded tokens (the plan `batch_tokens: auto` chose)."""
+    saved = enc.batch_tokens
+    enc.batch_tokens = budget
+    try:
+        return fn()
+    finally:
+        enc.batch_tokens = saved
+
+
 def time_methods(
     enc: Any, lm: torch.nn.Module, seqs: list[str], args: argparse.Namespace
 ) -> tuple[dict[str, tuple[float, float]], dict[str, np.ndarray]]:
@@ -93,6 +105,7 @@ def time_methods(
         "reference": lambda: reference_embed(enc, lm, seqs, args.reference_batch),
         "padmax": lambda: padmax_embed(enc, seqs, args.batch_size),
         "geneb": lambda: enc.embed(seqs).embeddings,
+        "geneb_auto": lambda: with_budget(enc, args.auto_budget, lambda: enc.embed(seqs).embeddings),
     }
     timed = {name: (float("inf"), float("inf")) for name in methods}
     out: dict[str, np.ndarray] = {}
@@ -106,9 +119,11 @@ def time_methods(
 def compare_methods(enc: Any, args: argparse.Namespace, peak: float) -> pd.DataFrame:
     """Reference loop, pad-to-maximum and GENEB on each task of TASKS (see the module docstring)."""
     from geneb.encoders.engine.batching import plan_chunks
+    from geneb.extract.batch_plan import probe_budget
 
     lm = reference_model(enc)
     totals = {"useful_flops": 0.0, "attention_flops": 0.0}
+    args.auto_budget, _ = probe_budget(enc)  # the plan `batch_tokens: auto` records at this model's first load
 
     rows = []
     for task in TASKS:
@@ -136,18 +151,23 @@ def compare_methods(enc: Any, args: argparse.Namespace, peak: float) -> pd.DataF
                 "padded_tokens_reference": padded_tokens(lengths, ref_plan),
                 "padded_tokens_padmax": padded_tokens(lengths, max_plan, enc.max_tokens),
                 "padded_tokens_geneb": padded_tokens(lengths, geneb_plan),
+                "padded_tokens_auto": padded_tokens(
+                    lengths, plan_chunks(lengths, batch_size=1, batch_tokens=args.auto_budget)
+                ),
                 "reference_s": round(timed["reference"][0], 2),
                 "padmax_s": round(timed["padmax"][0], 2),
                 "geneb_s": round(timed["geneb"][0], 2),
                 "reference_cpu_s": round(timed["reference"][1], 2),
                 "padmax_cpu_s": round(timed["padmax"][1], 2),
                 "geneb_cpu_s": round(timed["geneb"][1], 2),
+                "geneb_auto_cpu_s": round(timed["geneb_auto"][1], 2),
                 "geneb_rows_per_s": round(len(seqs) / secs["geneb"], 1),
                 "speedup_vs_reference": round(secs["reference"] / secs["geneb"], 2),
                 "speedup_vs_padmax": round(secs["padmax"] / secs["geneb"], 2),
+                "auto_speedup_vs_reference": round(secs["reference"] / secs["geneb_auto"], 2),
                 "wall_speedup_vs_reference": round(timed["reference"][0] / timed["geneb"][0], 2),
                 "max_abs_diff": float(
-                    max(np.abs(out["geneb"] - out["reference"]).max(), np.abs(out["geneb"] - out["padmax"]).max())
+                    max(np.abs(out[m] - out["reference"]).max() for m in ("geneb", "geneb_auto", "padmax"))
                 ),
                 "MFU_reference": round(flops / secs["reference"] / peak, 4),
                 "MFU_geneb": round(flops / secs["geneb"] / peak, 4),
@@ -159,14 +179,21 @@ def compare_methods(enc: Any, args: argparse.Namespace, peak: float) -> pd.DataF
 
 
 def sweep_model(name: str, enc: Any, seqs: list[str], plans: list[tuple[str, int]], args, peak: float) -> list[dict]:
-    """Throughput and MFU of one encoder on `seqs` for each (kind, value) batch plan (batch_size or batch_tokens)."""
+    """Throughput and MFU of one encoder on `seqs` for each (kind, value) batch plan (batch_size or batch_tokens),
+    and for the budget `batch_tokens: auto` chooses (geneb.extract.batch_plan.probe_budget, timed)."""
+    from geneb.extract.batch_plan import probe_budget
+
     chunks, *_ = enc.make_chunks(seqs, list(range(len(seqs))))
     lengths = [len(c.ids) for c in chunks]
     flops = useful_flops(enc.model, lengths)
     enc.embed(seqs[:4])  # warm-up: first-call allocations and lazy initialisation
+    t0 = time.process_time()
+    budget, _ = probe_budget(enc)  # what `batch_tokens: auto` chooses at the model's first load on this CPU
+    probe_s = time.process_time() - t0
     out = []
-    for kind, value in plans:
+    for kind, value in [*plans, ("auto", budget)]:
         enc.batch_size, enc.batch_tokens = (value, None) if kind == "batch_size" else (args.batch_size, value)
+        label = f"auto (batch_tokens={value}; probe {probe_s:.1f} s)" if kind == "auto" else f"{kind}={value}"
         wall, cpu, _ = best_time(lambda: enc.embed(seqs), args.sweep_repeats, enc.device)
         secs = cpu if args.device == "cpu" else wall
         out.append(
@@ -174,7 +201,7 @@ def sweep_model(name: str, enc: Any, seqs: list[str], plans: list[tuple[str, int
                 "model": name,
                 "per_token_params": per_token_params(enc.model),
                 "compute_dtype": enc.compute_dtype,
-                "plan": f"{kind}={value}",
+                "plan": label,
                 "rows": len(seqs),
                 "real_tokens": sum(lengths),
                 "seconds": round(secs, 2),
@@ -244,11 +271,8 @@ def machine(args: argparse.Namespace) -> str:
 
 
 def command(args: argparse.Namespace) -> str:
-    return (
-        "python bench/extraction.py"
-        + (" --device cuda" if args.device == "cuda" else "")
-        + (" --quick" if args.quick else "")
-    )
+    """The command line that produced these figures (the options given, as given)."""
+    return " ".join(["python bench/extraction.py", *getattr(args, "argv", [])])
 
 
 def best_per_model(sweep: pd.DataFrame) -> pd.DataFrame:
@@ -269,7 +293,9 @@ def cpu_sections(cmp: pd.DataFrame, sweep: pd.DataFrame, peak: float, args: argp
     below = [f"{t} ({r:.1f}x)" for t, r in zip(cmp["task"], ref) if r < GOAL_REFERENCE]
     worst = float(cmp["max_abs_diff"].max())
     shown = cmp.drop(columns=["reference_s", "padmax_s", "MFU_reference"]).copy()
-    for col in ("speedup_vs_reference", "speedup_vs_padmax", "wall_speedup_vs_reference"):
+    auto_ref = cmp["auto_speedup_vs_reference"]
+    auto_change = cmp["geneb_auto_cpu_s"].sum() / cmp["geneb_cpu_s"].sum() - 1
+    for col in ("speedup_vs_reference", "speedup_vs_padmax", "wall_speedup_vs_reference", "auto_speedup_vs_reference"):
         shown[col] = shown[col].map(lambda v: f"{v:.1f}x")
     for col in ("MFU_geneb",):
         shown[col] = shown[col].map(lambda v: f"{100 * v:.1f}%")
@@ -288,9 +314,16 @@ def cpu_sections(cmp: pd.DataFrame, sweep: pd.DataFrame, peak: float, args: argp
     budget_verdict = (
         "Against the best batch size instead, a budget is more than 10% better for "
         + (", ".join(better) if better else "no model")
-        + f". On whole tasks batches of {args.batch_size} are padded by only {100 * (geneb_pad - 1):.0f}% (previous section), so "
-        f"the workflow's CPU default stays `batch_size: {args.batch_size}`, `batch_tokens: null` (unchanged); "
-        "the budget is the GPU knob, and a CPU user may set it too."
+        + f". On whole tasks batches of {args.batch_size} are padded by only {100 * (geneb_pad - 1):.0f}% (previous section): "
+        "what a budget buys on a CPU is the batch's size more than its padding, and the best size differs by model, "
+        "so no fixed default serves them all."
+    )
+    autos = sweep[sweep["plan"].str.startswith("auto")].set_index("model")
+    auto_vs = "; ".join(
+        f"{m} {100 * r.MFU:.1f}% at {r.plan} vs {100 * default_rows[m]:.1f}% at {default_plan} and "
+        f"{100 * size_best[m]:.1f}% at the best batch size"
+        for m, r in autos.iterrows()
+        if m in default_rows and m in size_best
     )
     token_vs_default = "; ".join(
         f"{m} {100 * token_best[m]:.1f}% vs {100 * default_rows[m]:.1f}%" for m in token_best.index if m in default_rows
@@ -317,7 +350,10 @@ products, {args.threads} thread). {machine(args)}
 
 Speed-up over the reference loop {ref.min():.1f}x to {ref.max():.1f}x (goal >= {GOAL_REFERENCE:.0f}x: {"met on every task" if not below else "below it on " + ", ".join(below)});
 over pad-to-maximum {cmp["speedup_vs_padmax"].min():.1f}x to {cmp["speedup_vs_padmax"].max():.1f}x; largest |embedding difference| {worst:.1e}
-(goal <= {GOAL_DIFF:.0e}: {"met" if worst <= GOAL_DIFF else "NOT met"}). Where the time goes:
+(goal <= {GOAL_DIFF:.0e}: {"met" if worst <= GOAL_DIFF else "NOT met"}; GENEB's columns are batches of {args.batch_size}, `geneb_auto_cpu_s` /
+`auto_speedup_vs_reference` the budget `batch_tokens: auto` measured for this model on this CPU,
+{cmp.attrs["auto_budget"]} padded tokens: {auto_ref.min():.1f}x to {auto_ref.max():.1f}x over the reference loop, {100 * auto_change:+.0f}% CPU time against
+batches of {args.batch_size} over the three tasks). Where the time goes:
 the reference loop feeds the model {ref_pad:.2f}x the real tokens (rows in file order have mixed lengths, and each
 batch of {args.reference_batch} is padded to its longest) and runs the LM head of `AutoModelForCausalLM` on every position
 ({cmp.attrs["head_weights"]:,} weights, {cmp.attrs["head_weights"] / cmp.attrs["per_token_params"]:.1f}x the body's per-token weights) although only the hidden states are
@@ -357,6 +393,8 @@ enough (rows x 512 x {NT_V2_50M["intermediate_size"]}) to run near the matmul ra
 layer norms, GELU and the softmax, which are mostly memory-bound. Larger batches pad more in a {args.sweep_rows}-row
 sample (fewer, wider length buckets), so the best batch size need not be the largest. Token budgets against the
 default `{default_plan}` (MFU of the best budget vs the default): {token_vs_default or "not measured"}. {budget_verdict}
+**The measured plan** (`batch_tokens: auto`, the default since these figures: geneb.extract.batch_plan; the
+`auto` rows, with the probe's own CPU seconds, paid once per model and CPU): {auto_vs or "not measured"}.
 The real Mistral-DNA stays far below the rate with any plan: its products are too narrow (inner dimension 64,
 attention heads of width {cmp.attrs["head_dim"]}) to run near it. Caduceus is not measured: it needs the mamba-ssm CUDA kernels.
 """
@@ -430,6 +468,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="small sizes for development; implies --no-write")
     ap.add_argument("--no-write", action="store_true", help="print only; leave the doc and the JSON alone")
     args = ap.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.device == "cuda":
         args.batch_tokens = args.batch_tokens or 65536
         if "--sweep-tokens" not in (argv or sys.argv):
@@ -469,6 +508,7 @@ def main(argv: list[str] | None = None) -> None:
         peaks = {"float32": matmul_rate("cpu", torch.float32, n=2048)}
     cmp = compare_methods(mistral, args, peaks[mistral.compute_dtype])
     cmp.attrs.update(
+        auto_budget=args.auto_budget,
         per_token_params=per_token_params(mistral.model),
         max_tokens=mistral.max_tokens,
         heads=mistral.model.config.num_attention_heads,
@@ -483,7 +523,7 @@ def main(argv: list[str] | None = None) -> None:
         "device": args.device,
         "machine": machine(args),
         "matmul_rate_gflop_per_s": {d: round(r / 1e9, 1) for d, r in peaks.items()},
-        "settings": {k: v for k, v in vars(args).items() if k not in ("shared", "no_write")},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("shared", "no_write", "argv")},
         "comparison": cmp.to_dict(orient="records"),
         "sweep": sweep.to_dict(orient="records"),
         "failed_models": sweep.attrs.get("failed", {}),

@@ -42,9 +42,10 @@ def accuracy(model: str, layer: int | None, pooling: str, category: str, regime:
     return min(acc, 0.99)
 
 
-def views_of(model: str) -> list[dict]:
-    """The model's views: every (layer, pooling, rc) as rule "fixed", the last layer as rule "registry", the
-    planted best layer as rule "inner_cv"; "kmer": one registry view without a layer."""
+def views_of(model: str, registry: bool = True) -> list[dict]:
+    """The model's views: every (layer, pooling, rc) as rule "fixed", the last layer as rule "registry" (left out
+    with registry=False, as a real views run writes none), the planted best layer as rule "inner_cv"; "kmer": one
+    registry view without a layer."""
     if model == "kmer":
         return [dict(view="kmer|mean|rc0", layer=None, pooling="mean", reverse_complement=False, layer_rule="registry")]
     best = 2 if model == "m-mid" else N_LAYERS
@@ -56,9 +57,16 @@ def views_of(model: str) -> list[dict]:
                 dict(view=f"L{i}|{tail}", layer=i, pooling=pooling, reverse_complement=rc, layer_rule="fixed")
                 for i in LAYERS
             ]
-            out.append(
-                dict(view=f"reg|{tail}", layer=N_LAYERS, pooling=pooling, reverse_complement=rc, layer_rule="registry")
-            )
+            if registry:
+                out.append(
+                    dict(
+                        view=f"reg|{tail}",
+                        layer=N_LAYERS,
+                        pooling=pooling,
+                        reverse_complement=rc,
+                        layer_rule="registry",
+                    )
+                )
             out.append(
                 dict(view=f"cv|{tail}", layer=best, pooling=pooling, reverse_complement=rc, layer_rule="inner_cv")
             )
@@ -90,7 +98,7 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS) -> dict:
+def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS, registry: bool = True) -> dict:
     """Write results/tables/scores.parquet, results/predictions/..., config/models.yaml and config/tasks.tsv of
     the planted run under `root`; returns {"tasks": {task: category}}."""
     rng = np.random.default_rng(1)
@@ -100,7 +108,7 @@ def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS) -> dic
         for task, cat in TASKS.items():
             for model in LEVEL:
                 cols: dict[str, list] = {k: [] for k in ("regime", "seed", "y_pred", *VIEW_KEYS)}
-                for v in views_of(model):
+                for v in views_of(model, registry):
                     layer = v["layer"]
                     attrs = {**v, "layer": layer, "layer_depth": None if layer is None else layer / N_LAYERS}
                     for regime, seeds in SEEDS.items():

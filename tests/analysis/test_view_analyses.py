@@ -106,3 +106,28 @@ def test_a_views_run_without_registry_rows_takes_the_deepest_fixed_layer():
     )
     ref = {"pooling": "mean", "layer_rule": "registry", "reverse_complement": False}
     assert reference_views(view_table(pd.DataFrame(rows)), ref) == {"k": "L-|mean|rc0", "m": "L2|mean|rc0"}
+
+
+def test_a_views_run_without_registry_rows_takes_the_deepest_layer_as_reference(tmp_path):
+    """A real views run writes no "registry" rows: the reference view is then the deepest fixed layer, one of the
+    layers best_layer compares, which must be read once (twice made a duplicate index)."""
+    from geneb.analysis.steps import analyses_step, leaderboard_step
+    from synth import analysis_config
+    from synthetic_views import write_view_run
+
+    write_view_run(tmp_path, protocols=("geneb-paper",), registry=False)
+    t = tmp_path / "results" / "tables"
+    common = {
+        "scores": str(t / "scores.parquet"),
+        "models_yaml": str(tmp_path / "config" / "models.yaml"),
+        "tasks_tsv": str(tmp_path / "config" / "tasks.tsv"),
+        "analysis_config": analysis_config({"bootstrap": {"n_resamples": 100, "seed": 5}}),
+        "view": "geneb",
+    }
+    names = ("leaderboard", "leaderboard_tasks", "contamination")
+    leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in names})
+    analyses_step(**common, predictions_root=str(tmp_path / "results" / "predictions"), outdir=str(t))
+    b = _tables(tmp_path, "best_layer")
+    mid = b[(b["category"] == "macro") & (b["regime"] == "full") & (b["model"] == "m-mid")].iloc[0]
+    assert mid["registry_view"] == "L4|mean|rc0" and mid["registry_layer"] == 4
+    assert mid["best_layer"] == 2 and mid["gain"] > 0.15

@@ -163,7 +163,8 @@ def best_layer_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         memo: dict[Any, Any] = {}  # one model's prediction files and tests, read and run once
         for protocol in sorted(scores["protocol"].unique()):
             cells = pd.concat(
-                [view_cells(ctx, {model: v}, protocol).assign(view=v) for v in [*lv["view"], ref_view]],
+                # a views run writes no registry rows: its reference view is then one of the layers, read once
+                [view_cells(ctx, {model: v}, protocol).assign(view=v) for v in dict.fromkeys([*lv["view"], ref_view])],
                 ignore_index=True,
             )
             for regime in [x for x in REGIMES if x in set(cells["regime"])]:

@@ -69,7 +69,7 @@ class ServerSpec:
     checks_dir: str
     device: str
     batch_size: int
-    batch_tokens: int | None
+    batch_tokens: int | str | None
     threads: int | None
     hdf5_locking: str
     python: str

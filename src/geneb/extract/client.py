@@ -125,7 +125,7 @@ def extract_via_server(
         checks_dir=str(out_path.parent),
         device=options.device,
         batch_size=int(options.batch_size),
-        batch_tokens=None if options.batch_tokens is None else int(options.batch_tokens),
+        batch_tokens=options.batch_tokens,
         threads=threads,
         hdf5_locking=options.hdf5_locking,
         python=python or sys.executable,

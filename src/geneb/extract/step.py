@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ import pandas as pd
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
-from geneb.extract import load_checks
+from geneb.extract import batch_plan, load_checks
 from geneb.extract.cache import SplitEmbeddings, key_hash, write_embeddings
 from geneb.extract.views import embed_split_views, view_arrays
 from geneb.registry.extraction import extraction_hash
@@ -85,6 +85,7 @@ class LoadedModel:
     load_id: str
     load_checks_sha256: str
     checks_run: bool
+    batch_tokens: int | None = None  # the budget the encoder runs with (execution.batch_tokens, auto resolved)
 
 
 #: how a load treats a passed load-time checks record (execution.load_checks)
@@ -97,14 +98,15 @@ def load_model(
     checks_dir: str | Path,
     device: str = "cpu",
     batch_size: int = 64,
-    batch_tokens: int | None = None,
+    batch_tokens: int | str | None = None,
     threads: int | None = None,
     progress: bool = True,
     load_checks_policy: str = "record",
 ) -> LoadedModel:
     """Load the encoder of resolved `settings` once and pass its load-time probes, or take a matching
     passed-checks record from `checks_dir` (the folder of the model's embeddings under its settings hash;
-    module geneb.extract.load_checks) instead of probing again. Writes the record after probing.
+    module geneb.extract.load_checks) instead of probing again. Writes the record after probing. batch_tokens
+    "auto": the CPU budget measured once per model (geneb.extract.batch_plan).
     load_checks_policy: "record" (the default: take a matching record) or "every_load" (probe at every load,
     as every extraction job did before the record existed; the benchmark's baseline, or to re-verify a suspect record).
 
@@ -115,9 +117,10 @@ def load_model(
     mapping = typed.as_dict() if isinstance(settings, ExtractionSettings) else dict(settings)
     settings_hash = extraction_hash(mapping)
     t0 = time.perf_counter()
+    fixed = batch_tokens if isinstance(batch_tokens, int) else None  # auto (or a typo) is resolved below
     with deferred_load_checks():
         encoder = build_encoder(
-            typed, device=device, batch_size=batch_size, batch_tokens=batch_tokens, threads=threads, progress=progress
+            typed, device=device, batch_size=batch_size, batch_tokens=fixed, threads=threads, progress=progress
         )
     identity = encoder.identity()
     record_path = Path(checks_dir) / load_checks.FILENAME
@@ -135,6 +138,12 @@ def load_model(
         log.info(
             "model %s: load-time checks %s passed earlier (%s); not run again", typed.model, list(names), record_path
         )
+    plan = batch_plan.resolve_batch_tokens(  # auto: the CPU budget measured once per model (batch_plan)
+        encoder, batch_tokens, device=device, checks_dir=checks_dir, model=typed.model, settings_hash=settings_hash,
+        identity_sha256=want.identity_sha256,
+    )  # fmt: skip
+    if batch_plan.token_batches(encoder):
+        cast(Any, encoder).batch_tokens = plan
     return LoadedModel(
         settings=typed,
         settings_hash=settings_hash,
@@ -144,6 +153,7 @@ def load_model(
         load_id=f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}",
         load_checks_sha256=want.sha256(),
         checks_run=checks_run,
+        batch_tokens=plan,
     )
 
 
@@ -245,7 +255,7 @@ def extract_task(
     splits: tuple[str, ...] = ("train", "test"),
     device: str = "cpu",
     batch_size: int = 64,
-    batch_tokens: int | None = None,
+    batch_tokens: int | str | None = None,
     threads: int | None = None,
     hdf5_locking: str = "auto",
     storage_dtype: str | None = None,
@@ -357,7 +367,7 @@ def extract_task(
         **policy_attrs(typed, identity),
         "device": device,
         "batch_size": int(batch_size),
-        "batch_tokens": 0 if batch_tokens is None else int(batch_tokens),  # 0: none (HDF5 has no null)
+        "batch_tokens": int(loaded.batch_tokens or (batch_tokens if isinstance(batch_tokens, int) else 0)),  # 0: none
         "batch_step_downs": int(step_downs),
         "fp32_retries": int(fp32_retries),
         "hdf5_locking": hdf5_locking,

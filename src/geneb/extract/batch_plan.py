@@ -1,0 +1,172 @@
+"""The CPU batch plan chosen by measurement: `execution.batch_tokens: auto`.
+
+On a CPU the best batch depends on the model: bench/extraction.py's sweep put an NT-v2-50M-sized transformer at
+88.5% of the matmul rate with batches of 8 and 50% with batches of 64 (HyenaDNA-small-sized: 64% and 31%),
+while a tiny model runs faster in larger batches (per-batch overhead). A fixed default cannot serve all three.
+Under `auto`, the first load of a model on a CPU embeds a fixed sample of random sequences twice per candidate
+token budget (`CANDIDATES`, padded tokens per batch), takes the one of least process CPU time, and records it in
+`batch_plan.json` beside the load-checks record (`geneb.extract.load_checks`), so later loads of the model on the
+same CPU model, thread count and packages reuse it without probing. On CUDA (and for encoders without token
+batches, e.g. k-mer counts) `auto` means no budget: batches of `batch_size`.
+
+The budget is an execution knob: it is never part of the settings hash or the cache key, and it changes no
+vector beyond the batch-invariance tolerance (the load-time padding-invariance check vouches for that; a test
+compares the probed plan's vectors with fixed batches').
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from geneb.core.atomic import write_text_atomic
+from geneb.core.provenance import package_versions
+from geneb.extract.load_checks import CHECKED_PACKAGES
+
+log = logging.getLogger(__name__)
+
+#: the execution.batch_tokens value that asks for a measured budget
+AUTO = "auto"
+#: the record's file name, beside load_checks.json
+FILENAME = "batch_plan.json"
+#: candidate budgets (padded tokens per forward pass) the probe times
+CANDIDATES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
+#: the probe's sample: PROBE_ROWS random sequences of PROBE_NT bases, lengths spread geometrically between the two
+#: like the rows of a mixed-length task (seeded; the same sample at every load), each candidate timed PROBE_REPEATS
+#: times, interleaved, the least CPU time kept (a neighbour's burst hits every candidate alike)
+PROBE_ROWS = 32
+PROBE_NT = (100, 1000)
+PROBE_REPEATS = 2
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else platform.machine(): a plan measured on one CPU is not reused
+    on another."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def probe_sequences(rows: int = PROBE_ROWS, nt: tuple[int, int] = PROBE_NT, seed: int = 0) -> list[str]:
+    """`rows` random ACGT sequences with lengths spread geometrically over `nt` (numpy default_rng(seed)): the
+    probe's fixed sample."""
+    rng = np.random.default_rng(seed)
+    lengths = np.geomspace(nt[0], nt[1], rows).round().astype(int)
+    return ["".join(np.array(list("ACGT"))[rng.integers(0, 4, n)]) for n in lengths]
+
+
+def probe_budget(
+    encoder: Any, candidates: Sequence[int] = CANDIDATES, sequences: Sequence[str] | None = None
+) -> tuple[int, dict[int, float]]:
+    """Embed `sequences` (default `probe_sequences()`) PROBE_REPEATS times per candidate budget, interleaved, and
+    return (the budget of least process CPU time, {budget: its least CPU seconds}). The encoder's batch_size,
+    batch_tokens and progress are restored afterwards. Ties go to the smaller budget."""
+    seqs = list(sequences if sequences is not None else probe_sequences())
+    saved = (encoder.batch_size, encoder.batch_tokens, encoder.progress)
+    encoder.progress = False
+    seconds: dict[int, float] = {}
+    try:
+        encoder.batch_tokens = int(candidates[0])
+        encoder.embed(seqs[:4])  # warm-up: first-call allocations and lazy initialisation
+        for _ in range(PROBE_REPEATS):
+            for budget in candidates:
+                encoder.batch_tokens = int(budget)
+                t0 = time.process_time()
+                encoder.embed(seqs)
+                spent = time.process_time() - t0
+                seconds[int(budget)] = min(seconds.get(int(budget), spent), spent)
+    finally:
+        encoder.batch_size, encoder.batch_tokens, encoder.progress = saved
+    best = min(seconds, key=lambda b: (seconds[b], b))
+    return best, seconds
+
+
+def _key(model: str, settings_hash: str, identity_sha256: str) -> dict[str, Any]:
+    import torch
+
+    versions = package_versions(CHECKED_PACKAGES)
+    return {
+        "model": model,
+        "settings_hash": settings_hash,
+        "identity_sha256": identity_sha256,
+        "packages": {name: versions[name] for name in CHECKED_PACKAGES},
+        "cpu": cpu_model(),
+        "threads": int(torch.get_num_threads()),
+        "candidates": list(CANDIDATES),
+        "probe": [PROBE_ROWS, list(PROBE_NT), PROBE_REPEATS],
+    }
+
+
+def read_plan(path: Path, key: dict[str, Any]) -> int | None:
+    """The recorded budget at `path` when its key is `key`, else None (no record, another CPU, thread count,
+    package version or encoder identity, or an unreadable file)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return int(raw["batch_tokens"]) if raw.get("key") == key else None
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        log.warning("batch-plan record %s is not readable (%s); the probe runs again", path, err)
+        return None
+
+
+def token_batches(encoder: Any) -> bool:
+    """Whether `encoder` plans token batches (the token-model engine, whose load-time probes include padding
+    invariance), read through the Encoder protocol's `load_check_names`."""
+    return "padding_invariance" in tuple(encoder.load_check_names)
+
+
+def resolve_batch_tokens(
+    encoder: Any,
+    batch_tokens: int | str | None,
+    *,
+    device: str,
+    checks_dir: str | Path,
+    model: str,
+    settings_hash: str,
+    identity_sha256: str,
+) -> int | None:
+    """The budget a load on `device` uses: `batch_tokens` itself unless it is `AUTO`; under AUTO, None off the CPU
+    (cuda, or auto with CUDA present) or for an encoder without token batches (`token_batches`), else the recorded budget of this model on this CPU (see the module
+    docstring), probing and recording it when there is none; None (batch_size), recording nothing, when the probe
+    fails (a model that refuses the sample's rows under long_policy: error). Raises ValueError for another string."""
+    if batch_tokens is None or isinstance(batch_tokens, int):
+        return batch_tokens
+    if batch_tokens != AUTO:
+        raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null or {AUTO!r}")
+    if device not in ("cpu", "auto") or not token_batches(encoder):
+        return None
+    if device == "auto":
+        import torch
+
+        if torch.cuda.is_available():
+            return None
+    path = Path(checks_dir) / FILENAME
+    key = _key(model, settings_hash, identity_sha256)
+    found = read_plan(path, key)
+    if found is not None:
+        log.info("model %s: batch plan batch_tokens=%d measured earlier (%s)", model, found, path)
+        return found
+    try:
+        best, seconds = probe_budget(encoder)
+    except Exception as err:  # noqa: BLE001 - a sample the model refuses (long_policy: error) must not stop a load
+        log.warning("model %s: batch-plan probe failed (%s); batches of batch_size, nothing recorded", model, err)
+        return None
+    record = {"key": key, "batch_tokens": best, "cpu_seconds": {str(b): round(s, 4) for b, s in seconds.items()}}
+    write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    log.info(
+        "model %s: batch plan batch_tokens=%d chosen by a timed probe %s; recorded in %s", model, best, seconds, path
+    )
+    return best
