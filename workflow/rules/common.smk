@@ -128,8 +128,8 @@ def probe_settings(wildcards):
     return PLAN.probe_settings(wildcards.protocol)
 
 
-def probe_depth(wildcards):
-    return PLAN.model_depth(wildcards.model)
+def probe_views(wildcards):
+    return PLAN.probe_views(wildcards.protocol, wildcards.model)
 
 
 def shot_draw_params(wildcards):

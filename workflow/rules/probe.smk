@@ -49,8 +49,9 @@ rule fit_probes:
         probe_slot=1,
     params:
         settings=probe_settings,
-        # the model's block count (None without layers): the absolute layer of the registry's view in the rows
-        depth=probe_depth,
+        # the model's block count (None without layers: the absolute layer of the registry's view in the rows) and
+        # the views probed when views.protocols leaves this protocol with the registry view only
+        views=probe_views,
         # a rerun key only (the shim does not read it): a new score-table version reruns every probe job once
         score_schema=SCORE_SCHEMA_VERSION,
     script:

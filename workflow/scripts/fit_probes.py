@@ -21,7 +21,8 @@ run_fit_probes_job(
         "model": snakemake.wildcards.model,
         "protocol": snakemake.wildcards.protocol,
         "settings": snakemake.params.settings,
-        "n_layers": snakemake.params.depth["n_layers"],
+        "n_layers": snakemake.params.views["n_layers"],
+        "views": snakemake.params.views.get("views"),
         "threads": snakemake.threads,
         "hdf5_locking": snakemake.config["execution"]["hdf5_locking"],
         # resources/embeddings/{model}/{xhash}/{task}.h5

@@ -114,6 +114,39 @@ def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[
     return settings, encoder
 
 
+#: beside a task's prepared files in the workdir: the stable hash of what they were prepared from
+PREPARED_STAMP = "prepared-from.json"
+
+
+def _prepared_key(params: Mapping[str, Any], source: str) -> str:
+    from geneb.core.provenance import stable_hash
+
+    return stable_hash({"params": params, "source": source})
+
+
+def _prepared(task_dir: Path, params: Mapping[str, Any], source: str) -> bool:
+    """Whether `task_dir` holds a task prepared from these rule params (catalogue row, source identity with its
+    files' digests, alphabet, caps) and source: the workflow's rerun rule (same params, inputs unchanged) applied
+    to a workdir reused across calls. The stamp is written only after a preparation finished (`_stamp`), and a
+    preparation removes the card first, so a failed or killed one is never reused."""
+    import json
+
+    stamp = task_dir / PREPARED_STAMP
+    files = [task_dir / n for n in ("card.json", "train.parquet", "test.parquet")]
+    if not stamp.is_file() or not all(f.is_file() for f in files):
+        return False
+    return json.loads(stamp.read_text()).get("key") == _prepared_key(params, source)
+
+
+def _stamp(task_dir: Path, params: Mapping[str, Any], source: str) -> None:
+    import json
+
+    from geneb.core.atomic import atomic_path
+
+    with atomic_path(task_dir / PREPARED_STAMP) as tmp:
+        Path(tmp).write_text(json.dumps({"key": _prepared_key(params, source)}))
+
+
 def evaluate(
     model: str | Callable[[list[str]], Any] | Any,
     tasks: str | Sequence[str],
@@ -135,7 +168,9 @@ def evaluate(
     task sheet. protocol: one protocol or several. config: a workflow config file (or mapping) whose task source,
     caps, alphabet, probe and execution settings are used; None: the schema's defaults (no caps) and the shipped
     probe settings. name: the model's id in the rows when `model` is not a registry id (default "my-model").
-    workdir: where the workflow's files go (default a new temporary folder, its path in the log). overrides:
+    workdir: where the workflow's files go (default a new temporary folder, its path in the log); a workdir used
+    again keeps each prepared task while its preparation params and source files are unchanged, as a workflow
+    rerun does (`PREPARED_STAMP`); embeddings, shot draws and probes are made again on every call. overrides:
     config keys merged over `config`, e.g. `caps={"default": {"max_train": 500}}`.
 
     Raises ValueError for a bad config, an unknown task or protocol, RegistryError for an unknown model id,
@@ -187,7 +222,10 @@ def evaluate(
         task_dir.mkdir(parents=True, exist_ok=True)
         card = task_dir / "card.json"
         source = source_string(task_row(sheet, task), cfg)
-        prepare_from_params(task, plan.task_params(task), source, card)
+        params = plan.task_params(task)
+        if not _prepared(task_dir, params, source):
+            prepare_from_params(task, params, source, card)
+            _stamp(task_dir, params, source)
         cards.append(card)
         h5 = root / "resources" / "embeddings" / model_id / settings_hash / f"{task}.h5"
         h5.parent.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,7 @@ def clean_columns(
     b = protocol.bootstrap
     out: dict[tuple[str, int, str], dict[str, float]] = {}
     first_seed: dict[str, int] = {}
+    full = _full_values(scores, binary=len(classes) == 2)
     for key, g in preds.groupby(["regime", "seed"], sort=False):
         regime, seed = str(key[0]), int(str(key[1]))  # a two-column groupby key: (regime, seed)
         first_seed.setdefault(regime, seed)
@@ -52,7 +53,11 @@ def clean_columns(
         n = int(keep.sum())
         vals = {"MCC": np.nan, "Acc": np.nan, "F1": np.nan, "AUROC": np.nan}
         low = high = np.nan
-        if n:
+        if n == len(g) and (regime, seed) in full:
+            # no row left out: the same predictions scored by the same functions with the same bootstrap seed, so
+            # the full values are the clean ones bit for bit (module docstring); copied, not computed again
+            vals, low, high = full[(regime, seed)]
+        elif n:
             yt, yp = g["y_true"].to_numpy()[keep], g["y_pred"].to_numpy()[keep]
             vals.update(metrics.label_scores(yt, yp, classes, protocol.f1_labels))
             score = g["score"].to_numpy()[keep]
@@ -84,3 +89,23 @@ def clean_columns(
         result[col] = [f[col] if f is not None else default for f in found]
     result["n_test_clean"] = result["n_test_clean"].astype("int64")
     return result
+
+
+def _full_values(scores: pd.DataFrame, *, binary: bool) -> dict[tuple[str, int], tuple[dict[str, float], float, float]]:
+    """{(regime, seed): ({metric: full-split value}, MCC ci_low, MCC ci_high)} of the fits with every label metric
+    in `scores`; AUROC kept for a binary task only (the clean AUROC of a multiclass task is NaN: module docstring)."""
+    out = {}
+    rows = scores[scores["metric"].isin(["MCC", "Acc", "F1", "AUROC"])]
+    for (regime, seed), g in rows.groupby(["regime", "seed"], sort=False):
+        by_metric = g.set_index("metric")
+        if not {"MCC", "Acc", "F1"} <= set(by_metric.index) or by_metric.index.duplicated().any():
+            continue
+        vals = {m: float(by_metric.at[m, "value"]) for m in ("MCC", "Acc", "F1")}
+        auroc = by_metric.at["AUROC", "value"] if binary and "AUROC" in by_metric.index else np.nan
+        vals["AUROC"] = float(auroc)
+        out[(str(regime), int(seed))] = (
+            vals,
+            float(by_metric.at["MCC", "ci_low"]),
+            float(by_metric.at["MCC", "ci_high"]),
+        )
+    return out

@@ -156,6 +156,7 @@ def fit_probes(
     settings_hash: str | None = None,
     audit: Path | None = None,
     n_layers: int | None = None,
+    views: list[str] | None = None,
 ) -> pd.DataFrame:
     """Fit every regime and seed of one protocol for one (model, task); write the score and prediction tables.
 
@@ -168,7 +169,8 @@ def fit_probes(
     NaN (-1 rows).
     n_layers: the model's block count when known while planning (the absolute layer of the registry's
     view; `geneb.probe.views.registry_view`). A views file (`geneb.registry.views`) is probed view by view
-    (`geneb.probe.views.probe_views`); every score and prediction row carries the view columns. Raises ProbeInputError or
+    (`geneb.probe.views.probe_views`); every score and prediction row carries the view columns. views: the view ids
+    of such a file to probe (None: all; `geneb.run.views.probed_views`). Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).
     Returns the score table.
     """
@@ -205,6 +207,13 @@ def fit_probes(
         return scores, preds
 
     view_ids = list_views(embeddings, hdf5_locking=hdf5_locking)
+    if views is not None and view_ids:
+        absent = [v for v in views if v not in view_ids]
+        if absent:
+            raise ProbeInputError(
+                f"task {task!r}, model {model!r}: views {absent} are not in {embeddings} (its views: {view_ids})"
+            )
+        view_ids = [v for v in view_ids if v in views]
     if view_ids:  # a views run: every view of the file, then the layers the inner-CV rule chose
         scores, preds = probe_views(embeddings, view_ids, probe, data, proto, shot, hdf5_locking=hdf5_locking)
     else:  # the registry's single view, as before

@@ -45,7 +45,7 @@ from geneb.run.config_checks import (
 from geneb.run.preflight import format_problems
 from geneb.run.rerun import stable_params
 from geneb.run.set_aside import set_aside_partial
-from geneb.run.views import plan_views
+from geneb.run.views import plan_views, probed_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
@@ -197,10 +197,14 @@ class RunPlan:
         rank = tasks.index(task) * len(models) + models.index(model)
         return len(models) * len(tasks) - rank
 
-    def model_depth(self, model: str) -> dict[str, Any]:
-        """{"n_layers": the model's block count when known while planning, else None} (`registry.views.model_depth`):
-        a fit_probes param, so that the score rows of the registry's view name its absolute layer."""
-        return {"n_layers": model_depth(self.extraction_settings[model])}
+    def probe_views(self, protocol: str, model: str) -> dict[str, Any]:
+        """The fit_probes param of (protocol, model): {"n_layers": the model's block count when known while
+        planning, else None (`registry.views.model_depth`; the score rows of the registry's view name its absolute
+        layer)}, plus {"views": [view id]} when `views.protocols` leaves `protocol` with the registry view only
+        (`run.views.probed_views`)."""
+        settings = self.extraction_settings[model]
+        views = probed_views(self.config, settings, protocol)
+        return {"n_layers": model_depth(settings), **({"views": views} if views is not None else {})}
 
     def extraction_wants_gpu(self, model: str) -> bool:
         """Whether the model's extraction jobs need a GPU node: a torch model when execution.device is cuda/auto;

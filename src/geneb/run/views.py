@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from geneb.registry.families import family as model_family
-from geneb.registry.views import ViewError, model_depth, resolve_views
+from geneb.registry.views import View, ViewError, ViewSet, absolute_layer, model_depth, resolve_views
 
 
 def plan_views(config: Mapping[str, Any], settings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -47,10 +47,65 @@ def plan_views(config: Mapping[str, Any], settings: Mapping[str, dict[str, Any]]
                 "windows of a long row; valid reverse_complement for it: [false]"
             )
             continue
+        problem = _registry_view_problem(config, model, resolved, views)
+        if problem:
+            problems.append(problem)
+            continue
         out[model] = {**resolved, "views": views.as_dict()}
+    problems += _unknown_view_protocols(config)
     if problems:
         raise ViewError(
             f"views: {len(problems)} model(s) cannot serve the requested views:\n"
             + "\n".join(f"  - {p}" for p in problems)
         )
     return out
+
+
+def view_protocols(config: Mapping[str, Any]) -> list[str]:
+    """The protocols that probe every view (`views.protocols`; default: every protocol of the run). The run's other
+    protocols probe each model's registry view only (`probed_views`): the protocol comparison of the sensitivity
+    analysis needs nothing else, and each view costs one set of probe fits per protocol."""
+    request = config.get("views") or {}
+    return list(request.get("protocols") or config["protocols"])
+
+
+def registry_view(settings: Mapping[str, Any], views: ViewSet) -> View:
+    """The view of a model's registry settings in a views run: its `layer` as an absolute index (None for an encoder
+    without layers), its `pooling` ("mean" for k-mer spectra) and the reverse complement off."""
+    ext = settings["extraction"]
+    if not views.layers:
+        return View(None, "mean", False)
+    return View(absolute_layer(int(ext.get("layer", -1)), views.n_layers), str(ext.get("pooling", "mean")), False)
+
+
+def probed_views(config: Mapping[str, Any], settings: Mapping[str, Any], protocol: str) -> list[str] | None:
+    """The view ids a probe job of `protocol` scores for a model with resolved extraction `settings`: None (every
+    view of its embedding file) in a run without `views:` or when `protocol` is in `view_protocols`; otherwise
+    [the model's registry view id] (`registry_view`)."""
+    if config.get("views") is None or protocol in view_protocols(config):
+        return None
+    return [registry_view(settings, ViewSet.from_dict(settings["views"])).id]
+
+
+def _registry_view_problem(
+    config: Mapping[str, Any], model: str, settings: Mapping[str, Any], views: ViewSet
+) -> str | None:
+    """A model whose registry view is not among its views while some protocol probes that view only."""
+    narrow = [p for p in config["protocols"] if p not in view_protocols(config)]
+    if not narrow:
+        return None
+    wanted = registry_view(settings, views)
+    if wanted in views.views():
+        return None
+    return (
+        f"model {model}: protocol(s) {narrow} probe only its registry view {wanted.id} (views.protocols leaves them "
+        f"out), which its views {[v.id for v in views.views()]} do not include; add that layer, pooling and "
+        "reverse_complement false to views:, or list the protocol(s) under views.protocols"
+    )
+
+
+def _unknown_view_protocols(config: Mapping[str, Any]) -> list[str]:
+    unknown = [p for p in (config.get("views") or {}).get("protocols") or [] if p not in config["protocols"]]
+    if not unknown:
+        return []
+    return [f"views.protocols names {unknown}, which the run does not probe; valid: {list(config['protocols'])}"]
