@@ -1,8 +1,10 @@
-"""Synthetic score tables and predictions with planted answers, for the analysis tests."""
+"""Synthetic score tables and predictions with planted answers, for the analysis tests, and tiny task mirrors."""
 
 from __future__ import annotations
 
 import copy
+import gzip
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +101,13 @@ def predictions(
                 )
             )
     return pd.concat(frames, ignore_index=True)
+
+
+def write_mirror_task(root: Path, task: str, splits: Mapping[str, Sequence[tuple[str, object]]]) -> Path:
+    """A task mirror folder `root` with `<task>/<split>.csv.gz` (columns sequence, label) holding the rows
+    [(sequence, label)] of each split; returns `root` (what `geneb.tasks.sources.open_source` opens)."""
+    (root / task).mkdir(parents=True, exist_ok=True)
+    for split, rows in splits.items():
+        with gzip.open(root / task / f"{split}.csv.gz", "wt") as f:
+            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    return root

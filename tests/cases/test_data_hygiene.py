@@ -10,6 +10,7 @@ from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.hygiene import canonical_key, reverse_complement, train_test_overlap, within_split_duplicates
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import open_source
+from synth import write_mirror_task
 
 
 def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, repo):
@@ -17,12 +18,8 @@ def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, r
     assert reverse_complement("acgTN") == "NAcgt"  # case kept per base
     # a prepared task stores the sequence byte for byte (soft-masking kept); the key is only for comparisons
     task = "ienhancer2l_strong_vs_weak"
-    root = tmp_path / "m" / task
-    root.mkdir(parents=True)
     rows = {"train": [("acgTacgTac", 0), ("GGGCCCAAAT", 1)], "test": [("GTACGTACGT", 0), ("atttgggccc", 1)]}
-    for split, data in rows.items():
-        with gzip.open(root / f"{split}.csv.gz", "wt") as f:
-            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in data))
+    write_mirror_task(tmp_path / "m", task, rows)
     catalogue = read_catalogue(repo / "config/tasks.tsv")
     card = prepare_task(
         task, task_row(catalogue, task), open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, tmp_path / "out"

@@ -4,7 +4,6 @@ card's data hash, which keeps case."""
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import numpy as np
@@ -21,6 +20,7 @@ from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import open_source
+from synth import write_mirror_task
 
 TASK = "ienhancer2l_strong_vs_weak"
 
@@ -32,11 +32,7 @@ def soft_mask(seq: str, rng: np.random.Generator) -> str:
 
 
 def run_task(tmp_path, repo, name, train, test, protocol):
-    src = tmp_path / name / "m" / TASK
-    src.mkdir(parents=True)
-    for split, data in (("train", train), ("test", test)):
-        with gzip.open(src / f"{split}.csv.gz", "wt") as f:
-            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in data))
+    src = write_mirror_task(tmp_path / name / "m", TASK, {"train": train, "test": test}) / TASK
     catalogue = read_catalogue(repo / "config/tasks.tsv")
     out = tmp_path / name / "tasks" / TASK
     prepare_task(TASK, task_row(catalogue, TASK), open_source(str(src.parent)), AlphabetPolicy(), {}, 0, out)

@@ -3,7 +3,6 @@ settings, read back by its one reader; MMseqs2 missing is an error naming the fi
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 from pathlib import Path
@@ -16,6 +15,7 @@ from geneb.tasks.audit_step import AuditFileError, audit_prepared, homology_para
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import open_source
+from synth import write_mirror_task
 
 TASK = "ienhancer2l_strong_vs_weak"
 SETTINGS = {
@@ -41,10 +41,7 @@ def _dna(n, seed):
 def prepared(tmp_path, repo):
     train = [(_dna(80, i), i % 2) for i in range(20)]
     test = [(_dna(80, 100 + i), i % 2) for i in range(9)] + [(train[3][0], 1)]  # row 9: a copy of train row 3
-    (tmp_path / "m" / TASK).mkdir(parents=True)
-    for split, rows in (("train", train), ("test", test)):
-        with gzip.open(tmp_path / "m" / TASK / f"{split}.csv.gz", "wt") as f:
-            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
+    write_mirror_task(tmp_path / "m", TASK, {"train": train, "test": test})
     row = task_row(read_catalogue(repo / "config" / "tasks.tsv"), TASK)
     prepare_task(TASK, row, open_source(str(tmp_path / "m")), AlphabetPolicy(), {}, 0, tmp_path / "o")
     return tmp_path / "o"

@@ -4,7 +4,6 @@ validation.json and the score rows with its AUROC / F1 consequence."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
+from synth import write_mirror_task
 
 TASK = "ienhancer2l_types_3class"  # 3 classes in the catalogue
 
@@ -26,11 +26,7 @@ def catalogue(repo):
 
 
 def _task(root: Path, train, test) -> Path:
-    (root / TASK).mkdir(parents=True)
-    for split, rows in (("train", train), ("test", test)):
-        with gzip.open(root / TASK / f"{split}.csv.gz", "wt") as f:
-            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
-    return root
+    return write_mirror_task(root, TASK, {"train": train, "test": test})
 
 
 TRAIN = [("ACGTACGTAC", 0), ("GGGCCCGGGC", 1), ("NNNNNNNNNN", 2), ("ACGTTCGTAC", 0), ("nnnnRYnnnn", 2), ("TTTAC", 1)]

@@ -4,7 +4,6 @@ and each model's unknown-token counts; the report shows them."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
-from synth import analysis_config, grid, meta, scores_from_values
+from synth import analysis_config, grid, meta, scores_from_values, write_mirror_task
 
 TASK = "ienhancer2l_strong_vs_weak"
 
@@ -32,11 +31,7 @@ def catalogue(repo):
 
 
 def _task(root: Path, train, test) -> Path:
-    (root / TASK).mkdir(parents=True)
-    for split, rows in (("train", train), ("test", test)):
-        with gzip.open(root / TASK / f"{split}.csv.gz", "wt") as f:
-            f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
-    return root
+    return write_mirror_task(root, TASK, {"train": train, "test": test})
 
 
 TRAIN = [("ACGTACGTAC", 0), ("GGGCCCGGGC", 1), ("ACGTTCGTAC", 0), ("GGGCCAGGGC", 1)]

@@ -21,7 +21,7 @@ import torch
 from geneb.core.errors import NonFiniteEmbeddingError
 from geneb.encoders.engine.accumulate import RowAccumulator
 from geneb.encoders.engine.batching import StepDownRunner, largest_first, plan_chunks
-from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, nonfinite_rows
+from geneb.encoders.engine.guards import check_token_ids, nonfinite_rows
 from geneb.encoders.engine.pooling import pool
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 
@@ -114,14 +114,7 @@ def embed_views(
             elif pooling == "last":
                 keep = ordinal[idx_arr] == total[idx_arr] - 1
             if not acc.started:
-                check_pooled_width(
-                    int(pooled.shape[1]),
-                    model=enc.model_id,
-                    hidden_size=enc.hidden_size,
-                    vocab_size=enc.vocab_size,
-                    expected=enc.extraction.embedding_dim,
-                    num_embeddings=enc.num_embeddings,
-                )
+                enc.check_width(int(pooled.shape[1]))
             acc.add(rows_of[idx_arr[keep]], pooled.numpy()[keep], used.numpy()[keep])
 
     free = torch.cuda.empty_cache if enc.device.startswith("cuda") else None

@@ -305,6 +305,18 @@ class TokenModelEncoder(LoadedView):
 
     # ---- embed ------------------------------------------------------------------------------------------
 
+    def check_width(self, width: int) -> None:
+        """Refuse a pooled width (of the first batch, every view) that is not the model's hidden size
+        (`guards.check_pooled_width`: the vocabulary size means logits were pooled, case B23)."""
+        check_pooled_width(
+            width,
+            model=self.model_id,
+            hidden_size=self.hidden_size,
+            vocab_size=self.vocab_size,
+            expected=self.extraction.embedding_dim,
+            num_embeddings=self.num_embeddings,
+        )
+
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled embeddings float32 (n, d) in input order, with per-row n_tokens (pooled positions, all chunks),
         n_chunks, truncated and trimmed_bases, and the call's counters (UNK tokens, step-downs, fp32 retries). Raises TypeError for a bare string (case B12)."""
@@ -332,14 +344,7 @@ class TokenModelEncoder(LoadedView):
         def done(idx: list[int], result: tuple[torch.Tensor, torch.Tensor]) -> None:
             pooled, ntok = result
             if not acc.started:
-                check_pooled_width(
-                    int(pooled.shape[1]),
-                    model=self.model_id,
-                    hidden_size=self.hidden_size,
-                    vocab_size=self.vocab_size,
-                    expected=self.extraction.embedding_dim,
-                    num_embeddings=self.num_embeddings,
-                )
+                self.check_width(int(pooled.shape[1]))
             acc.add(rows_of_chunks[idx], pooled.numpy(), ntok.numpy())
             bar.update(len(idx))
 
