@@ -66,7 +66,7 @@ def view_protocols(config: Mapping[str, Any]) -> list[str]:
     protocols probe each model's registry view only (`probed_views`): the protocol comparison of the sensitivity
     analysis needs nothing else, and each view costs one set of probe fits per protocol."""
     request = config.get("views") or {}
-    return list(request.get("protocols") or config["protocols"])
+    return list(request.get("protocols") or config.get("protocols") or [])
 
 
 def registry_view(settings: Mapping[str, Any], views: ViewSet) -> View:
@@ -91,7 +91,7 @@ def _registry_view_problem(
     config: Mapping[str, Any], model: str, settings: Mapping[str, Any], views: ViewSet
 ) -> str | None:
     """A model whose registry view is not among its views while some protocol probes that view only."""
-    narrow = [p for p in config["protocols"] if p not in view_protocols(config)]
+    narrow = [p for p in config.get("protocols") or [] if p not in view_protocols(config)]
     if not narrow:
         return None
     wanted = registry_view(settings, views)
@@ -105,7 +105,8 @@ def _registry_view_problem(
 
 
 def _unknown_view_protocols(config: Mapping[str, Any]) -> list[str]:
-    unknown = [p for p in (config.get("views") or {}).get("protocols") or [] if p not in config["protocols"]]
+    run = list(config.get("protocols") or [])
+    unknown = [p for p in (config.get("views") or {}).get("protocols") or [] if p not in run]
     if not unknown:
         return []
-    return [f"views.protocols names {unknown}, which the run does not probe; valid: {list(config['protocols'])}"]
+    return [f"views.protocols names {unknown}, which the run does not probe; valid: {run}"]
