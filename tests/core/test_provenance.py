@@ -107,3 +107,14 @@ def test_the_running_package_is_looked_at_whole():
 
     assert provenance.code_revision() == provenance.code_revision(paths.PACKAGE_DIR)
     assert (paths.PACKAGE_DIR / "__init__.py").is_file() and (paths.PACKAGE_DIR / "probe").is_dir()
+
+
+def test_package_versions_are_the_installed_ones_read_once_and_copied():
+    from importlib import metadata
+
+    from geneb.core.provenance import package_versions
+
+    first = package_versions(("numpy", "no-such-package-geneb"))
+    assert first["numpy"] == metadata.version("numpy") and first["no-such-package-geneb"] == ""
+    first["numpy"] = "edited by a caller"
+    assert package_versions(("numpy", "no-such-package-geneb"))["numpy"] == metadata.version("numpy")

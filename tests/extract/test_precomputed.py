@@ -52,6 +52,23 @@ def test_rows_are_picked_by_their_source_row_id_and_recorded(tmp_path, task):
     assert key["encoder"]["encoder"] == "precomputed" and len(key["encoder"]["files"]["test"]["sha256"]) == 64
 
 
+def test_an_up_to_date_file_is_kept_and_a_changed_vector_file_rewrites_it(tmp_path, task):
+    """geneb.evaluate imports again on every call: the same checked files for the same task leave the cache file
+    as it is; a changed vector file (or a file written by other code) is written again."""
+    vecs = tmp_path / "vecs" / "t"
+    vecs.mkdir(parents=True)
+    np.save(vecs / "train.npy", np.ones((6, 2), np.float32))
+    np.save(vecs / "test.npy", np.zeros((3, 2), np.float32))
+    out = tmp_path / "out.h5"
+    first = import_task(settings_for(tmp_path / "vecs"), task, out)
+    stamp = out.stat().st_mtime_ns
+    assert import_task(settings_for(tmp_path / "vecs"), task, out) == first and out.stat().st_mtime_ns == stamp
+    np.save(vecs / "test.npy", np.full((3, 2), 2.0, np.float32))
+    changed = import_task(settings_for(tmp_path / "vecs"), task, out)
+    assert changed != first and out.stat().st_mtime_ns != stamp
+    np.testing.assert_array_equal(read_embeddings(out).splits["test"][0], np.full((2, 2), 2.0))
+
+
 def test_every_problem_is_named_at_once(tmp_path, task):
     vecs = tmp_path / "vecs" / "t"
     vecs.mkdir(parents=True)

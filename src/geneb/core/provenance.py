@@ -60,14 +60,24 @@ def file_sha256(path: str | os.PathLike[str], length: int = 12) -> str:
 
 
 def package_versions(packages: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:
-    """Installed versions of `packages` (and geneb itself); a package that is not installed maps to ''."""
+    """Installed versions of `packages` (and geneb itself); a package that is not installed maps to ''.
+
+    Read once per process (a fresh dict each call): the versions of the code this process has loaded, which an
+    upgrade on disk while a long-lived probe worker or model server runs does not change (reading the
+    distribution metadata again would then record the new version beside the old code), and the metadata scan
+    is a noticeable part of a small probe job."""
+    return dict(_versions(tuple(packages)))
+
+
+@cache
+def _versions(packages: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     versions = {"geneb": __version__}
     for name in packages:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = ""
-    return versions
+    return tuple(versions.items())
 
 
 #: what `code_revision` records when the running code is not a git checkout (an installed copy, a tarball)

@@ -18,6 +18,7 @@ Torch-free.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from pathlib import Path
@@ -28,7 +29,14 @@ import pandas as pd
 
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import package_versions
-from geneb.extract.cache import SplitEmbeddings, read_embeddings, write_embeddings
+from geneb.extract.cache import (
+    CacheError,
+    SplitEmbeddings,
+    is_complete_file,
+    read_embeddings,
+    read_key,
+    write_embeddings,
+)
 from geneb.registry.extraction import extraction_hash
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.tasks.card import TaskCard, read_card
@@ -226,8 +234,22 @@ def import_task(
         "hdf5_locking": hdf5_locking,
         "seconds_total": round(time.perf_counter() - t0, 3),
     }
+    if _up_to_date(out_path, key, hdf5_locking):  # the same checked files for the same task data: nothing to write
+        log.info("model %s, task %s: %s already holds these vectors (%s)", typed.model, card.task, out_path, identity)
+        return key
     write_embeddings(
         out_path, out, key, storage_dtype=typed.extraction.storage_dtype, hdf5_locking=hdf5_locking, attrs=attrs
     )
     log.info("model %s, task %s: precomputed vectors %s written to %s", typed.model, card.task, identity, out_path)
     return key
+
+
+def _up_to_date(path: str | Path, key: dict[str, Any], hdf5_locking: str) -> bool:
+    """Whether `path` is a complete cache file whose key is `key` (the vector files' sha256, the task's data hash,
+    the settings, the package versions): `geneb.evaluate` calling again on its workdir. Never raises."""
+    if not Path(path).is_file() or not is_complete_file(path, hdf5_locking=hdf5_locking):
+        return False
+    try:
+        return read_key(path, hdf5_locking=hdf5_locking) == json.loads(json.dumps(key))
+    except (CacheError, OSError, ValueError):
+        return False
