@@ -15,6 +15,7 @@ it (a registry model of a torch family).
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 import socket
@@ -129,8 +130,6 @@ def _prepared(task_dir: Path, params: Mapping[str, Any], source: str) -> bool:
     files' digests, alphabet, caps) and source: the workflow's rerun rule (same params, inputs unchanged) applied
     to a workdir reused across calls. The stamp is written only after a preparation finished (`_stamp`), and a
     preparation removes the card first, so a failed or killed one is never reused."""
-    import json
-
     stamp = task_dir / PREPARED_STAMP
     files = [task_dir / n for n in ("card.json", "train.parquet", "test.parquet")]
     if not stamp.is_file() or not all(f.is_file() for f in files):
@@ -139,8 +138,6 @@ def _prepared(task_dir: Path, params: Mapping[str, Any], source: str) -> bool:
 
 
 def _stamp(task_dir: Path, params: Mapping[str, Any], source: str) -> None:
-    import json
-
     from geneb.core.atomic import atomic_path
 
     with atomic_path(task_dir / PREPARED_STAMP) as tmp:

@@ -18,7 +18,6 @@ Torch-free.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from geneb.core.provenance import package_versions
 from geneb.extract.cache import (
     CacheError,
     SplitEmbeddings,
-    is_complete_file,
+    key_hash,
     read_embeddings,
     read_key,
     write_embeddings,
@@ -246,10 +245,11 @@ def import_task(
 
 def _up_to_date(path: str | Path, key: dict[str, Any], hdf5_locking: str) -> bool:
     """Whether `path` is a complete cache file whose key is `key` (the vector files' sha256, the task's data hash,
-    the settings, the package versions): `geneb.evaluate` calling again on its workdir. Never raises."""
-    if not Path(path).is_file() or not is_complete_file(path, hdf5_locking=hdf5_locking):
+    the settings, the package versions): `geneb.evaluate` calling again on its workdir. Never raises (`read_key`
+    refuses an incomplete or foreign file)."""
+    if not Path(path).is_file():
         return False
     try:
-        return read_key(path, hdf5_locking=hdf5_locking) == json.loads(json.dumps(key))
+        return key_hash(read_key(path, hdf5_locking=hdf5_locking)) == key_hash(key)
     except (CacheError, OSError, ValueError):
         return False
