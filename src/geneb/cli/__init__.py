@@ -3,6 +3,9 @@
     geneb models [--runnable]          list the models of the registry: facts, env, source kind, pin, and
                                        whether each is runnable here (and why not)
     geneb tasks [--category C]         list the tasks of the catalogue
+    geneb tasks lock [TASK ...] [--configfile C ...]
+                                       re-lock tasks on purpose: digest their source files now and write them to
+                                       the task lock (config task_lock; geneb.tasks.lock), printing what changed
     geneb leaderboard [--category C] [--regime R] [--top N]
                                        print the leaderboard of a category (default macro) and regime
     geneb recommend --category C [--regime R]

@@ -12,6 +12,7 @@ from geneb.cli.envs import cmd_env_build, cmd_env_list
 from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
 from geneb.cli.results import cmd_leaderboard, cmd_recommend
 from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
+from geneb.cli.task_lock import cmd_tasks_lock
 from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import REGIMES, AnalysisInputError
@@ -38,6 +39,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--category", help=f"one of: {', '.join(CATEGORIES)}")
     t.add_argument("--set", choices=["paper", "mirror"])
     t.set_defaults(func=cmd_tasks)
+    t_sub = t.add_subparsers(dest="tasks_command", required=False, metavar="{lock}")
+    tl = t_sub.add_parser(
+        "lock",
+        help="re-lock tasks on purpose: digest their source files now and write them to the config's task_lock",
+        description="Fetch each task's source files from its source now (http and hub files downloaded again), write "
+        "their sha256 and size to the task lock (config key task_lock, default config/tasks.lock) and print what "
+        "changed. A later run whose files differ from the lock is refused until they are re-locked.",
+    )
+    tl.add_argument("tasks", nargs="*", metavar="TASK", help="task ids (default: the config's tasks)")
+    tl.add_argument(
+        "--configfile",
+        nargs="+",
+        default=["config/config.yaml"],
+        help="the workflow config file(s), merged in order as snakemake merges them (default config/config.yaml)",
+    )
+    tl.add_argument("--set", choices=["paper", "mirror"], help="every task of this set of the catalogue")
+    tl.add_argument("--download-dir", default="resources/downloads", help="where an http mirror's files are cached")
+    tl.set_defaults(func=cmd_tasks_lock)
     pr = sub.add_parser("pin-revisions", help="move lockfile pins to the commit a ref points to now (needs network)")
     pr.add_argument("models", nargs="+", help="registry ids of hub models")
     pr.add_argument("--ref", default="main", help="branch or tag to resolve (default main)")

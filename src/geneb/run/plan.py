@@ -16,7 +16,7 @@ import copy
 import itertools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,6 +47,7 @@ from geneb.run.rerun import stable_params
 from geneb.run.set_aside import set_aside_partial
 from geneb.run.views import plan_views, probed_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
+from geneb.tasks.lock import lock_identity, read_lock
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
@@ -91,7 +92,8 @@ class RunPlan:
     conda route without --sdm conda (a real run stops on them in `onstart`; a dry run plans on). set_aside:
     (old, new) paths of the partial embedding files moved aside. lock_log: the lockfile lines (models pinned now
     or run at locked commits). partial: the failures file of a partial run (`geneb.run.partial`), None otherwise;
-    partial_file: its path.
+    partial_file: its path. task_lock: the task lock's entries ({task: entry}, `geneb.tasks.lock.read_lock` of
+    config `task_lock`) as the run was planned.
     """
 
     config: dict[str, Any]
@@ -104,6 +106,7 @@ class RunPlan:
     lock_log: tuple[str, ...] = ()
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
+    task_lock: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def tasks(self) -> list[str]:
@@ -137,7 +140,8 @@ class RunPlan:
     def task_params(self, task: str) -> dict[str, Any]:
         """Everything that decides a prepared task's content (the prepare_task rerun key): the catalogue columns
         it uses, the source's content identity (file digests for a mirror folder, so an edited file reruns the task
-        and a moved mirror with the same files does not; the pinned source string otherwise), alphabet policy and
+        and a moved mirror with the same files does not; the pinned source string otherwise, with the task lock's
+        generation once the task was re-locked to new data: `geneb.tasks.lock.lock_identity`), alphabet policy and
         caps. Where the data is read from is resolved again in the job (config + environment), outside the key.
         Raises CatalogueError for a task not in the catalogue."""
         row = task_row(self.task_sheet, task)
@@ -146,7 +150,9 @@ class RunPlan:
         return stable_params(
             {
                 "catalogue_row": {key: row.get(key, "") for key in CATALOGUE_COLUMNS_USED},
-                "source_identity": source_identity(source_string(row, self.config), task),
+                "source_identity": lock_identity(
+                    source_identity(source_string(row, self.config), task), self.task_lock.get(task)
+                ),
                 "alphabet": self.config["alphabet"],
                 "caps": {**caps["default"], **caps["per_task"].get(task, {})},
                 "cap_seed": caps["seed"],
@@ -392,4 +398,5 @@ def plan_run(
         lock_log=tuple(lock_log),
         partial=partial,
         partial_file=partial_file,
+        task_lock=read_lock(config["task_lock"]),
     )

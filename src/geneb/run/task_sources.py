@@ -15,6 +15,12 @@ paper's). Checked per source, once:
 
 Remote sources are checked only for tasks not yet prepared (`resources/tasks/<task>/` has its parquet splits and
 card): a prepared task is not read again. Each remote source costs one request of at most `TIMEOUT_S` seconds.
+
+The task lock (config `task_lock`, `geneb.tasks.lock`): every configured task with a lock entry whose source is
+local (a mirror folder, a `save_to_disk` folder) has its files digested now and compared with the entry, so a run
+whose files differ is refused before anything is planned, naming task, file, expected and found digests and the
+fix; a mirror folder's files are checked against `meta.json`'s `sha256` too. A remote source's files are compared
+when `prepare_task` fetches them (downloads and cached copies alike).
 """
 
 from __future__ import annotations
@@ -30,7 +36,15 @@ from typing import Any
 import pandas as pd
 
 from geneb.tasks.catalogue import source_string, task_row
-from geneb.tasks.sources import ENV_PAPER_TASK_SOURCE, ENV_TASK_SOURCE, missing_splits
+from geneb.tasks.lock import changes, fix_hint, read_lock, records
+from geneb.tasks.sources import (
+    ENV_PAPER_TASK_SOURCE,
+    ENV_TASK_SOURCE,
+    TaskDigestError,
+    TaskSourceError,
+    missing_splits,
+    open_source,
+)
 
 #: seconds one reachability request may take (a hub or mirror that does not answer in this time is unreachable)
 TIMEOUT_S = 5.0
@@ -154,6 +168,43 @@ def _check_source(
     return problems
 
 
+def _is_remote(spec: str) -> bool:
+    return spec.startswith(("http://", "https://")) or (spec.startswith("hf:") and not Path(spec[3:]).is_dir())
+
+
+def lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[SourceProblem]:
+    """The configured tasks from a local source (mirror folder, save_to_disk folder) whose files differ from
+    their entry in the task lock (config `task_lock`; no key or no file: nothing to check), or whose split files
+    fail `meta.json`'s digests: one problem per task, naming each file with its expected and found digests, and
+    the fix (`geneb tasks lock`). A task without a lock entry, and a missing split (a `source_problems` problem of
+    its own), are not problems here."""
+    lock_path = config.get("task_lock")
+    if not lock_path:
+        return []
+    entries = read_lock(lock_path)
+    problems: list[SourceProblem] = []
+    for task in config["tasks"]:
+        row = task_row(task_sheet, task)
+        spec = source_string(row, dict(config))
+        if _is_remote(spec) or (not spec.startswith("hf:") and missing_splits(spec, task)):
+            continue
+        try:
+            files = open_source(spec).source_files(task)
+        except TaskDigestError as err:
+            problems.append(SourceProblem(spec, (task,), str(err), "restore the file, or fix meta.json's sha256"))
+            continue
+        except TaskSourceError:
+            continue  # a missing folder or split, an unreadable meta.json: reported by _check_source or prepare_task
+        entry = entries.get(task)
+        if entry is None:
+            continue
+        diff = changes(entry, records(files), files)
+        if diff:
+            why = f"its files differ from the task lock {lock_path} ({'; '.join(c.describe() for c in diff)})"
+            problems.append(SourceProblem(spec, (task,), why, fix_hint(task, lock_path)))
+    return problems
+
+
 def source_problems(
     config: Mapping[str, Any],
     task_sheet: pd.DataFrame,
@@ -165,20 +216,20 @@ def source_problems(
 
     A local mirror folder is checked for every task (its files are the prepare_task rerun key); a remote source
     (http(s), a hub dataset) only for the tasks `prepared` says are not prepared yet, with one `probe` request
-    per source (`reachable`; tests pass a stand-in). Raises nothing: the caller reports the problems
+    per source (`reachable`; tests pass a stand-in); then the task lock's problems (`lock_problems`). Raises
+    nothing but TaskLockError for a lockfile that cannot be read: the caller reports the problems
     (`format_source_problems`) with the models' pre-flight."""
     groups: dict[tuple[str, bool], list[str]] = {}
     for task in config["tasks"]:
         row = task_row(task_sheet, task)
         spec = source_string(row, dict(config))
-        remote = spec.startswith(("http://", "https://")) or (spec.startswith("hf:") and not Path(spec[3:]).is_dir())
-        if remote and prepared(task):
+        if _is_remote(spec) and prepared(task):
             continue
         groups.setdefault((spec, row["source"] != "mirror"), []).append(task)
     problems: list[SourceProblem] = []
     for (spec, paper), tasks in groups.items():
         problems += _check_source(spec, tasks, paper, probe)
-    return problems
+    return problems + lock_problems(config, task_sheet)
 
 
 def format_source_problems(problems: Iterable[SourceProblem]) -> str:

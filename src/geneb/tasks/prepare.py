@@ -287,14 +287,30 @@ def report_lines(card: TaskCard) -> list[str]:
     return lines
 
 
-def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, card_path: str | Path) -> TaskCard:
+def prepare_from_params(
+    task: str,
+    params: dict[str, Any],
+    source_spec: str,
+    card_path: str | Path,
+    *,
+    lock_path: str | Path | None = None,
+    download: dict[str, Any] | None = None,
+) -> TaskCard:
     """Entry point of the `prepare_task` rule: `params` is common.smk's `task_params` (catalogue row, source
     identity, alphabet policy, caps, cap seed); `source_spec` is where to read the task (the source string
     resolved from config and environment); outputs go beside `card_path`. For a mirror folder, the files
     read must be the ones whose digests are in `params` (else TaskSourceError: the data changed after the
-    workflow was planned). Logs the card summary."""
+    workflow was planned).
+
+    lock_path: the task lock (config `task_lock`, `geneb.tasks.lock`; None: no lock, for callers outside a run).
+    Before anything is read, the source's files for the task (`TaskSource.source_files`: downloaded, or the
+    cached copies, for an http mirror) are compared with the task's lock entry, and a difference raises
+    TaskLockError naming task, file, expected and found digests; a task not locked yet is recorded there once it
+    is prepared. download: config `task_download` ({deadline_s, read_timeout_s}: an http mirror's overall limit
+    per file and per read, seconds). Logs the card summary."""
     import logging
 
+    from geneb.tasks.lock import check_files, record_files
     from geneb.tasks.sources import TaskSourceError, open_source, source_identity
 
     planned = params.get("source_identity")
@@ -302,7 +318,13 @@ def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, car
         raise TaskSourceError(
             f"task {task!r}: the files under {source_spec} changed after the workflow was planned; run again"
         )
-    source = open_source(source_spec)
+    download = download or {}
+    source = open_source(
+        source_spec,
+        **{k: float(download[k]) for k in ("deadline_s", "read_timeout_s") if download.get(k) is not None},
+    )
+    files = source.source_files(task) if lock_path is not None else {}
+    entry = check_files(lock_path, task, source_spec, files) if lock_path is not None else None
     card = prepare_task(
         task,
         params["catalogue_row"],
@@ -313,6 +335,12 @@ def prepare_from_params(task: str, params: dict[str, Any], source_spec: str, car
         Path(card_path).parent,
         params.get("task_checks"),
     )
+    log = logging.getLogger(__name__)
+    if lock_path is not None and entry is None:
+        record_files(lock_path, task, source_spec, files)
+        log.info(f"task {task}: {len(files)} source file(s) recorded in the task lock {lock_path}")
+    elif lock_path is not None:
+        log.info(f"task {task}: {len(files)} source file(s) match the task lock {lock_path}")
     for line in report_lines(card):
-        logging.getLogger(__name__).info(line)
+        log.info(line)
     return card

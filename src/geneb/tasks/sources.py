@@ -5,14 +5,17 @@ GENEB_TASK_SOURCE; paper tasks use their catalogue source unless `paper_task_sou
 GENEB_PAPER_TASK_SOURCE says otherwise):
 
 * a mirror folder: `{root}/{task}/{split}.csv.gz` (or `.csv`) plus an optional `{root}/{task}/meta.json`;
-* an http(s) base URL with the same layout, downloaded with pooch into a local cache folder; a file's sha256
-  is checked where one is known (`meta.json` key `sha256`: {file name: hex digest});
+* an http(s) base URL with the same layout, downloaded with pooch into a local cache folder, each file within an
+  overall deadline (`geneb.core.download`); a file's sha256 is checked where one is known (`meta.json` key
+  `sha256`: {file name: hex digest}), on the download and on every later use of the cached copy;
 * `hf:<dataset>@<revision>`: a Hugging Face dataset through `datasets` at a pinned 40-hex revision
   (files `tasks/<task>/{train,test}.csv`, the official GENEB layout), or `hf:<local folder>` holding
   `{task}/` folders written by `DatasetDict.save_to_disk` (offline clusters, tests).
 
 Every source returns the raw split as a DataFrame with columns `row` (0-based index in the source file),
-`sequence`, `label`, untouched: the alphabet policy and label checks happen in `prepare`.
+`sequence`, `label`, untouched: the alphabet policy and label checks happen in `prepare`. Every source also names
+the local files it reads for a task (`source_files`), which the task lock (`geneb.tasks.lock`) digests; a mirror
+folder checks them against `meta.json`'s `sha256` where it has one.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ import io
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
 
+from geneb.core.download import DEFAULT_DEADLINE_S, DEFAULT_READ_TIMEOUT_S, DeadlineDownloader
 from geneb.core.provenance import REVISION, file_sha256, stable_hash
 
 #: the splits a task is made of (a mirror's other files, e.g. a `dev` split, are not read)
@@ -36,12 +42,23 @@ SPLITS = ("train", "test")
 LONE_CR = re.compile(rb"\r(?!\n)")
 
 SEQUENCE_COLUMNS = ("sequence", "text", "seq")
+#: the endings of a split file (a lock change to one of these is a change of the task's data, not of its notes)
+DATA_FILE_SUFFIXES = (".csv.gz", ".csv")
 ENV_TASK_SOURCE = "GENEB_TASK_SOURCE"
 ENV_PAPER_TASK_SOURCE = "GENEB_PAPER_TASK_SOURCE"
 
 
 class TaskSourceError(RuntimeError):
     """A task or split that cannot be fetched or read; the message names source, task and split."""
+
+
+class NotOnServer(TaskSourceError):
+    """An http mirror answered 404 for a file (meta.json is optional, a `.csv.gz` split may be a `.csv`)."""
+
+
+class TaskDigestError(TaskSourceError):
+    """A source file whose content is not the one a digest says (meta.json's `sha256`, the task lock); the message
+    names task, file, expected and found digests."""
 
 
 class TaskSource(Protocol):
@@ -58,6 +75,44 @@ class TaskSource(Protocol):
     def read_meta(self, task: str) -> dict[str, Any]:
         """The task's `meta.json` as a dict ({} where the source has none, e.g. a Hugging Face dataset)."""
         ...
+
+    def source_files(self, task: str, *, fresh: bool = False) -> dict[str, Path]:
+        """{name: local path} of every file the source reads for `task` (fetched first where remote; `fresh`:
+        a remote source fetches again instead of using its cached copies), the names as the task lock records
+        them. Raises TaskSourceError when a split is missing or a file fails a digest the source knows."""
+        ...
+
+
+@lru_cache(maxsize=4096)
+def _record(path: str, size: int, mtime_ns: int, inode: int) -> tuple[str, int]:
+    return file_sha256(path, length=64), size
+
+
+def file_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """{"sha256": 64 hex, "size": bytes} of a file, computed once per process for a file whose size, modification
+    time and inode are unchanged (planning digests a mirror's files for the rerun key and the lock). Raises
+    OSError when the file cannot be read."""
+    st = os.stat(path)
+    sha, size = _record(os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    return {"sha256": sha, "size": size}
+
+
+def check_meta_digests(task: str, meta: Mapping[str, Any], files: Mapping[str, Path], where: str) -> None:
+    """Check `files` ({name: path}) against `meta.json`'s `sha256` ({file name: hex digest}) where it names them.
+    Raises TaskSourceError naming task, file, expected and found digests (`where`: the source)."""
+    digests = meta.get("sha256") or {}
+    if not isinstance(digests, dict):
+        raise TaskSourceError(f"task {task!r}: meta.json of {where}: `sha256` is not a mapping of file name to digest")
+    for name, path in files.items():
+        expected = digests.get(name)
+        if expected is None:
+            continue
+        found = file_record(path)["sha256"]
+        if str(expected).lower() != found:
+            raise TaskDigestError(
+                f"task {task!r}: {name} of {where} ({path}) fails its sha256 check: meta.json says {expected}, "
+                f"the file has {found}"
+            )
 
 
 def normalise_columns(df: pd.DataFrame, *, where: str) -> pd.DataFrame:
@@ -133,7 +188,32 @@ class MirrorFolder:
 
     def read_meta(self, task: str) -> dict[str, Any]:
         p = self.root / task / "meta.json"
-        return json.loads(p.read_text()) if p.exists() else {}
+        if not p.exists():
+            return {}
+        try:
+            meta = json.loads(p.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TaskSourceError(f"task {task!r}: {p} is not JSON ({exc})") from exc
+        if not isinstance(meta, dict):
+            raise TaskSourceError(f"task {task!r}: {p} is not a JSON object")
+        return meta
+
+    def source_files(self, task: str, *, fresh: bool = False) -> dict[str, Path]:
+        """The task's split files and its `meta.json` (where present), each split checked against meta.json's
+        `sha256` where it has one. See TaskSource.source_files."""
+        files: dict[str, Path] = {}
+        for split in SPLITS:
+            path = self.split_file(task, split)
+            if path is None:
+                raise TaskSourceError(
+                    f"task {task!r}, split {split!r}: no {split}.csv.gz or {split}.csv under {self.root / task}"
+                )
+            files[path.name] = path
+        check_meta_digests(task, self.read_meta(task), files, self.description)
+        meta = self.root / task / "meta.json"
+        if meta.exists():
+            files["meta.json"] = meta
+        return files
 
 
 @dataclass
@@ -142,13 +222,18 @@ class HttpMirror:
     (one folder per base URL, so switching mirrors never reuses another mirror's files).
 
     Splits are `{split}.csv.gz`, else `{split}.csv` (as in a mirror folder). sha256 digests are taken from the
-    task's `meta.json` (`sha256` mapping) where present; a mismatch raises. `meta.json` is fetched afresh once
-    per process (it carries the digests), and a cached split that cannot be read is deleted, so the next run
-    downloads it again instead of failing on it forever.
+    task's `meta.json` (`sha256` mapping) where present: a download that fails its digest raises (pooch), and so
+    does a cached copy that no longer has it, on every use (the cache is never trusted by name alone; delete the
+    copy to download it again). Each file's download has an overall deadline (`deadline_s`, wall clock, on top of
+    the per-read `read_timeout_s`; `geneb.core.download`). `meta.json` is fetched afresh once per process (it
+    carries the digests), and a cached split that cannot be read is deleted, so the next run downloads it again
+    instead of failing on it forever. The task lock (`geneb.tasks.lock`) checks every file, digests or not.
     """
 
     base_url: str
     cache_dir: Path
+    deadline_s: float = DEFAULT_DEADLINE_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     _meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
@@ -164,6 +249,15 @@ class HttpMirror:
     def _fetch(self, task: str, name: str, known_hash: str | None) -> Path:
         import pooch
 
+        cached = self._folder(task) / name
+        if known_hash and cached.exists():
+            found = file_record(cached)["sha256"]
+            if found != str(known_hash).lower():
+                raise TaskDigestError(
+                    f"task {task!r}: the cached download {cached} of {self._url(task, name)} fails its sha256 check: "
+                    f"meta.json says {known_hash}, the file has {found}; it changed on disk after the download. "
+                    "Delete it to download it again"
+                )
         try:
             return Path(
                 pooch.retrieve(
@@ -172,21 +266,22 @@ class HttpMirror:
                     fname=name,
                     path=self._folder(task),
                     progressbar=False,
+                    downloader=DeadlineDownloader(self.deadline_s, self.read_timeout_s),
                 )
             )
         except ValueError as exc:  # pooch raises ValueError on a hash mismatch
-            raise TaskSourceError(f"task {task!r}: {name} from {self.base_url} failed its sha256 check: {exc}") from exc
+            raise TaskDigestError(f"task {task!r}: {name} from {self.base_url} failed its sha256 check: {exc}") from exc
         except Exception as exc:
-            raise TaskSourceError(f"task {task!r}: cannot download {self._url(task, name)}: {exc}") from exc
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            kind = NotOnServer if status == 404 else TaskSourceError
+            raise kind(f"task {task!r}: cannot download {self._url(task, name)}: {exc}") from exc
 
     def read_meta(self, task: str) -> dict[str, Any]:
         if task not in self._meta:
             (self._folder(task) / "meta.json").unlink(missing_ok=True)  # always the server's current digests
             try:
                 path = self._fetch(task, "meta.json", None)
-            except TaskSourceError as exc:
-                if "404" not in str(exc):  # meta.json is optional; any other failure is real
-                    raise
+            except NotOnServer:  # meta.json is optional; any other failure is real
                 self._meta[task] = {}
                 return self._meta[task]
             try:
@@ -202,22 +297,45 @@ class HttpMirror:
             self._meta[task] = meta
         return self._meta[task]
 
-    def read_split(self, task: str, split: str) -> pd.DataFrame:
-        digests = self.read_meta(task).get("sha256", {})
-        where = f"task {task!r}, split {split!r} ({self.base_url})"
+    def _split_path(self, task: str, split: str) -> Path:
+        digests = self.read_meta(task).get("sha256") or {}
         for name in (f"{split}.csv.gz", f"{split}.csv"):
             try:
-                path = self._fetch(task, name, digests.get(name))
-            except TaskSourceError as exc:
-                if "404" in str(exc) and name.endswith(".gz"):
+                return self._fetch(task, name, digests.get(name))
+            except NotOnServer:
+                if name.endswith(".gz"):
                     continue  # no .csv.gz: try the plain file
                 raise
-            try:
-                return _read_csv(path, where=where)
-            except TaskSourceError:
-                path.unlink(missing_ok=True)  # never trusted again: the next run downloads it afresh
-                raise
-        raise TaskSourceError(f"{where}: neither {split}.csv.gz nor {split}.csv on the server")
+        raise TaskSourceError(
+            f"task {task!r}, split {split!r} ({self.base_url}): neither {split}.csv.gz nor {split}.csv on the server"
+        )
+
+    def source_files(self, task: str, *, fresh: bool = False) -> dict[str, Path]:
+        """The task's `meta.json` (where the server has one) and split files, downloaded now or taken from the
+        cache (each checked against meta.json's digests where it has them); `fresh`: the cached copies are deleted
+        first, so what is digested is what the server serves now. See TaskSource.source_files."""
+        if fresh:
+            for old in self._folder(task).glob("*"):
+                if old.is_file():
+                    old.unlink()
+            self._meta.pop(task, None)
+        files = {}
+        self.read_meta(task)
+        if (self._folder(task) / "meta.json").is_file():  # the server has one (a 404 leaves none)
+            files["meta.json"] = self._folder(task) / "meta.json"
+        for split in SPLITS:
+            path = self._split_path(task, split)
+            files[path.name] = path
+        return files
+
+    def read_split(self, task: str, split: str) -> pd.DataFrame:
+        where = f"task {task!r}, split {split!r} ({self.base_url})"
+        path = self._split_path(task, split)
+        try:
+            return _read_csv(path, where=where)
+        except TaskSourceError:
+            path.unlink(missing_ok=True)  # never trusted again: the next run downloads it afresh
+            raise
 
 
 @dataclass
@@ -234,6 +352,42 @@ class HuggingFaceSource:
     def _is_local(self) -> bool:
         return Path(self.repo_or_dir).is_dir()
 
+    def source_files(self, task: str, *, fresh: bool = False) -> dict[str, Path]:
+        """A `save_to_disk` folder: every file under `<folder>/<task>/` but `state.json` (it holds a cache
+        fingerprint), by path relative to the task folder. A hub dataset: `tasks/<task>/{train,test}.csv` at the
+        pinned revision, fetched into the hub cache with `huggingface_hub.hf_hub_download` (offline: from the
+        cache; `fresh`: downloaded again). See TaskSource.source_files."""
+        if self._is_local():
+            folder = Path(self.repo_or_dir) / task
+            if not folder.is_dir():
+                raise TaskSourceError(f"task {task!r}: no saved dataset folder {folder}")
+            return {
+                str(p.relative_to(folder)): p
+                for p in sorted(folder.rglob("*"))
+                if p.is_file() and p.name != "state.json"
+            }
+        if not self.revision or not REVISION.match(self.revision):
+            raise TaskSourceError(
+                f"task {task!r}: hf source {self.repo_or_dir!r} needs a pinned 40-hex revision, got {self.revision!r}"
+            )
+        try:
+            from huggingface_hub import hf_hub_download
+        except ImportError as exc:  # optional dependency
+            raise TaskSourceError(
+                f"task {task!r}: the Hugging Face source needs the `huggingface_hub` package (pip install 'geneb[hf]')"
+            ) from exc
+        files = {}
+        for split in SPLITS:
+            name = f"tasks/{task}/{split}.csv"
+            try:
+                path = hf_hub_download(
+                    self.repo_or_dir, name, repo_type="dataset", revision=self.revision, force_download=fresh
+                )
+            except Exception as exc:
+                raise TaskSourceError(f"task {task!r}: cannot fetch {name} of {self.description}: {exc}") from exc
+            files[name] = Path(path)
+        return files
+
     def _load(self, task: str):
         try:
             import datasets
@@ -246,13 +400,12 @@ class HuggingFaceSource:
             if not folder.is_dir():
                 raise TaskSourceError(f"task {task!r}: no saved dataset folder {folder}")
             return datasets.load_from_disk(str(folder))
-        if not self.revision or not REVISION.match(self.revision):
-            raise TaskSourceError(
-                f"task {task!r}: hf source {self.repo_or_dir!r} needs a pinned 40-hex revision, got {self.revision!r}"
-            )
-        files = {split: f"tasks/{task}/{split}.csv" for split in ("train", "test")}
+        # the files the lock digests (source_files), read by the datasets CSV builder, as load_dataset of the
+        # repository with these data files would
+        files = self.source_files(task)
+        data_files = {split: str(files[f"tasks/{task}/{split}.csv"]) for split in SPLITS}
         try:
-            return datasets.load_dataset(self.repo_or_dir, data_files=files, revision=self.revision)
+            return datasets.load_dataset("csv", data_files=data_files)
         except Exception as exc:
             raise TaskSourceError(f"task {task!r}: cannot load {self.description}: {exc}") from exc
 
@@ -320,7 +473,7 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
         return {
             "kind": "hf-folder",
             "task": task,
-            "files": {str(p.relative_to(folder)): file_sha256(p, length=64) for p in files},
+            "files": {str(p.relative_to(folder)): file_record(p)["sha256"] for p in files},
         }
     if spec.startswith(("http://", "https://", "hf:")):
         return {"kind": "remote", "source": spec, "task": task}
@@ -328,7 +481,7 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
     files = [p for p in (mirror.split_file(task, split) for split in SPLITS) if p is not None]
     if not files:
         return {"kind": "folder", "source": spec, "task": task}
-    return {"kind": "folder", "task": task, "files": {p.name: file_sha256(p, length=64) for p in files}}
+    return {"kind": "folder", "task": task, "files": {p.name: file_record(p)["sha256"] for p in files}}
 
 
 def missing_splits(spec: str, task: str) -> list[str]:
@@ -340,10 +493,18 @@ def missing_splits(spec: str, task: str) -> list[str]:
     return [split for split in SPLITS if mirror.split_file(task, split) is None]
 
 
-def open_source(spec: str, *, download_dir: str | os.PathLike[str] = "resources/downloads") -> TaskSource:
-    """Build the source for a source string (see module docstring). Raises TaskSourceError for a bad string."""
+def open_source(
+    spec: str,
+    *,
+    download_dir: str | os.PathLike[str] = "resources/downloads",
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+) -> TaskSource:
+    """Build the source for a source string (see module docstring). deadline_s / read_timeout_s: an http mirror's
+    overall limit per file download and per socket read, seconds (config `task_download`). Raises
+    TaskSourceError for a bad string."""
     if spec.startswith(("http://", "https://")):
-        return HttpMirror(spec, Path(download_dir))
+        return HttpMirror(spec, Path(download_dir), deadline_s=deadline_s, read_timeout_s=read_timeout_s)
     if spec.startswith("hf:"):
         body = spec[3:]
         if Path(body).is_dir():
