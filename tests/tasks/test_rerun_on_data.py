@@ -1,5 +1,6 @@
 """prepare_task reruns when the task's data changes, and only then: an edited file in a mirror folder is
-new data; the same files in another folder (a moved mirror, $GENEB_TASK_SOURCE) are not."""
+new data (refused by the task lock until `geneb tasks lock` accepts it); the same files in another folder (a moved
+mirror, $GENEB_TASK_SOURCE) are not."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ TASK = "ienhancer2l_strong_vs_weak"
 CARD = f"resources/tasks/{TASK}/card.json"
 
 
-def run_snakemake(run: Path, *args: str, env: dict[str, str] | None = None) -> str:
+def run_snakemake(run: Path, *args: str, env: dict[str, str] | None = None, ok: bool = True) -> str:
     base = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args, CARD],
@@ -31,7 +32,21 @@ def run_snakemake(run: Path, *args: str, env: dict[str, str] | None = None) -> s
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert (proc.returncode == 0) == ok, proc.stdout[-4000:]
+    return proc.stdout
+
+
+def relock(run: Path) -> str:
+    """`geneb tasks lock TASK --configfile config/config.yaml` in the run folder."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "geneb.cli", "tasks", "lock", TASK, "--configfile", "config/config.yaml"],
+        cwd=run,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout
     return proc.stdout
 
 
@@ -56,14 +71,20 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     os.utime(mirror / TASK / "test.csv.gz")
     assert not planned_prepare(run)
 
-    # files prepare_task never reads: a .DS_Store, an edited note in meta.json, a dev split (case B44)
+    # files prepare_task never reads: a .DS_Store, a dev split (case B44)
     (mirror / TASK / ".DS_Store").write_bytes(b"")
-    meta = json.loads((mirror / TASK / "meta.json").read_text())
-    (mirror / TASK / "meta.json").write_text(json.dumps({**meta, "caveats": ["edited note"]}))
     shutil.copy(mirror / TASK / "test.csv.gz", mirror / TASK / "dev.csv.gz")
     assert not planned_prepare(run)
+    # an edited note in meta.json: the task lock names it, and once re-locked nothing reruns (notes are not data)
+    meta = json.loads((mirror / TASK / "meta.json").read_text())
+    (mirror / TASK / "meta.json").write_text(json.dumps({**meta, "caveats": ["edited note"]}))
+    refused = run_snakemake(run, "-n", ok=False)
+    assert "its files differ from the task lock config/tasks.lock (meta.json: expected sha256" in refused
+    assert "re-locked" in relock(run)
+    assert not planned_prepare(run)
 
-    # an edited file (one label flipped) is new data: the task is prepared again
+    # an edited file (one label flipped) is new data: refused by the lock, naming the file; re-locked, the task is
+    # prepared again
     path = mirror / TASK / "test.csv.gz"
     with gzip.open(path, "rt") as f:
         lines = f.read().splitlines()
@@ -71,6 +92,9 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     lines[1] = f"{seq},{1 - int(label)}"
     with gzip.open(path, "wt") as f:
         f.write("\n".join(lines) + "\n")
+    refused = run_snakemake(run, "-n", ok=False)
+    assert "test.csv.gz: expected sha256" in refused and f"geneb tasks lock {TASK}" in refused
+    assert "test.csv.gz: " in relock(run)
     assert planned_prepare(run)
     run_snakemake(run)
     import pandas as pd

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 #: the name score rows give a model handed over as a callable or an object (override with `name=`)
 DEFAULT_NAME = "my-model"
 #: config keys holding local paths, resolved like the workflow's (the working directory) or against the checkout
-PATH_KEYS = ("task_sheet", "model_sheet", "model_revisions", "task_source")
+PATH_KEYS = ("task_sheet", "model_sheet", "model_revisions", "task_source", "task_lock")
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,6 +181,7 @@ def evaluate(
     from geneb.run.plan import RunPlan
     from geneb.tables.aggregate import concat_tables
     from geneb.tasks.catalogue import read_catalogue, source_string, task_row
+    from geneb.tasks.lock import read_lock
     from geneb.tasks.prepare import prepare_from_params
 
     task_list = [tasks] if isinstance(tasks, str) else list(tasks)
@@ -196,7 +197,14 @@ def evaluate(
     settings, encoder = _model_settings(model, name, cfg)
     settings_hash = extraction_hash(settings)
     model_id = settings["model"]
-    plan = RunPlan(config=cfg, task_sheet=sheet, registry=None, extraction_settings={}, extraction_hashes={})  # type: ignore[arg-type]
+    plan = RunPlan(
+        config=cfg,
+        task_sheet=sheet,
+        registry=None,  # type: ignore[arg-type]
+        extraction_settings={},
+        extraction_hashes={},
+        task_lock=read_lock(cfg["task_lock"]),
+    )
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="geneb-evaluate-"))
     log.info("geneb.evaluate: model %s on %d task(s), files under %s", model_id, len(task_list), root)
     execution = cfg["execution"]
@@ -221,7 +229,8 @@ def evaluate(
         source = source_string(task_row(sheet, task), cfg)
         params = plan.task_params(task)
         if not _prepared(task_dir, params, source):
-            prepare_from_params(task, params, source, card)
+            # the task lock as in the workflow: files that differ from it are refused, a new task is recorded
+            prepare_from_params(task, params, source, card, lock_path=cfg["task_lock"], download=cfg["task_download"])
             _stamp(task_dir, params, source)
         cards.append(card)
         h5 = root / "resources" / "embeddings" / model_id / settings_hash / f"{task}.h5"
