@@ -92,8 +92,7 @@ class RunPlan:
     conda route without --sdm conda (a real run stops on them in `onstart`; a dry run plans on). set_aside:
     (old, new) paths of the partial embedding files moved aside. lock_log: the lockfile lines (models pinned now
     or run at locked commits). partial: the failures file of a partial run (`geneb.run.partial`), None otherwise;
-    partial_file: its path. task_lock: the task lock's entries ({task: entry}, `geneb.tasks.lock.read_lock` of
-    config `task_lock`) as the run was planned.
+    partial_file: its path. task_lock: the task lock's entries as planned (`geneb.tasks.lock.read_lock`).
     """
 
     config: dict[str, Any]
@@ -139,11 +138,10 @@ class RunPlan:
 
     def task_params(self, task: str) -> dict[str, Any]:
         """Everything that decides a prepared task's content (the prepare_task rerun key): the catalogue columns
-        it uses, the source's content identity (file digests for a mirror folder, so an edited file reruns the task
-        and a moved mirror with the same files does not; the pinned source string otherwise, with the task lock's
-        generation once the task was re-locked to new data: `geneb.tasks.lock.lock_identity`), alphabet policy and
-        caps. Where the data is read from is resolved again in the job (config + environment), outside the key.
-        Raises CatalogueError for a task not in the catalogue."""
+        it uses, the source's content identity (a mirror folder's file digests: an edited file reruns the task, a
+        moved mirror does not; else the pinned source string, plus the task lock's generation once re-locked to new
+        data: `geneb.tasks.lock.lock_identity`), alphabet policy and caps. Where the data is read from is resolved
+        again in the job (config + environment), outside the key. Raises CatalogueError for an unknown task."""
         row = task_row(self.task_sheet, task)
         caps = self.config["caps"]
         task_checks = self.config["task_checks"]

@@ -39,7 +39,7 @@ import yaml
 
 from geneb.core.atomic import write_text_atomic
 from geneb.core.ipc import held
-from geneb.tasks.sources import DATA_FILE_SUFFIXES, TaskDigestError, file_record
+from geneb.tasks.source_files import DATA_FILE_SUFFIXES, TaskDigestError, file_record
 
 LOCK_SCHEMA_VERSION = 1
 #: the config key naming the lockfile, and its default (workflow/schemas/config.schema.yaml)
