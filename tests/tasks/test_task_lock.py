@@ -343,3 +343,14 @@ def test_a_broken_lockfile_is_named(tmp_path):
     lock.write_text("schema_version: 7\n")
     with pytest.raises(TaskLockError, match="expected schema_version 1"):
         read_lock(lock)
+
+
+def test_concurrent_lock_writes_from_threads_lose_nothing(tmp_path, mirror):
+    """prepare_task jobs may also share one process (a local rule's job pool): threads lose nothing either."""
+    lock = tmp_path / "tasks.lock"
+    threads = [threading.Thread(target=_record_many, args=(lock, w, 5, mirror)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(read_lock(lock)) == sorted(f"task_{w}_{i}" for w in range(6) for i in range(5))
