@@ -84,3 +84,12 @@ def test_a_remote_task_relocked_to_new_data_gets_a_new_key_and_only_then(small_c
     relock(lock, TASK, "http://127.0.0.1:9/mirror", open_source(str(copy)).source_files(TASK))
     relocked = plan(small_config).task_params(TASK)
     assert relocked != first and relocked["source_identity"]["lock_generation"] == 1
+
+
+def test_the_lock_path_and_download_limits_are_not_in_the_report_config(small_config):  # noqa: F811
+    """Neither changes a result (the files' content is in the task's key), so neither may rerun the report."""
+    made = plan(small_config)
+    assert made.config["task_lock"] == "config/tasks.lock"
+    assert made.config["task_download"] == {"deadline_s": 1800, "read_timeout_s": 30}
+    shown = made.report_config()
+    assert "task_lock" not in shown and "task_download" not in shown and "task_source" in shown

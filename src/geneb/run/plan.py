@@ -275,10 +275,10 @@ class RunPlan:
         return [self.partial_file] if self.partial is not None and self.partial_file else []
 
     def report_config(self) -> dict[str, Any]:
-        """The configuration shown in the report, without the execution knobs and the `model_weights` paths (they
-        never change a result: the weights' content is in each model's settings hash; so they must not rerun the
-        report either), every mapping sorted."""
-        hidden = ("execution", "model_weights", "slurm", "models_extra")  # models_extra is in models already
+        """The configuration shown in the report, without the execution knobs, the `model_weights` paths, the task
+        lock's path and the download limits (they never change a result: the weights' content is in each model's
+        settings hash, the task files' in the task's; so they must not rerun the report either), mappings sorted."""
+        hidden = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
         shown = {key: value for key, value in self.config.items() if key not in hidden}
         for key in ("tasks", "models", "protocols"):  # their order changes no result
             shown[key] = sorted(shown[key])
