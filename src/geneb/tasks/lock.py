@@ -30,6 +30,7 @@ running at once never lose each other's entries. `geneb tasks lock TASK ...` re-
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ from geneb.core.ipc import held
 from geneb.tasks.source_files import DATA_FILE_SUFFIXES, TaskDigestError, file_record
 
 LOCK_SCHEMA_VERSION = 1
+#: a sha256 as the lock writes it (lower-case hex)
+HEX64 = re.compile(r"[0-9a-f]{64}")
 #: the config key naming the lockfile, and its default (workflow/schemas/config.schema.yaml)
 CONFIG_KEY = "task_lock"
 DEFAULT_LOCK = "config/tasks.lock"
@@ -89,7 +92,7 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
             and all(
                 isinstance(r, dict)
                 and isinstance(r.get("sha256"), str)
-                and len(r["sha256"]) == 64
+                and HEX64.fullmatch(r["sha256"]) is not None
                 and isinstance(r.get("size"), int)
                 for r in files.values()
             )
