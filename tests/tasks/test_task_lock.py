@@ -108,6 +108,8 @@ def test_a_folder_source_with_a_changed_file_is_refused(tmp_path, catalogue, mir
     )
     assert f"geneb tasks lock {TASK}" in msg and "train.csv.gz" not in msg  # only the file that changed
     assert not (tmp_path / "b" / TASK / "card.json").exists()
+    report = json.loads((tmp_path / "b" / TASK / "validation.json").read_text())
+    assert "TaskLockError" in json.dumps(report) and expected in json.dumps(report)
 
 
 def test_a_folder_source_checks_the_digests_of_its_meta_json(tmp_path, catalogue, mirror):

@@ -323,8 +323,20 @@ def prepare_from_params(
         source_spec,
         **{k: float(download[k]) for k in ("deadline_s", "read_timeout_s") if download.get(k) is not None},
     )
-    files = source.source_files(task) if lock_path is not None else {}
-    entry = check_files(lock_path, task, source_spec, files) if lock_path is not None else None
+    files: dict[str, Path] = {}
+    entry = None
+    if lock_path is not None:
+        try:
+            files = source.source_files(task)
+            entry = check_files(lock_path, task, source_spec, files)
+        except TaskSourceError as err:  # as prepare_task reports its own: no card left, the error in validation.json
+            out_dir = Path(card_path).parent
+            for name in ("card.json", *(f"{split}.parquet" for split in SPLITS)):
+                (out_dir / name).unlink(missing_ok=True)
+            problems = Problems(task)
+            problems.add(type(err).__name__, None, None, str(err))
+            write_report(out_dir / "validation.json", problems)
+            raise
     card = prepare_task(
         task,
         params["catalogue_row"],
