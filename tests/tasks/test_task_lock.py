@@ -356,3 +356,34 @@ def test_concurrent_lock_writes_from_threads_lose_nothing(tmp_path, mirror):
     for t in threads:
         t.join()
     assert sorted(read_lock(lock)) == sorted(f"task_{w}_{i}" for w in range(6) for i in range(5))
+
+
+class _Truncating(http.server.BaseHTTPRequestHandler):
+    """Promises 10,000 bytes and closes the connection after 10."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.endswith("meta.json"):
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", "10000")
+        self.end_headers()
+        self.wfile.write(b"sequence,l")
+        self.close_connection = True
+
+
+def test_a_truncated_download_is_an_error_and_never_kept(tmp_path):
+    """The deadline downloader reads the body itself: a body shorter than its Content-Length is refused, never
+    cached as a shorter file (a `.csv` cut at a line end would lose rows silently)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Truncating)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(TaskSourceError, match=rf"cannot download {url}/{TASK}/train.csv.gz: .*IncompleteRead"):
+            open_source(url, download_dir=tmp_path / "dl", deadline_s=10, read_timeout_s=5).source_files(TASK)
+    finally:
+        server.shutdown()
+    assert not [p for p in (tmp_path / "dl").rglob("*") if p.is_file()]
