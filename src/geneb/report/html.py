@@ -21,7 +21,7 @@ import yaml
 
 from geneb import __version__
 from geneb.analysis.compare import capped_tasks
-from geneb.analysis.leaderboard import wide_view
+from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR, wide_view
 from geneb.analysis.registry import Section, report_sections
 from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
@@ -200,6 +200,54 @@ def _failed_section(tables_dir: Path) -> list[str]:
     ]
 
 
+def board_marks(board: pd.DataFrame, attrs: dict[str, Any], protocol: str, regime: str) -> pd.DataFrame:
+    """Per model of the leaderboard's (`protocol`, `regime`): its macro row's `flags` (the audit flags of the
+    tasks it is made of), `excluded_tasks` and `not ranked because` (`incomplete_reason`), the columns the
+    report's leaderboard adds to the wide view. Empty for a table written before those columns existed."""
+    need = {"flags", "excluded_tasks", "incomplete_reason"}
+    if not need <= set(board.columns):
+        return pd.DataFrame()
+    b = board[(board["protocol"] == protocol) & (board["regime"] == regime) & (board["category"] == "macro")]
+    out = b.set_index("model")[["flags", "excluded_tasks", "incomplete_reason"]].fillna("")
+    return out.rename(columns={"incomplete_reason": "not ranked because"})
+
+
+def board_notes(board: pd.DataFrame, attrs: dict[str, Any], protocol: str, regime: str) -> list[str]:
+    """HTML notes under the report's leaderboard: the categories no task of which completed, each flagged task
+    with its reason (the leaderboard's metadata, `leaderboard.TASK_FLAGS_ATTR`), and the tasks the ranking
+    leaves out (`leaderboard.EXCLUDE_FLAGGED_ATTR`, config `leaderboard.exclude_flagged`)."""
+    parts = []
+    b = board[(board["protocol"] == protocol) & (board["regime"] == regime)]
+    if "incomplete_reason" in b.columns:
+        empty = b[b["incomplete_reason"].fillna("").str.startswith("no task of this category completed")]
+        for category, g in empty.groupby("category", observed=True, sort=True):
+            parts.append(
+                f"<p class='warn'>⚠ {html.escape(str(category))}: not ranked for any model, "
+                f"{html.escape(str(g['incomplete_reason'].iloc[0]))}; the macro and micro rows are not ranked.</p>"
+            )
+    flags = attrs.get(TASK_FLAGS_ATTR) or {}
+    if flags:
+        items = "".join(
+            f"<li><b>{html.escape(t)}</b>: "
+            + "; ".join(f"{html.escape(k)}: {html.escape(str(why))}" for k, why in sorted(kinds.items()))
+            + "</li>"
+            for t, kinds in sorted(flags.items())
+        )
+        parts.append(
+            f"<p class='warn'>⚑ {plural(len(flags), 'task')} fail the task audit (config `leaderboard:` thresholds); "
+            f"every row such a task feeds names it in the parquet's flagged_tasks and flags columns, here the "
+            f"flags column:</p><ul>{items}</ul>"
+        )
+    excluded = attrs.get(EXCLUDE_FLAGGED_ATTR) or []
+    if excluded:
+        left = sorted(t for t, kinds in flags.items() if set(kinds) & set(excluded))
+        parts.append(
+            f"<p class='warn'>Ranked without the tasks flagged {html.escape(', '.join(excluded))} (config "
+            f"leaderboard.exclude_flagged): {html.escape(', '.join(left) or 'none')}.</p>"
+        )
+    return parts
+
+
 def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
     """The report's data-hygiene table: one row per task with its letter counts per split (score-table columns
     from the cards, geneb.tables.hygiene_columns), whether its test split has one class, and the models whose
@@ -285,9 +333,13 @@ def build_report(
     t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models")}
     t.update({name: _read(tables_dir, name) for name in dict.fromkeys(s.table for s in sections)})
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
+    board_attrs = dict(pd.read_parquet(tables_dir / "leaderboard.parquet").attrs)
     wide = wide_view(board, protocol, regime, complete_only=False)
     wide.columns.name = None
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
+    marks = board_marks(board, board_attrs, protocol, regime)
+    if len(marks):
+        wide = wide.join(marks)
     wide = wide.reset_index()
     ri = _sel(t["rank_intervals"], protocol=protocol, regime=regime)
     if len(ri):
@@ -298,6 +350,11 @@ def build_report(
     read = ["leaderboard", "rank_intervals", "contamination", "models", *(s.table for s in sections)]
     stale = stale_warnings(tables_dir / f"{name}.parquet" for name in dict.fromkeys(read))
     categories = [c for c in wide.columns if c in CATEGORIES]
+    wide = wide.drop(
+        columns=[
+            c for c in ("flags", "excluded_tasks", "not ranked because") if c in wide.columns and not wide[c].any()
+        ]
+    )
     counts = {"heatmap": f" Shown: {plural(len(wide), 'model')} × {len(categories)} of {len(CATEGORIES)} categories."}
     capped = capped_line(cards, n_tasks=len(board_tasks(scores))) if cards else None
     parts = [
@@ -317,6 +374,7 @@ def build_report(
         "<h2 id='leaderboard'>Leaderboard</h2>",
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
         table_html(wide, 3, 200),
+        *board_notes(board, board_attrs, protocol, regime),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
         table_html(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
