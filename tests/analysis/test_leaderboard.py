@@ -245,3 +245,8 @@ def test_exclude_flagged_leakage_ranks_without_the_leaked_task_in_the_written_bo
     assert pd.isna(row["rank"]) and row["excluded_tasks"] == "l1" and "excluded" in row["incomplete_reason"]
     assert (b.xs("micro", level="category")["excluded_tasks"] == "l1").all()
     assert (b.xs("micro", level="category")["n_tasks_expected"] == 4).all()  # p1, e1, s1 and the failed v1
+
+
+def test_a_missing_task_with_an_unknown_category_is_refused_naming_it():
+    with pytest.raises(lb.AnalysisInputError, match="'v9': 'Viruses'"):
+        lb.leaderboard(_cells(), {"v9": "Viruses"})

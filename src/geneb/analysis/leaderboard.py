@@ -5,7 +5,12 @@ Aggregation follows the paper (`benchmark_spec.json`, README "Aggregates"): cate
 category's task scores; macro = mean of the category scores; micro = mean over tasks; the leaderboard ranks
 by macro. A model that lacks a task another model has in that (protocol, regime) is *incomplete*: its category
 value is the mean over the tasks it has (shown, but not ranked: `rank` is NA on every row where `complete` is
-false, so a model cannot win a category on the one task it has), and its macro and micro are NaN.
+false, so a model cannot win a category on the one task it has), and its macro and micro are NaN. A configured
+task missing for every model (a partial run's failed task; in the clean leaderboard, a task without clean test
+rows) counts the same way: its category is listed for every model, unranked, with `incomplete_reason` saying which
+task is missing and why, and no macro or micro row is complete or ranked. A task failing the leakage or shortcut
+audit (`geneb.analysis.task_audit.audit_flags`) is named on every row it feeds (`flagged_tasks`, `flags`), and
+`exclude_flagged` ranks without such tasks (`excluded_tasks`).
 
 Borda rank as MTEB computes it (`mteb/benchmarks/_create_table.py`, `_get_borda_rank`): each task gives every
 model `n - rank` votes (n = number of models; rank 1 = best, ties share the average rank; a model without the
@@ -28,7 +33,7 @@ from geneb.tables.scores import AnalysisInputError, with_code_revision
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
-#: `excluded_tasks`, `ranked_without`)
+#: `excluded_tasks`)
 SCHEMA_VERSION = "4"
 AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.task_audit.audit_flags`; config
@@ -138,6 +143,9 @@ def _scores(
     if bad:
         raise AnalysisInputError(f"leaderboard.exclude_flagged: unknown kind(s) {bad}; expected some of {FLAG_KINDS}")
     missing = dict(missing or {})
+    unknown = {t: k for t, k in missing.items() if k not in CATEGORIES}
+    if unknown:
+        raise AnalysisInputError(f"leaderboard: missing tasks with unknown categories {unknown}; expected {CATEGORIES}")
     why = {t: (missing_reasons or {}).get(t, "failed in this run") for t in missing}
     cell_why = cell_reasons or {}
     flags = flags or {}
