@@ -121,7 +121,7 @@ FLAGGED_VALUES = {
     "b": {"p1": 0.6, "e1": 0.5, "s1": 0.5, "l1": 0.2},
     "c": {"p1": 0.1, "e1": 0.1, "s1": 0.1, "l1": 0.1},
 }
-FAILED_TASK = {"v1": {"category": "Coding/NC", "error": "prepare_task v1: CUDA out of memory"}}
+FAILED_TASK = {"v1": {"category": "Coding/NC", "error": "prepare_task v1: CUDA out of memory\n  traceback line 2"}}
 
 
 def flagged_board_run(root: Path, leaderboard: dict | None = None) -> Path:

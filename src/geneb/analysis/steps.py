@@ -48,6 +48,17 @@ def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.Dat
     return metadata.load_model_meta(models_yaml), metadata.declared_pairs(models_yaml)
 
 
+#: the longest error text a leaderboard row's `incomplete_reason` quotes (the whole error is in the metadata)
+REASON_CHARS = 200
+
+
+def one_line(error: object, limit: int = REASON_CHARS) -> str:
+    """The first line of a recorded error, at most `limit` characters ("..." when cut; "" for None): what a
+    leaderboard row quotes of a failure whose whole text is in the table's metadata and the report."""
+    text = (str(error or "").strip().splitlines() or [""])[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def leaderboard_step(
     *,
     scores: str,
@@ -75,8 +86,8 @@ def leaderboard_step(
         board_settings = leaderboard_settings(leaderboard_config)
         flags, exclude = read_audit_flags(task_audit, board_settings), list(board_settings["exclude_flagged"])
     opts = {
-        "missing_reasons": {t: f"failed in this run ({rec.get('error', '')})" for t, rec in failed.items()},
-        "cell_reasons": {m: {t: str(r.get("error", "")) for t, r in ts.items()} for m, ts in cells_failed.items()},
+        "missing_reasons": {t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
+        "cell_reasons": {m: {t: one_line(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()},
         "flags": flags,
         "exclude_flagged": exclude,
     }
@@ -139,7 +150,7 @@ def analyses_step(
         settings=settings,
         predictions_root=predictions_root,
         missing={t: rec["category"] for t, rec in failed.items()},
-        missing_reasons={t: f"failed in this run ({rec.get('error', '')})" for t, rec in failed.items()},
+        missing_reasons={t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
     )
     summary["view"] = view
     for path in run.write_tables(tables, summary, outdir, analysis_tables()):
