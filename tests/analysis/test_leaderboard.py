@@ -97,7 +97,7 @@ def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
     assert lb.wide_view(b, "geneb-paper", "full", complete_only=False).loc["e", "Promoters"] == pytest.approx(0.95)
 
 
-# --- a category none of whose tasks completed; tasks that fail the audit (issue 29, point 5) ---------------------
+# --- a category none of whose tasks completed; tasks that fail the leakage or shortcut audit -----------------
 
 SOLO = {**CATS, "l1": "Virus/Phage"}  # l1: the only task of its category
 LEAKED = {"a": 0.99, "b": 0.2, "c": 0.1}  # l1's planted values: a memorised its (fully leaked) test split

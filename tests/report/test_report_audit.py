@@ -63,7 +63,7 @@ def test_a_task_without_clean_rows_is_shown_as_such_not_left_out(tmp_path):
 
 
 def test_the_report_leaderboard_marks_flagged_tasks_failed_categories_and_exclusions(tmp_path):
-    from geneb.report.html import board_marks, board_notes
+    from geneb.report.board import board_marks, board_notes
     from synth import flagged_board_run
 
     for sub, cfg in (("flagged", None), ("excluded", {"exclude_flagged": ["leakage"]})):
