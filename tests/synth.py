@@ -111,3 +111,97 @@ def write_mirror_task(root: Path, task: str, splits: Mapping[str, Sequence[tuple
         with gzip.open(root / task / f"{split}.csv.gz", "wt") as f:
             f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
     return root
+
+
+#: the planted run of `flagged_board_run`: a > b > c on the clean tasks, l1 (Virus/Phage) fully leaked (its test
+#: split is a copy of train: a memorised it), v1 (the only Coding/NC task) failed in a partial run
+FLAGGED_CATS = {"p1": "Promoters", "e1": "Enhancers", "s1": "Splice Sites", "l1": "Virus/Phage"}
+FLAGGED_VALUES = {
+    "a": {"p1": 0.5, "e1": 0.4, "s1": 0.3, "l1": 0.99},
+    "b": {"p1": 0.6, "e1": 0.5, "s1": 0.5, "l1": 0.2},
+    "c": {"p1": 0.1, "e1": 0.1, "s1": 0.1, "l1": 0.1},
+}
+FAILED_TASK = {"v1": {"category": "Coding/NC", "error": "prepare_task v1: CUDA out of memory\n  traceback line 2"}}
+
+
+def flagged_board_run(root: Path, leaderboard: dict | None = None) -> Path:
+    """The tables folder of a planted partial run (FLAGGED_*) whose leaderboard rule ran (`leaderboard_step`,
+    its clean leaderboard included) with a task audit that flags l1 (leaked fraction 1.0) and the config's
+    `leaderboard:` section `leaderboard` (validated, defaults filled)."""
+    import yaml
+    from snakemake.utils import validate
+
+    from geneb.analysis.steps import leaderboard_step
+    from geneb.tables.scores import FAILED_TASKS_ATTR
+
+    t = root / "results" / "tables"
+    t.mkdir(parents=True, exist_ok=True)
+    values = {(m, task, "full"): v for m, row in FLAGGED_VALUES.items() for task, v in row.items()}
+    scores = scores_from_values(values, FLAGGED_CATS)
+    scores["value_clean"] = np.where(scores["task"] == "l1", np.nan, scores["value"] - 0.02)
+    scores["ci_low_clean"] = scores["ci_high_clean"] = np.nan
+    scores["n_test_clean"] = np.where(scores["task"] == "l1", 0, 48)
+    scores.attrs[FAILED_TASKS_ATTR] = FAILED_TASK
+    scores.to_parquet(t / "scores.parquet", index=False)
+    audit = pd.DataFrame(
+        [
+            {
+                "task": task,
+                "category": cat,
+                "protocol": "geneb-paper",
+                "n_train": 100,
+                "n_test": 50,
+                "shortcut_best_feature": "gc",
+                "shortcut_best_auroc": 0.55,
+                "shortcut_flag": "pass",
+                "shortcut_best_model_full": None,
+                "shortcut_best_mcc_full": np.nan,
+                "leak_flag": "fail" if task == "l1" else "pass",
+                "overlap_exact": 50 if task == "l1" else 0,
+                "overlap_case_only": 0,
+                "overlap_reverse_complement": 0,
+                "overlap_homolog": 50 if task == "l1" else 0,
+                "leaked_fraction": 1.0 if task == "l1" else 0.0,
+            }
+            for task, cat in FLAGGED_CATS.items()
+        ]
+    )
+    audit.to_parquet(t / "task_audit.parquet", index=False)
+    (root / "config").mkdir(exist_ok=True)
+    reg = {
+        "schema_version": 1,
+        "models": {
+            m: {
+                "display": m,
+                "params": 1000,
+                "architecture_family": "kmer",
+                "tokenizer_type": "k-mer",
+                "pretraining_domain": "none",
+                "family": "kmer",
+                "source": {"kind": "builtin"},
+                "builtin": {"k": 3},
+                "license": "none",
+            }
+            for m in FLAGGED_VALUES
+        },
+    }
+    (root / "config" / "models.yaml").write_text(yaml.safe_dump(reg))
+    tasks = [
+        {"task": t_, "task_set": "mirror", "category": c, "label": t_, "organism": "x", "taxon_group": "human"}
+        for t_, c in {**FLAGGED_CATS, "v1": "Coding/NC"}.items()
+    ]
+    pd.DataFrame(tasks).to_csv(root / "config" / "tasks.tsv", sep="\t", index=False)
+    cfg = {"tasks": ["x"], "models": ["y"], "leaderboard": dict(leaderboard or {})}
+    validate(cfg, str(SCHEMA))
+    names = ("leaderboard", "leaderboard_tasks", "contamination", "leaderboard_clean")
+    leaderboard_step(
+        scores=str(t / "scores.parquet"),
+        models_yaml=str(root / "config" / "models.yaml"),
+        tasks_tsv=str(root / "config" / "tasks.tsv"),
+        analysis_config=analysis_config(),
+        view="geneb",
+        outputs={n: str(t / f"{n}.parquet") for n in names},
+        leaderboard_config=cfg["leaderboard"],
+        task_audit=str(t / "task_audit.parquet"),
+    )
+    return t

@@ -90,3 +90,63 @@ def test_task_audit_table_has_one_row_per_task_with_flags_and_the_best_shortcut(
     assert row["flag_gc"] == "fail" and row["auroc_gc"] == 0.81 and row["overlap_exact"] == 4
     assert row["overlap_homolog"] == 9 and row["leak_flag"] == "fail"
     assert row["largest_clean_difference_model"] == "m" and row["largest_clean_difference"] == pytest.approx(0.1)
+
+
+def _audit(**over):
+    row = {
+        "task": "t",
+        "leaked_fraction": 0.0,
+        "overlap_exact": 0,
+        "overlap_reverse_complement": 0,
+        "overlap_homolog": 0,
+        "shortcut_best_feature": "gc",
+        "shortcut_best_auroc": 0.55,
+        "shortcut_flag": "pass",
+        "shortcut_best_model_full": "kmer-1",
+        "shortcut_best_mcc_full": 0.1,
+    }
+    return pd.DataFrame([{**row, **over}])
+
+
+def _settings(**over):
+    from snakemake.utils import validate
+
+    from synth import SCHEMA
+
+    cfg = {"tasks": ["x"], "models": ["y"], "leaderboard": dict(over)}
+    validate(cfg, str(SCHEMA))
+    return cfg["leaderboard"]
+
+
+def test_audit_flags_thresholds_are_the_configs_and_a_test_split_inside_train_is_leakage():
+    from geneb.analysis.task_audit import AuditFlagError, audit_flags
+
+    s = _settings()
+    assert s == {
+        "leakage_max_fraction": 0.02,
+        "shortcut_max_auroc": 0.7,
+        "shortcut_max_mcc": None,
+        "exclude_flagged": [],
+    }
+    assert audit_flags(_audit(), s) == {}
+    whole = audit_flags(_audit(leaked_fraction=1.0, overlap_exact=50, overlap_homolog=50), s)["t"]
+    assert (
+        list(whole) == ["leakage"]
+        and whole["leakage"].startswith("100.0% of test rows")
+        and "exact 50" in whole["leakage"]
+    )
+    # the boundary: at the fraction fails, below it does not; the highest allowed threshold still flags 1.0
+    assert "t" in audit_flags(_audit(leaked_fraction=0.02), s) and audit_flags(_audit(leaked_fraction=0.0199), s) == {}
+    assert "t" in audit_flags(_audit(leaked_fraction=1.0), _settings(leakage_max_fraction=1.0))
+    # shortcut: above the AUROC boundary, unless the audit could not judge it (too few rows per class)
+    assert "above" not in audit_flags(_audit(shortcut_best_auroc=0.71, shortcut_flag="fail"), s)["t"]["shortcut"]
+    assert audit_flags(_audit(shortcut_best_auroc=0.7), s) == {}
+    assert audit_flags(_audit(shortcut_best_auroc=0.95, shortcut_flag="unknown"), s) == {}
+    # the shortcut model's MCC counts only where a boundary is configured
+    assert audit_flags(_audit(shortcut_best_mcc_full=0.8), s) == {}
+    mcc = audit_flags(_audit(shortcut_best_mcc_full=0.8), _settings(shortcut_max_mcc=0.5))["t"]["shortcut"]
+    assert "kmer-1 reaches MCC 0.800" in mcc
+    with pytest.raises(AuditFlagError, match="leaderboard settings lack"):
+        audit_flags(_audit(), {})
+    with pytest.raises(AuditFlagError, match="missing columns"):
+        audit_flags(_audit().drop(columns="leaked_fraction"), s)

@@ -237,3 +237,28 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     assert "kmer-3" in shown and "DNABERT-S" not in shown and "space" not in shown
     spec = load_registry(sheet).spec("kmer-3")
     assert model_status(types.SimpleNamespace(**{**vars(spec), "env": "caduceus"}))["env"] == "caduceus"
+
+
+def test_leaderboard_shows_unranked_rows_with_why_and_the_audit_marks(tmp_path, capsys):
+    """A planted partial run (tests/synth.py `flagged_board_run`): v1, the only Coding/NC task, failed; l1's test
+    split is a copy of its training split. `geneb leaderboard` prints every macro row unranked with the failure,
+    the leakage mark on the rows l1 feeds and its reason; with exclude_flagged the line saying what was left out."""
+    from synth import flagged_board_run
+
+    t = flagged_board_run(tmp_path / "run")
+    assert main(["leaderboard", "--table", str(t / "leaderboard.parquet")]) == 0
+    out = capsys.readouterr().out
+    head = out.splitlines()[1].split()
+    assert head[:2] == ["rank", "model"] and "flags" in head
+    assert all(f"not ranked: {m}: missing 1 of 5 task(s): v1: failed in this run" in out for m in "abc")
+    assert "CUDA out of memory" in out and "leakage" in out.splitlines()[2]
+    assert "flagged task: l1: leakage: 100.0% of test rows have a copy or homolog in the training split" in out
+    assert main(["leaderboard", "--table", str(t / "leaderboard.parquet"), "--category", "coding/nc"]) == 0
+    out = capsys.readouterr().out
+    assert "not ranked: a: no task of this category completed: v1: failed in this run" in out
+    assert main(["leaderboard", "--table", str(t / "leaderboard.parquet"), "--clean", "--category", "virus/phage"]) == 0
+    assert "not ranked: a: no task of this category completed: l1: no clean test rows" in capsys.readouterr().out
+    x = flagged_board_run(tmp_path / "excluded", {"exclude_flagged": ["leakage"]})
+    assert main(["leaderboard", "--table", str(x / "leaderboard.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert "ranked without the tasks flagged leakage (config leaderboard.exclude_flagged): l1" in out

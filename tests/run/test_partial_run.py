@@ -49,6 +49,12 @@ def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
     assert full.loc["DNA Methyl.", "rank"].isna().all() and not full.loc["DNA Methyl.", "complete"].any()
     assert full.loc["Enhancers", "rank"].notna().all()
     assert full.loc["macro", "value"].isna().all()  # a configured task is missing: no macro ranking
+    for agg in ("macro", "micro"):  # and every board says why, the clean one too
+        assert not full.loc[agg, "complete"].any() and full.loc[agg, "rank"].isna().all()
+        assert full.loc[agg, "incomplete_reason"].str.contains(f"{BAD}: failed in this run").all()
+    clean = pd.read_parquet(run / "results/tables/leaderboard_clean.parquet")
+    clean = clean[clean["regime"] == "full"].set_index(["category", "model"])
+    assert clean.loc["macro", "rank"].isna().all() and clean.loc["DNA Methyl.", "rank"].isna().all()
     html = (run / "results/report/geneb_report.html").read_text()
     assert "Failed tasks" in html and BAD in html and "character 'X' at position 4" in html
     assert json.loads((run / "results/tables/failed_tasks.json").read_text())["tasks"] == GOOD

@@ -19,6 +19,7 @@ rule leaderboard:
         scores=results("tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
+        task_audit=results("tables/task_audit.parquet"),
     output:
         leaderboard=report(
             results("tables/leaderboard.parquet"),
@@ -34,6 +35,7 @@ rule leaderboard:
         "../../envs/geneb.yaml"
     params:
         analysis=config["analysis"],
+        leaderboard=config["leaderboard"],
         view="geneb",
     script:
         "../scripts/leaderboard.py"
@@ -106,6 +108,7 @@ use rule leaderboard as published_leaderboard with:
         "logs/analysis/published_leaderboard.log",
     params:
         analysis=config["analysis"],
+        leaderboard=config["leaderboard"],
         view="published",
 
 

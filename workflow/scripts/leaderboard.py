@@ -11,4 +11,6 @@ leaderboard_step(
     analysis_config=snakemake.params.analysis,
     view=snakemake.params.view,
     outputs=dict(snakemake.output.items()),
+    leaderboard_config=snakemake.params.leaderboard,
+    task_audit=snakemake.input.get("task_audit"),
 )

@@ -67,13 +67,15 @@ def compare_with_published(
     task_meta: pd.DataFrame,
     exclude_cells: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset(),
     capped: dict[str, str] | None = None,
+    failed: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leaderboard of user + published models over the common paper tasks, and the tasks left out.
 
     user_scores: validated GENEB score table (its `geneb-paper` rows are used); published_scores: the
     imported published table; task_meta: the catalogue; exclude_cells: (model, task) cells left out and
     listed, e.g. contaminated ones (`contamination.flag_contamination`); capped: {task: reason} of tasks the
-    run capped (`capped_tasks`), left out and listed. A model that ran both a paper task and a mirror task with
+    run capped (`capped_tasks`), left out and listed; failed: {task: error} of the user's tasks that failed in a
+    partial run (geneb.run.partial), listed with their error in place of "not run by the user". A model that ran both a paper task and a mirror task with
     the same data keeps the paper task's own result (the mirror one is listed). Returns (board, left_out).
     board: leaderboard columns plus n_tasks_paper and `origin` ("user" / "published"); user model ids that
     collide with a published id get the prefix "user:". left_out: task, paper_task, model (user model or "*"),
@@ -132,8 +134,10 @@ def compare_with_published(
     user["model"] = [f"user:{m}" if m in published_ids else m for m in user["model"]]
     user["source"] = "geneb"
     common = sorted(set(user["task"]))
+    failed_paper = {ok[t]: f"failed in this run ({why})" for t, why in (failed or {}).items() if t in ok}
     for task in sorted(set(published_scores["task"]) - set(common)):
-        left.append({"task": task, "paper_task": task, "model": "*", "reason": "paper task not run by the user"})
+        why = failed_paper.get(task, "paper task not run by the user")
+        left.append({"task": task, "paper_task": task, "model": "*", "reason": why})
     # a user model that ran only some of the common tasks: list what it misses
     excluded = {(m, ok.get(t, t)) for m, t in exclude_cells}
     regimes = sorted(set(published_scores["regime"]) | set(user["regime"]))

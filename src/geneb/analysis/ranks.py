@@ -17,6 +17,7 @@ from scipy import stats
 
 from geneb.analysis.bootstrap import CategoryReplicates
 from geneb.analysis.context import RegimeContext
+from geneb.analysis.leaderboard import ranked_rows
 from geneb.tables.scores import AnalysisInputError
 
 
@@ -82,10 +83,12 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
 
 def rank_interval_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
     """Registered analysis `rank_intervals`: `rank_intervals` of the regime's paired replicates (none with
-    fewer than 2 complete models)."""
+    fewer than 2 complete models), only where the run's leaderboard ranks the (category, model)
+    (`leaderboard.ranked_rows`: no macro interval for a model that lacks a failed task)."""
     if ctx.replicates is None:
         return {}
-    return {"rank_intervals": rank_intervals(ctx.replicates, ctx.run.confidence)}
+    ri = rank_intervals(ctx.replicates, ctx.run.confidence)
+    return {"rank_intervals": ranked_rows(ri, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
 
 
 def category_kendall_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from geneb.analysis.bootstrap import CategoryReplicates
 from geneb.analysis.context import RegimeContext
+from geneb.analysis.leaderboard import ranked_rows
 from geneb.tables.scores import AnalysisInputError
 
 TIE_RULES = ("overlap", "paired")
@@ -69,8 +70,10 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
 
 def recommendation_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
     """Registered analysis `recommendation`: `recommend` on the regime's paired replicates with the configured
-    tie rule (none with fewer than 2 complete models)."""
+    tie rule (none with fewer than 2 complete models), only where the run's leaderboard ranks the (category,
+    model): a category or macro that lacks a failed task is never recommended on (`leaderboard.ranked_rows`)."""
     if ctx.replicates is None:
         return {}
     rule = ctx.run.settings["recommendation"]["tie_rule"]
-    return {"recommendations": recommend(ctx.replicates, confidence=ctx.run.confidence, tie_rule=rule)}
+    rec = recommend(ctx.replicates, confidence=ctx.run.confidence, tie_rule=rule)
+    return {"recommendations": ranked_rows(rec, ctx.run.board, ctx.protocol.protocol, ctx.regime)}

@@ -24,6 +24,7 @@ from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
 from geneb.analysis.registry import Analysis
 from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
+from geneb.analysis.task_audit import NO_CLEAN_ROWS
 from geneb.core.atomic import atomic_path, write_text_atomic
 from geneb.core.provenance import code_revision, package_versions, stable_hash
 from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
@@ -150,17 +151,40 @@ def leaderboard_tables(
     task_meta: pd.DataFrame | None,
     settings: dict[str, Any],
     missing: dict[str, str] | None = None,
+    *,
+    missing_reasons: dict[str, str] | None = None,
+    cell_reasons: dict[str, dict[str, str]] | None = None,
+    flags: dict[str, dict[str, str]] | None = None,
+    exclude_flagged: list[str] | tuple[str, ...] = (),
 ) -> dict[str, pd.DataFrame]:
     """The leaderboard target's tables: leaderboard, leaderboard_tasks, contamination (see `leaderboard`;
-    missing: failed tasks {task: category}); with several views per model, each model's reference view; each
-    row with its margin over the best shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`; per task
-    also `shortcut_best_model`, `shortcut_best_mcc`)."""
+    missing: failed tasks {task: category}, missing_reasons {task: error}, cell_reasons {model: {task: error}} of
+    failed cells, flags {task: {kind: reason}} of `task_audit.audit_flags`, exclude_flagged: the kinds ranked
+    without); with several views per model, each model's reference view; each row with its margin over the best
+    shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`, over the tasks ranked; per task also
+    `shortcut_best_model`, `shortcut_best_mcc`)."""
     scores = reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
-    board, cells = task_audit.shortcut_margins(
-        lb.leaderboard(used, missing), used, task_audit.shortcut_models(model_meta)
+    board = lb.leaderboard(
+        used,
+        missing,
+        missing_reasons=missing_reasons,
+        cell_reasons=cell_reasons,
+        flags=flags,
+        exclude_flagged=exclude_flagged,
     )
-    return {"leaderboard": board, "leaderboard_tasks": lb.task_leaderboard(cells), "contamination": contaminated}
+    excluded = set(board["excluded_tasks"].str.split(",").explode().dropna()) - {""}
+    attrs = dict(board.attrs)
+    board, _ = task_audit.shortcut_margins(
+        board, used[~used["task"].isin(excluded)], task_audit.shortcut_models(model_meta)
+    )
+    board.attrs = attrs
+    _, cells = task_audit.shortcut_margins(board, used, task_audit.shortcut_models(model_meta))
+    return {
+        "leaderboard": board,
+        "leaderboard_tasks": lb.task_leaderboard(cells, flags),
+        "contamination": contaminated,
+    }
 
 
 def clean_leaderboard(
@@ -169,15 +193,30 @@ def clean_leaderboard(
     task_meta: pd.DataFrame | None,
     settings: dict[str, Any],
     missing: dict[str, str] | None = None,
+    **kwargs: Any,
 ) -> pd.DataFrame | None:
     """The leaderboard on the clean test rows (`value_clean`, `ci_*_clean`: the rows without a training homolog,
-    geneb.probe.clean), same rules and columns as `leaderboard_tables`' (`subset` = "clean"); None when the score
-    table has no clean values (published results, a table written before the audit)."""
+    geneb.probe.clean), same rules and columns as `leaderboard_tables`' (`subset` = "clean"; `kwargs`: its keyword
+    arguments); None when the score table has no clean values (published results, a table written before the
+    audit). A task none of whose cells has a clean value (every test row leaked) counts as missing, listed with
+    NO_CLEAN_ROWS: its category is shown but not ranked, and so are the macro and micro rows."""
     if "value_clean" not in scores.columns or not scores["value_clean"].notna().any():
         return None
     clean = scores.assign(value=scores["value_clean"], ci_low=scores["ci_low_clean"], ci_high=scores["ci_high_clean"])
-    clean = clean[~((clean["metric"] == settings["metric"]) & clean["value"].isna())]
-    return leaderboard_tables(clean, model_meta, task_meta, settings, missing)["leaderboard"].assign(subset="clean")
+    metric = clean["metric"] == settings["metric"]
+    has_clean = clean[metric].groupby("task")["value"].apply(lambda v: v.notna().any())
+    none = {
+        str(t): str(c) for t, c in clean.loc[metric, ["task", "category"]].drop_duplicates().values if not has_clean[t]
+    }
+    clean = clean[~(metric & clean["value"].isna())]
+    reasons = {**dict.fromkeys(none, NO_CLEAN_ROWS), **(kwargs.pop("missing_reasons", None) or {})}
+    board = leaderboard_tables(
+        clean, model_meta, task_meta, settings, {**none, **(missing or {})}, missing_reasons=reasons, **kwargs
+    )["leaderboard"]
+    attrs = dict(board.attrs)
+    board = board.assign(subset="clean")
+    board.attrs = attrs
+    return board
 
 
 def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
@@ -231,6 +270,8 @@ def run_analyses(
     settings: dict[str, Any],
     predictions_root: str | Path | None = None,
     analyses: tuple[Analysis, ...] | None = None,
+    missing: dict[str, str] | None = None,
+    missing_reasons: dict[str, str] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """Every registered analysis of a validated score table. Returns ({name: frame} for the leaderboard tables
     and every table of `analyses`, summary dict).
@@ -241,6 +282,9 @@ def run_analyses(
     (None or a missing folder: no test-row resampling); analyses: default the registry
     (`geneb.analysis.registry`). Regime-scope analyses run per (protocol, regime), protocol-scope ones after
     each protocol's regimes, run-scope ones last. Every random draw derives from settings.bootstrap.seed.
+    missing / missing_reasons: a partial run's failed tasks ({task: category}, {task: error};
+    `leaderboard.leaderboard`): the run's board shows their categories, macro and micro unranked, and the
+    analyses that rank (rank intervals, recommendations) leave those rows out.
     Raises AnalysisInputError for bad settings or inputs.
     """
     s = settings
@@ -252,7 +296,7 @@ def run_analyses(
     all_scores = scores
     scores, view_scores, ref_views = reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
-    board = lb.leaderboard(used)
+    board = lb.leaderboard(used, missing, missing_reasons=missing_reasons)
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}
     out.update({name: [] for a in analyses for name in a.tables})
     out["leaderboard"].append(board)

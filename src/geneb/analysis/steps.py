@@ -17,8 +17,10 @@ import pandas as pd
 
 from geneb import __version__
 from geneb.analysis import compare, metadata, published, reproduce, run, submission
+from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.analysis.tables import frame_sha256
+from geneb.analysis.task_audit import leaderboard_settings, read_audit_flags
 from geneb.core.atomic import atomic_path, write_text_atomic
 from geneb.core.paths import repo_root
 from geneb.core.provenance import code_revision
@@ -46,6 +48,17 @@ def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.Dat
     return metadata.load_model_meta(models_yaml), metadata.declared_pairs(models_yaml)
 
 
+#: the longest error text a leaderboard row's `incomplete_reason` quotes (the whole error is in the metadata)
+REASON_CHARS = 200
+
+
+def one_line(error: object, limit: int = REASON_CHARS) -> str:
+    """The first line of a recorded error, at most `limit` characters ("..." when cut; "" for None): what a
+    leaderboard row quotes of a failure whose whole text is in the table's metadata and the report."""
+    text = (str(error or "").strip().splitlines() or [""])[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def leaderboard_step(
     *,
     scores: str,
@@ -54,25 +67,47 @@ def leaderboard_step(
     analysis_config: dict[str, Any],
     view: str,
     outputs: dict[str, str],
+    leaderboard_config: dict[str, Any] | None = None,
+    task_audit: str | None = None,
 ) -> None:
-    """Rule `leaderboard`: write leaderboard, leaderboard_tasks and contamination tables to `outputs[name]`."""
+    """Rule `leaderboard`: write leaderboard, leaderboard_tasks and contamination tables (and leaderboard_clean
+    where `outputs` names it) to `outputs[name]`. A partial run's failed tasks and cells (the score table's
+    metadata, geneb.run.partial) are listed with their errors, their categories and the macro and micro rows not
+    ranked; the tasks of `task_audit` (results/tables/task_audit.parquet; None: no audit, e.g. the published view)
+    that fail the leakage or shortcut audit under `leaderboard_config` (the config's validated `leaderboard:`
+    section) are marked on every row they feed, and left out of the ranking when its `exclude_flagged` names
+    their kind."""
     settings = run.resolve_settings(analysis_config, view)
     meta, _ = _meta(view, models_yaml, settings)
     failed = failed_tasks(scores)  # a partial run's failed tasks: listed, their categories not ranked
+    cells_failed = failed_cells(scores)
+    flags, exclude = {}, []
+    if task_audit is not None:
+        board_settings = leaderboard_settings(leaderboard_config)
+        flags, exclude = read_audit_flags(task_audit, board_settings), list(board_settings["exclude_flagged"])
+    opts = {
+        "missing_reasons": {t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
+        "cell_reasons": {m: {t: one_line(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()},
+        "flags": flags,
+        "exclude_flagged": exclude,
+    }
     missing = {task: rec["category"] for task, rec in failed.items()}
     table, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
-    tables = run.leaderboard_tables(table, meta, task_meta, settings, missing)
+    tables = run.leaderboard_tables(table, meta, task_meta, settings, missing, **opts)  # type: ignore[arg-type]
     names = list(LEADERBOARD_TABLES)
     if "leaderboard_clean" in outputs:  # the run's own leaderboard on the test rows without a training homolog
-        clean = run.clean_leaderboard(table, meta, task_meta, settings, missing)
+        clean = run.clean_leaderboard(table, meta, task_meta, settings, missing, **opts)
         tables["leaderboard_clean"] = clean if clean is not None else tables["leaderboard"].iloc[:0]
         names.append("leaderboard_clean")
+    board_attrs = {name: dict(tables[name].attrs) for name in ("leaderboard", "leaderboard_clean") if name in tables}
     tables = {name: with_code_revision(table) for name, table in tables.items()}  # every row: the code's revision
-    for name in ("leaderboard", "leaderboard_clean"):
-        if name in tables:
-            tables[name].attrs[FAILED_TASKS_ATTR] = failed
-            tables[name].attrs[FAILED_CELLS_ATTR] = failed_cells(scores)
-            tables[name].attrs[MISSING_CELL_RULE_ATTR] = MISSING_CELL_RULE
+    for name, attrs in board_attrs.items():
+        tables[name].attrs.update(attrs)
+        tables[name].attrs[TASK_FLAGS_ATTR] = flags
+        tables[name].attrs[EXCLUDE_FLAGGED_ATTR] = sorted(exclude)
+        tables[name].attrs[FAILED_TASKS_ATTR] = failed
+        tables[name].attrs[FAILED_CELLS_ATTR] = cells_failed
+        tables[name].attrs[MISSING_CELL_RULE_ATTR] = MISSING_CELL_RULE
     for name in names:
         with atomic_path(outputs[name]) as tmp:
             tables[name].to_parquet(tmp, index=False)
@@ -83,6 +118,14 @@ def leaderboard_step(
         board["model"].nunique(),
         len(tables["contamination"]),
     )
+    for task, kinds in sorted(flags.items()):
+        log.warning("task %s fails the task audit (%s): marked on every leaderboard row it feeds", task, kinds)
+    if exclude:
+        log.warning(
+            "leaderboard.exclude_flagged %s: ranked without %s",
+            exclude,
+            sorted(t for t, k in flags.items() if set(k) & set(exclude)),
+        )
 
 
 def analyses_step(
@@ -98,6 +141,7 @@ def analyses_step(
     """Rule `analyses`: every registered analysis table (`outputs.analysis_tables`) and analysis_summary.json in `outdir`."""
     settings = run.resolve_settings(analysis_config, view)
     meta, pairs = _meta(view, models_yaml, settings)
+    failed = failed_tasks(scores)  # a partial run's failed tasks: the analyses rank no row that lacks one
     tables, summary = run.run_analyses(
         load_scores(scores),
         model_meta=meta,
@@ -105,6 +149,8 @@ def analyses_step(
         declared_pairs=pairs,
         settings=settings,
         predictions_root=predictions_root,
+        missing={t: rec["category"] for t, rec in failed.items()},
+        missing_reasons={t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
     )
     summary["view"] = view
     for path in run.write_tables(tables, summary, outdir, analysis_tables()):
@@ -194,7 +240,10 @@ def compare_step(
     if settings["contamination"] == "exclude":
         _, bad = run.prepare_cells(user, metadata.load_model_meta(models_yaml), task_meta, settings)
         exclude = set(zip(bad["model"], bad["task"]))
-    board, left = compare.compare_with_published(user, pub, task_meta, exclude, capped=compare.capped_tasks(cards))
+    failed = {t: str(rec.get("error", "")) for t, rec in failed_tasks(scores).items()}
+    board, left = compare.compare_with_published(
+        user, pub, task_meta, exclude, capped=compare.capped_tasks(cards), failed=failed
+    )
     cells = board.attrs.pop("cells")
     boot = settings["bootstrap"]
     board = compare.compare_intervals(

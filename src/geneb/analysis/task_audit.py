@@ -10,7 +10,9 @@ full-vs-clean differences (docs/analyses.md, "Task audit").
   (per task the best shortcut MCC; a category's margin is the mean of its task margins, macro the mean of the
   category margins, micro the mean over tasks);
 * `clean_differences`: per (protocol, model, task, regime), the seed means of `value` and `value_clean` (MCC) and
-  their difference (full - clean).
+  their difference (full - clean);
+* `audit_flags`: which tasks fail the leakage or shortcut audit under the config's `leaderboard:` thresholds
+  (LEADERBOARD_KEYS), what the leaderboards mark on every row such a task feeds.
 """
 
 from __future__ import annotations
@@ -26,6 +28,110 @@ from geneb.tasks.audit_step import read_audit
 from geneb.tasks.card import read_card
 
 SHORTCUT_FAMILY = "shortcut"
+#: why a task has no clean value (value_clean NaN in every cell): no test row is left after the homology audit
+NO_CLEAN_ROWS = "no clean test rows: every test row has a training homolog/duplicate"
+#: the keys of the config's `leaderboard:` section (defaults: workflow/schemas/config.schema.yaml, their one home)
+LEADERBOARD_KEYS: tuple[str, ...] = (
+    "leakage_max_fraction",
+    "shortcut_max_auroc",
+    "shortcut_max_mcc",
+    "exclude_flagged",
+)
+#: the audit columns `audit_flags` reads from task_audit.parquet
+AUDIT_FLAG_COLUMNS: tuple[str, ...] = (
+    "task",
+    "leaked_fraction",
+    "overlap_exact",
+    "overlap_reverse_complement",
+    "overlap_homolog",
+    "shortcut_best_feature",
+    "shortcut_best_auroc",
+    "shortcut_flag",
+    "shortcut_best_model_full",
+    "shortcut_best_mcc_full",
+)
+
+
+class AuditFlagError(ValueError):
+    """A `leaderboard:` section or a task audit table `audit_flags` cannot use; the message names key or column."""
+
+
+def leaderboard_settings(section: dict[str, object] | None) -> dict[str, object]:
+    """The config's `leaderboard:` section as validated against the config schema (which fills in every default).
+    Raises AuditFlagError naming the missing keys when it was not validated."""
+    missing = [k for k in LEADERBOARD_KEYS if k not in (section or {})]
+    if missing:
+        raise AuditFlagError(
+            f"leaderboard settings lack {missing}: pass the config's `leaderboard:` section validated against "
+            "workflow/schemas/config.schema.yaml (snakemake.utils.validate fills in the defaults)"
+        )
+    return dict(section or {})
+
+
+def audit_flags(audit: pd.DataFrame, settings: dict[str, object]) -> dict[str, dict[str, str]]:
+    """{task: {kind: reason}} of the tasks of `audit` (task_audit.parquet, `task_audit_table`) that fail an audit.
+
+    A task fails
+    * `leakage` when its leaked fraction (test rows with an exact, reverse-complement or homolog copy in the
+      training split: `leaked_fraction`, geneb.tasks.audit.homology) is at least `leakage_max_fraction` (default
+      0.02, genomic-benchmarks-qc's `flag_split_data_leakage` fail boundary). A test split wholly inside the
+      training split (fraction 1.0) fails at every allowed threshold;
+    * `shortcut` when the best single-feature AUROC on the training split (`shortcut_best_auroc`: length, GC, a base
+      or dinucleotide frequency) exceeds `shortcut_max_auroc` (default 0.7, genomic-benchmarks-qc's fail boundary)
+      and the audit could judge it (`shortcut_flag` not "unknown": at least `task_audit.min_rows_per_class` rows
+      per class), or, where `shortcut_max_mcc` is set (default null: no published boundary exists), when the best
+      shortcut model's full-regime MCC (`shortcut_best_mcc_full`) reaches it.
+    settings: `leaderboard_settings` output. Raises AuditFlagError for a table without the AUDIT_FLAG_COLUMNS.
+    """
+    s = leaderboard_settings(settings)
+    missing = [c for c in AUDIT_FLAG_COLUMNS if c not in audit.columns]
+    if missing:
+        raise AuditFlagError(f"task audit table: missing columns {missing}; have {list(audit.columns)}")
+    leak_max = float(s["leakage_max_fraction"])  # type: ignore[arg-type]
+    auroc_max = float(s["shortcut_max_auroc"])  # type: ignore[arg-type]
+    mcc_max = None if s["shortcut_max_mcc"] is None else float(s["shortcut_max_mcc"])  # type: ignore[arg-type]
+    out: dict[str, dict[str, str]] = {}
+    for r in audit.itertuples(index=False):
+        kinds: dict[str, str] = {}
+        frac = float(r.leaked_fraction) if pd.notna(r.leaked_fraction) else np.nan
+        if np.isfinite(frac) and frac >= leak_max:
+            kinds["leakage"] = (
+                f"{frac:.1%} of test rows have a copy or homolog in the training split (exact {_count(r.overlap_exact)}, "
+                f"reverse complement {_count(r.overlap_reverse_complement)}, leaked in all {_count(r.overlap_homolog)}; "
+                f"leaderboard.leakage_max_fraction {leak_max:g})"
+            )
+        auroc = float(r.shortcut_best_auroc) if pd.notna(r.shortcut_best_auroc) else np.nan
+        why = []
+        if np.isfinite(auroc) and auroc > auroc_max and r.shortcut_flag != "unknown":
+            why.append(
+                f"{r.shortcut_best_feature} alone separates the training classes (AUROC {auroc:.3f} > "
+                f"leaderboard.shortcut_max_auroc {auroc_max:g})"
+            )
+        mcc = float(r.shortcut_best_mcc_full) if pd.notna(r.shortcut_best_mcc_full) else np.nan
+        if mcc_max is not None and np.isfinite(mcc) and mcc >= mcc_max:
+            why.append(
+                f"shortcut model {r.shortcut_best_model_full} reaches MCC {mcc:.3f} (full) >= "
+                f"leaderboard.shortcut_max_mcc {mcc_max:g}"
+            )
+        if why:
+            kinds["shortcut"] = "; ".join(why)
+        if kinds:
+            out[str(r.task)] = kinds
+    return out
+
+
+def read_audit_flags(path: str | Path | None, settings: dict[str, object]) -> dict[str, dict[str, str]]:
+    """`audit_flags` of the task audit table at `path` ({} for None: a run without task audits, the published
+    view). Raises AuditFlagError when the file is missing or lacks a column."""
+    if path is None:
+        return {}
+    if not Path(path).is_file():
+        raise AuditFlagError(f"task audit table {path} not found; run rule task_audit_table first")
+    return audit_flags(pd.read_parquet(path), settings)
+
+
+def _count(value: object) -> str:
+    return "n/a" if value is None or pd.isna(value) else str(int(value))  # type: ignore[call-overload]
 
 
 def shortcut_models(model_meta: pd.DataFrame) -> list[str]:

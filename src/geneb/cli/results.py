@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
 from geneb.tables.freshness import stale_warning
 from geneb.tables.scores import FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
@@ -90,27 +91,59 @@ def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
 
 def cmd_leaderboard(args: argparse.Namespace) -> str:
     """The leaderboard rows of one category and regime, with the margin over the best shortcut model where the
-    table has it, the failed (model, task) cells and the rule for a missing cell. --clean: the table of the same
-    run on the test rows without a training homolog (`leaderboard_clean.parquet` beside `--table`)."""
+    table has it, the audit flags of the tasks each row is made of (`flags`; each flagged task with its reason
+    below the table), the tasks left out of the ranking (config `leaderboard.exclude_flagged`), every unranked
+    row with why (`incomplete_reason`: a failed or missing task), the failed (model, task) cells and the rule for
+    a missing cell. --clean: the table of the same run on the test rows without a training homolog
+    (`leaderboard_clean.parquet` beside `--table`)."""
     if getattr(args, "clean", False):
         args.table = str(Path(table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
     b, cat = _rows(args, "leaderboard")
     attrs = pd.read_parquet(args.table).attrs
+    every = b
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
     cols += ["shortcut_margin"] if "shortcut_margin" in b.columns and b["shortcut_margin"].notna().any() else []
+    cols += ["flags"] if "flags" in b.columns and (b["flags"].fillna("") != "").any() else []
     # the comparison table (compare_published.parquet) carries CIs and rank intervals: show them
     cols += [c for c in ("ci_low", "ci_high", "rank_low", "rank_high", "origin") if c in b.columns]
     subset = " on the test rows without a training homolog" if getattr(args, "clean", False) else ""
     out = f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC{subset}\n" + b[cols].to_string(
-        index=False, float_format=lambda v: f"{v:.4f}"
+        index=False, float_format=lambda v: f"{v:.4f}", na_rep="-"
     )
+    out += _marks(every, attrs)
     failed = attrs.get(FAILED_CELLS_ATTR) or {}
     for model, tasks in sorted(failed.items()):
         for task, rec in sorted(tasks.items()):
             out += f"\nfailed cell: {model} on {task}: {rec.get('error', '')}"
     if attrs.get(MISSING_CELL_RULE_ATTR):
         out += f"\nmissing cells: {attrs[MISSING_CELL_RULE_ATTR]}"
+    return out
+
+
+def _marks(rows: pd.DataFrame, attrs: dict[str, object]) -> str:
+    """The lines under a leaderboard: each unranked row and why, each flagged task feeding the rows with its
+    reason, and the tasks the ranking leaves out (none of these for a table written before they existed)."""
+    out = ""
+    if "incomplete_reason" in rows.columns:
+        unranked = rows[rows["rank"].isna()].sort_values("model")
+        for r in unranked.itertuples():
+            why = str(r.incomplete_reason or "") or "incomplete"
+            out += f"\nnot ranked: {r.model}: {why}"
+    flags = attrs.get(TASK_FLAGS_ATTR) or {}
+    if "flagged_tasks" in rows.columns and isinstance(flags, dict):
+        shown = sorted({t for v in rows["flagged_tasks"].fillna("") for t in str(v).split(",") if t})
+        for task in shown:
+            kinds = flags.get(task) or {}
+            out += f"\nflagged task: {task}: " + "; ".join(f"{k}: {why}" for k, why in sorted(kinds.items()))
+    excluded = sorted(
+        {t for v in rows.get("excluded_tasks", pd.Series(dtype=str)).fillna("") for t in str(v).split(",") if t}
+    )
+    if excluded or attrs.get(EXCLUDE_FLAGGED_ATTR):
+        kinds = ", ".join(map(str, attrs.get(EXCLUDE_FLAGGED_ATTR) or [])) or "?"
+        out += f"\nranked without the tasks flagged {kinds} (config leaderboard.exclude_flagged): " + (
+            ", ".join(excluded) or "none of this category's tasks"
+        )
     return out
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.analysis.task_audit import clean_differences
+from geneb.analysis.task_audit import NO_CLEAN_ROWS, clean_differences
 from geneb.tables.scores import MISSING_CELL_RULE, failed_cells
 
 #: rows of the full-vs-clean table
@@ -75,4 +75,37 @@ def audit_sections(
             "without a training homolog (seed means).</p>",
             table(shown, 4, TOP_DIFFERENCES),
         ]
+        none = no_clean_rows(diffs)
+        if len(none):
+            parts += [
+                "<h3>Tasks without clean test rows</h3>",
+                f"<p class='warn'>⚠ {len(none)} task(s): {html.escape(NO_CLEAN_ROWS)}. Their full-split MCC cannot be "
+                "told apart from memorising the training split (no clean value, so no difference above); the clean "
+                "leaderboard lists them as missing and does not rank their categories.</p>",
+                table(none, 4, 500),
+            ]
     return parts
+
+
+def no_clean_rows(diffs: pd.DataFrame) -> pd.DataFrame:
+    """The tasks of `clean_differences(scores)` without a clean value in any cell (`value_clean` NaN: every test row
+    has a training homolog or duplicate), one row per task: task, category, n_test, n_test_clean, models (how many
+    scored it), best_value (the largest full-split MCC, what its leaderboard would show) and clean
+    (NO_CLEAN_ROWS)."""
+    if diffs.empty or "value_clean" not in diffs.columns:
+        return pd.DataFrame(columns=["task", "category", "n_test", "n_test_clean", "models", "best_value", "clean"])
+    has = diffs.groupby("task")["value_clean"].transform(lambda v: v.notna().any())
+    d = diffs[~has.astype(bool)]
+    out = (
+        d.groupby("task", sort=True)
+        .agg(
+            category=("category", "first"),
+            n_test=("n_test", "max"),
+            n_test_clean=("n_test_clean", "max"),
+            models=("model", "nunique"),
+            best_value=("value", "max"),
+        )
+        .reset_index()
+    )
+    out["clean"] = NO_CLEAN_ROWS
+    return out

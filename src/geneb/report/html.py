@@ -28,6 +28,7 @@ from geneb.core.categories import CATEGORIES
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
 from geneb.report.audit import audit_sections
+from geneb.report.board import board_marks, board_notes
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
 from geneb.tables.freshness import stale_warnings
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
@@ -285,9 +286,13 @@ def build_report(
     t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models")}
     t.update({name: _read(tables_dir, name) for name in dict.fromkeys(s.table for s in sections)})
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
+    board_attrs = dict(pd.read_parquet(tables_dir / "leaderboard.parquet").attrs)
     wide = wide_view(board, protocol, regime, complete_only=False)
     wide.columns.name = None
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
+    marks = board_marks(board, board_attrs, protocol, regime)
+    if len(marks):
+        wide = wide.join(marks)
     wide = wide.reset_index()
     ri = _sel(t["rank_intervals"], protocol=protocol, regime=regime)
     if len(ri):
@@ -298,6 +303,11 @@ def build_report(
     read = ["leaderboard", "rank_intervals", "contamination", "models", *(s.table for s in sections)]
     stale = stale_warnings(tables_dir / f"{name}.parquet" for name in dict.fromkeys(read))
     categories = [c for c in wide.columns if c in CATEGORIES]
+    wide = wide.drop(
+        columns=[
+            c for c in ("flags", "excluded_tasks", "not ranked because") if c in wide.columns and not wide[c].any()
+        ]
+    )
     counts = {"heatmap": f" Shown: {plural(len(wide), 'model')} × {len(categories)} of {len(CATEGORIES)} categories."}
     capped = capped_line(cards, n_tasks=len(board_tasks(scores))) if cards else None
     parts = [
@@ -317,6 +327,7 @@ def build_report(
         "<h2 id='leaderboard'>Leaderboard</h2>",
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
         table_html(wide, 3, 200),
+        *board_notes(board, board_attrs, protocol, regime),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
         table_html(ri, 3, 200),
         "<h2 id='figures'>Figures</h2>",
