@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from geneb.core.errors import ExtractionError
+from geneb.encoders.engine.progress import split_progress
 from geneb.encoders.protocol import EmbedResult, checks_deferred, sequence_batch
 from geneb.registry.python_entry import ENTRY_POINT_GROUP, file_sha256, parse_entry
 from geneb.registry.settings import Extraction, ExtractionSettings
@@ -134,6 +135,7 @@ class PythonEncoder:
         self.obj = wrap_callable(obj)
         self.model_id = model
         self.batch_size = int(batch_size)
+        self.progress = True  # progress lines of a long call (geneb.encoders.engine.progress); build_encoder sets it
         self.embedding_dim = embedding_dim
         self.extraction: Extraction | None = None  # no token options: GENEB cuts rows by nucleotides
         self._identity_extra = dict(identity_extra or {})
@@ -193,7 +195,7 @@ class PythonEncoder:
         return arr.astype(np.float64)
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
-        """float32 (n, d) vectors of `sequences` in order (`desc` unused). Rows over `max_length` are cut and
+        """float32 (n, d) vectors of `sequences` in order (`desc` names the call's progress lines). Rows over `max_length` are cut and
         their pieces' vectors averaged by length (module docstring). Raises TypeError for a bare string and
         EncoderContractError for output that breaks the contract, naming the row."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
@@ -208,10 +210,16 @@ class PythonEncoder:
                 pieces.append(seq[a:b])
                 owner.append(i)
                 weight.append(b - a)
-        parts = [
-            self._call(pieces[s : s + self.batch_size], [rows[o] for o in owner[s : s + self.batch_size]])
-            for s in range(0, len(pieces), self.batch_size)
-        ]
+        bar = split_progress(desc or f"model {self.model_id}", owner, weight, enabled=self.progress)
+        parts = []
+        try:
+            for s in range(0, len(pieces), self.batch_size):
+                parts.append(
+                    self._call(pieces[s : s + self.batch_size], [rows[o] for o in owner[s : s + self.batch_size]])
+                )
+                bar.done(range(s, min(s + self.batch_size, len(pieces))))
+        finally:
+            bar.close()
         vectors = np.concatenate(parts)
         if (n_chunks == 1).all():
             out = vectors
