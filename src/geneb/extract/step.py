@@ -64,10 +64,7 @@ def build_encoder(
         if threads is not None:
             torch.set_num_threads(int(threads))
         return build(settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress)
-    encoder = build(settings)
-    if hasattr(encoder, "progress"):  # a python entry's batch loop logs progress too (geneb.encoders.engine.progress)
-        encoder.progress = progress
-    return encoder
+    return build(settings, progress=progress)  # a python entry's batch loop logs progress too
 
 
 @dataclass

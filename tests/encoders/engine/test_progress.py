@@ -94,3 +94,25 @@ def test_a_split_logs_its_progress_and_the_vectors_do_not_change(zoo, make_task,
     with h5py.File(tmp_path / "on.h5", "r") as on, h5py.File(tmp_path / "off.h5", "r") as off:
         for split in ("train", "test"):
             np.testing.assert_array_equal(on[split]["embeddings"][()], off[split]["embeddings"][()])
+
+
+def test_a_python_entrys_batch_loop_logs_progress_too(caplog, monkeypatch):
+    """A python entry (geneb.evaluate's callable, or a registry entry's factory) embeds in batches of its own loop."""
+    from geneb.encoders.families.python_encoder import PythonEncoder
+
+    monkeypatch.setenv(PROGRESS_ENV, "0")
+    enc = PythonEncoder(
+        lambda seqs: np.array([[s.count(b) / len(s) for b in "ACGT"] for s in seqs]), model="gc", batch_size=2
+    )
+    with caplog.at_level(logging.INFO, logger="geneb.encoders.engine.progress"):
+        enc.embed([random_dna(20, i) for i in range(7)], list(range(7)), desc="model gc, task t, split test")
+    assert [m.split(" rows")[0] for m in caplog.messages] == [
+        "model gc, task t, split test: 2/7",
+        "model gc, task t, split test: 4/7",
+        "model gc, task t, split test: 6/7",
+        "model gc, task t, split test: 7/7",
+    ]
+    enc.progress = False
+    caplog.clear()
+    enc.embed([random_dna(20, i) for i in range(7)], list(range(7)), desc="off")
+    assert not caplog.messages

@@ -118,7 +118,8 @@ class PythonEncoder:
 
     obj: the object with `embed`; model: the id named in errors; batch_size: pieces per `embed` call;
     embedding_dim: the width the vectors must have (None: any, one width for every call); identity_extra: what
-    identifies the code (entry, fingerprint, options) in `identity()`. Runs its load-time checks on construction
+    identifies the code (entry, fingerprint, options) in `identity()`; progress: log rows done, rate and time
+    left of a long call (geneb.encoders.engine.progress). Runs its load-time checks on construction
     unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
 
     load_check_names: ClassVar[tuple[str, ...]] = LOAD_CHECK_NAMES
@@ -131,11 +132,12 @@ class PythonEncoder:
         batch_size: int = 64,
         embedding_dim: int | None = None,
         identity_extra: Mapping[str, Any] | None = None,
+        progress: bool = True,
     ) -> None:
         self.obj = wrap_callable(obj)
         self.model_id = model
         self.batch_size = int(batch_size)
-        self.progress = True  # progress lines of a long call (geneb.encoders.engine.progress); build_encoder sets it
+        self.progress = progress  # log rows done, rate and time left of a long call (geneb.encoders.engine.progress)
         self.embedding_dim = embedding_dim
         self.extraction: Extraction | None = None  # no token options: GENEB cuts rows by nucleotides
         self._identity_extra = dict(identity_extra or {})
@@ -264,7 +266,7 @@ class PythonEncoder:
 
 
 def from_settings(
-    settings: ExtractionSettings, *, device: str = "cpu", batch_size: int = 64, **_: Any
+    settings: ExtractionSettings, *, device: str = "cpu", batch_size: int = 64, progress: bool = True, **_: Any
 ) -> PythonEncoder:
     """Adapter entry point (geneb.registry.families): import the entry's factory, call it with `load.options`
     and wrap the object. `device` is not passed to the factory (put it in `load.options` if the code takes one).
@@ -284,4 +286,5 @@ def from_settings(
         batch_size=batch_size,
         embedding_dim=settings.extraction.embedding_dim,
         identity_extra={"entry_sha256": load.entry_sha256, "options": dict(load.options or {})},
+        progress=progress,
     )
