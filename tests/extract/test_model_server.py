@@ -129,3 +129,31 @@ def test_load_checks_every_load_probes_at_each_load_despite_a_record(zoo, tmp_pa
     assert again.checks_run and len(calls) == 2
     with pytest.raises(ValueError, match="load_checks_policy 'sometimes'"):
         load_model(settings, checks_dir=tmp_path, progress=False, load_checks_policy="sometimes")
+
+
+def test_a_served_splits_progress_reaches_the_job_while_it_runs(
+    zoo, make_task, tmp_path, server_dir, monkeypatch, capsys
+):
+    """Issue 29: with the model server (the default) a split's progress went to the server's log only, and the job's
+    log had nothing between the start and the end of a split. The lines now come to the job as they are made:
+    messages before the answer, written into the job's log (its stderr)."""
+    monkeypatch.setenv("GENEB_PROGRESS_S", "0")  # the server inherits it: a progress line after every batch
+    settings = zoo.settings("mistral-dna")
+    first = make_task([random_dna(30 + i, i) for i in range(8)], [random_dna(50, 9)], task="a")
+    second = make_task([random_dna(40 + i, 20 + i) for i in range(6)], [random_dna(50, 29)], task="b")
+    execution = {"batch_size": 2, "batch_tokens": None}  # four batches of train: progress lines between them
+    extract_via_server(settings, first, tmp_path / "a.h5", idle_s=30, execution=execution)
+    err = capsys.readouterr().err
+    assert "model tiny-mistral-dna, task a, split train: " in err and " rows/s, " in err and " left" in err
+    (sock,) = server_dir.glob("*.sock")
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(sock))
+    spec = json.loads(next(server_dir.glob("*.spec.json")).read_text())
+    request = {"op": "extract", "settings": settings, "settings_hash": spec["settings_hash"]}
+    protocol.send(conn, {**request, "task_dir": str(second), "out_path": str(tmp_path / "b.h5")})
+    with conn, conn.makefile("rb") as reader:
+        messages = [json.loads(line) for line in reader]
+    *lines, answer = messages
+    assert answer["ok"] and answer["log"] == []  # every line went before the answer
+    assert all(m["op"] == "log" for m in lines)
+    assert any("task b, split train: " in m["line"] and "rows/s" in m["line"] for m in lines), lines

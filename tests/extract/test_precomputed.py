@@ -79,8 +79,12 @@ def test_every_problem_is_named_at_once(tmp_path, task):
     with pytest.raises(PrecomputedError) as err:
         import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
     text = str(err.value)
-    assert "2 problem(s)" in text and "split test" in text and "4 rows, the task's source split has 3" in text
-    assert "split train: 1 row(s) with a non-finite value, first row 3 column 1" in text
+    assert "3 problem(s)" in text and "split test" in text and "4 rows, the task's source split has 3" in text
+    assert "rows 3..3 are extra" in text
+    assert (
+        "split train: " in text and "train.npy: 1 row(s) with a non-finite value, row 3; first row 3 column 1" in text
+    )
+    assert "the splits have different widths: train 2 (" in text  # named although the test file has another problem
     assert not (tmp_path / "out.h5").exists()
     np.save(vecs / "test.npy", np.ones((3, 3), np.float32))
     np.save(vecs / "train.npy", np.ones((6, 2), np.int64))
@@ -104,5 +108,41 @@ def test_an_hdf5_file_in_geneb_layout_is_read_by_row_id(tmp_path, task):
         "test": SplitEmbeddings(np.ones((2, 2), np.float32), np.asarray([0, 1]), np.ones(2, np.int32)),
     }
     write_embeddings(folder / "t.h5", splits, {"model": "x", "task": "t"})
-    with pytest.raises(PrecomputedError, match=r"split test: 1 prepared row id\(s\) are not in .*first \[2\]"):
+    with pytest.raises(PrecomputedError, match=r"split test: .*t.h5 lacks 1 prepared row id\(s\), row 2"):
         import_task(settings_for(folder), task, tmp_path / "out.h5")
+
+
+def test_a_width_mismatch_is_named_with_every_other_problem(tmp_path, task):
+    """Issue 29: a folder's width mismatch was named only when nothing else was wrong. An HDF5 file whose test split
+    lacks a prepared row id, holds one twice, and is wider than train; then .npy files with a short split (rows cut
+    off), a non-float dtype, non-finite rows and two widths: every problem in one error, each with file and rows."""
+    folder = tmp_path / "vecs"
+    folder.mkdir()
+    splits = {
+        "train": SplitEmbeddings(np.ones((6, 2), np.float32), np.arange(6), np.ones(6, np.int32)),
+        "test": SplitEmbeddings(np.ones((3, 3), np.float32), np.asarray([0, 1, 1]), np.ones(3, np.int32)),
+    }
+    write_embeddings(folder / "t.h5", splits, {"model": "x", "task": "t"})
+    with pytest.raises(PrecomputedError) as err:
+        import_task(settings_for(folder), task, tmp_path / "out.h5")
+    text = str(err.value)
+    assert "3 problem(s)" in text, text
+    assert "split test: " in text and "t.h5 lacks 1 prepared row id(s), row 2" in text
+    assert "t.h5 holds row id(s) more than once, row 1" in text
+    assert "the splits have different widths: train 2 (" in text and "test 3 (" in text
+    (folder / "t.h5").unlink()
+    vecs = folder / "t"
+    vecs.mkdir()
+    train = np.ones((6, 2), np.float32)
+    train[[1, 4], 0] = np.inf
+    np.save(vecs / "train.npy", train)
+    np.save(vecs / "test.npy", np.ones((2, 5), np.int64))  # source split has 3 rows; prepared row 2 is cut off
+    with pytest.raises(PrecomputedError) as err:
+        import_task(settings_for(folder), task, tmp_path / "out.h5")
+    text = str(err.value)
+    assert "4 problem(s)" in text, text
+    assert "train.npy: 2 row(s) with a non-finite value, rows 1, 4; first row 1 column 0 (inf)" in text
+    assert "test.npy has dtype int64; expected float32 or float64" in text
+    assert "test.npy has 2 rows, the task's source split has 3 (the prepared row 2 is beyond its end)" in text
+    assert "different widths: train 2 (" in text and "test 5 (" in text
+    assert not (tmp_path / "out.h5").exists()

@@ -528,7 +528,11 @@ def test_task_params_hold_task_checks_only_when_not_the_default(small_config):
     small_config["task_checks"] = {"single_class_test": "keep"}
     small_config["caps"]["per_task"] = {TASKS[0]: {"max_train": 10}}
     params = plan(small_config).task_params(TASKS[0])
-    assert params["task_checks"] == {"no_base_rows": "keep", "single_class_test": "keep"}
+    assert params["task_checks"] == {
+        "conflicting_labels": "keep",
+        "no_base_rows": "keep",
+        "single_class_test": "keep",
+    }
     assert params["caps"]["max_train"] == 10
 
 

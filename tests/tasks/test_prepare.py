@@ -112,7 +112,7 @@ def test_label_and_class_errors(tmp_path, catalogue):
     with pytest.raises(TaskDataError, match="split 'test', row 1: label 'x' is not an integer while other labels are"):
         prepare(tmp_path, open_source(str(root)), catalogue)
     _write_split(root / TASK / "test.csv.gz", [("ACGT", 0), ("ACGA", 2)])
-    with pytest.raises(TaskDataError, match=r"classes \[2\] never occur in train"):
+    with pytest.raises(TaskDataError, match=r"label '2' \(row 1\) does not occur in train \(train labels: '0', '1'\)"):
         prepare(tmp_path, open_source(str(root)), catalogue)
 
 

@@ -39,7 +39,7 @@ TRAIN = [("ACGTACGTAC", 0), ("GGGCCCGGGC", 1), ("ACGTTCGTAC", 0), ("GGGCCAGGGC",
 
 def test_a_one_class_test_split_is_refused_with_a_clear_message(tmp_path, catalogue):
     root = _task(tmp_path / "m", TRAIN, [("ACGTACGTAA", 1), ("GGGCCCGGGA", 1)])
-    with pytest.raises(TaskValidationError, match=r"split 'test': only one class \[1\] \(2 rows\); MCC would be 0"):
+    with pytest.raises(TaskValidationError, match=r"split 'test': only one label, '1' \(all 2 rows\); MCC would be 0"):
         prepare_task(TASK, task_row(catalogue, TASK), open_source(str(root)), AlphabetPolicy(), {}, 0, tmp_path / "o")
     assert not (tmp_path / "o/card.json").exists()
 

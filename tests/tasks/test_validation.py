@@ -27,10 +27,10 @@ def write_split(path, rows):
         f.write("sequence,label\n" + "".join(f"{s},{y}\n" for s, y in rows))
 
 
-def prepare(tmp_path, root, catalogue, policy=None):
+def prepare(tmp_path, root, catalogue, policy=None, checks=None, caps=None):
     out = tmp_path / "out" / TASK
     return out, lambda: prepare_task(
-        TASK, task_row(catalogue, TASK), open_source(str(root)), policy or AlphabetPolicy(), {}, 0, out
+        TASK, task_row(catalogue, TASK), open_source(str(root)), policy or AlphabetPolicy(), caps or {}, 0, out, checks
     )
 
 
@@ -94,7 +94,7 @@ def test_class_rules_are_reported_together(tmp_path, catalogue):
         run()
     kinds = json.loads((out / "validation.json").read_text())["kinds"]
     assert set(kinds) == {"test class not in train", "class count differs from the catalogue", "one class"}
-    assert "classes [2] never occur in train" in str(err.value)
+    assert "label '2' (row 1) does not occur in train (train labels: '0')" in str(err.value)
 
 
 def test_a_good_task_gets_an_ok_report_with_letter_counts(tmp_path, catalogue):
@@ -117,3 +117,93 @@ def test_a_good_task_gets_an_ok_report_with_letter_counts(tmp_path, catalogue):
 def test_letter_counts_ignore_policies_that_are_off():
     counts = letter_counts([" ACGU"], [" ACGU"], policy_strip=False, policy_u=False)
     assert counts["rows_whitespace_stripped"] == 0 and counts["rows_u_mapped"] == 0
+
+
+def test_an_unseen_test_label_is_named_as_written_with_its_rows(tmp_path, catalogue):
+    """Issue 29: a test label absent from train was named by GENEB's class index (`classes [2]`), with no rows."""
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    write_split(root / TASK / "train.csv.gz", [("ACGTAC", ("enhancer", "non_enhancer")[i % 2]) for i in range(10)])
+    test = [("ACGTAA", ("enhancer", "non_enhancer")[i % 2]) for i in range(300)]
+    other = [3, 17, 30, 41, 52, 63, 74, 85, 96, 107, 250, 299]
+    for r in other:
+        test[r] = ("TTTTAA", "other")
+    write_split(root / TASK / "test.csv.gz", test)
+    out, run = prepare(tmp_path, root, catalogue)
+    with pytest.raises(TaskValidationError) as err:
+        run()
+    text = str(err.value)
+    assert (
+        f"task {TASK!r}, split 'test': label 'other' (rows 3, 17, 30, 41, 52, 63, 74, 85, 96, 107, ... (12 rows)) "
+        "does not occur in train (train labels: 'enhancer', 'non_enhancer')"
+    ) in text, text
+    assert "[2]" not in text and "rows are 0-based data rows of the file: row 0 is file line 2" in text
+    (problem,) = json.loads((out / "validation.json").read_text())["kinds"]["test class not in train"]["problems"]
+    assert problem["split"] == "test" and problem["row"] == 3
+
+
+def test_a_file_with_many_kinds_of_problems_names_every_one(tmp_path, catalogue):
+    """Issue 29: a file with several problems named three of them; the rules that ran only once the others passed
+    (rows without a base, the class rules) and sequences with two labels (task_checks.conflicting_labels: error)
+    were left out. Seven kinds in one file: every one named, in the error and in validation.json."""
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    train = [(f"ACGT{'ACGT'[i % 4] * 3}{'CG'[i % 2]}", ("enhancer", "non_enhancer")[i % 2]) for i in range(30)]
+    train[2] = ("ACG-TACG", "enhancer")  # not a nucleotide code
+    train[4] = ("ACGTTTGA", " enhancer")  # label with whitespace
+    train[6] = ("NNNNNNNN", "enhancer")  # no base (task_checks.no_base_rows: error)
+    train[8] = ("GGGGCCCC", "enhancer")  # one sequence, two labels (any case) ...
+    train[9] = ("ggggcccc", "non_enhancer")
+    test = [(f"ACGA{'ACGT'[i % 4] * 3}", ("enhancer", "non_enhancer")[i % 2]) for i in range(20)]
+    test[5] = ("", "enhancer")  # empty sequence
+    test[7] = ("GGGGCCCC", "non_enhancer")  # ... and again in test
+    test[11] = ("TTTTAAAC", "other")  # a label train lacks
+    test[12] = ("TTTTAAAG", "")  # empty label
+    write_split(root / TASK / "train.csv.gz", train)
+    write_split(root / TASK / "test.csv.gz", test)
+    checks = {"conflicting_labels": "error", "no_base_rows": "error"}
+    out, run = prepare(tmp_path, root, catalogue, checks=checks)
+    with pytest.raises(TaskValidationError) as err:
+        run()
+    text = str(err.value)
+    kinds = {
+        "not a nucleotide code": "split 'train', row 2: character '-'",
+        "label with whitespace": "split 'train', row 4: label ' enhancer'",
+        "no base (all N)": "split 'train', row 6: no A/C/G/T letter",
+        "sequence with two labels": (
+            "sequence 'GGGGCCCC' (8 bases, any case) occurs with 2 labels: 'enhancer' (train row 8), "
+            "'non_enhancer' (train row 9; test row 7)"
+        ),
+        "empty sequence": "split 'test', row 5: empty sequence",
+        "empty label": "split 'test', row 12: empty label",
+        "test class not in train": "label 'other' (row 11) does not occur in train",
+    }
+    for kind, message in kinds.items():
+        assert f"  {kind} (1):" in text and message in text, (kind, text)
+    assert "7 problem(s) of 7 kind(s)" in text
+    assert set(json.loads((out / "validation.json").read_text())["kinds"]) == set(kinds)
+    # the same file under the default policies: the two-label sequence and the all-N row are kept, the rest refused
+    out, run = prepare(tmp_path, root, catalogue)
+    with pytest.raises(TaskValidationError) as err:
+        run()
+    assert set(json.loads((out / "validation.json").read_text())["kinds"]) == set(kinds) - {
+        "no base (all N)",
+        "sequence with two labels",
+    }
+
+
+def test_sequences_with_two_labels_are_refused_only_under_the_error_policy(tmp_path, catalogue):
+    root = tmp_path / "m"
+    (root / TASK).mkdir(parents=True)
+    train = [(f"ACGT{'ACGT'[i % 4]}{'CG'[i % 2]}", i % 2) for i in range(8)]  # rows 0/4 and 1/5 repeat: one label
+    train[3] = ("ACGTAC", 1)  # row 0's sequence with the other label, on top of 0 and 4
+    write_split(root / TASK / "train.csv.gz", train)
+    write_split(root / TASK / "test.csv.gz", [("TTTTGG", 0), ("TTTTGC", 1)])
+    card = prepare(tmp_path, root, catalogue)[1]()
+    assert card.as_dict()["splits"]["train"]["conflicting_label_sequences"] == 1
+    out, run = prepare(tmp_path, root, catalogue, checks={"conflicting_labels": "error"})
+    with pytest.raises(
+        TaskValidationError, match=r"occurs with 2 labels: '0' \(train rows 0, 4\), '1' \(train row 3\)"
+    ):
+        run()
+    assert not (out / "card.json").exists()

@@ -108,7 +108,7 @@ class Encoder(Protocol):
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Embed `sequences` (model-input form, uppercase); `rows` name them in errors; `desc` labels the
-        progress bar."""
+        progress lines of a long call (geneb.encoders.engine.progress)."""
 
     def run_load_checks(self) -> tuple[str, ...]:
         """Run the load-time probes (`load_check_names`) and return their names; raises the first that fails.

@@ -3,7 +3,8 @@ server when none runs (geneb.extract.server), so a node's jobs for one model loa
 
 `extract_via_server` connects to the server with the job's key (protocol.ServerSpec.key) under the key's
 lock, or starts one and waits for it to load (or to fail: its error is raised here as if the job had
-raised it), sends the task, writes the server's log lines for it into the job's log, and raises the
+raised it), sends the task, writes the server's log lines for it into the job's log as they come (a long split's
+progress lines while it runs), and raises the
 server's error, if any, under its own class. A server that dies during the request is an ExtractionError
 naming its log.
 """
@@ -26,7 +27,6 @@ from geneb.core.ipc import (
     code_fingerprint,
     held,
     rebuild_error,
-    receive,
     send,
     server_dir,
 )
@@ -144,8 +144,13 @@ def extract_via_server(
     with held(paths.lock):  # the server stops when idle only under this lock: this request reaches it
         conn = connect(paths.socket) or _start(spec, paths, env)
         send(conn, request)
-    with conn:
-        answer = receive(conn)
+    with conn, conn.makefile("rb") as reader:
+        while True:  # the server's log lines as they come (a long split's progress), then its answer
+            answer = _message(reader)
+            if answer is None or answer.get("op") != "log":
+                break
+            sys.stderr.write(str(answer.get("line")) + "\n")  # the job's log (geneb.core.logs.log_to_file)
+            sys.stderr.flush()
     if answer is None:
         raise ExtractionError(
             f"model {spec.settings.get('model')}: the model server stopped while embedding {out_path.name} "
@@ -159,6 +164,15 @@ def extract_via_server(
     if not out_path.exists():
         raise ExtractionError(f"model server reported {out_path} written, but it is not there")
     os.utime(out_path)  # the job's own output time, after its inputs (Snakemake's mtime rule)
+
+
+def _message(reader: Any) -> dict[str, Any] | None:
+    """The next message (one JSON line) from a connection's reader; None when the server closed the connection
+    before a whole line came."""
+    line = reader.readline()
+    if not line.endswith(b"\n"):
+        return None
+    return json.loads(line)
 
 
 def stop_servers(folder: str | Path | None = None) -> int:

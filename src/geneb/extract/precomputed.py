@@ -8,9 +8,10 @@ in the file's order, before any cap: GENEB picks the rows a cap keeps by their r
 `row` ids they belong to; every prepared row id must be there).
 
 `import_task` is the extraction job of such a model: it checks the files against the prepared task and raises
-`PrecomputedError` naming every problem at once (a missing task or split, a row count other than the source split's,
-a non-float or non-2-D array, a non-finite value with its split, row and column, widths that differ between
-splits, a row id the HDF5 file lacks), then writes the cache file with the files' sha256 in its extraction key
+`PrecomputedError` naming every problem of every split at once, each with its file and row ids (a missing task or
+split, a row count other than the source split's with the rows it lacks or adds, a non-float or non-2-D array,
+non-finite values with their rows and the first one's column, widths that differ between splits, row ids the HDF5
+file lacks, holds twice or that no source row has); no check waits for another to pass, then writes the cache file with the files' sha256 in its extraction key
 (provenance: `encoder.encoder = precomputed`), so a changed file changes the key hash every score row carries.
 Torch-free.
 """
@@ -41,8 +42,8 @@ from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.tasks.card import TaskCard, read_card
 
 log = logging.getLogger(__name__)
-#: how many problems of one kind the error lists (the count of the rest follows)
-SHOWN = 5
+#: how many row ids one problem lists (the count of all follows)
+SHOWN_IDS = 10
 
 
 class PrecomputedError(ExtractionError):
@@ -90,16 +91,33 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _finite_problems(x: np.ndarray, row_ids: np.ndarray, where: str) -> list[str]:
-    bad = np.argwhere(~np.isfinite(x))
-    if not len(bad):
+def _ids_text(ids: list[int] | np.ndarray, shown: int = SHOWN_IDS) -> str:
+    """'row 3' / 'rows 3, 7, 9' / 'rows 3, 7, ..., (120 rows)': the first `shown` ids, then the count."""
+    ids = [int(v) for v in ids]
+    if len(ids) == 1:
+        return f"row {ids[0]}"
+    return "rows " + ", ".join(map(str, ids[:shown])) + (f", ... ({len(ids)} rows)" if len(ids) > shown else "")
+
+
+def _finite_problems(x: np.ndarray, row_ids: np.ndarray, where: str, path: Path) -> list[str]:
+    """The rows of `x` (n, d) holding a NaN or an infinity, named by their row ids (the first one's column and value)."""
+    if x.dtype.kind not in "fc" or not len(x):
         return []
-    i, j = (int(v) for v in bad[0])
-    n_rows = len(np.unique(bad[:, 0]))
-    return [f"{where}: {n_rows} row(s) with a non-finite value, first row {int(row_ids[i])} column {j} ({x[i, j]})"]
+    bad_rows = np.flatnonzero(~np.isfinite(x).all(axis=1))
+    if not len(bad_rows):
+        return []
+    i = int(bad_rows[0])
+    j = int(np.flatnonzero(~np.isfinite(x[i]))[0])
+    return [
+        f"{where}: {path}: {len(bad_rows)} row(s) with a non-finite value, {_ids_text(row_ids[bad_rows])}; first row "
+        f"{int(row_ids[i])} column {j} ({x[i, j]})"
+    ]
 
 
-def _read_npy(path: Path, n_source: int | None, where: str, problems: list[str]) -> np.ndarray | None:
+def _read_npy(path: Path, n_source: int | None, rows: np.ndarray, where: str, problems: list[str]) -> np.ndarray | None:
+    """The array of `path` with every problem of it added to `problems`: not readable, not 2-D (then None), not
+    float, a row count other than the source split's (naming the prepared row ids it lacks, or the extra rows).
+    Returns the array when it is 2-D, whatever else is wrong, so that its width and values are checked too."""
     try:
         x = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as err:
@@ -110,13 +128,23 @@ def _read_npy(path: Path, n_source: int | None, where: str, problems: list[str])
         return None
     if x.dtype.kind != "f":
         problems.append(f"{where}: {path} has dtype {x.dtype}; expected float32 or float64")
-        return None
     if n_source is not None and x.shape[0] != n_source:
-        problems.append(
-            f"{where}: {path} has {x.shape[0]} rows, the task's source split has {n_source}; one row per row of the "
-            "source file, in its order, before any cap"
+        beyond = rows[rows >= x.shape[0]]
+        detail = (
+            f"the prepared {_ids_text(beyond)} {'is' if len(beyond) == 1 else 'are'} beyond its end"
+            if len(beyond)
+            else (
+                f"rows {n_source}..{x.shape[0] - 1} are extra" if x.shape[0] > n_source else "no prepared row is lost"
+            )
         )
-        return None
+        problems.append(
+            f"{where}: {path} has {x.shape[0]} rows, the task's source split has {n_source} ({detail}); one row per "
+            "row of the source file, in its order, before any cap"
+        )
+    elif len(rows) and int(rows.max()) >= x.shape[0]:
+        problems.append(
+            f"{where}: {path}: the prepared {_ids_text(rows[rows >= x.shape[0]])} are beyond its {x.shape[0]} rows"
+        )
     return x
 
 
@@ -125,12 +153,18 @@ def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFram
     {split: (float32 (n_prepared, d) vectors, {"path", "sha256", "shape"})}.
 
     folder: the entry's `source.path`; card: the prepared task's card (`n_source` per split); frames: {split: the
-    prepared parquet, column `row`}. Raises PrecomputedError listing every problem of every split (module docstring).
+    prepared parquet, column `row`}. Every check runs on every split whatever else is wrong, and every problem is
+    named with its file and row ids (at most SHOWN_IDS listed, then the count): a missing task, split or file; an
+    unreadable or non-2-D array; a non-float dtype; a row count other than the source split's (the prepared rows
+    it lacks, or its extra rows); for an HDF5 file, prepared row ids it lacks and ids it holds twice or that are no
+    row of the source split; non-finite values (rows, first column and value); splits of different widths (each
+    split's width and file). Raises PrecomputedError listing them all.
     """
     folder = Path(folder)
     task = card.task
     problems: list[str] = []
     out: dict[str, Any] = {}
+    widths: dict[str, tuple[int, str]] = {}
     h5 = folder / f"{task}.h5"
     cached = None
     if h5.exists():
@@ -146,16 +180,31 @@ def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFram
     for split, df in frames.items():
         where = f"model {model}, task {task}, split {split}"
         rows = df["row"].to_numpy(np.int64)
+        before = len(problems)
+        summary = card.splits.get(split)
+        n_source = summary.n_source if summary is not None else None
         if cached is not None:
             if split not in cached.splits:
                 continue
             x_all, ids = cached.splits[split]
+            ids = np.asarray(ids, np.int64)
+            path = h5
             position = {int(r): i for i, r in enumerate(ids)}
             missing = [int(r) for r in rows if int(r) not in position]
             if missing:
-                problems.append(f"{where}: {len(missing)} prepared row id(s) are not in {h5}, first {missing[:SHOWN]}")
-                continue
-            x = np.asarray(x_all)[[position[int(r)] for r in rows]]
+                problems.append(f"{where}: {h5} lacks {len(missing)} prepared row id(s), {_ids_text(missing)}")
+            unique, counts = np.unique(ids, return_counts=True)
+            if (counts > 1).any():
+                problems.append(f"{where}: {h5} holds row id(s) more than once, {_ids_text(unique[counts > 1])}")
+            foreign = ids[(ids < 0) | (ids >= n_source)] if n_source is not None else ids[ids < 0]
+            if len(foreign):
+                problems.append(
+                    f"{where}: {h5} holds {len(foreign)} row id(s) that are no row of the task's source split "
+                    f"(0..{(n_source or 0) - 1}), {_ids_text(foreign)}"
+                )
+            present = [int(r) for r in rows if int(r) in position]
+            x = np.asarray(x_all)[[position[r] for r in present]]
+            picked = np.asarray(present, np.int64)
             info = {"path": str(h5), "sha256": None, "shape": list(np.shape(x_all))}
         else:
             path = folder / task / f"{split}.npy"
@@ -163,20 +212,19 @@ def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFram
                 if (folder / task).is_dir():
                     problems.append(f"{where}: {path} is missing")
                 continue
-            summary = card.splits.get(split)
-            x_all = _read_npy(path, summary.n_source if summary is not None else None, where, problems)
+            x_all = _read_npy(path, n_source, rows, where, problems)
             if x_all is None:
                 continue
-            if len(rows) and int(rows.max()) >= x_all.shape[0]:
-                problems.append(f"{where}: row id {int(rows.max())} is beyond the {x_all.shape[0]} rows of {path}")
-                continue
-            x = np.asarray(x_all[rows])
+            picked = rows[rows < x_all.shape[0]]
+            x = np.asarray(x_all[picked])
             info = {"path": str(path), "sha256": _sha256(path), "shape": list(x_all.shape)}
-        problems += _finite_problems(x, rows, where)
-        out[split] = (x.astype(np.float32), info)
-    widths = {split: v[0].shape[1] for split, v in out.items()}
-    if len(set(widths.values())) > 1:
-        problems.append(f"model {model}, task {task}: the splits have different widths {widths}; one width for all")
+        widths[split] = (int(np.shape(x_all)[1]), str(path))
+        problems += _finite_problems(x, picked, where, path)
+        if len(problems) == before:
+            out[split] = (x.astype(np.float32), info)
+    if len({w for w, _ in widths.values()}) > 1:
+        named = ", ".join(f"{split} {w} ({path})" for split, (w, path) in widths.items())
+        problems.append(f"model {model}, task {task}: the splits have different widths: {named}; one width for all")
     if cached is not None:
         digest = _sha256(h5)
         for _, info in out.values():

@@ -4,8 +4,8 @@ request has come for `idle_s` seconds.
 
 Started by `client.extract_via_server` as `python -m geneb.extract.server <spec.json>`, in the
 interpreter of the model's software environment, detached from the job that started it. Its stderr is the
-server's log (`<key>.log`, progress bars included); each request's log lines also go back to the job, which
-writes them into its own log. An output is written under a temporary name and renamed to its final name
+server's log (`<key>.log`); each request's log lines also go to the job as they are made (progress lines of a
+long split included), and the job writes them into its own log. An output is written under a temporary name and renamed to its final name
 only while the job that asked for it still waits, so a cancelled job leaves nothing under its output name.
 A load that fails writes the error for the waiting job (`<key>.<pid>.failed.json`) and exits 1.
 """
@@ -18,7 +18,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,16 @@ class StopServer(Exception):
 
 
 @contextmanager
-def captured_log() -> Iterator[list[str]]:
-    """Collect the formatted log records of this process during the block (they also reach the server's log)."""
+def captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
+    """Collect the formatted log records of this process during the block (they also reach the server's log).
+    forward: called with each line as it is made (`LiveLog`); a line it forwarded (True) is not collected."""
     lines: list[str] = []
 
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            lines.append(self.format(record))
+            line = self.format(record)
+            if forward is None or not forward(line):
+                lines.append(line)
 
     handler = Collect(level=logging.INFO)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
@@ -59,6 +62,26 @@ def captured_log() -> Iterator[list[str]]:
         yield lines
     finally:
         root.removeHandler(handler)
+
+
+class LiveLog:
+    """Send log lines to the waiting job as they are made (`{"op": "log", "line": ...}` messages before the answer),
+    so the job's log shows a long split's progress lines (geneb.encoders.engine.progress) while it runs, not at its
+    end. After a failed send (the job left) it forwards nothing more."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.open = True
+
+    def __call__(self, line: str) -> bool:
+        if not self.open:
+            return False
+        try:
+            send(self.conn, {"op": "log", "line": line})
+        except OSError:
+            self.open = False
+            return False
+        return True
 
 
 def still_waiting(conn: socket.socket) -> bool:
@@ -85,9 +108,10 @@ def handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[st
         return False
     out = Path(request["out_path"])
     tmp = out.with_name(f".tmp-{out.name}.server-{os.getpid()}")  # a name no reader takes for a result
-    with captured_log() as lines:
+    live = LiveLog(conn)
+    with captured_log(live) as lines:
         if served == 0:
-            lines.extend(load_log)
+            lines.extend(line for line in load_log if not live(line))
         log.info(
             "model %s: served by model server pid %d (load %s, %.1f s); task %d of this server",
             spec.settings.get("model"),

@@ -64,7 +64,7 @@ def build_encoder(
         if threads is not None:
             torch.set_num_threads(int(threads))
         return build(settings, device=device, batch_size=batch_size, batch_tokens=batch_tokens, progress=progress)
-    return build(settings)
+    return build(settings, progress=progress)  # a python entry's batch loop logs progress too
 
 
 @dataclass
@@ -309,7 +309,7 @@ def extract_task(
         df = frames[split]
         rows = df["row"].astype(int).tolist()
         where = f"model {typed.model}, task {task}, split {split}"
-        desc = f"{typed.model} {task} {split}"
+        desc = where  # what the progress lines of a long split name (geneb.encoders.engine.progress)
         try:
             inputs = model_inputs(df, task=task, split=split)
             if typed.views is None:

@@ -52,7 +52,7 @@ from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
 #: the default task_checks (config schema): left out of the prepare_task rerun key
-TASK_CHECK_DEFAULTS = {"no_base_rows": "keep", "single_class_test": "error"}
+TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
 
 #: the default targets of `snakemake`, under the run's `results_dir`: the score table, the leaderboard, the
 #: heatmap and the report (`RunPlan.final_outputs`)

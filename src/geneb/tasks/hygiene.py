@@ -101,3 +101,18 @@ def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any
         "reverse_complement_rows": rc_rows,
         "label_conflicts": conflicts,
     }
+
+
+def conflicting_label_sequences(
+    splits: dict[str, pd.DataFrame],
+) -> list[tuple[str, dict[int, dict[str, list[int]]]]]:
+    """The sequences that occur with more than one label, within a split or across splits (case-insensitive
+    identity, `identity_key`; reverse complements are not matched): [(identity key, {label: {split: row ids}})],
+    in order of first occurrence (splits in the given order), labels in order of first occurrence.
+
+    splits: {split: frame with columns `row`, `sequence`, `label`}."""
+    seen: dict[str, dict[int, dict[str, list[int]]]] = {}
+    for split, df in splits.items():
+        for row, seq, y in zip(df["row"], df["sequence"], df["label"]):
+            seen.setdefault(identity_key(str(seq)), {}).setdefault(int(y), {}).setdefault(split, []).append(int(row))
+    return [(key, where) for key, where in seen.items() if len(where) > 1]

@@ -106,6 +106,22 @@ def label_encoding(
     return {name: i for i, name in enumerate(sorted({t for _, _, t in seen[False]}))}
 
 
+def label_names(raw: dict[str, pd.DataFrame], encoding: dict[str, int] | None) -> dict[int, str]:
+    """{class index: the label as written in the files}, for messages that name a class: the name for named labels
+    (the inverse of `encoding`), the integer's text for integer labels (forms of one integer that differ, such as
+    '1' and '01', joined by '/'). A label `check_label` refuses is left out; an index without a written form (none
+    here) is named by its number in `label_text`."""
+    if encoding is not None:
+        return {i: name for name, i in encoding.items()}
+    forms: dict[int, set[str]] = {}
+    for df in raw.values():
+        for v in pd.unique(df["label"].astype(str)):
+            value = _as_int(v)
+            if value is not None:
+                forms.setdefault(value, set()).add(v)
+    return {value: "/".join(sorted(texts)) for value, texts in forms.items()}
+
+
 def parse_labels(
     raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | None, *, task: str, split: str
 ) -> np.ndarray:

@@ -28,11 +28,18 @@ from geneb.tasks.labels import (  # noqa: F401 - TaskDataError, check_label: re-
     TaskValidationError,
     check_label,
     label_encoding,
+    label_names,
     label_value,
     parse_labels,
 )
 from geneb.tasks.sources import SPLITS, TaskSource, TaskSourceError
-from geneb.tasks.validation import Problems, class_problems, letter_counts, write_report
+from geneb.tasks.validation import (
+    Problems,
+    class_problems,
+    conflicting_label_problems,
+    letter_counts,
+    write_report,
+)
 
 CARD_SCHEMA_VERSION = "1"
 #: the catalogue columns a prepared task depends on (card fields, the class-count check, where to read it from);
@@ -86,7 +93,7 @@ def read_raw_split(task: str, split: str, source: TaskSource) -> pd.DataFrame:
     """The raw split from `source` (columns row, sequence, label); raises TaskDataError if it has no rows."""
     raw = source.read_split(task, split)
     if raw.empty:
-        raise TaskDataError(f"task {task!r}, split {split!r}: no rows in {source.description}")
+        raise TaskDataError(f"task {task!r}, split {split!r}: no rows in {source.description}", "split without rows")
     return raw
 
 
@@ -137,9 +144,11 @@ def prepare_task(
     (`geneb.tasks.card.TaskCard`, written with `write_card`).
 
     catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
-    "max_test": int|None}. checks: config `task_checks` (single_class_test: error|keep). Every row of both
-    splits is checked before anything is refused: the problems are
-    raised together as TaskValidationError (grouped by kind). `out_dir/validation.json` is written in every
+    "max_test": int|None}. checks: config `task_checks` (single_class_test: error|keep, no_base_rows:
+    keep|error, conflicting_labels: keep|error). Every row of both splits and every rule (labels, alphabet,
+    rows without a base, sequences with two labels, the class rules, caps smaller than the label count) is
+    checked before anything is refused: the problems are raised together as TaskValidationError (grouped by
+    kind; labels named as the files write them, with their rows). `out_dir/validation.json` is written in every
     case (geneb.tasks.validation), and a previous card and splits are removed first, so a failed preparation
     never leaves a card a later run would trust. Raises TaskValidationError / TaskDataError / TaskSourceError.
     """
@@ -179,25 +188,25 @@ def _prepare(
     splits: dict[str, pd.DataFrame] = {}
     card_splits: dict[str, Any] = {}
     cap_record: dict[str, Any] = {}
-    raw = {split: read_raw_split(task, split, source) for split in SPLITS}
     problems = Problems(task)
+    raw: dict[str, pd.DataFrame] = {}
+    for split in SPLITS:  # an empty split is one problem, the other split is still checked; a source that
+        try:  # cannot be read at all (TaskSourceError) fails as it is
+            raw[split] = read_raw_split(task, split, source)
+        except TaskDataError as err:
+            problems.add(err.kind, split, None, str(err))
     encoding = label_encoding(raw, task=task, problems=problems)
+    names = label_names(raw, encoding)
     checked = {
-        split: check_split(raw[split], encoding, policy, task=task, split=split, problems=problems) for split in SPLITS
+        split: check_split(df, encoding, policy, task=task, split=split, problems=problems) for split, df in raw.items()
     }
-    if problems:
-        # the class rules too, on the rows without a problem, so that one run reports everything to fix
-        bad = {(p.split, p.row) for p in problems.items}
-        valid = {s: df[[(s, int(r)) not in bad for r in df["row"]]] for s, df in checked.items()}
-        if all(len(df) for df in valid.values()):
-            single = checks.get("single_class_test", "error")
-            problems.items.extend(class_problems(valid, catalogue_row, task=task, single_class_test=single).items)
-        raise TaskValidationError(problems)
-    no_base = {split: no_base_rows(df) for split, df in checked.items()}
-    if checks.get("no_base_rows", "keep") == "error" and any(no_base.values()):
-        problems = Problems(task)
-        for split, rows in no_base.items():
-            for row in rows:
+    # every rule on the rows without a row problem, so that one run names everything to fix (no rule waits for
+    # another to pass)
+    bad = {(p.split, p.row) for p in problems.items}
+    valid = {s: df[[(s, int(r)) not in bad for r in df["row"]]] if bad else df for s, df in checked.items()}
+    if checks.get("no_base_rows", "keep") == "error":
+        for split, df in valid.items():
+            for row in no_base_rows(df):
                 problems.add(
                     "no base (all N)",
                     split,
@@ -205,6 +214,25 @@ def _prepare(
                     f"task {task!r}, split {split!r}, row {row}: no A/C/G/T letter (all N or ambiguity codes); "
                     "task_checks.no_base_rows: keep prepares it flagged",
                 )
+    if checks.get("conflicting_labels", "keep") == "error":
+        problems.items.extend(conflicting_label_problems(valid, task=task, names=names).items)
+    if set(valid) == set(SPLITS) and all(len(df) for df in valid.values()):
+        single = checks.get("single_class_test", "error")
+        problems.items.extend(
+            class_problems(valid, catalogue_row, task=task, single_class_test=single, names=names).items
+        )
+        for split, df in valid.items():
+            cap = caps.get(f"max_{split}")
+            n_classes = df["label"].nunique()
+            if cap is not None and len(df) > cap and cap < n_classes:
+                problems.add(
+                    "cap",
+                    split,
+                    None,
+                    f"task {task!r}, split {split!r}: caps max_{split} {cap} is smaller than the split's "
+                    f"{n_classes} labels; a label would vanish",
+                )
+    if problems:
         raise TaskValidationError(problems)
     for split in SPLITS:
         df = checked[split]
@@ -235,11 +263,6 @@ def _prepare(
             "letters": letters,
         }
 
-    problems = class_problems(
-        splits, catalogue_row, task=task, single_class_test=checks.get("single_class_test", "error")
-    )
-    if problems:
-        raise TaskValidationError(problems)
     train_classes = set(np.unique(splits["train"]["label"]).tolist())
 
     card = TaskCard.from_dict(

@@ -1,9 +1,8 @@
 """The execution knobs every adapter shares: settings, device (never a silent CPU fallback), batch size, the
-dtype policy and the progress bar on the job log."""
+dtype policy (progress lines: geneb.encoders.engine.progress)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
@@ -78,20 +77,3 @@ def to_device(tensor: torch.Tensor, device: str) -> torch.Tensor:
     if device.startswith("cuda") and tensor.device.type == "cpu":
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def progress_bar(total: int, desc: str, *, enabled: bool) -> Any:
-    """A tqdm progress bar on stderr (the job's log file), updated at most every 10 s; a no-op when disabled."""
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="chunk", file=sys.stderr, mininterval=10.0, leave=True)

@@ -23,6 +23,7 @@ from geneb.encoders.engine.accumulate import RowAccumulator
 from geneb.encoders.engine.batching import StepDownRunner, largest_first, plan_chunks
 from geneb.encoders.engine.guards import check_token_ids, nonfinite_rows
 from geneb.encoders.engine.pooling import pool
+from geneb.encoders.engine.progress import split_progress
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 
 __all__ = ["chunk_ordinals", "embed_views"]
@@ -86,6 +87,7 @@ def embed_views(
     ordinal, total = chunk_ordinals(rows_of)
     accs = [RowAccumulator(len(sequences), p) for _, p in specs]
     retries = [0]
+    bar = split_progress(desc or f"model {enc.model_id}", rows_of, lengths, enabled=enc.progress)
 
     def run(idx: list[int]):
         batch = [chunks[j] for j in idx]
@@ -116,10 +118,14 @@ def embed_views(
             if not acc.started:
                 enc.check_width(int(pooled.shape[1]))
             acc.add(rows_of[idx_arr[keep]], pooled.numpy()[keep], used.numpy()[keep])
+        bar.done(idx_arr)
 
     free = torch.cuda.empty_cache if enc.device.startswith("cuda") else None
     runner = StepDownRunner(run, what=f"model {enc.model_id}", free=free, row_of=lambda j: rows[chunks[j].seq_index])
-    runner.run(plan, done)
+    try:
+        runner.run(plan, done)
+    finally:
+        bar.close()
     vectors = [acc.result()[0] for acc in accs]
     n_tokens = _pooled_positions(chunks, len(sequences))
     counters = EmbedCounters(*unknown, runner.step_downs, retries[0])

@@ -42,10 +42,11 @@ from geneb.encoders.engine.accumulate import RowAccumulator
 from geneb.encoders.engine.batching import StepDownRunner, is_out_of_memory, largest_first, plan_chunks
 from geneb.encoders.engine.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
 from geneb.encoders.engine.dropped_letters import check_dropped, count_unknown
-from geneb.encoders.engine.execution import dtype_policy, init_execution, progress_bar, to_device
+from geneb.encoders.engine.execution import dtype_policy, init_execution, to_device
 from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, forward_error, get_layer, nonfinite_rows
 from geneb.encoders.engine.loaded import LoadedNetwork, LoadedView, derive_layout
 from geneb.encoders.engine.pooling import pool
+from geneb.encoders.engine.progress import split_progress
 from geneb.encoders.protocol import LOAD_CHECKS, EmbedCounters, EmbedResult, checks_deferred, sequence_batch
 from geneb.registry.settings import SettingsLike
 
@@ -58,7 +59,7 @@ class TokenModelEncoder(LoadedView):
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".
     batch_size: chunks per forward pass; batch_tokens: when set, padded tokens per forward pass instead
     (length-sorted batches sized to the budget; batch_size is then not used). Both are execution knobs:
-    results do not depend on them to 1e-5 in fp32. progress: show a tqdm bar on stderr (the job log).
+    results do not depend on them to 1e-5 in fp32. progress: log rows done, rate and time left of a long call (geneb.encoders.engine.progress).
 
     Subclasses implement `_load() -> LoadedNetwork` (the network, its tokenizer and the facts the engine reads;
     `geneb.encoders.engine.loaded`), `_tokenize(texts) -> list[list[int]]` (no special tokens) and
@@ -335,7 +336,7 @@ class TokenModelEncoder(LoadedView):
         )
         rows_of_chunks = np.array([c.seq_index for c in chunks], dtype=np.int64)
         acc = RowAccumulator(len(sequences), self.extraction.pooling)
-        bar = progress_bar(len(chunks), desc or self.model_id, enabled=self.progress)
+        bar = split_progress(desc or f"model {self.model_id}", rows_of_chunks, lengths, enabled=self.progress)
 
         def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             batch = [chunks[j] for j in idx]
@@ -346,7 +347,7 @@ class TokenModelEncoder(LoadedView):
             if not acc.started:
                 self.check_width(int(pooled.shape[1]))
             acc.add(rows_of_chunks[idx], pooled.numpy(), ntok.numpy())
-            bar.update(len(idx))
+            bar.done(idx)
 
         free = torch.cuda.empty_cache if self.device.startswith("cuda") else None
         runner = StepDownRunner(

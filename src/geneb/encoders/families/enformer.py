@@ -26,9 +26,10 @@ import torch
 from geneb.core.errors import LongSequenceError, NonFiniteEmbeddingError
 from geneb.encoders.engine.batching import StepDownRunner, plan_batches
 from geneb.encoders.engine.dropped_letters import refuse_unknown
-from geneb.encoders.engine.execution import init_execution, progress_bar
+from geneb.encoders.engine.execution import init_execution
 from geneb.encoders.engine.guards import check_pooled_width
 from geneb.encoders.engine.pooling import pool
+from geneb.encoders.engine.progress import split_progress
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 
@@ -193,7 +194,7 @@ class EnformerEncoder:
         if method == "max":
             acc[:] = -np.inf
         counts = np.zeros(len(sequences), np.int64)
-        bar = progress_bar(len(items), desc or self.model_id, enabled=self.progress)
+        bar = split_progress(desc or f"model {self.model_id}", [it[0] for it in items], enabled=self.progress)
 
         def run(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             x = torch.full((len(idx), self.window), 4, dtype=torch.long)
@@ -228,7 +229,7 @@ class EnformerEncoder:
                 i = items[j][0]
                 acc[i] = acc[i] + v * n if method == "mean" else np.maximum(acc[i], v)
                 counts[i] += int(n)
-            bar.update(len(idx))
+            bar.done(idx)
 
         runner = StepDownRunner(run, what=f"model {self.model_id}")
         try:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from geneb.core.errors import ExtractionError
+from geneb.encoders.engine.progress import split_progress
 from geneb.encoders.protocol import EmbedResult, checks_deferred, sequence_batch
 from geneb.registry.python_entry import ENTRY_POINT_GROUP, file_sha256, parse_entry
 from geneb.registry.settings import Extraction, ExtractionSettings
@@ -117,7 +118,8 @@ class PythonEncoder:
 
     obj: the object with `embed`; model: the id named in errors; batch_size: pieces per `embed` call;
     embedding_dim: the width the vectors must have (None: any, one width for every call); identity_extra: what
-    identifies the code (entry, fingerprint, options) in `identity()`. Runs its load-time checks on construction
+    identifies the code (entry, fingerprint, options) in `identity()`; progress: log rows done, rate and time
+    left of a long call (geneb.encoders.engine.progress). Runs its load-time checks on construction
     unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
 
     load_check_names: ClassVar[tuple[str, ...]] = LOAD_CHECK_NAMES
@@ -130,10 +132,12 @@ class PythonEncoder:
         batch_size: int = 64,
         embedding_dim: int | None = None,
         identity_extra: Mapping[str, Any] | None = None,
+        progress: bool = True,
     ) -> None:
         self.obj = wrap_callable(obj)
         self.model_id = model
         self.batch_size = int(batch_size)
+        self.progress = progress  # log rows done, rate and time left of a long call (geneb.encoders.engine.progress)
         self.embedding_dim = embedding_dim
         self.extraction: Extraction | None = None  # no token options: GENEB cuts rows by nucleotides
         self._identity_extra = dict(identity_extra or {})
@@ -193,7 +197,7 @@ class PythonEncoder:
         return arr.astype(np.float64)
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
-        """float32 (n, d) vectors of `sequences` in order (`desc` unused). Rows over `max_length` are cut and
+        """float32 (n, d) vectors of `sequences` in order (`desc` names the call's progress lines). Rows over `max_length` are cut and
         their pieces' vectors averaged by length (module docstring). Raises TypeError for a bare string and
         EncoderContractError for output that breaks the contract, naming the row."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
@@ -208,10 +212,16 @@ class PythonEncoder:
                 pieces.append(seq[a:b])
                 owner.append(i)
                 weight.append(b - a)
-        parts = [
-            self._call(pieces[s : s + self.batch_size], [rows[o] for o in owner[s : s + self.batch_size]])
-            for s in range(0, len(pieces), self.batch_size)
-        ]
+        bar = split_progress(desc or f"model {self.model_id}", owner, weight, enabled=self.progress)
+        parts = []
+        try:
+            for s in range(0, len(pieces), self.batch_size):
+                parts.append(
+                    self._call(pieces[s : s + self.batch_size], [rows[o] for o in owner[s : s + self.batch_size]])
+                )
+                bar.done(range(s, min(s + self.batch_size, len(pieces))))
+        finally:
+            bar.close()
         vectors = np.concatenate(parts)
         if (n_chunks == 1).all():
             out = vectors
@@ -256,7 +266,7 @@ class PythonEncoder:
 
 
 def from_settings(
-    settings: ExtractionSettings, *, device: str = "cpu", batch_size: int = 64, **_: Any
+    settings: ExtractionSettings, *, device: str = "cpu", batch_size: int = 64, progress: bool = True, **_: Any
 ) -> PythonEncoder:
     """Adapter entry point (geneb.registry.families): import the entry's factory, call it with `load.options`
     and wrap the object. `device` is not passed to the factory (put it in `load.options` if the code takes one).
@@ -276,4 +286,5 @@ def from_settings(
         batch_size=batch_size,
         embedding_dim=settings.extraction.embedding_dim,
         identity_extra={"entry_sha256": load.entry_sha256, "options": dict(load.options or {})},
+        progress=progress,
     )
