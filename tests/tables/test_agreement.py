@@ -79,8 +79,9 @@ def test_a_mean_beyond_the_tolerance_fails_and_one_within_passes():
     found[model]["10shot"]["tasks"] = found[model]["10shot"]["tasks"][1:]  # a task missing from the run
     extra = {**found, "another-model": found[model]}
     problems = compare_means(extra, reference)
-    assert len(problems) == 4 and "not in the reference" in problems[0] and "missing [" in problems[1]
-    assert "mean MCC nan" in problems[2] and "regime '1shot'" in problems[3]
+    assert len(problems) == 4 and "not in the reference" in problems[0]  # regimes in REGIMES order below
+    assert "'full': mean MCC nan" in problems[1] and "'10shot': other tasks (missing [" in problems[2]
+    assert "regime '1shot'" in problems[3]
 
 
 def test_the_tool_writes_a_reference_and_checks_a_run_against_it(tmp_path):
