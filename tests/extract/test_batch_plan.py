@@ -108,7 +108,7 @@ def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp
     monkeypatch.setattr(batch_plan, "probe_budget", lambda enc: pytest.fail("by_device must not time anything"))
     kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
     cpu = _Burner()
-    assert batch_plan.resolve_batch_tokens(cpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cpu"] == 1024
+    assert batch_plan.resolve_batch_tokens(cpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cpu"] == 2048
     gpu = _Burner()
     gpu.device = "cuda:1"  # the encoder's resolved device decides the class
     assert batch_plan.resolve_batch_tokens(gpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cuda"] == 65536

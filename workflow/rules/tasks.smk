@@ -39,6 +39,8 @@ rule audit_task:
         "resources/tasks/{task}/audit.json",
     log:
         "logs/audit_task/{task}.log",
+    benchmark:
+        "benchmarks/audit_task/{task}.tsv"
     conda:
         "../../envs/geneb.yaml"
     threads: config["execution"]["threads"]

@@ -43,12 +43,15 @@ AUTO = "auto"
 #: the execution.batch_tokens value (the schema's default) that takes the budget of the device class from
 #: DEVICE_BUDGETS
 BY_DEVICE = "by_device"
-#: padded tokens per forward pass under `by_device`, per device class. cpu: 1024, measured by bench/extraction.py
-#: (docs/performance.md, "Extraction at realistic sizes": within 75% of the best plan's rate for an NT-v2-50M-
-#: sized transformer, a HyenaDNA-small-sized model and the real Mistral-DNA-1M, against 32%, 18.7% and 9.7% MFU
-#: for batches of 64); cuda: 65536, docs/hpc.md's starting point for a model of up to a few hundred million
+#: padded tokens per forward pass under `by_device`, per device class. cpu: 2048, from bench/extraction.py's sweep
+#: (docs/performance.md, "Extraction at realistic sizes"): 80% of the best plan's rate for an NT-v2-50M-sized
+#: transformer (60.8% MFU against 75.8%, and 32.1% with batches of 64), 99% for a HyenaDNA-small-sized model
+#: (56.4% against 57.2%; 18.7%) and 94% for the real Mistral-DNA-1M (14.4% against 15.4%; 9.7%); smaller budgets
+#: suit the 50M transformer better but cost the tiny models on whole tasks, whose length-sorted batches of 64 pad
+#: little and pay less per-batch overhead (Mistral-DNA-1M on gue_emp_h3__devtrain: 9.4 CPU s at 1024 against 7.6 s
+#: with batches of 64). cuda: 65536, docs/hpc.md's starting point for a model of up to a few hundred million
 #: parameters in bfloat16 (out-of-memory step-downs keep the results). A fixed table, never a timing.
-DEVICE_BUDGETS: dict[str, int] = {"cpu": 1024, "cuda": 65536}
+DEVICE_BUDGETS: dict[str, int] = {"cpu": 2048, "cuda": 65536}
 #: the record's file name, beside load_checks.json
 FILENAME = "batch_plan.json"
 #: candidate budgets (padded tokens per forward pass) the probe times
