@@ -38,3 +38,23 @@ def test_a_fresh_quickstart_run_agrees_with_the_committed_reference(shared, tmp_
     )
     assert tool.returncode == 0, tool.stderr
     assert set(pd.read_parquet(scores)["model"]) == set(config["models"])
+
+
+def _audit_threads(run, shared, threads: int | None) -> list[str]:
+    """The `threads:` lines of the audit_task job in a dry run of one task (Snakemake prints none for 1 thread)."""
+    write_run_config(run, shared / "data" / "tasks", ["gue_emp_h3__devtrain"], ["kmer-3"])
+    if threads is not None:
+        config = yaml.safe_load((run / "config/config.yaml").read_text())
+        config["execution"]["threads"] = threads
+        (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(run, "-n", "--cores", "2", "resources/tasks/gue_emp_h3__devtrain/audit.json")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    job = proc.stdout.split("rule audit_task:")[1].split("\n\n")[0]
+    return [line.strip() for line in job.splitlines() if line.strip().startswith("threads:")]
+
+
+def test_a_task_audit_takes_execution_threads_one_by_default(shared, tmp_path):
+    """On the quickstart's `--cores 2` a 2-thread audit held the whole machine while MMseqs2 used one core
+    (docs/performance.md, "Where the quickstart's time goes"); it takes execution.threads, 1 by default."""
+    assert _audit_threads(tmp_path / "default", shared, None) == []
+    assert _audit_threads(tmp_path / "two", shared, 2) == ["threads: 2"]
