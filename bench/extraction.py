@@ -184,7 +184,7 @@ def sweep_model(name: str, enc: Any, seqs: list[str], plans: list[tuple[str, int
     """Throughput and MFU of one encoder on `seqs` for each (kind, value) batch plan (batch_size or batch_tokens),
     for the budget `batch_tokens: auto` chooses (geneb.extract.batch_plan.probe_budget, timed) and for the default,
     `batch_tokens: by_device` (the fixed DEVICE_BUDGETS entry of the device class; plan label "default")."""
-    from geneb.extract.batch_plan import DEVICE_BUDGETS, device_class, probe_budget
+    from geneb.extract.batch_plan import n_parameters, probe_budget, table_budget
 
     chunks, *_ = enc.make_chunks(seqs, list(range(len(seqs))))
     lengths = [len(c.ids) for c in chunks]
@@ -194,7 +194,7 @@ def sweep_model(name: str, enc: Any, seqs: list[str], plans: list[tuple[str, int
     budget, _ = probe_budget(enc)  # what `batch_tokens: auto` chooses at the model's first load on this CPU
     probe_s = time.process_time() - t0
     out = []
-    default = DEVICE_BUDGETS[device_class(enc.device)]
+    default = table_budget(enc.device, n_parameters(enc))  # what `by_device` gives this model
     for kind, value in [*plans, ("auto", budget), ("default", default)]:
         enc.batch_size, enc.batch_tokens = (value, None) if kind == "batch_size" else (args.batch_size, value)
         label = {

@@ -104,6 +104,16 @@ def test_the_measured_plan_keeps_the_key_and_the_vectors_of_fixed_batches(zoo, m
             assert diff <= DEFAULT_ATOL["float32"]
 
 
+class _Params:
+    """A stand-in network whose parameters() are tensors of the given sizes (only numel() is read)."""
+
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def parameters(self):
+        return [type("P", (), {"numel": lambda self, n=n: n})() for n in self.sizes]
+
+
 def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp_path, monkeypatch):
     monkeypatch.setattr(batch_plan, "probe_budget", lambda enc: pytest.fail("by_device must not time anything"))
     kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
@@ -112,10 +122,15 @@ def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp
     gpu = _Burner()
     gpu.device = "cuda:1"  # the encoder's resolved device decides the class
     assert batch_plan.resolve_batch_tokens(gpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cuda"] == 65536
+    large = _Burner()
+    large.model = _Params([batch_plan.CPU_LARGE_PARAMS - 1, 1])  # a 20M-parameter network: smaller CPU batches
+    assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == batch_plan.CPU_LARGE_BUDGET == 1024
+    large.device = "cuda"
+    assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == 65536
     kmer = _Burner()
     kmer.load_check_names = ()  # an encoder without token batches (k-mer counts) keeps batch_size
     assert batch_plan.resolve_batch_tokens(kmer, "by_device", **kw) is None
-    assert not cpu.seen and not gpu.seen and not (tmp_path / batch_plan.FILENAME).exists()
+    assert not cpu.seen and not gpu.seen and not large.seen and not (tmp_path / batch_plan.FILENAME).exists()
     with pytest.raises(ValueError, match="'tpu'"):
         batch_plan.device_class("tpu")
 

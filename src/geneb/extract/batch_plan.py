@@ -43,15 +43,19 @@ AUTO = "auto"
 #: the execution.batch_tokens value (the schema's default) that takes the budget of the device class from
 #: DEVICE_BUDGETS
 BY_DEVICE = "by_device"
-#: padded tokens per forward pass under `by_device`, per device class. cpu: 2048, from bench/extraction.py's sweep
-#: (docs/performance.md, "Extraction at realistic sizes"): 80% of the best plan's rate for an NT-v2-50M-sized
-#: transformer (60.8% MFU against 75.8%, and 32.1% with batches of 64), 99% for a HyenaDNA-small-sized model
-#: (56.4% against 57.2%; 18.7%) and 94% for the real Mistral-DNA-1M (14.4% against 15.4%; 9.7%); smaller budgets
-#: suit the 50M transformer better but cost the tiny models on whole tasks, whose length-sorted batches of 64 pad
-#: little and pay less per-batch overhead (Mistral-DNA-1M on gue_emp_h3__devtrain: 9.4 CPU s at 1024 against 7.6 s
-#: with batches of 64). cuda: 65536, docs/hpc.md's starting point for a model of up to a few hundred million
-#: parameters in bfloat16 (out-of-memory step-downs keep the results). A fixed table, never a timing.
+#: padded tokens per forward pass under `by_device`, per device class (`table_budget`; on a CPU a model of
+#: CPU_LARGE_PARAMS parameters or more takes CPU_LARGE_BUDGET). From bench/extraction.py's sweep (docs/performance.md,
+#: "Extraction at realistic sizes"): 2048 is 98-99% of the best plan's rate for a HyenaDNA-small-sized model (3.2M
+#: parameters) and the real Mistral-DNA-1M, where a 50M transformer ran at 69-80% of its best (52-61% MFU against
+#: 75%); 1024 gives that transformer 93% (70.3% MFU; 32.8% with batches of 64) but costs the tiny models on whole
+#: tasks, whose length-sorted batches of 64 pad little (Mistral-DNA-1M on gue_emp_h3__devtrain: 9.4 CPU s at 1024,
+#: 7.3 s at 2048, 7.6 s with batches of 64). cuda: 65536, docs/hpc.md's starting point for a model of up to a few
+#: hundred million parameters in bfloat16 (out-of-memory step-downs keep the results). A fixed table of the device
+#: class and the model's parameter count (the same on every machine), never a timing.
 DEVICE_BUDGETS: dict[str, int] = {"cpu": 2048, "cuda": 65536}
+#: on a CPU, models with at least this many parameters (all of them, `n_parameters`) take CPU_LARGE_BUDGET
+CPU_LARGE_PARAMS = 20_000_000
+CPU_LARGE_BUDGET = 1024
 #: the record's file name, beside load_checks.json
 FILENAME = "batch_plan.json"
 #: candidate budgets (padded tokens per forward pass) the probe times
@@ -160,6 +164,21 @@ def device_class(device: str) -> str:
     return kind
 
 
+def n_parameters(encoder: Any) -> int:
+    """The parameter count of the encoder's network (`encoder.model.parameters()`), 0 for an encoder without one."""
+    model = getattr(encoder, "model", None)
+    params = getattr(model, "parameters", None)
+    return int(sum(int(p.numel()) for p in params())) if callable(params) else 0
+
+
+def table_budget(device: str, n_params: int) -> int:
+    """The `by_device` budget (padded tokens per forward pass) of a model of `n_params` parameters on `device`:
+    CPU_LARGE_BUDGET on a CPU from CPU_LARGE_PARAMS parameters, else DEVICE_BUDGETS of the device class
+    (`device_class`; ValueError for an unknown device)."""
+    kind = device_class(device)
+    return CPU_LARGE_BUDGET if kind == "cpu" and n_params >= CPU_LARGE_PARAMS else DEVICE_BUDGETS[kind]
+
+
 def resolve_batch_tokens(
     encoder: Any,
     batch_tokens: int | str | None,
@@ -171,8 +190,8 @@ def resolve_batch_tokens(
     identity_sha256: str,
 ) -> int | None:
     """The budget a load on `device` uses: `batch_tokens` itself when it is an integer or None; under BY_DEVICE
-    (the default) DEVICE_BUDGETS of the device class (`device_class`: the encoder's resolved device), or None for
-    an encoder without token batches; under AUTO, None off the CPU
+    (the default) `table_budget` of the encoder's resolved device and parameter count, or None for an encoder
+    without token batches; under AUTO, None off the CPU
     (cuda, or auto with CUDA present) or for an encoder without token batches (`token_batches`), else the recorded budget of this model on this CPU (see the module
     docstring), probing and recording it when there is none; None (batch_size), recording nothing, when the probe
     fails (a model that refuses the sample's rows under long_policy: error). Raises ValueError for another string."""
@@ -181,7 +200,7 @@ def resolve_batch_tokens(
     if batch_tokens == BY_DEVICE:
         if not token_batches(encoder):
             return None
-        return DEVICE_BUDGETS[device_class(str(getattr(encoder, "device", device)))]
+        return table_budget(str(getattr(encoder, "device", device)), n_parameters(encoder))
     if batch_tokens != AUTO:
         raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null, {BY_DEVICE!r} or {AUTO!r}")
     if device not in ("cpu", "auto") or not token_batches(encoder):
