@@ -53,3 +53,18 @@ def test_flops_count_dense_weights_per_token_and_attention_per_chunk(bench, tmp_
     assert useful_flops(model, lengths) == 2 * per_token_params(model) * 13 + attention_flops(model, lengths)
     assert bench.padded_tokens([3, 10, 4], [[0, 2], [1]]) == 2 * 4 + 10
     assert bench.padded_tokens([3, 10, 4], [[0, 2], [1]], width=16) == 3 * 16
+
+
+def test_the_default_plan_is_reported_against_the_best_plan_of_each_model(bench):
+    import pandas as pd
+
+    sweep = pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b", "b"],
+            "plan": ["batch_size=8", "batch_size=64", "default (by_device: batch_tokens=2048)", "batch_size=8",
+                     "default (by_device: batch_tokens=1024)"],
+            "MFU": [0.7, 0.3, 0.35, 0.1, 0.1],
+        }
+    )  # fmt: skip
+    assert bench.default_vs_best(sweep) == {"a": 0.5, "b": 1.0}
+    assert bench.GOAL_DEFAULT_VS_BEST == 0.75

@@ -1,6 +1,8 @@
-"""The CPU batch plan chosen by measurement (`execution.batch_tokens: auto`, geneb.extract.batch_plan): the probe
-takes the cheapest candidate, the record spares later loads the probe until what it was measured on changes,
-the plan never enters a file's key, and its vectors equal fixed batches' within the batch-invariance tolerance."""
+"""The batch plan (geneb.extract.batch_plan): the default (`execution.batch_tokens: by_device`) is a fixed budget
+per device class, taken from a table without any timing; the CPU plan chosen by measurement (`auto`): the probe
+takes the cheapest candidate, the record spares later loads the probe until what it was measured on changes;
+either plan never enters a file's key, and its vectors equal fixed batches' within the batch-invariance
+tolerance."""
 
 from __future__ import annotations
 
@@ -99,4 +101,55 @@ def test_the_measured_plan_keeps_the_key_and_the_vectors_of_fixed_batches(zoo, m
         assert a.attrs["key_hash"] == f.attrs["key_hash"] and a.attrs["extraction_key"] == f.attrs["extraction_key"]
         for split in ("train", "test"):
             diff = np.abs(a[split]["embeddings"][:] - f[split]["embeddings"][:]).max()
+            assert diff <= DEFAULT_ATOL["float32"]
+
+
+class _Params:
+    """A stand-in network whose parameters() are tensors of the given sizes (only numel() is read)."""
+
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def parameters(self):
+        return [type("P", (), {"numel": lambda self, n=n: n})() for n in self.sizes]
+
+
+def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch_plan, "probe_budget", lambda enc: pytest.fail("by_device must not time anything"))
+    kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
+    cpu = _Burner()
+    assert batch_plan.resolve_batch_tokens(cpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cpu"] == 2048
+    gpu = _Burner()
+    gpu.device = "cuda:1"  # the encoder's resolved device decides the class
+    assert batch_plan.resolve_batch_tokens(gpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cuda"] == 65536
+    large = _Burner()
+    large.model = _Params([batch_plan.CPU_LARGE_PARAMS - 1, 1])  # a 20M-parameter network: smaller CPU batches
+    assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == batch_plan.CPU_LARGE_BUDGET == 1024
+    large.device = "cuda"
+    assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == 65536
+    kmer = _Burner()
+    kmer.load_check_names = ()  # an encoder without token batches (k-mer counts) keeps batch_size
+    assert batch_plan.resolve_batch_tokens(kmer, "by_device", **kw) is None
+    assert not cpu.seen and not gpu.seen and not large.seen and not (tmp_path / batch_plan.FILENAME).exists()
+    with pytest.raises(ValueError, match="'tpu'"):
+        batch_plan.device_class("tpu")
+
+
+def test_an_unset_batch_tokens_runs_the_table_budget_with_the_vectors_of_batches_of_64(zoo, make_task, tmp_path):
+    """The workflow's path: `execution:` without batch_tokens -> ExecutionOptions -> load_model -> the HDF5
+    attribute; the vectors equal those of batches of 64 within the float32 invariance tolerance, same key."""
+    from geneb.extract.options import ExecutionOptions
+
+    options = ExecutionOptions.from_config({"device": "cpu"})
+    assert options.batch_tokens == batch_plan.BY_DEVICE
+    train = [random_dna(n, seed) for seed, n in enumerate([40, 300, 90, 700, 15, 260, 520, 33, 180, 400, 1500])]
+    task = make_task(train, [random_dna(120, 99), random_dna(610, 98)])
+    settings = zoo.settings("mistral-dna")
+    extract_task(settings, task, tmp_path / "d" / "default.h5", batch_tokens=options.batch_tokens, progress=False)
+    extract_task(settings, task, tmp_path / "f" / "fixed.h5", batch_size=64, batch_tokens=None, progress=False)
+    with h5py.File(tmp_path / "d" / "default.h5", "r") as d, h5py.File(tmp_path / "f" / "fixed.h5", "r") as f:
+        assert (d.attrs["batch_tokens"], f.attrs["batch_tokens"]) == (batch_plan.DEVICE_BUDGETS["cpu"], 0)
+        assert d.attrs["key_hash"] == f.attrs["key_hash"] and d.attrs["extraction_key"] == f.attrs["extraction_key"]
+        for split in ("train", "test"):
+            diff = np.abs(d[split]["embeddings"][:] - f[split]["embeddings"][:]).max()
             assert diff <= DEFAULT_ATOL["float32"]

@@ -128,3 +128,40 @@ def test_score_rows_carry_the_unknown_tokens_of_each_split(stage, probe_config, 
     )
     on_disk = pd.read_parquet(tmp_path / "s.parquet")
     assert (on_disk["n_unknown_tokens_train"] == 7).all() and (on_disk["n_unknown_tokens_test"] == 3).all()
+
+
+def test_every_fit_runs_on_one_thread_per_pool_and_the_file_records_them(stage, probe_config, tmp_path, monkeypatch):
+    """Inside every LogisticRegression fit, whatever the job's `threads` knob, every BLAS and OpenMP pool
+    threadpoolctl sees has PROBE_THREADS threads; the score file's metadata records those pools, and aggregation
+    carries the record into scores.parquet (geneb.tables.scores.PROBE_THREADS_ATTR)."""
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from geneb.probe.fit import PROBE_THREADS
+    from geneb.tables.aggregate import concat_tables
+    from geneb.tables.scores import probe_threads
+
+    seen: list[list[tuple[str, int]]] = []
+    real_fit = LogisticRegression.fit
+
+    def spying_fit(self, *args, **kwargs):
+        seen.append([(p["user_api"], p["num_threads"]) for p in threadpool_info()])
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(LogisticRegression, "fit", spying_fit)
+    out = {"scores_out": tmp_path / "s.parquet", "predictions_out": tmp_path / "p.parquet"}
+    with threadpool_limits(limits=2):  # a caller (or a machine) with more threads
+        _run(stage, probe_config, "geneb-paper", threads=2, **out)
+    assert seen and {api for fit in seen for api, _ in fit} >= {"blas", "openmp"}
+    assert all(n == PROBE_THREADS for fit in seen for _, n in fit), seen[0]
+    (record,) = probe_threads(str(out["scores_out"]))
+    assert record["limit"] == PROBE_THREADS and record["pools"]
+    assert {(p["user_api"], p["num_threads"]) for p in record["pools"]} == set(seen[0])
+    assert all(p["internal_api"] for p in record["pools"])  # libgomp reports no version
+    assert all(p["version"] and p["architecture"] for p in record["pools"] if p["user_api"] == "blas")
+    scores = concat_tables([out["scores_out"], out["scores_out"]], tmp_path / "scores.parquet")
+    assert (
+        probe_threads(str(tmp_path / "scores.parquet"))
+        == [{**record, "files": 2}]
+        == scores.attrs["geneb_probe_threads"]
+    )

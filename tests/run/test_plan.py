@@ -133,7 +133,7 @@ def test_the_plan_holds_a_copy_and_the_callers_config_is_not_changed(small_confi
     before = copy.deepcopy(small_config)
     made = plan(small_config)
     assert small_config == before
-    assert made.config["execution"]["batch_tokens"] is None  # a default the shipped config does not set
+    assert made.config["execution"]["batch_tokens"] == "by_device"  # the schema's default
     assert check_config(copy.deepcopy(before), yaml.safe_load(default_schema_files()["config"].read_text())) != before
 
 

@@ -24,15 +24,15 @@ def test_ids_that_are_not_plain_names_are_refused(repo, bad):
     validate({"tasks": ["t.1"], "models": ["m-1.5"]}, schema)  # dots inside a name are fine
 
 
-def test_execution_batch_tokens_is_null_by_default_a_positive_integer_or_auto(repo):
+def test_execution_batch_tokens_is_by_device_by_default_a_positive_integer_null_or_auto(repo):
     schema = str(repo / "workflow" / "schemas" / "config.schema.yaml")
     cfg = {"tasks": ["t1"], "models": ["m1"]}
     validate(cfg, schema)
-    # null by default: a measured plan (auto) depends on the machine's timing, so results would not be bit-identical
-    assert cfg["execution"]["batch_tokens"] is None and cfg["execution"]["batch_size"] == 64
-    for good in (65536, None, "auto"):
+    # by_device by default: a fixed budget per device class (a measured plan, auto, depends on the machine's timing)
+    assert cfg["execution"]["batch_tokens"] == "by_device" and cfg["execution"]["batch_size"] == 64
+    for good in (65536, None, "auto", "by_device"):
         validate({"tasks": ["t1"], "models": ["m1"], "execution": {"batch_tokens": good}}, schema)
-    for bad in (0, -5, "64k", 1.5, "Auto"):
+    for bad in (0, -5, "64k", 1.5, "Auto", "cpu"):
         with pytest.raises(WorkflowError):
             validate({"tasks": ["t1"], "models": ["m1"], "execution": {"batch_tokens": bad}}, schema)
 

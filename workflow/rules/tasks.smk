@@ -27,6 +27,9 @@ rule prepare_task:
 
 # Once per task, never per model: shortcut single-feature AUROCs and train/test homology (MMseqs2) on the
 # prepared rows; the probes score every model again on the test rows without a training homolog (value_clean).
+# Threads: execution.threads (1 by default), as extraction: MMseqs2 on a capped task spends about 1.5 CPU seconds,
+# mostly in single-threaded steps, so a 2-thread audit held both cores of a 2-core machine while using one; the
+# audit is the same at 1 and 2 threads (docs/performance.md, "Where the quickstart's time goes").
 rule audit_task:
     input:
         train="resources/tasks/{task}/train.parquet",
@@ -36,9 +39,11 @@ rule audit_task:
         "resources/tasks/{task}/audit.json",
     log:
         "logs/audit_task/{task}.log",
+    benchmark:
+        "benchmarks/audit_task/{task}.tsv"
     conda:
         "../../envs/geneb.yaml"
-    threads: 2
+    threads: config["execution"]["threads"]
     params:
         settings=config["task_audit"],
     script:

@@ -1,4 +1,11 @@
-"""The CPU batch plan chosen by measurement: `execution.batch_tokens: auto`.
+"""The batch plan of a token model: a fixed budget per device class by default (`execution.batch_tokens:
+by_device`, `DEVICE_BUDGETS`), or one chosen by measurement on a CPU (`execution.batch_tokens: auto`).
+
+The default, `by_device`, is a table, not a timing: every machine of a device class batches a task the same way
+(the same rows in the same forward passes), so two CPUs compute the same sums in the same order and differ only
+by their kernels (docs/performance.md, "Agreement across machines"). Its CPU budget is the one bench/extraction.py
+measured closest to each model's best plan for the three model sizes it sweeps (docs/performance.md, "Extraction
+at realistic sizes": the default's rate against the best plan's).
 
 On a CPU the best batch depends on the model: bench/extraction.py's sweep put an NT-v2-50M-sized transformer at
 88.5% of the matmul rate with batches of 8 and 50% with batches of 64 (HyenaDNA-small-sized: 64% and 31%),
@@ -33,6 +40,22 @@ log = logging.getLogger(__name__)
 
 #: the execution.batch_tokens value that asks for a measured budget
 AUTO = "auto"
+#: the execution.batch_tokens value (the schema's default) that takes the budget of the device class from
+#: DEVICE_BUDGETS
+BY_DEVICE = "by_device"
+#: padded tokens per forward pass under `by_device`, per device class (`table_budget`; on a CPU a model of
+#: CPU_LARGE_PARAMS parameters or more takes CPU_LARGE_BUDGET). From bench/extraction.py's sweep (docs/performance.md,
+#: "Extraction at realistic sizes"): 2048 is 98-99% of the best plan's rate for a HyenaDNA-small-sized model (3.2M
+#: parameters) and the real Mistral-DNA-1M, where a 50M transformer ran at 69-80% of its best (52-61% MFU against
+#: 75%); 1024 gives that transformer 93% (70.3% MFU; 32.8% with batches of 64) but costs the tiny models on whole
+#: tasks, whose length-sorted batches of 64 pad little (Mistral-DNA-1M on gue_emp_h3__devtrain: 9.4 CPU s at 1024,
+#: 7.3 s at 2048, 7.6 s with batches of 64). cuda: 65536, docs/hpc.md's starting point for a model of up to a few
+#: hundred million parameters in bfloat16 (out-of-memory step-downs keep the results). A fixed table of the device
+#: class and the model's parameter count (the same on every machine), never a timing.
+DEVICE_BUDGETS: dict[str, int] = {"cpu": 2048, "cuda": 65536}
+#: on a CPU, models with at least this many parameters (all of them, `n_parameters`) take CPU_LARGE_BUDGET
+CPU_LARGE_PARAMS = 20_000_000
+CPU_LARGE_BUDGET = 1024
 #: the record's file name, beside load_checks.json
 FILENAME = "batch_plan.json"
 #: candidate budgets (padded tokens per forward pass) the probe times
@@ -128,6 +151,34 @@ def token_batches(encoder: Any) -> bool:
     return "padding_invariance" in tuple(encoder.load_check_names)
 
 
+def device_class(device: str) -> str:
+    """The DEVICE_BUDGETS class of a torch device string: "cuda" for "cuda" / "cuda:<i>", "cpu" for "cpu"; "auto"
+    is the class torch would pick (cuda when available). Raises ValueError for another device."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    kind = str(device).split(":", 1)[0]
+    if kind not in DEVICE_BUDGETS:
+        raise ValueError(f"device {device!r}: no batch budget for it (device classes: {sorted(DEVICE_BUDGETS)})")
+    return kind
+
+
+def n_parameters(encoder: Any) -> int:
+    """The parameter count of the encoder's network (`encoder.model.parameters()`), 0 for an encoder without one."""
+    model = getattr(encoder, "model", None)
+    params = getattr(model, "parameters", None)
+    return int(sum(int(p.numel()) for p in params())) if callable(params) else 0
+
+
+def table_budget(device: str, n_params: int) -> int:
+    """The `by_device` budget (padded tokens per forward pass) of a model of `n_params` parameters on `device`:
+    CPU_LARGE_BUDGET on a CPU from CPU_LARGE_PARAMS parameters, else DEVICE_BUDGETS of the device class
+    (`device_class`; ValueError for an unknown device)."""
+    kind = device_class(device)
+    return CPU_LARGE_BUDGET if kind == "cpu" and n_params >= CPU_LARGE_PARAMS else DEVICE_BUDGETS[kind]
+
+
 def resolve_batch_tokens(
     encoder: Any,
     batch_tokens: int | str | None,
@@ -138,14 +189,20 @@ def resolve_batch_tokens(
     settings_hash: str,
     identity_sha256: str,
 ) -> int | None:
-    """The budget a load on `device` uses: `batch_tokens` itself unless it is `AUTO`; under AUTO, None off the CPU
+    """The budget a load on `device` uses: `batch_tokens` itself when it is an integer or None; under BY_DEVICE
+    (the default) `table_budget` of the encoder's resolved device and parameter count, or None for an encoder
+    without token batches; under AUTO, None off the CPU
     (cuda, or auto with CUDA present) or for an encoder without token batches (`token_batches`), else the recorded budget of this model on this CPU (see the module
     docstring), probing and recording it when there is none; None (batch_size), recording nothing, when the probe
     fails (a model that refuses the sample's rows under long_policy: error). Raises ValueError for another string."""
     if batch_tokens is None or isinstance(batch_tokens, int):
         return batch_tokens
+    if batch_tokens == BY_DEVICE:
+        if not token_batches(encoder):
+            return None
+        return table_budget(str(getattr(encoder, "device", device)), n_parameters(encoder))
     if batch_tokens != AUTO:
-        raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null or {AUTO!r}")
+        raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null, {BY_DEVICE!r} or {AUTO!r}")
     if device not in ("cpu", "auto") or not token_batches(encoder):
         return None
     if device == "auto":

@@ -26,7 +26,9 @@ class ExecutionOptions:
     """How extraction jobs run (docs/hpc.md): one field per property of the schema's `execution` section.
 
     device: cpu, cuda or auto. batch_size: chunks per forward pass; batch_tokens: padded tokens per forward
-    pass instead (None: batch_size; "auto": measured once per model on a CPU, geneb.extract.batch_plan). threads: torch intra-op threads. hdf5_locking: auto, on or off.
+    pass instead ("by_device", the default: the fixed budget of the device class, geneb.extract.batch_plan.DEVICE_BUDGETS;
+    None: batch_size; "auto": measured once per model on a CPU, geneb.extract.batch_plan). threads: torch intra-op
+    threads. hdf5_locking: auto, on or off.
     env_route: conda or venv; env_dir: where the venvs are (None: $GENEB_ENV_DIR, else .geneb/envs).
     weights_dir: the cache of weights from outside the hub. model_server / model_server_idle_s (seconds): one
     model load per node and model. probe_worker / probe_worker_idle_s (seconds): the warm probe worker.

@@ -19,14 +19,17 @@ What is fitted (docs/protocols.md):
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import sklearn
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from geneb.probe import metrics
 from geneb.probe.c_selection import select_C, single_fit
@@ -41,8 +44,11 @@ log = logging.getLogger(__name__)
 #: re-validation is skipped (`sklearn.config_context`; results are identical, only checks are skipped)
 PREVALIDATED = {"assume_finite": True, "skip_parameter_validation": True}
 
-#: BLAS threads of every probe fit and score: one, so that a result never depends on the `threads` knob
-PROBE_BLAS_THREADS = 1
+#: threads of every thread pool (BLAS and OpenMP) inside every probe fit and score: one, so that a result never
+#: depends on the `threads` knob or on the machine's core count (docs/performance.md, "Agreement across machines")
+PROBE_THREADS = 1
+#: the thread-pool fields `thread_record` keeps from threadpoolctl's threadpool_info()
+THREAD_FIELDS = ("user_api", "internal_api", "version", "architecture", "threading_layer", "num_threads")
 
 #: solvers whose fit does not depend on random_state
 DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
@@ -304,17 +310,50 @@ def score_fits(
     return scores, preds
 
 
+@contextmanager
+def probe_thread_limits() -> Iterator[None]:
+    """Every BLAS and OpenMP thread pool loaded in the process limited to PROBE_THREADS threads while the block
+    runs (threadpoolctl.threadpool_limits with no user_api: both kinds), restored afterwards."""
+    with threadpool_limits(limits=PROBE_THREADS):
+        yield
+
+
+def thread_record() -> dict[str, Any]:
+    """The thread pools a probe fit runs with, as recorded beside its scores (geneb.probe.job): {"limit":
+    PROBE_THREADS, "pools": [{field: value} for THREAD_FIELDS of each BLAS / OpenMP library threadpoolctl sees
+    under `probe_thread_limits`, sorted, duplicates dropped]}. The BLAS library, version and kernel
+    architecture (e.g. openblas 0.3.30 Haswell) are what differ between machines' last digits."""
+    with probe_thread_limits():
+        pools = {
+            tuple((k, str(info.get(k) or "")) for k in THREAD_FIELDS if k != "num_threads")
+            + (("num_threads", int(info.get("num_threads", 0))),)
+            for info in threadpool_info()
+        }
+    return {"limit": PROBE_THREADS, "pools": [dict(p) for p in sorted(pools)]}
+
+
 def run_task(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`fit_all` then `score_fits`: every regime, seed and metric of one (model, task) under one protocol.
 
-    Runs on one BLAS thread (PROBE_BLAS_THREADS) whatever the caller's thread limit: lbfgs on float32
+    Runs on one thread per BLAS and OpenMP pool (PROBE_THREADS, `probe_thread_limits`) whatever the caller's
+    thread limit: lbfgs on float32
     embeddings follows the BLAS reduction order, so the execution knob `threads` would otherwise change a score
     (measured: kmer-3to6 on derived_plant_species_of_origin_5class, full regime, MCC 0.4798 on one thread and
     0.4785 on two; tests/probe/test_reference_loop.py). One thread is also what the reference loop gives on one.
     """
-    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):
+    with probe_thread_limits():
         fits, classes = fit_all(data, protocol, shots)
         return score_fits(data, protocol, fits, classes)
 
 
-__all__ = ["TaskArrays", "Fit", "fit_all", "score_fits", "run_task", "select_C", "fit_scaler"]
+__all__ = [
+    "TaskArrays",
+    "Fit",
+    "fit_all",
+    "score_fits",
+    "run_task",
+    "select_C",
+    "fit_scaler",
+    "probe_thread_limits",
+    "thread_record",
+]

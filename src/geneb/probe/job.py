@@ -20,13 +20,13 @@ from geneb.core.provenance import package_versions
 from geneb.extract.cache import list_views, read_embeddings
 from geneb.probe.clean import clean_columns
 from geneb.probe.errors import ProbeInputError
-from geneb.probe.fit import TaskArrays, run_task
+from geneb.probe.fit import TaskArrays, run_task, thread_record
 from geneb.probe.metrics import label_scores, seed_summary
 from geneb.probe.protocols import from_config
 from geneb.probe.sampling import draw_identity
 from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
 from geneb.probe.views import probe_views, registry_view, view_task, with_view
-from geneb.tables.scores import SCHEMA_VERSION, with_code_revision
+from geneb.tables.scores import PROBE_THREADS_ATTR, SCHEMA_VERSION, with_code_revision
 from geneb.tasks.audit_step import read_audit
 from geneb.tasks.card import TaskCard, read_card
 
@@ -237,6 +237,9 @@ def fit_probes(
     }
     scores = with_code_revision(scores.assign(**prov, **unknown_token_columns(cache.split_attrs, len(scores))))
     preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
+    # the thread pools the fits ran with (one per BLAS / OpenMP pool; `geneb.probe.fit.probe_thread_limits`), in the
+    # file's metadata: what a cross-machine difference in the last digits comes from (docs/performance.md)
+    scores.attrs[PROBE_THREADS_ATTR] = thread_record()
     for path, table in ((scores_out, scores), (predictions_out, preds)):
         with atomic_path(path) as tmp:
             table.to_parquet(tmp, index=False)

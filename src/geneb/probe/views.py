@@ -24,9 +24,8 @@ import pandas as pd
 import sklearn
 from sklearn.metrics import matthews_corrcoef
 from sklearn.model_selection import StratifiedKFold
-from threadpoolctl import threadpool_limits
 
-from geneb.probe.fit import PREVALIDATED, PROBE_BLAS_THREADS, TaskArrays, _positions, fit_scaler
+from geneb.probe.fit import PREVALIDATED, TaskArrays, _positions, fit_scaler, probe_thread_limits
 from geneb.probe.metrics import seed_summary
 from geneb.probe.protocols import Protocol
 from geneb.registry.families import family as model_family
@@ -118,7 +117,7 @@ def choose_layers(
     ]
     out: dict[tuple[str, int], tuple[int, int, float]] = {}
     full_choice: tuple[int, int, float] | None = None
-    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"), sklearn.config_context(**PREVALIDATED):
+    with probe_thread_limits(), sklearn.config_context(**PREVALIDATED):
         for regime, seed, pos in sets:
             if regime == "full" and full_choice is not None:  # one choice: the full fit is deterministic
                 out[(regime, seed)] = full_choice

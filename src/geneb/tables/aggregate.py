@@ -9,7 +9,23 @@ import pandas as pd
 
 from geneb.core.atomic import atomic_path
 from geneb.tables.hygiene_columns import join_columns
-from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, SCHEMA_VERSION
+from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, PROBE_THREADS_ATTR, SCHEMA_VERSION
+
+
+def thread_records(frames: list[pd.DataFrame]) -> list[dict]:
+    """The distinct thread-pool records (`geneb.tables.scores.PROBE_THREADS_ATTR`) of probe tables, each with
+    "files": how many tables carry it, in first-seen order; tables without one (written before it was
+    recorded) count in a last {"files": n} entry."""
+    seen: dict[str, dict] = {}
+    unrecorded = 0
+    for df in frames:
+        record = df.attrs.get(PROBE_THREADS_ATTR)
+        if not record:
+            unrecorded += 1
+            continue
+        key = json.dumps(record, sort_keys=True)
+        seen.setdefault(key, {**record, "files": 0})["files"] += 1
+    return list(seen.values()) + ([{"files": unrecorded}] if unrecorded else [])
 
 
 def concat_tables(
@@ -26,7 +42,8 @@ def concat_tables(
     schema_version: the version every row must carry (default: the probe tables' current
     `geneb.tables.scores.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
     (or mixed), and the first file whose columns differ from those of the first file of the right version.
-    failures: a partial run's failures file (geneb.run.partial); its failed tasks go into the table's metadata
+    The thread pools the probes ran with go into the metadata as `geneb.tables.scores.PROBE_THREADS_ATTR`
+    (`thread_records`). failures: a partial run's failures file (geneb.run.partial); its failed tasks go into the table's metadata
     (`geneb.tables.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing. cards: the task cards of
     the tables; when given, the data-hygiene columns are joined on (`geneb.tables.hygiene_columns`), with the
     task audits' homolog counts from `audits`. The failures file's failed (model, task) cells, {model: {task:
@@ -54,6 +71,9 @@ def concat_tables(
     table = pd.concat(frames, ignore_index=True)
     if cards is not None:
         table = join_columns(table, cards, audits)
+    table.attrs = {}
+    if any(PROBE_THREADS_ATTR in df.attrs for df in frames):  # probe tables (prediction tables carry none)
+        table.attrs[PROBE_THREADS_ATTR] = thread_records(frames)
     if failures is not None:
         record = json.loads(Path(failures).read_text(encoding="utf-8"))
         table.attrs[FAILED_TASKS_ATTR] = record["failed"]

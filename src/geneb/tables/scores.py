@@ -51,6 +51,23 @@ def with_code_revision(table: pd.DataFrame, revision: CodeRevision | None = None
     return out
 
 
+#: the parquet metadata key (pandas `attrs`) of every probe table and of scores.parquet that records the thread
+#: pools the probe fits ran with (geneb.probe.fit.thread_record: {"limit": 1, "pools": [{user_api, internal_api,
+#: version, architecture, threading_layer, num_threads}, ...]}); in scores.parquet the distinct records with
+#: the number of probe tables of each ("files"), and {"files": n} for tables written before it was recorded.
+#: Metadata, not a column: recording it changes no row, so SCHEMA_VERSION (which reruns every probe) stays.
+PROBE_THREADS_ATTR = "geneb_probe_threads"
+
+
+def probe_threads(path: str) -> list[dict]:
+    """The thread-pool records of a probe table or scores.parquet (`PROBE_THREADS_ATTR`; [] when absent): a probe
+    table's one record as a one-item list, scores.parquet's distinct records."""
+    found = pd.read_parquet(path).attrs.get(PROBE_THREADS_ATTR)
+    if not found:
+        return []
+    return list(found) if isinstance(found, list) else [dict(found)]
+
+
 #: the parquet metadata key (pandas `attrs`) of scores.parquet and leaderboard.parquet that lists the tasks
 #: which failed in a partial run, {task: {"category", "error"}} (geneb.run.partial); absent or {} when none did
 FAILED_TASKS_ATTR = "geneb_failed_tasks"

@@ -15,7 +15,9 @@ from test_job import TASK, _run, _shots
 
 from geneb.extract.cache import CacheKeyMismatchError
 from geneb.extract.client import stop_servers
+from geneb.probe.fit import PROBE_THREADS
 from geneb.probe.worker.client import fit_probes_via_worker, run_fit_probes_job
+from geneb.tables.scores import probe_threads
 
 PROTOCOL = "geneb-paper"
 
@@ -52,7 +54,7 @@ def test_a_job_in_the_worker_writes_the_tables_of_a_job_in_its_own_process(
 ):
     direct, direct_args = _run(stage, probe_config, PROTOCOL)
     log = tmp_path / "job.log"
-    args = _args(stage, probe_config, tmp_path / "worker")
+    args = _args(stage, probe_config, tmp_path / "worker", threads=2)
     fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
     served = pd.read_parquet(args["scores_out"])
     volatile = ["created_at", "seconds", "geneb_dirty", "geneb_commit"]
@@ -64,6 +66,10 @@ def test_a_job_in_the_worker_writes_the_tables_of_a_job_in_its_own_process(
     child = _worker_pids(log)
     assert len(child) == 1 and int(next(iter(child))) != os.getpid()
     assert not list((tmp_path / "worker").glob(".tmp-*"))  # only the final names
+    # the forked child's fits ran on one thread per BLAS / OpenMP pool, recorded as the direct job's are
+    (record,) = probe_threads(args["scores_out"])
+    assert record == probe_threads(str(direct_args["scores_out"]))[0]
+    assert all(pool["num_threads"] == PROBE_THREADS for pool in record["pools"])
 
 
 def _job_process(args: dict, log: str) -> multiprocessing.Process:
