@@ -13,6 +13,14 @@ array of one finite float row per sequence, one width, the entry's `extraction.e
 (the same call twice gives the same vectors) and `batch_invariance` (each probe embedded alone equals it embedded
 with its batch mates), each to a relative 1e-5; a failure is `EncoderContractError` naming the model, the check, the
 difference and the fix. `wrap_callable` wraps a bare `list[str] -> array` function (`geneb.evaluate`).
+
+A file entry's folder is importable: while GENEB imports the file, calls the factory and calls `embed`, the folder
+is the first entry of sys.path (`user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
+loaded from the folder are kept per folder and code fingerprint, so two entries' `helpers.py` never mix in one
+process (`geneb.evaluate` in a notebook). An exception raised in the user's code (import, factory, `embed`) is
+re-raised as `UserCodeError` (the original chained), whose message names the innermost frame in the user's
+code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`user_frame`), so the step's one-line
+`GENEB ERROR` and its log say where; a MemoryError passes as it is.
 """
 
 from __future__ import annotations
@@ -20,15 +28,28 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import os
 import sys
-from collections.abc import Callable, Mapping
+import sysconfig
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
 
 from geneb.core.errors import ExtractionError
+from geneb.core.paths import PACKAGE_DIR
 from geneb.encoders.protocol import EmbedResult, checks_deferred, sequence_batch
-from geneb.registry.python_entry import ENTRY_POINT_GROUP, file_sha256, parse_entry
+from geneb.registry.python_entry import (
+    ENTRY_POINT_GROUP,
+    code_folder,
+    entry_fingerprint,
+    option_fingerprints,
+    parse_entry,
+)
 from geneb.registry.settings import Extraction, ExtractionSettings
 
 #: the load-time checks, in the order they run
@@ -42,6 +63,83 @@ PROBES = ("ACGT" * 10, "GATTACA" * 20, "NNNNN" + "ACGGTTCA" * 12, "TTGACA" * 3)
 class EncoderContractError(ExtractionError):
     """A python entry's object does not keep the encoder contract (output shape, dtype, finiteness, width,
     determinism, batch-mate invariance); the message names the model, the check, the row and the fix."""
+
+
+class UserCodeError(ExtractionError):
+    """An exception raised in the user's own code (importing the entry's file, its factory, `embed`); the message
+    names the model and the innermost frame in the user's code, the original is its `__cause__`."""
+
+
+#: folders whose frames are never the user's: GENEB's package, the standard library, site-packages
+_NOT_USER = tuple(
+    {str(PACKAGE_DIR)} | {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+
+def _within(filename: str, folder: str) -> bool:
+    return filename == folder or filename.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def user_frame(err: BaseException, folder: Path | None = None) -> tuple[str, int, str] | None:
+    """(file, line, function) of the innermost frame of `err`'s traceback in the user's code: under `folder` when
+    given (a file entry's folder), else outside GENEB, the standard library and site-packages; a SyntaxError:
+    where the parser stopped. None when no frame is the user's (a built-in function handed to geneb.evaluate)."""
+    if isinstance(err, SyntaxError) and err.filename:
+        return (str(err.filename), int(err.lineno or 0), "<module>")
+    frames = traceback.extract_tb(err.__traceback__)
+    for want_folder in ([str(folder)] if folder is not None else []) + [None]:
+        for fr in reversed(frames):
+            name = os.path.abspath(fr.filename) if not fr.filename.startswith("<") else fr.filename
+            if want_folder is not None:
+                ok = _within(name, want_folder)
+            else:
+                ok = not fr.filename.startswith("<frozen") and not any(_within(name, d) for d in _NOT_USER)
+            if ok:
+                return (fr.filename, int(fr.lineno or 0), fr.name)
+    return None
+
+
+def user_error(err: Exception, model: str, folder: Path | None = None) -> Exception:
+    """`err` as a `UserCodeError` naming the model and `user_frame`, to raise `from err`; a MemoryError, or an
+    error GENEB itself raised (ExtractionError), as it is."""
+    if isinstance(err, (MemoryError, ExtractionError)):
+        return err
+    where = user_frame(err, folder)
+    at = f"in {where[0]}:{where[1]}, in {where[2]}: " if where else ""
+    text = str(err).strip() or repr(err)
+    return UserCodeError(f"model {model}: {at}{type(err).__name__}: {text}")
+
+
+#: modules loaded from a user's folder, by (folder, code fingerprint), out of sys.modules between calls
+_FOLDER_MODULES: dict[tuple[str, str], dict[str, ModuleType]] = {}
+
+
+@contextmanager
+def user_code(folder: Path | None, fingerprint: str = "") -> Iterator[None]:
+    """While the block runs: `folder` first on sys.path and the modules loaded from it before (under this
+    fingerprint) in sys.modules; afterwards the modules loaded from it taken out again (kept for the next block),
+    and any module of the same name that was there put back. Nothing when folder is None."""
+    if folder is None:
+        yield
+        return
+    root = str(folder)
+    kept = _FOLDER_MODULES.setdefault((root, fingerprint), {})
+    shadowed = {name: sys.modules[name] for name in kept if name in sys.modules}
+    sys.modules.update(kept)
+    before = set(sys.modules)
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        if root in sys.path:
+            sys.path.remove(root)
+        for name in (set(sys.modules) - before) | set(kept):
+            module = sys.modules.get(name)
+            file = getattr(module, "__file__", None)
+            if file and not name.startswith("geneb_user_") and _within(os.path.abspath(file), root):
+                kept[name] = sys.modules.pop(name)
+        sys.modules.update(shadowed)
 
 
 class _CallableModel:
@@ -65,23 +163,24 @@ def wrap_callable(model: Any) -> Any:
 
 
 def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) -> Callable[..., Any]:
-    """The factory `load.entry` names, imported now: a .py file (loaded under a module name of its own), a module,
-    or an entry point of the group geneb.encoders. expected_sha256: the fingerprint the plan saw
-    (`python_entry.entry_fingerprint`); a file edited since is refused. Raises EncoderContractError naming the
-    model for a missing factory or a changed file, and what importing the code raises."""
+    """The factory `load.entry` names, imported now: a .py file (loaded under a module name of its own, its folder
+    on sys.path while it is imported: `user_code`), a module, or an entry point of the group geneb.encoders.
+    expected_sha256: the fingerprint the plan saw (`python_entry.entry_fingerprint`: the file and the helpers it
+    imports from its folder); code edited since is refused. Raises EncoderContractError naming the model for a
+    missing factory or changed code, and UserCodeError (naming the user's file and line) for what importing the
+    code raises."""
     ref = parse_entry(entry, model=model)
     if ref.kind == "file":
         if ref.file is None:
             raise EncoderContractError(f"model {model}: load.entry file {entry.rsplit(':', 1)[0]} does not exist")
-        if expected_sha256 is not None:
-            from geneb.registry.python_entry import entry_fingerprint
-
-            if entry_fingerprint(entry, model=model) != expected_sha256:
-                raise EncoderContractError(
-                    f"model {model}: {ref.file} changed after the run was planned (sha256 now "
-                    f"{file_sha256(ref.file)[:12]}); run again so that its new content gets its own cache"
-                )
-        name = f"geneb_user_{file_sha256(ref.file)[:12]}_{ref.file.stem}"
+        fingerprint = entry_fingerprint(entry, model=model)
+        if expected_sha256 is not None and fingerprint != expected_sha256:
+            raise EncoderContractError(
+                f"model {model}: {ref.file} or a file it imports from its folder changed after the run was planned "
+                f"(fingerprint now {fingerprint[:12]}, planned {expected_sha256[:12]}); run again so that its new "
+                "content gets its own cache"
+            )
+        name = f"geneb_user_{fingerprint[:12]}_{ref.file.stem}"
         module = sys.modules.get(name)
         if module is None:
             spec = importlib.util.spec_from_file_location(name, ref.file)
@@ -89,9 +188,19 @@ def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) 
                 raise EncoderContractError(f"model {model}: cannot load {ref.file} as Python code")
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
-            spec.loader.exec_module(module)
+            try:
+                with user_code(code_folder(ref), fingerprint):
+                    spec.loader.exec_module(module)
+            except Exception as err:
+                sys.modules.pop(name, None)
+                raise user_error(err, model, code_folder(ref)) from err
     else:
-        module = importlib.import_module(ref.module)
+        try:
+            module = importlib.import_module(ref.module)
+        except Exception as err:
+            if isinstance(err, ModuleNotFoundError) and err.name == ref.module:
+                raise  # the module itself is not there: no user frame to name
+            raise user_error(err, model) from err
     factory = getattr(module, ref.factory, None)
     if not callable(factory):
         where = ref.file if ref.kind == "file" else ref.module
@@ -117,8 +226,10 @@ class PythonEncoder:
 
     obj: the object with `embed`; model: the id named in errors; batch_size: pieces per `embed` call;
     embedding_dim: the width the vectors must have (None: any, one width for every call); identity_extra: what
-    identifies the code (entry, fingerprint, options) in `identity()`. Runs its load-time checks on construction
-    unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
+    identifies the code (entry, fingerprint, options) in `identity()`; code_dir, fingerprint: a file entry's
+    folder, on sys.path during each `embed` call (`user_code`; None: nothing added). An exception from the
+    object's `embed` is raised as UserCodeError naming the user's file and line. Runs its load-time checks on
+    construction unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
 
     load_check_names: ClassVar[tuple[str, ...]] = LOAD_CHECK_NAMES
 
@@ -130,8 +241,12 @@ class PythonEncoder:
         batch_size: int = 64,
         embedding_dim: int | None = None,
         identity_extra: Mapping[str, Any] | None = None,
+        code_dir: Path | None = None,
+        fingerprint: str = "",
     ) -> None:
         self.obj = wrap_callable(obj)
+        self.code_dir = code_dir
+        self._fingerprint = fingerprint
         self.model_id = model
         self.batch_size = int(batch_size)
         self.embedding_dim = embedding_dim
@@ -163,7 +278,11 @@ class PythonEncoder:
 
     def _call(self, batch: list[str], rows: list[int]) -> np.ndarray:
         """One `embed` call, its output checked: (len(batch), d) float32/float64, finite, the model's width."""
-        out = self.obj.embed(list(batch))
+        try:
+            with user_code(self.code_dir, self._fingerprint):
+                out = self.obj.embed(list(batch))
+        except Exception as err:
+            raise user_error(err, self.model_id, self.code_dir) from err
         if hasattr(out, "detach"):  # a torch tensor: the contract asks for numpy, but say it plainly if not on CPU
             out = out.detach().cpu().numpy()
         arr = np.asarray(out)
@@ -259,12 +378,30 @@ def from_settings(
     settings: ExtractionSettings, *, device: str = "cpu", batch_size: int = 64, **_: Any
 ) -> PythonEncoder:
     """Adapter entry point (geneb.registry.families): import the entry's factory, call it with `load.options`
-    and wrap the object. `device` is not passed to the factory (put it in `load.options` if the code takes one).
-    Raises EncoderContractError naming the model for a missing factory, a changed file, or an object without
-    `embed`."""
+    (the file's folder on sys.path) and wrap the object. `device` is not passed to the factory (put it in
+    `load.options` if the code takes one). Raises EncoderContractError naming the model for a missing factory,
+    changed code, a file or folder an option names whose content changed after the run was planned
+    (`load.options_sha256`), or an object without `embed`; UserCodeError for what the factory raises."""
     load = settings.load
     factory = load_factory(str(load.entry), model=settings.model, expected_sha256=load.entry_sha256)
-    obj = factory(dict(load.options or {}))
+    if load.entry_sha256 is not None:  # planned settings: the files the options name are what the plan hashed
+        now = option_fingerprints(load.options, model=settings.model)
+        for key, want in (load.options_sha256 or {}).items():
+            if now.get(key) != want:
+                raise EncoderContractError(
+                    f"model {settings.model}: the file or folder load.options.{key} names changed after the run was "
+                    f"planned (sha256 now {str(now.get(key))[:12]}, planned {want[:12]}); run again so that its new "
+                    "content gets its own cache"
+                )
+    ref = parse_entry(str(load.entry), model=settings.model)
+    folder, fingerprint = code_folder(ref), load.entry_sha256 or ""
+    if folder is not None and not fingerprint:
+        fingerprint = entry_fingerprint(str(load.entry), model=settings.model)
+    try:
+        with user_code(folder, fingerprint):
+            obj = factory(dict(load.options or {}))
+    except Exception as err:
+        raise user_error(err, settings.model, folder) from err
     if not callable(getattr(obj, "embed", None)):
         raise EncoderContractError(
             f"model {settings.model}: the factory of {load.entry!r} returned a {type(obj).__name__} without an "
@@ -275,5 +412,11 @@ def from_settings(
         model=settings.model,
         batch_size=batch_size,
         embedding_dim=settings.extraction.embedding_dim,
-        identity_extra={"entry_sha256": load.entry_sha256, "options": dict(load.options or {})},
+        identity_extra={
+            "entry_sha256": load.entry_sha256,
+            "options": dict(load.options or {}),
+            **({"options_sha256": dict(load.options_sha256)} if load.options_sha256 else {}),
+        },
+        code_dir=folder,
+        fingerprint=fingerprint,
     )
