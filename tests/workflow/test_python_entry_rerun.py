@@ -94,7 +94,9 @@ def test_retraining_reextracts_an_unrelated_comment_does_not_a_helper_edit_does(
     assert len(embedding_files(run)) == 3
 
     # an error in the user's helper: the one-line error names the helper's file and line
-    broken = textwrap.dedent(HELPERS).replace("    return np.array(", "    raise ValueError('no weights for N')\n    return (")
+    broken = textwrap.dedent(HELPERS).replace(
+        "    return np.array(", "    raise ValueError('no weights for N')\n    return ("
+    )
     (code / "helpers.py").write_text(broken)
     proc = run_snakemake(run, "--until", "extract_embeddings")
     line = broken.splitlines().index("    raise ValueError('no weights for N')") + 1

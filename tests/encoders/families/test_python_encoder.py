@@ -253,7 +253,9 @@ def test_an_error_in_user_code_names_the_users_file_and_line(tmp_path):
     with pytest.raises(UserCodeError, match=rf"model mine: in {model}:{line}, in embed: ValueError: weights do not f"):
         encoder_of(sheet)  # the load-time checks call embed
     missing = user_entry(tmp_path / "import", model="import numpy\nfrom helperz import SCALE\n")
-    with pytest.raises(UserCodeError, match=r"model\.py:2, in <module>: ModuleNotFoundError: No module named 'helperz'"):
+    with pytest.raises(
+        UserCodeError, match=r"model\.py:2, in <module>: ModuleNotFoundError: No module named 'helperz'"
+    ):
         encoder_of(missing)
     helper = user_entry(tmp_path / "helper", helper="def boom():\n    return 1 / 0\n\nSCALE = boom()\n")
     with pytest.raises(UserCodeError, match=r"config/helpers\.py:2, in boom: ZeroDivisionError"):
@@ -286,5 +288,20 @@ def test_weights_retrained_after_the_plan_are_refused_by_the_job(tmp_path):
     np.save(sheet.parent / "table.npy", np.ones(3))
     settings = extraction_settings(load_registry(sheet), "mine", {})
     np.save(sheet.parent / "table.npy", np.zeros(3))
-    with pytest.raises(EncoderContractError, match=r"model mine: the file or folder load\.options\.table names changed"):
+    with pytest.raises(
+        EncoderContractError, match=r"model mine: the file or folder load\.options\.table names changed"
+    ):
         build_encoder(settings)
+
+
+def test_a_module_of_the_same_name_already_imported_elsewhere_does_not_shadow_the_folders(tmp_path, monkeypatch):
+    other = tmp_path / "notebook"
+    other.mkdir()
+    (other / "helpers.py").write_text("SCALE = 100.0\n")
+    monkeypatch.syspath_prepend(str(other))
+    import helpers  # the notebook's own helpers, imported before the entry
+
+    encoder = encoder_of(user_entry(tmp_path / "entry", helper="SCALE = 3.0\n"))
+    np.testing.assert_array_equal(encoder.embed(["AC"]).embeddings, [[9, 9, 0, 0]])
+    assert sys.modules["helpers"] is helpers and helpers.SCALE == 100.0
+    sys.modules.pop("helpers")

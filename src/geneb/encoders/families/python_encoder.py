@@ -45,6 +45,8 @@ from geneb.core.paths import PACKAGE_DIR
 from geneb.encoders.protocol import EmbedResult, checks_deferred, sequence_batch
 from geneb.registry.python_entry import (
     ENTRY_POINT_GROUP,
+    EntryRef,
+    code_files,
     code_folder,
     entry_fingerprint,
     option_fingerprints,
@@ -112,23 +114,46 @@ def user_error(err: Exception, model: str, folder: Path | None = None) -> Except
 
 #: modules loaded from a user's folder, by (folder, code fingerprint), out of sys.modules between calls
 _FOLDER_MODULES: dict[tuple[str, str], dict[str, ModuleType]] = {}
+#: the module names of the files a file entry imports from its folder (`code_files`), by (folder, fingerprint)
+_FOLDER_NAMES: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _local_names(ref: EntryRef, root: Path) -> frozenset[str]:
+    """Module names of the files `ref`'s code imports from its folder (`pkg/sub.py` -> `pkg.sub`, `pkg/__init__.py`
+    -> `pkg`)."""
+    names = set()
+    for file in code_files(ref):
+        parts = file.relative_to(root).with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return frozenset(names)
 
 
 @contextmanager
-def user_code(folder: Path | None, fingerprint: str = "") -> Iterator[None]:
-    """While the block runs: `folder` first on sys.path and the modules loaded from it before (under this
-    fingerprint) in sys.modules; afterwards the modules loaded from it taken out again (kept for the next block),
-    and any module of the same name that was there put back. Nothing when folder is None."""
-    if folder is None:
+def user_code(ref: EntryRef | None, fingerprint: str = "", *, fresh: bool = False) -> Iterator[None]:
+    """While the block runs: a file entry's folder (`code_folder`) first on sys.path, the modules loaded from it
+    before (under this code fingerprint) in sys.modules, and any other module of a name its code imports from the
+    folder (a notebook's own `helpers`) out of the way; afterwards the modules loaded from the folder taken out
+    again (kept for the next block) and the others put back. fresh: drop the import system's directory caches
+    first (before importing the file). Nothing for a module or entry point (None, or no folder)."""
+    folder = code_folder(ref) if ref is not None else None
+    if ref is None or folder is None:
         yield
         return
     root = str(folder)
-    kept = _FOLDER_MODULES.setdefault((root, fingerprint), {})
-    shadowed = {name: sys.modules[name] for name in kept if name in sys.modules}
+    key = (root, fingerprint)
+    if key not in _FOLDER_NAMES:
+        _FOLDER_NAMES[key] = _local_names(ref, folder)
+    kept = _FOLDER_MODULES.setdefault(key, {})
+    saved = {
+        name: sys.modules.pop(name)
+        for name in set(kept) | _FOLDER_NAMES[key]
+        if name in sys.modules and sys.modules[name] is not kept.get(name)
+    }
     sys.modules.update(kept)
     before = set(sys.modules)
     sys.path.insert(0, root)
-    importlib.invalidate_caches()
+    if fresh:
+        importlib.invalidate_caches()
     try:
         yield
     finally:
@@ -139,7 +164,7 @@ def user_code(folder: Path | None, fingerprint: str = "") -> Iterator[None]:
             file = getattr(module, "__file__", None)
             if file and not name.startswith("geneb_user_") and _within(os.path.abspath(file), root):
                 kept[name] = sys.modules.pop(name)
-        sys.modules.update(shadowed)
+        sys.modules.update(saved)
 
 
 class _CallableModel:
@@ -189,7 +214,7 @@ def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) 
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             try:
-                with user_code(code_folder(ref), fingerprint):
+                with user_code(ref, fingerprint, fresh=True):
                     spec.loader.exec_module(module)
             except Exception as err:
                 sys.modules.pop(name, None)
@@ -226,10 +251,10 @@ class PythonEncoder:
 
     obj: the object with `embed`; model: the id named in errors; batch_size: pieces per `embed` call;
     embedding_dim: the width the vectors must have (None: any, one width for every call); identity_extra: what
-    identifies the code (entry, fingerprint, options) in `identity()`; code_dir, fingerprint: a file entry's
-    folder, on sys.path during each `embed` call (`user_code`; None: nothing added). An exception from the
-    object's `embed` is raised as UserCodeError naming the user's file and line. Runs its load-time checks on
-    construction unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
+    identifies the code (entry, fingerprint, options) in `identity()`; code, fingerprint: the entry and its code
+    fingerprint, whose folder is on sys.path during each `embed` call (`user_code`; None: nothing added). An
+    exception from the object's `embed` is raised as UserCodeError naming the user's file and line. Runs its
+    load-time checks on construction unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`)."""
 
     load_check_names: ClassVar[tuple[str, ...]] = LOAD_CHECK_NAMES
 
@@ -241,11 +266,12 @@ class PythonEncoder:
         batch_size: int = 64,
         embedding_dim: int | None = None,
         identity_extra: Mapping[str, Any] | None = None,
-        code_dir: Path | None = None,
+        code: EntryRef | None = None,
         fingerprint: str = "",
     ) -> None:
         self.obj = wrap_callable(obj)
-        self.code_dir = code_dir
+        self.code = code
+        self.code_dir = code_folder(code) if code is not None else None
         self._fingerprint = fingerprint
         self.model_id = model
         self.batch_size = int(batch_size)
@@ -279,7 +305,7 @@ class PythonEncoder:
     def _call(self, batch: list[str], rows: list[int]) -> np.ndarray:
         """One `embed` call, its output checked: (len(batch), d) float32/float64, finite, the model's width."""
         try:
-            with user_code(self.code_dir, self._fingerprint):
+            with user_code(self.code, self._fingerprint):
                 out = self.obj.embed(list(batch))
         except Exception as err:
             raise user_error(err, self.model_id, self.code_dir) from err
@@ -398,7 +424,7 @@ def from_settings(
     if folder is not None and not fingerprint:
         fingerprint = entry_fingerprint(str(load.entry), model=settings.model)
     try:
-        with user_code(folder, fingerprint):
+        with user_code(ref, fingerprint):
             obj = factory(dict(load.options or {}))
     except Exception as err:
         raise user_error(err, settings.model, folder) from err
@@ -417,6 +443,6 @@ def from_settings(
             "options": dict(load.options or {}),
             **({"options_sha256": dict(load.options_sha256)} if load.options_sha256 else {}),
         },
-        code_dir=folder,
+        code=ref,
         fingerprint=fingerprint,
     )
