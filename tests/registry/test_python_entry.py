@@ -13,7 +13,16 @@ import yaml
 
 from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.load import load_registry
-from geneb.registry.python_entry import EntryError, code_files, hash_view, local_imports, parse_entry
+from geneb.registry.python_entry import (
+    EntryError,
+    code_files,
+    hash_view,
+    local_imports,
+    option_fingerprints,
+    parse_entry,
+)
+from geneb.registry.registry import NotRunnableError
+from geneb.registry.runnable import runnable
 
 #: the user's folder: a factory that reads its weights from `options["weights"]` and imports a helper, which
 #: imports another; `unrelated.py` is imported by nothing
@@ -101,11 +110,13 @@ def test_a_weights_folder_is_hashed_by_its_files_relative_paths_and_contents(tmp
 
 def test_an_option_that_names_a_missing_file_is_refused_naming_model_option_and_path(tmp_path):
     sheet = user_folder(tmp_path, options={"weights": "retrained/weights.pt", "species": "human"})
-    with pytest.raises(EntryError, match=r"model mine: load\.options\.weights names 'retrained/weights\.pt'"):
+    ok, why = runnable(load_registry(sheet).spec("mine"))  # the pre-flight lists it with every other problem
+    assert not ok and "load.options.weights names 'retrained/weights.pt', and there is no such file" in why
+    with pytest.raises(NotRunnableError, match=r"model mine: load\.options\.weights names 'retrained/weights\.pt'"):
         extraction_settings(load_registry(sheet), "mine", {})
-    nested = user_folder(tmp_path / "n", options={"parts": {"heads": ["weights.npy", "gone.safetensors"]}})
+    nested = {"parts": {"heads": ["weights.npy", "gone.safetensors"]}}
     with pytest.raises(EntryError, match=r"load\.options\.parts\.heads\[1\] names 'gone\.safetensors'"):
-        extraction_settings(load_registry(nested), "mine", {})
+        option_fingerprints(nested, model="mine")
 
 
 def test_an_edit_to_an_imported_helper_changes_the_key_a_comment_in_an_unrelated_file_does_not(tmp_path):

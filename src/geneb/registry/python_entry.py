@@ -188,8 +188,9 @@ def entry_problems(model: str, spec: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def entry_refusal(model: str, entry: str | None) -> tuple[str, str] | None:
-    """(short label, full reason) when a python entry's factory cannot be found now, else None."""
+def entry_refusal(model: str, entry: str | None, options: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
+    """(short label, full reason) when a python entry's factory cannot be found now, or an option names a model
+    file that is not there (`missing_option_files`), else None."""
     try:
         ref = parse_entry(entry or "", model=model)
     except EntryError as err:
@@ -201,6 +202,9 @@ def entry_refusal(model: str, entry: str | None) -> tuple[str, str] | None:
             f"model {model}: load.entry {entry!r}: the {where} is not there (a relative file path resolves against "
             "the folder of the registry file that declares the entry; a module must be importable here)",
         )
+    missing = missing_option_files(options)
+    if missing:
+        return ("option file not found", missing_option_message(model, missing))
     return None
 
 
@@ -401,23 +405,40 @@ def _file_digest(path: Path) -> str:
     return _HASHED[key]
 
 
+def missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """[(option key, value)] of the string options that end like a model file (`MODEL_FILE_SUFFIXES`) and name
+    nothing (module docstring)."""
+    return [
+        (key, value)
+        for key, value in _option_strings(options or {})
+        if _could_be_path(value)
+        and Path(os.path.expanduser(value)).suffix.lower() in MODEL_FILE_SUFFIXES
+        and not Path(os.path.expanduser(value)).exists()
+    ]
+
+
+def missing_option_message(model: str, missing: list[tuple[str, str]]) -> str:
+    """The reason naming the model and each option and path of `missing_option_files`."""
+    named = "; ".join(f"load.options.{key} names {value!r}" for key, value in missing)
+    return (
+        f"model {model}: {named}, and there is no such file (a relative path is looked for in the folder of the "
+        f"registry file, then in the working directory {os.getcwd()})"
+    )
+
+
 def option_fingerprints(options: Mapping[str, Any] | None, *, model: str = "?") -> dict[str, str]:
     """{option key: sha256 of its content} of every string option (nested ones too, module docstring) that names
     an existing file or folder: absolute, or relative to the working directory (a registry-relative one was made
     absolute by `resolve_entry_paths`). Raises EntryError naming the model, the option and the path for a value
     that ends like a model file (`MODEL_FILE_SUFFIXES`) but names nothing."""
+    missing = missing_option_files(options)
+    if missing:
+        raise EntryError(missing_option_message(model, missing))
     out: dict[str, str] = {}
     for key, value in _option_strings(options or {}):
-        if not _could_be_path(value):
-            continue
         path = Path(os.path.expanduser(value))
-        if path.exists():
+        if _could_be_path(value) and path.exists():
             out[key] = path_sha256(path)
-        elif path.suffix.lower() in MODEL_FILE_SUFFIXES:
-            raise EntryError(
-                f"model {model}: load.options.{key} names {value!r}, and there is no such file (a relative path is "
-                f"looked for in the folder of the registry file, then in the working directory {os.getcwd()})"
-            )
     return out
 
 
