@@ -305,3 +305,19 @@ def test_a_module_of_the_same_name_already_imported_elsewhere_does_not_shadow_th
     np.testing.assert_array_equal(encoder.embed(["AC"]).embeddings, [[9, 9, 0, 0]])
     assert sys.modules["helpers"] is helpers and helpers.SCALE == 100.0
     sys.modules.pop("helpers")
+
+
+def test_a_package_installed_below_the_factorys_folder_stays_imported(tmp_path, monkeypatch):
+    """A factory at a checkout's root, beside its .venv: what it imports from the venv is no module of the folder
+    (it stays in sys.modules, as torch must), and frames in the venv are not the user's."""
+    from geneb.encoders.families.python_encoder import UserCodeError
+
+    sheet = user_entry(tmp_path, embed="import venvpkg\nvenvpkg.fail()\n")
+    site = sheet.parent / ".venv" / "lib" / "site-packages"
+    (site / "venvpkg").mkdir(parents=True)
+    (site / "venvpkg" / "__init__.py").write_text("def fail():\n    raise KeyError('inside the package')\n")
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(UserCodeError, match=r"model\.py:\d+, in embed: KeyError"):
+        encoder_of(sheet)
+    assert "venvpkg" in sys.modules
+    sys.modules.pop("venvpkg")

@@ -82,21 +82,28 @@ def _within(filename: str, folder: str) -> bool:
     return filename == folder or filename.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _is_user_file(filename: str) -> bool:
+    """Not GENEB's, the standard library's or an installed package's (any `site-packages` / `dist-packages`)."""
+    if filename.startswith("<frozen"):
+        return False
+    path = os.path.abspath(filename)
+    parts = Path(path).parts
+    return (
+        "site-packages" not in parts and "dist-packages" not in parts and not any(_within(path, d) for d in _NOT_USER)
+    )
+
+
 def user_frame(err: BaseException, folder: Path | None = None) -> tuple[str, int, str] | None:
-    """(file, line, function) of the innermost frame of `err`'s traceback in the user's code: under `folder` when
-    given (a file entry's folder), else outside GENEB, the standard library and site-packages; a SyntaxError:
-    where the parser stopped. None when no frame is the user's (a built-in function handed to geneb.evaluate)."""
+    """(file, line, function) of the innermost frame of `err`'s traceback in the user's code (`_is_user_file`):
+    under `folder` when there is one there (a file entry's folder), else anywhere; a SyntaxError: where the parser
+    stopped. None when no frame is the user's (a built-in function handed to geneb.evaluate)."""
     if isinstance(err, SyntaxError) and err.filename:
         return (str(err.filename), int(err.lineno or 0), "<module>")
-    frames = traceback.extract_tb(err.__traceback__)
+    # a folder holding GENEB or a venv (a factory at a checkout's root) still names only the user's frames
+    frames = [fr for fr in traceback.extract_tb(err.__traceback__) if _is_user_file(fr.filename)]
     for want_folder in ([str(folder)] if folder is not None else []) + [None]:
         for fr in reversed(frames):
-            name = os.path.abspath(fr.filename) if not fr.filename.startswith("<") else fr.filename
-            if want_folder is not None:
-                ok = _within(name, want_folder)
-            else:
-                ok = not fr.filename.startswith("<frozen") and not any(_within(name, d) for d in _NOT_USER)
-            if ok:
+            if want_folder is None or _within(os.path.abspath(fr.filename), want_folder):
                 return (fr.filename, int(fr.lineno or 0), fr.name)
     return None
 
@@ -160,11 +167,22 @@ def user_code(ref: EntryRef | None, fingerprint: str = "", *, fresh: bool = Fals
         if root in sys.path:
             sys.path.remove(root)
         for name in (set(sys.modules) - before) | set(kept):
-            module = sys.modules.get(name)
-            file = getattr(module, "__file__", None)
-            if file and not name.startswith("geneb_user_") and _within(os.path.abspath(file), root):
+            if _found_in(name, sys.modules.get(name), folder):
                 kept[name] = sys.modules.pop(name)
         sys.modules.update(saved)
+
+
+def _found_in(name: str, module: ModuleType | None, folder: Path) -> bool:
+    """Whether `module` was imported under `name` from `folder` as a sys.path entry (`<folder>/a/b.py` as `a.b`),
+    not merely from a file below it (a venv inside the folder: `torch` is not `.venv.lib....torch`)."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False
+    try:
+        parts = Path(os.path.abspath(file)).relative_to(folder).with_suffix("").parts
+    except ValueError:
+        return False
+    return ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts) == name
 
 
 class _CallableModel:
