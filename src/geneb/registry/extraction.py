@@ -10,7 +10,7 @@ from typing import Any
 
 from geneb.core.provenance import stable_hash
 from geneb.registry.families import family
-from geneb.registry.python_entry import PRECOMPUTED, PYTHON, entry_fingerprint, hash_view
+from geneb.registry.python_entry import PRECOMPUTED, PYTHON, entry_fingerprint, hash_view, option_fingerprints
 from geneb.registry.registry import NotRunnableError, Registry, RegistryError, as_registry, model_spec
 from geneb.registry.runnable import runnable
 from geneb.registry.settings import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, device_class
@@ -80,8 +80,12 @@ def extraction_settings(
     ran), and the alphabet policy. This mapping is the rerun key of the extraction rule and is stored in
     every embedding file. device: the run's execution.device (cpu, cuda, cuda:N, auto).
 
+    A python entry's `load` also carries `entry_sha256` (its code and the helpers it imports from its folder) and,
+    when an option names a file or folder, `options_sha256` ({option: content sha256}; `python_entry`).
+
     Raises RegistryError for an unknown model or a dtype that cannot be resolved, NotRunnableError (with
-    the reason) for an entry that cannot be extracted, and WeightsError for external weights or a `model_weights`
+    the reason) for an entry that cannot be extracted, EntryError naming the model and the option for a python
+    entry's option that ends like a model file but names none, and WeightsError for external weights or a `model_weights`
     copy whose checksum is not the entry's.
     """
     spec = model_spec(registry, model)
@@ -105,6 +109,9 @@ def extraction_settings(
     load = {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS}
     if spec.family == PYTHON:  # the entry's code identifies it, never its path (geneb.registry.python_entry)
         load["entry_sha256"] = entry_fingerprint(str(spec.load.entry), model=model)
+        files = option_fingerprints(spec.load.options, model=model)
+        if files:  # absent when no option names a file: such an entry's settings hash is what it was
+            load["options_sha256"] = files
     return {
         "model": model,
         "family": spec.family,

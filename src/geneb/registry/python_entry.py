@@ -12,20 +12,37 @@ builds the DAG); the factory is imported by the adapter, `geneb.encoders.familie
 * `name` (no colon): an entry point of the group `geneb.encoders` (`ENTRY_POINT_GROUP`) of an installed package,
   whose value is `module:factory`.
 
-The settings hash takes the source file's sha256 (`load.entry_sha256`, set in the extraction settings only), the
-factory's name and `load.options`, never the file's path (`hash_view`): a moved file is the same model, an edited
-one a new one. `load.cpu_only: true` says the encoder runs on CPU only: its extraction jobs ask for no GPU.
+The settings hash sees every file the model reads, by content and never by path (`hash_view`): a moved file is
+the same model, an edited one a new one.
+
+* The code: `load.entry_sha256` (set in the extraction settings only, `entry_fingerprint`) covers the factory's
+  source file and the Python files it imports from its own folder tree, transitively (`local_imports`: the
+  `import` / `from ... import` statements read with `ast`, anywhere in the file, resolved against the factory's
+  folder as the first entry of sys.path, the folder the adapter puts there; site-packages and the standard
+  library are not in it). A file of the folder that no import reaches (a script, a notebook export) is not.
+* The files the options name: `load.options_sha256` (`option_fingerprints`) maps each option (`weights`,
+  `a.b`, `paths[0]`) whose string value names an existing file or folder to its content's sha256 (a folder: its
+  files' relative paths and contents, sorted; hidden files and `__pycache__` left out). A relative value is
+  looked for in the folder of the registry file (and made absolute there by `resolve_entry_paths`, so the factory
+  reads what was hashed), else in the working directory. A value that ends like a model file
+  (`files.MODEL_FILE_SUFFIXES`: `.pt`, `.safetensors`, `.json`, ...) and names nothing is an EntryError naming the
+  model, the option and the path. Any other string (a hub id, a species) is an option like a number.
+
+`load.cpu_only: true` says the encoder runs on CPU only: its extraction jobs ask for no GPU.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.machinery
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from geneb.registry.files import MODEL_FILE_SUFFIXES
 
 PYTHON = "python"
 PRECOMPUTED = "precomputed"
@@ -85,6 +102,28 @@ def resolve_entry_paths(data: Mapping[str, Any], base_dir: str | os.PathLike[str
             path = Path(os.path.expanduser(file))
             if not path.is_absolute():
                 load["entry"] = f"{os.path.normpath(Path(base_dir).absolute() / path)}:{factory}"
+        if isinstance(load, dict) and isinstance(load.get("options"), dict):
+            load["options"] = _absolute_options(load["options"], Path(base_dir).absolute())
+
+
+def _absolute_options(value: Any, base_dir: Path) -> Any:
+    """`value` (an options mapping, list or leaf) with every relative string that names an existing file or folder
+    under `base_dir` made absolute there; everything else as it is."""
+    if isinstance(value, dict):
+        return {k: _absolute_options(v, base_dir) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_absolute_options(v, base_dir) for v in value]
+    if isinstance(value, str) and _could_be_path(value):
+        path = Path(os.path.expanduser(value))
+        if not path.is_absolute() and (base_dir / path).exists():
+            return os.path.normpath(base_dir / path)
+    return value
+
+
+def _could_be_path(value: str) -> bool:
+    """Whether an option string may name a file: not empty, not only dots (`.`, `..`: a folder of everything),
+    not a URL."""
+    return bool(value.strip(".")) and "://" not in value and "\n" not in value
 
 
 def _module_file(module: str) -> Path | None:
@@ -149,8 +188,9 @@ def entry_problems(model: str, spec: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def entry_refusal(model: str, entry: str | None) -> tuple[str, str] | None:
-    """(short label, full reason) when a python entry's factory cannot be found now, else None."""
+def entry_refusal(model: str, entry: str | None, options: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
+    """(short label, full reason) when a python entry's factory cannot be found now, or an option names a model
+    file that is not there (`missing_option_files`), else None."""
     try:
         ref = parse_entry(entry or "", model=model)
     except EntryError as err:
@@ -162,6 +202,9 @@ def entry_refusal(model: str, entry: str | None) -> tuple[str, str] | None:
             f"model {model}: load.entry {entry!r}: the {where} is not there (a relative file path resolves against "
             "the folder of the registry file that declares the entry; a module must be importable here)",
         )
+    missing = missing_option_files(options)
+    if missing:
+        return ("option file not found", missing_option_message(model, missing))
     return None
 
 
@@ -170,13 +213,133 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+def _module_candidates(name: str, search: Path) -> list[Path]:
+    """The files importing dotted `name` from the folder `search` (a sys.path entry) runs: each package's
+    `__init__.py` on the way and the module's own `.py` (or `__init__.py`); [] as soon as a part is not there."""
+    files: list[Path] = []
+    folder = search
+    for part in name.split("."):
+        if not part.isidentifier():
+            return files
+        if (folder / part / "__init__.py").is_file():
+            files.append(folder / part / "__init__.py")
+            folder = folder / part
+        elif (folder / f"{part}.py").is_file():
+            files.append(folder / f"{part}.py")
+            return files
+        elif (folder / part).is_dir():  # a namespace package
+            folder = folder / part
+        else:
+            return files
+    return files
+
+
+def _imports_of(file: Path, search: Path) -> list[Path]:
+    """The files under `search` that the import statements of `file` name (one step, not transitive)."""
+    try:
+        tree = ast.parse(file.read_bytes(), filename=str(file))
+    except (SyntaxError, ValueError):
+        return []  # importing it raises, and says where; nothing more to hash than the file itself
+    found: list[Path] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found += _module_candidates(alias.name, search)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the file's package, `level - 1` folders up
+                base = file.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                if not _inside(base, search):
+                    continue
+                prefix = ".".join(base.relative_to(search).parts)
+                module = ".".join(p for p in (prefix, node.module or "") if p)
+            else:
+                module = node.module or ""
+            if module:
+                found += _module_candidates(module, search)
+            for alias in node.names:  # `from pkg import sub` may name a submodule
+                if alias.name != "*":
+                    found += _module_candidates(f"{module}.{alias.name}" if module else alias.name, search)
+    return found
+
+
+def local_imports(
+    file: str | os.PathLike[str], search: str | os.PathLike[str], within: str | os.PathLike[str]
+) -> list[Path]:
+    """The Python files under `within` that `file` imports, transitively, resolved statically: every `import` and
+    `from ... import` statement of each file (`ast`, wherever it stands: a function body, a try block), looked up
+    from the folder `search` as the first sys.path entry, as the adapter imports the file (`from helpers import x`
+    -> `<search>/helpers.py`; `import pkg.sub` -> `pkg/__init__.py` and `pkg/sub.py`; relative imports from a
+    package's own folder). Sorted, `file` itself left out. Not seen: imports made by name at run time
+    (`importlib.import_module(variable)`), and data files the code opens (name those in `load.options`)."""
+    start, search_dir, root = Path(file).resolve(), Path(search).resolve(), Path(within).resolve()
+    seen: set[Path] = {start}
+    todo = [start]
+    while todo:
+        for dep in _imports_of(todo.pop(), search_dir):
+            dep = dep.resolve()
+            if dep not in seen and _inside(dep, root):
+                seen.add(dep)
+                todo.append(dep)
+    return sorted(seen - {start})
+
+
+def code_folder(ref: EntryRef) -> Path | None:
+    """The folder a file entry's factory imports its helpers from (the file's own folder; the adapter puts it on
+    sys.path while it imports and calls the code); None for a module or entry point (importable already)."""
+    return ref.file.parent.resolve() if ref.kind == "file" and ref.file is not None else None
+
+
+def _module_roots(ref: EntryRef) -> tuple[Path, Path] | None:
+    """(the sys.path entry a module entry is found in, the folder whose files count as its own: the top-level
+    package's folder, or for a top-level plain module its folder unless that is a site-packages folder)."""
+    assert ref.file is not None
+    parts = ref.module.split(".")
+    up = len(parts) if ref.file.name == "__init__.py" else len(parts) - 1
+    search = ref.file.parent.resolve()
+    for _ in range(up):
+        search = search.parent
+    if len(parts) > 1 or ref.file.name == "__init__.py":
+        return search, search / parts[0]
+    if search.name in ("site-packages", "dist-packages"):
+        return None
+    return search, search
+
+
+def code_files(ref: EntryRef) -> list[Path]:
+    """The files of an entry's own code besides `ref.file`: what it imports from its folder tree (`local_imports`;
+    a module entry: from its top-level package). [] when the source file is not found."""
+    if ref.file is None:
+        return []
+    if ref.kind == "file":
+        folder = ref.file.parent
+        return local_imports(ref.file, folder, folder)
+    roots = _module_roots(ref)
+    return local_imports(ref.file, *roots) if roots else []
+
+
 def entry_fingerprint(entry: str, *, model: str = "?") -> str:
-    """sha256 identifying a python entry's code: its source file's content and, for a module of an installed
-    distribution, that distribution's name and version. Raises EntryError when the source file is not found."""
+    """sha256 identifying a python entry's code: its source file's content, the relative path and content of every
+    file it imports from its own folder tree (`code_files`; none: the file's content alone, as before helpers were
+    hashed) and, for a module of an installed distribution, that distribution's name and version. Raises
+    EntryError when the source file is not found."""
     ref = parse_entry(entry, model=model)
     if ref.file is None:
         raise EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
     h = hashlib.sha256(file_sha256(ref.file).encode())
+    base = ref.file.resolve().parent
+    for helper in code_files(ref):
+        rel = os.path.relpath(helper, base)
+        h.update(f"\0{rel}\0{file_sha256(helper)}".encode())
     if ref.kind != "file":
         from importlib.metadata import packages_distributions, version
 
@@ -185,9 +348,104 @@ def entry_fingerprint(entry: str, *, model: str = "?") -> str:
     return h.hexdigest()
 
 
+#: what `hash_view` puts in place of an option's path (its content is in `load.options_sha256`)
+PATH_PLACEHOLDER = "<path: load.options_sha256>"
+_HASHED: dict[tuple[str, int, int], str] = {}
+
+
+def _option_strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """(option key, string) of every string leaf of an options mapping: `weights`, `a.b`, `paths[0]`."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _option_strings(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _option_strings(v, f"{key}[{i}]")
+    elif isinstance(value, str):
+        yield key, value
+
+
+def _masked(value: Any, paths: Mapping[str, str], key: str = "") -> Any:
+    if isinstance(value, Mapping):
+        return {k: _masked(v, paths, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, paths, f"{key}[{i}]") for i, v in enumerate(value)]
+    return PATH_PLACEHOLDER if isinstance(value, str) and key in paths else value
+
+
+def path_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 (hex) of what a path holds: a file's bytes; a folder's files (below it, hidden ones and
+    `__pycache__` left out), each as its relative POSIX path and its bytes' sha256, in path order. Memoised per
+    process on (resolved path, size, mtime) of each file. Raises FileNotFoundError when nothing is there."""
+    root = Path(path)
+    if root.is_file():
+        return _file_digest(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{path} does not exist")
+    h = hashlib.sha256(b"folder")
+    files = sorted(
+        (p.relative_to(root).as_posix(), p)
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts)
+    )
+    for rel, p in files:
+        h.update(f"\0{rel}\0{_file_digest(p)}".encode())
+    return h.hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHED:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        _HASHED[key] = h.hexdigest()
+    return _HASHED[key]
+
+
+def missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """[(option key, value)] of the string options that end like a model file (`MODEL_FILE_SUFFIXES`) and name
+    nothing (module docstring)."""
+    return [
+        (key, value)
+        for key, value in _option_strings(options or {})
+        if _could_be_path(value)
+        and Path(os.path.expanduser(value)).suffix.lower() in MODEL_FILE_SUFFIXES
+        and not Path(os.path.expanduser(value)).exists()
+    ]
+
+
+def missing_option_message(model: str, missing: list[tuple[str, str]]) -> str:
+    """The reason naming the model and each option and path of `missing_option_files`."""
+    named = "; ".join(f"load.options.{key} names {value!r}" for key, value in missing)
+    return (
+        f"model {model}: {named}, and there is no such file (a relative path is looked for in the folder of the "
+        f"registry file, then in the working directory {os.getcwd()})"
+    )
+
+
+def option_fingerprints(options: Mapping[str, Any] | None, *, model: str = "?") -> dict[str, str]:
+    """{option key: sha256 of its content} of every string option (nested ones too, module docstring) that names
+    an existing file or folder: absolute, or relative to the working directory (a registry-relative one was made
+    absolute by `resolve_entry_paths`). Raises EntryError naming the model, the option and the path for a value
+    that ends like a model file (`MODEL_FILE_SUFFIXES`) but names nothing."""
+    missing = missing_option_files(options)
+    if missing:
+        raise EntryError(missing_option_message(model, missing))
+    out: dict[str, str] = {}
+    for key, value in _option_strings(options or {}):
+        path = Path(os.path.expanduser(value))
+        if _could_be_path(value) and path.exists():
+            out[key] = path_sha256(path)
+    return out
+
+
 def hash_view(settings: Mapping[str, Any]) -> Mapping[str, Any]:
     """What the settings hash takes of a user-family entry's settings: a python entry's `load.entry` reduced to its
-    form and factory (its file's content is `load.entry_sha256`), `load.cpu_only` left out (how it runs, as
+    form and factory (its code's content is `load.entry_sha256`), each option that names a path reduced to
+    `PATH_PLACEHOLDER` (its content is `load.options_sha256`), `load.cpu_only` left out (how it runs, as
     execution.device); a precomputed entry's `source.path` left out (where the vectors are, not what they are:
     each task's files are its extraction job's inputs, so a changed file reruns that task). Other settings as
     they are."""
@@ -196,6 +454,8 @@ def hash_view(settings: Mapping[str, Any]) -> Mapping[str, Any]:
         load = dict(settings.get("load") or {})
         if load.get("entry"):
             load["entry"] = parse_entry(load["entry"], model=str(settings.get("model"))).hash_label
+        if load.get("options_sha256") and load.get("options") is not None:
+            load["options"] = _masked(load["options"], load["options_sha256"])
         load.pop("cpu_only", None)
         return {**settings, "load": load}
     if family == PRECOMPUTED:

@@ -45,7 +45,7 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
         if refusal is not None:
             why.append(refusal)
     elif fam == PYTHON:
-        refusal = entry_refusal(spec.id, spec.load.entry)
+        refusal = entry_refusal(spec.id, spec.load.entry, spec.load.options)
         if refusal is not None:
             why.append(refusal)
     elif kind == "local" and not Path(src.path or "").is_dir():

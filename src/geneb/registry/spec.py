@@ -108,7 +108,9 @@ class Load:
     (an upstream config defect, e.g. Mistral-Codon's `pad_token_id`), without editing the files. Family python
     (`geneb.registry.python_entry`): entry, the factory (`<file.py or module>:<factory>`, or an entry point's
     name); options, the mapping the factory is called with; cpu_only, the encoder runs on CPU only (its jobs ask
-    for no GPU); entry_sha256, set only in extraction settings: the fingerprint of the entry's code."""
+    for no GPU); entry_sha256, set only in extraction settings: the fingerprint of the entry's code (and the helpers
+    it imports from its folder); options_sha256, set only in extraction settings: {option: sha256 of the file or
+    folder it names} (`geneb.registry.python_entry.option_fingerprints`)."""
 
     transformers: str | None = None
     transformers_note: str | None = None
@@ -124,6 +126,7 @@ class Load:
     options: Mapping[str, Any] | None = None
     cpu_only: bool | None = None
     entry_sha256: str | None = None
+    options_sha256: Mapping[str, str] | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> Load:

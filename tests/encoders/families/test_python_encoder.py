@@ -195,3 +195,129 @@ def test_import_geneb_is_light():
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- the factory's folder: importable, and errors that name the user's file and line ----------------------------
+
+
+def user_entry(folder: Path, helper: str = "SCALE = 1.0\n", model: str = "", embed: str = "") -> Path:
+    """folder/config: `model.py` (a factory importing `helpers` from its own folder, at import time and inside
+    embed) and `helpers.py`; returns its registry with the entry `mine`."""
+    config = folder / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "helpers.py").write_text(helper)
+    body = textwrap.dedent(
+        """\
+        import numpy as np
+
+        from helpers import SCALE
+
+
+        class Counts:
+            def embed(self, sequences):
+                from helpers import SCALE as now  # a lazy import, at call time
+        {embed}
+                return np.array([[SCALE * now * s.count(b) for b in "ACGT"] for s in sequences])
+
+
+        def build(options):
+            return Counts()
+        """
+    ).format(embed=textwrap.indent(embed, " " * 8))
+    (config / "model.py").write_text(model or body)
+    sheet = config / "models.yaml"
+    entry = {"family": "python", "load": {"entry": "model.py:build", "options": {"n": 1}}}
+    sheet.write_text(yaml.safe_dump({"schema_version": 1, "models": {"mine": entry}}))
+    return sheet
+
+
+def encoder_of(sheet: Path):
+    return build_encoder(extraction_settings(load_registry(sheet), "mine", {}))
+
+
+def test_a_factory_imports_a_sibling_module_and_two_folders_helpers_never_mix(tmp_path):
+    one = encoder_of(user_entry(tmp_path / "one"))
+    two = encoder_of(user_entry(tmp_path / "two", helper="SCALE = 2.0\n"))
+    np.testing.assert_array_equal(one.embed(["AACG"]).embeddings, [[2, 1, 1, 0]])
+    np.testing.assert_array_equal(two.embed(["AACG"]).embeddings, [[8, 4, 4, 0]])  # its own helpers, at both imports
+    np.testing.assert_array_equal(one.embed(["AACG"]).embeddings, [[2, 1, 1, 0]])
+    assert "helpers" not in sys.modules and str(tmp_path / "one" / "config") not in sys.path
+
+
+def test_an_error_in_user_code_names_the_users_file_and_line(tmp_path):
+    from geneb.encoders.families.python_encoder import UserCodeError
+
+    sheet = user_entry(tmp_path / "embed", embed='raise ValueError("weights do not fit")\n')
+    model = sheet.parent / "model.py"
+    line = model.read_text().splitlines().index('        raise ValueError("weights do not fit")') + 1
+    with pytest.raises(UserCodeError, match=rf"model mine: in {model}:{line}, in embed: ValueError: weights do not f"):
+        encoder_of(sheet)  # the load-time checks call embed
+    missing = user_entry(tmp_path / "import", model="import numpy\nfrom helperz import SCALE\n")
+    with pytest.raises(
+        UserCodeError, match=r"model\.py:2, in <module>: ModuleNotFoundError: No module named 'helperz'"
+    ):
+        encoder_of(missing)
+    helper = user_entry(tmp_path / "helper", helper="def boom():\n    return 1 / 0\n\nSCALE = boom()\n")
+    with pytest.raises(UserCodeError, match=r"config/helpers\.py:2, in boom: ZeroDivisionError"):
+        encoder_of(helper)
+    syntax = user_entry(tmp_path / "syntax", model="def build(options:\n    pass\n")
+    with pytest.raises(UserCodeError, match=r"model\.py:1, in <module>: SyntaxError"):
+        encoder_of(syntax)
+
+
+def test_the_one_line_error_of_a_step_names_the_users_file_and_line(tmp_path):
+    from geneb.core.logs import error_line
+    from geneb.encoders.families.python_encoder import PythonEncoder
+
+    def embed(sequences):
+        return np.asarray([[len(s) / 0.0 if not s else 1.0] for s in sequences]) + np.asarray(sequences[5])
+
+    with pytest.raises(Exception) as info:
+        PythonEncoder(embed, model="notebook")
+    line = error_line(info.value, "log.txt")
+    assert f"model notebook: in {__file__}:" in line and ", in embed: IndexError: list index out of range" in line
+
+
+def test_weights_retrained_after_the_plan_are_refused_by_the_job(tmp_path):
+    from geneb.encoders.families.python_encoder import EncoderContractError
+
+    sheet = user_entry(tmp_path)
+    data = yaml.safe_load(sheet.read_text())
+    data["models"]["mine"]["load"]["options"] = {"table": "table.npy"}
+    sheet.write_text(yaml.safe_dump(data))
+    np.save(sheet.parent / "table.npy", np.ones(3))
+    settings = extraction_settings(load_registry(sheet), "mine", {})
+    np.save(sheet.parent / "table.npy", np.zeros(3))
+    with pytest.raises(
+        EncoderContractError, match=r"model mine: the file or folder load\.options\.table names changed"
+    ):
+        build_encoder(settings)
+
+
+def test_a_module_of_the_same_name_already_imported_elsewhere_does_not_shadow_the_folders(tmp_path, monkeypatch):
+    other = tmp_path / "notebook"
+    other.mkdir()
+    (other / "helpers.py").write_text("SCALE = 100.0\n")
+    monkeypatch.syspath_prepend(str(other))
+    import helpers  # the notebook's own helpers, imported before the entry
+
+    encoder = encoder_of(user_entry(tmp_path / "entry", helper="SCALE = 3.0\n"))
+    np.testing.assert_array_equal(encoder.embed(["AC"]).embeddings, [[9, 9, 0, 0]])
+    assert sys.modules["helpers"] is helpers and helpers.SCALE == 100.0
+    sys.modules.pop("helpers")
+
+
+def test_a_package_installed_below_the_factorys_folder_stays_imported(tmp_path, monkeypatch):
+    """A factory at a checkout's root, beside its .venv: what it imports from the venv is no module of the folder
+    (it stays in sys.modules, as torch must), and frames in the venv are not the user's."""
+    from geneb.encoders.families.python_encoder import UserCodeError
+
+    sheet = user_entry(tmp_path, embed="import venvpkg\nvenvpkg.fail()\n")
+    site = sheet.parent / ".venv" / "lib" / "site-packages"
+    (site / "venvpkg").mkdir(parents=True)
+    (site / "venvpkg" / "__init__.py").write_text("def fail():\n    raise KeyError('inside the package')\n")
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(UserCodeError, match=r"model\.py:\d+, in embed: KeyError"):
+        encoder_of(sheet)
+    assert "venvpkg" in sys.modules
+    sys.modules.pop("venvpkg")
