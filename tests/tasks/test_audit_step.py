@@ -28,6 +28,8 @@ SETTINGS = {
     "max_seqs": 300,
     "min_length": 17,
     "split_memory_limit": "1G",
+    "prefilter_identity": 0.7,
+    "prefilter_coverage": 0.7,
     "min_rows_per_class": 250,
 }
 
