@@ -112,3 +112,14 @@ def test_pairs_mmseqs_does_not_propose_are_not_invented(splits):
 def test_prefilter_bounds_are_checked():
     with pytest.raises(ValueError, match="prefilter_identity 1.5 not in"):
         HomologyParams(prefilter_identity=1.5)
+
+
+def test_a_training_row_too_short_to_reach_the_threshold_is_not_aligned(splits):
+    train, _ = splits
+    rng = random.Random(11)
+    longer = train[8] + _dna(rng, 20)  # identity at most 200 / 220 = 0.909
+    strict = homology_leakage(train, [longer], HomologyParams(threshold=0.95))
+    assert strict.n_hits >= 1 and strict.n_rescored == 0 and strict.leaked_rows == []
+    default = homology_leakage(train, [longer])
+    assert default.n_rescored >= 1 and default.leaked_rows == [0]
+    assert default.best_similarity == [pytest.approx(200 / 220, abs=1e-4)]

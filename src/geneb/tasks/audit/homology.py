@@ -331,26 +331,31 @@ def rescore_hits(
     (`geneb.tasks.audit.identity.semiglobal_identity`), on the hit's strand (`qstart > qend`: the test row's
     reverse complement). Sequences in search form; `hits` as `search_hits` returns them. Returns ((n_hits,)
     similarities in [0, 1], identity or identity x training coverage per `params.coverage`; the number of
-    alignments run: one per distinct (test row, training row, strand)). Raises AlignmentTooLargeError (from the
-    identity module) naming the task and rows for a pair too long to align."""
+    alignments run: at most one per distinct (test row, training row, strand)). A pair whose training row is too short to
+    reach the threshold is not aligned and gets NaN: its identity is at most len(train) / len(test) (at most
+    len(train) identical columns among at least len(test)), so it can never be leaked. Raises
+    AlignmentTooLargeError (from the identity module) naming the task and rows for a pair too long to align."""
     done: dict[tuple[int, int, bool], float] = {}
     out = np.empty(len(hits))
     rc_cache: dict[int, str] = {}
+    aligned = 0
     for k, (qi, ti, qs, qe) in enumerate(
         zip(hits["query"].tolist(), hits["target"].tolist(), hits["qstart"].tolist(), hits["qend"].tolist())
     ):
         key = (qi, ti, qs > qe)
         if key not in done:
-            row = test[qi]
-            if qs > qe:
-                row = rc_cache.setdefault(qi, reverse_complement(row))
-            try:
-                identity, tcov = semiglobal_identity(row, train[ti])
-            except AlignmentTooLargeError as err:
-                raise AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
-            done[key] = identity if params.coverage == "query" else identity * min(1.0, tcov)
+            if len(train[ti]) < params.threshold * len(test[qi]):
+                done[key] = np.nan  # cannot reach the threshold: not aligned
+            else:
+                row = test[qi] if qs <= qe else rc_cache.setdefault(qi, reverse_complement(test[qi]))
+                try:
+                    identity, tcov = semiglobal_identity(row, train[ti])
+                except AlignmentTooLargeError as err:
+                    raise AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
+                done[key] = identity if params.coverage == "query" else identity * min(1.0, tcov)
+                aligned += 1
         out[k] = done[key]
-    return out, len(done)
+    return out, aligned
 
 
 def homology_leakage(
