@@ -18,9 +18,11 @@ Two parts (`--part planted`, `--part cost`, default both):
   before and after. Slow on a shared 2-core machine: run it under `nice` in the background.
 
 Writes bench/results/homology.json (the parts run; an existing file's other part is kept) and, with
-`--write-docs`, the "## Homology re-scoring" section of docs/performance.md.
+`--write-docs`, the "## Homology re-scoring" section of docs/performance.md. The cost part appends every finished
+task to bench/results/homology.cost.jsonl; `--from-progress` summarizes that file (an interrupted run's subset,
+totals extrapolated to every task by `summarize`).
 
-Usage: python bench/homology.py [--part planted|cost|both] [--tasks t1 t2 ...] [--write-docs]
+Usage: python bench/homology.py [--part planted|cost|both] [--tasks t1 t2 ...] [--from-progress] [--write-docs]
 """
 
 from __future__ import annotations
@@ -215,8 +217,29 @@ def cost(tasks: list[str] | None, progress: Path | None = None) -> dict[str, Any
             f"{rec['leaked_after']}",
             file=sys.stderr,
         )
+    return summarize(rows)
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost part's totals from its per-task records. When they cover only some of the mirrored tasks, the
+    80-task totals are extrapolated by the subset's share of the homology seconds of every task in
+    bench/results/task_audit.json (bench/task_audit.py, the same MMseqs2 search before re-scoring)."""
     total_b, total_a = sum(r["cpu_s_before"] for r in rows), sum(r["cpu_s_after"] for r in rows)
+    extrapolated: dict[str, Any] = {}
+    audit_bench = REPO / "bench" / "results" / "task_audit.json"
+    if audit_bench.exists():
+        seconds = {r["task"]: r["seconds_homology"] for r in json.loads(audit_bench.read_text())["tasks"]}
+        measured = {r["task"] for r in rows}
+        if len(measured) < len(seconds) and measured <= set(seconds):
+            share = sum(seconds[t] for t in measured) / sum(seconds.values())
+            extrapolated = {
+                "extrapolated_to": len(seconds),
+                "subset_share_of_homology_seconds": round(share, 4),
+                "cpu_s_before_total_extrapolated": round(total_b / share, 1),
+                "cpu_s_after_total_extrapolated": round(total_a / share, 1),
+            }
     return {
+        **extrapolated,
         "n_tasks": len(rows),
         "cpu_s_before_total": round(total_b, 1),
         "cpu_s_after_total": round(total_a, 1),
@@ -287,6 +310,16 @@ def section(payload: dict[str, Any]) -> str:
             f"| wall seconds, total | {c['wall_s_before_total']} | {c['wall_s_after_total']} |",
             f"| of which the alignments (after) | | {c['rescore_s_total']} s |",
             f"| leaked test rows, all tasks | {c['leaked_before_total']:,} | {c['leaked_after_total']:,} |",
+            *(
+                [
+                    f"| CPU seconds, all {c['extrapolated_to']} tasks, extrapolated (the subset is "
+                    f"{c['subset_share_of_homology_seconds']:.0%} of their homology seconds in bench/results/"
+                    f"task_audit.json) | {c['cpu_s_before_total_extrapolated']} | "
+                    f"{c['cpu_s_after_total_extrapolated']} |"
+                ]
+                if "extrapolated_to" in c
+                else []
+            ),
             "",
             "| most expensive tasks (after) | rows (train/test) | CPU s before | CPU s after | candidates after |",
             "|---|---|---|---|---|",
@@ -312,16 +345,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-rows", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tasks", nargs="*", help="cost part: task names (default: every task of the mirror)")
+    ap.add_argument(
+        "--from-progress",
+        action="store_true",
+        help="cost part: summarize the per-task records an earlier (interrupted) run left in homology.cost.jsonl",
+    )
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args(argv)
     import parasail
 
     exe = find_mmseqs()
     parts: dict[str, Any] = {}
-    if args.part in ("planted", "both"):
+    if args.part in ("planted", "both") and not args.from_progress:
         parts["planted"] = planted(args.planted_tasks, args.per_level, args.train_rows, args.seed)
-    if args.part in ("cost", "both"):
-        parts["cost"] = cost(args.tasks, RESULT.with_suffix(".cost.jsonl"))
+    progress = RESULT.with_suffix(".cost.jsonl")
+    if args.from_progress:
+        parts["cost"] = summarize([json.loads(line) for line in progress.read_text().splitlines() if line])
+    elif args.part in ("cost", "both"):
+        progress.unlink(missing_ok=True)
+        parts["cost"] = cost(args.tasks, progress)
     # read the file only now: a part run meanwhile in another process is kept
     payload: dict[str, Any] = json.loads(RESULT.read_text()) if RESULT.exists() else {}
     payload |= {
