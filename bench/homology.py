@@ -184,6 +184,11 @@ def planted(tasks: list[str], per_level: int, train_rows: int, seed: int) -> dic
             float(np.mean([abs(r["measured_identity"] - r["planted_identity"]) for r in rows])), 4
         ),
         "by_level": by_level,
+        "after_disagreements": [
+            {k: r[k] for k in ("task", "planted_identity", "measured_identity", "reverse")}
+            for r in rows
+            if r["leaked_after"] != (r["planted_identity"] >= threshold)
+        ],
         "rows": [{k: v for k, v in r.items() if k != "_cpu"} for r in rows],
     }
 
@@ -285,6 +290,16 @@ def section(payload: dict[str, Any]) -> str:
             "planted identity; the re-scored identity of the planted pair differs from the planted one by "
             f"{p['mean_abs_identity_error']:.4f} on average (an optimal alignment may place an indel differently, "
             "or absorb a run of end mismatches into a gap and the training row's free overhang).",
+            "",
+            "Rows the re-scored audit classifies against their planted identity: "
+            + (
+                "; ".join(
+                    f"{d['task']} planted {d['planted_identity']:.4f}, aligned {d['measured_identity']:.4f}"
+                    for d in p.get("after_disagreements", [])
+                )
+                or "none"
+            )
+            + " (the optimal alignment's identity, on the other side of the threshold from the planted one).",
             "",
             "| planted level | rows | proposed | leaked before | leaked after | mean abs identity error |",
             "|---|---|---|---|---|---|",

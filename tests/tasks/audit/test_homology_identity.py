@@ -62,6 +62,22 @@ def test_semiglobal_identity_counts_the_whole_test_row():
         semiglobal_identity("", train)
 
 
+def test_scores_beyond_16_bits_are_aligned_with_32_bits():
+    import parasail
+
+    from geneb.tasks.audit import identity
+
+    rng = random.Random(5)
+    train = _dna(rng, 100)
+    test = train + _dna(rng, 20_000)  # 20,000 test letters against gaps: a score of -39,805, below -32,768
+    assert parasail.sg_dx_trace_scan_16(test, train, 7, 2, identity._matrix()).saturated
+    wide = parasail.sg_dx_trace_scan_32(test, train, 7, 2, identity._matrix()).get_traceback()
+    columns = len(wide.query.strip("-"))
+    matches = sum(a == b for a, b in zip(wide.query, wide.ref) if a != "-")
+    assert semiglobal_identity(test, train) == (matches / columns, 1.0)
+    assert semiglobal_identity(test, train)[0] < 0.05
+
+
 def test_too_large_alignment_is_an_error_naming_the_lengths(monkeypatch):
     from geneb.tasks.audit import identity
 

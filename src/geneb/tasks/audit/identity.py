@@ -10,7 +10,7 @@ Alignment: the test row is aligned end to end (every test letter is in the align
 row cost like any gap), the training row may overhang at either end for free (a test row cut from a longer
 training row is a copy). parasail's `sg_dx` ("semi-global, free end gaps on the database sequence",
 Daily 2016, BMC Bioinformatics 17:81, github.com/jeffdaily/parasail), test row as query, training row as database,
-`trace_scan_sat` (striped SIMD, 8/16-bit scores widened on overflow, with traceback). Scores: the NCBI BLAST+
+`trace_scan_16` with traceback (SIMD; 32-bit `trace_scan_32` when 16-bit scores saturate). Scores: the NCBI BLAST+
 `blastn` task's defaults, match +2, mismatch -3, a gap of k letters costs 5 + 2k (parasail's `open` is the cost of
 the first gap letter, so open 7, extend 2). N (every letter other than A/C/G/T, see `homology._search_form`)
 scores -3 against every letter, N included: an N is never identical to anything.
@@ -74,7 +74,11 @@ def semiglobal_identity(test: str, train: str) -> tuple[float, float]:
         )
     import parasail
 
-    result = parasail.sg_dx_trace_scan_sat(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
+    # 16-bit scores first (1.7x faster than trace_scan_sat, which tries 8 bits first and overflows on any row over
+    # ~60 letters), 32-bit when they saturate (parasail flags it), as trace_scan_sat does
+    result = parasail.sg_dx_trace_scan_16(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
+    if result.saturated:
+        result = parasail.sg_dx_trace_scan_32(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
     tb = result.get_traceback()
     q = np.frombuffer(tb.query.encode("ascii"), dtype=np.uint8)
     r = np.frombuffer(tb.ref.encode("ascii"), dtype=np.uint8)
