@@ -53,7 +53,12 @@ SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared"))
 RESULT = REPO / "bench" / "results" / "homology.json"
 DOC = REPO / "docs" / "performance.md"
 LEVELS = [round(0.85 + 0.01 * i, 2) for i in range(13)]
-PLANTED_TASKS = ["ienhancer2l_strong_vs_weak", "gue_prom_300_tata", "gue_emp_h3k9ac__devtrain"]
+PLANTED_TASKS = [
+    "idna_ms_6ma_r_chinensis",
+    "ienhancer2l_strong_vs_weak",
+    "gue_prom_300_tata",
+    "gue_emp_h3k9ac__devtrain",
+]
 
 
 def plant(rng: random.Random, seq: str, identity: float) -> tuple[str, float]:
