@@ -332,14 +332,15 @@ def section(payload: dict[str, Any]) -> str:
         changed = [r for r in c["tasks"] if r["leaked_before"] != r["leaked_after"]]
         lines += [
             f"**Cost on {c['n_tasks']} mirrored tasks** (uncapped, `load_task`; CPU seconds of this process and its "
-            "MMseqs2 processes, `getrusage`, homology search only):",
+            "MMseqs2 processes, `getrusage`, homology search only; wall seconds on this machine shared with other jobs, "
+            "so CPU seconds are the figures to compare):",
             "",
             "| figure | before | after |",
             "|---|---|---|",
             f"| CPU seconds, total | {c['cpu_s_before_total']} | {c['cpu_s_after_total']} |",
             f"| CPU seconds per task, mean | {c['cpu_s_before_per_task']} | {c['cpu_s_after_per_task']} |",
             f"| wall seconds, total | {c['wall_s_before_total']} | {c['wall_s_after_total']} |",
-            f"| of which the alignments (after) | | {c['rescore_s_total']} s |",
+            f"| wall seconds in the alignments (after) | | {c['rescore_s_total']} |",
             f"| leaked test rows, all tasks | {c['leaked_before_total']:,} | {c['leaked_after_total']:,} |",
             *(
                 [
