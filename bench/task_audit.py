@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| peak resident memory, largest MMseqs2 process (VmHWM) | {child_peak} MiB ({biggest['task']}) |",
         f"| slowest task | {worst['task']}: {worst['seconds']} s ({worst['n_train']:,} train x {worst['n_test']:,} test rows) |",
         f"| tasks failing the shortcut check (best single-feature AUROC > 0.7, >= 250 rows per class) | {len(shortcut_fail)} |",
-        f"| tasks failing the leakage check (>= 2% of test rows with a train homolog at identity x coverage >= 0.9) | {len(leak_fail)} |",
+        f"| tasks failing the leakage check (>= 2% of test rows with a train homolog at whole-row identity >= 0.9) | {len(leak_fail)} |",
         f"| exact or reverse-complement copies the search alone missed (added by exact matching) | {payload['exact_not_found_by_search_total']} |",
         "",
         "| slowest tasks | rows (train/test) | load s | shortcuts s | homology s |",

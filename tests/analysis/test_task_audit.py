@@ -68,6 +68,7 @@ def test_task_audit_table_has_one_row_per_task_with_flags_and_the_best_shortcut(
         "shortcut_aurocs": {"length": 0.5, "gc": 0.81},
         "shortcut_flags": {"length": "pass", "gc": "fail"},
         "leak_n_leaked": 9,
+        "leak_n_mmseqs_similarity": 7,
         "leak_fraction": 0.03,
         "leak_flag": "fail",
         "audit_fail": True,
@@ -89,6 +90,7 @@ def test_task_audit_table_has_one_row_per_task_with_flags_and_the_best_shortcut(
     assert len(table) == 1 and row["shortcut_best_model_full"] == "sc-a" and row["shortcut_best_mcc_full"] == 0.3
     assert row["flag_gc"] == "fail" and row["auroc_gc"] == 0.81 and row["overlap_exact"] == 4
     assert row["overlap_homolog"] == 9 and row["leak_flag"] == "fail"
+    assert row["overlap_homolog_mmseqs"] == 7  # the count by MMseqs2's local similarity alone, for comparison
     assert row["largest_clean_difference_model"] == "m" and row["largest_clean_difference"] == pytest.approx(0.1)
 
 

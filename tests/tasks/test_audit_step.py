@@ -28,6 +28,8 @@ SETTINGS = {
     "max_seqs": 300,
     "min_length": 17,
     "split_memory_limit": "1G",
+    "prefilter_identity": 0.7,
+    "prefilter_coverage": 0.7,
     "min_rows_per_class": 250,
 }
 
@@ -68,6 +70,14 @@ def test_the_audit_file_marks_the_leaked_row_and_records_the_settings(prepared):
     assert back["leaked_test_rows"] == [9]
     assert json.loads(back["parameters"])["homology"]["threshold"] == 0.9
     assert back["shortcut_flag"] == "unknown"  # 10 rows per class: under the 250-row floor
+    # the threshold's similarity (whole-row identity) and MMseqs2's own, for the copy found by the search
+    assert back["leaked_best_similarity"] == [1.0] and back["leaked_best_similarity_mmseqs"] == [1.0]
+    assert back["leak_n_candidates"] >= 1 and back["leak_n_mmseqs_similarity"] == 1
+    assert "semi-global" in json.loads(back["parameters"])["homology"]["similarity"]
+    old = json.loads((prepared / "audit.json").read_text()) | {"schema_version": "1"}
+    (prepared / "old.json").write_text(json.dumps(old))
+    with pytest.raises(AuditFileError, match="audit layout '1', expected '2'"):
+        read_audit(prepared / "old.json")  # an audit by MMseqs2's local similarity is recomputed, never read
     with pytest.raises(AuditFileError, match="audit of task"):
         read_audit(prepared / "audit.json", task="other")
 

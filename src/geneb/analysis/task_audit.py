@@ -239,6 +239,7 @@ def task_audit_table(
                 "overlap_case_only": ov.case_only if ov is not None else None,
                 "overlap_reverse_complement": ov.reverse_complement if ov is not None else None,
                 "overlap_homolog": a["leak_n_leaked"],
+                "overlap_homolog_mmseqs": a["leak_n_mmseqs_similarity"],
                 "leaked_fraction": a["leak_fraction"],
                 "leak_flag": a["leak_flag"],
                 "audit_fail": bool(a["audit_fail"]),

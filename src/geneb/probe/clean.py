@@ -1,8 +1,8 @@
 """Clean-subset scores: every fit scored again on the test rows without a training homolog.
 
 The task audit (`geneb.tasks.audit_step`, rule `audit_task`) lists the test rows with a near-identical copy in the
-training split (MMseqs2, both strands, identity x test coverage >= `task_audit.similarity_threshold`, exact and
-reverse-complement copies included). `clean_columns` scores the *same fitted probe* (its predictions) on the other
+training split (MMseqs2 candidates re-scored by the identity of the whole test row, both strands, >=
+`task_audit.similarity_threshold`, exact and reverse-complement copies included). `clean_columns` scores the *same fitted probe* (its predictions) on the other
 test rows, so full and clean values differ only by the rows scored:
 
 * `value_clean`: MCC, Acc and macro-F1 (`metrics.label_scores`, the protocol's `f1_labels`) and, for binary tasks,

@@ -59,7 +59,8 @@ def audit_sections(
         "<p>Is the task measuring the model? Shortcut: the largest single-feature AUROC on the training split "
         "(length, GC, 4 bases, 16 dinucleotides; genomic-benchmarks-qc flags: fail above 0.7, unknown under 250 rows "
         "per class) and the best shortcut model's MCC. Leakage: test rows with a training homolog (MMseqs2, both "
-        "strands, identity x test coverage at or above the configured threshold); fail at the configured fraction. "
+        "strands, candidates re-scored by the identity of the whole test row, at or above the configured threshold); "
+        "fail at the configured fraction. "
         f"{len(flagged)} of {len(audit)} task(s) flagged.</p>",
         "<h3>Flagged tasks</h3>",
         table(flagged[[c for c in head if c in flagged.columns]], 3, 500),

@@ -41,8 +41,10 @@ from geneb.tasks.sources import SPLITS, TaskSource, open_source
 
 log = logging.getLogger(__name__)
 
-#: the audit file's layout version
-AUDIT_SCHEMA_VERSION = "1"
+#: the audit file's layout version ("2": leakage by the semi-global identity of the whole test row, with
+#: `leaked_best_similarity_mmseqs`, `leak_n_candidates`, `leak_n_mmseqs_similarity`, `seconds_rescore`; a "1"
+#: file is refused, so an audit by MMseqs2's local similarity is recomputed, never read)
+AUDIT_SCHEMA_VERSION = "2"
 #: config `task_audit:` keys -> HomologyParams fields (the others are the shortcut check's)
 HOMOLOGY_KEYS = {
     "similarity_threshold": "threshold",
@@ -54,6 +56,8 @@ HOMOLOGY_KEYS = {
     "max_seqs": "max_seqs",
     "min_length": "min_length",
     "split_memory_limit": "split_memory_limit",
+    "prefilter_identity": "prefilter_identity",
+    "prefilter_coverage": "prefilter_coverage",
 }
 
 

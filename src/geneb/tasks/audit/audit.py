@@ -6,8 +6,9 @@ Two questions, each with its published rule:
 * shortcuts (`geneb.tasks.audit.single_feature`): can length, GC, one base's or one dinucleotide's frequency
   alone separate the classes of the training split? AUROC per feature, flag of the worst one (fail above 0.7,
   unknown below 250 rows in the smallest class);
-* leakage (`geneb.tasks.audit.homology`): what fraction of the test rows has a near-identical copy (identity x
-  coverage >= 0.9, either strand) in the training split? Fail at 2% or more.
+* leakage (`geneb.tasks.audit.homology`): what fraction of the test rows has a near-identical copy (identity of
+  the whole test row >= 0.9, either strand: MMseqs2 proposes candidates, a semi-global alignment re-scores them)
+  in the training split? Fail at 2% or more.
 
 The workflow audits the prepared (checked, possibly capped) splits (`geneb.tasks.audit_step`, rule `audit_task`);
 the benchmark reads the source splits uncapped (`geneb.tasks.audit_step.load_task`).
@@ -53,9 +54,12 @@ RECORD_COLUMNS = (
     "leak_n_exact_not_found_by_search",
     "leak_n_unsearched_test",
     "leak_n_unsearched_train",
+    "leak_n_candidates",
+    "leak_n_mmseqs_similarity",
     "audit_fail",
     "seconds_shortcuts",
     "seconds_homology",
+    "seconds_rescore",
     "parameters",
 )
 
@@ -85,7 +89,11 @@ def audit_task(
     length, gc, mono_A..mono_T, di_AA..di_TT), `shortcut_flags` ({feature: flag}) and `leaked_test_rows`
     (sorted test row ids: the `row` column of `test_df` where it has one, which `load_task` fills with the
     0-based row in the source file; else 0-based positions in `test_df`), with, for each, the training row of
-    its best hit (`leaked_best_train_rows`, same convention) and that hit's similarity (`leaked_best_similarity`).
+    its best hit (`leaked_best_train_rows`, same convention), that hit's similarity, the one the threshold is
+    applied to (`leaked_best_similarity`: the semi-global identity of the whole test row, 1.0 for a copy) and
+    MMseqs2's local fident x coverage of the same pair (`leaked_best_similarity_mmseqs`, NaN for a copy the
+    search did not propose). `leak_n_candidates`: pairs MMseqs2 proposed (all re-scored); `leak_n_mmseqs_similarity`:
+    test rows MMseqs2's similarity alone would leak (the rule before re-scoring, copies aside).
 
     train_df / test_df: columns `sequence` (str) and `label` (int). Shortcut AUROCs are computed on the
     training split (`single_feature.SPLIT`, reason in its module docstring). `parameters` (JSON text) records
@@ -154,14 +162,18 @@ def audit_task(
         "leak_n_exact_not_found_by_search": leak.n_exact_not_found_by_search,
         "leak_n_unsearched_test": leak.n_unsearched_test,
         "leak_n_unsearched_train": leak.n_unsearched_train,
+        "leak_n_candidates": leak.n_hits,
+        "leak_n_mmseqs_similarity": leak.n_leaked_mmseqs_similarity,
         "audit_fail": head["flag"] == "fail" or leak.fail,
         "seconds_shortcuts": t1 - t0,
         "seconds_homology": t2 - t1,
+        "seconds_rescore": leak.seconds_rescore,
         "parameters": json.dumps(parameters, sort_keys=True),
         "shortcut_aurocs": aurocs,
         "shortcut_flags": dict(zip(table["feature"], table["flag"])),
         "leaked_test_rows": [int(row_ids[i]) for i in leak.leaked_rows],
         "leaked_best_train_rows": [int(train_ids[i]) for i in leak.best_train_rows],
         "leaked_best_similarity": leak.best_similarity,
+        "leaked_best_similarity_mmseqs": leak.best_similarity_mmseqs,
     }
     return record

@@ -10,10 +10,25 @@ github.com/genomic-benchmarks/genomic-benchmarks-qc):
   forward strand only (`--strand 1`); hashFrag (de-Boer-Lab/hashFrag, Rafi et al. 2025, "Detecting and
   avoiding homology-based data leakage in genome-trained sequence models") motivates strand-blind homology
   search with BLAST, which searches both strands by default;
-* each hit gets similarity = identity x coverage, identity = `fident` (identical positions / alignment
-  length) and coverage of the **test row** (`qcov`, the fraction of the test row inside the alignment) by
-  default (`coverage="query"`: a test row contained in a longer training row has been seen whole).
-  `coverage="min"` uses min(qcov, tcov), genomic-benchmarks-qc's `min_cov*pident`;
+* MMseqs2 is the fast prefilter: it proposes candidate pairs (test row, training row, strand) whose local
+  alignment reaches `prefilter_identity` (`--min-seq-id`, 0.7) and `prefilter_coverage` of the test row (`-c`,
+  0.7). Every candidate is then **re-scored by a semi-global alignment of the whole test row**
+  (`geneb.tasks.audit.identity.semiglobal_identity`: parasail `sg_dx`, the test row aligned end to end, the
+  training row free to overhang; on the strand MMseqs2 found it, `qstart > qend` marking the reverse strand):
+  similarity = identity = identical columns / alignment columns spanned by the test row (BLAST's and MMseqs2's
+  `fident` definition on an alignment covering the whole test row, so the test coverage is 1 by construction).
+  MMseqs2's own alignment is local: it clips mismatching ends, so its identity x coverage was not the identity of
+  the row (a row at 92 % over its whole length scored 0.864 and stayed clean: tests/tasks/audit/
+  test_homology_identity.py). `coverage="query"` (default: a test
+  row contained in a longer training row has been seen whole) uses that identity; `coverage="min"` multiplies it
+  by the training row's coverage, min(qcov = 1, tcov), genomic-benchmarks-qc's `min_cov*pident`. The prefilter
+  bounds were measured on planted homologs (bench/homology.py, docs/performance.md "Homology re-scoring"): every
+  planted pair at >= 85 % identity in rows of 200 to 500 letters was proposed, 93 % in 41-letter rows (the k-mer
+  stage, not the bounds, misses the others). A pair whose training row is shorter than `threshold` x the test
+  row is not aligned (it cannot reach the threshold). `rescore=False` applies the threshold to MMseqs2's local
+  `fident` x coverage instead, with `--min-seq-id` and `-c` at the threshold (GENEB's audit before re-scoring,
+  kept for that benchmark); `n_leaked_mmseqs_similarity` counts, in every result, the rows that rule would leak
+  among the candidates;
 * a test row is leaked when its best hit has similarity >= `threshold` (0.9, genomic-benchmarks-qc's
   default `--similarity-threshold 90`); exact and reverse-complement duplicates (case-insensitive, the keys
   of `geneb.tasks.hygiene`) are leaked by definition and added even where the search missed them (e.g. a row
@@ -24,8 +39,7 @@ github.com/genomic-benchmarks/genomic-benchmarks-qc):
 Search settings (all in `HomologyParams`, recorded with the result for the task card): k-mer length 11
 (`-k 11`; MMseqs2's automatic choice for nucleotides, k=15, needs 8 GB for a 25,000-row task and is refused
 under a 1 GB split memory limit), sensitivity 5.7, at most 300 prefilter candidates per query,
-`--split-memory-limit 1G` (bounds the prefilter index), `--min-seq-id` and `-c` set to the threshold (a hit
-below either can never reach identity x coverage >= threshold, so they are dropped inside MMseqs2).
+`--split-memory-limit 1G` (bounds the prefilter index), `--min-seq-id` and `-c` at the prefilter bounds above.
 Rows with fewer than `min_length` (17) A/C/G/T letters (N-only rows, very short rows) are not searched: with
 k=11 (spaced k-mers) MMseqs2 found no exact copy of 16 bases or fewer and every copy of 17 or more in GENEB's
 tests. Such rows are matched exactly only, and counted (`n_unsearched_test`, `n_unsearched_train`).
@@ -52,7 +66,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.tasks.hygiene import canonical_key
+from geneb.tasks.audit.identity import AlignmentTooLargeError, semiglobal_identity
+from geneb.tasks.hygiene import canonical_key, reverse_complement
 
 ENV_MMSEQS = "GENEB_MMSEQS"
 INSTALL_HINT = (
@@ -93,6 +108,9 @@ class HomologyParams:
     sensitivity: float = 5.7
     max_seqs: int = 300
     min_length: int = 17
+    prefilter_identity: float = 0.7
+    prefilter_coverage: float = 0.7
+    rescore: bool = True
 
     def __post_init__(self) -> None:
         problems = []
@@ -100,6 +118,9 @@ class HomologyParams:
             problems.append(f"threshold {self.threshold} not in (0, 1]")
         if not 0 < self.fail_fraction <= 1:
             problems.append(f"fail_fraction {self.fail_fraction} not in (0, 1]")
+        for name in ("prefilter_identity", "prefilter_coverage"):
+            if not 0 <= getattr(self, name) <= 1:
+                problems.append(f"{name} {getattr(self, name)} not in [0, 1]")
         if self.coverage not in ("query", "min"):
             problems.append(f"coverage {self.coverage!r} is neither 'query' nor 'min'")
         if self.strand not in ("both", "forward"):
@@ -116,8 +137,13 @@ class HomologyParams:
 @dataclass
 class HomologyResult:
     """The leakage of one task. `leaked_rows`: sorted 0-based row indices into the test split given;
-    `best_similarity`: for each of them its best similarity (1.0 for an exact or reverse-complement copy);
-    `best_train_rows`: the 0-based training row of that best hit (of the first copy, for a copy)."""
+    `best_similarity`: for each of them its best similarity, the one the threshold is applied to (the
+    semi-global identity with `rescore`, else MMseqs2's fident x coverage; 1.0 for an exact or reverse-complement
+    copy); `best_train_rows`: the 0-based training row of that best hit (of the first copy, for a copy);
+    `best_similarity_mmseqs`: MMseqs2's local fident x coverage of that same pair (NaN where the search did not
+    propose it: a copy added by exact matching). `n_hits`: candidate pairs MMseqs2 proposed, all re-scored
+    (`n_rescored` alignments, `seconds_rescore` spent on them); `n_leaked_mmseqs_similarity`: test rows whose
+    best MMseqs2 fident x coverage reaches the threshold (the rule before re-scoring; copies not counted)."""
 
     n_train: int
     n_test: int
@@ -135,6 +161,10 @@ class HomologyResult:
     n_unsearched_train: int
     n_hits: int
     seconds: float
+    best_similarity_mmseqs: list[float] = field(default_factory=list)
+    n_rescored: int = 0
+    n_leaked_mmseqs_similarity: int = 0
+    seconds_rescore: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -213,7 +243,8 @@ def search_hits(
 ) -> tuple[pd.DataFrame, list[str]]:
     """Run MMseqs2 on the given rows (sequences in search form: uppercase, A/C/G/T/N) in a private temporary
     folder, removed afterwards. Returns (hits: columns query, target (0-based row indices), fident, qcov,
-    tcov; only hits with fident and the coverage at or above the threshold), the command run). Raises
+    tcov, qstart, qend (1-based; qstart > qend on the reverse strand); only hits with fident and the coverage at
+    or above the prefilter bounds, or the threshold without `rescore`), the command run). Raises
     MMseqsError naming the task, the command and the end of MMseqs2's output when it exits non-zero."""
     with tempfile.TemporaryDirectory(prefix="geneb-mmseqs-", dir=tmp_root) as tmp:
         folder = Path(tmp)
@@ -241,15 +272,15 @@ def search_hits(
             "--max-seqs",
             str(params.max_seqs),
             "--min-seq-id",
-            str(params.threshold),
+            str(params.prefilter_identity if params.rescore else params.threshold),
             "-c",
-            str(params.threshold),
+            str(params.prefilter_coverage if params.rescore else params.threshold),
             "--cov-mode",
             "2" if params.coverage == "query" else "0",
             "--format-mode",
             "0",
             "--format-output",
-            "query,target,fident,qcov,tcov",
+            "query,target,fident,qcov,tcov,qstart,qend",
             "-v",
             "1",
         ]
@@ -261,13 +292,73 @@ def search_hits(
                 "(a 'Cannot fit databases' message asks for a larger split_memory_limit)"
             )
         path = folder / "hits.tsv"
-        names = ["query", "target", "fident", "qcov", "tcov"]
+        names = ["query", "target", "fident", "qcov", "tcov", "qstart", "qend"]
+        ints = dict.fromkeys(("query", "target", "qstart", "qend"), np.int64)
         if not path.exists() or path.stat().st_size == 0:
-            hits = pd.DataFrame({n: pd.Series(dtype="int64" if n in ("query", "target") else "float64") for n in names})
+            hits = pd.DataFrame({n: pd.Series(dtype="int64" if n in ints else "float64") for n in names})
         else:
-            hits = pd.read_csv(path, sep="\t", header=None, names=names, dtype={"query": np.int64, "target": np.int64})
+            hits = pd.read_csv(path, sep="\t", header=None, names=names, dtype=ints)
     shown = [Path(c).name if c.startswith(tmp) else c for c in cmd]
     return hits, shown
+
+
+def similarity_rule(params: HomologyParams) -> str:
+    """The similarity the threshold is applied to, in words (recorded with every result)."""
+    if params.rescore:
+        rule = "semi-global identity of the whole test row (parasail sg_dx, BLAST+ blastn scores)"
+        return rule if params.coverage == "query" else rule + " x training-row coverage"
+    return "fident x qcov" if params.coverage == "query" else "fident x min(qcov, tcov)"
+
+
+def _best_per_query(
+    q: np.ndarray, t: np.ndarray, sim: np.ndarray, n_test: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per test row: best similarity (NaN without a hit), its training row (-1), its hit index (-1); ties go to
+    the lowest training row, then the first hit."""
+    best = np.full(n_test, np.nan)
+    target = np.full(n_test, -1, dtype=np.int64)
+    hit = np.full(n_test, -1, dtype=np.int64)
+    if len(q):
+        order = np.lexsort((np.arange(len(q)), t, -sim))
+        q_sorted, first = np.unique(q[order], return_index=True)
+        best[q_sorted] = sim[order][first]
+        target[q_sorted] = t[order][first]
+        hit[q_sorted] = order[first]
+    return best, target, hit
+
+
+def rescore_hits(
+    train: list[str], test: list[str], hits: pd.DataFrame, params: HomologyParams, *, task: str = ""
+) -> tuple[np.ndarray, int]:
+    """Similarity of every MMseqs2 hit by the semi-global identity of the whole test row
+    (`geneb.tasks.audit.identity.semiglobal_identity`), on the hit's strand (`qstart > qend`: the test row's
+    reverse complement). Sequences in search form; `hits` as `search_hits` returns them. Returns ((n_hits,)
+    similarities in [0, 1], identity or identity x training coverage per `params.coverage`; the number of
+    alignments run: at most one per distinct (test row, training row, strand)). A pair whose training row is too short to
+    reach the threshold is not aligned and gets NaN: its identity is at most len(train) / len(test) (at most
+    len(train) identical columns among at least len(test)), so it can never be leaked. Raises
+    AlignmentTooLargeError (from the identity module) naming the task and rows for a pair too long to align."""
+    done: dict[tuple[int, int, bool], float] = {}
+    out = np.empty(len(hits))
+    rc_cache: dict[int, str] = {}
+    aligned = 0
+    for k, (qi, ti, qs, qe) in enumerate(
+        zip(hits["query"].tolist(), hits["target"].tolist(), hits["qstart"].tolist(), hits["qend"].tolist())
+    ):
+        key = (qi, ti, qs > qe)
+        if key not in done:
+            if len(train[ti]) < params.threshold * len(test[qi]):
+                done[key] = np.nan  # cannot reach the threshold: not aligned
+            else:
+                row = test[qi] if qs <= qe else rc_cache.setdefault(qi, reverse_complement(test[qi]))
+                try:
+                    identity, tcov = semiglobal_identity(row, train[ti])
+                except AlignmentTooLargeError as err:
+                    raise AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
+                done[key] = identity if params.coverage == "query" else identity * min(1.0, tcov)
+                aligned += 1
+        out[k] = done[key]
+    return out, aligned
 
 
 def homology_leakage(
@@ -307,27 +398,41 @@ def homology_leakage(
     train_rows = np.flatnonzero(searchable_train)
     command: list[str] = []
     best = np.full(len(test), np.nan)
-    n_hits = 0
+    best_mmseqs = np.full(len(test), np.nan)
+    n_hits = n_rescored = n_local = 0
+    seconds_rescore = 0.0
     if len(test_rows) and len(train_rows):
         hits, command = search_hits(
             train, test, train_rows, test_rows, params, task=task, executable=executable, tmp_root=tmp_root
         )
         n_hits = len(hits)
-        cov = hits["qcov"] if params.coverage == "query" else np.minimum(hits["qcov"], hits["tcov"])
-        sim = (hits["fident"] * cov).to_numpy(dtype=float)
         q = hits["query"].to_numpy()
-        if len(q) and (q.min() < 0 or q.max() >= len(test)):
-            raise MMseqsError(f"task {task!r}: MMseqs2 reported a query id outside the test split: {q.max()}")
-        order = np.lexsort((hits["target"].to_numpy(), -sim))  # best hit first (ties: lowest train row)
-        q_sorted, first = np.unique(q[order], return_index=True)
-        best[q_sorted] = sim[order][first]
-        best_target[q_sorted] = hits["target"].to_numpy()[order][first]
+        t = hits["target"].to_numpy()
+        if len(q) and (q.min() < 0 or q.max() >= len(test) or t.min() < 0 or t.max() >= len(train)):
+            raise MMseqsError(
+                f"task {task!r}: MMseqs2 reported a row id outside the splits (query {q.max()}, target {t.max()})"
+            )
+        cov = hits["qcov"] if params.coverage == "query" else np.minimum(hits["qcov"], hits["tcov"])
+        local = (hits["fident"] * cov).to_numpy(dtype=float)
+        best_local = _best_per_query(q, t, local, len(test))[0]
+        n_local = int((best_local >= params.threshold).sum())
+        if params.rescore:
+            t_rescore = time.perf_counter()
+            sim, n_rescored = rescore_hits(train, test, hits, params, task=task)
+            seconds_rescore = time.perf_counter() - t_rescore
+        else:
+            sim = local
+        best, best_target, best_hit = _best_per_query(q, t, sim, len(test))
+        found = best_hit >= 0
+        best_mmseqs[found] = local[best_hit[found]]
     by_search = best >= params.threshold
     copies = exact | rc
     leaked = by_search | copies
     best = np.where(copies, 1.0, best)
     for i in np.flatnonzero(copies):
         best_target[i] = train_exact[test[i]] if exact[i] else train_canon[canonical_key(test[i])]
+        if not by_search[i]:
+            best_mmseqs[i] = np.nan  # the search did not propose this copy's pair
     rows = np.flatnonzero(leaked)
     fraction = float(leaked.mean())
     flag = leakage_flag(fraction, params.fail_fraction)
@@ -337,6 +442,10 @@ def homology_leakage(
         leaked_rows=[int(r) for r in rows],
         best_similarity=[round(float(best[r]), 4) for r in rows],
         best_train_rows=[int(best_target[r]) for r in rows],
+        best_similarity_mmseqs=[round(float(best_mmseqs[r]), 4) for r in rows],
+        n_rescored=n_rescored,
+        n_leaked_mmseqs_similarity=n_local,
+        seconds_rescore=seconds_rescore,
         leaked_fraction=fraction,
         flag=flag,
         fail=flag == "fail",
@@ -350,7 +459,7 @@ def homology_leakage(
         seconds=time.perf_counter() - start,
         params={
             **params.as_dict(),
-            "similarity": "fident x qcov" if params.coverage == "query" else "fident x min(qcov, tcov)",
+            "similarity": similarity_rule(params),
             "mmseqs": executable,
             "mmseqs_version": mmseqs_version(executable),
             "command": command,
