@@ -248,7 +248,7 @@ def test_paper_tasks_offline_stop_the_plan_naming_each_task_and_paper_task_sourc
     assert plan(small_config).tasks == [*PAPER_TASKS, TASKS[0]]  # a job process does not look
     # a prepared task is not read again: nothing to reach
     for task in PAPER_TASKS:
-        folder = tmp_path / "resources" / "tasks" / task
+        folder = tmp_path / plan(small_config).task_dir(task)
         folder.mkdir(parents=True)
         for name in ("train.parquet", "test.parquet", "card.json"):
             (folder / name).write_text("x")
@@ -330,8 +330,7 @@ def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config,
     """A half-written embedding file (no `complete` attribute) of a configured model and task is moved to
     .partial-<name>.<n> before the DAG is built (case B41), with a warning; a job process leaves it."""
     monkeypatch.chdir(tmp_path)
-    hashes = plan(small_config).extraction_hashes
-    half = tmp_path / "resources" / "embeddings" / "kmer-3" / hashes["kmer-3"] / f"{TASKS[0]}.h5"
+    half = tmp_path / plan(small_config).embedding_file("kmer-3", TASKS[0])
     half.parent.mkdir(parents=True)
     with h5py.File(half, "w") as f:
         f.create_group("train").create_dataset("embeddings", data=np.zeros((3, 4), dtype="float32"))
@@ -450,7 +449,7 @@ def test_settings_hashes_name_the_resolved_settings_and_refuse_another_hash(smal
     assert made.extraction_hashes["kmer-3"] != made.extraction_hashes["kmer-4"]
     assert (
         made.embedding_file("kmer-3", TASKS[1])
-        == f"resources/embeddings/kmer-3/{made.extraction_hashes['kmer-3']}/{TASKS[1]}.h5"
+        == f"resources/embeddings/kmer-3/{made.extraction_hashes['kmer-3']}/{TASKS[1]}/{made.task_hash(TASKS[1])}.h5"
     )
     with pytest.raises(ValueError) as err:
         made.extraction_params("kmer-3", "000000000000")
@@ -551,7 +550,7 @@ def test_table_lists_follow_snakemakes_expand_order(small_config):
         assert made.probe_tables(kind=kind) == expected
     assert made.probe_tables([TASKS[1]]) == [f"results/probes/geneb-paper/{m}/{TASKS[1]}.parquet" for m in MODELS]
     assert made.task_embedding_files(TASKS[0]) == [made.embedding_file(m, TASKS[0]) for m in MODELS]
-    assert made.task_cards() == [f"resources/tasks/{t}/card.json" for t in TASKS]
+    assert made.task_cards() == [f"resources/tasks/{t}/{made.task_hash(t)}/card.json" for t in TASKS]
     assert made.submission_files() == [f"results/submissions/{m}.json" for m in MODELS]
     assert FINAL_OUTPUTS[0] == "tables/scores.parquet" and made.final_outputs()[0] == "results/tables/scores.parquet"
 

@@ -9,14 +9,14 @@ localrules:
 
 rule prepare_task:
     output:
-        train="resources/tasks/{task}/train.parquet",
-        test="resources/tasks/{task}/test.parquet",
-        card="resources/tasks/{task}/card.json",
+        train="resources/tasks/{task}/{thash}/train.parquet",
+        test="resources/tasks/{task}/{thash}/test.parquet",
+        card="resources/tasks/{task}/{thash}/card.json",
     # validation.json (every problem of the task's files, or ok and the letter counts) is a log, not an
     # output: Snakemake keeps a failed job's logs, and nothing downstream may trust it in place of the card
     log:
-        "logs/prepare_task/{task}.log",
-        validation="resources/tasks/{task}/validation.json",
+        "logs/prepare_task/{thash}/{task}.log",
+        validation="resources/tasks/{task}/{thash}/validation.json",
     conda:
         "../../envs/geneb.yaml"
     params:
@@ -29,17 +29,17 @@ rule prepare_task:
 # prepared rows; the probes score every model again on the test rows without a training homolog (value_clean).
 rule audit_task:
     input:
-        train="resources/tasks/{task}/train.parquet",
-        test="resources/tasks/{task}/test.parquet",
-        card="resources/tasks/{task}/card.json",
+        train="resources/tasks/{task}/{thash}/train.parquet",
+        test="resources/tasks/{task}/{thash}/test.parquet",
+        card="resources/tasks/{task}/{thash}/card.json",
     output:
-        "resources/tasks/{task}/audit.json",
+        "resources/tasks/{task}/{thash}/audit-{ahash}.json",
     log:
-        "logs/audit_task/{task}.log",
+        "logs/audit_task/{ahash}/{thash}/{task}.log",
     conda:
         "../../envs/geneb.yaml"
     threads: 2
     params:
-        settings=config["task_audit"],
+        settings=audit_settings,
     script:
         "../scripts/audit_task.py"
