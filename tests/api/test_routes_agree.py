@@ -117,9 +117,10 @@ def test_the_caps_were_applied_and_the_rows_mapped(routes):
     import h5py
 
     for task in TASKS:
-        card = yaml.safe_load((run / "resources" / "tasks" / task / "card.json").read_text())
+        (card_path,) = (run / "resources" / "tasks" / task).glob("*/card.json")  # <task>/<task hash>/card.json
+        card = yaml.safe_load(card_path.read_text())
         assert card["splits"]["train"]["n"] == 150 < card["splits"]["train"]["n_source"]
-        (h5,) = (run / "resources" / "embeddings" / "my-cnn-vectors").glob(f"*/{task}.h5")
+        (h5,) = (run / "resources" / "embeddings" / "my-cnn-vectors").glob(f"*/{task}/*.h5")
         with h5py.File(h5) as f:
             rows = f["train"]["row"][:]
             stored = f["train"]["embeddings"][:]

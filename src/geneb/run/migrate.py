@@ -145,9 +145,10 @@ def migrate_legacy(plan: Any, *, dry_run: bool, log: Any) -> list[tuple[Path, Pa
                 pairs.append(_move(old_h5, new_h5, dry_run))
                 kept += 1
         moved += pairs
+        dry = "; a dry run moves nothing, so the jobs below still prepare and extract it" if dry_run else ""
         log.info(
             f"legacy task cache {old_dir}/ {verb} to {new_dir}/ (its card matches this config's preparation "
             f"params) with {kept} of {len(plan.models)} embedding file(s) kept without re-extraction; its audit "
-            "and shot draws are made again and its probes fitted again once"
+            f"and shot draws are made again and its probes fitted again once{dry}"
         )
     return moved

@@ -62,7 +62,7 @@ def write_input_record(path: str | os.PathLike[str], files: Iterable[str | os.Pa
 
 def changed_inputs(scores: str | Path) -> list[tuple[str, str]]:
     """[(file, what changed)] of the resources/ files the record beside `scores` (INPUTS_NAME) names that were
-    removed or written again since (size or modification time differ), in the record's order; [] when there is no
+    removed or written again since (size or modification time differ), by path; [] when there is no
     record (a run before the record existed, or `geneb.evaluate`'s tables). Paths are read against the recorded
     run directory, or the current one when that no longer exists (a run folder moved)."""
     record_path = Path(scores).with_name(INPUTS_NAME)
