@@ -98,10 +98,10 @@ def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothin
 
 def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction(tmp_path, shared):
     """The layout before task hashes (resources/tasks/<task>/, resources/embeddings/<model>/<xhash>/<task>.h5),
-        made by the project's own writers: a dry run only says what it would move (-n is read from the command line:
-    Snakemake sets `workflow.dryrun` only after planning); a real run moves the task and its
-        embeddings (same bytes, same modification time: nothing extracted again), and then nothing is left to do. A
-        config whose caps differ from the legacy card's leaves the legacy files where they are."""
+    made by the project's own writers: a dry run only says what it would move (Snakemake sets `workflow.dryrun`
+    only after planning; the plan reads -n from the output settings); a real run moves the task and its
+    embeddings (same bytes, same modification time: nothing extracted again), and then nothing is left to do. A
+    config whose caps differ from the legacy card's leaves the legacy files where they are."""
     from geneb.extract.step import extract_task
     from geneb.run.migrate import legacy_embedding_path, legacy_task_dir
     from geneb.tasks.catalogue import source_string, task_row

@@ -32,8 +32,8 @@ PLAN = plan_run(
     conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
     partial_file=os.environ.get(PARTIAL_ENV),
     log=logger,
-    # workflow.dryrun is not set yet while the workflow is parsed: the command line says (a dry run moves nothing)
-    dry_run=handlers.cli_dry_run(sys.argv[1:]),
+    # workflow.dryrun is set only when execution starts, after parsing; the output settings have -n already
+    dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun),
 )
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files

@@ -128,17 +128,3 @@ def report_job_errors(
     )
     for line in errors:  # once more, after the partial run's output, where the user looks last
         log.error(line)
-
-
-def cli_dry_run(argv: list[str]) -> bool:
-    """Whether the Snakemake command line `argv` (`sys.argv[1:]`) asks for a dry run (-n, --dry-run, -np, ...),
-    read by Snakemake's own argument parser. Needed while the workflow is parsed: `workflow.dryrun` is only set
-    when execution starts, after planning, so it reads False there even under -n. False when `argv` is not a
-    Snakemake command line (Snakemake run through its Python API)."""
-    from snakemake.cli import get_argument_parser
-
-    try:
-        args, _ = get_argument_parser().parse_known_args(argv)
-    except SystemExit:  # argparse's way to refuse
-        return False
-    return bool(getattr(args, "dryrun", False))
