@@ -480,9 +480,15 @@ def plan_run(
     check_exclusion_lists(config, registry)
 
     here: list[str] = []
+    task_params: dict[str, dict[str, Any]] = {}  # each task's params computed once (a mirror's files are hashed)
     if main_process:
         tasks_only = RunPlan(
-            config=config, task_sheet=task_sheet, registry=registry, extraction_settings={}, extraction_hashes={}
+            config=config,
+            task_sheet=task_sheet,
+            registry=registry,
+            extraction_settings={},
+            extraction_hashes={},
+            _task_params=task_params,
         )
         here = preflight_or_stop(
             config,
@@ -514,6 +520,7 @@ def plan_run(
         lock_log=tuple(lock_log),
         partial=partial,
         partial_file=partial_file,
+        _task_params=task_params,
     )
     if not main_process:
         return plan
