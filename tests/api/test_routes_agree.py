@@ -8,6 +8,7 @@ relative to the registry file that declares it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -142,5 +143,7 @@ def test_a_changed_vector_file_reruns_its_task_only(routes):
         f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[1]}.parquet",
     )
     assert res.returncode == 0, res.stdout[-3000:]
-    assert f"/{TASKS[0]}.h5" in res.stdout and f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}" in res.stdout
-    assert f"/{TASKS[1]}.h5" not in res.stdout  # the other task's import and probes stand
+    h5 = r"/{}/[0-9a-f]{{12}}\.h5"  # resources/embeddings/<model>/<xhash>/<task>/<task hash>.h5
+    assert re.search(h5.format(TASKS[0]), res.stdout)
+    assert f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}" in res.stdout
+    assert not re.search(h5.format(TASKS[1]), res.stdout)  # the other task's import and probes stand

@@ -92,39 +92,57 @@ def _move(old: Path, new: Path, dry_run: bool) -> tuple[Path, Path]:
     return old, new
 
 
+def _legacy_task(plan: Any, task: str, dry_run: bool, log: Any) -> tuple[list[tuple[Path, Path]], str | None]:
+    """The moves of one legacy task folder (none when there is none, this config's folder is prepared already,
+    or its card differs: then one log line says why) and the data hash of the card this config will use (the
+    moved card's, or the one already in this config's folder; None when neither)."""
+    old_dir, new_dir = legacy_task_dir(task), Path(plan.task_dir(task))
+    card_path = old_dir / "card.json"
+    if (new_dir / "card.json").is_file():
+        try:
+            return [], json.loads((new_dir / "card.json").read_text(encoding="utf-8")).get("data_hash")
+        except (OSError, json.JSONDecodeError):
+            return [], None
+    if not all((old_dir / name).is_file() for name in LEGACY_TASK_FILES[:3]):
+        return [], None
+    params = plan.task_params(task)
+    try:
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        log.info(f"legacy task cache {old_dir}/ left in place ({err}): task {task} is prepared anew")
+        return [], None
+    why = legacy_card_problem(card, params, task)
+    if why is None:
+        from geneb.tasks.catalogue import source_string, task_row
+
+        spec = source_string(task_row(plan.task_sheet, task), plan.config)
+        newer = [p for p in _source_files(params, spec, task) if p.stat().st_mtime > card_path.stat().st_mtime]
+        if newer:
+            why = f"its source file {newer[0]} is newer than the card"
+    if why is not None:
+        log.info(f"legacy task cache {old_dir}/ left in place ({why}): task {task} is prepared anew in {new_dir}/")
+        return [], None
+    return [_move(old_dir / n, new_dir / n, dry_run) for n in LEGACY_TASK_FILES if (old_dir / n).is_file()], card.get(
+        "data_hash"
+    )
+
+
 def migrate_legacy(plan: Any, *, dry_run: bool, log: Any) -> list[tuple[Path, Path]]:
     """Move the legacy-layout caches of `plan` (a `geneb.run.plan.RunPlan`) into its layout (module docstring)
-    and return the (old, new) pairs. dry_run: move nothing, return and log what would move. log: gets one info
-    line per migrated task (its files and how many embedding files were kept without re-extraction) and one per
-    legacy task left in place, with the reason. Raises nothing for a file it cannot read: that file stays."""
+    and return the (old, new) pairs. A legacy embedding file is also moved when its task was prepared (or moved)
+    in this layout before, e.g. by a config without that model. dry_run: move nothing, return and log what
+    would move. log: gets one info line per task with anything moved (the task folder, how many embedding files
+    were kept without re-extraction) and one per legacy task left in place, with the reason. Raises nothing for
+    a file it cannot read: that file stays."""
     from geneb.extract.cache import CacheError, is_complete_file, read_key
-    from geneb.tasks.catalogue import source_string, task_row
 
     hdf5_locking = plan.config["execution"]["hdf5_locking"]
     verb = "would move" if dry_run else "moved"
     moved: list[tuple[Path, Path]] = []
     for task in plan.tasks:
-        old_dir = legacy_task_dir(task)
-        card_path = old_dir / "card.json"
-        new_dir = Path(plan.task_dir(task))
-        if not all((old_dir / name).is_file() for name in LEGACY_TASK_FILES[:3]) or (new_dir / "card.json").exists():
+        pairs, data_hash = _legacy_task(plan, task, dry_run, log)
+        if data_hash is None:
             continue
-        params = plan.task_params(task)
-        try:
-            card = json.loads(card_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            log.info(f"legacy task cache {old_dir}/ left in place ({err}): task {task} is prepared anew")
-            continue
-        why = legacy_card_problem(card, params, task)
-        if why is None:
-            spec = source_string(task_row(plan.task_sheet, task), plan.config)
-            newer = [p for p in _source_files(params, spec, task) if p.stat().st_mtime > card_path.stat().st_mtime]
-            if newer:
-                why = f"its source file {newer[0]} is newer than the card"
-        if why is not None:
-            log.info(f"legacy task cache {old_dir}/ left in place ({why}): task {task} is prepared anew in {new_dir}/")
-            continue
-        pairs = [_move(old_dir / n, new_dir / n, dry_run) for n in LEGACY_TASK_FILES if (old_dir / n).is_file()]
         kept = 0
         for model in plan.models:
             xhash = plan.extraction_hashes[model]
@@ -139,16 +157,24 @@ def migrate_legacy(plan: Any, *, dry_run: bool, log: Any) -> list[tuple[Path, Pa
             same = (
                 key.get("settings_hash") == xhash
                 and canonical_json(key.get("settings")) == canonical_json(plan.extraction_settings[model])
-                and key.get("task_data_hash") == card.get("data_hash")
+                and key.get("task_data_hash") == data_hash
             )
             if same:
                 pairs.append(_move(old_h5, new_h5, dry_run))
                 kept += 1
+        if not pairs:
+            continue
         moved += pairs
-        dry = "; a dry run moves nothing, so the jobs below still prepare and extract it" if dry_run else ""
-        log.info(
-            f"legacy task cache {old_dir}/ {verb} to {new_dir}/ (its card matches this config's preparation "
-            f"params) with {kept} of {len(plan.models)} embedding file(s) kept without re-extraction; its audit "
-            f"and shot draws are made again and its probes fitted again once{dry}"
-        )
+        dry = "; a dry run moves nothing, so the jobs below still make them" if dry_run else ""
+        if pairs[0][0].parent == legacy_task_dir(task):
+            log.info(
+                f"legacy task cache {legacy_task_dir(task)}/ {verb} to {plan.task_dir(task)}/ (its card matches "
+                f"this config's preparation params) with {kept} of {len(plan.models)} embedding file(s) kept "
+                f"without re-extraction; its audit and shot draws are made again and its probes fitted again once{dry}"
+            )
+        else:
+            log.info(
+                f"task {task}: {kept} legacy embedding file(s) {verb} beside {plan.task_dir(task)}/ (made from its "
+                f"prepared data under this config's settings), kept without re-extraction{dry}"
+            )
     return moved
