@@ -413,8 +413,11 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
         parents = {Path(r["path"]).parent for r in recs}
         assert len(parents) == 1, f"process {pid} wrote into several folders: {parents}"
         for r in recs:
-            # the atomic temporary name (the model server's own temporary name under it)
-            assert Path(r["path"]).name.startswith((f".tmp-{TASKS[0]}.h5.", f".tmp-.tmp-{TASKS[0]}.h5.server-")), r
+            # the atomic temporary name (the model server's own temporary name under it), in the task's folder
+            # (resources/embeddings/<model>/<xhash>/<task>/<task hash>.h5)
+            thash = Path(outputs[0]).stem
+            assert Path(r["path"]).parent.name == TASKS[0], r
+            assert Path(r["path"]).name.startswith((f".tmp-{thash}.h5.", f".tmp-.tmp-{thash}.h5.server-")), r
         targets[pid] = parents.pop()
         # this process opened no HDF5 file of another job, in any mode
         foreign = [r for r in opens if r["pid"] == pid and Path(r["path"]).parent != targets[pid]]
