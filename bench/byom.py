@@ -141,8 +141,8 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
     geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work)  # the workdir's task prepared once
     t_eval, scores = _best_cpu(lambda: geneb.evaluate("vec-kmer-4", [task], config=config, workdir=work), repeats)
     probe = geneb.api.evaluate.resolve_config(config, [task], ["vec-kmer-4"], {})["probe"]["geneb-paper"]
-    (h5,) = (work / "resources" / "embeddings" / "vec-kmer-4").glob(f"*/{task}.h5")
-    t_dir = work / "resources" / "tasks" / task
+    (h5,) = (work / "resources" / "embeddings" / "vec-kmer-4").glob(f"*/{task}/*.h5")  # <xhash>/<task>/<thash>.h5
+    (t_dir,) = (p.parent for p in (work / "resources" / "tasks" / task).glob("*/card.json"))
 
     def job():
         return fit_probes(
@@ -150,14 +150,14 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
             test=t_dir / "test.parquet",
             card=t_dir / "card.json",
             embeddings=h5,
-            shots=work / "resources" / "shots" / "geneb-paper" / f"{task}.json",
+            shots=next((work / "resources" / "shots" / "geneb-paper").glob(f"*/{task}/*.json")),
             scores_out=work / "job-scores.parquet",
             predictions_out=work / "job-predictions.parquet",
             task=task,
             model="vec-kmer-4",
             protocol="geneb-paper",
             settings=probe,
-            settings_hash=h5.parent.name,
+            settings_hash=h5.parents[1].name,
         )
 
     t_job, job_scores = _best_cpu(job, repeats)

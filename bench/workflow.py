@@ -186,9 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         prepared = root / "prepared"
         config = write_run(prepared, args.models, args.tasks)
         models, tasks = config["models"], config["tasks"]
-        cards = [f"resources/tasks/{t}/card.json" for t in tasks]
-        shots = [f"resources/shots/geneb-paper/{t}.json" for t in tasks]
-        snakemake(prepared, args.cores, *cards, *shots)  # untimed: task preparation and shot draws
+        # untimed: task preparation and shot draws (their paths carry the config's hashes: the rule, not the files)
+        snakemake(prepared, args.cores, "--until", "write_shot_indices")
         targets = [f"results/probes/geneb-paper/{m}/{t}.parquet" for m in models for t in tasks]
         runs = {mode: measure(root, prepared, mode, args.cores, targets) for mode in (args.modes or MODES)}
         if args.modes:  # a partial run (profiling one mode) is never published

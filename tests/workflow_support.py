@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -48,3 +49,25 @@ def run_snakemake(
         text=True,
         timeout=timeout,
     )
+
+
+def run_plan(run: Path, *overlays: str | Path) -> Any:
+    """The `geneb.run.plan.RunPlan` a job process of `run` plans (run/config/config.yaml, then each overlay file
+    merged over it as `--configfile` does; no pre-flight, nothing moved): the paths its rules read and write."""
+    import logging
+
+    from snakemake.utils import update_config
+
+    from geneb.run.plan import plan_run
+
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    for overlay in overlays:
+        update_config(config, yaml.safe_load((run / overlay).read_text()))
+    cwd = Path.cwd()
+    os.chdir(run)
+    try:
+        return plan_run(
+            config, main_process=False, conda_deploys=False, partial_file=None, log=logging.getLogger("run_plan")
+        )
+    finally:
+        os.chdir(cwd)

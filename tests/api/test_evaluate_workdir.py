@@ -4,6 +4,8 @@ the scores are those of a fresh workdir either way. A real task of ../shared, ca
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -59,7 +61,12 @@ def test_changed_params_or_incomplete_files_prepare_again(shared, tmp_path, call
     other = _evaluate(shared, work, max_train=100)  # new caps: new params
     assert calls == [TASK, TASK]
     assert set(other["n_train"]) != set(_evaluate(shared, tmp_path / "fresh")["n_train"])
-    task_dir = work / "resources" / "tasks" / TASK
+    # resources/tasks/<task>/<hash of the preparation params>/: the capped one of the two param sets
+    (task_dir,) = (
+        p.parent
+        for p in (work / "resources" / "tasks" / TASK).glob("*/card.json")
+        if json.loads(p.read_text())["splits"]["train"]["n"] <= 100
+    )
     (task_dir / "test.parquet").unlink()  # a killed preparation's leftovers are never trusted
     _evaluate(shared, work, max_train=100)
     assert calls == [TASK, TASK, TASK, TASK]

@@ -8,6 +8,7 @@ relative to the registry file that declares it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -117,9 +118,10 @@ def test_the_caps_were_applied_and_the_rows_mapped(routes):
     import h5py
 
     for task in TASKS:
-        card = yaml.safe_load((run / "resources" / "tasks" / task / "card.json").read_text())
+        (card_path,) = (run / "resources" / "tasks" / task).glob("*/card.json")  # <task>/<task hash>/card.json
+        card = yaml.safe_load(card_path.read_text())
         assert card["splits"]["train"]["n"] == 150 < card["splits"]["train"]["n_source"]
-        (h5,) = (run / "resources" / "embeddings" / "my-cnn-vectors").glob(f"*/{task}.h5")
+        (h5,) = (run / "resources" / "embeddings" / "my-cnn-vectors").glob(f"*/{task}/*.h5")
         with h5py.File(h5) as f:
             rows = f["train"]["row"][:]
             stored = f["train"]["embeddings"][:]
@@ -141,5 +143,7 @@ def test_a_changed_vector_file_reruns_its_task_only(routes):
         f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[1]}.parquet",
     )
     assert res.returncode == 0, res.stdout[-3000:]
-    assert f"/{TASKS[0]}.h5" in res.stdout and f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}" in res.stdout
-    assert f"/{TASKS[1]}.h5" not in res.stdout  # the other task's import and probes stand
+    h5 = r"/{}/[0-9a-f]{{12}}\.h5"  # resources/embeddings/<model>/<xhash>/<task>/<task hash>.h5
+    assert re.search(h5.format(TASKS[0]), res.stdout)
+    assert f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}" in res.stdout
+    assert not re.search(h5.format(TASKS[1]), res.stdout)  # the other task's import and probes stand

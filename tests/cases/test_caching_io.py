@@ -167,16 +167,21 @@ def _snakemake(d: Path, *args: str) -> subprocess.CompletedProcess:
 def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
     """Every extraction job of the DAG writes its own file (model, settings hash, task); two jobs run at once
     (-j 2) produce two complete files, and neither touches the other's."""
+    import logging
     import re
 
-    from geneb.registry.extraction import extraction_hash
+    from geneb.run.plan import plan_run
 
     d = workflow_dir
-    registry = load_registry(repo / "config" / "models.yaml")
+    plan = plan_run(
+        yaml.safe_load((d / "config.yaml").read_text()),
+        main_process=False,
+        conda_deploys=False,
+        partial_file=None,
+        log=logging.getLogger(__name__),
+    )
     targets = [
-        f"resources/embeddings/{m}/{extraction_hash(extraction_settings(registry, m, yaml.safe_load((d / 'config.yaml').read_text())['alphabet']))}/{t}.h5"
-        for m in ("kmer-3", "kmer-4")
-        for t in ("idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0")
+        plan.embedding_file(m, t) for m in ("kmer-3", "kmer-4") for t in ("idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0")
     ]
     assert len(set(targets)) == 4
     dry = _snakemake(d, *targets, "-n", "--quiet", "rules")
@@ -188,7 +193,7 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
     assert run.returncode == 0, run.stderr[-3000:]
     for t in two:
         cached = read_embeddings(d / t)
-        assert cached.key["task"] == Path(t).stem and cached.key["model"] == "kmer-3"
+        assert cached.key["task"] == Path(t).parent.name and cached.key["model"] == "kmer-3"  # <task>/<task hash>.h5
     leftovers = [p for p in (d / "resources" / "embeddings").rglob("*") if p.name.startswith(".tmp-")]
     assert not leftovers
 

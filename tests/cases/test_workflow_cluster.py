@@ -174,7 +174,25 @@ def reversed_mappings(obj):
 
 
 def embedding_files(run: Path) -> list[Path]:
-    return sorted((run / "resources" / "embeddings").glob("*/*/*.h5"))
+    """Every embedding file of `run`: resources/embeddings/<model>/<settings hash>/<task>/<task hash>.h5."""
+    return sorted((run / "resources" / "embeddings").glob("*/*/*/*.h5"))
+
+
+def h5_cell(h5: Path) -> tuple[str, str]:
+    """(model, task) of an embedding file's path."""
+    return h5.parents[2].name, h5.parent.name
+
+
+def task_folder(run: Path, task: str) -> Path:
+    """The one prepared folder of `task` in `run` (resources/tasks/<task>/<task hash>/)."""
+    (card,) = (run / "resources" / "tasks" / task).glob("*/card.json")
+    return card.parent
+
+
+def shot_file(run: Path, task: str) -> Path:
+    """The one geneb-paper shot file of `task` in `run` (resources/shots/geneb-paper/<draw hash>/<task>/<task hash>.json)."""
+    (path,) = (run / "resources" / "shots" / "geneb-paper").glob(f"*/{task}/*.json")
+    return path
 
 
 def assert_downstream_newer(run: Path) -> None:
@@ -182,7 +200,7 @@ def assert_downstream_newer(run: Path) -> None:
     (no output older than an input it was rebuilt from)."""
     table = (run / SCORES).stat().st_mtime
     for h5 in embedding_files(run):
-        model, task = h5.parent.parent.name, h5.stem
+        model, task = h5_cell(h5)
         probes = list((run / "results" / "probes").glob(f"*/{model}/{task}.parquet"))
         assert probes, f"no probe table reads {h5}"
         for probe in probes:
@@ -298,11 +316,12 @@ def test_output_affecting_change_reruns_exactly_the_affected_jobs(baseline, tmp_
     # Snakemake's reasons: params changed only for the first rule the change reaches; the rest follow from it.
     # (Not `--list-changes params`: in Snakemake 9.27 it lists every output, changed or not; docs/footguns.md.)
     by_params = {j["rule"] for j in jobs if "Params have changed" in j["reason"]}
-    if change == "rc":  # a registry change gives new embedding paths (missing outputs), not a params change
-        assert by_params == set()
-        assert all("Missing output" in j["reason"] for j in jobs if j["rule"] == "extract_embeddings")
-    else:
-        assert by_params == {expected[0][0]}
+    # a change of what decides a cached file's content (extraction settings, shot draws, a task's preparation)
+    # gives it a new path (a missing output, so the other config's file stands), not a params change; the probe
+    # settings are the probe job's params (its output lives under the config's results_dir)
+    assert by_params == ({"fit_probes"} if change in ("probe_C", "seeds") else set())
+    if change != "probe_C":
+        assert all("Missing output" in j["reason"] for j in jobs if j["rule"] == expected[0][0])
     pending = detailed_summary(run, SCORES).query("plan == 'update pending'")
     assert set(pending["rule"]) == {r for r, _, _ in expected} | {"aggregate_scores"}
 
@@ -371,7 +390,7 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
     assert len(outputs) == len(set(outputs)) == len(models)
     for j in jobs:
         wc = j["wildcards"]
-        assert j["output"] == [f"resources/embeddings/{wc['model']}/{wc['xhash']}/{wc['task']}.h5"]
+        assert j["output"] == [f"resources/embeddings/{wc['model']}/{wc['xhash']}/{wc['task']}/{wc['thash']}.h5"]
     assert len({j["wildcards"]["xhash"] for j in jobs}) == len(models)  # k differs: settings hashes differ
     # run the extractions two at a time and trace every HDF5 open of every process
     site = tmp_path / "site"
@@ -394,8 +413,11 @@ def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
         parents = {Path(r["path"]).parent for r in recs}
         assert len(parents) == 1, f"process {pid} wrote into several folders: {parents}"
         for r in recs:
-            # the atomic temporary name (the model server's own temporary name under it)
-            assert Path(r["path"]).name.startswith((f".tmp-{TASKS[0]}.h5.", f".tmp-.tmp-{TASKS[0]}.h5.server-")), r
+            # the atomic temporary name (the model server's own temporary name under it), in the task's folder
+            # (resources/embeddings/<model>/<xhash>/<task>/<task hash>.h5)
+            thash = Path(outputs[0]).stem
+            assert Path(r["path"]).parent.name == TASKS[0], r
+            assert Path(r["path"]).name.startswith((f".tmp-{thash}.h5.", f".tmp-.tmp-{thash}.h5.server-")), r
         targets[pid] = parents.pop()
         # this process opened no HDF5 file of another job, in any mode
         foreign = [r for r in opens if r["pid"] == pid and Path(r["path"]).parent != targets[pid]]
@@ -462,7 +484,7 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
     which would refuse the files) and what reads them; the run rebuilds them and the scores equal the
     uninterrupted run."""
     run = copy_run(baseline, tmp_path / "run")
-    files = {(p.parent.parent.name, p.stem): p for p in embedding_files(run)}
+    files = {h5_cell(p): p for p in embedding_files(run)}
     cut, unmarked = files[("kmer-3", TASKS[0])], files[("kmer-4", TASKS[1])]
     data = cut.read_bytes()
     cut.write_bytes(data[: len(data) // 2])
@@ -497,11 +519,11 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
     from geneb.probe.job import fit_probes
 
     run = copy_run(baseline, tmp_path / "run")
-    h5 = next(p for p in embedding_files(run) if p.parent.parent.name == "kmer-3" and p.stem == TASKS[0])
+    h5 = next(p for p in embedding_files(run) if h5_cell(p) == ("kmer-3", TASKS[0]))
     with h5py.File(h5, "r+") as f:
         del f.attrs["complete"]
     config = yaml.safe_load((run / "config" / "config.yaml").read_text())
-    task_dir = run / "resources" / "tasks" / TASKS[0]
+    task_dir = task_folder(run, TASKS[0])
     out = tmp_path / "out"
     with pytest.raises(IncompleteCacheError, match="incomplete"):
         fit_probes(
@@ -509,7 +531,7 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
             test=task_dir / "test.parquet",
             card=task_dir / "card.json",
             embeddings=h5,
-            shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+            shots=shot_file(run, TASKS[0]),
             scores_out=out / "scores.parquet",
             predictions_out=out / "predictions.parquet",
             task=TASKS[0],
@@ -527,16 +549,16 @@ def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_mo
     from geneb.probe.job import fit_probes
 
     run = copy_run(baseline, tmp_path / "run")
-    h5 = next(p for p in embedding_files(run) if p.parent.parent.name == "kmer-3" and p.stem == TASKS[0])
+    h5 = next(p for p in embedding_files(run) if h5_cell(p) == ("kmer-3", TASKS[0]))
     config = yaml.safe_load((run / "config" / "config.yaml").read_text())
-    task_dir = run / "resources" / "tasks" / TASKS[0]
+    task_dir = task_folder(run, TASKS[0])
     out = tmp_path / "out"
     common = dict(
         train=task_dir / "train.parquet",
         test=task_dir / "test.parquet",
         card=task_dir / "card.json",
         embeddings=h5,
-        shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+        shots=shot_file(run, TASKS[0]),
         scores_out=out / "scores.parquet",
         predictions_out=out / "predictions.parquet",
         task=TASKS[0],
@@ -546,9 +568,9 @@ def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_mo
     with pytest.raises(CacheKeyMismatchError, match=r"settings_hash: file has '[0-9a-f]{12}', expected '000000000000'"):
         fit_probes(**common, model="kmer-3", settings_hash="000000000000")
     with pytest.raises(CacheKeyMismatchError, match=r"model: file has 'kmer-3', expected 'kmer-6'"):
-        fit_probes(**common, model="kmer-6", settings_hash=h5.parent.name)
+        fit_probes(**common, model="kmer-6", settings_hash=h5.parents[1].name)
     assert not out.exists() or not list(out.iterdir())
-    fit_probes(**common, model="kmer-3", settings_hash=h5.parent.name)  # its own folder: accepted
+    fit_probes(**common, model="kmer-3", settings_hash=h5.parents[1].name)  # its own folder: accepted
     assert (out / "scores.parquet").exists()
 
 
@@ -622,7 +644,7 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     emb_dir = run / "resources" / "embeddings" / "kmer-6"
     # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
     tmp = _wait_for(
-        lambda: next(iter(emb_dir.glob(f"*/.tmp-*{KILL_TASK}.h5*")), None) if emb_dir.is_dir() else None,
+        lambda: next(iter(emb_dir.glob(f"*/{KILL_TASK}/.tmp-*.h5*")), None) if emb_dir.is_dir() else None,
         proc,
         "the extraction job to start writing",
     )
@@ -865,7 +887,7 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     for m in MODELS:  # each model was loaded once on the node, for all its tasks
         loads = set()
         for t in TASKS:
-            (h5,) = (run / "resources" / "embeddings" / m).glob(f"*/{t}.h5")
+            (h5,) = (run / "resources" / "embeddings" / m).glob(f"*/{t}/*.h5")
             with h5py.File(h5, "r") as f:
                 loads.add(f.attrs["model_load_id"])
         assert len(loads) == 1, (m, loads)
@@ -1037,8 +1059,8 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
     leaderboard and the report are still built, listing the failed task; the run exits non-zero."""
     run = tmp_path / "run"
     write_config(run, models=["kmer-3"])
-    snakemake(run, *(f"resources/tasks/{t}/train.parquet" for t in TASKS))
-    split = run / "resources" / "tasks" / TASKS[1] / "train.parquet"
+    snakemake(run, "--until", "prepare_task")
+    split = task_folder(run, TASKS[1]) / "train.parquet"
     df = pd.read_parquet(split)
     df.loc[3, "sequence"] = "ACGT!ACGT"
     df.to_parquet(split, index=False)
@@ -1054,7 +1076,7 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
     )
     assert proc.returncode != 0
     assert re.search(
-        r"GENEB ERROR \(logs/extract_embeddings/kmer-3/\w+/" + TASKS[1] + r"\.log\): SequenceError: .*"
+        r"GENEB ERROR \(logs/extract_embeddings/kmer-3/\w+/\w+/" + TASKS[1] + r"\.log\): SequenceError: .*"
         r"split 'train', row \d+: character '!'",
         proc.stdout,
     ), proc.stdout[-3000:]

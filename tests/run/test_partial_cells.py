@@ -29,12 +29,12 @@ def test_a_task_every_model_failed_is_a_failed_task():
 
 def test_cell_logs_are_those_of_the_model(tmp_path):
     for rel in (
-        "extract_embeddings/a/0123456789ab/t1.log",
-        "extract_embeddings/ab/0123456789ab/t1.log",
+        "extract_embeddings/a/0123456789ab/fedcba987654/t1.log",
+        "extract_embeddings/ab/0123456789ab/fedcba987654/t1.log",
         "fit_probes/geneb-paper/a/t1.log",
         "fit_probes/geneb-paper/a/t2.log",
     ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     found = sorted(str(p.relative_to(tmp_path)) for p in cell_logs(tmp_path, "a", "t1"))
-    assert found == ["extract_embeddings/a/0123456789ab/t1.log", "fit_probes/geneb-paper/a/t1.log"]
+    assert found == ["extract_embeddings/a/0123456789ab/fedcba987654/t1.log", "fit_probes/geneb-paper/a/t1.log"]

@@ -248,7 +248,7 @@ def test_paper_tasks_offline_stop_the_plan_naming_each_task_and_paper_task_sourc
     assert plan(small_config).tasks == [*PAPER_TASKS, TASKS[0]]  # a job process does not look
     # a prepared task is not read again: nothing to reach
     for task in PAPER_TASKS:
-        folder = tmp_path / "resources" / "tasks" / task
+        folder = tmp_path / plan(small_config).task_dir(task)
         folder.mkdir(parents=True)
         for name in ("train.parquet", "test.parquet", "card.json"):
             (folder / name).write_text("x")
@@ -330,8 +330,7 @@ def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config,
     """A half-written embedding file (no `complete` attribute) of a configured model and task is moved to
     .partial-<name>.<n> before the DAG is built (case B41), with a warning; a job process leaves it."""
     monkeypatch.chdir(tmp_path)
-    hashes = plan(small_config).extraction_hashes
-    half = tmp_path / "resources" / "embeddings" / "kmer-3" / hashes["kmer-3"] / f"{TASKS[0]}.h5"
+    half = tmp_path / plan(small_config).embedding_file("kmer-3", TASKS[0])
     half.parent.mkdir(parents=True)
     with h5py.File(half, "w") as f:
         f.create_group("train").create_dataset("embeddings", data=np.zeros((3, 4), dtype="float32"))
@@ -450,7 +449,7 @@ def test_settings_hashes_name_the_resolved_settings_and_refuse_another_hash(smal
     assert made.extraction_hashes["kmer-3"] != made.extraction_hashes["kmer-4"]
     assert (
         made.embedding_file("kmer-3", TASKS[1])
-        == f"resources/embeddings/kmer-3/{made.extraction_hashes['kmer-3']}/{TASKS[1]}.h5"
+        == f"resources/embeddings/kmer-3/{made.extraction_hashes['kmer-3']}/{TASKS[1]}/{made.task_hash(TASKS[1])}.h5"
     )
     with pytest.raises(ValueError) as err:
         made.extraction_params("kmer-3", "000000000000")
@@ -555,7 +554,7 @@ def test_table_lists_follow_snakemakes_expand_order(small_config):
         assert made.probe_tables(kind=kind) == expected
     assert made.probe_tables([TASKS[1]]) == [f"results/probes/geneb-paper/{m}/{TASKS[1]}.parquet" for m in MODELS]
     assert made.task_embedding_files(TASKS[0]) == [made.embedding_file(m, TASKS[0]) for m in MODELS]
-    assert made.task_cards() == [f"resources/tasks/{t}/card.json" for t in TASKS]
+    assert made.task_cards() == [f"resources/tasks/{t}/{made.task_hash(t)}/card.json" for t in TASKS]
     assert made.submission_files() == [f"results/submissions/{m}.json" for m in MODELS]
     assert FINAL_OUTPUTS[0] == "tables/scores.parquet" and made.final_outputs()[0] == "results/tables/scores.parquet"
 
@@ -575,3 +574,60 @@ def test_a_partial_run_plans_the_completed_tasks_only(small_config, tmp_path):
     assert made.partial is not None and made.partial["failed"] == {TASKS[0]: {"category": "x", "error": "y"}}
     full = plan(small_config)
     assert full.tasks == TASKS and full.failure_files() == [] and full.partial is None
+
+
+def test_every_resources_path_carries_the_hash_of_what_decides_its_content(small_config):
+    """Two configs that prepare a task differently (caps, cap seed, alphabet policy, task_checks), draw its shots
+    differently under one protocol name, or audit it differently never share a prepared, shot, audit or embedding
+    file; a config that differs only in what changes none of them (threads) shares all of them. The rules' params
+    functions refuse a path whose hash is not the config's."""
+    import copy
+
+    task = TASKS[0]
+
+    def files(made: RunPlan) -> dict[str, str]:
+        return {
+            "task": made.task_dir(task),
+            "card": made.task_file(task, "card.json"),
+            "audit": made.audit_file(task),
+            "shots": made.shot_file("geneb-paper", task),
+            "embeddings": made.embedding_file("kmer-3", task),
+        }
+
+    base = plan(small_config)
+    ours = files(base)
+    assert ours["task"] == f"resources/tasks/{task}/{base.task_hash(task)}"
+    assert ours["card"] == f"{ours['task']}/card.json" and ours["audit"].startswith(f"{ours['task']}/audit-")
+    variants = {
+        "caps": {"caps": {**small_config["caps"], "default": {"max_train": 123, "max_test": 45}}},
+        "cap seed": {"caps": {**small_config["caps"], "seed": 7}},
+        "alphabet": {"alphabet": {**small_config.get("alphabet", {}), "u_to_t": True}},
+        "task_checks": {"task_checks": {"no_base_rows": "error", "single_class_test": "error"}},
+    }
+    for name, change in variants.items():
+        other = files(plan({**copy.deepcopy(small_config), **change}))
+        assert all(other[k] != ours[k] for k in ours), name  # every path derived from the prepared task moves
+    probe = copy.deepcopy(small_config.get("probe") or repo_config()["probe"])
+    probe["geneb-paper"]["seeds"] = [1, 2]
+    redrawn = files(plan({**copy.deepcopy(small_config), "probe": probe}))
+    assert redrawn["shots"] != ours["shots"] and redrawn["task"] == ours["task"]
+    audited = files(plan({**copy.deepcopy(small_config), "task_audit": {"similarity_threshold": 0.8}}))
+    assert audited["audit"] != ours["audit"] and audited["embeddings"] == ours["embeddings"]
+    knobs = files(plan({**copy.deepcopy(small_config), "execution": {"threads": 3}}))
+    assert knobs == ours
+
+    with pytest.raises(ValueError, match=f"task {task}: the path has hash 000000000000, this config's is "):
+        base.task_params(task, "000000000000")
+    assert base.task_params(task, base.task_hash(task)) == base.task_params(task)
+    with pytest.raises(ValueError, match="protocol geneb-paper draws: the path has hash 000000000000"):
+        base.shot_draw_params("geneb-paper", "000000000000")
+    with pytest.raises(ValueError, match="task_audit: the path has hash 000000000000"):
+        base.audit_settings("000000000000")
+    assert base.probe_inputs("geneb-paper", "kmer-3", task) == {
+        "train": f"{ours['task']}/train.parquet",
+        "test": f"{ours['task']}/test.parquet",
+        "card": ours["card"],
+        "embeddings": ours["embeddings"],
+        "shots": ours["shots"],
+        "audit": ours["audit"],
+    }

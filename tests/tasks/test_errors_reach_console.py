@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from geneb.core.logs import ERROR_MARK, failure_lines
-from workflow_support import run_snakemake, write_run_config
+from workflow_support import run_plan, run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "ienhancer2l_strong_vs_weak"
@@ -35,7 +35,8 @@ def bad_mirror(tmp_path: Path, shared: Path) -> Path:
 def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
     run = tmp_path / "run"
     write_run_config(run, bad_mirror(tmp_path, shared), [TASK], ["kmer-3"])
-    proc = run_snakemake(run, f"resources/tasks/{TASK}/card.json")
+    plan = run_plan(run)
+    proc = run_snakemake(run, plan.task_file(TASK, "card.json"))
     assert proc.returncode != 0
     wanted = f"task {TASK!r}, split 'test', row 5: empty sequence"
     console = proc.stdout
@@ -45,10 +46,10 @@ def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
     # ... and again from the onerror handler (what a Slurm run shows, where job stderr is not the console)
     assert console.count(wanted) >= 2, console[-4000:]
     # the machine-readable report survives the failed job; no card does
-    report = json.loads((run / f"resources/tasks/{TASK}/validation.json").read_text())
+    report = json.loads((run / plan.task_file(TASK, "validation.json")).read_text())
     assert report["kinds"]["empty sequence"]["problems"][0]["row"] == 5
-    assert not (run / f"resources/tasks/{TASK}/card.json").exists()
-    log = (run / f"logs/prepare_task/{TASK}.log").read_text()
+    assert not (run / plan.task_file(TASK, "card.json")).exists()
+    log = (run / f"logs/prepare_task/{plan.task_hash(TASK)}/{TASK}.log").read_text()
     assert "Traceback (most recent call last)" in log and log.rstrip().endswith(wanted)
 
 

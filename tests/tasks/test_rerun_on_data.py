@@ -14,17 +14,28 @@ from pathlib import Path
 
 import yaml
 
-from workflow_support import write_run_config
+from workflow_support import run_plan, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "ienhancer2l_strong_vs_weak"
-CARD = f"resources/tasks/{TASK}/card.json"
 
 
 def run_snakemake(run: Path, *args: str, env: dict[str, str] | None = None, ok: bool = True) -> str:
     base = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args, CARD],
+        # every task's preparation, under the config's hashes (an edited source file is a new task folder)
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "--cores",
+            "1",
+            *args,
+            "--until",
+            "prepare_task",
+        ],
         cwd=run,
         env={**base, **(env or {})},
         stdout=subprocess.PIPE,
@@ -99,9 +110,10 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     run_snakemake(run)
     import pandas as pd
 
-    test = pd.read_parquet(run / f"resources/tasks/{TASK}/test.parquet")
+    plan = run_plan(run)
+    test = pd.read_parquet(run / plan.task_file(TASK, "test.parquet"))
     assert int(test.loc[test["row"] == 0, "label"].iloc[0]) == 1 - int(label)
-    assert json.loads((run / CARD).read_text())["splits"]["test"]["n"] == len(lines) - 1
+    assert json.loads((run / plan.task_file(TASK, "card.json")).read_text())["splits"]["test"]["n"] == len(lines) - 1
 
 
 def test_a_note_in_the_task_sheet_reruns_nothing(tmp_path, shared):

@@ -65,7 +65,7 @@ def _run(tmp_path: Path, name: str, mirror: Path, sheet: Path, route: str) -> Pa
 
 
 def _embeddings(run: Path, model: str):
-    (path,) = (run / "resources/embeddings" / model).glob(f"*/{TASK}.h5")
+    (path,) = (run / "resources/embeddings" / model).glob(f"*/{TASK}/*.h5")  # <settings hash>/<task>/<task hash>.h5
     return path, read_embeddings(path)
 
 
@@ -81,9 +81,11 @@ def test_old_transformers_and_hyena_envs_score_as_the_default_env(built, tmp_pat
         path_b, b = _embeddings(in_default, model)
         assert a.key["package_versions"]["transformers"] == version, model  # made in its env's venv
         assert b.key["package_versions"]["transformers"] == "5.24.0", model
-        log = (in_envs / "logs/extract_embeddings" / model / path_a.parent.name / f"{TASK}.log").read_text()
+        log = (
+            in_envs / "logs/extract_embeddings" / model / path_a.parents[1].name / path_a.stem / f"{TASK}.log"
+        ).read_text()
         assert f"extracting in env {env} ({built[env]})" in log
-        assert path_a.parent.name == path_b.parent.name  # the same settings hash: env is not in the key
+        assert path_a.parents[1].name == path_b.parents[1].name  # the same settings hash: env is not in the key
         for split in ("train", "test"):
             np.testing.assert_array_equal(a.splits[split][1], b.splits[split][1])
             np.testing.assert_allclose(a.splits[split][0], b.splits[split][0], rtol=0, atol=1e-5)

@@ -11,9 +11,13 @@ rule aggregate_scores:
         tables=probe_tables,
         failures=failure_files,
         cards=task_cards(),
-        audits=expand("resources/tasks/{task}/audit.json", task=config["tasks"]),
+        audits=task_audits(),
+        # every resources/ file the probes read (embeddings, shot draws): recorded beside the table, so reading it
+        # after another run rewrote one of them says so (geneb.tables.freshness)
+        resources=resource_files,
     output:
         results("tables/scores.parquet"),
+        inputs=results("tables/scores_inputs.json"),
     log:
         "logs/aggregate_scores.log",
     conda:

@@ -45,7 +45,7 @@ rule leaderboard:
 rule task_audit_table:
     input:
         scores=results("tables/scores.parquet"),
-        audits=expand("resources/tasks/{task}/audit.json", task=config["tasks"]),
+        audits=task_audits(),
         cards=task_cards(),
         models=config["model_sheet"],
     output:

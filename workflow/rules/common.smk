@@ -32,6 +32,8 @@ PLAN = plan_run(
     conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
     partial_file=os.environ.get(PARTIAL_ENV),
     log=logger,
+    # workflow.dryrun is set only when execution starts, after parsing; the output settings have -n already
+    dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun),
 )
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
@@ -47,6 +49,9 @@ wildcard_constraints:
     task="|".join(map(re.escape, config["tasks"])),
     model="|".join(map(re.escape, config["models"])),
     xhash="[0-9a-f]{12}",
+    thash="[0-9a-f]{12}",
+    dhash="[0-9a-f]{12}",
+    ahash="[0-9a-f]{12}",
     protocol="|".join(map(re.escape, config["protocols"])),
     split="train|test",
 
@@ -81,11 +86,15 @@ def clear_failure_record():
 
 
 def task_params(wildcards):
-    return PLAN.task_params(wildcards.task)
+    return PLAN.task_params(wildcards.task, wildcards.thash)
 
 
-def embedding_file(wildcards):
-    return PLAN.embedding_file(wildcards.model, wildcards.task)
+def audit_settings(wildcards):
+    return PLAN.audit_settings(wildcards.ahash)
+
+
+def probe_inputs(wildcards):
+    return PLAN.probe_inputs(wildcards.protocol, wildcards.model, wildcards.task)
 
 
 def extraction_params(wildcards):
@@ -133,7 +142,7 @@ def probe_views(wildcards):
 
 
 def shot_draw_params(wildcards):
-    return PLAN.shot_draw_params(wildcards.protocol)
+    return PLAN.shot_draw_params(wildcards.protocol, wildcards.dhash)
 
 
 def probe_mem_mb(wildcards, attempt):
@@ -162,6 +171,14 @@ def report_config(wildcards=None):
 
 def task_cards():
     return PLAN.task_cards()
+
+
+def task_audits():
+    return PLAN.task_audits()
+
+
+def resource_files(wildcards=None):
+    return PLAN.resource_files()
 
 
 def submission_files():

@@ -9,16 +9,16 @@
 
 rule extract_embeddings:
     input:
-        train="resources/tasks/{task}/train.parquet",
-        test="resources/tasks/{task}/test.parquet",
-        card="resources/tasks/{task}/card.json",
+        train="resources/tasks/{task}/{thash}/train.parquet",
+        test="resources/tasks/{task}/{thash}/test.parquet",
+        card="resources/tasks/{task}/{thash}/card.json",
         vectors=extraction_inputs,
     output:
-        "resources/embeddings/{model}/{xhash}/{task}.h5",
+        "resources/embeddings/{model}/{xhash}/{task}/{thash}.h5",
     log:
-        "logs/extract_embeddings/{model}/{xhash}/{task}.log",
+        "logs/extract_embeddings/{model}/{xhash}/{thash}/{task}.log",
     benchmark:
-        "benchmarks/extract_embeddings/{model}/{xhash}/{task}.tsv"
+        "benchmarks/extract_embeddings/{model}/{xhash}/{thash}/{task}.tsv"
     priority: extraction_priority
     conda:
         extraction_env

@@ -11,12 +11,12 @@ localrules:
 
 rule write_shot_indices:
     input:
-        train="resources/tasks/{task}/train.parquet",
-        card="resources/tasks/{task}/card.json",
+        train="resources/tasks/{task}/{thash}/train.parquet",
+        card="resources/tasks/{task}/{thash}/card.json",
     output:
-        "resources/shots/{protocol}/{task}.json",
+        "resources/shots/{protocol}/{dhash}/{task}/{thash}.json",
     log:
-        "logs/write_shot_indices/{protocol}/{task}.log",
+        "logs/write_shot_indices/{protocol}/{dhash}/{thash}/{task}.log",
     conda:
         "../../envs/geneb.yaml"
     params:
@@ -26,13 +26,9 @@ rule write_shot_indices:
 
 
 rule fit_probes:
+    # the task's files, embeddings, shot draws and audit, under this config's hashes (RunPlan.probe_inputs)
     input:
-        train="resources/tasks/{task}/train.parquet",
-        test="resources/tasks/{task}/test.parquet",
-        card="resources/tasks/{task}/card.json",
-        embeddings=embedding_file,
-        shots="resources/shots/{protocol}/{task}.json",
-        audit="resources/tasks/{task}/audit.json",
+        unpack(probe_inputs),
     output:
         scores=results("probes/{protocol}/{model}/{task}.parquet"),
         predictions=results("predictions/{protocol}/{model}/{task}.parquet"),

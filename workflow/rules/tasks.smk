@@ -9,14 +9,14 @@ localrules:
 
 rule prepare_task:
     output:
-        train="resources/tasks/{task}/train.parquet",
-        test="resources/tasks/{task}/test.parquet",
-        card="resources/tasks/{task}/card.json",
+        train="resources/tasks/{task}/{thash}/train.parquet",
+        test="resources/tasks/{task}/{thash}/test.parquet",
+        card="resources/tasks/{task}/{thash}/card.json",
     # validation.json (every problem of the task's files, or ok and the letter counts) is a log, not an
     # output: Snakemake keeps a failed job's logs, and nothing downstream may trust it in place of the card
     log:
-        "logs/prepare_task/{task}.log",
-        validation="resources/tasks/{task}/validation.json",
+        "logs/prepare_task/{thash}/{task}.log",
+        validation="resources/tasks/{task}/{thash}/validation.json",
     conda:
         "../../envs/geneb.yaml"
     params:
@@ -32,19 +32,19 @@ rule prepare_task:
 # audit is the same at 1 and 2 threads (docs/performance.md, "Where the quickstart's time goes").
 rule audit_task:
     input:
-        train="resources/tasks/{task}/train.parquet",
-        test="resources/tasks/{task}/test.parquet",
-        card="resources/tasks/{task}/card.json",
+        train="resources/tasks/{task}/{thash}/train.parquet",
+        test="resources/tasks/{task}/{thash}/test.parquet",
+        card="resources/tasks/{task}/{thash}/card.json",
     output:
-        "resources/tasks/{task}/audit.json",
+        "resources/tasks/{task}/{thash}/audit-{ahash}.json",
     log:
-        "logs/audit_task/{task}.log",
+        "logs/audit_task/{ahash}/{thash}/{task}.log",
     benchmark:
-        "benchmarks/audit_task/{task}.tsv"
+        "benchmarks/audit_task/{ahash}/{thash}/{task}.tsv"
     conda:
         "../../envs/geneb.yaml"
     threads: config["execution"]["threads"]
     params:
-        settings=config["task_audit"],
+        settings=audit_settings,
     script:
         "../scripts/audit_task.py"

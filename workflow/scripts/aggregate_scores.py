@@ -3,6 +3,7 @@ audits: the data-hygiene and overlap columns)."""
 
 from geneb.core.logs import log_to_file
 from geneb.tables.aggregate import concat_tables
+from geneb.tables.freshness import write_input_record
 
 log_to_file(snakemake.log[0])
 failures = list(snakemake.input.failures)
@@ -13,3 +14,4 @@ concat_tables(
     cards=list(snakemake.input.cards),
     audits=list(snakemake.input.audits),
 )
+write_input_record(snakemake.output.inputs, snakemake.input.resources)

@@ -25,8 +25,8 @@ run_fit_probes_job(
         "views": snakemake.params.views.get("views"),
         "threads": snakemake.threads,
         "hdf5_locking": snakemake.config["execution"]["hdf5_locking"],
-        # resources/embeddings/{model}/{xhash}/{task}.h5
-        "settings_hash": Path(snakemake.input.embeddings).parent.name,
+        # resources/embeddings/{model}/{xhash}/{task}/{thash}.h5
+        "settings_hash": Path(snakemake.input.embeddings).parents[1].name,
     },
     log=snakemake.log[0],
     execution=snakemake.config["execution"],

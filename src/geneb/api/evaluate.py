@@ -178,7 +178,7 @@ def evaluate(
     from geneb.probe.job import fit_probes, write_shot_indices
     from geneb.registry.extraction import extraction_hash
     from geneb.registry.settings import ExtractionSettings
-    from geneb.run.plan import RunPlan
+    from geneb.run.plan import RunPlan, embedding_path
     from geneb.tables.aggregate import concat_tables
     from geneb.tasks.catalogue import read_catalogue, source_string, task_row
     from geneb.tasks.lock import read_lock
@@ -223,7 +223,7 @@ def evaluate(
     tables: list[str | Path] = []
     cards: list[str | Path] = []
     for task in task_list:
-        task_dir = root / "resources" / "tasks" / task
+        task_dir = root / plan.task_dir(task)  # the workflow's layout: the folder is the preparation params' hash
         task_dir.mkdir(parents=True, exist_ok=True)
         card = task_dir / "card.json"
         source = source_string(task_row(sheet, task), cfg)
@@ -233,7 +233,7 @@ def evaluate(
             prepare_from_params(task, params, source, card, lock_path=cfg["task_lock"], download=cfg["task_download"])
             _stamp(task_dir, params, source)
         cards.append(card)
-        h5 = root / "resources" / "embeddings" / model_id / settings_hash / f"{task}.h5"
+        h5 = root / embedding_path(model_id, settings_hash, task, plan.task_hash(task))
         h5.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         if settings["family"] == "precomputed":
@@ -244,7 +244,7 @@ def evaluate(
             if loaded is None:
                 loaded = load_model(
                     settings,
-                    checks_dir=h5.parent,
+                    checks_dir=h5.parents[1],  # <model>/<settings hash>/, as in the workflow
                     device=execution["device"],
                     batch_size=execution["batch_size"],
                     batch_tokens=execution["batch_tokens"],
@@ -263,7 +263,7 @@ def evaluate(
             )
         log.info("task %s: embeddings in %.1f s", task, time.perf_counter() - t0)
         for proto in protocols:
-            shots = root / "resources" / "shots" / proto / f"{task}.json"
+            shots = root / plan.shot_file(proto, task)
             shots.parent.mkdir(parents=True, exist_ok=True)
             write_shot_indices(
                 train=task_dir / "train.parquet",

@@ -122,7 +122,7 @@ def extract_via_server(
     spec = ServerSpec(
         settings=dict(settings),
         settings_hash=extraction_hash(dict(settings)),
-        checks_dir=str(out_path.parent),
+        checks_dir=str(out_path.parents[1]),  # <model>/<settings hash>/ of <task>/<task hash>.h5
         device=options.device,
         batch_size=int(options.batch_size),
         batch_tokens=options.batch_tokens,

@@ -283,7 +283,7 @@ def extract_task(
     t0 = time.perf_counter()
     reused = loaded is not None
     if loaded is None:
-        checks_dir = Path(out_path).parent
+        checks_dir = Path(out_path).parents[1]  # <model>/<settings hash>/ of <task>/<task hash>.h5
         loaded = load_model(
             typed,
             checks_dir=checks_dir,

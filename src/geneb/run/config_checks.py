@@ -6,6 +6,7 @@ naming the mistake and its fix."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,13 +102,15 @@ def preflight_or_stop(
     *,
     conda_deploys: bool,
     task_sheet: pd.DataFrame,
+    prepared: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """The pre-flight of every selected model (geneb.run.preflight) and task source (geneb.run.task_sources):
     returns the problems of this interpreter on the conda route without --sdm conda. Raises PreflightError listing
     every other problem at once, each with its fix (the models that cannot run at all first, `not_runnable_message`
     from load_locked_registry, then the others' env problems, then the tasks whose source cannot give them), so no
-    job starts for a model or task that cannot run and nothing is retried."""
-    sources = format_source_problems(source_problems(config, task_sheet))
+    job starts for a model or task that cannot run and nothing is retried. prepared: whether a task is prepared
+    under this config (its remote source is then not asked; `geneb.run.task_sources.source_problems`)."""
+    sources = format_source_problems(source_problems(config, task_sheet, prepared=prepared))
     blocked = not_runnable(registry, config["models"]) if not_runnable_message else {}
     problems, here = preflight(
         registry,

@@ -142,7 +142,7 @@ def kept_cells(
 
 
 def cell_logs(log_root: str | Path, model: str, task: str) -> list[Path]:
-    """The job logs of one (model, task) cell: logs/extract_embeddings/<model>/<hash>/<task>.log and
+    """The job logs of one (model, task) cell: logs/extract_embeddings/<model>/<hash>/<task hash>/<task>.log and
     logs/fit_probes/<protocol>/<model>/<task>.log."""
     root = Path(log_root)
     return [p for rule in CELL_RULES for p in (root / rule).rglob(f"{task}.log") if model in p.parts[:-1]]

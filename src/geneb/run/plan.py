@@ -13,6 +13,7 @@ Planning is torch-free (tests/run/test_torch_free.py): Snakemake parses the work
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import os
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from geneb.core.provenance import stable_hash
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
@@ -42,9 +44,11 @@ from geneb.run.config_checks import (
     preflight_or_stop,
     read_yaml,
 )
+from geneb.run.migrate import legacy_task_dir, migrate_legacy
 from geneb.run.preflight import format_problems
 from geneb.run.rerun import stable_params
 from geneb.run.set_aside import set_aside_partial
+from geneb.run.task_sources import task_prepared
 from geneb.run.views import plan_views, probed_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.lock import lock_identity, read_lock
@@ -71,6 +75,49 @@ PUBLISHED_FILE_NAMES = {
 }
 
 
+#: the files of one prepared task folder (`task_dir`): the two splits, the card and the validation record
+TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
+
+
+def params_hash(params: Mapping[str, Any]) -> str:
+    """The 12-hex cache key of a path: `stable_hash` of `stable_params(params)` (sorted mappings, so the key order
+    of a YAML file never gives a new path), the primitive of the extraction settings hash too."""
+    return stable_hash(stable_params(dict(params)))
+
+
+# ---- the resources/ layout: one function per kind of path, each keyed on everything that decides its content
+# (docs/data-dictionary.md). Two configs that prepare a task differently get different folders, so neither
+# re-prepares, re-draws or re-extracts the other's files (`RunPlan` methods call these; so do geneb.evaluate and
+# geneb.run.migrate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
+
+
+def task_dir_path(task: str, thash: str) -> str:
+    """The folder of one prepared task: resources/tasks/{task}/{thash}/, thash = `params_hash` of its preparation
+    params (`RunPlan.task_params`: catalogue row, source identity, alphabet, caps, cap seed, task_checks)."""
+    return f"resources/tasks/{task}/{thash}"
+
+
+def audit_path(task: str, thash: str, ahash: str) -> str:
+    """The audit of one prepared task under the audit settings hashed `ahash` (config `task_audit`)."""
+    return f"{task_dir_path(task, thash)}/audit-{ahash}.json"
+
+
+def shot_path(protocol: str, dhash: str, task: str, thash: str) -> str:
+    """The shot draws of one prepared task under `protocol`'s draw settings hashed `dhash`
+    (`RunPlan.shot_draw_params`): two configs with one protocol name and other draw settings never share it."""
+    return f"resources/shots/{protocol}/{dhash}/{task}/{thash}.json"
+
+
+def embedding_path(model: str, xhash: str, task: str, thash: str) -> str:
+    """The HDF5 embedding cache of (model under the extraction settings hashed `xhash`, prepared task `thash`)."""
+    return f"resources/embeddings/{model}/{xhash}/{task}/{thash}.h5"
+
+
+def _check_hash(what: str, wildcard: str, current: str) -> None:
+    if wildcard != current:
+        raise ValueError(f"{what}: the path has hash {wildcard}, this config's is {current}")
+
+
 class PlanLog(Protocol):
     """Where planning says what it did: Snakemake's logger in the workflow, any `logging.Logger`, a test double."""
 
@@ -90,7 +137,8 @@ class RunPlan:
     {model: the resolved output-affecting extraction settings (the extraction rerun key)} and {model: their
     12-hex hash, the embedding cache folder}. preflight_here: the pre-flight problems of this interpreter on the
     conda route without --sdm conda (a real run stops on them in `onstart`; a dry run plans on). set_aside:
-    (old, new) paths of the partial embedding files moved aside. lock_log: the lockfile lines (models pinned now
+    (old, new) paths of the partial embedding files moved aside. migrated: (old, new) paths of the legacy-layout
+    cache files moved into this layout (`geneb.run.migrate`). lock_log: the lockfile lines (models pinned now
     or run at locked commits). partial: the failures file of a partial run (`geneb.run.partial`), None otherwise;
     partial_file: its path. task_lock: the task lock's entries as planned (`geneb.tasks.lock.read_lock`).
     """
@@ -106,6 +154,9 @@ class RunPlan:
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
     task_lock: Mapping[str, Any] = field(default_factory=dict)
+    migrated: tuple[tuple[Path, Path], ...] = ()
+    #: task_params per task, computed once per process (a mirror folder's files are hashed for it)
+    _task_params: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def tasks(self) -> list[str]:
@@ -136,39 +187,83 @@ class RunPlan:
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 
-    def task_params(self, task: str) -> dict[str, Any]:
-        """Everything that decides a prepared task's content (the prepare_task rerun key): the catalogue columns
-        it uses, the source's content identity (a mirror folder's file digests: an edited file reruns the task, a
-        moved mirror does not; else the pinned source string, plus the task lock's generation once re-locked to new
-        data: `geneb.tasks.lock.lock_identity`), alphabet policy and caps. Where the data is read from is resolved
-        again in the job (config + environment), outside the key. Raises CatalogueError for an unknown task."""
-        row = task_row(self.task_sheet, task)
-        caps = self.config["caps"]
-        task_checks = self.config["task_checks"]
-        return stable_params(
-            {
-                "catalogue_row": {key: row.get(key, "") for key in CATALOGUE_COLUMNS_USED},
-                "source_identity": lock_identity(
-                    source_identity(source_string(row, self.config), task), self.task_lock.get(task)
-                ),
-                "alphabet": self.config["alphabet"],
-                "caps": {**caps["default"], **caps["per_task"].get(task, {})},
-                "cap_seed": caps["seed"],
-                # only when not the default, so the rerun key of every task prepared before the key existed holds
-                **({"task_checks": task_checks} if task_checks != TASK_CHECK_DEFAULTS else {}),
-            }
-        )
+    def task_params(self, task: str, thash: str | None = None) -> dict[str, Any]:
+        """Everything that decides a prepared task's content (the prepare_task rerun key, and `task_hash` its
+        folder): the catalogue columns it uses, the source's content identity (file digests for a mirror folder, so
+        an edited file reruns the task and a moved mirror with the same files does not; the pinned source string
+        otherwise, plus the task lock's generation once re-locked to new data: `geneb.tasks.lock.lock_identity`),
+        alphabet policy and caps. Where the data is read from is resolved again in the job (config +
+        environment), outside the key. thash: the `{thash}` of the path asking (ValueError when it is not this
+        config's). Raises CatalogueError for a task not in the catalogue."""
+        if task not in self._task_params:
+            row = task_row(self.task_sheet, task)
+            caps = self.config["caps"]
+            task_checks = self.config["task_checks"]
+            self._task_params[task] = stable_params(
+                {
+                    "catalogue_row": {key: row.get(key, "") for key in CATALOGUE_COLUMNS_USED},
+                    "source_identity": lock_identity(
+                        source_identity(source_string(row, self.config), task), self.task_lock.get(task)
+                    ),
+                    "alphabet": self.config["alphabet"],
+                    "caps": {**caps["default"], **caps["per_task"].get(task, {})},
+                    "cap_seed": caps["seed"],
+                    # only when not the default, so the rerun key of every task prepared before the key existed holds
+                    **({"task_checks": task_checks} if task_checks != TASK_CHECK_DEFAULTS else {}),
+                }
+            )
+        params = self._task_params[task]
+        if thash is not None:
+            _check_hash(f"task {task}", thash, params_hash(params))
+        return params
+
+    def task_hash(self, task: str) -> str:
+        """The 12-hex hash of `task_params(task)`: the `{thash}` of every path derived from the prepared task."""
+        return params_hash(self.task_params(task))
+
+    def task_dir(self, task: str) -> str:
+        """The prepared task's folder (`task_dir_path`): its splits, card, validation record and audits."""
+        return task_dir_path(task, self.task_hash(task))
+
+    def task_file(self, task: str, name: str) -> str:
+        """One file of the prepared task's folder, name one of TASK_FILES (ValueError otherwise)."""
+        if name not in TASK_FILES:
+            raise ValueError(f"{name!r} is not a prepared task file ({', '.join(TASK_FILES)})")
+        return f"{self.task_dir(task)}/{name}"
+
+    def task_inputs(self, task: str) -> dict[str, str]:
+        """{"train", "test", "card": path} of the prepared task: the task inputs of extraction and probing."""
+        return {
+            key: self.task_file(task, f"{key}.{ext}")
+            for key, ext in (("train", "parquet"), ("test", "parquet"), ("card", "json"))
+        }
 
     def task_cards(self) -> list[str]:
         """The task cards of every configured task (they record caps, which make a task not the paper's split)."""
-        return [f"resources/tasks/{task}/card.json" for task in self.tasks]
+        return [self.task_file(task, "card.json") for task in self.tasks]
+
+    def audit_settings(self, ahash: str | None = None) -> dict[str, Any]:
+        """The audit settings (config task_audit): the audit_task rerun key. ahash: the `{ahash}` of the path
+        asking (ValueError when it is not this config's)."""
+        settings = self.config["task_audit"]
+        if ahash is not None:
+            _check_hash("task_audit", ahash, params_hash(settings))
+        return settings
+
+    def audit_file(self, task: str) -> str:
+        """The task's audit under this config's audit settings (`audit_path`)."""
+        return audit_path(task, self.task_hash(task), params_hash(self.audit_settings()))
+
+    def task_audits(self) -> list[str]:
+        """The audit of every configured task, in config order."""
+        return [self.audit_file(task) for task in self.tasks]
 
     # ---- extraction ------------------------------------------------------------------------------------------
 
     def embedding_file(self, model: str, task: str) -> str:
-        """The HDF5 cache of (model, task) under the model's current settings hash. Raises KeyError for a model
-        that is not configured."""
-        return f"resources/embeddings/{model}/{self.extraction_hashes[model]}/{task}.h5"
+        """The HDF5 cache of (model, task) under the model's current settings hash and the task's preparation hash
+        (`embedding_path`). Raises KeyError for a model that is not configured."""
+        return embedding_path(model, self.extraction_hashes[model], task, self.task_hash(task))
 
     def task_embedding_files(self, task: str) -> list[str]:
         """The embedding files of one task (every model, current settings): its probes can run when all exist."""
@@ -252,13 +347,38 @@ class RunPlan:
         """The probe settings of `protocol` (config probe.<protocol>): the fit_probes rerun key."""
         return self.config["probe"][protocol]
 
-    def shot_draw_params(self, protocol: str) -> dict[str, Any]:
-        """The part of the protocol's settings that decides the shot draws: the write_shot_indices rerun key."""
+    def shot_draw_params(self, protocol: str, dhash: str | None = None) -> dict[str, Any]:
+        """The part of the protocol's settings that decides the shot draws: the write_shot_indices rerun key.
+        dhash: the `{dhash}` of the path asking (ValueError when it is not this config's)."""
         settings = self.probe_settings(protocol)
         params = {key: settings[key] for key in SHOT_DRAW_KEYS}
         if settings["draw"] == "nested":  # the nested draw's key rule: a shot file drawn under an older one is redrawn
             params["nested_draw_key"] = NESTED_DRAW_KEY
+        if dhash is not None:
+            _check_hash(f"protocol {protocol} draws", dhash, params_hash(params))
         return params
+
+    def shot_file(self, protocol: str, task: str) -> str:
+        """The shot draws of (protocol, task) under this config's draw settings and task preparation (`shot_path`)."""
+        return shot_path(protocol, params_hash(self.shot_draw_params(protocol)), task, self.task_hash(task))
+
+    def probe_inputs(self, protocol: str, model: str, task: str) -> dict[str, str]:
+        """Every file one fit_probes job reads: the task's splits and card, the embeddings, the shots, the audit."""
+        return {
+            **self.task_inputs(task),
+            "embeddings": self.embedding_file(model, task),
+            "shots": self.shot_file(protocol, task),
+            "audit": self.audit_file(task),
+        }
+
+    def resource_files(self) -> list[str]:
+        """Every resources/ file the score table is computed from (cards, audits, and per kept probe cell its
+        embeddings and shots), de-duplicated in order: what `geneb.tables.freshness` records beside it."""
+        every = itertools.product(self.config["protocols"], self.models, self.tasks)
+        files = [*self.task_cards(), *self.task_audits()]
+        for protocol, model, task in partial_run.kept_cells(every, self.partial):
+            files += [self.embedding_file(model, task), self.shot_file(protocol, task)]
+        return list(dict.fromkeys(files))
 
     def probe_tables(self, tasks: list[str] | None = None, *, kind: str = "probes") -> list[str]:
         """Every results/<kind>/<protocol>/<model>/<task>.parquet of `tasks` (default: every configured task),
@@ -302,6 +422,7 @@ def plan_run(
     conda_deploys: bool,
     partial_file: str | None,
     log: PlanLog,
+    dry_run: bool = False,
 ) -> RunPlan:
     """Plan one run of the workflow from `config` (as Snakemake loaded it; not changed: the plan holds a copy).
 
@@ -317,7 +438,9 @@ def plan_run(
     deploys conda envs, --sdm conda) and of every task's source (a local mirror's split files; a remote source,
     for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then the extraction settings
     and hash per model (`dtype: auto` resolved for the run's device class), and, in the main process, every
-    configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41).
+    configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41). Before
+    that, in the main process, the cache files of the layout before task hashes whose content this config would
+    make again are moved into this layout (`geneb.run.migrate`; `dry_run`: only said, nothing moved).
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter
     and each file moved aside (warning), as they happen.
@@ -362,9 +485,27 @@ def plan_run(
     check_exclusion_lists(config, registry)
 
     here: list[str] = []
+    task_params: dict[str, dict[str, Any]] = {}  # each task's params computed once (a mirror's files are hashed)
+    task_lock = read_lock(config["task_lock"])  # part of each task's params: read before anything derives a path
     if main_process:
+        tasks_only = RunPlan(
+            config=config,
+            task_sheet=task_sheet,
+            registry=registry,
+            extraction_settings={},
+            extraction_hashes={},
+            task_lock=task_lock,
+            _task_params=task_params,
+        )
         here = preflight_or_stop(
-            config, registry, not_runnable_message, conda_deploys=conda_deploys, task_sheet=task_sheet
+            config,
+            registry,
+            not_runnable_message,
+            conda_deploys=conda_deploys,
+            task_sheet=task_sheet,
+            # prepared under this config, or in the legacy layout (`migrate_legacy` moves it, or prepare_task says
+            # why the source cannot give it)
+            prepared=lambda task: task_prepared(tasks_only.task_dir(task)) or task_prepared(legacy_task_dir(task)),
         )
         if here:
             log.warning(format_problems(here, here=True))
@@ -376,25 +517,26 @@ def plan_run(
     settings = {m: stable_params(s) for m, s in plan_views(config, settings).items()}  # views: the settings name them
     hashes = {m: extraction_hash(s) for m, s in settings.items()}
 
-    moved: list[tuple[Path, Path]] = []
-    if main_process:
-        moved = set_aside_partial(
-            (f"resources/embeddings/{m}/{hashes[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]),
-            hdf5_locking=config["execution"]["hdf5_locking"],
-        )
-        for old, new in moved:
-            log.warning(f"{old} is not a complete embedding file (moved to {new.name}); it will be extracted again")
-
-    return RunPlan(
+    plan = RunPlan(
         config=config,
         task_sheet=task_sheet,
         registry=registry,
         extraction_settings=settings,
         extraction_hashes=hashes,
         preflight_here=tuple(here),
-        set_aside=tuple(moved),
         lock_log=tuple(lock_log),
         partial=partial,
         partial_file=partial_file,
-        task_lock=read_lock(config["task_lock"]),
+        task_lock=task_lock,
+        _task_params=task_params,
     )
+    if not main_process:
+        return plan
+    migrated = migrate_legacy(plan, dry_run=dry_run, log=log)
+    moved = set_aside_partial(
+        (plan.embedding_file(m, t) for m in plan.models for t in plan.tasks),
+        hdf5_locking=config["execution"]["hdf5_locking"],
+    )
+    for old, new in moved:
+        log.warning(f"{old} is not a complete embedding file (moved to {new.name}); it will be extracted again")
+    return dataclasses.replace(plan, set_aside=tuple(moved), migrated=tuple(migrated))

@@ -13,8 +13,9 @@ paper's). Checked per source, once:
   (`{HF_ENDPOINT}/api/datasets/<dataset>/revision/<revision>`; a 404 means no such dataset or revision);
 * an http(s) mirror: its base URL must answer (any HTTP status; a connection error or timeout does not).
 
-Remote sources are checked only for tasks not yet prepared (`resources/tasks/<task>/` has its parquet splits and
-card): a prepared task is not read again. Each remote source costs one request of at most `TIMEOUT_S` seconds.
+Remote sources are checked only for tasks not yet prepared (`resources/tasks/<task>/<task hash>/` has its parquet
+splits and card, `task_prepared`): a prepared task is not read again. Each remote source costs one request of at most
+`TIMEOUT_S` seconds.
 
 The task lock (config `task_lock`, `geneb.tasks.lock`): every configured task with a lock entry whose source is
 local (a mirror folder, a `save_to_disk` folder) has its files digested now and compared with the entry, so a run
@@ -95,10 +96,10 @@ def _in_hub_cache(repo: str, revision: str, task: str) -> bool:
     return all((snapshot / f"{split}.csv").is_file() for split in ("train", "test"))
 
 
-def task_prepared(task: str, root: str | os.PathLike[str] = "resources/tasks") -> bool:
-    """Whether `task` has been prepared in this run directory (its splits and card exist), so its source is not
-    read again."""
-    folder = Path(root) / task
+def task_prepared(folder: str | os.PathLike[str]) -> bool:
+    """Whether the prepared task folder `folder` (`geneb.run.plan.RunPlan.task_dir`: resources/tasks/<task>/<task
+    hash>) holds its splits and card, so its source is not read again."""
+    folder = Path(folder)
     return all((folder / name).is_file() for name in ("train.parquet", "test.parquet", "card.json"))
 
 
@@ -209,7 +210,7 @@ def source_problems(
     config: Mapping[str, Any],
     task_sheet: pd.DataFrame,
     *,
-    prepared: Callable[[str], bool] = task_prepared,
+    prepared: Callable[[str], bool] | None = None,
     probe: Callable[[str], tuple[bool, str]] = reachable,
 ) -> list[SourceProblem]:
     """Every configured task (config `tasks`) whose source cannot give it, grouped by source and reason.
@@ -223,7 +224,7 @@ def source_problems(
     for task in config["tasks"]:
         row = task_row(task_sheet, task)
         spec = source_string(row, dict(config))
-        if _is_remote(spec) and prepared(task):
+        if _is_remote(spec) and prepared is not None and prepared(task):
             continue
         groups.setdefault((spec, row["source"] != "mirror"), []).append(task)
     problems: list[SourceProblem] = []

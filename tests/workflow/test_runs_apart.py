@@ -1,0 +1,139 @@
+"""Runs kept apart end to end (issue 29, point 4): two configs that prepare one task differently (caps) in one
+workdir never write each other's prepared files, shot draws, audits or embeddings; running A, then B, then A
+again reruns nothing of A and leaves A's scores as they were; a workdir of the layout before task hashes is moved
+into this one without re-extraction; and reading a run whose resources changed since it was made says so.
+
+One real task of ../shared, the k-mer model, small caps and a light bootstrap: a few seconds per run."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from contextlib import redirect_stderr
+from pathlib import Path
+
+import yaml
+
+from workflow_support import run_plan, run_snakemake, write_run_config
+
+TASK = "ienhancer2l_strong_vs_weak"
+MODEL = "kmer-3"
+CONFIGS = {
+    "a": {"results_dir": "results/a", "caps": {"default": {"max_train": 300, "max_test": 150}}},
+    "b": {"results_dir": "results/b", "caps": {"default": {"max_train": 400, "max_test": 150}}},
+}
+
+
+def make_run(tmp_path: Path, shared: Path) -> Path:
+    run = tmp_path / "run"
+    write_run_config(run, shared / "data/tasks", [TASK], [MODEL], n_resamples=100)
+    for name, overlay in CONFIGS.items():
+        (run / f"config/{name}.yaml").write_text(yaml.safe_dump(overlay))
+    return run
+
+
+def snakemake(run: Path, name: str, *args: str) -> str:
+    """Snakemake with config `name` (its overlay over run/config/config.yaml) up to its leaderboard."""
+    target = f"{CONFIGS[name]['results_dir']}/tables/leaderboard.parquet"
+    proc = run_snakemake(run, f"--configfile=config/{name}.yaml", *args, target)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    return proc.stdout
+
+
+def cache_files(plan) -> list[str]:
+    """Every resources/ file the plan's run makes of the task: splits, card, validation record, audit, shots,
+    embeddings."""
+    return [
+        *(plan.task_file(TASK, name) for name in ("train.parquet", "test.parquet", "card.json", "validation.json")),
+        plan.audit_file(TASK),
+        plan.shot_file("geneb-paper", TASK),
+        plan.embedding_file(MODEL, TASK),
+    ]
+
+
+def mtimes(run: Path, files: list[str]) -> dict[str, int]:
+    return {f: (run / f).stat().st_mtime_ns for f in files}
+
+
+def leaderboard_warning(run: Path, results_dir: str, monkeypatch) -> str:
+    """What `geneb leaderboard --results-dir` prints on stderr in `run`."""
+    from geneb.cli import main
+
+    monkeypatch.chdir(run)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main(["leaderboard", "--results-dir", results_dir]) == 0
+    return err.getvalue()
+
+
+def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothing(tmp_path, shared, monkeypatch):
+    run = make_run(tmp_path, shared)
+    plan_a, plan_b = run_plan(run, "config/a.yaml"), run_plan(run, "config/b.yaml")
+    files_a, files_b = cache_files(plan_a), cache_files(plan_b)
+    assert not set(files_a) & set(files_b), "two configs that cap a task differently share a cache file"
+
+    snakemake(run, "a")
+    before = mtimes(run, files_a)
+    scores_a = (run / "results/a/tables/scores.parquet").read_bytes()
+    assert "warning" not in leaderboard_warning(run, "results/a", monkeypatch)
+
+    snakemake(run, "b")
+    assert all((run / f).is_file() for f in files_b)
+    assert mtimes(run, files_a) == before, "config B rewrote a file of config A"
+    # A again: nothing to be done, its scores untouched, and reading it warns of nothing
+    assert "Nothing to be done" in snakemake(run, "a", "-n")
+    snakemake(run, "a")
+    assert mtimes(run, files_a) == before
+    assert (run / "results/a/tables/scores.parquet").read_bytes() == scores_a
+    assert "warning" not in leaderboard_warning(run, "results/a", monkeypatch)
+
+    # a re-extraction of A's embeddings with A's own settings (its tables not rebuilt) is named when A is read
+    h5 = plan_a.embedding_file(MODEL, TASK)
+    snakemake(run, "a", "--forcerun", "extract_embeddings", "--until", "extract_embeddings")
+    assert (run / h5).stat().st_mtime_ns != before[h5]
+    said = leaderboard_warning(run, "results/a", monkeypatch)
+    assert f"was computed from {h5}" in said and "written again" in said, said
+    assert "warning" not in leaderboard_warning(run, "results/b", monkeypatch)
+
+
+def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction(tmp_path, shared):
+    """The layout before task hashes (resources/tasks/<task>/, resources/embeddings/<model>/<xhash>/<task>.h5),
+    made by the project's own writers: a dry run only says what it would move (Snakemake sets `workflow.dryrun`
+    only after planning; the plan reads -n from the output settings); a real run moves the task and its
+    embeddings (same bytes, same modification time: nothing extracted again), and then nothing is left to do. A
+    config whose caps differ from the legacy card's leaves the legacy files where they are."""
+    from geneb.extract.step import extract_task
+    from geneb.run.migrate import legacy_embedding_path, legacy_task_dir
+    from geneb.tasks.catalogue import source_string, task_row
+    from geneb.tasks.prepare import prepare_from_params
+
+    run = make_run(tmp_path, shared)
+    plan_a = run_plan(run, "config/a.yaml")
+    old_dir = run / legacy_task_dir(TASK)
+    old_dir.mkdir(parents=True)
+    source = source_string(task_row(plan_a.task_sheet, TASK), plan_a.config)
+    prepare_from_params(TASK, plan_a.task_params(TASK), source, old_dir / "card.json")
+    old_h5 = run / legacy_embedding_path(MODEL, plan_a.extraction_hashes[MODEL], TASK)
+    old_h5.parent.mkdir(parents=True)
+    extract_task(plan_a.extraction_settings[MODEL], old_dir, old_h5, progress=False)
+    h5_bytes, h5_mtime = old_h5.read_bytes(), old_h5.stat().st_mtime_ns
+
+    # config B's caps are not the legacy card's: it prepares anew and leaves the legacy files alone
+    said = snakemake(run, "b", "-n")
+    assert f"legacy task cache {legacy_task_dir(TASK)}/ left in place (the card records train capped to 300" in said
+    assert "rule extract_embeddings" in said
+
+    said = snakemake(run, "a", "-n")
+    assert f"legacy task cache {legacy_task_dir(TASK)}/ would move to {plan_a.task_dir(TASK)}/" in said
+    assert "with 1 of 1 embedding file(s) kept without re-extraction" in said
+    assert "a dry run moves nothing" in said
+    assert old_h5.is_file() and (old_dir / "card.json").is_file(), "a dry run moved a file"
+
+    said = snakemake(run, "a")
+    assert f"legacy task cache {legacy_task_dir(TASK)}/ moved to {plan_a.task_dir(TASK)}/" in said
+    new_h5 = run / plan_a.embedding_file(MODEL, TASK)
+    assert not old_h5.exists() and new_h5.read_bytes() == h5_bytes and new_h5.stat().st_mtime_ns == h5_mtime
+    assert "rule extract_embeddings" not in said and "rule prepare_task" not in said
+    assert "Nothing to be done" in snakemake(run, "a", "-n")
+    shutil.rmtree(run / "results/a")  # the tables are made again from the moved files alone
+    assert "rule extract_embeddings" not in snakemake(run, "a")
