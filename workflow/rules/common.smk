@@ -32,6 +32,7 @@ PLAN = plan_run(
     conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
     partial_file=os.environ.get(PARTIAL_ENV),
     log=logger,
+    dry_run=handlers.dry_run_requested(sys.argv[1:]),
 )
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
@@ -169,7 +170,8 @@ def submission_files():
 
 
 def final_outputs():
-    return PLAN.final_outputs()
+    """The default targets, and every file planning set aside (geneb.run.set_aside): this run builds it again."""
+    return PLAN.final_outputs() + PLAN.rebuild_targets()
 
 
 def results(path):

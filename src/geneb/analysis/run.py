@@ -24,7 +24,8 @@ from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
 from geneb.analysis.registry import Analysis
 from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
-from geneb.core.atomic import atomic_path, write_text_atomic
+from geneb.core import integrity
+from geneb.core.atomic import write_text_atomic
 from geneb.core.provenance import code_revision, package_versions, stable_hash
 from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
 
@@ -343,8 +344,7 @@ def write_tables(
             df["input_sha256"] = summary["input_sha256"]
         df = with_code_revision(df)
         path = outdir / f"{name}.parquet"
-        with atomic_path(path) as tmp:
-            df.to_parquet(tmp, index=False)
+        integrity.write_parquet(df, path)
         paths.append(path)
     if summary is not None:
         path = outdir / "analysis_summary.json"

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from geneb.core import paths
+from geneb.core import integrity, paths
 
 log = logging.getLogger(__name__)
 #: the name score rows give a model handed over as a callable or an object (override with `name=`)
@@ -302,7 +302,7 @@ def leaderboard(
     from geneb.analysis.leaderboard import leaderboard as board
     from geneb.tables.scores import check_scores
 
-    table = pd.read_parquet(scores) if not isinstance(scores, pd.DataFrame) else scores
+    table = integrity.read_parquet(scores) if not isinstance(scores, pd.DataFrame) else scores
     table = check_scores(table)
     cfg = resolve_config(config, ["unused"], sorted(set(table["model"])), {})
     settings = run.resolve_settings(cfg["analysis"], "geneb")

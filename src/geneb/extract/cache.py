@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from geneb.core.atomic import atomic_path
+from geneb.core import integrity
 from geneb.core.provenance import canonical_json, stable_hash
 
 SCHEMA_VERSION = "1"
@@ -36,6 +36,10 @@ class CacheError(RuntimeError):
 
 class IncompleteCacheError(CacheError):
     """The file lacks the `complete` attribute: a partial write or a foreign file."""
+
+
+class CorruptCacheError(CacheError, integrity.IntegrityError):
+    """The file's bytes differ from the digest recorded when it was written (`geneb.core.integrity`)."""
 
 
 class CacheKeyMismatchError(CacheError):
@@ -169,7 +173,7 @@ def write_embeddings(
             SplitEmbeddings(half, emb.row, emb.n_tokens, empty=emb.empty).validate(split, where + " (float16)")
     kwargs = _locking_kwargs(hdf5_locking)
     h5py = _h5py()
-    with atomic_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
+    with integrity.sealed_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
         f.attrs["schema_version"] = SCHEMA_VERSION
         f.attrs["extraction_key"] = canonical_json(key)
         f.attrs["key_hash"] = key_hash(key)
@@ -259,14 +263,26 @@ class CachedTask:
     split_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def _identity(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
-    """h5py.File(path, "r"), or CacheError naming the file: IncompleteCacheError for a file HDF5 cannot read
-    (zero bytes, truncated, foreign), a plain CacheError with the NFS advice when the lock is refused."""
+    """h5py.File(path, "r") of a file whose bytes match the digest recorded when it was written
+    (`geneb.core.integrity.verify`: the whole file is hashed first), or CacheError naming the file:
+    CorruptCacheError for a changed or truncated file, IncompleteCacheError for a file HDF5 cannot read (zero
+    bytes, truncated, foreign), a plain CacheError with the NFS advice when the lock is refused, and
+    CorruptCacheError when the file was replaced between the check and the open."""
     h5py = _h5py()
     try:
-        return h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
+        before = _identity(path)
+        integrity.verify(path)
+        f = h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
     except FileNotFoundError:
         raise
+    except integrity.IntegrityError as err:
+        raise CorruptCacheError(f"{err}; rerun extraction", path) from err
     except OSError as err:
         if is_lock_error(err):
             raise CacheError(
@@ -275,6 +291,10 @@ def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
         raise IncompleteCacheError(
             f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
         ) from err
+    if _identity(path) != before:
+        f.close()
+        raise CorruptCacheError(f"{path}: replaced while it was being checked; read it again", path)
+    return f
 
 
 def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
@@ -313,6 +333,32 @@ def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto"
             return bool(f.attrs.get("complete", False))
     except (OSError, ValueError, KeyError):
         return False
+
+
+def read_whole(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> int:
+    """Read every dataset of a complete cache file (no digest check: for a file written before digests were
+    recorded, which the plan adopts only when this succeeds); returns the number of bytes of array data read.
+    Raises IncompleteCacheError (not HDF5, truncated, no `complete`) or CacheError (no key, an unreadable
+    dataset), naming the file. A refused lock (case B37) is retried without locking, as in `is_complete_file`."""
+    path = Path(path)
+    h5py = _h5py()
+    try:
+        try:
+            f = h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
+        except OSError as err:
+            if not is_lock_error(err):
+                raise
+            f = h5py.File(path, "r", locking=False)
+    except OSError as err:
+        raise IncompleteCacheError(f"{path}: not a readable HDF5 embedding file ({err}); rerun extraction") from err
+    with f:
+        _read_key_attr(f, path)
+        datasets: list[Any] = []
+        f.visititems(lambda _, obj: datasets.append(obj) if isinstance(obj, h5py.Dataset) else None)
+        try:
+            return sum(int(ds[()].nbytes) for ds in datasets)
+        except (OSError, ValueError, KeyError) as err:
+            raise CacheError(f"{path}: a dataset cannot be read ({err}); rerun extraction") from err
 
 
 def read_key(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, Any]:

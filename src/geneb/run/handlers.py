@@ -24,6 +24,21 @@ class ErrorLog(Protocol):
     def error(self, msg: str) -> object: ...
 
 
+def dry_run_requested(argv: Sequence[str]) -> bool:
+    """Whether Snakemake's command line `argv` (`sys.argv[1:]`) asks for a dry run (-n, --dry-run, --dryrun, also
+    in a cluster such as -np), read by Snakemake's own argument parser: the workflow's plan then moves and records
+    nothing (geneb.run.set_aside). Snakemake decides its executor only after the workflow is parsed, so the
+    command line is the one place a plan can learn it from (a command line the parser refuses counts as a dry
+    run)."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(list(argv))
+    except SystemExit:
+        return True
+    return bool(args.dryrun)
+
+
 #: seconds subtracted from the run's start when logs are matched to it: a shared file system's clock may lag
 CLOCK_MARGIN_S = 2.0
 

@@ -13,6 +13,7 @@ Planning is torch-free (tests/run/test_torch_free.py): Snakemake parses the work
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import os
 from collections.abc import Mapping
@@ -22,6 +23,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from geneb.analysis.outputs import all_tables
+from geneb.core.logs import ERROR_MARK
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
@@ -44,7 +47,7 @@ from geneb.run.config_checks import (
 )
 from geneb.run.preflight import format_problems
 from geneb.run.rerun import stable_params
-from geneb.run.set_aside import set_aside_partial
+from geneb.run.set_aside import STAMPS_FILE, BadFile, StampStore, set_aside_bad
 from geneb.run.views import plan_views, probed_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
@@ -101,6 +104,9 @@ class RunPlan:
     extraction_hashes: Mapping[str, str]
     preflight_here: tuple[str, ...] = ()
     set_aside: tuple[tuple[Path, Path], ...] = ()
+    bad_files: tuple[BadFile, ...] = ()
+    adopted: tuple[Path, ...] = ()
+    dry_run: bool = False
     lock_log: tuple[str, ...] = ()
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
@@ -155,9 +161,43 @@ class RunPlan:
             }
         )
 
+    def task_file(self, task: str, name: str) -> str:
+        """A prepared task's file `name` (train.parquet, test.parquet, card.json, audit.json)."""
+        return f"resources/tasks/{task}/{name}"
+
     def task_cards(self) -> list[str]:
         """The task cards of every configured task (they record caps, which make a task not the paper's split)."""
-        return [f"resources/tasks/{task}/card.json" for task in self.tasks]
+        return [self.task_file(task, "card.json") for task in self.tasks]
+
+    def shot_file(self, protocol: str, task: str) -> str:
+        """The shot draws of (protocol, task)."""
+        return f"resources/shots/{protocol}/{task}.json"
+
+    # ---- the files a later step trusts (content-checked while planning, geneb.run.set_aside) ------------------
+
+    def result_tables(self) -> list[str]:
+        """The parquet tables under results_dir/tables that the default targets read back: the score table, the
+        leaderboard and analysis tables (`geneb.analysis.outputs.all_tables`), the clean leaderboard, the task
+        audit table."""
+        names = dict.fromkeys(("scores", *all_tables(), "leaderboard_clean", "task_audit"))
+        return [self.results_path(f"tables/{name}.parquet") for name in names]
+
+    def trusted_files(self) -> list[str]:
+        """Every file of this run that a later step reads back and that GENEB writes with a content digest
+        (`geneb.core.integrity`): the prepared tasks (splits, card, audit), the shot files, the embedding files,
+        the probe and prediction tables, the result tables; upstream first."""
+        tasks = [self.task_file(t, n) for t in self.tasks for n in ("train.parquet", "test.parquet", "card.json")]
+        tasks += [self.task_file(t, "audit.json") for t in self.tasks]
+        shots = [self.shot_file(p, t) for p in self.config["protocols"] for t in self.tasks]
+        embeddings = [self.embedding_file(m, t) for m in self.models for t in self.tasks]
+        probes = self.probe_tables() + self.probe_tables(kind="predictions")
+        return [*tasks, *shots, *embeddings, *probes, *self.result_tables()]
+
+    def rebuild_targets(self) -> list[str]:
+        """The files planning moved aside (bad content, `bad_files`): inputs of the default target, so this run
+        builds them again and everything downstream of them (Snakemake alone reruns no job for a missing
+        intermediate file; geneb.run.set_aside). [] in a dry run, which moves nothing."""
+        return [str(b.path) for b in self.bad_files if b.aside is not None]
 
     # ---- extraction ------------------------------------------------------------------------------------------
 
@@ -298,6 +338,7 @@ def plan_run(
     conda_deploys: bool,
     partial_file: str | None,
     log: PlanLog,
+    dry_run: bool = False,
 ) -> RunPlan:
     """Plan one run of the workflow from `config` (as Snakemake loaded it; not changed: the plan holds a copy).
 
@@ -314,6 +355,11 @@ def plan_run(
     for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then the extraction settings
     and hash per model (`dtype: auto` resolved for the run's device class), and, in the main process, every
     configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41).
+    Last, in the main process, every file of `RunPlan.trusted_files` is checked by content (`geneb.run.set_aside`;
+    files unchanged since their last check by their stamp) and each bad one moved aside with one `GENEB ERROR`
+    line naming it, to be rebuilt in this run (`RunPlan.rebuild_targets`); a file without a digest that reads whole
+    is adopted (digest recorded, one info line). dry_run (`snakemake -n`): nothing is moved or recorded, each
+    file that would be is named.
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter
     and each file moved aside (warning), as they happen.
@@ -372,24 +418,49 @@ def plan_run(
     settings = {m: stable_params(s) for m, s in plan_views(config, settings).items()}  # views: the settings name them
     hashes = {m: extraction_hash(s) for m, s in settings.items()}
 
-    moved: list[tuple[Path, Path]] = []
-    if main_process:
-        moved = set_aside_partial(
-            (f"resources/embeddings/{m}/{hashes[m]}/{t}.h5" for m in config["models"] for t in config["tasks"]),
-            hdf5_locking=config["execution"]["hdf5_locking"],
-        )
-        for old, new in moved:
-            log.warning(f"{old} is not a complete embedding file (moved to {new.name}); it will be extracted again")
-
-    return RunPlan(
+    plan = RunPlan(
         config=config,
         task_sheet=task_sheet,
         registry=registry,
         extraction_settings=settings,
         extraction_hashes=hashes,
         preflight_here=tuple(here),
-        set_aside=tuple(moved),
         lock_log=tuple(lock_log),
         partial=partial,
         partial_file=partial_file,
+        dry_run=dry_run,
     )
+    if not main_process:
+        return plan
+    bad, adopted = set_aside_bad(
+        plan.trusted_files(),
+        store=StampStore(STAMPS_FILE),
+        dry_run=dry_run,
+        hdf5_locking=config["execution"]["hdf5_locking"],
+    )
+    for b in bad:
+        log.warning(bad_file_line(b))
+    if adopted:
+        shown = ", ".join(map(str, adopted[:3])) + (f" and {len(adopted) - 3} more" if len(adopted) > 3 else "")
+        verb = "would record" if dry_run else "recorded"
+        log.info(
+            f"{len(adopted)} file(s) written before GENEB recorded content digests read whole; {verb} their digest "
+            f"now: {shown}"
+        )
+    return dataclasses.replace(
+        plan,
+        set_aside=tuple((b.path, b.aside) for b in bad if b.aside is not None),
+        bad_files=tuple(bad),
+        adopted=tuple(adopted),
+    )
+
+
+def bad_file_line(bad: BadFile) -> str:
+    """The one `GENEB ERROR` line of a file planning set aside (or, in a dry run, would)."""
+    where = (
+        f"moved to {bad.aside.name}; this run builds it again, and everything downstream of it"
+        if bad.aside is not None
+        else "dry run: nothing moved; a real run moves it aside and builds it again, and everything downstream"
+    )
+    reason = str(bad.error) if str(bad.path) in str(bad.error) else f"{bad.path}: {bad.error}"
+    return f"{ERROR_MARK} (workflow plan): {type(bad.error).__name__}: {reason}; {where}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.core.categories import CATEGORIES
 from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revision
 
@@ -69,12 +70,12 @@ MISSING_CELL_RULE_ATTR = "geneb_missing_cell_rule"
 
 def failed_cells(path: str) -> dict[str, dict[str, dict[str, str]]]:
     """The failed (model, task) cells recorded in a score or leaderboard table's metadata ({} when none)."""
-    return dict(pd.read_parquet(path).attrs.get(FAILED_CELLS_ATTR) or {})
+    return dict(integrity.read_parquet(path).attrs.get(FAILED_CELLS_ATTR) or {})
 
 
 def failed_tasks(path: str) -> dict[str, dict[str, str]]:
     """The failed tasks recorded in a score or leaderboard table's metadata ({} when none)."""
-    return dict(pd.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})
+    return dict(integrity.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})
 
 
 class AnalysisInputError(ValueError):
@@ -140,5 +141,6 @@ def check_view_columns(df: pd.DataFrame, what: str = "score table") -> None:
 
 
 def load_scores(path: str) -> pd.DataFrame:
-    """Read and validate a score-table parquet file (see `check_scores`)."""
-    return check_scores(pd.read_parquet(path), what=str(path))
+    """Read and validate a score-table parquet file (see `check_scores`), checked against the digest recorded when
+    it was written (`geneb.core.integrity.read_parquet`; IntegrityError naming the file on a mismatch)."""
+    return check_scores(integrity.read_parquet(path), what=str(path))
