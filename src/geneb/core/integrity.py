@@ -141,8 +141,11 @@ def check(path: str | os.PathLike[str]) -> str | None:
     is unchecked). Raises FileNotFoundError for a missing file, IntegrityError naming the file, the recorded and
     the found digest on a mismatch (a changed byte, a truncation, an append)."""
     expected = recorded_digest(path)
+    if expected is None:
+        Path(path).stat()  # FileNotFoundError for a missing file, as with a digest
+        return None
     found = sha256_file(path)
-    if expected is not None and found != expected:
+    if found != expected:
         size = os.path.getsize(path)
         raise IntegrityError(
             f"{path}: content differs from the digest recorded when it was written (recorded sha256 {expected[:16]}…, "
