@@ -73,7 +73,7 @@ def finished_files(root: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def finished_run(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
+def digested_run(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
     """A finished small run (module docstring) in its own folder; tests copy it before they damage it."""
     import geneb
     from geneb.run.config_checks import check_config, default_schema_files, read_yaml

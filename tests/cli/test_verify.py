@@ -17,9 +17,9 @@ from workflow_support import write_run_config
 
 
 @pytest.fixture
-def run(finished_run, tmp_path, monkeypatch, shared):
+def run(digested_run, tmp_path, monkeypatch, shared):
     root = tmp_path / "run"
-    shutil.copytree(finished_run, root)
+    shutil.copytree(digested_run, root)
     write_run_config(root, shared / "data" / "tasks", [TASK], [MODEL])
     monkeypatch.chdir(root)
     return root

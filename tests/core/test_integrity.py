@@ -40,9 +40,9 @@ KINDS = ("train", "test", "card", "audit", "shots", "embeddings", "probes", "pre
 
 
 @pytest.fixture
-def run_copy(finished_run, tmp_path):
+def run_copy(digested_run, tmp_path):
     root = tmp_path / "run"
-    shutil.copytree(finished_run, root)
+    shutil.copytree(digested_run, root)
     return root
 
 
@@ -68,9 +68,9 @@ def test_every_flipped_byte_and_every_truncation_is_refused_by_its_reader(kind, 
     assert integrity.check(path) is not None  # restored: matches again
 
 
-def test_the_digest_file_is_sha256sum_format(finished_run):
+def test_the_digest_file_is_sha256sum_format(digested_run):
     """`sha256sum -c <file>.sha256` in the file's folder checks it with no GENEB code."""
-    for path in finished_files(finished_run).values():
+    for path in finished_files(digested_run).values():
         side = integrity.digest_path(path)
         done = subprocess.run(["sha256sum", "-c", side.name], cwd=path.parent, capture_output=True, text=True)
         assert done.returncode == 0 and done.stdout.strip() == f"{path.name}: OK", done.stdout + done.stderr

@@ -17,9 +17,9 @@ from integrity_support import finished_files
 
 
 @pytest.fixture
-def h5(finished_run, tmp_path):
+def h5(digested_run, tmp_path):
     path = tmp_path / "e.h5"
-    source = finished_files(finished_run)["embeddings"]
+    source = finished_files(digested_run)["embeddings"]
     shutil.copy(source, path)
     integrity.record_digest(path, integrity.recorded_digest(source))  # the digest recorded at write time
     return path

@@ -17,9 +17,9 @@ from integrity_support import finished_files
 
 
 @pytest.fixture
-def run(finished_run, tmp_path, monkeypatch):
+def run(digested_run, tmp_path, monkeypatch):
     root = tmp_path / "run"
-    shutil.copytree(finished_run, root)
+    shutil.copytree(digested_run, root)
     monkeypatch.chdir(root)
     return root
 
