@@ -487,8 +487,11 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
 
 
 def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
-    """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing."""
-    from geneb.extract.cache import IncompleteCacheError
+    """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing: by its
+    content digest (the bytes changed since it was written), and, for a file written before digests, by its
+    missing `complete` attribute."""
+    from geneb.core import integrity
+    from geneb.extract.cache import CorruptCacheError, IncompleteCacheError
     from geneb.probe.job import fit_probes
 
     run = copy_run(baseline, tmp_path / "run")
@@ -498,21 +501,23 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
     config = yaml.safe_load((run / "config" / "config.yaml").read_text())
     task_dir = run / "resources" / "tasks" / TASKS[0]
     out = tmp_path / "out"
-    with pytest.raises(IncompleteCacheError, match="incomplete"):
-        fit_probes(
-            train=task_dir / "train.parquet",
-            test=task_dir / "test.parquet",
-            card=task_dir / "card.json",
-            embeddings=h5,
-            shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
-            scores_out=out / "scores.parquet",
-            predictions_out=out / "predictions.parquet",
-            task=TASKS[0],
-            model="kmer-3",
-            protocol="geneb-paper",
-            settings=config["probe"]["geneb-paper"],
-        )
-    assert not out.exists() or not list(out.iterdir())
+    for error, match in ((CorruptCacheError, "content differs"), (IncompleteCacheError, "incomplete")):
+        with pytest.raises(error, match=match):
+            fit_probes(
+                train=task_dir / "train.parquet",
+                test=task_dir / "test.parquet",
+                card=task_dir / "card.json",
+                embeddings=h5,
+                shots=run / "resources" / "shots" / "geneb-paper" / f"{TASKS[0]}.json",
+                scores_out=out / "scores.parquet",
+                predictions_out=out / "predictions.parquet",
+                task=TASKS[0],
+                model="kmer-3",
+                protocol="geneb-paper",
+                settings=config["probe"]["geneb-paper"],
+            )
+        assert not out.exists() or not list(out.iterdir())
+        integrity.digest_path(h5).unlink()  # the same file as one written before digests
 
 
 def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(baseline, tmp_path):
