@@ -473,7 +473,7 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
     (run / SCORES).unlink()
     damaged = {p: p.read_bytes() for p in (cut, unmarked)}
     dry = snakemake(run, "-n", SCORES).stdout
-    # a dry run moves nothing (issue 29): it names both files, which a real run moves aside and extracts again
+    # a dry run moves nothing: it names both files, which a real run moves aside and extracts again
     assert {p: p.read_bytes() for p in damaged} == damaged and not list(run.rglob(".corrupt-*"))
     lines = [line for line in dry.splitlines() if line.startswith("GENEB ERROR (workflow plan)")]
     assert len(lines) == 2 and all("dry run: nothing moved" in line for line in lines), dry[-3000:]

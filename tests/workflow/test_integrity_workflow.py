@@ -1,5 +1,5 @@
 """A finished workflow run, then a probe table with one byte changed and an embedding file cut to half its
-length (issue 29): a dry run names both and moves nothing; `geneb verify` exits 1 naming both; the next run sets
+length: a dry run names both and moves nothing; `geneb verify` exits 1 naming both; the next run sets
 both aside (one GENEB ERROR line each), rebuilds them and everything downstream in that same run, and its score
 table equals the untouched run's. 1 real task x the k-mer model, capped small."""
 

@@ -57,6 +57,13 @@ def digest_path(path: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + DIGEST_SUFFIX)
 
 
+def identity(path: str | os.PathLike[str]) -> tuple[int, int, int]:
+    """(inode, size, mtime_ns) of `path`: a reader compares it before its check and after its open, so a file
+    replaced in between is not read unchecked."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """The sha256 (64 hex) of the bytes of `path`, read in 1 MiB chunks. Raises OSError (FileNotFoundError)."""
     h = hashlib.sha256()

@@ -23,8 +23,6 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from geneb.analysis.outputs import all_tables
-from geneb.core.logs import ERROR_MARK
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
@@ -47,7 +45,8 @@ from geneb.run.config_checks import (
 )
 from geneb.run.preflight import format_problems
 from geneb.run.rerun import stable_params
-from geneb.run.set_aside import STAMPS_FILE, BadFile, StampStore, set_aside_bad
+from geneb.run.set_aside import BadFile, check_before_dag
+from geneb.run.trusted import TrustedFiles
 from geneb.run.views import plan_views, probed_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
@@ -82,7 +81,7 @@ class PlanLog(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class RunPlan:
+class RunPlan(TrustedFiles):
     """What `plan_run` decided for one run.
 
     config: the validated configuration, schema defaults filled, every mapping sorted (`stable_params`), local
@@ -105,8 +104,6 @@ class RunPlan:
     preflight_here: tuple[str, ...] = ()
     set_aside: tuple[tuple[Path, Path], ...] = ()
     bad_files: tuple[BadFile, ...] = ()
-    adopted: tuple[Path, ...] = ()
-    dry_run: bool = False
     lock_log: tuple[str, ...] = ()
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
@@ -161,43 +158,9 @@ class RunPlan:
             }
         )
 
-    def task_file(self, task: str, name: str) -> str:
-        """A prepared task's file `name` (train.parquet, test.parquet, card.json, audit.json)."""
-        return f"resources/tasks/{task}/{name}"
-
     def task_cards(self) -> list[str]:
         """The task cards of every configured task (they record caps, which make a task not the paper's split)."""
         return [self.task_file(task, "card.json") for task in self.tasks]
-
-    def shot_file(self, protocol: str, task: str) -> str:
-        """The shot draws of (protocol, task)."""
-        return f"resources/shots/{protocol}/{task}.json"
-
-    # ---- the files a later step trusts (content-checked while planning, geneb.run.set_aside) ------------------
-
-    def result_tables(self) -> list[str]:
-        """The parquet tables under results_dir/tables that the default targets read back: the score table, the
-        leaderboard and analysis tables (`geneb.analysis.outputs.all_tables`), the clean leaderboard, the task
-        audit table."""
-        names = dict.fromkeys(("scores", *all_tables(), "leaderboard_clean", "task_audit"))
-        return [self.results_path(f"tables/{name}.parquet") for name in names]
-
-    def trusted_files(self) -> list[str]:
-        """Every file of this run that a later step reads back and that GENEB writes with a content digest
-        (`geneb.core.integrity`): the prepared tasks (splits, card, audit), the shot files, the embedding files,
-        the probe and prediction tables, the result tables; upstream first."""
-        tasks = [self.task_file(t, n) for t in self.tasks for n in ("train.parquet", "test.parquet", "card.json")]
-        tasks += [self.task_file(t, "audit.json") for t in self.tasks]
-        shots = [self.shot_file(p, t) for p in self.config["protocols"] for t in self.tasks]
-        embeddings = [self.embedding_file(m, t) for m in self.models for t in self.tasks]
-        probes = self.probe_tables() + self.probe_tables(kind="predictions")
-        return [*tasks, *shots, *embeddings, *probes, *self.result_tables()]
-
-    def rebuild_targets(self) -> list[str]:
-        """The files planning moved aside (bad content, `bad_files`): inputs of the default target, so this run
-        builds them again and everything downstream of them (Snakemake alone reruns no job for a missing
-        intermediate file; geneb.run.set_aside). [] in a dry run, which moves nothing."""
-        return [str(b.path) for b in self.bad_files if b.aside is not None]
 
     # ---- extraction ------------------------------------------------------------------------------------------
 
@@ -355,11 +318,8 @@ def plan_run(
     for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then the extraction settings
     and hash per model (`dtype: auto` resolved for the run's device class), and, in the main process, every
     configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41).
-    Last, in the main process, every file of `RunPlan.trusted_files` is checked by content (`geneb.run.set_aside`;
-    files unchanged since their last check by their stamp) and each bad one moved aside with one `GENEB ERROR`
-    line naming it, to be rebuilt in this run (`RunPlan.rebuild_targets`); a file without a digest that reads whole
-    is adopted (digest recorded, one info line). dry_run (`snakemake -n`): nothing is moved or recorded, each
-    file that would be is named.
+    Last, in the main process, `RunPlan.trusted_files` checked by content and the bad ones moved aside, to be
+    rebuilt in this run (`geneb.run.set_aside.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter
     and each file moved aside (warning), as they happen.
@@ -428,39 +388,11 @@ def plan_run(
         lock_log=tuple(lock_log),
         partial=partial,
         partial_file=partial_file,
-        dry_run=dry_run,
     )
     if not main_process:
         return plan
-    bad, adopted = set_aside_bad(
-        plan.trusted_files(),
-        store=StampStore(STAMPS_FILE),
-        dry_run=dry_run,
-        hdf5_locking=config["execution"]["hdf5_locking"],
+    bad, _ = check_before_dag(
+        plan.trusted_files(), log=log, dry_run=dry_run, hdf5_locking=config["execution"]["hdf5_locking"]
     )
-    for b in bad:
-        log.warning(bad_file_line(b))
-    if adopted:
-        shown = ", ".join(map(str, adopted[:3])) + (f" and {len(adopted) - 3} more" if len(adopted) > 3 else "")
-        verb = "would record" if dry_run else "recorded"
-        log.info(
-            f"{len(adopted)} file(s) written before GENEB recorded content digests read whole; {verb} their digest "
-            f"now: {shown}"
-        )
-    return dataclasses.replace(
-        plan,
-        set_aside=tuple((b.path, b.aside) for b in bad if b.aside is not None),
-        bad_files=tuple(bad),
-        adopted=tuple(adopted),
-    )
-
-
-def bad_file_line(bad: BadFile) -> str:
-    """The one `GENEB ERROR` line of a file planning set aside (or, in a dry run, would)."""
-    where = (
-        f"moved to {bad.aside.name}; this run builds it again, and everything downstream of it"
-        if bad.aside is not None
-        else "dry run: nothing moved; a real run moves it aside and builds it again, and everything downstream"
-    )
-    reason = str(bad.error) if str(bad.path) in str(bad.error) else f"{bad.path}: {bad.error}"
-    return f"{ERROR_MARK} (workflow plan): {type(bad.error).__name__}: {reason}; {where}"
+    aside = tuple((b.path, b.aside) for b in bad if b.aside is not None)
+    return dataclasses.replace(plan, set_aside=aside, bad_files=tuple(bad))

@@ -1,5 +1,5 @@
 """Files a run would read that must not be trusted, moved aside before the DAG is built, so Snakemake builds them
-again in the same run (case B41; issue 29).
+again in the same run (case B41).
 
 Two kinds, each moved (never deleted) beside itself: a file whose bytes differ from the digest recorded when it
 was written (`geneb.core.integrity`) goes to `<folder>/.corrupt-<name>.<n>`; a file its format's reader cannot
@@ -24,9 +24,11 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
+from geneb.core.logs import ERROR_MARK
 
 #: the stamp store of a run's working directory (`StampStore`)
 STAMPS_FILE = ".geneb/verified.json"
@@ -179,6 +181,36 @@ def set_aside_bad(
             store.mark(path)
     if not dry_run:
         store.save()
+    return bad, adopted
+
+
+def bad_file_line(bad: BadFile) -> str:
+    """The one `GENEB ERROR` line of a file planning set aside (or, in a dry run, would)."""
+    where = (
+        f"moved to {bad.aside.name}; this run builds it again, and everything downstream of it"
+        if bad.aside is not None
+        else "dry run: nothing moved; a real run moves it aside and builds it again, and everything downstream"
+    )
+    reason = str(bad.error) if str(bad.path) in str(bad.error) else f"{bad.path}: {bad.error}"
+    return f"{ERROR_MARK} (workflow plan): {type(bad.error).__name__}: {reason}; {where}"
+
+
+def check_before_dag(
+    paths: Iterable[str | os.PathLike[str]], *, log: Any, dry_run: bool, hdf5_locking: str = "auto"
+) -> tuple[list[BadFile], list[Path]]:
+    """What the workflow's plan runs in the main process: `set_aside_bad` with the run folder's stamp store
+    (STAMPS_FILE), one `bad_file_line` per bad file to `log.warning`, one line naming the adopted files to
+    `log.info`. Returns (bad files, adopted files)."""
+    bad, adopted = set_aside_bad(paths, store=StampStore(STAMPS_FILE), dry_run=dry_run, hdf5_locking=hdf5_locking)
+    for b in bad:
+        log.warning(bad_file_line(b))
+    if adopted:
+        shown = ", ".join(map(str, adopted[:3])) + (f" and {len(adopted) - 3} more" if len(adopted) > 3 else "")
+        verb = "would record" if dry_run else "recorded"
+        log.info(
+            f"{len(adopted)} file(s) written before GENEB recorded content digests read whole; {verb} their digest "
+            f"now: {shown}"
+        )
     return bad, adopted
 
 
