@@ -49,6 +49,9 @@ def private_model_servers(monkeypatch):
 # tests/encoders, tests/extract and tests/registry: imported here so that pytest finds them without per-module imports.
 from extraction_support import make_task, zoo  # noqa: E402, F401
 
+# A small finished run of a real task by the project's own writers, for the content-check tests.
+from integrity_support import digested_run  # noqa: E402, F401
+
 # The committed registry (schema, typed specs, the validated mapping), shared by the registry and adapter tests.
 from registry_support import registry, schema, specs  # noqa: E402, F401
 

@@ -128,7 +128,8 @@ def test_B40_concurrent_writers_in_one_folder(tmp_path):
     for i in range(2):
         cached = read_embeddings(tmp_path / f"task{i}.h5", splits=("train",))
         assert cached.key["task"] == f"task{i}" and (cached.splits["train"][0] == i).all()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["task0.h5", "task1.h5"]
+    # each beside its content digest (geneb.core.integrity), no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task0.h5", "task0.h5.sha256", "task1.h5", "task1.h5.sha256"]
 
 
 @pytest.fixture(scope="module")

@@ -480,9 +480,8 @@ def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
 def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline, tmp_path):
     """The state a failed extraction leaves when Snakemake records its partial output as complete: the
     embedding file is half written (one cut to half its bytes, one without its `complete` attribute) and
-    nothing downstream of it exists. A dry run schedules exactly their extractions (not only the probes,
-    which would refuse the files) and what reads them; the run rebuilds them and the scores equal the
-    uninterrupted run."""
+    nothing downstream of it exists. A dry run moves nothing and names both; the run sets them aside, extracts them
+    again (not only the probes, which would refuse the files) and the scores equal the uninterrupted run."""
     run = copy_run(baseline, tmp_path / "run")
     files = {h5_cell(p): p for p in embedding_files(run)}
     cut, unmarked = files[("kmer-3", TASKS[0])], files[("kmer-4", TASKS[1])]
@@ -494,28 +493,27 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
         for kind in ("probes", "predictions"):
             (run / "results" / kind / "geneb-paper" / model / f"{task}.parquet").unlink()
     (run / SCORES).unlink()
-    jobs = planned_jobs(run, SCORES)
-    assert job_keys(jobs) == Counter(
-        [
-            ("extract_embeddings", "kmer-3", TASKS[0]),
-            ("fit_probes", "kmer-3", TASKS[0]),
-            ("extract_embeddings", "kmer-4", TASKS[1]),
-            ("fit_probes", "kmer-4", TASKS[1]),
-            ("aggregate_scores", "", ""),
-        ]
-    )
-    assert all("Missing output" in j["reason"] for j in jobs if j["rule"] == "extract_embeddings")
-    assert (cut.parent / f".partial-{cut.name}.0").exists() and (
-        unmarked.parent / f".partial-{unmarked.name}.0"
-    ).exists()
-    snakemake(run, SCORES)
+    damaged = {p: p.read_bytes() for p in (cut, unmarked)}
+    dry = snakemake(run, "-n", SCORES).stdout
+    # a dry run moves nothing: it names both files, which a real run moves aside and extracts again
+    assert {p: p.read_bytes() for p in damaged} == damaged and not list(run.rglob(".corrupt-*"))
+    lines = [line for line in dry.splitlines() if line.startswith("GENEB ERROR (workflow plan)")]
+    assert len(lines) == 2 and all("dry run: nothing moved" in line for line in lines), dry[-3000:]
+    done = snakemake(run, SCORES).stdout
+    assert done.count("rule extract_embeddings:") == 2 and done.count("rule fit_probes:") == 2
+    # both differ from the digest recorded when they were written: moved aside, never deleted
+    assert (cut.parent / f".corrupt-{cut.name}.0").read_bytes() == damaged[cut]
+    assert (unmarked.parent / f".corrupt-{unmarked.name}.0").read_bytes() == damaged[unmarked]
     assert_same_scores(run, baseline)
     assert_downstream_newer(run)
 
 
 def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
-    """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing."""
-    from geneb.extract.cache import IncompleteCacheError
+    """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing: by its
+    content digest (the bytes changed since it was written), and, for a file written before digests, by its
+    missing `complete` attribute."""
+    from geneb.core import integrity
+    from geneb.extract.cache import CorruptCacheError, IncompleteCacheError
     from geneb.probe.job import fit_probes
 
     run = copy_run(baseline, tmp_path / "run")
@@ -525,21 +523,23 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
     config = yaml.safe_load((run / "config" / "config.yaml").read_text())
     task_dir = task_folder(run, TASKS[0])
     out = tmp_path / "out"
-    with pytest.raises(IncompleteCacheError, match="incomplete"):
-        fit_probes(
-            train=task_dir / "train.parquet",
-            test=task_dir / "test.parquet",
-            card=task_dir / "card.json",
-            embeddings=h5,
-            shots=shot_file(run, TASKS[0]),
-            scores_out=out / "scores.parquet",
-            predictions_out=out / "predictions.parquet",
-            task=TASKS[0],
-            model="kmer-3",
-            protocol="geneb-paper",
-            settings=config["probe"]["geneb-paper"],
-        )
-    assert not out.exists() or not list(out.iterdir())
+    for error, match in ((CorruptCacheError, "content differs"), (IncompleteCacheError, "incomplete")):
+        with pytest.raises(error, match=match):
+            fit_probes(
+                train=task_dir / "train.parquet",
+                test=task_dir / "test.parquet",
+                card=task_dir / "card.json",
+                embeddings=h5,
+                shots=shot_file(run, TASKS[0]),
+                scores_out=out / "scores.parquet",
+                predictions_out=out / "predictions.parquet",
+                task=TASKS[0],
+                model="kmer-3",
+                protocol="geneb-paper",
+                settings=config["probe"]["geneb-paper"],
+            )
+        assert not out.exists() or not list(out.iterdir())
+        integrity.digest_path(h5).unlink(missing_ok=True)  # the same file as one written before digests
 
 
 def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(baseline, tmp_path):

@@ -340,11 +340,31 @@ def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config,
     aside = half.with_name(f".partial-{half.name}.0")
     assert made.set_aside == ((Path(made.embedding_file("kmer-3", TASKS[0])), Path(aside.relative_to(tmp_path))),)
     assert not half.exists() and aside.exists()
-    assert (
-        "warning",
-        f"{made.embedding_file('kmer-3', TASKS[0])} is not a complete embedding file (moved to {aside.name}); "
-        "it will be extracted again",
-    ) in log.lines
+    lines = [text for level, text in log.lines if level == "warning" and text.startswith("GENEB ERROR")]
+    assert len(lines) == 1 and made.embedding_file("kmer-3", TASKS[0]) in lines[0], log.lines
+    assert f"moved to {aside.name}; this run builds it again" in lines[0]
+    # the file moved aside is an input of the default target: this run extracts it again (geneb.run.set_aside)
+    assert made.rebuild_targets() == [made.embedding_file("kmer-3", TASKS[0])]
+
+
+def test_a_dry_run_plan_moves_nothing_and_names_what_a_run_would(small_config, tmp_path, monkeypatch):
+    """`snakemake -n` (and --touch, --lint, --report, ...: `handlers.dry_run_requested`) plans with dry_run: the
+    bad file stays where it is, its GENEB ERROR line says a real run moves it aside, and nothing is rebuilt."""
+    from geneb.run.handlers import dry_run_requested
+
+    assert dry_run_requested(["-np", "--cores", "1"]) and dry_run_requested(["--touch"])
+    assert dry_run_requested(["--report", "r.zip"]) and not dry_run_requested(["--cores", "1", "results/x"])
+    monkeypatch.chdir(tmp_path)
+    made = plan(small_config)
+    half = tmp_path / made.embedding_file("kmer-3", TASKS[0])
+    half.parent.mkdir(parents=True)
+    half.write_bytes(b"\x89HDF\r\n")  # a truncated HDF5 file without a digest
+    log = RecordingLog()
+    dry = plan(small_config, main_process=True, log=log, dry_run=True)
+    assert dry.set_aside == () and dry.rebuild_targets() == [] and half.read_bytes() == b"\x89HDF\r\n"
+    (line,) = [text for _, text in log.lines if text.startswith("GENEB ERROR")]
+    assert made.embedding_file("kmer-3", TASKS[0]) in line and "dry run: nothing moved" in line
+    assert not (tmp_path / ".geneb").exists()  # nothing recorded either
 
 
 # ---- rerun keys: one value however the config is written ----------------------------------------------------

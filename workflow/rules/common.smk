@@ -32,8 +32,10 @@ PLAN = plan_run(
     conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
     partial_file=os.environ.get(PARTIAL_ENV),
     log=logger,
-    # workflow.dryrun is set only when execution starts, after parsing; the output settings have -n already
-    dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun),
+    # no job runs (-n, --touch, --lint, ...): nothing is moved. workflow.dryrun is set only when execution starts,
+    # after parsing; the output settings have -n already, the command line the other modes
+    dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun)
+    or handlers.dry_run_requested(sys.argv[1:]),
 )
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
@@ -186,7 +188,8 @@ def submission_files():
 
 
 def final_outputs():
-    return PLAN.final_outputs()
+    """The default targets, and every file planning set aside (geneb.run.set_aside): this run builds it again."""
+    return PLAN.final_outputs() + PLAN.rebuild_targets()
 
 
 def results(path):

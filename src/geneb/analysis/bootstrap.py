@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.core.categories import CATEGORIES
 from geneb.probe.metrics import batched_mcc
 from geneb.tables.scores import REGIMES, AnalysisInputError
@@ -51,7 +52,7 @@ def load_predictions(
             path = Path(root) / protocol / model / f"{task}.parquet"
             if not path.exists():
                 continue
-            df = pd.read_parquet(path)
+            df = integrity.read_parquet(path)
             missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
             if missing:
                 raise AnalysisInputError(f"{path}: missing prediction columns {missing}")

@@ -28,6 +28,7 @@ from scipy import stats
 
 from geneb.analysis.bootstrap import MAX_CELLS, bootstrap_p_value
 from geneb.analysis.choices import DEFAULT_VIEW, select_view
+from geneb.core import integrity
 from geneb.probe.metrics import batched_mcc
 from geneb.tables.scores import AnalysisInputError
 
@@ -58,7 +59,7 @@ def read_cell(
     elif not path.exists():
         raise AnalysisInputError(f"no predictions for protocol {protocol!r}, model {model!r}, task {task!r}: {path}")
     else:
-        df = pd.read_parquet(path)
+        df = integrity.read_parquet(path)
         if cache is not None:
             cache[path] = df
     missing = [c for c in CELL_COLUMNS if c not in df.columns]

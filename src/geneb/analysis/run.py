@@ -25,7 +25,8 @@ from geneb.analysis.outputs import LEADERBOARD_TABLES
 from geneb.analysis.registry import Analysis
 from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
 from geneb.analysis.task_audit import NO_CLEAN_ROWS
-from geneb.core.atomic import atomic_path, write_text_atomic
+from geneb.core import integrity
+from geneb.core.atomic import write_text_atomic
 from geneb.core.provenance import code_revision, package_versions, stable_hash
 from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
 
@@ -387,8 +388,7 @@ def write_tables(
             df["input_sha256"] = summary["input_sha256"]
         df = with_code_revision(df)
         path = outdir / f"{name}.parquet"
-        with atomic_path(path) as tmp:
-            df.to_parquet(tmp, index=False)
+        integrity.write_parquet(df, path)
         paths.append(path)
     if summary is not None:
         path = outdir / "analysis_summary.json"

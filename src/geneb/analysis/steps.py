@@ -21,7 +21,8 @@ from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.analysis.tables import frame_sha256
 from geneb.analysis.task_audit import leaderboard_settings, read_audit_flags
-from geneb.core.atomic import atomic_path, write_text_atomic
+from geneb.core import integrity
+from geneb.core.atomic import write_text_atomic
 from geneb.core.paths import repo_root
 from geneb.core.provenance import code_revision
 from geneb.tables.scores import (
@@ -109,8 +110,7 @@ def leaderboard_step(
         tables[name].attrs[FAILED_CELLS_ATTR] = cells_failed
         tables[name].attrs[MISSING_CELL_RULE_ATTR] = MISSING_CELL_RULE
     for name in names:
-        with atomic_path(outputs[name]) as tmp:
-            tables[name].to_parquet(tmp, index=False)
+        integrity.write_parquet(tables[name], outputs[name])
     board = tables["leaderboard"]
     log.info(
         "leaderboard: %d rows, %d models, %d contaminated cells",
@@ -160,8 +160,7 @@ def analyses_step(
 def import_published_step(*, folder: str, output: str) -> None:
     """Rule `import_published`: the published results as a GENEB score table at `output`."""
     scores = published.import_published(folder)
-    with atomic_path(output) as tmp:
-        scores.to_parquet(tmp, index=False)
+    integrity.write_parquet(scores, output)
     log.info(
         "imported %d published rows (%d models, %d tasks)",
         len(scores),
@@ -175,13 +174,12 @@ def reproduce_step(*, claims: str, summary: str, leaderboard: str, models: str, 
     from the published view's analysis outputs, written to `output`; each claim is logged with its verdict."""
     outputs = reproduce.Outputs(
         summary=json.loads(Path(summary).read_text()),
-        leaderboard=pd.read_parquet(leaderboard),
-        models=pd.read_parquet(models),
+        leaderboard=integrity.read_parquet(leaderboard),
+        models=integrity.read_parquet(models),
         protocol=published.PROTOCOL,
     )
     table = with_code_revision(reproduce.reproduce(reproduce.load_claims(claims), outputs))
-    with atomic_path(output) as tmp:
-        table.to_parquet(tmp, index=False)
+    integrity.write_parquet(table, output)
     for r in table.itertuples():
         log.info("%s %s: paper %g, GENEB %.4g", "PASS" if r.passed else "FAIL", r.claim, r.paper, r.geneb)
     log.info("%d of %d stated numbers reproduced", int(table["passed"].sum()), len(table))
@@ -257,8 +255,7 @@ def compare_step(
     origin = dict(zip(board["model"], board["origin"]))
     per_task = compare.task_table(cells, origin)
     for df, path in ((board, board_out), (left, left_out), (per_task, tasks_out)):
-        with atomic_path(path) as tmp:
-            df.to_parquet(tmp, index=False)
+        integrity.write_parquet(df, path)
     paper_tasks = pub.drop_duplicates("task").set_index("task")["category"]
     compared = cells.drop_duplicates("task").set_index("task")["category"]
     summary = {
@@ -340,8 +337,7 @@ def task_audit_step(
 
     table = task_audit_table(load_scores(scores), audits, cards, metadata.load_model_meta(models_yaml), protocol)
     table = with_code_revision(table)
-    with atomic_path(output) as tmp:
-        table.to_parquet(tmp, index=False)
+    integrity.write_parquet(table, output)
     log.info(
         "task audit: %d tasks; shortcut fail %s; leakage fail %s",
         len(table),

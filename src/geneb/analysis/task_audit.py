@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.tables.scores import CELL_KEYS
 from geneb.tasks.audit_step import read_audit
 from geneb.tasks.card import read_card
@@ -127,7 +128,7 @@ def read_audit_flags(path: str | Path | None, settings: dict[str, object]) -> di
         return {}
     if not Path(path).is_file():
         raise AuditFlagError(f"task audit table {path} not found; run rule task_audit_table first")
-    return audit_flags(pd.read_parquet(path), settings)
+    return audit_flags(integrity.read_parquet(path), settings)
 
 
 def _count(value: object) -> str:

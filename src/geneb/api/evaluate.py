@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from geneb.core import paths
+from geneb.core import integrity, paths
 
 log = logging.getLogger(__name__)
 #: the name score rows give a model handed over as a callable or an object (override with `name=`)
@@ -178,7 +178,8 @@ def evaluate(
     from geneb.probe.job import fit_probes, write_shot_indices
     from geneb.registry.extraction import extraction_hash
     from geneb.registry.settings import ExtractionSettings
-    from geneb.run.plan import RunPlan, embedding_path
+    from geneb.run.layout import embedding_path
+    from geneb.run.plan import RunPlan
     from geneb.tables.aggregate import concat_tables
     from geneb.tasks.catalogue import read_catalogue, source_string, task_row
     from geneb.tasks.lock import read_lock
@@ -311,7 +312,7 @@ def leaderboard(
     from geneb.analysis.leaderboard import leaderboard as board
     from geneb.tables.scores import check_scores
 
-    table = pd.read_parquet(scores) if not isinstance(scores, pd.DataFrame) else scores
+    table = integrity.read_parquet(scores) if not isinstance(scores, pd.DataFrame) else scores
     table = check_scores(table)
     cfg = resolve_config(config, ["unused"], sorted(set(table["model"])), {})
     settings = run.resolve_settings(cfg["analysis"], "geneb")

@@ -13,6 +13,7 @@ from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
 from geneb.cli.results import cmd_leaderboard, cmd_recommend
 from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
 from geneb.cli.task_lock import cmd_tasks_lock
+from geneb.cli.verify import cmd_verify
 from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import REGIMES, AnalysisInputError
@@ -139,6 +140,23 @@ def build_parser() -> argparse.ArgumentParser:
     cc.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0; printed with the result)")
     cc.add_argument("--confidence", type=float, default=0.95, help="CI level in (0, 1) (default 0.95)")
     cc.set_defaults(func=cmd_compare_cells)
+    v = sub.add_parser(
+        "verify",
+        help="check a run's prepared tasks, caches and tables against their content digests (exit 1 naming each bad "
+        "file)",
+    )
+    v.add_argument(
+        "--config",
+        action="append",
+        help="the run's config file; give it again for each overlay, in order (default config/config.yaml)",
+    )
+    v.add_argument("--results-dir", default=None, help="the run's results_dir (default: the config's)")
+    v.add_argument(
+        "--adopt",
+        action="store_true",
+        help="record the digest of each file written before GENEB recorded them, when it reads whole",
+    )
+    v.set_defaults(func=cmd_verify)
     for name, func, help_ in (
         ("sbatch-preview", cmd_sbatch_preview, "print the sbatch call of every job a Slurm run would submit"),
         ("recover", cmd_recover, "resume a run killed hard: unlock, remove partial files, rerun the incomplete"),

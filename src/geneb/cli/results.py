@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
+from geneb.core import integrity
 from geneb.tables.freshness import stale_warning
 from geneb.tables.scores import FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
 
@@ -42,7 +43,7 @@ def _read(path: str, what: str) -> pd.DataFrame:
     cols, expected = TABLES[what]
     p = existing_file(path, f"{what} table", "; run `snakemake leaderboard` (or the analyses) first, or pass --table")
     try:
-        df = pd.read_parquet(p)
+        df = integrity.read_parquet(p)
     except (OSError, ValueError, pa.ArrowException) as err:
         why = "not a parquet file, or a corrupt one" if isinstance(err, pa.ArrowInvalid) else short_error(err)
         raise CliError(f"{p} cannot be read as a table ({why}); expected {expected}") from err
@@ -99,7 +100,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     if getattr(args, "clean", False):
         args.table = str(Path(table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
     b, cat = _rows(args, "leaderboard")
-    attrs = pd.read_parquet(args.table).attrs
+    attrs = integrity.read_parquet(args.table).attrs
     every = b
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from geneb.core.atomic import atomic_path
+from geneb.core import integrity
 from geneb.core.provenance import canonical_json, stable_hash
 
 SCHEMA_VERSION = "1"
@@ -36,6 +36,10 @@ class CacheError(RuntimeError):
 
 class IncompleteCacheError(CacheError):
     """The file lacks the `complete` attribute: a partial write or a foreign file."""
+
+
+class CorruptCacheError(CacheError, integrity.IntegrityError):
+    """The file's bytes differ from the digest recorded when it was written (`geneb.core.integrity`)."""
 
 
 class CacheKeyMismatchError(CacheError):
@@ -169,7 +173,7 @@ def write_embeddings(
             SplitEmbeddings(half, emb.row, emb.n_tokens, empty=emb.empty).validate(split, where + " (float16)")
     kwargs = _locking_kwargs(hdf5_locking)
     h5py = _h5py()
-    with atomic_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
+    with integrity.sealed_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
         f.attrs["schema_version"] = SCHEMA_VERSION
         f.attrs["extraction_key"] = canonical_json(key)
         f.attrs["key_hash"] = key_hash(key)
@@ -260,13 +264,18 @@ class CachedTask:
 
 
 def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
-    """h5py.File(path, "r"), or CacheError naming the file: IncompleteCacheError for a file HDF5 cannot read
-    (zero bytes, truncated, foreign), a plain CacheError with the NFS advice when the lock is refused."""
+    """h5py.File(path, "r") of a file matching its recorded digest (`geneb.core.integrity.verify` hashes it whole
+    first), or CacheError naming the file: CorruptCacheError (changed, truncated, or replaced while checked),
+    IncompleteCacheError (HDF5 cannot read it), a plain CacheError with the NFS advice when the lock is refused."""
     h5py = _h5py()
     try:
-        return h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
+        before = integrity.identity(path)
+        integrity.verify(path)
+        f = h5py.File(path, "r", **_locking_kwargs(hdf5_locking))
     except FileNotFoundError:
         raise
+    except integrity.IntegrityError as err:
+        raise CorruptCacheError(f"{err}; rerun extraction", path) from err
     except OSError as err:
         if is_lock_error(err):
             raise CacheError(
@@ -275,6 +284,10 @@ def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
         raise IncompleteCacheError(
             f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
         ) from err
+    if integrity.identity(path) != before:
+        f.close()
+        raise CorruptCacheError(f"{path}: replaced while it was being checked; read it again", path)
+    return f
 
 
 def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
@@ -291,6 +304,16 @@ def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
     return key
 
 
+def _open_lock_tolerant(path: str | os.PathLike[str], hdf5_locking: str) -> Any:
+    """h5py.File(path, "r"), retried without locking when the file system refuses the lock (case B37)."""
+    try:
+        return _h5py().File(path, "r", **_locking_kwargs(hdf5_locking))
+    except OSError as err:
+        if not is_lock_error(err):
+            raise
+        return _h5py().File(path, "r", locking=False)
+
+
 def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> bool:
     """Whether `path` is an HDF5 file with GENEB's `complete` attribute set (`write_embeddings` sets it last).
     False for a missing, truncated or foreign file, or one a writer left half done; never raises. Only the
@@ -300,19 +323,29 @@ def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto"
     B37) makes the open fail although the file is fine, so a failure that names locking is retried without
     it: only the file's content decides, never the file system.
     """
-    h5py = _h5py()
     try:
-        kwargs = _locking_kwargs(hdf5_locking)
-        try:
-            f = h5py.File(path, "r", **kwargs)
-        except OSError as err:
-            if not is_lock_error(err):
-                raise
-            f = h5py.File(path, "r", locking=False)
-        with f:
+        with _open_lock_tolerant(path, hdf5_locking) as f:
             return bool(f.attrs.get("complete", False))
     except (OSError, ValueError, KeyError):
         return False
+
+
+def read_whole(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> int:
+    """Read every dataset of a complete cache file without a digest check (a file written before digests, which the
+    plan adopts only when this succeeds); returns the bytes of array data read. Raises IncompleteCacheError or
+    CacheError naming the file. A refused lock (case B37) is retried without locking, as in `is_complete_file`."""
+    path, sizes = Path(path), []
+    try:
+        f = _open_lock_tolerant(path, hdf5_locking)
+    except OSError as err:
+        raise IncompleteCacheError(f"{path}: not a readable HDF5 embedding file ({err}); rerun extraction") from err
+    with f:
+        _read_key_attr(f, path)
+        try:  # every dataset read whole
+            f.visititems(lambda _, obj: sizes.append(obj[()].nbytes) if isinstance(obj, _h5py().Dataset) else None)
+        except (OSError, ValueError, KeyError) as err:
+            raise CacheError(f"{path}: a dataset cannot be read ({err}); rerun extraction") from err
+    return int(sum(sizes))
 
 
 def read_key(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> dict[str, Any]:

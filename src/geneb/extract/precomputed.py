@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import package_versions
 from geneb.extract.cache import (
@@ -253,7 +254,7 @@ def import_task(
     mapping = typed.as_dict() if isinstance(settings, ExtractionSettings) else dict(settings)
     task_dir = Path(task_dir)
     card = read_card(task_dir / "card.json")
-    frames = {split: pd.read_parquet(task_dir / f"{split}.parquet", columns=["row"]) for split in splits}
+    frames = {split: integrity.read_parquet(task_dir / f"{split}.parquet", columns=["row"]) for split in splits}
     checked = check_task(str(typed.source.path), card, frames, model=typed.model)
     out = {}
     for split, (x, _) in checked.items():

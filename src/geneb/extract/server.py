@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from geneb.core import integrity
 from geneb.core.ipc import (
     ServerPaths,
     ServerSpec,
@@ -143,10 +144,10 @@ def handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[st
             send(conn, {**error_message(err), "log": lines})
             return False
     if not still_waiting(conn):
-        tmp.unlink(missing_ok=True)  # the job was cancelled: its output name stays empty
+        integrity.discard(tmp)  # the job was cancelled: its output name stays empty
         log.warning("the job asking for %s left before the file was complete; discarded", out)
         return False
-    os.replace(tmp, out)
+    integrity.replace(tmp, out)  # its digest (geneb.core.integrity) goes with it
     send(conn, {"ok": True, "log": lines, "load_id": loaded.load_id})
     return True
 

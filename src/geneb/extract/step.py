@@ -23,6 +23,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
@@ -304,7 +305,7 @@ def extract_task(
     out: dict[str, SplitEmbeddings] = {}
     step_downs = fp32_retries = 0  # over every split and strand of the file
     per_split_views: dict[str, dict[str, np.ndarray]] = {}
-    frames = {split: pd.read_parquet(task_dir / f"{split}.parquet") for split in splits}
+    frames = {split: integrity.read_parquet(task_dir / f"{split}.parquet") for split in splits}
     for split in longest_split_first(frames):
         df = frames[split]
         rows = df["row"].astype(int).tolist()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.figures.registry import figures
 from geneb.figures.style import paper_style, save
 from geneb.tables.scores import AnalysisInputError
@@ -19,7 +20,7 @@ def _read(tables_dir: Path, name: str) -> pd.DataFrame:
     path = tables_dir / f"{name}.parquet"
     if not path.exists():
         raise AnalysisInputError(f"figures: table {path} not found; run the analyses first")
-    return pd.read_parquet(path)
+    return integrity.read_parquet(path)
 
 
 def choose_protocol(board: pd.DataFrame, protocol: str | None) -> str:

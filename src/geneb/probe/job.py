@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from geneb.core.atomic import atomic_path
+from geneb.core import integrity
 from geneb.core.provenance import package_versions
 from geneb.extract.cache import list_views, read_embeddings
 from geneb.probe.clean import clean_columns
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def _read_split(path: Path, task: str, split: str) -> pd.DataFrame:
-    df = pd.read_parquet(path, columns=["row", "label"])
+    df = integrity.read_parquet(path, columns=["row", "label"])
     if df["row"].duplicated().any():
         raise ProbeInputError(
             f"task {task!r}, split {split!r}: row id {int(df.loc[df['row'].duplicated(), 'row'].iloc[0])} is duplicated in {path}"
@@ -52,7 +52,7 @@ def write_shot_indices(
     """
     c = read_card(card)
     df = _read_split(train, task, "train")
-    seqs = pd.read_parquet(train, columns=["sequence"])["sequence"].tolist()
+    seqs = integrity.read_parquet(train, columns=["sequence"])["sequence"].tolist()
     identity = draw_identity(df["row"].to_numpy(), df["label"].to_numpy(), seqs)
     shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c.data_hash, settings, identity)
     write_shots(output, shots)
@@ -241,8 +241,7 @@ def fit_probes(
     # file's metadata: what a cross-machine difference in the last digits comes from (docs/performance.md)
     scores.attrs[PROBE_THREADS_ATTR] = thread_record()
     for path, table in ((scores_out, scores), (predictions_out, preds)):
-        with atomic_path(path) as tmp:
-            table.to_parquet(tmp, index=False)
+        integrity.write_parquet(table, path)
     mcc = scores[scores["metric"] == "MCC"]
     log.info(
         "%s / %s / %s: mean MCC per regime %s; (regime, seed) rows from non-converged fits: %d",

@@ -9,14 +9,13 @@ settings, and the probe job refuses a shot file whose hash or settings differ fr
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any
 
 import numpy as np
 
-from geneb.core.atomic import write_text_atomic
+from geneb.core import integrity
 from geneb.core.provenance import canonical_json, stable_hash
 from geneb.probe.errors import ProbeInputError
 from geneb.probe.sampling import nested_draw, paper_draw, shortfall
@@ -126,8 +125,8 @@ def build_shots(
 
 
 def write_shots(path: str | os.PathLike[str], shots: dict[str, Any]) -> None:
-    """Write a shot file atomically (canonical JSON: identical content gives identical bytes)."""
-    write_text_atomic(path, canonical_json(shots) + "\n")
+    """Write a shot file atomically, with its digest (canonical JSON: identical content gives identical bytes)."""
+    integrity.write_text(path, canonical_json(shots) + "\n")
 
 
 def read_shots(
@@ -138,8 +137,7 @@ def read_shots(
     Raises ProbeInputError naming the file and the differing item (task, data_hash, draw settings, protocol,
     schema).
     """
-    with open(path, encoding="utf-8") as fh:
-        shots = json.load(fh)
+    shots = integrity.read_json(path)  # IntegrityError naming the file when it changed since it was written
     expected = {
         "schema_version": SCHEMA_VERSION,
         "task": task,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.analysis.task_audit import NO_CLEAN_ROWS, clean_differences
+from geneb.core import integrity
 from geneb.tables.scores import MISSING_CELL_RULE, failed_cells
 
 #: rows of the full-vs-clean table
@@ -37,7 +38,7 @@ def audit_sections(
         ]
     if task_audit is None or not Path(task_audit).exists():
         return parts
-    audit = pd.read_parquet(task_audit)
+    audit = integrity.read_parquet(task_audit)
     flagged = audit[(audit["shortcut_flag"] == "fail") | (audit["leak_flag"] == "fail")]
     head = [
         "task",
@@ -68,7 +69,7 @@ def audit_sections(
         table(audit[["task", *[c for c in audit.columns if c.startswith("auroc_")]]], 3, 500),
     ]
     if scores is not None:
-        diffs = clean_differences(pd.read_parquet(scores))
+        diffs = clean_differences(integrity.read_parquet(scores))
         shown = diffs.dropna(subset=["difference"]).head(TOP_DIFFERENCES)
         parts += [
             f"<h3>Largest full-vs-clean MCC differences (top {TOP_DIFFERENCES})</h3>",

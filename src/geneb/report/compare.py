@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from geneb import __version__
+from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
 from geneb.figures.compare import rank_figure
@@ -156,9 +157,9 @@ def build_compare_report(
     left-out list, the per-task table and the summary JSON. A table older than the score table it was computed
     from (`geneb.tables.freshness`) is named in a warning at the top. Returns the report path. Raises OSError /
     ValueError for a missing or unreadable input."""
-    board = pd.read_parquet(board_path)
-    left = pd.read_parquet(left_path)
-    per_task = pd.read_parquet(tasks_path)
+    board = integrity.read_parquet(board_path)
+    left = integrity.read_parquet(left_path)
+    per_task = integrity.read_parquet(tasks_path)
     summary = json.loads(Path(summary_path).read_text())
     protocol = summary["protocol"]
     with paper_style():

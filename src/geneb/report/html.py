@@ -23,6 +23,7 @@ from geneb import __version__
 from geneb.analysis.compare import capped_tasks
 from geneb.analysis.leaderboard import wide_view
 from geneb.analysis.registry import Section, report_sections
+from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
 from geneb.figures.registry import figures
@@ -94,7 +95,7 @@ def _read(tables_dir: Path, name: str) -> pd.DataFrame:
     path = tables_dir / f"{name}.parquet"
     if not path.exists():
         raise AnalysisInputError(f"report: table {path} not found; run the analyses first")
-    return pd.read_parquet(path).drop(columns=["settings_hash", "input_sha256"], errors="ignore")
+    return integrity.read_parquet(path).drop(columns=["settings_hash", "input_sha256"], errors="ignore")
 
 
 def _sel(df: pd.DataFrame, **kw: str) -> pd.DataFrame:
@@ -176,7 +177,7 @@ def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> lis
     """The "Reproducing the paper" section: the paper's stated numbers beside GENEB's (none without a table)."""
     if path is None:
         return []
-    table = pd.read_parquet(path)
+    table = integrity.read_parquet(path)
     n, ok = len(table), int(table["passed"].sum())
     return [
         "<h2 id='reproduce'>Reproducing the paper</h2>",
@@ -224,7 +225,7 @@ def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
 
 def board_tasks(scores: str | Path | None) -> list[str]:
     """The task ids of the score table `scores` ([] without one)."""
-    return [] if scores is None else sorted(pd.read_parquet(scores, columns=["task"])["task"].unique())
+    return [] if scores is None else sorted(integrity.read_parquet(scores, columns=["task"])["task"].unique())
 
 
 def capped_line(cards: list[str], *, n_tasks: int) -> str | None:
@@ -286,7 +287,7 @@ def build_report(
     t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models")}
     t.update({name: _read(tables_dir, name) for name in dict.fromkeys(s.table for s in sections)})
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
-    board_attrs = dict(pd.read_parquet(tables_dir / "leaderboard.parquet").attrs)
+    board_attrs = dict(integrity.read_parquet(tables_dir / "leaderboard.parquet").attrs)
     wide = wide_view(board, protocol, regime, complete_only=False)
     wide.columns.name = None
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
@@ -342,7 +343,7 @@ def build_report(
             (
                 "Data hygiene (letters per split from the task cards; ⚠ marks embeddings that saw unknown tokens; "
                 "one-class test splits are left out of category means)",
-                hygiene_table(pd.read_parquet(scores)),
+                hygiene_table(integrity.read_parquet(scores)),
             )
         )
     shown += [

@@ -24,6 +24,30 @@ class ErrorLog(Protocol):
     def error(self, msg: str) -> object: ...
 
 
+#: Snakemake's options (argparse dests) that make a call build or run nothing: a plan under them moves nothing
+NOT_A_RUN = (
+    "dryrun", "touch", "lint", "report", "summary", "detailed_summary", "list_rules", "list_target_rules",
+    "list_changes", "list_input_changes", "list_params_changes", "list_untracked", "list_conda_envs", "dag",
+    "d3dag", "rulegraph", "filegraph", "unlock", "cleanup_metadata", "cleanup_shadow", "delete_all_output",
+    "delete_temp_output", "print_compilation", "containerize", "export_cwl", "generate_unit_tests",
+)  # fmt: skip
+
+
+def dry_run_requested(argv: Sequence[str]) -> bool:
+    """Whether Snakemake's command line `argv` (`sys.argv[1:]`) runs no job: a dry run (-n, --dry-run, also in a
+    cluster such as -np) or any of NOT_A_RUN (--touch, --lint, --report, --summary, --dag, --unlock, ...), read by
+    Snakemake's own argument parser. The workflow's plan then moves and records nothing (geneb.run.set_aside).
+    Snakemake decides its executor only after the workflow is parsed, so the command line is the one place a plan
+    can learn it from (a command line the parser refuses counts as no run)."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(list(argv))
+    except SystemExit:
+        return True
+    return any(getattr(args, name, None) for name in NOT_A_RUN)
+
+
 #: seconds subtracted from the run's start when logs are matched to it: a shared file system's clock may lag
 CLOCK_MARGIN_S = 2.0
 

@@ -3,7 +3,7 @@
 Up to this layout a prepared task lived in `resources/tasks/<task>/` and its embeddings in
 `resources/embeddings/<model>/<settings hash>/<task>.h5`, whatever the caps or alphabet policy: two configs that
 prepare a task differently overwrote each other's files. Now every path carries the task's preparation hash
-(`geneb.run.plan.task_dir_path` and the functions beside it). `migrate_legacy` runs at plan time in the main
+(`geneb.run.layout.task_dir_path` and the functions beside it). `migrate_legacy` runs at plan time in the main
 process, before the DAG is built, and moves, per configured task:
 
 * the legacy task folder's splits, card and validation record into `resources/tasks/<task>/<task hash>/`, when

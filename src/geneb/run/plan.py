@@ -23,17 +23,14 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from geneb.core.provenance import stable_hash
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.families import family as model_family
 from geneb.registry.load import load_locked_registry
-from geneb.registry.python_entry import PRECOMPUTED, cpu_only, precomputed_inputs
+from geneb.registry.python_entry import PRECOMPUTED, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
 from geneb.registry.views import model_depth
 from geneb.run import partial as partial_run
-from geneb.run import resources as job_resources
 from geneb.run.config_checks import (
     canonical_config_paths,
     caps_default_line,
@@ -44,11 +41,14 @@ from geneb.run.config_checks import (
     preflight_or_stop,
     read_yaml,
 )
+from geneb.run.job_requests import ExtractionResources
+from geneb.run.layout import ResourceLayout, check_hash, params_hash
 from geneb.run.migrate import legacy_task_dir, migrate_legacy
 from geneb.run.preflight import format_problems
 from geneb.run.rerun import stable_params
-from geneb.run.set_aside import set_aside_partial
+from geneb.run.set_aside import BadFile, check_before_dag
 from geneb.run.task_sources import task_prepared
+from geneb.run.trusted import TrustedFiles
 from geneb.run.views import plan_views, probed_views
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.lock import lock_identity, read_lock
@@ -75,49 +75,6 @@ PUBLISHED_FILE_NAMES = {
 }
 
 
-#: the files of one prepared task folder (`task_dir`): the two splits, the card and the validation record
-TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
-
-
-def params_hash(params: Mapping[str, Any]) -> str:
-    """The 12-hex cache key of a path: `stable_hash` of `stable_params(params)` (sorted mappings, so the key order
-    of a YAML file never gives a new path), the primitive of the extraction settings hash too."""
-    return stable_hash(stable_params(dict(params)))
-
-
-# ---- the resources/ layout: one function per kind of path, each keyed on everything that decides its content
-# (docs/data-dictionary.md). Two configs that prepare a task differently get different folders, so neither
-# re-prepares, re-draws or re-extracts the other's files (`RunPlan` methods call these; so do geneb.evaluate and
-# geneb.run.migrate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
-
-
-def task_dir_path(task: str, thash: str) -> str:
-    """The folder of one prepared task: resources/tasks/{task}/{thash}/, thash = `params_hash` of its preparation
-    params (`RunPlan.task_params`: catalogue row, source identity, alphabet, caps, cap seed, task_checks)."""
-    return f"resources/tasks/{task}/{thash}"
-
-
-def audit_path(task: str, thash: str, ahash: str) -> str:
-    """The audit of one prepared task under the audit settings hashed `ahash` (config `task_audit`)."""
-    return f"{task_dir_path(task, thash)}/audit-{ahash}.json"
-
-
-def shot_path(protocol: str, dhash: str, task: str, thash: str) -> str:
-    """The shot draws of one prepared task under `protocol`'s draw settings hashed `dhash`
-    (`RunPlan.shot_draw_params`): two configs with one protocol name and other draw settings never share it."""
-    return f"resources/shots/{protocol}/{dhash}/{task}/{thash}.json"
-
-
-def embedding_path(model: str, xhash: str, task: str, thash: str) -> str:
-    """The HDF5 embedding cache of (model under the extraction settings hashed `xhash`, prepared task `thash`)."""
-    return f"resources/embeddings/{model}/{xhash}/{task}/{thash}.h5"
-
-
-def _check_hash(what: str, wildcard: str, current: str) -> None:
-    if wildcard != current:
-        raise ValueError(f"{what}: the path has hash {wildcard}, this config's is {current}")
-
-
 class PlanLog(Protocol):
     """Where planning says what it did: Snakemake's logger in the workflow, any `logging.Logger`, a test double."""
 
@@ -127,7 +84,7 @@ class PlanLog(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class RunPlan:
+class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles):
     """What `plan_run` decided for one run.
 
     config: the validated configuration, schema defaults filled, every mapping sorted (`stable_params`), local
@@ -150,6 +107,7 @@ class RunPlan:
     extraction_hashes: Mapping[str, str]
     preflight_here: tuple[str, ...] = ()
     set_aside: tuple[tuple[Path, Path], ...] = ()
+    bad_files: tuple[BadFile, ...] = ()
     lock_log: tuple[str, ...] = ()
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
@@ -214,60 +172,10 @@ class RunPlan:
             )
         params = self._task_params[task]
         if thash is not None:
-            _check_hash(f"task {task}", thash, params_hash(params))
+            check_hash(f"task {task}", thash, params_hash(params))
         return params
 
-    def task_hash(self, task: str) -> str:
-        """The 12-hex hash of `task_params(task)`: the `{thash}` of every path derived from the prepared task."""
-        return params_hash(self.task_params(task))
-
-    def task_dir(self, task: str) -> str:
-        """The prepared task's folder (`task_dir_path`): its splits, card, validation record and audits."""
-        return task_dir_path(task, self.task_hash(task))
-
-    def task_file(self, task: str, name: str) -> str:
-        """One file of the prepared task's folder, name one of TASK_FILES (ValueError otherwise)."""
-        if name not in TASK_FILES:
-            raise ValueError(f"{name!r} is not a prepared task file ({', '.join(TASK_FILES)})")
-        return f"{self.task_dir(task)}/{name}"
-
-    def task_inputs(self, task: str) -> dict[str, str]:
-        """{"train", "test", "card": path} of the prepared task: the task inputs of extraction and probing."""
-        return {
-            key: self.task_file(task, f"{key}.{ext}")
-            for key, ext in (("train", "parquet"), ("test", "parquet"), ("card", "json"))
-        }
-
-    def task_cards(self) -> list[str]:
-        """The task cards of every configured task (they record caps, which make a task not the paper's split)."""
-        return [self.task_file(task, "card.json") for task in self.tasks]
-
-    def audit_settings(self, ahash: str | None = None) -> dict[str, Any]:
-        """The audit settings (config task_audit): the audit_task rerun key. ahash: the `{ahash}` of the path
-        asking (ValueError when it is not this config's)."""
-        settings = self.config["task_audit"]
-        if ahash is not None:
-            _check_hash("task_audit", ahash, params_hash(settings))
-        return settings
-
-    def audit_file(self, task: str) -> str:
-        """The task's audit under this config's audit settings (`audit_path`)."""
-        return audit_path(task, self.task_hash(task), params_hash(self.audit_settings()))
-
-    def task_audits(self) -> list[str]:
-        """The audit of every configured task, in config order."""
-        return [self.audit_file(task) for task in self.tasks]
-
     # ---- extraction ------------------------------------------------------------------------------------------
-
-    def embedding_file(self, model: str, task: str) -> str:
-        """The HDF5 cache of (model, task) under the model's current settings hash and the task's preparation hash
-        (`embedding_path`). Raises KeyError for a model that is not configured."""
-        return embedding_path(model, self.extraction_hashes[model], task, self.task_hash(task))
-
-    def task_embedding_files(self, task: str) -> list[str]:
-        """The embedding files of one task (every model, current settings): its probes can run when all exist."""
-        return [self.embedding_file(model, task) for model in self.models]
 
     def extraction_params(self, model: str, settings_hash: str) -> dict[str, Any]:
         """The model's resolved extraction settings (the extract_embeddings rerun key). Raises ValueError for a
@@ -305,41 +213,11 @@ class RunPlan:
         views = probed_views(self.config, settings, protocol)
         return {"n_layers": model_depth(settings), **({"views": views} if views is not None else {})}
 
-    def extraction_wants_gpu(self, model: str) -> bool:
-        """Whether the model's extraction jobs need a GPU node: a torch model when execution.device is cuda/auto;
-        never a CPU-only encoder (a family that does not use torch: the k-mer spectra, the shortcut features; a python
-        entry with `load.cpu_only`; precomputed vectors) or device cpu."""
-        settings = self.extraction_settings[model]
-        uses_gpu = model_family(settings["family"]).uses_torch and not cpu_only(settings)  # load.cpu_only: no GPU
-        return job_resources.extraction_gpus(uses_gpu, self.config["execution"]["device"]) > 0
-
-    def extraction_gpus(self, model: str) -> int:
-        """The `gpu` resource (sbatch --gpus) of the model's extraction jobs: 1 when it needs a GPU
-        (`extraction_wants_gpu`) and the site takes --gpus; 0 for a CPU job, and where the profile asks for GPUs
-        as --gres instead (config slurm.gpu_gres, `extraction_gres`)."""
-        return int(self.extraction_wants_gpu(model) and not self.config["slurm"]["gpu_gres"])
-
-    def extraction_partition(self, model: str) -> str | None:
-        """The `slurm_partition` resource of the model's extraction jobs: the profile's slurm.gpu_partition for a
-        job that needs a GPU, slurm.cpu_partition for a CPU job (a k-mer model, device cpu), so a CPU-only
-        encoder never lands in the GPU partition; None (the profile's default partition) when not set."""
-        slurm = self.config["slurm"]
-        return slurm["gpu_partition"] if self.extraction_wants_gpu(model) else slurm["cpu_partition"]
-
-    def extraction_gres(self, model: str) -> str | None:
-        """The `gres` resource (sbatch --gres) of the model's extraction jobs: the profile's slurm.gpu_gres for a
-        job that needs a GPU (sites that refuse --gpus, profiles/slurm-gres), None for a CPU job or when unset."""
-        return self.config["slurm"]["gpu_gres"] if self.extraction_wants_gpu(model) else None
-
     def extraction_inputs(self, model: str, task: str) -> list[str]:
         """Files an extraction job reads besides the task: a precomputed model's vectors of the task (a changed
         file reruns that task's job and its probes), else none."""
         settings = self.extraction_settings[model]
         return precomputed_inputs(settings, task) if settings["family"] == PRECOMPUTED else []
-
-    def extraction_mem_mb(self, model: str, attempt: int) -> int:
-        """Host memory (MB) of one extraction job: base + weights (registry `params`), doubled on each retry."""
-        return job_resources.extraction_mem_mb(model_spec(self.registry, model).params, attempt)
 
     # ---- probes ----------------------------------------------------------------------------------------------
 
@@ -355,30 +233,8 @@ class RunPlan:
         if settings["draw"] == "nested":  # the nested draw's key rule: a shot file drawn under an older one is redrawn
             params["nested_draw_key"] = NESTED_DRAW_KEY
         if dhash is not None:
-            _check_hash(f"protocol {protocol} draws", dhash, params_hash(params))
+            check_hash(f"protocol {protocol} draws", dhash, params_hash(params))
         return params
-
-    def shot_file(self, protocol: str, task: str) -> str:
-        """The shot draws of (protocol, task) under this config's draw settings and task preparation (`shot_path`)."""
-        return shot_path(protocol, params_hash(self.shot_draw_params(protocol)), task, self.task_hash(task))
-
-    def probe_inputs(self, protocol: str, model: str, task: str) -> dict[str, str]:
-        """Every file one fit_probes job reads: the task's splits and card, the embeddings, the shots, the audit."""
-        return {
-            **self.task_inputs(task),
-            "embeddings": self.embedding_file(model, task),
-            "shots": self.shot_file(protocol, task),
-            "audit": self.audit_file(task),
-        }
-
-    def resource_files(self) -> list[str]:
-        """Every resources/ file the score table is computed from (cards, audits, and per kept probe cell its
-        embeddings and shots), de-duplicated in order: what `geneb.tables.freshness` records beside it."""
-        every = itertools.product(self.config["protocols"], self.models, self.tasks)
-        files = [*self.task_cards(), *self.task_audits()]
-        for protocol, model, task in partial_run.kept_cells(every, self.partial):
-            files += [self.embedding_file(model, task), self.shot_file(protocol, task)]
-        return list(dict.fromkeys(files))
 
     def probe_tables(self, tasks: list[str] | None = None, *, kind: str = "probes") -> list[str]:
         """Every results/<kind>/<protocol>/<model>/<task>.parquet of `tasks` (default: every configured task),
@@ -441,6 +297,8 @@ def plan_run(
     configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41). Before
     that, in the main process, the cache files of the layout before task hashes whose content this config would
     make again are moved into this layout (`geneb.run.migrate`; `dry_run`: only said, nothing moved).
+    Last, `RunPlan.trusted_files` are checked by content and the bad ones moved aside, to be rebuilt in this run
+    (`geneb.run.set_aside.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter
     and each file moved aside (warning), as they happen.
@@ -533,10 +391,8 @@ def plan_run(
     if not main_process:
         return plan
     migrated = migrate_legacy(plan, dry_run=dry_run, log=log)
-    moved = set_aside_partial(
-        (plan.embedding_file(m, t) for m in plan.models for t in plan.tasks),
-        hdf5_locking=config["execution"]["hdf5_locking"],
+    bad, _ = check_before_dag(
+        plan.trusted_files(), log=log, dry_run=dry_run, hdf5_locking=config["execution"]["hdf5_locking"]
     )
-    for old, new in moved:
-        log.warning(f"{old} is not a complete embedding file (moved to {new.name}); it will be extracted again")
-    return dataclasses.replace(plan, set_aside=tuple(moved), migrated=tuple(migrated))
+    aside = tuple((b.path, b.aside) for b in bad if b.aside is not None)
+    return dataclasses.replace(plan, set_aside=aside, bad_files=tuple(bad), migrated=tuple(migrated))

@@ -1,33 +1,231 @@
-"""Partial embedding files moved aside before the DAG is built, so Snakemake schedules them again (case B41)."""
+"""Files a run would read that must not be trusted, moved aside before the DAG is built, so Snakemake builds them
+again in the same run (case B41).
+
+Two kinds, each moved (never deleted) beside itself: a file whose bytes differ from the digest recorded when it
+was written (`geneb.core.integrity`) goes to `<folder>/.corrupt-<name>.<n>`; a file its format's reader cannot
+read (a partial embedding file without `complete`, a truncated parquet or JSON file, all without a digest) to
+`<folder>/.partial-<name>.<n>`. Its digest file goes with it.
+
+Why the same run rebuilds it: Snakemake never reruns a job only because its output is missing; it does when a
+target needs that output, or a job that must run does (a missing intermediate file whose consumers are up to date
+is "Nothing to be done"). So `workflow/rules/common.smk` adds every file moved aside to the inputs of the default
+target (`RunPlan.rebuild_targets`): the job that writes it runs, and every job downstream of it (its inputs are
+then newer). A dry run moves nothing: it names each file it would move, and the real run rebuilds them.
+
+Checking every file fully on every plan would read every embedding file of a big run; `StampStore` remembers
+(size, mtime_ns, inode) of each file and of its digest file when they last matched, and only a file whose stamp
+changed is hashed again. Readers (`geneb.core.integrity`) always hash fully. Cost: docs/performance.md.
+"""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from geneb.core import integrity
+from geneb.core.atomic import write_text_atomic
+from geneb.core.logs import ERROR_MARK
+
+#: the stamp store of a run's working directory (`StampStore`)
+STAMPS_FILE = ".geneb/verified.json"
+
+
+@dataclass(frozen=True)
+class BadFile:
+    """A file set aside (or, in a dry run, that would be): `path`, where it went (`aside`; None in a dry run),
+    `error`, the reason (an IntegrityError for a digest mismatch, else an OSError / ValueError of its reader)."""
+
+    path: Path
+    aside: Path | None
+    error: Exception
+
+
+def _stamp(path: Path) -> list[int] | None:
+    try:
+        st, side = os.stat(path), os.stat(integrity.digest_path(path))
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, side.st_size, side.st_mtime_ns, side.st_ino]
+
+
+class StampStore:
+    """{path: (size, mtime_ns, inode) of the file and of its digest file} when the file last matched its digest,
+    kept in `path` (JSON). A file whose stamp is unchanged is not hashed again while planning (a byte changed in
+    place without changing size and mtime, e.g. by a tool that restores mtime, is then found by its reader, which
+    always hashes, and by `geneb verify`, which ignores the store)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else Path(path)
+        self.stamps: dict[str, list[int]] = {}
+        if self.path is not None and self.path.is_file():
+            try:
+                self.stamps = dict(json.loads(self.path.read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                self.stamps = {}  # a damaged store only costs a full check
+        self.changed = False
+
+    def fresh(self, path: Path) -> bool:
+        """Whether `path` matched its digest when last checked and neither it nor its digest file changed since."""
+        stamp = _stamp(path)
+        return stamp is not None and self.stamps.get(str(path)) == stamp
+
+    def mark(self, path: Path) -> None:
+        """Record `path` as checked now (call after it matched its digest)."""
+        stamp = _stamp(path)
+        if stamp is not None and self.stamps.get(str(path)) != stamp:
+            self.stamps[str(path)] = stamp
+            self.changed = True
+
+    def forget(self, path: Path) -> None:
+        if self.stamps.pop(str(path), None) is not None:
+            self.changed = True
+
+    def save(self) -> None:
+        """Write the store (atomically) when anything changed."""
+        if self.path is not None and self.changed:
+            write_text_atomic(self.path, json.dumps(self.stamps, sort_keys=True, indent=0))
+            self.changed = False
+
+
+def format_reader(path: Path, hdf5_locking: str = "auto") -> Callable[[], object]:
+    """The full read of `path` by its format's reader, for a file without a digest: an embedding file must be
+    complete (`geneb.extract.cache.read_key` and every split's arrays), a parquet file must load whole, a JSON file
+    must parse (`geneb.extract.cache.read_whole` reads every dataset of an HDF5 file). Raises ValueError for a suffix GENEB writes no trusted file with."""
+    if path.suffix == ".h5":
+        from geneb.extract.cache import read_whole
+
+        return lambda: read_whole(path, hdf5_locking=hdf5_locking)
+    if path.suffix == ".parquet":
+
+        def read_parquet() -> object:
+            import pandas as pd
+
+            return pd.read_parquet(path)
+
+        return read_parquet
+    if path.suffix == ".json":
+        return lambda: json.loads(path.read_text(encoding="utf-8"))
+    raise ValueError(f"{path}: no reader for {path.suffix!r} files")
+
+
+def check_file(path: Path, store: StampStore, hdf5_locking: str = "auto") -> tuple[str, Exception | None]:
+    """("fresh" | "ok" | "adopt" | "bad", error) for one existing file: fresh, its stamp is unchanged; ok, it
+    matches its digest; adopt, it has no digest and its format's reader reads it whole (the caller records one);
+    bad, it differs from its digest, its digest file is broken, or (without a digest) its reader fails."""
+    if store.fresh(path):
+        return "fresh", None
+    try:
+        recorded = integrity.check(path)
+    except integrity.IntegrityError as err:
+        return "bad", err
+    if recorded is not None:
+        return "ok", None
+    try:
+        format_reader(path, hdf5_locking)()
+    except Exception as err:  # noqa: BLE001 - any failure of the format's reader makes the file unusable
+        return "bad", err
+    return "adopt", None
+
+
+def aside_path(path: Path, kind: str) -> Path:
+    """The first free `<folder>/.<kind>-<name>.<n>` beside `path` (kind: corrupt | partial)."""
+    n = 0
+    while (aside := path.with_name(f".{kind}-{path.name}.{n}")).exists():
+        n += 1
+    return aside
+
+
+def move_aside(path: Path, kind: str) -> Path:
+    """Move `path` (and its digest file, when any) to `aside_path(path, kind)`; returns the new path."""
+    aside = aside_path(path, kind)
+    try:
+        integrity.replace(path, aside)
+    except integrity.IntegrityError:  # a broken digest file: moved as it is
+        side = integrity.digest_path(path)
+        os.replace(path, aside)
+        os.replace(side, integrity.digest_path(aside))
+    return aside
+
+
+def set_aside_bad(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    store: StampStore,
+    dry_run: bool = False,
+    hdf5_locking: str = "auto",
+) -> tuple[list[BadFile], list[Path]]:
+    """Check every existing file among `paths` (`check_file`) and move the bad ones aside (module docstring);
+    record a digest for each file without one that reads whole (adopted once). A dry run moves and records
+    nothing. Returns (the bad files, the adopted files); saves `store`."""
+    bad: list[BadFile] = []
+    adopted: list[Path] = []
+    for path in dict.fromkeys(map(Path, paths)):
+        if not path.is_file():
+            continue
+        state, error = check_file(path, store, hdf5_locking)
+        if state == "bad":
+            assert error is not None
+            kind = "corrupt" if isinstance(error, integrity.IntegrityError) else "partial"
+            bad.append(BadFile(path, None if dry_run else move_aside(path, kind), error))
+            store.forget(path)
+        elif state == "adopt":
+            adopted.append(path)
+            if not dry_run:
+                integrity.record_digest(path)
+                store.mark(path)
+        elif state == "ok" and not dry_run:
+            store.mark(path)
+    if not dry_run:
+        store.save()
+    return bad, adopted
+
+
+def bad_file_line(bad: BadFile) -> str:
+    """The one `GENEB ERROR` line of a file planning set aside (or, in a dry run, would)."""
+    where = (
+        f"moved to {bad.aside.name}; this run builds it again, and everything downstream of it"
+        if bad.aside is not None
+        else "dry run: nothing moved; a real run moves it aside and builds it again, and everything downstream"
+    )
+    reason = str(bad.error) if str(bad.path) in str(bad.error) else f"{bad.path}: {bad.error}"
+    return f"{ERROR_MARK} (workflow plan): {type(bad.error).__name__}: {reason}; {where}"
+
+
+def check_before_dag(
+    paths: Iterable[str | os.PathLike[str]], *, log: Any, dry_run: bool, hdf5_locking: str = "auto"
+) -> tuple[list[BadFile], list[Path]]:
+    """What the workflow's plan runs in the main process: `set_aside_bad` with the run folder's stamp store
+    (STAMPS_FILE), one `bad_file_line` per bad file to `log.warning`, one line naming the adopted files to
+    `log.info`. Returns (bad files, adopted files)."""
+    bad, adopted = set_aside_bad(paths, store=StampStore(STAMPS_FILE), dry_run=dry_run, hdf5_locking=hdf5_locking)
+    for b in bad:
+        log.warning(bad_file_line(b))
+    if adopted:
+        shown = ", ".join(map(str, adopted[:3])) + (f" and {len(adopted) - 3} more" if len(adopted) > 3 else "")
+        verb = "would record" if dry_run else "recorded"
+        log.info(
+            f"{len(adopted)} file(s) written before GENEB recorded content digests read whole; {verb} their digest "
+            f"now: {shown}"
+        )
+    return bad, adopted
 
 
 def set_aside_partial(
     paths: Iterable[str | os.PathLike[str]], *, hdf5_locking: str = "auto"
 ) -> list[tuple[Path, Path]]:
     """Move every existing file among `paths` that is not a complete embedding cache to
-    `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing and schedules the extraction again.
-
-    Why: Snakemake alone cannot tell a partial output from a complete one. 9.27 records a failed job's kept
-    output (--keep-incomplete) as complete, and a copy interrupted mid-way (rsync --inplace, cp) is never
-    marked at all (case B41). GENEB's own writers never leave such a file (atomic rename), and readers refuse
-    it; this puts it out of the way before the DAG is built. Completeness is `geneb.extract.cache.is_complete_file`. hdf5_locking: as `execution.hdf5_locking`.
-    Returns the (old, new) path pairs moved.
-    """
+    `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing (case B41). The completeness test is
+    `geneb.extract.cache.is_complete_file` (a file the file system refuses to lock is not partial). Returns the
+    (old, new) path pairs moved. `set_aside_bad` is the plan's full check (digests too)."""
     from geneb.extract.cache import is_complete_file
 
     moved = []
     for path in map(Path, paths):
         if not path.is_file() or is_complete_file(path, hdf5_locking=hdf5_locking):
             continue
-        n = 0
-        while (aside := path.with_name(f".partial-{path.name}.{n}")).exists():
-            n += 1
-        os.replace(path, aside)
-        moved.append((path, aside))
+        moved.append((path, move_aside(path, "partial")))
     return moved

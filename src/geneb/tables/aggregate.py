@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.core.atomic import atomic_path
+from geneb.core import integrity
 from geneb.tables.hygiene_columns import join_columns
 from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, PROBE_THREADS_ATTR, SCHEMA_VERSION
 
@@ -54,7 +54,7 @@ def concat_tables(
         raise ValueError("no probe tables to aggregate")
     if schema_version is None:
         schema_version = SCHEMA_VERSION
-    frames = [pd.read_parquet(p) for p in paths]
+    frames = [integrity.read_parquet(p) for p in paths]
     for p, df in zip(paths, frames):
         found = sorted(set(df["schema_version"].astype(str))) if "schema_version" in df.columns else []
         if found != [schema_version]:
@@ -78,6 +78,5 @@ def concat_tables(
         record = json.loads(Path(failures).read_text(encoding="utf-8"))
         table.attrs[FAILED_TASKS_ATTR] = record["failed"]
         table.attrs[FAILED_CELLS_ATTR] = record.get("failed_cells") or {}
-    with atomic_path(out_path) as tmp:
-        table.to_parquet(tmp, index=False)
+    integrity.write_parquet(table, out_path)
     return table

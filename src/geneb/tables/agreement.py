@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
 from geneb.tables.scores import REGIMES, load_scores
 
@@ -70,7 +71,7 @@ def make_reference(
         if col in scores.columns:
             values = sorted({str(v) for v in scores[col].dropna()})
             source[col] = values[0] if len(values) == 1 else values
-    threads = pd.read_parquet(scores_path).attrs.get("geneb_probe_threads")
+    threads = integrity.read_parquet(scores_path).attrs.get("geneb_probe_threads")
     if threads:
         source["probe_threads"] = threads
     return {

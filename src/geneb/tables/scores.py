@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from geneb.core import integrity
 from geneb.core.categories import CATEGORIES
 from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revision
 
@@ -62,7 +63,7 @@ PROBE_THREADS_ATTR = "geneb_probe_threads"
 def probe_threads(path: str) -> list[dict]:
     """The thread-pool records of a probe table or scores.parquet (`PROBE_THREADS_ATTR`; [] when absent): a probe
     table's one record as a one-item list, scores.parquet's distinct records."""
-    found = pd.read_parquet(path).attrs.get(PROBE_THREADS_ATTR)
+    found = integrity.read_parquet(path).attrs.get(PROBE_THREADS_ATTR)
     if not found:
         return []
     return list(found) if isinstance(found, list) else [dict(found)]
@@ -86,12 +87,12 @@ MISSING_CELL_RULE_ATTR = "geneb_missing_cell_rule"
 
 def failed_cells(path: str) -> dict[str, dict[str, dict[str, str]]]:
     """The failed (model, task) cells recorded in a score or leaderboard table's metadata ({} when none)."""
-    return dict(pd.read_parquet(path).attrs.get(FAILED_CELLS_ATTR) or {})
+    return dict(integrity.read_parquet(path).attrs.get(FAILED_CELLS_ATTR) or {})
 
 
 def failed_tasks(path: str) -> dict[str, dict[str, str]]:
     """The failed tasks recorded in a score or leaderboard table's metadata ({} when none)."""
-    return dict(pd.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})
+    return dict(integrity.read_parquet(path).attrs.get(FAILED_TASKS_ATTR) or {})
 
 
 class AnalysisInputError(ValueError):
@@ -157,5 +158,6 @@ def check_view_columns(df: pd.DataFrame, what: str = "score table") -> None:
 
 
 def load_scores(path: str) -> pd.DataFrame:
-    """Read and validate a score-table parquet file (see `check_scores`)."""
-    return check_scores(pd.read_parquet(path), what=str(path))
+    """Read and validate a score-table parquet file (see `check_scores`), checked against the digest recorded when
+    it was written (`geneb.core.integrity.read_parquet`; IntegrityError naming the file on a mismatch)."""
+    return check_scores(integrity.read_parquet(path), what=str(path))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.core.atomic import write_text_atomic
+from geneb.core import integrity
 from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.audit.audit import audit_task
 from geneb.tasks.audit.homology import HomologyParams
@@ -124,7 +124,7 @@ def audit_prepared(
     if c.task != task:
         raise AuditFileError(f"{card}: card of task {c.task!r}, expected {task!r}")
     frames = {
-        split: pd.read_parquet(path, columns=["row", "sequence", "label"])
+        split: integrity.read_parquet(path, columns=["row", "sequence", "label"])
         for split, path in (("train", train), ("test", test))
     }
     record = audit_task(
@@ -135,7 +135,7 @@ def audit_prepared(
         min_rows_per_class=int(settings.get("min_rows_per_class", MIN_ROWS_PER_CLASS)),
     )
     out = _plain({**record, "schema_version": AUDIT_SCHEMA_VERSION, "data_hash": c.data_hash})
-    write_text_atomic(Path(output), json.dumps(out, indent=1, sort_keys=True))
+    integrity.write_text(Path(output), json.dumps(out, indent=1, sort_keys=True))
     log.info(
         "task %s: shortcut %s (best %s, AUROC %.3f); leakage %s (%d of %d test rows, %.2f%%)",
         task,
@@ -154,9 +154,10 @@ def read_audit(
     path: str | os.PathLike[str], *, task: str | None = None, data_hash: str | None = None
 ) -> dict[str, Any]:
     """The audit record at `path`. Raises AuditFileError naming the file when it is missing, another task's, of
-    other data (`data_hash`, the card's) or of another layout version."""
+    other data (`data_hash`, the card's) or of another layout version; IntegrityError naming it when its bytes
+    differ from the digest recorded when it was written (`geneb.core.integrity`)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = integrity.read_json(path)
     except (OSError, json.JSONDecodeError) as err:
         raise AuditFileError(f"{path}: cannot read the task audit ({err}); run the audit_task rule") from err
     if data.get("schema_version") != AUDIT_SCHEMA_VERSION:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geneb.core.atomic import write_text_atomic
+from geneb.core import integrity
 
 
 @dataclass(frozen=True)
@@ -173,12 +173,12 @@ def card_text(card: TaskCard) -> str:
 
 
 def write_card(path: str | Path, card: TaskCard) -> None:
-    """Write `card` to `path` atomically (`card_text`)."""
-    write_text_atomic(Path(path), card_text(card))
+    """Write `card` to `path` atomically, with its digest (`card_text`, `geneb.core.integrity`)."""
+    integrity.write_text(Path(path), card_text(card))
 
 
 def read_card(path: str | os.PathLike[str]) -> TaskCard:
     """The task card at `path` (`resources/tasks/{task}/card.json`). Raises OSError / json.JSONDecodeError for
-    a missing or broken file, KeyError for a card without task, category or data_hash."""
-    with open(path, encoding="utf-8") as fh:
-        return TaskCard.from_dict(json.load(fh))
+    a missing or broken file, KeyError for a card without task, category or data_hash, IntegrityError naming it when
+    its bytes differ from the digest recorded when it was written (`geneb.core.integrity`)."""
+    return TaskCard.from_dict(integrity.read_json(path))

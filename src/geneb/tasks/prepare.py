@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.core.atomic import atomic_path
+from geneb.core import integrity
 from geneb.core.categories import check_category
 from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
 from geneb.tasks.caps import stratified_cap
@@ -285,8 +285,7 @@ def _prepare(
         }
     )
     for split, df in splits.items():
-        with atomic_path(out_dir / f"{split}.parquet") as tmp:
-            df.to_parquet(tmp, index=False)
+        integrity.write_parquet(df, out_dir / f"{split}.parquet")
     write_card(out_dir / "card.json", card)
     return card
 

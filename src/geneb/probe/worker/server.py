@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from geneb.core import integrity
 from geneb.core.ipc import ServerPaths, error_message, held, listen, receive, send, stopped_when_idle
 from geneb.probe.worker.spec import WorkerSpec
 
@@ -46,7 +47,7 @@ def _watch(conn: socket.socket, temporaries: list[Path]) -> None:
     except OSError:
         pass
     for tmp in temporaries:
-        tmp.unlink(missing_ok=True)
+        integrity.discard(tmp)
     os._exit(1)
 
 
@@ -75,11 +76,12 @@ def _child(conn: socket.socket, request: dict[str, Any]) -> None:
         except Exception as err:  # the job re-raises it under its own class
             log.exception("probe job failed")
             for tmp in temporaries:
-                tmp.unlink(missing_ok=True)
+                integrity.discard(tmp)
             send(conn, error_message(err))
         else:
             for tmp, final in zip(temporaries, finals.values()):
-                os.replace(tmp, final)  # the job is still connected: the watcher would have ended us otherwise
+                # the job is still connected: the watcher would have ended us otherwise; the digest goes along
+                integrity.replace(tmp, final)
             send(conn, {"ok": True})
             status = 0
         sys.stderr.flush()
