@@ -134,7 +134,7 @@ def test_load_checks_every_load_probes_at_each_load_despite_a_record(zoo, tmp_pa
 def test_a_served_splits_progress_reaches_the_job_while_it_runs(
     zoo, make_task, tmp_path, server_dir, monkeypatch, capsys
 ):
-    """Issue 29: with the model server (the default) a split's progress went to the server's log only, and the job's
+    """Before: with the model server (the default) a split's progress went to the server's log only, and the job's
     log had nothing between the start and the end of a split. The lines now come to the job as they are made:
     messages before the answer, written into the job's log (its stderr)."""
     monkeypatch.setenv("GENEB_PROGRESS_S", "0")  # the server inherits it: a progress line after every batch

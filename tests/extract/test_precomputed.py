@@ -113,7 +113,7 @@ def test_an_hdf5_file_in_geneb_layout_is_read_by_row_id(tmp_path, task):
 
 
 def test_a_width_mismatch_is_named_with_every_other_problem(tmp_path, task):
-    """Issue 29: a folder's width mismatch was named only when nothing else was wrong. An HDF5 file whose test split
+    """Before: a folder's width mismatch was named only when nothing else was wrong. An HDF5 file whose test split
     lacks a prepared row id, holds one twice, and is wider than train; then .npy files with a short split (rows cut
     off), a non-float dtype, non-finite rows and two widths: every problem in one error, each with file and rows."""
     folder = tmp_path / "vecs"

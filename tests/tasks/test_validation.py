@@ -120,7 +120,7 @@ def test_letter_counts_ignore_policies_that_are_off():
 
 
 def test_an_unseen_test_label_is_named_as_written_with_its_rows(tmp_path, catalogue):
-    """Issue 29: a test label absent from train was named by GENEB's class index (`classes [2]`), with no rows."""
+    """Before: a test label absent from train was named by GENEB's class index (`classes [2]`), with no rows."""
     root = tmp_path / "m"
     (root / TASK).mkdir(parents=True)
     write_split(root / TASK / "train.csv.gz", [("ACGTAC", ("enhancer", "non_enhancer")[i % 2]) for i in range(10)])
@@ -143,7 +143,7 @@ def test_an_unseen_test_label_is_named_as_written_with_its_rows(tmp_path, catalo
 
 
 def test_a_file_with_many_kinds_of_problems_names_every_one(tmp_path, catalogue):
-    """Issue 29: a file with several problems named three of them; the rules that ran only once the others passed
+    """Before: a file with several problems named three of them; the rules that ran only once the others passed
     (rows without a base, the class rules) and sequences with two labels (task_checks.conflicting_labels: error)
     were left out. Seven kinds in one file: every one named, in the error and in validation.json."""
     root = tmp_path / "m"

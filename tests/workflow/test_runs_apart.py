@@ -1,4 +1,4 @@
-"""Runs kept apart end to end (issue 29, point 4): two configs that prepare one task differently (caps) in one
+"""Runs kept apart end to end: two configs that prepare one task differently (caps) in one
 workdir never write each other's prepared files, shot draws, audits or embeddings; running A, then B, then A
 again reruns nothing of A and leaves A's scores as they were; a workdir of the layout before task hashes is moved
 into this one without re-extraction; and reading a run whose resources changed since it was made says so.

@@ -37,12 +37,20 @@ import ast
 import hashlib
 import importlib.machinery
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from geneb.registry.files import MODEL_FILE_SUFFIXES
+from geneb.registry.option_files import (
+    absolute_options,
+    could_be_path,
+    masked_options,
+    missing_option_files,
+    missing_option_message,
+    option_strings,
+    path_sha256,
+)
 
 PYTHON = "python"
 PRECOMPUTED = "precomputed"
@@ -103,27 +111,7 @@ def resolve_entry_paths(data: Mapping[str, Any], base_dir: str | os.PathLike[str
             if not path.is_absolute():
                 load["entry"] = f"{os.path.normpath(Path(base_dir).absolute() / path)}:{factory}"
         if isinstance(load, dict) and isinstance(load.get("options"), dict):
-            load["options"] = _absolute_options(load["options"], Path(base_dir).absolute())
-
-
-def _absolute_options(value: Any, base_dir: Path) -> Any:
-    """`value` (an options mapping, list or leaf) with every relative string that names an existing file or folder
-    under `base_dir` made absolute there; everything else as it is."""
-    if isinstance(value, dict):
-        return {k: _absolute_options(v, base_dir) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_absolute_options(v, base_dir) for v in value]
-    if isinstance(value, str) and _could_be_path(value):
-        path = Path(os.path.expanduser(value))
-        if not path.is_absolute() and (base_dir / path).exists():
-            return os.path.normpath(base_dir / path)
-    return value
-
-
-def _could_be_path(value: str) -> bool:
-    """Whether an option string may name a file: not empty, not only dots (`.`, `..`: a folder of everything),
-    not a URL."""
-    return bool(value.strip(".")) and "://" not in value and "\n" not in value
+            load["options"] = absolute_options(load["options"], Path(base_dir).absolute())
 
 
 def _module_file(module: str) -> Path | None:
@@ -348,84 +336,6 @@ def entry_fingerprint(entry: str, *, model: str = "?") -> str:
     return h.hexdigest()
 
 
-#: what `hash_view` puts in place of an option's path (its content is in `load.options_sha256`)
-PATH_PLACEHOLDER = "<path: load.options_sha256>"
-_HASHED: dict[tuple[str, int, int], str] = {}
-
-
-def _option_strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
-    """(option key, string) of every string leaf of an options mapping: `weights`, `a.b`, `paths[0]`."""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _option_strings(v, f"{key}.{k}" if key else str(k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _option_strings(v, f"{key}[{i}]")
-    elif isinstance(value, str):
-        yield key, value
-
-
-def _masked(value: Any, paths: Mapping[str, str], key: str = "") -> Any:
-    if isinstance(value, Mapping):
-        return {k: _masked(v, paths, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v, paths, f"{key}[{i}]") for i, v in enumerate(value)]
-    return PATH_PLACEHOLDER if isinstance(value, str) and key in paths else value
-
-
-def path_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 (hex) of what a path holds: a file's bytes; a folder's files (below it, hidden ones and
-    `__pycache__` left out), each as its relative POSIX path and its bytes' sha256, in path order. Memoised per
-    process on (resolved path, size, mtime) of each file. Raises FileNotFoundError when nothing is there."""
-    root = Path(path)
-    if root.is_file():
-        return _file_digest(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{path} does not exist")
-    h = hashlib.sha256(b"folder")
-    files = sorted(
-        (p.relative_to(root).as_posix(), p)
-        for p in root.rglob("*")
-        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts)
-    )
-    for rel, p in files:
-        h.update(f"\0{rel}\0{_file_digest(p)}".encode())
-    return h.hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _HASHED:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        _HASHED[key] = h.hexdigest()
-    return _HASHED[key]
-
-
-def missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """[(option key, value)] of the string options that end like a model file (`MODEL_FILE_SUFFIXES`) and name
-    nothing (module docstring)."""
-    return [
-        (key, value)
-        for key, value in _option_strings(options or {})
-        if _could_be_path(value)
-        and Path(os.path.expanduser(value)).suffix.lower() in MODEL_FILE_SUFFIXES
-        and not Path(os.path.expanduser(value)).exists()
-    ]
-
-
-def missing_option_message(model: str, missing: list[tuple[str, str]]) -> str:
-    """The reason naming the model and each option and path of `missing_option_files`."""
-    named = "; ".join(f"load.options.{key} names {value!r}" for key, value in missing)
-    return (
-        f"model {model}: {named}, and there is no such file (a relative path is looked for in the folder of the "
-        f"registry file, then in the working directory {os.getcwd()})"
-    )
-
-
 def option_fingerprints(options: Mapping[str, Any] | None, *, model: str = "?") -> dict[str, str]:
     """{option key: sha256 of its content} of every string option (nested ones too, module docstring) that names
     an existing file or folder: absolute, or relative to the working directory (a registry-relative one was made
@@ -435,9 +345,9 @@ def option_fingerprints(options: Mapping[str, Any] | None, *, model: str = "?") 
     if missing:
         raise EntryError(missing_option_message(model, missing))
     out: dict[str, str] = {}
-    for key, value in _option_strings(options or {}):
+    for key, value in option_strings(options or {}):
         path = Path(os.path.expanduser(value))
-        if _could_be_path(value) and path.exists():
+        if could_be_path(value) and path.exists():
             out[key] = path_sha256(path)
     return out
 
@@ -455,7 +365,7 @@ def hash_view(settings: Mapping[str, Any]) -> Mapping[str, Any]:
         if load.get("entry"):
             load["entry"] = parse_entry(load["entry"], model=str(settings.get("model"))).hash_label
         if load.get("options_sha256") and load.get("options") is not None:
-            load["options"] = _masked(load["options"], load["options_sha256"])
+            load["options"] = masked_options(load["options"], load["options_sha256"])
         load.pop("cpu_only", None)
         return {**settings, "load": load}
     if family == PRECOMPUTED:

@@ -1,4 +1,4 @@
-"""Progress of a long embedding call (geneb.encoders.engine.progress): issue 29, "a slow model logs nothing between
+"""Progress of a long embedding call (geneb.encoders.engine.progress): "a slow model logs nothing between
 the start and the end of a split". Log lines with rows done of the split, rows/s and the time left, at most every
 interval; nothing for a call that ends within it; the vectors never depend on it."""
 
