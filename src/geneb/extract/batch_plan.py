@@ -165,10 +165,11 @@ def device_class(device: str) -> str:
 
 
 def n_parameters(encoder: Any) -> int:
-    """The parameter count of the encoder's network (`encoder.model.parameters()`), 0 for an encoder without one."""
-    model = getattr(encoder, "model", None)
-    params = getattr(model, "parameters", None)
-    return int(sum(int(p.numel()) for p in params())) if callable(params) else 0
+    """The parameter count of the encoder's network, 0 for an encoder without one (the engine reads its own
+    encoders' networks: `geneb.encoders.engine.execution.network_parameters`)."""
+    from geneb.encoders.engine.execution import network_parameters
+
+    return network_parameters(encoder)
 
 
 def table_budget(device: str, n_params: int) -> int:
@@ -200,7 +201,9 @@ def resolve_batch_tokens(
     if batch_tokens == BY_DEVICE:
         if not token_batches(encoder):
             return None
-        return table_budget(str(getattr(encoder, "device", device)), n_parameters(encoder))
+        from geneb.encoders.engine.execution import encoder_device
+
+        return table_budget(encoder_device(encoder, device), n_parameters(encoder))
     if batch_tokens != AUTO:
         raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null, {BY_DEVICE!r} or {AUTO!r}")
     if device not in ("cpu", "auto") or not token_batches(encoder):

@@ -77,3 +77,18 @@ def to_device(tensor: torch.Tensor, device: str) -> torch.Tensor:
     if device.startswith("cuda") and tensor.device.type == "cpu":
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
+
+
+def network_parameters(encoder: Any) -> int:
+    """The parameter count of an encoder's torch network (`encoder.model.parameters()`), 0 for an encoder without
+    one (k-mer spectra, shortcut features, a python entry): the model size the `by_device` batch table reads
+    (geneb.extract.batch_plan)."""
+    model = getattr(encoder, "model", None)
+    params = getattr(model, "parameters", None)
+    return int(sum(int(p.numel()) for p in params())) if callable(params) else 0
+
+
+def encoder_device(encoder: Any, default: str) -> str:
+    """The device an encoder resolved at load (`encoder.device`, e.g. "cuda:1" for "auto"), `default` for one that
+    records none."""
+    return str(getattr(encoder, "device", default))
