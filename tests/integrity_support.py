@@ -1,7 +1,8 @@
 """Real finished files for the content-check tests (geneb.core.integrity): one small run of a real ../shared task
 by the project's own writers (`geneb.evaluate` with the k-mer model: prepared splits and card, shot file, HDF5
-embeddings, probe and prediction tables, score table; plus the task audit by `audit_prepared`), and the damage
-the tests do to them: single-byte flips and truncations.
+embeddings, probe and prediction tables, score table; plus the task audit by `audit_prepared`), run from its own
+config (root/config/config.yaml) so its files are found where the plan of that config puts them (the resources/
+layout, geneb.run.layout: `finished_files`), and the damage the tests do to them: single-byte flips and truncations.
 
 Flips: every 97th byte plus every byte of the last 4 KiB (`flip_offsets`); each byte is XORed with 0xFF, so its
 value always changes. Truncations: to 0, 1, 8 bytes, half, all but 4 KiB and all but 1 byte (`cut_sizes`).
@@ -10,11 +11,15 @@ value always changes. Truncations: to 0, 1, 8 bytes, half, all but 4 KiB and all
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+
+from workflow_support import run_plan, write_run_config
 
 TASK = "ienhancer2l_strong_vs_weak"
 PROTOCOL = "geneb-paper"
@@ -56,41 +61,59 @@ def cut(path: Path, size: int, original: bytes) -> Iterator[None]:
 
 
 def finished_files(root: Path) -> dict[str, Path]:
-    """{kind: path} of the finished run under `root` (the workflow's layout)."""
-    res, out = root / "resources", root / "results"
-    (h5,) = (res / "embeddings" / MODEL).glob(f"*/{TASK}.h5")
+    """{kind: path} of the finished run under `root`: the paths the plan of its config (root/config/config.yaml,
+    `workflow_support.run_plan`) gives them (the resources/ layout, geneb.run.layout)."""
+    plan = run_plan(root)
+    return {kind: root / path for kind, path in run_files(plan).items()}
+
+
+def run_files(plan: Any) -> dict[str, str]:
+    """{kind: path relative to the run folder} of the run `plan` (a `geneb.run.plan.RunPlan`) plans."""
+    (probes,) = plan.probe_tables()
+    (predictions,) = plan.probe_tables(kind="predictions")
     return {
-        "train": res / "tasks" / TASK / "train.parquet",
-        "test": res / "tasks" / TASK / "test.parquet",
-        "card": res / "tasks" / TASK / "card.json",
-        "audit": res / "tasks" / TASK / "audit.json",
-        "shots": res / "shots" / PROTOCOL / f"{TASK}.json",
-        "embeddings": h5,
-        "probes": out / "probes" / PROTOCOL / MODEL / f"{TASK}.parquet",
-        "predictions": out / "predictions" / PROTOCOL / MODEL / f"{TASK}.parquet",
-        "scores": out / "tables" / "scores.parquet",
+        **plan.task_inputs(TASK),  # train, test, card
+        "audit": plan.audit_file(TASK),
+        "shots": plan.shot_file(PROTOCOL, TASK),
+        "embeddings": plan.embedding_file(MODEL, TASK),
+        "probes": probes,
+        "predictions": predictions,
+        "scores": plan.results_path("tables/scores.parquet"),
     }
+
+
+def write_config(root: Path, shared: Path) -> None:
+    """root/config/config.yaml of the finished run: the repository's config with ../shared's task mirror, TASK x
+    MODEL, small caps (`workflow_support.write_run_config`)."""
+    write_run_config(root, shared / "data" / "tasks", [TASK], [MODEL])
+    config = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    config["caps"] = {"seed": 0, "default": {"max_train": 200, "max_test": 100}, "per_task": {}}
+    config["protocols"] = [PROTOCOL]
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 @pytest.fixture(scope="session")
 def digested_run(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
-    """A finished small run (module docstring) in its own folder; tests copy it before they damage it."""
+    """A finished small run (module docstring) in its own folder, with its config (`write_config`); tests copy it
+    before they damage it."""
     import geneb
-    from geneb.run.config_checks import check_config, default_schema_files, read_yaml
     from geneb.tasks.audit_step import audit_prepared
 
     root = tmp_path_factory.mktemp("finished-run")
-    caps = {"seed": 0, "default": {"max_train": 200, "max_test": 100}, "per_task": {}}
-    geneb.evaluate(MODEL, [TASK], task_source=str(shared / "data" / "tasks"), caps=caps, workdir=root)
-    task_dir = root / "resources" / "tasks" / TASK
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
-    config = check_config(config, read_yaml(default_schema_files()["config"]))  # the schema's defaults filled
+    write_config(root, shared)
+    cwd = Path.cwd()
+    os.chdir(root)  # the config's relative paths (the task lock) read as the workflow reads them
+    try:
+        geneb.evaluate(MODEL, [TASK], protocol=PROTOCOL, config="config/config.yaml", workdir=root)
+    finally:
+        os.chdir(cwd)
+    plan = run_plan(root)
+    files = run_files(plan)
+    assert all((root / path).is_file() for kind, path in files.items() if kind != "audit"), files
     audit_prepared(
-        train=task_dir / "train.parquet",
-        test=task_dir / "test.parquet",
-        card=task_dir / "card.json",
-        output=task_dir / "audit.json",
+        **{key: root / path for key, path in plan.task_inputs(TASK).items()},
+        output=root / files["audit"],
         task=TASK,
-        settings=config["task_audit"],
+        settings=plan.config["task_audit"],
     )
     return root

@@ -12,15 +12,13 @@ import pytest
 from geneb.cli.app import main
 from geneb.core import integrity
 from geneb.run.verify import verify_files
-from integrity_support import MODEL, TASK, cut, cut_sizes, finished_files, flip_offsets, flipped
-from workflow_support import write_run_config
+from integrity_support import cut, cut_sizes, finished_files, flip_offsets, flipped
 
 
 @pytest.fixture
-def run(digested_run, tmp_path, monkeypatch, shared):
+def run(digested_run, tmp_path, monkeypatch):
     root = tmp_path / "run"
-    shutil.copytree(digested_run, root)
-    write_run_config(root, shared / "data" / "tasks", [TASK], [MODEL])
+    shutil.copytree(digested_run, root)  # with the config it was made by (config/config.yaml)
     monkeypatch.chdir(root)
     return root
 

@@ -14,10 +14,9 @@ import threading
 from geneb.core.logs import ERROR_MARK
 from geneb.tasks.lock import read_lock
 from geneb.tasks.sources import file_record
-from workflow_support import run_snakemake, write_run_config
+from workflow_support import run_plan, run_snakemake, write_run_config
 
 TASK = "ienhancer2l_strong_vs_weak"
-CARD = f"resources/tasks/{TASK}/card.json"
 
 
 def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp_path, shared):
@@ -33,8 +32,9 @@ def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp
         write_run_config(run, mirror, [TASK], ["kmer-3"])
         config = run / "config/config.yaml"
         config.write_text(config.read_text().replace(f"task_source: {mirror}", f"task_source: {url}"))
-        first = run_snakemake(run, CARD)
-        assert first.returncode == 0, first.stdout[-3000:]
+        card = run_plan(run).task_file(TASK, "card.json")  # resources/tasks/{TASK}/{thash}/card.json
+        first = run_snakemake(run, card)
+        assert first.returncode == 0 and (run / card).exists(), first.stdout[-3000:]
         locked = read_lock(run / "config/tasks.lock")[TASK]["files"]["train.csv.gz"]
         assert locked == file_record(mirror / TASK / "train.csv.gz")
 
@@ -45,7 +45,8 @@ def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp
         with gzip.open(path, "wt") as f:
             f.write("\n".join(lines) + "\n")
         shutil.rmtree(run / "resources")  # another machine: nothing prepared, nothing downloaded
-        second = run_snakemake(run, CARD)
+        card = run_plan(run).task_file(TASK, "card.json")  # planned again, with the lock the first run wrote
+        second = run_snakemake(run, card)
     finally:
         server.shutdown()
     console = second.stdout
@@ -53,4 +54,4 @@ def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp
     wanted = f"train.csv.gz: expected sha256 {locked['sha256']}"
     assert ERROR_MARK in console and wanted in console, console[-4000:]
     assert f"found sha256 {file_record(path)['sha256']}" in console and f"geneb tasks lock {TASK}" in console
-    assert not (run / CARD).exists()
+    assert not (run / card).exists()

@@ -13,7 +13,7 @@ import yaml
 
 from geneb.core import integrity
 from geneb.core.provenance import CODE_REVISION_KEYS
-from workflow_support import run_snakemake, write_run_config
+from workflow_support import run_plan, run_snakemake, write_run_config
 
 TASK = "ienhancer2l_strong_vs_weak"
 PROBES = f"results/probes/geneb-paper/kmer-3/{TASK}.parquet"
@@ -45,7 +45,8 @@ def test_corrupt_files_are_set_aside_and_rebuilt_in_the_same_run(tmp_path, share
     untouched = pd.read_parquet(run / SCORES)
     assert geneb_verify(run).returncode == 0
 
-    (h5,) = (run / "resources/embeddings/kmer-3").glob(f"*/{TASK}.h5")
+    h5 = run / run_plan(run).embedding_file("kmer-3", TASK)
+    assert h5.is_file()
     probes = run / PROBES
     data = bytearray(probes.read_bytes())
     data[len(data) // 2] ^= 0xFF

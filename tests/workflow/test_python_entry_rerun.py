@@ -44,7 +44,8 @@ def featurize(sequences):
 
 
 def embedding_files(run: Path) -> list[Path]:
-    return sorted((run / "resources" / "embeddings" / "mine").glob(f"*/{TASK}.h5"))
+    """resources/embeddings/mine/{xhash}/{TASK}/{thash}.h5: one file per extraction settings hash."""
+    return sorted((run / "resources" / "embeddings" / "mine").glob(f"*/{TASK}/*.h5"))
 
 
 def extract(run: Path, *args: str) -> str:
@@ -80,7 +81,8 @@ def test_retraining_reextracts_an_unrelated_comment_does_not_a_helper_edit_does(
     np.save(weights, 2 * np.eye(4)[:, :3])  # retrained into the same file
     extract(run)
     (second,) = set(embedding_files(run)) - {first}
-    assert second.parent.name != first.parent.name  # a new settings hash
+    assert second.parents[1].name != first.parents[1].name  # a new settings hash
+    assert second.name == first.name  # of the same prepared task
     np.testing.assert_allclose(read_embeddings(second).splits["train"][0], 2 * vectors, rtol=1e-6)
 
     (code / "train.py").write_text("# how the weights were trained (imported by nothing)\n# a second comment\n")

@@ -14,7 +14,7 @@ import yaml
 
 from geneb.tables.agreement import check_against_reference
 from geneb.tables.scores import probe_threads
-from workflow_support import REPO, run_snakemake, write_run_config
+from workflow_support import REPO, run_plan, run_snakemake, write_run_config
 
 REFERENCE = REPO / "tests" / "reference" / "quickstart_means.json"
 
@@ -23,6 +23,9 @@ REFERENCE = REPO / "tests" / "reference" / "quickstart_means.json"
 def test_a_fresh_quickstart_run_agrees_with_the_committed_reference(shared, tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     run = tmp_path / "quickstart"
+    # the config's relative ../shared paths (local model folders, the published reference) resolve beside the run
+    # folder, as beside a checkout
+    (tmp_path / "shared").symlink_to(shared, target_is_directory=True)
     write_run_config(run, shared / "data" / "tasks", config["tasks"], config["models"])
     proc = run_snakemake(run, "--cores", "2", "results/tables/scores.parquet", timeout=3600)
     assert proc.returncode == 0, proc.stdout[-6000:]
@@ -47,7 +50,8 @@ def _audit_threads(run, shared, threads: int | None) -> list[str]:
         config = yaml.safe_load((run / "config/config.yaml").read_text())
         config["execution"]["threads"] = threads
         (run / "config/config.yaml").write_text(yaml.safe_dump(config))
-    proc = run_snakemake(run, "-n", "--cores", "2", "resources/tasks/gue_emp_h3__devtrain/audit.json")
+    audit = run_plan(run).audit_file("gue_emp_h3__devtrain")  # resources/tasks/{task}/{thash}/audit-{ahash}.json
+    proc = run_snakemake(run, "-n", "--cores", "2", audit)
     assert proc.returncode == 0, proc.stdout[-4000:]
     job = proc.stdout.split("rule audit_task:")[1].split("\n\n")[0]
     return [line.strip() for line in job.splitlines() if line.strip().startswith("threads:")]
