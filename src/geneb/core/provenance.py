@@ -59,6 +59,21 @@ def file_sha256(path: str | os.PathLike[str], length: int = 12) -> str:
     return h.hexdigest()[:length]
 
 
+#: `cached_file_sha256`'s digests by (resolved path, size, mtime_ns)
+_FILE_SHA256: dict[tuple[str, int, int], str] = {}
+
+
+def cached_file_sha256(path: str | os.PathLike[str]) -> str:
+    """The full sha256 (64 hex) of a file (`file_sha256`), memoised per process on (resolved path, size, mtime), so
+    a plan that fingerprints the same weights again reads them once. Raises OSError (FileNotFoundError)."""
+    p = Path(path)
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _FILE_SHA256:
+        _FILE_SHA256[key] = file_sha256(p, length=64)
+    return _FILE_SHA256[key]
+
+
 def package_versions(packages: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:
     """Installed versions of `packages` (and geneb itself); a package that is not installed maps to ''.
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from geneb.core.provenance import cached_file_sha256
 from geneb.registry.files import MODEL_FILE_SUFFIXES
 
 
@@ -36,7 +37,6 @@ def could_be_path(value: str) -> bool:
 
 #: what `hash_view` puts in place of an option's path (its content is in `load.options_sha256`)
 PATH_PLACEHOLDER = "<path: load.options_sha256>"
-_HASHED: dict[tuple[str, int, int], str] = {}
 
 
 def option_strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
@@ -65,7 +65,7 @@ def path_sha256(path: str | os.PathLike[str]) -> str:
     process on (resolved path, size, mtime) of each file. Raises FileNotFoundError when nothing is there."""
     root = Path(path)
     if root.is_file():
-        return _file_digest(root)
+        return cached_file_sha256(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{path} does not exist")
     h = hashlib.sha256(b"folder")
@@ -75,20 +75,8 @@ def path_sha256(path: str | os.PathLike[str]) -> str:
         if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts)
     )
     for rel, p in files:
-        h.update(f"\0{rel}\0{_file_digest(p)}".encode())
+        h.update(f"\0{rel}\0{cached_file_sha256(p)}".encode())
     return h.hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _HASHED:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        _HASHED[key] = h.hexdigest()
-    return _HASHED[key]
 
 
 def missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:

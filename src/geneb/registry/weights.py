@@ -32,7 +32,6 @@ or the `sha256` of an archive, a file or a download, with the layout keys `unpac
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from geneb.core.provenance import cached_file_sha256
 from geneb.registry.spec import ModelSpec, Source
 
 #: the source kinds whose weights this module resolves
@@ -69,22 +69,10 @@ def is_archive(path: str | os.PathLike[str]) -> bool:
     return str(path).lower().endswith(ARCHIVE_SUFFIXES)
 
 
-_SHA256: dict[tuple[str, int, int], str] = {}
-
-
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 (64 hex) of one file, read in 4 MiB blocks, memoised per process on (resolved path, size, mtime).
-    Raises FileNotFoundError."""
-    p = Path(path)
-    st = p.stat()
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _SHA256:
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        _SHA256[key] = h.hexdigest()
-    return _SHA256[key]
+    """sha256 (64 hex) of one file, memoised per process on (resolved path, size, mtime)
+    (`geneb.core.provenance.cached_file_sha256`). Raises FileNotFoundError."""
+    return cached_file_sha256(path)
 
 
 def config_line(model: str) -> str:
