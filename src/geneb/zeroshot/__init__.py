@@ -1,0 +1,2 @@
+"""Zero-shot scoring: variant effects and likelihood preferences of a model with no training at all, beside the
+probes (docs/zeroshot.md). `task` is the contract every part reads: what a zero-shot task is on disk and in memory."""
