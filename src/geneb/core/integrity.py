@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geneb.core.atomic import atomic_path
+from geneb.core.provenance import file_sha256
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,12 +66,9 @@ def identity(path: str | os.PathLike[str]) -> tuple[int, int, int]:
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    """The sha256 (64 hex) of the bytes of `path`, read in 1 MiB chunks. Raises OSError (FileNotFoundError)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+    """The sha256 (64 hex) of the bytes of `path` (`geneb.core.provenance.file_sha256`, the one file digest).
+    Raises OSError (FileNotFoundError)."""
+    return file_sha256(path, length=64)
 
 
 def record_digest(path: str | os.PathLike[str], digest: str | None = None) -> str:

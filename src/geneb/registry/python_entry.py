@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from geneb.core.provenance import cached_file_sha256
 from geneb.registry.option_files import (
     absolute_options,
     could_be_path,
@@ -196,11 +197,6 @@ def entry_refusal(model: str, entry: str | None, options: Mapping[str, Any] | No
     return None
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 (hex) of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def _inside(path: Path, folder: Path) -> bool:
     try:
         path.relative_to(folder)
@@ -323,11 +319,11 @@ def entry_fingerprint(entry: str, *, model: str = "?") -> str:
     ref = parse_entry(entry, model=model)
     if ref.file is None:
         raise EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
-    h = hashlib.sha256(file_sha256(ref.file).encode())
+    h = hashlib.sha256(cached_file_sha256(ref.file).encode())
     base = ref.file.resolve().parent
     for helper in code_files(ref):
         rel = os.path.relpath(helper, base)
-        h.update(f"\0{rel}\0{file_sha256(helper)}".encode())
+        h.update(f"\0{rel}\0{cached_file_sha256(helper)}".encode())
     if ref.kind != "file":
         from importlib.metadata import packages_distributions, version
 

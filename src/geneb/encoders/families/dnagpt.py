@@ -32,7 +32,6 @@ Facts used (docs/adapters/dnagpt.md has the whole account):
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import pickle
@@ -44,6 +43,7 @@ from typing import Any
 import torch
 
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
+from geneb.core.provenance import file_sha256
 from geneb.encoders.engine.loaded import LoadedNetwork
 from geneb.encoders.engine.token_checks import resolve_max_tokens
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
@@ -228,15 +228,6 @@ def build_model(
     return net
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 (hex) of one file's bytes, read in 4 MiB blocks (the checkpoint's identity in the extraction key)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 class DNAGPTEncoder(TokenModelEncoder):
     """DNAGPT from a local folder holding the authors' `<name>.pth` (`settings.source.path`). The checkpoint
     name is `load.package_model_name`, else the registry id (the authors' names: ARCHITECTURES); its
@@ -263,7 +254,7 @@ class DNAGPTEncoder(TokenModelEncoder):
         tokenizer = KmerTokenizer(arch.dynamic_kmer)
         state = read_state_dict(path, model=self.model_id, name=name)
         net = build_model(state, arch, len(tokenizer), model=self.model_id, path=path)
-        weights_sha256 = file_sha256(path)
+        weights_sha256 = file_sha256(path, length=64)
         if self.extraction.max_tokens is not None and self.extraction.max_tokens > arch.max_len:
             raise ModelLoadError(
                 f"model {self.model_id}: extraction.max_tokens {self.extraction.max_tokens} exceeds DNAGPT "
