@@ -47,7 +47,9 @@ def test_one_load_embeds_every_task_as_a_load_per_task_does(zoo, make_task, tmp_
         direct, direct_attrs = _vectors(tmp_path / "direct" / f"{task.name}.h5")
         served, attrs = _vectors(tmp_path / "served" / f"{task.name}.h5")
         for split in direct:
-            np.testing.assert_allclose(served[split], direct[split], rtol=0, atol=1e-6)
+            # a few float32 ulps: the server process and this one may run torch with different thread
+            # counts, which changes the summation order of the same kernels
+            np.testing.assert_allclose(served[split], direct[split], rtol=2e-6, atol=1e-6)
         assert attrs["model_reused"] and not direct_attrs["model_reused"]
         loads.add(attrs["model_load_id"])
     assert len(loads) == 1  # both tasks from one load

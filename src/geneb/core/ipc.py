@@ -32,6 +32,8 @@ from geneb.core.provenance import stable_hash
 SERVER_DIR_ENV = "GENEB_MODEL_SERVER_DIR"
 #: a Unix socket path may hold at most 107 bytes; a longer TMPDIR falls back to /tmp
 MAX_SOCKET_PATH = 100
+#: the kernel's limit on a Unix socket path (sun_path holds 108 bytes with its NUL)
+SOCKET_PATH_MAX = 107
 
 
 def server_dir() -> Path:
@@ -123,11 +125,23 @@ def held(lock_path: Path) -> Iterator[None]:
 
 
 def listen(paths: ServerPaths) -> socket.socket:
-    """A listening Unix socket at `paths.socket` (a stale socket file there is replaced)."""
+    """A listening Unix socket at `paths.socket` (a stale socket file there is replaced).
+
+    The socket is bound and listening under a temporary name first and then renamed into place: a client that
+    found the path between bind() and listen() would get ECONNREFUSED, take the socket for a killed server's
+    stale file and remove it (`geneb.extract.client.connect`), leaving this server unreachable until its idle
+    stop. Where the temporary name would not fit a socket path (SOCKET_PATH_MAX), it binds in place."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    paths.socket.unlink(missing_ok=True)
-    listener.bind(str(paths.socket))
+    staging = paths.socket.with_name(f"{paths.socket.name}.{os.getpid()}")
+    if len(str(staging)) > SOCKET_PATH_MAX:
+        paths.socket.unlink(missing_ok=True)
+        listener.bind(str(paths.socket))
+        listener.listen(64)
+        return listener
+    staging.unlink(missing_ok=True)
+    listener.bind(str(staging))
     listener.listen(64)
+    os.replace(staging, paths.socket)
     return listener
 
 
