@@ -1,0 +1,91 @@
+"""The zero-shot leaderboard (incomplete entries never ranked) and its Kendall tau against the probe ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geneb.zeroshot.board import zeroshot_leaderboard, zeroshot_vs_probe
+
+KINDS = {"motif": "variant", "shuffled": "paired"}
+
+
+def _metric(model, scorer, task, metric, value):
+    return dict(
+        model=model,
+        scorer=scorer,
+        task=task,
+        metric=metric,
+        value=value,
+        ci_low=value - 0.1,
+        ci_high=value + 0.1,
+        n=100,
+        group="all",
+    )
+
+
+def _metrics():
+    rows = []
+    for model, base in (("a", 0.9), ("b", 0.7), ("c", 0.6)):
+        rows.append(_metric(model, "embedding-cosine", "motif", "auroc", base))
+        rows.append(_metric(model, "embedding-cosine", "motif", "auprc", 0.1))  # not the primary metric
+        rows.append(_metric(model, "llr", "motif", "auroc", base - 0.1))
+        rows.append(_metric(model, "llr", "shuffled", "paired_accuracy", base))
+    rows.append(_metric("a", "embedding-cosine", "motif", "auroc", 0.2) | {"group": "chr1"})  # a group row
+    return pd.DataFrame(rows)
+
+
+def _na():
+    return pd.DataFrame(
+        [
+            dict(model=m, task="shuffled", scorer="embedding-cosine", reason="a paired task needs a likelihood")
+            for m in "abc"
+        ]
+    )
+
+
+def test_macro_is_the_mean_of_primary_metrics_and_ranks_complete_entries_only():
+    board = zeroshot_leaderboard(_metrics(), KINDS, _na())
+    macro = board[board["task"] == "macro"].set_index(["model", "scorer"])
+    assert macro.loc[("a", "llr"), "value"] == pytest.approx((0.8 + 0.9) / 2)
+    assert macro.loc[("a", "llr"), "rank"] == 1 and macro.loc[("c", "llr"), "rank"] == 3
+    cos = macro.loc[("a", "embedding-cosine")]
+    assert not cos["complete"] and pd.isna(cos["rank"]) and np.isnan(cos["value"])
+    assert "shuffled (a paired task needs a likelihood)" in cos["incomplete_reason"]
+    task_rows = board[(board["task"] == "motif") & (board["scorer"] == "embedding-cosine")].set_index("model")
+    assert task_rows.loc["a", "value"] == 0.9 and task_rows.loc["a", "rank"] == 1  # group rows and auprc not read
+
+
+def test_a_task_scored_by_no_scorer_is_named():
+    board = zeroshot_leaderboard(_metrics(), KINDS | {"recall": "paired"}, _na())
+    macro = board[(board["task"] == "macro") & (board["scorer"] == "llr")]
+    assert not macro["complete"].any()
+    assert macro["incomplete_reason"].str.contains("recall (not scored)", regex=False).all()
+
+
+def test_stray_or_unknown_kinds_are_refused():
+    with pytest.raises(ValueError, match="not configured"):
+        zeroshot_leaderboard(_metrics(), {"motif": "variant"})
+    with pytest.raises(ValueError, match="unknown kind"):
+        zeroshot_leaderboard(_metrics(), {"motif": "variant", "shuffled": "triplet"})
+
+
+def test_tau_against_the_probe_ranking():
+    board = zeroshot_leaderboard(_metrics(), KINDS, _na())
+    probe = pd.DataFrame(
+        [
+            dict(protocol="geneb-paper", regime="full", model=m, category="macro", value=v, complete=True)
+            for m, v in (("a", 0.5), ("b", 0.4), ("c", 0.3))
+        ]
+        + [
+            dict(protocol="geneb-paper", regime="1-shot", model=m, category="macro", value=v, complete=True)
+            for m, v in (("a", 0.1), ("b", 0.2), ("c", 0.3))
+        ]
+    )
+    vs = zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
+    assert vs.loc[("llr", "full"), "tau"] == pytest.approx(1.0)
+    assert vs.loc[("llr", "1-shot"), "tau"] == pytest.approx(-1.0)
+    assert vs.loc[("llr", "full"), "n_models"] == 3 and ("embedding-cosine", "full") not in vs.index
+    again = zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
+    assert again.loc[("llr", "full"), "n_boot_used"] == vs.loc[("llr", "full"), "n_boot_used"]
