@@ -13,6 +13,7 @@ import datetime as _dt
 import html
 import json
 import platform
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from geneb.figures.render import choose_protocol
 from geneb.report.audit import audit_sections
 from geneb.report.board import board_marks, board_notes
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
+from geneb.report.zeroshot import ZEROSHOT_CAPTION, zeroshot_section
 from geneb.tables.freshness import stale_warnings
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
 from geneb.tasks.card import read_card
@@ -260,6 +262,7 @@ def build_report(
     scores: str | Path | None = None,
     task_audit: str | Path | None = None,
     cards: list[str] | None = None,
+    zeroshot: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
@@ -270,6 +273,8 @@ def build_report(
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any.
     scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the task audit
     table (results/tables/task_audit.parquet) for the "Task audit" section (`geneb.report.audit`), if any.
+    zeroshot: the zero-shot tables and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for the "Zero-shot
+    scoring" section (`geneb.report.zeroshot`), None in a run without the zero-shot stage.
     cards: the run's task cards;
     the headline says which tasks the run's caps made subsamples (`capped_line`).
     A table older than the score table it was computed from is named in a warning at the top
@@ -331,6 +336,7 @@ def build_report(
         *board_notes(board, board_attrs, protocol, regime),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
         table_html(ri, 3, 200),
+        *zeroshot_section(zeroshot, table_html, figure_html, captions.get(ZEROSHOT_CAPTION, "")),
         "<h2 id='figures'>Figures</h2>",
     ]
     parts += [
