@@ -56,6 +56,10 @@ wildcard_constraints:
     ahash="[0-9a-f]{12}",
     protocol="|".join(map(re.escape, config["protocols"])),
     split="train|test",
+    zstask="|".join(map(re.escape, config["zeroshot"]["tasks"])) or "(?!)",
+    zthash="[0-9a-f]{12}",
+    shash="[0-9a-f]{12}",
+    bhash="[0-9a-f]{12}",
 
 
 # ---- handlers of the Snakefile (geneb.run.handlers) ------------------------------------------------------------
@@ -185,6 +189,39 @@ def resource_files(wildcards=None):
 
 def submission_files():
     return PLAN.submission_files()
+
+
+def zeroshot_task_params(wildcards):
+    return PLAN.zeroshot_task_params(wildcards.zstask, wildcards.zthash)
+
+
+def zeroshot_score_params(wildcards):
+    return PLAN.zeroshot_score_params(wildcards.model, wildcards.shash)
+
+
+def zeroshot_baseline_params(wildcards):
+    return PLAN.zeroshot_baseline_params(wildcards.zstask, wildcards.bhash)
+
+
+def zeroshot_baseline_inputs(wildcards):
+    return PLAN.zeroshot_baseline_inputs(wildcards.zstask)
+
+
+def zeroshot_table_inputs(wildcards=None):
+    return PLAN.zeroshot_table_inputs()
+
+
+def zeroshot_table_params(wildcards=None):
+    return PLAN.zeroshot_table_params()
+
+
+def zeroshot_outputs():
+    """The zero-shot tables and figure (`snakemake zeroshot`); [] when config zeroshot.tasks is empty."""
+    return PLAN.zeroshot_outputs()
+
+
+def zeroshot_report_inputs(wildcards=None):
+    return PLAN.zeroshot_report_inputs()
 
 
 def final_outputs():

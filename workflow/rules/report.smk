@@ -17,6 +17,8 @@ rule report:
         summary=results("tables/analysis_summary.json"),
         figures=figure_files(results("figures/{name}.png")),
         cards=task_cards(),
+        # the zero-shot section's tables and figure, when the config has a zero-shot stage
+        zeroshot=zeroshot_report_inputs,
     output:
         report(
             results("report/geneb_report.html"),

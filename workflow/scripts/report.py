@@ -4,6 +4,7 @@ from pathlib import Path
 
 from geneb.core.logs import log_to_file
 from geneb.report.html import build_report
+from geneb.report.zeroshot import ZEROSHOT_REPORT_INPUTS
 
 log_to_file(snakemake.log[0])
 build_report(
@@ -19,4 +20,5 @@ build_report(
     scores=snakemake.input.get("scores"),
     task_audit=snakemake.input.get("task_audit"),
     cards=list(snakemake.input.get("cards", [])),
+    zeroshot=dict(zip(ZEROSHOT_REPORT_INPUTS, snakemake.input.get("zeroshot", []))) or None,
 )

@@ -50,6 +50,7 @@ from geneb.run.set_aside import BadFile, check_before_dag
 from geneb.run.task_sources import task_prepared
 from geneb.run.trusted import TrustedFiles
 from geneb.run.views import plan_views, probed_views
+from geneb.run.zeroshot_plan import ZeroShotPlan
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.lock import lock_identity, read_lock
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
@@ -84,7 +85,7 @@ class PlanLog(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles):
+class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
     """What `plan_run` decided for one run.
 
     config: the validated configuration, schema defaults filled, every mapping sorted (`stable_params`), local
@@ -136,8 +137,9 @@ class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles):
         return f"{self.results_dir}/{path}"
 
     def final_outputs(self) -> list[str]:
-        """The default targets of `snakemake` (FINAL_OUTPUTS) under the run's results_dir."""
-        return [self.results_path(p) for p in FINAL_OUTPUTS]
+        """The default targets of `snakemake` (FINAL_OUTPUTS) under the run's results_dir, and the zero-shot tables
+        and figure when the config has a zero-shot stage."""
+        return [self.results_path(p) for p in FINAL_OUTPUTS] + self.zeroshot_outputs()
 
     def failures_file(self) -> str:
         """Where a partial run's failed tasks are recorded (`geneb.run.partial.FAILURES_FILE` under results_dir)."""

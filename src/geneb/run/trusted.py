@@ -28,6 +28,7 @@ class TrustedFiles:
         def audit_file(self, task: str) -> str: ...
         def shot_file(self, protocol: str, task: str) -> str: ...
         def probe_tables(self, tasks: list[str] | None = None, *, kind: str = "probes") -> list[str]: ...
+        def zeroshot_trusted_files(self) -> list[str]: ...
 
     def result_tables(self) -> list[str]:
         """The parquet tables under results_dir/tables that the default targets read back: the score table, the
@@ -39,13 +40,13 @@ class TrustedFiles:
     def trusted_files(self) -> list[str]:
         """Every file of this run that a later step reads back and that GENEB writes with a content digest
         (`geneb.core.integrity`): the prepared tasks (splits, card, audit), the shot files, the embedding files,
-        the probe and prediction tables, the result tables; upstream first."""
+        the probe and prediction tables, the result tables, the zero-shot scores and tables; upstream first."""
         tasks = [self.task_file(t, n) for t in self.tasks for n in ("train.parquet", "test.parquet", "card.json")]
         tasks += [self.audit_file(t) for t in self.tasks]
         shots = [self.shot_file(p, t) for p in self.config["protocols"] for t in self.tasks]
         embeddings = [self.embedding_file(m, t) for m in self.models for t in self.tasks]
         probes = self.probe_tables() + self.probe_tables(kind="predictions")
-        return [*tasks, *shots, *embeddings, *probes, *self.result_tables()]
+        return [*tasks, *shots, *embeddings, *probes, *self.result_tables(), *self.zeroshot_trusted_files()]
 
     def rebuild_targets(self) -> list[str]:
         """The files planning moved aside (bad content, `bad_files`): inputs of the default target, so this run
