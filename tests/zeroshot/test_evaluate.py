@@ -93,3 +93,13 @@ def test_a_real_checkpoint_end_to_end(zoo, tmp_path):
     assert len(cosine) == 6 and (cosine > 0).all()
     assert len(result.not_applicable) == 1 and result.not_applicable[0].task == "pairs"
     assert result.provenance["settings_hash"]
+
+
+def test_the_zero_shot_modules_import_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, geneb.zeroshot.evaluate, geneb.zeroshot.markov, geneb.zeroshot.metrics; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "False"

@@ -115,3 +115,9 @@ def test_the_vectorised_resample_metrics_equal_sklearns():
     np.testing.assert_allclose(
         resampled_auprc(labels, scores), [average_precision_score(y, s) for y, s in zip(labels, scores)]
     )
+
+
+def test_a_group_named_like_a_summary_row_is_refused():
+    task = _variant(np.array([0, 1]), ["all", "x"])
+    with pytest.raises(ValueError, match=r"\['all'\] are reserved"):
+        score_metrics(task, row_scores(task, "s", np.array([0.0, 1.0])), n_boot=5)

@@ -73,7 +73,7 @@ def load_zeroshot_model(
 ) -> tuple[ZeroShotModel, str]:
     """(the loaded model, its settings hash) of `model`: a `ZeroShotModel` (used as it is; hash ""), a registry
     id of the config's model sheet, a resolved settings mapping (`geneb.registry.extraction.extraction_settings`),
-    or a callable / object with `embed` (the `python` family, as `geneb.evaluate` takes). config: whose model
+    (a mapping or `ExtractionSettings`), or a callable / object with `embed` (the `python` family, as `geneb.evaluate` takes). config: whose model
     sheet, alphabet and execution settings apply (None: the schema's defaults). workdir: where the load-time
     checks record goes (default: a new temporary folder). Raises what `geneb.evaluate` raises for the model."""
     from geneb.api.evaluate import _model_settings, resolve_config
@@ -83,6 +83,8 @@ def load_zeroshot_model(
 
     if isinstance(model, ZeroShotModel):
         return model, ""
+    if isinstance(model, ExtractionSettings):
+        model = model.as_dict()
     is_settings = isinstance(model, Mapping) and "family" in model and "extraction" in model
     model_id = str(model["model"]) if is_settings else (model if isinstance(model, str) else None)
     cfg = resolve_config(config, CONFIG_TASKS, [model_id or name or "my-model"], {})

@@ -133,6 +133,9 @@ def _groups(task: ZeroShotTask) -> list[tuple[str, np.ndarray]]:
     if not task.has_groups:
         return []
     labels = task.rows[GROUP_COLUMN].astype(str).to_numpy()
+    reserved = sorted({ALL, WEIGHTED_MEAN} & set(labels))
+    if reserved:
+        raise ValueError(f"zero-shot task {task.name}: group name(s) {reserved} are reserved for the summary rows")
     return [(str(g), np.flatnonzero(labels == g)) for g in sorted(set(labels))]
 
 
@@ -208,8 +211,8 @@ def score_metrics(task: ZeroShotTask, scores: pd.DataFrame, *, n_boot: int = N_B
     value: the metric on all rows of the group; ci_low/ci_high: the percentile CI (`CI_LEVEL`) of `n_boot`
     seeded resamples; n: rows in the group; n_positive: label-1 rows (variant; NaN for paired); p_value: the sign
     test (paired; NaN for variant); note: why a value is NaN, or which groups a weighted mean left out.
-    Raises ZeroShotScoreError for a frame that breaks the RowScores contract, ValueError for n_boot < 1 or a
-    variant label other than 0/1.
+    Raises ZeroShotScoreError for a frame that breaks the RowScores contract, ValueError for n_boot < 1, a
+    variant label other than 0/1, or a group named `all` or `weighted-mean` (the summary rows' names).
     """
     check_row_scores(task, scores)
     if n_boot < 1:
