@@ -1,0 +1,99 @@
+"""The embedding-distance scorers (geneb.zeroshot.embedding), on the k-mer spectrum encoder and a real checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from extraction_support import random_dna
+from geneb.extract.step import build_encoder
+from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import load_registry
+from geneb.zeroshot.embedding import PAIRED_REASON, embedding_distances, embedding_scores, variant_windows
+from geneb.zeroshot.model import ZeroShotModel
+from geneb.zeroshot.scores import NotApplicable
+from geneb.zeroshot.task import ZeroShotTask
+
+
+def _variants(seqs: list[str], pos: list[int], alt: list[str]) -> ZeroShotTask:
+    rows = pd.DataFrame(
+        {
+            "sequence": seqs,
+            "pos": pos,
+            "ref": [s[p] for s, p in zip(seqs, pos)],
+            "alt": alt,
+            "label": [0, 1] * (len(seqs) // 2),
+        }
+    )
+    return ZeroShotTask(name="vars", kind="variant", rows=rows, data_sha256="0" * 64)
+
+
+def _kmer(repo, rc: str = "none") -> ZeroShotModel:
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
+    settings = {**settings, "extraction": {**settings["extraction"], "rc": rc}}
+    return ZeroShotModel("kmer-3", build_encoder(settings, progress=False), rc=rc)
+
+
+def _task(n: int = 6, length: int = 80) -> ZeroShotTask:
+    seqs = [random_dna(length, i) for i in range(n)]
+    pos = [length // 2] * n
+    alt = [{"A": "C", "C": "G", "G": "T", "T": "A"}[s[p]] for s, p in zip(seqs, pos)]
+    return _variants(seqs, pos, alt)
+
+
+def test_identical_vectors_are_at_distance_zero_and_the_distances_are_the_usual_ones():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 8))
+    cosine, euclidean = embedding_distances(x, x.copy())
+    np.testing.assert_allclose(cosine, 0, atol=1e-12)
+    np.testing.assert_allclose(euclidean, 0)
+    y = rng.normal(size=(5, 8))
+    cosine, euclidean = embedding_distances(x, y)
+    want = 1 - (x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)
+    np.testing.assert_allclose(cosine, want)
+    np.testing.assert_allclose(euclidean, np.linalg.norm(x - y, axis=1))
+    with pytest.raises(ValueError, match=r"rows \[1\]"):
+        embedding_distances(x, np.where(np.arange(5)[:, None] == 1, 0.0, y))
+
+
+@pytest.mark.parametrize("rc", ["none", "average"])
+def test_kmer_spectrum_distances(repo, rc):
+    model = _kmer(repo, rc)
+    task = _task()
+    cosine, euclidean = embedding_scores(model, task)
+    assert set(cosine["scorer"]) == {"embedding-cosine"} and set(euclidean["scorer"]) == {"embedding-euclidean"}
+    assert (cosine["score"] > 0).all() and (euclidean["score"] > 0).all()  # an SNV changes three 3-mers
+    refs, alts = variant_windows(task)
+    ref = model.encoder.embed(refs).embeddings.astype(np.float64)
+    alt = model.encoder.embed(alts).embeddings.astype(np.float64)
+    if rc == "none":  # the scorer's distances are those of the model's own vectors
+        np.testing.assert_allclose(euclidean["score"], np.linalg.norm(ref - alt, axis=1), rtol=1e-5)
+    # a variant that changes more k-mers moves the spectrum further: a 2-base window gives one 3-mer less
+    many = _variants(["AAAAAAAAAA", "AAAAAAAAAA"], [5, 0], ["C", "C"])  # the middle changes 3 k-mers, the edge 1
+    far = embedding_scores(model, many)[1]["score"].to_numpy()
+    assert far[0] > far[1]
+
+
+def test_a_paired_task_is_not_applicable(repo):
+    rows = pd.DataFrame({"sequence_a": ["ACGTACGT"], "sequence_b": ["TTTTACGT"]})
+    task = ZeroShotTask(name="pairs", kind="paired", rows=rows, data_sha256="0" * 64)
+    assert embedding_scores(_kmer(repo), task) == NotApplicable("kmer-3", "pairs", "embedding", PAIRED_REASON)
+
+
+def test_bad_rows_are_all_named():
+    task = _variants(["ACGT", "ACGT"], [1, 2], ["C", "A"])  # row 0: alt equals ref
+    bad = ZeroShotTask(name="vars", kind="variant", rows=task.rows.assign(pos=[1, 9]), data_sha256="0" * 64)
+    with pytest.raises(ValueError, match=r"row 0: alt 'C' must be one base other than ref 'C'; row 1: pos 9"):
+        variant_windows(bad)
+
+
+def test_a_real_checkpoint_scores_every_variant(zoo):
+    model = ZeroShotModel("mistral-dna", zoo.encoder("mistral-dna"), rc="none")
+    task = _task(n=4, length=60)
+    cosine, euclidean = embedding_scores(model, task)
+    assert (cosine["score"] > 0).all() and np.isfinite(euclidean["score"]).all()
+    # the same alleles on both sides: the model's own vectors at distance zero
+    refs, _ = variant_windows(task)
+    same = model.encoder.embed(refs + refs).embeddings
+    np.testing.assert_allclose(embedding_distances(same[:4], same[4:])[1], 0, atol=1e-6)
