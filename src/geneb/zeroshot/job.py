@@ -1,0 +1,273 @@
+"""The zero-shot workflow jobs (rules build_zeroshot_task, score_zeroshot, zeroshot_baselines; docs/zeroshot.md):
+each reads its inputs, checks them and writes one file with a content digest (`geneb.core.integrity`), so a later
+step never reads a changed or half-written score file unchecked.
+
+A score file (`write_score_file`) is the `RowScores` rows of every scorer of one (model or baseline, task), long
+format, with columns `row, scorer, score`; its parquet metadata (`SCORE_FILE_ATTR`) records what made it: the model,
+the task's name and `data_sha256`, the settings hash, the scorers asked for, what did not apply and why, the model's
+identity, versions and seconds. `read_score_file` checks the digest and that the rows belong to the task as read.
+
+Torch-free at import (the model's family imports torch when it loads).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from geneb import __version__
+from geneb.core import integrity
+from geneb.core.provenance import package_versions
+from geneb.zeroshot.markov import Background, check_background, fit_markov, markov_scores
+from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
+from geneb.zeroshot.task import ZeroShotTask
+
+log = logging.getLogger(__name__)
+
+#: the parquet metadata key (pandas `attrs`) of a score file's provenance
+SCORE_FILE_ATTR = "geneb_zeroshot"
+#: a score file's format version (a new one reruns every score_zeroshot job: a params of the rule)
+SCORE_FILE_VERSION = "1"
+
+
+class ZeroShotFileError(ValueError):
+    """A score file that does not belong to the task it is read for (another task's rows or data)."""
+
+
+@dataclass(frozen=True)
+class ScoreFile:
+    """One score file as read: `scores` (row, scorer, score), the provenance and what did not apply."""
+
+    model: str
+    task: str
+    scores: pd.DataFrame
+    not_applicable: tuple[NotApplicable, ...]
+    provenance: Mapping[str, Any]
+
+
+def write_score_file(
+    out: str | Path,
+    task: ZeroShotTask,
+    model: str,
+    frames: Sequence[pd.DataFrame],
+    not_applicable: Sequence[NotApplicable],
+    provenance: Mapping[str, Any],
+) -> None:
+    """Write the RowScores `frames` of one (model, task) and what did not apply to `out` (parquet with a digest).
+    Every frame is checked against the task (`check_row_scores`) first; nothing is written when one fails."""
+    for frame in frames:
+        check_row_scores(task, frame)
+    table = (
+        pd.concat([f[list(ROW_SCORE_COLUMNS)] for f in frames], ignore_index=True)
+        if frames
+        else pd.DataFrame({"row": pd.Series(dtype="int64"), "scorer": pd.Series(dtype=str), "score": pd.Series(dtype=float)})
+    )
+    table.attrs[SCORE_FILE_ATTR] = json.dumps(
+        {
+            **provenance,
+            "version": SCORE_FILE_VERSION,
+            "model": model,
+            "task": task.name,
+            "kind": task.kind,
+            "data_sha256": task.data_sha256,
+            "n_rows": task.n,
+            "not_applicable": [asdict(n) for n in not_applicable],
+            "geneb_version": __version__,
+            "host": socket.gethostname(),
+        },
+        sort_keys=True,
+        default=str,
+    )
+    integrity.write_parquet(table, out)
+
+
+def read_score_file(path: str | Path, task: ZeroShotTask) -> ScoreFile:
+    """Read a score file for `task`, its digest checked (`integrity.read_parquet`). Raises ZeroShotFileError when
+    it was written for another task or other task data (its `data_sha256`), or its rows break the RowScores
+    contract for any scorer."""
+    table = integrity.read_parquet(path)
+    meta = json.loads(table.attrs.get(SCORE_FILE_ATTR, "{}"))
+    if meta.get("task") != task.name or meta.get("data_sha256") != task.data_sha256:
+        raise ZeroShotFileError(
+            f"{path}: scores of task {meta.get('task')!r} (data {meta.get('data_sha256')!r}), read for task "
+            f"{task.name!r} (data {task.data_sha256!r}); delete it and rerun"
+        )
+    for scorer, part in table.groupby("scorer", sort=False):
+        try:
+            check_row_scores(task, part.reset_index(drop=True))
+        except ValueError as exc:
+            raise ZeroShotFileError(f"{path}: {exc}") from exc
+    na = tuple(NotApplicable(**n) for n in meta.get("not_applicable", []))
+    return ScoreFile(str(meta["model"]), task.name, table.reset_index(drop=True), na, meta)
+
+
+# ---- rule jobs -------------------------------------------------------------------------------------------------
+
+
+def score_model_job(
+    settings: Mapping[str, Any],
+    task: ZeroShotTask,
+    out: str | Path,
+    *,
+    scoring: Mapping[str, Any],
+    execution: Mapping[str, Any],
+    threads: int,
+    checks_dir: str | Path,
+) -> None:
+    """Rule score_zeroshot: load the model once (its load-time checks, or a matching record in `checks_dir`),
+    run its scorers on `task` and write the score file. scoring: the rule's params (`settings_hash`, `scorers`:
+    config names "llr" / "embedding", `lm_head`); execution: the config's execution knobs."""
+    from geneb.extract.step import load_model
+    from geneb.zeroshot.evaluate import score_with
+    from geneb.zeroshot.model import ZeroShotModel
+
+    t0 = time.perf_counter()
+    loaded = load_model(
+        dict(settings),
+        checks_dir=checks_dir,
+        device=execution["device"],
+        batch_size=execution["batch_size"],
+        batch_tokens=execution["batch_tokens"],
+        threads=threads,
+        progress=False,
+    )
+    typed = loaded.settings
+    model = ZeroShotModel(typed.model, loaded.encoder, rc=typed.extraction.rc, settings=typed)
+    frames, declined = score_with(model, task, scoring["scorers"], lm_head=scoring.get("lm_head", "none"))
+    seconds = time.perf_counter() - t0
+    log.info(
+        "model %s, zero-shot task %s: %d scorer column(s), %d not applicable, %.1f s (load %.1f s)",
+        typed.model,
+        task.name,
+        len(frames),
+        len(declined),
+        seconds,
+        loaded.seconds_load,
+    )
+    write_score_file(
+        out,
+        task,
+        typed.model,
+        frames,
+        declined,
+        {
+            "settings_hash": loaded.settings_hash,
+            "scorers_requested": list(scoring["scorers"]),
+            "identity": loaded.identity,
+            "versions": package_versions(),
+            "seconds": round(seconds, 3),
+            "seconds_load": round(loaded.seconds_load, 3),
+        },
+    )
+
+
+def background_from_splits(splits: Mapping[str, str | Path]) -> Background:
+    """The Markov background of probing tasks' prepared training splits {task: train.parquet} (digests checked):
+    every training sequence, the task ids declared. Raises ValueError when `splits` is empty."""
+    if not splits:
+        raise ValueError(
+            "the Markov baselines need a background: config zeroshot.background (or the run's tasks) names no task "
+            "left once the zero-shot task's own source tasks are taken out"
+        )
+    sequences: list[str] = []
+    for path in splits.values():
+        sequences += integrity.read_parquet(path, columns=["sequence"])["sequence"].astype(str).tolist()
+    return Background(tasks=tuple(splits), sequences=tuple(sequences))
+
+
+def baselines_job(
+    task: ZeroShotTask,
+    background: Mapping[str, str | Path],
+    out: str | Path,
+    *,
+    orders: Sequence[int],
+    pseudocount: float,
+) -> None:
+    """Rule zeroshot_baselines: fit the k-mer Markov chains of `orders` on the background splits and write the
+    scores of `task` (model `markov`, one scorer per order). Raises BackgroundLeakError when the background
+    includes the task or its source tasks (the plan leaves them out; a hand-made config cannot put them back)."""
+    t0 = time.perf_counter()
+    bg = background_from_splits(background)
+    check_background(task, bg)
+    frames = [markov_scores(task, fit_markov(bg, order, pseudocount=pseudocount), bg) for order in orders]
+    write_score_file(
+        out,
+        task,
+        BASELINE_MODEL,
+        frames,
+        (),
+        {
+            "background_tasks": list(bg.tasks),
+            "background_sequences": len(bg.sequences),
+            "orders": list(orders),
+            "pseudocount": pseudocount,
+            "seconds": round(time.perf_counter() - t0, 3),
+        },
+    )
+
+
+#: the `model` of the Markov baselines' score files; in the tables each order is its own entry, named by its scorer
+BASELINE_MODEL = "markov"
+
+
+# ---- rule entry points (the shims call these) ------------------------------------------------------------------
+
+
+def task_of_rows_file(rows_file: str | Path) -> ZeroShotTask:
+    """The zero-shot task of a rows.tsv under resources/zeroshot/tasks/{zstask}/{zthash}/, read and checked."""
+    from geneb.zeroshot.read import read_zeroshot_task
+
+    folder = Path(rows_file).parent
+    return read_zeroshot_task(folder, name=folder.parent.name)
+
+
+def run_score_rule(
+    settings: Mapping[str, Any],
+    rows_file: str | Path,
+    out: str | Path,
+    *,
+    scoring: Mapping[str, Any],
+    execution: Mapping[str, Any],
+    threads: int,
+) -> None:
+    """Rule score_zeroshot (`score_model_job`): the load-time checks record is the one of the model's embeddings
+    (resources/embeddings/{model}/{settings hash}/), so a model whose embeddings were extracted is not probed
+    again."""
+    checks_dir = Path("resources/embeddings") / str(settings["model"]) / str(scoring["settings_hash"])
+    score_model_job(
+        settings,
+        task_of_rows_file(rows_file),
+        out,
+        scoring=scoring,
+        execution=execution,
+        threads=threads,
+        checks_dir=checks_dir,
+    )
+
+
+def run_baselines_rule(
+    rows_file: str | Path, background_files: Sequence[str | Path], out: str | Path, params: Mapping[str, Any]
+) -> None:
+    """Rule zeroshot_baselines: params["background"] is {task: preparation hash} in the order of
+    `background_files` (`RunPlan.zeroshot_baseline_inputs`). Raises ValueError when the two disagree."""
+    tasks = list(params["background"])
+    if len(tasks) != len(background_files):
+        raise ValueError(f"zero-shot baselines: {len(tasks)} background tasks but {len(background_files)} files")
+    for task, path in zip(tasks, background_files):
+        if Path(path).parents[1].name != task:
+            raise ValueError(f"zero-shot baselines: background file {path} is not task {task}'s")
+    baselines_job(
+        task_of_rows_file(rows_file),
+        dict(zip(tasks, background_files)),
+        out,
+        orders=params["orders"],
+        pseudocount=params["pseudocount"],
+    )
