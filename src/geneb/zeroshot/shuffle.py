@@ -26,8 +26,7 @@ def klet_shuffle(sequence: str, k: int, rng: np.random.Generator) -> str:
         raise ValueError(f"k-let shuffle needs k >= 1, got {k}")
     if k == 1:
         letters = list(sequence)
-        order = rng.permutation(len(letters))
-        return "".join(letters[i] for i in order)
+        return "".join(letters[i] for i in rng.permutation(len(letters)))
     if len(sequence) <= k:
         return sequence
     # vertex = (k-1)-mer; exits[v] = the target vertices of v's out-edges, one per k-let occurrence
