@@ -178,17 +178,6 @@ class HttpMirror:
             self._meta[task] = meta
         return self._meta[task]
 
-    def fetch(self, task: str, name: str) -> Path:
-        """One named file of the task's folder on the server (e.g. a zero-shot task's `rows.tsv`), downloaded or
-        taken from the cache, checked against meta.json's `sha256` where it names the file. Raises NotOnServer
-        (404), TaskDigestError or TaskSourceError."""
-        digests = self.read_meta(task).get("sha256") or {}
-        return self._fetch(task, name, digests.get(name))
-
-    def task_folder(self, task: str) -> Path:
-        """The local cache folder of the task's downloaded files."""
-        return self._folder(task)
-
     def _split_path(self, task: str, split: str) -> Path:
         digests = self.read_meta(task).get("sha256") or {}
         for name in (f"{split}.csv.gz", f"{split}.csv"):

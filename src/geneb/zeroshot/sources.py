@@ -1,4 +1,4 @@
-"""Where a zero-shot task folder comes from: the probing tasks' three sources (`geneb.tasks.sources`), read for
+"""Where a zero-shot task folder comes from: the probing tasks' three sources (`geneb.tasks.sources`; the http mirror through a subclass), read for
 a zero-shot task's two files instead of a task's splits.
 
 * a local folder `{root}/{task}/{rows.tsv, meta.json}`;
@@ -26,6 +26,17 @@ from geneb.zeroshot.task import META_FILE, ROWS_FILE, ZeroShotTask
 HF_ZEROSHOT_FOLDER = "zeroshot"
 
 
+class ZeroShotHttpMirror(HttpMirror):
+    """An http mirror read for a task folder's named files instead of a task's splits."""
+
+    def fetch(self, task: str, name: str) -> Path:
+        """One named file of the task's folder on the server, downloaded or taken from the cache, checked against
+        meta.json's `sha256` where it names the file. Raises NotOnServer (404), TaskDigestError or
+        TaskSourceError."""
+        digests = self.read_meta(task).get("sha256") or {}
+        return self._fetch(task, name, digests.get(name))
+
+
 def _hf_folder(repo: str, revision: str, task: str) -> Path:
     try:
         from huggingface_hub import hf_hub_download
@@ -50,15 +61,14 @@ def zeroshot_task_folder(spec: str, task: str, *, download_dir: str | os.PathLik
     docstring), fetched first where remote. Raises TaskSourceError naming source and task (a file missing,
     a download failing), TaskDigestError when a download fails meta.json's sha256."""
     if spec.startswith(("http://", "https://")):
-        mirror = HttpMirror(spec, Path(download_dir))
-        mirror.read_meta(task)
-        if not (mirror.task_folder(task) / META_FILE).is_file():
-            raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{META_FILE}")
+        mirror = ZeroShotHttpMirror(spec, Path(download_dir))
         try:
-            mirror.fetch(task, ROWS_FILE)
+            rows = mirror.fetch(task, ROWS_FILE)
         except NotOnServer as exc:
             raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{ROWS_FILE}") from exc
-        return mirror.task_folder(task)
+        if not (rows.parent / META_FILE).is_file():  # read_meta takes a 404 for "no meta.json"
+            raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{META_FILE}")
+        return rows.parent
     if spec.startswith("hf:") and not Path(spec[3:]).is_dir():
         repo, _, revision = spec[3:].partition("@")
         if not REVISION.match(revision):
