@@ -71,11 +71,7 @@ def test_bad_builder_kind_and_parameter_are_refused(real_tasks, tmp_path):
 
 def test_catalogue_problems_are_listed_together(tmp_path):
     path = tmp_path / "c.tsv"
-    path.write_text(
-        "task\tkind\tbuilder\tsource_tasks\tdescription\n"
-        "a\tpairs\tb\tt\td\n"
-        "a\tpaired\tb\t\td\n"
-    )
+    path.write_text("task\tkind\tbuilder\tsource_tasks\tdescription\na\tpairs\tb\tt\td\na\tpaired\tb\t\td\n")
     with pytest.raises(ZeroShotCatalogueError) as err:
         read_zeroshot_catalogue(path)
     text = str(err.value)

@@ -34,12 +34,18 @@ def build_task(
     parameter or too few usable source rows; TaskSourceError for a missing source task."""
     builder = BUILDERS.get(entry.builder)
     if builder is None:
-        raise ValueError(f"zero-shot task {entry.task!r}: unknown builder {entry.builder!r} (have {', '.join(BUILDERS)})")
+        raise ValueError(
+            f"zero-shot task {entry.task!r}: unknown builder {entry.builder!r} (have {', '.join(BUILDERS)})"
+        )
     if builder.kind != entry.kind:
-        raise ValueError(f"zero-shot task {entry.task!r}: builder {builder.name!r} makes {builder.kind!r} tasks, the catalogue says {entry.kind!r}")
+        raise ValueError(
+            f"zero-shot task {entry.task!r}: builder {builder.name!r} makes {builder.kind!r} tasks, the catalogue says {entry.kind!r}"
+        )
     unknown = sorted(set(params or {}) - set(builder.defaults))
     if unknown:
-        raise ValueError(f"zero-shot task {entry.task!r}: builder {builder.name!r} has no parameter(s) {', '.join(unknown)}")
+        raise ValueError(
+            f"zero-shot task {entry.task!r}: builder {builder.name!r} has no parameter(s) {', '.join(unknown)}"
+        )
     merged = {**builder.defaults, **(params or {})}
     sources = [read_source_split(tasks_root, t) for t in entry.source_tasks]
     rows, details = builder.build(sources, seed, merged)
@@ -66,6 +72,8 @@ def build_tasks(
     if tasks:
         unknown = sorted(set(tasks) - {e.task for e in entries})
         if unknown:
-            raise ValueError(f"zero-shot task(s) {', '.join(unknown)} not in {catalogue} (has {', '.join(e.task for e in entries)})")
+            raise ValueError(
+                f"zero-shot task(s) {', '.join(unknown)} not in {catalogue} (has {', '.join(e.task for e in entries)})"
+            )
         entries = [e for e in entries if e.task in set(tasks)]
     return [build_task(e, tasks_root, out_dir, seed, (params or {}).get(e.task)) for e in entries]

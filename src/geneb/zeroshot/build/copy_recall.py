@@ -35,9 +35,7 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
     low, high = (int(v) for v in params["segment_length"])
     gaps = [int(g) for g in params["gaps"]]
     label = None if params.get("label") is None else str(params["label"])
-    pool = [
-        (source, row, seq) for source in sources for row, seq in sequences(source, label, max(high, *gaps))
-    ]
+    pool = [(source, row, seq) for source in sources for row, seq in sequences(source, label, max(high, *gaps))]
     if len(pool) < 3:
         raise ValueError(f"{NAME}: needs 3 or more source sequences of >= {max(high, *gaps)} bases, has {len(pool)}")
     rows: list[dict[str, str]] = []

@@ -155,7 +155,13 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
         control = controls[int(rng.integers(len(controls)))]
         group = source.sequence_id(source_row)
         effects.append(
-            {"row": len(rows), "motif": m.motif_id, "strand": m.strand, "start": start, "relative_score": round(score, 4)}
+            {
+                "row": len(rows),
+                "motif": m.motif_id,
+                "strand": m.strand,
+                "start": start,
+                "relative_score": round(score, 4),
+            }
         )
         for p, label in ((pos, 1), (control, 0)):
             rows.append({"sequence": seq, "pos": p, "ref": seq[p], "alt": alt, "label": label, "group": group})

@@ -50,8 +50,10 @@ def longest_orf(seq: str, stops: frozenset[str]) -> tuple[int, int] | None:
             if start is None and codon == "ATG":
                 start = i
             elif start is not None and codon in stops:
-                if best is None or i + 3 - start > best[1] - best[0] or (
-                    i + 3 - start == best[1] - best[0] and start < best[0]
+                if (
+                    best is None
+                    or i + 3 - start > best[1] - best[0]
+                    or (i + 3 - start == best[1] - best[0] and start < best[0])
                 ):
                     best = (start, i + 3)
                 start = None
