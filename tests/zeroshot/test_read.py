@@ -68,12 +68,13 @@ def test_every_variant_problem_is_named_at_once(tmp_path):
         ["ACGT", "1.0", "C", "T", "0", "g"],  # row 2: non-integer pos
         ["ACGT", "0", "R", "T", "0", "g"],  # row 3: ref not a base
         ["ACGT", "0", "A", "A", "0", "g"],  # row 4: alt == ref
-        ["ACGT", "0", "A", "C", "2", "g"],  # row 5: label
+        ["ACGT", "0", "A", "G", "2", "g"],  # row 5: label
         ["", "0", "A", "C", "1", "g"],  # row 6: empty sequence
         ["ACgT", "0", "A", "C", "1", "g"],  # row 7: lower case
-        ["ACGT", "0", "A", "C", "1", ""],  # row 8: empty group
-        ["ACGT", "0", "A", "C", "1", "g"],  # row 9
-        ["ACGT", "0", "A", "C", "1", "g"],  # row 10: duplicates row 9
+        ["ACGT", "0", "A", "T", "1", ""],  # row 8: empty group
+        ["ACGT", "2", "G", "C", "1", "g"],  # row 9
+        ["ACGT", "2", "G", "C", "1", "g"],  # row 10: duplicates row 9
+        ["ACGT", "2", "G", "C", "0", "h"],  # row 11: the same variant as row 9 with another label
     ]
     folder = write_raw(tmp_path / "bad", header, lines, {"kind": "variant"})
     with pytest.raises(ZeroShotTaskError) as err:
@@ -89,7 +90,8 @@ def test_every_variant_problem_is_named_at_once(tmp_path):
         "row 6: empty sequence",
         "row 7: sequence has letters outside A/C/G/T/N: 'g'",
         "row 8: empty group value",
-        "row 10: duplicates row 9",
+        "row 10: duplicates row 9 (same sequence, pos, ref, alt)",
+        "row 11: duplicates row 9 (same sequence, pos, ref, alt; other columns differ)",
     ]
     for piece in expected:
         assert piece in text, piece
@@ -120,6 +122,16 @@ def test_missing_columns_unknown_kind_and_paired_problems(tmp_path):
     text = str(err.value)
     assert "row 0: sequence_a equals sequence_b" in text
     assert "row 1: sequence_a has letters outside A/C/G/T/N: 'X'" in text and "row 1: empty sequence_b" in text
+
+
+def test_write_names_floats_and_missing_values_as_written(tmp_path):
+    rows = variant_rows().astype({"pos": object})
+    rows.loc[0, "pos"] = 0.0
+    rows.loc[1, "label"] = None
+    with pytest.raises(ZeroShotTaskError) as err:
+        write_zeroshot_task(tmp_path / "f", rows, {"kind": "variant"})
+    assert "row 0: pos '0.0' is not a non-negative integer" in str(err.value)
+    assert "row 1: label " in str(err.value) and "is not 0 or 1" in str(err.value)
 
 
 def test_write_refuses_bad_rows_before_writing(tmp_path):

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from geneb.core.atomic import write_text_atomic
@@ -45,6 +46,11 @@ BASES = frozenset("ACGT")
 INTEGER = re.compile(r"^[0-9]+$")
 #: problems quoted in the error message (the error's `problems` keeps all)
 SHOWN = 50
+#: what makes two rows the same scored item (a duplicate): the variant, or the pair, whatever its label or group
+ITEM_COLUMNS: dict[ZeroShotKind, tuple[str, ...]] = {
+    "variant": ("sequence", "pos", "ref", "alt"),
+    "paired": ("sequence_a", "sequence_b"),
+}
 ROW_NUMBERING = "rows are 0-based data rows of rows.tsv: row 0 is file line 2, the header being line 1"
 
 
@@ -126,7 +132,8 @@ def _paired_row_problems(task: str, row: int, values: Mapping[str, str]) -> list
 def row_problems(rows: pd.DataFrame, kind: ZeroShotKind, task: str) -> list[str]:
     """Every problem of `rows` (text cells, one row per data row, RangeIndex = row ids) for a task of `kind`:
     missing columns, columns the kind does not have, and per row the value rules (module docstring), empty
-    `group` values and duplicated rows (each duplicate names the row it repeats)."""
+    `group` values and duplicated rows: the same item (`ITEM_COLUMNS`: a variant, a pair) again, whatever its label
+    or group, naming the row it repeats."""
     problems: list[str] = []
     required = REQUIRED_COLUMNS[kind]
     missing = [c for c in required if c not in rows.columns]
@@ -147,15 +154,20 @@ def row_problems(rows: pd.DataFrame, kind: ZeroShotKind, task: str) -> list[str]
         return [*problems, f"task {task!r}: rows.tsv has no data rows"]
     check = _variant_row_problems if kind == "variant" else _paired_row_problems
     columns = task_columns(kind, GROUP_COLUMN in rows.columns)
+    item = ITEM_COLUMNS[kind]
     seen: dict[tuple[str, ...], int] = {}
     for row, values in enumerate(rows[columns].itertuples(index=False, name=None)):
         record = dict(zip(columns, values))
         problems.extend(check(task, row, record))
         if GROUP_COLUMN in record and record[GROUP_COLUMN] == "":
             problems.append(f"task {task!r}, row {row}: empty {GROUP_COLUMN} value")
-        key = tuple(values)
+        key = tuple(record[c] for c in item)
         if key in seen:
-            problems.append(f"task {task!r}, row {row}: duplicates row {seen[key]} (every column equal)")
+            problems.append(
+                f"task {task!r}, row {row}: duplicates row {seen[key]} (same {', '.join(item)}"
+                + ("" if record == dict(zip(columns, rows[columns].iloc[seen[key]])) else "; other columns differ")
+                + ")"
+            )
         else:
             seen[key] = row
     return problems
@@ -176,7 +188,13 @@ def rows_sha256(rows: pd.DataFrame, kind: ZeroShotKind) -> str:
 
 def _as_text(rows: pd.DataFrame) -> pd.DataFrame:
     """Cells as the file writes them (ints as decimal text); anything else is left for the checks to name."""
-    return rows.map(lambda v: str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else repr(v))
+
+    def text(v: object) -> str:
+        if isinstance(v, (str, int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            return str(v)
+        return repr(v)  # a float, bool or missing value: refused by the checks, named as written
+
+    return rows.map(text)
 
 
 def _typed(rows: pd.DataFrame, kind: ZeroShotKind) -> pd.DataFrame:
