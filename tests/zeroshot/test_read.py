@@ -148,3 +148,24 @@ def test_a_changed_rows_file_fails_its_digest(tmp_path):
     (folder / "rows.tsv").write_text(text)
     with pytest.raises(TaskDigestError, match="rows.tsv"):
         read_zeroshot_task(folder)
+
+
+def test_a_line_with_another_field_count_is_named(tmp_path):
+    header = ["sequence", "pos", "ref", "alt", "label"]
+    folder = write_raw(
+        tmp_path / "r", header, [["ACGT", "0", "A", "C", "1", "9"], ["ACGT", "1", "C"]], {"kind": "variant"}
+    )
+    with pytest.raises(ZeroShotTaskError) as err:
+        read_zeroshot_task(folder)
+    assert "row 0: 6 tab-separated field(s), the header has 5" in str(err.value)
+    assert "row 1: 3 tab-separated field(s), the header has 5" in str(err.value)
+
+
+def test_na_stays_text_and_a_blank_line_is_a_row(tmp_path):
+    folder = write_raw(
+        tmp_path / "na", ["sequence_a", "sequence_b"], [["NA", "AC"], [""], ["AC", "GT"]], {"kind": "paired"}
+    )
+    with pytest.raises(ZeroShotTaskError, match="row 1: 1 tab-separated field"):
+        read_zeroshot_task(folder)
+    folder = write_raw(tmp_path / "na2", ["sequence_a", "sequence_b"], [["NA", "AC"]], {"kind": "paired"})
+    assert read_zeroshot_task(folder).rows["sequence_a"].tolist() == ["NA"]  # text, not a missing value

@@ -14,9 +14,7 @@ same `data_sha256`. Torch-free.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -207,19 +205,31 @@ def _typed(rows: pd.DataFrame, kind: ZeroShotKind) -> pd.DataFrame:
 
 
 def _read_rows(path: Path, task: str) -> pd.DataFrame:
-    # every cell text as written: no NA guessing ("NA" stays text), no quote handling, blank lines kept as rows
+    """rows.tsv as text cells, split by hand: no NA guessing ("NA" stays text), no quoting, a blank line is a
+    row; a line with another field count than the header is a problem naming its row (pandas would shift it
+    into an index or pad it)."""
     try:
         text = path.read_text(encoding="utf-8")
-        return pd.read_csv(
-            io.StringIO(text),
-            sep="\t",
-            dtype=str,
-            keep_default_na=False,
-            skip_blank_lines=False,
-            quoting=csv.QUOTE_NONE,
-        )
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ZeroShotTaskError(task, [f"task {task!r}: cannot read {path}: {str(exc).strip()}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not UTF-8 text ({exc})"]) from exc
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the end of the last line
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if not lines:
+        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is empty (no header)"])
+    header = lines[0].split("\t")
+    cells = [line.split("\t") for line in lines[1:]]
+    ragged = [
+        f"task {task!r}, row {row}: {len(fields)} tab-separated field(s), the header has {len(header)}"
+        for row, fields in enumerate(cells)
+        if len(fields) != len(header)
+    ]
+    if len(set(header)) != len(header):
+        ragged.insert(0, f"task {task!r}: rows.tsv's header names a column twice: {header}")
+    if ragged:
+        raise ZeroShotTaskError(task, ragged)
+    return pd.DataFrame(cells, columns=header, dtype=object) if cells else pd.DataFrame(columns=header)
 
 
 def read_meta(folder: Path, task: str) -> dict[str, Any]:
