@@ -15,6 +15,7 @@ from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
 from geneb.cli.task_lock import cmd_tasks_lock
 from geneb.cli.verify import cmd_verify
 from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
+from geneb.cli.zeroshot import DEFAULT_OUT, cmd_zeroshot_build
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
@@ -86,6 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
             "--weights-dir", default=None, help="the weights cache (default: the config's execution.weights_dir)"
         )
         ws.set_defaults(func=func)
+    zs = sub.add_parser("zeroshot", help="zero-shot tasks: build the catalogued ones from the real tasks")
+    zs_sub = zs.add_subparsers(dest="zeroshot_command", required=True)
+    zb = zs_sub.add_parser(
+        "build",
+        help="build the zero-shot tasks of config/zeroshot_tasks.tsv (offline, seeded)",
+        description="Build each catalogued zero-shot task from the training splits of its real source tasks into "
+        "OUT/<task>/{rows.tsv,meta.json}; meta.json records builder, seed, source digests and parameters. The same "
+        "seed gives the same rows (data_sha256).",
+    )
+    zb.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    zb.add_argument("--seed", type=int, default=0, help="the seed of every random draw (default 0)")
+    zb.add_argument("--tasks", nargs="+", metavar="TASK", help="only these catalogued tasks")
+    zb.add_argument("--catalogue", default="config/zeroshot_tasks.tsv")
+    zb.add_argument(
+        "--task-source", help="the mirror folder of real tasks (default $GENEB_TASK_SOURCE, else ../shared/data/tasks)"
+    )
+    zb.set_defaults(func=cmd_zeroshot_build)
     env = sub.add_parser("env", help="list or build the runtime environments of envs/ (pip venvs)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     cache_help = "the folder the venvs are cached under (default $GENEB_ENV_DIR, else .geneb/envs)"
