@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from geneb.registry.registry import Registry, model_spec
 from geneb.report.zeroshot import ZEROSHOT_REPORT_INPUTS
 from geneb.run.layout import check_hash, params_hash
-from geneb.tasks.sources import source_identity
+from geneb.tasks.sources import resolve_source_string, source_identity
 from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry, catalogue_entry
+from geneb.zeroshot.job import SCORE_FILE_VERSION
 from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, LLR, markov_scorer
 from geneb.zeroshot.sources import zeroshot_source_identity
 
@@ -109,7 +110,7 @@ class ZeroShotPlan:
     def zeroshot_build_source(self) -> str:
         """The mirror folder built tasks read their source tasks from (zeroshot.build_source, else task_source)."""
         zs = self.config["zeroshot"]
-        return str(zs["build_source"] or self.config["task_source"])
+        return str(zs["build_source"] or resolve_source_string(self.config["task_source"]))
 
     def zeroshot_task_hash(self, zstask: str) -> str:
         """The 12-hex hash of `zeroshot_task_params(zstask)`: the `{zthash}` of every path derived from the task."""
@@ -129,9 +130,14 @@ class ZeroShotPlan:
 
     def zeroshot_score_params(self, model: str, shash: str | None = None) -> dict[str, Any]:
         """What decides one model's zero-shot scores beyond the task: its extraction settings hash (the weights,
-        tokenizer, pooling and policies the embeddings are keyed on) and its scorers (the score_zeroshot rerun
-        key; shash: the `{shash}` of the path asking, checked)."""
-        params = {"settings_hash": self.extraction_hashes[model], "scorers": self.zeroshot_scorers(model)}
+        tokenizer, pooling and policies the embeddings are keyed on), its scorers, its language-model head and the
+        score file's version (the score_zeroshot rerun key; shash: the `{shash}` of the path asking, checked)."""
+        params = {
+            "settings_hash": self.extraction_hashes[model],
+            "scorers": self.zeroshot_scorers(model),
+            "lm_head": model_spec(self.registry, model).lm_head,
+            "version": SCORE_FILE_VERSION,
+        }
         if shash is not None:
             check_hash(f"zero-shot scorers of {model}", shash, params_hash(params))
         return params
@@ -210,7 +216,10 @@ class ZeroShotPlan:
         """The zero-shot tables and figure under results_dir ([] without a zero-shot stage)."""
         if not self.zeroshot_tasks:
             return []
-        return [*(self.results_path(f"tables/{t}.parquet") for t in ZEROSHOT_TABLES), self.results_path(ZEROSHOT_FIGURE)]
+        return [
+            *(self.results_path(f"tables/{t}.parquet") for t in ZEROSHOT_TABLES),
+            self.results_path(ZEROSHOT_FIGURE),
+        ]
 
     def zeroshot_report_inputs(self) -> list[str]:
         """The report rule's zero-shot inputs, in `geneb.report.zeroshot.ZEROSHOT_REPORT_INPUTS` order: the leaderboard,
@@ -228,4 +237,3 @@ class ZeroShotPlan:
             return []
         tables = [self.results_path(f"tables/{t}.parquet") for t in ZEROSHOT_TABLES]
         return [*self.zeroshot_score_files(), *self.zeroshot_baseline_files(), *tables]
-

@@ -116,6 +116,24 @@ def _outputs(output: ScorerOutput) -> list[pd.DataFrame | NotApplicable]:
     return list(output)
 
 
+def score_with(
+    model: ZeroShotModel, task: ZeroShotTask, scorers: Sequence[str] | Mapping[str, Scorer]
+) -> tuple[list[pd.DataFrame], list[NotApplicable]]:
+    """Run `scorers` (names of `SCORERS`, or a mapping name -> scorer) of `model` on `task`: (the RowScores frames,
+    each checked against the task, in scorer order; the scorers that did not apply, with their reasons). Raises
+    ValueError for an unknown scorer name and what the scorers raise."""
+    frames: list[pd.DataFrame] = []
+    declined: list[NotApplicable] = []
+    for scorer in _scorer_table(scorers).values():
+        for out in _outputs(scorer(model, task)):
+            if isinstance(out, NotApplicable):
+                declined.append(out)
+            else:
+                check_row_scores(task, out)
+                frames.append(out)
+    return frames, declined
+
+
 def evaluate_zeroshot(
     model: Any,
     tasks: Sequence[ZeroShotTask],
@@ -164,13 +182,12 @@ def evaluate_zeroshot(
 
     for task in tasks:
         t_task = time.perf_counter()
-        for scorer in table.values():
+        if table:
             assert loaded is not None  # a non-empty table loaded the model
-            for out in _outputs(scorer(loaded, task)):
-                if isinstance(out, NotApplicable):
-                    declined.append(out)
-                else:
-                    keep(task, out)
+            frames, na = score_with(loaded, task, table)
+            declined += na
+            for frame in frames:
+                keep(task, frame)
         for chain in chains:
             assert background is not None
             keep(task, markov_scores(task, chain, background))

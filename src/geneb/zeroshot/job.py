@@ -68,7 +68,9 @@ def write_score_file(
     table = (
         pd.concat([f[list(ROW_SCORE_COLUMNS)] for f in frames], ignore_index=True)
         if frames
-        else pd.DataFrame({"row": pd.Series(dtype="int64"), "scorer": pd.Series(dtype=str), "score": pd.Series(dtype=float)})
+        else pd.DataFrame(
+            {"row": pd.Series(dtype="int64"), "scorer": pd.Series(dtype=str), "score": pd.Series(dtype=float)}
+        )
     )
     table.attrs[SCORE_FILE_ATTR] = json.dumps(
         {
@@ -100,7 +102,7 @@ def read_score_file(path: str | Path, task: ZeroShotTask) -> ScoreFile:
             f"{path}: scores of task {meta.get('task')!r} (data {meta.get('data_sha256')!r}), read for task "
             f"{task.name!r} (data {task.data_sha256!r}); delete it and rerun"
         )
-    for scorer, part in table.groupby("scorer", sort=False):
+    for _, part in table.groupby("scorer", sort=False):
         try:
             check_row_scores(task, part.reset_index(drop=True))
         except ValueError as exc:
@@ -140,8 +142,10 @@ def score_model_job(
         progress=False,
     )
     typed = loaded.settings
-    model = ZeroShotModel(typed.model, loaded.encoder, rc=typed.extraction.rc, settings=typed)
-    frames, declined = score_with(model, task, scoring["scorers"], lm_head=scoring.get("lm_head", "none"))
+    model = ZeroShotModel(
+        typed.model, loaded.encoder, rc=typed.extraction.rc, settings=typed, lm_head=str(scoring["lm_head"])
+    )
+    frames, declined = score_with(model, task, scoring["scorers"])
     seconds = time.perf_counter() - t0
     log.info(
         "model %s, zero-shot task %s: %d scorer column(s), %d not applicable, %.1f s (load %.1f s)",
@@ -270,4 +274,40 @@ def run_baselines_rule(
         out,
         orders=params["orders"],
         pseudocount=params["pseudocount"],
+    )
+
+
+def run_build_rule(task_params: Mapping[str, Any], rows_out: str | Path, *, config: Mapping[str, Any]) -> None:
+    """Rule build_zeroshot_task: build the catalogued task (`geneb.zeroshot.build.build_into`, seed
+    task_params["seed"]) from the mirror folder config zeroshot.build_source (else task_source; $GENEB_TASK_SOURCE
+    wins), or fetch a `source` task from config zeroshot.task_source and write it, checked, into the folder of
+    `rows_out`. Raises what the builder or source raises (bad rows named by task, row and value)."""
+    from geneb.tasks.sources import resolve_source_string
+    from geneb.zeroshot.build import build_into
+    from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry
+    from geneb.zeroshot.read import write_zeroshot_task
+    from geneb.zeroshot.sources import load_zeroshot_task
+
+    raw = dict(task_params["entry"])
+    entry = CatalogueEntry(**{**raw, "source_tasks": tuple(raw["source_tasks"])})
+    folder = Path(rows_out).parent
+    zs = config["zeroshot"]
+    if entry.builder == SOURCE_BUILDER:
+        task = load_zeroshot_task(zs["task_source"], entry.task, download_dir="resources/downloads")
+        write_zeroshot_task(folder, task.rows, dict(task.meta))
+        log.info(
+            "zero-shot task %s: %d rows from %s (data %s)", entry.task, task.n, zs["task_source"], task.data_sha256
+        )
+        return
+    # an explicit zeroshot.build_source is used as given; otherwise the run's task source ($GENEB_TASK_SOURCE wins)
+    root = zs["build_source"] or resolve_source_string(config["task_source"])
+    built = build_into(entry, root, folder, int(task_params["seed"]))
+    log.info(
+        "zero-shot task %s: built by %s (seed %s) from %s: %d rows (data %s)",
+        entry.task,
+        entry.builder,
+        task_params["seed"],
+        ", ".join(entry.source_tasks),
+        built.n,
+        built.data_sha256,
     )

@@ -18,9 +18,11 @@ class ZeroShotModel:
     """name: the model's id in the score rows; encoder: the loaded encoder (`geneb.encoders.protocol.Encoder`);
     rc: the registry's reverse-complement mode (`geneb.extract.step.RC_MODES`: none, average, concat), applied to
     every embedded window as extraction applies it; settings: the resolved extraction settings, None for an
-    encoder handed over directly."""
+    encoder handed over directly. lm_head: the registry's language-model head ("masked", "causal" or "none"), which
+    the `llr` scorer loads from the same checkpoint."""
 
     name: str
     encoder: Encoder
     rc: str = "none"
     settings: ExtractionSettings | None = None
+    lm_head: str = "none"

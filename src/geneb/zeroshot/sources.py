@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from geneb.core.provenance import REVISION
+from geneb.tasks.source_files import file_record
 from geneb.tasks.sources import HttpMirror, NotOnServer, TaskSourceError
 from geneb.zeroshot.read import read_zeroshot_task
 from geneb.zeroshot.task import META_FILE, ROWS_FILE, ZeroShotTask
@@ -90,3 +91,21 @@ def load_zeroshot_task(
 ) -> ZeroShotTask:
     """`task` from the source `spec`, fetched (`zeroshot_task_folder`) and checked (`read_zeroshot_task`)."""
     return read_zeroshot_task(zeroshot_task_folder(spec, task, download_dir=download_dir), name=task)
+
+
+def zeroshot_source_identity(spec: str | None, task: str) -> dict[str, str | dict[str, str]]:
+    """What identifies a source task's data, for the build_zeroshot_task rerun key: for a local folder the sha256
+    of its rows.tsv and meta.json (not the path: the same files elsewhere are the same data, an edited file is new
+    data); for an http(s) or hub source the source string with the task (a pinned revision, or a mirror whose
+    meta.json checksums rows.tsv). Raises TaskSourceError when no source is configured."""
+    if not spec:
+        raise TaskSourceError(
+            f"zero-shot task {task!r} is read from a source, but config zeroshot.task_source is not set"
+        )
+    if spec.startswith(("http://", "https://")) or (spec.startswith("hf:") and not Path(spec[3:]).is_dir()):
+        return {"kind": "remote", "source": spec, "task": task}
+    folder = Path(spec[3:] if spec.startswith("hf:") else spec) / task
+    files = [folder / name for name in (ROWS_FILE, META_FILE) if (folder / name).is_file()]
+    if not files:
+        return {"kind": "folder", "source": spec, "task": task}
+    return {"kind": "folder", "task": task, "files": {p.name: file_record(p)["sha256"] for p in files}}

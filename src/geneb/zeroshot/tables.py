@@ -101,3 +101,27 @@ def write_zeroshot_tables(tables: ZeroShotTables, outputs: Mapping[str, str | Pa
     """Write each table to outputs[name] (names: scores, row_scores, leaderboard, vs_probe, not_applicable)."""
     for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable"):
         integrity.write_parquet(getattr(tables, name).reset_index(drop=True), outputs[name])
+
+
+def run_tables_rule(
+    *,
+    rows: Sequence[str | Path],
+    score_files: Sequence[str | Path],
+    leaderboard: str | Path,
+    outputs: Mapping[str, str | Path],
+    bootstrap: Mapping[str, int],
+    protocol: str,
+) -> None:
+    """Rule zeroshot_tables: read the tasks (their rows.tsv under resources/zeroshot/tasks/{zstask}/{zthash}/),
+    every score file and the probe leaderboard, write the five tables and the figure (outputs["figure"], .png; its
+    .pdf beside it)."""
+    from geneb.figures.style import paper_style, save
+    from geneb.figures.zeroshot import draw
+    from geneb.zeroshot.job import task_of_rows_file
+
+    tasks = [task_of_rows_file(r) for r in rows]
+    probe = integrity.read_parquet(leaderboard)
+    tables = zeroshot_tables(tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]))
+    write_zeroshot_tables(tables, outputs)
+    with paper_style():
+        save(draw(tables.leaderboard, tables.vs_probe, probe, {}, protocol=protocol), outputs["figure"])

@@ -29,9 +29,21 @@ def build_task(
     params: Mapping[str, Any] | None = None,
 ) -> ZeroShotTask:
     """Build one catalogued task from the training splits of its source tasks under the mirror folder
-    `tasks_root` into `out_dir/<task>/` and return it as read back. params: overrides of the builder's defaults
-    (e.g. smaller sizes). Raises ValueError for an unknown builder, a kind that is not the builder's, an unknown
-    parameter or too few usable source rows; TaskSourceError for a missing source task."""
+    `tasks_root` into `out_dir/<task>/` and return it as read back (`build_into`)."""
+    return build_into(entry, tasks_root, Path(out_dir) / entry.task, seed, params)
+
+
+def build_into(
+    entry: CatalogueEntry,
+    tasks_root: str | Path,
+    folder: str | Path,
+    seed: int = DEFAULT_SEED,
+    params: Mapping[str, Any] | None = None,
+) -> ZeroShotTask:
+    """Build one catalogued task from the training splits of its source tasks under the mirror folder
+    `tasks_root` into `folder` (rows.tsv, meta.json) and return it as read back. params: overrides of the
+    builder's defaults (e.g. smaller sizes). Raises ValueError for an unknown builder, a kind that is not the
+    builder's, an unknown parameter or too few usable source rows; TaskSourceError for a missing source task."""
     builder = BUILDERS.get(entry.builder)
     if builder is None:
         raise ValueError(
@@ -55,7 +67,7 @@ def build_task(
         "description": entry.description,
         "provenance": provenance(builder.name, seed, sources, merged, **details),
     }
-    return read_zeroshot_task(write_zeroshot_task(Path(out_dir) / entry.task, rows, meta))
+    return read_zeroshot_task(write_zeroshot_task(folder, rows, meta), name=entry.task)
 
 
 def build_tasks(
