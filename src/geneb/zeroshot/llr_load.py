@@ -1,0 +1,100 @@
+"""Loading a registry model's language-model head for the `llr` scorer, through the embedding adapter's own
+loading path (`geneb.encoders.families.hf_lm`, a subclass of the transformers adapter: same remote-code, weights
+and config rules), and wrapping it as a `LanguageModel`.
+
+torch and transformers are imported inside the functions (this package stays torch-free at import).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from geneb.registry.families import FAMILIES
+from geneb.registry.settings import ExtractionSettings, SettingsLike
+from geneb.zeroshot.llr_head import HEAD_KINDS, HeadKind, LanguageModel
+from geneb.zeroshot.llr_tokens import AlleleTokens, Tokenize, hf_tokenize
+
+#: the adapter entry whose families can load a head (the transformers families: hf-encoder, hf-decoder, ...)
+HF_ENTRY = "geneb.encoders.families.hf:from_settings"
+
+
+@dataclass(frozen=True)
+class NoLanguageHead:
+    """A model the `llr` scorer cannot score, and why (`score_llr` turns it into NotApplicable)."""
+
+    model: str
+    reason: str
+
+
+def load_language_model(
+    settings: SettingsLike, *, head: str, device: str = "cpu", where: str | None = None
+) -> LanguageModel | NoLanguageHead:
+    """The registry model's masked or causal language model, ready for `score_llr`.
+
+    settings: the model's resolved extraction settings (`geneb.registry.extraction.extraction_settings`).
+    head: "masked" | "causal" (the registry's `lm_head`). where: load from this folder instead of the source
+    (tests). Returns NoLanguageHead (with the reason) for head "none", a family without a transformers head
+    loader, a checkpoint whose head tensors are missing (never a randomly initialised head), a masked head
+    without a mask token, or a tokenizer whose tokens cannot be placed on the window. Other load errors
+    (remote code not allowed, a missing backbone tensor) are raised as the embedding adapter raises them."""
+    settings = ExtractionSettings.of(settings)
+    model = settings.model
+    if head not in HEAD_KINDS:
+        return NoLanguageHead(model, f"the registry declares lm_head {head!r}: no language-model head")
+    fam = FAMILIES.get(settings.family)
+    if fam is None or fam.entry != HF_ENTRY:
+        return NoLanguageHead(model, f"family {settings.family!r} has no language-model head loader in GENEB")
+    from geneb.encoders.families.hf_lm import HFLanguageModelEncoder, NoLanguageHeadError
+    from geneb.encoders.protocol import deferred_load_checks
+
+    try:
+        with deferred_load_checks():  # the embedding probes (padding, pooling) do not concern the head
+            encoder = HFLanguageModelEncoder(settings, head=head, device=device, where=where, progress=False)
+    except NoLanguageHeadError as err:
+        return NoLanguageHead(model, str(err))
+    return language_model_from_encoder(encoder, head)
+
+
+def language_model_from_encoder(encoder: Any, head: HeadKind) -> LanguageModel | NoLanguageHead:
+    """Wrap a loaded head adapter (its network returns `.logits`) as a `LanguageModel`: its tokenizer's view,
+    the special tokens the adapter found (`prefix`, `suffix`), the mask token and the usable maximum length."""
+    model = str(encoder.model_id)
+    tokenizer = encoder.tokenizer
+    mask_id = getattr(tokenizer, "mask_token_id", None)
+    if head == "masked" and mask_id is None:
+        return NoLanguageHead(model, "a masked language model whose tokenizer has no mask token")
+    try:
+        tokenize = _tokenize_view(tokenizer)
+    except ValueError as err:
+        return NoLanguageHead(model, str(err))
+    return LanguageModel(
+        name=model,
+        kind=head,
+        network=encoder.model,
+        tokenize=tokenize,
+        prefix=tuple(encoder.prefix),
+        suffix=tuple(encoder.suffix) if head == "masked" else (),
+        mask_id=int(mask_id) if mask_id is not None else None,
+        max_tokens=int(encoder.max_tokens),
+        device=str(encoder.device),
+        identity={"model_class": type(encoder.model).__name__, "weights_sha256": encoder.weights_sha256},
+    )
+
+
+def _tokenize_view(tokenizer: Any) -> Tokenize:
+    """A fast tokenizer's offsets; a slow one only when it is one token per base (HyenaDNA's character
+    tokenizer), checked on every call. Raises ValueError otherwise."""
+    if getattr(tokenizer, "is_fast", False):
+        return hf_tokenize(tokenizer)
+
+    def tokenize(text: str) -> AlleleTokens:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) != len(text):
+            raise ValueError(
+                f"tokenizer {type(tokenizer).__name__} gives {len(ids)} tokens for {len(text)} bases and no "
+                "character offsets: the variant's token cannot be located"
+            )
+        return AlleleTokens(tuple(int(i) for i in ids), tuple((i, i + 1) for i in range(len(text))))
+
+    return tokenize

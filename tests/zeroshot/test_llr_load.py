@@ -1,0 +1,139 @@
+"""Loading a language-model head through the embedding adapter's path (geneb.zeroshot.llr_load): hub-layout
+folders written here with a real config and tokenizer and a seeded random-init head (plumbing only), the real
+fine-tuned Mistral-DNA checkpoint (no head: not applicable, never a random head), and batched == naive scores
+through real BPE models (including variants whose alleles tokenise differently)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from extraction_support import random_dna, spec
+from geneb.registry.extraction import extraction_settings
+from geneb.zeroshot.llr import score_llr, score_llr_naive
+from geneb.zeroshot.llr_head import LanguageModel
+from geneb.zeroshot.llr_load import NoLanguageHead, load_language_model
+from geneb.zeroshot.llr_tokens import variant_tokens
+from geneb.zeroshot.scores import NotApplicable
+from geneb.zeroshot.task import ZeroShotTask
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _settings(folder: Path, family: str, max_tokens: int) -> dict:
+    return extraction_settings({"models": {"m": spec(folder, family, {"max_tokens": max_tokens})}}, "m", {})
+
+
+def _copy_tokenizer(source: Path, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_FILES:
+        if (source / name).exists():
+            shutil.copy(source / name, folder / name)
+
+
+def _variant_task(n: int = 10, length: int = 40) -> ZeroShotTask:
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(n):
+        seq = random_dna(length, seed=100 + i)
+        pos = int(rng.integers(length))
+        alt = str(rng.choice([b for b in "ACGT" if b != seq[pos]]))
+        rows.append({"sequence": seq, "pos": pos, "ref": seq[pos], "alt": alt, "label": i % 2})
+    return ZeroShotTask(name="bpe-variants", kind="variant", rows=pd.DataFrame(rows), data_sha256="0" * 64)
+
+
+def _paired_task() -> ZeroShotTask:
+    rows = pd.DataFrame(
+        {
+            "sequence_a": [random_dna(24, seed=i) for i in range(3)],
+            "sequence_b": [random_dna(24, seed=50 + i) for i in range(3)],
+        }
+    )
+    return ZeroShotTask(name="pairs", kind="paired", rows=rows, data_sha256="0" * 64)
+
+
+@pytest.fixture(scope="module")
+def mistral_causal(tmp_path_factory, shared) -> Path:
+    """Mistral-DNA's real config and BPE tokenizer, a seeded random-init MixtralForCausalLM (head saved)."""
+    from transformers import AutoConfig, MixtralForCausalLM
+
+    real = shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
+    folder = tmp_path_factory.mktemp("mistral-causal")
+    _copy_tokenizer(real, folder)
+    config = AutoConfig.from_pretrained(real)
+    config.architectures = ["MixtralForCausalLM"]
+    torch.manual_seed(0)
+    MixtralForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bert_masked(tmp_path_factory, shared) -> Path:
+    """The real DNABERT-2 BPE tokenizer, a small seeded random-init BertForMaskedLM over its vocabulary."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    folder = tmp_path_factory.mktemp("bert-masked")
+    _copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
+    config = BertConfig(
+        vocab_size=4096,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        pad_token_id=3,
+    )
+    torch.manual_seed(0)
+    BertForMaskedLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_causal_head_loads_and_batched_equals_naive(mistral_causal):
+    model = load_language_model(_settings(mistral_causal, "hf-decoder", 256), head="causal")
+    assert isinstance(model, LanguageModel) and model.identity["model_class"] == "MixtralForCausalLM"
+    task = _variant_task()
+    batched = score_llr(model, task, batch_size=4)
+    naive = score_llr_naive(model, task)
+    np.testing.assert_allclose(batched["score"], naive["score"], rtol=1e-5, atol=1e-6)
+    assert np.abs(batched["score"]).max() > 0
+    paired = score_llr(model, _paired_task())
+    np.testing.assert_allclose(paired["score"], score_llr_naive(model, _paired_task())["score"], rtol=1e-5, atol=1e-6)
+
+
+def test_masked_head_loads_and_batched_equals_naive_with_unaligned_bpe_spans(bert_masked):
+    model = load_language_model(_settings(bert_masked, "hf-encoder", 128), head="masked")
+    assert isinstance(model, LanguageModel) and model.mask_id == 4 and model.prefix == (1,) and model.suffix == (2,)
+    task = _variant_task()
+    spans = [variant_tokens(model.tokenize, r.sequence, r.pos, r.ref, r.alt) for r in task.rows.itertuples()]
+    assert any(s.aligned for s in spans) and any(not s.aligned for s in spans)  # both BPE rules are exercised
+    batched = score_llr(model, task, batch_size=3)
+    np.testing.assert_allclose(batched["score"], score_llr_naive(model, task)["score"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_checkpoint_without_head_weights_is_not_applicable(shared, tmp_path):
+    # the real fine-tuned Mistral-DNA keeps its classifier (score.weight), not its lm_head
+    real = shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
+    result = load_language_model(_settings(real, "hf-decoder", 256), head="causal")
+    assert isinstance(result, NoLanguageHead) and "lm_head.weight" in result.reason
+    verdict = score_llr(result, _variant_task(2))
+    assert isinstance(verdict, NotApplicable) and verdict.model == "m" and "no trained causal" in verdict.reason
+
+
+def test_a_backbone_only_export_is_not_applicable(bert_masked, tmp_path):
+    from transformers import AutoModel
+
+    AutoModel.from_pretrained(bert_masked).save_pretrained(tmp_path)  # BertModel: no cls.predictions head
+    _copy_tokenizer(bert_masked, tmp_path)
+    result = load_language_model(_settings(tmp_path, "hf-encoder", 128), head="masked")
+    assert isinstance(result, NoLanguageHead) and "cls.predictions" in result.reason
+
+
+def test_no_head_declared_or_no_loader_is_not_applicable():
+    settings = extraction_settings({"models": {"k": {**spec("x", "kmer"), "source": {"kind": "builtin"}}}}, "k", {})
+    assert "no language-model head loader" in load_language_model(settings, head="masked").reason
+    assert "lm_head 'none'" in load_language_model(settings, head="none").reason
