@@ -72,7 +72,10 @@ class MaskedMarkovHead(torch.nn.Module):
         self.order = order
         self.log_table = torch.as_tensor(np.log(table))
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        ids = input_ids
+        if attention_mask is not None:  # a padded position is no base: it adds no term
+            ids = torch.where(attention_mask.bool(), ids, torch.full_like(ids, SEP))
         batch, width = ids.shape
         masked = ids == MASK
         if (masked.sum(dim=1) > 1).any():
@@ -86,7 +89,13 @@ class MaskedMarkovHead(torch.nn.Module):
 
 
 def markov_model(
-    kind: str, table: np.ndarray, order: int, *, prefix: tuple[int, ...] = (), suffix: tuple[int, ...] = ()
+    kind: str,
+    table: np.ndarray,
+    order: int,
+    *,
+    prefix: tuple[int, ...] = (),
+    suffix: tuple[int, ...] = (),
+    takes_attention_mask: bool = False,
 ) -> LanguageModel:
     network = CausalMarkovHead(table, order) if kind == "causal" else MaskedMarkovHead(table, order)
     return LanguageModel(
@@ -97,6 +106,8 @@ def markov_model(
         prefix=prefix,
         suffix=suffix,
         mask_id=MASK if kind == "masked" else None,
+        pad_id=0,  # a base id: padding that leaked into a real position would change the scores
+        takes_attention_mask=takes_attention_mask,
     )
 
 

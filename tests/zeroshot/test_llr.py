@@ -64,10 +64,18 @@ def _pll_per_base(seq: str) -> float:
     return total / len(seq)
 
 
-@pytest.mark.parametrize("kind,prefix,suffix", [("causal", (), ()), ("causal", (CLS,), ()), ("masked", (CLS,), (SEP,))])
+@pytest.mark.parametrize(
+    "kind,prefix,suffix,mask",
+    [
+        ("causal", (), (), False),
+        ("causal", (CLS,), (), False),
+        ("masked", (CLS,), (SEP,), False),  # equal-length batches only
+        ("masked", (CLS,), (), True),  # right-padded with the attention mask; no SEP, so a leaked pad would count
+    ],
+)
 @pytest.mark.parametrize("strands", [1, 2])
-def test_variant_llr_equals_the_chains_closed_form(kind, prefix, suffix, strands):
-    model = markov_model(kind, TABLE, ORDER, prefix=prefix, suffix=suffix)
+def test_variant_llr_equals_the_chains_closed_form(kind, prefix, suffix, mask, strands):
+    model = markov_model(kind, TABLE, ORDER, prefix=prefix, suffix=suffix, takes_attention_mask=mask)
     task = _variant_task()
     frame = score_llr(model, task, batch_size=5, strands=strands)
     assert not isinstance(frame, NotApplicable)
@@ -104,7 +112,7 @@ def test_paired_causal_is_the_per_base_log_likelihood_difference():
 
 def test_paired_masked_is_the_per_base_pseudo_log_likelihood_difference():
     task = _paired_task()
-    model = markov_model("masked", TABLE, ORDER, prefix=(CLS,), suffix=(SEP,))
+    model = markov_model("masked", TABLE, ORDER, prefix=(CLS,), suffix=(SEP,), takes_attention_mask=True)
     frame = score_llr(model, task, batch_size=7)
     expected = [
         np.mean(

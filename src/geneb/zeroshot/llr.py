@@ -18,7 +18,8 @@ complement window with the variant complemented):
   masked alone, its log-probability summed) over the bases of the window.
 
 Every (row, strand, allele) becomes a `Query` (an input and the log-probabilities it adds to its row, with a
-weight); queries of equal length run together, identical inputs once. `score_llr_naive` is the reference: one
+weight); identical inputs run once, the rest in length-sorted batches, right-padded where the model allows it
+(always for causal models; masked ones with an attention mask), else of equal length only. `score_llr_naive` is the reference: one
 forward pass per query and, for causal models, every token of the window summed. Torch-free (the forward pass
 is `LanguageModel.log_probs_at`).
 """
@@ -85,37 +86,48 @@ def score_llr_naive(model: LanguageModel, task: ZeroShotTask, *, strands: int = 
 
 
 def run_batched(model: LanguageModel, queries: list[Query], n_rows: int, *, batch_size: int) -> np.ndarray:
-    """Sum every query's weighted log-probabilities into (n_rows,) scores: identical inputs run once, inputs of
-    one length in batches of `batch_size` (no padding, so no attention-mask or padding-side question arises)."""
+    """Sum every query's weighted log-probabilities into (n_rows,) scores: identical inputs run once, sorted by
+    length, `batch_size` per forward pass, padded on the right to the batch's longest where the model allows it
+    (`LanguageModel.pads`), else only inputs of one length together (no padding)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     by_input: dict[tuple[int, ...], list[Query]] = defaultdict(list)
     for q in queries:
         by_input[q.ids].append(q)
-    by_length: dict[int, list[tuple[int, ...]]] = defaultdict(list)
-    for ids in by_input:
-        by_length[len(ids)].append(ids)
+    inputs = sorted(by_input, key=len, reverse=True)
+    if model.pads:
+        batches = [inputs[i : i + batch_size] for i in range(0, len(inputs), batch_size)]
+    else:
+        by_length: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+        for ids in inputs:
+            by_length[len(ids)].append(ids)
+        batches = [group[i : i + batch_size] for group in by_length.values() for i in range(0, len(group), batch_size)]
     scores = np.zeros(n_rows)
-    for length in sorted(by_length, reverse=True):
-        inputs = by_length[length]
-        for start in range(0, len(inputs), batch_size):
-            batch = inputs[start : start + batch_size]
-            rows: list[int] = []
-            cols: list[int] = []
-            targets: list[int] = []
-            owner: list[int] = []
-            weights: list[float] = []
-            for b, ids in enumerate(batch):
-                for q in by_input[ids]:
-                    rows += [b] * len(q.cols)
-                    cols += q.cols
-                    targets += q.targets
-                    owner += [q.row] * len(q.cols)
-                    weights += [q.weight] * len(q.cols)
-            values = model.log_probs_at(
-                np.asarray(batch, dtype=np.int64), np.asarray(rows), np.asarray(cols), np.asarray(targets)
-            )
-            np.add.at(scores, np.asarray(owner, dtype=np.int64), np.asarray(weights) * values)
+    for batch in batches:
+        rows: list[int] = []
+        cols: list[int] = []
+        targets: list[int] = []
+        owner: list[int] = []
+        weights: list[float] = []
+        for b, ids in enumerate(batch):
+            for q in by_input[ids]:
+                rows += [b] * len(q.cols)
+                cols += q.cols
+                targets += q.targets
+                owner += [q.row] * len(q.cols)
+                weights += [q.weight] * len(q.cols)
+        lengths = np.asarray([len(ids) for ids in batch])
+        padded = np.full((len(batch), int(lengths.max())), model.pad_id, dtype=np.int64)
+        for b, ids in enumerate(batch):
+            padded[b, : len(ids)] = ids
+        values = model.log_probs_at(
+            padded,
+            np.asarray(rows),
+            np.asarray(cols),
+            np.asarray(targets),
+            lengths=lengths if (lengths != lengths[0]).any() else None,
+        )
+        np.add.at(scores, np.asarray(owner, dtype=np.int64), np.asarray(weights) * values)
     return scores
 
 

@@ -78,6 +78,8 @@ def language_model_from_encoder(encoder: Any, head: HeadKind) -> LanguageModel |
         mask_id=int(mask_id) if mask_id is not None else None,
         max_tokens=int(encoder.max_tokens),
         device=str(encoder.device),
+        pad_id=int(encoder.pad_id),
+        takes_attention_mask=bool(encoder.uses_attention_mask),
         identity={"model_class": type(encoder.model).__name__, "weights_sha256": encoder.weights_sha256},
     )
 
