@@ -137,3 +137,44 @@ def test_no_head_declared_or_no_loader_is_not_applicable():
     settings = extraction_settings({"models": {"k": {**spec("x", "kmer"), "source": {"kind": "builtin"}}}}, "k", {})
     assert "no language-model head loader" in load_language_model(settings, head="masked").reason
     assert "lm_head 'none'" in load_language_model(settings, head="none").reason
+
+
+@pytest.fixture(scope="module")
+def nt_style_masked(tmp_path_factory) -> Path:
+    """A Nucleotide-Transformer-style checkpoint: a slow EsmTokenizer over non-overlapping 6-mers (no character
+    offsets) and a small seeded random-init EsmForMaskedLM."""
+    import itertools
+
+    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
+
+    folder = tmp_path_factory.mktemp("nt-style")
+    words = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>"]
+    words += ["".join(p) for p in itertools.product("ACGT", repeat=6)] + list("ACGTN")
+    (folder / "vocab.txt").write_text("\n".join(words))
+    EsmTokenizer(str(folder / "vocab.txt")).save_pretrained(folder)
+    config = EsmConfig(
+        vocab_size=len(words),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        mask_token_id=2,
+        position_embedding_type="rotary",
+    )
+    torch.manual_seed(0)
+    EsmForMaskedLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_a_slow_kmer_tokenizer_is_placed_from_its_token_texts(nt_style_masked):
+    model = load_language_model(_settings(nt_style_masked, "hf-encoder", 64), head="masked")
+    assert isinstance(model, LanguageModel) and model.prefix == (3,)
+    task = _variant_task(n=8, length=40)
+    for r in task.rows.itertuples():
+        vt = variant_tokens(model.tokenize, r.sequence, r.pos, r.ref, r.alt)
+        start, end = vt.ref.spans[vt.ref_span[0]]
+        assert vt.aligned and vt.ref_span[1] - vt.ref_span[0] == 1 and start <= r.pos < end  # the one k-mer
+    batched = score_llr(model, task, batch_size=3)
+    np.testing.assert_allclose(batched["score"], score_llr_naive(model, task)["score"], rtol=1e-5, atol=1e-6)

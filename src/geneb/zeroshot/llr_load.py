@@ -13,7 +13,7 @@ from typing import Any
 from geneb.registry.families import FAMILIES
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.zeroshot.llr_head import HEAD_KINDS, HeadKind, LanguageModel
-from geneb.zeroshot.llr_tokens import AlleleTokens, Tokenize, hf_tokenize
+from geneb.zeroshot.llr_tokens import AlleleTokens, Tokenize, hf_tokenize, overlapping_kmer_tokenize
 
 #: the adapter entry whose families can load a head (the transformers families: hf-encoder, hf-decoder, ...)
 HF_ENTRY = "geneb.encoders.families.hf:from_settings"
@@ -65,7 +65,7 @@ def language_model_from_encoder(encoder: Any, head: HeadKind) -> LanguageModel |
     if head == "masked" and mask_id is None:
         return NoLanguageHead(model, "a masked language model whose tokenizer has no mask token")
     try:
-        tokenize = _tokenize_view(tokenizer)
+        tokenize = _tokenize_view(tokenizer, encoder.extraction.input_transform)
     except ValueError as err:
         return NoLanguageHead(model, str(err))
     return LanguageModel(
@@ -84,19 +84,38 @@ def language_model_from_encoder(encoder: Any, head: HeadKind) -> LanguageModel |
     )
 
 
-def _tokenize_view(tokenizer: Any) -> Tokenize:
-    """A fast tokenizer's offsets; a slow one only when it is one token per base (HyenaDNA's character
-    tokenizer), checked on every call. Raises ValueError otherwise."""
+def _tokenize_view(tokenizer: Any, transform: Any = None) -> Tokenize:
+    """How the model's tokenizer places its tokens on the window. An `overlapping-kmers` input transform
+    (DNABERT-1: the tokenizer reads space-separated k-mers): one k-mer per start, ids from the tokenizer's
+    vocabulary. A fast tokenizer: its character offsets. A slow one (NT's EsmTokenizer, HyenaDNA's character
+    tokenizer): spans from its token texts, which must spell the window exactly (checked on every call).
+    Other input transforms (lowercase, codons) have no LLR rule yet. Raises ValueError when tokens cannot be
+    placed."""
+    kind = getattr(transform, "kind", None)
+    if kind == "overlapping-kmers":
+        return overlapping_kmer_tokenize(_upper_vocab(tokenizer.get_vocab()), int(transform.k))
+    if kind is not None:
+        raise ValueError(f"input_transform {kind!r}: the llr scorer has no token rule for it")
     if getattr(tokenizer, "is_fast", False):
         return hf_tokenize(tokenizer)
 
     def tokenize(text: str) -> AlleleTokens:
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        if len(ids) != len(text):
+        ids = [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+        words = [str(w) for w in tokenizer.convert_ids_to_tokens(ids)]
+        if "".join(words).upper() != text.upper():
             raise ValueError(
-                f"tokenizer {type(tokenizer).__name__} gives {len(ids)} tokens for {len(text)} bases and no "
-                "character offsets: the variant's token cannot be located"
+                f"tokenizer {type(tokenizer).__name__} has no character offsets and its tokens do not spell the "
+                f"window ({''.join(words)[:40]!r} for {text[:40]!r}): the variant's token cannot be located"
             )
-        return AlleleTokens(tuple(int(i) for i in ids), tuple((i, i + 1) for i in range(len(text))))
+        spans, start = [], 0
+        for word in words:
+            spans.append((start, start + len(word)))
+            start += len(word)
+        return AlleleTokens(tuple(ids), tuple(spans))
 
     return tokenize
+
+
+def _upper_vocab(vocab: dict[str, int]) -> dict[str, int]:
+    """A k-mer vocabulary keyed by upper-case k-mers (special tokens kept as they are)."""
+    return {**vocab, **{w.upper(): i for w, i in vocab.items() if w.isalpha()}}
