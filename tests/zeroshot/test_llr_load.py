@@ -178,3 +178,52 @@ def test_a_slow_kmer_tokenizer_is_placed_from_its_token_texts(nt_style_masked):
         assert vt.aligned and vt.ref_span[1] - vt.ref_span[0] == 1 and start <= r.pos < end  # the one k-mer
     batched = score_llr(model, task, batch_size=3)
     np.testing.assert_allclose(batched["score"], score_llr_naive(model, task)["score"], rtol=1e-5, atol=1e-6)
+
+
+HYENA_FILES = (
+    "config.json",
+    "configuration_hyena.py",
+    "modeling_hyena.py",
+    "tokenization_hyena.py",
+    "tokenizer_config.json",
+)
+
+
+def _hyena_settings(folder: Path) -> dict:
+    entry = spec(folder, "hyena", {"max_tokens": 1024}, trust=True, load={"transformers": ">=4.26"})
+    return extraction_settings({"models": {"h": entry}}, "h", {})
+
+
+def test_real_hyenadna_remote_code_without_its_head_is_not_applicable(shared):
+    result = load_language_model(_hyena_settings(shared / "models" / "hyenadna-tiny-1k-ft-anticapt"), head="causal")
+    assert isinstance(result, NoLanguageHead) and "HyenaDNAForCausalLM" in result.reason
+    assert "lm_head.weight" in result.reason
+
+
+def test_real_hyenadna_backbone_with_a_seeded_head_scores_through_remote_code(shared, tmp_path):
+    """The real tiny-1k backbone weights plus a seeded random lm_head (plumbing: the one-base character
+    tokenizer placed from its token texts, no attention mask, right padding of a causal model)."""
+    from safetensors.torch import save_file
+
+    real = shared / "models" / "hyenadna-tiny-1k-ft-anticapt"
+    for name in HYENA_FILES:
+        shutil.copy(real / name, tmp_path / name)
+    weights = torch.load(real / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    tensors = {f"hyena.{k}": v.clone().contiguous() for k, v in weights.items()}
+    vocab, width = tensors["hyena.backbone.embeddings.word_embeddings.weight"].shape
+    # a head of the wrong shape is refused by transformers at load (ignore_mismatched_sizes is never set)
+    tensors["lm_head.weight"] = torch.zeros(width, vocab)
+    save_file(tensors, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(RuntimeError, match="ignore_mismatched_sizes"):
+        load_language_model(_hyena_settings(tmp_path), head="causal")
+    tensors["lm_head.weight"] = torch.randn(vocab, width, generator=torch.Generator().manual_seed(0)) * 0.02
+    save_file(tensors, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    model = load_language_model(_hyena_settings(tmp_path), head="causal")
+    assert isinstance(model, LanguageModel) and model.suffix == () and not model.takes_attention_mask
+    task = _variant_task(n=6, length=30)
+    vt = variant_tokens(
+        model.tokenize, task.rows["sequence"][0], int(task.rows["pos"][0]), task.rows["ref"][0], task.rows["alt"][0]
+    )
+    assert vt.ref_span == (int(task.rows["pos"][0]), int(task.rows["pos"][0]) + 1)  # one token per base
+    batched = score_llr(model, task, batch_size=4)
+    np.testing.assert_allclose(batched["score"], score_llr_naive(model, task)["score"], rtol=1e-5, atol=1e-6)
