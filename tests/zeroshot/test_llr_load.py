@@ -227,3 +227,22 @@ def test_real_hyenadna_backbone_with_a_seeded_head_scores_through_remote_code(sh
     assert vt.ref_span == (int(task.rows["pos"][0]), int(task.rows["pos"][0]) + 1)  # one token per base
     batched = score_llr(model, task, batch_size=4)
     np.testing.assert_allclose(batched["score"], score_llr_naive(model, task)["score"], rtol=1e-5, atol=1e-6)
+
+
+def test_the_registry_decides_whether_llr_runs(mistral_causal, shared):
+    from geneb.zeroshot.llr_load import registry_language_model
+
+    head = spec(mistral_causal, "hf-decoder", {"max_tokens": 256})  # family default: causal head, llr on
+    no_llr = {**head, "scoring": ["embedding"]}
+    shipped = {
+        **spec(shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom", "hf-decoder", {"max_tokens": 256}),
+        "lm_head": "none",
+        "lm_head_source": "classifier checkpoint",
+    }
+    registry = {"models": {"head": head, "no-llr": no_llr, "shipped": shipped}}
+    assert isinstance(registry_language_model(registry, "head"), LanguageModel)
+    assert (
+        "leaves out llr; lm_head causal (default of family 'hf-decoder')"
+        in registry_language_model(registry, "no-llr").reason
+    )
+    assert "lm_head none (classifier checkpoint)" in registry_language_model(registry, "shipped").reason

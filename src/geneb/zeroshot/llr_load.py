@@ -7,10 +7,14 @@ torch and transformers are imported inside the functions (this package stays tor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES
+from geneb.registry.registry import Registry, model_spec
+from geneb.registry.scoring import resolved_lm_head, resolved_scoring
 from geneb.registry.settings import ExtractionSettings, SettingsLike
 from geneb.zeroshot.llr_head import HEAD_KINDS, HeadKind, LanguageModel
 from geneb.zeroshot.llr_tokens import AlleleTokens, Tokenize, hf_tokenize, overlapping_kmer_tokenize
@@ -25,6 +29,27 @@ class NoLanguageHead:
 
     model: str
     reason: str
+
+
+def registry_language_model(
+    registry: Registry | Mapping[str, Any],
+    model: str,
+    *,
+    alphabet: Mapping[str, Any] | None = None,
+    device: str = "cpu",
+) -> LanguageModel | NoLanguageHead:
+    """The `llr` scorer's model for registry entry `model`: NoLanguageHead when its `scoring` leaves out llr
+    (the reason names its lm_head and where that fact comes from), else `load_language_model` on its extraction
+    settings with its `lm_head` (geneb.registry.scoring). alphabet: the run's alphabet policy (as for
+    extraction). Raises what `extraction_settings` raises (an unknown or unrunnable model)."""
+    spec = model_spec(registry, model)
+    entry = {"family": spec.family, "lm_head": spec.lm_head, "scoring": spec.scoring}
+    head = resolved_lm_head(entry)
+    if "llr" not in resolved_scoring(entry):
+        source = f" ({spec.lm_head_source})" if spec.lm_head_source else f" (default of family {spec.family!r})"
+        return NoLanguageHead(model, f"scoring {list(resolved_scoring(entry))} leaves out llr; lm_head {head}{source}")
+    settings = extraction_settings(registry, model, dict(alphabet or {}), device=device)
+    return load_language_model(settings, head=head, device=device)
 
 
 def load_language_model(
