@@ -137,3 +137,15 @@ def test_a_window_longer_than_the_model_is_named_by_row():
     model = dataclasses.replace(markov_model("masked", TABLE, ORDER, prefix=(CLS,), suffix=(SEP,)), max_tokens=18)
     with pytest.raises(ValueError, match=r"task variants: \d+ rows need more than .* 18 tokens.*row 0: 23 tokens"):
         score_llr(model, _variant_task())
+
+
+def test_every_unscorable_row_is_named_at_once():
+    task = _variant_task()
+    rows = task.rows.copy()
+    for row in (3, 7):
+        rows.loc[row, "ref"] = next(b for b in "ACGT" if b != rows.loc[row, "sequence"][rows.loc[row, "pos"]])
+    broken = ZeroShotTask(name="broken", kind="variant", rows=rows, data_sha256="0" * 64)
+    with pytest.raises(
+        ValueError, match=r"task broken, model markov-causal: 2 rows cannot be scored: row 3: .*; row 7:"
+    ):
+        score_llr(markov_model("causal", TABLE, ORDER), broken)

@@ -54,13 +54,13 @@ class Query:
 def score_llr(
     model: object, task: ZeroShotTask, *, batch_size: int = DEFAULT_BATCH_SIZE, strands: int = 2
 ) -> pd.DataFrame | NotApplicable:
-    """The `llr` RowScores of `task` under `model` (batched: `batch_size` equal-length inputs per forward pass).
+    """The `llr` RowScores of `task` under `model` (batched: `batch_size` inputs per forward pass, `run_batched`).
 
     model: a `LanguageModel` (geneb.zeroshot.llr_load.load_language_model); anything else (an embedding-only
     encoder, a `NoLanguageHead`) gives NotApplicable with its reason. strands: 2 averages both strands, 1 scores
     the given strand only. Returns the RowScores frame (scores in nats; direction of geneb.zeroshot.scores).
-    Raises ValueError naming the task and row for an input longer than the model's `max_tokens` or a variant
-    whose base the tokenizer drops."""
+    Raises ValueError naming the task and every row concerned (the first five shown) for an input longer than
+    the model's `max_tokens`, a variant whose base the tokenizer drops or whose ref is not the window's base."""
     if not isinstance(model, LanguageModel):
         name = str(getattr(model, "model", getattr(model, "name", type(model).__name__)))
         reason = str(getattr(model, "reason", f"{type(model).__name__} has no language-model head"))
@@ -138,6 +138,7 @@ def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, ful
         raise ValueError(f"strands must be 1 or 2, got {strands}")
     queries: list[Query] = []
     rows = task.rows
+    bad: list[str] = []
     for row in range(task.n):
         try:
             if task.kind == "variant":
@@ -151,8 +152,12 @@ def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, ful
                     seq = str(rows[column].iat[row])
                     for text in [seq, reverse_complement(seq)][:strands]:
                         queries += _likelihood_queries(model, row, model.tokenize(text), sign / strands)
-        except ValueError as err:
-            raise ValueError(f"zero-shot task {task.name}, row {row}, model {model.name}: {err}") from err
+        except ValueError as err:  # every bad row is reported at once
+            bad.append(f"row {row}: {err}")
+    if bad:
+        raise ValueError(
+            f"zero-shot task {task.name}, model {model.name}: {len(bad)} rows cannot be scored: " + "; ".join(bad[:5])
+        )
     too_long = sorted({q.row: len(q.ids) for q in queries if len(q.ids) > model.max_tokens}.items())
     if too_long:
         shown = ", ".join(f"row {row}: {tokens} tokens" for row, tokens in too_long[:5])
