@@ -84,6 +84,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             max_tokens={"type": "integer", "minimum": 1},
         ),
         domains=_rows("model", ("domain",), domain=_STR),
+        lm_heads=_rows("model", ("lm_head",), lm_head={"enum": ["masked", "causal", "none"]}),
         dtypes=_rows("model", ("dtype",), dtype={"enum": ["float32", "bfloat16", "float16"]}),
         weights=_rows(
             "model",
@@ -202,6 +203,7 @@ class Curation:
     evo2_layer: dict[str, str]
     paper: dict[str, dict[str, Any]]  # geneb_model_id -> curation row
     paper_domain: dict[str, str]
+    paper_lm_head: dict[str, tuple[str, str]]
     paper_dtype: dict[str, str]  # geneb_model_id -> extraction.dtype of its default (reference) extraction
     paper_weights: dict[
         str, dict[str, Any]
@@ -263,6 +265,7 @@ def load_curation(folder: Path | None = None) -> Curation:
         evo2_layer={r["model"]: r["layer"] for r in fam["evo2_layers"]},
         paper={r["model"]: _strip(r, "model") for r in pap["models"]},
         paper_domain={r["model"]: r["domain"] for r in pap["domains"]},
+        paper_lm_head={r["model"]: (r["lm_head"], r["reason"]) for r in pap["lm_heads"]},
         paper_dtype={r["model"]: r["dtype"] for r in pap["dtypes"]},
         paper_weights={r["model"]: _strip(r, "model") for r in pap["weights"]},
         paper_context={r["model"]: (r["context"], r["note"]) for r in ctx["paper_context"]},

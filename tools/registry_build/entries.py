@@ -231,6 +231,7 @@ def paper_entry(
         reg["pretraining_data"] if reg else "",
     )
     fact_notes += [n for n in (n1, n2, n3) if n]
+    lm_head, lm_head_source = lookup(cur, "paper_lm_head", mid, "models.tsv model", "paper_models.yaml (lm_heads)")
     data_from_paper = reg is None or (domain != reg["domain"] and domain == paper_domain)
     context_text = str(reg["max_length"]) if reg else cap
     if mid in cur.paper_context:
@@ -281,6 +282,8 @@ def paper_entry(
         "pretraining_domain": domain,
         "license": reg["license"] if reg else "unknown (not in the shared registry)",
         "trust_remote_code": remote,
+        "lm_head": lm_head,
+        "lm_head_source": lm_head_source,
         "env": env_of(cur, mid, reg["family"] if reg else None, fam, reg["name"] if reg else mid, remote),
         "load": load,
         "extraction": extraction,

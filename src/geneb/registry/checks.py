@@ -16,6 +16,7 @@ from geneb.registry.extraction import DEFAULT_EXTRACTION
 from geneb.registry.families import FAMILIES, family
 from geneb.registry.python_entry import PYTHON, entry_problems
 from geneb.registry.registry import Registry
+from geneb.registry.scoring import scoring_problems
 from geneb.registry.spec import SOURCE_KINDS
 
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
@@ -39,7 +40,8 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
     pooling never with chunk_mean (undefined across chunks); cls pooling keeps the special tokens; Evo 2 layers are module names;
     `extraction.max_tokens` no larger than `context_tokens` unless `beyond_trained_context` says why; matched pairs
     name two distinct registry models and an allowed factor; `trained_on_tasks` ids exist in `task_ids`
-    when given.
+    when given; `lm_head` and `scoring` name known values, and `llr` only for a model with a head
+    (`geneb.registry.scoring`).
     """
     if isinstance(registry, Registry):
         registry = registry.raw
@@ -83,6 +85,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
             problems.append(f"{where}: Evo 2 needs layer as a module name (e.g. blocks.28.mlp.l3)")
         problems += _context_problems(where, spec, ext["max_tokens"])
         problems += entry_problems(name, spec)
+        problems += scoring_problems(name, spec)
         if task_ids is not None:
             unknown = sorted(set(spec.get("trained_on_tasks") or []) - task_ids)
             if unknown:

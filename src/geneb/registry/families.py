@@ -24,7 +24,9 @@ class Family:
     extraction: defaults merged under the registry entry's `extraction`. requires: {import name: pip
     package}. uses_torch: whether building it imports torch. dtypes: the compute dtypes its adapter runs in
     (None: every one of `settings.COMPUTE_DTYPES`; `dtype: auto` resolves to the first where that rule's is
-    not among them). notes: loading notes for docs and errors."""
+    not among them). notes: loading notes for docs and errors. lm_head: the language-model head a model of the
+    family has unless its entry says (`lm_head`): causal for the decoder families, masked for Caduceus and GPN,
+    none elsewhere (an hf-encoder checkpoint is often a bare backbone; the entry says when it keeps a head)."""
 
     entry: str | None
     extraction: dict[str, Any] = field(default_factory=dict)
@@ -32,6 +34,7 @@ class Family:
     uses_torch: bool = True
     notes: str = ""
     dtypes: tuple[str, ...] | None = None
+    lm_head: str = "none"
 
 
 _HF = "geneb.encoders.families.hf:from_settings"
@@ -55,16 +58,23 @@ FAMILIES: dict[str, Family] = {
         notes="bidirectional transformers encoder (ESM/NT, BERT, ModernBERT, BigBird, remote-code BERTs)",
     ),
     "hf-decoder": Family(
-        _HF, {"causal": True}, notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)"
+        _HF,
+        {"causal": True},
+        notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)",
+        lm_head="causal",
     ),
     "hf-ssm": Family(
-        _HF, {"causal": True}, notes="causal state-space model in transformers (Mamba); takes an attention mask"
+        _HF,
+        {"causal": True},
+        notes="causal state-space model in transformers (Mamba); takes an attention mask",
+        lm_head="causal",
     ),
     "hyena": Family(
         _HF,
         {"causal": True, "attention_mask": False},
         notes="HyenaDNA -hf remote code: a causal long convolution with no attention mask; right padding "
         "is invisible to real positions, so batches are padded on the right and pooled over real tokens",
+        lm_head="causal",
     ),
     "caduceus": Family(
         _HF,
@@ -75,6 +85,7 @@ FAMILIES: dict[str, Family] = {
         "RC-equivariant by parameter sharing (hidden = 2 x d_model, forward and RC channel halves; "
         "mean pooling of an RC input swaps the halves), -ph ones were trained with RC augmentation, "
         "for which the authors average forward and RC embeddings (rc: average)",
+        lm_head="masked",
     ),
     "biofm": Family(
         "geneb.encoders.families.biofm:from_settings",
@@ -88,6 +99,7 @@ FAMILIES: dict[str, Family] = {
         {"causal": False},
         {"gpn": "gpn"},
         notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)",
+        lm_head="masked",
     ),
     "evo": Family(
         "geneb.encoders.families.evo:from_settings",

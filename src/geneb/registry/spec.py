@@ -185,7 +185,8 @@ class ModelSpec:
     `extraction.resolved_extraction`). params (count of parameters, None unknown), params_paper (the count
     the paper's scale analysis used), context_tokens (trained maximum input, tokens), trained_on_tasks
     (task ids seen in training: contamination), paper (the paper's record, with `model_id`): facts the
-    analyses and resource requests read. The other fields are descriptive."""
+    analyses and resource requests read. lm_head (masked | causal | none, with lm_head_source) and scoring (the
+    zero-shot scorers): None = the family's default (`geneb.registry.scoring`). The other fields are descriptive."""
 
     id: str
     family: str
@@ -206,6 +207,9 @@ class ModelSpec:
     pretraining_domain: str | None = None
     license: str | None = None
     trust_remote_code: bool | None = None
+    lm_head: str | None = None
+    lm_head_source: str | None = None
+    scoring: tuple[str, ...] | None = None
     env: str | None = None
     load: Load = field(default_factory=Load)
     extraction: Mapping[str, Any] | None = None

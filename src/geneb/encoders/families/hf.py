@@ -119,6 +119,10 @@ class HFEncoder(TokenModelEncoder):
     TransformersVersionError or WeightsNotLoadedError while loading (each naming the model).
     """
 
+    #: the transformers auto class that builds the network: the bare backbone for embeddings; a language-model
+    #: head's class (`AutoModelForMaskedLM`, `AutoModelForCausalLM`) for `geneb.encoders.families.hf_lm`
+    auto_model_class = "AutoModel"
+
     def __init__(
         self,
         settings: SettingsLike,
@@ -143,7 +147,9 @@ class HFEncoder(TokenModelEncoder):
         super().__init__(settings, **kwargs)
 
     def _load(self) -> LoadedNetwork:
-        from transformers import AutoModel
+        import transformers
+
+        auto_cls = getattr(transformers, self.auto_model_class)
 
         load = self.settings.load
         trust = self.settings.trust_remote_code
@@ -185,7 +191,7 @@ class HFEncoder(TokenModelEncoder):
             tokenizer = self._load_tokenizer(kwargs)
             config = config_with_overrides(self.where, load.config_overrides, model=self.model_id, **kwargs)
             model, info = load_model(
-                AutoModel,
+                auto_cls,
                 self.where,
                 model=self.model_id,
                 fmt=fmt,
@@ -193,12 +199,7 @@ class HFEncoder(TokenModelEncoder):
                 config_kwargs=kwargs,
                 dtype=getattr(torch, self.weights_dtype),
             )
-        heads = check_loading_info(
-            info.get("missing_keys", ()),
-            info.get("unexpected_keys", ()),
-            model=self.model_id,
-            model_class=type(model).__name__,
-        )
+        heads = self._check_loading_info(model, info)
         if heads:
             log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
         model = model.eval().to(self.device)
@@ -252,6 +253,16 @@ class HFEncoder(TokenModelEncoder):
             pad_sensitive=getattr(cfg, "attention_type", None) == "block_sparse",
             weights_format=fmt,
             weights_sha256=weights_hash(local) if local.is_dir() else None,
+        )
+
+    def _check_loading_info(self, model: Any, info: dict[str, Any]) -> list[str]:
+        """`check_loading_info` on the load report (missing or unused checkpoint tensors); returns the unused
+        heads for the log. A subclass that loads a head checks its tensors here first (`hf_lm`)."""
+        return check_loading_info(
+            info.get("missing_keys", ()),
+            info.get("unexpected_keys", ()),
+            model=self.model_id,
+            model_class=type(model).__name__,
         )
 
     def _load_tokenizer(self, kwargs: dict[str, Any]) -> Any:
