@@ -390,6 +390,7 @@ def plan_run(
         task_lock=task_lock,
         _task_params=task_params,
     )
+    plan.check_zeroshot_config()
     if not main_process:
         return plan
     migrated = migrate_legacy(plan, dry_run=dry_run, log=log)

@@ -22,10 +22,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from geneb.registry.registry import Registry, model_spec
+from geneb.registry.scoring import resolved_lm_head, resolved_scoring
 from geneb.report.zeroshot import ZEROSHOT_REPORT_INPUTS
 from geneb.run.layout import check_hash, params_hash
 from geneb.tasks.sources import resolve_source_string, source_identity
-from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry, catalogue_entry
+from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry, ZeroShotCatalogueError, catalogue_entry
 from geneb.zeroshot.job import SCORE_FILE_VERSION
 from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, LLR, markov_scorer
 from geneb.zeroshot.sources import zeroshot_source_identity
@@ -82,8 +83,40 @@ class ZeroShotPlan:
         """The scorers of `model` (config zeroshot.scorers, else the registry's `scoring:`), in SCORER_OUTPUTS
         order."""
         chosen = self.config["zeroshot"]["scorers"]
-        declared = list(model_spec(self.registry, model).scoring) if chosen is None else list(chosen)
+        declared = list(resolved_scoring(self._scoring_entry(model)) if chosen is None else chosen)
         return [s for s in SCORER_OUTPUTS if s in declared]
+
+    def zeroshot_lm_head(self, model: str) -> str:
+        """The model's language-model head (registry `lm_head`, else its family's default): masked, causal or none."""
+        return resolved_lm_head(self._scoring_entry(model))
+
+    def _scoring_entry(self, model: str) -> dict[str, Any]:
+        spec = model_spec(self.registry, model)
+        return {"family": spec.family, "lm_head": spec.lm_head, "scoring": spec.scoring}
+
+    def check_zeroshot_config(self) -> None:
+        """Raise ValueError listing every mistake of the config's zeroshot section at once: a task the catalogue
+        lacks, a model the run does not configure, a background task the run does not prepare (its training split
+        must be a prepared task of this run)."""
+        problems: list[str] = []
+        for zstask in self.zeroshot_tasks:
+            try:
+                self.zeroshot_entry(zstask)
+            except ZeroShotCatalogueError as err:
+                problems.append(str(err))
+        if self.config["zeroshot"]["models"] is not None:
+            stray = [m for m in self.zeroshot_models if m not in self.models]
+            if stray:
+                problems.append(f"zeroshot.models {stray} are not models of this run (models: {self.models})")
+        background = self.config["zeroshot"]["background"] or []
+        unprepared = [t for t in background if t not in self.tasks]
+        if unprepared:
+            problems.append(
+                f"zeroshot.background {unprepared} are not tasks of this run: a background is the training split of "
+                f"a task the run prepares (tasks: {self.tasks})"
+            )
+        if problems:
+            raise ValueError("config zeroshot section:\n  " + "\n  ".join(problems))
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 
@@ -135,7 +168,7 @@ class ZeroShotPlan:
         params = {
             "settings_hash": self.extraction_hashes[model],
             "scorers": self.zeroshot_scorers(model),
-            "lm_head": model_spec(self.registry, model).lm_head,
+            "lm_head": self.zeroshot_lm_head(model),
             "version": SCORE_FILE_VERSION,
         }
         if shash is not None:

@@ -26,10 +26,11 @@ from typing import Any
 import pandas as pd
 
 from geneb.zeroshot.embedding import EMBEDDING, embedding_scores
+from geneb.zeroshot.llr_scorer import llr_scores
 from geneb.zeroshot.markov import PSEUDOCOUNT, Background, fit_markov, markov_scores
 from geneb.zeroshot.metrics import METRIC_COLUMNS, N_BOOT, score_metrics
 from geneb.zeroshot.model import ZeroShotModel
-from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
+from geneb.zeroshot.scores import LLR, ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
 from geneb.zeroshot.task import ZeroShotTask
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 ScorerOutput = pd.DataFrame | NotApplicable | Sequence[pd.DataFrame | NotApplicable]
 Scorer = Callable[[ZeroShotModel, ZeroShotTask], ScorerOutput]
 #: the scorers a name in `scorers=` selects; a new scorer is one entry here
-SCORERS: dict[str, Scorer] = {EMBEDDING: embedding_scores}
+SCORERS: dict[str, Scorer] = {LLR: llr_scores, EMBEDDING: embedding_scores}
 #: the placeholder task list `resolve_config` validates (the config schema needs one; no supervised task is run)
 CONFIG_TASKS = ["zero-shot"]
 

@@ -5,8 +5,8 @@ Torch-free (the encoder is built by `geneb.extract.step`, which imports torch on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from geneb.encoders.protocol import Encoder
@@ -26,3 +26,5 @@ class ZeroShotModel:
     rc: str = "none"
     settings: ExtractionSettings | None = None
     lm_head: str = "none"
+    #: what a scorer loaded once for this model (the llr scorer's language model), reused across tasks
+    loaded: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -1,0 +1,121 @@
+"""The zero-shot workflow jobs (geneb.zeroshot.job) and tables (geneb.zeroshot.tables) on a real built task: score
+files are checked when read back (digest, task, rows), the Markov baselines refuse a leaked background, and the
+tables turn the files into metrics, a leaderboard and the rank correlation with a probe leaderboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geneb.core import integrity
+from geneb.core.integrity import IntegrityError
+from geneb.zeroshot.build import build_into
+from geneb.zeroshot.catalogue import catalogue_entry
+from geneb.zeroshot.job import (
+    SCORE_FILE_ATTR,
+    ZeroShotFileError,
+    baselines_job,
+    read_score_file,
+    run_build_rule,
+    task_of_rows_file,
+    write_score_file,
+)
+from geneb.zeroshot.markov import BackgroundLeakError
+from geneb.zeroshot.scores import NotApplicable, row_scores
+from geneb.zeroshot.tables import zeroshot_tables
+
+CATALOGUE = Path(__file__).resolve().parents[2] / "config" / "zeroshot_tasks.tsv"
+
+
+@pytest.fixture(scope="module")
+def built(shared, tmp_path_factory):
+    """zs_stop_gain_vs_synonymous built small from the real Coding/NC task, in a hashed folder as the rule does."""
+    folder = tmp_path_factory.mktemp("zs") / "zs_stop_gain_vs_synonymous" / "0123456789ab"
+    entry = catalogue_entry(CATALOGUE, "zs_stop_gain_vs_synonymous")
+    return build_into(entry, shared / "data" / "tasks", folder, seed=0, params={"n_transcripts": 20})
+
+
+def _background(tmp_path, shared, task: str):
+    sequences = pd.read_csv(shared / "data" / "tasks" / task / "train.csv.gz")["sequence"].head(200)
+    path = tmp_path / "tasks" / task / "0123456789ab" / "train.parquet"
+    integrity.write_parquet(pd.DataFrame({"sequence": sequences}), path)
+    return path
+
+
+def test_a_score_file_reads_back_only_for_its_task_and_unchanged(built, tmp_path):
+    rng = np.random.default_rng(0)
+    frames = [row_scores(built, "embedding-cosine", rng.random(built.n))]
+    na = [NotApplicable("m", built.name, "llr", "no head")]
+    out = tmp_path / "scores.parquet"
+    write_score_file(out, built, "m", frames, na, {"settings_hash": "abc"})
+    read = read_score_file(out, built)
+    assert read.model == "m" and read.not_applicable == tuple(na)
+    assert np.allclose(read.scores["score"], frames[0]["score"])
+    # the same rows under another task's name or data: refused
+    other = type(built)(name="other", kind=built.kind, rows=built.rows, data_sha256=built.data_sha256)
+    with pytest.raises(ZeroShotFileError, match="read for task 'other'"):
+        read_score_file(out, other)
+    # one changed byte: the digest says so
+    data = bytearray(out.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    out.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError):
+        read_score_file(out, built)
+
+
+def test_the_baselines_refuse_the_task_the_rows_were_built_from(built, tmp_path, shared):
+    source = _background(tmp_path, shared, "prelnc_ath_lncrna_vs_mrna__resplit")
+    with pytest.raises(BackgroundLeakError, match="prelnc_ath_lncrna_vs_mrna__resplit"):
+        baselines_job(
+            built, {"prelnc_ath_lncrna_vs_mrna__resplit": source}, tmp_path / "b.parquet", orders=[1], pseudocount=1.0
+        )
+    other = _background(tmp_path, shared, "idna_ms_5hmc_h_sapiens")
+    out = tmp_path / "b.parquet"
+    baselines_job(built, {"idna_ms_5hmc_h_sapiens": other}, out, orders=[0, 2], pseudocount=1.0)
+    read = read_score_file(out, built)
+    assert sorted(set(read.scores["scorer"])) == ["markov-0", "markov-2"]
+    assert read.provenance["background_tasks"] == ["idna_ms_5hmc_h_sapiens"]
+
+
+def test_tables_from_score_files(built, tmp_path, shared):
+    rng = np.random.default_rng(1)
+    labels = built.rows["label"].to_numpy()
+    files = []
+    for model, signal in (("good", 2.0), ("fair", 0.7), ("poor", 0.0)):
+        path = tmp_path / "scores" / model / "x" / built.name / "h.parquet"
+        frame = row_scores(built, "embedding-cosine", labels * signal + rng.normal(size=built.n))
+        write_score_file(path, built, model, [frame], [], {"settings_hash": model})
+        files.append(path)
+    baseline = tmp_path / "baselines" / built.name / "h.parquet"
+    bg = _background(tmp_path, shared, "idna_ms_5hmc_h_sapiens")
+    baselines_job(built, {"idna_ms_5hmc_h_sapiens": bg}, baseline, orders=[1], pseudocount=1.0)
+    probe = pd.DataFrame(
+        [dict(protocol="geneb-paper", regime="full", model=m, category="macro", value=v, complete=True)
+         for m, v in (("good", 0.6), ("fair", 0.5), ("poor", 0.1))]
+    )  # fmt: skip
+    tables = zeroshot_tables([built], [*files, baseline], probe, n_boot=200, seed=0)
+    auroc = tables.scores[(tables.scores["metric"] == "auroc") & (tables.scores["group"] == "all")].set_index("model")
+    assert auroc.loc["good", "value"] > auroc.loc["fair", "value"] > 0.5
+    assert "markov-1" in auroc.index and auroc.loc["good", "scores_sha256"]
+    macro = tables.leaderboard[tables.leaderboard["task"] == "macro"].set_index("model")
+    assert macro.loc["good", "rank"] == 1
+    vs = tables.vs_probe.set_index("scorer")
+    assert vs.loc["embedding-cosine", "n_models"] == 3
+    assert len(tables.row_scores) == 4 * built.n
+
+
+def test_the_build_rule_writes_into_its_hashed_folder(shared, tmp_path):
+    entry = catalogue_entry(CATALOGUE, "zs_copy_recall")
+    rows = tmp_path / "resources" / "zeroshot" / "tasks" / "zs_copy_recall" / "fedcba987654" / "rows.tsv"
+    config = {"task_source": str(shared / "data" / "tasks"), "zeroshot": {"build_source": None, "task_source": None}}
+    params = {"entry": {**entry.__dict__, "source_tasks": list(entry.source_tasks)}, "seed": 3}
+    run_build_rule(params, rows, config=config)
+    task = task_of_rows_file(rows)
+    assert task.name == "zs_copy_recall" and task.n > 0
+    meta = json.loads((rows.parent / "meta.json").read_text())
+    assert meta["provenance"]["seed"] == 3
+    assert SCORE_FILE_ATTR == "geneb_zeroshot"
