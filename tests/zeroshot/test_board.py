@@ -45,14 +45,21 @@ def _na():
     )
 
 
-def test_macro_is_the_mean_of_primary_metrics_and_ranks_complete_entries_only():
-    board = zeroshot_leaderboard(_metrics(), KINDS, _na())
+def test_macro_is_the_mean_of_primary_metrics_over_the_scorers_scope():
+    na = pd.concat([_na(), pd.DataFrame([dict(model="d", task=t, scorer="llr", reason="lm_head none") for t in KINDS])])
+    board = zeroshot_leaderboard(_metrics(), KINDS, na)
     macro = board[board["task"] == "macro"].set_index(["model", "scorer"])
     assert macro.loc[("a", "llr"), "value"] == pytest.approx((0.8 + 0.9) / 2)
+    assert macro.loc[("a", "llr"), "scope"] == "variant+paired"
     assert macro.loc[("a", "llr"), "rank"] == 1 and macro.loc[("c", "llr"), "rank"] == 3
+    # the embedding distances score variant tasks only: their macro covers those, ranked among themselves
     cos = macro.loc[("a", "embedding-cosine")]
-    assert not cos["complete"] and pd.isna(cos["rank"]) and np.isnan(cos["value"])
-    assert "shuffled (a paired task needs a likelihood)" in cos["incomplete_reason"]
+    assert cos["complete"] and cos["scope"] == "variant" and cos["value"] == 0.9 and cos["rank"] == 1
+    assert cos["n_tasks_expected"] == 1
+    # a model whose scorer does not apply (no language-model head) is listed, unranked, with the reason
+    d = macro.loc[("d", "llr")]
+    assert not d["complete"] and pd.isna(d["rank"]) and np.isnan(d["value"])
+    assert "shuffled (lm_head none)" in d["incomplete_reason"]
     task_rows = board[(board["task"] == "motif") & (board["scorer"] == "embedding-cosine")].set_index("model")
     assert task_rows.loc["a", "value"] == 0.9 and task_rows.loc["a", "rank"] == 1  # group rows and auprc not read
 
@@ -86,6 +93,7 @@ def test_tau_against_the_probe_ranking():
     vs = zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
     assert vs.loc[("llr", "full"), "tau"] == pytest.approx(1.0)
     assert vs.loc[("llr", "1-shot"), "tau"] == pytest.approx(-1.0)
-    assert vs.loc[("llr", "full"), "n_models"] == 3 and ("embedding-cosine", "full") not in vs.index
+    assert vs.loc[("llr", "full"), "n_models"] == 3
+    assert vs.loc[("embedding-cosine", "full"), "tau"] == pytest.approx(1.0)
     again = zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
     assert again.loc[("llr", "full"), "n_boot_used"] == vs.loc[("llr", "full"), "n_boot_used"]

@@ -78,7 +78,10 @@ def test_kmer_spectrum_distances(repo, rc):
 def test_a_paired_task_is_not_applicable(repo):
     rows = pd.DataFrame({"sequence_a": ["ACGTACGT"], "sequence_b": ["TTTTACGT"]})
     task = ZeroShotTask(name="pairs", kind="paired", rows=rows, data_sha256="0" * 64)
-    assert embedding_scores(_kmer(repo), task) == NotApplicable("kmer-3", "pairs", "embedding", PAIRED_REASON)
+    assert embedding_scores(_kmer(repo), task) == [
+        NotApplicable("kmer-3", "pairs", scorer, PAIRED_REASON)
+        for scorer in ("embedding-cosine", "embedding-euclidean")
+    ]
 
 
 def test_bad_rows_are_all_named():

@@ -2,10 +2,13 @@
 
 * `zeroshot_leaderboard`: per (model, scorer), each task's primary metric (AUROC for a variant task, paired
   accuracy for a paired one: both 0.5 at chance, so a mean over tasks of both kinds is meaningful) and a `macro`
-  row, the mean over the configured zero-shot tasks. A (model, scorer) that lacks a task, or for which the scorer
-  does not apply, is incomplete: its macro value is NaN and it is not ranked, and `incomplete_reason` names the
-  tasks and why (a not-applicable reason is shown as given), so a model never wins on the tasks it happens to have.
-  Ranks are over (model, scorer) entries, 1 = best, ties sharing the lowest rank.
+  row, the mean over the configured zero-shot tasks of the kinds the scorer applies to (its `scope`:
+  `geneb.zeroshot.scores.scorer_kinds`; the embedding distances score variant tasks only, by construction). A
+  (model, scorer) that lacks a task of its scope, or for which the scorer does not apply to one (a model without a
+  language-model head for `llr`), is incomplete: its macro value is NaN and it is not ranked, and
+  `incomplete_reason` names the tasks and why (a not-applicable reason is shown as given), so a model never wins on
+  the tasks it happens to have. Macro rows are ranked among the entries of the same scope (their means cover the
+  same tasks), task rows among the entries of the task; 1 = best, ties sharing the lowest rank.
 * `zeroshot_vs_probe`: Kendall's tau-b (scipy.stats.kendalltau) between each scorer's macro zero-shot ranking
   and the probe leaderboard's macro ranking of the same models, per (protocol, regime), with a seeded percentile
   bootstrap CI over models (models resampled with replacement; resamples with fewer than 3 distinct models or a
@@ -21,6 +24,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from geneb.zeroshot.scores import scorer_kinds
 
 #: the metric that ranks a task of each kind (geneb.zeroshot.metrics)
 PRIMARY_METRIC: Mapping[str, str] = {"variant": "auroc", "paired": "paired_accuracy"}
@@ -40,6 +45,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "n",
     "n_tasks",
     "n_tasks_expected",
+    "scope",
     "complete",
     "rank",
     "incomplete_reason",
@@ -86,7 +92,11 @@ def zeroshot_leaderboard(
     rows: list[dict[str, object]] = []
     for model, scorer in entries:
         values, lacks = [], []
+        kinds = scorer_kinds(scorer)
+        scope = "+".join(k for k in ("variant", "paired") if k in kinds and k in task_kinds.values())
         for task, kind in task_kinds.items():
+            if kind not in kinds:
+                continue  # out of the scorer's scope by construction (listed in not_applicable, not held against it)
             hit = by_key.get((model, scorer, task))
             if hit is None:
                 lacks.append(f"{task} ({reasons.get((model, task, scorer), 'not scored')})")
@@ -105,17 +115,21 @@ def zeroshot_leaderboard(
                     "n": int(hit.n),
                     "n_tasks": 1,
                     "n_tasks_expected": 1,
+                    "scope": kind,
                     "complete": bool(np.isfinite(hit.value)),
                     "incomplete_reason": "" if np.isfinite(hit.value) else "metric undefined (see the metrics note)",
                 }
             )
-        complete = not lacks and all(np.isfinite(values))
+        expected = sum(1 for k in task_kinds.values() if k in kinds)
+        complete = bool(values) and not lacks and all(np.isfinite(values))
         reason = ""
         if lacks:
             named = "; ".join(lacks[:MAX_NAMED]) + (
                 f"; and {len(lacks) - MAX_NAMED} more" if len(lacks) > MAX_NAMED else ""
             )
-            reason = f"lacks {len(lacks)} of {len(task_kinds)} tasks: {named}"
+            reason = f"lacks {len(lacks)} of {expected} tasks: {named}"
+        elif not values:
+            reason = "no configured task is of a kind this scorer applies to"
         rows.append(
             {
                 "model": model,
@@ -128,14 +142,15 @@ def zeroshot_leaderboard(
                 "ci_high": np.nan,
                 "n": len(values),
                 "n_tasks": len(values),
-                "n_tasks_expected": len(task_kinds),
+                "n_tasks_expected": expected,
+                "scope": scope,
                 "complete": complete,
                 "incomplete_reason": reason,
             }
         )
     board = pd.DataFrame(rows, columns=[c for c in LEADERBOARD_COLUMNS if c != "rank"])
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
-    for _, part in board[board["complete"]].groupby("task"):
+    for _, part in board[board["complete"]].groupby(["task", "scope"]):
         board.loc[part.index, "rank"] = _rank_desc(part["value"])
     board = board[list(LEADERBOARD_COLUMNS)]
     order = board.assign(_macro=board["task"] == MACRO).sort_values(

@@ -72,14 +72,14 @@ def embedding_distances(ref: np.ndarray, alt: np.ndarray, *, where: str = "") ->
     return np.clip(cosine, 0.0, 2.0), np.linalg.norm(ref - alt, axis=1)  # clip: float rounding below 0 at identity
 
 
-def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFrame] | NotApplicable:
+def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFrame] | list[NotApplicable]:
     """The `embedding-cosine` and `embedding-euclidean` `RowScores` frames of a variant task (module docstring);
     NotApplicable for a paired task. Raises what `variant_windows` and `embedding_distances` raise, and the
     encoder's errors (naming model, task and row)."""
     from geneb.extract.step import embed_with_rc
 
     if task.kind != "variant":
-        return NotApplicable(model.name, task.name, EMBEDDING, PAIRED_REASON)
+        return [NotApplicable(model.name, task.name, s, PAIRED_REASON) for s in (EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN)]
     refs, alts = variant_windows(task)
     rows = task.rows.index.astype(int).tolist()
     where = f"model {model.name}, zero-shot task {task.name}"

@@ -35,6 +35,18 @@ EMBEDDING_EUCLIDEAN = "embedding-euclidean"
 MARKOV_PREFIX = "markov-"
 
 
+#: the task kinds each scorer applies to by construction (a distance between two embeddings gives no preference
+#: between two sequences); the leaderboard's macro of an entry covers the tasks of its scorer's kinds
+EMBEDDING_KINDS: tuple[str, ...] = ("variant",)
+ALL_KINDS: tuple[str, ...] = ("variant", "paired")
+
+
+def scorer_kinds(scorer: str) -> tuple[str, ...]:
+    """The task kinds `scorer` applies to: variant only for the embedding distances, both for `llr` and the
+    Markov baselines (and any other scorer)."""
+    return EMBEDDING_KINDS if scorer in (EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN) else ALL_KINDS
+
+
 def markov_scorer(order: int) -> str:
     """The scorer name of the order-`order` k-mer Markov chain baseline (`markov-<order>`)."""
     if order < 0:
