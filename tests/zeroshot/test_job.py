@@ -119,3 +119,41 @@ def test_the_build_rule_writes_into_its_hashed_folder(shared, tmp_path):
     meta = json.loads((rows.parent / "meta.json").read_text())
     assert meta["provenance"]["seed"] == 3
     assert SCORE_FILE_ATTR == "geneb_zeroshot"
+
+
+def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shared):
+    from geneb.figures.style import paper_style, save
+    from geneb.figures.zeroshot import draw
+    from geneb.report.zeroshot import zeroshot_section
+    from geneb.zeroshot.tables import write_zeroshot_tables
+
+    labels = built.rows["label"].to_numpy()
+    files = []
+    for model, signal in (("good", 2.0), ("fair", 0.7), ("poor", 0.0)):
+        path = tmp_path / "scores" / model / "x" / built.name / "h.parquet"
+        frame = row_scores(built, "embedding-cosine", labels * signal + np.random.default_rng(2).normal(size=built.n))
+        write_score_file(path, built, model, [frame], [NotApplicable(model, built.name, "llr", "no head")], {})
+        files.append(path)
+    probe = pd.DataFrame(
+        [dict(protocol="geneb-paper", regime="full", model=m, category="macro", value=v, complete=True)
+         for m, v in (("good", 0.6), ("fair", 0.5), ("poor", 0.1))]
+    )  # fmt: skip
+    tables = zeroshot_tables([built], files, probe, n_boot=100, seed=0)
+    outputs = {
+        name: tmp_path / f"{name}.parquet"
+        for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable")
+    }
+    write_zeroshot_tables(tables, outputs)
+    png = tmp_path / "zeroshot.png"
+    with paper_style():
+        save(draw(tables.leaderboard, tables.vs_probe, probe, {}, protocol="geneb-paper"), png)
+    assert png.stat().st_size > 1000 and png.with_suffix(".pdf").exists()
+    files_in = {
+        "zeroshot_leaderboard": outputs["leaderboard"],
+        "zeroshot_vs_probe": outputs["vs_probe"],
+        "zeroshot_not_applicable": outputs["not_applicable"],
+        "zeroshot_figure": png,
+    }
+    html = "\n".join(zeroshot_section(files_in, lambda df, *a: df.to_html(), lambda p, n, c: f"<img {n}>", "cap"))
+    assert "Zero-shot scoring" in html and "no head" in html and "good" in html and "<img zeroshot>" in html
+    assert zeroshot_section(None, lambda df, *a: "", lambda p, n, c: "", "cap") == []

@@ -15,7 +15,7 @@ from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
 from geneb.cli.task_lock import cmd_tasks_lock
 from geneb.cli.verify import cmd_verify
 from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
-from geneb.cli.zeroshot import DEFAULT_OUT, cmd_zeroshot_build
+from geneb.cli.zeroshot import DEFAULT_OUT, cmd_zeroshot_build, cmd_zeroshot_reference_lms
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
@@ -104,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--task-source", help="the mirror folder of real tasks (default $GENEB_TASK_SOURCE, else ../shared/data/tasks)"
     )
     zb.set_defaults(func=cmd_zeroshot_build)
+    zr = zs_sub.add_parser(
+        "reference-lms",
+        help="pretrain GENEB's tiny masked and causal reference language models (a few CPU minutes, seeded)",
+        description="Pretrain the registry's GENEB-made reference models geneb-tiny-mlm and geneb-tiny-clm into "
+        "OUT/<id>/ on the training split of a task no built zero-shot task is made from, so the llr scorer runs on "
+        "trained transformer weights (docs/zeroshot.md, 'Reference language models'). A folder made with the same "
+        "settings from the same file is kept.",
+    )
+    zr.add_argument("--out", default="resources/reference_lms", help="output folder (default resources/reference_lms)")
+    zr.add_argument(
+        "--task-source", help="the mirror folder of real tasks (default $GENEB_TASK_SOURCE, else ../shared/data/tasks)"
+    )
+    zr.set_defaults(func=cmd_zeroshot_reference_lms)
     env = sub.add_parser("env", help="list or build the runtime environments of envs/ (pip venvs)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     cache_help = "the folder the venvs are cached under (default $GENEB_ENV_DIR, else .geneb/envs)"

@@ -52,7 +52,9 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
         why.append(
             (
                 "local folder missing",
-                f"local folder {src.path} does not exist (relative paths resolve against the working directory)",
+                f"local folder {src.path} does not exist (relative paths resolve against the working directory)"
+                # a folder GENEB makes names the command that makes it (the reference language models)
+                + (f"; it is {src.origin}" if src.origin and "GENEB-made" in src.origin else ""),
             )
         )
     elif kind not in SOURCE_KINDS:

@@ -142,7 +142,7 @@ def pretrain_tiny_lm(
         loss.backward()
         optimiser.step()
         if step % 10 == 0 or step == settings.steps - 1:
-            curve.append(round(float(loss), 5))
+            curve.append(round(float(loss.detach()), 5))
     model.eval()
     model.save_pretrained(out)
     record = {

@@ -12,6 +12,7 @@ import pandas as pd
 from geneb.zeroshot.llr import score_llr
 from geneb.zeroshot.llr_load import NoLanguageHead, load_language_model
 from geneb.zeroshot.model import ZeroShotModel
+from geneb.zeroshot.reference_lms import pretraining_task_of
 from geneb.zeroshot.scores import LLR, NotApplicable
 from geneb.zeroshot.task import ZeroShotTask
 
@@ -23,6 +24,10 @@ def llr_scores(model: ZeroShotModel, task: ZeroShotTask) -> pd.DataFrame | NotAp
         return NotApplicable(
             model.name, task.name, LLR, "an encoder handed over directly has no checkpoint to load a head from"
         )
+    trained_on = _pretraining_task(model)
+    if trained_on is not None and trained_on in {task.name, *task.source_tasks}:
+        reason = f"a GENEB-made reference model pretrained on {trained_on}, a source of this task's rows"
+        return NotApplicable(model.name, task.name, LLR, reason)
     if LLR not in model.loaded:
         device = str(getattr(model.encoder, "device", "cpu"))
         model.loaded[LLR] = (
@@ -34,3 +39,10 @@ def llr_scores(model: ZeroShotModel, task: ZeroShotTask) -> pd.DataFrame | NotAp
     if isinstance(lm, NoLanguageHead):
         return NotApplicable(model.name, task.name, LLR, lm.reason)
     return score_llr(lm, task)
+
+
+def _pretraining_task(model: ZeroShotModel) -> str | None:
+    """The task a GENEB-made reference model (a local folder with geneb_pretraining.json) was pretrained on."""
+    source = model.settings.source if model.settings is not None else None
+    path = getattr(source, "path", None) if source is not None else None
+    return pretraining_task_of(path) if path else None
