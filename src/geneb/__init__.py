@@ -6,7 +6,7 @@ coefficient (MCC) on labelled DNA tasks in 13 functional categories (the GENEB p
 The Python API, for a notebook: `geneb.evaluate(model, tasks, protocol="geneb-paper", config=None, **overrides)`
 returns the score rows the workflow writes; `geneb.leaderboard(scores)` the leaderboard frame of such rows
 (`geneb.api.evaluate`); `geneb.evaluate_zeroshot(model, tasks, ...)` the zero-shot scores and metrics
-(`geneb.zeroshot.evaluate`). `import geneb` stays light: both import what they need (torch only for a torch model) when
+(`geneb.api.zeroshot`). `import geneb` stays light: both import what they need (torch only for a torch model) when
 called.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 #: where the API lives, imported by name when called, so `import geneb` imports nothing else (and the package's
 #: root imports no module of its own: geneb.core.paths imports it)
 API = "geneb.api.evaluate"
-ZEROSHOT_API = "geneb.zeroshot.evaluate"
+ZEROSHOT_API = "geneb.api.zeroshot"
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "evaluate", "evaluate_zeroshot", "leaderboard"]
@@ -37,5 +37,5 @@ def leaderboard(scores: Any, config: Any = None) -> Any:
 
 def evaluate_zeroshot(model: Any, tasks: Any, **options: Any) -> Any:
     """Zero-shot scores, metrics and the scorers that did not apply, of `model` on zero-shot tasks, in process
-    (`geneb.zeroshot.evaluate.evaluate_zeroshot`, where the arguments and errors are described)."""
+    (`geneb.api.zeroshot.evaluate_zeroshot`, where the arguments and errors are described)."""
     return importlib.import_module(ZEROSHOT_API).evaluate_zeroshot(model, tasks, **options)

@@ -8,6 +8,7 @@
 localrules:
     build_zeroshot_task,
     zeroshot_tables,
+    zeroshot_figure,
     zeroshot,
 
 
@@ -78,17 +79,32 @@ rule zeroshot_tables:
         leaderboard=results("tables/zeroshot_leaderboard.parquet"),
         vs_probe=results("tables/zeroshot_vs_probe.parquet"),
         not_applicable=results("tables/zeroshot_not_applicable.parquet"),
-        figure=report(results("figures/zeroshot.png"), caption="../report/zeroshot.rst", category="Zero-shot"),
-        pdf=results("figures/zeroshot.pdf"),
     log:
         "logs/zeroshot_tables.log",
     conda:
         "../../envs/geneb.yaml"
     params:
         tables=zeroshot_table_params,
-        protocol=config["default_protocol"],
     script:
         "../scripts/zeroshot_tables.py"
+
+
+rule zeroshot_figure:
+    input:
+        leaderboard=results("tables/zeroshot_leaderboard.parquet"),
+        vs_probe=results("tables/zeroshot_vs_probe.parquet"),
+        probe_leaderboard=results("tables/leaderboard.parquet"),
+    output:
+        png=report(results("figures/zeroshot.png"), caption="../report/zeroshot.rst", category="Zero-shot"),
+        pdf=results("figures/zeroshot.pdf"),
+    log:
+        "logs/figures/zeroshot_figure.log",
+    conda:
+        "../../envs/geneb.yaml"
+    params:
+        protocol=config["default_protocol"],
+    script:
+        "../scripts/zeroshot_figure.py"
 
 
 rule zeroshot:

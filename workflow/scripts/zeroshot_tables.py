@@ -1,4 +1,4 @@
-"""Shim: rule zeroshot_tables -> geneb.zeroshot.tables.run_tables_rule (tables, then the figure)."""
+"""Shim: rule zeroshot_tables -> geneb.zeroshot.tables.run_tables_rule."""
 
 from geneb.core.logs import log_to_file
 from geneb.zeroshot.tables import run_tables_rule
@@ -10,5 +10,4 @@ run_tables_rule(
     leaderboard=snakemake.input.leaderboard,
     outputs=dict(snakemake.output.items()),
     bootstrap=snakemake.params.tables["bootstrap"],
-    protocol=snakemake.params.protocol,
 )

@@ -7,6 +7,8 @@ zero-shot value (one colour per scorer) against its macro probe MCC, with Kendal
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -94,3 +96,16 @@ def draw(
         b.legend(frameon=False)
     fig.tight_layout()
     return fig
+
+
+def render(
+    leaderboard: str | Path, vs_probe: str | Path, probe_leaderboard: str | Path, png: str | Path, *, protocol: str
+):
+    """Rule zeroshot_figure: draw the figure from the zero-shot tables and the probe leaderboard (digests checked)
+    into `png` and the .pdf beside it."""
+    from geneb.core import integrity
+    from geneb.figures.style import paper_style, save
+
+    tables = [integrity.read_parquet(p) for p in (leaderboard, vs_probe, probe_leaderboard)]
+    with paper_style():
+        save(draw(*tables, {}, protocol=protocol), png)

@@ -11,11 +11,10 @@ import pandas as pd
 
 from geneb.core import integrity
 from geneb.zeroshot.board import MACRO
+from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS
 
-#: the inputs the section reads: {key: results path}, all present or the section is left out
 #: the caption file of the section and figure (workflow/report/)
 ZEROSHOT_CAPTION = "zeroshot.rst"
-ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
 
 
 def zeroshot_section(

@@ -137,8 +137,7 @@ class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
         return f"{self.results_dir}/{path}"
 
     def final_outputs(self) -> list[str]:
-        """The default targets of `snakemake` (FINAL_OUTPUTS) under the run's results_dir, and the zero-shot tables
-        and figure when the config has a zero-shot stage."""
+        """The default targets (FINAL_OUTPUTS) under the run's results_dir, and the zero-shot stage's when configured."""
         return [self.results_path(p) for p in FINAL_OUTPUTS] + self.zeroshot_outputs()
 
     def failures_file(self) -> str:

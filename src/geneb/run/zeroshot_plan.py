@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from geneb.registry.registry import Registry, model_spec
 from geneb.registry.scoring import resolved_lm_head, resolved_scoring
-from geneb.report.zeroshot import ZEROSHOT_REPORT_INPUTS
 from geneb.run.layout import check_hash, params_hash
 from geneb.tasks.sources import resolve_source_string, source_identity
 from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry, ZeroShotCatalogueError, catalogue_entry
-from geneb.zeroshot.job import SCORE_FILE_VERSION
-from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, LLR, markov_scorer
+from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, LLR, SCORE_FILE_VERSION, markov_scorer
 from geneb.zeroshot.sources import zeroshot_source_identity
+from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS
 
 #: the config's scorer names -> the scorer columns they produce (geneb.zeroshot.scores)
 SCORER_OUTPUTS: Mapping[str, tuple[str, ...]] = {LLR: (LLR,), "embedding": (EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN)}
@@ -255,7 +254,7 @@ class ZeroShotPlan:
         ]
 
     def zeroshot_report_inputs(self) -> list[str]:
-        """The report rule's zero-shot inputs, in `geneb.report.zeroshot.ZEROSHOT_REPORT_INPUTS` order: the leaderboard,
+        """The report rule's zero-shot inputs, in `geneb.zeroshot.tables.ZEROSHOT_REPORT_INPUTS` order: the leaderboard,
         the rank correlation, the not-applicable list and the figure; [] without a zero-shot stage."""
         if not self.zeroshot_tasks:
             return []

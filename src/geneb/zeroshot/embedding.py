@@ -27,7 +27,7 @@ from geneb.zeroshot.model import ZeroShotModel
 from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, NotApplicable, row_scores
 from geneb.zeroshot.task import ZeroShotTask
 
-#: the name the scorer dispatch knows the two distances by (geneb.zeroshot.evaluate)
+#: the name the scorer dispatch knows the two distances by (geneb.zeroshot.scorers)
 EMBEDDING = "embedding"
 PAIRED_REASON = "a paired task needs a likelihood; an embedding distance gives no preference"
 

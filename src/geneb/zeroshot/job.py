@@ -27,15 +27,13 @@ from geneb import __version__
 from geneb.core import integrity
 from geneb.core.provenance import package_versions
 from geneb.zeroshot.markov import Background, check_background, fit_markov, markov_scores
-from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
+from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, SCORE_FILE_VERSION, NotApplicable, check_row_scores
 from geneb.zeroshot.task import ZeroShotTask
 
 log = logging.getLogger(__name__)
 
 #: the parquet metadata key (pandas `attrs`) of a score file's provenance
 SCORE_FILE_ATTR = "geneb_zeroshot"
-#: a score file's format version (a new one reruns every score_zeroshot job: a params of the rule)
-SCORE_FILE_VERSION = "1"
 
 
 class ZeroShotFileError(ValueError):
@@ -128,8 +126,8 @@ def score_model_job(
     run its scorers on `task` and write the score file. scoring: the rule's params (`settings_hash`, `scorers`:
     config names "llr" / "embedding", `lm_head`); execution: the config's execution knobs."""
     from geneb.extract.step import load_model
-    from geneb.zeroshot.evaluate import score_with
     from geneb.zeroshot.model import ZeroShotModel
+    from geneb.zeroshot.scorers import score_with
 
     t0 = time.perf_counter()
     loaded = load_model(

@@ -1,4 +1,4 @@
-"""The `llr` entry of the scorer table (geneb.zeroshot.evaluate.SCORERS): a `ZeroShotModel` -> its language model,
+"""The `llr` entry of the scorer table (geneb.zeroshot.scorers.SCORERS): a `ZeroShotModel` -> its language model,
 loaded once from the same checkpoint as its encoder (`geneb.zeroshot.llr_load.load_language_model`, with the
 registry's `lm_head`) and kept on the model for its next task -> `geneb.zeroshot.llr.score_llr`.
 

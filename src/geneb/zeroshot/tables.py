@@ -27,6 +27,8 @@ from geneb.zeroshot.metrics import METRIC_COLUMNS, score_metrics
 from geneb.zeroshot.task import ZeroShotTask
 
 NOT_APPLICABLE_COLUMNS = ("model", "task", "scorer", "reason")
+#: what the report's zero-shot section reads (geneb.report.zeroshot), in the order the report rule passes them
+ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
 PROVENANCE_COLUMNS = ("scores_sha256", "data_sha256", "settings_hash", "geneb_version")
 
 
@@ -110,18 +112,12 @@ def run_tables_rule(
     leaderboard: str | Path,
     outputs: Mapping[str, str | Path],
     bootstrap: Mapping[str, int],
-    protocol: str,
 ) -> None:
     """Rule zeroshot_tables: read the tasks (their rows.tsv under resources/zeroshot/tasks/{zstask}/{zthash}/),
-    every score file and the probe leaderboard, write the five tables and the figure (outputs["figure"], .png; its
-    .pdf beside it)."""
-    from geneb.figures.style import paper_style, save
-    from geneb.figures.zeroshot import draw
+    every score file and the probe leaderboard, and write the five tables (`write_zeroshot_tables`)."""
     from geneb.zeroshot.job import task_of_rows_file
 
     tasks = [task_of_rows_file(r) for r in rows]
     probe = integrity.read_parquet(leaderboard)
     tables = zeroshot_tables(tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]))
     write_zeroshot_tables(tables, outputs)
-    with paper_style():
-        save(draw(tables.leaderboard, tables.vs_probe, probe, {}, protocol=protocol), outputs["figure"])

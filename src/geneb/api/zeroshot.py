@@ -1,8 +1,7 @@
-"""`evaluate_zeroshot`: score one model on zero-shot tasks in process, with metrics and what did not apply.
+"""`geneb.evaluate_zeroshot`: score one model on zero-shot tasks in process, with metrics and what did not apply.
 
-The scorers are a small table (`SCORERS`): a name -> a callable `(ZeroShotModel, ZeroShotTask) -> RowScores frame |
-NotApplicable | a list of them`. The embedding distances are in it; the language-model LLR joins it with one entry
-(`SCORERS["llr"] = ...`, or pass `scorers={"llr": ...}`). The k-mer Markov baselines (`markov_orders`) need no model:
+The scorers are the table of `geneb.zeroshot.scorers` (`SCORERS`: `llr`, `embedding`; or pass a mapping name ->
+callable `(ZeroShotModel, ZeroShotTask) -> RowScores frame | NotApplicable | a list of them`). The k-mer Markov baselines (`markov_orders`) need no model:
 their chains are fitted once on the declared `background` and score every task that background does not overlap.
 
 The model is resolved as `geneb.evaluate` resolves it (`geneb.api.evaluate.resolve_config` and its model settings),
@@ -18,27 +17,23 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from geneb.zeroshot.embedding import EMBEDDING, embedding_scores
-from geneb.zeroshot.llr_scorer import llr_scores
+from geneb.zeroshot.embedding import EMBEDDING
 from geneb.zeroshot.markov import PSEUDOCOUNT, Background, fit_markov, markov_scores
 from geneb.zeroshot.metrics import METRIC_COLUMNS, N_BOOT, score_metrics
 from geneb.zeroshot.model import ZeroShotModel
-from geneb.zeroshot.scores import LLR, ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
+from geneb.zeroshot.scorers import Scorer, score_with, scorer_table
+from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
 from geneb.zeroshot.task import ZeroShotTask
 
 log = logging.getLogger(__name__)
 
-ScorerOutput = pd.DataFrame | NotApplicable | Sequence[pd.DataFrame | NotApplicable]
-Scorer = Callable[[ZeroShotModel, ZeroShotTask], ScorerOutput]
-#: the scorers a name in `scorers=` selects; a new scorer is one entry here
-SCORERS: dict[str, Scorer] = {LLR: llr_scores, EMBEDDING: embedding_scores}
 #: the placeholder task list `resolve_config` validates (the config schema needs one; no supervised task is run)
 CONFIG_TASKS = ["zero-shot"]
 
@@ -54,15 +49,6 @@ class ZeroShotResult:
     metrics: pd.DataFrame
     not_applicable: list[NotApplicable]
     provenance: dict[str, Any] = field(default_factory=dict)
-
-
-def _scorer_table(scorers: Sequence[str] | Mapping[str, Scorer]) -> dict[str, Scorer]:
-    if isinstance(scorers, Mapping):
-        return dict(scorers)
-    unknown = [s for s in scorers if s not in SCORERS]
-    if unknown:
-        raise ValueError(f"unknown zero-shot scorer(s) {unknown}; known: {sorted(SCORERS)} (or pass a mapping)")
-    return {s: SCORERS[s] for s in scorers}
 
 
 def load_zeroshot_model(
@@ -111,30 +97,6 @@ def load_zeroshot_model(
     return ZeroShotModel(typed.model, encoder, rc=typed.extraction.rc, settings=typed), settings_hash
 
 
-def _outputs(output: ScorerOutput) -> list[pd.DataFrame | NotApplicable]:
-    if isinstance(output, (pd.DataFrame, NotApplicable)):
-        return [output]
-    return list(output)
-
-
-def score_with(
-    model: ZeroShotModel, task: ZeroShotTask, scorers: Sequence[str] | Mapping[str, Scorer]
-) -> tuple[list[pd.DataFrame], list[NotApplicable]]:
-    """Run `scorers` (names of `SCORERS`, or a mapping name -> scorer) of `model` on `task`: (the RowScores frames,
-    each checked against the task, in scorer order; the scorers that did not apply, with their reasons). Raises
-    ValueError for an unknown scorer name and what the scorers raise."""
-    frames: list[pd.DataFrame] = []
-    declined: list[NotApplicable] = []
-    for scorer in _scorer_table(scorers).values():
-        for out in _outputs(scorer(model, task)):
-            if isinstance(out, NotApplicable):
-                declined.append(out)
-            else:
-                check_row_scores(task, out)
-                frames.append(out)
-    return frames, declined
-
-
 def evaluate_zeroshot(
     model: Any,
     tasks: Sequence[ZeroShotTask],
@@ -161,7 +123,7 @@ def evaluate_zeroshot(
     """
     if not tasks:
         raise ValueError("evaluate_zeroshot: no zero-shot tasks given")
-    table = _scorer_table(scorers)
+    table = scorer_table(scorers)
     if markov_orders and background is None:
         raise ValueError(
             f"Markov baselines {list(markov_orders)} need a declared background (geneb.zeroshot.markov.Background)"

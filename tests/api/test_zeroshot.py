@@ -1,4 +1,4 @@
-"""`evaluate_zeroshot` end to end (geneb.zeroshot.evaluate): a registry k-mer model, a real checkpoint, the
+"""`evaluate_zeroshot` end to end (geneb.api.zeroshot): a registry k-mer model, a real checkpoint, the
 Markov baselines and an added scorer."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 import geneb
 from extraction_support import random_dna
-from geneb.zeroshot.evaluate import ZeroShotResult, evaluate_zeroshot
+from geneb.api.zeroshot import ZeroShotResult, evaluate_zeroshot
 from geneb.zeroshot.markov import Background, BackgroundLeakError
 from geneb.zeroshot.scores import NotApplicable, row_scores
 from geneb.zeroshot.task import ZeroShotTask
@@ -100,7 +100,9 @@ def test_the_zero_shot_modules_import_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, geneb.zeroshot.evaluate, geneb.zeroshot.markov, geneb.zeroshot.metrics; print('torch' in sys.modules)"
+    code = (
+        "import sys, geneb.api.zeroshot, geneb.zeroshot.markov, geneb.zeroshot.metrics; print('torch' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "False"

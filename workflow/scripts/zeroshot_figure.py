@@ -1,0 +1,13 @@
+"""Shim: rule zeroshot_figure -> geneb.figures.zeroshot.render."""
+
+from geneb.core.logs import log_to_file
+from geneb.figures.zeroshot import render
+
+log_to_file(snakemake.log[0])
+render(
+    snakemake.input.leaderboard,
+    snakemake.input.vs_probe,
+    snakemake.input.probe_leaderboard,
+    snakemake.output.png,
+    protocol=snakemake.params.protocol,
+)
