@@ -157,3 +157,35 @@ def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shar
     html = "\n".join(zeroshot_section(files_in, lambda df, *a: df.to_html(), lambda p, n, c: f"<img {n}>", "cap"))
     assert "Zero-shot scoring" in html and "no head" in html and "good" in html and "<img zeroshot>" in html
     assert zeroshot_section(None, lambda df, *a: "", lambda p, n, c: "", "cap") == []
+
+
+def test_a_users_own_task_is_read_from_its_source_and_checked(tmp_path):
+    from geneb.tasks.source_files import TaskDigestError
+    from geneb.zeroshot.catalogue import read_zeroshot_catalogue
+    from geneb.zeroshot.read import write_zeroshot_task
+    from geneb.zeroshot.sources import zeroshot_source_identity
+
+    source = tmp_path / "mine"
+    rows = pd.DataFrame(
+        {"sequence": ["ACGTACGTAA", "TTGCAACGTA"], "pos": [2, 5], "ref": ["G", "A"], "alt": ["T", "C"], "label": [1, 0]}
+    )
+    write_zeroshot_task(source / "my_variants", rows, {"kind": "variant", "name": "my_variants", "description": "d"})
+    catalogue = tmp_path / "zeroshot_tasks.tsv"
+    catalogue.write_text("task\tkind\tbuilder\tsource_tasks\tdescription\nmy_variants\tvariant\tsource\t-\tmine\n")
+    (entry,) = read_zeroshot_catalogue(catalogue)
+    assert entry.source_tasks == ()
+    identity = zeroshot_source_identity(str(source), "my_variants")
+    assert set(identity["files"]) == {"rows.tsv", "meta.json"}
+    out = tmp_path / "resources" / "zeroshot" / "tasks" / "my_variants" / "aaaaaaaaaaaa" / "rows.tsv"
+    params = {"entry": {**entry.__dict__, "source_tasks": []}}
+    run_build_rule(
+        params, out, config={"task_source": None, "zeroshot": {"task_source": str(source), "build_source": None}}
+    )
+    assert task_of_rows_file(out).n == 2
+    # a changed row in the source: its recorded digest refuses it
+    text = (source / "my_variants" / "rows.tsv").read_text().replace("ACGTACGTAA", "ACGTACGTAC")
+    (source / "my_variants" / "rows.tsv").write_text(text)
+    with pytest.raises(TaskDigestError):
+        run_build_rule(
+            params, out, config={"task_source": None, "zeroshot": {"task_source": str(source), "build_source": None}}
+        )
