@@ -100,3 +100,24 @@ def test_a_real_checkpoint_scores_every_variant(zoo):
     refs, _ = variant_windows(task)
     same = model.encoder.embed(refs + refs).embeddings
     np.testing.assert_allclose(embedding_distances(same[:4], same[4:])[1], 0, atol=1e-6)
+
+
+LOCAL_CHECKPOINTS = [
+    "mistral-dna-1m-ft-prom",
+    "mistral-dna-1m-ft-tf0",
+    "mistral-dna-1m-ft-tf1",
+    "mistral-codon-1m-ft-mrfp",
+    "hyenadna-tiny-1k-ft-anticapt",
+]
+
+
+@pytest.mark.parametrize("name", LOCAL_CHECKPOINTS)
+def test_every_real_local_checkpoint_scores_every_variant(repo, name):
+    """The embedding scorer on each real checkpoint of ../shared/models as registered (its own pooling, rc mode,
+    tokenizer and input transform): finite distances, larger than zero for a changed base."""
+    registry = load_registry(repo / "config" / "models.yaml")
+    settings = extraction_settings(registry, name, {})
+    model = ZeroShotModel(name, build_encoder(settings, batch_size=4, progress=False), rc=settings["extraction"]["rc"])
+    task = _task(n=4, length=90)
+    cosine, euclidean = embedding_scores(model, task)
+    assert np.isfinite(cosine["score"]).all() and (euclidean["score"] > 0).all()
