@@ -88,7 +88,14 @@ class LanguageModel:
                 kwargs["attention_mask"] = (
                     width[None, :] < torch.as_tensor(lengths, device=self.device)[:, None]
                 ).long()
-            at = torch.as_tensor(rows, device=self.device), torch.as_tensor(cols, device=self.device)
+            # a position read for several targets (a causal ref window that several variants share, a masked
+            # input read for both alleles) gets its logits and log-softmax once
+            flat = np.asarray(rows, dtype=np.int64) * ids.shape[1] + np.asarray(cols, dtype=np.int64)
+            positions, inverse = np.unique(flat, return_inverse=True) if not full_logits else (flat, None)
+            at = (
+                torch.as_tensor(positions // ids.shape[1], device=self.device),
+                torch.as_tensor(positions % ids.shape[1], device=self.device),
+            )
             split = None if full_logits else head_split(self.network)
             if split is not None:
                 body, head = split
@@ -99,7 +106,8 @@ class LanguageModel:
             if picked.dtype in (torch.float16, torch.bfloat16):
                 picked = picked.float()
             logp = torch.log_softmax(picked, dim=-1)
-            values = logp.gather(1, torch.as_tensor(targets, device=self.device).view(-1, 1)).view(-1).double()
+            which = torch.as_tensor(inverse.reshape(-1) if inverse is not None else np.arange(len(flat)))
+            values = logp[which.to(self.device), torch.as_tensor(targets, device=self.device)].double()
         result: np.ndarray = values.cpu().numpy()
         if not np.isfinite(result).all():
             raise ValueError(f"model {self.name}: non-finite log-probabilities from its head")
