@@ -237,6 +237,7 @@ def main() -> int:
 
     torch.set_num_threads(1)
     shared = args.shared.resolve()
+    machine = f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs, torch {torch.__version__}"
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         tasks = build_variant_tasks(shared, Path(tmp) / "tasks", args.rows)
@@ -265,6 +266,9 @@ def main() -> int:
                         "speedup": nc / bc,
                         "wall_speedup": nw / bw,
                         "max_abs_diff": r["max_abs_diff"],
+                        "torch_threads": torch.get_num_threads(),
+                        "repeats": args.repeats,
+                        "machine": machine,
                     }
                 )
                 if "before" in sides:
@@ -277,7 +281,7 @@ def main() -> int:
                     )
                 print_row(results[-1])
     note = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other jobs)",
+        "machine": machine,
         "load_average_end": [round(x, 1) for x in os.getloadavg()],
         "torch_threads": torch.get_num_threads(),
         "repeats": args.repeats,
