@@ -16,7 +16,7 @@ import torch
 from extraction_support import random_dna, spec
 from geneb.registry.extraction import extraction_settings
 from geneb.zeroshot.llr import score_llr, score_llr_naive
-from geneb.zeroshot.llr_head import LanguageModel
+from geneb.zeroshot.llr_head import LanguageModel, head_split
 from geneb.zeroshot.llr_load import NoLanguageHead, load_language_model
 from geneb.zeroshot.llr_tokens import variant_tokens
 from geneb.zeroshot.scores import NotApplicable
@@ -96,6 +96,7 @@ def bert_masked(tmp_path_factory, shared) -> Path:
 def test_causal_head_loads_and_batched_equals_naive(mistral_causal):
     model = load_language_model(_settings(mistral_causal, "hf-decoder", 256), head="causal")
     assert isinstance(model, LanguageModel) and model.identity["model_class"] == "MixtralForCausalLM"
+    assert head_split(model.network) is not None  # batched runs the head at the read positions only, naive everywhere
     task = _variant_task()
     batched = score_llr(model, task, batch_size=4)
     naive = score_llr_naive(model, task)
@@ -111,8 +112,17 @@ def test_masked_head_loads_and_batched_equals_naive_with_unaligned_bpe_spans(ber
     task = _variant_task()
     spans = [variant_tokens(model.tokenize, r.sequence, r.pos, r.ref, r.alt) for r in task.rows.itertuples()]
     assert any(s.aligned for s in spans) and any(not s.aligned for s in spans)  # both BPE rules are exercised
+    assert head_split(model.network) is not None
     batched = score_llr(model, task, batch_size=3)
     np.testing.assert_allclose(batched["score"], score_llr_naive(model, task)["score"], rtol=1e-5, atol=1e-6)
+
+
+def test_only_transformers_own_classes_have_their_head_split():
+    class MixtralForCausalLM(torch.nn.Module):  # remote code may reuse a name with another forward
+        model = lm_head = torch.nn.Identity()
+
+    assert head_split(MixtralForCausalLM()) is None
+    assert head_split(torch.nn.Linear(2, 2)) is None
 
 
 def test_a_checkpoint_without_head_weights_is_not_applicable(shared, tmp_path):

@@ -1,7 +1,8 @@
 """The embedding-distance scorers: how far a variant moves a model's pooled embedding, for every model.
 
 For each variant row the reference window (`sequence`) and the alt window (the same with `alt` at `pos`) are
-embedded in one batched call (all ref windows, then all alt windows) under the model's own pooling, layer and
+embedded in one batched call (all ref windows, then all alt windows; a window several rows share is embedded
+once) under the model's own pooling, layer and
 reverse-complement mode (`geneb.extract.step.embed_with_rc`: rc average embeds both strands and averages them, as
 extraction does). Two scores per row, larger distance = larger predicted effect (the `RowScores` direction; a
 declared convention, never tuned on labels):
@@ -83,7 +84,12 @@ def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFr
     refs, alts = variant_windows(task)
     rows = task.rows.index.astype(int).tolist()
     where = f"model {model.name}, zero-shot task {task.name}"
-    result = embed_with_rc(model.encoder, refs + alts, rows + rows, model.rc, desc=where)
-    vectors = result.embeddings
+    # a window shared by several variants (their common reference) is embedded once
+    windows = refs + alts
+    first_row = dict(zip(reversed(windows), reversed(rows + rows)))  # a window's first row, for error messages
+    unique = list(dict.fromkeys(windows))
+    result = embed_with_rc(model.encoder, unique, [first_row[w] for w in unique], model.rc, desc=where)
+    index = {w: i for i, w in enumerate(unique)}
+    vectors = result.embeddings[[index[w] for w in windows]]
     cosine, euclidean = embedding_distances(vectors[: task.n], vectors[task.n :], where=where)
     return [row_scores(task, EMBEDDING_COSINE, cosine), row_scores(task, EMBEDDING_EUCLIDEAN, euclidean)]

@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 
 from geneb.zeroshot.llr_head import LanguageModel
-from geneb.zeroshot.llr_tokens import AlleleTokens, reverse_complement, reverse_variant, variant_tokens
+from geneb.zeroshot.llr_tokens import AlleleTokens, Tokenize, reverse_complement, reverse_variant, variant_tokens
 from geneb.zeroshot.scores import LLR, NotApplicable, row_scores
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.task import REQUIRED_COLUMNS, ZeroShotTask
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -80,6 +80,7 @@ def score_llr_naive(model: LanguageModel, task: ZeroShotTask, *, strands: int = 
             np.zeros(len(q.cols), dtype=np.int64),
             np.asarray(q.cols),
             np.asarray(q.targets),
+            full_logits=True,
         )
         scores[q.row] += q.weight * float(values.sum())
     return row_scores(task, LLR, scores)
@@ -137,21 +138,24 @@ def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, ful
     if strands not in (1, 2):
         raise ValueError(f"strands must be 1 or 2, got {strands}")
     queries: list[Query] = []
-    rows = task.rows
+    columns = {c: [str(v) for v in task.rows[c]] for c in REQUIRED_COLUMNS[task.kind]}
     bad: list[str] = []
+    # a window shared by several variants (and its reverse strand) is tokenised once: the same text always
+    # gives the same tokens
+    tokenize = _memo(model.tokenize)
     for row in range(task.n):
         try:
             if task.kind == "variant":
-                seq, pos = str(rows["sequence"].iat[row]), int(str(rows["pos"].iat[row]))
-                ref, alt = str(rows["ref"].iat[row]), str(rows["alt"].iat[row])
+                seq, pos = columns["sequence"][row], int(columns["pos"][row])
+                ref, alt = columns["ref"][row], columns["alt"][row]
                 views = [(seq, pos, ref, alt), reverse_variant(seq, pos, ref, alt)][:strands]
                 for view in views:
-                    queries += _variant_queries(model, row, *view, weight=1.0 / strands, full=full_causal)
+                    queries += _variant_queries(model, tokenize, row, *view, weight=1.0 / strands, full=full_causal)
             else:
                 for column, sign in (("sequence_a", 1.0), ("sequence_b", -1.0)):
-                    seq = str(rows[column].iat[row])
+                    seq = columns[column][row]
                     for text in [seq, reverse_complement(seq)][:strands]:
-                        queries += _likelihood_queries(model, row, model.tokenize(text), sign / strands)
+                        queries += _likelihood_queries(model, row, tokenize(text), sign / strands)
         except ValueError as err:  # every bad row is reported at once
             bad.append(f"row {row}: {err}")
     if bad:
@@ -168,11 +172,31 @@ def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, ful
     return queries
 
 
+def _memo(tokenize: Tokenize) -> Tokenize:
+    cache: dict[str, AlleleTokens] = {}
+
+    def cached(text: str) -> AlleleTokens:
+        if text not in cache:
+            cache[text] = tokenize(text)
+        return cache[text]
+
+    return cached
+
+
 def _variant_queries(
-    model: LanguageModel, row: int, seq: str, pos: int, ref: str, alt: str, *, weight: float, full: bool
+    model: LanguageModel,
+    tokenize: Tokenize,
+    row: int,
+    seq: str,
+    pos: int,
+    ref: str,
+    alt: str,
+    *,
+    weight: float,
+    full: bool,
 ) -> list[Query]:
     """The queries of one strand of a variant: score += weight * (log p(ref) - log p(alt))."""
-    vt = variant_tokens(model.tokenize, seq, pos, ref, alt)
+    vt = variant_tokens(tokenize, seq, pos, ref, alt)
     if model.kind == "causal":
         first = 0 if full else vt.first
         return [
