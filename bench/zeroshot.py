@@ -21,7 +21,7 @@ Cases, each the same rows scored both ways:
   `score_llr_naive` (one full forward per allele and strand, no batching, no reuse, causal windows summed
   over every token).
 * `embedding`: the real `mistral-dna-1m-ft-prom` checkpoint loaded as the workflow loads it
-  (`geneb.zeroshot.evaluate.load_zeroshot_model`). Batched: `embedding_scores` (one embed call for every ref
+  (`geneb.api.zeroshot.load_zeroshot_model`). Batched: `embedding_scores` (one embed call for every ref
   and alt window); naive: one `embed_with_rc([window])` call per allele (and strand, under the model's rc mode),
   then the same distances.
 
@@ -238,7 +238,7 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from geneb.zeroshot.evaluate import load_zeroshot_model
+    from geneb.api.zeroshot import load_zeroshot_model
 
     torch.set_num_threads(1)
     shared = args.shared.resolve()
@@ -396,7 +396,7 @@ two variants per window, the stop-gain task almost one):
   naive: `score_llr_naive`, one full forward per allele and strand, no batching, no reuse, logits at every
   position, causal windows summed over every token.
 * `embedding` on the real `mistral-dna-1m-ft-prom` checkpoint, loaded as the workflow loads it
-  (`geneb.zeroshot.evaluate.load_zeroshot_model`). Batched: `embedding_scores`; naive: one
+  (`geneb.api.zeroshot.load_zeroshot_model`). Batched: `embedding_scores`; naive: one
   `embed_with_rc([window])` call per allele (rc `none` for this model: one strand), then the same distances.
 
 Both sides build their inputs the same way (tokenisation included in both times). The sides alternate in one
