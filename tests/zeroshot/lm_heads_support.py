@@ -65,7 +65,10 @@ class CausalMarkovHead(torch.nn.Module):
 
 
 class MaskedMarkovHead(torch.nn.Module):
-    """Logits at a masked position: log p(whole input with base b there) for b in ACGT (one mask per row)."""
+    """Logits at a masked position i: log p(whole input with base b at i) for b in ACGT, every other masked position
+    filled with A. With the masks more than `order` tokens apart (the strided PLL masks every 8th), the other
+    masks lie outside i's Markov blanket, so their terms cancel in the softmax over b: the exact conditional of a
+    base given the unmasked rest, as with one mask per row."""
 
     def __init__(self, table: np.ndarray, order: int) -> None:
         super().__init__()
@@ -78,13 +81,19 @@ class MaskedMarkovHead(torch.nn.Module):
             ids = torch.where(attention_mask.bool(), ids, torch.full_like(ids, SEP))
         batch, width = ids.shape
         masked = ids == MASK
-        if (masked.sum(dim=1) > 1).any():
-            raise ValueError("the Markov masked head takes one mask per row")
         logits = torch.full((batch, width, N_TOKENS), -1e9, dtype=torch.float64)
-        for b in range(4):
-            filled = torch.where(masked, torch.full_like(ids, b), ids)
-            total = _base_log_probs(filled, self.log_table, self.order).sum(dim=1)
-            logits[:, :, b] = total.unsqueeze(1).expand(batch, width)
+        for row, col in masked.nonzero().tolist():
+            near = masked[row, max(0, col - self.order) : col + self.order + 1].sum()
+            if near > 1:
+                raise ValueError("the Markov masked head takes masks more than `order` tokens apart")
+            base = torch.where(masked[row], torch.zeros_like(ids[row]), ids[row])
+            for b in range(4):
+                filled = base.clone()
+                filled[col] = b
+                logits[row, col, b] = _base_log_probs(filled.unsqueeze(0), self.log_table, self.order).sum()
+        if not masked.any():
+            for b in range(4):
+                logits[:, :, b] = _base_log_probs(ids, self.log_table, self.order).sum(dim=1).unsqueeze(1)
         return logits
 
 
