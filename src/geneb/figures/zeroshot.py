@@ -62,8 +62,8 @@ def draw(
     a.set_yticks(y, labels)
     a.invert_yaxis()
     a.set_xlabel("AUROC / paired accuracy (0.5 = chance)")
-    a.set_title("(a) zero-shot score per task (grey: Markov baselines)")
-    a.legend(loc="lower right", frameon=False)
+    a.set_title("(a) per task (grey: Markov baselines)")
+    a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
 
     probe = probe_board[
         (probe_board["category"] == MACRO) & (probe_board["protocol"] == protocol) & (probe_board["regime"] == regime)
@@ -75,25 +75,25 @@ def draw(
         if not shared:
             continue
         zs = part.set_index("model")["value"]
+        row = vs_probe[
+            (vs_probe["scorer"] == scorer) & (vs_probe["protocol"] == protocol) & (vs_probe["regime"] == regime)
+        ]
+        tau = float(row["tau"].iloc[0]) if len(row) else np.nan
         b.scatter(
             [probe[m] for m in shared],
             [zs[m] for m in shared],
             color=LINE_COLOURS[k % len(LINE_COLOURS)],
             marker=MARKERS[k % len(MARKERS)],
             s=14,
-            label=scorer,
+            label=f"{scorer} (τ = {tau:.2f})" if np.isfinite(tau) else f"{scorer} (τ: fewer than 3 models)",
         )
-        row = vs_probe[
-            (vs_probe["scorer"] == scorer) & (vs_probe["protocol"] == protocol) & (vs_probe["regime"] == regime)
-        ]
-        if len(row) and np.isfinite(row["tau"].iloc[0]):
-            titles.append(f"{scorer} τ={row['tau'].iloc[0]:.2f}")
+        titles.append(scorer)
     b.axhline(0.5, color="black", lw=0.6, ls=":")
     b.set_xlabel(f"probe macro MCC ({protocol}, {regime})")
     b.set_ylabel("zero-shot macro")
-    b.set_title("(b) " + ("; ".join(titles) if titles else "zero-shot vs probe (too few shared models for τ)"))
+    b.set_title("(b) zero-shot vs probe ranking (Kendall τ-b)" if titles else "(b) no model in both rankings")
     if titles:
-        b.legend(frameon=False)
+        b.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     fig.tight_layout()
     return fig
 
