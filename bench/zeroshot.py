@@ -124,14 +124,13 @@ def random_heads(shared: Path, root: Path) -> dict[str, Any]:
 def embedding_settings(shared: Path) -> dict[str, Any]:
     """The registry entry of EMBEDDING_MODEL resolved with its local folder under `shared` (the registry's
     path is relative to a checkout beside ../shared)."""
-    import yaml
-
     from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import load_registry
 
-    sheet = yaml.safe_load(Path("config/models.yaml").read_text())
-    entry = dict(sheet["models"][EMBEDDING_MODEL])
-    entry["source"] = {**entry["source"], "path": str(shared / "models" / Path(entry["source"]["path"]).name)}
-    return dict(extraction_settings({"models": {EMBEDDING_MODEL: entry}}, EMBEDDING_MODEL, {}))
+    settings = dict(extraction_settings(load_registry("config/models.yaml"), EMBEDDING_MODEL, {}))
+    source = dict(settings["source"])
+    source["path"] = str(shared / "models" / Path(source["path"]).name)
+    return {**settings, "source": source}
 
 
 def naive_embedding_scores(model: Any, task: Any) -> np.ndarray:

@@ -36,8 +36,10 @@ rule score_zeroshot:
         "logs/score_zeroshot/{model}/{xhash}/{zstask}/{zthash}-{shash}.log",
     benchmark:
         "benchmarks/score_zeroshot/{model}/{xhash}/{zstask}/{zthash}-{shash}.tsv"
+    # the default env: Snakemake cannot containerize a function-valued env of a rule outside the initial DAG
+    # (docs/zeroshot.md, "In the workflow")
     conda:
-        extraction_env
+        "../../envs/geneb.yaml"
     threads: config["execution"]["threads"]
     # the model's extraction resources: a GPU where its extraction uses one, the profile's partitions
     resources:
