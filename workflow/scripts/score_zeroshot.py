@@ -1,6 +1,7 @@
 """Shim: rule score_zeroshot -> geneb.zeroshot.job.run_score_rule (device, batch size and threads are knobs)."""
 
 from geneb.core.logs import log_to_file
+from geneb.run.layout import model_embeddings_dir
 from geneb.zeroshot.job import run_score_rule
 
 log_to_file(snakemake.log[0])
@@ -11,4 +12,5 @@ run_score_rule(
     scoring=snakemake.params.scoring,
     execution=snakemake.config["execution"],
     threads=snakemake.threads,
+    checks_dir=model_embeddings_dir(snakemake.wildcards.model, snakemake.wildcards.xhash),
 )

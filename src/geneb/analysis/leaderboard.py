@@ -75,7 +75,7 @@ def borda_rank(matrix: pd.DataFrame) -> pd.Series:
     return pd.Series(rank, index=matrix.index, name="borda_rank")
 
 
-def _rank_desc(values: pd.Series) -> pd.Series:
+def rank_desc(values: pd.Series) -> pd.Series:
     """Rank 1 = highest; ties share the lowest rank; NaN stays unranked (pandas Int64 NA)."""
     return values.rank(method="min", ascending=False).astype("Int64")
 
@@ -255,7 +255,7 @@ def leaderboard(
     cats, aggs = _scores(cells, missing, missing_reasons, cell_reasons, flags, exclude_flagged)
     table = pd.concat([cats, aggs], ignore_index=True)
     table["_ranked"] = table["value"].where(table["complete"])
-    table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["_ranked"].transform(_rank_desc)
+    table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["_ranked"].transform(rank_desc)
     table = table.drop(columns="_ranked")
     excluded = {t for t, kinds in (flags or {}).items() if set(kinds) & set(exclude_flagged)}
     cells = cells[~cells["task"].isin(excluded)]
@@ -313,7 +313,7 @@ def task_leaderboard(cells: pd.DataFrame, flags: TaskFlags | None = None) -> pd.
     task's audit flags, comma-joined kinds; "" for none; `flags`: {task: {kind: reason}})."""
     out = cells.copy()
     out["flags"] = [_join((flags or {}).get(t, {})) for t in out["task"]]
-    out["rank"] = out.groupby(["protocol", "regime", "task"], observed=True)["value"].transform(_rank_desc)
+    out["rank"] = out.groupby(["protocol", "regime", "task"], observed=True)["value"].transform(rank_desc)
     return out.sort_values(["protocol", "regime", "category", "task", "rank"]).reset_index(drop=True)
 
 

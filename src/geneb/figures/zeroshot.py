@@ -69,7 +69,7 @@ def draw(
         (probe_board["category"] == MACRO) & (probe_board["protocol"] == protocol) & (probe_board["regime"] == regime)
     ].set_index("model")["value"]
     macro = board[(board["task"] == MACRO) & board["complete"]]
-    titles = []
+    drawn = False
     for k, (scorer, part) in enumerate(macro.groupby("scorer", sort=True)):
         shared = [m for m in part["model"] if m in probe.index]
         if not shared:
@@ -87,12 +87,12 @@ def draw(
             s=14,
             label=f"{scorer} (τ = {tau:.2f})" if np.isfinite(tau) else f"{scorer} (τ: fewer than 3 models)",
         )
-        titles.append(scorer)
+        drawn = True
     b.axhline(0.5, color="black", lw=0.6, ls=":")
     b.set_xlabel(f"probe macro MCC ({protocol}, {regime})")
     b.set_ylabel("zero-shot macro")
-    b.set_title("(b) zero-shot vs probe ranking (Kendall τ-b)" if titles else "(b) no model in both rankings")
-    if titles:
+    b.set_title("(b) zero-shot vs probe ranking (Kendall τ-b)" if drawn else "(b) no model in both rankings")
+    if drawn:
         b.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     fig.tight_layout()
     return fig

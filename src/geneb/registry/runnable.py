@@ -53,8 +53,8 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
             (
                 "local folder missing",
                 f"local folder {src.path} does not exist (relative paths resolve against the working directory)"
-                # a folder GENEB makes names the command that makes it (the reference language models)
-                + (f"; it is {src.origin}" if src.origin and "GENEB-made" in src.origin else ""),
+                # the entry's provenance says where the folder comes from (for a GENEB-made one, the command)
+                + (f"; origin: {src.origin}" if src.origin else ""),
             )
         )
     elif kind not in SOURCE_KINDS:

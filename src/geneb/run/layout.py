@@ -49,9 +49,15 @@ def shot_path(protocol: str, dhash: str, task: str, thash: str) -> str:
     return f"resources/shots/{protocol}/{dhash}/{task}/{thash}.json"
 
 
+def model_embeddings_dir(model: str, xhash: str) -> str:
+    """The folder of a model's embeddings under the extraction settings hashed `xhash`; it also holds the model's
+    load-time checks record (geneb.extract.load_checks), which zero-shot scoring shares."""
+    return f"resources/embeddings/{model}/{xhash}"
+
+
 def embedding_path(model: str, xhash: str, task: str, thash: str) -> str:
     """The HDF5 embedding cache of (model under the extraction settings hashed `xhash`, prepared task `thash`)."""
-    return f"resources/embeddings/{model}/{xhash}/{task}/{thash}.h5"
+    return f"{model_embeddings_dir(model, xhash)}/{task}/{thash}.h5"
 
 
 def check_hash(what: str, wildcard: str, current: str) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from geneb.analysis.leaderboard import rank_desc
 from geneb.zeroshot.scores import scorer_kinds
 
 #: the metric that ranks a task of each kind (geneb.zeroshot.metrics)
@@ -50,10 +51,6 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank",
     "incomplete_reason",
 )
-
-
-def _rank_desc(values: pd.Series) -> pd.Series:
-    return values.rank(ascending=False, method="min").astype("Int64")
 
 
 def zeroshot_leaderboard(
@@ -151,7 +148,7 @@ def zeroshot_leaderboard(
     board = pd.DataFrame(rows, columns=[c for c in LEADERBOARD_COLUMNS if c != "rank"])
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
     for _, part in board[board["complete"]].groupby(["task", "scope"]):
-        board.loc[part.index, "rank"] = _rank_desc(part["value"])
+        board.loc[part.index, "rank"] = rank_desc(part["value"])
     board = board[list(LEADERBOARD_COLUMNS)]
     order = board.assign(_macro=board["task"] == MACRO).sort_values(
         ["_macro", "task", "rank", "model", "scorer"], na_position="last", kind="mergesort"

@@ -239,11 +239,11 @@ def run_score_rule(
     scoring: Mapping[str, Any],
     execution: Mapping[str, Any],
     threads: int,
+    checks_dir: str | Path,
 ) -> None:
-    """Rule score_zeroshot (`score_model_job`): the load-time checks record is the one of the model's embeddings
-    (resources/embeddings/{model}/{settings hash}/), so a model whose embeddings were extracted is not probed
-    again."""
-    checks_dir = Path("resources/embeddings") / str(settings["model"]) / str(scoring["settings_hash"])
+    """Rule score_zeroshot (`score_model_job`): `checks_dir` is the folder of the model's embeddings under its
+    settings hash (`geneb.run.layout.model_embeddings_dir`), so a model whose embeddings were extracted takes
+    their load-time checks record instead of probing again."""
     score_model_job(
         settings,
         task_of_rows_file(rows_file),

@@ -79,6 +79,7 @@ def build_reference_lms(task_source: str | Path, out: str | Path = DEFAULT_OUT) 
     if not train.is_file():
         raise FileNotFoundError(f"reference language models: no training split {train} (task {PRETRAINING_TASK})")
     done: list[tuple[str, Path, str]] = []
+    sequences: list[str] | None = None  # read once, and only when a model is built
     for name, kind in REFERENCE_LMS.items():
         folder = Path(out) / name
         wanted = _wanted(kind, train)
@@ -88,7 +89,8 @@ def build_reference_lms(task_source: str | Path, out: str | Path = DEFAULT_OUT) 
             if {k: found.get(k) for k in wanted} == wanted:
                 done.append((name, folder, "kept"))
                 continue
-        sequences = pd.read_csv(train)["sequence"].astype(str).tolist()
+        if sequences is None:
+            sequences = pd.read_csv(train)["sequence"].astype(str).tolist()
         staging = folder.with_name(f".{name}.partial")
         shutil.rmtree(staging, ignore_errors=True)
         pretrain_tiny_lm(staging, sequences, TinyLMSettings(**wanted["settings"]), data=wanted["data"])
