@@ -179,17 +179,21 @@ def scorer_sides(
 ) -> tuple[dict[str, Callable[[], np.ndarray]], str]:
     """({"naive", "batched", and "before" when `before` holds old scorer modules}: runs returning the scores),
     the model's label."""
-    from geneb.zeroshot.embedding import embedding_scores
+    from geneb.zeroshot.embedding import pooled_scores, variant_windows
     from geneb.zeroshot.llr import score_llr, score_llr_naive
 
     sides: dict[str, Callable[[], np.ndarray]] = {}
     if case == "embedding":
 
         def embed_with(module: Any) -> np.ndarray:
-            return np.column_stack([f["score"].to_numpy() for f in module.embedding_scores(model, task)])
+            frames = module.embedding_scores(model, task)[:2]  # the pooled distances (a later revision adds more)
+            return np.column_stack([f["score"].to_numpy() for f in frames])
 
         sides["naive"] = lambda: naive_embedding_scores(model, task)
-        sides["batched"] = lambda: np.column_stack([f["score"].to_numpy() for f in embedding_scores(model, task)])
+        # the pooled distances, the naive loop's (the at-variant ones are a separate forward pass)
+        sides["batched"] = lambda: np.column_stack(
+            [f["score"].to_numpy() for f in pooled_scores(model, task, *variant_windows(task))]
+        )
         if before:
             sides["before"] = lambda: embed_with(before[1])
         return sides, f"{EMBEDDING_MODEL} (real checkpoint)"

@@ -51,9 +51,13 @@ def test_kmer_registry_model_with_markov_baselines():
         ("snvs", "embedding-cosine"): 12, ("snvs", "embedding-euclidean"): 12, ("snvs", "markov-0"): 12,
         ("snvs", "markov-2"): 12, ("pairs", "markov-0"): 6, ("pairs", "markov-2"): 6,
     }  # fmt: skip
+    pooled_only = "KmerEncoder gives pooled vectors only: no per-token states at the variant"
     assert result.not_applicable == [
+        NotApplicable("kmer-3", "snvs", s, pooled_only)
+        for s in ("embedding-cosine-at-variant", "embedding-euclidean-at-variant")
+    ] + [
         NotApplicable("kmer-3", "pairs", s, "a paired task needs a likelihood; an embedding distance gives no preference")
-        for s in ("embedding-cosine", "embedding-euclidean")
+        for s in ("embedding-cosine", "embedding-euclidean", "embedding-cosine-at-variant", "embedding-euclidean-at-variant")
     ]  # fmt: skip
     m = result.metrics
     assert (m["model"] == "kmer-3").all() and (m["seed"] == 4).all() and (m["n_boot"] == 50).all()
@@ -92,7 +96,9 @@ def test_a_real_checkpoint_end_to_end(zoo, tmp_path):
     assert set(result.scores["model"]) == {"tiny-mistral-dna"}
     cosine = result.scores[result.scores["scorer"] == "embedding-cosine"]["score"]
     assert len(cosine) == 6 and (cosine > 0).all()
-    assert len(result.not_applicable) == 2 and {n.task for n in result.not_applicable} == {"pairs"}
+    at_variant = result.scores[result.scores["scorer"] == "embedding-cosine-at-variant"]["score"]
+    assert len(at_variant) == 6 and (at_variant > 0).all()  # BPE offsets place the variant on its token
+    assert len(result.not_applicable) == 4 and {n.task for n in result.not_applicable} == {"pairs"}
     assert result.provenance["settings_hash"]
 
 

@@ -61,8 +61,13 @@ def test_identical_vectors_are_at_distance_zero_and_the_distances_are_the_usual_
 def test_kmer_spectrum_distances(repo, rc):
     model = _kmer(repo, rc)
     task = _task()
-    cosine, euclidean = embedding_scores(model, task)
+    cosine, euclidean, *at_variant = embedding_scores(model, task)
     assert set(cosine["scorer"]) == {"embedding-cosine"} and set(euclidean["scorer"]) == {"embedding-euclidean"}
+    # a k-mer spectrum has no per-token states: the at-variant distances say so instead of a made-up score
+    assert [(a.scorer, a.reason) for a in at_variant] == [
+        (s, "KmerEncoder gives pooled vectors only: no per-token states at the variant")
+        for s in ("embedding-cosine-at-variant", "embedding-euclidean-at-variant")
+    ]
     assert (cosine["score"] > 0).all() and (euclidean["score"] > 0).all()  # an SNV changes three 3-mers
     refs, alts = variant_windows(task)
     ref = model.encoder.embed(refs).embeddings.astype(np.float64)
@@ -80,7 +85,12 @@ def test_a_paired_task_is_not_applicable(repo):
     task = ZeroShotTask(name="pairs", kind="paired", rows=rows, data_sha256="0" * 64)
     assert embedding_scores(_kmer(repo), task) == [
         NotApplicable("kmer-3", "pairs", scorer, PAIRED_REASON)
-        for scorer in ("embedding-cosine", "embedding-euclidean")
+        for scorer in (
+            "embedding-cosine",
+            "embedding-euclidean",
+            "embedding-cosine-at-variant",
+            "embedding-euclidean-at-variant",
+        )
     ]
 
 
@@ -94,8 +104,9 @@ def test_bad_rows_are_all_named():
 def test_a_real_checkpoint_scores_every_variant(zoo):
     model = ZeroShotModel("mistral-dna", zoo.encoder("mistral-dna"), rc="none")
     task = _task(n=4, length=60)
-    cosine, euclidean = embedding_scores(model, task)
+    cosine, euclidean, cosine_at, euclidean_at = embedding_scores(model, task)
     assert (cosine["score"] > 0).all() and np.isfinite(euclidean["score"]).all()
+    assert (cosine_at["score"] > 0).all() and np.isfinite(euclidean_at["score"]).all()
     # the same alleles on both sides: the model's own vectors at distance zero
     refs, _ = variant_windows(task)
     same = model.encoder.embed(refs + refs).embeddings
@@ -119,5 +130,12 @@ def test_every_real_local_checkpoint_scores_every_variant(repo, name):
     settings = extraction_settings(registry, name, {})
     model = ZeroShotModel(name, build_encoder(settings, batch_size=4, progress=False), rc=settings["extraction"]["rc"])
     task = _task(n=4, length=90)
-    cosine, euclidean = embedding_scores(model, task)
+    cosine, euclidean, *at_variant = embedding_scores(model, task)
     assert np.isfinite(cosine["score"]).all() and (euclidean["score"] > 0).all()
+    # every local checkpoint is a token-level model whose tokens can be placed on bases (BPE offsets, codons,
+    # HyenaDNA's one token per base): the at-variant distances exist and a changed base moves them
+    assert [f["scorer"].iloc[0] for f in at_variant] == [
+        "embedding-cosine-at-variant",
+        "embedding-euclidean-at-variant",
+    ]
+    assert np.isfinite(at_variant[0]["score"]).all() and (at_variant[1]["score"] > 0).all()

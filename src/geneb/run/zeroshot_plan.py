@@ -26,12 +26,12 @@ from geneb.registry.scoring import resolved_lm_head, resolved_scoring
 from geneb.run.layout import check_hash, params_hash
 from geneb.tasks.sources import resolve_source_string, source_identity
 from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry, ZeroShotCatalogueError, catalogue_entry
-from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, LLR, SCORE_FILE_VERSION, markov_scorer
+from geneb.zeroshot.scores import EMBEDDING_SCORERS, LLR, SCORE_FILE_VERSION, markov_scorer
 from geneb.zeroshot.sources import zeroshot_source_identity
 from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS
 
 #: the config's scorer names -> the scorer columns they produce (geneb.zeroshot.scores)
-SCORER_OUTPUTS: Mapping[str, tuple[str, ...]] = {LLR: (LLR,), "embedding": (EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN)}
+SCORER_OUTPUTS: Mapping[str, tuple[str, ...]] = {LLR: (LLR,), "embedding": EMBEDDING_SCORERS}
 
 #: the zero-shot tables under results_dir/tables (`RunPlan.zeroshot_outputs`)
 ZEROSHOT_TABLES = (

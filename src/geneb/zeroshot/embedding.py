@@ -8,10 +8,15 @@ extraction does). Two scores per row, larger distance = larger predicted effect 
 declared convention, never tuned on labels):
 
 * `embedding-cosine`: 1 - cos(ref vector, alt vector), in [0, 2];
-* `embedding-euclidean`: the Euclidean (L2) distance between the two vectors, in the embedding's units.
+* `embedding-euclidean`: the Euclidean (L2) distance between the two vectors, in the embedding's units;
+* `embedding-cosine-at-variant`, `embedding-euclidean-at-variant`: the same two distances between the hidden
+  states (configured layer) of the tokens holding the variant's base (`geneb.encoders.engine.positions`: a
+  k-mer or BPE token holding it, all overlapping k-mers averaged), under the same reverse-complement mode (rc
+  average: the mean of both strands' states, the reverse strand's at the mirrored base). Only for models with
+  per-token states (the token-level encoders); any other model gets NotApplicable with the reason.
 
-BEND scores variant effects by the cosine distance of ref and alt embeddings (at the variant position; GENEB uses
-the pooled vector every model has); TraitGym and GFMBench-api report such embedding distances beside the LLR
+BEND scores variant effects by the cosine distance of ref and alt embeddings at the variant position (Marin et al.
+2024); the pooled distances are there for every model, the at-variant ones where per-token states exist; TraitGym and GFMBench-api report such embedding distances beside the LLR
 (docs/zeroshot.md, "Scorers"). A paired task needs a likelihood: an embedding distance is symmetric in a and b,
 so it gives no preference and the scorer returns NotApplicable.
 
@@ -25,7 +30,15 @@ import pandas as pd
 
 from geneb.tasks.alphabet import model_input
 from geneb.zeroshot.model import ZeroShotModel
-from geneb.zeroshot.scores import EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN, NotApplicable, row_scores
+from geneb.zeroshot.scores import (
+    EMBEDDING_COSINE,
+    EMBEDDING_COSINE_AT_VARIANT,
+    EMBEDDING_EUCLIDEAN,
+    EMBEDDING_EUCLIDEAN_AT_VARIANT,
+    EMBEDDING_SCORERS,
+    NotApplicable,
+    row_scores,
+)
 from geneb.zeroshot.task import ZeroShotTask
 
 #: the name the scorer dispatch knows the two distances by (geneb.zeroshot.scorers)
@@ -73,15 +86,22 @@ def embedding_distances(ref: np.ndarray, alt: np.ndarray, *, where: str = "") ->
     return np.clip(cosine, 0.0, 2.0), np.linalg.norm(ref - alt, axis=1)  # clip: float rounding below 0 at identity
 
 
-def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFrame] | list[NotApplicable]:
-    """The `embedding-cosine` and `embedding-euclidean` `RowScores` frames of a variant task (module docstring);
-    NotApplicable for a paired task. Raises what `variant_windows` and `embedding_distances` raise, and the
+def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFrame | NotApplicable]:
+    """The `embedding-cosine` and `embedding-euclidean` `RowScores` frames of a variant task (`pooled_scores`),
+    and their at-variant twins or NotApplicable for them (`at_variant_scores`; module docstring); NotApplicable
+    for all four on a paired task. Raises what `variant_windows` and `embedding_distances` raise, and the
     encoder's errors (naming model, task and row)."""
+    if task.kind != "variant":
+        return [NotApplicable(model.name, task.name, s, PAIRED_REASON) for s in EMBEDDING_SCORERS]
+    refs, alts = variant_windows(task)
+    return [*pooled_scores(model, task, refs, alts), *at_variant_scores(model, task, refs, alts)]
+
+
+def pooled_scores(model: ZeroShotModel, task: ZeroShotTask, refs: list[str], alts: list[str]) -> list[pd.DataFrame]:
+    """The `embedding-cosine` and `embedding-euclidean` frames of a variant task whose ref and alt windows are
+    `refs`, `alts` (`variant_windows`), from the model's pooled vectors."""
     from geneb.extract.step import embed_with_rc
 
-    if task.kind != "variant":
-        return [NotApplicable(model.name, task.name, s, PAIRED_REASON) for s in (EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN)]
-    refs, alts = variant_windows(task)
     rows = task.rows.index.astype(int).tolist()
     where = f"model {model.name}, zero-shot task {task.name}"
     # a window shared by several variants (their common reference) is embedded once
@@ -93,3 +113,43 @@ def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFr
     vectors = result.embeddings[[index[w] for w in windows]]
     cosine, euclidean = embedding_distances(vectors[: task.n], vectors[task.n :], where=where)
     return [row_scores(task, EMBEDDING_COSINE, cosine), row_scores(task, EMBEDDING_EUCLIDEAN, euclidean)]
+
+
+def at_variant_scores(
+    model: ZeroShotModel, task: ZeroShotTask, refs: list[str], alts: list[str]
+) -> list[pd.DataFrame | NotApplicable]:
+    """The `embedding-cosine-at-variant` and `embedding-euclidean-at-variant` frames of a variant task whose ref
+    and alt windows are `refs`, `alts` (`variant_windows`), or NotApplicable for both, with the reason, when the
+    model has no per-token states or its tokens cannot be placed on bases. Raises ValueError for an rc mode other
+    than none / average / concat and what `embed_at_positions` raises for a row."""
+    from geneb.encoders.engine.positions import NoTokenPositions, embed_at_positions
+    from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+    from geneb.tasks.hygiene import reverse_complement
+
+    names = (EMBEDDING_COSINE_AT_VARIANT, EMBEDDING_EUCLIDEAN_AT_VARIANT)
+    encoder = model.encoder
+    if not isinstance(encoder, TokenModelEncoder):
+        reason = f"{type(encoder).__name__} gives pooled vectors only: no per-token states at the variant"
+        return [NotApplicable(model.name, task.name, s, reason) for s in names]
+    rows = task.rows.index.astype(int).tolist()
+    positions = task.rows["pos"].astype(int).tolist()
+    windows, at = refs + alts, positions + positions
+    try:
+        vectors = embed_at_positions(encoder, windows, rows + rows, at)
+        if model.rc != "none":
+            ext = encoder.extraction
+            multiple = int((ext.length_multiple if ext is not None else None) or 1)  # RC of the bases read
+            kept = [w[: len(w) - len(w) % multiple] for w in windows]
+            mirrored = [len(w) - 1 - p for w, p in zip(kept, at)]
+            rev = embed_at_positions(encoder, [reverse_complement(w) for w in kept], rows + rows, mirrored)
+            if model.rc == "average":
+                vectors = (vectors + rev) / 2
+            elif model.rc == "concat":
+                vectors = np.concatenate([vectors, rev], axis=1)
+            else:
+                raise ValueError(f"model {model.name}: unknown rc mode {model.rc!r}")
+    except NoTokenPositions as err:
+        return [NotApplicable(model.name, task.name, s, str(err)) for s in names]
+    where = f"model {model.name}, zero-shot task {task.name} (at the variant)"
+    cosine, euclidean = embedding_distances(vectors[: task.n], vectors[task.n :], where=where)
+    return [row_scores(task, names[0], cosine), row_scores(task, names[1], euclidean)]

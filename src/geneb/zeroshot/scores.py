@@ -27,13 +27,23 @@ from geneb.zeroshot.task import ZeroShotTask
 ROW_SCORE_COLUMNS: tuple[str, ...] = ("row", "scorer", "score")
 #: the format version of a score file of RowScores rows (geneb.zeroshot.job; a new one reruns every score_zeroshot
 #: job: it is in the rule's params)
-SCORE_FILE_VERSION = "1"
+SCORE_FILE_VERSION = "2"
 
 #: the language model's log-likelihood ratio (masked marginal or causal; docs/zeroshot.md)
 LLR = "llr"
 #: distance between the pooled ref and alt embeddings (every model, variant tasks only)
 EMBEDDING_COSINE = "embedding-cosine"
 EMBEDDING_EUCLIDEAN = "embedding-euclidean"
+#: the same distances between the states at the variant's position (models with per-token states)
+EMBEDDING_COSINE_AT_VARIANT = "embedding-cosine-at-variant"
+EMBEDDING_EUCLIDEAN_AT_VARIANT = "embedding-euclidean-at-variant"
+#: every output of the embedding scorer
+EMBEDDING_SCORERS: tuple[str, ...] = (
+    EMBEDDING_COSINE,
+    EMBEDDING_EUCLIDEAN,
+    EMBEDDING_COSINE_AT_VARIANT,
+    EMBEDDING_EUCLIDEAN_AT_VARIANT,
+)
 #: prefix of the k-mer Markov chain baselines: `markov-<order>`
 MARKOV_PREFIX = "markov-"
 
@@ -47,7 +57,7 @@ ALL_KINDS: tuple[str, ...] = ("variant", "paired")
 def scorer_kinds(scorer: str) -> tuple[str, ...]:
     """The task kinds `scorer` applies to: variant only for the embedding distances, both for `llr` and the
     Markov baselines (and any other scorer)."""
-    return EMBEDDING_KINDS if scorer in (EMBEDDING_COSINE, EMBEDDING_EUCLIDEAN) else ALL_KINDS
+    return EMBEDDING_KINDS if scorer in EMBEDDING_SCORERS else ALL_KINDS
 
 
 def markov_scorer(order: int) -> str:

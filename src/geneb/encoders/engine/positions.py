@@ -1,0 +1,161 @@
+"""Per-token states at one base of each row: the mean hidden state of the tokens that hold that base.
+
+The pooled vector of `TokenModelEncoder.embed` summarises a whole window; a variant-effect score at the variant's
+position (BEND's embedding distance, Marin et al. 2024, ICLR: cosine distance of the ref and alt states at the
+variant) needs the states of the token(s) covering one base instead. Which tokens cover base `pos`:
+
+* a tokenizer that gives character offsets (every fast Hugging Face tokenizer, the folder tokenizers): the
+  tokens whose character span holds the text character(s) made from base `pos`;
+* a tokenizer without offsets whose rows have one token per base (HyenaDNA's character tokenizer): token `pos`;
+* the `input_transform`s map bases to text characters: overlapping k-mers (k-mer t = bases t..t+k-1, so base
+  `pos` is in up to k tokens, all averaged), frame-0 codons (codon t = bases 3t..3t+2), lowercase (one to one).
+
+The states are those of the configured layer (`hidden_states`), in one forward pass per batch, of the chunk
+that holds the tokens (a row longer than the model's maximum is cut into chunks as extraction cuts it, and
+the chunk holding the variant is the one run). Special tokens are never averaged in.
+
+`NoTokenPositions` is raised when no mapping exists (a tokenizer without offsets and with multi-base tokens),
+so the caller can state why instead of making a score up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from geneb.encoders.engine.batching import plan_chunks
+from geneb.encoders.engine.chunking import Chunk, chunk_bounds, model_texts
+from geneb.encoders.engine.guards import nonfinite_rows
+from geneb.encoders.engine.pooling import pool
+
+if TYPE_CHECKING:
+    from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+    from geneb.registry.settings import InputTransform
+
+
+class NoTokenPositions(ValueError):
+    """The model's tokens cannot be placed on the bases of its input (the reason is the message)."""
+
+
+def text_to_base(text_length: int, transform: InputTransform | None) -> np.ndarray:
+    """int64 (text_length,): the base each character of the tokenizer's text was made from, -1 for a separator.
+
+    transform None or lowercase: character i is base i. overlapping-kmers (k): text "k-mer k-mer ..." with one
+    space between k-mers, so character c of k-mer t = c // (k + 1) is base t + c % (k + 1) (the space: -1).
+    codons: "codon codon ...", character c is base 3 (c // 4) + c % 4 (the space: -1). Raises NoTokenPositions for
+    another transform kind."""
+    c = np.arange(text_length, dtype=np.int64)
+    if transform is None or transform.kind == "lowercase":
+        return c
+    if transform.kind == "overlapping-kmers":
+        width = int(transform.k or 0) + 1
+        base = c // width + c % width
+        return np.where(c % width == width - 1, -1, base)
+    if transform.kind == "codons":
+        return np.where(c % 4 == 3, -1, 3 * (c // 4) + c % 4)
+    raise NoTokenPositions(f"input_transform {transform.kind!r} has no base-to-token mapping")
+
+
+def tokens_at_base(
+    offsets: Sequence[tuple[int, int]] | None,
+    n_tokens: int,
+    n_text: int,
+    pos: int,
+    transform: InputTransform | None,
+) -> list[int]:
+    """Indices (into the row's tokens, no special tokens) of the tokens that hold base `pos`.
+
+    offsets: each token's (start, end) character span in the text, or None when the tokenizer gives none; then
+    only a row of one token per text character with no transform can be placed (token i = base i). Raises
+    NoTokenPositions when the row cannot be placed, ValueError when no token holds the base (it was dropped)."""
+    if offsets is None:
+        if transform is None and n_tokens == n_text:
+            return [pos]
+        raise NoTokenPositions("the tokenizer gives no character offsets and its tokens are not one per base")
+    bases = text_to_base(n_text, transform)
+    found = []
+    for t, (start, end) in enumerate(offsets):
+        span = bases[max(start, 0) : max(end, 0)]
+        if len(span) and (span == pos).any():
+            found.append(t)
+    if not found:
+        raise ValueError(f"no token holds base {pos} (the tokenizer dropped it)")
+    return found
+
+
+def _variant_chunk(encoder: TokenModelEncoder, index: int, body: list[int], held: list[int], row: int) -> Chunk:
+    """The chunk of a row's tokens `body` that holds the tokens `held`, pooling only them."""
+    start, end = next(
+        (s, e) for s, e in chunk_bounds(len(body), encoder.body_cap) if s <= held[0] < e
+    )  # extraction's chunk bounds (without a length rule: the variant's chunk need not be a whole multiple)
+    if held[-1] >= end:
+        raise ValueError(
+            f"model {encoder.model_id}, row {row}: the tokens holding the variant cross a chunk boundary "
+            f"({held[0]}..{held[-1]}, chunk {start}..{end})"
+        )
+    chunk = encoder.chunk(index, body[start:end])
+    first = len(chunk.ids) - len(encoder.suffix) - (end - start)  # position of the body's first token
+    mask = [0] * len(chunk.ids)
+    for t in held:
+        mask[first + t - start] = 1
+    return Chunk(index, chunk.ids, mask)
+
+
+def embed_at_positions(
+    encoder: TokenModelEncoder, sequences: list[str], rows: list[int], positions: Sequence[int]
+) -> np.ndarray:
+    """float32 (n, d): for each row, the mean hidden state (configured layer) of the tokens holding base
+    `positions[i]` (0-based, in the sequence as given). Batches follow the encoder's plan (`batch_size` /
+    `batch_tokens`), so the result does not depend on them beyond float tolerance.
+
+    Raises NoTokenPositions (the model's tokens cannot be placed on bases: module docstring; or a
+    `length_multiple` trim drops the base), ValueError naming the model and row for a position outside its
+    sequence, a base no token holds, or non-finite states."""
+    import torch
+
+    if len(positions) != len(sequences):
+        raise ValueError(f"model {encoder.model_id}: {len(sequences)} sequences but {len(positions)} positions")
+    ext = encoder.extraction
+    texts, trimmed = model_texts(sequences, rows, ext, model=encoder.model_id)
+    encoded = encoder._tokenize(texts)
+    offsets = encoder._offsets
+    chunks = []
+    for i, (seq, pos, body) in enumerate(zip(sequences, positions, encoded)):
+        if not 0 <= int(pos) < len(seq):
+            raise ValueError(f"model {encoder.model_id}, row {rows[i]}: position {pos} outside its {len(seq)} bases")
+        if int(pos) >= len(seq) - int(trimmed[i]):  # the model never reads the base (a length_multiple trim)
+            raise NoTokenPositions(
+                f"model {encoder.model_id}, row {rows[i]}: base {pos} is in the {int(trimmed[i])} trailing bases "
+                f"its length_multiple {ext.length_multiple} trims"
+            )
+        try:
+            held = tokens_at_base(
+                None if offsets is None else offsets[i], len(body), len(texts[i]), int(pos), ext.input_transform
+            )
+        except NoTokenPositions as err:
+            raise NoTokenPositions(f"model {encoder.model_id}: {err}") from None
+        except ValueError as err:
+            raise ValueError(f"model {encoder.model_id}, row {rows[i]}: {err}") from None
+        chunks.append(_variant_chunk(encoder, i, list(body), held, rows[i]))
+    lengths = [len(c.ids) for c in chunks]
+    out = np.zeros((len(chunks), encoder.hidden_size), np.float32)
+    plan = plan_chunks(
+        lengths,
+        batch_size=encoder.batch_size,
+        batch_tokens=encoder.batch_tokens,
+        equal_length=encoder.bucket_equal_lengths,
+    )
+    for idx in plan:
+        batch_rows = [rows[j] for j in idx]
+        ids, attn, pmask = encoder.batch_tensors([chunks[j] for j in idx])
+        hidden = encoder.hidden_states(ids, attn, rows=batch_rows)
+        bad = nonfinite_rows(hidden, attn)
+        if bad:
+            raise ValueError(
+                f"model {encoder.model_id}: non-finite hidden states for rows {[batch_rows[b] for b in bad]}"
+            )
+        with torch.inference_mode():
+            out[idx] = pool(hidden, pmask.to(hidden.device), "mean", rows=batch_rows).cpu().numpy()
+    return out
