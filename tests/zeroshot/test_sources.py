@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
-import shutil
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +18,7 @@ import pytest
 from geneb.tasks.source_files import TaskDigestError, TaskSourceError
 from geneb.zeroshot.read import write_zeroshot_task
 from geneb.zeroshot.sources import load_zeroshot_task
+from hub_support import serve
 
 ROWS = pd.DataFrame({"sequence_a": ["ACGTAC", "GGGCCA"], "sequence_b": ["CATGCA", "ACCGGG"], "group": ["x", "y"]})
 
@@ -65,23 +69,71 @@ def test_missing_task_is_named(served, tmp_path):
         load_zeroshot_task(str(root), "nope")
 
 
-def test_hub_route_reads_the_pinned_files(served, monkeypatch, tmp_path):
+def _hub_handler(root: Path, repo: str, revision: str, seen: list[str]) -> type[http.server.BaseHTTPRequestHandler]:
+    """The hub's file route for one dataset at one commit: HEAD and GET /datasets/<repo>/resolve/<revision>/<path>
+    with the headers huggingface_hub reads (X-Repo-Commit, ETag, Content-Length); 404 for anything else."""
+    prefix = f"/datasets/{repo}/resolve/{revision}/zeroshot/"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self, body: bool) -> None:
+            seen.append(f"{self.command} {self.path}")
+            file = root / self.path.removeprefix(prefix) if self.path.startswith(prefix) else None
+            if file is None or not file.is_file():
+                self.send_response(404)
+                self.send_header("X-Error-Code", "EntryNotFound")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = file.read_bytes()
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", revision)
+            self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+
+        def do_HEAD(self):  # noqa: N802 - http.server's name
+            self._answer(body=False)
+
+        def do_GET(self):  # noqa: N802
+            self._answer(body=True)
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+LOAD = (
+    "import sys; from geneb.zeroshot.sources import load_zeroshot_task; "
+    "t = load_zeroshot_task(sys.argv[1], 'toy'); print(t.n, t.data_sha256)"
+)
+
+
+def _load_in_a_fresh_process(spec: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    # huggingface_hub reads HF_ENDPOINT and HF_HUB_OFFLINE at import: each case gets its own interpreter
+    return subprocess.run(
+        [sys.executable, "-c", LOAD, spec], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_hub_route_downloads_the_pinned_files_and_reads_them_offline_from_the_cache(served, tmp_path):
     root, _ = served
-    revision = "a" * 40
-    calls = []
-
-    def fake_download(repo: str, filename: str, *, repo_type: str, revision: str) -> str:
-        calls.append((repo, filename, repo_type, revision))
-        target = tmp_path / "hub" / revision / filename
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(root / filename.removeprefix("zeroshot/"), target)
-        return str(target)
-
-    import huggingface_hub
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    task = load_zeroshot_task(f"hf:org/data@{revision}", "toy")
-    assert task.n == 2
-    assert calls[1] == ("org/data", "zeroshot/toy/rows.tsv", "dataset", revision)
+    revision, seen = "a" * 40, []
+    local = load_zeroshot_task(str(root), "toy")
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub-cache"), "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "0"}
+    with serve(_hub_handler(root, "org/data", revision, seen)) as endpoint:
+        proc = _load_in_a_fresh_process(f"hf:org/data@{revision}", {**env, "HF_ENDPOINT": endpoint})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.split() == ["2", local.data_sha256]
+        assert f"GET /datasets/org/data/resolve/{revision}/zeroshot/toy/rows.tsv" in seen
+        # a revision the hub does not have is an error naming the task and the source
+        proc = _load_in_a_fresh_process(f"hf:org/data@{'b' * 40}", {**env, "HF_ENDPOINT": endpoint})
+        assert proc.returncode != 0 and "cannot fetch" in proc.stderr and "'toy'" in proc.stderr
+    # the server is gone: offline, the pinned files come from the hub cache
+    proc = _load_in_a_fresh_process(f"hf:org/data@{revision}", {**env, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["2", local.data_sha256]
     with pytest.raises(TaskSourceError, match="pin a 40-hex revision"):
         load_zeroshot_task("hf:org/data@main", "toy")
