@@ -1,4 +1,4 @@
-"""Shim: rule score_zeroshot -> geneb.zeroshot.job.run_score_rule (device, batch size and threads are knobs)."""
+"""Shim: rule score_zeroshot -> geneb.zeroshot.job.run_score_rule (device, batch size, threads and the env route are knobs)."""
 
 from geneb.core.logs import log_to_file
 from geneb.run.layout import model_embeddings_dir
@@ -13,4 +13,6 @@ run_score_rule(
     execution=snakemake.config["execution"],
     threads=snakemake.threads,
     checks_dir=model_embeddings_dir(snakemake.wildcards.model, snakemake.wildcards.xhash),
+    config=snakemake.config,
+    log_file=snakemake.log[0],
 )

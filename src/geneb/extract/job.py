@@ -54,6 +54,23 @@ def model_env(config: dict[str, Any], model: str) -> str:
     return model_spec(registry, model).env_name
 
 
+def model_interpreter(config: dict[str, Any], model: str, options: ExecutionOptions) -> tuple[str, str, dict[str, str]]:
+    """(env name, interpreter, child environment) a job of `model` runs in: on the venv route
+    (`execution.env_route: venv`) the venv of the model's registry env (`geneb.core.envs.python_for_env`), else
+    this interpreter and the default env. The child environment puts GENEB's source first on PYTHONPATH, so the
+    env's interpreter imports this checkout's geneb. Raises EnvError naming `geneb env build NAME` for an env
+    that is not built."""
+    from geneb.core.envs import DEFAULT_ENV, python_for_env
+
+    env = model_env(config, model) if options.env_route == "venv" else DEFAULT_ENV
+    python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=options.env_dir))
+    child_env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(paths.SOURCE_ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
+    return env, python, child_env
+
+
 def run_rule_job(
     settings: dict[str, Any],
     task_dir: str | Path,
@@ -71,7 +88,7 @@ def run_rule_job(
     raises (here), ValueError for execution knobs the config schema refuses, EnvError naming `geneb env build
     NAME` for an env that is not built, and SystemExit with the child's status when the extraction in the venv
     fails (its error is the log's last line)."""
-    from geneb.core.envs import DEFAULT_ENV, python_for_env
+    from geneb.core.envs import DEFAULT_ENV
 
     options = ExecutionOptions.of(execution)
     if settings.get("family") == "precomputed":  # vectors computed elsewhere: checked and copied, no model, no env
@@ -87,12 +104,7 @@ def run_rule_job(
         "threads": threads,
         "execution": options.as_dict(),
     }
-    env = model_env(config, settings["model"]) if options.env_route == "venv" else DEFAULT_ENV
-    python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=options.env_dir))
-    child_env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(paths.SOURCE_ROOT), os.environ.get("PYTHONPATH")) if p),
-    }
+    env, python, child_env = model_interpreter(config, settings["model"], options)
     import logging
 
     if env != DEFAULT_ENV:

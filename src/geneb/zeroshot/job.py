@@ -240,19 +240,66 @@ def run_score_rule(
     execution: Mapping[str, Any],
     threads: int,
     checks_dir: str | Path,
+    config: dict[str, Any],
+    log_file: str,
 ) -> None:
-    """Rule score_zeroshot (`score_model_job`): `checks_dir` is the folder of the model's embeddings under its
-    settings hash (`geneb.run.layout.model_embeddings_dir`), so a model whose embeddings were extracted takes
-    their load-time checks record instead of probing again."""
+    """Rule score_zeroshot (`score_model_job`), in the model's env as extraction runs it: here, or on the venv
+    route for a model of a non-default env (`geneb.extract.job.model_interpreter`) by `python -m
+    geneb.zeroshot.job` in that env's venv, which appends to `log_file` (the shim has called `log_to_file`).
+    `checks_dir` is the folder of the model's embeddings under its settings hash
+    (`geneb.run.layout.model_embeddings_dir`), so a model whose embeddings were extracted takes their load-time
+    checks record instead of probing again. Raises what `score_model_job` raises (here), EnvError naming `geneb
+    env build NAME` for an env not built, and SystemExit with the child's status when the job in the venv fails
+    (its error is the log's last line)."""
+    import subprocess
+
+    from geneb.core.envs import DEFAULT_ENV
+    from geneb.extract.job import model_interpreter
+    from geneb.extract.options import ExecutionOptions
+
+    request = {
+        "settings": dict(settings),
+        "rows_file": str(rows_file),
+        "out": str(out),
+        "scoring": dict(scoring),
+        "execution": dict(execution),
+        "threads": threads,
+        "checks_dir": str(checks_dir),
+        "log": log_file,
+    }
+    env, python, child_env = model_interpreter(config, str(settings["model"]), ExecutionOptions.of(execution))
+    if env == DEFAULT_ENV:
+        _score_request(request)
+        return
+    log.info("model %s: zero-shot scoring in env %s (%s)", settings["model"], env, python)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    res = subprocess.run([python, "-m", "geneb.zeroshot.job"], input=json.dumps(request), text=True, env=child_env)
+    if res.returncode:
+        raise SystemExit(res.returncode)
+
+
+def _score_request(request: Mapping[str, Any]) -> None:
     score_model_job(
-        settings,
-        task_of_rows_file(rows_file),
-        out,
-        scoring=scoring,
-        execution=execution,
-        threads=threads,
-        checks_dir=checks_dir,
+        request["settings"],
+        task_of_rows_file(request["rows_file"]),
+        request["out"],
+        scoring=request["scoring"],
+        execution=request["execution"],
+        threads=int(request["threads"]),
+        checks_dir=request["checks_dir"],
     )
+
+
+def main() -> None:
+    """`python -m geneb.zeroshot.job`: read one score_zeroshot request (JSON, stdin), append to its log, score."""
+    import sys
+
+    from geneb.core.logs import log_to_file
+
+    request = json.loads(sys.stdin.read())
+    log_to_file(request["log"], append=True)
+    _score_request(request)
 
 
 def run_baselines_rule(
@@ -309,3 +356,7 @@ def run_build_rule(task_params: Mapping[str, Any], rows_out: str | Path, *, conf
         built.n,
         built.data_sha256,
     )
+
+
+if __name__ == "__main__":
+    main()
