@@ -27,7 +27,7 @@ from geneb.zeroshot.task import ZeroShotTask
 ROW_SCORE_COLUMNS: tuple[str, ...] = ("row", "scorer", "score")
 #: the format version of a score file of RowScores rows (geneb.zeroshot.job; a new one reruns every score_zeroshot
 #: job: it is in the rule's params)
-SCORE_FILE_VERSION = "2"
+SCORE_FILE_VERSION = "3"
 
 #: the language model's log-likelihood ratio (masked marginal or causal; docs/zeroshot.md)
 LLR = "llr"

@@ -9,7 +9,13 @@ import torch
 
 from extraction_support import random_dna
 from geneb.encoders.engine.chunking import chunk_bounds
-from geneb.encoders.engine.positions import NoTokenPositions, embed_at_positions, text_to_base, tokens_at_base
+from geneb.encoders.engine.positions import (
+    NoTokenPositions,
+    embed_at_positions,
+    spans_from_token_texts,
+    text_to_base,
+    tokens_at_base,
+)
 from geneb.registry.settings import InputTransform
 
 
@@ -52,6 +58,25 @@ def test_the_real_dnabert2_bpe_tokenizer_places_every_base_in_one_token(shared):
         start, end = enc.offsets[held[0]]
         assert start <= pos < end
         assert tokenizer.id_to_token(enc.ids[held[0]]) == seq[start:end]
+
+
+def test_a_slow_tokenizer_whose_tokens_spell_the_text_is_placed_by_their_lengths(repo):
+    # the Nucleotide Transformer's 6-mer tokenizer (random-esm-tiny's): 6-mers, then single bases; no offsets
+    from geneb.extract.step import build_encoder
+    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import load_registry
+
+    settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "random-esm-tiny", {})
+    encoder = build_encoder(settings, progress=False)
+    seq = "ACGTACGTTAGCAGGCTAACGTACGATNACGTA"
+    body = encoder._tokenize([seq])[0]
+    assert encoder._offsets is None
+    spans = spans_from_token_texts(encoder._token_texts(body), seq)
+    assert spans[:4] == [(0, 6), (6, 12), (12, 18), (18, 24)] and spans[4:] == [(i, i + 1) for i in range(24, 33)]
+    assert tokens_at_base(spans, len(body), len(seq), 13, None) == [2]
+    assert spans_from_token_texts(["AC", "GG"], "ACGT") is None  # tokens that do not spell the text
+    vectors = embed_at_positions(encoder, [seq, seq], [0, 1], [13, 14])
+    np.testing.assert_array_equal(vectors[0], vectors[1])  # two bases of one 6-mer: one token's state
 
 
 def _state_by_hand(encoder, seq: str, pos: int) -> np.ndarray:

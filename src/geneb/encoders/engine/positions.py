@@ -6,7 +6,10 @@ variant) needs the states of the token(s) covering one base instead. Which token
 
 * a tokenizer that gives character offsets (every fast Hugging Face tokenizer, the folder tokenizers): the
   tokens whose character span holds the text character(s) made from base `pos`;
-* a tokenizer without offsets whose rows have one token per base (HyenaDNA's character tokenizer): token `pos`;
+* a tokenizer without offsets whose tokens spell the text (the Nucleotide Transformer's 6-mer tokenizer, a
+  character tokenizer): the spans are the tokens' cumulative lengths (`spans_from_token_texts`);
+* a tokenizer without offsets or token texts whose rows have one token per base (HyenaDNA's character
+  tokenizer): token `pos`;
 * the `input_transform`s map bases to text characters: overlapping k-mers (k-mer t = bases t..t+k-1, so base
   `pos` is in up to k tokens, all averaged), frame-0 codons (codon t = bases 3t..3t+2), lowercase (one to one).
 
@@ -56,6 +59,18 @@ def text_to_base(text_length: int, transform: InputTransform | None) -> np.ndarr
     if transform.kind == "codons":
         return np.where(c % 4 == 3, -1, 3 * (c // 4) + c % 4)
     raise NoTokenPositions(f"input_transform {transform.kind!r} has no base-to-token mapping")
+
+
+def spans_from_token_texts(token_texts: Sequence[str] | None, text: str) -> list[tuple[int, int]] | None:
+    """Each token's (start, end) character span in `text` when the tokens' texts, joined, spell `text` exactly
+    (case-insensitive: some vocabularies are upper case); None otherwise (e.g. a BPE vocabulary's word markers)."""
+    if token_texts is None or "".join(token_texts).upper() != text.upper():
+        return None
+    spans, start = [], 0
+    for token in token_texts:
+        spans.append((start, start + len(token)))
+        start += len(token)
+    return spans
 
 
 def tokens_at_base(
@@ -130,10 +145,9 @@ def embed_at_positions(
                 f"model {encoder.model_id}, row {rows[i]}: base {pos} is in the {int(trimmed[i])} trailing bases "
                 f"its length_multiple {ext.length_multiple} trims"
             )
+        spans = offsets[i] if offsets is not None else spans_from_token_texts(encoder._token_texts(body), texts[i])
         try:
-            held = tokens_at_base(
-                None if offsets is None else offsets[i], len(body), len(texts[i]), int(pos), ext.input_transform
-            )
+            held = tokens_at_base(spans, len(body), len(texts[i]), int(pos), ext.input_transform)
         except NoTokenPositions as err:
             raise NoTokenPositions(f"model {encoder.model_id}: {err}") from None
         except ValueError as err:
