@@ -34,7 +34,7 @@ def _hashes(repo: Path, tmp_path: Path) -> dict[str, str]:
     pins = {
         m: {"hub_id": s.source.hub_id, "revision": hashlib.sha1(m.encode()).hexdigest()}
         for m, s in as_is.models.items()
-        if s.source.kind == "hub-unpinned"
+        if s.source.kind == "hub-unpinned" and s.twin is None  # a twin runs at its model's pin
     }
     (tmp_path / "pins.yaml").write_text(yaml.safe_dump({"schema_version": 1, "revisions": pins}))
     pinned = load_registry(sheet, pins=tmp_path / "pins.yaml")
@@ -44,6 +44,8 @@ def _hashes(repo: Path, tmp_path: Path) -> dict[str, str]:
             for device, infix in (("cpu", ""), ("cuda", "cuda/")):
                 for model, spec in registry.models.items():
                     if spec.source.kind == "local":  # content fingerprints of ../shared folders: not in the file
+                        continue
+                    if spec.twin is not None:  # the random-init twins: tests/registry/test_twins.py
                         continue
                     try:
                         settings = stable_params(extraction_settings(registry, model, alpha, device=device))
@@ -153,7 +155,10 @@ def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys)
     assert main(["models", "--sheet", str(sheet)]) == 0
     listed = capsys.readouterr().out
     for model, spec in registry.models.items():
-        assert model in listed and (spec.display or model) in listed
+        assert (model in listed and (spec.display or model) in listed) == (spec.twin is None)
+    assert main(["models", "--sheet", str(sheet), "--twins"]) == 0
+    listed = capsys.readouterr().out
+    assert all(model in listed for model in registry.models)
 
 
 def test_entries_are_typed_and_give_back_the_mapping_they_came_from(repo):

@@ -651,3 +651,24 @@ def test_every_resources_path_carries_the_hash_of_what_decides_its_content(small
         "shots": ours["shots"],
         "audit": ours["audit"],
     }
+
+
+def test_twins_true_adds_the_twin_of_every_model_that_can_have_one(small_config):
+    small_config["models"] = ["kmer-3", "mistral-dna-1m-ft-prom"]
+    log = RecordingLog()
+    made = plan(small_config, main_process=True, log=log)
+    assert made.models == ["kmer-3", "mistral-dna-1m-ft-prom"]  # off by default
+    small_config["twins"] = True
+    made = plan(small_config, main_process=True, log=log)
+    assert made.models == ["kmer-3", "mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-prom-twin"]
+    assert ("info", "twins: no random-init twin for kmer-3: family kmer has no trained weights to re-initialise") in (
+        log.lines
+    )
+    twin = made.extraction_settings["mistral-dna-1m-ft-prom-twin"]
+    assert twin["twin"] == {"of": "mistral-dna-1m-ft-prom", "seed": 0}
+    assert "twin" not in made.extraction_settings["mistral-dna-1m-ft-prom"]
+    hashes = made.extraction_hashes
+    assert hashes["mistral-dna-1m-ft-prom-twin"] != hashes["mistral-dna-1m-ft-prom"]
+    # a twin listed already is not added again
+    small_config["models"] = ["mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-prom-twin"]
+    assert plan(small_config).models == small_config["models"]

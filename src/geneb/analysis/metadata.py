@@ -35,6 +35,7 @@ MODEL_COLUMNS: tuple[str, ...] = (
     "pretraining_domain",
     "trained_on_tasks",
     "paper_model_id",
+    "twin_of",
 )
 
 
@@ -74,6 +75,7 @@ def model_frame(records: Mapping[str, ModelSpec | Mapping[str, Any]]) -> pd.Data
                 "pretraining_domain": spec.get("pretraining_domain") or "unknown",
                 "trained_on_tasks": tuple(spec.get("trained_on_tasks") or ()),
                 "paper_model_id": (spec.get("paper") or {}).get("model_id", ""),
+                "twin_of": (spec.get("twin") or {}).get("of", ""),  # a random-init twin's model, "" otherwise
             }
         )
     frame = pd.DataFrame(rows, columns=["model", *MODEL_COLUMNS])

@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--sheet", default="config/models.yaml")
     m.add_argument("--pins", default="config/model_revisions.yaml", help="the lockfile of pinned hub revisions")
     m.add_argument("--runnable", action="store_true", help="list only the models runnable here")
+    m.add_argument("--twins", action="store_true", help="list the random-init twins (`<model>-twin`) too")
     m.add_argument(
         "--config",
         default="config/config.yaml",

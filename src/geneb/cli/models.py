@@ -45,7 +45,9 @@ def model_status(spec: ModelSpec) -> dict[str, str]:
 def cmd_models(args: argparse.Namespace) -> str:
     pins = args.pins if Path(args.pins).exists() else None  # no lockfile yet: nothing is pinned
     registry = read_registry(args.sheet, pins, args.config)
-    meta = model_frame(registry.models)
+    # the random-init twins (one `<model>-twin` per model that can have one) double the list: shown when asked for
+    shown = {m: s for m, s in registry.models.items() if args.twins or s.twin is None}
+    meta = model_frame(shown)
     if meta.empty:
         raise CliError(f"model sheet {args.sheet} lists no models")
     cols = ["display", "params", "architecture_family", "tokenizer_type", "pretraining_domain"]

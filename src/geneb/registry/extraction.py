@@ -80,7 +80,8 @@ def extraction_settings(
     ran), and the alphabet policy. This mapping is the rerun key of the extraction rule and is stored in
     every embedding file. device: the run's execution.device (cpu, cuda, cuda:N, auto).
 
-    A python entry's `load` also carries `entry_sha256` (its code and the helpers it imports from its folder) and,
+    A random-init twin's settings also carry `twin: {of, seed}` (`geneb.registry.twins`). A python entry's `load`
+    also carries `entry_sha256` (its code and the helpers it imports from its folder) and,
     when an option names a file or folder, `options_sha256` ({option: content sha256}; `python_entry`).
 
     Raises RegistryError for an unknown model or a dtype that cannot be resolved, NotRunnableError (with
@@ -112,7 +113,7 @@ def extraction_settings(
         files = option_fingerprints(spec.load.options, model=model)
         if files:  # absent when no option names a file: such an entry's settings hash is what it was
             load["options_sha256"] = files
-    return {
+    settings = {
         "model": model,
         "family": spec.family,
         "source": source,
@@ -122,6 +123,9 @@ def extraction_settings(
         "extraction": extraction,
         "alphabet": dict(sorted(alphabet.items())),
     }
+    if spec.twin is not None:  # absent for every other model, so their settings hashes are unchanged
+        settings["twin"] = {"of": str(spec.twin["of"]), "seed": int(spec.twin["seed"])}
+    return settings
 
 
 def extraction_hash(settings: dict[str, Any]) -> str:

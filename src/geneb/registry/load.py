@@ -20,6 +20,7 @@ from geneb.registry.pins import PinError, apply_pins, lock_revisions, read_pins
 from geneb.registry.python_entry import resolve_entry_paths
 from geneb.registry.registry import Registry, RegistryError
 from geneb.registry.runnable import not_runnable, selection_error
+from geneb.registry.twins import add_implicit_twins, expand_twin_entries
 from geneb.registry.weights import WeightsError, apply_weights
 
 if TYPE_CHECKING:
@@ -77,10 +78,11 @@ def load_registry(
 ) -> Registry:
     """Read config/models.yaml (the only reader of that file), apply the pinned hub revisions of the file
     `pins` (config key `model_revisions`; geneb.registry.pins) and the weights paths of `weights` (config key
-    `model_weights`: {model id: folder, archive or file}; `weights.apply_weights`), validate the mapping against the JSON schema
+    `model_weights`: {model id: folder, archive or file}; `weights.apply_weights`), expand its random-init twin entries (`twins.expand_twin_entries`), validate the mapping against the JSON schema
     (`schema`, default workflow/schemas/models.schema.yaml), run the cross-field checks of `check_registry`
     and the env checks of `check_envs` against the env files of `envs_dir` (default the repository's envs/;
-    None skips them), and build the typed `Registry` (with `weights_dir`, the cache folder of external archives
+    None skips them), add the implicit twin `<model>-twin` of every entry that can have one
+    (`twins.add_implicit_twins`), and build the typed `Registry` (with `weights_dir`, the cache folder of external archives
     and downloads, default resources/model_weights). Raises RegistryError naming the file, the model and the
     field (for an env: the model, the env and the fix; for `model_weights`: the model)."""
     data = _parse(Path(path))
@@ -95,6 +97,9 @@ def load_registry(
             apply_weights(data, weights)
         except WeightsError as exc:
             raise RegistryError(str(exc)) from exc
+    twin_problems = expand_twin_entries(data.get("models") or {}) if isinstance(data, dict) else []
+    if twin_problems:
+        raise RegistryError(f"{path}: " + "; ".join(twin_problems))
     errors = schema_errors(data, schema if schema is not None else load_schema("models"))
     if errors:
         e = errors[0]
@@ -105,10 +110,17 @@ def load_registry(
         problems += check_envs(data, envs_dir)
     if problems:
         raise RegistryError(f"{path}: " + "; ".join(problems))
+    add_implicit_twins(data["models"])
     try:
         return Registry.from_mapping(data, weights_dir=weights_dir)
     except RegistryError as err:
         raise RegistryError(f"{path}: {err}") from err
+
+
+def pin_owner(registry: Registry, model: str) -> str:
+    """The entry whose hub pin `model` uses: a twin's model (its source is copied from it), else `model`."""
+    twin = registry.spec(model).twin
+    return str(twin["of"]) if twin is not None else model
 
 
 def load_locked_registry(
@@ -140,9 +152,11 @@ def load_locked_registry(
     lock = None
     log: list[str] = []
     if resolve:
-        with_adapter = [m for m in models if FAMILIES[registry.models[m].family].entry is not None]
+        # a twin reads its model's configuration at its model's pin: the model is pinned, the twin copies it
+        pinned = list(dict.fromkeys(pin_owner(registry, m) for m in models))
+        with_adapter = [m for m in pinned if FAMILIES[registry.models[m].family].entry is not None]
         try:
-            lock = lock_revisions(registry, models, pins, pinnable=with_adapter, endpoint=endpoint)
+            lock = lock_revisions(registry, pinned, pins, pinnable=with_adapter, endpoint=endpoint)
         except PinError as err:
             raise RegistryError(f"{pins}: {err}") from err
         if lock.pinned:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from geneb.registry.spec import MatchedPair, ModelSpec, SpecError
+from geneb.registry.twins import implicit_parent, twin_refusal
 from geneb.registry.weights import DEFAULT_WEIGHTS_DIR
 
 
@@ -49,7 +50,13 @@ class Registry:
         return cls(models=models, pairs=pairs, raw=data, weights_dir=str(weights_dir or DEFAULT_WEIGHTS_DIR))
 
     def spec(self, model: str) -> ModelSpec:
-        """The entry of `model`; raises RegistryError with close matches if unknown."""
+        """The entry of `model`; raises RegistryError with close matches if unknown, naming the reason for the
+        implicit twin `<model>-twin` of an entry that cannot have one (`geneb.registry.twins`)."""
+        parent = implicit_parent(model)
+        if model not in self.models and parent is not None and parent in self.models:
+            raise RegistryError(
+                f"model {model!r}: {parent} has no random-init twin: {twin_refusal(self.raw['models'][parent])}"
+            )
         if model not in self.models:
             import difflib
 

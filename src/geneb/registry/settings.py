@@ -131,7 +131,8 @@ class ExtractionSettings:
     fingerprint); builtin: construction settings of a builtin ({"k": 3}, a random-init config); load:
     `Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with; views: the
     resolved `views:` of the run (`geneb.registry.views.ViewSet`), None (and absent from the mapping, so the
-    settings hash of a run without views is unchanged) for the registry's single view."""
+    settings hash of a run without views is unchanged) for the registry's single view; twin: {of, seed} of a
+    random-init twin (`geneb.registry.twins`; absent from the mapping for any other model)."""
 
     model: str
     family: str
@@ -142,6 +143,7 @@ class ExtractionSettings:
     load: Load = field(default_factory=Load)
     alphabet: Mapping[str, Any] = field(default_factory=dict)
     views: ViewSet | None = None
+    twin: Mapping[str, Any] | None = None
     _keys: tuple[str, ...] = field(default=SETTINGS_KEYS, repr=False, compare=False)
 
     @classmethod
@@ -160,6 +162,7 @@ class ExtractionSettings:
             load=Load.from_mapping(data.get("load"), model=model),
             alphabet=dict(data.get("alphabet") or {}),
             views=ViewSet.from_dict(data["views"]) if data.get("views") is not None else None,
+            twin=dict(data["twin"]) if data.get("twin") is not None else None,
             _keys=keys,
         )
 
@@ -175,7 +178,7 @@ class ExtractionSettings:
             value = getattr(self, key)
             if key in ("source", "load", "extraction"):
                 value = value.as_dict()
-            elif key in ("builtin", "alphabet"):
+            elif key in ("builtin", "alphabet") or (key == "twin" and value is not None):
                 value = dict(value)
             elif key == "views":
                 value = None if value is None else value.as_dict()

@@ -171,6 +171,7 @@ FACT_KEYS = (
     "pretraining_domain",
     "trained_on_tasks",
     "paper",
+    "twin",
 )
 
 
@@ -186,7 +187,8 @@ class ModelSpec:
     the paper's scale analysis used), context_tokens (trained maximum input, tokens), trained_on_tasks
     (task ids seen in training: contamination), paper (the paper's record, with `model_id`): facts the
     analyses and resource requests read. lm_head (masked | causal | none, with lm_head_source) and scoring (the
-    zero-shot scorers): None = the family's default (`geneb.registry.scoring`). The other fields are descriptive."""
+    zero-shot scorers): None = the family's default (`geneb.registry.scoring`). twin: {of, seed} of a random-init
+    twin (`geneb.registry.twins`), None for any other entry. The other fields are descriptive."""
 
     id: str
     family: str
@@ -220,6 +222,7 @@ class ModelSpec:
     verified: str | None = None
     loading_notes: str | None = None
     notes: str | None = None
+    twin: Mapping[str, Any] | None = None
 
     @classmethod
     def from_mapping(cls, model: str, data: Mapping[str, Any]) -> ModelSpec:

@@ -29,6 +29,7 @@ from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.load import load_locked_registry
 from geneb.registry.python_entry import PRECOMPUTED, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
+from geneb.registry.twins import twin_refusal, twins_of
 from geneb.registry.views import model_depth
 from geneb.run import partial as partial_run
 from geneb.run.config_checks import (
@@ -341,6 +342,11 @@ def plan_run(
     )
     for line in lock_log:
         log.info(line)
+    if config["twins"]:  # a twin reads its model's configuration at its model's pin: nothing more to pin or check
+        twins, skipped = twins_of(config["models"], lambda m: twin_refusal(registry.raw["models"][m]))
+        config["models"] = [*config["models"], *twins]
+        if main_process and skipped:
+            log.info("twins: no random-init twin for " + "; ".join(skipped))
     check_exclusion_lists(config, registry)
 
     here: list[str] = []

@@ -41,6 +41,7 @@ from geneb.encoders.engine.token_checks import SENTINEL_MAX_LENGTH, resolve_max_
 from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.encoders.loading.checkpoint_keys import check_loading_info
 from geneb.encoders.loading.hf_load import config_with_overrides, load_model, weights_format
+from geneb.encoders.loading.twin import random_init_network, state_sha256
 from geneb.registry.files import weights_hash
 from geneb.registry.requirements import check_transformers_range, require_modules
 from geneb.registry.settings import ExtractionSettings, SettingsLike
@@ -190,16 +191,28 @@ class HFEncoder(TokenModelEncoder):
         with hidden_modules(hide):
             tokenizer = self._load_tokenizer(kwargs)
             config = config_with_overrides(self.where, load.config_overrides, model=self.model_id, **kwargs)
-            model, info = load_model(
-                auto_cls,
-                self.where,
-                model=self.model_id,
-                fmt=fmt,
-                config=config,
-                config_kwargs=kwargs,
-                dtype=getattr(torch, self.weights_dtype),
-            )
-        heads = self._check_loading_info(model, info)
+            twin = self.settings.twin
+            if twin is not None:  # a random-init twin: the class from its configuration, seeded random weights
+                model = random_init_network(
+                    auto_cls,
+                    self.where,
+                    config,
+                    model=self.model_id,
+                    seed=int(twin["seed"]),
+                    config_kwargs=kwargs,
+                    dtype=getattr(torch, self.weights_dtype),
+                )
+            else:
+                model, info = load_model(
+                    auto_cls,
+                    self.where,
+                    model=self.model_id,
+                    fmt=fmt,
+                    config=config,
+                    config_kwargs=kwargs,
+                    dtype=getattr(torch, self.weights_dtype),
+                )
+        heads = [] if twin is not None else self._check_loading_info(model, info)
         if heads:
             log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
         model = model.eval().to(self.device)
@@ -252,7 +265,10 @@ class HFEncoder(TokenModelEncoder):
             # BigBird's block-sparse attention pads to whole blocks and picks blocks by the padded length
             pad_sensitive=getattr(cfg, "attention_type", None) == "block_sparse",
             weights_format=fmt,
-            weights_sha256=weights_hash(local) if local.is_dir() else None,
+            # a twin's identity is its random weights, not the checkpoint's files (which it never reads)
+            weights_sha256=state_sha256(model)
+            if twin is not None
+            else (weights_hash(local) if local.is_dir() else None),
         )
 
     def _check_loading_info(self, model: Any, info: dict[str, Any]) -> list[str]:
