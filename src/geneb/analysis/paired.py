@@ -19,6 +19,7 @@ item:
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,30 +105,31 @@ def _seed_mean_mcc(y: np.ndarray, preds: list[np.ndarray], idx: np.ndarray, k: i
     return np.mean([batched_mcc(y[idx], p[idx], k) for p in preds], axis=0)
 
 
-def compare_cells(
-    a: pd.DataFrame,
-    b: pd.DataFrame,
-    *,
-    task: str,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> dict[str, Any]:
-    """MCC(a) - MCC(b) of two cells of `task` on the same test items, with its paired bootstrap and McNemar test.
+@dataclass(frozen=True)
+class PairedDraws:
+    """The paired bootstrap of two cells of one task: mcc_a, mcc_b (seed-mean MCC on all n_rows test rows) and
+    draws (B,) of MCC(a) - MCC(b) on the same B row draws; y, preds_a, preds_b: the labels and each seed's
+    predictions (n_rows,), for tests that need the items (`mcnemar`)."""
+
+    n_rows: int
+    mcc_a: float
+    mcc_b: float
+    draws: np.ndarray
+    y: np.ndarray
+    preds_a: list[np.ndarray]
+    preds_b: list[np.ndarray]
+
+
+def paired_draws(a: pd.DataFrame, b: pd.DataFrame, *, task: str, n_resamples: int = 1000, seed: int = 0) -> PairedDraws:
+    """The paired bootstrap of MCC(a) - MCC(b) over the test rows of `task` (module docstring: the rows drawn
+    with `numpy.random.default_rng([seed, 4, crc32(task)])`, the same draw for both cells).
 
     a, b: the prediction rows of one cell each (`read_cell`: columns regime, seed, row, y_true, y_pred; any number
-    of seeds, each predicting every test row once). A cell's MCC is the mean over its seeds (as in the score
-    table). Returns {n_rows, n_seeds_a, n_seeds_b, mcc_a, mcc_b, difference, ci_low, ci_high, p_bootstrap,
-    a_only_correct, b_only_correct, p_mcnemar, mcnemar_note, n_resamples, seed, confidence}: a_only_correct /
-    b_only_correct count the items one cell gets right and the other wrong (NA, with the reason in mcnemar_note,
-    when a cell's seeds predict differently: McNemar needs one prediction per item and cell). Raises
-    AnalysisInputError when the cells cover different test rows or disagree on a label, n_resamples < 1, or
-    confidence is outside (0, 1).
-    """
+    of seeds, each predicting every test row once); a cell's MCC is the mean over its seeds (as in the score
+    table). Raises AnalysisInputError when the cells cover different test rows or disagree on a label, or
+    n_resamples < 1."""
     if n_resamples < 1:
         raise AnalysisInputError(f"n_resamples must be >= 1, got {n_resamples}")
-    if not 0 < confidence < 1:
-        raise AnalysisInputError(f"confidence must be in (0, 1), got {confidence}")
     rows_a, y, pa = _seeds(a, f"task {task!r}, cell a")
     rows_b, y_b, pb = _seeds(b, f"task {task!r}, cell b")
     if not np.array_equal(rows_a, rows_b):
@@ -143,8 +145,6 @@ def compare_cells(
     cb = [np.searchsorted(classes, p) for p in pb]
     k, n = len(classes), len(y)
     whole = np.arange(n)[None, :]
-    mcc_a = float(_seed_mean_mcc(yc, ca, whole, k)[0])
-    mcc_b = float(_seed_mean_mcc(yc, cb, whole, k)[0])
     rng = np.random.default_rng([seed, 4, zlib.crc32(task.encode())])
     idx = rng.integers(0, n, size=(n_resamples, n))
     step = max(1, MAX_CELLS // max(1, n))
@@ -154,22 +154,55 @@ def compare_cells(
             for s in range(0, n_resamples, step)
         ]
     )
+    return PairedDraws(
+        n_rows=n,
+        mcc_a=float(_seed_mean_mcc(yc, ca, whole, k)[0]),
+        mcc_b=float(_seed_mean_mcc(yc, cb, whole, k)[0]),
+        draws=diff,
+        y=y,
+        preds_a=pa,
+        preds_b=pb,
+    )
+
+
+def compare_cells(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    task: str,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """MCC(a) - MCC(b) of two cells of `task` on the same test items, with its paired bootstrap (`paired_draws`)
+    and McNemar test.
+
+    Returns {n_rows, n_seeds_a, n_seeds_b, mcc_a, mcc_b, difference, ci_low, ci_high, p_bootstrap,
+    a_only_correct, b_only_correct, p_mcnemar, mcnemar_note, n_resamples, seed, confidence}: a_only_correct /
+    b_only_correct count the items one cell gets right and the other wrong (NA, with the reason in mcnemar_note,
+    when a cell's seeds predict differently: McNemar needs one prediction per item and cell). Raises
+    AnalysisInputError when the cells cover different test rows or disagree on a label, n_resamples < 1, or
+    confidence is outside (0, 1).
+    """
+    if not 0 < confidence < 1:
+        raise AnalysisInputError(f"confidence must be in (0, 1), got {confidence}")
+    d = paired_draws(a, b, task=task, n_resamples=n_resamples, seed=seed)
     alpha = (1 - confidence) / 2
     out: dict[str, Any] = {
-        "n_rows": n,
-        "n_seeds_a": len(pa),
-        "n_seeds_b": len(pb),
-        "mcc_a": mcc_a,
-        "mcc_b": mcc_b,
-        "difference": mcc_a - mcc_b,
-        "ci_low": float(np.quantile(diff, alpha)),
-        "ci_high": float(np.quantile(diff, 1 - alpha)),
-        "p_bootstrap": float(bootstrap_p_value(diff)),
+        "n_rows": d.n_rows,
+        "n_seeds_a": len(d.preds_a),
+        "n_seeds_b": len(d.preds_b),
+        "mcc_a": d.mcc_a,
+        "mcc_b": d.mcc_b,
+        "difference": d.mcc_a - d.mcc_b,
+        "ci_low": float(np.quantile(d.draws, alpha)),
+        "ci_high": float(np.quantile(d.draws, 1 - alpha)),
+        "p_bootstrap": float(bootstrap_p_value(d.draws)),
         "n_resamples": n_resamples,
         "seed": seed,
         "confidence": confidence,
     }
-    return {**out, **mcnemar(y, pa, pb)}
+    return {**out, **mcnemar(d.y, d.preds_a, d.preds_b)}
 
 
 def mcnemar(y: np.ndarray, preds_a: list[np.ndarray], preds_b: list[np.ndarray]) -> dict[str, Any]:

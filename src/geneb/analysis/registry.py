@@ -145,6 +145,13 @@ ANALYSES: list[Analysis] = [
             ),
         ),
     ),
+    Analysis(
+        "pretraining_gain",
+        "run",
+        "geneb.analysis.pretraining:pretraining_gain_tables",
+        ("pretraining_gain",),
+        (Section("Does pretraining help: each model minus its random-init twin", "pretraining_gain"),),
+    ),
 ]
 
 

@@ -45,6 +45,7 @@ FIGURES: list[Figure] = [
     Figure("task_variance", "geneb.figures.variance:draw", ("task_variance", "near_random"), "task_variance.rst"),
     Figure("best_layer", "geneb.figures.layers:draw", ("best_layer",), "best_layer.rst"),
     Figure("sensitivity", "geneb.figures.sensitivity:draw", ("sensitivity_leaderboard",), "sensitivity.rst"),
+    Figure("pretraining_gain", "geneb.figures.pretraining:draw", ("pretraining_gain",), "pretraining_gain.rst"),
 ]
 
 

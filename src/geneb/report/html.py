@@ -175,6 +175,20 @@ def _choices_headline(summary: dict[str, Any], regime: str) -> str:
     return head + '<ul class="headline">' + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
 
 
+def _pretraining_headline(summary: dict[str, Any], protocol: str, regime: str) -> str:
+    """The count of (model, task) pairs where pretraining beats the random-init twin significantly (this protocol
+    and regime; `analysis.pretraining`), or nothing for a run without twins."""
+    s = summary.get("pretraining_gain") or {}
+    lines = [h["sentence"] for h in s.get("headlines", []) if (h["protocol"], h["regime"]) == (protocol, regime)]
+    if not lines:
+        return ""
+    return (
+        "<h3>Does pretraining help</h3><ul class='headline'>"
+        + "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+        + "</ul>"
+    )
+
+
 def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> list[str]:
     """The "Reproducing the paper" section: the paper's stated numbers beside GENEB's (none without a table)."""
     if path is None:
@@ -329,6 +343,7 @@ def build_report(
         *([f"<p class='warn'>{html.escape(capped)}</p>"] if capped else []),
         _headline(summary, protocol),
         _choices_headline(summary, regime),
+        _pretraining_headline(summary, protocol, regime),
         *_reproduce_section(reproduce, captions),
         "<h2 id='leaderboard'>Leaderboard</h2>",
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
