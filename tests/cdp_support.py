@@ -2,7 +2,8 @@
 commands on the browser's fd 3, replies and events on its fd 4, each message JSON ended by a NUL byte), so the
 browser tests need no driver and no Python package beyond the standard library.
 
-`Browser(exe, profile)` starts one browser with one page; `open(url)` navigates and waits for the load event,
+`Browser(exe, profile)` starts one browser with one page; `open(url)` navigates and waits for the load event
+(`click_and_wait(selector)` follows a link the same way),
 `eval(expr)` returns an expression's value, `click(selector)` / `select(selector, value)` act on the page as a
 user would (DOM events), `screenshot(path)` writes a PNG; `errors` collects the console errors, uncaught
 exceptions and failed loads the page reported.
@@ -126,6 +127,14 @@ class Browser:
         """Navigate to `url` and wait for its load event."""
         self._events.clear()
         self.send("Page.navigate", {"url": url}, session=True)
+        deadline = time.monotonic() + self.timeout
+        while not any(e.get("method") == "Page.loadEventFired" for e in self._events):
+            self._read_message(deadline)
+
+    def click_and_wait(self, selector: str) -> None:
+        """Click the first element matching `selector` (a link) and wait for the page it opens to load."""
+        self._events.clear()
+        self.click(selector)
         deadline = time.monotonic() + self.timeout
         while not any(e.get("method") == "Page.loadEventFired" for e in self._events):
             self._read_message(deadline)

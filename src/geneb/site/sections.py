@@ -67,11 +67,18 @@ LABELS = {
 }
 
 
+#: comma-joined list columns, shown with a space after each comma (so a narrow cell wraps between items)
+LIST_COLUMNS = ("flags", "flagged_tasks", "excluded_tasks")
+
+
 def _model_links(df: pd.DataFrame, up: str) -> tuple[pd.DataFrame, dict[str, str]]:
     """`df` with page columns for its models and tasks, and the link templates of the display/model/task
-    columns (`up`: the path from the page to the site's root)."""
+    columns (`up`: the path from the page to the site's root); the LIST_COLUMNS spaced after their commas."""
     hrefs = {}
     df = df.copy()
+    for c in LIST_COLUMNS:
+        if c in df.columns:
+            df[c] = [v.replace(",", ", ") if isinstance(v, str) else v for v in df[c]]
     if "model" in df.columns:
         df["model_page"] = [f"{slug(m)}.html" for m in df["model"]]
         hrefs.update(dict.fromkeys(("display", "model"), up + "models/{model_page}"))
