@@ -134,4 +134,6 @@ def test_site_of_a_real_run_states_provenance_and_audit(real_run):  # noqa: F811
     assert "<dt>data hash</dt>" in card and "train rows" in card and "shortcut_best_auroc" in card
     board = specs(site / "index.html")["board"]
     assert "shortcut_margin" in {c["key"] for c in board["columns"]}
-    assert pd.notna(pd.Series([r.get("shortcut_margin") for r in board["rows"] if r["model_page"] == "kmer-3.html"])).any()
+    assert pd.notna(
+        pd.Series([r.get("shortcut_margin") for r in board["rows"] if r["model_page"] == "kmer-3.html"])
+    ).any()
