@@ -17,6 +17,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/site.smk"
 
 
 onstart:

@@ -10,6 +10,8 @@
                                        print the leaderboard of a category (default macro) and regime
     geneb recommend --category C [--regime R]
                                        the best model(s) for a category, with ties where CIs overlap
+    geneb site --results-dir DIR [--results-dir DIR2 ...] --out SITE
+                                       write the static leaderboard site of one or more runs (docs/site.md)
     geneb pin-revisions MODEL ... [--ref main]
                                        move lockfile pins to the commit a ref points to now (needs network;
                                        the first workflow run pins unpinned models by itself)

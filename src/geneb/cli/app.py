@@ -11,6 +11,7 @@ from geneb.cli.common import CliError, Parser, positive_int
 from geneb.cli.envs import cmd_env_build, cmd_env_list
 from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
 from geneb.cli.results import cmd_leaderboard, cmd_recommend
+from geneb.cli.site import cmd_site
 from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
 from geneb.cli.task_lock import cmd_tasks_lock
 from geneb.cli.verify import cmd_verify
@@ -157,6 +158,25 @@ def build_parser() -> argparse.ArgumentParser:
                 "the table)",
             )
         s.set_defaults(func=func)
+    st = sub.add_parser(
+        "site",
+        help="write the static leaderboard site (HTML pages that open from the file system) of one or more runs",
+        description="Build a folder of HTML pages from each run's results folder: the leaderboard (sortable, filterable "
+        "by run, protocol, regime, category, view), the task list with the task audit, a page per model and per task, "
+        "the figures. Runs that hold the same (model, task, regime, protocol) cell with different values are refused "
+        "(docs/site.md).",
+    )
+    st.add_argument(
+        "--results-dir",
+        action="append",
+        required=True,
+        metavar="DIR",
+        help="a run's results_dir; give it again per run",
+    )
+    st.add_argument("--out", required=True, metavar="SITE", help="the site folder to write (new, or a previous site)")
+    st.add_argument("--label", action="append", help="a run's name on the site, one per --results-dir, in order")
+    st.add_argument("--captions", help="the figure caption folder (default workflow/report, when it exists)")
+    st.set_defaults(func=cmd_site)
     cc = sub.add_parser(
         "compare-cells",
         help="paired test of two cells of a task (model, view, protocol, regime) on the same test items",
