@@ -83,7 +83,11 @@ def test_single_task_category_has_no_interval_without_rows():
     rep = bootstrap.category_replicates(matrix, cats, None, n_resamples=200, seed=0)
     low, _ = rep.interval(0.95)
     assert rep.categories == ("Promoters", "Coding/NC")
-    assert np.isnan(low[:, :2]).all() and np.isfinite(low[:, 2]).all()
+    # nothing varies anywhere: the categories and the macro over them are undefined, with the reason, never the
+    # zero-width interval of a degenerate resample
+    assert np.isnan(low).all() and not rep.defined.any()
+    assert "has one task and no per-row predictions" in rep.reasons[0, 0]
+    assert rep.reasons[0, 2].startswith("macro over categories without a source of variability")
 
 
 def test_bootstrap_p_value_inverts_the_percentile_interval():

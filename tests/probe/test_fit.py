@@ -72,8 +72,11 @@ def test_strict_protocol_equals_plain_scikit_learn_pipelines(real_task, protocol
     shots = _shots(data, "geneb-strict", probe_config)
     for f, d in zip([f for f in fits if f.regime != "full"], shots["draws"]):
         assert (f.regime, f.seeds[0]) == (d["regime"], d["seed"])
-        lr = LogisticRegression(C=1.0, class_weight=weight, max_iter=1000)
-        lr.fit(scaler.transform(data.X_train[d["rows"]]), data.y_train[d["rows"]])
+        y_draw = data.y_train[d["rows"]]  # the draw's own counts decide its weights (balanced_if_imbalanced)
+        draw_counts = np.unique(y_draw, return_counts=True)[1]
+        draw_weight = "balanced" if draw_counts.max() >= 3 * draw_counts.min() else None
+        lr = LogisticRegression(C=1.0, class_weight=draw_weight, max_iter=1000)
+        lr.fit(scaler.transform(data.X_train[d["rows"]]), y_draw)
         assert np.array_equal(lr.predict(scaler.transform(data.X_test)), f.y_pred)
 
 

@@ -8,10 +8,18 @@ Two sources of sampling noise are resampled, each *paired* across models (every 
 2. tasks (stage 2): within each category, the category's tasks are drawn with replacement and the category
    score is the mean over the drawn tasks; macro = mean of the category scores.
 
-Replicate b combines row draw b with task draw b (a two-stage, nested bootstrap; Davison & Hinkley 1997,
-section 3.8). Intervals are percentile intervals of the replicates (Efron & Tibshirani 1993, ch. 13).
-Every draw comes from `numpy.random.default_rng` seeded with `[seed, stage, ...]`, so a replicate does not
-depend on which other tasks or models are analysed.
+Replicate b combines row draw b with task draw b (a two-level, hierarchical bootstrap: tasks within categories,
+then test rows within each drawn task, the task's MCC recomputed from its kept per-row predictions; Davison &
+Hinkley 1997, section 3.8 "Hierarchical data"; Saravanan, Berman & Sober 2020, "Application of the hierarchical
+bootstrap to multi-level data in neuroscience", NBDT 3). `two_level_replicates` is the one entry point every
+analysis that draws tasks uses. Intervals are percentile intervals of the replicates (Efron & Tibshirani 1993,
+ch. 13). Every draw comes from `numpy.random.default_rng` seeded with `[seed, stage, ...]`, so a replicate does
+not depend on which other tasks or models are analysed.
+
+No interval narrower than the data allow: a (model, column) whose replicates cannot vary (a category with one
+task, or tasks not resampled, and no per-row predictions for a task of it; a macro over such a category) is
+*undefined*: `CategoryReplicates.defined` is False there, `reasons` says why, and `interval` is NaN, never a
+zero-width interval from a degenerate resample.
 """
 
 from __future__ import annotations
@@ -142,7 +150,9 @@ class CategoryReplicates:
 
     models: (M,) ids; categories: (C,) the categories present, official order; point: (M, C + 1) point
     estimates, last column macro; draws: (B, M, C + 1) replicates; n_tasks: (C,) tasks per category;
-    rows_resampled: whether stage 1 (test rows) was part of the draw.
+    rows_resampled: whether stage 1 (test rows) was part of the draw; defined: (M, C + 1) bool, whether the
+    column's replicates have a source of variability for that model (module docstring); reasons: (M, C + 1) str,
+    why not ("" where defined); seed: the bootstrap seed every draw derives from.
     """
 
     models: tuple[str, ...]
@@ -151,6 +161,9 @@ class CategoryReplicates:
     draws: np.ndarray
     n_tasks: np.ndarray
     rows_resampled: bool
+    defined: np.ndarray
+    reasons: np.ndarray
+    seed: int
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -158,16 +171,24 @@ class CategoryReplicates:
         return (*self.categories, "macro")
 
     def interval(self, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-        """Percentile interval (low, high), each (M, C + 1); NaN where a column has no variability source
-        (a single-task category without row-level replicates)."""
+        """Percentile interval (low, high), each (M, C + 1); NaN where the (model, column) is not `defined`
+        (no variability source: `reasons` says why)."""
         a = (1 - confidence) / 2
         low = np.nanquantile(self.draws, a, axis=0)
         high = np.nanquantile(self.draws, 1 - a, axis=0)
-        if not self.rows_resampled:
-            single = np.append(self.n_tasks < 2, False)
-            low[:, single] = np.nan
-            high[:, single] = np.nan
+        low[~self.defined] = np.nan
+        high[~self.defined] = np.nan
         return low, high
+
+    def column_defined(self) -> np.ndarray:
+        """(C + 1,) bool: the column is defined for every model (what a statistic over all models, a rank or
+        a rank correlation, needs)."""
+        return self.defined.all(axis=0)
+
+    def column_reason(self, c: int) -> str:
+        """The first model's reason why column c is undefined ("" when it is defined for every model)."""
+        bad = [r for r in self.reasons[:, c] if r]
+        return bad[0] if bad else ""
 
 
 def category_replicates(
@@ -196,9 +217,11 @@ def category_replicates(
         raise AnalysisInputError(f"tasks without a category: {missing[:3]}")
     point_t = matrix.to_numpy(dtype=float)
     m_models, n_t = point_t.shape
+    has_rows = np.zeros((m_models, n_t), dtype=bool)
     if rows is not None:
         if rows.shape != (n_resamples, m_models, n_t):
             raise AnalysisInputError(f"row replicates {rows.shape} do not match ({n_resamples}, {m_models}, {n_t})")
+        has_rows = ~np.isnan(rows).any(axis=0)
         rows = np.where(np.isnan(rows), point_t[None], rows)
     cats = [c for c in CATEGORIES if c in set(task_category[matrix.columns])]
     draws = np.empty((n_resamples, m_models, len(cats) + 1))
@@ -223,7 +246,76 @@ def category_replicates(
             draws[:, :, c] = src.mean(axis=2)
     point[:, -1] = point[:, :-1].mean(axis=1)
     draws[:, :, -1] = draws[:, :, :-1].mean(axis=2)
-    return CategoryReplicates(tuple(matrix.index), tuple(cats), point, draws, n_tasks, rows is not None)
+    defined, reasons = _variability(matrix, task_category, cats, has_rows, resample_tasks, rows is not None)
+    return CategoryReplicates(
+        tuple(matrix.index), tuple(cats), point, draws, n_tasks, rows is not None, defined, reasons, seed
+    )
+
+
+def _variability(
+    matrix: pd.DataFrame,
+    task_category: pd.Series,
+    cats: list[str],
+    has_rows: np.ndarray,
+    resample_tasks: bool,
+    rows_given: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(defined, reasons), each (M, C + 1): a category column varies when its tasks are resampled and it has
+    at least 2, or when every task of it has row replicates for the model; the macro when every category does."""
+    tasks = matrix.columns.to_numpy()
+    of = task_category[matrix.columns].to_numpy()
+    defined = np.ones((len(matrix), len(cats) + 1), dtype=bool)
+    reasons = np.full(defined.shape, "", dtype=object)
+    for m, model in enumerate(matrix.index):
+        for c, cat in enumerate(cats):
+            cols = np.flatnonzero(of == cat)
+            if (resample_tasks and len(cols) >= 2) or has_rows[m, cols].all():
+                continue
+            lacking = [str(t) for t in tasks[cols][~has_rows[m, cols]]]
+            why = f"category {cat!r} has one task" if resample_tasks else "tasks are not resampled"
+            source = "no per-row predictions" if not rows_given else f"no per-row predictions of {model!r}"
+            defined[m, c] = False
+            reasons[m, c] = f"{why} and {source} for {', '.join(lacking[:3])}: nothing to resample"
+        if not defined[m, :-1].all():
+            bad = [cats[c] for c in np.flatnonzero(~defined[m, :-1])]
+            defined[m, -1] = False
+            first = reasons[m, int(np.flatnonzero(~defined[m, :-1])[0])]
+            reasons[m, -1] = f"macro over categories without a source of variability ({'; '.join(bad)}); {first}"
+    return defined, reasons
+
+
+def two_level_replicates(
+    matrix: pd.DataFrame,
+    task_category: pd.Series,
+    predictions: Mapping[tuple[str, str], pd.DataFrame] | None,
+    regime: str,
+    *,
+    n_resamples: int,
+    seed: int,
+    resample_tasks: bool = True,
+) -> tuple[CategoryReplicates, np.ndarray | None]:
+    """The two-level bootstrap every analysis that draws tasks uses: tasks within categories, then test rows
+    within each drawn task (module docstring). Returns (replicates, row replicates (B, M, T) or None).
+
+    matrix: (M, T) seed-mean task scores (index: the models' labels, columns: tasks), no NaN; predictions:
+    {(label, task): per-row prediction frame} (`load_predictions`, keyed by the matrix's index labels; None or
+    empty: no row level); the rows of a task are drawn by `default_rng([seed, 1, crc32(task)])` (`row_replicates`;
+    a task drawn twice in one replicate reuses that replicate's row draw), the tasks by `default_rng([seed, 2,
+    category])` (`category_replicates`). Cells without predictions keep their point score in every replicate;
+    where that leaves a column without variability it is undefined (`CategoryReplicates.defined`, `reasons`).
+    Raises AnalysisInputError as `row_replicates` and `category_replicates` do.
+    """
+    rows = None
+    if predictions:
+        wanted = {k: v for k, v in predictions.items() if k[0] in matrix.index and k[1] in matrix.columns}
+        if wanted:
+            rows = row_replicates(
+                wanted, list(matrix.index), list(matrix.columns), regime, n_resamples=n_resamples, seed=seed
+            )
+    rep = category_replicates(
+        matrix, task_category, rows, n_resamples=n_resamples, seed=seed, resample_tasks=resample_tasks
+    )
+    return rep, rows
 
 
 def bootstrap_p_value(draws: np.ndarray, null: float = 0.0) -> np.ndarray:

@@ -10,7 +10,7 @@ user), so the numbers are comparable; `n_tasks_paper` says how many tasks the pa
 uncertainty (`compare_intervals`) resamples the common tasks within each category (no per-row predictions exist
 for the published models, so test rows are not resampled): a percentile CI of every complete model's category and
 macro score, its rank interval, and the best model with those it cannot be told apart from (the analyses'
-`bootstrap.category_replicates`, `ranks.rank_intervals`, `recommend.recommend`), so `geneb leaderboard` and
+`bootstrap.two_level_replicates`, `ranks.rank_intervals`, `recommend.recommend`), so `geneb leaderboard` and
 `geneb recommend` read the comparison table like their own.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.analysis import leaderboard as lb
-from geneb.analysis.bootstrap import category_replicates
+from geneb.analysis.bootstrap import two_level_replicates
 from geneb.analysis.published import PROTOCOL
 from geneb.analysis.ranks import rank_intervals
 from geneb.analysis.recommend import recommend
@@ -161,7 +161,18 @@ def compare_with_published(
 
 
 #: the columns `compare_intervals` adds to the comparison board
-INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "p_top1", "role", "tie_rule", "confidence")
+INTERVAL_COLUMNS = (
+    "ci_low",
+    "ci_high",
+    "rank_low",
+    "rank_high",
+    "p_top1",
+    "interval_reason",
+    "role",
+    "tie_rule",
+    "confidence",
+    "seed",
+)
 
 
 def compare_intervals(
@@ -178,12 +189,13 @@ def compare_intervals(
     cells: the per-cell table of the comparison (board.attrs["cells"]). For each regime, the macro column over the
     models with every common task, and each category over the models with every task of that category (the
     models the board ranks there; an incomplete model gets no interval), go through
-    `bootstrap.category_replicates` (tasks drawn with replacement within each category, `n_resamples` draws from
-    `seed`, the same draws for a category either way; no test rows: the published models have no per-row
+    `bootstrap.two_level_replicates` (tasks drawn with replacement within each category, `n_resamples` draws from
+    `seed`, the same draws for a category either way; no test-row level: the published models have no per-row
     predictions). Adds ci_low, ci_high (percentile
-    CI of the score at `confidence`; NA for a single-task category, where there is nothing to resample),
-    rank_low, rank_high, p_top1 (`ranks.rank_intervals`), role ("best", "tied" by `tie_rule`, else NA;
-    `recommend.recommend`), tie_rule and confidence. Micro rows get no interval. Returns a new frame.
+    CI of the score at `confidence`; NA for a single-task category, where there is nothing to resample, and for
+    a macro over one), rank_low, rank_high, p_top1 (`ranks.rank_intervals`), interval_reason (why an interval is
+    NA, "" otherwise), role ("best", "tied" by `tie_rule`, else NA; `recommend.recommend`), tie_rule, confidence
+    and seed. Micro rows get no interval. Returns a new frame.
     """
     rows = []
     for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
@@ -194,7 +206,7 @@ def compare_intervals(
             matrix = sub.dropna(how="any")
             if len(matrix) < 2:
                 continue
-            rep = category_replicates(matrix, categories, None, n_resamples=n_resamples, seed=seed)
+            rep, _ = two_level_replicates(matrix, categories, None, str(regime), n_resamples=n_resamples, seed=seed)
             low, high = rep.interval(confidence)
             k = rep.columns.index(column)
             ri = rank_intervals(rep, confidence)
@@ -211,11 +223,13 @@ def compare_intervals(
     extra = (
         pd.concat(rows, ignore_index=True)
         if rows
-        else pd.DataFrame(columns=[*keys, "rank_low", "rank_high", "p_top1", "ci_low", "ci_high", "role"])
+        else pd.DataFrame(
+            columns=[*keys, "rank_low", "rank_high", "p_top1", "interval_reason", "seed", "ci_low", "ci_high", "role"]
+        )
     )
     out = board.drop(columns=[c for c in INTERVAL_COLUMNS if c in board.columns]).merge(extra, on=keys, how="left")
     out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
-    out["tie_rule"], out["confidence"] = tie_rule, float(confidence)
+    out["tie_rule"], out["confidence"], out["seed"] = tie_rule, float(confidence), int(seed)
     out.attrs = dict(board.attrs)
     return out
 

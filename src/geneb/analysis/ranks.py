@@ -48,9 +48,11 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
 
     rep: paired replicates (B, M, C + 1). rank_low/rank_high: percentile interval of the model's rank over
     replicates at `confidence`; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 =
-    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). A single-task category without
-    row-level replicates has nothing to resample (every replicate is the point estimate): its interval and
-    p_top1 are missing (NA), not a certain-looking [rank, rank] and 1.0.
+    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). A column whose replicates cannot
+    vary for some model (`CategoryReplicates.column_defined`: a single-task category without that task's per-row
+    predictions, a macro over one) has nothing to resample: its interval and p_top1 are missing (NA), not a
+    certain-looking [rank, rank] and 1.0, and `interval_reason` says why ("" where defined). `seed`: the
+    bootstrap seed of the replicates.
     """
     point_rank = _ranks(rep.point)
     draw_rank = _ranks(rep.draws)
@@ -58,7 +60,7 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
     low = np.quantile(draw_rank, a, axis=0, method="lower")
     high = np.quantile(draw_rank, 1 - a, axis=0, method="higher")
     top = (draw_rank == 1).mean(axis=0)
-    no_variation = np.append(rep.n_tasks < 2, False) & (not rep.rows_resampled)
+    no_variation = ~rep.column_defined()
     rows = []
     for m, model in enumerate(rep.models):
         for c, col in enumerate(rep.columns):
@@ -72,12 +74,14 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
                     "rank_low": int(low[m, c]) if known else None,
                     "rank_high": int(high[m, c]) if known else None,
                     "p_top1": float(top[m, c]) if known else np.nan,
+                    "interval_reason": "" if known else rep.column_reason(c),
                 }
             )
     out = pd.DataFrame(rows)
     out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
     out["rows_resampled"] = rep.rows_resampled
     out["n_resamples"] = rep.draws.shape[0]
+    out["seed"] = rep.seed
     return out
 
 

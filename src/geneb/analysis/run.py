@@ -227,24 +227,25 @@ def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
     complete = matrix.dropna(how="any")
     rsum: dict[str, Any] = {"n_models": int(matrix.shape[0]), "n_tasks": int(matrix.shape[1])}
     rsum["incomplete_models"] = sorted(set(matrix.index) - set(complete.index))
-    rows = None
+    rows = rep = None
     preds = {k: v for k, v in pctx.predictions.items() if k[0] in complete.index and k[1] in complete.columns}
-    if len(complete) and preds:
-        rows = bootstrap.row_replicates(
-            preds, list(complete.index), list(complete.columns), regime, n_resamples=run.n_resamples, seed=run.seed
-        )
-        _attach_row_cis(run.used, {"protocol": pctx.protocol, "regime": regime}, complete, rows, run.confidence)
-    rsum["rows_resampled"] = rows is not None
-    rep = None
-    if len(complete) >= 2:
-        rep = bootstrap.category_replicates(
+    if len(complete) >= 2:  # the two-level bootstrap every analysis of the regime shares
+        rep, rows = bootstrap.two_level_replicates(
             complete,
             task_categories(pctx.cells),
-            rows,
+            preds,
+            regime,
             n_resamples=run.n_resamples,
             seed=run.seed,
             resample_tasks=bool(run.settings["bootstrap"]["resample_tasks"]),
         )
+    elif len(complete) and preds:  # one model: its test-row CIs only
+        rows = bootstrap.row_replicates(
+            preds, list(complete.index), list(complete.columns), regime, n_resamples=run.n_resamples, seed=run.seed
+        )
+    if rows is not None:
+        _attach_row_cis(run.used, {"protocol": pctx.protocol, "regime": regime}, complete, rows, run.confidence)
+    rsum["rows_resampled"] = rows is not None
     wide = lb.wide_view(run.board, pctx.protocol, regime).drop(columns="micro")
     macro = wide["macro"].dropna()
     if len(macro):

@@ -8,9 +8,12 @@ models complete under both and the tasks both have:
 * `kendall_tau`: Kendall's τ-b between the two macro-MCC rankings (`scipy.stats.kendalltau`), with its p-value;
 * `winners_changed`: the categories whose best model differs (a tie counts as a change only when the sets of
   tied best models differ);
-* percentile CIs of both from the nested task bootstrap (`bootstrap.category_replicates`, tasks drawn with
-  replacement within each category by `default_rng([seed, 2, category])`, the same draw for both leaderboards;
-  seed `analysis.bootstrap.seed`, recorded with `n_resamples` in every row).
+* percentile CIs of both from the two-level bootstrap (`bootstrap.two_level_replicates`: tasks drawn with
+  replacement within each category by `default_rng([seed, 2, category])`, then the test rows of each drawn task
+  by `default_rng([seed, 1, crc32(task)])`, each model's MCC recomputed from its per-row predictions of that view;
+  the same draws for both leaderboards; seed `analysis.bootstrap.seed`, recorded with `n_resamples` in every row).
+  Where a category has one task and a model lacks that task's predictions nothing varies: the CIs are NaN and
+  `ci_reason` says why, never a zero-width interval.
 
 Tables: `sensitivity` (one row per (regime, choice, alternative), with a headline sentence) and
 `sensitivity_leaderboard` (each model's category and macro MCC and rank under the reference and each
@@ -21,6 +24,7 @@ tables are empty and the summary's `sensitivity.note` says why.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -28,7 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis import choices
-from geneb.analysis.bootstrap import category_replicates
+from geneb.analysis.bootstrap import category_replicates, load_predictions, two_level_replicates
 from geneb.analysis.context import RunContext
 from geneb.analysis.tables import task_categories, task_matrix
 from geneb.tables.scores import REGIMES
@@ -51,6 +55,7 @@ COLUMNS = (
     "winners_changed",
     "winners_changed_ci_low",
     "winners_changed_ci_high",
+    "ci_reason",
     "changed_categories",
     "headline",
     "n_resamples",
@@ -119,14 +124,25 @@ def _board(point: np.ndarray, models: list[str], columns: tuple[str, ...], tag: 
 
 
 def compare_leaderboards(
-    ref: pd.DataFrame, alt: pd.DataFrame, task_category: pd.Series, *, n_resamples: int, seed: int, confidence: float
+    ref: pd.DataFrame,
+    alt: pd.DataFrame,
+    task_category: pd.Series,
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    predictions: tuple[Mapping[tuple[str, str], pd.DataFrame], Mapping[tuple[str, str], pd.DataFrame]] | None = None,
+    regime: str = "full",
 ) -> tuple[dict[str, Any], np.ndarray | None, list[str], tuple[str, ...]]:
     """Kendall τ-b of the macro rankings and the changed category winners of two model x task matrices.
 
     ref, alt: (models, tasks) MCC, NaN where missing; only the models complete on the tasks both have are compared.
+    predictions: ({(model, task): per-row predictions of the reference view}, {... of the alternative view}) for
+    the row level of the bootstrap (None: tasks only); regime: the regime of those rows.
     Returns (statistics, point (2M, C + 1) with the reference's models first, the models, the column labels).
     Statistics: n_models, n_tasks, n_categories, kendall_tau, kendall_p, tau_ci_low/high, winners_changed and its
-    CI, changed_categories; with fewer than 2 models the statistics are NaN and `note` says so.
+    CI, ci_reason ("" when the CIs are defined; else why not, and the CIs are NaN), changed_categories; with fewer
+    than 2 models the statistics are NaN and `note` says so.
     """
     tasks = sorted(set(ref.columns) & set(alt.columns))
     r, a = ref[tasks].dropna(), alt[tasks].dropna()
@@ -135,11 +151,20 @@ def compare_leaderboards(
     if len(models) < 2 or not tasks:
         out.update(n_categories=0, kendall_tau=np.nan, kendall_p=np.nan, tau_ci_low=np.nan, tau_ci_high=np.nan)
         out.update(winners_changed=pd.NA, winners_changed_ci_low=np.nan, winners_changed_ci_high=np.nan)
-        out.update(changed_categories="", note="fewer than 2 models complete under both choices")
+        out.update(ci_reason="fewer than 2 models", changed_categories="")
+        out.update(note="fewer than 2 models complete under both choices")
         return out, None, models, ()
     stacked = pd.concat([r.loc[models], a.loc[models]])
     stacked.index = [f"ref:{m}" for m in models] + [f"alt:{m}" for m in models]
-    rep = category_replicates(stacked, task_category, None, n_resamples=n_resamples, seed=seed, resample_tasks=True)
+    stacked_preds = {
+        (f"{tag}:{k[0]}", k[1]): v
+        for tag, preds in zip(("ref", "alt"), predictions or ({}, {}))
+        for k, v in preds.items()
+        if k[0] in models and k[1] in tasks
+    }
+    rep, _ = two_level_replicates(
+        stacked, task_category, stacked_preds, regime, n_resamples=n_resamples, seed=seed, resample_tasks=True
+    )
     m = len(models)
     tau, p = _tau(rep.point[:m, -1], rep.point[m:, -1])
     changed = _changed(rep.point[:m, :-1], rep.point[m:, :-1])
@@ -149,6 +174,10 @@ def compare_leaderboards(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # every replicate undefined: NaN
         t_lo, t_hi = np.nanquantile(taus, [lo, hi]) if np.isfinite(taus).any() else (np.nan, np.nan)
+    w_lo, w_hi = float(np.quantile(counts, lo)), float(np.quantile(counts, hi))
+    reason = rep.column_reason(len(rep.columns) - 1)  # the macro: defined only when every category varies
+    if reason:
+        t_lo = t_hi = w_lo = w_hi = np.nan
     out.update(
         n_categories=len(rep.categories),
         kendall_tau=tau,
@@ -156,8 +185,9 @@ def compare_leaderboards(
         tau_ci_low=float(t_lo),
         tau_ci_high=float(t_hi),
         winners_changed=len(changed),
-        winners_changed_ci_low=float(np.quantile(counts, lo)),
-        winners_changed_ci_high=float(np.quantile(counts, hi)),
+        winners_changed_ci_low=w_lo,
+        winners_changed_ci_high=w_hi,
+        ci_reason=reason,
         changed_categories="; ".join(rep.categories[c] for c in changed),
     )
     return out, rep.point, models, rep.columns
@@ -167,12 +197,33 @@ def headline(choice: str, reference: str, alternative: str, stats_: dict[str, An
     """The report's sentence, e.g. "pooling mean -> last changes 4 of 13 category winners (...)"."""
     if pd.isna(stats_["kendall_tau"]) and stats_["n_models"] < 2:
         return f"{_LABEL[choice]} {reference} -> {alternative}: not compared ({stats_['note']})"
+    ci = (
+        f"{confidence:.0%} CI undefined: {stats_['ci_reason']}"
+        if stats_.get("ci_reason")
+        else f"{confidence:.0%} CI [{stats_['tau_ci_low']:.2f}, {stats_['tau_ci_high']:.2f}]"
+    )
     return (
         f"{_LABEL[choice]} {reference} -> {alternative} changes {stats_['winners_changed']} of "
         f"{stats_['n_categories']} category winners (Kendall τ of the macro ranking {stats_['kendall_tau']:.2f}, "
-        f"{confidence:.0%} CI [{stats_['tau_ci_low']:.2f}, {stats_['tau_ci_high']:.2f}]; {stats_['n_models']} models, "
-        f"{stats_['n_tasks']} tasks)"
+        f"{ci}; {stats_['n_models']} models, {stats_['n_tasks']} tasks)"
     )
+
+
+def view_predictions(
+    ctx: RunContext, views: Mapping[str, str], protocol: str, cache: dict[str, dict[tuple[str, str], pd.DataFrame]]
+) -> dict[tuple[str, str], pd.DataFrame]:
+    """{(model, task): per-row predictions of `protocol` for the model's view in `views`} from the run's
+    `results/predictions` (`bootstrap.load_predictions`; empty without a predictions folder). cache: {protocol:
+    loaded frames}, filled on first use so each file is read once per analysis."""
+    if ctx.predictions_root is None:
+        return {}
+    if protocol not in cache:
+        scores = ctx.view_scores if ctx.view_scores is not None else ctx.scores
+        on = scores[scores["protocol"] == protocol]
+        cache[protocol] = load_predictions(
+            ctx.predictions_root, protocol, sorted(on["model"].unique()), sorted(on["task"].unique())
+        )
+    return {k: choices.select_view(v, views[k[0]]) for k, v in cache[protocol].items() if k[0] in views}
 
 
 def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
@@ -188,6 +239,8 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         ref["protocol"] = protocols[0]
     refv = choices.reference_views(views, ref)
     ref_cells = view_cells(ctx, refv, ref["protocol"])
+    cache: dict[str, dict[tuple[str, str], pd.DataFrame]] = {}
+    ref_preds = view_predictions(ctx, refv, ref["protocol"], cache)
     cats = task_categories(scores)
     rows, boards = [], []
     conf = run.confidence
@@ -209,11 +262,20 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         for choice in choices.CHOICES:
             for value in choices.choice_values(views, choice, protocols, ref):
                 altv, unaffected = choices.choice_views(views, refv, choice, value)
-                alt_cells = view_cells(ctx, altv, value if choice == "protocol" else ref["protocol"])
+                alt_protocol = value if choice == "protocol" else ref["protocol"]
+                alt_cells = view_cells(ctx, altv, alt_protocol)
+                alt_preds = view_predictions(ctx, altv, alt_protocol, cache)
                 alt_cells = alt_cells[alt_cells["regime"] == regime] if len(alt_cells) else alt_cells
                 alt_m = task_matrix(alt_cells, regime) if len(alt_cells) else pd.DataFrame()
                 st, point, models, cols = compare_leaderboards(
-                    ref_m, alt_m, cats, n_resamples=run.n_resamples, seed=run.seed, confidence=conf
+                    ref_m,
+                    alt_m,
+                    cats,
+                    n_resamples=run.n_resamples,
+                    seed=run.seed,
+                    confidence=conf,
+                    predictions=(ref_preds, alt_preds),
+                    regime=regime,
                 )
                 r_lab, a_lab = value_label(choice, ref[choice]), value_label(choice, value)
                 sentence = headline(choice, r_lab, a_lab, st, conf)

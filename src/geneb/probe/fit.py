@@ -11,7 +11,8 @@ What is fitted (docs/protocols.md):
   identical), geneb-strict reports it once under `cv_seed`. With C_grid set, C is chosen by stratified inner
   CV on the training split (LogisticRegressionCV, the protocol's cv_scoring, ties to the middle of the tied
   run: `best_C_index`), then refitted.
-* k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (case B35).
+* k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (case B35). Its class
+  weights (`Protocol.class_weight_for`) are decided by the draw's label counts only, never the training split's.
 * standardize: a StandardScaler fitted on the training split (its rows only, never test rows) transforms
   both splits; the k-shot probes therefore use training-split statistics, not the statistics of 2 rows.
 """
@@ -214,14 +215,15 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
                 cv_not_converged=cv_nc,
             )
         for regime, seed, pos, n_short in draws:
+            y_draw = data.y_train[pos]  # the draw's own labels decide its weights: nothing beyond the draw
             fitted = single_fit(
                 protocol,
                 X_tr[pos],
-                data.y_train[pos],
+                y_draw,
                 protocol.C,
                 seed,
                 f"task {task!r}, regime {regime!r}, seed {seed}",
-                weight,
+                protocol.class_weight_for(y_draw),
             )
             add(fitted, regime, (seed,), len(pos), protocol.C, "fixed", n_short_classes=n_short)
     return fits, classes

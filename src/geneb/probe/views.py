@@ -106,7 +106,6 @@ def choose_layers(
     layers = sorted(X_by_layer)
     task = "layer rule"
     full_pos = _positions(rows_train, shots["full_rows"], task, "full", None)
-    weight = protocol.class_weight_for(y_train[full_pos])
     X = dict(X_by_layer)
     if protocol.standardize:
         X = {layer: fit_scaler(x[full_pos]).transform(x) for layer, x in X.items()}
@@ -127,6 +126,7 @@ def choose_layers(
             if n_splits < 2:
                 out[(regime, seed)] = (layers[-1], 0, float("nan"))
                 continue
+            weight = protocol.class_weight_for(y)  # this fit's own rows (a k-shot draw: nothing beyond it)
             scores = [_oof_mcc(protocol, X[layer][pos], y, n_splits, weight, seed) for layer in layers]
             best = max(range(len(layers)), key=lambda i: (round(scores[i], 12), layers[i]))  # ties: the deeper
             out[(regime, seed)] = (layers[best], n_splits, scores[best])
