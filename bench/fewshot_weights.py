@@ -32,7 +32,7 @@ from geneb.probe.shots import build_shots
 from geneb.tasks.caps import stratified_cap
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" if (ROOT.parent / "shared").exists() else Path("/work/shared")
+SHARED = ROOT.parent / "shared"  # the README layout: ../shared beside the checkout
 DEFAULT_TASKS = (
     "pgb_chromatin_access_any__7plants_derived",
     "viraminer_human_metagenome_virus__partial_loeo",

@@ -135,3 +135,11 @@ def twins_of(models: list[str], refusal: Any) -> tuple[list[str], list[str]]:
         elif reason != "it is a random-init twin itself":
             skipped.append(f"{model}: {reason}")
     return twins, skipped
+
+
+def with_twins(models: list[str], raw_models: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Config `twins: true`: `models` followed by the twin of each that can have one (`twins_of`; `raw_models`:
+    the registry's raw entries), and the log lines: one naming the models without one and why (none when every
+    model has one)."""
+    twins, skipped = twins_of(models, lambda m: twin_refusal(raw_models[m]))
+    return [*models, *twins], (["twins: no random-init twin for " + "; ".join(skipped)] if skipped else [])

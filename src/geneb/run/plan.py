@@ -29,7 +29,7 @@ from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.load import load_locked_registry
 from geneb.registry.python_entry import PRECOMPUTED, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
-from geneb.registry.twins import twin_refusal, twins_of
+from geneb.registry.twins import with_twins
 from geneb.registry.views import model_depth
 from geneb.run import partial as partial_run
 from geneb.run.config_checks import (
@@ -287,23 +287,23 @@ def plan_run(
     schema_files: {"config" | "tasks" | "models": the path of that JSON schema}; default: workflow/schemas/ of this
     checkout (the workflow passes Snakemake's copies, `workflow.source_path`).
 
-    In order, each step stopping the run with its own message: the config against the config schema (every
-    problem listed, then the defaults filled in); a partial run's task list (`partial_file`, $GENEB_PARTIAL_RUN);
-    mappings sorted and local paths in one spelling (rerun keys, case B44); the task catalogue against the tasks
-    schema and every task id (configured and in caps.per_task) in it; the registry (models schema) with pins,
-    every selected hub model without one pinned first in the main process; the model ids of the analysis exclusion lists; then, in the main process only (Snakemake
-    parses the workflow in every job too): the pre-flight of every selected model (`conda_deploys`: Snakemake
-    deploys conda envs, --sdm conda) and of every task's source (a local mirror's split files; a remote source,
-    for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then the extraction settings
-    and hash per model (`dtype: auto` resolved for the run's device class), and, in the main process, every
-    configured embedding file that is not complete moved aside so Snakemake schedules it again (case B41). Before
-    that, in the main process, the cache files of the layout before task hashes whose content this config would
-    make again are moved into this layout (`geneb.run.migrate`; `dry_run`: only said, nothing moved).
+    In order, each step stopping the run with its own message: the config against the config schema (every problem
+    listed, then the defaults filled in); a partial run's task list (`partial_file`, $GENEB_PARTIAL_RUN); mappings
+    sorted and local paths in one spelling (rerun keys, case B44); the task catalogue against the tasks schema and
+    every task id (configured and in caps.per_task) in it; the registry (models schema) with pins, every selected
+    hub model without one pinned first in the main process; the model ids of the analysis exclusion lists; then, in
+    the main process only (Snakemake parses the workflow in every job too): the pre-flight of every selected model
+    (`conda_deploys`: Snakemake deploys conda envs, --sdm conda) and of every task's source (a local mirror's split
+    files; a remote source, for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then
+    the extraction settings and hash per model (`dtype: auto` resolved for the run's device class), and, in the main
+    process, every configured embedding file that is not complete moved aside so Snakemake schedules it again (case
+    B41). Before that, in the main process, the cache files of the layout before task hashes whose content this
+    config would make again are moved into this layout (`geneb.run.migrate`; `dry_run`: only said, nothing moved).
     Last, `RunPlan.trusted_files` are checked by content and the bad ones moved aside, to be rebuilt in this run
     (`geneb.run.set_aside.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 
-    log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter
-    and each file moved aside (warning), as they happen.
+    log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter and
+    each file moved aside (warning), as they happen.
 
     Raises ValueError (config, task ids, caps.per_task, exclusion lists; the catalogue's CatalogueError and the
     registry's RegistryError are ValueErrors too) and PreflightError (a selected model cannot run, a task's source
@@ -313,8 +313,7 @@ def plan_run(
     config = check_config(copy.deepcopy(dict(config)), read_yaml(schemas["config"]))
     # an overlay's `models:` replaces the list; `models_extra:` adds to it (a model listed twice is added once)
     config["models"] = [*config["models"], *(m for m in config["models_extra"] if m not in config["models"])]
-    # a partial run (started by the onerror handler of a --keep-going run in which tasks failed) builds the
-    # tables from the tasks that completed; the failed ones are recorded, never silently missing
+    # a partial run (a --keep-going run with failed tasks) tables the tasks that completed; the failed are recorded
     partial = partial_run.read_partial(partial_file)
     if partial is not None:
         config["tasks"] = [task for task in config["tasks"] if task in partial["tasks"]]
@@ -328,9 +327,7 @@ def plan_run(
     caps_line = caps_default_line(config)
     if main_process and caps_line:
         log.info(caps_line)
-    # The one reader of the model registry: the main process pins, once, every selected hub model without a pin
-    # (written to the model_revisions lockfile); later runs and the jobs use exactly the locked commits. Unknown
-    # model ids fail here; the models that cannot run are raised with the pre-flight, all at once.
+    # the one reader of the registry: the main process pins unpinned hub models once (lockfile); jobs use the pins
     registry, lock_log, not_runnable_message = load_locked_registry(
         config["model_sheet"],
         read_yaml(schemas["models"]),
@@ -340,13 +337,11 @@ def plan_run(
         weights=config["model_weights"],
         weights_dir=config["execution"]["weights_dir"],
     )
+    if config["twins"]:  # a twin reads its model's configuration at its model's pin: nothing more to pin or check
+        config["models"], twin_lines = with_twins(config["models"], registry.raw["models"])
+        lock_log = [*lock_log, *twin_lines]
     for line in lock_log:
         log.info(line)
-    if config["twins"]:  # a twin reads its model's configuration at its model's pin: nothing more to pin or check
-        twins, skipped = twins_of(config["models"], lambda m: twin_refusal(registry.raw["models"][m]))
-        config["models"] = [*config["models"], *twins]
-        if main_process and skipped:
-            log.info("twins: no random-init twin for " + "; ".join(skipped))
     check_exclusion_lists(config, registry)
 
     here: list[str] = []
@@ -368,8 +363,7 @@ def plan_run(
             not_runnable_message,
             conda_deploys=conda_deploys,
             task_sheet=task_sheet,
-            # prepared under this config, or in the legacy layout (`migrate_legacy` moves it, or prepare_task says
-            # why the source cannot give it)
+            # prepared under this config, or in the legacy layout (`migrate_legacy` moves it; else prepare_task says)
             prepared=lambda task: task_prepared(tasks_only.task_dir(task)) or task_prepared(legacy_task_dir(task)),
         )
         if here:
