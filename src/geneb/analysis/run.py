@@ -301,10 +301,11 @@ def run_analyses(
     all_scores = scores
     scores, view_scores, ref_views = reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
-    board = lb.leaderboard(used, missing, missing_reasons=missing_reasons)
+    board = tiers.add_tiers(lb.leaderboard(used, missing, missing_reasons=missing_reasons), used, s["tier_confidence"])
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}
     out.update({name: [] for a in analyses for name in a.tables})
     out["leaderboard"].append(board)
+    out["rank_separability"].append(tiers.rank_separability(board))
     out["leaderboard_tasks"].append(lb.task_leaderboard(used))
     out["contamination"].append(contaminated)
     has_preds = predictions_root is not None and Path(predictions_root).exists()

@@ -45,6 +45,7 @@ FIGURES: list[Figure] = [
     Figure("task_variance", "geneb.figures.variance:draw", ("task_variance", "near_random"), "task_variance.rst"),
     Figure("best_layer", "geneb.figures.layers:draw", ("best_layer",), "best_layer.rst"),
     Figure("sensitivity", "geneb.figures.sensitivity:draw", ("sensitivity_leaderboard",), "sensitivity.rst"),
+    Figure("critical_difference", "geneb.figures.cd:draw", ("leaderboard",), "critical_difference.rst"),
 ]
 
 
