@@ -131,6 +131,7 @@ def flagged_board_run(root: Path, leaderboard: dict | None = None) -> Path:
     import yaml
     from snakemake.utils import validate
 
+    from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import leaderboard_step
     from geneb.tables.scores import FAILED_TASKS_ATTR
 
@@ -193,7 +194,7 @@ def flagged_board_run(root: Path, leaderboard: dict | None = None) -> Path:
     pd.DataFrame(tasks).to_csv(root / "config" / "tasks.tsv", sep="\t", index=False)
     cfg = {"tasks": ["x"], "models": ["y"], "leaderboard": dict(leaderboard or {})}
     validate(cfg, str(SCHEMA))
-    names = ("leaderboard", "leaderboard_tasks", "contamination", "leaderboard_clean")
+    names = (*LEADERBOARD_TABLES, "leaderboard_clean")
     leaderboard_step(
         scores=str(t / "scores.parquet"),
         models_yaml=str(root / "config" / "models.yaml"),

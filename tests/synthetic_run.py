@@ -156,6 +156,7 @@ def _write_run(root) -> dict:
 def synthetic_run(tmp_path_factory):
     """Root folder of an analysed synthetic run: results/tables (scores, leaderboard, analyses),
     results/figures, config/models.yaml, config/tasks.tsv."""
+    from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from geneb.figures.render import render_figures
     from synth import analysis_config
@@ -176,9 +177,7 @@ def synthetic_run(tmp_path_factory):
         "analysis_config": analysis,
         "view": "geneb",
     }
-    leaderboard_step(
-        **common, outputs={n: str(t / f"{n}.parquet") for n in ("leaderboard", "leaderboard_tasks", "contamination")}
-    )
+    leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in LEADERBOARD_TABLES})
     analyses_step(**common, predictions_root=str(root / "results" / "predictions"), outdir=str(t))
     render_figures(t, root / "results" / "figures")
     return {"root": root, "config": {"analysis": analysis, "models": list(MODELS)}, **info}

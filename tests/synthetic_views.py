@@ -195,6 +195,7 @@ def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS, regist
 def view_run(tmp_path_factory):
     """Root of the planted views run, analysed end to end: results/tables (leaderboard, every analysis table),
     results/figures, results/predictions, config/."""
+    from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from geneb.figures.render import render_figures
     from synth import analysis_config
@@ -210,7 +211,7 @@ def view_run(tmp_path_factory):
         "analysis_config": analysis,
         "view": "geneb",
     }
-    names = ("leaderboard", "leaderboard_tasks", "contamination")
+    names = LEADERBOARD_TABLES
     leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in names})
     analyses_step(**common, predictions_root=str(root / "results" / "predictions"), outdir=str(t))
     render_figures(t, root / "results" / "figures", protocol="geneb-paper")

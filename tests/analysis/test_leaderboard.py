@@ -35,7 +35,7 @@ def test_category_macro_micro_values_and_planted_rank_change():
     assert b.loc[("a", "Promoters"), "rank"] == 1 and b.loc[("b", "Promoters"), "rank"] == 2
     assert b.loc[("b", "Enhancers"), "rank"] == 1 and b.loc[("a", "Enhancers"), "rank"] == 2
     assert b.loc[("b", "macro"), "rank"] == 1 and b.loc[("c", "macro"), "rank"] == 3
-    assert set(b["schema_version"]) == {lb.SCHEMA_VERSION} == {"4"} and b["input_sha256"].nunique() == 1
+    assert set(b["schema_version"]) == {lb.SCHEMA_VERSION} == {"5"} and b["input_sha256"].nunique() == 1
 
 
 def test_borda_rank_matches_the_mteb_rule_by_hand():
@@ -208,7 +208,7 @@ def test_the_leaderboard_step_writes_failed_categories_and_audit_flags_into_both
 
     t = flagged_board_run(tmp_path)
     board = pd.read_parquet(t / f"{name}.parquet")
-    assert set(board["schema_version"]) == {"4"} and board.attrs[FAILED_TASKS_ATTR] == FAILED_TASK
+    assert set(board["schema_version"]) == {lb.SCHEMA_VERSION} and board.attrs[FAILED_TASKS_ATTR] == FAILED_TASK
     assert set(board.attrs[lb.TASK_FLAGS_ATTR]) == {"l1"} and board.attrs[lb.EXCLUDE_FLAGGED_ATTR] == []
     b = board.set_index(["model", "category"])
     for m in "abc":

@@ -111,6 +111,7 @@ def test_a_views_run_without_registry_rows_takes_the_deepest_fixed_layer():
 def test_a_views_run_without_registry_rows_takes_the_deepest_layer_as_reference(tmp_path):
     """A real views run writes no "registry" rows: the reference view is then the deepest fixed layer, one of the
     layers best_layer compares, which must be read once (twice made a duplicate index)."""
+    from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from synth import analysis_config
     from synthetic_views import write_view_run
@@ -124,7 +125,7 @@ def test_a_views_run_without_registry_rows_takes_the_deepest_layer_as_reference(
         "analysis_config": analysis_config({"bootstrap": {"n_resamples": 100, "seed": 5}}),
         "view": "geneb",
     }
-    names = ("leaderboard", "leaderboard_tasks", "contamination")
+    names = LEADERBOARD_TABLES
     leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in names})
     analyses_step(**common, predictions_root=str(tmp_path / "results" / "predictions"), outdir=str(t))
     b = _tables(tmp_path, "best_layer")

@@ -44,7 +44,10 @@ def test_leaderboard_and_recommendation(synthetic_run, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "Splice Sites, 10shot" in out and "ssm" in out and len(out.splitlines()) == 4
+    assert "Splice Sites, 10shot" in out and "ssm" in out and len(out.splitlines()) == 5
+    # the tier column and the line saying what a tier is (Friedman + Nemenyi over the category's tasks)
+    assert out.splitlines()[1].split()[-1] == "tier" and out.splitlines()[2].split()[-1] == "1"
+    assert out.splitlines()[3].startswith("tier 1 = not distinguishable from the best (Friedman p ")
     # the leaderboard states how a category mean treats a missing cell
     assert out.splitlines()[-1].startswith("missing cells: a category value is the mean over the tasks the model has")
     assert main(["recommend", "--table", str(t / "recommendations.parquet"), "--category", "Splice Sites"]) == 0

@@ -28,6 +28,7 @@ rule leaderboard:
         ),
         leaderboard_tasks=results("tables/leaderboard_tasks.parquet"),
         contamination=results("tables/contamination.parquet"),
+        rank_separability=results("tables/rank_separability.parquet"),
         leaderboard_clean=results("tables/leaderboard_clean.parquet"),
     log:
         "logs/analysis/leaderboard.log",
@@ -104,6 +105,7 @@ use rule leaderboard as published_leaderboard with:
         leaderboard=results("published/tables/leaderboard.parquet"),
         leaderboard_tasks=results("published/tables/leaderboard_tasks.parquet"),
         contamination=results("published/tables/contamination.parquet"),
+        rank_separability=results("published/tables/rank_separability.parquet"),
     log:
         "logs/analysis/published_leaderboard.log",
     params:

@@ -11,6 +11,7 @@ localrules:
 rule report:
     input:
         leaderboard=results("tables/leaderboard.parquet"),
+        rank_separability=results("tables/rank_separability.parquet"),
         scores=results("tables/scores.parquet"),
         task_audit=results("tables/task_audit.parquet"),
         tables=analysis_table_files(results("tables/{name}.parquet")),
@@ -42,6 +43,7 @@ rule report:
 use rule report as published_report with:
     input:
         leaderboard=results("published/tables/leaderboard.parquet"),
+        rank_separability=results("published/tables/rank_separability.parquet"),
         tables=analysis_table_files(results("published/tables/{name}.parquet")),
         summary=results("published/tables/analysis_summary.json"),
         figures=figure_files(results("published/figures/{name}.png")),
@@ -67,6 +69,7 @@ rule published:
         results("published/report/geneb_report.html"),
         results("published/tables/reproduce_paper.parquet"),
         results("published/tables/leaderboard.parquet"),
+        results("published/tables/rank_separability.parquet"),
 
 
 # The comparison with the paper's published models as a report of its own (docs/analyses.md, "Your models beside

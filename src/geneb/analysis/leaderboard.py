@@ -33,8 +33,8 @@ from geneb.tables.scores import AnalysisInputError, with_code_revision
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
-#: `excluded_tasks`)
-SCHEMA_VERSION = "4"
+#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`)
+SCHEMA_VERSION = "5"
 AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.task_audit.audit_flags`; config
 #: `leaderboard.exclude_flagged`)

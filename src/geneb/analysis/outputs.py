@@ -8,7 +8,7 @@ from __future__ import annotations
 from geneb.analysis.registry import analysis_tables
 
 #: tables of the `leaderboard` rule (results/tables/{name}.parquet)
-LEADERBOARD_TABLES: tuple[str, ...] = ("leaderboard", "leaderboard_tasks", "contamination")
+LEADERBOARD_TABLES: tuple[str, ...] = ("leaderboard", "leaderboard_tasks", "contamination", "rank_separability")
 
 __all__ = ["LEADERBOARD_TABLES", "all_tables", "analysis_tables"]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import bootstrap, choices, contamination, metadata, registry, task_audit
+from geneb.analysis import bootstrap, choices, contamination, metadata, registry, task_audit, tiers
 from geneb.analysis import leaderboard as lb
 from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
 from geneb.analysis.outputs import LEADERBOARD_TABLES
@@ -45,6 +45,7 @@ SETTING_KEYS: tuple[str, ...] = (
     "recommendation",
     "published",
     "sensitivity",
+    "tier_confidence",
 )
 
 
@@ -163,7 +164,8 @@ def leaderboard_tables(
     failed cells, flags {task: {kind: reason}} of `task_audit.audit_flags`, exclude_flagged: the kinds ranked
     without); with several views per model, each model's reference view; each row with its margin over the best
     shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`, over the tasks ranked; per task also
-    `shortcut_best_model`, `shortcut_best_mcc`)."""
+    `shortcut_best_model`, `shortcut_best_mcc`); statistically tied tiers at `tier_confidence`
+    (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
     scores = reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     board = lb.leaderboard(
@@ -179,10 +181,12 @@ def leaderboard_tables(
     board, _ = task_audit.shortcut_margins(
         board, used[~used["task"].isin(excluded)], task_audit.shortcut_models(model_meta)
     )
+    board = tiers.add_tiers(board, used[~used["task"].isin(excluded)], float(settings["tier_confidence"]))
     board.attrs = attrs
     _, cells = task_audit.shortcut_margins(board, used, task_audit.shortcut_models(model_meta))
     return {
         "leaderboard": board,
+        "rank_separability": tiers.rank_separability(board),
         "leaderboard_tasks": lb.task_leaderboard(cells, flags),
         "contamination": contaminated,
     }
@@ -298,10 +302,11 @@ def run_analyses(
     all_scores = scores
     scores, view_scores, ref_views = reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
-    board = lb.leaderboard(used, missing, missing_reasons=missing_reasons)
+    board = tiers.add_tiers(lb.leaderboard(used, missing, missing_reasons=missing_reasons), used, s["tier_confidence"])
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}
     out.update({name: [] for a in analyses for name in a.tables})
     out["leaderboard"].append(board)
+    out["rank_separability"].append(tiers.rank_separability(board))
     out["leaderboard_tasks"].append(lb.task_leaderboard(used))
     out["contamination"].append(contaminated)
     has_preds = predictions_root is not None and Path(predictions_root).exists()

@@ -71,7 +71,8 @@ def leaderboard_step(
     leaderboard_config: dict[str, Any] | None = None,
     task_audit: str | None = None,
 ) -> None:
-    """Rule `leaderboard`: write leaderboard, leaderboard_tasks and contamination tables (and leaderboard_clean
+    """Rule `leaderboard`: write leaderboard, leaderboard_tasks, contamination and rank_separability tables (the
+    statistically tied tiers, `geneb.analysis.tiers`; and leaderboard_clean
     where `outputs` names it) to `outputs[name]`. A partial run's failed tasks and cells (the score table's
     metadata, geneb.run.partial) are listed with their errors, their categories and the macro and micro rows not
     ranked; the tasks of `task_audit` (results/tables/task_audit.parquet; None: no audit, e.g. the published view)

@@ -108,10 +108,22 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     cols += ["flags"] if "flags" in b.columns and (b["flags"].fillna("") != "").any() else []
     # the comparison table (compare_published.parquet) carries CIs and rank intervals: show them
     cols += [c for c in ("ci_low", "ci_high", "rank_low", "rank_high", "origin") if c in b.columns]
+    # statistically tied tiers (Friedman + Nemenyi over tasks) where the table has them
+    tiered = "tier" in b.columns and b["tier"].notna().any()
+    cols += ["tier"] if tiered else []
     subset = " on the test rows without a training homolog" if getattr(args, "clean", False) else ""
     out = f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC{subset}\n" + b[cols].to_string(
         index=False, float_format=lambda v: f"{v:.4f}", na_rep="-"
     )
+    if tiered:
+        t = b[b["tier"].notna()].iloc[0]
+        out += (
+            f"\ntier 1 = not distinguishable from the best (Friedman p {t['friedman_p']:.3g}, {t['tier_method']}, "
+            f"confidence {t['tier_confidence']:g}, critical difference {t['tier_cd']:.2f} mean ranks over "
+            f"{int(t['tier_n_tasks'])} tasks)"
+        )
+    elif "tier_reason" in b.columns and (b["tier_reason"].fillna("") != "").any():
+        out += f"\nno tiers: {b['tier_reason'].dropna().iloc[0]}"
     out += _marks(every, attrs)
     failed = attrs.get(FAILED_CELLS_ATTR) or {}
     for model, tasks in sorted(failed.items()):

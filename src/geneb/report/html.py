@@ -32,6 +32,7 @@ from geneb.figures.render import choose_protocol
 from geneb.report.audit import audit_sections
 from geneb.report.board import board_marks, board_notes
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
+from geneb.report.tiers import tiers_section
 from geneb.report.zeroshot import ZEROSHOT_CAPTION, zeroshot_section
 from geneb.tables.freshness import stale_warnings
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
@@ -284,8 +285,9 @@ def build_report(
     (`captions.report_captions`). The page holds: headline statistics, the leaderboard, each registered figure
     with its caption (`geneb.figures.registry`), the registered analysis sections (`geneb.analysis.registry`),
     the contamination list, the models, the configuration, the analysis settings and package versions.
-    reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any.
-    scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the task audit
+    reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any; with
+    it the "Statistically tied tiers" section (`geneb.report.tiers`, from rank_separability) is marked as GENEB's
+    own finding. scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the task audit
     table (results/tables/task_audit.parquet) for the "Task audit" section (`geneb.report.audit`), if any.
     zeroshot: the zero-shot tables and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for the "Zero-shot
     scoring" section (`geneb.report.zeroshot`), None in a run without the zero-shot stage.
@@ -303,7 +305,7 @@ def build_report(
     if missing:
         raise AnalysisInputError(f"report: no caption text for {missing}")
     sections = report_sections()
-    t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models")}
+    t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models", "rank_separability")}
     t.update({name: _read(tables_dir, name) for name in dict.fromkeys(s.table for s in sections)})
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
     board_attrs = dict(integrity.read_parquet(tables_dir / "leaderboard.parquet").attrs)
@@ -320,7 +322,14 @@ def build_report(
             "rank"
         )
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    read = ["leaderboard", "rank_intervals", "contamination", "models", *(s.table for s in sections)]
+    read = [
+        "leaderboard",
+        "rank_intervals",
+        "rank_separability",
+        "contamination",
+        "models",
+        *(s.table for s in sections),
+    ]
     stale = stale_warnings(tables_dir / f"{name}.parquet" for name in dict.fromkeys(read))
     categories = [c for c in wide.columns if c in CATEGORIES]
     wide = wide.drop(
@@ -349,6 +358,7 @@ def build_report(
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
         table_html(wide, 3, 200),
         *board_notes(board, board_attrs, protocol, regime),
+        *tiers_section(t["rank_separability"], protocol, table_html, own_finding=reproduce is not None),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
         table_html(ri, 3, 200),
         *zeroshot_section(zeroshot, table_html, figure_html, captions.get(ZEROSHOT_CAPTION, "")),
