@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.metadata import model_frame, with_param_count
+from geneb.analysis.inputs.metadata import model_frame, with_param_count
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 

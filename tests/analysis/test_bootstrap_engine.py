@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import matthews_corrcoef
 
-from geneb.analysis import bootstrap
+from geneb.analysis.stats import bootstrap
 from geneb.tables.scores import AnalysisInputError
 from synth import predictions
 

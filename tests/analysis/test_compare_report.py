@@ -1,5 +1,5 @@
 """The comparison with the paper's published models as a result a paper can cite: task-resampled CIs and rank
-intervals (geneb.analysis.compare.compare_intervals), the comparison step's four outputs, the self-contained report
+intervals (geneb.analysis.paper.compare.compare_intervals), the comparison step's four outputs, the self-contained report
 (geneb.report.compare) and the `geneb` CLI reading the comparison table."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.analysis import compare, published
-from geneb.analysis.metadata import load_task_meta
+from geneb.analysis.inputs.metadata import load_task_meta
+from geneb.analysis.paper import compare, published
 from geneb.analysis.steps import compare_step, reference_caveats
 from geneb.cli.app import main
 from geneb.report.compare import build_compare_report

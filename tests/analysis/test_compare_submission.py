@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from geneb.analysis import compare, published, submission
-from geneb.analysis.metadata import load_task_meta
+from geneb.analysis.inputs.metadata import load_task_meta
+from geneb.analysis.paper import compare, published, submission
 from geneb.tables.scores import AnalysisInputError, check_scores
 from synth import grid, scores_from_values
 
@@ -226,7 +226,7 @@ def test_validate_submission_lists_every_malformed_field_and_never_raises(paper,
 def test_submission_step_takes_the_facts_from_the_typed_registry(model, repo, catalogue, paper, tmp_path):
     """submission_step reads the model's ModelSpec (display, params, hub id or origin, pretraining data,
     trained_on_tasks); a model the registry does not have gets the plain defaults."""
-    from geneb.analysis.metadata import registry
+    from geneb.analysis.inputs.metadata import registry
     from geneb.analysis.steps import submission_step
 
     sheet = repo / "config" / "models.yaml"

@@ -4,9 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis import bootstrap, contamination, difficulty, recommend
-from geneb.analysis import leaderboard as lb
-from geneb.analysis.tables import cell_scores
+from geneb.analysis.inputs.tables import cell_scores
+from geneb.analysis.paper import difficulty
+from geneb.analysis.ranking import contamination, recommend
+from geneb.analysis.ranking import leaderboard as lb
+from geneb.analysis.stats import bootstrap
 from geneb.tables.scores import AnalysisInputError, check_scores
 from synth import grid, meta, scores_from_values
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis import leaderboard as lb
-from geneb.analysis.tables import cell_scores
+from geneb.analysis.inputs.tables import cell_scores
+from geneb.analysis.ranking import leaderboard as lb
 from geneb.tables.scores import check_scores
 from synth import grid, scores_from_values
 
@@ -72,7 +72,7 @@ def test_wide_view_orders_by_macro():
 def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
     """Model e has only p1 of Promoters (0.95, above everyone): its partial mean is shown but never ranked, so it
     cannot win the category, be its specialist or its few-shot top on the one task it has."""
-    from geneb.analysis import difficulty, fewshot
+    from geneb.analysis.paper import difficulty, fewshot
 
     values = grid(
         [*PLANT, "e"], list(CATS), lambda m, t, r: 0.95 if m == "e" else PLANT[m][t], regimes=("full", "10shot")

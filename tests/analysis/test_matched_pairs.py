@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from geneb.analysis import bootstrap, pairs
+from geneb.analysis.paper import pairs
+from geneb.analysis.stats import bootstrap
 from geneb.tables.scores import AnalysisInputError
 from synth import meta, predictions
 

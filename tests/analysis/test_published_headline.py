@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis import published, reproduce, run
-from geneb.analysis.metadata import load_task_meta, paper_pairs
+from geneb.analysis import run
+from geneb.analysis.inputs.metadata import load_task_meta, paper_pairs
+from geneb.analysis.paper import published, reproduce
 from geneb.tables.scores import AnalysisInputError
 from synth import analysis_config
 

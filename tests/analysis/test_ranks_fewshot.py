@@ -6,9 +6,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from geneb.analysis import bootstrap, fewshot, ranks
-from geneb.analysis import leaderboard as lb
-from geneb.analysis.tables import cell_scores, task_matrix
+from geneb.analysis.inputs.tables import cell_scores, task_matrix
+from geneb.analysis.paper import fewshot
+from geneb.analysis.ranking import leaderboard as lb
+from geneb.analysis.ranking import ranks
+from geneb.analysis.stats import bootstrap
 from geneb.tables.scores import check_scores
 from synth import analysis_config, grid, scores_from_values
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from geneb.analysis import scale
+from geneb.analysis.paper import scale
 from geneb.tables.scores import AnalysisInputError
 from synth import meta
 
@@ -81,7 +81,7 @@ def test_param_count_setting_picks_the_column_and_baselines_are_left_out():
 def test_spearman_p_is_exact_at_small_n_and_the_ci_needs_defined_resamples():
     """n = 4 in perfect agreement: scipy's t approximation says p = 0, the exact pairing test 1/12. With tied
     parameter counts at n = 3 a third of the resamples have no rho: no CI rather than a decisive-looking one."""
-    from geneb.analysis.scale import spearman_rho_p, spearman_with_ci
+    from geneb.analysis.paper.scale import spearman_rho_p, spearman_with_ci
 
     rho, p = spearman_rho_p(np.array([1.0, 2, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4]))
     assert rho == pytest.approx(1.0) and p == pytest.approx(1 / 12)
@@ -92,7 +92,7 @@ def test_spearman_p_is_exact_at_small_n_and_the_ci_needs_defined_resamples():
 
 
 def test_exclusions_that_leave_no_correlation_give_a_noted_row_not_a_crash():
-    from geneb.analysis.scale import scale_correlations
+    from geneb.analysis.paper.scale import scale_correlations
 
     models = meta({m: {"params": p} for m, p in (("a", 1e6), ("b", 1e7), ("c", 1e8), ("d", 1e9))})
     score = pd.Series({"a": 0.1, "b": 0.2, "c": 0.4, "d": 0.3})

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis import bootstrap
-from geneb.analysis.compare import compare_intervals
-from geneb.analysis.ranks import rank_intervals
-from geneb.analysis.sensitivity import compare_leaderboards
+from geneb.analysis.evaluation.sensitivity import compare_leaderboards
+from geneb.analysis.paper.compare import compare_intervals
+from geneb.analysis.ranking.ranks import rank_intervals
+from geneb.analysis.stats import bootstrap
 from geneb.probe.metrics import batched_mcc
 from synth import predictions
 

@@ -4,7 +4,7 @@ best layer, sensitivity (Kendall τ, changed category winners, headline), their 
 import pandas as pd
 import pytest
 
-from geneb.analysis.choices import reference_views, view_table
+from geneb.analysis.evaluation.choices import reference_views, view_table
 from geneb.report.captions import report_captions
 from geneb.report.html import build_report
 from synthetic_views import LAST_POOLING_SWAP

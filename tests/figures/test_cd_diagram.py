@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from geneb.analysis import tiers
-from geneb.analysis.leaderboard import leaderboard
+from geneb.analysis.ranking import tiers
+from geneb.analysis.ranking.leaderboard import leaderboard
 from geneb.figures.cd import bar_rows, cd_diagram, cliques
 from geneb.figures.style import paper_style, save
 

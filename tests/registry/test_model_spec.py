@@ -64,7 +64,8 @@ def test_extraction_hashes_of_every_registry_entry_are_unchanged(repo, tmp_path)
 def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, monkeypatch, capsys):
     """The analyses, the published view and the command line get the registry from `load_registry`: parsing
     the file's text anywhere else fails this test."""
-    from geneb.analysis import metadata, published
+    from geneb.analysis.inputs import metadata
+    from geneb.analysis.paper import published
     from geneb.cli import main
     from geneb.registry import load as reader
 
@@ -134,7 +135,7 @@ def test_no_code_outside_the_reader_parses_models_yaml(repo):
 
 
 def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys):
-    from geneb.analysis import metadata
+    from geneb.analysis.inputs import metadata
     from geneb.cli import main
 
     sheet = repo / "config" / "models.yaml"

@@ -10,7 +10,7 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from geneb.analysis.outputs import analysis_tables
-from geneb.analysis.published import PROTOCOL as PUBLISHED_PROTOCOL
+from geneb.analysis.paper.published import PROTOCOL as PUBLISHED_PROTOCOL
 from geneb.figures.registry import figure_names, figures
 from geneb.report.captions import report_captions
 from geneb.run import handlers

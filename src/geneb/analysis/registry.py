@@ -64,12 +64,12 @@ class Analysis:
 
 #: the registered analyses, in report order (tables and sections follow it)
 ANALYSES: list[Analysis] = [
-    Analysis("models", "run", "geneb.analysis.roster:models_tables", ("models",)),
-    Analysis("rank_intervals", "regime", "geneb.analysis.ranks:rank_interval_tables", ("rank_intervals",)),
+    Analysis("models", "run", "geneb.analysis.inputs.roster:models_tables", ("models",)),
+    Analysis("rank_intervals", "regime", "geneb.analysis.ranking.ranks:rank_interval_tables", ("rank_intervals",)),
     Analysis(
         "scale",
         "regime",
-        "geneb.analysis.scale:scale_tables",
+        "geneb.analysis.paper.scale:scale_tables",
         ("scale", "in_domain", "reversals"),
         (
             Section("Scale: Spearman ρ", "scale"),
@@ -80,14 +80,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "matched_pairs",
         "regime",
-        "geneb.analysis.pairs:matched_pair_tables",
+        "geneb.analysis.paper.pairs:matched_pair_tables",
         ("matched_pairs",),
         (Section("Matched pairs significant after Benjamini-Hochberg", "matched_pairs", only="significant"),),
     ),
     Analysis(
         "fewshot",
         "protocol",
-        "geneb.analysis.fewshot:fewshot_tables",
+        "geneb.analysis.paper.fewshot:fewshot_tables",
         ("fewshot_drops", "fewshot_inverse", "fewshot_regimes"),
         (
             Section("Few-shot drops (macro MCC)", "fewshot_drops", by=("protocol",)),
@@ -100,14 +100,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "category_kendall",
         "regime",
-        "geneb.analysis.ranks:category_kendall_tables",
+        "geneb.analysis.ranking.ranks:category_kendall_tables",
         ("category_kendall",),
         (Section("Kendall τ between category rankings", "category_kendall"),),
     ),
     Analysis(
         "difficulty",
         "run",
-        "geneb.analysis.difficulty:difficulty_tables",
+        "geneb.analysis.paper.difficulty:difficulty_tables",
         ("near_random", "task_variance", "specialists"),
         (
             Section("Near-random tasks", "near_random", only="near_random"),
@@ -118,14 +118,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "recommendation",
         "regime",
-        "geneb.analysis.recommend:recommendation_tables",
+        "geneb.analysis.ranking.recommend:recommendation_tables",
         ("recommendations",),
         (Section("Recommendation per category", "recommendations"),),
     ),
     Analysis(
         "best_layer",
         "run",
-        "geneb.analysis.best_layer:best_layer_tables",
+        "geneb.analysis.evaluation.best_layer:best_layer_tables",
         ("best_layer",),
         (
             Section(
@@ -137,7 +137,7 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "sensitivity",
         "run",
-        "geneb.analysis.sensitivity:sensitivity_tables",
+        "geneb.analysis.evaluation.sensitivity:sensitivity_tables",
         ("sensitivity", "sensitivity_leaderboard"),
         (
             Section(
@@ -148,7 +148,7 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "pretraining_gain",
         "run",
-        "geneb.analysis.pretraining:pretraining_gain_tables",
+        "geneb.analysis.controls.pretraining:pretraining_gain_tables",
         ("pretraining_gain",),
         (Section("Does pretraining help: each model minus its random-init twin", "pretraining_gain"),),
     ),

@@ -18,13 +18,18 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import bootstrap, choices, contamination, metadata, registry, task_audit, tiers
-from geneb.analysis import leaderboard as lb
+from geneb.analysis import registry
 from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
+from geneb.analysis.controls import task_audit
+from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS
+from geneb.analysis.evaluation import choices
+from geneb.analysis.inputs import metadata
+from geneb.analysis.inputs.tables import cell_scores, frame_sha256, task_categories, task_matrix
 from geneb.analysis.outputs import LEADERBOARD_TABLES
+from geneb.analysis.ranking import contamination, tiers
+from geneb.analysis.ranking import leaderboard as lb
 from geneb.analysis.registry import Analysis
-from geneb.analysis.tables import cell_scores, frame_sha256, task_categories, task_matrix
-from geneb.analysis.task_audit import NO_CLEAN_ROWS
+from geneb.analysis.stats import bootstrap
 from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
 from geneb.core.provenance import code_revision, package_versions, stable_hash
@@ -165,7 +170,7 @@ def leaderboard_tables(
     without); with several views per model, each model's reference view; each row with its margin over the best
     shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`, over the tasks ranked; per task also
     `shortcut_best_model`, `shortcut_best_mcc`); statistically tied tiers at `tier_confidence`
-    (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
+    (`geneb.analysis.ranking.tiers.add_tiers`) and their summary, rank_separability."""
     scores = reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     board = lb.leaderboard(

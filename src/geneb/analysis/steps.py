@@ -16,11 +16,13 @@ from typing import Any
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import compare, metadata, published, reproduce, run, submission
-from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis import run
+from geneb.analysis.controls.task_audit import leaderboard_settings, read_audit_flags
+from geneb.analysis.inputs import metadata
+from geneb.analysis.inputs.tables import frame_sha256
 from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
-from geneb.analysis.tables import frame_sha256
-from geneb.analysis.task_audit import leaderboard_settings, read_audit_flags
+from geneb.analysis.paper import compare, published, reproduce, submission
+from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
 from geneb.core.paths import repo_root
@@ -72,7 +74,7 @@ def leaderboard_step(
     task_audit: str | None = None,
 ) -> None:
     """Rule `leaderboard`: write leaderboard, leaderboard_tasks, contamination and rank_separability tables (the
-    statistically tied tiers, `geneb.analysis.tiers`; and leaderboard_clean
+    statistically tied tiers, `geneb.analysis.ranking.tiers`; and leaderboard_clean
     where `outputs` names it) to `outputs[name]`. A partial run's failed tasks and cells (the score table's
     metadata, geneb.run.partial) are listed with their errors, their categories and the macro and micro rows not
     ranked; the tasks of `task_audit` (results/tables/task_audit.parquet; None: no audit, e.g. the published view)
@@ -333,8 +335,8 @@ def submission_step(
 def task_audit_step(
     *, scores: str, audits: list[str], cards: list[str], models_yaml: str, protocol: str, output: str
 ) -> pd.DataFrame:
-    """Rule `task_audit_table`: `results/tables/task_audit.parquet` (geneb.analysis.task_audit) for `protocol`."""
-    from geneb.analysis.task_audit import task_audit_table
+    """Rule `task_audit_table`: `results/tables/task_audit.parquet` (geneb.analysis.controls.task_audit) for `protocol`."""
+    from geneb.analysis.controls.task_audit import task_audit_table
 
     table = task_audit_table(load_scores(scores), audits, cards, metadata.load_model_meta(models_yaml), protocol)
     table = with_code_revision(table)

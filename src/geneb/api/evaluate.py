@@ -308,8 +308,9 @@ def leaderboard(
     `scores.parquet`, or both concatenated. config: whose `analysis` settings, model sheet (facts, contamination)
     and task sheet apply (None: the schema's defaults). Models not in the model sheet count as clean, unnamed
     facts. Raises AnalysisInputError for rows that are not a score table."""
-    from geneb.analysis import metadata, run
-    from geneb.analysis.leaderboard import leaderboard as board
+    from geneb.analysis import run
+    from geneb.analysis.inputs import metadata
+    from geneb.analysis.ranking.leaderboard import leaderboard as board
     from geneb.tables.scores import check_scores
 
     table = integrity.read_parquet(scores) if not isinstance(scores, pd.DataFrame) else scores

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from geneb.analysis.paired import compare_cells, read_cell
+from geneb.analysis.stats.paired import compare_cells, read_cell
 from geneb.cli.common import CliError
 from geneb.tables.scores import REGIMES
 

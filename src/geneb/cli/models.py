@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.analysis.metadata import load_task_meta, model_frame
+from geneb.analysis.inputs.metadata import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import load_registry

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
 from geneb.core import integrity
 from geneb.tables.freshness import stale_warning

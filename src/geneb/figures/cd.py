@@ -1,13 +1,13 @@
 """Critical-difference diagram (Demsar 2006, Fig. 1): each model's mean rank over the tasks on an axis, one panel
 per regime (macro: every task of the regime), thick bars joining the models the Nemenyi post-hoc test cannot
-separate, from the leaderboard's tier columns (`geneb.analysis.tiers`)."""
+separate, from the leaderboard's tier columns (`geneb.analysis.ranking.tiers`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.tiers import separable
+from geneb.analysis.ranking.tiers import separable
 from geneb.figures.style import DOUBLE_COLUMN, LINE_COLOURS, empty_figure, plt, short_all
 from geneb.tables.scores import REGIMES
 

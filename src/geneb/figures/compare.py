@@ -1,5 +1,5 @@
 """The comparison figure of `compare_published`: every complete model's macro MCC with its bootstrap CI (left) and
-its macro rank with the bootstrap rank interval (right), tasks resampled (`geneb.analysis.compare.compare_intervals`);
+its macro rank with the bootstrap rank interval (right), tasks resampled (`geneb.analysis.paper.compare.compare_intervals`);
 the user's models in colour, the paper's published models in grey. Not in the figure registry: it is drawn from
 the comparison table by the comparison report (`geneb.report.compare`), not from a run's analysis tables."""
 

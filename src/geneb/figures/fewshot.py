@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from geneb.analysis.fewshot import SHOTS
+from geneb.analysis.paper.fewshot import SHOTS
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 from geneb.tables.scores import REGIMES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.leaderboard import wide_view
+from geneb.analysis.ranking.leaderboard import wide_view
 from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, short_all
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.analysis.task_audit import NO_CLEAN_ROWS, clean_differences
+from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS, clean_differences
 from geneb.core import integrity
 from geneb.tables.scores import MISSING_CELL_RULE, failed_cells
 

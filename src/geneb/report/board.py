@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from geneb.analysis.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 
 
 def _plural(n: int, word: str) -> str:

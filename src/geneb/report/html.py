@@ -21,8 +21,8 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
-from geneb.analysis.compare import capped_tasks
-from geneb.analysis.leaderboard import wide_view
+from geneb.analysis.paper.compare import capped_tasks
+from geneb.analysis.ranking.leaderboard import wide_view
 from geneb.analysis.registry import Section, report_sections
 from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic

@@ -1,6 +1,6 @@
 """The report's "Statistically tied tiers" section: per regime how many models are a defensible #1 on macro and
 in each category, and how many adjacent ranks the tasks separate (`rank_separability.parquet`,
-`geneb.analysis.tiers`; docs/analyses.md, "Statistically tied tiers")."""
+`geneb.analysis.ranking.tiers`; docs/analyses.md, "Statistically tied tiers")."""
 
 from __future__ import annotations
 

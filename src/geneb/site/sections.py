@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from geneb.analysis.leaderboard import TASK_FLAGS_ATTR
+from geneb.analysis.ranking.leaderboard import TASK_FLAGS_ATTR
 from geneb.site.collect import RunTables
 from geneb.site.pages import card, esc, heading, note, slug
 from geneb.site.provenance import card_facts, extraction_records, left_out, probe_provenance, task_card

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.leaderboard import rank_desc
+from geneb.analysis.ranking.leaderboard import rank_desc
 from geneb.zeroshot.scores import scorer_kinds
 
 #: the metric that ranks a task of each kind (geneb.zeroshot.metrics)

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis.compare import paper_task_map
-from geneb.analysis.published import PROTOCOL
+from geneb.analysis.paper.compare import paper_task_map
+from geneb.analysis.paper.published import PROTOCOL
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 SCHEMA_VERSION = "1.0"

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from geneb.analysis.leaderboard import AGGREGATES
+from geneb.analysis.ranking.leaderboard import AGGREGATES
 from geneb.core.schemas import load_schema, schema_errors
 from geneb.tables.scores import AnalysisInputError
 

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from geneb.analysis.context import RunContext
-from geneb.analysis.paired import paired_draws, read_cell
-from geneb.analysis.tables import task_categories
+from geneb.analysis.inputs.tables import task_categories
+from geneb.analysis.stats.paired import paired_draws, read_cell
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 COLUMNS = (
@@ -205,7 +205,7 @@ def _alpha(ctx: RunContext) -> float:
 
 
 def _p_value(draws: np.ndarray) -> float:
-    from geneb.analysis.bootstrap import bootstrap_p_value
+    from geneb.analysis.stats.bootstrap import bootstrap_p_value
 
     return float(bootstrap_p_value(draws))
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from geneb.analysis import leaderboard as lb
-from geneb.analysis.bootstrap import two_level_replicates
-from geneb.analysis.published import PROTOCOL
-from geneb.analysis.ranks import rank_intervals
-from geneb.analysis.recommend import recommend
-from geneb.analysis.tables import cell_scores, task_categories, task_matrix
+from geneb.analysis.inputs.tables import cell_scores, task_categories, task_matrix
+from geneb.analysis.paper.published import PROTOCOL
+from geneb.analysis.ranking import leaderboard as lb
+from geneb.analysis.ranking.ranks import rank_intervals
+from geneb.analysis.ranking.recommend import recommend
+from geneb.analysis.stats.bootstrap import two_level_replicates
 from geneb.tables.scores import AnalysisInputError
 from geneb.tasks.card import read_card
 

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.bootstrap import CategoryReplicates, bootstrap_p_value
 from geneb.analysis.context import ProtocolContext, RegimeContext
+from geneb.analysis.stats.bootstrap import CategoryReplicates, bootstrap_p_value
 from geneb.tables.scores import AnalysisInputError
 
 #: metadata column -> the `differs_in` value of a pair that differs in it

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.context import ProtocolContext
-from geneb.analysis.scale import spearman_rho_p
+from geneb.analysis.paper.scale import spearman_rho_p
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: the k-shot regimes, in REGIMES order

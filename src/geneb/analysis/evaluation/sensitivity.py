@@ -31,10 +31,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis import choices
-from geneb.analysis.bootstrap import category_replicates, load_predictions, two_level_replicates
 from geneb.analysis.context import RunContext
-from geneb.analysis.tables import task_categories, task_matrix
+from geneb.analysis.evaluation import choices
+from geneb.analysis.inputs.tables import task_categories, task_matrix
+from geneb.analysis.stats.bootstrap import category_replicates, load_predictions, two_level_replicates
 from geneb.tables.scores import REGIMES
 
 #: the columns of the sensitivity table

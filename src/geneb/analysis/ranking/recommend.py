@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.bootstrap import CategoryReplicates
 from geneb.analysis.context import RegimeContext
-from geneb.analysis.leaderboard import ranked_rows
+from geneb.analysis.ranking.leaderboard import ranked_rows
+from geneb.analysis.stats.bootstrap import CategoryReplicates
 from geneb.tables.scores import AnalysisInputError
 
 TIE_RULES = ("overlap", "paired")

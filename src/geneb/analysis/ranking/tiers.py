@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.leaderboard import AGGREGATES
+from geneb.analysis.ranking.leaderboard import AGGREGATES
 from geneb.tables.scores import AnalysisInputError
 
 #: the post-hoc procedure recorded on every tiered row

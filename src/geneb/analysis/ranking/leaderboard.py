@@ -9,7 +9,7 @@ false, so a model cannot win a category on the one task it has), and its macro a
 task missing for every model (a partial run's failed task; in the clean leaderboard, a task without clean test
 rows) counts the same way: its category is listed for every model, unranked, with `incomplete_reason` saying which
 task is missing and why, and no macro or micro row is complete or ranked. A task failing the leakage or shortcut
-audit (`geneb.analysis.task_audit.audit_flags`) is named on every row it feeds (`flagged_tasks`, `flags`), and
+audit (`geneb.analysis.controls.task_audit.audit_flags`) is named on every row it feeds (`flagged_tasks`, `flags`), and
 `exclude_flagged` ranks without such tasks (`excluded_tasks`).
 
 Borda rank as MTEB computes it (`mteb/benchmarks/_create_table.py`, `_get_borda_rank`): each task gives every
@@ -26,17 +26,17 @@ import pandas as pd
 from scipy import stats
 
 from geneb import __version__
-from geneb.analysis.tables import frame_sha256
+from geneb.analysis.inputs.tables import frame_sha256
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import AnalysisInputError, with_code_revision
 
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
-#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`)
+#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.ranking.tiers.TIER_COLUMNS`)
 SCHEMA_VERSION = "5"
 AGGREGATES = ("macro", "micro")
-#: the kinds of audit flag a task can carry (`geneb.analysis.task_audit.audit_flags`; config
+#: the kinds of audit flag a task can carry (`geneb.analysis.controls.task_audit.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
 FLAG_KINDS: tuple[str, ...] = ("leakage", "shortcut")
 #: the comma-joined list columns of every leaderboard row ("" = none)
@@ -120,7 +120,7 @@ def category_scores(
     test rows): each counts as expected and missing for every model, so its category is listed, also when no task
     of it completed (value NaN, not ranked). missing_reasons: {task: why} for those tasks; cell_reasons:
     {model: {task: why}} of failed (model, task) cells; flags: {task: {kind: why}} of tasks failing an audit
-    (`geneb.analysis.task_audit.audit_flags`); exclude_flagged: the kinds (FLAG_KINDS) whose flagged tasks are
+    (`geneb.analysis.controls.task_audit.audit_flags`); exclude_flagged: the kinds (FLAG_KINDS) whose flagged tasks are
     left out of every value and rank. Returns columns protocol, regime, model, category, value, n_tasks (tasks the
     model has), n_tasks_expected (tasks of the category any model has in that protocol and regime, plus the
     missing ones, less the excluded ones), complete (n_tasks == n_tasks_expected > 0), incomplete_reason ("" when

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.bootstrap import MAX_CELLS, bootstrap_p_value
-from geneb.analysis.choices import DEFAULT_VIEW, select_view
+from geneb.analysis.evaluation.choices import DEFAULT_VIEW, select_view
+from geneb.analysis.stats.bootstrap import MAX_CELLS, bootstrap_p_value
 from geneb.core import integrity
 from geneb.probe.metrics import batched_mcc
 from geneb.tables.scores import AnalysisInputError

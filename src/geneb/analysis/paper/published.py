@@ -20,8 +20,8 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
-from geneb.analysis.metadata import model_frame
-from geneb.analysis.metadata import registry as read_registry
+from geneb.analysis.inputs.metadata import model_frame
+from geneb.analysis.inputs.metadata import registry as read_registry
 from geneb.core.categories import CATEGORIES
 from geneb.core.provenance import file_sha256
 from geneb.registry.spec import ModelSpec

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.bootstrap import CategoryReplicates
 from geneb.analysis.context import RegimeContext
-from geneb.analysis.leaderboard import ranked_rows
+from geneb.analysis.ranking.leaderboard import ranked_rows
+from geneb.analysis.stats.bootstrap import CategoryReplicates
 from geneb.tables.scores import AnalysisInputError
 
 

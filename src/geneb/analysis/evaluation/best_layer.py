@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.analysis import choices
-from geneb.analysis.bootstrap import category_replicates
 from geneb.analysis.context import RunContext
-from geneb.analysis.paired import compare_cells, read_cell
-from geneb.analysis.sensitivity import view_cells
-from geneb.analysis.tables import task_categories
+from geneb.analysis.evaluation import choices
+from geneb.analysis.evaluation.sensitivity import view_cells
+from geneb.analysis.inputs.tables import task_categories
+from geneb.analysis.stats.bootstrap import category_replicates
+from geneb.analysis.stats.paired import compare_cells, read_cell
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 COLUMNS = (

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from geneb.analysis.context import RegimeContext
-from geneb.analysis.metadata import entries
+from geneb.analysis.inputs.metadata import entries
 from geneb.tables.scores import AnalysisInputError
 
 #: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
