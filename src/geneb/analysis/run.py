@@ -325,13 +325,13 @@ def run_analyses(
         contaminated,
         board,
         view_scores=view_scores,
-        predictions_root=Path(predictions_root) if has_preds else None,
+        predictions_root=Path(predictions_root) if predictions_root is not None and has_preds else None,
     )
     by_scope = {scope: [a for a in analyses if a.scope == scope] for scope in ("regime", "protocol", "run")}
     for protocol in sorted(used["protocol"].unique()):
         pcells = used[used["protocol"] == protocol]
         preds = {}
-        if has_preds:
+        if has_preds and predictions_root is not None:
             preds = bootstrap.load_predictions(
                 predictions_root, protocol, sorted(pcells["model"].unique()), sorted(pcells["task"].unique())
             )

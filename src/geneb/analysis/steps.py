@@ -88,7 +88,7 @@ def leaderboard_step(
     flags, exclude = {}, []
     if task_audit is not None:
         board_settings = leaderboard_settings(leaderboard_config)
-        flags, exclude = read_audit_flags(task_audit, board_settings), list(board_settings["exclude_flagged"])
+        flags, exclude = read_audit_flags(task_audit, board_settings), list(board_settings["exclude_flagged"])  # type: ignore[call-overload]  # a list by the config schema
     opts = {
         "missing_reasons": {t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
         "cell_reasons": {m: {t: one_line(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()},
@@ -98,7 +98,7 @@ def leaderboard_step(
     missing = {task: rec["category"] for task, rec in failed.items()}
     table, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
     tables = run.leaderboard_tables(table, meta, task_meta, settings, missing, **opts)  # type: ignore[arg-type]
-    names = list(LEADERBOARD_TABLES)
+    names: list[str] = list(LEADERBOARD_TABLES)
     if "leaderboard_clean" in outputs:  # the run's own leaderboard on the test rows without a training homolog
         clean = run.clean_leaderboard(table, meta, task_meta, settings, missing, **opts)
         tables["leaderboard_clean"] = clean if clean is not None else tables["leaderboard"].iloc[:0]
@@ -112,8 +112,8 @@ def leaderboard_step(
         tables[name].attrs[FAILED_TASKS_ATTR] = failed
         tables[name].attrs[FAILED_CELLS_ATTR] = cells_failed
         tables[name].attrs[MISSING_CELL_RULE_ATTR] = MISSING_CELL_RULE
-    for name in names:
-        integrity.write_parquet(tables[name], outputs[name])
+    for table_name in names:
+        integrity.write_parquet(tables[table_name], outputs[table_name])
     board = tables["leaderboard"]
     log.info(
         "leaderboard: %d rows, %d models, %d contaminated cells",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.core.categories import CATEGORIES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
-def rank_bump(board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", highlight: int = 7):
+def rank_bump(
+    board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", highlight: int = 7
+) -> Figure:
     """Lines of rank (y, 1 at the top) across the categories and macro (x) for every model.
 
     The `highlight` best models by macro get Okabe-Ito colours, markers and labels; the rest are thin grey
@@ -39,6 +42,6 @@ def rank_bump(board: pd.DataFrame, display: dict[str, str], *, protocol: str, re
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
     return rank_bump(tables["leaderboard"], display, protocol=protocol, regime=regime)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from geneb.analysis.ranking.tiers import separable
 from geneb.figures.style import DOUBLE_COLUMN, LINE_COLOURS, empty_figure, plt, short_all
@@ -48,7 +50,7 @@ def _p_text(p: float) -> str:
     return "< 1e-300" if p < 1e-300 else f"= {p:.2g}"
 
 
-def _panel(ax, g: pd.DataFrame, display: dict[str, str], regime: str) -> None:
+def _panel(ax: Axes, g: pd.DataFrame, display: dict[str, str], regime: str) -> None:
     """One regime's diagram on `ax` (rows of the macro leaderboard with a tier)."""
     g = g.sort_values(["tier_mean_rank", "rank", "model"])
     r = g["tier_mean_rank"].to_numpy(dtype=float)
@@ -108,7 +110,7 @@ def _n_rows(g: pd.DataFrame) -> int:
     return max(rows) + 1 if rows else 0
 
 
-def cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str):
+def cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str) -> Figure:
     """The diagram of the macro rows of `board` (a tiered leaderboard) for `protocol`, one panel per regime
     with tiers (REGIMES order). Returns the figure (a note figure when no regime has tiers or the board was
     written without them)."""
@@ -132,7 +134,7 @@ def cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str):
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table leaderboard, every regime (the
     rule's `regime` is not used: the diagram shows one panel per regime)."""
     return cd_diagram(tables["leaderboard"], display, protocol=protocol)

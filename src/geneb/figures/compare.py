@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.figures.style import DOUBLE_COLUMN, GREY, OKABE_ITO, empty_figure, plt, short
 
 
-def rank_figure(board: pd.DataFrame, *, protocol: str, regime: str = "full", category: str = "macro"):
+def rank_figure(board: pd.DataFrame, *, protocol: str, regime: str = "full", category: str = "macro") -> Figure:
     """The figure for one (protocol, regime, category) of the comparison board (`compare_intervals` columns).
 
     Rows: the ranked models (rank not NA), best on top. Returns the figure (a note figure when no model is

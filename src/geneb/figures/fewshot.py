@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.analysis.paper.fewshot import SHOTS
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
@@ -11,7 +12,7 @@ from geneb.tables.scores import REGIMES
 
 def fewshot_plot(
     drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, str], *, protocol: str, highlight: int = 7
-):
+) -> Figure:
     """Two panels: (a) macro MCC per regime, one line per model (the `highlight` best in colour); (b) full
     macro MCC (x) against its absolute drop to 10-shot (y) with Spearman's rho (the inverse pattern).
 
@@ -63,6 +64,6 @@ def fewshot_plot(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables fewshot_drops, fewshot_inverse."""
     return fewshot_plot(tables["fewshot_drops"], tables["fewshot_inverse"], display, protocol=protocol)

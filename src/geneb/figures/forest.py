@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.figures.style import DOUBLE_COLUMN, OKABE_ITO, empty_figure, plt, short
 
 DIFFERS_COLOUR = {"architecture": OKABE_ITO[3], "tokenizer": OKABE_ITO[0], "pretraining_data": OKABE_ITO[2]}
 
 
-def forest(pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", max_rows: int = 40):
+def forest(
+    pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", max_rows: int = 40
+) -> Figure:
     """Forest plot of tested matched-pair differences for one (protocol, regime).
 
     Shows every pair's macro row plus its significant category rows, at most `max_rows` rows (largest |diff|
@@ -47,6 +50,6 @@ def forest(pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regim
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables matched_pairs."""
     return forest(tables["matched_pairs"], display, protocol=protocol, regime=regime)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.analysis.ranking.leaderboard import wide_view
 from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, short_all
@@ -11,7 +12,7 @@ from geneb.figures.style import DOUBLE_COLUMN, SEQUENTIAL, empty_figure, plt, sh
 
 def heatmap(
     board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", annotate: bool = True
-):
+) -> Figure:
     """Heatmap of the 13 category MCCs plus macro (columns) for every model (rows, best macro on top).
 
     board: leaderboard table; display: model id -> display name. Cells without a value read 'n/a'. The colour
@@ -54,6 +55,6 @@ def heatmap(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
     return heatmap(tables["leaderboard"], display, protocol=protocol, regime=regime)

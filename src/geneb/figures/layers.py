@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.core.categories import CATEGORIES
 from geneb.figures.style import DOUBLE_COLUMN, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
-def best_layer(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full"):
+def best_layer(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """Markers at the best layer's relative depth (0 = embedding layer, 1 = last layer) per category and macro
     (x), one colour per model, with the percentile CI as a bar; hollow where the gain over the registry's layer has
     a CI that includes 0. Returns the figure (a note figure without fixed-layer views)."""
@@ -39,6 +40,6 @@ def best_layer(table: pd.DataFrame, display: dict[str, str], *, protocol: str, r
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table best_layer."""
     return best_layer(tables["best_layer"], display, protocol=protocol, regime=regime)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.core.categories import CATEGORIES
 from geneb.figures.style import DOUBLE_COLUMN, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
-def pretraining_gain(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full"):
+def pretraining_gain(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """Markers at MCC(model) - MCC(twin) per category and macro (x), one colour per model, the percentile CI as a
     bar (the two-level bootstrap: tasks within the category, test rows within each task); filled where the CI
     excludes 0, a dashed line at 0. The title counts the tasks won and lost significantly (Holm-corrected).
@@ -44,6 +45,6 @@ def pretraining_gain(table: pd.DataFrame, display: dict[str, str], *, protocol: 
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table pretraining_gain."""
     return pretraining_gain(tables["pretraining_gain"], display, protocol=protocol, regime=regime)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.figures.style import OKABE_ITO, SINGLE_COLUMN, empty_figure, plt, short
 
@@ -17,7 +18,7 @@ def scale_scatter(
     *,
     protocol: str,
     regime: str = "full",
-):
+) -> Figure:
     """Scatter of params_used (x, log) vs macro MCC (y) for the models of the scale analysis.
 
     board: leaderboard; scale_table: `scale.scale_correlations` rows (subset all / excluding) with protocol
@@ -68,7 +69,7 @@ def scale_scatter(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard, scale, in_domain."""
     return scale_scatter(
         tables["leaderboard"], tables["scale"], tables["in_domain"], display, protocol=protocol, regime=regime

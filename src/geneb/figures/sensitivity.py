@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 
 
-def sensitivity(board: pd.DataFrame, display: dict[str, str], *, regime: str = "full", highlight: int = 7):
+def sensitivity(board: pd.DataFrame, display: dict[str, str], *, regime: str = "full", highlight: int = 7) -> Figure:
     """One column per leaderboard (the reference first, then every alternative of every choice), each model's
     macro-MCC rank (1 at the top) joined by lines; the `highlight` best models of the reference are coloured.
     board: the `sensitivity_leaderboard` table (its protocol is the reference's). Returns the figure (a note
@@ -42,7 +43,7 @@ def sensitivity(board: pd.DataFrame, display: dict[str, str], *, regime: str = "
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table sensitivity_leaderboard (whose
     protocol is the sensitivity reference's, whatever the report's)."""
     return sensitivity(tables["sensitivity_leaderboard"], display, regime=regime)

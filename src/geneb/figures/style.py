@@ -8,10 +8,14 @@ the same with and without deuteranopia. Sizes: a single column is 3.35 in (85 mm
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -36,7 +40,7 @@ SINGLE_COLUMN = 3.35
 DOUBLE_COLUMN = 7.0
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.size": 7,
     "axes.titlesize": 8,
     "axes.labelsize": 7,
@@ -53,13 +57,13 @@ RC = {
 
 
 @contextmanager
-def paper_style():
+def paper_style() -> Iterator[None]:
     """Context in which matplotlib uses the paper rc settings (fonts 6-8 pt, no top/right spines)."""
     with plt.rc_context(RC):
         yield
 
 
-def save(fig, png_path: str | Path) -> tuple[Path, Path]:
+def save(fig: Figure, png_path: str | Path) -> tuple[Path, Path]:
     """Save `fig` as `png_path` (300 dpi) and the same name with `.pdf`, atomically; close the figure.
 
     Returns (png, pdf) paths. Raises ValueError when png_path does not end in .png.
@@ -92,7 +96,7 @@ def short_all(labels: list[str], width: int = 28) -> list[str]:
     return out
 
 
-def empty_figure(message: str, width: float = SINGLE_COLUMN):
+def empty_figure(message: str, width: float = SINGLE_COLUMN) -> Figure:
     """A small figure that states why there is nothing to plot (an output must still exist)."""
     fig, ax = plt.subplots(figsize=(width, 1.2))
     ax.axis("off")

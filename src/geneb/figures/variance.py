@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.core.categories import CATEGORIES
 from geneb.figures.style import DOUBLE_COLUMN, GREY, OKABE_ITO, empty_figure, plt
 
 
-def task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol: str, regime: str = "full"):
+def task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol: str, regime: str = "full") -> Figure:
     """One vertical bar per task from the lowest to the highest model MCC, a dot at the median; tasks
     grouped by category (official order), sorted by sd within a category. Orange: high variance; blue:
     near random (its best model's CI below the threshold, dashed line). Returns the figure.
@@ -46,6 +47,6 @@ def task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"):
+def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables task_variance, near_random."""
     return task_variance(tables["task_variance"], tables["near_random"], protocol=protocol, regime=regime)

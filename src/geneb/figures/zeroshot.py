@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
 from geneb.zeroshot.board import MACRO
@@ -25,7 +26,7 @@ def draw(
     *,
     protocol: str,
     regime: str = "full",
-):
+) -> Figure:
     """The two-panel zero-shot figure (module docstring).
 
     board: `zeroshot_leaderboard.parquet`; vs_probe: `zeroshot_vs_probe.parquet`; probe_board: `leaderboard.parquet`
@@ -100,12 +101,12 @@ def draw(
 
 def render(
     leaderboard: str | Path, vs_probe: str | Path, probe_leaderboard: str | Path, png: str | Path, *, protocol: str
-):
+) -> None:
     """Rule zeroshot_figure: draw the figure from the zero-shot tables and the probe leaderboard (digests checked)
     into `png` and the .pdf beside it."""
     from geneb.core import integrity
     from geneb.figures.style import paper_style, save
 
-    tables = [integrity.read_parquet(p) for p in (leaderboard, vs_probe, probe_leaderboard)]
+    board, vs, probe_board = (integrity.read_parquet(p) for p in (leaderboard, vs_probe, probe_leaderboard))
     with paper_style():
-        save(draw(*tables, {}, protocol=protocol), png)
+        save(draw(board, vs, probe_board, {}, protocol=protocol), png)

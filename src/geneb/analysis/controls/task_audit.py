@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,21 +95,21 @@ def audit_flags(audit: pd.DataFrame, settings: dict[str, object]) -> dict[str, d
     out: dict[str, dict[str, str]] = {}
     for r in audit.itertuples(index=False):
         kinds: dict[str, str] = {}
-        frac = float(r.leaked_fraction) if pd.notna(r.leaked_fraction) else np.nan
+        frac = _float(r.leaked_fraction)
         if np.isfinite(frac) and frac >= leak_max:
             kinds["leakage"] = (
                 f"{frac:.1%} of test rows have a copy or homolog in the training split (exact {_count(r.overlap_exact)}, "
                 f"reverse complement {_count(r.overlap_reverse_complement)}, leaked in all {_count(r.overlap_homolog)}; "
                 f"leaderboard.leakage_max_fraction {leak_max:g})"
             )
-        auroc = float(r.shortcut_best_auroc) if pd.notna(r.shortcut_best_auroc) else np.nan
+        auroc = _float(r.shortcut_best_auroc)
         why = []
         if np.isfinite(auroc) and auroc > auroc_max and r.shortcut_flag != "unknown":
             why.append(
                 f"{r.shortcut_best_feature} alone separates the training classes (AUROC {auroc:.3f} > "
                 f"leaderboard.shortcut_max_auroc {auroc_max:g})"
             )
-        mcc = float(r.shortcut_best_mcc_full) if pd.notna(r.shortcut_best_mcc_full) else np.nan
+        mcc = _float(r.shortcut_best_mcc_full)
         if mcc_max is not None and np.isfinite(mcc) and mcc >= mcc_max:
             why.append(
                 f"shortcut model {r.shortcut_best_model_full} reaches MCC {mcc:.3f} (full) >= "
@@ -119,6 +120,11 @@ def audit_flags(audit: pd.DataFrame, settings: dict[str, object]) -> dict[str, d
         if kinds:
             out[str(r.task)] = kinds
     return out
+
+
+def _float(value: Any) -> float:
+    """A table cell as a float, NaN for a missing one (NA, None or NaN)."""
+    return float(value) if pd.notna(value) else float("nan")
 
 
 def read_audit_flags(path: str | Path | None, settings: dict[str, object]) -> dict[str, dict[str, str]]:

@@ -46,12 +46,14 @@ def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:
 
 def paper_task_map(task_meta: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
     """({task: paper task id} for comparable tasks, {task: reason} for the others), over the catalogue."""
-    ok, why = {}, {}
-    for task, row in task_meta.iterrows():
+    ok: dict[str, str] = {}
+    why: dict[str, str] = {}
+    for key, row in task_meta.iterrows():
+        task = str(key)
         if row.get("task_set") == "paper":
             ok[task] = task
         elif row.get("geneb_task_id") and row.get("same_split_as_geneb") == "yes":
-            ok[task] = row["geneb_task_id"]
+            ok[task] = str(row["geneb_task_id"])
         elif row.get("geneb_task_id"):
             split = row.get("same_split_as_geneb") or "unknown"
             kind = "a subset of" if split == "subset" else "not the same split as"
@@ -134,10 +136,10 @@ def compare_with_published(
     user["model"] = [f"user:{m}" if m in published_ids else m for m in user["model"]]
     user["source"] = "geneb"
     common = sorted(set(user["task"]))
-    failed_paper = {ok[t]: f"failed in this run ({why})" for t, why in (failed or {}).items() if t in ok}
+    failed_paper = {ok[t]: f"failed in this run ({err})" for t, err in (failed or {}).items() if t in ok}
     for task in sorted(set(published_scores["task"]) - set(common)):
-        why = failed_paper.get(task, "paper task not run by the user")
-        left.append({"task": task, "paper_task": task, "model": "*", "reason": why})
+        reason = failed_paper.get(task, "paper task not run by the user")
+        left.append({"task": task, "paper_task": task, "model": "*", "reason": reason})
     # a user model that ran only some of the common tasks: list what it misses
     excluded = {(m, ok.get(t, t)) for m, t in exclude_cells}
     regimes = sorted(set(published_scores["regime"]) | set(user["regime"]))

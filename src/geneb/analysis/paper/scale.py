@@ -149,7 +149,7 @@ def scale_correlations(
     score = score.dropna()
     keep, _ = eligible(meta, list(score.index))
     rows = []
-    subsets = [("all", keep, [])]
+    subsets: list[tuple[str, list[str], list[str]]] = [("all", keep, [])]
     present = [m for m in exclusions if m in keep]
     if present:
         subsets.append(("excluding", [m for m in keep if m not in present], present))

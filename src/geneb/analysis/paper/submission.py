@@ -74,7 +74,7 @@ def build_submission(
                 k: float(m[k]) for k in METRICS if k in m.index and np.isfinite(m[k])
             }  # unrounded, as most official files
         results[regime] = per_task
-    full_meta = {
+    full_meta: dict[str, Any] = {
         "display": model,
         "params": 0,
         "url": "",

@@ -26,7 +26,7 @@ def flag_contamination(cells: pd.DataFrame, model_meta: pd.DataFrame, task_meta:
     # tasks with the same data share a group (the paper task id): listing either id covers every one of them
     group: dict[str, str] = {}
     if task_meta is not None and "geneb_task_id" in task_meta.columns:
-        group = {t: g for t, g in task_meta["geneb_task_id"].items() if g}
+        group = {str(t): str(g) for t, g in task_meta["geneb_task_id"].items() if g}
     trained = model_meta["trained_on_tasks"].to_dict() if "trained_on_tasks" in model_meta else {}
     flags, reasons = [], []
     for model, task in zip(out["model"], out["task"]):

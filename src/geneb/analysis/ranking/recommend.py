@@ -11,6 +11,8 @@ Where a column has no CI (a single-task category without per-row predictions), o
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -38,8 +40,9 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
         values = rep.point[:, c]
         best = int(np.nanargmax(values))
         has_ci = np.isfinite(low[best, c])
-        chosen = []
+        chosen: list[dict[str, Any]] = []
         for m, model in enumerate(rep.models):
+            role: str | None
             if m == best:
                 role = "best"
             elif not has_ci:

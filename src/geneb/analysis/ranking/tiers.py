@@ -198,7 +198,7 @@ def add_tiers(board: pd.DataFrame, cells: pd.DataFrame, confidence: float) -> pd
             else:
                 cols["tier_reason"][i] = "not ranked: " + (str(g.loc[idx, "incomplete_reason"]) or "incomplete")
     for name in ("tier", "tier_n_models", "tier_n_tasks"):
-        out[name] = pd.array(cols[name], dtype="Int64")
+        out[name] = pd.array(cols[name], dtype="Int64")  # type: ignore[call-overload]  # NA-holding ints
     for name in floats:
         out[name] = np.array(cols[name], dtype=float)
     for name in ("tier_reason", "tier_method"):

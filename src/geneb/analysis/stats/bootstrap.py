@@ -106,7 +106,8 @@ def row_replicates(
                 frames[m] = df
         if not frames:
             continue
-        ref_rows = ref_truth = None
+        ref_rows: np.ndarray | None = None
+        ref_truth: np.ndarray | None = None
         per_model: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         labels = []
         for m, df in frames.items():
@@ -121,13 +122,14 @@ def row_replicates(
                         f"task {task!r}, regime {regime!r}: model {models[m]!r} seed {s} predicts other test rows "
                         f"({len(rows)} rows) than the first model ({len(ref_rows)}); a paired bootstrap needs the same rows"
                     )
-                elif not np.array_equal(truth, ref_truth):
+                elif ref_truth is None or not np.array_equal(truth, ref_truth):
                     raise AnalysisInputError(f"task {task!r}: model {models[m]!r} disagrees on y_true")
                 pred = g["y_pred"].to_numpy()
                 seeds.append((truth, pred))
                 labels += [truth, pred]
             per_model[m] = seeds
         classes = np.unique(np.concatenate(labels))
+        assert ref_rows is not None  # frames is not empty: the first model set it
         n = len(ref_rows)
         rng = np.random.default_rng([seed, 1, _task_key(task)])
         idx_all = rng.integers(0, n, size=(n_resamples, n))
@@ -183,7 +185,7 @@ class CategoryReplicates:
     def column_defined(self) -> np.ndarray:
         """(C + 1,) bool: the column is defined for every model (what a statistic over all models, a rank or
         a rank correlation, needs)."""
-        return self.defined.all(axis=0)
+        return np.asarray(self.defined.all(axis=0))
 
     def column_reason(self, c: int) -> str:
         """The first model's reason why column c is undefined ("" when it is defined for every model)."""

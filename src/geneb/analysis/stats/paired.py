@@ -84,8 +84,9 @@ def read_cell(
 
 def _seeds(cell: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """(rows, y_true, [y_pred per seed]) of one cell, rows sorted; every seed must predict the same rows."""
-    rows = truth = None
-    preds = []
+    rows: np.ndarray | None = None
+    truth: np.ndarray | None = None
+    preds: list[np.ndarray] = []
     for s, g in cell.groupby("seed", sort=True):
         g = g.sort_values("row")
         if rows is None:
@@ -93,7 +94,7 @@ def _seeds(cell: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, list[
         elif not np.array_equal(g["row"].to_numpy(), rows):
             raise AnalysisInputError(f"{what}: seed {s} predicts other test rows than the first seed")
         preds.append(g["y_pred"].to_numpy())
-    if rows is None:
+    if rows is None or truth is None:
         raise AnalysisInputError(f"{what}: no prediction rows")
     if len(np.unique(rows)) != len(rows):
         raise AnalysisInputError(f"{what}: a test row is predicted twice under one seed (several views mixed?)")
