@@ -8,7 +8,7 @@ counts' one view per rc value. What the extraction step (`geneb.extract.step`) w
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,9 +37,11 @@ def _one_strand(
         res = encoder.embed(sequences, rows, desc=desc)
         return replace(res, embeddings=np.zeros((len(sequences), 0), np.float32)), {(None, "mean"): res.embeddings}
     from geneb.encoders.engine.multiview import embed_views  # torch: only for token models
+    from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 
     specs = [(layer, pooling) for pooling in views.poolings for layer in views.layers]
-    base, vectors = embed_views(encoder, sequences, rows, specs, desc=desc)
+    # layers are resolved for token models only (geneb.registry.views: none without token states)
+    base, vectors = embed_views(cast(TokenModelEncoder, encoder), sequences, rows, specs, desc=desc)
     by_spec: dict[LayerPooling, np.ndarray] = dict(zip(specs, vectors))
     return base, by_spec
 
