@@ -19,6 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -76,7 +77,7 @@ def is_lock_error(err: BaseException) -> bool:
     return isinstance(err, OSError) and re.search(r"\block(s|ing)?\b", str(err), re.IGNORECASE) is not None
 
 
-def _h5py():
+def _h5py() -> ModuleType:
     import h5py  # imported late so HDF5_USE_FILE_LOCKING set by _locking_kwargs is seen
 
     return h5py

@@ -65,7 +65,7 @@ class ExecutionOptions:
     @classmethod
     def of(cls, execution: ExecutionOptions | Mapping[str, Any] | None) -> ExecutionOptions:
         """`execution` itself when already typed, else `from_config(execution)`."""
-        return execution if isinstance(execution, cls) else cls.from_config(execution)
+        return execution if isinstance(execution, ExecutionOptions) else cls.from_config(execution)
 
     def as_dict(self) -> dict[str, Any]:
         """The options as the config mapping they came from (JSON-ready; `from_config(as_dict())` == self)."""

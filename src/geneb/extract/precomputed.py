@@ -184,6 +184,7 @@ def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFram
         before = len(problems)
         summary = card.splits.get(split)
         n_source = summary.n_source if summary is not None else None
+        x_all: np.ndarray | None  # the split's whole array (None: a .npy that is not 2-D, skipped below)
         if cached is not None:
             if split not in cached.splits:
                 continue

@@ -354,7 +354,7 @@ def extract_task(
             int(res.n_tokens.sum()),
         )
     out = {split: out[split] for split in splits}  # the file lists the splits in their usual order
-    key = {
+    key: dict[str, Any] = {
         "model": typed.model,
         "task": task,
         "settings_hash": extraction_hash(settings),

@@ -8,7 +8,7 @@ counts' one view per rc value. What the extraction step (`geneb.extract.step`) w
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from geneb.tasks.hygiene import reverse_complement
 
 __all__ = ["embed_split_views", "view_attrs"]
 
+#: a view's (layer, pooling): the layer None for an encoder without layers (k-mer counts)
+LayerPooling = tuple[int | None, str]
+
 
 def _reverse_inputs(encoder: Encoder, sequences: list[str]) -> list[str]:
     # the reverse strand of the bases the forward pass keeps (a length_multiple rule trims the forward 3' end)
@@ -26,16 +29,21 @@ def _reverse_inputs(encoder: Encoder, sequences: list[str]) -> list[str]:
     return [reverse_complement(s[: len(s) - len(s) % multiple]) for s in sequences]
 
 
-def _one_strand(encoder: Encoder, sequences: list[str], rows: list[int], views: ViewSet, desc: str | None):
+def _one_strand(
+    encoder: Encoder, sequences: list[str], rows: list[int], views: ViewSet, desc: str | None
+) -> tuple[EmbedResult, dict[LayerPooling, np.ndarray]]:
     """(EmbedResult with an empty (n, 0) embeddings, {(layer, pooling): float32 (n, d)}) of one strand."""
     if not views.layers:  # no token states (k-mer counts): the encoder's one vector
         res = encoder.embed(sequences, rows, desc=desc)
         return replace(res, embeddings=np.zeros((len(sequences), 0), np.float32)), {(None, "mean"): res.embeddings}
     from geneb.encoders.engine.multiview import embed_views  # torch: only for token models
+    from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 
     specs = [(layer, pooling) for pooling in views.poolings for layer in views.layers]
-    base, vectors = embed_views(encoder, sequences, rows, specs, desc=desc)
-    return base, dict(zip(specs, vectors))
+    # layers are resolved for token models only (geneb.registry.views: none without token states)
+    base, vectors = embed_views(cast(TokenModelEncoder, encoder), sequences, rows, specs, desc=desc)
+    by_spec: dict[LayerPooling, np.ndarray] = dict(zip(specs, vectors))
+    return base, by_spec
 
 
 def embed_split_views(
@@ -46,7 +54,7 @@ def embed_split_views(
     {view id: float32 (n, d)} in `views.views()` order). rc views are (forward + reverse) / 2 per (layer,
     pooling), as the registry's `rc: average`. Raises what the encoder raises (see `embed_views`)."""
     base, fwd = _one_strand(encoder, sequences, rows, views, desc)
-    rev: dict[Any, np.ndarray] = {}
+    rev: dict[LayerPooling, np.ndarray] = {}
     if True in views.reverse_complement:
         rev_base, rev = _one_strand(
             encoder, _reverse_inputs(encoder, sequences), rows, views, f"{desc} (RC)" if desc else None

@@ -128,7 +128,7 @@ def extraction_settings(
     return settings
 
 
-def extraction_hash(settings: dict[str, Any]) -> str:
+def extraction_hash(settings: Mapping[str, Any]) -> str:
     """12-hex hash of `extraction_settings(...)`: the cache folder name; any change gives a new path. A local
     folder is identified by its content fingerprint, not by how its path is spelled (`../x`, `/abs/x`, `x/`
     are one model; case B44), so its path is left out of the hash. External weights and downloads likewise: their

@@ -72,7 +72,7 @@ def load_task(
     row in the source file), sequence, label (int64)}, uncapped. `source`: a TaskSource or a source string
     (mirror folder, http(s) URL, hf:...). Raises what `geneb.tasks.prepare` raises (TaskSourceError,
     TaskDataError, SequenceError) naming task, split, row and value."""
-    src = open_source(str(source)) if isinstance(source, (str, Path)) else source
+    src = open_source(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else source
     policy = policy or AlphabetPolicy()
     raw = {split: read_raw_split(task, split, src) for split in SPLITS}
     encoding = label_encoding(raw, task=task)

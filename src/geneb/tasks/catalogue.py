@@ -53,7 +53,7 @@ def task_row(df: pd.DataFrame, task: str) -> dict[str, Any]:
             f"task {task!r} is not in the catalogue {sheet} (the config's task_sheet); add a row for it there "
             "(docs/adding-a-task.md)" + (f"; did you mean {close}?" if close else "")
         )
-    return df.loc[task].to_dict()
+    return {str(k): v for k, v in df.loc[task].to_dict().items()}
 
 
 def source_string(row: dict[str, Any], config: dict[str, Any]) -> str:

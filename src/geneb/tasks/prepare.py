@@ -300,10 +300,11 @@ def report_lines(card: TaskCard) -> list[str]:
             f"{dict(s.class_counts_dedup)}), sequences with >1 label {s.conflicting_label_sequences}"
         )
     ov = card.overlap
-    lines.append(
-        f"  test rows also in train: exact {ov.exact} (of which case-only {ov.case_only}), reverse complement "
-        f"{ov.reverse_complement}"
-    )
+    if ov is not None:
+        lines.append(
+            f"  test rows also in train: exact {ov.exact} (of which case-only {ov.case_only}), reverse complement "
+            f"{ov.reverse_complement}"
+        )
     for split, c in card.caps.items():
         lines.append(f"  {split} capped to {c.n_kept} of {c.n_source} rows (seed {c.seed}, stratified)")
     return lines
@@ -332,6 +333,7 @@ def prepare_from_params(
     per file and per read, seconds). Logs the card summary."""
     import logging
 
+    from geneb.core.download import DEFAULT_DEADLINE_S, DEFAULT_READ_TIMEOUT_S
     from geneb.tasks.lock import check_files, record_files
     from geneb.tasks.sources import TaskSourceError, open_source, source_identity
 
@@ -341,9 +343,11 @@ def prepare_from_params(
             f"task {task!r}: the files under {source_spec} changed after the workflow was planned; run again"
         )
     download = download or {}
+    limits = {k: float(download[k]) for k in ("deadline_s", "read_timeout_s") if download.get(k) is not None}
     source = open_source(
         source_spec,
-        **{k: float(download[k]) for k in ("deadline_s", "read_timeout_s") if download.get(k) is not None},
+        deadline_s=limits.get("deadline_s", DEFAULT_DEADLINE_S),
+        read_timeout_s=limits.get("read_timeout_s", DEFAULT_READ_TIMEOUT_S),
     )
     files: dict[str, Path] = {}
     entry = None

@@ -43,7 +43,10 @@ class TaskDigestError(TaskSourceError):
 class TaskSource(Protocol):
     """What every source provides."""
 
-    description: str
+    @property
+    def description(self) -> str:
+        """The source in words, for messages ("mirror folder resources/tasks", ...)."""
+        ...
 
     def read_split(self, task: str, split: str) -> pd.DataFrame:
         """The raw split ("train" or "test"), one row per source line in file order: columns `row` (int,

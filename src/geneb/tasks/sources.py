@@ -269,7 +269,7 @@ class HuggingFaceSource:
             files[name] = Path(path)
         return files
 
-    def _load(self, task: str):
+    def _load(self, task: str) -> object:  # a datasets DatasetDict (a saved single Dataset: read_split rejects it)
         try:
             import datasets
         except ImportError as exc:  # optional dependency

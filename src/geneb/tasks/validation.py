@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -168,7 +168,8 @@ def _labels_with_rows(df: pd.DataFrame, names: dict[int, str] | None, shown: int
     parts = []
     for code, group in df.groupby("label", sort=True)["row"]:
         rows = group.tolist()
-        parts.append(f"{label_text(int(code), names)} ({rows_text(rows, shown)})")
+        # the stubs type a group key as any scalar; labels are int64 class indices here
+        parts.append(f"{label_text(int(cast(int, code)), names)} ({rows_text(rows, shown)})")
     return ", ".join(parts)
 
 

@@ -20,7 +20,7 @@ import json
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 #: the transformers families `build_tiny` knows, with the tokenizer each uses
 TINY_FAMILIES = ("esm", "bert", "modernbert", "bigbird", "llama", "mistral", "mixtral", "gpt-neox", "mamba")
@@ -38,11 +38,23 @@ def copy_tokenizer(src: str | Path, folder: str | Path) -> None:
         shutil.copy(Path(src) / name, folder / name)
 
 
+class _Sizes(TypedDict):  # the config keywords of every tiny family (`_config`)
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+
+
+class _Attention(TypedDict):  # the attention sizes of the tiny transformers (all but Mamba)
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+
+
 def _config(kind: str, vocab: int, hidden: int, layers: int) -> Any:
     import transformers as tf
 
-    common = {"vocab_size": vocab, "hidden_size": hidden, "num_hidden_layers": layers}
-    attn = {"num_attention_heads": 2, "intermediate_size": 2 * hidden, "max_position_embeddings": 512}
+    common: _Sizes = {"vocab_size": vocab, "hidden_size": hidden, "num_hidden_layers": layers}
+    attn: _Attention = {"num_attention_heads": 2, "intermediate_size": 2 * hidden, "max_position_embeddings": 512}
     if kind == "bert":
         return tf.BertConfig(**common, **attn, pad_token_id=3)
     if kind == "modernbert":
@@ -54,12 +66,13 @@ def _config(kind: str, vocab: int, hidden: int, layers: int) -> Any:
             sep_token_id=2,
             bos_token_id=1,
             eos_token_id=2,
-            global_attn_every_n_layers=1,
+            global_attn_every_n_layers=1,  # type: ignore[call-arg]  # transformers 5 takes it as a legacy kwarg
         )
     if kind == "bigbird":
+        long_attn: _Attention = {**attn, "max_position_embeddings": 1024}
         return tf.BigBirdConfig(
             **common,
-            **{**attn, "max_position_embeddings": 1024},
+            **long_attn,
             pad_token_id=3,
             attention_type="block_sparse",
             block_size=4,
@@ -108,13 +121,8 @@ def build_tiny(
     if kind == "esm":
         from geneb.encoders.families.random_init import build_random_esm
 
-        cfg = {
-            "hidden_size": hidden,
-            "num_hidden_layers": layers,
-            "num_attention_heads": 2,
-            "intermediate_size": 2 * hidden,
-            "max_position_embeddings": 1002,
-        }
+        cfg = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2}
+        cfg.update(intermediate_size=2 * hidden, max_position_embeddings=1002)
         return build_random_esm({"config": cfg, "init_seed": seed}, folder)
     if tokenizer_dir is None:
         raise FileNotFoundError(f"tiny {kind} needs tokenizer_dir (a folder with tokenizer.json)")
@@ -301,6 +309,8 @@ def _write_remote(
     pkg = f"_geneb_tiny_{abs(hash(str(folder.resolve())))}"
     (folder / "__init__.py").write_text("")
     spec = importlib.util.spec_from_file_location(pkg, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    if spec is None:
+        raise ImportError(f"cannot import the remote-code folder {folder} as a package")
     module = importlib.util.module_from_spec(spec)
     sys.modules[pkg] = module
     try:

@@ -54,6 +54,8 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
         return seq
     kind = transform.kind
     if kind == "overlapping-kmers":
+        if transform.k is None:
+            raise ValueError(f"model {model}: input_transform overlapping-kmers needs k (the k-mer length)")
         k = int(transform.k)
         if len(seq) < k:
             raise EmptyPoolError(f"model {model}, row {row}: sequence of {len(seq)} nt is shorter than k={k}")

@@ -24,8 +24,21 @@ def resolve_device(device: str, *, model: str) -> str:
     return device
 
 
+class ExecutionKnobs:
+    """The attributes `init_execution` sets, declared once for every adapter that calls it (the token-model
+    engine, Enformer and its kin): settings, model_id, extraction, device, batch_size, batch_tokens, progress."""
+
+    settings: ExtractionSettings
+    model_id: str
+    extraction: Extraction
+    device: str
+    batch_size: int
+    batch_tokens: int | None
+    progress: bool
+
+
 def init_execution(
-    encoder: Any,
+    encoder: ExecutionKnobs,
     settings: SettingsLike,
     *,
     device: str,

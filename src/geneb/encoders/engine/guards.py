@@ -88,13 +88,15 @@ def get_layer(out: Any, layer: int, *, model: str, n_layers: int | None = None) 
         last = out
     else:
         raise ValueError(f"model {model}: cannot find hidden states in an output of type {type(out).__name__}")
-    if layer == -1:
-        return last if last is not None else states[-1]
-    if states is None:
+    if layer == -1 and last is not None:
+        return last
+    if states is None:  # never for layer -1: an output without a last state has per-layer states (above)
         raise LayerNotExposedError(
             f"model {model} does not expose intermediate layers (its output has no per-layer hidden states); "
             f"layer {layer} cannot be extracted, use layer: -1 or a module name"
         )
+    if layer == -1:
+        return states[-1]
     if n_layers is not None and len(states) == n_layers + 2 and last is not None and states[-1] is last:
         # remote code that appends the final norm's output after the last block's (HyenaDNA): index n is the
         # normed final state, as in transformers, and the last block's pre-norm output is left out

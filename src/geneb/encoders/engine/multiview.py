@@ -24,6 +24,7 @@ from geneb.encoders.engine.batching import StepDownRunner, largest_first, plan_c
 from geneb.encoders.engine.guards import check_token_ids, nonfinite_rows
 from geneb.encoders.engine.pooling import pool
 from geneb.encoders.engine.progress import split_progress
+from geneb.encoders.engine.tokenmodel import TokenModelEncoder
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 
 __all__ = ["chunk_ordinals", "embed_views"]
@@ -58,7 +59,12 @@ def _pool_views(
 
 
 def embed_views(
-    enc: Any, sequences: list[str], rows: list[int] | None, specs: list[tuple[int, str]], *, desc: str | None = None
+    enc: TokenModelEncoder,
+    sequences: list[str],
+    rows: list[int] | None,
+    specs: list[tuple[int, str]],
+    *,
+    desc: str | None = None,
 ) -> tuple[EmbedResult, list[np.ndarray]]:
     """Embed `sequences` with a `TokenModelEncoder` `enc` for every (layer, pooling) of `specs` (layer: absolute
     hidden-state index, 0 = embeddings; pooling: mean | max | last | cls) from one forward pass per chunk.
@@ -89,7 +95,7 @@ def embed_views(
     retries = [0]
     bar = split_progress(desc or f"model {enc.model_id}", rows_of, lengths, enabled=enc.progress)
 
-    def run(idx: list[int]):
+    def run(idx: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
         batch = [chunks[j] for j in idx]
         named = [rows[c.seq_index] for c in batch]
         ids, attn, pmask = enc.batch_tensors(batch)
@@ -107,7 +113,7 @@ def embed_views(
             )
         return _pool_views(hidden, attn, pmask, local, named)
 
-    def done(idx: list[int], result) -> None:
+    def done(idx: list[int], result: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         idx_arr = np.asarray(idx, dtype=np.int64)
         for (_, pooling), acc, (pooled, used) in zip(local, accs, result):
             keep = np.ones(len(idx), bool)

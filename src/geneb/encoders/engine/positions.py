@@ -154,6 +154,8 @@ def embed_at_positions(
             raise ValueError(f"model {encoder.model_id}, row {rows[i]}: {err}") from None
         chunks.append(_variant_chunk(encoder, i, list(body), held, rows[i]))
     lengths = [len(c.ids) for c in chunks]
+    if encoder.hidden_size is None:
+        raise ValueError(f"model {encoder.model_id}: its hidden size is unknown, so its states cannot be stored")
     out = np.zeros((len(chunks), encoder.hidden_size), np.float32)
     plan = plan_chunks(
         lengths,

@@ -42,7 +42,7 @@ from geneb.encoders.engine.accumulate import RowAccumulator
 from geneb.encoders.engine.batching import StepDownRunner, is_out_of_memory, largest_first, plan_chunks
 from geneb.encoders.engine.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
 from geneb.encoders.engine.dropped_letters import check_dropped, count_unknown
-from geneb.encoders.engine.execution import dtype_policy, init_execution, to_device
+from geneb.encoders.engine.execution import ExecutionKnobs, dtype_policy, init_execution, to_device
 from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, forward_error, get_layer, nonfinite_rows
 from geneb.encoders.engine.loaded import LoadedNetwork, LoadedView, derive_layout
 from geneb.encoders.engine.pooling import pool
@@ -53,7 +53,7 @@ from geneb.registry.settings import SettingsLike
 log = logging.getLogger(__name__)
 
 
-class TokenModelEncoder(LoadedView):
+class TokenModelEncoder(LoadedView, ExecutionKnobs):
     """Base class of token-level adapters. See the module docstring for the policy.
 
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".

@@ -143,7 +143,7 @@ class BioTokenTokenizer:
         """{"input_ids": ids} for one text or a list, with `[CLS] ... [SEP]` when `add_special_tokens` (the package's
         build_inputs_with_special_tokens). Padding and truncation options are ignored: GENEB pads and cuts itself."""
         one = isinstance(texts, str)
-        ids = [self.encode(t) for t in ([texts] if one else texts)]
+        ids = [self.encode(t) for t in ([texts] if isinstance(texts, str) else texts)]
         if add_special_tokens:
             ids = [[self.cls_token_id, *row, self.sep_token_id] for row in ids]
         return {"input_ids": ids[0] if one else ids}

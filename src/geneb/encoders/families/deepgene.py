@@ -154,7 +154,7 @@ class DeepGeneEncoder(FolderTokenizerEncoder):
         heads = load_mapped(model, state, prefix=PREFIX, model=self.model_id, recomputed=(POSITIONS_KEY,))
         if heads:
             log.info("model %s: checkpoint heads not used for embeddings: %s", self.model_id, heads[:5])
-        table = model.get_submodule("encoder.embed_positions").weight.detach().float()
+        table = model.get_parameter("encoder.embed_positions.weight").detach().float()
         head_dim = config.hidden_size // config.num_attention_heads
         want = sinusoidal_table(config.max_position_embeddings, head_dim)
         if table.shape != want.shape or not torch.allclose(table, want, atol=1e-5):

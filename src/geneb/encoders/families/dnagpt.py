@@ -153,7 +153,13 @@ def architecture(name: str, overrides: Mapping[str, Any] | None, *, model: str) 
         log.warning(
             "model %s: DNAGPT architecture of %s overridden by load.config_overrides %s", model, name, overrides
         )
-    return replace(ARCHITECTURES[name], **{k: int(v) for k, v in overrides.items()})
+    base = ARCHITECTURES[name]
+    return replace(
+        base,
+        num_layers=int(overrides.get("num_layers", base.num_layers)),
+        num_heads=int(overrides.get("num_heads", base.num_heads)),
+        embedding_dim=int(overrides.get("embedding_dim", base.embedding_dim)),
+    )
 
 
 def read_state_dict(path: Path, *, model: str, name: str) -> dict[str, torch.Tensor]:

@@ -26,7 +26,7 @@ import torch
 from geneb.core.errors import LongSequenceError, NonFiniteEmbeddingError
 from geneb.encoders.engine.batching import StepDownRunner, plan_batches
 from geneb.encoders.engine.dropped_letters import refuse_unknown
-from geneb.encoders.engine.execution import init_execution
+from geneb.encoders.engine.execution import ExecutionKnobs, init_execution
 from geneb.encoders.engine.guards import check_pooled_width
 from geneb.encoders.engine.pooling import pool
 from geneb.encoders.engine.progress import split_progress
@@ -86,7 +86,7 @@ def window_and_bins(
     return start, mask
 
 
-class EnformerEncoder:
+class EnformerEncoder(ExecutionKnobs):
     """See the module docstring. settings: resolved extraction settings (source hub id + revision, or a
     local folder); device/batch_size/progress: execution knobs. batch_tokens is accepted for a uniform call
     and recorded, but batches stay `batch_size` windows: every window has the same fixed length, so a token

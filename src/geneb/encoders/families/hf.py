@@ -74,8 +74,9 @@ def read_config_json(
     """The raw JSON file `name` (config.json, tokenizer_config.json) of a local folder or a hub snapshot (no
     class is instantiated, no code runs); {} for a missing file that is not `required`."""
     local = Path(where)
+    path: Path | None
     if local.is_dir():
-        path: Path | None = local / name
+        path = local / name
         if not required and not path.exists():
             return {}
     else:
@@ -134,10 +135,11 @@ class HFEncoder(TokenModelEncoder):
     ) -> None:
         settings = ExtractionSettings.of(settings)
         src = settings.source
-        self.where = where if where is not None else (src.folder or src.hub_id)
+        resolved = where if where is not None else (src.folder or src.hub_id)
         self.revision = revision if where is not None else (src.revision if src.kind == "hub" else None)
-        if not self.where:
+        if not resolved:
             raise ValueError(f"model {settings.model}: no hub id or path to load from (source {src.as_dict()})")
+        self.where: str = resolved
         if where is None and src.kind == "hub" and Path(self.where).exists():
             # from_pretrained prefers a local path over the hub: the pinned revision would not be what loads
             raise ValueError(
@@ -238,6 +240,8 @@ class HFEncoder(TokenModelEncoder):
         prefix, suffix = special_affixes(tokenizer)
         pad = tokenizer.pad_token_id
         vocab_size = getattr(cfg, "vocab_size", None)
+        num_embeddings: int | None
+        table_width: int | None
         try:
             table = model.get_input_embeddings()
             num_embeddings, table_width = int(table.num_embeddings), int(table.embedding_dim)

@@ -83,6 +83,8 @@ def _fetch(settings: ExtractionSettings, name: str) -> Path | None:
     if src.folder:  # a local folder, or external/downloaded weights resolved to one (geneb.registry.weights)
         p = Path(src.folder) / name
         return p if p.is_file() else None
+    if src.hub_id is None:
+        raise ModelLoadError(f"model {settings.model}: no local folder or hub id to read {name} from")
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
@@ -117,8 +119,8 @@ def load_state_dict(settings: ExtractionSettings) -> tuple[dict[str, torch.Tenso
             files = [path]
             if name.endswith(".index.json"):
                 shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
-                files = [_fetch(settings, s) for s in shards]
-                if any(f is None for f in files):
+                files = [p for p in (_fetch(settings, s) for s in shards) if p is not None]
+                if len(files) != len(shards):
                     raise ModelLoadError(f"model {model}: {name} names shards the checkpoint does not have")
             state: dict[str, torch.Tensor] = {}
             for f in files:

@@ -204,4 +204,4 @@ def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) 
             f"model {model}: {where} has no callable {ref.factory!r}"
             + (f" (entry point {ref.name!r} of {ENTRY_POINT_GROUP})" if ref.name else "")
         )
-    return factory  # type: ignore[no-any-return]
+    return factory

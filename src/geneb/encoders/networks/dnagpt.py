@@ -90,6 +90,19 @@ def _head(dim: int, out: int, inp: int | None = None) -> nn.Sequential:
     )
 
 
+class _Backbone(nn.Module):
+    """dna_gpt.py's `transformer`: token embeddings `wte`, positions `wpe`, blocks `h`, final LayerNorm `ln_f`
+    (built and registered in this order, as the authors' ModuleDict: the same state-dict keys and random init)."""
+
+    def __init__(self, arch: Architecture, vocab_size: int) -> None:
+        super().__init__()
+        d = arch.embedding_dim
+        self.wte = nn.Embedding(vocab_size, d)
+        self.wpe = nn.Embedding(arch.max_len, d)
+        self.h = nn.ModuleList(_Block(d, arch.num_heads) for _ in range(arch.num_layers))
+        self.ln_f = nn.LayerNorm(d, eps=1e-5, bias=False)
+
+
 class DNAGPTModel(nn.Module):
     """DNAGPT with the authors' module names, so its state-dict keys are the released checkpoints' keys:
     `transformer.wte`, `transformer.wpe`, `transformer.h.<i>.{ln_1,attn.c_attn,attn.c_proj,ln_2,mlp.c_fc,
@@ -104,14 +117,7 @@ class DNAGPTModel(nn.Module):
         super().__init__()
         d = arch.embedding_dim
         self.arch = arch
-        self.transformer = nn.ModuleDict(
-            {
-                "wte": nn.Embedding(vocab_size, d),
-                "wpe": nn.Embedding(arch.max_len, d),
-                "h": nn.ModuleList(_Block(d, arch.num_heads) for _ in range(arch.num_layers)),
-                "ln_f": nn.LayerNorm(d, eps=1e-5, bias=False),
-            }
-        )
+        self.transformer = _Backbone(arch, vocab_size)
         sizes = {"number_embedding": (d, 1), "mlm_head": (vocab_size, None), "num_regression": (1, None)}
         for name in heads:
             out, inp = sizes[name]

@@ -321,5 +321,5 @@ class SpaceWindowInput(nn.Module):
         self.trunk, self.species = trunk, species
 
     def forward(self, x: torch.Tensor, return_embeddings: bool = True) -> tuple[None, torch.Tensor]:
-        one_hot = F.one_hot(x, num_classes=5)[..., :4].to(self.trunk.stem[0].weight.dtype)
+        one_hot = F.one_hot(x, num_classes=5)[..., :4].to(self.trunk.get_parameter("stem.0.weight").dtype)
         return None, self.trunk(one_hot, self.species)

@@ -230,9 +230,9 @@ def homology_leakage(
     # exact and reverse-complement copies (case-insensitive; hygiene's keys)
     train_exact: dict[str, int] = {}
     train_canon: dict[str, int] = {}
-    for i, s in enumerate(train):
-        train_exact.setdefault(s, i)
-        train_canon.setdefault(canonical_key(s), i)
+    for row, s in enumerate(train):
+        train_exact.setdefault(s, row)
+        train_canon.setdefault(canonical_key(s), row)
     exact = np.array([s in train_exact for s in test], dtype=bool)
     rc = np.array([(not e) and canonical_key(s) in train_canon for s, e in zip(test, exact)], dtype=bool)
     best_target = np.full(len(test), -1, dtype=np.int64)
