@@ -46,6 +46,7 @@ FIGURES: list[Figure] = [
     Figure("best_layer", "geneb.figures.layers:draw", ("best_layer",), "best_layer.rst"),
     Figure("sensitivity", "geneb.figures.sensitivity:draw", ("sensitivity_leaderboard",), "sensitivity.rst"),
     Figure("pretraining_gain", "geneb.figures.pretraining:draw", ("pretraining_gain",), "pretraining_gain.rst"),
+    Figure("finetune_vs_probe", "geneb.figures.finetune_gain:draw", ("finetune_vs_probe",), "finetune_vs_probe.rst"),
 ]
 
 

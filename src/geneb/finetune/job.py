@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -130,6 +130,7 @@ def finetune_task(
     from geneb.extract.step import model_inputs
 
     encoder = load_encoder(extraction, device=device, threads=threads)
+    device = str(cast(Any, encoder).device)  # "auto" resolved by the engine
     pristine = encoder.model
     tok_train: Tokenised = tokenise(encoder, model_inputs(tr, task=task, split="train"), tr["row"].tolist())
     tok_test: Tokenised = tokenise(encoder, model_inputs(te, task=task, split="test"), te["row"].tolist())

@@ -42,6 +42,7 @@ from geneb.run.config_checks import (
     preflight_or_stop,
     read_yaml,
 )
+from geneb.run.finetune_plan import FineTunePlan
 from geneb.run.job_requests import ExtractionResources
 from geneb.run.layout import ResourceLayout, check_hash, params_hash
 from geneb.run.migrate import legacy_task_dir, migrate_legacy
@@ -86,7 +87,7 @@ class PlanLog(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
+class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
     """What `plan_run` decided for one run.
 
     config: the validated configuration, schema defaults filled, every mapping sorted (`stable_params`), local
@@ -243,7 +244,8 @@ class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
         protocols outermost and tasks innermost (Snakemake's `expand` order). kind: probes (score tables) or
         predictions."""
         every = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
-        combos = partial_run.kept_cells(every, self.partial)  # a partial run's failed (model, task) cells left out
+        applies = (c for c in every if self.finetune_applies(c[0], c[1]))  # finetune-lora: fine-tunable models only
+        combos = partial_run.kept_cells(applies, self.partial)  # a partial run's failed (model, task) cells left out
         return [self.results_path(f"{kind}/{protocol}/{model}/{task}.parquet") for protocol, model, task in combos]
 
     # ---- aggregation, analyses and the report ----------------------------------------------------------------
@@ -390,6 +392,10 @@ def plan_run(
         _task_params=task_params,
     )
     plan.check_zeroshot_config()
+    plan.check_finetune_config()
+    if main_process:
+        for model, reason in plan.finetune_coverage().items():  # skipped, not an error (docs/protocols.md)
+            log.info(f"model {model}: {reason}")
     if not main_process:
         return plan
     migrated = migrate_legacy(plan, dry_run=dry_run, log=log)
