@@ -11,8 +11,9 @@ Torch-free (planning runs in every job process).
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from geneb.finetune.recipe import FINETUNE_PROTOCOL, RecipeConfigError, from_config
@@ -96,6 +97,12 @@ class FineTunePlan:
         model can be fine-tuned."""
         return protocol != FINETUNE_PROTOCOL or self.finetune_skip_reason(model) is None
 
+    def protocol_cells(self, tasks: list[str]) -> Iterator[tuple[str, str, str]]:
+        """Every (protocol, model, task) of the run's protocols x models x `tasks` (Snakemake's `expand` order)
+        whose cell exists (`finetune_applies`)."""
+        every = itertools.product(self.config["protocols"], self.models, tasks)
+        return (c for c in every if self.finetune_applies(c[0], c[1]))
+
     def finetune_coverage(self) -> dict[str, str]:
         """{model: reason} of the configured models finetune-lora skips ({} when the protocol is off): the
         leaderboard's coverage notes."""
@@ -162,10 +169,12 @@ class FineTunePlan:
             for t in self.tasks
         ]
 
-    def check_finetune_config(self) -> None:
+    def check_finetune_config(self, log: Any = None) -> None:
         """With finetune-lora configured: its settings present and valid (`geneb.finetune.recipe.from_config`),
         shots_from among the run's probe protocols, and every fine-tunable model's memory estimate within
-        finetune.device_memory_mb. Raises ValueError naming the setting, or the model with its estimate."""
+        finetune.device_memory_mb; `log` (a `geneb.run.plan.PlanLog`, None: silent) gets one info line per model
+        the protocol skips, with the reason (`finetune_coverage`). Raises ValueError naming the setting, or the
+        model with its estimate."""
         if not self.finetune_on:
             return
         section = self.config["finetune"]
@@ -188,3 +197,6 @@ class FineTunePlan:
                     f"model {m}: {FINETUNE_PROTOCOL} needs about {need} MB (estimate: geneb.run.finetune_plan), "
                     f"more than finetune.device_memory_mb {limit}; remove it from the run or raise the limit"
                 )
+        for model, reason in self.finetune_coverage().items():  # skipped, not an error (docs/protocols.md)
+            if log is not None:
+                log.info(f"model {model}: {reason}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -243,9 +242,8 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
         """Every results/<kind>/<protocol>/<model>/<task>.parquet of `tasks` (default: every configured task),
         protocols outermost and tasks innermost (Snakemake's `expand` order). kind: probes (score tables) or
         predictions."""
-        every = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
-        applies = (c for c in every if self.finetune_applies(c[0], c[1]))  # finetune-lora: fine-tunable models only
-        combos = partial_run.kept_cells(applies, self.partial)  # a partial run's failed (model, task) cells left out
+        every = self.protocol_cells(self.tasks if tasks is None else tasks)  # finetune-lora: fine-tunable models
+        combos = partial_run.kept_cells(every, self.partial)  # a partial run's failed (model, task) cells left out
         return [self.results_path(f"{kind}/{protocol}/{model}/{task}.parquet") for protocol, model, task in combos]
 
     # ---- aggregation, analyses and the report ----------------------------------------------------------------
@@ -392,10 +390,7 @@ def plan_run(
         _task_params=task_params,
     )
     plan.check_zeroshot_config()
-    plan.check_finetune_config()
-    if main_process:
-        for model, reason in plan.finetune_coverage().items():  # skipped, not an error (docs/protocols.md)
-            log.info(f"model {model}: {reason}")
+    plan.check_finetune_config(log if main_process else None)  # logs the models finetune-lora skips, and why
     if not main_process:
         return plan
     migrated = migrate_legacy(plan, dry_run=dry_run, log=log)
