@@ -200,6 +200,12 @@ def finetune_params(wildcards):
     return PLAN.finetune_params(wildcards.model)
 
 
+def coverage_notes():
+    """{protocol: {model: reason}} of the models a protocol of the run skips ({} when none skips one)."""
+    notes = PLAN.finetune_coverage()
+    return {"finetune-lora": notes} if notes else {}
+
+
 def finetune_mem_mb(wildcards, attempt):
     return PLAN.finetune_mem_mb(wildcards.model, attempt)
 

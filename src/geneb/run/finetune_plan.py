@@ -169,12 +169,17 @@ class FineTunePlan:
             for t in self.tasks
         ]
 
-    def check_finetune_config(self, log: Any = None) -> None:
+    def __post_init__(self) -> None:
+        """`check_finetune_config` whenever a plan with extraction settings is made (`geneb.run.plan.plan_run`)."""
+        if self.extraction_settings:
+            self.check_finetune_config()
+
+    def check_finetune_config(self) -> None:
         """With finetune-lora configured: its settings present and valid (`geneb.finetune.recipe.from_config`),
         shots_from among the run's probe protocols, and every fine-tunable model's memory estimate within
-        finetune.device_memory_mb; `log` (a `geneb.run.plan.PlanLog`, None: silent) gets one info line per model
-        the protocol skips, with the reason (`finetune_coverage`). Raises ValueError naming the setting, or the
-        model with its estimate."""
+        finetune.device_memory_mb. Raises ValueError naming the setting, or the model with its estimate. The
+        models the protocol skips, with the reason (`finetune_coverage`), are the leaderboard's coverage notes
+        (`geneb.tables.scores.COVERAGE_NOTES_ATTR`, `geneb leaderboard`)."""
         if not self.finetune_on:
             return
         section = self.config["finetune"]
@@ -197,6 +202,3 @@ class FineTunePlan:
                     f"model {m}: {FINETUNE_PROTOCOL} needs about {need} MB (estimate: geneb.run.finetune_plan), "
                     f"more than finetune.device_memory_mb {limit}; remove it from the run or raise the limit"
                 )
-        for model, reason in self.finetune_coverage().items():  # skipped, not an error (docs/protocols.md)
-            if log is not None:
-                log.info(f"model {model}: {reason}")

@@ -390,7 +390,6 @@ def plan_run(
         _task_params=task_params,
     )
     plan.check_zeroshot_config()
-    plan.check_finetune_config(log if main_process else None)  # logs the models finetune-lora skips, and why
     if not main_process:
         return plan
     migrated = migrate_legacy(plan, dry_run=dry_run, log=log)
