@@ -124,10 +124,10 @@ FLAGGED_VALUES = {
 FAILED_TASK = {"v1": {"category": "Coding/NC", "error": "prepare_task v1: CUDA out of memory\n  traceback line 2"}}
 
 
-def flagged_board_run(root: Path, leaderboard: dict | None = None) -> Path:
+def flagged_board_run(root: Path, leaderboard: dict | None = None, coverage_notes: dict | None = None) -> Path:
     """The tables folder of a planted partial run (FLAGGED_*) whose leaderboard rule ran (`leaderboard_step`,
-    its clean leaderboard included) with a task audit that flags l1 (leaked fraction 1.0) and the config's
-    `leaderboard:` section `leaderboard` (validated, defaults filled)."""
+    its clean leaderboard included) with a task audit that flags l1 (leaked fraction 1.0), the config's
+    `leaderboard:` section `leaderboard` (validated, defaults filled) and the protocols' `coverage_notes`."""
     import yaml
     from snakemake.utils import validate
 
@@ -204,5 +204,6 @@ def flagged_board_run(root: Path, leaderboard: dict | None = None) -> Path:
         outputs={n: str(t / f"{n}.parquet") for n in names},
         leaderboard_config=cfg["leaderboard"],
         task_audit=str(t / "task_audit.parquet"),
+        coverage_notes=coverage_notes,
     )
     return t

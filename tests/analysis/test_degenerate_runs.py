@@ -40,5 +40,5 @@ def test_tiny_runs_produce_every_output(models, tmp_path):
     out = build_report(
         tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={}, captions=report_captions(CAPTIONS)
     )
-    assert out.read_text().count("data:image/png;base64,") == len(figure_names()) == 10
+    assert out.read_text().count("data:image/png;base64,") == len(figure_names()) == 11
     assert json.loads((tmp_path / "tables" / "analysis_summary.json").read_text())["protocols"]

@@ -1,5 +1,7 @@
 """Leaderboards: category/macro/micro means, ranks, MTEB Borda rank, incomplete models."""
 
+import argparse
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -250,3 +252,26 @@ def test_exclude_flagged_leakage_ranks_without_the_leaked_task_in_the_written_bo
 def test_a_missing_task_with_an_unknown_category_is_refused_naming_it():
     with pytest.raises(lb.AnalysisInputError, match="'v9': 'Viruses'"):
         lb.leaderboard(_cells(), {"v9": "Viruses"})
+
+
+def test_the_models_a_protocol_skips_are_the_boards_coverage_notes_and_the_cli_prints_them(tmp_path):
+    from geneb.cli.results import cmd_leaderboard
+    from geneb.tables.scores import COVERAGE_NOTES_ATTR
+    from synth import flagged_board_run
+
+    notes = {"geneb-paper": {"kmer-x": "skipped, it has no torch network (family kmer)"}}
+    t = flagged_board_run(tmp_path, coverage_notes=notes)
+    for name in ("leaderboard", "leaderboard_clean"):
+        assert pd.read_parquet(t / f"{name}.parquet").attrs[COVERAGE_NOTES_ATTR] == notes
+    args = argparse.Namespace(
+        table=str(t / "leaderboard.parquet"),
+        category="macro",
+        regime="full",
+        protocol="geneb-paper",
+        top=10,
+        results_dir=None,
+    )
+    assert "not covered: kmer-x: skipped, it has no torch network (family kmer)" in cmd_leaderboard(args)
+    assert (
+        pd.read_parquet(flagged_board_run(tmp_path / "none") / "leaderboard.parquet").attrs[COVERAGE_NOTES_ATTR] == {}
+    )

@@ -38,6 +38,8 @@ rule leaderboard:
         analysis=config["analysis"],
         leaderboard=config["leaderboard"],
         view="geneb",
+        # the models a protocol skips, with the reason (finetune-lora: no torch network): the boards' coverage notes
+        coverage=coverage_notes(),
     script:
         "../scripts/leaderboard.py"
 

@@ -54,7 +54,8 @@ wildcard_constraints:
     thash="[0-9a-f]{12}",
     dhash="[0-9a-f]{12}",
     ahash="[0-9a-f]{12}",
-    protocol="|".join(map(re.escape, config["protocols"])),
+    # the probing protocols (finetune-lora's tables come from rule finetune_lora, workflow/rules/finetune.smk)
+    protocol="|".join(map(re.escape, [p for p in config["protocols"] if p != "finetune-lora"])),
     split="train|test",
     zstask="|".join(map(re.escape, config["zeroshot"]["tasks"])) or "(?!)",
     zthash="[0-9a-f]{12}",
@@ -189,6 +190,28 @@ def resource_files(wildcards=None):
 
 def submission_files():
     return PLAN.submission_files()
+
+
+def finetune_inputs(wildcards):
+    return PLAN.finetune_inputs(wildcards.model, wildcards.task)
+
+
+def finetune_params(wildcards):
+    return PLAN.finetune_params(wildcards.model)
+
+
+def coverage_notes():
+    """{protocol: {model: reason}} of the models a protocol of the run skips ({} when none skips one)."""
+    notes = PLAN.finetune_coverage()
+    return {"finetune-lora": notes} if notes else {}
+
+
+def finetune_mem_mb(wildcards, attempt):
+    return PLAN.finetune_mem_mb(wildcards.model, attempt)
+
+
+def finetune_runtime(wildcards, attempt):
+    return PLAN.finetune_runtime(wildcards.model, attempt)
 
 
 def zeroshot_task_params(wildcards):

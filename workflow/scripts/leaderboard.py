@@ -13,4 +13,5 @@ leaderboard_step(
     outputs=dict(snakemake.output.items()),
     leaderboard_config=snakemake.params.leaderboard,
     task_audit=snakemake.input.get("task_audit"),
+    coverage_notes=snakemake.params.get("coverage"),
 )

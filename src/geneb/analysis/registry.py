@@ -152,6 +152,13 @@ ANALYSES: list[Analysis] = [
         ("pretraining_gain",),
         (Section("Does pretraining help: each model minus its random-init twin", "pretraining_gain"),),
     ),
+    Analysis(
+        "finetune_vs_probe",
+        "run",
+        "geneb.analysis.evaluation.finetune_gain:finetune_vs_probe_tables",
+        ("finetune_vs_probe",),
+        (Section("Does the probe ranking survive fine-tuning (finetune-lora)", "finetune_vs_probe", by=("regime",)),),
+    ),
 ]
 
 

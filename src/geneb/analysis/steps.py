@@ -28,6 +28,7 @@ from geneb.core.atomic import write_text_atomic
 from geneb.core.paths import repo_root
 from geneb.core.provenance import code_revision
 from geneb.tables.scores import (
+    COVERAGE_NOTES_ATTR,
     FAILED_CELLS_ATTR,
     FAILED_TASKS_ATTR,
     MISSING_CELL_RULE,
@@ -72,6 +73,7 @@ def leaderboard_step(
     outputs: dict[str, str],
     leaderboard_config: dict[str, Any] | None = None,
     task_audit: str | None = None,
+    coverage_notes: dict[str, dict[str, str]] | None = None,
 ) -> None:
     """Rule `leaderboard`: write leaderboard, leaderboard_tasks, contamination and rank_separability tables (the
     statistically tied tiers, `geneb.analysis.ranking.tiers`; and leaderboard_clean
@@ -80,7 +82,8 @@ def leaderboard_step(
     ranked; the tasks of `task_audit` (results/tables/task_audit.parquet; None: no audit, e.g. the published view)
     that fail the leakage or shortcut audit under `leaderboard_config` (the config's validated `leaderboard:`
     section) are marked on every row they feed, and left out of the ranking when its `exclude_flagged` names
-    their kind."""
+    their kind. coverage_notes: {protocol: {model: reason}} of the models a protocol skips, kept in the boards'
+    metadata (`COVERAGE_NOTES_ATTR`)."""
     settings = run.resolve_settings(analysis_config, view)
     meta, _ = _meta(view, models_yaml, settings)
     failed = failed_tasks(scores)  # a partial run's failed tasks: listed, their categories not ranked
@@ -112,6 +115,7 @@ def leaderboard_step(
         tables[name].attrs[FAILED_TASKS_ATTR] = failed
         tables[name].attrs[FAILED_CELLS_ATTR] = cells_failed
         tables[name].attrs[MISSING_CELL_RULE_ATTR] = MISSING_CELL_RULE
+        tables[name].attrs[COVERAGE_NOTES_ATTR] = coverage_notes or {}
     for table_name in names:
         integrity.write_parquet(tables[table_name], outputs[table_name])
     board = tables["leaderboard"]

@@ -15,7 +15,7 @@ from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
 from geneb.core import integrity
 from geneb.tables.freshness import stale_warning
-from geneb.tables.scores import FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
+from geneb.tables.scores import COVERAGE_NOTES_ATTR, FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
 
 #: the columns each table-reading command needs, and the table it expects
 TABLES = {
@@ -131,6 +131,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
             out += f"\nfailed cell: {model} on {task}: {rec.get('error', '')}"
     if attrs.get(MISSING_CELL_RULE_ATTR):
         out += f"\nmissing cells: {attrs[MISSING_CELL_RULE_ATTR]}"
+    notes = attrs.get(COVERAGE_NOTES_ATTR) or {}
+    skipped = notes.get(str(b["protocol"].iloc[0]), {}) if isinstance(notes, dict) else {}
+    out += "".join(f"\nnot covered: {m}: {r}" for m, r in sorted(skipped.items()))
     return out
 
 

@@ -47,6 +47,7 @@ FIGURES: list[Figure] = [
     Figure("sensitivity", "geneb.figures.sensitivity:draw", ("sensitivity_leaderboard",), "sensitivity.rst"),
     Figure("pretraining_gain", "geneb.figures.pretraining:draw", ("pretraining_gain",), "pretraining_gain.rst"),
     Figure("critical_difference", "geneb.figures.cd:draw", ("leaderboard",), "critical_difference.rst"),
+    Figure("finetune_vs_probe", "geneb.figures.finetune_gain:draw", ("finetune_vs_probe",), "finetune_vs_probe.rst"),
 ]
 
 

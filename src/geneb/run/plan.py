@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from geneb.run.config_checks import (
     preflight_or_stop,
     read_yaml,
 )
+from geneb.run.finetune_plan import FineTunePlan
 from geneb.run.job_requests import ExtractionResources
 from geneb.run.layout import ResourceLayout, check_hash, params_hash
 from geneb.run.migrate import legacy_task_dir, migrate_legacy
@@ -86,7 +86,7 @@ class PlanLog(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
+class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
     """What `plan_run` decided for one run.
 
     config: the validated configuration, schema defaults filled, every mapping sorted (`stable_params`), local
@@ -242,7 +242,7 @@ class RunPlan(ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
         """Every results/<kind>/<protocol>/<model>/<task>.parquet of `tasks` (default: every configured task),
         protocols outermost and tasks innermost (Snakemake's `expand` order). kind: probes (score tables) or
         predictions."""
-        every = itertools.product(self.config["protocols"], self.models, self.tasks if tasks is None else tasks)
+        every = self.protocol_cells(self.tasks if tasks is None else tasks)  # finetune-lora: fine-tunable models
         combos = partial_run.kept_cells(every, self.partial)  # a partial run's failed (model, task) cells left out
         return [self.results_path(f"{kind}/{protocol}/{model}/{task}.parquet") for protocol, model, task in combos]
 

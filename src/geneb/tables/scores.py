@@ -83,6 +83,9 @@ MISSING_CELL_RULE = (
     "contaminated or not run) is shown there but not ranked (rank NA), and its macro and micro are NaN"
 )
 MISSING_CELL_RULE_ATTR = "geneb_missing_cell_rule"
+#: the parquet metadata key of leaderboard.parquet listing the models a protocol of the run skips, with the reason,
+#: {protocol: {model: reason}} (finetune-lora: models without a torch network; geneb.run.finetune_plan)
+COVERAGE_NOTES_ATTR = "geneb_coverage_notes"
 
 
 def failed_cells(path: str) -> dict[str, dict[str, dict[str, str]]]:

@@ -1,0 +1,1 @@
+"""Stage 3c, beside the probes: parameter-efficient fine-tuning (`finetune-lora`; docs/protocols.md)."""
