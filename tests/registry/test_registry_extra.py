@@ -110,3 +110,35 @@ def test_an_unknown_model_names_the_config_file_and_the_setting(tmp_path, shared
     assert "config/config.yaml: analysis.scale.rho_exclusions: entry 2: model 'nope' is not in the registry" in (
         proc.stdout
     )
+
+
+def test_a_hub_entry_of_the_user_file_is_pinned_in_the_lockfile_once(tmp_path, repo):
+    from geneb.registry.load import load_locked_registry
+    from geneb.registry.pins import read_pins
+    from hub_support import fake_hub, fake_sha
+
+    shipped = yaml.safe_load((repo / "config/models.yaml").read_text())["models"]["DNABERT-S"]
+    extra = tmp_path / "my_models.yaml"
+    extra.write_text(yaml.safe_dump({"models": {"my-dnabert-s": {**shipped, "display": "my copy"}}}, sort_keys=False))
+    pins = tmp_path / "model_revisions.yaml"
+    hub = {"zhihan1996/DNABERT-S": fake_sha("zhihan1996/DNABERT-S")}
+    args = (repo / "config/models.yaml", None, pins, ["my-dnabert-s"])
+    with fake_hub(hub) as (endpoint, seen):
+        registry, log, problems = load_locked_registry(*args, resolve=True, endpoint=endpoint, extra=[extra])
+        assert problems == "" and "pinned 1 hub model(s) once" in log[0]
+        assert read_pins(pins)["my-dnabert-s"]["revision"] == hub["zhihan1996/DNABERT-S"]
+        assert registry.spec("my-dnabert-s").source.revision == hub["zhihan1996/DNABERT-S"]
+        seen.clear()
+        _, log, _ = load_locked_registry(*args, resolve=True, endpoint=endpoint, extra=[extra])
+        assert seen == [] and "run at the commits locked in" in log[0]  # the lockfile pins it; the hub is not asked
+
+
+def test_geneb_models_lists_the_user_entries_of_the_config(tmp_path, repo, capsys):
+    from geneb.cli.app import main
+
+    extra = user_file(tmp_path / "mine")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"registry_extra": [str(extra)]}))
+    sheet, pins = str(repo / "config/models.yaml"), str(repo / "config/model_revisions.yaml")
+    assert main(["models", "--sheet", sheet, "--pins", pins, "--config", str(config)]) == 0
+    assert any(line.split()[:1] == ["mine"] for line in capsys.readouterr().out.splitlines())
