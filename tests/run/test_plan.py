@@ -181,7 +181,7 @@ def test_a_misspelled_model_in_an_exclusion_list_stops_the_plan(small_config, wh
     edit(analysis)
     for item in _exclusion_items(analysis):
         item["reason"] = "a test"
-    with pytest.raises(ValueError, match=rf"^{where}: model 'kmer-33' is not in the registry"):
+    with pytest.raises(ValueError, match=rf"^the config: {where}: entry 1: model 'kmer-33' is not in the registry"):
         plan(small_config)
     for item in _exclusion_items(analysis):
         item["model"] = "kmer-3"

@@ -32,6 +32,7 @@ PLAN = plan_run(
     conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
     partial_file=os.environ.get(PARTIAL_ENV),
     log=logger,
+    config_files=[str(f) for f in workflow.configfiles],
     # no job runs (-n, --touch, --lint, ...): nothing is moved. workflow.dryrun is set only when execution starts,
     # after parsing; the output settings have -n already, the command line the other modes
     dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun)

@@ -95,6 +95,7 @@ def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[
             pins=cfg["model_revisions"],
             weights=cfg["model_weights"],
             weights_dir=cfg["execution"]["weights_dir"],
+            extra=cfg["registry_extra"],
         )
         return extraction_settings(registry, model, cfg["alphabet"], device=cfg["execution"]["device"]), None
     from geneb.encoders.families.python_encoder import PythonEncoder, wrap_callable

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +50,12 @@ def registry(
     pins: str | Path | None,
     weights: Mapping[str, Any] | None,
     weights_dir: str | Path | None,
+    extra: Sequence[str | Path] = (),
 ) -> Registry:
-    """`geneb.registry.load.load_registry(sheet, pins=..., weights=..., weights_dir=...)`, validated in full, read
-    again only when the sheet, the pins file, an env file of envs/ or an argument changed (or the working directory,
-    against which relative paths resolve). Raises what `load_registry` raises."""
+    """`geneb.registry.load.load_registry(sheet, pins=..., weights=..., weights_dir=..., extra=...)`, validated in
+    full, read again only when the sheet, a user registry file of `extra` (config `registry_extra`), the pins file, an
+    env file of envs/ or an argument changed (or the working directory, against which relative paths resolve).
+    Raises what `load_registry` raises."""
     from geneb.registry.load import load_registry
 
     envs = tuple(sorted((p.name, _digest(p)) for p in Path(ENVS_DIR).glob("*.yaml")))
@@ -65,9 +67,10 @@ def registry(
         repr(sorted((weights or {}).items())),
         None if weights_dir is None else str(weights_dir),
         envs,
+        tuple((os.path.abspath(e), _digest(e)) for e in extra),
     )
     if key not in _registries:
-        loaded = load_registry(sheet, pins=pins, weights=weights, weights_dir=weights_dir)
+        loaded = load_registry(sheet, pins=pins, weights=weights, weights_dir=weights_dir, extra=extra)
         return _remember(_registries, key, loaded)
     return _registries[key]
 

@@ -10,6 +10,7 @@ from geneb.cli.cells import cmd_compare_cells
 from geneb.cli.common import CliError, Parser, positive_int
 from geneb.cli.envs import cmd_env_build, cmd_env_list
 from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
+from geneb.cli.pool import add_pool_commands
 from geneb.cli.results import cmd_leaderboard, cmd_recommend
 from geneb.cli.site import cmd_site
 from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--label", action="append", help="a run's name on the site, one per --results-dir, in order")
     st.add_argument("--captions", help="the figure caption folder (default workflow/report, when it exists)")
     st.set_defaults(func=cmd_site)
+    add_pool_commands(sub)
     cc = sub.add_parser(
         "compare-cells",
         help="paired test of two cells of a task (model, view, protocol, regime) on the same test items",

@@ -60,12 +60,13 @@ def read_registry(path: str, pins: str | None = None, config: str | None = None)
     """The model registry (config/models.yaml) through its one reader, `geneb.registry.load.load_registry`
     (schema and cross-field checks included), with the lockfile `pins` applied when given, and the
     `model_weights` paths and `execution.weights_dir` of the workflow config file `config` when given and
-    present (`weights_config`); CliError for a missing file, unreadable or malformed YAML, or an invalid
-    registry, lockfile or model_weights."""
+    present (`weights_config`), and the user registry files of its `registry_extra` merged in; CliError for a
+    missing file, unreadable or malformed YAML, or an invalid registry, lockfile or model_weights."""
     p = existing_file(path, "model sheet")
     weights, weights_dir = weights_config(config)
+    extra = registry_extra_config(config)
     try:
-        return load_registry(p, pins=pins, weights=weights, weights_dir=weights_dir)
+        return load_registry(p, pins=pins, weights=weights, weights_dir=weights_dir, extra=extra)
     except RegistryError as err:
         raise CliError(str(err)) from err
 
@@ -87,6 +88,22 @@ def weights_config(path: str | None) -> tuple[dict[str, str], str | None]:
     if not isinstance(weights, dict):
         raise CliError(f"config file {path}: model_weights must be a mapping {{model id: path}}, got {weights!r}")
     return {str(k): str(v) for k, v in weights.items()}, ((data.get("execution") or {}).get("weights_dir"))
+
+
+def registry_extra_config(path: str | None) -> list[str]:
+    """The user registry files of the config key `registry_extra` of the workflow config file `path` ([] when there
+    is no such file or key); CliError for a value that is not a list of paths."""
+    if path is None or not Path(path).is_file():
+        return []
+    import yaml
+
+    try:
+        extra = (yaml.safe_load(Path(path).read_text()) or {}).get("registry_extra") or []
+    except (yaml.YAMLError, UnicodeDecodeError, AttributeError) as err:
+        raise CliError(f"config file {path}: not a YAML mapping of config keys ({short_error(err)})") from err
+    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
+        raise CliError(f"config file {path}: registry_extra must be a list of registry files, got {extra!r}")
+    return extra
 
 
 def left_table(df: pd.DataFrame) -> str:

@@ -6,7 +6,7 @@ is in docs/adding-a-model.md.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ import yaml
 from geneb.core.envs import ENVS_DIR
 from geneb.core.schemas import load_schema, schema_errors
 from geneb.registry.checks import check_envs, check_registry
+from geneb.registry.extra import merge_extra, sheet_label
 from geneb.registry.families import FAMILIES
 from geneb.registry.pins import PinError, apply_pins, lock_revisions, read_pins
 from geneb.registry.python_entry import resolve_entry_paths
@@ -67,6 +68,21 @@ def _parse(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_merged(path: str | Path, extra: Sequence[str | Path] = ()) -> dict[str, Any]:
+    """The registry file `path` parsed, each file of `extra` parsed and its entries added
+    (`geneb.registry.extra.merge_extra`), a python entry's file path resolved against the folder of the file that
+    declares it. Raises RegistryError naming the file (an id clash: both files), OSError if one cannot be read."""
+    data = _parse(Path(path))
+    resolve_entry_paths(data, Path(path).parent)
+    extras = []
+    for file in extra:
+        more = _parse(Path(file))
+        resolve_entry_paths(more, Path(file).parent)
+        extras.append((str(file), more))
+    merge_extra(data, path, extras)
+    return data
+
+
 def load_registry(
     path: str | Path,
     schema: dict[str, Any] | None = None,
@@ -75,8 +91,10 @@ def load_registry(
     envs_dir: str | Path | None = ENVS_DIR,
     weights: Mapping[str, Any] | None = None,
     weights_dir: str | Path | None = None,
+    extra: Sequence[str | Path] = (),
 ) -> Registry:
-    """Read config/models.yaml (the only reader of that file), apply the pinned hub revisions of the file
+    """Read config/models.yaml (the only reader of that file; with the entries of each user registry file of
+    `extra`, config key `registry_extra`, added by `read_merged`), apply the pinned hub revisions of the file
     `pins` (config key `model_revisions`; geneb.registry.pins) and the weights paths of `weights` (config key
     `model_weights`: {model id: folder, archive or file}; `weights.apply_weights`), expand its random-init twin entries (`twins.expand_twin_entries`), validate the mapping against the JSON schema
     (`schema`, default workflow/schemas/models.schema.yaml), run the cross-field checks of `check_registry`
@@ -85,8 +103,8 @@ def load_registry(
     (`twins.add_implicit_twins`), and build the typed `Registry` (with `weights_dir`, the cache folder of external archives
     and downloads, default resources/model_weights). Raises RegistryError naming the file, the model and the
     field (for an env: the model, the env and the fix; for `model_weights`: the model)."""
-    data = _parse(Path(path))
-    resolve_entry_paths(data, Path(path).parent)  # a python entry's file path resolves against this file's folder
+    data = read_merged(path, extra)
+    path = sheet_label(path, extra)  # errors name every file
     if pins is not None:
         try:
             apply_pins(data, read_pins(pins))
@@ -133,6 +151,8 @@ def load_locked_registry(
     endpoint: str | None = None,
     weights: Mapping[str, Any] | None = None,
     weights_dir: str | Path | None = None,
+    extra: Sequence[str | Path] = (),
+    where: Mapping[str, str] | None = None,
 ) -> tuple[Registry, list[str], str]:
     """The registry with the lockfile `pins` and the config's `model_weights` paths (`weights`; cache folder
     `weights_dir`, config execution.weights_dir) applied, for a run of `models` (the workflow calls this once,
@@ -145,10 +165,18 @@ def load_locked_registry(
     from where, and the `model_weights` line). The caller raises it
     after its other checks of the config, so those keep their order.
 
-    Raises RegistryError for an unknown model id (with close matches) or a lockfile that cannot be used."""
-    registry = load_registry(path, schema, pins=pins, weights=weights, weights_dir=weights_dir)
+    extra: the user registry files (config `registry_extra`) merged with `path`; where: {model: the setting that
+    names it, e.g. "config.yaml: models: entry 3"}, the prefix of its error when it is not in the registry.
+
+    Raises RegistryError for an unknown model id (with close matches, the setting that names it and the registry
+    files) or a lockfile that cannot be used."""
+    registry = load_registry(path, schema, pins=pins, weights=weights, weights_dir=weights_dir, extra=extra)
     for model in models:
-        registry.spec(model)
+        try:
+            registry.spec(model)
+        except RegistryError as err:
+            setting = (where or {}).get(model, "models")
+            raise RegistryError(f"{setting}: {err} ({sheet_label(path, extra)})") from None
     lock = None
     log: list[str] = []
     if resolve:
@@ -160,7 +188,7 @@ def load_locked_registry(
         except PinError as err:
             raise RegistryError(f"{pins}: {err}") from err
         if lock.pinned:
-            registry = load_registry(path, schema, pins=pins, weights=weights, weights_dir=weights_dir)
+            registry = load_registry(path, schema, pins=pins, weights=weights, weights_dir=weights_dir, extra=extra)
             log.append(
                 f"pinned {len(lock.pinned)} hub model(s) once, written to the lockfile {pins}: "
                 + ", ".join(

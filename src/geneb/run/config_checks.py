@@ -14,6 +14,8 @@ import pandas as pd
 import yaml
 
 from geneb.core.schemas import SCHEMA_DIR, schema_problems, validate_with_defaults
+from geneb.registry.extra import write_merged_sheet
+from geneb.registry.load import load_locked_registry, read_merged
 from geneb.registry.registry import Registry, RegistryError, model_spec
 from geneb.registry.runnable import not_runnable
 from geneb.run.preflight import PreflightError, format_problems, preflight
@@ -49,6 +51,7 @@ def canonical_config_paths(config: dict[str, Any]) -> None:
     # the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them (case B44)
     for key in ("task_sheet", "model_sheet", "model_revisions"):
         config[key] = canonical_path(config[key])
+    config["registry_extra"] = [canonical_path(os.path.expanduser(p)) for p in config["registry_extra"]]
     config["model_weights"] = {m: canonical_path(os.path.expanduser(p)) for m, p in config["model_weights"].items()}
     published = config["analysis"]["published"]
     for key in ("dir", "registry", "claims"):
@@ -77,8 +80,52 @@ def caps_default_line(config: dict[str, Any]) -> str | None:
     )
 
 
-def check_exclusion_lists(config: dict[str, Any], registry: Registry) -> None:
-    # a misspelled id in an analysis exclusion list would silently exclude nothing
+def load_run_registry(
+    config: dict[str, Any], schema: dict[str, Any], *, resolve: bool, source: str
+) -> tuple[Registry, list[str], str]:
+    """`geneb.registry.load.load_locked_registry` for the run's config (model_sheet, model_revisions, the selected
+    models, model_weights, execution.weights_dir, registry_extra; `resolve`: pin what is unpinned), an unknown model
+    named with its setting in the config file(s) `source` (`model_settings`); then, with registry_extra files, the
+    merged registry made the config's model_sheet (`use_merged_sheet`). Returns what load_locked_registry returns;
+    raises what it raises."""
+    out = load_locked_registry(
+        config["model_sheet"],
+        schema,
+        config["model_revisions"],
+        config["models"],
+        resolve=resolve,
+        weights=config["model_weights"],
+        weights_dir=config["execution"]["weights_dir"],
+        extra=config["registry_extra"],
+        where=model_settings(config, source),
+    )
+    use_merged_sheet(config)  # jobs and analyses read the one merged file
+    return out
+
+
+def use_merged_sheet(config: dict[str, Any]) -> None:
+    """With `registry_extra` files: write the merged registry (`geneb.registry.extra.write_merged_sheet`, under
+    results_dir) and make it the config's model_sheet (registry_extra then empty), in place, so every job and
+    analysis reads the same entries. Call after the registry loaded, so errors name the user's files."""
+    if config["registry_extra"]:
+        data = read_merged(config["model_sheet"], config["registry_extra"])
+        config["model_sheet"] = canonical_path(write_merged_sheet(data, config["results_dir"]))
+        config["registry_extra"] = []
+
+
+def model_settings(config: dict[str, Any], source: str) -> dict[str, str]:
+    """{model: the setting of the config (file(s) `source`) that first names it}: "models: entry 3", else
+    "models_extra: entry 1", the prefix of its error when it is not in the registry."""
+    where: dict[str, str] = {}
+    for key in ("models_extra", "models"):
+        for i, model in enumerate(config[key]):
+            where[model] = f"{source}: {key}: entry {i + 1}"
+    return where
+
+
+def check_exclusion_lists(config: dict[str, Any], registry: Registry, source: str = "the config") -> None:
+    """Every model id of the analysis exclusion lists is in the registry; else ValueError naming the config file(s)
+    `source`, the setting and its entry (a misspelled id would silently exclude nothing)."""
     analysis = config["analysis"]
     for where, scale in (
         ("analysis.scale", analysis["scale"]),
@@ -88,11 +135,11 @@ def check_exclusion_lists(config: dict[str, Any], registry: Registry) -> None:
             ("rho_exclusions", scale.get("rho_exclusions") or []),
             ("in_domain.exclude_models", (scale.get("in_domain") or {}).get("exclude_models") or []),
         ):
-            for item in items:
+            for i, item in enumerate(items):
                 try:
                     model_spec(registry, item["model"])
                 except RegistryError as err:
-                    raise ValueError(f"{where}.{key}: {err}") from None
+                    raise ValueError(f"{source}: {where}.{key}: entry {i + 1}: {err}") from None
 
 
 def preflight_or_stop(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +25,6 @@ import pandas as pd
 from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_locked_registry
 from geneb.registry.python_entry import PRECOMPUTED, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
 from geneb.registry.twins import with_twins
@@ -38,6 +37,7 @@ from geneb.run.config_checks import (
     check_exclusion_lists,
     check_task_ids,
     default_schema_files,
+    load_run_registry,
     preflight_or_stop,
     read_yaml,
 )
@@ -281,11 +281,12 @@ def plan_run(
     partial_file: str | None,
     log: PlanLog,
     dry_run: bool = False,
+    config_files: Sequence[str] = (),
 ) -> RunPlan:
     """Plan one run of the workflow from `config` (as Snakemake loaded it; not changed: the plan holds a copy).
 
     schema_files: {"config" | "tasks" | "models": the path of that JSON schema}; default: workflow/schemas/ of this
-    checkout (the workflow passes Snakemake's copies, `workflow.source_path`).
+    checkout (the workflow passes Snakemake's copies, `workflow.source_path`); config_files: the files it was read from.
 
     In order, each step stopping the run with its own message: the config against the config schema (every problem
     listed, then the defaults filled in); a partial run's task list (`partial_file`, $GENEB_PARTIAL_RUN); mappings
@@ -328,21 +329,16 @@ def plan_run(
     if main_process and caps_line:
         log.info(caps_line)
     # the one reader of the registry: the main process pins unpinned hub models once (lockfile); jobs use the pins
-    registry, lock_log, not_runnable_message = load_locked_registry(
-        config["model_sheet"],
-        read_yaml(schemas["models"]),
-        config["model_revisions"],
-        config["models"],
-        resolve=main_process,
-        weights=config["model_weights"],
-        weights_dir=config["execution"]["weights_dir"],
+    source = " + ".join(config_files) or "the config"  # named by an error about a setting
+    registry, lock_log, not_runnable_message = load_run_registry(
+        config, read_yaml(schemas["models"]), resolve=main_process, source=source
     )
     if config["twins"]:  # a twin reads its model's configuration at its model's pin: nothing more to pin or check
         config["models"], twin_lines = with_twins(config["models"], registry.raw["models"])
         lock_log = [*lock_log, *twin_lines]
     for line in lock_log:
         log.info(line)
-    check_exclusion_lists(config, registry)
+    check_exclusion_lists(config, registry, source)
 
     here: list[str] = []
     task_params: dict[str, dict[str, Any]] = {}  # each task's params computed once (a mirror's files are hashed)

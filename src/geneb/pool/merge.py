@@ -1,0 +1,195 @@
+"""One results folder from several bundles (`geneb merge`): comparability checked (`geneb.pool.comparable`), the
+same cell from two bundles resolved by the rule below, the score table, the site's tables and the merged
+registry written, then the leaderboard and analysis tables built from them as the workflow builds a run's.
+
+The rule for a cell (protocol, model, task, regime, view) that two bundles both hold: identical rows (the same
+(seed, metric) rows with the same value, ci_low and ci_high) are kept once; differing rows are refused, naming the
+cell, both bundles and the first differing value, unless `prefer` names one of the bundles holding it, whose rows
+are then kept whole. Every decision is recorded in tables/pool.json (docs/pooling.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from geneb.core import integrity
+from geneb.core.schemas import load_schema
+from geneb.pool.bundle import SCORES, Bundle, BundleError, read_bundle, same_entry
+from geneb.pool.comparable import cell_frame, describe, mismatches
+
+#: the record of a merge, beside its tables
+POOL_RECORD = "tables/pool.json"
+#: the columns two copies of a cell must agree on
+VALUE_COLUMNS = ("seed", "metric", "value", "ci_low", "ci_high")
+
+
+class MergeError(ValueError):
+    """Bundles that cannot be merged: the message names each bundle, model, task, field and value."""
+
+
+def _rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    cols = [c for c in VALUE_COLUMNS if c in frame.columns]
+    return sorted(tuple("nan" if pd.isna(v) else v for v in row) for row in frame[cols].itertuples(index=False))
+
+
+def resolve_cells(bundles: Sequence[Bundle], prefer: str | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(the pooled score rows, the record of every cell two bundles held: deduplicated or preferred). Raises
+    MergeError for a cell held by two bundles with differing rows that `prefer` does not settle, naming each."""
+    owner: dict[str, str] = {}
+    kept: dict[str, pd.DataFrame] = {}
+    record: dict[str, Any] = {"deduplicated": [], "preferred": []}
+    conflicts: list[str] = []
+    for b in bundles:
+        for cell, rows in cell_frame(b.scores).groupby("_cell", sort=True):
+            cell = str(cell)
+            if cell not in kept:
+                owner[cell], kept[cell] = b.name, rows
+                continue
+            if _rows(rows) == _rows(kept[cell]):
+                record["deduplicated"].append({"cell": cell, "bundles": [owner[cell], b.name]})
+            elif prefer in (owner[cell], b.name):
+                if prefer == b.name:
+                    owner[cell], kept[cell] = b.name, rows
+                record["preferred"].append({"cell": cell, "kept": prefer})
+            else:
+                first = (
+                    next((x, y) for x, y in zip(_rows(kept[cell]), _rows(rows), strict=False) if x != y)
+                    if len(rows) == len(kept[cell])
+                    else (f"{len(kept[cell])} rows", f"{len(rows)} rows")
+                )
+                conflicts.append(
+                    f"cell {cell}: {owner[cell]} has {first[0]}, {b.name} has {first[1]} "
+                    f"(rows {', '.join(VALUE_COLUMNS)})"
+                )
+    if conflicts:
+        raise MergeError(
+            "the same cell differs between bundles; rerun one, or keep one bundle's rows with --prefer BUNDLE:\n"
+            + "\n".join(conflicts[:20])
+            + (f"\n... and {len(conflicts) - 20} more" if len(conflicts) > 20 else "")
+        )
+    scores = pd.concat(kept.values(), ignore_index=True).drop(columns="_cell")
+    return scores, record
+
+
+def merged_registry(bundles: Sequence[Bundle]) -> dict[str, Any]:
+    """{model: entry} of every bundle's registry; MergeError when two bundles give one id different entries."""
+    out: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for b in bundles:
+        for model, entry in b.registry.items():
+            if model in out and not same_entry(out[model], entry):
+                raise MergeError(
+                    f"model {model}: its registry entry in {b.name} differs from the one in {where[model]}; "
+                    "a model id names one model"
+                )
+            out.setdefault(model, entry)
+            where.setdefault(model, b.name)
+    return out
+
+
+def _table(bundles: Sequence[Bundle], name: str, key: str) -> pd.DataFrame | None:
+    """One row per `key` of the bundles' table `name`: the most complete row (fewest empty cells: a run without a
+    shortcut model has no shortcut columns in its task audit), ties to the first bundle; None if none has it."""
+    frames = [b.tables[name] for b in bundles if name in b.tables]
+    if not frames:
+        return None
+    rows = pd.concat(frames, ignore_index=True)
+    order = rows.assign(_empty=rows.isna().sum(axis=1), _at=range(len(rows))).sort_values(["_empty", "_at"])
+    first = order.drop_duplicates(subset=[key], keep="first").sort_values("_at")
+    return rows.loc[first.index].reset_index(drop=True)
+
+
+def merge_bundles(
+    paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *, prefer: str | None = None
+) -> dict[str, Any]:
+    """Read and check each bundle of `paths`, refuse rows that are not comparable (MergeError naming each bundle,
+    model, task, field and both values), pool the cells (module rule; `prefer`: a bundle's file name), and write
+    `out`/tables/scores.parquet, task_audit and models (per task or model the most complete row, `_table`), `out`/registry/models.yaml and tables/pool.json. Returns the pool record. Raises
+    BundleError for a bundle that fails its manifest, MergeError as above and for a `prefer` that names no
+    bundle."""
+    bundles = [read_bundle(p) for p in paths]
+    names = [b.name for b in bundles]
+    if len(set(names)) != len(names):
+        raise MergeError(f"two bundles have the same file name among {names}; rename one (errors name bundles by it)")
+    if prefer is not None and prefer not in names:
+        raise MergeError(f"--prefer {prefer!r} is not one of the bundles {names}")
+    found = mismatches(bundles)
+    if found:
+        raise MergeError(describe(found))
+    scores, record = resolve_cells(bundles, prefer)
+    root = Path(out)
+    (root / "tables").mkdir(parents=True, exist_ok=True)
+    scores.attrs = {}
+    integrity.write_parquet(scores, root / SCORES)
+    for name, key in (("task_audit", "task"), ("models", "model")):
+        table = _table(bundles, name, key)
+        if table is not None:
+            integrity.write_parquet(table, root / "tables" / f"{name}.parquet")
+    (root / "registry").mkdir(exist_ok=True)
+    version = load_schema("models")["properties"]["schema_version"]["const"]  # the registry format's version
+    registry = {"schema_version": version, "models": merged_registry(bundles)}
+    (root / "registry" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+    record = {
+        "bundles": [
+            {"name": b.name, "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest(), "rows": len(b.scores)}
+            for b, p in zip(bundles, paths, strict=True)
+        ],
+        "rule": "a cell two bundles hold: identical rows kept once; differing rows refused unless --prefer",
+        "prefer": prefer,
+        "rows": len(scores),
+        **record,
+    }
+    (root / POOL_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(analysis, leaderboard) sections of the workflow config file `config_file`, validated and defaults filled
+    as a run's are (`geneb.run.config_checks.check_config`). Raises ValueError for an invalid config."""
+    from geneb.run.config_checks import check_config, default_schema_files, read_yaml
+
+    config = read_yaml(Path(config_file))
+    checked = check_config(copy.deepcopy(config), read_yaml(Path(default_schema_files()["config"])))
+    return checked["analysis"], checked["leaderboard"]
+
+
+def build_tables(
+    results_dir: str | os.PathLike[str], *, config_file: str | os.PathLike[str], task_sheet: str | os.PathLike[str]
+) -> list[str]:
+    """Build the leaderboard tables (leaderboard, leaderboard_tasks, contamination, leaderboard_clean) and the
+    analysis tables of a merged results folder from its tables/scores.parquet and registry/models.yaml, with the
+    analysis settings of `config_file`, as the workflow's rules `leaderboard` and `analyses` do (no predictions:
+    the analyses that need the kept per-item predictions say so). Returns the tables written."""
+    from geneb.analysis.steps import analyses_step, leaderboard_step
+
+    root = Path(results_dir)
+    tables = root / "tables"
+    if not (tables / "scores.parquet").is_file():
+        raise BundleError(f"merge: {tables / 'scores.parquet'} not found; not a merged results folder")
+    analysis, board = analysis_sections(config_file)
+    common: dict[str, Any] = {
+        "scores": str(tables / "scores.parquet"),
+        "models_yaml": str(root / "registry" / "models.yaml"),
+        "tasks_tsv": str(task_sheet),
+        "analysis_config": analysis,
+        "view": "geneb",
+    }
+    names = ("leaderboard", "leaderboard_tasks", "contamination", "leaderboard_clean")
+    audit = tables / "task_audit.parquet"
+    leaderboard_step(
+        **common,
+        outputs={n: str(tables / f"{n}.parquet") for n in names},
+        leaderboard_config=board,
+        task_audit=str(audit) if audit.is_file() else None,
+    )
+    analyses_step(**common, predictions_root=None, outdir=str(tables))
+    return sorted(str(p) for p in tables.glob("*.parquet"))
