@@ -59,6 +59,10 @@ def paper_style():
         yield
 
 
+#: the PNG text-chunk key of an `empty_figure`'s message (why the figure does not apply to the run)
+NOT_APPLICABLE_KEY = "geneb-not-applicable"
+
+
 def save(fig, png_path: str | Path) -> tuple[Path, Path]:
     """Save `fig` as `png_path` (300 dpi) and the same name with `.pdf`, atomically; close the figure.
 
@@ -70,7 +74,10 @@ def save(fig, png_path: str | Path) -> tuple[Path, Path]:
     pdf = png.with_suffix(".pdf")
     for path, fmt in ((png, "png"), (pdf, "pdf")):
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata={"Software": "geneb"} if fmt == "png" else None)
+            meta = {"Software": "geneb"}
+            if getattr(fig, "geneb_not_applicable", None):
+                meta[NOT_APPLICABLE_KEY] = str(fig.geneb_not_applicable)
+            fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata=meta if fmt == "png" else None)
     plt.close(fig)
     return png, pdf
 
@@ -93,8 +100,10 @@ def short_all(labels: list[str], width: int = 28) -> list[str]:
 
 
 def empty_figure(message: str, width: float = SINGLE_COLUMN):
-    """A small figure that states why there is nothing to plot (an output must still exist)."""
+    """A small figure that states why there is nothing to plot (an output must still exist); `save` writes
+    `message` into the PNG's text chunk NOT_APPLICABLE_KEY, so a report shows that line instead of the figure."""
     fig, ax = plt.subplots(figsize=(width, 1.2))
+    fig.geneb_not_applicable = message
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
     return fig

@@ -27,7 +27,7 @@ from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
 from geneb.figures.compare import rank_figure
 from geneb.figures.style import paper_style, save
-from geneb.report.html import CSS, PROVENANCE_COLUMNS, figure_html, plural, table_html
+from geneb.report.render import CSS, PROVENANCE_COLUMNS, figure_html, plural, table_html
 from geneb.tables.freshness import stale_warnings
 
 #: the regime the headline and figure use (the others are in the tables)
