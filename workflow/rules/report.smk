@@ -77,6 +77,9 @@ rule compare_published_report:
         left_out=results("tables/compare_published_left_out.parquet"),
         tasks=results("tables/compare_published_tasks.parquet"),
         summary=results("tables/compare_published_summary.json"),
+        # the run cards (scores_inputs.json beside it: the embedding files) and the registry's facts
+        scores=results("tables/scores.parquet"),
+        models=config["model_sheet"],
     output:
         html=report(
             results("report/compare_published.html"),

@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from PIL import Image
@@ -42,6 +44,8 @@ td:first-child,th:first-child{{text-align:left}}
 figure{{margin:1em 0}}figure img{{max-width:100%;height:auto;border:1px solid #eee}}
 figcaption{{font-size:.85em;color:#444}}pre{{background:#f7f7f7;padding:.6em;white-space:pre-wrap;font-size:.8em}}
 .headline li{{margin:.2em 0}}.note{{color:#666;font-size:.85em}}.na{{color:#555;margin:.4em 0}}
+dl.card{{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;font-size:.85em}}
+dl.card dt{{font-weight:600}}dl.card dd{{margin:0;overflow-wrap:anywhere}}
 .warn{{background:#fff4e5;border-left:4px solid #e69f00;padding:.4em .6em}}
 """
 #: the provenance columns every table carries (`geneb.tables.scores.with_code_revision`); a report states them once,
@@ -172,3 +176,16 @@ def figure_html(png: Path, name: str, caption: str) -> str:
         f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" width="{shown}" src="data:image/png;base64,{data}">'
         f"<figcaption>{cap}</figcaption></figure>"
     )
+
+
+def facts_html(facts: Mapping[str, Any]) -> str:
+    """A definition list of `facts` (label: escaped value), leaving out empty values; a whole float of 1,000 or
+    more (a parameter count) with thousands separators."""
+    items = []
+    for k, v in facts.items():
+        if v is None or v == "" or (isinstance(v, float) and v != v):
+            continue
+        if isinstance(v, float) and v.is_integer() and abs(v) >= 1000:
+            v = f"{int(v):,}"
+        items.append(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>")
+    return "<dl class='card'>" + "".join(items) + "</dl>" if items else "<p class='note'>(nothing recorded)</p>"
