@@ -140,7 +140,8 @@ def test_the_comparison_report_states_coverage_left_out_tasks_rules_and_caveat(c
     cards = text[text.index("id='run-cards'") : text.index("id='left-out'")]
     for model in USER:
         assert f"<h3>{model}</h3>" in cards
-    assert "<dt>pretraining_data</dt>" in cards and "<dt>params</dt>" in cards
+    assert "<dt>pretraining_data</dt>" in cards and "<dt>params</dt><dd>720,000</dd>" in cards
+    assert "<dt>trained_on_tasks</dt><dd>gue_prom_core_all, " in cards and "(&#x27;" not in cards
     cite = text[text.index("id='cite'") : text.index("id='provenance'")]
     assert "GENEB version" in cite and "GENEB commit" in cite and "config hash" in cite
     assert "arXiv 2606.04525" in cite and "darlednik/GENEB" in cite and "published scores sha256" in cite

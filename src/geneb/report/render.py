@@ -179,13 +179,17 @@ def figure_html(png: Path, name: str, caption: str) -> str:
 
 
 def facts_html(facts: Mapping[str, Any]) -> str:
-    """A definition list of `facts` (label: escaped value), leaving out empty values; a whole float of 1,000 or
-    more (a parameter count) with thousands separators."""
+    """A definition list of `facts` (label: escaped value), leaving out empty values; a list as its items
+    comma-joined; a whole float (a parameter count) as an integer with thousands separators."""
     items = []
     for k, v in facts.items():
+        if hasattr(v, "item") and not hasattr(v, "__len__"):  # a numpy scalar
+            v = v.item()
+        if isinstance(v, (list, tuple)) or hasattr(v, "__array__"):
+            v = ", ".join(map(str, list(v))) if len(v) else None
         if v is None or v == "" or (isinstance(v, float) and v != v):
             continue
-        if isinstance(v, float) and v.is_integer() and abs(v) >= 1000:
+        if isinstance(v, float) and v.is_integer():
             v = f"{int(v):,}"
         items.append(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>")
     return "<dl class='card'>" + "".join(items) + "</dl>" if items else "<p class='note'>(nothing recorded)</p>"
