@@ -88,6 +88,8 @@ rule compare_published_report:
         ),
         png=results("figures/compare_published.png"),
         pdf=results("figures/compare_published.pdf"),
+        # the k-shot regimes' figures (the published models have every regime, so the report draws each)
+        kshot=multiext(results("figures/compare_published_"), "10shot.png", "10shot.pdf", "1shot.png", "1shot.pdf"),
     log:
         "logs/report/compare_published.log",
     conda:
