@@ -17,7 +17,7 @@ if [ "${GENEB_TEST_SYSTEM:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get
 fi
 
 # Style gates first (cheap, and a finding fails the run): lint, formatting, Snakemake formatting and lint, then
-# the type checker over the packages `[tool.mypy] files` lists in pyproject.toml.
+# the type checker over the whole package (`[tool.mypy] files` in pyproject.toml: src/geneb).
 ruff check --quiet src workflow tools bench tests
 ruff format --check --quiet src workflow tools bench tests
 snakefmt --check Snakefile workflow

@@ -65,7 +65,9 @@ def test_published_chain_runs_and_writes_every_output(workdir):
     for name in figure_names():
         assert (out / "figures" / f"{name}.png").exists() and (out / "figures" / f"{name}.pdf").exists()
     html = (out / "report" / "geneb_report.html").read_text()
-    assert html.count("data:image/png;base64,") == len(figure_names())
+    # every figure drawn, or (nothing to plot for the published models: no layers, twins) its one line why not
+    shown = html.count("data:image/png;base64,")
+    assert shown + html.count("<p class='na' id='fig-") == len(figure_names()) and shown >= 6
     scale = pd.read_parquet(out / "tables" / "scale.parquet").query("regime == 'full'").set_index("subset")
     assert round(scale.loc["all", "rho"], 3) == 0.573 and round(scale.loc["excluding", "rho"], 3) == 0.694
     reproduced = pd.read_parquet(out / "tables" / "reproduce_paper.parquet").set_index("claim")

@@ -42,7 +42,12 @@ def same_split(catalogue) -> list[str]:
 
 def _user_scores(catalogue, tasks) -> pd.DataFrame:
     cats = catalogue.loc[tasks, "category"].to_dict()
-    values = grid(USER, tasks, lambda m, t, r: 0.3 + 0.04 * (len(t) % 7) + (0.2 if m == USER[0] else 0.0))
+    values = grid(
+        USER,
+        tasks,
+        lambda m, t, r: 0.3 + 0.04 * (len(t) % 7) + (0.2 if m == USER[0] else 0.0) - 0.1 * ("shot" in r),
+        regimes=("full", "10shot", "1shot"),
+    )
     return check_scores(scores_from_values(values, cats))
 
 
@@ -110,18 +115,43 @@ def test_reference_caveats_name_the_published_models_geneb_corrects(repo):
     assert rows[0]["page"] == "docs/adapters/biofm.md" and "mask" in rows[0]["change"]
 
 
-def test_the_comparison_report_states_coverage_left_out_tasks_rules_and_caveat(compared, tmp_path):
+def test_the_comparison_report_states_coverage_left_out_tasks_rules_and_caveat(compared, tmp_path, repo):
     out = tmp_path / "report" / "compare_published.html"
     png = tmp_path / "figures" / "compare_published.png"
-    build_compare_report(compared["board"], compared["left"], compared["tasks"], compared["summary"], out, png)
+    scores = compared["board"].with_name("scores.parquet")
+    build_compare_report(
+        compared["board"],
+        compared["left"],
+        compared["tasks"],
+        compared["summary"],
+        out,
+        png,
+        scores_path=scores,
+        models_yaml=repo / "config" / "models.yaml",
+    )
     text = out.read_text()
     assert png.is_file() and png.with_suffix(".pdf").is_file() and "data:image/png;base64," in text
+    # every regime: its section, its figure (files beside the full one), its placement of each user model
+    for regime in ("full", "10shot", "1shot"):
+        assert f"<h2 id='regime-{regime}'>" in text and f"<b>kmer-3to6</b> ({regime}): rank" in text
+        assert f"Your models per category ({regime})" in text
+    assert png.with_name("compare_published_10shot.png").is_file() and text.count("data:image/png;base64,") == 3
+    # each user model's run card (the site's model card: registry facts, provenance) and how to cite
+    cards = text[text.index("id='run-cards'") : text.index("id='left-out'")]
+    for model in USER:
+        assert f"<h3>{model}</h3>" in cards
+    assert "<dt>pretraining_data</dt>" in cards and "<dt>params</dt><dd>720,000</dd>" in cards
+    assert "<dt>trained_on_tasks</dt><dd>gue_prom_core_all, " in cards and "(&#x27;" not in cards
+    cite = text[text.index("id='cite'") : text.index("id='provenance'")]
+    assert "GENEB version" in cite and "GENEB commit" in cite and "config hash" in cite
+    assert "arXiv 2606.04525" in cite and "darlednik/GENEB" in cite and "published scores sha256" in cite
     assert "13 of 100 paper tasks, 3 of 13 categories (Promoters 4 of " in text
     assert re.search(
-        r"<b>kmer-3to6</b>: rank \d+ of \d+ ranked models by macro MCC \(0\.\d{3}, 95% CI 0\.\d{3}–0\.\d{3}\)", text
+        r"<b>kmer-3to6</b> \(full\): rank \d+ of \d+ ranked models by macro MCC \(0\.\d{3}, 95% CI 0\.\d{3}–0\.\d{3}\)",
+        text,
     )
     assert "rank interval" in text and "over 200 task resamples" in text
-    assert "<b>mistral-dna-1m-ft-prom</b>: not ranked" in text
+    assert "<b>mistral-dna-1m-ft-prom</b> (full): not ranked" in text
     assert "1 task for mistral-dna-1m-ft-prom: left out: the model was trained on this task: gue_prom_core_all" in text
     assert "87 tasks for all models: paper task not run by the user" in text
     assert "Contamination rule</b> (analysis.contamination: exclude)" in text and "trained_on_tasks" in text

@@ -40,5 +40,8 @@ def test_tiny_runs_produce_every_output(models, tmp_path):
     out = build_report(
         tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={}, captions=report_captions(CAPTIONS)
     )
-    assert out.read_text().count("data:image/png;base64,") == len(figure_names()) == 11
+    text = out.read_text()
+    # every figure: drawn, or (nothing to plot in so small a run) the one line saying why
+    assert text.count("data:image/png;base64,") + text.count("<p class='na' id='fig-") == len(figure_names()) == 11
+    assert "<p class='na' id='fig-scale'><b>Scale (figure)</b>: no scale analysis" in text
     assert json.loads((tmp_path / "tables" / "analysis_summary.json").read_text())["protocols"]

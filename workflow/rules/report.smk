@@ -80,6 +80,9 @@ rule compare_published_report:
         left_out=results("tables/compare_published_left_out.parquet"),
         tasks=results("tables/compare_published_tasks.parquet"),
         summary=results("tables/compare_published_summary.json"),
+        # the run cards (scores_inputs.json beside it: the embedding files) and the registry's facts
+        scores=results("tables/scores.parquet"),
+        models=config["model_sheet"],
     output:
         html=report(
             results("report/compare_published.html"),
@@ -88,6 +91,8 @@ rule compare_published_report:
         ),
         png=results("figures/compare_published.png"),
         pdf=results("figures/compare_published.pdf"),
+        # the k-shot regimes' figures (the published models have every regime, so the report draws each)
+        kshot=multiext(results("figures/compare_published_"), "10shot.png", "10shot.pdf", "1shot.png", "1shot.pdf"),
     log:
         "logs/report/compare_published.log",
     conda:

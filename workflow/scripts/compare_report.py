@@ -11,4 +11,6 @@ build_compare_report(
     snakemake.input.summary,
     snakemake.output.html,
     snakemake.output.png,
+    scores_path=snakemake.input.scores,
+    models_yaml=snakemake.input.models,
 )

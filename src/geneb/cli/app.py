@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 
 from geneb.cli.cells import cmd_compare_cells
 from geneb.cli.common import CliError, Parser, positive_int
@@ -137,8 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("recommend", cmd_recommend, "tables/recommendations.parquet", "recommend a model for a category"),
     ):
         s = sub.add_parser(name, help=help_)
-        s.add_argument("--category", default="macro" if name == "leaderboard" else None, required=name == "recommend")
-        s.add_argument("--regime", default="full", choices=REGIMES)
+        s.add_argument("--category", default="macro" if name == "leaderboard" else None)
+        s.add_argument("--regime", default=None, choices=REGIMES, help="default full (with --model: every regime)")
+        s.add_argument("--model", help="one model's rows: where it stands in every category (and regime)")
         s.add_argument("--protocol")
         s.add_argument(
             "--results-dir",
@@ -211,13 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="record the digest of each file written before GENEB recorded them, when it reads whole",
     )
     v.set_defaults(func=cmd_verify)
-    for name, func, help_ in (
+    passthrough: tuple[tuple[str, Callable[[argparse.Namespace], int], str], ...] = (
         ("sbatch-preview", cmd_sbatch_preview, "print the sbatch call of every job a Slurm run would submit"),
         ("recover", cmd_recover, "resume a run killed hard: unlock, remove partial files, rerun the incomplete"),
-    ):
+    )
+    for name, run_snakemake, help_ in passthrough:
         # every argument after the command goes to snakemake (main passes the unparsed rest); -h is theirs
         s = sub.add_parser(name, help=help_ + " (snakemake arguments follow)", add_help=False)
-        s.set_defaults(func=func, snakemake_args=[], passthrough=True)
+        s.set_defaults(func=run_snakemake, snakemake_args=[], passthrough=True)
     return p
 
 

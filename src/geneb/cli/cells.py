@@ -69,7 +69,12 @@ def cmd_compare_cells(args: argparse.Namespace) -> str:
     frames, views = [], []
     for cell in (a, b):
         frame = read_cell(
-            root, task=args.task, view=cell.get("view"), **{k: cell[k] for k in ("protocol", "model", "regime")}
+            root,
+            task=args.task,
+            view=cell.get("view"),
+            protocol=cell["protocol"],
+            model=cell["model"],
+            regime=cell["regime"],
         )
         frames.append(frame)
         views.append(str(frame["view"].iloc[0]) if "view" in frame.columns else "default")

@@ -11,6 +11,7 @@ from geneb.analysis.inputs.metadata import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import load_registry
+from geneb.registry.python_entry import PRECOMPUTED, PYTHON
 from geneb.registry.registry import RegistryError
 from geneb.registry.runnable import environment_refusals, refusals
 from geneb.registry.spec import ModelSpec
@@ -20,9 +21,27 @@ from geneb.tables.scores import AnalysisInputError
 DEFAULT_ENV = "geneb"
 
 
+def entry_source(spec: ModelSpec) -> str:
+    """What `geneb models` shows as an entry's source: the source kind, or for a `family: python` entry its
+    factory (`python file enc.py:make`, `python module pkg.mod:make`, `python entry-point NAME`; a file under the
+    working directory relative to it) and for a `family: precomputed` entry the folder its vectors are in."""
+    if spec.family == PYTHON and spec.load.entry:
+        entry = spec.load.entry
+        kind = "entry-point" if ":" not in entry else ("file" if entry.rsplit(":", 1)[0].endswith(".py") else "module")
+        if kind == "file":
+            path, factory = entry.rsplit(":", 1)
+            if Path(path).resolve().is_relative_to(Path.cwd()):
+                path = str(Path(path).resolve().relative_to(Path.cwd()))
+            entry = f"{path}:{factory}"
+        return f"python {kind} {entry}"
+    if spec.family == PRECOMPUTED and spec.source.path:
+        return f"precomputed {spec.source.path}"
+    return spec.source.kind
+
+
 def model_status(spec: ModelSpec) -> dict[str, str]:
     """How `geneb models` shows one entry's runtime: env (the entry's `env`, where the spec has that field, else
-    DEFAULT_ENV), source (its kind), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
+    DEFAULT_ENV), source (`entry_source`), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
     that is not on the hub), runnable ("yes" / "no": here, in this environment), why_not (short reasons,
     "; "-joined: `runnable.refusals`, then what this environment lacks, `runnable.environment_refusals`)."""
     src = spec.source
@@ -35,7 +54,7 @@ def model_status(spec: ModelSpec) -> dict[str, str]:
     why = [short for short, _ in refusals(spec) + environment_refusals(spec)]
     return {
         "env": str(getattr(spec, "env", None) or DEFAULT_ENV),
-        "source": src.kind,
+        "source": entry_source(spec),
         "pin": pin,
         "runnable": "no" if why else "yes",
         "why_not": "; ".join(why),

@@ -7,12 +7,22 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
+from geneb.cli.standing import (
+    beside_tables,
+    check_model,
+    format_board,
+    format_standing,
+    model_board,
+    single_model_answer,
+    standing,
+)
 from geneb.core import integrity
 from geneb.tables.freshness import stale_warning
 from geneb.tables.scores import COVERAGE_NOTES_ATTR, FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
@@ -37,9 +47,9 @@ def table_path(args: argparse.Namespace, what: str) -> str:
     return args.table or f"{(args.results_dir or 'results').rstrip('/')}/{DEFAULT_TABLES[what]}"
 
 
-def _read(path: str, what: str) -> pd.DataFrame:
+def _read(path: str, what: str, *, allow_empty: bool = False) -> pd.DataFrame:
     """The `what` table ("leaderboard" or "recommendation") at `path`; CliError when it is missing, not
-    parquet, empty, or lacks the columns the command needs."""
+    parquet, empty (unless `allow_empty`), or lacks the columns the command needs."""
     cols, expected = TABLES[what]
     p = existing_file(path, f"{what} table", "; run `snakemake leaderboard` (or the analyses) first, or pass --table")
     try:
@@ -47,6 +57,8 @@ def _read(path: str, what: str) -> pd.DataFrame:
     except (OSError, ValueError, pa.ArrowException) as err:
         why = "not a parquet file, or a corrupt one" if isinstance(err, pa.ArrowInvalid) else short_error(err)
         raise CliError(f"{p} cannot be read as a table ({why}); expected {expected}") from err
+    if df.empty and allow_empty:
+        return df
     if df.empty:
         raise CliError(f"{what} table {p} has no rows")
     missing = [c for c in cols if c not in df.columns]
@@ -99,8 +111,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     (`leaderboard_clean.parquet` beside `--table`)."""
     if getattr(args, "clean", False):
         args.table = str(Path(table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
+    if args.model:
+        args.table = table_path(args, "leaderboard")
+        board = protocol_rows(_read(args.table, "leaderboard"), args.protocol)
+        check_model(board, args.model, args.table)
+        rows = model_board(board, args.model, args.regime, beside_tables(args.table)[2])
+        return format_board(rows, args.model, board["protocol"].iloc[0])
+    args.regime = args.regime or "full"
     b, cat = _rows(args, "leaderboard")
-    attrs = integrity.read_parquet(args.table).attrs
+    attrs: dict[str, Any] = {str(k): v for k, v in integrity.read_parquet(args.table).attrs.items()}
     every = b
     b = b.sort_values(["rank", "model"], na_position="last").head(args.top)
     cols = ["rank", "model", "value", "n_tasks", "borda_rank", "complete"]
@@ -137,7 +156,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     return out
 
 
-def _marks(rows: pd.DataFrame, attrs: dict[str, object]) -> str:
+def _marks(rows: pd.DataFrame, attrs: dict[str, Any]) -> str:
     """The lines under a leaderboard: each unranked row and why, each flagged task feeding the rows with its
     reason, and the tasks the ranking leaves out (none of these for a table written before they existed)."""
     out = ""
@@ -163,7 +182,49 @@ def _marks(rows: pd.DataFrame, attrs: dict[str, object]) -> str:
     return out
 
 
+def _recommend_model(args: argparse.Namespace) -> str:
+    """`geneb recommend --model`: the model's standing per regime and category (`standing`)."""
+    path = table_path(args, "recommendation")
+    table = _read(path, "recommendation", allow_empty=True)
+    board, recs, intervals = beside_tables(path)
+    if "rank" in table.columns and len(table):  # the comparison table: ranks, CIs and roles in one
+        board, recs = table, table
+    elif len(table):
+        recs = table
+    if board is None:
+        raise CliError(f"no leaderboard.parquet beside {path}: `recommend --model` needs the run's leaderboard")
+    board = protocol_rows(board, args.protocol)
+    check_model(board, args.model, str(Path(path).with_name("leaderboard.parquet")))
+    protocol = board["protocol"].iloc[0]
+    recs = None if recs is None else recs[recs["protocol"] == protocol]
+    intervals = None if intervals is None else intervals[intervals["protocol"] == protocol]
+    st = standing(board, recs, intervals, args.model)
+    if args.regime:
+        st = st[st["regime"] == args.regime]
+    if args.category:
+        st = st[st["category"] == category_name(args.category)]
+    if st.empty:
+        raise CliError(f"model {args.model!r} has no row for the regime / category asked in {path}")
+    return format_standing(st, args.model, protocol, _ci_label(path, table) if len(table) else None)
+
+
 def cmd_recommend(args: argparse.Namespace) -> str:
+    """The best model of a category (and those the tie rule cannot tell apart from it); with --model, where that
+    model stands in every category; on a run whose leaderboard ranks one model, that model, best by default."""
+    if args.model:
+        return _recommend_model(args)
+    if not args.category:
+        raise CliError("recommend needs --category (or --model, for where one model stands in every category)")
+    args.regime = args.regime or "full"
+    path = table_path(args, "recommendation")
+    if _read(path, "recommendation", allow_empty=True).empty:
+        board = beside_tables(path)[0]
+        answer = None
+        if board is not None:
+            answer = single_model_answer(protocol_rows(board, args.protocol), category_name(args.category), args.regime)
+        if answer is None:
+            raise CliError(f"recommendation table {path} has no rows")
+        return answer
     r, cat = _rows(args, "recommendation")
     best = r[r["role"] == "best"]
     if best.empty:

@@ -63,6 +63,12 @@ def paper_style() -> Iterator[None]:
         yield
 
 
+#: the PNG text-chunk key of an `empty_figure`'s message (why the figure does not apply to the run)
+NOT_APPLICABLE_KEY = "geneb-not-applicable"
+#: the attribute an `empty_figure` carries its message in until `save`
+NOT_APPLICABLE_ATTR = "geneb_not_applicable"
+
+
 def save(fig: Figure, png_path: str | Path) -> tuple[Path, Path]:
     """Save `fig` as `png_path` (300 dpi) and the same name with `.pdf`, atomically; close the figure.
 
@@ -74,7 +80,11 @@ def save(fig: Figure, png_path: str | Path) -> tuple[Path, Path]:
     pdf = png.with_suffix(".pdf")
     for path, fmt in ((png, "png"), (pdf, "pdf")):
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata={"Software": "geneb"} if fmt == "png" else None)
+            meta = {"Software": "geneb"}
+            why = getattr(fig, NOT_APPLICABLE_ATTR, None)
+            if why:
+                meta[NOT_APPLICABLE_KEY] = str(why)
+            fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata=meta if fmt == "png" else None)
     plt.close(fig)
     return png, pdf
 
@@ -97,8 +107,10 @@ def short_all(labels: list[str], width: int = 28) -> list[str]:
 
 
 def empty_figure(message: str, width: float = SINGLE_COLUMN) -> Figure:
-    """A small figure that states why there is nothing to plot (an output must still exist)."""
+    """A small figure that states why there is nothing to plot (an output must still exist); `save` writes
+    `message` into the PNG's text chunk NOT_APPLICABLE_KEY, so a report shows that line instead of the figure."""
     fig, ax = plt.subplots(figsize=(width, 1.2))
+    setattr(fig, NOT_APPLICABLE_ATTR, message)  # matplotlib's Figure has no field for it; read back by `save`
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
     return fig

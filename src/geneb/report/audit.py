@@ -11,6 +11,7 @@ import pandas as pd
 
 from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS, clean_differences
 from geneb.core import integrity
+from geneb.report.render import not_applicable
 from geneb.tables.scores import MISSING_CELL_RULE, failed_cells
 
 #: rows of the full-vs-clean table
@@ -31,7 +32,7 @@ def audit_sections(
             for t, r in sorted(tasks.items())
         ]
         parts += [
-            "<h2 id='failed-cells'>Failed cells</h2>",
+            "<h3 id='failed-cells'>Failed cells</h3>",
             f"<p class='note'>{len(rows)} (model, task) cell(s) failed while other models completed the task; the "
             f"other models' scores of those tasks are kept. {html.escape(MISSING_CELL_RULE)}.</p>",
             table(pd.DataFrame(rows), 3, 500),
@@ -63,20 +64,28 @@ def audit_sections(
         "strands, candidates re-scored by the identity of the whole test row, at or above the configured threshold); "
         "fail at the configured fraction. "
         f"{len(flagged)} of {len(audit)} task(s) flagged.</p>",
-        "<h3>Flagged tasks</h3>",
-        table(flagged[[c for c in head if c in flagged.columns]], 3, 500),
+        *(
+            ["<h3>Flagged tasks</h3>", table(flagged[[c for c in head if c in flagged.columns]], 3, 500)]
+            if len(flagged)
+            else [not_applicable("Flagged tasks", "none: no task fails the shortcut or leakage audit")]
+        ),
         "<h3>Single-feature AUROCs per task (training split)</h3>",
         table(audit[["task", *[c for c in audit.columns if c.startswith("auroc_")]]], 3, 500),
     ]
     if scores is not None:
         diffs = clean_differences(integrity.read_parquet(scores))
         shown = diffs.dropna(subset=["difference"]).head(TOP_DIFFERENCES)
-        parts += [
-            f"<h3>Largest full-vs-clean MCC differences (top {TOP_DIFFERENCES})</h3>",
-            "<p class='note'>value: MCC on the whole test split; value_clean: the same fitted probe on the test rows "
-            "without a training homolog (seed means).</p>",
-            table(shown, 4, TOP_DIFFERENCES),
-        ]
+        heading = f"Largest full-vs-clean MCC differences (top {TOP_DIFFERENCES})"
+        parts += (
+            [
+                f"<h3>{heading}</h3>",
+                "<p class='note'>value: MCC on the whole test split; value_clean: the same fitted probe on the test "
+                "rows without a training homolog (seed means).</p>",
+                table(shown, 4, TOP_DIFFERENCES),
+            ]
+            if len(shown)
+            else [not_applicable(heading, "none: no cell has both a full-split and a clean-subset MCC")]
+        )
         none = no_clean_rows(diffs)
         if len(none):
             parts += [

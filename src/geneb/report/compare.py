@@ -22,16 +22,24 @@ from typing import Any
 import pandas as pd
 
 from geneb import __version__
+from geneb.analysis.inputs.metadata import load_model_meta
 from geneb.core import integrity
 from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
 from geneb.figures.compare import rank_figure
 from geneb.figures.style import paper_style, save
-from geneb.report.html import CSS, PROVENANCE_COLUMNS, figure_html, plural, table_html
-from geneb.tables.freshness import stale_warnings
+from geneb.report import runcard
+from geneb.report.render import CSS, PROVENANCE_COLUMNS, facts_html, figure_html, plural, table_html
+from geneb.tables.freshness import INPUTS_NAME, stale_warnings
 
-#: the regime the headline and figure use (the others are in the tables)
-REGIME = "full"
+#: the regimes the report shows, in order (each with its headline lines, figure, placement and board)
+REPORT_REGIMES = ("full", "10shot", "1shot")
+#: where the published scores come from (../shared/reference/geneb_paper/README.md): what a citation names
+PUBLISHED_SOURCE = (
+    'Ledneva, Nuridinov, Kuznetsov, "GENEB: Why Genomic Models Are Hard to Compare", ICML 2026, arXiv 2606.04525; '
+    "published results: the official per-model submission files of the reference benchmark (GitHub darlednik/GENEB, "
+    "also DeepPavlov/geneb; task data DeepPavlov/geneb-tasks on the Hugging Face hub)"
+)
 
 
 def _fmt(value: Any, spec: str = ".3f") -> str:
@@ -55,26 +63,26 @@ def coverage_line(summary: dict[str, Any]) -> str:
     )
 
 
-def _model_lines(board: pd.DataFrame, summary: dict[str, Any], protocol: str) -> list[str]:
-    macro = board[(board["protocol"] == protocol) & (board["regime"] == REGIME) & (board["category"] == "macro")]
+def _model_lines(board: pd.DataFrame, summary: dict[str, Any], protocol: str, regime: str) -> list[str]:
+    macro = board[(board["protocol"] == protocol) & (board["regime"] == regime) & (board["category"] == "macro")]
     n_ranked = int(macro["rank"].notna().sum())
     conf = summary["confidence"]
     out = []
     for model in summary["user_models"]:
         row = macro[macro["model"] == model]
         if row.empty:
-            out.append(f"<b>{html.escape(model)}</b>: no {REGIME} result on the compared tasks")
+            out.append(f"<b>{html.escape(model)}</b> ({regime}): no {regime} result on the compared tasks")
             continue
         r = row.iloc[0]
         if pd.isna(r["rank"]):
             out.append(
-                f"<b>{html.escape(model)}</b>: not ranked: it lacks {int(r['n_tasks_expected'] - r['n_tasks'])} of the "
+                f"<b>{html.escape(model)}</b> ({regime}): not ranked: it lacks {int(r['n_tasks_expected'] - r['n_tasks'])} of the "
                 f"{int(r['n_tasks_expected'])} compared tasks (see the tasks left out below); macro MCC over the tasks it "
                 "has is not comparable"
             )
             continue
         out.append(
-            f"<b>{html.escape(model)}</b>: rank {int(r['rank'])} of {n_ranked} ranked models by macro MCC "
+            f"<b>{html.escape(model)}</b> ({regime}): rank {int(r['rank'])} of {n_ranked} ranked models by macro MCC "
             f"({_fmt(r['value'])}, {conf:.0%} CI {_interval(r['ci_low'], r['ci_high'])}); rank interval "
             f"{_interval(r['rank_low'], r['rank_high'], 'd')} over {summary['n_resamples']} task resamples"
         )
@@ -94,6 +102,12 @@ def _left_out_lines(left: pd.DataFrame) -> list[str]:
     return out
 
 
+def regimes_of(board: pd.DataFrame, protocol: str) -> list[str]:
+    """The regimes of REPORT_REGIMES the comparison board has rows of (then any other, sorted)."""
+    have = set(board.loc[board["protocol"] == protocol, "regime"].astype(str))
+    return [r for r in REPORT_REGIMES if r in have] + sorted(have - set(REPORT_REGIMES))
+
+
 def headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -> str:
     """The headline as an HTML list: coverage, each user model's rank with its intervals, every task left out and
     why, the contamination rule applied, and the reference-extractor caveat."""
@@ -102,8 +116,9 @@ def headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -
     items = [
         f"<b>Coverage</b>: {html.escape(coverage_line(summary))}; {plural(len(summary['user_models']), 'model')} of "
         f"yours beside the paper's {summary['n_published_models']} published models, protocol {protocol}, "
-        f"{REGIME} training data. Scores and ranks hold for these tasks only, not for the paper's whole benchmark.",
-        *_model_lines(board, summary, protocol),
+        f"regimes {', '.join(regimes_of(board, protocol))}. Scores and ranks hold for these tasks only, not for the "
+        "paper's whole benchmark.",
+        *(line for regime in regimes_of(board, protocol) for line in _model_lines(board, summary, protocol, regime)),
         "<b>Left out</b>: " + "; ".join(_left_out_lines(left)),
         (
             f"<b>Contamination rule</b> (analysis.contamination: {summary['contamination']}): a (model, task) cell is "
@@ -129,9 +144,9 @@ def headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -
     return '<ul class="headline">' + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
-def placement_table(board: pd.DataFrame, summary: dict[str, Any]) -> pd.DataFrame:
-    """Each user model per category (and macro), full regime: value, CI, rank of ranked, rank interval, role."""
-    b = board[(board["protocol"] == summary["protocol"]) & (board["regime"] == REGIME)]
+def placement_table(board: pd.DataFrame, summary: dict[str, Any], regime: str = "full") -> pd.DataFrame:
+    """Each user model per category (and macro) in `regime`: value, CI, rank of ranked, rank interval, role."""
+    b = board[(board["protocol"] == summary["protocol"]) & (board["regime"] == regime)]
     n_ranked = b[b["rank"].notna()].groupby("category")["model"].size()
     mine = b[b["model"].isin(summary["user_models"])].copy()
     mine["of"] = mine["category"].map(n_ranked).astype("Int64")
@@ -139,6 +154,84 @@ def placement_table(board: pd.DataFrame, summary: dict[str, Any]) -> pd.DataFram
     order = {c: i for i, c in enumerate((*CATEGORIES, "macro", "micro"))}
     mine = mine.assign(_o=mine["category"].map(order)).sort_values(["model", "_o"])
     return mine[[c for c in cols if c in mine.columns]]
+
+
+def _regime_sections(board: pd.DataFrame, summary: dict[str, Any], regime: str, png: Path, n_tasks: int) -> list[str]:
+    """One regime's figure (drawn to `png`), its placement table and its macro board."""
+    protocol = summary["protocol"]
+    with paper_style():
+        save(rank_figure(board, protocol=protocol, regime=regime), png)
+    shown = board[(board["protocol"] == protocol) & (board["regime"] == regime)]
+    shown = shown[shown["category"] == "macro"].sort_values(["rank", "model"], na_position="last")
+    keep = ["model", "origin", "value", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "p_top1", "n_tasks"]
+    keep += ["tier"] if "tier" in shown.columns else []
+    return [
+        f"<h2 id='regime-{regime}'>Regime {html.escape(regime)}</h2>",
+        figure_html(
+            png,
+            f"compare_published_{regime}",
+            f"{regime}: every ranked model's macro MCC on the {plural(n_tasks, 'compared task')} with its "
+            f"{summary['confidence']:.0%} CI (left) and its macro rank with its bootstrap rank interval (right), "
+            "tasks resampled within categories; your models in colour and bold, the published models in grey. "
+            f"Files: {png.name}, {png.with_suffix('.pdf').name}.",
+        ),
+        f"<h3>Your models per category ({html.escape(regime)})</h3>",
+        "<p class='note'>rank: among the models ranked in that category (of); role: best, or tied with the best by "
+        f"the {html.escape(summary['tie_rule'])} rule (`geneb recommend --model ID --table` reads the same table).</p>",
+        table_html(placement_table(board, summary, regime), 3, 500),
+        f"<h3>Macro leaderboard ({html.escape(regime)}), all compared models</h3>",
+        table_html(shown[[c for c in keep if c in shown.columns]], 3, 500),
+    ]
+
+
+def run_cards(
+    models: list[str], registry: pd.DataFrame, scores: pd.DataFrame | None, inputs: dict[str, Any]
+) -> list[str]:
+    """Per user model its run card (`geneb.report.runcard`, as on the site's model page): the registry facts
+    (parameter count, declared pretraining data, ...), per settings hash the source / factory and weights
+    fingerprint with the environment, and the probe provenance (protocol config hash, versions)."""
+    out = []
+    for model in models:
+        out.append(f"<h3>{html.escape(model)}</h3>")
+        facts = runcard.registry_facts(registry, model)
+        out.append(facts_html(facts) if facts else "<p class='note'>not in the model registry given</p>")
+        records = runcard.extraction_records(runcard.embedding_files(inputs, model))
+        out += [facts_html(runcard.extraction_facts(r)) for r in records] or [
+            "<p class='note'>no embedding file of this model is recorded on disk (scores_inputs.json, resources/)</p>"
+        ]
+        probe = runcard.probe_provenance(scores, model)
+        out.append(
+            facts_html({f"probe {k}": v for k, v in probe.items()})
+            if probe
+            else "<p class='note'>the score table records no probe provenance for this model</p>"
+        )
+    return out
+
+
+def cite_block(summary: dict[str, Any], scores: pd.DataFrame | None, summary_path: Path) -> str:
+    """The "How to cite" block: GENEB version and commit, the protocol's config hash (the score table's
+    `config_hash`), the comparison's input digests and the published results' source (PUBLISHED_SOURCE)."""
+    protocol = summary["protocol"]
+    config_hash = "not recorded (no score table given)"
+    if scores is not None and "config_hash" in scores.columns:
+        rows = scores[scores["protocol"] == protocol] if "protocol" in scores.columns else scores
+        config_hash = ", ".join(sorted({str(v) for v in rows["config_hash"].dropna()})) or "not recorded"
+    version = str(summary.get("geneb_version", __version__))
+    commit = str(summary.get("geneb_commit"))
+    facts = {
+        "GENEB version": version,
+        "GENEB commit": f"{commit} (uncommitted changes: {summary.get('geneb_dirty')})",
+        f"protocol {protocol}, config hash": config_hash,
+        "your score table sha256": summary["input_sha256"]["scores"],
+        "published scores sha256": summary["input_sha256"]["published"],
+        "published results": PUBLISHED_SOURCE,
+        "comparison summary": str(summary_path),
+    }
+    text = (
+        f"Scores computed with GENEB {version} (commit {commit[:12]}), protocol {protocol} (config hash "
+        f"{config_hash}), compared with the published results of {PUBLISHED_SOURCE}."
+    )
+    return facts_html(facts) + f"<p>Suggested wording:</p><pre>{html.escape(text)}</pre>"
 
 
 def build_compare_report(
@@ -149,62 +242,54 @@ def build_compare_report(
     out_path: str | Path,
     figure_png: str | Path,
     *,
+    scores_path: str | Path | None = None,
+    models_yaml: str | Path | None = None,
     title: str = "Your models beside the GENEB paper's published models",
 ) -> Path:
-    """Write the comparison report to `out_path` and its figure to `figure_png` (and the same name with .pdf).
+    """Write the comparison report to `out_path` and its full-regime figure to `figure_png` (and the same name with
+    .pdf; the other regimes' figures beside it as `{stem}_{regime}.png` / .pdf).
 
     Inputs are the comparison's outputs (`geneb.analysis.steps.compare_step`): the board with intervals, the
-    left-out list, the per-task table and the summary JSON. A table older than the score table it was computed
-    from (`geneb.tables.freshness`) is named in a warning at the top. Returns the report path. Raises OSError /
-    ValueError for a missing or unreadable input."""
+    left-out list, the per-task table and the summary JSON; `scores_path` (the run's score table, with
+    scores_inputs.json beside it) and `models_yaml` (the registry) give the run cards and the config hash. A
+    table older than the score table it was computed from (`geneb.tables.freshness`) is named in a warning at
+    the top. Returns the report path. Raises OSError / ValueError for a missing or unreadable input."""
     board = integrity.read_parquet(board_path)
     left = integrity.read_parquet(left_path)
     per_task = integrity.read_parquet(tasks_path)
     summary = json.loads(Path(summary_path).read_text())
+    scores = integrity.read_parquet(scores_path) if scores_path else None
+    inputs_file = Path(scores_path).with_name(INPUTS_NAME) if scores_path else None
+    inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.exists() else {}
+    registry = load_model_meta(models_yaml).reset_index() if models_yaml else pd.DataFrame()
     protocol = summary["protocol"]
-    with paper_style():
-        fig = rank_figure(board, protocol=protocol, regime=REGIME)
-        save(fig, figure_png)
     warnings = stale_warnings([board_path, left_path, tasks_path])
-    shown_board = board[(board["protocol"] == protocol) & (board["regime"] == REGIME)]
-    shown_board = shown_board[shown_board["category"] == "macro"].sort_values(["rank", "model"], na_position="last")
-    keep = ["model", "origin", "value", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "p_top1", "n_tasks"]
     caveats = pd.DataFrame(summary["reference_caveats"], columns=["model", "change", "page"])
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     n_tasks = len(summary["compared_tasks"])
+    png = Path(figure_png)
+    regimes = regimes_of(board, protocol)
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         *(f"<p class='warn'>⚠ {html.escape(w)}</p>" for w in warnings),
         "<h2 id='headline'>Headline</h2>",
         headline(board, left, summary),
-        "<h2 id='figure'>Macro rank with bootstrap intervals</h2>",
-        figure_html(
-            Path(figure_png),
-            "compare_published",
-            f"Every ranked model's macro MCC on the {plural(n_tasks, 'compared task')} with its "
-            f"{summary['confidence']:.0%} CI (left) and its macro rank with its bootstrap rank interval (right), "
-            "tasks resampled within categories; your models in colour and bold, the published models in grey. "
-            f"Files: {Path(figure_png).name}, {Path(figure_png).with_suffix('.pdf').name}.",
-        ),
-        "<h2 id='placement'>Your models per category</h2>",
-        "<p class='note'>rank: among the models ranked in that category (of); role: best, or tied with the best by "
-        f"the {html.escape(summary['tie_rule'])} rule (`geneb recommend --table` reads the same table).</p>",
-        table_html(placement_table(board, summary), 3, 500),
-        f"<h2 id='board'>Macro leaderboard ({REGIME}), all compared models</h2>",
-        table_html(shown_board[[c for c in keep if c in shown_board.columns]], 3, 500),
-        "<h2 id='tasks'>Per task, beside the published models</h2>",
-        table_html(
-            per_task[(per_task["protocol"] == protocol) & (per_task["regime"] == REGIME)].drop(
-                columns=["protocol", "regime"]
-            ),
-            3,
-            2000,
-        ),
+    ]
+    for regime in regimes:
+        target = png if regime == "full" else png.with_name(f"{png.stem}_{regime}.png")
+        parts += _regime_sections(board, summary, regime, target, n_tasks)
+    parts += [
+        "<h2 id='tasks'>Per task, beside the published models (every regime)</h2>",
+        table_html(per_task[per_task["protocol"] == protocol].drop(columns=["protocol"]), 3, 2000),
+        "<h2 id='run-cards'>How your models were run</h2>",
+        *run_cards(summary["user_models"], registry, scores, inputs),
         "<h2 id='left-out'>Tasks left out</h2>",
-        table_html(left, 3, 500),
+        table_html(left, 3, 500, empty="none: every compared task has a score of every model"),
         "<h2 id='caveats'>Published models whose reference extraction GENEB corrects</h2>",
-        table_html(caveats, 3, 100),
+        table_html(caveats, 3, 100, empty="none"),
+        "<h2 id='cite'>How to cite</h2>",
+        cite_block(summary, scores, Path(summary_path)),
         "<h2 id='provenance'>Provenance</h2>",
         f"<p class='note'>generated {now} by geneb {html.escape(str(summary.get('geneb_version', __version__)))}, "
         f"commit {html.escape(str(summary.get('geneb_commit')))} (dirty: {html.escape(str(summary.get('geneb_dirty')))}); "

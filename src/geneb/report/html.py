@@ -8,7 +8,6 @@ escaped (pandas `to_html(escape=True)`).
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import html
 import json
@@ -32,66 +31,21 @@ from geneb.figures.render import choose_protocol
 from geneb.report.audit import audit_sections
 from geneb.report.board import board_marks, board_notes
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
+from geneb.report.render import (
+    CSS,
+    PROVENANCE_COLUMNS,
+    figure_html,
+    figure_not_applicable,
+    not_applicable,
+    plural,
+    table_html,
+)
+from geneb.report.sections import empty_reason
 from geneb.report.tiers import tiers_section
 from geneb.report.zeroshot import ZEROSHOT_CAPTION, zeroshot_section
 from geneb.tables.freshness import stale_warnings
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
 from geneb.tasks.card import read_card
-
-#: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
-DISPLAY_SCALE = 0.45
-CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
-color:#222;line-height:1.4}
-h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;font-size:.8em;margin:.5em 0}th,td{border:1px solid #ddd;padding:2px 6px;
-text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{font-size:.85em;color:#444}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
-.headline li{margin:.2em 0}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
-.warn{background:#fff4e5;border-left:4px solid #e69f00;padding:.4em .6em}
-"""
-#: the provenance columns every table carries (`geneb.tables.scores.with_code_revision`); a report states them once,
-#: in its provenance section, and leaves them out of every table it shows
-PROVENANCE_COLUMNS = ("geneb_commit", "geneb_dirty")
-
-
-def plural(n: int, word: str) -> str:
-    """ "1 model", "2 models": `n` and `word`, with an "s" unless n is 1 (the headlines count what they show)."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def table_html(df: pd.DataFrame, digits: int = 3, max_rows: int = 60) -> str:
-    """`df` as an escaped HTML table, its first `max_rows` rows (a note says how many there are), numbers with
-    `digits` decimals, without the PROVENANCE_COLUMNS."""
-    if df is None or df.empty:
-        return '<p class="note">(no rows)</p>'
-    df = df.drop(columns=[c for c in PROVENANCE_COLUMNS if c in df.columns])
-    shown = df.head(max_rows)
-    out = (
-        '<div class="scroll">'
-        + shown.to_html(index=False, escape=True, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0)
-        + "</div>"
-    )
-    if len(df) > max_rows:
-        out += f'<p class="note">first {max_rows} of {len(df)} rows; the full table is in the parquet file.</p>'
-    return out
-
-
-def figure_html(png: Path, name: str, caption: str) -> str:
-    """The PNG `png` inlined (base64) as a figure with its escaped `caption`. Raises AnalysisInputError when the
-    file does not exist."""
-    if not png.exists():
-        raise AnalysisInputError(f"report: figure {png} not found; render the figures first")
-    raw = png.read_bytes()
-    width_px = int.from_bytes(raw[16:20], "big")  # PNG IHDR width
-    shown = min(1000, round(width_px * DISPLAY_SCALE))
-    data = base64.b64encode(raw).decode("ascii")
-    cap = html.escape(caption)
-    return (
-        f'<figure id="fig-{name}"><img alt="{html.escape(name)} figure" width="{shown}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{cap}</figcaption></figure>"
-    )
 
 
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:
@@ -203,6 +157,16 @@ def _reproduce_section(path: str | Path | None, captions: dict[str, str]) -> lis
     ]
 
 
+def _figure_or_line(png: Path, name: str, caption: str, heading: str) -> str:
+    """The figure `png` with its caption, or, for a figure with nothing to plot (`render.figure_not_applicable`),
+    the one line saying why."""
+    if png.exists():
+        why = figure_not_applicable(png)
+        if why:
+            return not_applicable(f"{heading} (figure)", why, f"fig-{name}")
+    return figure_html(png, name, caption)
+
+
 def _failed_section(tables_dir: Path) -> list[str]:
     """The tasks that failed in a partial run (leaderboard metadata, geneb.run.partial), with their errors."""
     failed = failed_tasks(str(tables_dir / "leaderboard.parquet"))
@@ -308,7 +272,7 @@ def build_report(
     t = {name: _read(tables_dir, name) for name in ("rank_intervals", "contamination", "models", "rank_separability")}
     t.update({name: _read(tables_dir, name) for name in dict.fromkeys(s.table for s in sections)})
     display = dict(zip(t["models"]["model"], t["models"]["display"]))
-    board_attrs = dict(integrity.read_parquet(tables_dir / "leaderboard.parquet").attrs)
+    board_attrs = {str(k): v for k, v in integrity.read_parquet(tables_dir / "leaderboard.parquet").attrs.items()}
     wide = wide_view(board, protocol, regime, complete_only=False)
     wide.columns.name = None
     wide.insert(0, "display", [display.get(m, m) for m in wide.index])
@@ -339,51 +303,79 @@ def build_report(
     )
     counts = {"heatmap": f" Shown: {plural(len(wide), 'model')} × {len(categories)} of {len(CATEGORIES)} categories."}
     capped = capped_line(cards, n_tasks=len(board_tasks(scores))) if cards else None
+    failed = _failed_section(tables_dir)
+    figs = {f.name: (f, figures_dir / f"{f.name}.png") for f in figures()}
+    heat = figs.pop("heatmap", None)
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         *(f"<p class='warn'>⚠ {html.escape(w)}</p>" for w in stale),
         f"<p class='note'>protocol {html.escape(protocol)}, regime {html.escape(regime)}; generated {now} by geneb "
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
-        f"methods: docs/analyses.md</p>",
-        *_failed_section(tables_dir),
-        *audit_sections(task_audit, scores, tables_dir / "leaderboard.parquet", table_html),
+        "methods: docs/analyses.md. Order: the answer (headline, leaderboard), the analyses, then the diagnostics "
+        "(failed cells, task audit, data hygiene) and the provenance.</p>",
         "<h2 id='headline'>Headline statistics</h2>",
         *([f"<p class='warn'>{html.escape(capped)}</p>"] if capped else []),
+        *(["<p class='warn'>⚠ some tasks failed: see <a href='#failed'>Failed tasks</a></p>"] if failed else []),
         _headline(summary, protocol),
         _choices_headline(summary, regime),
         _pretraining_headline(summary, protocol, regime),
-        *_reproduce_section(reproduce, captions),
         "<h2 id='leaderboard'>Leaderboard</h2>",
+        *(
+            [_figure_or_line(heat[1], "heatmap", captions[heat[0].caption] + counts["heatmap"], "Heatmap")]
+            if heat
+            else []
+        ),
         f"<p>{html.escape(captions[LEADERBOARD_CAPTION])}</p>",
         table_html(wide, 3, 200),
         *board_notes(board, board_attrs, protocol, regime),
         *tiers_section(t["rank_separability"], protocol, table_html, own_finding=reproduce is not None),
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
-        table_html(ri, 3, 200),
+        table_html(ri, 3, 200, empty=f"no rank intervals for {protocol} / {regime}"),
+        *_reproduce_section(reproduce, captions),
         *zeroshot_section(zeroshot, table_html, figure_html, captions.get(ZEROSHOT_CAPTION, "")),
-        "<h2 id='figures'>Figures</h2>",
+        "<h2 id='analyses'>Analyses</h2>",
+        "<h3 id='figures'>Figures</h3>",
     ]
     parts += [
-        figure_html(figures_dir / f"{f.name}.png", f.name, captions[f.caption] + counts.get(f.name, ""))
-        for f in figures()
+        _figure_or_line(png, name, captions[f.caption] + counts.get(name, ""), name.replace("_", " ").capitalize())
+        for name, (f, png) in figs.items()
     ]
-    shown = [(s.heading, _section_rows(t[s.table], s, protocol, regime)) for s in sections]
+    parts.append("<h3 id='tables'>Analysis tables</h3>")
+    for s in sections:
+        df = _section_rows(t[s.table], s, protocol, regime)
+        if df.empty:
+            parts.append(not_applicable(s.heading, empty_reason(s, summary, protocol, regime)))
+        else:
+            parts += [f"<h3>{html.escape(s.heading)}</h3>", table_html(df)]
+    parts += ["<h2 id='diagnostics'>Diagnostics</h2>"]
+    parts += failed or [not_applicable("Failed tasks", "none: every configured task completed", "failed")]
+    audit = audit_sections(task_audit, scores, tables_dir / "leaderboard.parquet", table_html)
+    parts += audit
+    if not any("id='failed-cells'" in x for x in audit):
+        parts.append(not_applicable("Failed cells", "none: every (model, task) cell of a completed task has a score"))
+    if task_audit is None or not Path(task_audit).exists():
+        parts.append(not_applicable("Task audit", "not in this run (no task_audit table given to the report)"))
+    shown: list[tuple[str, pd.DataFrame, str]] = []
     if scores is not None:
         shown.append(
             (
                 "Data hygiene (letters per split from the task cards; ⚠ marks embeddings that saw unknown tokens; "
                 "one-class test splits are left out of category means)",
                 hygiene_table(integrity.read_parquet(scores)),
+                "the score table carries no letter counts (written before the task cards had them)",
             )
         )
     shown += [
-        ("Contaminated cells (left out of rankings by default)", t["contamination"]),
-        ("Models", t["models"]),
+        (
+            "Contaminated cells (left out of rankings by default)",
+            t["contamination"],
+            "none: no model's registry entry lists a task of this run in trained_on_tasks",
+        ),
+        ("Models", t["models"], "no models table"),
     ]
-    parts.append("<h2 id='tables'>Analysis tables</h2>")
-    for heading, df in shown:
-        parts += [f"<h3>{html.escape(heading)}</h3>", table_html(df)]
+    for heading, df, why in shown:
+        parts += [not_applicable(heading, why)] if df.empty else [f"<h3>{html.escape(heading)}</h3>", table_html(df)]
     versions = dict(summary.get("package_versions", {}), python=platform.python_version())
     parts += [
         "<h2 id='provenance'>Configuration and versions</h2>",

@@ -153,7 +153,7 @@ def build_site(
     _prepare_out(out)
     for name in ASSETS:
         write_text_atomic(
-            out / name, resources.files("geneb.site").joinpath("assets", name).read_text(encoding="utf-8")
+            out / name, resources.files("geneb.site").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
         )
     stamp = (
         f"Built {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC} by geneb {__version__} (geneb site) from "

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from geneb.core import integrity
+from geneb.report.runcard import recorded_inputs
 from geneb.tables.freshness import INPUTS_NAME
 from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, AnalysisInputError
 
@@ -54,10 +55,7 @@ class RunTables:
 
     def input_files(self, prefix: str, suffix: str) -> list[Path]:
         """The recorded score-table inputs under `prefix` ending in `suffix`, as paths under `root`."""
-        if self.root is None:
-            return []
-        files = sorted(str(f) for f in self.inputs.get("files", {}))
-        return [self.root / f for f in files if f.startswith(prefix) and f.endswith(suffix)]
+        return recorded_inputs(self.inputs, prefix, suffix)
 
     @property
     def failed_tasks(self) -> dict[str, dict[str, str]]:
@@ -107,7 +105,7 @@ def read_run(results_dir: str | Path, label: str) -> RunTables:
         label=label,
         results_dir=root,
         tables=tables,
-        attrs=dict(board.attrs),
+        attrs={str(k): v for k, v in board.attrs.items()},
         summary=_json(tables_dir / "analysis_summary.json"),
         inputs=_json(tables_dir / INPUTS_NAME),
         figures=figures,

@@ -12,78 +12,23 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from geneb.extract.cache import CacheError, read_key
+from geneb.report import runcard
 from geneb.site.collect import RunTables
-
-#: score-table columns that state how a model's probes were made (the same in every row of a model, or listed)
-PROBE_PROVENANCE = (
-    "embedding_key_hash",
-    "embedding_compute_dtype",
-    "config_hash",
-    "geneb_version",
-    "geneb_commit",
-    "geneb_dirty",
-    "sklearn_version",
-    "numpy_version",
-    "scipy_version",
-)
-
-
-def _distinct(values: pd.Series) -> str:
-    out = sorted({str(v) for v in values.dropna()})
-    return ", ".join(out)
 
 
 def extraction_records(run: RunTables, model: str) -> list[dict[str, Any]]:
-    """One record per settings hash of `model`'s embedding files in `run` (the score table's inputs,
-    resources/embeddings/{model}/{settings hash}/...): settings_hash, family, source (kind, path / hub id,
-    revision, fingerprint), weights_sha256, compute_dtype, weights_dtype, model_class, package_versions, the
-    number of files and the first file read. [] when the run records no such file or they are not on disk
-    (a results folder copied without resources/)."""
-    files = run.input_files(f"resources/embeddings/{model}/", ".h5")
-    by_hash: dict[str, list[Path]] = {}
-    for f in files:
-        by_hash.setdefault(f.parent.parent.name, []).append(f)
-    out = []
-    for xhash, paths in sorted(by_hash.items()):
-        record: dict[str, Any] = {"settings_hash": xhash, "files": len(paths), "file": str(paths[0])}
-        try:
-            key = read_key(paths[0])
-        except (CacheError, OSError) as err:
-            record["error"] = f"extraction key not readable: {err}"
-            out.append(record)
-            continue
-        settings = key.get("settings", {})
-        encoder = key.get("encoder", {})
-        record.update(
-            settings_hash=key.get("settings_hash", xhash),
-            family=settings.get("family"),
-            source=settings.get("source", {}),
-            weights_sha256=encoder.get("weights_sha256"),
-            weights_format=encoder.get("weights_format"),
-            weights_dtype=encoder.get("weights_dtype"),
-            compute_dtype=encoder.get("compute_dtype"),
-            model_class=encoder.get("model_class") or encoder.get("adapter"),
-            extraction=settings.get("extraction", {}),
-            package_versions=key.get("package_versions", {}),
-        )
-        out.append(record)
-    return out
+    """`runcard.extraction_records` of `model`'s embedding files recorded by `run`'s score table ([] when the run
+    records none or they are not on disk: a results folder copied without resources/)."""
+    return runcard.extraction_records(runcard.embedding_files(run.inputs, model))
 
 
 def probe_provenance(run: RunTables, model: str) -> dict[str, str]:
-    """{column: distinct values, comma-joined} of PROBE_PROVENANCE over `model`'s rows of the run's score table
-    ({} without one)."""
-    scores = run.table("scores")
-    if scores is None:
-        return {}
-    rows = scores[scores["model"] == model]
-    return {c: _distinct(rows[c]) for c in PROBE_PROVENANCE if c in rows.columns and len(rows)}
+    """`runcard.probe_provenance` of `model` in the run's score table ({} without one)."""
+    return runcard.probe_provenance(run.table("scores"), model)
 
 
 def task_card(run: RunTables, task: str) -> dict[str, Any] | None:

@@ -3,11 +3,10 @@ task list with the audit, the per-task scores, the model list, and one page per 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from geneb.analysis.ranking.leaderboard import TASK_FLAGS_ATTR
+from geneb.report.runcard import extraction_facts
 from geneb.site.collect import RunTables
 from geneb.site.pages import card, esc, heading, note, slug
 from geneb.site.provenance import card_facts, extraction_records, left_out, probe_provenance, task_card
@@ -247,29 +246,6 @@ def model_list(models: pd.DataFrame, cells: pd.DataFrame, runs: list[RunTables])
     return embed("models", spec)
 
 
-def _extraction_facts(rec: dict[str, Any]) -> dict[str, Any]:
-    src = rec.get("source") or {}
-    ext = rec.get("extraction") or {}
-    pv = rec.get("package_versions") or {}
-    return {
-        "settings hash": rec.get("settings_hash"),
-        "family": rec.get("family"),
-        "source": ", ".join(f"{k}: {v}" for k, v in src.items() if v not in (None, "", {}, [])),
-        "weights sha256 (as loaded)": rec.get("weights_sha256"),
-        "weights format / dtype": " / ".join(
-            str(x) for x in (rec.get("weights_format"), rec.get("weights_dtype")) if x
-        ),
-        "compute dtype": rec.get("compute_dtype"),
-        "model class": rec.get("model_class"),
-        "extraction": ", ".join(
-            f"{k}={v}" for k, v in ext.items() if k in ("layer", "pooling", "max_tokens", "rc", "long_policy")
-        ),
-        "environment": ", ".join(f"{k} {v}" for k, v in sorted(pv.items())),
-        "embedding files": f"{rec.get('files')} (first: {rec.get('file')})",
-        "error": rec.get("error"),
-    }
-
-
 def model_page(
     model: str, runs: list[RunTables], board: pd.DataFrame, cells: pd.DataFrame, models: pd.DataFrame
 ) -> list[str]:
@@ -279,7 +255,7 @@ def model_page(
     facts = models[models["model"] == model] if len(models) else models
     hidden = {"run", "settings_hash", "input_sha256", "geneb_commit", "geneb_dirty"}
     body.append(
-        card({k: v for k, v in facts.iloc[0].items() if k not in hidden})
+        card({str(k): v for k, v in facts.iloc[0].items() if k not in hidden})
         if len(facts)
         else note("not in any run's models table")
     )
@@ -290,7 +266,7 @@ def model_page(
             continue
         body.append(heading(f"Provenance in run {run.label}", 3))
         records = extraction_records(run, model)
-        body += [card(_extraction_facts(r)) for r in records] or [
+        body += [card(extraction_facts(r)) for r in records] or [
             note("no embedding file of this model is recorded on disk for this run (scores_inputs.json, resources/)")
         ]
         probe = probe_provenance(run, model)
@@ -341,7 +317,7 @@ def task_page(task: str, runs: list[RunTables], cells: pd.DataFrame, audit: pd.D
                 note("⚑ fails the task audit: " + "; ".join(f"{k}: {v}" for k, v in sorted(flags.items())), "warn")
             )
         body.append(
-            card({k: v for k, v in a.iloc[0].items() if k not in ("run", "task", "geneb_commit", "geneb_dirty")})
+            card({str(k): v for k, v in a.iloc[0].items() if k not in ("run", "task", "geneb_commit", "geneb_dirty")})
             if len(a)
             else note("no task audit table in this run")
         )

@@ -1,0 +1,104 @@
+"""`geneb leaderboard --model`, `geneb recommend --model`, `recommend` on a one-model run, and `geneb models`
+naming a python entry's factory."""
+
+import shutil
+
+import pandas as pd
+
+from geneb.cli import main
+from geneb.core.categories import CATEGORIES
+
+
+def _tables(synthetic_run):
+    return synthetic_run["root"] / "results" / "tables"
+
+
+def test_leaderboard_model_lists_its_rows_per_regime_and_category_with_rank_out_of_n(synthetic_run, capsys):
+    t = _tables(synthetic_run)
+    board = pd.read_parquet(t / "leaderboard.parquet")
+    model = sorted(board["model"].unique())[0]
+    assert main(["leaderboard", "--table", str(t / "leaderboard.parquet"), "--model", model]) == 0
+    out = capsys.readouterr().out
+    mine = board[(board["model"] == model) & (board["protocol"] == "geneb-paper")]
+    assert out.count("\n") == len(mine) + 2  # a title line, a header, one line per row
+    assert "<NA>" not in out
+    macro = mine[(mine["regime"] == "full") & (mine["category"] == "macro")].iloc[0]
+    n = (
+        board[(board["protocol"] == "geneb-paper") & (board["regime"] == "full") & (board["category"] == "macro")][
+            "rank"
+        ]
+        .notna()
+        .sum()
+    )
+    assert f"{int(macro['rank'])} of {n}" in out
+    assert "tier" not in out.splitlines()[1]  # the synthetic table has no tier column
+    # a tier column, where the table has one, is shown
+    tiered = board.assign(tier="A")
+    tiered.to_parquet(t.parent / "tiered.parquet")
+    assert main(["leaderboard", "--table", str(t.parent / "tiered.parquet"), "--model", model]) == 0
+    assert "tier" in capsys.readouterr().out.splitlines()[1]
+
+
+def test_unknown_model_names_the_close_matches(synthetic_run, capsys):
+    t = _tables(synthetic_run)
+    model = sorted(pd.read_parquet(t / "leaderboard.parquet")["model"].unique())[0]
+    for cmd, table in (("leaderboard", "leaderboard.parquet"), ("recommend", "recommendations.parquet")):
+        assert main([cmd, "--table", str(t / table), "--model", model + "x"]) == 2
+        err = capsys.readouterr().err
+        assert f"model '{model}x' is not in" in err and f"did you mean: {model}" in err
+
+
+def test_recommend_model_states_rank_ci_and_distance_to_the_best(synthetic_run, capsys):
+    t = _tables(synthetic_run)
+    board = pd.read_parquet(t / "leaderboard.parquet")
+    b = board[(board["protocol"] == "geneb-paper") & (board["regime"] == "full") & board["rank"].notna()]
+    worst = b[b["category"] == "macro"].sort_values("rank").iloc[-1]
+    best = b[b["category"] == "macro"].sort_values("rank").iloc[0]
+    argv = ["recommend", "--table", str(t / "recommendations.parquet"), "--model", worst["model"], "--regime", "full"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    macro = next(line for line in lines if line.startswith("full macro:"))
+    n = int((b["category"] == "macro").sum())
+    assert f"rank {int(worst['rank'])} of {n}" in macro
+    assert f"{best['value'] - worst['value']:.4f} below the best ({best['model']})" in macro
+    cats = {line.split(":")[0].removeprefix("full ") for line in lines[1:]}
+    assert cats <= {*CATEGORIES, "macro", "micro"} and "macro" in cats
+    argv = ["recommend", "--table", str(t / "recommendations.parquet"), "--model", best["model"]]
+    assert main([*argv, "--category", "macro", "--regime", "full"]) == 0
+    out = capsys.readouterr().out
+    assert "the best" in out and "CI" in out
+
+
+def test_recommend_on_a_one_model_run_answers(synthetic_run, tmp_path, capsys):
+    t = _tables(synthetic_run)
+    board = pd.read_parquet(t / "leaderboard.parquet")
+    model = sorted(board["model"].unique())[0]
+    one = board[board["model"] == model].copy()
+    one["rank"] = one["rank"].where(one["rank"].isna(), 1)
+    one.to_parquet(tmp_path / "leaderboard.parquet")
+    recs = pd.read_parquet(t / "recommendations.parquet").iloc[0:0]
+    recs.to_parquet(tmp_path / "recommendations.parquet")  # what a one-model run writes: no rows
+    argv = ["recommend", "--table", str(tmp_path / "recommendations.parquet"), "--category", "macro"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert model in out and "only ranked model" in out and "best by default" in out
+    assert main(["recommend", "--table", str(tmp_path / "recommendations.parquet"), "--model", model]) == 0
+    assert "best by default" in capsys.readouterr().out
+
+
+def test_models_names_a_python_entrys_factory(tmp_path, capsys, monkeypatch):
+    (tmp_path / "enc.py").write_text("def make():\n    raise NotImplementedError('never called by the listing')\n")
+    (tmp_path / "models.yaml").write_text(
+        "schema_version: 1\nmodels:\n  mine:\n    family: python\n    load: {entry: enc.py:make}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["models", "--sheet", str(tmp_path / "models.yaml"), "--pins", str(tmp_path / "none.yaml")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("mine"))
+    assert "python file enc.py:make" in line and "builtin" not in line
+
+
+def test_recommend_without_category_or_model_is_a_clear_error(synthetic_run, tmp_path, capsys):
+    t = _tables(synthetic_run)
+    shutil.copy(t / "recommendations.parquet", tmp_path)
+    assert main(["recommend", "--table", str(tmp_path / "recommendations.parquet")]) == 2
+    assert "needs --category (or --model" in capsys.readouterr().err
