@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from pool_support import two_runs  # noqa: F401
 
+from geneb.analysis.outputs import LEADERBOARD_TABLES
 from geneb.analysis.steps import leaderboard_step
 from geneb.cli.app import main
 from geneb.core import integrity
@@ -51,9 +52,7 @@ def test_merged_leaderboard_equals_the_one_of_the_union(two_runs, tmp_path, caps
         tasks_tsv=str(REPO / "config/tasks.tsv"),
         analysis_config=analysis,
         view="geneb",
-        outputs={
-            n: str(tmp_path / f"union/{n}.parquet") for n in ("leaderboard", "leaderboard_tasks", "contamination")
-        },
+        outputs={n: str(tmp_path / f"union/{n}.parquet") for n in LEADERBOARD_TABLES},
         leaderboard_config=board,
         task_audit=str(merged / "tables/task_audit.parquet"),
     )

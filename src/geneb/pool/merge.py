@@ -165,10 +165,11 @@ def analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, An
 def build_tables(
     results_dir: str | os.PathLike[str], *, config_file: str | os.PathLike[str], task_sheet: str | os.PathLike[str]
 ) -> list[str]:
-    """Build the leaderboard tables (leaderboard, leaderboard_tasks, contamination, leaderboard_clean) and the
+    """Build the leaderboard tables (`geneb.analysis.outputs.LEADERBOARD_TABLES` and leaderboard_clean) and the
     analysis tables of a merged results folder from its tables/scores.parquet and registry/models.yaml, with the
     analysis settings of `config_file`, as the workflow's rules `leaderboard` and `analyses` do (no predictions:
     the analyses that need the kept per-item predictions say so). Returns the tables written."""
+    from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
 
     root = Path(results_dir)
@@ -183,7 +184,7 @@ def build_tables(
         "analysis_config": analysis,
         "view": "geneb",
     }
-    names = ("leaderboard", "leaderboard_tasks", "contamination", "leaderboard_clean")
+    names = (*LEADERBOARD_TABLES, "leaderboard_clean")  # the rule's outputs: every table it writes
     audit = tables / "task_audit.parquet"
     leaderboard_step(
         **common,
