@@ -31,12 +31,12 @@ def test_leaderboard_model_lists_its_rows_per_regime_and_category_with_rank_out_
         .sum()
     )
     assert f"{int(macro['rank'])} of {n}" in out
-    assert "tier" not in out.splitlines()[1]  # the synthetic table has no tier column
-    # a tier column, where the table has one, is shown
-    tiered = board.assign(tier="A")
-    tiered.to_parquet(t.parent / "tiered.parquet")
-    assert main(["leaderboard", "--table", str(t.parent / "tiered.parquet"), "--model", model]) == 0
-    assert "tier" in capsys.readouterr().out.splitlines()[1]
+    assert "tier" in out.splitlines()[1]  # the run's leaderboard has tiers (Friedman + Nemenyi): shown
+    # a table without a tier column (written before tiers, or by another tool) shows none
+    untiered = board.drop(columns=["tier"])
+    untiered.to_parquet(t.parent / "untiered.parquet")
+    assert main(["leaderboard", "--table", str(t.parent / "untiered.parquet"), "--model", model]) == 0
+    assert "tier" not in capsys.readouterr().out.splitlines()[1]
 
 
 def test_unknown_model_names_the_close_matches(synthetic_run, capsys):
@@ -61,6 +61,10 @@ def test_recommend_model_states_rank_ci_and_distance_to_the_best(synthetic_run, 
     n = int((b["category"] == "macro").sum())
     assert f"rank {int(worst['rank'])} of {n}" in macro
     assert f"{best['value'] - worst['value']:.4f} below the best ({best['model']})" in macro
+    # the worst model is neither best nor tied: its CI is the rank-interval table's value interval
+    ri = pd.read_parquet(t / "rank_intervals.parquet")
+    own = ri[(ri["model"] == worst["model"]) & (ri["regime"] == "full") & (ri["category"] == "macro")].iloc[0]
+    assert f"CI {own['ci_low']:.4f}-{own['ci_high']:.4f})" in macro and own["ci_low"] <= own["value"] <= own["ci_high"]
     cats = {line.split(":")[0].removeprefix("full ") for line in lines[1:]}
     assert cats <= {*CATEGORIES, "macro", "micro"} and "macro" in cats
     argv = ["recommend", "--table", str(t / "recommendations.parquet"), "--model", best["model"]]

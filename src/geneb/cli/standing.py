@@ -60,7 +60,9 @@ def model_board(
     of = _n_ranked(board)
     mine = board[board["model"] == model].copy()
     if intervals is not None and "rank_low" not in mine.columns:
-        ri = intervals[intervals["model"] == model][["protocol", "regime", "category", "rank_low", "rank_high"]]
+        keep = ["protocol", "regime", "category", "rank_low", "rank_high"]
+        keep += [c for c in ("ci_low", "ci_high") if c in intervals.columns and c not in mine.columns]
+        ri = intervals[intervals["model"] == model][keep]
         mine = mine.merge(ri, on=["protocol", "regime", "category"], how="left")
     idx = pd.MultiIndex.from_frame(mine[["regime", "category"]])
     mine["of"] = of.reindex(idx).fillna(0).astype(int).to_numpy()
@@ -94,7 +96,7 @@ def standing(
 ) -> pd.DataFrame:
     """Where `model` stands in each (regime, category) of a one-protocol leaderboard `board`: regime, category,
     rank, of, value, ci_low, ci_high (the table's own CI, else the recommendation table's for a best or tied
-    model, else missing), best (the best model's id), to_best (best value minus this value, 0 for the best),
+    model, else the rank-interval table's value interval, else missing), best (the best model's id), to_best (best value minus this value, 0 for the best),
     role (best / tied / "-": `recommendations`; "only model" where it is the single ranked model), rank_low /
     rank_high (the table's, else the rank-interval table's), tier where the board has it."""
     b = model_board(board, model, None)
@@ -119,11 +121,13 @@ def standing(
         out["role"] = role
         for c in ("rank_low", "rank_high"):
             out[c] = r.get(c)
-        if intervals is not None and pd.isna(out.get("rank_low")):
+        if intervals is not None:
             hit = intervals[(intervals["model"] == model) & (intervals["regime"] == key[0])]
             hit = hit[hit["category"] == key[1]]
-            if len(hit):
+            if len(hit) and pd.isna(out.get("rank_low")):
                 out["rank_low"], out["rank_high"] = hit["rank_low"].iloc[0], hit["rank_high"].iloc[0]
+            if len(hit) and pd.isna(out.get("ci_low")) and "ci_low" in hit.columns:  # the two-level bootstrap's
+                out["ci_low"], out["ci_high"] = hit["ci_low"].iloc[0], hit["ci_high"].iloc[0]
         if "tier" in b.columns:
             out["tier"] = r.get("tier")
         rows.append(out)

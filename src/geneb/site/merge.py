@@ -72,12 +72,16 @@ def check_cells(cells: pd.DataFrame) -> None:
 
 def board_rows(runs: list[RunTables]) -> pd.DataFrame:
     """The leaderboard rows of every run, labelled by run, with each row's bootstrap rank interval (`rank_low`,
-    `rank_high`, `p_top1` from rank_intervals, where the run has it) and the model's display name."""
+    `rank_high`, `p_top1` and the value's `ci_low` / `ci_high` from rank_intervals, where the run has it) and the model's display name."""
     board = labelled(runs, "leaderboard")
     ri = labelled(runs, "rank_intervals")
     keys = ["run", "protocol", "regime", "model", "category"]
     if len(ri) and set(keys) <= set(ri.columns):
-        extra = [c for c in ("rank_low", "rank_high", "p_top1") if c in ri.columns and c not in board.columns]
+        extra = [
+            c
+            for c in ("rank_low", "rank_high", "p_top1", "ci_low", "ci_high")
+            if c in ri.columns and c not in board.columns
+        ]
         board = board.merge(ri[keys + extra].drop_duplicates(keys), on=keys, how="left")
     return with_display(board, runs)
 

@@ -209,12 +209,8 @@ def compare_intervals(
             if len(matrix) < 2:
                 continue
             rep, _ = two_level_replicates(matrix, categories, None, str(regime), n_resamples=n_resamples, seed=seed)
-            low, high = rep.interval(confidence)
-            k = rep.columns.index(column)
             ri = rank_intervals(rep, confidence)
             ri = ri[ri["category"] == column].drop(columns=["value", "rank", "rows_resampled", "n_resamples"])
-            ri["ci_low"] = [low[rep.models.index(m), k] for m in ri["model"]]
-            ri["ci_high"] = [high[rep.models.index(m), k] for m in ri["model"]]
             rec = recommend(rep, confidence=confidence, tie_rule=tie_rule)
             ri = ri.merge(
                 rec.loc[rec["category"] == column, ["category", "model", "role"]], on=["category", "model"], how="left"

@@ -44,11 +44,12 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
-    """Per (model, category incl. macro): value, rank, rank_low, rank_high, p_top1.
+    """Per (model, category incl. macro): value, ci_low, ci_high, rank, rank_low, rank_high, p_top1.
 
     rep: paired replicates (B, M, C + 1). rank_low/rank_high: percentile interval of the model's rank over
     replicates at `confidence`; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 =
-    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). A column whose replicates cannot
+    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). ci_low/ci_high: the percentile
+    interval of the model's value over the same replicates (`CategoryReplicates.interval`, NaN where undefined). A column whose replicates cannot
     vary for some model (`CategoryReplicates.column_defined`: a single-task category without that task's per-row
     predictions, a macro over one) has nothing to resample: its interval and p_top1 are missing (NA), not a
     certain-looking [rank, rank] and 1.0, and `interval_reason` says why ("" where defined). `seed`: the
@@ -60,6 +61,7 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
     low = np.quantile(draw_rank, a, axis=0, method="lower")
     high = np.quantile(draw_rank, 1 - a, axis=0, method="higher")
     top = (draw_rank == 1).mean(axis=0)
+    ci_low, ci_high = rep.interval(confidence)
     no_variation = ~rep.column_defined()
     rows = []
     for m, model in enumerate(rep.models):
@@ -70,6 +72,8 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
                     "model": model,
                     "category": col,
                     "value": rep.point[m, c],
+                    "ci_low": float(ci_low[m, c]),
+                    "ci_high": float(ci_high[m, c]),
                     "rank": int(point_rank[m, c]),
                     "rank_low": int(low[m, c]) if known else None,
                     "rank_high": int(high[m, c]) if known else None,
