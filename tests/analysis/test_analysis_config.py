@@ -108,7 +108,8 @@ def test_a_misspelled_model_in_an_exclusion_list_stops_the_workflow(repo, tmp_pa
     )
     assert proc.returncode != 0
     prefix = "analysis.scale" if where == "own" else "analysis.published.scale"
+    # the error names the config file, the setting and its entry
     assert (
-        f"{prefix}.in_domain.exclude_models: model 'evo-1-131k' is not in the registry; did you mean ['evo-1-131k-base'"
-        in proc.stdout + proc.stderr
+        f"{overlay}: {prefix}.in_domain.exclude_models: entry 1: model 'evo-1-131k' is not in the registry; "
+        "did you mean ['evo-1-131k-base'" in proc.stdout + proc.stderr
     )
