@@ -270,6 +270,7 @@ def test_the_models_a_protocol_skips_are_the_boards_coverage_notes_and_the_cli_p
         protocol="geneb-paper",
         top=10,
         results_dir=None,
+        model=None,
     )
     assert "not covered: kmer-x: skipped, it has no torch network (family kmer)" in cmd_leaderboard(args)
     assert (
