@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from geneb.analysis import run
+from geneb.analysis import run, write
 from geneb.analysis.outputs import all_tables
 from geneb.figures.registry import figure_names
 from geneb.figures.render import render_figures
@@ -35,7 +35,7 @@ def test_tiny_runs_produce_every_output(models, tmp_path):
     full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
     assert "only 0 models with both a positive parameter count and an aggregate score" in full["scale_skipped"]
     assert tables["fewshot_drops"].empty and tables["scale"].empty
-    run.write_tables(tables, summary, tmp_path / "tables", all_tables())
+    write.write_tables(tables, summary, tmp_path / "tables", all_tables())
     render_figures(tmp_path / "tables", tmp_path / "figures")
     out = build_report(
         tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={}, captions=report_captions(CAPTIONS)

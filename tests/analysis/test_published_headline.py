@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis import run
+from geneb.analysis import run, write
 from geneb.analysis.inputs.metadata import load_task_meta, paper_pairs
 from geneb.analysis.paper import published, reproduce
 from geneb.tables.scores import AnalysisInputError
@@ -109,7 +109,7 @@ def test_headline_leaderboard_and_fewshot_statistics(analysed):
     assert p["regimes"]["10shot"]["top_model"] == "GenomeOcean-4B"  # few-shot changes the ranking
     inv = {(r["regime"], r["measure"]): r["rho"] for r in p["inverse_pattern"]}
     assert inv[("10shot", "abs_drop")] > 0.5  # the stronger the model, the larger its 10-shot drop
-    assert json.dumps(run._jsonable(summary))  # the summary is JSON-able
+    assert json.dumps(write.jsonable(summary))  # the summary is JSON-able
 
 
 def test_declared_pairs_among_the_papers_models_are_analysed(analysed, repo):
@@ -136,7 +136,7 @@ NOT_REPRODUCED = {"n_reversals": 29, "top_placements_multispecies_eukaryotic": 1
 def reproduced(analysed, repo):
     tables, summary = analysed
     outputs = reproduce.Outputs(
-        summary=run._jsonable(summary),
+        summary=write.jsonable(summary),
         leaderboard=tables["leaderboard"],
         models=tables["models"],
         protocol=published.PROTOCOL,

@@ -8,5 +8,6 @@
 * `stats`: the paired bootstrap and paired tests they share; `inputs`: the score-table contract and metadata.
 
 The modules at this level run them: `registry` (every analysis table and its function), `context`, `run`,
-`steps` (the rules' entry points) and `outputs` (the table names the workflow reads).
+`steps` (the rules' entry points), `write` (tables and summary to disk) and `outputs` (the table names the
+workflow reads).
 """

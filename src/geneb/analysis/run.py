@@ -2,13 +2,12 @@
 
 `run_analyses` takes a score table, model and task metadata, optional per-row predictions and the
 `analysis:` settings, and returns {table name: frame} plus a JSON-able summary of the headline statistics
-with the settings and provenance that made them. `write_tables` writes them as parquet (atomically).
+with the settings and provenance that made them. `geneb.analysis.write.write_tables` writes them as parquet (atomically).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import warnings
 from pathlib import Path
@@ -30,10 +29,8 @@ from geneb.analysis.ranking import contamination, tiers
 from geneb.analysis.ranking import leaderboard as lb
 from geneb.analysis.registry import Analysis
 from geneb.analysis.stats import bootstrap
-from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
 from geneb.core.provenance import code_revision, package_versions, stable_hash
-from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError, with_code_revision
+from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError
 
 log = logging.getLogger(__name__)
 
@@ -364,45 +361,3 @@ def run_analyses(
         }
     )
     return tables, summary
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        return None if not np.isfinite(obj) else float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
-
-
-def write_tables(
-    tables: dict[str, pd.DataFrame], summary: dict[str, Any] | None, outdir: str | Path, names: tuple[str, ...]
-) -> list[Path]:
-    """Write `tables[name]` to `outdir/{name}.parquet` for each of `names` (an absent table is written
-    empty), and, when given, the summary to `outdir/analysis_summary.json`.
-
-    Every table gets `settings_hash` and `input_sha256` columns (provenance; from the summary, else kept as
-    the table has them) and the running code's `geneb_commit` and `geneb_dirty` (`geneb.tables.scores.with_code_revision`).
-    Returns the written paths.
-    """
-    outdir = Path(outdir)
-    paths = []
-    for name in names:
-        df = tables.get(name, pd.DataFrame()).copy()
-        if summary is not None:
-            df["settings_hash"] = summary["settings_hash"]
-            df["input_sha256"] = summary["input_sha256"]
-        df = with_code_revision(df)
-        path = outdir / f"{name}.parquet"
-        integrity.write_parquet(df, path)
-        paths.append(path)
-    if summary is not None:
-        path = outdir / "analysis_summary.json"
-        write_text_atomic(path, json.dumps(_jsonable(summary), indent=2, sort_keys=True) + "\n")
-        paths.append(path)
-    return paths

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import run
+from geneb.analysis import run, write
 from geneb.analysis.controls.task_audit import leaderboard_settings, read_audit_flags
 from geneb.analysis.inputs import metadata
 from geneb.analysis.inputs.tables import frame_sha256
@@ -160,7 +160,7 @@ def analyses_step(
         missing_reasons={t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
     )
     summary["view"] = view
-    for path in run.write_tables(tables, summary, outdir, analysis_tables()):
+    for path in write.write_tables(tables, summary, outdir, analysis_tables()):
         log.info("wrote %s", path)
 
 
