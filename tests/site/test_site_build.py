@@ -89,13 +89,18 @@ def test_tier_and_ci_columns_are_shown_when_the_leaderboard_has_them(results, tm
     cols = {c["key"]: c for c in spec["columns"]}
     assert "tier" in cols and "tier" in spec["filters"]
     assert cols["value"]["kind"] == "ci" and (cols["value"]["low"], cols["value"]["high"]) == ("ci_low", "ci_high")
-    # a leaderboard written before tiers existed (or by another tool) has no tier column: none is shown
+    # tables written before tiers and value CIs existed (or by another tool): no tier column, no CI bar
     old = copy_results(results, tmp_path / "old")
     untiered = integrity.read_parquet(old / "tables" / "leaderboard.parquet")
     rewrite_table(old / "tables" / "leaderboard.parquet", untiered.drop(columns=["tier"], errors="ignore"))
+    intervals = integrity.read_parquet(old / "tables" / "rank_intervals.parquet")
+    rewrite_table(old / "tables" / "rank_intervals.parquet", intervals.drop(columns=["ci_low", "ci_high"]))
     plain = specs(build_site([old], tmp_path / "plain"))["board"]
     assert "tier" not in {c["key"] for c in plain["columns"]}
     assert {c["key"]: c for c in plain["columns"]}["value"]["kind"] == "num"
+    # the run as written: every model's value CI from rank_intervals (the two-level bootstrap) draws the CI bars
+    own = {c["key"]: c for c in specs(build_site([results], tmp_path / "own"))["board"]["columns"]}
+    assert own["value"]["kind"] == "ci" and "tier" in own
 
 
 def test_a_folder_that_is_not_a_site_is_refused_and_a_site_is_rebuilt(results, tmp_path):
