@@ -28,19 +28,19 @@ import pandas as pd
 import torch
 
 from geneb.core import integrity
-from geneb.core.provenance import package_versions, stable_hash
+from geneb.core.provenance import stable_hash
 from geneb.finetune.errors import FineTuneInputError, NonFiniteLossError
 from geneb.finetune.network import Tokenised, adapt, load_encoder, tokenise
 from geneb.finetune.recipe import FINETUNE_PROTOCOL, Recipe, from_config
 from geneb.finetune.train import CellRecord, EpochHook, predict, train_cell
 from geneb.probe.clean import clean_columns
 from geneb.probe.fit import Fit, TaskArrays, score_fits, thread_record
-from geneb.probe.job import dedup_scores
+from geneb.probe.job import dedup_scores, stamp_rows
 from geneb.probe.protocols import Protocol
 from geneb.probe.protocols import from_config as probe_protocol
 from geneb.probe.shots import check_shots, read_shots
 from geneb.probe.views import registry_view, with_view
-from geneb.tables.scores import PROBE_THREADS_ATTR, SCHEMA_VERSION, with_code_revision
+from geneb.tables.scores import PROBE_THREADS_ATTR
 from geneb.tasks.audit_step import read_audit
 from geneb.tasks.card import read_card
 
@@ -207,26 +207,27 @@ def finetune_task(
     scores, preds = _tables(fits, classes, te, task, proto, c, audit)
     view = registry_view({"settings": extraction, "model": model}, n_layers)
     scores, preds = with_view(scores, **view), with_view(preds, **view)
-    v = package_versions()
-    ident = {"schema_version": SCHEMA_VERSION, "protocol": FINETUNE_PROTOCOL, "model": model, "task": task}
-    scores = pd.concat([pd.DataFrame({**ident, "category": c.category}, index=scores.index), scores], axis=1)
     prov = {
         "config_hash": recipe.recipe_hash(),
         "data_hash": c.data_hash,
         "shots_hash": shot["draw_hash"],
         "embedding_key_hash": settings_hash,
         "embedding_compute_dtype": str(encoder.compute_dtype),
-        "geneb_version": v["geneb"],
-        "sklearn_version": v["scikit-learn"],
-        "numpy_version": v["numpy"],
-        "scipy_version": v["scipy"],
     }
-    unk = {
+    unknown = {
         "n_unknown_tokens_train": pd.array([tok_train.unknown[1]] * len(scores), dtype="Int64"),
         "n_unknown_tokens_test": pd.array([tok_test.unknown[1]] * len(scores), dtype="Int64"),
     }
-    scores = with_code_revision(scores.assign(**prov, **unk))
-    preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
+    scores, preds = stamp_rows(
+        scores,
+        preds,
+        protocol=FINETUNE_PROTOCOL,
+        model=model,
+        task=task,
+        category=c.category,
+        provenance=prov,
+        unknown=unknown,
+    )
     scores.attrs[PROBE_THREADS_ATTR] = thread_record()
     scores.attrs[FINETUNE_ATTR] = {
         "recipe": recipe.settings(),

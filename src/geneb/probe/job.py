@@ -138,6 +138,35 @@ def unknown_token_columns(split_attrs: dict[str, dict[str, Any]], n: int) -> dic
     return out
 
 
+def stamp_rows(
+    scores: pd.DataFrame,
+    preds: pd.DataFrame,
+    *,
+    protocol: str,
+    model: str,
+    task: str,
+    category: str,
+    provenance: dict[str, Any],
+    unknown: dict[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The score and prediction rows of one (protocol, model, task) job with their key and provenance, as every
+    job writing the score-table contract stamps them (probe and fine-tune jobs alike): score rows get
+    schema_version, protocol, model, task, category, `provenance` (config_hash, data_hash, shots_hash,
+    embedding_key_hash, embedding_compute_dtype), the package versions, the `unknown` token columns and the code
+    revision; prediction rows the key columns."""
+    v = package_versions()
+    ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
+    scores = pd.concat([pd.DataFrame({**ident, "category": category}, index=scores.index), scores], axis=1)
+    versions = {
+        "geneb_version": v["geneb"],
+        "sklearn_version": v["scikit-learn"],
+        "numpy_version": v["numpy"],
+        "scipy_version": v["scipy"],
+    }
+    scores = with_code_revision(scores.assign(**provenance, **versions, **unknown))
+    return scores, pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
+
+
 def fit_probes(
     *,
     train: Path,
@@ -220,9 +249,6 @@ def fit_probes(
         scores, preds = probe(data.X_train, data.X_test)
         view = registry_view(cache.key, n_layers)
         scores, preds = with_view(scores, **view), with_view(preds, **view)
-    v = package_versions()
-    ident = {"schema_version": SCHEMA_VERSION, "protocol": protocol, "model": model, "task": task}
-    scores = pd.concat([pd.DataFrame({**ident, "category": c.category}, index=scores.index), scores], axis=1)
     prov = {
         "config_hash": proto.config_hash(),
         "data_hash": c.data_hash,
@@ -230,13 +256,11 @@ def fit_probes(
         "embedding_key_hash": cache.key_hash,
         # what the extraction computed in: the settings hash names it too (dtype auto is resolved per device class)
         "embedding_compute_dtype": str(cache.key.get("encoder", {}).get("compute_dtype") or "n/a"),
-        "geneb_version": v["geneb"],
-        "sklearn_version": v["scikit-learn"],
-        "numpy_version": v["numpy"],
-        "scipy_version": v["scipy"],
     }
-    scores = with_code_revision(scores.assign(**prov, **unknown_token_columns(cache.split_attrs, len(scores))))
-    preds = pd.concat([pd.DataFrame(ident, index=preds.index), preds], axis=1)
+    unknown = unknown_token_columns(cache.split_attrs, len(scores))
+    scores, preds = stamp_rows(
+        scores, preds, protocol=protocol, model=model, task=task, category=c.category, provenance=prov, unknown=unknown
+    )
     # the thread pools the fits ran with (one per BLAS / OpenMP pool; `geneb.probe.fit.probe_thread_limits`), in the
     # file's metadata: what a cross-machine difference in the last digits comes from (docs/performance.md)
     scores.attrs[PROBE_THREADS_ATTR] = thread_record()

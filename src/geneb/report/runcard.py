@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from geneb.analysis.inputs.metadata import MODEL_COLUMNS
 from geneb.extract.cache import CacheError, read_key
 
 #: score-table columns that state how a model's probes were made (the same in every row of a model, or listed)
@@ -32,19 +33,8 @@ PROBE_PROVENANCE = (
     "numpy_version",
     "scipy_version",
 )
-#: the registry facts a run card states (columns of `geneb.analysis.inputs.metadata.model_frame` / models.parquet)
-REGISTRY_FACTS = (
-    "display",
-    "params",
-    "architecture",
-    "architecture_family",
-    "tokenizer_type",
-    "pretraining_data",
-    "pretraining_domain",
-    "trained_on_tasks",
-    "paper_model_id",
-    "twin_of",
-)
+#: the registry facts a run card states: the model frame's columns (models.parquet) but the first-release count
+REGISTRY_FACTS = tuple(c for c in MODEL_COLUMNS if c != "params_first_release")
 
 
 def recorded_inputs(inputs: Mapping[str, Any], prefix: str, suffix: str) -> list[Path]:
