@@ -84,12 +84,24 @@ class EnvFile:
                 out.append((self.path.parent / parts[1]).resolve())
         return out
 
+    def pinning_files(self) -> list[Path]:
+        """The files of its `-r FILE` / `-c FILE` lines (requirements, constraints), against its folder."""
+        out = []
+        for line in self.pip:
+            parts = line.split(None, 1)
+            if parts[0] in ("-r", "-c") and len(parts) == 2:
+                out.append((self.path.parent / parts[1]).resolve())
+        return out
+
     def digest(self) -> str:
-        """12-hex digest of the env file and of each `-e` path's pyproject.toml: the venv's cache name."""
+        """12-hex digest of the env file, of each `-e` path's pyproject.toml and of each `-r`/`-c` file: the
+        venv's cache name (a changed constraint makes a new venv)."""
         h = hashlib.sha256(self.path.read_bytes())
         for folder in self.editable_paths():
             project = folder / "pyproject.toml"
             h.update(project.read_bytes() if project.is_file() else b"")
+        for pinned in self.pinning_files():
+            h.update(pinned.read_bytes() if pinned.is_file() else b"")
         return h.hexdigest()[:12]
 
 
