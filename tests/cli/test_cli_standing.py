@@ -39,6 +39,20 @@ def test_leaderboard_model_lists_its_rows_per_regime_and_category_with_rank_out_
     assert "tier" not in capsys.readouterr().out.splitlines()[1]
 
 
+def test_leaderboard_model_with_a_category_shows_that_category_only_ranked_among_all(synthetic_run, capsys):
+    t = _tables(synthetic_run)
+    board = pd.read_parquet(t / "leaderboard.parquet")
+    model = sorted(board["model"].unique())[0]
+    argv = ["leaderboard", "--table", str(t / "leaderboard.parquet"), "--model", model, "--regime", "full"]
+    assert main([*argv, "--category", "MACRO"]) == 0  # any case, like the plain board
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[2].split()[:2] == ["full", "macro"], lines
+    every = board[(board["protocol"] == "geneb-paper") & (board["regime"] == "full") & (board["category"] == "macro")]
+    assert f"of {every['rank'].notna().sum()}" in lines[2]  # out of every ranked model, not of the one row shown
+    assert main([*argv, "--category", "nope"]) == 2
+    assert "unknown category 'nope'" in capsys.readouterr().err
+
+
 def test_unknown_model_names_the_close_matches(synthetic_run, capsys):
     t = _tables(synthetic_run)
     model = sorted(pd.read_parquet(t / "leaderboard.parquet")["model"].unique())[0]

@@ -8,8 +8,12 @@
                                        the task lock (config task_lock; geneb.tasks.lock), printing what changed
     geneb leaderboard [--category C] [--regime R] [--top N]
                                        print the leaderboard of a category (default macro) and regime
+    geneb leaderboard --model ID [--category C] [--regime R]
+                                       where one model stands: rank of N, CI and tier per category and regime
     geneb recommend --category C [--regime R]
                                        the best model(s) for a category, with ties where CIs overlap
+    geneb recommend --model ID [--category C] [--regime R]
+                                       one model's standing: rank, CI, distance to the best, tier
     geneb site --results-dir DIR [--results-dir DIR2 ...] --out SITE
                                        write the static leaderboard site of one or more runs (docs/site.md)
     geneb pin-revisions MODEL ... [--ref main]

@@ -138,7 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("recommend", cmd_recommend, "tables/recommendations.parquet", "recommend a model for a category"),
     ):
         s = sub.add_parser(name, help=help_)
-        s.add_argument("--category", default="macro" if name == "leaderboard" else None)
+        s.add_argument(
+            "--category",
+            default=None,
+            help="a category, macro or micro (leaderboard default macro; with --model: every category)",
+        )
         s.add_argument("--regime", default=None, choices=REGIMES, help="default full (with --model: every regime)")
         s.add_argument("--model", help="one model's rows: where it stands in every category (and regime)")
         s.add_argument("--protocol")

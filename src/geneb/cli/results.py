@@ -116,8 +116,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
         board = protocol_rows(_read(args.table, "leaderboard"), args.protocol)
         check_model(board, args.model, args.table)
         rows = model_board(board, args.model, args.regime, beside_tables(args.table)[2])
+        if args.category:  # ranks stay out of every ranked model of that category, not of the rows shown
+            rows = rows[rows["category"] == category_name(args.category)]
+            if rows.empty:
+                raise CliError(f"model {args.model!r} has no row for category {args.category!r} in {args.table}")
         return format_board(rows, args.model, board["protocol"].iloc[0])
     args.regime = args.regime or "full"
+    args.category = args.category or "macro"
     b, cat = _rows(args, "leaderboard")
     attrs: dict[str, Any] = {str(k): v for k, v in integrity.read_parquet(args.table).attrs.items()}
     every = b
