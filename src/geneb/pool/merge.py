@@ -152,13 +152,19 @@ def merge_bundles(
     return record
 
 
-def analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(analysis, leaderboard) sections of the workflow config file `config_file`, validated and defaults filled
-    as a run's are (`geneb.run.config_checks.check_config`). Raises ValueError for an invalid config."""
+def checked_config(config_file: str | os.PathLike[str]) -> dict[str, Any]:
+    """The workflow config file `config_file` validated and its defaults filled as a run's is
+    (`geneb.run.config_checks.check_config`). Raises ValueError for an invalid config."""
     from geneb.run.config_checks import check_config, default_schema_files, read_yaml
 
     config = read_yaml(Path(config_file))
-    checked = check_config(copy.deepcopy(config), read_yaml(Path(default_schema_files()["config"])))
+    return check_config(copy.deepcopy(config), read_yaml(Path(default_schema_files()["config"])))
+
+
+def analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(analysis, leaderboard) sections of the workflow config file `config_file` (`checked_config`). Raises
+    ValueError for an invalid config."""
+    checked = checked_config(config_file)
     return checked["analysis"], checked["leaderboard"]
 
 

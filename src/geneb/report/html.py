@@ -31,6 +31,7 @@ from geneb.figures.render import choose_protocol
 from geneb.report.audit import audit_sections
 from geneb.report.board import board_marks, board_notes
 from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
+from geneb.report.pooled import merged_parts
 from geneb.report.render import (
     CSS,
     PROVENANCE_COLUMNS,
@@ -242,6 +243,7 @@ def build_report(
     task_audit: str | Path | None = None,
     cards: list[str] | None = None,
     zeroshot: Mapping[str, str | Path] | None = None,
+    pooled: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the report for the tables in `tables_dir` and figures in `figures_dir` to `out_path`.
 
@@ -255,8 +257,9 @@ def build_report(
     table (results/tables/task_audit.parquet) for the "Task audit" section (`geneb.report.audit`), if any.
     zeroshot: the zero-shot tables and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for the "Zero-shot
     scoring" section (`geneb.report.zeroshot`), None in a run without the zero-shot stage.
-    cards: the run's task cards;
-    the headline says which tasks the run's caps made subsamples (`capped_line`).
+    cards: the run's task cards; the headline says which tasks the run's caps made subsamples (`capped_line`).
+    pooled: the pool record (tables/pool.json) of a merged folder: the "Pooled from" block, and one line each for
+    its task cards and zero-shot section (`geneb.report.pooled`).
     A table older than the score table it was computed from is named in a warning at the top
     (`geneb.tables.freshness`); the provenance columns (PROVENANCE_COLUMNS) are stated once, not in every table.
     Raises AnalysisInputError when a table, figure or caption is missing.
@@ -306,6 +309,7 @@ def build_report(
     failed = _failed_section(tables_dir)
     figs = {f.name: (f, figures_dir / f"{f.name}.png") for f in figures()}
     heat = figs.pop("heatmap", None)
+    merged, zs_caption = merged_parts(pooled, tables_dir.parent), captions.get(ZEROSHOT_CAPTION, "")
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -314,8 +318,9 @@ def build_report(
         f"{__version__}; score table sha256 {summary['input_sha256']}, analysis settings hash {summary['settings_hash']}; "
         "methods: docs/analyses.md. Order: the answer (headline, leaderboard), the analyses, then the diagnostics "
         "(failed cells, task audit, data hygiene) and the provenance.</p>",
+        *merged["top"],
         "<h2 id='headline'>Headline statistics</h2>",
-        *([f"<p class='warn'>{html.escape(capped)}</p>"] if capped else []),
+        *([f"<p class='warn'>{html.escape(capped)}</p>"] if capped else merged["cards"]),
         *(["<p class='warn'>⚠ some tasks failed: see <a href='#failed'>Failed tasks</a></p>"] if failed else []),
         _headline(summary, protocol),
         _choices_headline(summary, regime),
@@ -333,7 +338,7 @@ def build_report(
         f"<h3>Macro rank with {summary['settings']['confidence']:.0%} bootstrap interval</h3>",
         table_html(ri, 3, 200, empty=f"no rank intervals for {protocol} / {regime}"),
         *_reproduce_section(reproduce, captions),
-        *zeroshot_section(zeroshot, table_html, figure_html, captions.get(ZEROSHOT_CAPTION, "")),
+        *(zeroshot_section(zeroshot, table_html, figure_html, zs_caption) or merged["zeroshot"]),
         "<h2 id='analyses'>Analyses</h2>",
         "<h3 id='figures'>Figures</h3>",
     ]

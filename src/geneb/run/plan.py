@@ -46,7 +46,7 @@ from geneb.run.job_requests import ExtractionResources
 from geneb.run.layout import ResourceLayout, check_hash, params_hash
 from geneb.run.migrate import legacy_task_dir, migrate_legacy
 from geneb.run.preflight import format_problems
-from geneb.run.rerun import stable_params
+from geneb.run.rerun import report_config, stable_params
 from geneb.run.set_aside import BadFile, check_before_dag
 from geneb.run.task_sources import task_prepared
 from geneb.run.trusted import TrustedFiles
@@ -253,14 +253,8 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
         return [self.partial_file] if self.partial is not None and self.partial_file else []
 
     def report_config(self) -> dict[str, Any]:
-        """The configuration shown in the report, without the execution knobs, the `model_weights` paths, the task
-        lock's path and the download limits (they never change a result: the weights' content is in each model's
-        settings hash, the task files' in the task's; so they must not rerun the report either), mappings sorted."""
-        hidden = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
-        shown = {key: value for key, value in self.config.items() if key not in hidden}
-        for key in ("tasks", "models", "protocols"):  # their order changes no result
-            shown[key] = sorted(shown[key])
-        return stable_params(shown)
+        """The configuration shown in the report (`geneb.run.rerun.report_config` of the validated config)."""
+        return report_config(self.config)
 
     def published_files(self) -> dict[str, str]:
         """{name: path} of the published results' reference files (config analysis.published.dir)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from geneb.core.provenance import canonical_json
@@ -31,6 +32,23 @@ def _integral_floats_as_ints(obj: Any) -> Any:
     if isinstance(obj, float) and obj.is_integer():
         return int(obj)
     return obj
+
+
+#: the config keys the report does not show (execution knobs, weight paths, the task lock's path, download limits)
+REPORT_HIDDEN = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
+
+
+def report_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration a report shows (the report rules' params; `geneb merge`'s report): the validated
+    `config` without the keys of REPORT_HIDDEN (they never change a result: the weights' content is in each
+    model's settings hash, the task files' in the task's; so they must not rerun the report either), its tasks,
+    models and protocols sorted (their order changes no result), every mapping sorted (`stable_params`).
+    Raises KeyError when `config` has no tasks, models or protocols (a config not validated)."""
+    shown = {key: value for key, value in config.items() if key not in REPORT_HIDDEN}
+    for key in ("tasks", "models", "protocols"):
+        shown[key] = sorted(shown[key])
+    result: dict[str, Any] = stable_params(shown)
+    return result
 
 
 def canonical_path(path: str) -> str:
