@@ -253,16 +253,13 @@ def build_report(
     the contamination list, the models, the configuration, the analysis settings and package versions.
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any; with
     it the "Statistically tied tiers" section (`geneb.report.tiers`, from rank_separability) is marked as GENEB's
-    own finding. scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the task audit
-    table (results/tables/task_audit.parquet) for the "Task audit" section (`geneb.report.audit`), if any.
-    zeroshot: the zero-shot tables and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for the "Zero-shot
-    scoring" section (`geneb.report.zeroshot`), None in a run without the zero-shot stage.
+    own finding. scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the
+    task audit table for the "Task audit" section (`geneb.report.audit`), if any. zeroshot: the zero-shot tables
+    and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for its section (`geneb.report.zeroshot`), or None.
     cards: the run's task cards; the headline says which tasks the run's caps made subsamples (`capped_line`).
-    pooled: the pool record (tables/pool.json) of a merged folder: the "Pooled from" block, and one line each for
-    its task cards and zero-shot section (`geneb.report.pooled`).
-    A table older than the score table it was computed from is named in a warning at the top
-    (`geneb.tables.freshness`); the provenance columns (PROVENANCE_COLUMNS) are stated once, not in every table.
-    Raises AnalysisInputError when a table, figure or caption is missing.
+    pooled: a merged folder's tables/pool.json, for its "Pooled from" block and one-liners (`report.pooled`). A table older than the score table it was computed from is named in a warning at the top (`geneb.tables.
+    freshness`); the provenance columns (PROVENANCE_COLUMNS) are stated once. Raises AnalysisInputError when a
+    table, figure or caption is missing.
     """
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     summary = json.loads((tables_dir / "analysis_summary.json").read_text())
