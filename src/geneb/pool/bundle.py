@@ -6,6 +6,7 @@ changed byte, a missing or an unlisted member, naming it (docs/pooling.md).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -22,6 +23,8 @@ from geneb import __version__
 from geneb.core import integrity
 from geneb.core.provenance import canonical_json
 from geneb.registry.extra import MERGED_SHEET
+from geneb.registry.load import load_registry
+from geneb.registry.registry import RegistryError
 from geneb.tables.scores import SCHEMA_VERSION
 
 #: the bundle format (manifest `format`, `format_version`)
@@ -112,13 +115,19 @@ def write_bundle(
             integrity.read_parquet(path)  # its digest checked
             members[f"tables/{name}.parquet"] = path.read_bytes()
     sheet = _sheet(root, model_sheet)
-    registry = yaml.safe_load(sheet.read_text()) or {}
+    try:  # through the registry's reader: its implicit `<model>-twin` entries are the run's models too
+        registry = load_registry(sheet, envs_dir=None).raw
+    except RegistryError as err:
+        raise BundleError(f"bundle: the registry of {root}: {err}") from err
     entries = registry.get("models") or {}
     models = sorted(map(str, scores["model"].unique()))
     absent = [m for m in models if m not in entries]
     if absent:
         raise BundleError(f"bundle: model(s) {absent} of {scores_path} are not in the registry {sheet}")
-    cards = {"schema_version": registry.get("schema_version"), "models": {m: entries[m] for m in models}}
+    cards = {
+        "schema_version": registry.get("schema_version"),
+        "models": {m: copy.deepcopy(dict(entries[m])) for m in models},
+    }
     members[REGISTRY] = yaml.safe_dump(cards, sort_keys=False).encode()
     members[PROVENANCE] = (json.dumps(provenance_record(scores), indent=1, sort_keys=True) + "\n").encode()
     manifest = {
