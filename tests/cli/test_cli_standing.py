@@ -120,3 +120,28 @@ def test_recommend_without_category_or_model_is_a_clear_error(synthetic_run, tmp
     shutil.copy(t / "recommendations.parquet", tmp_path)
     assert main(["recommend", "--table", str(tmp_path / "recommendations.parquet")]) == 2
     assert "needs --category (or --model" in capsys.readouterr().err
+
+
+def test_a_changed_table_is_one_error_line_naming_the_file_not_a_traceback(synthetic_run, capsys, tmp_path):
+    t = _tables(synthetic_run)
+    for cmd, table, extra in (
+        ("leaderboard", "leaderboard.parquet", []),
+        ("recommend", "recommendations.parquet", ["--category", CATEGORIES[0]]),
+    ):
+        changed = tmp_path / table
+        shutil.copy(t / table, changed)
+        shutil.copy(t / (table + ".sha256"), tmp_path / (table + ".sha256"))
+        data = bytearray(changed.read_bytes())
+        data[len(data) // 2] ^= 0xFF  # one byte changed: the digest no longer matches
+        changed.write_bytes(bytes(data))
+        assert main([cmd, "--table", str(changed), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("geneb: error: ") and err.count("\n") == 1 and str(changed) in err, err
+        assert "Traceback" not in err
+
+
+def test_error_lines_join_a_line_that_introduces_the_next_with_a_space():
+    from geneb.cli.app import one_line
+
+    assert one_line("cannot plan:\n - a\n - b\n") == "cannot plan: - a; - b"
+    assert ":;" not in one_line("problems (1):\n- results_dir: no")

@@ -30,6 +30,12 @@ def test_all_good_exits_0_with_a_summary(run, capsys):
     assert out[0].endswith("checked, all match their digests")
 
 
+def test_a_results_dir_outside_results_is_named_with_the_rule(run, capsys):
+    assert main(["verify", "--config", "config/config.yaml", "--results-dir", "/tmp/elsewhere"]) == 2
+    err = capsys.readouterr().err
+    assert "--results-dir '/tmp/elsewhere'" in err and "results or a folder below it" in err and ":;" not in err
+
+
 def test_every_bad_file_is_named_and_exits_1(run, capsys):
     files = finished_files(run)
     for kind in ("embeddings", "shots"):

@@ -20,6 +20,7 @@ from geneb.cli.verify import cmd_verify
 from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
 from geneb.cli.zeroshot import DEFAULT_OUT, cmd_zeroshot_build, cmd_zeroshot_reference_lms
 from geneb.core.categories import CATEGORIES
+from geneb.core.integrity import IntegrityError
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 
@@ -210,7 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="the run's config file; give it again for each overlay, in order (default config/config.yaml)",
     )
-    v.add_argument("--results-dir", default=None, help="the run's results_dir (default: the config's)")
+    v.add_argument(
+        "--results-dir",
+        default=None,
+        help="the run's results_dir, results or a folder below it (default: the config's)",
+    )
     v.add_argument(
         "--adopt",
         action="store_true",
@@ -228,6 +233,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def one_line(message: str) -> str:
+    """`message` on one line for the `geneb: error:` line: its lines joined by "; ", or by a space after a line
+    that ends in ":" (it introduces the next), so no ":;" appears."""
+    out = ""
+    for line in (raw.strip() for raw in message.splitlines()):
+        if line:
+            out = line if not out else f"{out}{' ' if out.endswith(':') else '; '}{line}"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `geneb` console script; returns the exit status."""
     parser = build_parser()
@@ -238,9 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         out = args.func(args)
-    except (CliError, AnalysisInputError, OSError) as err:
-        msg = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
-        print(f"geneb: error: {msg}", file=sys.stderr)
+    except (CliError, AnalysisInputError, IntegrityError, OSError) as err:
+        print(f"geneb: error: {one_line(str(err))}", file=sys.stderr)
         return 2
     if isinstance(out, int):  # a wrapped command printed its own output; this is its exit status
         return out

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from geneb.cli.common import CliError, existing_file
+from geneb.core.schemas import load_schema
 from geneb.run.plan import plan_run
 from geneb.run.verify import verify_files
 
@@ -32,6 +34,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         loaded = yaml.safe_load(existing_file(name, "config file").read_text(encoding="utf-8")) or {}
         config = _merge(config, loaded)
     if args.results_dir is not None:
+        if not re.match(load_schema("config")["properties"]["results_dir"]["pattern"], args.results_dir):
+            raise CliError(
+                f"--results-dir {args.results_dir!r}: a run's results_dir is results or a folder below it "
+                "(relative to the checkout, as the config key results_dir: workflow/schemas/config.schema.yaml); "
+                "verify checks a run of this checkout, e.g. --results-dir results/finetune"
+            )
         config["results_dir"] = args.results_dir
     try:
         plan = plan_run(
