@@ -101,6 +101,7 @@ def test_an_unknown_model_names_the_config_file_and_the_setting(tmp_path, shared
     assert proc.returncode != 0
     assert "config/config.yaml: models: entry 2: model 'minee' is not in the registry" in proc.stdout
     assert "my_models.yaml" in proc.stdout  # the registry files it looked in
+    assert "WorkflowError" in proc.stdout and "src/geneb" not in proc.stdout  # the message, not GENEB's frames
     config = yaml.safe_load((run / "config/config.yaml").read_text())
     config["models"] = ["mine"]
     config["analysis"]["scale"]["rho_exclusions"] = [{"model": "mine", "reason": "r"}, {"model": "nope", "reason": "r"}]

@@ -103,3 +103,7 @@ def test_a_misspelled_knob_or_key_is_one_short_line_naming_it(repo):
     assert lines[0].startswith("(top level): Additional properties are not allowed ('model' was unexpected)")
     assert lines[1].startswith("execution: Additional properties are not allowed ('devise' was unexpected)")
     assert all(len(line) < 400 for line in lines)
+    # a misspelled key gets the schema's close spellings; a key like none of them gets no guess
+    assert lines[0].endswith("did you mean 'model' -> 'models'?") and lines[1].endswith("'devise' -> 'device'?")
+    (typo,) = schema_problems({"tasks": ["t"], "models": ["m"], "modles_extra": ["x"], "zzz": 1}, schema)
+    assert typo.endswith("; did you mean 'modles_extra' -> 'models_extra'?") and "'zzz' ->" not in typo

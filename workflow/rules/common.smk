@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
@@ -22,22 +23,26 @@ from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 #: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
 RUN_STARTED = time.time()
 
-# Every parse-time decision, in one tested function; it raises on any mistake in the config, before any job
-PLAN = plan_run(
-    config,
-    schema_files={
-        name: workflow.source_path(f"../schemas/{name}.schema.yaml") for name in ("config", "tasks", "models")
-    },
-    main_process=workflow.is_main_process,
-    conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
-    partial_file=os.environ.get(PARTIAL_ENV),
-    log=logger,
-    config_files=[str(f) for f in workflow.configfiles],
-    # no job runs (-n, --touch, --lint, ...): nothing is moved. workflow.dryrun is set only when execution starts,
-    # after parsing; the output settings have -n already, the command line the other modes
-    dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun)
-    or handlers.dry_run_requested(sys.argv[1:]),
-)
+# Every parse-time decision, in one tested function; it raises on any mistake in the config, before any job. The
+# mistake is shown as its message (a WorkflowError), not under a stack of GENEB's frames; --verbose keeps the chain
+try:
+    PLAN = plan_run(
+        config,
+        schema_files={
+            name: workflow.source_path(f"../schemas/{name}.schema.yaml") for name in ("config", "tasks", "models")
+        },
+        main_process=workflow.is_main_process,
+        conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
+        partial_file=os.environ.get(PARTIAL_ENV),
+        log=logger,
+        config_files=[str(f) for f in workflow.configfiles],
+        # no job runs (-n, --touch, --lint, ...): nothing is moved. workflow.dryrun is set only when execution starts,
+        # after parsing; the output settings have -n already, the command line the other modes
+        dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun)
+        or handlers.dry_run_requested(sys.argv[1:]),
+    )
+except ValueError as err:
+    raise WorkflowError(str(err)) from err
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
 CAPTION_FOLDER = "../report"

@@ -58,8 +58,24 @@ def schema_problems(instance: Any, schema: dict[str, Any], *, limit: int = 20) -
     for err in schema_errors(instance, schema)[:limit]:
         where = ".".join(str(p) for p in err.path) or "(top level)"
         text = err.message if len(err.message) <= 300 else err.message[:300] + " …"
-        lines.append(f"{where}: {text}")
+        lines.append(f"{where}: {text}{_close_keys(err)}")
     return lines
+
+
+def _close_keys(err: Any) -> str:
+    """For an unexpected key (`additionalProperties`): "; did you mean ...?" with the schema's close spellings of
+    each (difflib), else ""."""
+    import difflib
+
+    if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
+        return ""
+    known = list(err.schema.get("properties", {}))
+    hints = [
+        f"{key!r} -> {', '.join(repr(m) for m in matches)}"
+        for key in err.instance
+        if key not in known and (matches := difflib.get_close_matches(str(key), known, n=3, cutoff=0.75))
+    ]
+    return f"; did you mean {'; '.join(hints)}?" if hints else ""
 
 
 def validate_with_defaults(instance: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

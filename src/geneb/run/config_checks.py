@@ -6,7 +6,7 @@ naming the mistake and its fix."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +113,23 @@ def use_merged_sheet(config: dict[str, Any]) -> None:
         config["registry_extra"] = []
 
 
+def config_source(config_files: Sequence[str]) -> str:
+    """The config files a run was read from, for an error about a setting: each once, in the order first read
+    (Snakemake lists the Snakefile's default `configfile:` as an absolute path and again when it is
+    also given on the command line), in its shortest spelling; "the config" when there is none."""
+    seen: dict[str, str] = {}
+    for name in config_files:
+        key = os.path.realpath(name)
+        seen[key] = min(seen.get(key, name), name, key=len)
+    return " + ".join(seen.values()) or "the config"
+
+
 def model_settings(config: dict[str, Any], source: str) -> dict[str, str]:
-    """{model: the setting of the config (file(s) `source`) that first names it}: "models: entry 3", else
-    "models_extra: entry 1", the prefix of its error when it is not in the registry."""
+    """{model: the setting of the config (file(s) `source`) that names it}: "models_extra: entry 1" for a model
+    models_extra adds, else "models: entry 3"; the prefix of its error when it is not in the registry."""
     where: dict[str, str] = {}
-    for key in ("models_extra", "models"):
+    # `models` already holds models_extra's additions (plan_run): the models_extra entry, read last, names them
+    for key in ("models", "models_extra"):
         for i, model in enumerate(config[key]):
             where[model] = f"{source}: {key}: entry {i + 1}"
     return where

@@ -36,6 +36,7 @@ from geneb.run.config_checks import (
     check_config,
     check_exclusion_lists,
     check_task_ids,
+    config_source,
     default_schema_files,
     load_run_registry,
     preflight_or_stop,
@@ -323,7 +324,7 @@ def plan_run(
     if main_process and caps_line:
         log.info(caps_line)
     # the one reader of the registry: the main process pins unpinned hub models once (lockfile); jobs use the pins
-    source = " + ".join(config_files) or "the config"  # named by an error about a setting
+    source = config_source(config_files)  # named by an error about a setting
     registry, lock_log, not_runnable_message = load_run_registry(
         config, read_yaml(schemas["models"]), resolve=main_process, source=source
     )
