@@ -45,6 +45,16 @@ def private_model_servers(monkeypatch):
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> Path:
+    """The shared small run, finished (tests/workflow_support.py, `build_small_run`: 2 real tasks x kmer-3,
+    kmer-4 up to the tables, figures and report), built once per session for every xdist worker. Read it as it
+    is; a test that changes a run takes a copy first (`workflow_support.copy_run`)."""
+    from workflow_support import build_small_run, shared_folder
+
+    return shared_folder(tmp_path_factory, "small-run", build_small_run)
+
+
 # The extraction fixtures (a zoo of tiny checkpoints, prepared task folders), shared by tests/cases,
 # tests/encoders, tests/extract and tests/registry: imported here so that pytest finds them without per-module imports.
 from extraction_support import make_task, zoo  # noqa: E402, F401

@@ -3,12 +3,17 @@ a task source of the test's own) and `python -m snakemake` in that folder, outpu
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,3 +76,183 @@ def run_plan(run: Path, *overlays: str | Path) -> Any:
         )
     finally:
         os.chdir(cwd)
+
+
+def _snakemake_env(env: dict[str, str] | None) -> dict[str, str]:
+    """The process environment a test's workflow sees: without the task-source and partial-run variables, which
+    would redirect the run, plus `env`."""
+    drop = ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")
+    return {k: v for k, v in os.environ.items() if k not in drop} | (env or {})
+
+
+@contextlib.contextmanager
+def _in_process_dag(
+    run: Path,
+    targets: tuple[str, ...],
+    configfiles: tuple[str | Path, ...],
+    config: dict[str, Any] | None,
+    env: dict[str, str] | None,
+    until: tuple[str, ...],
+) -> Iterator[Any]:
+    """Snakemake's DAG of the repository's Snakefile in `run`, built in this process by Snakemake's own API (the
+    code `snakemake -n` runs, without a new interpreter: about 0.5 s instead of 5-8 s); the working directory and
+    the environment are restored afterwards."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    saved_env, cwd = dict(os.environ), Path.cwd()
+    os.environ.clear()
+    os.environ.update(_snakemake_env(env))
+    try:
+        with SnakemakeApi(OutputSettings(dryrun=True, quiet={"all"})) as api:  # type: ignore[arg-type]
+            workflow_api = api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(
+                    configfiles=[run / f for f in configfiles], config=copy.deepcopy(config or {})
+                ),
+                snakefile=REPO / "Snakefile",
+                workdir=run,
+            )
+            dag_api = workflow_api.dag(DAGSettings(targets=frozenset(targets), until=frozenset(until)))
+            workflow = dag_api.workflow_api._workflow
+            workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True, nolock=True)
+            workflow._build_dag()
+            yield workflow.dag
+    finally:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def dry_run(
+    run: Path,
+    *targets: str,
+    configfiles: tuple[str | Path, ...] = (),
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    until: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """The jobs `snakemake -n [--configfile F ...] [--config K=V] [--until R] <targets>` in `run` would run, planned
+    in this process: dicts with rule, wildcards, reason and output, as `snakemake -n` prints them. [] when nothing
+    is to be done. `configfiles` are relative to `run`; `config` is merged over them like `--config`. Tests of
+    which jobs a config plans use this; tests/workflow/test_dry_run_agrees.py proves it agrees with the command."""
+    with _in_process_dag(run, targets, configfiles, config, env, until) as dag:
+        return [
+            {
+                "rule": job.rule.name,
+                "wildcards": {k: str(v) for k, v in job.wildcards_dict.items()},
+                "reason": str(dag.reason(job)),
+                "output": [str(f) for f in job.output],
+            }
+            for job in dag.needrun_jobs()
+        ]
+
+
+def detailed_summary(
+    run: Path,
+    *targets: str,
+    configfiles: tuple[str | Path, ...] = (),
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """Snakemake's `--detailed-summary` of `targets` in `run` (one row per output file: output_file, date, rule,
+    ..., status, plan), built in process like `dry_run` (same options)."""
+    from snakemake.common import async_run
+
+    async def _lines(dag: Any) -> list[str]:
+        return [line async for line in dag.summary(detailed=True)]
+
+    with _in_process_dag(run, targets, configfiles, config, env, until=()) as dag:
+        lines = async_run(_lines(dag))
+    rows = [line.split("\t") for line in lines]
+    return pd.DataFrame(rows[1:], columns=rows[0])
+
+
+def shared_folder(factory: Any, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder built once per test session by `build(folder)`, shared by every pytest-xdist worker: the first
+    worker to ask builds it under a file lock in the session's common temporary folder (the pattern of
+    pytest-xdist's docs, "Making session-scoped fixtures execute only once"); the others wait and read it. A
+    build that fails leaves no folder marked done, so each asking test fails with the build's error."""
+    from filelock import FileLock
+
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # one folder above each worker's own: the session's, common to all workers
+    folder = base / f"shared-{name}"
+    done = folder / ".built"
+    with FileLock(str(folder) + ".lock"):
+        if not done.exists():
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    """A private copy of the finished run `src` at `dst` (outputs, logs and Snakemake's metadata; mtimes kept), for
+    a test that changes the run: the shared one stays as built."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".built"))
+    return dst
+
+
+#: the shared finished run's tasks and models: two short real tasks x two k-mer models (CPU, seconds)
+SMALL_TASKS = ["idna_ms_5hmc_h_sapiens", "ienhancer2l_enhancer_vs_non"]
+SMALL_MODELS = ["kmer-3", "kmer-4"]
+
+
+def write_small_config(
+    run: Path,
+    *,
+    tasks: list[str] = SMALL_TASKS,
+    models: list[str] = SMALL_MODELS,
+    caps: tuple[int | None, int | None] = (200, 100),
+    registry: dict[str, Any] | None = None,
+    edit: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Write run/config/config.yaml of the shared small run: the repository's config with absolute sheet paths,
+    ../shared's task mirror, `tasks` x `models`, `caps` (max_train, max_test), a light geneb-paper protocol (2
+    seeds, 100 bootstrap resamples); `registry` replaces the model sheet (written beside it); `edit(config)`
+    changes anything else. Returns the config."""
+    from conftest import shared_dir
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config.update(
+        task_source=str(shared_dir() / "data" / "tasks"),
+        task_sheet=str(REPO / "config" / "tasks.tsv"),
+        model_sheet=str(REPO / "config" / "models.yaml"),
+        tasks=list(tasks),
+        models=list(models),
+        protocols=["geneb-paper"],
+        default_protocol="geneb-paper",
+    )
+    config["caps"]["default"] = {"max_train": caps[0], "max_test": caps[1]}
+    paper = config["probe"]["geneb-paper"]
+    paper["seeds"] = [13, 17]
+    paper["bootstrap"]["n_resamples"] = 100
+    (run / "config").mkdir(parents=True, exist_ok=True)
+    if registry is not None:
+        (run / "config" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+        config["model_sheet"] = str(run / "config" / "models.yaml")
+    if edit is not None:
+        edit(config)
+    (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return config
+
+
+def build_small_run(run: Path) -> None:
+    """The shared small run (`write_small_config`) run by the real workflow (`snakemake --cores 2`, a subprocess)
+    to its default target: prepared and audited tasks, embeddings, probes, scores, tables, figures, report."""
+    write_small_config(run)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2"],
+        cwd=run,
+        env=_snakemake_env(None),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"the shared small run failed ({proc.returncode}):\n{proc.stdout[-6000:]}")
