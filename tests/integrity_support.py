@@ -4,18 +4,25 @@ embeddings, probe and prediction tables, score table; plus the task audit by `au
 config (root/config/config.yaml) so its files are found where the plan of that config puts them (the resources/
 layout, geneb.run.layout: `finished_files`), and the damage the tests do to them: single-byte flips and truncations.
 
-Flips: every 97th byte plus every byte of the last 4 KiB (`flip_offsets`); each byte is XORed with 0xFF, so its
-value always changes. Truncations: to 0, 1, 8 bytes, half, all but 4 KiB and all but 1 byte (`cut_sizes`).
+Flips: each byte is XORed with 0xFF, so its value always changes. `sampled_flip_offsets` (the reader test,
+tests/core/test_integrity.py) is a seeded, stratified sample of at most 58 offsets of a file (58 for each file of
+this run): the first and the last byte, FLIPS_PER_DECILE (4) offsets drawn from each tenth of the file, and
+FLIPS_AT_END (8) offsets from each of its first and its last TAIL (4 KiB) bytes, drawn by
+`numpy.random.default_rng([FLIP_SEED, crc32(kind)])` (FLIP_SEED 20240917): the same offsets on every run and
+machine, other ones for each kind. `flip_offsets` (tests/cli/test_verify.py) is the dense set: every 97th byte plus
+every byte of the last 4 KiB. Truncations: to 0, 1, 8 bytes, half, all but 4 KiB and all but 1 byte (`cut_sizes`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -31,6 +38,27 @@ STEP, TAIL = 97, 4096
 def flip_offsets(size: int) -> list[int]:
     """Every STEP-th byte offset of a file of `size` bytes, plus every offset of its last TAIL bytes."""
     return sorted(set(range(0, size, STEP)) | set(range(max(0, size - TAIL), size)))
+
+
+#: the seed of the sampled flips (`sampled_flip_offsets`), and how many offsets each region of a file gives
+FLIP_SEED, FLIPS_PER_DECILE, FLIPS_AT_END = 20240917, 4, 8
+
+
+def sampled_flip_offsets(size: int, kind: str) -> list[int]:
+    """A seeded, stratified sample of the byte offsets of a file of `size` bytes (the module docstring): offsets 0
+    and size-1, FLIPS_PER_DECILE offsets from each tenth of the file (a file's header, its middle, its data pages,
+    its footer or attributes), FLIPS_AT_END offsets from its first and from its last TAIL bytes; distinct offsets
+    of a region, drawn without replacement by `numpy.random.default_rng([FLIP_SEED, crc32(kind)])`, so a kind's
+    sample is the same on every run. A region smaller than its count gives all its offsets."""
+    rng = np.random.default_rng([FLIP_SEED, zlib.crc32(kind.encode())])
+    bounds = [size * i // 10 for i in range(11)]
+    regions = [(range(a, b), FLIPS_PER_DECILE) for a, b in zip(bounds, bounds[1:])]
+    regions += [(range(min(size, TAIL)), FLIPS_AT_END), (range(max(0, size - TAIL), size), FLIPS_AT_END)]
+    picked = {0, size - 1} if size else set()
+    for region, count in regions:
+        drawn = rng.choice(len(region), size=min(count, len(region)), replace=False) if len(region) else []
+        picked.update(region.start + int(i) for i in drawn)
+    return sorted(picked)
 
 
 def cut_sizes(size: int) -> list[int]:

@@ -2,13 +2,17 @@
 and pins transformers, every registry entry runs in an env whose pin fits its range and which installs its
 packages (errors name model, env and fix), `env` stays out of the extraction key, and the venv cache is atomic
 (a killed or failed build is never trusted). Fast: no env is built here (tests/workflow/test_env_workflow.py builds
-two and runs the workflow in them)."""
+two and runs the workflow in them), and the failed build's pip is offline (`_offline_pip`)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.metadata
 import json
+import os
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -159,11 +163,47 @@ def test_a_venv_is_trusted_only_with_its_record_and_for_the_current_file(tmp_pat
         envs.python_for_env("t", envs_dir=folder, prefix=cache)
 
 
-def test_a_failed_build_leaves_nothing_that_is_trusted(tmp_path):
+def _offline_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip, in every venv `build_env` makes, with no index and no config file: PIP_CONFIG_FILE=os.devnull (none of
+    the machine's pip.conf indexes), PIP_NO_INDEX=1 and PIP_FIND_LINKS=a folder of tmp_path (returned) that holds
+    only a stand-in `torch==2.13.0` wheel (an empty `torch` package), so the torch step installs it in a moment
+    and every other requirement is looked up in that folder alone."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    info = "torch-2.13.0.dist-info"
+    files = {
+        "torch/__init__.py": b"",
+        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: geneb-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+        for name, data in files.items()
+    )
+    with zipfile.ZipFile(wheels / "torch-2.13.0-py3-none-any.whl", "w") as whl:
+        for name, data in {**files, f"{info}/RECORD": f"{record}{info}/RECORD,,\n".encode()}.items():
+            whl.writestr(name, data)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    return wheels
+
+
+def test_a_failed_build_leaves_nothing_that_is_trusted(tmp_path, monkeypatch):
+    """A build whose pip section step fails (a distribution no index has) leaves neither its .tmp folder nor a
+    final one, and the error names the step; `python_for_env` then names `geneb env build`.
+
+    Stubbed: pip's index (`_offline_pip`: no index, no config, a find-links folder with only a stand-in torch
+    wheel), so the torch step installs the stand-in and the pip section fails at once, where the real index took
+    about a minute to answer (and the real torch wheel as long to install). The venv, both pip steps, the failure
+    and the clean-up are `build_env`'s own, as in a build against the real index: a requirement pip cannot install
+    fails the step the same way, whichever index it was looked up in."""
+    _offline_pip(tmp_path, monkeypatch)
     folder = _env_dir(tmp_path, ["geneb-no-such-distribution==0.0.1"])
     cache = tmp_path / "cache"
-    with pytest.raises(envs.EnvError, match=r"env t: the pip section step failed"):
+    with pytest.raises(envs.EnvError, match=r"env t: the pip section step failed") as err:
         envs.build_env("t", envs_dir=folder, prefix=cache, say=lambda line: None)
+    assert "geneb-no-such-distribution" in str(err.value)  # pip's own reason, not a failure of the stub
     assert list(cache.iterdir()) == []  # neither the .tmp folder nor a final one
     with pytest.raises(envs.EnvError, match="run `geneb env build t"):
         envs.python_for_env("t", envs_dir=folder, prefix=cache)

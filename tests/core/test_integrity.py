@@ -1,7 +1,8 @@
 """geneb.core.integrity: every artifact a later step trusts is checked by content when it is read. Real finished
-files (tests/integrity_support.py: a small run of a real task by the project's own writers); every 97th byte and
-every byte of the last 4 KiB flipped, and six truncations, each one refused by the reader the workflow uses for
-that kind of file, naming the file."""
+files (tests/integrity_support.py: a small run of a real task by the project's own writers); of each kind of file,
+a seeded sample of single-byte flips (the first and last byte, 4 offsets from each tenth of the file, 8 from each
+of its first and last 4 KiB: 58 per kind, `sampled_flip_offsets`, seed FLIP_SEED 20240917 with the kind's crc32)
+and six truncations, each one refused by the reader the workflow uses for that kind of file, naming the file."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import subprocess
 import pytest
 
 from geneb.core import integrity
-from integrity_support import PROTOCOL, TASK, cut, cut_sizes, finished_files, flip_offsets, flipped
+from integrity_support import PROTOCOL, TAIL, TASK, cut, cut_sizes, finished_files, flipped, sampled_flip_offsets
 
 
 def _reader(kind: str, tmp_path):
@@ -48,12 +49,28 @@ def run_copy(digested_run, tmp_path):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_flipped_byte_and_every_truncation_is_refused_by_its_reader(kind, run_copy, tmp_path):
+    """Flips a seeded sample of the file's bytes (`sampled_flip_offsets`: offsets 0 and size-1, 4 drawn from each
+    tenth of the file, 8 from each of its first and last 4 KiB; numpy.random.default_rng([20240917,
+    crc32(kind)]), the same 58 offsets on every run) and cuts it to each of `cut_sizes`; each is refused by the
+    kind's reader with an IntegrityError naming the file, and the restored file matches its digest again.
+
+    A sample is enough: the check is a sha256 of the whole file compared before the file is parsed, so any changed
+    byte changes the digest, whatever its position, and flipping every byte would only repeat that. What a flip
+    can show is that the digest covers that region and that the reader checks it first: a digest of part of the
+    file (the header, a prefix, the data without the footer) or a reader that parses before checking misses the
+    flips of some region, and the sample flips bytes in every tenth, the header and the last bytes (the parquet
+    footer, the HDF5 attributes, the end of a JSON) of every kind of protected file."""
     path = finished_files(run_copy)[kind]
     read = _reader(kind, tmp_path)
     original = path.read_bytes()
     if kind != "shots":  # a shot file is checked against its task's draw settings after its digest
         read(path)
-    offsets = flip_offsets(len(original))
+    nbytes = len(original)
+    offsets = sampled_flip_offsets(nbytes, kind)
+    assert offsets == sampled_flip_offsets(nbytes, kind)  # seeded: the same sample on every run
+    # every region is flipped: each tenth, the first and the last byte, the last 4 KiB
+    assert {o * 10 // nbytes for o in offsets} == set(range(10)) and {0, nbytes - 1} <= set(offsets)
+    assert any(o >= nbytes - TAIL for o in offsets)
     refused = 0
     for offset in offsets:
         with flipped(path, offset, original), pytest.raises(integrity.IntegrityError) as err:
@@ -64,7 +81,7 @@ def test_every_flipped_byte_and_every_truncation_is_refused_by_its_reader(kind, 
         with cut(path, size, original), pytest.raises(integrity.IntegrityError, match="content differs"):
             read(path)
         refused += 1
-    assert refused == len(offsets) + len(cut_sizes(len(original))) > 100
+    assert refused == len(offsets) + len(cut_sizes(len(original))) >= 60  # 58 flips and 6 truncations of a kind
     assert integrity.check(path) is not None  # restored: matches again
 
 
