@@ -5,12 +5,11 @@ config (root/config/config.yaml) so its files are found where the plan of that c
 layout, geneb.run.layout: `finished_files`), and the damage the tests do to them: single-byte flips and truncations.
 
 Flips: each byte is XORed with 0xFF, so its value always changes. `sampled_flip_offsets` (the reader test,
-tests/core/test_integrity.py) is a seeded, stratified sample of at most 58 offsets of a file (58 for each file of
+tests/core/test_integrity.py, and `geneb verify`'s, tests/cli/test_verify.py) is a seeded, stratified sample of at most 58 offsets of a file (58 for each file of
 this run): the first and the last byte, FLIPS_PER_DECILE (4) offsets drawn from each tenth of the file, and
 FLIPS_AT_END (8) offsets from each of its first and its last TAIL (4 KiB) bytes, drawn by
 `numpy.random.default_rng([FLIP_SEED, crc32(kind)])` (FLIP_SEED 20240917): the same offsets on every run and
-machine, other ones for each kind. `flip_offsets` (tests/cli/test_verify.py) is the dense set: every 97th byte plus
-every byte of the last 4 KiB. Truncations: to 0, 1, 8 bytes, half, all but 4 KiB and all but 1 byte (`cut_sizes`).
+machine, other ones for each kind. Truncations: to 0, 1, 8 bytes, half, all but 4 KiB and all but 1 byte (`cut_sizes`).
 """
 
 from __future__ import annotations
@@ -31,13 +30,8 @@ from workflow_support import run_plan, write_run_config
 TASK = "ienhancer2l_strong_vs_weak"
 PROTOCOL = "geneb-paper"
 MODEL = "kmer-3"
-#: the distance between flipped bytes, and the tail in which every byte is flipped
-STEP, TAIL = 97, 4096
-
-
-def flip_offsets(size: int) -> list[int]:
-    """Every STEP-th byte offset of a file of `size` bytes, plus every offset of its last TAIL bytes."""
-    return sorted(set(range(0, size, STEP)) | set(range(max(0, size - TAIL), size)))
+#: the head and tail regions of a file that flips and truncations reach specially (bytes)
+TAIL = 4096
 
 
 #: the seed of the sampled flips (`sampled_flip_offsets`), and how many offsets each region of a file gives
