@@ -1,7 +1,8 @@
 """One bad task never blocks the rest: in a --keep-going run where a task fails preparation, the
 score table, leaderboard, analyses and report are built from the tasks that completed, the failed task is
 listed with its error (scores.parquet and leaderboard metadata, the report), its category is shown but not
-ranked, and the run still exits non-zero. A real tiny run: three mirrored tasks, one broken, two k-mer models."""
+ranked, and the run still exits non-zero. A copy of the shared small run (2 real tasks x 2 k-mer models, finished)
+with a third, broken task added from a mirror of the test's own: only the broken task's jobs and the tables run."""
 
 from __future__ import annotations
 
@@ -12,17 +13,18 @@ from html import unescape
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from geneb.tables.scores import FAILED_TASKS_ATTR
-from workflow_support import run_snakemake, write_run_config
+from workflow_support import SMALL_TASKS, copy_run, run_snakemake
 
 REPO = Path(__file__).resolve().parents[2]
-GOOD = ["idna_ms_4mc_c_equisetifolia", "ienhancer2l_strong_vs_weak"]  # DNA Methyl., Enhancers
+GOOD = SMALL_TASKS  # DNA Methyl., Enhancers: the shared run's tasks
 BAD = "idna_ms_6ma_r_chinensis"  # DNA Methyl.
 
 
-def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
-    mirror = tmp_path / "mirror"
+def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared, finished_run):
+    mirror = tmp_path / "mirror"  # the good tasks' files as they are (a moved mirror: nothing of them reruns)
     for task in [*GOOD, BAD]:
         shutil.copytree(shared / "data/tasks" / task, mirror / task)
     path = mirror / BAD / "test.csv.gz"
@@ -32,8 +34,11 @@ def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared):
     with gzip.open(path, "wt") as f:
         f.write("\n".join(lines) + "\n")
     (mirror / BAD / "meta.json").unlink()
-    run = tmp_path / "run"
-    write_run_config(run, mirror, [GOOD[0], BAD, GOOD[1]], ["kmer-3", "kmer-4"], n_resamples=200)
+    run = copy_run(finished_run, tmp_path / "run")
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    assert config["tasks"] == GOOD and config["models"] == ["kmer-3", "kmer-4"]
+    config.update(task_source=str(mirror), tasks=[GOOD[0], BAD, GOOD[1]])
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     proc = run_snakemake(run, "-k")
     console = proc.stdout
     assert proc.returncode != 0, console[-3000:]  # the failure is never missed

@@ -33,6 +33,8 @@ def bad_mirror(tmp_path: Path, shared: Path) -> Path:
 
 
 def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
+    """Its own run (one broken task, its card the only target): the error is raised in a prepare_task job, and
+    what Snakemake's console shows of it is the point, so the job runs for real."""
     run = tmp_path / "run"
     write_run_config(run, bad_mirror(tmp_path, shared), [TASK], ["kmer-3"])
     plan = run_plan(run)

@@ -20,6 +20,9 @@ TASK = "ienhancer2l_strong_vs_weak"
 
 
 def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp_path, shared):
+    """Its own run (one task, prepared only, from an http mirror of its own): the lock is recorded by the first
+    run's prepare_task job and the refusal comes from the second run's job on a fresh download, so both run for
+    real; the shared run reads a local mirror."""
     mirror = tmp_path / "mirror"
     shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(mirror))

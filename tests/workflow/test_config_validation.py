@@ -1,13 +1,12 @@
 """Config mistakes stop the workflow before any job: ids that would escape their folders, misspelled task ids
 in per-task caps."""
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
+
+from workflow_support import dry_run
 
 
 @pytest.mark.parametrize("bad", ["..", ".", ".hidden", "a/b", "a b"])
@@ -38,38 +37,23 @@ def test_execution_batch_tokens_is_by_device_by_default_a_positive_integer_null_
 
 
 def test_a_misspelled_task_in_per_task_caps_stops_the_workflow(repo, tmp_path):
+    """Planned in process (`dry_run`: `snakemake -n --configfile c.yaml`): the refusal is the workflow's
+    WorkflowError, whose message is what the console shows."""
     cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     cfg["caps"]["per_task"] = {"gue_prom_core_tatta": {"max_train": 10}}
     for key in ("task_sheet", "model_sheet", "model_revisions"):
         cfg[key] = str(repo / cfg[key])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(repo / "Snakefile"),
-            "-n",
-            "--cores",
-            "1",
-            "--configfile",
-            str(tmp_path / "c.yaml"),
-            "--directory",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
+    with pytest.raises(WorkflowError) as err:
+        dry_run(tmp_path, configfiles=("c.yaml",))
+    out = str(err.value)
     assert "caps.per_task: task 'gue_prom_core_tatta' is not in the catalogue " in out
     assert "config/tasks.tsv (the config's task_sheet)" in out and "did you mean ['gue_prom_core_tata'" in out
 
 
 def test_a_missing_task_folder_is_caught_by_a_dry_run(repo, tmp_path, shared):
-    """A catalogued task whose folder is not in the mirror used to plan fine and fail in its prepare job."""
+    """A catalogued task whose folder is not in the mirror used to plan fine and fail in its prepare job. Planned
+    in process (`dry_run`, without $GENEB_TASK_SOURCE): the refusal is the workflow's WorkflowError."""
     cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     for key in ("task_sheet", "model_sheet", "model_revisions"):
         cfg[key] = str(repo / cfg[key])
@@ -78,12 +62,9 @@ def test_a_missing_task_folder_is_caught_by_a_dry_run(repo, tmp_path, shared):
     (mirror / "gue_prom_core_tata" / "train.csv").write_text("sequence,label\nACGT,0\n")
     cfg.update(task_source=str(mirror), tasks=["gue_prom_core_tata", "ienhancer2l_strong_vs_weak"], models=["kmer-3"])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--cores", "1"]
-    cmd += ["--configfile", str(tmp_path / "c.yaml"), "--directory", str(tmp_path)]
-    env = {k: v for k, v in __import__("os").environ.items() if k != "GENEB_TASK_SOURCE"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
+    with pytest.raises(WorkflowError) as err:
+        dry_run(tmp_path, configfiles=("c.yaml",))
+    out = str(err.value)
     # the plan's task-source pre-flight: every affected task at once, each with what is missing and the fix
     assert "2 selected task(s) cannot be read from their source" in out, out[-3000:]
     assert "no test split" in out and "gue_prom_core_tata" in out and "ienhancer2l_strong_vs_weak" in out

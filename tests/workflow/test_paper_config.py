@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
+import pytest
 import yaml
+from snakemake.exceptions import WorkflowError
 
 from geneb.registry.load import load_registry
 from geneb.tasks.catalogue import read_catalogue
 from hub_support import closed_endpoint
+from workflow_support import dry_run
 
 
 def test_the_paper_config_is_the_papers_40_models_and_100_tasks(repo, shared):
@@ -33,21 +33,22 @@ def test_the_paper_config_is_the_papers_40_models_and_100_tasks(repo, shared):
     assert {catalogue.loc[t, "source"] for t in paper["tasks"]} == {f"hf:{spec['dataset']['repo_id']}@{revision}"}
 
 
-def test_its_dry_run_offline_names_what_needs_the_network_and_what_has_no_adapter(repo, tmp_path):
-    env = {**os.environ, "HF_ENDPOINT": closed_endpoint()}
-    env.pop("HF_HUB_OFFLINE", None)
+def test_its_dry_run_offline_names_what_needs_the_network_and_what_has_no_adapter(repo, tmp_path, monkeypatch):
+    """Planned in process (`dry_run` of `snakemake -n --configfile config/paper.yaml lock.yaml` in the checkout):
+    the refusal is the workflow's WorkflowError, whose message is what the console shows. huggingface_hub reads
+    HF_ENDPOINT and HF_HUB_OFFLINE once, when first imported, so the closed endpoint and online mode are set on
+    its constants too (as a fresh process would read them from the environment)."""
+    from huggingface_hub import constants
+
+    endpoint = closed_endpoint()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     overlay = tmp_path / "lock.yaml"  # an empty lockfile of the test's own: the committed one stays as it is
     overlay.write_text(yaml.safe_dump({"model_revisions": str(tmp_path / "model_revisions.yaml")}))
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--configfile", "config/paper.yaml", str(overlay)],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    text = out.stdout + out.stderr
-    assert out.returncode != 0
+    with pytest.raises(WorkflowError) as err:
+        dry_run(repo, configfiles=("config/paper.yaml", overlay), env={"HF_ENDPOINT": endpoint})
+    text = str(err.value)
     assert "40 selected model(s) cannot run, so nothing was planned" in text
     assert "- 34 need the network once, to pin their hub revision (the hub was unreachable" in text
     assert "have no GENEB adapter" not in text  # every paper model has one

@@ -3,21 +3,39 @@ workdir never write each other's prepared files, shot draws, audits or embedding
 again reruns nothing of A and leaves A's scores as they were; a workdir of the layout before task hashes is moved
 into this one without re-extraction; and reading a run whose resources changed since it was made says so.
 
-One real task of ../shared, the k-mer model, small caps and a light bootstrap: a few seconds per run."""
+Config A of the first test is the shared small run (a copy of `finished_run`: 2 real tasks x 2 k-mer models,
+capped 200/100), config B an overlay over it with other caps for one of its tasks and one model; the legacy-layout
+test has a run of its own (one real task, the k-mer model, small caps, a light bootstrap). Dry runs are planned in
+process (`dry_run`, their log captured)."""
 
 from __future__ import annotations
 
 import io
+import json
+import os
 import shutil
 from contextlib import redirect_stderr
 from pathlib import Path
 
 import yaml
 
-from workflow_support import run_plan, run_snakemake, write_run_config
+from geneb.tables.freshness import INPUTS_NAME
+from workflow_support import SMALL_TASKS, copy_run, dry_run, run_plan, run_snakemake, write_run_config
 
-TASK = "ienhancer2l_strong_vs_weak"
 MODEL = "kmer-3"
+#: the first test: A is the shared run as built, B the same checkout with other caps for one task and one model
+SHARED_TASK = SMALL_TASKS[1]
+APART = {
+    "a": {"results_dir": "results"},
+    "b": {
+        "results_dir": "results/b",
+        "tasks": [SHARED_TASK],
+        "models": [MODEL],
+        "caps": {"default": {"max_train": 300, "max_test": 150}},
+    },
+}
+#: the legacy-layout test: one task, two caps
+TASK = "ienhancer2l_strong_vs_weak"
 CONFIGS = {
     "a": {"results_dir": "results/a", "caps": {"default": {"max_train": 300, "max_test": 150}}},
     "b": {"results_dir": "results/b", "caps": {"default": {"max_train": 400, "max_test": 150}}},
@@ -27,27 +45,55 @@ CONFIGS = {
 def make_run(tmp_path: Path, shared: Path) -> Path:
     run = tmp_path / "run"
     write_run_config(run, shared / "data/tasks", [TASK], [MODEL], n_resamples=100)
-    for name, overlay in CONFIGS.items():
-        (run / f"config/{name}.yaml").write_text(yaml.safe_dump(overlay))
+    write_overlays(run, CONFIGS)
     return run
 
 
-def snakemake(run: Path, name: str, *args: str) -> str:
+def write_overlays(run: Path, configs: dict[str, dict]) -> None:
+    for name, overlay in configs.items():
+        (run / f"config/{name}.yaml").write_text(yaml.safe_dump(overlay))
+
+
+def own_copy(finished_run: Path, run: Path) -> Path:
+    """A copy of the shared run whose score tables' input records (INPUTS_NAME) name the copy's folder, as a run
+    built there would: `copy_run` keeps the shared run's folder in them, so the copy's changed resources/ files
+    would go unseen (modification times kept)."""
+    copy_run(finished_run, run)
+    for record in run.rglob(INPUTS_NAME):
+        st = record.stat()
+        record.write_text(json.dumps({**json.loads(record.read_text()), "root": str(run)}, indent=1, sort_keys=True))
+        os.utime(record, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return run
+
+
+def leaderboard(configs: dict[str, dict], name: str) -> str:
+    return f"{configs[name]['results_dir']}/tables/leaderboard.parquet"
+
+
+def snakemake(run: Path, name: str, *args: str, configs: dict[str, dict] = CONFIGS) -> str:
     """Snakemake with config `name` (its overlay over run/config/config.yaml) up to its leaderboard."""
-    target = f"{CONFIGS[name]['results_dir']}/tables/leaderboard.parquet"
-    proc = run_snakemake(run, f"--configfile=config/{name}.yaml", *args, target)
+    proc = run_snakemake(run, f"--configfile=config/{name}.yaml", *args, leaderboard(configs, name))
     assert proc.returncode == 0, proc.stdout[-4000:]
     return proc.stdout
 
 
-def cache_files(plan) -> list[str]:
+def planned(run: Path, name: str, configs: dict[str, dict] = CONFIGS) -> list[dict]:
+    """The jobs `snakemake -n` with config `name` up to its leaderboard would run, planned in process."""
+    return dry_run(run, leaderboard(configs, name), configfiles=(f"config/{name}.yaml",))
+
+
+def rules(jobs: list[dict]) -> set[str]:
+    return {job["rule"] for job in jobs}
+
+
+def cache_files(plan, task: str = TASK) -> list[str]:
     """Every resources/ file the plan's run makes of the task: splits, card, validation record, audit, shots,
     embeddings."""
     return [
-        *(plan.task_file(TASK, name) for name in ("train.parquet", "test.parquet", "card.json", "validation.json")),
-        plan.audit_file(TASK),
-        plan.shot_file("geneb-paper", TASK),
-        plan.embedding_file(MODEL, TASK),
+        *(plan.task_file(task, name) for name in ("train.parquet", "test.parquet", "card.json", "validation.json")),
+        plan.audit_file(task),
+        plan.shot_file("geneb-paper", task),
+        plan.embedding_file(MODEL, task),
     ]
 
 
@@ -66,42 +112,47 @@ def leaderboard_warning(run: Path, results_dir: str, monkeypatch) -> str:
     return err.getvalue()
 
 
-def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothing(tmp_path, shared, monkeypatch):
-    run = make_run(tmp_path, shared)
+def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothing(tmp_path, finished_run, monkeypatch):
+    """A is the shared small run (copied: B runs beside it), so only B runs from scratch here."""
+    run = own_copy(finished_run, tmp_path / "run")
+    write_overlays(run, APART)
     plan_a, plan_b = run_plan(run, "config/a.yaml"), run_plan(run, "config/b.yaml")
-    files_a, files_b = cache_files(plan_a), cache_files(plan_b)
+    files_a, files_b = cache_files(plan_a, SHARED_TASK), cache_files(plan_b, SHARED_TASK)
     assert not set(files_a) & set(files_b), "two configs that cap a task differently share a cache file"
 
-    snakemake(run, "a")
+    assert planned(run, "a", APART) == []  # A is finished
     before = mtimes(run, files_a)
-    scores_a = (run / "results/a/tables/scores.parquet").read_bytes()
-    assert "warning" not in leaderboard_warning(run, "results/a", monkeypatch)
+    scores_a = (run / "results/tables/scores.parquet").read_bytes()
+    assert "warning" not in leaderboard_warning(run, "results", monkeypatch)
 
-    snakemake(run, "b")
+    snakemake(run, "b", configs=APART)
     assert all((run / f).is_file() for f in files_b)
     assert mtimes(run, files_a) == before, "config B rewrote a file of config A"
     # A again: nothing to be done, its scores untouched, and reading it warns of nothing
-    assert "Nothing to be done" in snakemake(run, "a", "-n")
-    snakemake(run, "a")
+    assert planned(run, "a", APART) == []
+    snakemake(run, "a", configs=APART)
     assert mtimes(run, files_a) == before
-    assert (run / "results/a/tables/scores.parquet").read_bytes() == scores_a
-    assert "warning" not in leaderboard_warning(run, "results/a", monkeypatch)
+    assert (run / "results/tables/scores.parquet").read_bytes() == scores_a
+    assert "warning" not in leaderboard_warning(run, "results", monkeypatch)
 
-    # a re-extraction of A's embeddings with A's own settings (its tables not rebuilt) is named when A is read
-    h5 = plan_a.embedding_file(MODEL, TASK)
-    snakemake(run, "a", "--forcerun", "extract_embeddings", "--until", "extract_embeddings")
+    # a re-extraction of A's embeddings with A's own settings (its tables not rebuilt) is named when A is read: the
+    # embedding file of SHARED_TASK (the target, before the options that take several values)
+    h5 = plan_a.embedding_file(MODEL, SHARED_TASK)
+    proc = run_snakemake(run, h5, "--configfile=config/a.yaml", "--forcerun", "extract_embeddings")
+    assert proc.returncode == 0, proc.stdout[-4000:]
     assert (run / h5).stat().st_mtime_ns != before[h5]
-    said = leaderboard_warning(run, "results/a", monkeypatch)
+    said = leaderboard_warning(run, "results", monkeypatch)
     assert f"was computed from {h5}" in said and "written again" in said, said
     assert "warning" not in leaderboard_warning(run, "results/b", monkeypatch)
 
 
-def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction(tmp_path, shared):
+def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction(tmp_path, shared, caplog):
     """The layout before task hashes (resources/tasks/<task>/, resources/embeddings/<model>/<xhash>/<task>.h5),
     made by the project's own writers: a dry run only says what it would move (Snakemake sets `workflow.dryrun`
     only after planning; the plan reads -n from the output settings); a real run moves the task and its
     embeddings (same bytes, same modification time: nothing extracted again), and then nothing is left to do. A
-    config whose caps differ from the legacy card's leaves the legacy files where they are."""
+    config whose caps differ from the legacy card's leaves the legacy files where they are. Its own run: the
+    legacy layout is made from nothing, before any run of the new layout; the dry runs are planned in process."""
     from geneb.extract.step import extract_task
     from geneb.run.migrate import legacy_embedding_path, legacy_task_dir
     from geneb.tasks.catalogue import source_string, task_row
@@ -119,11 +170,15 @@ def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction
     h5_bytes, h5_mtime = old_h5.read_bytes(), old_h5.stat().st_mtime_ns
 
     # config B's caps are not the legacy card's: it prepares anew and leaves the legacy files alone
-    said = snakemake(run, "b", "-n")
+    caplog.clear()
+    jobs = planned(run, "b")
+    said = caplog.text
     assert f"legacy task cache {legacy_task_dir(TASK)}/ left in place (the card records train capped to 300" in said
-    assert "rule extract_embeddings" in said
+    assert "extract_embeddings" in rules(jobs)
 
-    said = snakemake(run, "a", "-n")
+    caplog.clear()
+    planned(run, "a")
+    said = caplog.text
     assert f"legacy task cache {legacy_task_dir(TASK)}/ would move to {plan_a.task_dir(TASK)}/" in said
     assert "with 1 of 1 embedding file(s) kept without re-extraction" in said
     assert "a dry run moves nothing" in said
@@ -134,6 +189,6 @@ def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction
     new_h5 = run / plan_a.embedding_file(MODEL, TASK)
     assert not old_h5.exists() and new_h5.read_bytes() == h5_bytes and new_h5.stat().st_mtime_ns == h5_mtime
     assert "rule extract_embeddings" not in said and "rule prepare_task" not in said
-    assert "Nothing to be done" in snakemake(run, "a", "-n")
+    assert planned(run, "a") == []  # nothing to be done
     shutil.rmtree(run / "results/a")  # the tables are made again from the moved files alone
     assert "rule extract_embeddings" not in snakemake(run, "a")
