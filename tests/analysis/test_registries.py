@@ -2,10 +2,7 @@
 nowhere else) is computed, written, drawn, listed in the rules' outputs and shown in the report; every
 registered figure has its caption file; no rule file names a protocol."""
 
-import re
 import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -18,6 +15,7 @@ from geneb.figures.style import empty_figure
 from geneb.probe.protocols import PROTOCOL_NAMES
 from geneb.report.captions import report_captions
 from geneb.report.html import build_report
+from workflow_support import dry_run
 
 
 def _dummy_tables(ctx):
@@ -97,26 +95,20 @@ def test_registering_a_taken_name_is_refused(registered):
         registry.Analysis("x", "task", _dummy_tables, ("x",))
 
 
-def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_path):
-    """A Snakefile that registers the dummy before including the rule files: the analyses, figures and report
-    rules list its outputs, with nothing else changed."""
+def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_path, monkeypatch):
+    """The dummy registered before the rule files are read (here, then the workflow parsed in this process:
+    `dry_run`, what `snakemake -n report published` plans; the registries restored afterwards): the analyses,
+    figures and report rules list its outputs, with nothing else changed."""
+    monkeypatch.setattr(registry, "ANALYSES", list(registry.ANALYSES))
+    monkeypatch.setattr(figure_registry, "FIGURES", list(figure_registry.FIGURES))
+    registry.register(registry.Analysis("dummy", "run", "x:y", ("dummy_counts",)))
+    figure_registry.register(figure_registry.Figure("dummy_figure", "x:y", ("dummy_counts",), "heatmap.rst"))
     (tmp_path / "shared").symlink_to(shared)
     work = tmp_path / "work"
     work.mkdir()
     (work / "config").symlink_to(repo / "config")
-    rules = sorted(p.name for p in (repo / "workflow" / "rules").glob("*.smk") if p.name != "common.smk")
-    includes = "\n".join(f'include: "{repo}/workflow/rules/{r}"' for r in ["common.smk", *rules])
-    (work / "Snakefile").write_text(
-        "from geneb.analysis.registry import Analysis, register\n"
-        "from geneb.figures.registry import Figure, register as register_figure\n"
-        'register(Analysis("dummy", "run", "x:y", ("dummy_counts",)))\n'
-        'register_figure(Figure("dummy_figure", "x:y", ("dummy_counts",), "heatmap.rst"))\n'
-        f'configfile: "{repo}/config/config.yaml"\n{includes}\n'
-    )
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(work / "Snakefile"), "-d", str(work), "--cores", "1", "-n"]
-    r = subprocess.run([*cmd, "report", "published"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    jobs = {m.group(1): m.group(2) for m in re.finditer(r"rule (\w+):\n((?:    .*\n)+)", r.stdout)}
+    # each rule's planned outputs and its reason (which names the inputs another job makes), as `snakemake -n` shows
+    jobs = {job["rule"]: "\n".join([*job["output"], job["reason"]]) for job in dry_run(work, "report", "published")}
     for rule, folder in (("analyses", "results"), ("published_analyses", "results/published")):
         assert f"{folder}/tables/dummy_counts.parquet" in jobs[rule]
     for rule, folder in (("paper_figures", "results"), ("published_figures", "results/published")):

@@ -20,7 +20,7 @@ import yaml
 import geneb
 from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.sources import open_source
-from workflow_support import run_snakemake, write_run_config
+from workflow_support import dry_run, run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 CNN = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"
@@ -53,6 +53,8 @@ def write_vectors(folder: Path, mirror: Path, alphabet: dict) -> None:
 
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory, shared):
+    """A run of its own (the shared finished run has neither user entry nor geneb-strict): the two user entries'
+    probe tables only (no score table or analyses), then `geneb.evaluate` of the same encoder in process."""
     run = tmp_path_factory.mktemp("routes")
     mirror = shared / "data" / "tasks"
     write_run_config(run, mirror, TASKS, ["my-cnn", "my-cnn-vectors"])
@@ -134,16 +136,17 @@ def test_the_caps_were_applied_and_the_rows_mapped(routes):
 
 
 def test_a_changed_vector_file_reruns_its_task_only(routes):
+    """Planned in process (`dry_run`, what `snakemake -n <both tasks' probe tables>` would run)."""
     run, _ = routes
     np.save(run / "vectors" / TASKS[0] / "test.npy", np.load(run / "vectors" / TASKS[0] / "test.npy") * 2)
-    res = run_snakemake(
+    jobs = dry_run(
         run,
-        "-n",
         f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}.parquet",
         f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[1]}.parquet",
     )
-    assert res.returncode == 0, res.stdout[-3000:]
+    planned = "\n".join(f for job in jobs for f in [*job["output"], job["reason"]])
     h5 = r"/{}/[0-9a-f]{{12}}\.h5"  # resources/embeddings/<model>/<xhash>/<task>/<task hash>.h5
-    assert re.search(h5.format(TASKS[0]), res.stdout)
-    assert f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}" in res.stdout
-    assert not re.search(h5.format(TASKS[1]), res.stdout)  # the other task's import and probes stand
+    assert re.search(h5.format(TASKS[0]), planned)
+    assert f"results/probes/geneb-paper/my-cnn-vectors/{TASKS[0]}" in planned
+    assert not re.search(h5.format(TASKS[1]), planned)  # the other task's import and probes stand
+    assert {job["wildcards"].get("task") for job in jobs} == {TASKS[0]}

@@ -1,31 +1,65 @@
 """Two real small runs for the pooling tests: the same 2 real ../shared tasks, capped alike, one with the 3-mer model
-and one with the GC shortcut (`snakemake leaderboard`: probes, scores, task audit, leaderboard)."""
+and one with the GC shortcut (`snakemake leaderboard`: probes, scores, task audit, leaderboard), built once per test
+session for every pytest-xdist worker. Both start from the site tests' run of the same tasks, caps and two models
+(tests/site/site_support.py): each is its config with one model, its prepared and audited tasks, embeddings and
+probe tables of that model (copies; Snakemake's records kept), so only the score table and what reads it are made
+again, as a run of that model alone makes them."""
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
 
-from workflow_support import run_snakemake, write_run_config
+from workflow_support import run_snakemake, shared_folder
 
-TASKS = ["ienhancer2l_strong_vs_weak", "gue_prom_core_all"]
 RUNS = {"cluster-a": ["kmer-3"], "cluster-b": ["shortcut-gc"]}
+
+
+def _site_support() -> ModuleType:
+    """tests/site/site_support.py (by its path: tests/site is on sys.path only once a test there is collected)."""
+    if "site_support" not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "site" / "site_support.py"
+        spec = importlib.util.spec_from_file_location("site_support", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["site_support"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["site_support"]
+
+
+def one_model_run(source: Path, run: Path, models: list[str]) -> None:
+    """run: the finished run `source` narrowed to `models` (config, caches, these models' probe tables and
+    Snakemake's records, mtimes kept), then `snakemake leaderboard` in it."""
+    for sub in ("config", "resources", ".snakemake/metadata", ".snakemake/incomplete"):
+        shutil.copytree(source / sub, run / sub)
+    for folder in (run / "resources/embeddings").iterdir():  # another model's embeddings: not this run's
+        if folder.name not in models:
+            shutil.rmtree(folder)
+    for kind in ("probes", "predictions"):
+        for folder in sorted((source / "results" / kind).glob("*/*")):  # <kind>/<protocol>/<model>
+            if folder.name in models:
+                shutil.copytree(folder, run / folder.relative_to(source))
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    config["models"] = list(models)
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    done = run_snakemake(run, "leaderboard", timeout=1200)
+    assert done.returncode == 0, done.stdout[-4000:]
 
 
 @pytest.fixture(scope="session")
 def two_runs(tmp_path_factory, shared) -> dict[str, Path]:
     """{name: run folder} of two finished real runs (results/tables with scores, task_audit, leaderboard)."""
-    root = tmp_path_factory.mktemp("pool-runs")
-    out = {}
-    for name, models in RUNS.items():
-        run = root / name
-        write_run_config(run, shared / "data" / "tasks", TASKS, models, n_resamples=100)
-        config = yaml.safe_load((run / "config/config.yaml").read_text())
-        config["caps"] = {"seed": 0, "default": {"max_train": 300, "max_test": 150}, "per_task": {}}
-        (run / "config/config.yaml").write_text(yaml.safe_dump(config))
-        done = run_snakemake(run, "leaderboard", timeout=1200)
-        assert done.returncode == 0, done.stdout[-4000:]
-        out[name] = run
-    return out
+    source = _site_support().site_run(tmp_path_factory, shared)
+
+    def build(root: Path) -> None:
+        for name, models in RUNS.items():
+            one_model_run(source, root / name, models)
+
+    root = shared_folder(tmp_path_factory, "pool-runs", build)
+    return {name: root / name for name in RUNS}

@@ -12,7 +12,7 @@ from geneb.registry.extraction import extraction_hash, extraction_settings
 from geneb.registry.load import load_registry
 from geneb.registry.registry import Registry, RegistryError
 from geneb.run.rerun import stable_params
-from workflow_support import REPO, run_snakemake, write_run_config
+from workflow_support import REPO, dry_run, write_run_config
 
 
 def _registry(family: str = "hf-encoder", **extraction) -> Registry:
@@ -85,16 +85,18 @@ def test_every_paper_model_pins_its_dtype(repo):
 
 def test_the_workflow_plans_one_cache_folder_per_device_class(tmp_path, shared):
     """common.smk resolves dtype auto with the run's execution.device: random-esm-tiny (dtype auto) gets another
-    folder on cuda, kmer-3 (no network) keeps its own, and the planned folder is the registry's hash."""
+    folder on cuda, kmer-3 (no network) keeps its own, and the planned folder is the registry's hash. Planned in
+    process (`dry_run`, what `snakemake -n --config execution={device: ...}` plans)."""
     run = tmp_path / "run"
     write_run_config(run, shared / "data" / "tasks", ["gue_emp_h3__devtrain"], ["kmer-3", "random-esm-tiny"])
     alphabet = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["alphabet"]
     registry = load_registry(REPO / "config" / "models.yaml")
     folders = {}
     for device in ("cpu", "cuda"):
-        out = run_snakemake(run, "-n", "--config", f"execution={{device: {device}}}")
-        assert out.returncode == 0, out.stdout[-2000:]
-        folders[device] = dict(re.findall(r"output: resources/embeddings/([^/]+)/([0-9a-f]{12})/", out.stdout))
+        jobs = dry_run(run, config={"execution": {"device": device}})
+        outputs = "\n".join(f for job in jobs if job["rule"] == "extract_embeddings" for f in job["output"])
+        folders[device] = dict(re.findall(r"^resources/embeddings/([^/]+)/([0-9a-f]{12})/", outputs, re.M))
+        assert set(folders[device]) == {"kmer-3", "random-esm-tiny"}, outputs
         settings = extraction_settings(registry, "random-esm-tiny", alphabet, device=device)
         assert folders[device]["random-esm-tiny"] == extraction_hash(stable_params(settings))
     assert folders["cpu"]["kmer-3"] == folders["cuda"]["kmer-3"]

@@ -4,16 +4,19 @@ no network the error names every model that needs it (and, apart, the ones witho
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 
+import pytest
 import yaml
+from snakemake.exceptions import WorkflowError
 
 from geneb.registry.extraction import extraction_settings
 from geneb.registry.load import load_locked_registry, load_registry
 from geneb.registry.pins import lock_revisions, read_pins
 from hub_support import closed_endpoint, fake_hub, fake_sha
-from workflow_support import REPO, run_snakemake, write_run_config
+from workflow_support import REPO, dry_run, run_snakemake, write_run_config
 
 SHEET = REPO / "config" / "models.yaml"
 HUB = {"zhihan1996/DNABERT-S": fake_sha("zhihan1996/DNABERT-S"), "PoetschLab/GROVER": fake_sha("PoetschLab/GROVER")}
@@ -103,24 +106,34 @@ def test_models_without_an_adapter_are_not_pinned(tmp_path):
     assert seen == [] and result.pinned == {} and not (tmp_path / "p.yaml").exists()
 
 
-def test_a_dry_run_pins_then_plans_and_the_next_run_says_it_uses_the_lockfile(tmp_path, shared):
+def test_a_dry_run_pins_then_plans_and_the_next_run_says_it_uses_the_lockfile(tmp_path, shared, monkeypatch, caplog):
     """The workflow itself: `snakemake -n` with HF_ENDPOINT at the fake hub writes the lockfile and plans the
-    hub models' extractions; offline, the same dry run stops naming the models."""
+    hub models' extractions; offline, the same dry run stops naming the models. The pinning run is a real
+    `snakemake -n` (a new interpreter's huggingface_hub reads HF_ENDPOINT; the console says what was pinned); the
+    offline and the locked dry runs are planned in process (`dry_run`), with huggingface_hub's endpoint, which it
+    read from HF_ENDPOINT at import, set to the same URL."""
+    import huggingface_hub.constants
+
     run = tmp_path / "run"
     write_run_config(run, shared / "data" / "tasks", ["gue_emp_h3__devtrain"], ["kmer-3", "DNABERT-S", "GROVER"])
     config = yaml.safe_load((run / "config/config.yaml").read_text())
     config["model_revisions"] = str(run / "config/model_revisions.yaml")
     (run / "config/config.yaml").write_text(yaml.safe_dump(config))
-    env_offline = {"HF_ENDPOINT": closed_endpoint()}
-    out = run_snakemake(run, "-n", env=env_offline)
-    assert out.returncode != 0
-    assert "2 need the network once, to pin their hub revision" in out.stdout and "DNABERT-S, GROVER" in out.stdout
+    offline = closed_endpoint()
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", offline)
+    with pytest.raises(WorkflowError) as err:
+        dry_run(run, env={"HF_ENDPOINT": offline})
+    assert "2 need the network once, to pin their hub revision" in str(err.value)
+    assert "DNABERT-S, GROVER" in str(err.value)
     with fake_hub(HUB) as (endpoint, seen):
         out = run_snakemake(run, "-n", env={"HF_ENDPOINT": endpoint})
         assert out.returncode == 0, out.stdout[-3000:]
         asked = [p for p in seen if p.startswith("/api/models/")]  # (huggingface_hub asks other things too)
         assert "pinned 2 hub model(s) once" in out.stdout and len(asked) == 2
         assert out.stdout.count("rule extract_embeddings:") == 3
-        out = run_snakemake(run, "-n", env={"HF_ENDPOINT": endpoint})
-        assert out.returncode == 0 and len([p for p in seen if p.startswith("/api/models/")]) == 2
-        assert "2 hub model(s) run at the commits locked in" in out.stdout
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", endpoint)
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            dry_run(run, env={"HF_ENDPOINT": endpoint})
+        assert len([p for p in seen if p.startswith("/api/models/")]) == 2
+        assert any("2 hub model(s) run at the commits locked in" in m for m in caplog.messages), caplog.messages
