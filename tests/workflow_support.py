@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -86,13 +87,13 @@ def _snakemake_env(env: dict[str, str] | None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _in_process_dag(
+def in_process_dag(
     run: Path,
-    targets: tuple[str, ...],
-    configfiles: tuple[str | Path, ...],
-    config: dict[str, Any] | None,
-    env: dict[str, str] | None,
-    until: tuple[str, ...],
+    targets: tuple[str, ...] = (),
+    configfiles: tuple[str | Path, ...] = (),
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    until: tuple[str, ...] = (),
 ) -> Iterator[Any]:
     """Snakemake's DAG of the repository's Snakefile in `run`, built in this process by Snakemake's own API (the
     code `snakemake -n` runs, without a new interpreter: about 0.5 s instead of 5-8 s); the working directory and
@@ -117,6 +118,9 @@ def _in_process_dag(
             workflow = dag_api.workflow_api._workflow
             workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True, nolock=True)
             workflow._build_dag()
+            # what `Workflow.execute` does next, dry runs too: prunes the DAG to the `--until` rules and settles
+            # which jobs need to run
+            workflow.async_run(workflow.dag.postprocess(update_needrun=False, check_initial=True))
             yield workflow.dag
     finally:
         os.chdir(cwd)
@@ -133,15 +137,16 @@ def dry_run(
     until: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """The jobs `snakemake -n [--configfile F ...] [--config K=V] [--until R] <targets>` in `run` would run, planned
-    in this process: dicts with rule, wildcards, reason and output, as `snakemake -n` prints them. [] when nothing
+    in this process: dicts with rule, wildcards, reason, input and output, as `snakemake -n` prints them. [] when nothing
     is to be done. `configfiles` are relative to `run`; `config` is merged over them like `--config`. Tests of
     which jobs a config plans use this; tests/workflow/test_dry_run_agrees.py proves it agrees with the command."""
-    with _in_process_dag(run, targets, configfiles, config, env, until) as dag:
+    with in_process_dag(run, targets, configfiles, config, env, until) as dag:
         return [
             {
                 "rule": job.rule.name,
                 "wildcards": {k: str(v) for k, v in job.wildcards_dict.items()},
                 "reason": str(dag.reason(job)),
+                "input": [str(f) for f in job.input],
                 "output": [str(f) for f in job.output],
             }
             for job in dag.needrun_jobs()
@@ -162,7 +167,7 @@ def detailed_summary(
     async def _lines(dag: Any) -> list[str]:
         return [line async for line in dag.summary(detailed=True)]
 
-    with _in_process_dag(run, targets, configfiles, config, env, until=()) as dag:
+    with in_process_dag(run, targets, configfiles, config, env, until=()) as dag:
         lines = async_run(_lines(dag))
     rows = [line.split("\t") for line in lines]
     return pd.DataFrame(rows[1:], columns=rows[0])
@@ -192,8 +197,18 @@ def shared_folder(factory: Any, name: str, build: Callable[[Path], None]) -> Pat
 
 def copy_run(src: Path, dst: Path) -> Path:
     """A private copy of the finished run `src` at `dst` (outputs, logs and Snakemake's metadata; mtimes kept), for
-    a test that changes the run: the shared one stays as built."""
+    a test that changes the run: the shared one stays as built. Each score table's input record
+    (`geneb.tables.freshness`, scores_inputs.json) names the run folder it was written in; the copy's names the
+    copy, as a run made there would, so its freshness checks read the copy's files, not the original's."""
+    from geneb.tables.freshness import INPUTS_NAME
+
     shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".built"))
+    for record_file in dst.rglob(INPUTS_NAME):
+        record = json.loads(record_file.read_text())
+        if Path(record.get("root", "")).resolve() == src.resolve():
+            stat = record_file.stat()
+            record_file.write_text(json.dumps({**record, "root": str(dst)}, indent=1, sort_keys=True))
+            os.utime(record_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # Snakemake's mtime check sees no change
     return dst
 
 
@@ -256,3 +271,27 @@ def build_small_run(run: Path) -> None:
     )
     if proc.returncode != 0:
         raise AssertionError(f"the shared small run failed ({proc.returncode}):\n{proc.stdout[-6000:]}")
+
+
+# ---- the site run: 2 other real tasks x kmer-3 and the GC shortcut, to the leaderboard site (tests/site, tests/pool)
+
+SITE_TASKS = ["ienhancer2l_strong_vs_weak", "gue_prom_core_all"]
+SITE_MODELS = ["kmer-3", "shortcut-gc"]
+#: caps of the site run (the pool's runs of one model each are this run's config with `models` narrowed)
+SITE_CAPS = {"seed": 0, "default": {"max_train": 300, "max_test": 150}, "per_task": {}}
+
+
+def build_site_run(folder: Path, shared: Path) -> None:
+    """folder/run: SITE_TASKS x SITE_MODELS run by the real workflow (`snakemake site`, a subprocess)."""
+    run = folder / "run"
+    write_run_config(run, shared / "data" / "tasks", SITE_TASKS, SITE_MODELS, n_resamples=100)
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    config["caps"] = SITE_CAPS
+    (run / "config/config.yaml").write_text(yaml.safe_dump(config))
+    done = run_snakemake(run, "site", timeout=1200)
+    assert done.returncode == 0, done.stdout[-4000:]
+
+
+def site_run(tmp_path_factory: Any, shared: Path) -> Path:
+    """The run folder of `build_site_run`, built once per session (`shared_folder`): read it, never change it."""
+    return shared_folder(tmp_path_factory, "site-run", lambda folder: build_site_run(folder, shared)) / "run"

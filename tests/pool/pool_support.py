@@ -1,36 +1,21 @@
 """Two real small runs for the pooling tests: the same 2 real ../shared tasks, capped alike, one with the 3-mer model
 and one with the GC shortcut (`snakemake leaderboard`: probes, scores, task audit, leaderboard), built once per test
 session for every pytest-xdist worker. Both start from the site tests' run of the same tasks, caps and two models
-(tests/site/site_support.py): each is its config with one model, its prepared and audited tasks, embeddings and
+(`workflow_support.site_run`): each is its config with one model, its prepared and audited tasks, embeddings and
 probe tables of that model (copies; Snakemake's records kept), so only the score table and what reads it are made
 again, as a run of that model alone makes them."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
-from workflow_support import run_snakemake, shared_folder
+from workflow_support import run_snakemake, shared_folder, site_run
 
 RUNS = {"cluster-a": ["kmer-3"], "cluster-b": ["shortcut-gc"]}
-
-
-def _site_support() -> ModuleType:
-    """tests/site/site_support.py (by its path: tests/site is on sys.path only once a test there is collected)."""
-    if "site_support" not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "site" / "site_support.py"
-        spec = importlib.util.spec_from_file_location("site_support", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["site_support"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["site_support"]
 
 
 def one_model_run(source: Path, run: Path, models: list[str]) -> None:
@@ -55,7 +40,7 @@ def one_model_run(source: Path, run: Path, models: list[str]) -> None:
 @pytest.fixture(scope="session")
 def two_runs(tmp_path_factory, shared) -> dict[str, Path]:
     """{name: run folder} of two finished real runs (results/tables with scores, task_audit, leaderboard)."""
-    source = _site_support().site_run(tmp_path_factory, shared)
+    source = site_run(tmp_path_factory, shared)
 
     def build(root: Path) -> None:
         for name, models in RUNS.items():

@@ -61,7 +61,7 @@ def test_the_extraction_rule_takes_its_conda_env_from_the_model(tmp_path, repo, 
     exit after the hashing (no conda to ask for the Dockerfile's commands) is not what is checked."""
     from snakemake.deployment.containerize import containerize
 
-    from workflow_support import _in_process_dag
+    from workflow_support import in_process_dag
 
     mirror = tmp_path / "mirror"
     shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
@@ -75,7 +75,7 @@ def test_the_extraction_rule_takes_its_conda_env_from_the_model(tmp_path, repo, 
     config["model_sheet"] = str(tmp_path / "models.yaml")
     (folder / "config/config.yaml").write_text(yaml.safe_dump(config))
     caplog.clear()
-    with _in_process_dag(folder, (), (), None, None, ()) as dag, contextlib.suppress(WorkflowError):
+    with in_process_dag(folder) as dag, contextlib.suppress(WorkflowError):
         containerize(dag.workflow, dag)  # after hashing it asks conda for its version (conda may be absent)
     hashed = {
         (folder / line.split("Hashing conda environment ")[1].rstrip(".")).resolve()

@@ -11,15 +11,12 @@ process (`dry_run`, their log captured)."""
 from __future__ import annotations
 
 import io
-import json
-import os
 import shutil
 from contextlib import redirect_stderr
 from pathlib import Path
 
 import yaml
 
-from geneb.tables.freshness import INPUTS_NAME
 from workflow_support import SMALL_TASKS, copy_run, dry_run, run_plan, run_snakemake, write_run_config
 
 MODEL = "kmer-3"
@@ -52,18 +49,6 @@ def make_run(tmp_path: Path, shared: Path) -> Path:
 def write_overlays(run: Path, configs: dict[str, dict]) -> None:
     for name, overlay in configs.items():
         (run / f"config/{name}.yaml").write_text(yaml.safe_dump(overlay))
-
-
-def own_copy(finished_run: Path, run: Path) -> Path:
-    """A copy of the shared run whose score tables' input records (INPUTS_NAME) name the copy's folder, as a run
-    built there would: `copy_run` keeps the shared run's folder in them, so the copy's changed resources/ files
-    would go unseen (modification times kept)."""
-    copy_run(finished_run, run)
-    for record in run.rglob(INPUTS_NAME):
-        st = record.stat()
-        record.write_text(json.dumps({**json.loads(record.read_text()), "root": str(run)}, indent=1, sort_keys=True))
-        os.utime(record, ns=(st.st_atime_ns, st.st_mtime_ns))
-    return run
 
 
 def leaderboard(configs: dict[str, dict], name: str) -> str:
@@ -114,7 +99,7 @@ def leaderboard_warning(run: Path, results_dir: str, monkeypatch) -> str:
 
 def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothing(tmp_path, finished_run, monkeypatch):
     """A is the shared small run (copied: B runs beside it), so only B runs from scratch here."""
-    run = own_copy(finished_run, tmp_path / "run")
+    run = copy_run(finished_run, tmp_path / "run")
     write_overlays(run, APART)
     plan_a, plan_b = run_plan(run, "config/a.yaml"), run_plan(run, "config/b.yaml")
     files_a, files_b = cache_files(plan_a, SHARED_TASK), cache_files(plan_b, SHARED_TASK)
