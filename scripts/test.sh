@@ -20,11 +20,15 @@ fi
 # the type checker over the whole package (`[tool.mypy] files` in pyproject.toml: src/geneb), its cache outside the
 # checkout so that a second run on this machine (a fresh clone too) takes seconds instead of minutes.
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$HOME/.cache/geneb-mypy}"
+start=$SECONDS
 ruff check --quiet src workflow tools bench tests
 ruff format --check --quiet src workflow tools bench tests
 snakefmt --check Snakefile workflow
 snakemake --lint
+echo "style gates: passed in $((SECONDS - start)) s"
+start=$SECONDS
 mypy
+echo "mypy: passed in $((SECONDS - start)) s (cache $MYPY_CACHE_DIR)"
 
 # Three non-default envs built from their files: transformers4 (transformers 4.x) and hyena, in which
 # tests/workflow/test_env_workflow.py runs real extractions through the workflow (venv route), and lucaone, whose package
@@ -44,7 +48,8 @@ fi
 # test file on one worker (--dist loadfile: a file's module fixtures are built once, and the Slurm tests, all in
 # one file, never run beside each other). `--cov` first: line coverage of src/geneb by coverage.py, subprocesses
 # (workflow jobs, model servers, the xdist workers) included ([tool.coverage] in pyproject.toml), reported after.
-workers=(-n "${GENEB_TEST_WORKERS:-2}" --dist loadfile)
+# The 25 slowest tests are listed at the end of every run (docs/testing.md: none but the named real runs over 60 s).
+workers=(-n "${GENEB_TEST_WORKERS:-2}" --dist loadfile --durations=25)
 if [ "${1:-}" = --cov ]; then
     shift
     rm -f .coverage .coverage.*
