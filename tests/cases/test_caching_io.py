@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 import h5py
@@ -27,6 +28,7 @@ from geneb.extract.cache import (
 from geneb.extract.step import extract_task
 from geneb.registry.extraction import extraction_settings
 from geneb.registry.load import load_registry
+from workflow_support import dry_run, run_plan, write_small_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,65 +134,48 @@ def test_B40_concurrent_writers_in_one_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task0.h5", "task0.h5.sha256", "task1.h5", "task1.h5.sha256"]
 
 
+B40_TASKS = ["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"]
+B40_MODELS = ["kmer-3", "kmer-4"]
+
+
 @pytest.fixture(scope="module")
-def workflow_dir(tmp_path_factory, repo, shared):
-    """A run folder with a Snakefile that includes the real rule files (common, tasks, extract) and a config
-    for two real tasks (capped small) and two k-mer models."""
+def workflow_dir(tmp_path_factory, shared):
+    """A run folder of the real Snakefile (workflow_support.write_small_config: ../shared's tasks, which `shared`
+    checks): two real tasks (capped small) and two k-mer models, nothing run. Its own run, not the shared finished
+    one: the test counts the task preparations and extractions of a fresh run."""
     d = tmp_path_factory.mktemp("wf")
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config.update(
-        task_source=str(shared / "data" / "tasks"),
-        task_sheet=str(repo / "config" / "tasks.tsv"),
-        model_sheet=str(repo / "config" / "models.yaml"),
-        tasks=["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"],
-        models=["kmer-3", "kmer-4"],
-        caps={"seed": 0, "default": {"max_train": 100, "max_test": 50}, "per_task": {}},
-    )
-    (d / "config.yaml").write_text(yaml.safe_dump(config))
-    rules = repo / "workflow" / "rules"
-    (d / "Snakefile").write_text(
-        'configfile: "config.yaml"\n\n\n'
-        + "".join(f'include: "{rules / name}"\n' for name in ("common.smk", "tasks.smk", "extract.smk"))
-    )
+    write_small_config(d, tasks=B40_TASKS, models=B40_MODELS, caps=(100, 50))
     return d
 
 
 def _snakemake(d: Path, *args: str) -> subprocess.CompletedProcess:
+    """The real `snakemake -s <repo>/Snakefile --cores 2 <args>` in `d` (a subprocess), without the task-source and
+    partial-run variables, which would redirect the run."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")}
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(d / "Snakefile"), "-d", str(d), *args],
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(d), "--cores", "2", *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=d,
+        env=env,
     )
 
 
-def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir, repo):
+def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir):
     """Every extraction job of the DAG writes its own file (model, settings hash, task); two jobs run at once
-    (-j 2) produce two complete files, and neither touches the other's."""
-    import logging
-    import re
-
-    from geneb.run.plan import plan_run
-
+    (--cores 2) produce two complete files, and neither touches the other's."""
     d = workflow_dir
-    plan = plan_run(
-        yaml.safe_load((d / "config.yaml").read_text()),
-        main_process=False,
-        conda_deploys=False,
-        partial_file=None,
-        log=logging.getLogger(__name__),
-    )
-    targets = [
-        plan.embedding_file(m, t) for m in ("kmer-3", "kmer-4") for t in ("idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0")
-    ]
+    plan = run_plan(d)
+    targets = [plan.embedding_file(m, t) for m in B40_MODELS for t in B40_TASKS]
     assert len(set(targets)) == 4
-    dry = _snakemake(d, *targets, "-n", "--quiet", "rules")
-    assert dry.returncode == 0, dry.stderr[-3000:]
-    counts = dict(re.findall(r"^(extract_embeddings|prepare_task)\s+(\d+)\s*$", dry.stdout + dry.stderr, flags=re.M))
-    assert counts == {"extract_embeddings": "4", "prepare_task": "2"}, dry.stdout + dry.stderr
+    # the DAG, planned in this process (workflow_support.dry_run: Snakemake's API, what `snakemake -n` plans)
+    jobs = dry_run(d, *targets)
+    counts = Counter(j["rule"] for j in jobs if j["rule"] in ("extract_embeddings", "prepare_task"))
+    assert counts == {"extract_embeddings": 4, "prepare_task": 2}, jobs
+    assert sorted(j["output"][0] for j in jobs if j["rule"] == "extract_embeddings") == sorted(targets)
     two = targets[:2]  # kmer-3 on both tasks
-    run = _snakemake(d, *two, "-j", "2", "--quiet", "all")
+    run = _snakemake(d, *two, "--quiet", "all")
     assert run.returncode == 0, run.stderr[-3000:]
     for t in two:
         cached = read_embeddings(d / t)

@@ -1,10 +1,14 @@
 """Failure cases of kind `workflow/cluster` (../shared/cases/CASES.md): B40 (the workflow half), B41, B42, B43,
 B44; and partial reruns, interrupted work, and the Slurm profile on a real single-node Slurm.
 
-Every test runs the real Snakefile (`snakemake -s <repo>/Snakefile`) in its own run directory under tmp_path,
-with a small config derived from config/config.yaml (2 tasks x k-mer models, capped), and reads Snakemake's
-own dry-run output (`-n`, `--detailed-summary`, `--list-changes params`) to learn what would rerun. The Slurm
-test needs the cluster of tests/slurm/cluster.sh (started by .ci/run) and skips without it.
+The tests run the real Snakefile on the shared finished run (conftest `finished_run`: 2 tasks x kmer-3, kmer-4,
+capped, built once per session), read as it is or in a copy of their own (`copy_run`) with a changed config; a
+test that needs another run (the SIGKILL tests, a test-double Snakefile) builds it under tmp_path and says why.
+What would rerun is Snakemake's own plan: `dry_run` and `detailed_summary` (workflow_support) build it in this
+process with Snakemake's API; the tests whose point is the command line (options, profiles, a process of its own,
+its console) run the real `snakemake -n` (`snakemake_n`), and test_in_process_plan_agrees_with_snakemake_n holds
+the two to each other. The Slurm tests need the cluster of tests/slurm/cluster.sh (started by .ci/run) and skip
+without it.
 """
 
 from __future__ import annotations
@@ -31,13 +35,21 @@ import yaml
 from geneb.core import integrity
 from geneb.core.provenance import CODE_REVISION_KEYS
 from geneb.tables.scores import failed_tasks
-from workflow_support import run_plan
+from workflow_support import (
+    SMALL_MODELS,
+    SMALL_TASKS,
+    copy_run,
+    detailed_summary,
+    dry_run,
+    run_plan,
+    write_small_config,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
 SNAKEFILE = REPO / "Snakefile"
-TASKS = ["idna_ms_5hmc_h_sapiens", "ienhancer2l_enhancer_vs_non"]
-MODELS = ["kmer-3", "kmer-4"]
+#: the shared finished run's tasks and models (conftest `finished_run`, workflow_support.write_small_config)
+TASKS = SMALL_TASKS
+MODELS = SMALL_MODELS
 SCORES = "results/tables/scores.parquet"
 #: a task of long sequences: kmer-6 extraction and probing each take a few seconds, long enough to kill midway
 KILL_TASK = "pgb_lncrna_solanum_lycopersicum__testonly_resplit"
@@ -45,36 +57,6 @@ SLURM_DIR = Path(os.environ.get("GENEB_SLURM_DIR", "/tmp/geneb-slurm"))
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
-
-
-def write_config(
-    run: Path, *, tasks=TASKS, models=MODELS, caps=(200, 100), registry: dict | None = None, edit=None
-) -> dict:
-    """Write run/config/config.yaml: the repository's config with absolute sheet paths, `tasks` x `models`,
-    `caps` (max_train, max_test), a light geneb-paper protocol; `registry` replaces the model sheet (written
-    beside it); `edit(config)` changes anything else. Returns the config."""
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config.update(
-        task_source=str(SHARED / "data" / "tasks"),
-        task_sheet=str(REPO / "config" / "tasks.tsv"),
-        model_sheet=str(REPO / "config" / "models.yaml"),
-        tasks=list(tasks),
-        models=list(models),
-        protocols=["geneb-paper"],
-        default_protocol="geneb-paper",
-    )
-    config["caps"]["default"] = {"max_train": caps[0], "max_test": caps[1]}
-    paper = config["probe"]["geneb-paper"]
-    paper["seeds"] = [13, 17]
-    paper["bootstrap"]["n_resamples"] = 100
-    (run / "config").mkdir(parents=True, exist_ok=True)
-    if registry is not None:
-        (run / "config" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
-        config["model_sheet"] = str(run / "config" / "models.yaml")
-    if edit is not None:
-        edit(config)
-    (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return config
 
 
 def repo_registry() -> dict:
@@ -111,9 +93,11 @@ def snakemake(run: Path, *args: str, check: bool = True, snakefile: Path = SNAKE
 JOB_HEADER = re.compile(r"^(?:local)?rule (\S+):$")
 
 
-def planned_jobs(run: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[dict]:
-    """The jobs a dry run (`snakemake -n <args>`) would run: dicts with rule, wildcards, reason, output,
-    parsed from Snakemake's own job listing. [] when it reports nothing to be done."""
+def snakemake_n(run: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[dict]:
+    """The jobs the real `snakemake -n <args>` (a subprocess) would run: dicts with rule, wildcards, reason,
+    output, parsed from Snakemake's own job listing. [] when it reports nothing to be done. For the tests whose
+    point is the command line (options, profiles, another Snakefile, a process of its own); the others plan in
+    process (workflow_support.dry_run), which test_in_process_plan_agrees_with_snakemake_n holds to this."""
     out = snakemake(run, "-n", *args, snakefile=snakefile).stdout
     jobs: list[dict] = []
     job = None
@@ -144,12 +128,10 @@ def job_keys(jobs: list[dict]) -> Counter:
     return Counter((j["rule"], j["wildcards"].get("model", ""), j["wildcards"].get("task", "")) for j in jobs)
 
 
-def detailed_summary(run: Path, *args: str) -> pd.DataFrame:
-    """Snakemake's `--detailed-summary` (one row per output file: rule, status, plan) as a frame."""
-    out = snakemake(run, "--detailed-summary", *args).stdout
-    lines = out[out.index("output_file\t") :].splitlines()
-    rows = [line.split("\t") for line in lines if line.count("\t") >= 7]
-    return pd.DataFrame(rows[1:], columns=rows[0])
+def reason_kinds(reason: str) -> frozenset[str]:
+    """The kinds of a job's reason ("Missing output files", "Params have changed since last execution", ...):
+    each `;`-separated part up to its first colon, without the files it names."""
+    return frozenset(part.split(":", 1)[0].strip() for part in reason.split(";") if part.strip())
 
 
 def scores(run: Path) -> pd.DataFrame:
@@ -168,12 +150,6 @@ def assert_same_scores(a: Path, b: Path) -> None:
     pd.testing.assert_frame_equal(left.drop(columns=revision), right.drop(columns=revision), check_exact=True)
 
 
-def copy_run(src: Path, dst: Path) -> Path:
-    """A copy of a finished run directory (outputs, logs and Snakemake's metadata; mtimes kept)."""
-    shutil.copytree(src, dst, symlinks=True)
-    return dst
-
-
 def reversed_mappings(obj):
     """`obj` with the key order of every mapping reversed (same content)."""
     if isinstance(obj, dict):
@@ -186,6 +162,14 @@ def reversed_mappings(obj):
 def embedding_files(run: Path) -> list[Path]:
     """Every embedding file of `run`: resources/embeddings/<model>/<settings hash>/<task>/<task hash>.h5."""
     return sorted((run / "resources" / "embeddings").glob("*/*/*/*.h5"))
+
+
+def drop_extractions(run: Path) -> None:
+    """Delete every embedding file and every result of `run` (a copy of the finished run): the extractions and all
+    after them are to do again (Snakemake makes a missing file again only for a job that must run); its prepared
+    tasks, shot draws and audits stay."""
+    shutil.rmtree(run / "resources" / "embeddings")
+    shutil.rmtree(run / "results")
 
 
 def h5_cell(h5: Path) -> tuple[str, str]:
@@ -227,46 +211,61 @@ def write_kill_config(run: Path) -> dict:
     def strict(config: dict) -> None:
         config.update(protocols=["geneb-strict"], default_protocol="geneb-strict", probe=probe)
 
-    return write_config(run, tasks=[KILL_TASK], models=["kmer-6"], caps=(None, None), edit=strict)
+    return write_small_config(run, tasks=[KILL_TASK], models=["kmer-6"], caps=(None, None), edit=strict)
 
 
-# ---- shared finished runs (built once per module) -----------------------------------------------------------
-
-
-def finished_run(factory, name: str, write, *targets: str) -> Path:
-    """A run directory configured by `write(run)` and run to `targets` (default: the score table)."""
-    run = factory.mktemp(name)
-    write(run)
-    snakemake(run, *(targets or (SCORES,)))
-    return run
-
-
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory) -> Path:
-    """A finished run of the default target: 2 tasks x kmer-3, kmer-4, up to the tables, figures and report."""
-    return finished_run(tmp_path_factory, "baseline", write_config, "all")
+# ---- finished runs ------------------------------------------------------------------------------------------
+# The small run (2 tasks x kmer-3, kmer-4, to the default target) is conftest's session fixture `finished_run`,
+# built once for every test file and xdist worker: read it as it is, or take a copy (copy_run) to change it.
 
 
 @pytest.fixture(scope="module")
 def kill_reference(tmp_path_factory) -> Path:
-    """An uninterrupted run of the configuration the SIGKILL tests interrupt (write_kill_config)."""
-    return finished_run(tmp_path_factory, "kill_reference", write_kill_config)
+    """An uninterrupted run of the configuration the SIGKILL tests interrupt (write_kill_config): another task,
+    model and protocol than the shared finished run, so it is built here, once for both tests."""
+    run = tmp_path_factory.mktemp("kill_reference")
+    write_kill_config(run)
+    snakemake(run, SCORES)
+    return run
 
 
 # ---- partial reruns ----------------------------------------------------------------------------------------
 
 
-def test_finished_run_has_nothing_to_do(baseline):
-    assert planned_jobs(baseline) == []
-    assert planned_jobs(baseline, SCORES) == []
-    summary = detailed_summary(baseline, SCORES)
+def test_finished_run_has_nothing_to_do(finished_run):
+    assert dry_run(finished_run) == []
+    assert dry_run(finished_run, SCORES) == []
+    summary = detailed_summary(finished_run, SCORES)
     assert set(summary["plan"]) == {"no update"}, summary[summary["plan"] != "no update"]
 
 
-def test_adding_a_model_runs_only_its_jobs_then_reaggregates(baseline, tmp_path):
-    run = copy_run(baseline, tmp_path / "run")
-    write_config(run, models=[*MODELS, "kmer-5"])
-    jobs = planned_jobs(run, SCORES)
+def test_in_process_plan_agrees_with_snakemake_n(finished_run, tmp_path):
+    """workflow_support.dry_run (Snakemake's API in this process), which the tests of what a config reruns read,
+    plans what the real `snakemake -n` plans: the same jobs (rule, wildcards, outputs) for the same reasons, on a
+    finished run whose probe C and seeds changed (missing shot draws, changed probe params, and everything
+    downstream up to the report)."""
+    run = copy_run(finished_run, tmp_path / "run")
+    write_small_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(C=0.5, seeds=[13, 17, 42]))
+
+    def shape(jobs: list[dict]) -> Counter:
+        return Counter(
+            (j["rule"], tuple(sorted(j["wildcards"].items())), tuple(sorted(j["output"])), reason_kinds(j["reason"]))
+            for j in jobs
+        )
+
+    in_process, command = dry_run(run), snakemake_n(run)
+    assert job_keys(in_process) == job_keys(command)
+    assert shape(in_process) == shape(command)
+    # the comparison saw every kind of reason and job the tests of this file read
+    kinds = set().union(*(reason_kinds(j["reason"]) for j in command))
+    assert {"Missing output files", "Params have changed since last execution"} <= kinds, kinds
+    assert {"write_shot_indices", "fit_probes", "aggregate_scores"} <= {j["rule"] for j in command}
+
+
+def test_adding_a_model_runs_only_its_jobs_then_reaggregates(finished_run, tmp_path):
+    run = copy_run(finished_run, tmp_path / "run")
+    write_small_config(run, models=[*MODELS, "kmer-5"])
+    jobs = dry_run(run, SCORES)
     assert job_keys(jobs) == Counter(
         [("extract_embeddings", "kmer-5", t) for t in TASKS]
         + [("fit_probes", "kmer-5", t) for t in TASKS]
@@ -282,7 +281,7 @@ def test_adding_a_model_runs_only_its_jobs_then_reaggregates(baseline, tmp_path)
     table = scores(run)
     assert set(table["model"]) == {*MODELS, "kmer-5"}
     old = table[table["model"].isin(MODELS)].reset_index(drop=True)
-    pd.testing.assert_frame_equal(old, scores(baseline), check_exact=True)
+    pd.testing.assert_frame_equal(old, scores(finished_run), check_exact=True)
 
 
 def _registry_with_rc_average(model: str) -> dict:
@@ -311,17 +310,17 @@ def _registry_with_rc_average(model: str) -> dict:
         ),
     ],
 )
-def test_output_affecting_change_reruns_exactly_the_affected_jobs(baseline, tmp_path, change, expected):
-    run = copy_run(baseline, tmp_path / "run")
+def test_output_affecting_change_reruns_exactly_the_affected_jobs(finished_run, tmp_path, change, expected):
+    run = copy_run(finished_run, tmp_path / "run")
     if change == "rc":
-        write_config(run, registry=_registry_with_rc_average("kmer-4"))
+        write_small_config(run, registry=_registry_with_rc_average("kmer-4"))
     elif change == "probe_C":
-        write_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(C=0.5))
+        write_small_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(C=0.5))
     elif change == "seeds":
-        write_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(seeds=[13, 17, 42]))
+        write_small_config(run, edit=lambda c: c["probe"]["geneb-paper"].update(seeds=[13, 17, 42]))
     else:
-        write_config(run, edit=lambda c: c["caps"]["per_task"].update({TASKS[0]: {"max_test": 60}}))
-    jobs = planned_jobs(run, SCORES)
+        write_small_config(run, edit=lambda c: c["caps"]["per_task"].update({TASKS[0]: {"max_test": 60}}))
+    jobs = dry_run(run, SCORES)
     assert job_keys(jobs) == Counter([*expected, ("aggregate_scores", "", "")])
     # Snakemake's reasons: params changed only for the first rule the change reaches; the rest follow from it.
     # (Not `--list-changes params`: in Snakemake 9.27 it lists every output, changed or not; docs/footguns.md.)
@@ -337,16 +336,18 @@ def test_output_affecting_change_reruns_exactly_the_affected_jobs(baseline, tmp_
 
 
 @pytest.mark.parametrize("where", ["config", "command_line"])
-def test_execution_knobs_rerun_nothing(baseline, tmp_path, where):
+def test_execution_knobs_rerun_nothing(finished_run, tmp_path, where):
     """Batch size, device, threads, HDF5 locking (config `execution:`), and threads, resources and retries
     on the command line, are not rerun keys: a finished run stays finished."""
-    run = copy_run(baseline, tmp_path / "run")
-    args: list[str] = []
+    run = copy_run(finished_run, tmp_path / "run")
     if where == "config":
         knobs = {"batch_size": 7, "device": "cuda", "threads": 2, "hdf5_locking": "off"}
-        config = write_config(run, edit=lambda c: c["execution"].update(knobs))
-        assert config["execution"] != yaml.safe_load((baseline / "config" / "config.yaml").read_text())["execution"]
+        config = write_small_config(run, edit=lambda c: c["execution"].update(knobs))
+        assert config["execution"] != yaml.safe_load((finished_run / "config" / "config.yaml").read_text())["execution"]
+        assert dry_run(run, SCORES) == []
+        assert dry_run(run) == []  # nor the tables, figures and report of the default target
     else:
+        # the command line is the point: the real `snakemake -n` with these options
         args = [
             "--set-threads",
             "fit_probes=2",
@@ -358,14 +359,14 @@ def test_execution_knobs_rerun_nothing(baseline, tmp_path, where):
             "--default-resources",
             "runtime=7",
         ]
-    assert planned_jobs(run, SCORES, *args) == []
-    assert planned_jobs(run, *args) == []  # nor the tables, figures and report of the default target
+        assert snakemake_n(run, SCORES, *args) == []
+        assert snakemake_n(run, *args) == []  # nor the tables, figures and report of the default target
 
 
-def test_slurm_profile_dry_run_reruns_nothing(baseline, tmp_path):
+def test_slurm_profile_dry_run_reruns_nothing(finished_run, tmp_path):
     """The cluster profile (device cuda, retries, partitions, resources) changes no rerun key."""
-    run = copy_run(baseline, tmp_path / "run")
-    assert planned_jobs(run, "--profile", str(REPO / "profiles" / "slurm"), SCORES) == []
+    run = copy_run(finished_run, tmp_path / "run")
+    assert snakemake_n(run, "--profile", str(REPO / "profiles" / "slurm"), SCORES) == []
 
 
 # ---- B40: one writer per embedding file -----------------------------------------------------------------------
@@ -390,12 +391,15 @@ if _trace:
 '''
 
 
-def test_B40_each_embed_job_writes_only_its_own_file(tmp_path):
-    run = tmp_path / "run"
+def test_B40_each_embed_job_writes_only_its_own_file(finished_run, tmp_path):
+    """Three k-mer models extract TASKS[0], two at a time, each process traced: each writes its own file only. On a
+    copy of the finished run (its task prepared) without its embeddings and results."""
+    run = copy_run(finished_run, tmp_path / "run")
     models = ["kmer-3", "kmer-4", "kmer-5"]
-    write_config(run, tasks=TASKS[:1], models=models)
+    drop_extractions(run)
+    write_small_config(run, tasks=TASKS[:1], models=models)
     # the DAG: one distinct output per (model, settings hash, task), the hash folder per model
-    jobs = [j for j in planned_jobs(run, SCORES) if j["rule"] == "extract_embeddings"]
+    jobs = [j for j in dry_run(run, SCORES) if j["rule"] == "extract_embeddings"]
     outputs = [j["output"][0] for j in jobs]
     assert len(outputs) == len(set(outputs)) == len(models)
     for j in jobs:
@@ -461,7 +465,8 @@ def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
     """A test-double embed rule writes half its HDF5 output and exits 1 under --keep-incomplete. Snakemake
     9.27 records that output with incomplete=false (the regression of the case), so GENEB does not rely on
     it: the partial-file check that common.smk runs before every DAG moves the file aside, and the job is
-    scheduled again; GENEB's reader refuses the file by itself."""
+    scheduled again; GENEB's reader refuses the file by itself. Its own folder and one-rule Snakefile (the test
+    double), planned by the real `snakemake -n` (dry_run plans the repository's Snakefile only)."""
     from geneb.extract.cache import IncompleteCacheError, read_embeddings
     from geneb.run.set_aside import set_aside_partial
 
@@ -482,17 +487,17 @@ def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
         read_embeddings(out)
     moved = set_aside_partial([out])
     assert moved == [(out, out.with_name(".partial-t.h5.0"))] and not out.exists()
-    jobs = planned_jobs(wf, snakefile=wf / "Snakefile")
+    jobs = snakemake_n(wf, snakefile=wf / "Snakefile")
     assert [j["rule"] for j in jobs] == ["embed"] and "Missing output" in jobs[0]["reason"]
     assert set_aside_partial([out]) == []  # a missing file is left alone
 
 
-def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline, tmp_path):
+def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(finished_run, tmp_path):
     """The state a failed extraction leaves when Snakemake records its partial output as complete: the
     embedding file is half written (one cut to half its bytes, one without its `complete` attribute) and
     nothing downstream of it exists. A dry run moves nothing and names both; the run sets them aside, extracts them
     again (not only the probes, which would refuse the files) and the scores equal the uninterrupted run."""
-    run = copy_run(baseline, tmp_path / "run")
+    run = copy_run(finished_run, tmp_path / "run")
     files = {h5_cell(p): p for p in embedding_files(run)}
     cut, unmarked = files[("kmer-3", TASKS[0])], files[("kmer-4", TASKS[1])]
     data = cut.read_bytes()
@@ -504,7 +509,7 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
             (run / "results" / kind / "geneb-paper" / model / f"{task}.parquet").unlink()
     (run / SCORES).unlink()
     damaged = {p: p.read_bytes() for p in (cut, unmarked)}
-    dry = snakemake(run, "-n", SCORES).stdout
+    dry = snakemake(run, "-n", SCORES).stdout  # the command's console is the point: a subprocess
     # a dry run moves nothing: it names both files, which a real run moves aside and extracts again
     assert {p: p.read_bytes() for p in damaged} == damaged and not list(run.rglob(".corrupt-*"))
     lines = [line for line in dry.splitlines() if line.startswith("GENEB ERROR (workflow plan)")]
@@ -514,18 +519,18 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(baseline,
     # both differ from the digest recorded when they were written: moved aside, never deleted
     assert (cut.parent / f".corrupt-{cut.name}.0").read_bytes() == damaged[cut]
     assert (unmarked.parent / f".corrupt-{unmarked.name}.0").read_bytes() == damaged[unmarked]
-    assert_same_scores(run, baseline)
+    assert_same_scores(run, finished_run)
     assert_downstream_newer(run)
 
 
-def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
+def test_B41_probe_refuses_partial_embedding_by_itself(finished_run, tmp_path):
     """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing: by its
     content digest (the bytes changed since it was written), and, for a file written before digests, by its
     missing `complete` attribute."""
     from geneb.extract.cache import CorruptCacheError, IncompleteCacheError
     from geneb.probe.job import fit_probes
 
-    run = copy_run(baseline, tmp_path / "run")
+    run = copy_run(finished_run, tmp_path / "run")
     h5 = next(p for p in embedding_files(run) if h5_cell(p) == ("kmer-3", TASKS[0]))
     with h5py.File(h5, "r+") as f:
         del f.attrs["complete"]
@@ -551,13 +556,14 @@ def test_B41_probe_refuses_partial_embedding_by_itself(baseline, tmp_path):
         integrity.digest_path(h5).unlink(missing_ok=True)  # the same file as one written before digests
 
 
-def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(baseline, tmp_path):
+def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(finished_run, tmp_path):
     """A complete cache copied in from elsewhere (another model, other extraction settings) is not trusted: the
-    probe compares the file's key with its model, task and settings-hash folder."""
+    probe compares the file's key with its model, task and settings-hash folder. It reads the finished run as it
+    is (the probe writes under tmp_path only)."""
     from geneb.extract.cache import CacheKeyMismatchError
     from geneb.probe.job import fit_probes
 
-    run = copy_run(baseline, tmp_path / "run")
+    run = finished_run
     h5 = next(p for p in embedding_files(run) if h5_cell(p) == ("kmer-3", TASKS[0]))
     config = yaml.safe_load((run / "config" / "config.yaml").read_text())
     task_dir = task_folder(run, TASKS[0])
@@ -641,12 +647,14 @@ def _recover_and_check(run: Path, reference: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert not list(run.rglob(".tmp-*")), "a partial temporary file survived the recovery"
-    assert planned_jobs(run, SCORES) == []
+    assert dry_run(run, SCORES) == []
     assert_downstream_newer(run)
     assert_same_scores(run, reference)
 
 
 def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
+    """SIGKILL of Snakemake and its jobs while the extraction runs, then the documented recovery; the result equals
+    the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
     run = tmp_path / "run"
     write_kill_config(run)
     proc = _start(run, SCORES)
@@ -670,6 +678,8 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
 
 
 def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
+    """SIGKILL of Snakemake and its jobs while the probe job runs, then the documented recovery; the result equals
+    the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
     run = tmp_path / "run"
     write_kill_config(run)
     proc = _start(run, SCORES)
@@ -710,8 +720,10 @@ GPU_FLAG = re.compile(r"--gpus[= ]|--gres[= ]\S*gpu")
 
 
 def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
+    """The sbatch line of every job of a fresh run (geneb.run.sbatch_preview, a command with profiles: a
+    subprocess), from a config alone: nothing is run."""
     run = tmp_path / "run"
-    write_config(run, models=["kmer-3", "random-esm-tiny"])
+    write_small_config(run, models=["kmer-3", "random-esm-tiny"])
     for profiles, flag in ((("slurm",), "--gpus=1"), (("slurm", "slurm-gres"), "--gres=gpu:1")):
         lines = _sbatch_lines(run, *profiles)
         embed = lines["extract_embeddings"]
@@ -736,13 +748,18 @@ def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
     assert not any(" -p gpu " in ln for rule in lines.values() for ln in rule), lines["extract_embeddings"]
 
 
-def test_B43_device_cuda_without_cuda_stops_at_once(tmp_path):
+def test_B43_device_cuda_without_cuda_stops_at_once(finished_run, tmp_path):
+    """A neural model under device cuda on a machine without CUDA: its extraction stops before embedding a row.
+    On a copy of the finished run without embeddings and results (its task prepared)."""
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
-    run = tmp_path / "run"
-    write_config(run, tasks=TASKS[:1], models=["random-esm-tiny"], edit=lambda c: c["execution"].update(device="cuda"))
+    run = copy_run(finished_run, tmp_path / "run")
+    drop_extractions(run)
+    write_small_config(
+        run, tasks=TASKS[:1], models=["random-esm-tiny"], edit=lambda c: c["execution"].update(device="cuda")
+    )
     proc = snakemake(run, "--until", "extract_embeddings", check=False)
     assert proc.returncode != 0
     logs = list((run / "logs" / "extract_embeddings" / "random-esm-tiny").rglob("*.log"))
@@ -755,11 +772,11 @@ def test_B43_device_cuda_without_cuda_stops_at_once(tmp_path):
 # ---- B44: params that stay equal ----------------------------------------------------------------------------
 
 
-def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
+def test_B44_params_stable_across_processes_and_key_order(finished_run, tmp_path):
     """Right after a complete run nothing reruns: not in a new process with another hash seed, not after the
     config and registry YAML are rewritten with every mapping's keys in reverse order, not after comments in
     the Snakefile and a rule file change (the workflow copied elsewhere)."""
-    run = copy_run(baseline, tmp_path / "run")
+    run = copy_run(finished_run, tmp_path / "run")
     for seed in ("0", "12345"):
         env = env_for_tests(PYTHONHASHSEED=seed)
         assert "Nothing to be done" in snakemake(run, "-n", SCORES, env=env).stdout
@@ -774,7 +791,7 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
     paper["C"], paper["seeds"] = int(paper["C"]), [float(x) for x in paper["seeds"]]
     flipped["caps"]["default"] = {k: float(v) for k, v in flipped["caps"]["default"].items()}
     (run / "config" / "config.yaml").write_text(yaml.safe_dump(flipped, sort_keys=False))
-    assert planned_jobs(run, SCORES) == []
+    assert snakemake_n(run, SCORES) == []  # a process of its own, as each above
     # a copy of the workflow with edited comments in the Snakefile and in extract.smk
     wf = tmp_path / "workflow_copy"
     wf.mkdir()
@@ -791,7 +808,7 @@ def test_B44_params_stable_across_processes_and_key_order(baseline, tmp_path):
         path.write_text(path.read_text().replace("# ", "# (edited comment) ", 1))
         os.utime(path, (time.time(), time.time()))
         assert path.stat().st_mtime > mtime
-    assert planned_jobs(run, SCORES, snakefile=wf / "Snakefile") == []
+    assert snakemake_n(run, SCORES, snakefile=wf / "Snakefile") == []
 
 
 def test_B44_stable_params_renders_identically_in_separate_processes():
@@ -862,10 +879,12 @@ SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-su
 
 
 @pytest.mark.slurm
-def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, tmp_path):
+def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_run, tmp_path):
+    """The small run from scratch under the Slurm profile equals the finished (local) run. Its own run: every job
+    of a fresh run (audits, extractions, probes) is to go through Slurm."""
     env = slurm_env
     run = tmp_path / "run"
-    write_config(run)
+    write_small_config(run)
     t0 = time.monotonic()
     # the profile as shipped (device cuda): k-mer models are CPU-only encoders, so their extraction jobs are CPU jobs
     proc = snakemake(
@@ -910,16 +929,18 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, baseline, 
     # each Slurm job left its log, named by its job id, under the profile's slurm-logdir
     logged = {p.stem for p in (run / "logs" / "slurm").rglob("*.log")}
     assert {j["id"] for j in jobs} <= logged
-    assert_same_scores(run, baseline)
-    assert planned_jobs(run, SCORES) == []
+    assert_same_scores(run, finished_run)
+    assert dry_run(run, SCORES) == []
     print(f"slurm workflow run: {len(jobs)} Slurm jobs in {elapsed:.1f} s")
 
 
 @pytest.mark.slurm
-def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, baseline, tmp_path):
+def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, finished_run, tmp_path):
+    """An extraction job cancelled on Slurm (scancel) is resubmitted and the scores equal the local run's. On a
+    copy of the finished run without embeddings and results: the extractions and all after them run again."""
     env = slurm_env
-    run = tmp_path / "run"
-    write_config(run)
+    run = copy_run(finished_run, tmp_path / "run")
+    drop_extractions(run)
     cmd = [
         sys.executable,
         "-m",
@@ -960,19 +981,22 @@ def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, baselin
     assert states[job["id"]] == "CANCELLED"
     retried = [j for j in _squeue(env, run_id) if j["comment"] == job["comment"] and j["state"] == "COMPLETED"]
     assert retried, "the cancelled extraction was not resubmitted"
-    assert_same_scores(run, baseline)
+    assert_same_scores(run, finished_run)
     assert_downstream_newer(run)
 
 
 @pytest.mark.slurm
-def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, tmp_path):
+def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finished_run, tmp_path):
+    """Under the gres profile a neural extraction job is given a GPU by Slurm, and without CUDA it stops instead
+    of running on the CPU. On a copy of the finished run without embeddings and results (its task prepared)."""
     env = slurm_env
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
-    run = tmp_path / "run"
-    write_config(run, tasks=TASKS[:1], models=["random-esm-tiny"])
+    run = copy_run(finished_run, tmp_path / "run")
+    drop_extractions(run)
+    write_small_config(run, tasks=TASKS[:1], models=["random-esm-tiny"])
     proc = snakemake(
         run,
         "--profile",
@@ -1069,13 +1093,21 @@ def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeyp
 
 
 @pytest.mark.slurm
-def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_task(slurm_env, tmp_path):
+def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_task(slurm_env, finished_run, tmp_path):
     """On Slurm: an extraction that fails inside its Slurm job (a stray character in a prepared
     split) prints its one-line GENEB error on the Snakemake console, and the other task's scores, the
-    leaderboard and the report are still built, listing the failed task; the run exits non-zero."""
-    run = tmp_path / "run"
-    write_config(run, models=["kmer-3"])
-    snakemake(run, "--until", "prepare_task")
+    leaderboard and the report are still built, listing the failed task; the run exits non-zero. On a copy of
+    the finished run (its tasks prepared, the other task's work done) without the failing cell's embedding file
+    and probe tables: Slurm runs that cell's extraction and the tables after it, not the whole run again."""
+    run = copy_run(finished_run, tmp_path / "run")
+    (h5,) = [p for p in embedding_files(run) if h5_cell(p) == ("kmer-3", TASKS[1])]
+    cell = [
+        run / "results" / kind / "geneb-paper" / "kmer-3" / f"{TASKS[1]}.parquet" for kind in ("probes", "predictions")
+    ]
+    for path in (h5, *cell):
+        path.unlink()
+        integrity.digest_path(path).unlink(missing_ok=True)
+    write_small_config(run, models=["kmer-3"])
     split = task_folder(run, TASKS[1]) / "train.parquet"
     df = pd.read_parquet(split)
     df.loc[3, "sequence"] = "ACGT!ACGT"
@@ -1106,18 +1138,20 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
 
 
 @pytest.mark.slurm
-def test_a_cpu_only_python_entry_is_submitted_without_a_gpu_and_runs(slurm_env, tmp_path):
+def test_a_cpu_only_python_entry_is_submitted_without_a_gpu_and_runs(slurm_env, finished_run, tmp_path):
     """A user's CPU-only encoder (`family: python`, `load.cpu_only: true`) under the GPU profile: its extraction job
-    asks Slurm for no GPU, and it runs (no CUDA here) to a complete embedding file."""
+    asks Slurm for no GPU, and it runs (no CUDA here) to a complete embedding file. On a copy of the finished run
+    without embeddings and results (its task prepared)."""
     env = slurm_env
-    run = tmp_path / "run"
+    run = copy_run(finished_run, tmp_path / "run")
+    drop_extractions(run)
     registry = repo_registry()
     cnn = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"
     registry["models"]["my-cnn"] = {
         "family": "python",
         "load": {"entry": f"{cnn}:build", "options": {"channels": 16, "threads": 1}, "cpu_only": True},
     }
-    write_config(run, tasks=TASKS[:1], models=["my-cnn"], registry=registry)
+    write_small_config(run, tasks=TASKS[:1], models=["my-cnn"], registry=registry)
     proc = snakemake(
         run,
         "--profile",
