@@ -46,7 +46,7 @@ fi
 
 # pytest on $GENEB_TEST_WORKERS pytest-xdist workers (default 2, one per core here; 0 runs in this process), each
 # test file on one worker (--dist loadfile: a file's module fixtures are built once, and the Slurm tests, all in
-# one file, never run beside each other). `--cov` first: line coverage of src/geneb by coverage.py, subprocesses
+# tests/cases/test_workflow_slurm.py, never run beside each other). `--cov` first: line coverage of src/geneb by coverage.py, subprocesses
 # (workflow jobs, model servers, the xdist workers) included ([tool.coverage] in pyproject.toml), reported after.
 # The 25 slowest tests are listed at the end of every run (docs/testing.md: none but the named real runs over 60 s).
 workers=(-n "${GENEB_TEST_WORKERS:-2}" --dist loadfile --durations=25)

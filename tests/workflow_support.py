@@ -86,6 +86,19 @@ def _snakemake_env(env: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop} | (env or {})
 
 
+def _workflow_profile_dag_settings() -> dict[str, Any]:
+    """The DAG settings of the workflow profile (profiles/default, which the `snakemake` command loads on every
+    run: its rerun triggers and rerun-incomplete), read from the profile file so the in-process plan follows it."""
+    from snakemake.settings.enums import RerunTrigger
+
+    (profile,) = (REPO / "profiles" / "default").glob("profile*.yaml")
+    keys = yaml.safe_load(profile.read_text())
+    settings: dict[str, Any] = {"force_incomplete": bool(keys.get("rerun-incomplete", False))}
+    if "rerun-triggers" in keys:
+        settings["rerun_triggers"] = frozenset(RerunTrigger.parse_choice(t) for t in keys["rerun-triggers"])
+    return settings
+
+
 @contextlib.contextmanager
 def in_process_dag(
     run: Path,
@@ -114,7 +127,9 @@ def in_process_dag(
                 snakefile=REPO / "Snakefile",
                 workdir=run,
             )
-            dag_api = workflow_api.dag(DAGSettings(targets=frozenset(targets), until=frozenset(until)))
+            dag_api = workflow_api.dag(
+                DAGSettings(targets=frozenset(targets), until=frozenset(until), **_workflow_profile_dag_settings())
+            )
             workflow = dag_api.workflow_api._workflow
             workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True, nolock=True)
             workflow._build_dag()
@@ -137,9 +152,11 @@ def dry_run(
     until: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """The jobs `snakemake -n [--configfile F ...] [--config K=V] [--until R] <targets>` in `run` would run, planned
-    in this process: dicts with rule, wildcards, reason, input and output, as `snakemake -n` prints them. [] when nothing
-    is to be done. `configfiles` are relative to `run`; `config` is merged over them like `--config`. Tests of
-    which jobs a config plans use this; tests/workflow/test_dry_run_agrees.py proves it agrees with the command."""
+    in this process: dicts with rule, wildcards, reason, input and output, as `snakemake -n` prints them; [] when
+    nothing is to be done. `configfiles` are relative to `run`; `config` is merged over them like `--config`; the
+    workflow profile's rerun settings apply as on the command line. Tests of which jobs a config plans use this;
+    `test_in_process_plan_agrees_with_snakemake_n` (tests/cases/test_workflow_cluster.py) proves it agrees with
+    the command."""
     with in_process_dag(run, targets, configfiles, config, env, until) as dag:
         return [
             {

@@ -1,5 +1,6 @@
 """Failure cases of kind `workflow/cluster` (../shared/cases/CASES.md): B40 (the workflow half), B41, B42, B43,
-B44; and partial reruns, interrupted work, and the Slurm profile on a real single-node Slurm.
+B44; and partial reruns, interrupted work, and the Slurm profile's plan (the runs on a real single-node Slurm:
+test_workflow_slurm.py).
 
 The tests run the real Snakefile on the shared finished run (conftest `finished_run`: 2 tasks x kmer-3, kmer-4,
 capped, built once per session), read as it is or in a copy of their own (`copy_run`) with a changed config; a
@@ -7,18 +8,15 @@ test that needs another run (the SIGKILL tests, a test-double Snakefile) builds 
 What would rerun is Snakemake's own plan: `dry_run` and `detailed_summary` (workflow_support) build it in this
 process with Snakemake's API; the tests whose point is the command line (options, profiles, a process of its own,
 its console) run the real `snakemake -n` (`snakemake_n`), and test_in_process_plan_agrees_with_snakemake_n holds
-the two to each other. The Slurm tests need the cluster of tests/slurm/cluster.sh (started by .ci/run) and skip
-without it.
+the two to each other.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -31,188 +29,40 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from cluster_support import (
+    KILL_TASK,
+    MODELS,
+    REPO,
+    SCORES,
+    SNAKEFILE,
+    TASKS,
+    assert_downstream_newer,
+    assert_same_scores,
+    drop_extractions,
+    embedding_files,
+    env_for_tests,
+    h5_cell,
+    job_keys,
+    kill_group,
+    reason_kinds,
+    repo_registry,
+    reversed_mappings,
+    scores,
+    shot_file,
+    snakemake,
+    snakemake_n,
+    task_folder,
+    wait_for,
+    write_kill_config,
+)
 
 from geneb.core import integrity
-from geneb.core.provenance import CODE_REVISION_KEYS
-from geneb.tables.scores import failed_tasks
 from workflow_support import (
-    SMALL_MODELS,
-    SMALL_TASKS,
     copy_run,
     detailed_summary,
     dry_run,
-    run_plan,
     write_small_config,
 )
-
-REPO = Path(__file__).resolve().parents[2]
-SNAKEFILE = REPO / "Snakefile"
-#: the shared finished run's tasks and models (conftest `finished_run`, workflow_support.write_small_config)
-TASKS = SMALL_TASKS
-MODELS = SMALL_MODELS
-SCORES = "results/tables/scores.parquet"
-#: a task of long sequences: kmer-6 extraction and probing each take a few seconds, long enough to kill midway
-KILL_TASK = "pgb_lncrna_solanum_lycopersicum__testonly_resplit"
-SLURM_DIR = Path(os.environ.get("GENEB_SLURM_DIR", "/tmp/geneb-slurm"))
-
-
-# ---- helpers ---------------------------------------------------------------------------------------------
-
-
-def repo_registry() -> dict:
-    """A copy of the repository registry's mapping, read by the one reader (`load_registry`), to edit."""
-    from geneb.registry.load import load_registry
-
-    return copy.deepcopy(dict(load_registry(REPO / "config" / "models.yaml").raw))
-
-
-def env_for_tests(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "GENEB_TASK_SOURCE"}
-    env.update(extra)
-    return env
-
-
-def snakemake(run: Path, *args: str, check: bool = True, snakefile: Path = SNAKEFILE, env=None, timeout=900):
-    """Run `python -m snakemake -s <snakefile> --cores 2 <args>` in `run`; returns the CompletedProcess
-    (stdout and stderr together in .stdout). check: raise with the output when it fails."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", *args]
-    proc = subprocess.run(
-        cmd,
-        cwd=run,
-        env=env or env_for_tests(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=timeout,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-6000:]}")
-    return proc
-
-
-JOB_HEADER = re.compile(r"^(?:local)?rule (\S+):$")
-
-
-def snakemake_n(run: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[dict]:
-    """The jobs the real `snakemake -n <args>` (a subprocess) would run: dicts with rule, wildcards, reason,
-    output, parsed from Snakemake's own job listing. [] when it reports nothing to be done. For the tests whose
-    point is the command line (options, profiles, another Snakefile, a process of its own); the others plan in
-    process (workflow_support.dry_run), which test_in_process_plan_agrees_with_snakemake_n holds to this."""
-    out = snakemake(run, "-n", *args, snakefile=snakefile).stdout
-    jobs: list[dict] = []
-    job = None
-    for line in out.splitlines():
-        # a job's header starts its line, or is indented by 4 under a "Group job" line (a model's jobs are grouped)
-        m = JOB_HEADER.match(line.strip()) if len(line) - len(line.lstrip()) in (0, 4) else None
-        if m:
-            job = {"rule": m.group(1), "wildcards": {}, "reason": "", "output": []}
-            jobs.append(job)
-            continue
-        if job is None or not line.startswith("    "):
-            job = None if not line.startswith("    ") else job
-            continue
-        key, _, value = line.strip().partition(": ")
-        if key == "wildcards":
-            job["wildcards"] = dict(kv.split("=", 1) for kv in value.split(", "))
-        elif key == "reason":
-            job["reason"] = value
-        elif key == "output":
-            job["output"] = value.split(", ")
-    if not jobs:
-        assert "Nothing to be done" in out, out[-3000:]
-    return jobs
-
-
-def job_keys(jobs: list[dict]) -> Counter:
-    """(rule, model or '', task or '') -> count: the shape of a dry run, comparable across runs."""
-    return Counter((j["rule"], j["wildcards"].get("model", ""), j["wildcards"].get("task", "")) for j in jobs)
-
-
-def reason_kinds(reason: str) -> frozenset[str]:
-    """The kinds of a job's reason ("Missing output files", "Params have changed since last execution", ...):
-    each `;`-separated part up to its first colon, without the files it names."""
-    return frozenset(part.split(":", 1)[0].strip() for part in reason.split(";") if part.strip())
-
-
-def scores(run: Path) -> pd.DataFrame:
-    df = pd.read_parquet(run / SCORES)
-    return df.sort_values(["protocol", "model", "task", "regime", "seed", "metric"]).reset_index(drop=True)
-
-
-def assert_same_scores(a: Path, b: Path) -> None:
-    """The score tables of runs `a` and `b` are equal, exactly, but for the code revision that wrote them
-    (CODE_REVISION_KEYS: provenance, which differs when a commit lands, or the tree changes, between the two
-    runs); both tables record one."""
-    left, right = scores(a), scores(b)
-    for table in (left, right):
-        assert set(CODE_REVISION_KEYS) <= set(table.columns), table.columns
-    revision = list(CODE_REVISION_KEYS)
-    pd.testing.assert_frame_equal(left.drop(columns=revision), right.drop(columns=revision), check_exact=True)
-
-
-def reversed_mappings(obj):
-    """`obj` with the key order of every mapping reversed (same content)."""
-    if isinstance(obj, dict):
-        return {k: reversed_mappings(obj[k]) for k in reversed(list(obj))}
-    if isinstance(obj, list):
-        return [reversed_mappings(x) for x in obj]
-    return obj
-
-
-def embedding_files(run: Path) -> list[Path]:
-    """Every embedding file of `run`: resources/embeddings/<model>/<settings hash>/<task>/<task hash>.h5."""
-    return sorted((run / "resources" / "embeddings").glob("*/*/*/*.h5"))
-
-
-def drop_extractions(run: Path) -> None:
-    """Delete every embedding file and every result of `run` (a copy of the finished run): the extractions and all
-    after them are to do again (Snakemake makes a missing file again only for a job that must run); its prepared
-    tasks, shot draws and audits stay."""
-    shutil.rmtree(run / "resources" / "embeddings")
-    shutil.rmtree(run / "results")
-
-
-def h5_cell(h5: Path) -> tuple[str, str]:
-    """(model, task) of an embedding file's path."""
-    return h5.parents[2].name, h5.parent.name
-
-
-def task_folder(run: Path, task: str) -> Path:
-    """The one prepared folder of `task` in `run` (resources/tasks/<task>/<task hash>/)."""
-    (card,) = (run / "resources" / "tasks" / task).glob("*/card.json")
-    return card.parent
-
-
-def shot_file(run: Path, task: str) -> Path:
-    """The one geneb-paper shot file of `task` in `run` (resources/shots/geneb-paper/<draw hash>/<task>/<task hash>.json)."""
-    (path,) = (run / "resources" / "shots" / "geneb-paper").glob(f"*/{task}/*.json")
-    return path
-
-
-def assert_downstream_newer(run: Path) -> None:
-    """Every probe table is newer than its embedding file, and the score table newer than every probe table
-    (no output older than an input it was rebuilt from)."""
-    table = (run / SCORES).stat().st_mtime
-    for h5 in embedding_files(run):
-        model, task = h5_cell(h5)
-        probes = list((run / "results" / "probes").glob(f"*/{model}/{task}.parquet"))
-        assert probes, f"no probe table reads {h5}"
-        for probe in probes:
-            assert probe.stat().st_mtime >= h5.stat().st_mtime, f"{probe} is older than its input {h5}"
-            assert table >= probe.stat().st_mtime, f"{SCORES} is older than {probe}"
-
-
-def write_kill_config(run: Path) -> dict:
-    """The configuration the SIGKILL tests interrupt: KILL_TASK x kmer-6, uncapped, under the geneb-strict
-    protocol as configured (inner CV over its C grid, 10 seeds), so that extraction writes for a moment and
-    probing fits for seconds."""
-    probe = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["probe"]
-
-    def strict(config: dict) -> None:
-        config.update(protocols=["geneb-strict"], default_protocol="geneb-strict", probe=probe)
-
-    return write_small_config(run, tasks=[KILL_TASK], models=["kmer-6"], caps=(None, None), edit=strict)
-
 
 # ---- finished runs ------------------------------------------------------------------------------------------
 # The small run (2 tasks x kmer-3, kmer-4, to the default target) is conftest's session fixture `finished_run`,
@@ -613,25 +463,6 @@ def _start(run: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL Snakemake and its job processes (its process group): no chance to clean up."""
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-
-
-def _wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 300.0, poll: float = 0.002):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = condition()
-        if found:
-            return found
-        if proc.poll() is not None:
-            raise AssertionError(f"snakemake ended (exit {proc.returncode}) before {what}")
-        time.sleep(poll)
-    _kill_group(proc)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _recover_and_check(run: Path, reference: Path) -> None:
     # the kill left the directory locked: a plain run stops and names --unlock
     plain = snakemake(run, SCORES, check=False)
@@ -660,12 +491,12 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     proc = _start(run, SCORES)
     emb_dir = run / "resources" / "embeddings" / "kmer-6"
     # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
-    tmp = _wait_for(
+    tmp = wait_for(
         lambda: next(iter(emb_dir.glob(f"*/{KILL_TASK}/.tmp-*.h5*")), None) if emb_dir.is_dir() else None,
         proc,
         "the extraction job to start writing",
     )
-    _kill_group(proc)
+    kill_group(proc)
     # the model server finishes the task it was sent and, its job gone, discards the file instead of renaming
     # it: wait for that, then nothing may stand under the final name
     deadline = time.monotonic() + 120
@@ -684,11 +515,11 @@ def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
     write_kill_config(run)
     proc = _start(run, SCORES)
     log = run / "logs" / "fit_probes" / "geneb-strict" / "kmer-6" / f"{KILL_TASK}.log"
-    _wait_for(log.exists, proc, "the probe job to start")
+    wait_for(log.exists, proc, "the probe job to start")
     time.sleep(2.0)  # into the fits: the log opens after the imports, the fits take about 10 s
     probe = run / "results" / "probes" / "geneb-strict" / "kmer-6" / f"{KILL_TASK}.parquet"
     assert not probe.exists(), "the probe job finished before the kill; the kill test is void"
-    _kill_group(proc)
+    kill_group(proc)
     assert not probe.exists() and not (run / SCORES).exists()
     assert len(embedding_files(run)) == 1  # the finished extraction is kept and will not rerun
     h5_mtime = embedding_files(run)[0].stat().st_mtime_ns
@@ -840,214 +671,6 @@ def test_B44_stable_params_renders_identically_in_separate_processes():
     )
 
 
-# ---- a real Slurm ----------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def slurm_env() -> dict[str, str]:
-    """The environment for Slurm clients; skips (first, before other fixtures) when no cluster is up."""
-    conf = SLURM_DIR / "slurm.conf"
-    if not conf.exists() or shutil.which("sbatch") is None:
-        pytest.skip(
-            f"no single-node Slurm running (no {conf} or no sbatch); start it with tests/slurm/cluster.sh start"
-        )
-    status = subprocess.run(
-        ["bash", str(REPO / "tests" / "slurm" / "cluster.sh"), "status"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "GENEB_SLURM_DIR": str(SLURM_DIR)},
-    )
-    if status.returncode != 0:
-        pytest.skip(f"the Slurm of tests/slurm/cluster.sh is not usable: {status.stderr.strip()}")
-    return env_for_tests(SLURM_CONF=str(conf))
-
-
-def _squeue(env, run_id: str) -> list[dict]:
-    """Every job (any state, while MinJobAge keeps it) whose name is the plugin's run id."""
-    out = subprocess.run(
-        ["squeue", "--states=all", "--noheader", f"--name={run_id}", "--format=%i|%T|%P|%k|%b|%Z"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    keys = ("id", "state", "partition", "comment", "tres", "workdir")
-    return [dict(zip(keys, line.split("|"), strict=True)) for line in out.splitlines() if line.strip()]
-
-
-SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs", "--latency-wait", "10"]
-
-
-@pytest.mark.slurm
-def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_run, tmp_path):
-    """The small run from scratch under the Slurm profile equals the finished (local) run. Its own run: every job
-    of a fresh run (audits, extractions, probes) is to go through Slurm."""
-    env = slurm_env
-    run = tmp_path / "run"
-    write_small_config(run)
-    t0 = time.monotonic()
-    # the profile as shipped (device cuda): k-mer models are CPU-only encoders, so their extraction jobs are CPU jobs
-    proc = snakemake(
-        run,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        *SLURM_FAST,
-        SCORES,
-        env=env,
-    )
-    elapsed = time.monotonic() - t0
-    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
-    jobs = _squeue(env, run_id)
-    # one sbatch job per model for its extractions and one for its probes (the rules' groups), not one per
-    # (model, task), and one task audit (MMseqs2) per task; task preparation and aggregation are local rules.
-    # A job's comment names its rule and wildcards: an audit's are the task, its task hash and its audit hash
-    # (resources/tasks/<task>/<thash>/audit-<ahash>.json, the paths the run's plan gives)
-    plan = run_plan(run)
-    audits = [Path(plan.audit_file(t)) for t in TASKS]
-    comments = Counter(j["comment"] for j in jobs)
-    assert comments == Counter(
-        [f"rule_extract_{m}_extract_embeddings" for m in MODELS]
-        + [f"rule_probe_{m}_fit_probes" for m in MODELS]
-        + [
-            f"rule_audit_task_wildcards_{a.parents[1].name}_{a.parent.name}_{a.stem.removeprefix('audit-')}"
-            for a in audits
-        ]
-    ), comments
-    assert all(j["state"] == "COMPLETED" for j in jobs), jobs
-    assert all(Path(j["workdir"]).resolve() == run.resolve() for j in jobs)
-    # k-mer extraction is a CPU job: the CPU partition, without --gpus (sites reject or bill it as GPU time)
-    assert {j["partition"] for j in jobs if "extract_" in j["comment"]} == {"cpu"}
-    assert not any("gpu" in j["tres"] for j in jobs if "extract_" in j["comment"]), jobs
-    assert {j["partition"] for j in jobs if "probe_" in j["comment"]} == {"cpu"}
-    for m in MODELS:  # each model was loaded once on the node, for all its tasks
-        loads = set()
-        for t in TASKS:
-            (h5,) = (run / "resources" / "embeddings" / m).glob(f"*/{t}/*.h5")
-            with h5py.File(h5, "r") as f:
-                loads.add(f.attrs["model_load_id"])
-        assert len(loads) == 1, (m, loads)
-    # each Slurm job left its log, named by its job id, under the profile's slurm-logdir
-    logged = {p.stem for p in (run / "logs" / "slurm").rglob("*.log")}
-    assert {j["id"] for j in jobs} <= logged
-    assert_same_scores(run, finished_run)
-    assert dry_run(run, SCORES) == []
-    print(f"slurm workflow run: {len(jobs)} Slurm jobs in {elapsed:.1f} s")
-
-
-@pytest.mark.slurm
-def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, finished_run, tmp_path):
-    """An extraction job cancelled on Slurm (scancel) is resubmitted and the scores equal the local run's. On a
-    copy of the finished run without embeddings and results: the extractions and all after them run again."""
-    env = slurm_env
-    run = copy_run(finished_run, tmp_path / "run")
-    drop_extractions(run)
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        "--config",
-        "execution={device: cpu}",
-        *SLURM_FAST,
-        SCORES,
-    ]
-    log = tmp_path / "snakemake.log"
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=run, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-        def running_extraction():
-            m = re.search(r"SLURM run ID: (\S+)", log.read_text())
-            if not m:
-                return None
-            return next(
-                (
-                    j
-                    for j in _squeue(env, m.group(1))
-                    if j["state"] == "RUNNING" and "extract_embeddings" in j["comment"]
-                ),
-                None,
-            )
-
-        job = _wait_for(running_extraction, proc, "a running extraction job", poll=0.2)
-        subprocess.run(["scancel", job["id"]], env=env, check=True)
-        proc.wait(timeout=600)
-    out = log.read_text()
-    assert proc.returncode == 0, out[-4000:]
-    run_id = re.search(r"SLURM run ID: (\S+)", out).group(1)
-    states = {j["id"]: j["state"] for j in _squeue(env, run_id)}
-    assert states[job["id"]] == "CANCELLED"
-    retried = [j for j in _squeue(env, run_id) if j["comment"] == job["comment"] and j["state"] == "COMPLETED"]
-    assert retried, "the cancelled extraction was not resubmitted"
-    assert_same_scores(run, finished_run)
-    assert_downstream_newer(run)
-
-
-@pytest.mark.slurm
-def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finished_run, tmp_path):
-    """Under the gres profile a neural extraction job is given a GPU by Slurm, and without CUDA it stops instead
-    of running on the CPU. On a copy of the finished run without embeddings and results (its task prepared)."""
-    env = slurm_env
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
-    run = copy_run(finished_run, tmp_path / "run")
-    drop_extractions(run)
-    write_small_config(run, tasks=TASKS[:1], models=["random-esm-tiny"])
-    proc = snakemake(
-        run,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        "--profile",
-        str(REPO / "profiles" / "slurm-gres"),
-        *SLURM_FAST,
-        "--retries",
-        "0",
-        "--until",
-        "extract_embeddings",
-        env=env,
-        check=False,
-    )
-    assert proc.returncode != 0
-    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
-    (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
-    assert job["partition"] == "gpu" and "gpu" in job["tres"], job
-    assert job["state"] == "FAILED", job
-    detail = subprocess.run(["scontrol", "show", "job", job["id"]], env=env, capture_output=True, text=True).stdout
-    assert "gres/gpu" in detail or "gres:gpu" in detail, detail
-    text = "".join(p.read_text() for p in (run / "logs").rglob("*.log"))
-    assert "CUDA is not available" in text and "not falling back to CPU" in text, text[-3000:]
-    assert embedding_files(run) == []
-
-
-@pytest.mark.slurm
-def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tmp_path, monkeypatch):
-    """A hard kill of the main process leaves its Slurm jobs running; recovery must not start a second writer."""
-    from geneb.run import recover
-
-    env = slurm_env
-    run = tmp_path / "run"
-    run.mkdir()
-    job = subprocess.run(
-        ["sbatch", "--parsable", "-D", str(run), "--output", str(tmp_path / "sleep.log"), "--wrap", "sleep 120"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    try:
-        monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
-        monkeypatch.chdir(run)
-        assert recover.active_slurm_jobs(run.resolve()) == [job]
-        assert recover.main(["-s", str(SNAKEFILE), "--cores", "1"]) == 3
-        assert not (run / ".snakemake").exists()  # it touched nothing
-    finally:
-        subprocess.run(["scancel", job], env=env, check=True)
-
-
 # ---- the pieces, directly ---------------------------------------------------------------------------------
 
 
@@ -1090,84 +713,3 @@ def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeyp
         proc.kill()
         proc.wait()
     assert recover.running_snakemake(run.resolve()) == []
-
-
-@pytest.mark.slurm
-def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_task(slurm_env, finished_run, tmp_path):
-    """On Slurm: an extraction that fails inside its Slurm job (a stray character in a prepared
-    split) prints its one-line GENEB error on the Snakemake console, and the other task's scores, the
-    leaderboard and the report are still built, listing the failed task; the run exits non-zero. On a copy of
-    the finished run (its tasks prepared, the other task's work done) without the failing cell's embedding file
-    and probe tables: Slurm runs that cell's extraction and the tables after it, not the whole run again."""
-    run = copy_run(finished_run, tmp_path / "run")
-    (h5,) = [p for p in embedding_files(run) if h5_cell(p) == ("kmer-3", TASKS[1])]
-    cell = [
-        run / "results" / kind / "geneb-paper" / "kmer-3" / f"{TASKS[1]}.parquet" for kind in ("probes", "predictions")
-    ]
-    for path in (h5, *cell):
-        path.unlink()
-        integrity.digest_path(path).unlink(missing_ok=True)
-    write_small_config(run, models=["kmer-3"])
-    split = task_folder(run, TASKS[1]) / "train.parquet"
-    df = pd.read_parquet(split)
-    df.loc[3, "sequence"] = "ACGT!ACGT"
-    # written with its digest, as a writer would (a split that fails its content check is set aside and prepared
-    # again instead): the stray character is in the data the run trusts, and only the extraction can refuse it
-    integrity.write_parquet(df, split)
-    proc = snakemake(
-        run,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        "--config",
-        "execution={device: cpu}",
-        *SLURM_FAST,
-        check=False,
-        env=slurm_env,
-    )
-    assert proc.returncode != 0
-    assert re.search(
-        r"GENEB ERROR \(logs/extract_embeddings/kmer-3/\w+/\w+/" + TASKS[1] + r"\.log\): SequenceError: .*"
-        r"split 'train', row \d+: character '!'",
-        proc.stdout,
-    ), proc.stdout[-3000:]
-    assert "SLURM run ID" in proc.stdout
-    scores = pd.read_parquet(run / SCORES)
-    assert set(scores["task"]) == {TASKS[0]}
-    assert TASKS[1] in failed_tasks(run / SCORES)
-    assert "Failed tasks" in (run / "results" / "report" / "geneb_report.html").read_text()
-
-
-@pytest.mark.slurm
-def test_a_cpu_only_python_entry_is_submitted_without_a_gpu_and_runs(slurm_env, finished_run, tmp_path):
-    """A user's CPU-only encoder (`family: python`, `load.cpu_only: true`) under the GPU profile: its extraction job
-    asks Slurm for no GPU, and it runs (no CUDA here) to a complete embedding file. On a copy of the finished run
-    without embeddings and results (its task prepared)."""
-    env = slurm_env
-    run = copy_run(finished_run, tmp_path / "run")
-    drop_extractions(run)
-    registry = repo_registry()
-    cnn = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"
-    registry["models"]["my-cnn"] = {
-        "family": "python",
-        "load": {"entry": f"{cnn}:build", "options": {"channels": 16, "threads": 1}, "cpu_only": True},
-    }
-    write_small_config(run, tasks=TASKS[:1], models=["my-cnn"], registry=registry)
-    proc = snakemake(
-        run,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        *SLURM_FAST,
-        "--retries",
-        "0",
-        "--until",
-        "extract_embeddings",
-        env=env,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
-    (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
-    assert "gpu" not in job["tres"], job
-    detail = subprocess.run(["scontrol", "show", "job", job["id"]], env=env, capture_output=True, text=True).stdout
-    assert "gres/gpu" not in detail and "gres:gpu" not in detail, detail
-    assert len(embedding_files(run)) == 1
