@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from workflow_support import shared_dir
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def shared_dir() -> Path:
-    """The read-only shared folder (tasks, checkpoints, reference); `GENEB_SHARED` overrides `../shared`."""
-    return Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long real runs first: with `--dist loadfile` pytest-xdist hands out test files in collection order, so
+    the files of `slow` and `slurm` tests start at once and the short tests fill the other worker around them,
+    instead of one long run ending the session alone (longest first: tests/workflow's end-to-end runs, the
+    quickstart and the runtime envs, then the other slow and Slurm tests; the order of the rest is kept)."""
+
+    def rank(item: pytest.Item) -> int:
+        if not (item.get_closest_marker("slow") or item.get_closest_marker("slurm")):
+            return 2
+        return 0 if item.path.parent.name == "workflow" else 1
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")

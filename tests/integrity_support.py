@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import yaml
 
-from workflow_support import run_plan, write_run_config
+from workflow_support import run_plan, shared_folder, write_run_config
 
 TASK = "ienhancer2l_strong_vs_weak"
 PROTOCOL = "geneb-paper"
@@ -114,14 +114,11 @@ def write_config(root: Path, shared: Path) -> None:
     (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-@pytest.fixture(scope="session")
-def digested_run(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
-    """A finished small run (module docstring) in its own folder, with its config (`write_config`); tests copy it
-    before they damage it."""
+def _build_digested_run(root: Path, shared: Path) -> None:
+    """The finished small run of `digested_run` in `root`."""
     import geneb
     from geneb.tasks.audit_step import audit_prepared
 
-    root = tmp_path_factory.mktemp("finished-run")
     write_config(root, shared)
     cwd = Path.cwd()
     os.chdir(root)  # the config's relative paths (the task lock) read as the workflow reads them
@@ -138,4 +135,10 @@ def digested_run(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path
         task=TASK,
         settings=plan.config["task_audit"],
     )
-    return root
+
+
+@pytest.fixture(scope="session")
+def digested_run(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
+    """A finished small run (module docstring) in its own folder, with its config (`write_config`), built once per
+    session for every xdist worker (`workflow_support.shared_folder`); tests copy it before they damage it."""
+    return shared_folder(tmp_path_factory, "digested-run", lambda root: _build_digested_run(root, shared))

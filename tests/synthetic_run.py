@@ -3,6 +3,9 @@ figure, report, CLI and workflow-step tests."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -152,32 +155,45 @@ def _write_run(root) -> dict:
     return {"tasks": tasks}
 
 
-@pytest.fixture(scope="session")
-def synthetic_run(tmp_path_factory):
-    """Root folder of an analysed synthetic run: results/tables (scores, leaderboard, analyses),
-    results/figures, config/models.yaml, config/tasks.tsv."""
+def _build_synthetic_run(root: Path) -> None:
+    """The analysed synthetic run in `root` (`synthetic_run`), with `_write_run`'s facts in root/run_info.json."""
     from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from geneb.figures.render import render_figures
-    from synth import analysis_config
 
-    root = tmp_path_factory.mktemp("run")
     info = _write_run(root)
     t = root / "results" / "tables"
-    analysis = analysis_config(
-        {
-            "bootstrap": {"n_resamples": 200, "seed": 5},
-            "scale": {"rho_exclusions": [{"model": "prok", "reason": "planted outlier"}]},
-        }
-    )
     common = {
         "scores": str(t / "scores.parquet"),
         "models_yaml": str(root / "config" / "models.yaml"),
         "tasks_tsv": str(root / "config" / "tasks.tsv"),
-        "analysis_config": analysis,
+        "analysis_config": _analysis_config(),
         "view": "geneb",
     }
     leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in LEADERBOARD_TABLES})
     analyses_step(**common, predictions_root=str(root / "results" / "predictions"), outdir=str(t))
     render_figures(t, root / "results" / "figures")
-    return {"root": root, "config": {"analysis": analysis, "models": list(MODELS)}, **info}
+    (root / "run_info.json").write_text(json.dumps(info))
+
+
+def _analysis_config() -> dict:
+    from synth import analysis_config
+
+    return analysis_config(
+        {
+            "bootstrap": {"n_resamples": 200, "seed": 5},
+            "scale": {"rho_exclusions": [{"model": "prok", "reason": "planted outlier"}]},
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_run(tmp_path_factory):
+    """Root folder of an analysed synthetic run: results/tables (scores, leaderboard, analyses),
+    results/figures, config/models.yaml, config/tasks.tsv; built once per session for every xdist worker
+    (`workflow_support.shared_folder`): read it, never change it."""
+    from workflow_support import shared_folder
+
+    root = shared_folder(tmp_path_factory, "synthetic-run", _build_synthetic_run)
+    info = json.loads((root / "run_info.json").read_text())
+    return {"root": root, "config": {"analysis": _analysis_config(), "models": list(MODELS)}, **info}

@@ -191,16 +191,13 @@ def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS, regist
     return {"tasks": dict(TASKS)}
 
 
-@pytest.fixture(scope="session")
-def view_run(tmp_path_factory):
-    """Root of the planted views run, analysed end to end: results/tables (leaderboard, every analysis table),
-    results/figures, results/predictions, config/."""
+def _build_view_run(root: Path) -> None:
+    """The planted views run in `root`, analysed end to end (`view_run`)."""
     from geneb.analysis.outputs import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from geneb.figures.render import render_figures
     from synth import analysis_config
 
-    root = tmp_path_factory.mktemp("views")
     write_view_run(root)
     t = root / "results" / "tables"
     analysis = analysis_config({"bootstrap": {"n_resamples": 200, "seed": 5}})
@@ -215,4 +212,13 @@ def view_run(tmp_path_factory):
     leaderboard_step(**common, outputs={n: str(t / f"{n}.parquet") for n in names})
     analyses_step(**common, predictions_root=str(root / "results" / "predictions"), outdir=str(t))
     render_figures(t, root / "results" / "figures", protocol="geneb-paper")
-    return root
+
+
+@pytest.fixture(scope="session")
+def view_run(tmp_path_factory):
+    """Root of the planted views run, analysed end to end: results/tables (leaderboard, every analysis table),
+    results/figures, results/predictions, config/; built once per session for every xdist worker
+    (`workflow_support.shared_folder`): read it, never change it."""
+    from workflow_support import shared_folder
+
+    return shared_folder(tmp_path_factory, "view-run", _build_view_run)

@@ -20,6 +20,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
+def shared_dir() -> Path:
+    """The read-only shared folder (tasks, checkpoints, reference); `GENEB_SHARED` overrides `../shared`."""
+    return Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared")).resolve()
+
+
 def write_run_config(
     run: Path, mirror: Path, tasks: list[str], models: list[str], n_resamples: int | None = None
 ) -> None:
@@ -247,8 +252,6 @@ def write_small_config(
     ../shared's task mirror, `tasks` x `models`, `caps` (max_train, max_test), a light geneb-paper protocol (2
     seeds, 100 bootstrap resamples); `registry` replaces the model sheet (written beside it); `edit(config)`
     changes anything else. Returns the config."""
-    from conftest import shared_dir
-
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config.update(
         task_source=str(shared_dir() / "data" / "tasks"),

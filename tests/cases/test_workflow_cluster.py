@@ -483,6 +483,7 @@ def _recover_and_check(run: Path, reference: Path) -> None:
     assert_same_scores(run, reference)
 
 
+@pytest.mark.slow
 def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     """SIGKILL of Snakemake and its jobs while the extraction runs, then the documented recovery; the result equals
     the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
@@ -508,6 +509,7 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     _recover_and_check(run, kill_reference)
 
 
+@pytest.mark.slow
 def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
     """SIGKILL of Snakemake and its jobs while the probe job runs, then the documented recovery; the result equals
     the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""

@@ -70,6 +70,7 @@ def _embeddings(run: Path, model: str):
     return path, read_embeddings(path)
 
 
+@pytest.mark.slow
 def test_old_transformers_and_hyena_envs_score_as_the_default_env(built, tmp_path, repo, shared):
     mirror = tmp_path / "mirror"
     shutil.copytree(shared / "data/tasks" / TASK, mirror / TASK)
