@@ -48,8 +48,10 @@ fi
 # test file on one worker (--dist loadfile: a file's module fixtures are built once, and the Slurm tests, all in
 # tests/cases/test_workflow_slurm.py, never run beside each other). `--cov` first: line coverage of src/geneb by coverage.py, subprocesses
 # (workflow jobs, model servers, the xdist workers) included ([tool.coverage] in pyproject.toml), reported after.
-# The 25 slowest tests are listed at the end of every run (docs/testing.md: none but the named real runs over 60 s).
-workers=(-n "${GENEB_TEST_WORKERS:-2}" --dist loadfile --durations=25)
+# Files are handed out in collection order (--no-loadscope-reorder; xdist would otherwise sort them by test count),
+# which tests/conftest.py makes longest first: the long real runs start at once, the short tests fill in around
+# them. The 25 slowest tests are listed at the end of every run (docs/testing.md).
+workers=(-n "${GENEB_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25)
 if [ "${1:-}" = --cov ]; then
     shift
     rm -f .coverage .coverage.*
