@@ -84,6 +84,15 @@ def run_plan(run: Path, *overlays: str | Path) -> Any:
         os.chdir(cwd)
 
 
+def reversed_mappings(obj: Any) -> Any:
+    """`obj` with the key order of every mapping reversed (same content): a config written another way."""
+    if isinstance(obj, dict):
+        return {k: reversed_mappings(obj[k]) for k in reversed(list(obj))}
+    if isinstance(obj, list):
+        return [reversed_mappings(x) for x in obj]
+    return obj
+
+
 def _snakemake_env(env: dict[str, str] | None) -> dict[str, str]:
     """The process environment a test's workflow sees: without the task-source and partial-run variables, which
     would redirect the run, plus `env`."""

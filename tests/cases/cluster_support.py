@@ -130,15 +130,6 @@ def assert_same_scores(a: Path, b: Path) -> None:
     pd.testing.assert_frame_equal(left.drop(columns=revision), right.drop(columns=revision), check_exact=True)
 
 
-def reversed_mappings(obj):
-    """`obj` with the key order of every mapping reversed (same content)."""
-    if isinstance(obj, dict):
-        return {k: reversed_mappings(obj[k]) for k in reversed(list(obj))}
-    if isinstance(obj, list):
-        return [reversed_mappings(x) for x in obj]
-    return obj
-
-
 def embedding_files(run: Path) -> list[Path]:
     """Every embedding file of `run`: resources/embeddings/<model>/<settings hash>/<task>/<task hash>.h5."""
     return sorted((run / "resources" / "embeddings").glob("*/*/*/*.h5"))

@@ -46,7 +46,6 @@ from cluster_support import (
     kill_group,
     reason_kinds,
     repo_registry,
-    reversed_mappings,
     scores,
     shot_file,
     snakemake,
@@ -61,6 +60,7 @@ from workflow_support import (
     copy_run,
     detailed_summary,
     dry_run,
+    reversed_mappings,
     write_small_config,
 )
 

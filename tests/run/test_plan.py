@@ -23,6 +23,7 @@ from geneb.run.plan import FINAL_OUTPUTS, RunPlan, plan_run
 from geneb.run.preflight import PreflightError
 from geneb.run.rerun import canonical_path, stable_params
 from geneb.tasks.catalogue import CatalogueError
+from workflow_support import reversed_mappings
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = ["idna_ms_5hmc_h_sapiens", "ienhancer2l_enhancer_vs_non"]
@@ -368,15 +369,6 @@ def test_a_dry_run_plan_moves_nothing_and_names_what_a_run_would(small_config, t
 
 
 # ---- rerun keys: one value however the config is written ----------------------------------------------------
-
-
-def reversed_mappings(obj):
-    """`obj` with the key order of every mapping reversed (same content)."""
-    if isinstance(obj, dict):
-        return {k: reversed_mappings(obj[k]) for k in reversed(list(obj))}
-    if isinstance(obj, list):
-        return [reversed_mappings(x) for x in obj]
-    return obj
 
 
 def test_integral_floats_are_ints_in_params():
