@@ -50,11 +50,10 @@ def run_snakemake(
 ) -> subprocess.CompletedProcess[str]:
     """`python -m snakemake -s <repo>/Snakefile --cores 1 <args>` in `run`, stdout and stderr together; the
     environment without the task-source and partial-run variables, which would redirect the run, plus `env`."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GENEB_TASK_SOURCE", "GENEB_PARTIAL_RUN")} | (env or {})
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", *args],
         cwd=run,
-        env=env,
+        env=_snakemake_env(env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
