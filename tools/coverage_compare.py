@@ -1,0 +1,42 @@
+"""Compare this checkout's line coverage of src/geneb with the recorded one (tests/reference/coverage_before.json).
+
+Usage: `python tools/coverage_compare.py COVERAGE_JSON` with the JSON report of `coverage json` (scripts/test.sh
+--cov writes it to .coverage.json). Prints both totals and every module covered before (at least one line) but not
+now; exits 1 when the total fell by more than one point or such a module exists (docs/testing.md), else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "reference" / "coverage_before.json"
+
+
+def _modules(report: dict) -> dict[str, dict[str, int]]:
+    """{geneb/... module path: {"statements", "covered"}} of a `coverage json` report."""
+    out = {}
+    for path, entry in report["files"].items():
+        key = path[path.index("geneb/") :] if "geneb/" in path else path
+        out[key] = {"statements": entry["summary"]["num_statements"], "covered": entry["summary"]["covered_lines"]}
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    before = json.loads(REFERENCE.read_text())
+    report = json.loads(Path(argv[0]).read_text())
+    now, total = _modules(report), report["totals"]
+    was = before["totals"]["percent"]
+    print(f"coverage of src/geneb: {was:.2f}% at {before['commit']}, {total['percent_covered']:.2f}% now")
+    lost = sorted(m for m, e in before["modules"].items() if e["covered"] and not now.get(m, {}).get("covered"))
+    for module in lost:
+        print(f"covered at {before['commit']}, not now: {module}")
+    return 1 if lost or total["percent_covered"] < was - 1 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
