@@ -284,6 +284,9 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
         "--config",
         "execution={device: cpu}",
         *SLURM_FAST,
+        # the shipped profile's 2 retries would fail the same stray character twice more (about a minute of polls)
+        "--retries",
+        "0",
         check=False,
         env=slurm_env,
     )
