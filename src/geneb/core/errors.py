@@ -2,7 +2,8 @@
 
 Every error names the model and, where one row is at fault, the row id (the task parquet's `row`); the
 extraction job (`geneb.extract.step.extract_task`) adds the task and split. None of these is ever
-turned into a skipped row: GENEB scores the same rows for every model (docs/footguns.md, B16).
+turned into a skipped row: GENEB scores the same rows for every model
+(docs/footguns.md, rows skipped for one model only).
 """
 
 from __future__ import annotations
@@ -25,38 +26,38 @@ class LongSequenceError(ValueError):
 
 
 class NonFiniteEmbeddingError(ExtractionError, FloatingPointError):
-    """NaN or inf in hidden states or pooled vectors (fp16 overflow, a broken kernel): never cached (B27)."""
+    """NaN or inf in hidden states or pooled vectors (fp16 overflow, a broken kernel): never cached."""
 
 
 class TokenIdRangeError(ExtractionError):
-    """A token id >= the rows of the model's embedding table (the real bug behind vocab-size warnings, B22)."""
+    """A token id >= the rows of the model's embedding table (the real bug behind vocab-size warnings)."""
 
 
 class LayerNotExposedError(ExtractionError):
-    """An intermediate layer was asked for but the model's output has no per-layer hidden states (B20)."""
+    """An intermediate layer was asked for but the model's output has no per-layer hidden states."""
 
 
 class LooksLikeLogitsError(ExtractionError):
-    """The pooled width equals the vocabulary size, not the hidden size: the output is logits (B23)."""
+    """The pooled width equals the vocabulary size, not the hidden size: the output is logits."""
 
 
 class ModelForwardError(ExtractionError):
     """The model's own forward pass raised (an index past a position table, a length rule of its code); the
-    message names the model, the batch shape and the rows, and keeps the model's error as the cause (B13)."""
+    message names the model, the batch shape and the rows, and keeps the model's error as the cause."""
 
 
 class PaddingVarianceError(ExtractionError):
     """A sequence's embedding changes when it is batched with a longer one: the padding (side, mask, position
-    ids) is not handled for this model, so results would depend on batch mates (B02, B04, B07)."""
+    ids) is not handled for this model, so results would depend on batch mates."""
 
 
 class MaxLengthError(ExtractionError):
-    """The model fails on an input of the maximum length GENEB resolved for it: its true limit is lower (B14)."""
+    """The model fails on an input of the maximum length GENEB resolved for it: its true limit is lower."""
 
 
 class DroppedInputError(ExtractionError):
     """The tokenizer produced no token for some letters of a row (a vocabulary without an UNK token): the
-    embedding would be of a different sequence (B11, B16)."""
+    embedding would be of a different sequence."""
 
 
 class UnknownTokenError(ExtractionError):
@@ -74,11 +75,11 @@ class MissingPackageError(ImportError):
 
 class RemoteCodeError(ExtractionError):
     """Remote (hub) code asked for without `trust_remote_code: true` and a pinned revision, or present in a
-    checkpoint whose registry entry does not allow it (B24; the DNABERT-S reference defect)."""
+    checkpoint whose registry entry does not allow it (the DNABERT-S reference defect)."""
 
 
 class TransformersVersionError(ExtractionError):
-    """The installed transformers is outside the range a remote-code model declares (B19)."""
+    """The installed transformers is outside the range a remote-code model declares."""
 
 
 class ModelLoadError(ExtractionError):

@@ -63,7 +63,7 @@ def sequence_batch(sequences: Any, rows: Any, *, model: str) -> tuple[list[str],
     """Check and normalise an `embed()` call's input -> (sequences, rows) as lists.
 
     sequences: any iterable of str (list, tuple, numpy array, pandas Series); rows: matching ids or None
-    (0..n-1). Raises TypeError for a bare string or bytes (iterating it would embed single letters; case B12)
+    (0..n-1). Raises TypeError for a bare string or bytes (iterating it would embed single letters)
     and for an element that is not text (naming the row and its type), ValueError for a length mismatch or
     an empty batch.
     """

@@ -53,7 +53,7 @@ def configure_hdf5_locking(hdf5_locking: str) -> dict[str, Any]:
     "off" sets HDF5_USE_FILE_LOCKING=FALSE in this process (call it before anything imports h5py; the
     extraction and probe scripts do so first) and returns {"locking": False} (h5py >= 3.5); "on" returns
     {"locking": True}; "auto" follows an HDF5_USE_FILE_LOCKING=FALSE already in the environment, else the
-    library default. Raises ValueError for another value. Case B37.
+    library default. Raises ValueError for another value.
     """
     return _locking_kwargs(hdf5_locking)
 
@@ -72,8 +72,8 @@ def _locking_kwargs(hdf5_locking: str) -> dict[str, Any]:
 
 
 def is_lock_error(err: BaseException) -> bool:
-    """Whether an HDF5 open failed because the file system refused a lock ("unable to lock file, errno = 37";
-    case B37), not because of the file's content (a truncated file's message mentions "sblock", not a lock)."""
+    """Whether an HDF5 open failed because the file system refused a lock ("unable to lock file, errno = 37"
+    on NFS/Lustre), not because of the file's content (a truncated file's message mentions "sblock", not a lock)."""
     return isinstance(err, OSError) and re.search(r"\block(s|ing)?\b", str(err), re.IGNORECASE) is not None
 
 
@@ -280,7 +280,7 @@ def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
     except OSError as err:
         if is_lock_error(err):
             raise CacheError(
-                f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off (case B37)"
+                f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off"
             ) from err
         raise IncompleteCacheError(
             f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
@@ -306,7 +306,7 @@ def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
 
 
 def _open_lock_tolerant(path: str | os.PathLike[str], hdf5_locking: str) -> Any:
-    """h5py.File(path, "r"), retried without locking when the file system refuses the lock (case B37)."""
+    """h5py.File(path, "r"), retried without locking when the file system refuses the lock (NFS/Lustre)."""
     try:
         return _h5py().File(path, "r", **_locking_kwargs(hdf5_locking))
     except OSError as err:
@@ -320,8 +320,8 @@ def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto"
     False for a missing, truncated or foreign file, or one a writer left half done; never raises. Only the
     attribute is checked (`read_key` and `read_embeddings` also check the key and the arrays).
 
-    hdf5_locking: as `execution.hdf5_locking`. A file system without locks (NFS/Lustre: errno 37/524/11, case
-    B37) makes the open fail although the file is fine, so a failure that names locking is retried without
+    hdf5_locking: as `execution.hdf5_locking`. A file system without locks (NFS/Lustre: errno 37/524/11)
+    makes the open fail although the file is fine, so a failure that names locking is retried without
     it: only the file's content decides, never the file system.
     """
     try:
@@ -334,7 +334,7 @@ def is_complete_file(path: str | os.PathLike[str], *, hdf5_locking: str = "auto"
 def read_whole(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> int:
     """Read every dataset of a complete cache file without a digest check (a file written before digests, which the
     plan adopts only when this succeeds); returns the bytes of array data read. Raises IncompleteCacheError or
-    CacheError naming the file. A refused lock (case B37) is retried without locking, as in `is_complete_file`."""
+    CacheError naming the file. A refused lock (NFS/Lustre) is retried without locking, as in `is_complete_file`."""
     path, sizes = Path(path), []
     try:
         f = _open_lock_tolerant(path, hdf5_locking)

@@ -137,7 +137,7 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     from geneb.extract.cache import configure_hdf5_locking
 
-    configure_hdf5_locking(request["execution"]["hdf5_locking"])  # before anything imports h5py (case B37)
+    configure_hdf5_locking(request["execution"]["hdf5_locking"])  # before anything imports h5py (NFS locks)
     from geneb.core.logs import log_to_file
 
     log_to_file(request["log"], append=True)

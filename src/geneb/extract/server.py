@@ -161,7 +161,7 @@ def serve(spec_path: str | Path) -> int:
     logging.captureWarnings(True)
     from geneb.extract.cache import configure_hdf5_locking
 
-    configure_hdf5_locking(spec.hdf5_locking)  # before h5py is imported (case B37)
+    configure_hdf5_locking(spec.hdf5_locking)  # before h5py is imported (NFS/Lustre lock refusals)
     from geneb.extract.step import load_model
 
     with captured_log() as load_log:

@@ -5,7 +5,7 @@ through the lazy family adapters (models/adapters.py; a k-mer job never imports 
 prepared task in parquet row order (model input = uppercase sequence), applies the reverse-complement mode, and
 writes the cache atomically with the complete extraction key and the policy as flat HDF5 attributes.
 Every row of every split is embedded or the job fails: GENEB never skips a row for one model, so every
-model is scored on the same rows (case B16).
+model is scored on the same rows.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
     """The model-input form (uppercase) of a prepared split's `sequence` column, each row checked again
     against the widest alphabet policy (A C G T N and IUPAC codes, no whitespace, not empty): a parquet
     written by other means than `prepare_task` cannot slip whitespace or stray letters into a tokenizer that
-    would swallow them (case B11). Raises SequenceError naming task, split, row and character."""
+    would swallow them. Raises SequenceError naming task, split, row and character."""
     policy = AlphabetPolicy()
     return [
         model_input(policy.apply(seq, task=task, split=split, row=int(row)))
@@ -227,7 +227,7 @@ def longest_split_first(frames: dict[str, pd.DataFrame]) -> list[str]:
 
 def policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict[str, Any]:
     """Flat, human-readable HDF5 root attributes: the pooling/layer/special-token policy and how the model
-    was run (cases B06, B23, B25). The complete key stays in the `extraction_key` JSON attribute."""
+    was run (pooled positions, layer, dtype). The complete key stays in the `extraction_key` JSON attribute."""
     ext = settings.extraction
     return {
         "model": settings.model,

@@ -62,8 +62,8 @@ def select_C(
 ) -> tuple[float, str, int]:
     """Choose the full-regime C by stratified inner CV on the training rows (X already standardized).
 
-    n_splits = min(cv_folds, smallest class count); below 2 there is no CV and the fixed C is used (case
-    B35). Scoring: `protocol.cv_scoring` (log_loss in geneb-strict: smooth where MCC on small or hard folds is
+    n_splits = min(cv_folds, smallest class count); below 2 there is no CV and the fixed C is used.
+    Scoring: `protocol.cv_scoring` (log_loss in geneb-strict: smooth where MCC on small or hard folds is
     a step function of a few rows); ties: `best_C_index`. class_weight: the task's (`class_weight_for`).
     Returns (C, how it was chosen, number of inner fits that did not converge).
     """

@@ -11,8 +11,9 @@ What is fitted (docs/protocols.md):
   identical), geneb-strict reports it once under `cv_seed`. With C_grid set, C is chosen by stratified inner
   CV on the training split (LogisticRegressionCV, the protocol's cv_scoring, ties to the middle of the tied
   run: `best_C_index`), then refitted.
-* k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (case B35). Its class
-  weights (`Protocol.class_weight_for`) are decided by the draw's label counts only, never the training split's.
+* k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (too few rows per
+  class). Its class weights (`Protocol.class_weight_for`) are decided by the draw's label counts only, never
+  the training split's.
 * standardize: a StandardScaler fitted on the training split (its rows only, never test rows) transforms
   both splits; the k-shot probes therefore use training-split statistics, not the statistics of 2 rows.
 """
@@ -121,7 +122,7 @@ class Fit:
 
 
 def fit_scaler(X_train: np.ndarray) -> StandardScaler:
-    """StandardScaler fitted on the training split's rows only (never test rows; case B36)."""
+    """StandardScaler fitted on the training split's rows only (never test rows)."""
     return StandardScaler().fit(X_train)
 
 
@@ -140,7 +141,7 @@ def _positions(rows_train: np.ndarray, wanted: list[int], task: str, regime: str
 
 
 def _training_sets(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[np.ndarray, np.ndarray, list]:
-    """Validate the task, resolve every training set to positions and check its classes (case B34)."""
+    """Validate the task, resolve every training set to positions and check it has every class."""
     classes = data.validate()
     task = data.task
     full_pos = _positions(data.rows_train, shots["full_rows"], task, "full", None)
@@ -159,7 +160,7 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
 
     shots: the parsed shot file (`shots.read_shots`): `full_rows` (training row ids of the full regime) and
     `draws` [{regime, seed, rows, short_classes}]. Every training set is resolved and checked to contain every
-    class before anything is fitted (case B34). Raises ProbeInputError for bad input (see TaskArrays.validate,
+    class before anything is fitted. Raises ProbeInputError for bad input (see TaskArrays.validate,
     unknown shot rows, missing classes).
     """
     classes, full_pos, draws = _training_sets(data, protocol, shots)

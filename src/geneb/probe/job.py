@@ -92,7 +92,7 @@ def dedup_scores(
     confidence: float,
     f1_labels: str = "task",
 ) -> pd.DataFrame:
-    """Scores on the test split without its within-split duplicates (case B48), one row per (regime, seed,
+    """Scores on the test split without its within-split duplicates, one row per (regime, seed,
     metric) named `<metric>_dedup` (MCC, Acc, macro-F1: `metrics.label_scores`), with the fit's other columns.
 
     preds: the prediction table (regime, seed, row, y_true, y_pred); scores: the score table of the same fits;

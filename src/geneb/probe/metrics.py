@@ -3,7 +3,7 @@
 Point estimates come from scikit-learn. The bootstrap needs MCC for thousands of resamples at once, so
 `mcc_from_confusion` computes it from confusion matrices with exactly scikit-learn's formula (Gorodkin 2004,
 the K-category correlation coefficient; `sklearn.metrics.matthews_corrcoef`), including its rule that a zero
-denominator gives 0, never NaN (case B29). The per-fit CI resamples the confusion matrix multinomially (exactly
+denominator gives 0, never NaN. The per-fit CI resamples the confusion matrix multinomially (exactly
 the row bootstrap's distribution, see `bootstrap_mcc_ci`); the two-model comparison uses `scipy.stats.bootstrap`.
 
 Defined behaviour for degenerate inputs (docs/protocols.md):
@@ -90,7 +90,7 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
     """MCC of many label vectors at once, identical to scikit-learn's `matthews_corrcoef` row by row.
 
     y_true, y_pred: int arrays (..., n) with values in 0..n_classes-1 (see `encode`), n >= 1. Returns float64
-    (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0, never NaN (case B29).
+    (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0, never NaN.
     Raises MetricInputError for empty or mismatched inputs.
     """
     return mcc_from_confusion(confusion(y_true, y_pred, n_classes))

@@ -77,7 +77,7 @@ class Protocol:
     under every seed (paper) or once under cv_seed (strict). max_train: training-split cap (paper: 100,000;
     None = no cap), subsample_seed its seed. bootstrap: CI settings. dedup_test: also score every fit on the
     test split without its within-split duplicate rows (task card `dedup_drop_rows`), as metrics `MCC_dedup`,
-    `Acc_dedup`, `F1_dedup` beside the scores on the split as given (case B48). f1_labels: the classes macro-F1
+    `Acc_dedup`, `F1_dedup` beside the scores on the split as given. f1_labels: the classes macro-F1
     averages over, "present" (scikit-learn's default, the paper's) or "task" (every class of the task; see
     `metrics.label_scores`).
     """
@@ -154,7 +154,8 @@ class Protocol:
 
 
 def penalty_kwargs() -> dict[str, Any]:
-    """The scikit-learn keyword for an L2 penalty in the installed version (see B36 in docs/footguns.md)."""
+    """The scikit-learn keyword for an L2 penalty in the installed version (see scikit-learn default drift in
+    docs/footguns.md)."""
     major, minor = (int(p) for p in sklearn.__version__.split(".")[:2])
     return {"l1_ratio": 0.0} if (major, minor) >= (1, 8) else {"penalty": "l2"}
 

@@ -143,7 +143,7 @@ def shortfall(labels: np.ndarray, k: int) -> dict[int, int]:
 
 
 def require_all_classes(y_fit: np.ndarray, classes: np.ndarray, *, task: str, regime: str, seed: int) -> None:
-    """Refuse a training set that lacks a class of the task, before any estimator is fitted (case B34).
+    """Refuse a training set that lacks a class of the task, before any estimator is fitted.
 
     y_fit: labels of the rows the probe would be fitted on; classes: every class of the task (train and test
     labels). Raises ProbeInputError naming task, regime, seed, the missing class(es) and the classes present.

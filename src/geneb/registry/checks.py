@@ -36,7 +36,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
     `raw`); returns a list of problems (empty = fine). `load_registry` runs them before typing the entries.
 
     Checks: known family; hub sources pinned to a 40-hex revision; remote code only with a declared
-    transformers range (B19); no left padding for a model without an attention mask (B02); cls/last
+    transformers range; no left padding for a model without an attention mask; cls/last
     pooling never with chunk_mean (undefined across chunks); cls pooling keeps the special tokens; Evo 2 layers are module names;
     `extraction.max_tokens` no larger than `context_tokens` unless `beyond_trained_context` says why; matched pairs
     name two distinct registry models and an allowed factor; `trained_on_tasks` ids exist in `task_ids`
@@ -68,7 +68,7 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
             problems.append(f"{where}: trust_remote_code needs load.transformers (the version range its code supports)")
         ext = _resolved_extraction(spec, name)
         if ext["attention_mask"] is False and ext["padding_side"] == "left":
-            problems.append(f"{where}: left padding with no attention mask feeds pads into real positions (B02)")
+            problems.append(f"{where}: left padding with no attention mask feeds pads into real positions")
         if ext["pooling"] in ("cls", "last") and ext["long_policy"] == "chunk_mean":
             problems.append(
                 f"{where}: pooling {ext['pooling']} is undefined across chunks; set long_policy truncate or error"

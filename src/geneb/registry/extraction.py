@@ -131,7 +131,7 @@ def extraction_settings(
 def extraction_hash(settings: Mapping[str, Any]) -> str:
     """12-hex hash of `extraction_settings(...)`: the cache folder name; any change gives a new path. A local
     folder is identified by its content fingerprint, not by how its path is spelled (`../x`, `/abs/x`, `x/`
-    are one model; case B44), so its path is left out of the hash. External weights and downloads likewise: their
+    are one model), so its path is left out of the hash. External weights and downloads likewise: their
     fingerprint or sha256 (with the layout keys `unpack`, `filename`) is the identity, and where they are or how
     they are checked (`weights.LOCATION_KEYS`: path, file, url, expect, file_sha256) is left out. A python or
     precomputed entry: `python_entry.hash_view` (the code's content and options, never a path)."""

@@ -1,4 +1,4 @@
-"""Pinned hub revisions: the commit every hub model is loaded at (case B24), kept in a lockfile.
+"""Pinned hub revisions: the commit every hub model is loaded at, kept in a lockfile.
 
 `config/models.yaml` is generated from reference facts that carry no commit hashes, so its hub models are
 `source.kind: hub-unpinned` and refused. Pins live in their own lockfile, `config/model_revisions.yaml`
@@ -40,7 +40,7 @@ PINS_SCHEMA_VERSION = 1
 PINS_HEADER = """\
 # Pinned hub revisions: a lockfile, merged into config/models.yaml at load time (geneb.registry.pins).
 # A hub model runs only at a commit recorded here: loading by name alone would run whatever the hub holds
-# today (case B24). The first workflow run that selects an unpinned hub model resolves its `main` once, on the
+# today. The first workflow run that selects an unpinned hub model resolves its `main` once, on the
 # machine that plans the run (it needs the network then), and writes the commit here; later runs use exactly
 # these commits. Commit this file with your results. To move a pin: geneb pin-revisions MODEL [--ref REF].
 """

@@ -1,5 +1,6 @@
 """What an entry needs installed, checked without importing it: optional packages and a remote code's
-transformers range (cases B18, B19). Torch-free: the registry and the pre-flight call these while planning."""
+transformers range (transformers version skew). Torch-free: the registry and the pre-flight call these while
+planning."""
 
 from __future__ import annotations
 

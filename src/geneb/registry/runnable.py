@@ -5,7 +5,7 @@ Runnable means GENEB can build the model now: a builtin, a local folder that exi
 `model_weights` points at (`external`), or a checksummed download (`download`; geneb.registry.weights), in a
 family with an adapter. An entry whose revision is not known (`source.kind: hub-unpinned`), whose external
 weights were not given, or whose family has no adapter (`unsupported`) is kept for its metadata and refused by
-`geneb.registry.extraction.extraction_settings`, with the reason and its fix (case B24: loading by name alone
+`geneb.registry.extraction.extraction_settings`, with the reason and its fix (loading by name alone
 runs whatever is on the hub today).
 """
 

@@ -48,7 +48,7 @@ def check_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, An
 
 
 def canonical_config_paths(config: dict[str, Any]) -> None:
-    # the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them (case B44)
+    # the sheets are rule inputs, and `config/x` vs `/abs/config/x` would rerun them
     for key in ("task_sheet", "model_sheet", "model_revisions"):
         config[key] = canonical_path(config[key])
     config["registry_extra"] = [canonical_path(os.path.expanduser(p)) for p in config["registry_extra"]]

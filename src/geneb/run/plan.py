@@ -285,16 +285,17 @@ def plan_run(
 
     In order, each step stopping the run with its own message: the config against the config schema (every problem
     listed, then the defaults filled in); a partial run's task list (`partial_file`, $GENEB_PARTIAL_RUN); mappings
-    sorted and local paths in one spelling (rerun keys, case B44); the task catalogue against the tasks schema and
+    sorted and local paths in one spelling (stable rerun keys); the task catalogue against the tasks schema and
     every task id (configured and in caps.per_task) in it; the registry (models schema) with pins, every selected
     hub model without one pinned first in the main process; the model ids of the analysis exclusion lists; then, in
     the main process only (Snakemake parses the workflow in every job too): the pre-flight of every selected model
     (`conda_deploys`: Snakemake deploys conda envs, --sdm conda) and of every task's source (a local mirror's split
     files; a remote source, for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then
     the extraction settings and hash per model (`dtype: auto` resolved for the run's device class), and, in the main
-    process, every configured embedding file that is not complete moved aside so Snakemake schedules it again (case
-    B41). Before that, in the main process, the cache files of the layout before task hashes whose content this
-    config would make again are moved into this layout (`geneb.run.migrate`; `dry_run`: only said, nothing moved).
+    process, every configured embedding file that is not complete moved aside so Snakemake schedules it again (a
+    failed job's partial output). Before that, in the main process, the cache files of the layout before task
+    hashes whose content this config would make again are moved into this layout (`geneb.run.migrate`;
+    `dry_run`: only said, nothing moved).
     Last, `RunPlan.trusted_files` are checked by content and the bad ones moved aside, to be rebuilt in this run
     (`geneb.run.set_aside.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 

@@ -1,4 +1,4 @@
-"""Resume a GENEB run that was killed hard (SIGKILL, walltime, scancel, a lost login session): case B42.
+"""Resume a GENEB run that was killed hard (SIGKILL, walltime, scancel, a lost login session).
 
     geneb recover [snakemake arguments]                 # e.g. --cores 8, or --profile profiles/slurm
     python -m geneb.run.recover [snakemake arguments]       # the same

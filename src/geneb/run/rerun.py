@@ -1,7 +1,7 @@
 """Rerun keys: params that stay equal from one Snakemake call to the next.
 
 Params are rerun triggers, compared by `repr` (Snakemake's persistence): `stable_params` sorts every mapping so
-that key order in a YAML file, or a dict built in a different order, never reruns a job (case B44), and
+that key order in a YAML file, or a dict built in a different order, never reruns a job, and
 `canonical_path` gives a local path one spelling.
 """
 
@@ -19,7 +19,7 @@ def stable_params(obj: Any) -> Any:
     """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists, numpy
     scalars as Python numbers and integral floats as ints (`200.0` -> `200`, `C: 1` and `C: 1.0` alike): the
     same value however it was written or built, so `repr` (Snakemake's params key) is equal across processes,
-    key orders and number spellings (case B44). Booleans stay booleans. Raises TypeError for objects JSON
+    key orders and number spellings. Booleans stay booleans. Raises TypeError for objects JSON
     cannot hold."""
     return _integral_floats_as_ints(json.loads(canonical_json(obj)))
 
@@ -53,7 +53,7 @@ def report_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def canonical_path(path: str) -> str:
     """One spelling for a local path, so that `config/models.yaml`, `./config/models.yaml` and its absolute
-    form are the same rerun key (case B44): a path inside the working directory becomes relative to it; one
+    form are the same rerun key: a path inside the working directory becomes relative to it; one
     outside it keeps its form (relative or absolute), normalised (`a/../b` -> `b`, no trailing slash), so the
     same config in another run folder gives the same key. URLs and `hf:` specs are returned unchanged."""
     if "://" in path or path.startswith("hf:"):

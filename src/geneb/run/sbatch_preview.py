@@ -1,4 +1,5 @@
-"""Show the sbatch command every job of a run would be submitted with, without a cluster (case B43).
+"""Show the sbatch command every job of a run would be submitted with, without a cluster (so that GPU
+requests are seen to reach SLURM).
 
     geneb sbatch-preview --profile profiles/slurm [other snakemake arguments]
     geneb sbatch-preview --profile profiles/slurm --profile profiles/slurm-gres --configfile c.yaml

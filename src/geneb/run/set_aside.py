@@ -1,5 +1,5 @@
 """Files a run would read that must not be trusted, moved aside before the DAG is built, so Snakemake builds them
-again in the same run (case B41).
+again in the same run (a failed or killed job's partial output).
 
 Two kinds, each moved (never deleted) beside itself: a file whose bytes differ from the digest recorded when it
 was written (`geneb.core.integrity`) goes to `<folder>/.corrupt-<name>.<n>`; a file its format's reader cannot
@@ -218,7 +218,7 @@ def set_aside_partial(
     paths: Iterable[str | os.PathLike[str]], *, hdf5_locking: str = "auto"
 ) -> list[tuple[Path, Path]]:
     """Move every existing file among `paths` that is not a complete embedding cache to
-    `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing (case B41). The completeness test is
+    `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing. The completeness test is
     `geneb.extract.cache.is_complete_file` (a file the file system refuses to lock is not partial). Returns the
     (old, new) path pairs moved. `set_aside_bad` is the plan's full check (digests too)."""
     from geneb.extract.cache import is_complete_file

@@ -3,7 +3,7 @@ sequences that carry two labels. Reported in the task card; nothing is dropped.
 
 Identity for all comparisons is case-insensitive (soft-masked and unmasked copies of one sequence are the
 same sequence); reverse-complement overlap uses `canonical_key`, which is a comparison key only and is never
-stored or fed to a model (case B47).
+stored or fed to a model, so soft-masking survives.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def identity_key(seq: str) -> str:
 
 def canonical_key(seq: str) -> str:
     """Strand-independent, case-insensitive key: the lexicographically smaller of the sequence and its
-    reverse complement, uppercased. For comparisons only; the stored sequence is untouched (case B47)."""
+    reverse complement, uppercased. For comparisons only; the stored sequence is untouched."""
     up = seq.upper()
     rc = reverse_complement(up)
     return min(up, rc)

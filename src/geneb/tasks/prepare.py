@@ -43,7 +43,7 @@ from geneb.tasks.validation import (
 
 CARD_SCHEMA_VERSION = "1"
 #: the catalogue columns a prepared task depends on (card fields, the class-count check, where to read it from);
-#: only these are in the prepare_task rerun key, so a note, licence or organism edit reruns nothing (case B44)
+#: only these are in the prepare_task rerun key, so a note, licence or organism edit reruns nothing
 CATALOGUE_COLUMNS_USED = ("category", "n_classes", "task_set", "taxon_group", "source")
 
 
@@ -61,7 +61,7 @@ def data_hash(splits: dict[str, pd.DataFrame]) -> str:
 
 def no_base_rows(df: pd.DataFrame) -> list[int]:
     """Row ids (`row` column) of the rows without a single A/C/G/T letter (all N, or N and ambiguity codes, any
-    case): no model reads a base there (docs/footguns.md, B16)."""
+    case): no model reads a base there (docs/footguns.md, rows skipped for one model only)."""
     has_base = df["sequence"].str.contains("[ACGTacgt]", regex=True)
     return [int(r) for r in df.loc[~has_base, "row"]]
 

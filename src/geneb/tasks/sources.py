@@ -337,7 +337,7 @@ def source_identity(spec: str, task: str) -> dict[str, Any]:
     For a mirror folder: the sha256 of each split file the task is read from (`train`/`test`, `.csv.gz` or
     `.csv`; not the folder's path: the same files under another path are the same data, an edited file is new
     data). Other files (`meta.json` notes, a `.DS_Store`, a `dev` split) are not read by `prepare_task`, so they
-    are not part of the identity and never rerun the workflow (case B44). For an http(s) mirror or a Hugging
+    are not part of the identity and never rerun the workflow. For an http(s) mirror or a Hugging
     Face dataset on the hub: the source string with the task id (a pinned revision, or a URL whose files
     meta.json checksums). A local folder of `save_to_disk` datasets (`hf:/path`): the sha256 of the task's
     dataset files (`state.json`, which holds a cache fingerprint, excluded). A mirror folder without the task gives the bare spec; preparing it then fails with the missing

@@ -5,7 +5,7 @@ to its own longest member (dynamic padding), and every result is stored under it
 order is the input order whatever the batching. A batch holds at most `batch_size` items (`plan_batches`)
 or, sized to a token budget, at most `batch_tokens` padded tokens (`plan_token_batches`: many short items or
 a few long ones). The batches then run largest first (`largest_first`), so an out-of-memory shows at the start of a job. Models that take no attention mask and are not causal get
-batches of equal length only (bucketing; case B02), so no pad token ever reaches them.
+batches of equal length only (bucketing), so no pad token ever reaches them.
 """
 
 from __future__ import annotations

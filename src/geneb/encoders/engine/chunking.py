@@ -1,7 +1,7 @@
 """From sequences to forward-pass chunks: the model-input text, and token ids cut to the model's maximum.
 
 * Text: an optional nucleotide-level `length_multiple` rule trims the trailing `len % m` bases (counted per
-  row in `trimmed_bases`; case B13); an optional `input_transform` (overlapping k-mers for DNABERT-1,
+  row in `trimmed_bases`); an optional `input_transform` (overlapping k-mers for DNABERT-1,
   lowercase for gLM2, frame-0 codons for Mistral-Codon).
 * Chunks: a sequence longer than the model's true maximum is split at token level into chunks that each
   carry the special tokens, balanced in size (`chunk_bounds`: none shorter than half the body cap, so no
@@ -186,7 +186,7 @@ def pad_chunks(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Rectangular (B, T) tensors for a batch: input ids (`pad_id` outside the sequence), attention mask
     (1 = real token) and pool mask (1 = pooled position), padded on `side` (right or left) to the batch's
-    longest chunk (case B11: batched tokenization is always rectangular, with a mask), or to `min_width`
+    longest chunk (batched tokenization is always rectangular, with a mask), or to `min_width`
     when that is wider."""
     width = max(len(c.ids) for c in batch)
     if min_width is not None:

@@ -1,4 +1,4 @@
-"""Letters a tokenizer loses: dropped without a token (case B11) or read as UNK.
+"""Letters a tokenizer loses: dropped without a token or read as UNK.
 
 A vocabulary without UNK deletes letters it cannot spell (N, IUPAC codes), so the embedding would be of
 another sequence: an error naming the row. A vocabulary with UNK keeps their place: the UNK tokens are
@@ -26,12 +26,12 @@ def check_dropped(
     token_texts: Callable[[list[int]], list[str] | None],
 ) -> None:
     """Raise DroppedInputError for the first row with a non-whitespace character that no token stands for
-    (a vocabulary without UNK deletes letters it cannot spell, e.g. N or IUPAC codes; case B11).
+    (a vocabulary without UNK deletes letters it cannot spell, e.g. N or IUPAC codes).
 
     Needs the character spans of the tokenizer call (`offsets`, set by fast tokenizers); without them the
     tokens' text is counted instead (`check_dropped_by_token_text`). With an UNK token in the vocabulary the
     spans are exact, and a run of one repeated letter whose neighbour (the same letter) has a token is a run
-    the tokenizer's normalizer collapsed on purpose (GENA-LM maps an N run to one token; case B16), not a
+    the tokenizer's normalizer collapsed on purpose (GENA-LM maps an N run to one token), not a
     drop. Without one, a model that drops letters reports the spans as if they had never been there (the gap
     shows at the end of the row), so any uncovered letter is an error and no position is claimed."""
     if offsets is None:

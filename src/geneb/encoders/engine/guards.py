@@ -2,12 +2,12 @@
 
 Each guard turns a known silent failure into an error that names the model (docs/footguns.md):
 
-* `get_layer`: one way to take a layer out of any model output (ModelOutput, dict, tuple; case B20).
-* `check_token_ids`: every token id must index the embedding table (case B22; a padded table is normal).
-* `check_pooled_width`: the pooled width must be the hidden size, never the vocabulary size (case B23).
+* `get_layer`: one way to take a layer out of any model output (ModelOutput, dict, tuple).
+* `check_token_ids`: every token id must index the embedding table (a padded table is normal).
+* `check_pooled_width`: the pooled width must be the hidden size, never the vocabulary size (logits).
 * `forward_error`: an error of the model's own forward pass, re-raised naming the model, the batch shape and
-  the rows (case B13).
-* `hidden_modules`: modules a remote code would misuse (triton on CPU, case B18) are made unimportable while it
+  the rows.
+* `hidden_modules`: modules a remote code would misuse (triton on CPU) are made unimportable while it
   loads (the installed-package checks are `geneb.registry.requirements`).
 
 torch is imported inside the functions that need it, so the registry can use the version guard without it.
@@ -163,7 +163,7 @@ def check_pooled_width(
 def hidden_modules(names: list[str] | tuple[str, ...]) -> Iterator[None]:
     """Make the top-level modules `names` unimportable inside the block (ImportError on import), then restore
     sys.modules. Used while remote code loads so it takes its pure-PyTorch path (e.g. DNABERT-2's code picks
-    a Triton kernel whenever `import triton` works; case B18)."""
+    a Triton kernel whenever `import triton` works)."""
     saved: dict[str, Any] = {}
     for name in names:
         for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
@@ -185,7 +185,7 @@ def import_modules(names: list[str] | tuple[str, ...]) -> None:
 
 def nonfinite_rows(hidden: Any, attn: Any) -> list[int]:
     """Indices of the batch rows with a NaN/inf hidden state (B, T, d) at a real position of `attn` (B, T)
-    (case B27); pads are not looked at."""
+    (fp16 overflow); pads are not looked at."""
     real = attn.to(hidden.device).bool()
     finite = hidden.isfinite().all(dim=-1) | ~real
     return [int(b) for b in (~finite.all(dim=1)).nonzero().flatten()]

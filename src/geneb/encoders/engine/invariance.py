@@ -1,6 +1,6 @@
 """Invariance checks for an encoder: a sequence's embedding must not depend on its batch mates.
 
-Tolerances are explicit and per compute dtype (case B26): float error makes batched and single calls differ
+Tolerances are explicit and per compute dtype: float error makes batched and single calls differ
 slightly (non-associative reductions, different kernels), so an exact comparison would fail for honest
 reasons, and a loose one would hide padding leaks. Defaults: float32 1e-5 (GENEB's contract, tested on
 every family), bfloat16 2e-2, float16 1e-2 (their 8- and 11-bit mantissas; BEND/DGEB practice). A

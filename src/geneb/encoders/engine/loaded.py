@@ -32,7 +32,7 @@ class LoadedNetwork:
     tokenizer: what the adapter's `_tokenize` calls (any object; the engine never calls it directly).
     max_tokens: the usable maximum input length in tokens, special tokens included (`resolve_max_tokens`).
     max_tokens_from: "registry" (the entry's value), or the model file it came from ("tokenizer/config",
-    "config"), in which case the load-time check tries it once (case B14).
+    "config"), in which case the load-time check tries it once.
     prefix / suffix: token ids GENEB puts before and after every chunk (CLS, SEP, a species token).
     pad_id: the tokenizer's pad id (the engine replaces one outside the embedding table by 0).
     unk_id: the unknown-token id counted per embed call; None when the tokenizer has none.
@@ -100,7 +100,7 @@ def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list
     layer named by a module the network does not have."""
     body_cap = loaded.max_tokens - len(loaded.prefix) - len(strand) - len(loaded.suffix)
     multiple = extraction.length_multiple
-    if multiple:  # every chunk, not only the whole row, must obey the length rule (case B13)
+    if multiple:  # every chunk, not only the whole row, must obey the length rule
         body_cap -= body_cap % int(multiple)
     if body_cap < 1:
         raise ValueError(

@@ -71,7 +71,7 @@ def embed_views(
 
     Returns (the call's EmbedResult with per-row n_tokens, n_chunks, truncated, trimmed_bases and counters, and an
     empty (n, 0) `embeddings`; [float32 (n, d) per spec, in `specs` order]). Raises ValueError when cls is asked of
-    a model without a prefix token (naming the model), TypeError for a bare string (case B12), and what the
+    a model without a prefix token (naming the model), TypeError for a bare string, and what the
     encoder's forward pass raises (ModelForwardError, NonFiniteEmbeddingError, LayerNotExposedError for a model
     that does not expose its per-layer states).
     """

@@ -1,8 +1,8 @@
 """Mask-aware pooling of per-token hidden states into one vector per sequence.
 
-One shared helper for every model (the DGEB lesson, case B05): the mask says which positions are real
-(padding, and by policy special tokens, are 0). Pooling always runs in float32 (the hidden states are cast
-before any sum, so a bf16/fp16 forward pass never accumulates in reduced precision; case B25).
+One shared helper for every model (the DGEB lesson: a pooler written without the mask averaged pads): the mask
+says which positions are real (padding, and by policy special tokens, are 0). Pooling always runs in float32
+(the hidden states are cast before any sum, so a bf16/fp16 forward pass never accumulates in reduced precision).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
 
     method: "mean" (average of real positions), "max" (elementwise max over real positions), "cls" (the first
     real position), "last" (the last real position, index = last nonzero of the mask, so right padding is
-    handled; case B07). Values at masked positions never reach the result, not even NaN/inf. Raises EmptyPoolError naming the row (from `rows`, else the batch index) when a mask
+    handled). Values at masked positions never reach the result, not even NaN/inf. Raises EmptyPoolError naming
+    the row (from `rows`, else the batch index) when a mask
     row is all zero (never 0/0 = NaN), and ValueError for an unknown method or mismatched shapes.
     """
     if method not in POOLINGS:
@@ -37,7 +38,7 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
         raise EmptyPoolError(f"row {name}: no positions left to pool (all padding or special tokens)")
     h = hidden.float()
     if method == "mean":
-        # masked_fill, not a product with the mask: NaN/inf at a pad position times 0 is still NaN (case B05)
+        # masked_fill, not a product with the mask: NaN/inf at a pad position times 0 is still NaN
         return h.masked_fill(~m.unsqueeze(-1), 0.0).sum(dim=1) / counts.unsqueeze(-1).to(h.dtype)
     if method == "max":
         return h.masked_fill(~m.unsqueeze(-1), float("-inf")).amax(dim=1)
@@ -50,7 +51,7 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
 
 
 def last_real_index(mask: np.ndarray | torch.Tensor) -> np.ndarray:
-    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2 (case B07).
+    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2.
 
     Rows with no real position give -1 (pool() refuses them)."""
     m = torch.as_tensor(np.asarray(mask)).to(torch.bool)

@@ -2,12 +2,12 @@
 every encoder passes before it embeds a row (docs/footguns.md).
 
 * Maximum length: a registry value wins; otherwise the smaller of the tokenizer's and the config's, ignoring
-  "not set" sentinels (case B14); a maximum taken from the model's files is tried once at load.
+  "not set" sentinels; a maximum taken from the model's files is tried once at load.
 * Batching: a model without an attention mask gets equal-length batches only, unless it is causal and padded
-  on the right (pads then sit where no real position can see them; case B02). Whatever the family, a probe
+  on the right (pads then sit where no real position can see them). Whatever the family, a probe
   sequence embedded alone and beside a longer one must give the same vector, else PaddingVarianceError (left
-  padding of learned absolute positions, a mask the model ignores; cases B02, B04, B07).
-* Vocabulary: a plain ACGT probe must not read as UNK (case B11).
+  padding of learned absolute positions, a mask the model ignores, padding baked into the tokenizer).
+* Vocabulary: a plain ACGT probe must not read as UNK.
 
 The checks take the encoder (a `geneb.encoders.engine.tokenmodel.TokenModelEncoder` after `_load`) and use its
 tokenizer and forward pass.
@@ -24,7 +24,7 @@ from geneb.registry.settings import Extraction
 
 log = logging.getLogger(__name__)
 
-#: tokenizers report this (or larger, e.g. 1e30) when no maximum is set: not a real limit (case B14)
+#: tokenizers report this (or larger, e.g. 1e30) when no maximum is set: not a real limit
 SENTINEL_MAX_LENGTH = 10**9
 #: a maximum worked out from the model's files (not set in the registry) is tried once at load, up to this length
 MAX_LENGTH_CHECK_TOKENS = 8192
@@ -72,7 +72,7 @@ def resolve_max_tokens(
     smaller of the tokenizer's `model_max_length` and the config's maximum positions, ignoring the
     tokenizer's "not set" sentinel (>= 1e9; transformers uses int(1e30)). Raises ValueError "no usable max
     length for model X" when nothing usable is known. Source of the pitfall: NT's config said 1024 positions
-    while the models were trained on 1000 tokens (case B14).
+    while the models were trained on 1000 tokens.
     """
     usable_tok = tokenizer_max if tokenizer_max is not None and tokenizer_max < SENTINEL_MAX_LENGTH else None
     if registry_max is not None:
@@ -95,7 +95,7 @@ def resolve_max_tokens(
 def batching_policy(ext: Extraction, *, model: str, uses_attention_mask: bool, pad_sensitive: bool) -> tuple[str, bool]:
     """(padding side, equal-length batches?) from the extraction settings and what the model takes. Raises
     ValueError for an unknown padding side or bucket_by_length, and for settings that would pad real
-    positions of a model without an attention mask (case B02)."""
+    positions of a model without an attention mask."""
     side = ext.padding_side
     if side not in ("right", "left"):
         raise ValueError(f"model {model}: padding_side must be right or left, got {side!r}")
@@ -103,7 +103,7 @@ def batching_policy(ext: Extraction, *, model: str, uses_attention_mask: bool, p
     if not uses_attention_mask and side == "left":
         raise ValueError(
             f"model {model}: left padding without an attention mask would feed pads into "
-            "every real position (case B02); use padding_side: right"
+            "every real position; use padding_side: right"
         )
     # without a mask, only a causal model padded on the right is safe; everything else gets equal lengths.
     # Some masked models are not padding-invariant either (BigBird's block-sparse attention: its blocks
@@ -115,7 +115,7 @@ def batching_policy(ext: Extraction, *, model: str, uses_attention_mask: bool, p
     if bucket is False and not uses_attention_mask and not (causal and side == "right"):
         raise ValueError(
             f"model {model}: bucket_by_length false for a model without an attention mask "
-            "that is not causal would pad real positions (case B02)"
+            "that is not causal would pad real positions"
         )
     return side, (unsafe if bucket == "auto" else bool(bucket))
 
@@ -146,7 +146,7 @@ def probe_ids(enc: Any, n_tokens: int) -> list[int]:
 def check_vocabulary(enc: Any) -> None:
     """A plain ACGT probe sequence must tokenize to mostly known tokens: a vocabulary or normalizer that does
     not match the input form (a lowercasing normalizer over an uppercase vocabulary, a word-piece limit
-    shorter than a sequence) would otherwise turn every row into the same UNK tokens (case B11). Raises
+    shorter than a sequence) would otherwise turn every row into the same UNK tokens. Raises
     DroppedInputError when over half the probe's tokens are UNK or there are none."""
     ids = probe_ids(enc, min(enc.body_cap, 256))
     if not ids:
@@ -164,7 +164,7 @@ def check_vocabulary(enc: Any) -> None:
 def check_max_length(enc: Any) -> None:
     """One forward pass at the resolved maximum when it came from the model's files, not the registry: a
     position table shifted by a padding offset (RoBERTa/ESM: 514 positions, 512 usable) or a stale config
-    value then fails here, naming the model, instead of on some row mid-run (case B14). Skipped above
+    value then fails here, naming the model, instead of on some row mid-run. Skipped above
     MAX_LENGTH_CHECK_TOKENS tokens (cost). Raises MaxLengthError."""
     if enc.max_tokens_from == "registry" or enc.max_tokens > MAX_LENGTH_CHECK_TOKENS:
         return
@@ -186,7 +186,7 @@ def check_padding_invariance(enc: Any) -> None:
     """Embed a short probe alone and in a batch with a longer one; the short one's pooled vector must not
     change beyond PADDING_CHECK_TOLERANCE (relative to its largest value). Catches padding the model does
     not honour, whatever the family: left pads shifting learned absolute positions, a mask it ignores
-    (cases B02, B04, B07). Skipped under equal-length batching (no pads ever). Raises PaddingVarianceError."""
+    or tokenizer padding. Skipped under equal-length batching (no pads ever). Raises PaddingVarianceError."""
     if enc.bucket_equal_lengths:
         return
     multiple = int(enc.extraction.length_multiple or 1)

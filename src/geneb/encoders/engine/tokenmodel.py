@@ -7,20 +7,20 @@ where bugs live). Policy (docs/footguns.md), by module:
 
 * `geneb.encoders.engine.chunking`: the model-input text (`length_multiple` trim, `input_transform`), token-level
   chunks that each carry the special tokens (GENEB adds them itself; `long_policy` chunk_mean, truncate or
-  error beyond the model's true maximum, case B14), and the padded batch tensors.
-* `geneb.encoders.engine.dropped_letters`: letters dropped without a token are an error naming the row (B11); UNK
+  error beyond the model's true maximum), and the padded batch tensors.
+* `geneb.encoders.engine.dropped_letters`: letters dropped without a token are an error naming the row; UNK
   tokens are counted.
-* `geneb.encoders.engine.token_checks`: the maximum length (tried once at load, B14), the batching settings, and the
-  load-time probes (padding invariance, B02/B04/B07; the vocabulary, B11).
+* `geneb.encoders.engine.token_checks`: the maximum length (tried once at load), the batching settings, and the
+  load-time probes (padding invariance; the vocabulary).
 * Here: chunks sorted by length, batches run largest first (an out-of-memory comes at once), padded to the
   batch's longest on `padding_side` with the attention mask passed (equal-length batches for a model without a
-  mask unless it is causal and padded on the right; B02);
+  mask unless it is causal and padded on the right);
   a pad id outside the embedding table becomes id 0. Pooling over the real tokens, minus the special tokens
-  when `exclude_special_tokens` (B06), in float32 (B25); layer by index (-1 = last_hidden_state) or by module
-  name (a forward hook). Guards: token ids inside the embedding table (B22), pooled width = hidden size, not
-  vocabulary size (B23), finite values (B27: error, or retry the batch in float32 under `nonfinite:
+  when `exclude_special_tokens`, in float32 (even under bf16/fp16); layer by index (-1 = last_hidden_state) or by module
+  name (a forward hook). Guards: token ids inside the embedding table, pooled width = hidden size, not
+  vocabulary size (logits), finite values (fp16 overflow: error, or retry the batch in float32 under `nonfinite:
   retry_fp32`), the out-of-memory step-down that keeps row order; any other error of the forward pass is
-  re-raised naming the model and rows (B13).
+  re-raised naming the model and rows.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
     def batch_tensors(self, batch: list[Chunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rectangular (B, T) tensors (ids, attention mask, pool mask) for a batch (`chunking.pad_chunks`),
         padded on `padding_side` to the batch's longest chunk, or to `pad_to_length` when set (used to show
-        padding invariance, case B04, and by the naive benchmark loop) except under equal-length batching."""
+        padding invariance, and by the naive benchmark loop) except under equal-length batching."""
         width = None if self.bucket_equal_lengths else self.pad_to_length
         return pad_chunks(batch, pad_id=self.pad_id, side=self.padding_side, min_width=width)
 
@@ -308,7 +308,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
 
     def check_width(self, width: int) -> None:
         """Refuse a pooled width (of the first batch, every view) that is not the model's hidden size
-        (`guards.check_pooled_width`: the vocabulary size means logits were pooled, case B23)."""
+        (`guards.check_pooled_width`: the vocabulary size means logits were pooled)."""
         check_pooled_width(
             width,
             model=self.model_id,
@@ -320,7 +320,8 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Pooled embeddings float32 (n, d) in input order, with per-row n_tokens (pooled positions, all chunks),
-        n_chunks, truncated and trimmed_bases, and the call's counters (UNK tokens, step-downs, fp32 retries). Raises TypeError for a bare string (case B12)."""
+        n_chunks, truncated and trimmed_bases, and the call's counters (UNK tokens, step-downs, fp32 retries).
+        Raises TypeError for a bare string."""
         sequences, rows = sequence_batch(sequences, rows, model=self.model_id)
         chunks, n_chunks, truncated, trimmed, unknown = self.chunks_and_unknowns(sequences, rows)
         retries_before = self._fp32_retries

@@ -26,8 +26,7 @@ Facts used (docs/adapters/dnagpt.md has the whole account):
   `embedding_pipeline/extractors/dnagpt.py`): `<R>` + the sequence, cut at the model's `max_len` tokens,
   right-padded with `<P>`, the post-`ln_f` hidden states averaged over the non-pad tokens (`<R>` included).
   GENEB does the same with the engine: `<R>` is the prefix special token on every chunk, pooled unless
-  `exclude_special_tokens`; the model is causal and takes no mask, so batches are padded on the right (case
-  B02).
+  `exclude_special_tokens`; the model is causal and takes no mask, so batches are padded on the right.
 """
 
 from __future__ import annotations

@@ -4,14 +4,14 @@ Facts used (registry.yaml loader notes; evo-design/evo #32; the evo2 README): `E
 (StripedHyena) and `.tokenizer` (byte-level, `tokenize(seq) -> ids`, no special tokens); `model(ids)`
 returns `(logits, cache)`, so the final hidden states are read by replacing `model.unembed` with the identity.
 Without that the pooled width is the 512-token vocabulary, which `check_pooled_width` refuses as "looks like
-logits" (case B23). Evo 2's `Evo2(name)` wraps a Vortex model whose blocks are addressed by module name
+logits". Evo 2's `Evo2(name)` wraps a Vortex model whose blocks are addressed by module name
 (e.g. `blocks.28.mlp.l3` for 7B); GENEB reads that module's output with a forward hook, so the registry's
 `layer` for Evo 2 must be a module name. Both are causal with no attention mask: batches are padded on the
-right, which no real position can see, and pooled over real positions only (case B02).
+right, which no real position can see, and pooled over real positions only.
 
 The packages pick weights by model name from the hub; their revision cannot be pinned through this API, so
 registry entries of these families stay not runnable until a pinned local snapshot (`source.kind: local`)
-is provided (case B24).
+is provided (no unpinned hub revisions).
 """
 
 from __future__ import annotations

@@ -10,14 +10,14 @@ Loading rules (docs/footguns.md, "Model loading"):
   config or tokenizer config carries an `auto_map` while the entry does not allow remote code is refused,
   instead of silently loading a built-in class (missing weights: the DNABERT-S reference defect; a generic
   tokenizer in place of the authors' one gives other token ids). A remote-code entry
-  declares a transformers range, checked before loading (case B19).
+  declares a transformers range, checked before loading (transformers version skew).
 * Modules listed in `load.hide_modules_on_cpu` (triton for DNABERT-2) are unimportable while the model loads
-  on CPU, which forces the remote code's pure-PyTorch path (case B18).
+  on CPU, which forces the remote code's pure-PyTorch path.
 * Checkpoint tensors the model expects but the files lack are an error (random weights would be embedded);
   only a `pooler.` head (never used for hidden states) may be missing. Checkpoint tensors the model does not
   use are an error too (trained layers silently dropped), except the heads of `geneb.encoders.loading.checkpoint_keys`'
   allow-list (`lm_head.`, `cls.`, `pooler.`, `classifier.`, `score.`, `qa_outputs.`), which are logged.
-* Padding or truncation baked into the tokenizer files is switched off and logged (case B04); GENEB pads.
+* Padding or truncation baked into the tokenizer files is switched off and logged; GENEB pads.
 * Pickled weights (`pytorch_model.bin`) are unpickled weights-only or refused; `load.config_overrides` are set
   on the config before the model is built; a library error while building it names the model and the fix
   (`geneb.encoders.loading.hf_load`).
@@ -311,7 +311,7 @@ class HFEncoder(TokenModelEncoder):
         return bool(want)
 
     def _override_tokenizer_padding(self, tokenizer: Any) -> None:
-        """Switch off fixed padding/truncation from `tokenizer`'s files (case B04) and the length warning."""
+        """Switch off fixed padding/truncation from `tokenizer`'s files and the length warning."""
         backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
         if backend is not None and hasattr(backend, "padding"):
             if backend.padding:
@@ -347,7 +347,7 @@ class HFEncoder(TokenModelEncoder):
         if self.pad_sensitive and hasattr(self.model, "set_attention_type"):
             # BigBird switches itself to full attention for good when one batch is too short for block-sparse
             # attention, so every later batch would depend on which rows came first: restore the trained
-            # block-sparse type before each batch and let the model decide for that batch alone (case B26)
+            # block-sparse type before each batch and let the model decide for that batch alone
             self.model.set_attention_type("block_sparse")
         if want_states:
             return self.model(**inputs, output_hidden_states=True)

@@ -139,8 +139,7 @@ class FolderTokenizerEncoder(TokenModelEncoder):
     Subclasses return a `LoadedNetwork` whose `tokenizer` is a `tokenizers.Tokenizer` (`_open_tokenizer`) and whose
     `details["folder"]` is the checkpoint folder; this class tokenizes without special
     tokens (GENEB adds them per chunk), records each token's character span (so letters dropped without a
-    token are seen, case B11), names token texts, and switches off padding/truncation baked into the file
-    (case B04)."""
+    token are seen), names token texts, and switches off padding/truncation baked into the file."""
 
     def _open_tokenizer(self, path: Path) -> Any:
         """The `tokenizers.Tokenizer` of `path`, with file-level padding and truncation switched off (logged).

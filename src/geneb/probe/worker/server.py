@@ -96,7 +96,7 @@ def serve(spec_path: str | Path) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT, force=True)
     from geneb.extract.cache import configure_hdf5_locking
 
-    configure_hdf5_locking(spec.hdf5_locking)  # before h5py is imported (case B37)
+    configure_hdf5_locking(spec.hdf5_locking)  # before h5py is imported (NFS/Lustre lock refusals)
     import geneb.probe.job  # noqa: F401  (the point of the worker: every child starts with it imported)
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished children are reaped by the kernel: no zombies
