@@ -22,7 +22,7 @@ Where the two sources disagree about a paper model, the verified fact wins and t
   config/curation/context.yaml).
 
 No hub revision is known for any hub model in these sources, so every hub entry is written as
-`source.kind: hub-unpinned` (not runnable; case B24): pinning one is adding `revision: <40-hex commit>` and
+`source.kind: hub-unpinned` (not runnable): pinning one is adding `revision: <40-hex commit>` and
 changing the kind to `hub`. No commit hash is ever made up here.
 
 The code is in tools/registry_build/: curation.py (reads and validates the curation files), parse.py (the

@@ -87,7 +87,7 @@ HEADER = """\
 #
 # Runnable entries: the builtins, local folders that exist, and hub ids pinned to a 40-hex commit
 # (source.kind: hub). No commit is known for any hub model in the shared sources, so those are
-# `hub-unpinned` and refused until someone pins them (case B24). Paper models (with a `paper:` section)
+# `hub-unpinned` and refused until someone pins them. Paper models (with a `paper:` section)
 # default to the paper's reference extraction; `paper.geneb_changes` says where GENEB fixes a known defect.
 """
 

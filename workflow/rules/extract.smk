@@ -1,7 +1,7 @@
 # Stage 2: one HDF5 embedding file per (model, task); the GPU stage.
 # params carry the output-affecting settings (the rerun key); device, batch size, threads and HDF5 locking
 # are execution knobs read from config["execution"], so changing them reruns nothing. One output file per
-# (model, settings hash, task): no two jobs ever write the same HDF5 file (case B40).
+# (model, settings hash, task): no two jobs ever write the same HDF5 file.
 # One model, one load per node: the jobs on a node share one model server that loads the model once
 # (geneb.extract.server), and a cluster profile groups a model's jobs into a few sbatch jobs (profiles/slurm,
 # `groups:`; docs/hpc.md, "One model load per node").

@@ -3,7 +3,7 @@
 from geneb.extract.cache import configure_hdf5_locking
 
 execution = snakemake.config["execution"]
-configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5py (case B37)
+configure_hdf5_locking(execution["hdf5_locking"])  # before anything imports h5py (NFS locks)
 
 from pathlib import Path  # noqa: E402
 
