@@ -1,5 +1,5 @@
-"""Failure cases of kind "caching/IO" (../shared/cases/CASES.md): B37 (HDF5 file locking on network file
-systems) and B40 (several jobs writing HDF5). Policy: docs/footguns.md ("Caching and IO").
+"""Failure cases of kind "caching/IO" (../shared/cases/CASES.md): HDF5 file locking on network file
+systems, and several jobs writing HDF5. Policy: docs/footguns.md ("Caching and IO").
 """
 
 from __future__ import annotations
@@ -49,17 +49,17 @@ def _python(code: str, **env: str) -> subprocess.Popen:
     )
 
 
-# ---- B37 ----------------------------------------------------------------------------------------------------------
+# ---- HDF5 file locking on NFS/Lustre ------------------------------------------------------------------------------
 
 
-def test_B37_switch_values():
+def test_switch_values():
     assert configure_hdf5_locking("on") == {"locking": True}
     assert configure_hdf5_locking("off") == {"locking": False} and os.environ["HDF5_USE_FILE_LOCKING"] == "FALSE"
     with pytest.raises(ValueError, match="hdf5_locking must be one of"):
         configure_hdf5_locking("maybe")
 
 
-def test_B37_locking_is_set_before_h5py_is_imported():
+def test_locking_is_set_before_h5py_is_imported():
     """Importing the cache module does not import h5py, so the switch (env var) is in place before HDF5 starts."""
     p = _python("""
         import sys
@@ -78,7 +78,7 @@ def test_B37_locking_is_set_before_h5py_is_imported():
     )  # the extraction job imports h5py
 
 
-def test_B37_two_readers_at_once_with_locking_off(tmp_path):
+def test_two_readers_at_once_with_locking_off(tmp_path):
     """A second process holds the cache file open while this one reads it, with locking disabled."""
     path = _file(tmp_path / "shared.h5")
     holder = _python(f"""
@@ -99,7 +99,7 @@ def test_B37_two_readers_at_once_with_locking_off(tmp_path):
     assert holder.returncode == 0, err
 
 
-def test_B37_flag_is_recorded_in_the_file(repo, make_task, tmp_path):
+def test_flag_is_recorded_in_the_file(repo, make_task, tmp_path):
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "kmer-3", {})
     task = make_task([random_dna(40, 1), random_dna(50, 2)], [random_dna(30, 3)])
     extract_task(settings, task, tmp_path / "e.h5", hdf5_locking="off", progress=False)
@@ -109,10 +109,10 @@ def test_B37_flag_is_recorded_in_the_file(repo, make_task, tmp_path):
     assert config_schema["properties"]["execution"]["properties"]["hdf5_locking"]["enum"] == ["auto", "on", "off"]
 
 
-# ---- B40 ----------------------------------------------------------------------------------------------------------
+# ---- several jobs writing HDF5 ------------------------------------------------------------------------------------
 
 
-def test_B40_concurrent_writers_in_one_folder(tmp_path):
+def test_concurrent_writers_in_one_folder(tmp_path):
     """Two processes write two caches into the same folder at once: both complete, no temporary leftovers."""
     procs = [
         _python(f"""
@@ -134,8 +134,8 @@ def test_B40_concurrent_writers_in_one_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task0.h5", "task0.h5.sha256", "task1.h5", "task1.h5.sha256"]
 
 
-B40_TASKS = ["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"]
-B40_MODELS = ["kmer-3", "kmer-4"]
+PARALLEL_TASKS = ["idna_ms_5hmc_h_sapiens", "gue_mouse_tf_0"]
+PARALLEL_MODELS = ["kmer-3", "kmer-4"]
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def workflow_dir(tmp_path_factory, shared):
     checks): two real tasks (capped small) and two k-mer models, nothing run. Its own run, not the shared finished
     one: the test counts the task preparations and extractions of a fresh run."""
     d = tmp_path_factory.mktemp("wf")
-    write_small_config(d, tasks=B40_TASKS, models=B40_MODELS, caps=(100, 50))
+    write_small_config(d, tasks=PARALLEL_TASKS, models=PARALLEL_MODELS, caps=(100, 50))
     return d
 
 
@@ -162,12 +162,12 @@ def _snakemake(d: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir):
+def test_one_output_per_job_and_two_parallel_jobs(workflow_dir):
     """Every extraction job of the DAG writes its own file (model, settings hash, task); two jobs run at once
     (--cores 2) produce two complete files, and neither touches the other's."""
     d = workflow_dir
     plan = run_plan(d)
-    targets = [plan.embedding_file(m, t) for m in B40_MODELS for t in B40_TASKS]
+    targets = [plan.embedding_file(m, t) for m in PARALLEL_MODELS for t in PARALLEL_TASKS]
     assert len(set(targets)) == 4
     # the DAG, planned in this process (workflow_support.dry_run: Snakemake's API, what `snakemake -n` plans)
     jobs = dry_run(d, *targets)
@@ -184,7 +184,7 @@ def test_B40_one_output_per_job_and_two_parallel_jobs(workflow_dir):
     assert not leftovers
 
 
-def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monkeypatch):
+def test_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monkeypatch):
     """On a file system without locks every open with locking fails (errno 37); the pre-DAG completeness check
     must still see a complete file as complete (else every run would move all caches aside)."""
     from geneb.run import set_aside
@@ -210,7 +210,7 @@ def test_B37_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, m
 
 
 @pytest.mark.parametrize("damage", ["zero bytes", "truncated", "no key", "key not JSON"])
-def test_B41_broken_cache_files_are_named_and_never_read(tmp_path, damage):
+def test_broken_cache_files_are_named_and_never_read(tmp_path, damage):
     """Whatever is wrong with a cache file, the reader names the file and refuses it; the pre-DAG check sets
     it aside."""
     from geneb.extract.cache import CacheError, read_key

@@ -1,4 +1,5 @@
-"""Failure cases of kind `data hygiene` (../shared/cases/CASES.md): B47, B48."""
+"""Failure cases of kind `data hygiene` (../shared/cases/CASES.md): reverse-complement keys that
+keep soft-masking, and duplicate rows inside a split."""
 
 import gzip
 
@@ -13,7 +14,7 @@ from geneb.tasks.sources import open_source
 from synth import write_mirror_task
 
 
-def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, repo):
+def test_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, repo):
     assert canonical_key("acgT") == canonical_key("Acgt") == canonical_key(reverse_complement("acgT"))
     assert reverse_complement("acgTN") == "NAcgt"  # case kept per base
     # a prepared task stores the sequence byte for byte (soft-masking kept); the key is only for comparisons
@@ -30,7 +31,7 @@ def test_B47_canonical_key_is_strand_and_case_blind_and_never_stored(tmp_path, r
     assert card.overlap.reverse_complement == 2 and card.overlap.exact == 0
 
 
-def test_B47_rc_overlap_counts_the_whole_kind():
+def test_rc_overlap_counts_the_whole_kind():
     train = pd.DataFrame({"row": [0, 1, 2], "sequence": ["AACCGGTTA", "ACGTN", "ryACG"], "label": [0, 1, 0]})
     test = pd.DataFrame(
         {"row": [0, 1, 2, 3], "sequence": ["TAACCGGTT", "nacgt", "CGTRY", "aaccggtta"], "label": [0, 1, 0, 1]}
@@ -41,7 +42,7 @@ def test_B47_rc_overlap_counts_the_whole_kind():
     assert ov["label_conflicts"] == 1  # row 3 carries label 1, its train copy 0
 
 
-def test_B48_within_split_duplicates_flagged_with_class_counts_before_and_after_dedup():
+def test_within_split_duplicates_flagged_with_class_counts_before_and_after_dedup():
     test = pd.DataFrame(
         {"row": range(6), "sequence": ["AAAC", "AAAG", "AAAT", "CCCG", "CCCG", "cccg"], "label": [1, 1, 1, 0, 0, 0]}
     )
@@ -53,7 +54,7 @@ def test_B48_within_split_duplicates_flagged_with_class_counts_before_and_after_
     assert rep["conflicting_label_sequences"] == 0
 
 
-def test_B48_real_task_duplicates_match_the_mirror_statistics(shared):
+def test_real_task_duplicates_match_the_mirror_statistics(shared):
     # every mirrored task's meta.json carries the mirror's own within-split duplicate count
     import json
 
@@ -66,7 +67,7 @@ def test_B48_real_task_duplicates_match_the_mirror_statistics(shared):
             assert rep["n_duplicate_rows"] == meta["splits"][split]["within_split_dup"], (task, split)
 
 
-def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo):
+def test_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo):
     """A test split [1,1,1,0,0,0] whose three 0-rows are one sequence: the strict protocol scores it as given
     (MCC) and without the two repeats (MCC_dedup), through the real probe job on a real embedding cache."""
     import json
@@ -131,7 +132,7 @@ def test_B48_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo
     assert json.loads((out / "card.json").read_text())["splits"]["test"]["dedup_drop_rows"] == [4, 5]
 
 
-def test_B47_rc_overlap_with_another_label_is_a_label_conflict():
+def test_rc_overlap_with_another_label_is_a_label_conflict():
     """A test row whose reverse complement sits in train with the other label conflicts just as an exact copy does."""
     train = pd.DataFrame({"row": [0, 1], "sequence": ["AACCGGTTAG", "GGGGAAAACC"], "label": [0, 1]})
     test = pd.DataFrame({"row": [0, 1], "sequence": ["CTAACCGGTT", "ggttttcccc"], "label": [1, 1]})
@@ -140,7 +141,7 @@ def test_B47_rc_overlap_with_another_label_is_a_label_conflict():
     assert ov["label_conflicts"] == 1  # row 0: label 1, its RC in train has 0; row 1 agrees
 
 
-def test_B48_reverse_complement_copies_inside_a_split_are_reported():
+def test_reverse_complement_copies_inside_a_split_are_reported():
     """[d, rc(d), d]: one exact repeat (dropped by dedup) and one reverse-complement copy (reported, kept)."""
     d = "ACGTTGCAAAGG"
     test = pd.DataFrame(

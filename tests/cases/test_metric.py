@@ -1,4 +1,4 @@
-"""Failure cases of kind `metric` (../shared/cases/CASES.md): B29."""
+"""Failure cases of kind `metric` (../shared/cases/CASES.md): an MCC that must be 0, never NaN."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sklearn.metrics import f1_score, matthews_corrcoef
 from geneb.probe import metrics
 
 
-def test_B29_batched_mcc_matches_sklearn_and_is_never_nan():
+def test_batched_mcc_matches_sklearn_and_is_never_nan():
     # the case as written: 200 random binary pairs, seed 0, n = 20, 5 of them constant predictions
     rng = np.random.default_rng(0)
     y_true = rng.integers(0, 2, (200, 20))
@@ -23,7 +23,7 @@ def test_B29_batched_mcc_matches_sklearn_and_is_never_nan():
 
 
 @pytest.mark.filterwarnings("ignore:A single label was found:UserWarning")  # the sklearn oracle on n = 1
-def test_B29_whole_kind_multiclass_constant_truth_and_tiny_inputs():
+def test_whole_kind_multiclass_constant_truth_and_tiny_inputs():
     rng = np.random.default_rng(1)
     cases = []
     for k in (2, 3, 5):
@@ -40,7 +40,7 @@ def test_B29_whole_kind_multiclass_constant_truth_and_tiny_inputs():
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
-def test_B29_degenerate_bootstrap_and_scores_are_defined_not_nan():
+def test_degenerate_bootstrap_and_scores_are_defined_not_nan():
     # every resample of constant predictions has a zero denominator: the CI is [0, 0], not NaN
     y = np.array([0, 1] * 30)
     const = np.zeros(60, dtype=int)
@@ -53,7 +53,7 @@ def test_B29_degenerate_bootstrap_and_scores_are_defined_not_nan():
     assert s["MCC"] == 0.0 and not np.isnan(s["F1"])
 
 
-def test_B29_macro_f1_averages_over_every_class_of_the_task():
+def test_macro_f1_averages_over_every_class_of_the_task():
     """A class absent from the test split counts 0 for every model: the F1 denominator is the task's classes,
     not whatever a model happened to predict (sklearn without `labels` would give 1.0 vs 0.63 here)."""
     classes = np.array([0, 1, 2])
@@ -71,7 +71,7 @@ def test_B29_macro_f1_averages_over_every_class_of_the_task():
         metrics.label_scores(y, y, classes, "all")
 
 
-def test_B29_class_code_out_of_range_is_refused_not_counted_elsewhere():
+def test_class_code_out_of_range_is_refused_not_counted_elsewhere():
     """A code >= K in one vector of a batch would land in the next vector's confusion matrix."""
     y_true = np.array([[0, 1, 2, 0], [0, 1, 0, 1]])
     y_pred = np.array([[0, 1, 1, 0], [0, 1, 0, 1]])
@@ -81,7 +81,7 @@ def test_B29_class_code_out_of_range_is_refused_not_counted_elsewhere():
         metrics.batched_mcc(y_true[1:], y_pred[1:] - 1, 2)
 
 
-def test_B29_basic_bootstrap_interval_stays_inside_mccs_range():
+def test_basic_bootstrap_interval_stays_inside_mccs_range():
     """A basic interval is reflected around the estimate; for a near-perfect MCC on few rows it would reach
     past 1 (up to 2 on n = 2). Both methods stay within [-1, 1]."""
     for y, p in (([0, 1], [0, 1]), ([0, 1], [1, 0]), ([0, 1] * 15, [0, 1] * 14 + [1, 1])):

@@ -1,5 +1,6 @@
-"""Failure cases of kind "numerics" (../shared/cases/CASES.md): B25 (CPU-checkable parts; the bf16 parts are
-device checks that skip without CUDA), B26, B27. Policy: docs/footguns.md ("Numerics").
+"""Failure cases of kind "numerics" (../shared/cases/CASES.md): bf16/fp16 results that move with
+batch size (CPU-checkable parts; the bf16 parts are device checks that skip without CUDA), batch invariance with
+an explicit tolerance, fp16 overflow to NaN/inf. Policy: docs/footguns.md ("Numerics").
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from geneb.extract.cache import CacheError, SplitEmbeddings, write_embeddings
 from geneb.extract.step import extract_task
 from geneb.registry.extraction import DEFAULT_EXTRACTION
 
-# ---- B25 ----------------------------------------------------------------------------------------------------------
+# ---- bf16/fp16 compute dtype and batch size -----------------------------------------------------------------------
 
 
-def test_B25_pooling_accumulates_in_fp32():
+def test_pooling_accumulates_in_fp32():
     """bf16 states [256, 1 x 100]: a bf16 running sum sticks at 256 (257 is not representable); GENEB's pool
     casts first, so the mean is 356/101 and the result is float32."""
     h = torch.ones(1, 101, 1, dtype=torch.bfloat16)
@@ -38,7 +39,7 @@ def test_B25_pooling_accumulates_in_fp32():
     assert acc.item() == 256
 
 
-def test_B25_compute_dtype_is_recorded(zoo, make_task, tmp_path):
+def test_compute_dtype_is_recorded(zoo, make_task, tmp_path):
     """compute_dtype is an HDF5 attribute; bf16 weights on CPU give float32, finite, close vectors."""
     task = make_task([random_dna(120, i) for i in range(4)], [random_dna(80, 9)])
     files = {}
@@ -53,7 +54,7 @@ def test_B25_compute_dtype_is_recorded(zoo, make_task, tmp_path):
         assert cos.min() >= 0.99
 
 
-def test_B25_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
+def test_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
     """Under dtype auto the device picks the compute dtype and a device change never reruns work, so every score
     row states the dtype its embeddings were computed in (read from the cache key): bfloat16 here, not the
     float32 default."""
@@ -120,10 +121,11 @@ def test_B25_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
 
 
 def _evo_package(monkeypatch, package_dtype):
-    """A stand-in `evo` package (evo-model's API, as in test_model_loading's B23 tests) whose Evo(name).model comes
-    in `package_dtype`, the way evo-model loads Evo in bfloat16 whatever the device, and which has evo-model's
-    `to_bfloat16_except_poles_residues` (bfloat16 everywhere except the filter's `poles`, kept float32). Returns a
-    dict that records the dtype the forward pass ran in and whether the package's own cast was used."""
+    """A stand-in `evo` package (evo-model's API, as in test_model_loading's looks-like-logits tests) whose
+    Evo(name).model comes in `package_dtype`, the way evo-model loads Evo in bfloat16 whatever the device, and
+    which has evo-model's `to_bfloat16_except_poles_residues` (bfloat16 everywhere except the filter's `poles`,
+    kept float32). Returns a dict that records the dtype the forward pass ran in and whether the package's own
+    cast was used."""
     import importlib.machinery
     import sys
     import types
@@ -184,7 +186,7 @@ def _evo_settings(dtype):
     return extraction_settings({"models": {"evo-standin": entry}}, "evo-standin", {})
 
 
-def test_B25_evo_runs_in_the_recorded_dtype(monkeypatch):
+def test_evo_runs_in_the_recorded_dtype(monkeypatch):
     """evo-model hands Evo over in bfloat16 whatever the device; GENEB casts it to its own weights dtype so the
     recorded compute_dtype is what runs. dtype auto on CPU: float32 parameters, a float32 forward pass, float32
     recorded. dtype bfloat16 of a package model in float32: the package's to_bfloat16_except_poles_residues is
@@ -210,7 +212,7 @@ def test_B25_evo_runs_in_the_recorded_dtype(monkeypatch):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="device check: bf16 autocast vs fp32 on CUDA needs a GPU")
-def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
+def test_device_bf16_vs_fp32_and_batch_size(zoo, shared):
     """8 x 200 nt: per-row cosine >= 0.999 (fp32 vs bf16 autocast); bf16 batch sizes 1 and 8: probe MCC within 0.01."""
     import pandas as pd
     from sklearn.linear_model import LogisticRegression
@@ -236,11 +238,11 @@ def test_B25_device_bf16_vs_fp32_and_batch_size(zoo, shared):
     assert abs(mcc[0] - mcc[1]) <= 0.01
 
 
-# ---- B26 ----------------------------------------------------------------------------------------------------------
+# ---- batch invariance with an explicit tolerance ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_B26_batch_invariance_fp32_every_family(zoo, kind):
+def test_batch_invariance_fp32_every_family(zoo, kind):
     """Tiny random model of every family on CPU fp32: batch 1 vs 4 vs 7, max |diff| <= 1e-5."""
     seqs = [random_dna(n, n) for n in (37, 200, 12, 90, 64, 150, 300)]
     report = check_batch_invariance(zoo.encoder(kind), seqs, batch_sizes=(1, 4, 7)).require()
@@ -260,7 +262,7 @@ class _Drifting:
         return EmbedResult(x, np.ones(len(seqs), np.int32), np.ones(len(seqs), np.int32), np.zeros(len(seqs), bool))
 
 
-def test_B26_checker_tolerance_is_explicit():
+def test_checker_tolerance_is_explicit():
     enc = _Drifting()
     report = check_batch_invariance(enc, ["A", "C"], batch_sizes=(1, 4))
     assert 0 < report.max_abs_diff < 1e-6 and report.ok  # fp32 default 1e-5
@@ -271,7 +273,7 @@ def test_B26_checker_tolerance_is_explicit():
     assert check_batch_invariance(enc, ["A"], batch_sizes=(1, 2)).atol == 2e-2
 
 
-# ---- B27 ----------------------------------------------------------------------------------------------------------
+# ---- fp16 overflow: NaN/inf never cached --------------------------------------------------------------------------
 
 
 class InfModel(TokenModelEncoder):
@@ -309,7 +311,7 @@ def _inf_settings(**extraction):
     }
 
 
-def test_B27_inf_row_raises_naming_model_task_row(make_task, tmp_path, monkeypatch):
+def test_inf_row_raises_naming_model_task_row(make_task, tmp_path, monkeypatch):
     """One inf row in a batch of 3: the job fails naming model, task and row 1, and writes no file."""
     settings = _inf_settings()
     monkeypatch.setattr("geneb.extract.step.build_encoder", lambda s, **kw: InfModel(s, batch_size=3, progress=False))
@@ -321,7 +323,7 @@ def test_B27_inf_row_raises_naming_model_task_row(make_task, tmp_path, monkeypat
     assert not out.exists() and not list(tmp_path.glob(".tmp-*"))
 
 
-def test_B27_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
+def test_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
     """nonfinite: retry_fp32 with bf16 autocast: the overflowing batch is rerun in float32; the file is finite."""
 
     class ReducedOnly(InfModel):
@@ -342,7 +344,7 @@ def test_B27_retry_in_fp32_by_policy(make_task, tmp_path, monkeypatch):
         assert enc.embed(["ACGA", "TTTT", "GGCA"]).counters.fp32_retries == 1
 
 
-def test_B27_cache_never_holds_non_finite_values(tmp_path):
+def test_cache_never_holds_non_finite_values(tmp_path):
     emb = np.ones((3, 2), np.float32)
     emb[1, 0] = np.inf
     split = SplitEmbeddings(emb, np.arange(3), np.ones(3, np.int32))
@@ -354,7 +356,7 @@ def test_B27_cache_never_holds_non_finite_values(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_B27_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypatch):
+def test_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypatch):
     """A model whose rows of over 32 tokens overflow under reduced-precision autocast: the load-time padding check
     batches a long probe, but with float32 weights it runs in float32 (a pad leak must not hide in rounding), so
     nothing overflows at load, and the written fp32_retries counts the task's one overflowing batch: 1."""
@@ -385,7 +387,7 @@ def test_B27_fp32_retries_count_the_task_rows_only(make_task, tmp_path, monkeypa
         assert np.isfinite(f["train"]["embeddings"][:]).all()
 
 
-def test_B26_bigbird_vectors_do_not_depend_on_which_rows_came_before(zoo):
+def test_bigbird_vectors_do_not_depend_on_which_rows_came_before(zoo):
     """BigBird switches itself to full attention for good after one batch too short for block-sparse attention;
     GENEB restores block-sparse attention before every batch, so a long row's vector is the same whether a short
     row was embedded before it or not."""

@@ -1,4 +1,6 @@
-"""Failure cases of kind `sampling` and probe training (../shared/cases/CASES.md): B31, B34, B35, B36."""
+"""Failure cases of kind `sampling` and probe training (../shared/cases/CASES.md): repeated few-shot
+draws, a one-class training set, inner CV with too few members per class, convergence, scaling and
+scikit-learn default drift."""
 
 from __future__ import annotations
 
@@ -63,11 +65,11 @@ def _tiny(y_train, y_test, seed=0, d=4):
     return TaskArrays("tiny", X(y_train), y_train, np.arange(len(y_train)), X(y_test), y_test, np.arange(len(y_test)))
 
 
-# ---- B31: repeated few-shot draws must each use their own seed --------------------------------------------
+# ---- repeated few-shot draws must each use their own seed -------------------------------------------------
 
 
 @pytest.mark.parametrize("protocol", ["geneb-paper", "geneb-strict"])
-def test_B31_repeated_draws_use_distinct_seeds(cfg, protocol):
+def test_repeated_draws_use_distinct_seeds(cfg, protocol):
     # pool of 100 rows (50/50), 10-shot, experiments i = 0..4 whose seeds start at 7; every experiment's
     # seed is written in config and on every output row (GENEB has no hidden "base seed + experiment").
     y = np.array([0, 1] * 50)
@@ -82,7 +84,7 @@ def test_B31_repeated_draws_use_distinct_seeds(cfg, protocol):
     assert again["draws"][0]["rows"] == shots["draws"][3]["rows"]  # (seed 7, i = 3) twice: identical lists
 
 
-def test_B31_whole_kind_every_draw_input_is_used(cfg, promoters):
+def test_whole_kind_every_draw_input_is_used(cfg, promoters):
     # an argument that is passed and never used: the nested draw must move with the data hash too, and the
     # probe must fit each seed on its own draw (different predictions), not one draw reused
     y = promoters.y_train
@@ -108,7 +110,7 @@ def test_B31_whole_kind_every_draw_input_is_used(cfg, promoters):
         "one class short",
     ],
 )
-def test_B31_a_shot_file_that_is_not_its_settings_draw_is_refused(cfg, damage):
+def test_a_shot_file_that_is_not_its_settings_draw_is_refused(cfg, damage):
     """Every model reads the same shot file; one edited or damaged by hand (a draw missing, so a seed silently
     drops out of the mean; a repeated row; a shortened full set) is refused, naming the file."""
     import copy
@@ -139,10 +141,10 @@ def test_B31_a_shot_file_that_is_not_its_settings_draw_is_refused(cfg, damage):
         check_shots(bad, rows, y, path="shots.json")
 
 
-# ---- B34: a one-class training set is refused before any fit ----------------------------------------------
+# ---- a one-class training set is refused before any fit ---------------------------------------------------
 
 
-def test_B34_one_class_training_set_is_refused_before_fit(cfg, monkeypatch):
+def test_one_class_training_set_is_refused_before_fit(cfg, monkeypatch):
     data = _tiny([0, 0, 0, 1, 1, 1], [0, 1, 0, 1])
     shots = _shots(data, "geneb-paper", cfg["geneb-paper"])
     bad = next(d for d in shots["draws"] if d["regime"] == "1shot" and d["seed"] == 42)
@@ -158,20 +160,20 @@ def test_B34_one_class_training_set_is_refused_before_fit(cfg, monkeypatch):
     assert "task 'tiny'" in msg and "regime '1shot'" in msg and "seed 42" in msg and "lacks class(es) [1]" in msg
 
 
-def test_B34_whole_kind_single_class_split_is_refused(cfg):
+def test_whole_kind_single_class_split_is_refused(cfg):
     data = _tiny([0, 0, 0], [0, 0])
     with pytest.raises(ProbeInputError, match=r"regime 'full', seed 13: .*fewer than 2 classes"):
         fit_all(data, from_config("geneb-paper", cfg["geneb-paper"]), _shots(data, "geneb-paper", cfg["geneb-paper"]))
 
 
 @pytest.mark.parametrize("protocol", ["geneb-paper", "geneb-strict"])
-def test_B34_one_row_per_class_fits_and_predicts(cfg, protocol):
+def test_one_row_per_class_fits_and_predicts(cfg, protocol):
     data = _tiny([0, 1], [0, 1, 1, 0])
     fits, _ = fit_all(data, from_config(protocol, cfg[protocol]), _shots(data, protocol, cfg[protocol]))
     assert all(f.n_train == 2 and len(f.y_pred) == 4 and set(f.y_pred) <= {0, 1} for f in fits)
 
 
-# ---- B35: no inner CV where the classes are too small ----------------------------------------------------
+# ---- no inner CV where the classes are too small ---------------------------------------------------------
 
 
 @pytest.fixture
@@ -187,7 +189,7 @@ def kfold_spy(monkeypatch):
     return made
 
 
-def test_B35_few_shot_regimes_never_run_inner_cv(cfg, promoters, kfold_spy):
+def test_few_shot_regimes_never_run_inner_cv(cfg, promoters, kfold_spy):
     p = from_config("geneb-strict", cfg["geneb-strict"])
     fit_all(promoters, p, _shots(promoters, "geneb-strict", cfg["geneb-strict"]))
     assert kfold_spy == [5]  # only the full regime's inner CV, none for the 20 few-shot fits
@@ -198,7 +200,7 @@ def test_B35_few_shot_regimes_never_run_inner_cv(cfg, promoters, kfold_spy):
     assert kfold_spy == [] and fits[0].C_selection.startswith("fixed: a class has fewer than 2")
 
 
-def test_B35_inner_cv_folds_shrink_to_the_smallest_class(cfg, kfold_spy):
+def test_inner_cv_folds_shrink_to_the_smallest_class(cfg, kfold_spy):
     data = _tiny([0] * 12 + [1] * 3, [0, 1] * 4, d=3)
     fits, _ = fit_all(
         data, from_config("geneb-strict", cfg["geneb-strict"]), _shots(data, "geneb-strict", cfg["geneb-strict"])
@@ -207,7 +209,7 @@ def test_B35_inner_cv_folds_shrink_to_the_smallest_class(cfg, kfold_spy):
     assert kfold_spy == [3] and fits[0].C_selection == "inner 3-fold CV (log_loss), class_weight balanced"
 
 
-# ---- B36: scaling on train rows only, convergence recorded, every hyperparameter explicit -------------------
+# ---- scaling on train rows only, convergence recorded, every hyperparameter explicit ------------------------
 
 
 def _scaled(seed=0):
@@ -220,7 +222,7 @@ def _scaled(seed=0):
     )
 
 
-def test_B36_scaler_is_fitted_on_train_rows_only(cfg):
+def test_scaler_is_fitted_on_train_rows_only(cfg):
     data = _scaled()
     scaler = fit_scaler(data.X_train)
     assert np.allclose(scaler.mean_, data.X_train.mean(axis=0))
@@ -237,7 +239,7 @@ def test_B36_scaler_is_fitted_on_train_rows_only(cfg):
         assert np.array_equal(a.y_pred[:10], b.y_pred) and np.allclose(a.proba[:10], b.proba)
 
 
-def test_B36_non_convergence_is_recorded_not_swallowed(cfg):
+def test_non_convergence_is_recorded_not_swallowed(cfg):
     data = _scaled()
     p = from_config("geneb-paper", {**cfg["geneb-paper"], "max_iter": 3})  # raw 1e4-scale features
     with warnings.catch_warnings():
@@ -252,7 +254,7 @@ def test_B36_non_convergence_is_recorded_not_swallowed(cfg):
 
 
 @pytest.mark.parametrize("protocol", ["geneb-paper", "geneb-strict"])
-def test_B36_every_hyperparameter_is_explicit_and_no_deprecated_argument_is_used(cfg, protocol):
+def test_every_hyperparameter_is_explicit_and_no_deprecated_argument_is_used(cfg, protocol):
     p = from_config(protocol, cfg[protocol])
     weight = p.class_weight_for(np.array([0] * 9 + [1] * 3))  # a 3:1 task
     lr = p.logistic_regression(p.C, seed=7, class_weight=weight).get_params()

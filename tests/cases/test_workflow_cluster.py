@@ -1,6 +1,7 @@
-"""Failure cases of kind `workflow/cluster` (../shared/cases/CASES.md): B40 (the workflow half), B41, B42, B43,
-B44; and partial reruns, interrupted work, and the Slurm profile's plan (the runs on a real single-node Slurm:
-test_workflow_slurm.py).
+"""Failure cases of kind `workflow/cluster` (../shared/cases/CASES.md): one writer per HDF5 file (the
+workflow half), a failed job's partial output, a hard kill midway (SIGKILL, walltime, scancel), GPU requests
+that reach SLURM, params that stay equal between calls; and partial reruns, interrupted work, and the Slurm
+profile's plan (the runs on a real single-node Slurm: test_workflow_slurm.py).
 
 The tests run the real Snakefile on the shared finished run (conftest `finished_run`: 2 tasks x kmer-3, kmer-4,
 capped, built once per session), read as it is or in a copy of their own (`copy_run`) with a changed config; a
@@ -219,10 +220,11 @@ def test_slurm_profile_dry_run_reruns_nothing(finished_run, tmp_path):
     assert snakemake_n(run, "--profile", str(REPO / "profiles" / "slurm"), SCORES) == []
 
 
-# ---- B40: one writer per embedding file -----------------------------------------------------------------------
+# ---- one writer per embedding file ----------------------------------------------------------------------------
 
 H5_TRACE_SITECUSTOMIZE = '''
-"""Test instrumentation (GENEB B40): log every h5py.File open (pid, path, mode) and each process's lifetime."""
+"""Test instrumentation (GENEB, one writer per HDF5 file): log every h5py.File open (pid, path, mode) and each
+process's lifetime."""
 import atexit, json, os, sys, time
 _trace = os.environ.get("GENEB_TEST_H5_TRACE")
 if _trace:
@@ -241,7 +243,7 @@ if _trace:
 '''
 
 
-def test_B40_each_embed_job_writes_only_its_own_file(finished_run, tmp_path):
+def test_each_embed_job_writes_only_its_own_file(finished_run, tmp_path):
     """Three k-mer models extract TASKS[0], two at a time, each process traced: each writes its own file only. On a
     copy of the finished run (its task prepared) without its embeddings and results."""
     run = copy_run(finished_run, tmp_path / "run")
@@ -302,7 +304,7 @@ def test_B40_each_embed_job_writes_only_its_own_file(finished_run, tmp_path):
             assert bool(f.attrs["complete"])
 
 
-# ---- B41: a failed job's partial output -----------------------------------------------------------------------
+# ---- a failed job's partial output ----------------------------------------------------------------------------
 
 HALF_WRITER = """
 import h5py, numpy as np, sys
@@ -311,7 +313,7 @@ with h5py.File(sys.argv[1], "w") as f:  # a non-atomic writer that dies half way
 """
 
 
-def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
+def test_failed_job_partial_output_is_rescheduled(tmp_path):
     """A test-double embed rule writes half its HDF5 output and exits 1 under --keep-incomplete. Snakemake
     9.27 records that output with incomplete=false (the regression of the case), so GENEB does not rely on
     it: the partial-file check that common.smk runs before every DAG moves the file aside, and the job is
@@ -342,7 +344,7 @@ def test_B41_failed_job_partial_output_is_rescheduled(tmp_path):
     assert set_aside_partial([out]) == []  # a missing file is left alone
 
 
-def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(finished_run, tmp_path):
+def test_half_written_embedding_in_the_workflow_is_extracted_again(finished_run, tmp_path):
     """The state a failed extraction leaves when Snakemake records its partial output as complete: the
     embedding file is half written (one cut to half its bytes, one without its `complete` attribute) and
     nothing downstream of it exists. A dry run moves nothing and names both; the run sets them aside, extracts them
@@ -373,7 +375,7 @@ def test_B41_half_written_embedding_in_the_workflow_is_extracted_again(finished_
     assert_downstream_newer(run)
 
 
-def test_B41_probe_refuses_partial_embedding_by_itself(finished_run, tmp_path):
+def test_probe_refuses_partial_embedding_by_itself(finished_run, tmp_path):
     """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing: by its
     content digest (the bytes changed since it was written), and, for a file written before digests, by its
     missing `complete` attribute."""
@@ -406,7 +408,7 @@ def test_B41_probe_refuses_partial_embedding_by_itself(finished_run, tmp_path):
         integrity.digest_path(h5).unlink(missing_ok=True)  # the same file as one written before digests
 
 
-def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(finished_run, tmp_path):
+def test_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(finished_run, tmp_path):
     """A complete cache copied in from elsewhere (another model, other extraction settings) is not trusted: the
     probe compares the file's key with its model, task and settings-hash folder. It reads the finished run as it
     is (the probe writes under tmp_path only)."""
@@ -439,7 +441,7 @@ def test_B41_probe_refuses_a_complete_file_made_for_other_settings_or_another_mo
     assert (out / "scores.parquet").exists()
 
 
-def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
+def test_writer_leaves_nothing_under_the_final_name(tmp_path):
     """The embedding writer fails after its datasets are written: no file under the final name, no temp."""
     from geneb.extract.cache import SplitEmbeddings, write_embeddings
 
@@ -453,7 +455,7 @@ def test_B41_writer_leaves_nothing_under_the_final_name(tmp_path):
     assert list(target.parent.iterdir()) == []
 
 
-# ---- B42: SIGKILL midway, then recover ---------------------------------------------------------------------
+# ---- SIGKILL midway, then recover --------------------------------------------------------------------------
 
 
 def _start(run: Path, *args: str) -> subprocess.Popen:
@@ -484,7 +486,7 @@ def _recover_and_check(run: Path, reference: Path) -> None:
 
 
 @pytest.mark.slow
-def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
+def test_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     """SIGKILL of Snakemake and its jobs while the extraction runs, then the documented recovery; the result equals
     the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
     run = tmp_path / "run"
@@ -510,7 +512,7 @@ def test_B42_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
 
 
 @pytest.mark.slow
-def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
+def test_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
     """SIGKILL of Snakemake and its jobs while the probe job runs, then the documented recovery; the result equals
     the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
     run = tmp_path / "run"
@@ -529,7 +531,7 @@ def test_B42_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
     assert embedding_files(run)[0].stat().st_mtime_ns == h5_mtime, "recovery redid a finished extraction"
 
 
-# ---- B43: GPU requests reach sbatch; no CPU fallback ----------------------------------------------------------
+# ---- GPU requests reach sbatch; no CPU fallback ---------------------------------------------------------------
 
 
 def _sbatch_lines(run: Path, *profiles: str, config: list[str] | None = None) -> dict[str, list[str]]:
@@ -552,7 +554,7 @@ def _sbatch_lines(run: Path, *profiles: str, config: list[str] | None = None) ->
 GPU_FLAG = re.compile(r"--gpus[= ]|--gres[= ]\S*gpu")
 
 
-def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
+def test_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
     """The sbatch line of every job of a fresh run (geneb.run.sbatch_preview, a command with profiles: a
     subprocess), from a config alone: nothing is run."""
     run = tmp_path / "run"
@@ -581,7 +583,7 @@ def test_B43_gpu_request_on_every_neural_embed_job_and_none_on_probes(tmp_path):
     assert not any(" -p gpu " in ln for rule in lines.values() for ln in rule), lines["extract_embeddings"]
 
 
-def test_B43_device_cuda_without_cuda_stops_at_once(finished_run, tmp_path):
+def test_device_cuda_without_cuda_stops_at_once(finished_run, tmp_path):
     """A neural model under device cuda on a machine without CUDA: its extraction stops before embedding a row.
     On a copy of the finished run without embeddings and results (its task prepared)."""
     import torch
@@ -602,10 +604,10 @@ def test_B43_device_cuda_without_cuda_stops_at_once(finished_run, tmp_path):
     assert embedding_files(run) == []
 
 
-# ---- B44: params that stay equal ----------------------------------------------------------------------------
+# ---- params that stay equal ---------------------------------------------------------------------------------
 
 
-def test_B44_params_stable_across_processes_and_key_order(finished_run, tmp_path):
+def test_params_stable_across_processes_and_key_order(finished_run, tmp_path):
     """Right after a complete run nothing reruns: not in a new process with another hash seed, not after the
     config and registry YAML are rewritten with every mapping's keys in reverse order, not after comments in
     the Snakefile and a rule file change (the workflow copied elsewhere)."""
@@ -644,7 +646,7 @@ def test_B44_params_stable_across_processes_and_key_order(finished_run, tmp_path
     assert snakemake_n(run, SCORES, snakefile=wf / "Snakefile") == []
 
 
-def test_B44_stable_params_renders_identically_in_separate_processes():
+def test_stable_params_renders_identically_in_separate_processes():
     code = textwrap.dedent("""
         import random, sys
         from geneb.run.rerun import stable_params

@@ -142,7 +142,7 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_r
 
 
 @pytest.mark.slurm
-def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, finished_run, tmp_path):
+def test_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, finished_run, tmp_path):
     """An extraction job cancelled on Slurm (scancel) is resubmitted and the scores equal the local run's. On a
     copy of the finished run without embeddings and results: the extractions and all after them run again."""
     env = slurm_env
@@ -193,7 +193,7 @@ def test_B42_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, finishe
 
 
 @pytest.mark.slurm
-def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finished_run, tmp_path):
+def test_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finished_run, tmp_path):
     """Under the gres profile a neural extraction job is given a GPU by Slurm, and without CUDA it stops instead
     of running on the CPU. On a copy of the finished run without embeddings and results (its task prepared)."""
     env = slurm_env
@@ -231,7 +231,7 @@ def test_B43_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, fin
 
 
 @pytest.mark.slurm
-def test_B42_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tmp_path, monkeypatch):
+def test_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tmp_path, monkeypatch):
     """A hard kill of the main process leaves its Slurm jobs running; recovery must not start a second writer."""
     from geneb.run import recover
 

@@ -76,7 +76,7 @@ def test_golden_shape_and_checksum(registry, name, seqs):
 def test_hyena_equals_a_plain_forward_pass(registry):
     """HyenaDNAModel through its own remote code: the character tokenizer appends [SEP] (excluded from the pool);
     no attention mask, causal, so right pads sit after every real token. The tokenizer's own left padding moves
-    the real positions (case B02): GENEB does not use it."""
+    the real positions: GENEB does not use it."""
     from transformers import AutoModel, AutoTokenizer
 
     folder = _folder(registry, HYENA)

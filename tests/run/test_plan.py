@@ -329,7 +329,7 @@ def test_a_model_that_cannot_run_stops_the_main_process_with_the_preflight_messa
 
 def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config, tmp_path, monkeypatch):
     """A half-written embedding file (no `complete` attribute) of a configured model and task is moved to
-    .partial-<name>.<n> before the DAG is built (case B41), with a warning; a job process leaves it."""
+    .partial-<name>.<n> before the DAG is built, with a warning; a job process leaves it."""
     monkeypatch.chdir(tmp_path)
     half = tmp_path / plan(small_config).embedding_file("kmer-3", TASKS[0])
     half.parent.mkdir(parents=True)
@@ -380,7 +380,7 @@ def test_integral_floats_are_ints_in_params():
 
 
 def test_the_planned_config_and_params_do_not_depend_on_key_order_or_number_spelling(small_config):
-    """Params are compared by repr (case B44): the same config with every mapping in reverse key order and
+    """Params are compared by repr: the same config with every mapping in reverse key order and
     integral numbers written as floats plans the same config, task params, probe settings and settings hashes."""
     flipped = reversed_mappings(copy.deepcopy(small_config))
     paper = flipped["probe"]["geneb-paper"]

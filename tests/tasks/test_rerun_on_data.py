@@ -83,7 +83,7 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     os.utime(mirror / TASK / "test.csv.gz")
     assert not planned_prepare(run)
 
-    # files prepare_task never reads: a .DS_Store, a dev split (case B44)
+    # files prepare_task never reads: a .DS_Store, a dev split: not part of the rerun key
     (mirror / TASK / ".DS_Store").write_bytes(b"")
     shutil.copy(mirror / TASK / "test.csv.gz", mirror / TASK / "dev.csv.gz")
     assert not planned_prepare(run)
