@@ -74,7 +74,7 @@ class Zoo:
         self._encoders: dict[str, Any] = {}
 
     def folder(self, kind: str) -> Path:
-        from geneb.testing import tiny
+        import tiny_models as tiny
 
         if kind not in self._folders:
             tok = self.shared / "models" / "tokenizers"

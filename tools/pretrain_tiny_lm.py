@@ -1,5 +1,5 @@
 """Pretrain GENEB's tiny reference language models (one masked, one causal DNA transformer) on a real task's
-training sequences, seeded, for a few CPU minutes (geneb.testing.tiny_lm).
+training sequences, seeded, for a few CPU minutes (geneb.zeroshot.reference_lms.pretrain_reference_lm).
 
 Run from the repository root: `python tools/pretrain_tiny_lm.py --kind masked --out resources/reference_lms/tiny-masked
 [--task gb_human_nontata_promoters__resplit] [--steps 300] [--seed 0] [--shared ../shared]`. Writes a hub-snapshot
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from geneb.core.provenance import file_sha256  # noqa: E402
-from geneb.testing.tiny_lm import TinyLMSettings, pretrain_tiny_lm  # noqa: E402
+from geneb.zeroshot.reference_lms import ReferenceLMSettings, pretrain_reference_lm  # noqa: E402
 
 
 def main() -> int:
@@ -36,8 +36,8 @@ def main() -> int:
     args = ap.parse_args()
     train = args.shared / "data" / "tasks" / args.task / "train.csv.gz"
     sequences = pd.read_csv(train)["sequence"].astype(str).tolist()
-    settings = TinyLMSettings(kind=args.kind, steps=args.steps, seed=args.seed, window=args.window)
-    record = pretrain_tiny_lm(
+    settings = ReferenceLMSettings(kind=args.kind, steps=args.steps, seed=args.seed, window=args.window)
+    record = pretrain_reference_lm(
         args.out, sequences, settings, data={"task": args.task, "train_sha256": file_sha256(train, 64)}
     )
     curve = record["loss_every_10_steps"]

@@ -1,7 +1,7 @@
 """Failure cases of kind "model loading" (../shared/cases/CASES.md): B18, B19, B20, B22, B23, B24.
 
 Remote code is exercised with hand-made remote-code folders (config auto_map + a modeling file written at
-test time, geneb.testing.tiny); families outside transformers with stand-in packages injected into
+test time, tests/tiny_models.py); families outside transformers with stand-in packages injected into
 sys.modules that follow the documented APIs. Policy: docs/footguns.md ("Model loading").
 """
 
@@ -272,7 +272,7 @@ def test_B20_remote_model_returning_a_tuple(zoo):
 def test_B20_layer_index_needs_the_embedding_output(tmp_path):
     """Remote code whose hidden_states leave out the embedding output (2 entries for 2 layers): index 0 would
     silently be the first block, not the embeddings, so an index other than -1 is LayerNotExposedError; -1 runs."""
-    from geneb.testing import tiny
+    import tiny_models as tiny
 
     assert "states = [x]" in tiny._HYENA_MODEL
     folder = tmp_path / f"hyena-noemb-{uuid.uuid4().hex[:12]}"
@@ -310,7 +310,7 @@ def albert_folder(tmp_path_factory, shared):
     """A tiny ALBERT: one shared block applied num_hidden_layers (3) times per forward pass."""
     import transformers as tf
 
-    from geneb.testing.tiny import copy_tokenizer
+    from tiny_models import copy_tokenizer
 
     folder = tmp_path_factory.mktemp("albert")
     copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
@@ -417,7 +417,7 @@ def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
     assert len(hyena.tokenizer) == 12 and hyena.num_embeddings == 16
     assert np.isfinite(hyena.embed(["ACGTN"]).embeddings).all()
     folder = _copy(zoo, "bert", tmp_path / "bert_wrong_tokenizer")
-    from geneb.testing.tiny import copy_tokenizer
+    from tiny_models import copy_tokenizer
 
     copy_tokenizer(zoo.shared / "models" / "tokenizers" / "gena-lm-bigbird-base-t2t", folder)  # 32k ids, 4096 rows
     # the load-time padding check already tokenizes and runs a probe sequence, so loading is where it stops
@@ -511,7 +511,7 @@ def test_B22_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, sh
     vocab_size (64) still bounds the ids, so a mismatched tokenizer (DNABERT-2's 4096 ids) stops at load
     with TokenIdRangeError, not an IndexError inside the model; a matching tokenizer embeds. With no table
     to measure, the width comes from the config, here under `hidden_dim` (B23's width check needs it)."""
-    from geneb.testing.tiny import _write_remote, copy_tokenizer, write_char_tokenizer
+    from tiny_models import _write_remote, copy_tokenizer, write_char_tokenizer
 
     folder = tmp_path / f"tinyenc-{uuid.uuid4().hex[:12]}"
     write_char_tokenizer(folder, padding_side="right")
@@ -673,7 +673,7 @@ def test_B23_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
     """A causal LM whose AutoModel class returns (logits, cache), with its width under `hidden_dim` (32) and its
     vocabulary padded to a multiple of 8 (12 -> 16 rows and 16 logits, as HyenaDNA/Evo do): the pooled width 16
     is neither vocab_size nor a known hidden size by the old keys; the table width identifies the logits."""
-    from geneb.testing.tiny import _write_remote, write_char_tokenizer
+    from tiny_models import _write_remote, write_char_tokenizer
 
     folder = tmp_path / f"tinylm-{uuid.uuid4().hex[:12]}"
     write_char_tokenizer(folder, padding_side="right")

@@ -1,6 +1,6 @@
 """Failure cases of kind "pooling" (../shared/cases/CASES.md): B02, B04, B05, B06, B07.
 
-Every test runs real checkpoints built from configs (geneb.testing.tiny) through the real registry and
+Every test runs real checkpoints built from configs (tests/tiny_models.py) through the real registry and
 adapters; the policy each enforces is in docs/footguns.md ("Pooling").
 """
 
@@ -74,7 +74,7 @@ def _tiny_from_config(folder, shared, config_cls, model_cls, **config):
     """A random-init checkpoint (torch seed 0) with the DNABERT-2 tokenizer, written with save_pretrained."""
     from transformers import AutoTokenizer
 
-    from geneb.testing.tiny import copy_tokenizer
+    from tiny_models import copy_tokenizer
 
     copy_tokenizer(shared / "models" / "tokenizers" / "dnabert-2-117m", folder)
     vocab = len(AutoTokenizer.from_pretrained(folder))
@@ -385,7 +385,7 @@ def gpt2_folder(tmp_path_factory):
     """A tiny GPT-2 (learned absolute positions, wpe) with a HyenaDNA-style char tokenizer, via save_pretrained."""
     import transformers as tf
 
-    from geneb.testing.tiny import write_char_tokenizer
+    from tiny_models import write_char_tokenizer
 
     folder = tmp_path_factory.mktemp("gpt2")
     write_char_tokenizer(folder, padding_side="right")

@@ -287,7 +287,7 @@ def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
     import json
     import uuid
 
-    from geneb.testing.tiny import write_remote_hyena
+    from tiny_models import write_remote_hyena
 
     folder = write_remote_hyena(
         tmp_path / f"hyena-slow-{uuid.uuid4().hex[:12]}"
@@ -526,7 +526,7 @@ def padding_idx_models(tmp_path_factory):
     tokenizer that sets no model_max_length (the 'not set' sentinel): only the config gives a maximum."""
     import transformers as tf
 
-    from geneb.testing.tiny import write_char_tokenizer
+    from tiny_models import write_char_tokenizer
 
     folders = {}
     common = {

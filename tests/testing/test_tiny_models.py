@@ -1,11 +1,11 @@
-"""The test-only builders of `geneb.testing.tiny`: each writes a checkpoint folder that transformers loads, with
+"""The test-only builders of tests/tiny_models.py: each writes a checkpoint folder that transformers loads, with
 the size asked for, and the same seed gives the same weights."""
 
 from __future__ import annotations
 
 import pytest
 
-from geneb.testing.tiny import build_tiny, write_remote_hyena
+from tiny_models import build_tiny, write_remote_hyena
 
 
 def test_a_tiny_random_esm_loads_with_the_size_asked_for(tmp_path):

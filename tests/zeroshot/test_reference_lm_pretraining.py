@@ -1,9 +1,10 @@
-"""GENEB's tiny reference language models (geneb.testing.tiny_lm): a short seeded pretraining on real promoter
-sequences writes folders the llr scorer loads with their trained head; training lowers the loss, the same seed
-gives the same weights, and the trained causal model prefers real sequences to their shuffles."""
+"""The pretraining of GENEB's reference language models (geneb.zeroshot.reference_lms): a short seeded run on real
+promoter sequences writes folders the llr scorer loads with their trained head; training lowers the loss, the same
+seed gives the same weights, and the trained causal model prefers real sequences to their shuffles."""
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -12,10 +13,10 @@ import pytest
 
 from extraction_support import spec
 from geneb.registry.extraction import extraction_settings
-from geneb.testing.tiny_lm import PROVENANCE_FILE, TinyLMSettings, pretrain_tiny_lm
 from geneb.zeroshot.llr import score_llr
 from geneb.zeroshot.llr_head import LanguageModel
 from geneb.zeroshot.llr_load import load_language_model
+from geneb.zeroshot.reference_lms import PROVENANCE_FILE, ReferenceLMSettings, pretrain_reference_lm
 from geneb.zeroshot.task import ZeroShotTask
 
 TASK = "gb_human_nontata_promoters__resplit"
@@ -28,12 +29,14 @@ def sequences(shared):
 
 @pytest.mark.parametrize("kind,family", [("masked", "hf-encoder"), ("causal", "hf-decoder")])
 def test_a_short_pretraining_writes_a_loadable_trained_head(kind, family, sequences, tmp_path):
-    settings = TinyLMSettings(kind=kind, hidden=32, window=64, steps=40, batch=16, lr=3e-3, seed=1)
-    record = pretrain_tiny_lm(tmp_path / "a", sequences, settings, data={"task": TASK})
+    settings = ReferenceLMSettings(kind=kind, hidden=32, window=64, steps=40, batch=16, lr=3e-3, seed=1)
+    record = pretrain_reference_lm(tmp_path / "a", sequences, settings, data={"task": TASK})
     curve = record["loss_every_10_steps"]
     assert curve[-1] < curve[0] - 0.2, curve  # it learns (from about ln 10 for 10 tokens)
     saved = json.loads((tmp_path / "a" / PROVENANCE_FILE).read_text())
     assert saved["settings"]["seed"] == 1 and saved["data"]["task"] == TASK
+    module, _, name = saved["builder"].rpartition(".")  # the provenance names the function that made it
+    assert getattr(importlib.import_module(module), name) is pretrain_reference_lm
     entry = spec(tmp_path / "a", family, {"max_tokens": 256})
     model = load_language_model(extraction_settings({"models": {kind: entry}}, kind, {}), head=kind)
     assert isinstance(model, LanguageModel)  # the head's tensors are in the files
@@ -55,8 +58,8 @@ def test_a_short_pretraining_writes_a_loadable_trained_head(kind, family, sequen
 def test_the_same_seed_gives_the_same_weights(sequences, tmp_path):
     from safetensors.torch import load_file
 
-    settings = TinyLMSettings(kind="causal", hidden=16, layers=1, window=32, steps=3, batch=4, seed=5)
-    pretrain_tiny_lm(tmp_path / "a", sequences, settings)
-    pretrain_tiny_lm(tmp_path / "b", sequences, settings)
+    settings = ReferenceLMSettings(kind="causal", hidden=16, layers=1, window=32, steps=3, batch=4, seed=5)
+    pretrain_reference_lm(tmp_path / "a", sequences, settings)
+    pretrain_reference_lm(tmp_path / "b", sequences, settings)
     a, b = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)

@@ -1,5 +1,7 @@
-"""Test-only: tiny random-init checkpoints of every transformers family GENEB serves, for offline tests and
-for checking a new adapter before a full run (docs/adding-a-model.md). No runtime code imports this module.
+"""Test support: tiny random-init checkpoints of every transformers family GENEB serves, for the offline tests and
+for checking a new adapter before a full run (docs/adding-a-model.md). A tests/ module, not part of the installed
+package: the tests import it by bare name (`from tiny_models import build_tiny`; tests/ is on sys.path through
+tests/conftest.py), and no module of src/geneb imports it.
 
 Each builder writes a hub-snapshot folder with `save_pretrained` (config, safetensors weights, tokenizer
 files), so loading it exercises exactly the path a downloaded checkpoint takes. Weights come from
