@@ -1,4 +1,6 @@
-"""Failure cases of kind "model loading" (../shared/cases/CASES.md): B18, B19, B20, B22, B23, B24.
+"""Failure cases of kind "model loading" (../shared/cases/CASES.md): DNABERT-2's remote code and Triton,
+transformers version skew, remote outputs without hidden_states, a padded embedding table, logits instead of a
+representation, unpinned hub revisions.
 
 Remote code is exercised with hand-made remote-code folders (config auto_map + a modeling file written at
 test time, tests/tiny_models.py); families outside transformers with stand-in packages injected into
@@ -60,7 +62,7 @@ def _copy(zoo, kind, dest):
     return dest
 
 
-# ---- B18 ----------------------------------------------------------------------------------------------------------
+# ---- DNABERT-2's remote code and Triton on CPU --------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -86,7 +88,7 @@ def _mosaic(zoo, folder, load):
     return build_encoder(s, progress=False)
 
 
-def test_B18_dnabert2_cpu_with_triton_importable(zoo, tmp_path, importable_triton):
+def test_dnabert2_cpu_with_triton_importable(zoo, tmp_path, importable_triton):
     """A DNABERT-2-shaped remote-code model on CPU with triton importable: GENEB forces the PyTorch path."""
     import triton  # noqa: F401 - importable here
 
@@ -108,7 +110,7 @@ def test_B18_dnabert2_cpu_with_triton_importable(zoo, tmp_path, importable_trito
     assert isinstance(err.value.__cause__, AssertionError)
 
 
-def test_B18_dnabert2_cpu_without_triton(zoo, tmp_path):
+def test_dnabert2_cpu_without_triton(zoo, tmp_path):
     """With triton absent the same model gives the same vectors."""
     import importlib.util
 
@@ -127,7 +129,7 @@ def test_B18_dnabert2_cpu_without_triton(zoo, tmp_path):
     not torch.cuda.is_available(),
     reason="device check: needs CUDA (flash vs non-flash paths of a DNABERT-2-shaped model)",
 )
-def test_B18_device_flash_and_plain_paths_agree(zoo, tmp_path):
+def test_device_flash_and_plain_paths_agree(zoo, tmp_path):
     seqs = [random_dna(200, i) for i in range(4)]
     s = extraction_settings(
         {
@@ -150,10 +152,10 @@ def test_B18_device_flash_and_plain_paths_agree(zoo, tmp_path):
     assert cos.min() >= 0.999
 
 
-# ---- B19 ----------------------------------------------------------------------------------------------------------
+# ---- transformers version skew ------------------------------------------------------------------------------------
 
 
-def test_B19_version_guard_unit():
+def test_version_guard_unit():
     check_transformers_range("m", ">=4.26,<6", "5.24.0")
     check_transformers_range("m", None, "5.24.0")
     with pytest.raises(
@@ -164,7 +166,7 @@ def test_B19_version_guard_unit():
         check_transformers_range("m", "four", "5.24.0")
 
 
-def test_B19_guard_runs_before_remote_code_loads(zoo, tmp_path):
+def test_guard_runs_before_remote_code_loads(zoo, tmp_path):
     folder = _copy(zoo, "mosaic", tmp_path / "mosaic_old")
     s = extraction_settings(
         {"models": {"old": spec(folder, "hf-encoder", {}, trust=True, load={"transformers": "<5"})}}, "old", {}
@@ -173,7 +175,7 @@ def test_B19_guard_runs_before_remote_code_loads(zoo, tmp_path):
         build_encoder(s, progress=False)
 
 
-def test_B19_registry_remote_code_models_declare_a_valid_range(registry):
+def test_registry_remote_code_models_declare_a_valid_range(registry):
     """Every trust_remote_code entry declares a range; every runnable one must contain the installed version."""
     import transformers
 
@@ -190,7 +192,7 @@ def test_B19_registry_remote_code_models_declare_a_valid_range(registry):
     assert not outside, outside
 
 
-def test_B19_smoke_every_offline_runnable_registry_model(registry):
+def test_smoke_every_offline_runnable_registry_model(registry):
     """The 'pinned' matrix entry offline: every registry model runnable without network loads and embeds."""
     offline = [k for k, v in registry.models.items() if runnable_offline(v)]
     assert set(offline) >= {"kmer-3", "kmer-6", "random-esm-tiny", "mistral-dna-1m-ft-prom", "mistral-dna-1m-ft-tf1"}
@@ -201,7 +203,7 @@ def test_B19_smoke_every_offline_runnable_registry_model(registry):
         assert res.embeddings.shape[0] == 2 and np.isfinite(res.embeddings).all(), name
 
 
-def test_B19_other_registry_models_say_why_they_cannot_run(registry):
+def test_other_registry_models_say_why_they_cannot_run(registry):
     """Not runnable offline: each entry carries a reason (requires network / pinning / package), never a crash."""
     for name, v in registry.models.items():
         ok, why = runnable(v)
@@ -212,7 +214,7 @@ def test_B19_other_registry_models_say_why_they_cannot_run(registry):
                 extraction_settings(registry, name, {})
 
 
-def test_B19_tokenizer_auto_map_without_trust_is_refused(zoo, tmp_path):
+def test_tokenizer_auto_map_without_trust_is_refused(zoo, tmp_path):
     """Remote code in the tokenizer only (tokenizer_config.json auto_map, as custom DNA char tokenizers ship)
     with a built-in model: without trust_remote_code a generic tokenizer would give other ids -> refused."""
     folder = _copy(zoo, "bert", tmp_path / "bert_tokenizer_remote")
@@ -237,10 +239,10 @@ def test_B19_tokenizer_auto_map_without_trust_is_refused(zoo, tmp_path):
         build_encoder(s, progress=False)
 
 
-# ---- B20 ----------------------------------------------------------------------------------------------------------
+# ---- a remote model returning a tuple, no hidden_states -----------------------------------------------------------
 
 
-def test_B20_get_layer_from_any_output_shape():
+def test_get_layer_from_any_output_shape():
     last = torch.randn(2, 5, 4)
     states = tuple(torch.randn(2, 5, 4) for _ in range(4)) + (last,)
     outputs = {
@@ -257,7 +259,7 @@ def test_B20_get_layer_from_any_output_shape():
             get_layer(outputs[kind], -3, model="X")
 
 
-def test_B20_remote_model_returning_a_tuple(zoo):
+def test_remote_model_returning_a_tuple(zoo):
     """The DNABERT-2-shaped model ignores output_hidden_states and returns (last, pooled): layer -1 works,
     an index raises, a module name is read with a hook."""
     seqs = [random_dna(60, 5)]
@@ -269,7 +271,7 @@ def test_B20_remote_model_returning_a_tuple(zoo):
     assert not np.allclose(hooked.embeddings, zoo.encoder("mosaic").embed(seqs).embeddings)
 
 
-def test_B20_layer_index_needs_the_embedding_output(tmp_path):
+def test_layer_index_needs_the_embedding_output(tmp_path):
     """Remote code whose hidden_states leave out the embedding output (2 entries for 2 layers): index 0 would
     silently be the first block, not the embeddings, so an index other than -1 is LayerNotExposedError; -1 runs."""
     import tiny_models as tiny
@@ -354,7 +356,7 @@ class _SpareEncoder(TokenModelEncoder):
         return self.model(inputs["input_ids"])
 
 
-def test_B20_module_layer_must_run_exactly_once(albert_folder):
+def test_module_layer_must_run_exactly_once(albert_folder):
     """A module-name layer is one layer's output only if it runs once per forward pass: ALBERT's shared block runs
     3 times (its last call is the final layer, not 'layer 0'), and a module that never runs has no output; both
     are LayerNotExposedError naming the module. The same ALBERT by index loads (4 states for 3 layers)."""
@@ -386,7 +388,7 @@ def test_B20_module_layer_must_run_exactly_once(albert_folder):
         _SpareEncoder(settings, progress=False).embed(["ACGT", "ACGTACGTAC"])
 
 
-def test_B20_module_returning_a_model_output_is_unpacked(zoo):
+def test_module_returning_a_model_output_is_unpacked(zoo):
     """A named module that is a whole sub-model (BERT's `encoder`) returns a ModelOutput: its last_hidden_state is
     taken, the same vectors as layer -1 (BertModel adds nothing after its encoder)."""
     from transformers.utils import ModelOutput
@@ -403,16 +405,16 @@ def test_B20_module_returning_a_model_output_is_unpacked(zoo):
     np.testing.assert_allclose(hooked, zoo.encoder("bert").embed(seqs).embeddings, atol=1e-6)
 
 
-# ---- B22 ----------------------------------------------------------------------------------------------------------
+# ---- token ids against a padded embedding table -------------------------------------------------------------------
 
 
-def test_B22_token_ids_against_the_embedding_table():
+def test_token_ids_against_the_embedding_table():
     check_token_ids(torch.tensor([[0, 5, 11]]), 16, model="M")  # vocab 12, table padded to 16 rows: fine
     with pytest.raises(TokenIdRangeError, match="model M: token id 13 is outside the embedding table"):
         check_token_ids(torch.tensor([[0, 13]]), 12, model="M")
 
 
-def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
+def test_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
     hyena = zoo.encoder("hyena")
     assert len(hyena.tokenizer) == 12 and hyena.num_embeddings == 16
     assert np.isfinite(hyena.embed(["ACGTN"]).embeddings).all()
@@ -432,7 +434,7 @@ def test_B22_padded_table_runs_and_mismatched_tokenizer_stops(zoo, tmp_path):
         )
 
 
-def test_B22_pad_id_outside_the_table_is_replaced(tmp_path, caplog):
+def test_pad_id_outside_the_table_is_replaced(tmp_path, caplog):
     """A [PAD] added to the tokenizer after training (id 6) on a 6-row table: pads are masked, so GENEB pads
     with id 0 instead (logged) and a row's vector is the same at batch size 1 (no pads) and 2 (padded)."""
     import transformers as tf
@@ -506,11 +508,12 @@ class TinyEncModel(PreTrainedModel):
 """
 
 
-def test_B22_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, shared):
+def test_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, shared):
     """A remote-code model whose table get_input_embeddings() cannot find (NotImplementedError): the config's
     vocab_size (64) still bounds the ids, so a mismatched tokenizer (DNABERT-2's 4096 ids) stops at load
     with TokenIdRangeError, not an IndexError inside the model; a matching tokenizer embeds. With no table
-    to measure, the width comes from the config, here under `hidden_dim` (B23's width check needs it)."""
+    to measure, the width comes from the config, here under `hidden_dim` (the looks-like-logits width check needs
+    it)."""
     from tiny_models import _write_remote, copy_tokenizer, write_char_tokenizer
 
     folder = tmp_path / f"tinyenc-{uuid.uuid4().hex[:12]}"
@@ -543,7 +546,7 @@ def test_B22_no_exposed_input_embeddings_uses_the_config_vocab_size(tmp_path, sh
         build_encoder(settings(mismatched, "tinyenc-dnabert2"), progress=False)
 
 
-# ---- B23 ----------------------------------------------------------------------------------------------------------
+# ---- logits, not a representation; the layer recorded -------------------------------------------------------------
 
 
 def _fake_evo(monkeypatch, hidden=8, vocab=512):
@@ -600,7 +603,7 @@ def _evo_settings():
     return extraction_settings({"models": {"evo-standin": entry}}, "evo-standin", {})
 
 
-def test_B23_evo_hidden_states_not_logits(monkeypatch):
+def test_evo_hidden_states_not_logits(monkeypatch):
     _fake_evo(monkeypatch)
     enc = build_encoder(_evo_settings(), progress=False)
     res = enc.embed([random_dna(30, 7), random_dna(70, 8)])
@@ -609,7 +612,7 @@ def test_B23_evo_hidden_states_not_logits(monkeypatch):
     np.testing.assert_allclose(res.embeddings[:1], alone, atol=1e-5)  # causal, right padded, no mask
 
 
-def test_B23_pooled_logits_are_refused(monkeypatch):
+def test_pooled_logits_are_refused(monkeypatch):
     """The reference mistake (pooling what the generation API returns): 'looks like logits'."""
     from geneb.encoders.families.evo import EvoEncoder
 
@@ -669,7 +672,7 @@ class TinyLM(PreTrainedModel):
 """
 
 
-def test_B23_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
+def test_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
     """A causal LM whose AutoModel class returns (logits, cache), with its width under `hidden_dim` (32) and its
     vocabulary padded to a multiple of 8 (12 -> 16 rows and 16 logits, as HyenaDNA/Evo do): the pooled width 16
     is neither vocab_size nor a known hidden size by the old keys; the table width identifies the logits."""
@@ -700,7 +703,7 @@ def test_B23_logits_caught_when_the_config_names_its_width_hidden_dim(tmp_path):
     check_pooled_width(16, model="X", hidden_size=16, vocab_size=12, num_embeddings=16)  # a 16-wide model is fine
 
 
-def test_B23_every_entry_states_its_layer_and_the_file_records_it(registry, zoo, make_task, tmp_path):
+def test_every_entry_states_its_layer_and_the_file_records_it(registry, zoo, make_task, tmp_path):
     for name, v in registry.models.items():
         if v.family not in ("kmer", "enformer", "shortcut", "python", "precomputed"):  # no hidden-state layers
             assert "layer" in (v.extraction or {}), f"model {name} does not state its layer"
@@ -711,16 +714,16 @@ def test_B23_every_entry_states_its_layer_and_the_file_records_it(registry, zoo,
         assert json.loads(f.attrs["extraction_key"])["settings"]["extraction"]["layer"] == 2
 
 
-def test_B23_missing_optional_package_is_a_clear_error():
+def test_missing_optional_package_is_a_clear_error():
     """Without the evo-model package, the Evo family fails before loading, naming model and package."""
     with pytest.raises(MissingPackageError, match="model evo-standin needs the optional package 'evo-model'"):
         build_encoder(_evo_settings(), progress=False)
 
 
-# ---- B24 ----------------------------------------------------------------------------------------------------------
+# ---- unpinned hub revisions ---------------------------------------------------------------------------------------
 
 
-def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
+def test_validator_rejects_unpinned_hub_revisions(registry, repo):
     base = registry.raw["models"]["METAGENE-1"]
     for rev in ("main", "v1.0", "abc123", "A" * 40):
         bad = {"models": {"m": {**base, "source": {"kind": "hub", "hub_id": "x/y", "revision": rev}}}}
@@ -741,7 +744,7 @@ def test_B24_validator_rejects_unpinned_hub_revisions(registry, repo):
             assert not runnable(v)[0] and "pinned revision" in runnable(v)[1]
 
 
-def test_B24_remote_code_needs_a_pin_even_outside_the_registry(zoo):
+def test_remote_code_needs_a_pin_even_outside_the_registry(zoo):
     settings = {
         **zoo.settings("mosaic"),
         "source": {"kind": "hub", "hub_id": "zhihan1996/DNABERT-2-117M", "revision": None},
@@ -750,7 +753,7 @@ def test_B24_remote_code_needs_a_pin_even_outside_the_registry(zoo):
         HFEncoder(settings, progress=False)
 
 
-def test_B24_auto_map_without_trust_is_refused(zoo, tmp_path):
+def test_auto_map_without_trust_is_refused(zoo, tmp_path):
     """The DNABERT-S reference defect: remote code present, not trusted -> built-in class with missing weights."""
     folder = _copy(zoo, "mosaic", tmp_path / "mosaic_untrusted")
     s = extraction_settings(
@@ -760,7 +763,7 @@ def test_B24_auto_map_without_trust_is_refused(zoo, tmp_path):
         build_encoder(s, progress=False)
 
 
-def test_B24_every_key_component_changes_the_cache_path(zoo):
+def test_every_key_component_changes_the_cache_path(zoo):
     base = zoo.registry("bert")
     entry = base["models"]["tiny-bert"]
     ref = extraction_hash(extraction_settings(base, "tiny-bert", {"allow_iupac": True}))
@@ -795,7 +798,7 @@ def test_B24_every_key_component_changes_the_cache_path(zoo):
     assert pinned[0] != pinned[1]  # revision
 
 
-def test_B24_local_weights_are_fingerprinted(zoo, tmp_path):
+def test_local_weights_are_fingerprinted(zoo, tmp_path):
     """A local checkpoint is identified by its file contents: changed weights give a new cache path."""
     folder = _copy(zoo, "mistral-dna", tmp_path / "mistral_copy")
     reg = {"models": {"m": spec(folder, "hf-decoder", {"max_tokens": 256})}}
@@ -807,7 +810,7 @@ def test_B24_local_weights_are_fingerprinted(zoo, tmp_path):
     assert extraction_hash(extraction_settings(reg, "m", {})) != before
 
 
-def test_B24_hub_id_shadowed_by_a_local_folder_is_refused(zoo, tmp_path, monkeypatch):
+def test_hub_id_shadowed_by_a_local_folder_is_refused(zoo, tmp_path, monkeypatch):
     """A pinned hub entry whose hub id also names a folder under the working directory: transformers would load
     that folder instead of the pinned revision, so loading stops with a ValueError naming the folder."""
     import re
@@ -832,7 +835,7 @@ def test_B24_hub_id_shadowed_by_a_local_folder_is_refused(zoo, tmp_path, monkeyp
         build_encoder(settings, progress=False)
 
 
-def test_B24_local_path_spellings_give_one_hash(zoo, tmp_path, monkeypatch):
+def test_local_path_spellings_give_one_hash(zoo, tmp_path, monkeypatch):
     """One local checkpoint named '../models/bert', by its absolute path, with a trailing '/', or through '..' and
     '.': the cache folder follows its content, so every spelling gives one extraction_hash."""
     folder = tmp_path / "models" / "bert"
@@ -854,7 +857,7 @@ def test_B24_local_path_spellings_give_one_hash(zoo, tmp_path, monkeypatch):
     assert len(hashes) == 1, hashes
 
 
-def test_B24_auto_map_into_another_repository_needs_code_revision(zoo, tmp_path, monkeypatch, repo):
+def test_auto_map_into_another_repository_needs_code_revision(zoo, tmp_path, monkeypatch, repo):
     """A trusted local checkpoint whose config.json auto_map names code in another hub repository
     ('someorg/remote-code--modeling_x.XModel'): transformers would fetch that code from the other repository's
     main branch, outside the folder's fingerprint and the cache key, so loading is refused unless

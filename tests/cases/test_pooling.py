@@ -1,4 +1,5 @@
-"""Failure cases of kind "pooling" (../shared/cases/CASES.md): B02, B04, B05, B06, B07.
+"""Failure cases of kind "pooling" (../shared/cases/CASES.md): no attention mask, fixed padding from
+the tokenizer files, pads in the mean, special tokens in the pool, last-token pooling with right padding.
 
 Every test runs real checkpoints built from configs (tests/tiny_models.py) through the real registry and
 adapters; the policy each enforces is in docs/footguns.md ("Pooling").
@@ -29,10 +30,10 @@ from geneb.registry.load import load_registry
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 
 
-# ---- B02: no attention mask ---------------------------------------------------------------------------------------
+# ---- no attention mask --------------------------------------------------------------------------------------------
 
 
-def test_B02_hyena_padding_invariance(zoo):
+def test_hyena_padding_invariance(zoo):
     """A causal long-convolution model with no attention mask: 37 nt alone == 37 nt batched with 200 nt."""
     enc = zoo.encoder("hyena")
     assert enc.uses_attention_mask is False
@@ -41,16 +42,16 @@ def test_B02_hyena_padding_invariance(zoo):
     assert report.max_abs_diff <= 1e-5
 
 
-def test_B02_bidirectional_model_without_mask_gets_equal_length_batches(zoo):
+def test_bidirectional_model_without_mask_gets_equal_length_batches(zoo):
     """A bidirectional model run without a mask (Caduceus-style) never sees a pad: equal-length batches."""
     enc = zoo.encoder("bert", attention_mask=False)
     assert enc.uses_attention_mask is False and enc.bucket_equal_lengths
     check_padding_invariance(enc, random_dna(37, 1), [random_dna(200, 2), random_dna(37, 3)], atol=1e-4).require()
-    with pytest.raises(ValueError, match="B02"):
+    with pytest.raises(ValueError, match="would pad real positions"):
         zoo.encoder("bert", attention_mask=False, bucket_by_length=False)
 
 
-def test_B02_left_padding_without_mask_is_refused(zoo):
+def test_left_padding_without_mask_is_refused(zoo):
     """The reference defect (left padding, no mask) cannot be configured: the validator and the engine refuse it."""
     registry = zoo.registry("hyena", padding_side="left")
     assert any("left padding" in p for p in check_registry(registry))
@@ -58,10 +59,10 @@ def test_B02_left_padding_without_mask_is_refused(zoo):
         zoo.encoder("hyena", padding_side="left")
 
 
-def test_B02_registry_has_no_left_padded_maskless_model(repo):
+def test_registry_has_no_left_padded_maskless_model(repo):
     """The shipped registry passes the same check (load_registry runs it on every load)."""
     registry = load_registry(repo / "config" / "models.yaml")
-    assert not [p for p in check_registry(registry) if "B02" in p]
+    assert not [p for p in check_registry(registry) if "left padding with no attention mask" in p]
     bad = {
         "models": {
             "x": {**registry.raw["models"]["hyenadna-medium-160k-seqlen-hf"], "extraction": {"padding_side": "left"}}
@@ -100,7 +101,7 @@ def _load(folder, family, **extraction):
     )
 
 
-def test_B02_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, tmp_path):
+def test_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, tmp_path):
     """A Llama with dynamic-NTK RoPE and 128 trained positions: its rotary base grows with the padded width once
     that passes 128, so a short row's vector depends on a long batch mate, never on a short one. Under a registry
     cap of 512 tokens (beyond the trained positions, which dynamic RoPE exists to allow) the load-time check
@@ -140,7 +141,7 @@ def test_B02_dynamic_rope_depends_on_a_long_batch_mate_refused_at_load(shared, t
     check_padding_invariance(enc, random_dna(60, 1), [random_dna(1500, 2)], atol=1e-5).require()
 
 
-def test_B02_convbert_pad_leak_refused_in_fp32(shared, tmp_path):
+def test_convbert_pad_leak_refused_in_fp32(shared, tmp_path):
     """ConvBERT masks its self-attention, but its span-based dynamic convolution reads the pad positions next to
     the last real tokens: a leak of a few 1e-4 (relative) in float32, below the old 1e-3 tolerance and below
     bfloat16 rounding. With float32 weights the load-time check runs in float32 at tolerance 1e-4 and refuses it;
@@ -174,11 +175,11 @@ def test_B02_convbert_pad_leak_refused_in_fp32(shared, tmp_path):
     check_padding_invariance(enc, random_dna(100, 1), [random_dna(1500, 2)], atol=1e-5).require()
 
 
-# ---- B04: fixed padding from tokenizer files ----------------------------------------------------------------------
+# ---- fixed padding from tokenizer files ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", [*MASKED, "hyena"])
-def test_B04_padding_longest_vs_max_length(zoo, kind):
+def test_padding_longest_vs_max_length(zoo, kind):
     """30 nt padded to the batch's longest vs padded to the model limit (or 512): cosine >= 0.9999."""
     enc = zoo.encoder(kind, batch_size=2)
     seq = random_dna(30, 4)
@@ -192,7 +193,7 @@ def test_B04_padding_longest_vs_max_length(zoo, kind):
     assert cos >= 0.9999, f"{kind}: cosine {cos}"
 
 
-def test_B04_fixed_padding_in_tokenizer_files_is_overridden(zoo, tmp_path, caplog):
+def test_fixed_padding_in_tokenizer_files_is_overridden(zoo, tmp_path, caplog):
     """A tokenizer.json with padding to 128 and truncation baked in: GENEB switches both off and says so."""
     import shutil
 
@@ -226,10 +227,10 @@ def test_B04_fixed_padding_in_tokenizer_files_is_overridden(zoo, tmp_path, caplo
     np.testing.assert_allclose(enc.embed([seq]).embeddings, reference, atol=1e-6)
 
 
-# ---- B05: the shared mask-aware pooling helper --------------------------------------------------------------------
+# ---- the shared mask-aware pooling helper -------------------------------------------------------------------------
 
 
-def test_B05_mean_over_pad_positions():
+def test_mean_over_pad_positions():
     """hidden [[1,1],[3,3],[99,99]], mask [1,1,0]: mean [2,2], max [3,3], last [3,3], cls [1,1]."""
     h = torch.tensor([[[1.0, 1.0], [3.0, 3.0], [99.0, 99.0]]])
     m = torch.tensor([[1, 1, 0]])
@@ -240,13 +241,13 @@ def test_B05_mean_over_pad_positions():
 
 
 @pytest.mark.parametrize("method", ["mean", "max", "cls", "last"])
-def test_B05_empty_mask_names_the_row(method):
+def test_empty_mask_names_the_row(method):
     h = torch.ones(2, 3, 2)
     with pytest.raises(EmptyPoolError, match="row 17"):
         pool(h, torch.tensor([[1, 0, 0], [0, 0, 0]]), method, rows=[16, 17])
 
 
-def test_B05_non_finite_values_at_pads_never_reach_the_pool():
+def test_non_finite_values_at_pads_never_reach_the_pool():
     """NaN / inf / -inf at masked positions (a pad row of a left-padded causal model, an fp16 overflow of a pad
     embedding): every method gives the value of the real positions (NaN * 0 would be NaN for a mask product)."""
     h = torch.tensor(
@@ -285,7 +286,7 @@ class PadNaN(TokenModelEncoder):
         return h
 
 
-def test_B05_nan_at_pads_through_embed():
+def test_nan_at_pads_through_embed():
     """Rows of 4, 8 and 4 bases in one padded batch: each vector is the mean of its own bases' table rows, the
     same as alone, finite (the load-time padding check passes too: it would see NaN as a difference)."""
     settings = {
@@ -312,17 +313,17 @@ def test_B05_nan_at_pads_through_embed():
     np.testing.assert_allclose(enc.embed(seqs).embeddings, batched, atol=1e-6)
 
 
-def test_B05_only_special_tokens_left_is_an_error_not_nan(zoo):
+def test_only_special_tokens_left_is_an_error_not_nan(zoo):
     """A sequence whose only real position is a special token, with special tokens excluded: error naming the row."""
     enc = zoo.encoder("esm")
     with pytest.raises(EmptyPoolError, match="row 5"):
         enc._forward_batch([Chunk(0, [3], [0])], [5])
 
 
-# ---- B06: special tokens and pads in NT -----------------------------------------------------------------------------
+# ---- special tokens and pads in NT ----------------------------------------------------------------------------------
 
 
-def test_B06_nt_special_tokens_and_padding(zoo):
+def test_nt_special_tokens_and_padding(zoo):
     """NT 6-mers with a CLS prefix: 18 nt -> 4 ids; the pool covers exactly the 3 k-mer positions, padded or not."""
     enc = zoo.encoder("esm", batch_size=1)
     seq = "ATTCCGATTCCGATTCCG"
@@ -339,7 +340,7 @@ def test_B06_nt_special_tokens_and_padding(zoo):
     assert padded.n_tokens.tolist() == [3]
 
 
-def test_B06_policy_and_counts_in_hdf5(repo, make_task, tmp_path):
+def test_policy_and_counts_in_hdf5(repo, make_task, tmp_path):
     """The special-token policy and the pooled-position counts are HDF5 attributes / datasets."""
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "random-esm-tiny", {})
     task = make_task(["ATTCCGATTCCGATTCCG", "ATTCCGATTCCGATTCCGA"], ["ATTCCGATTCCGATTCCG"])
@@ -354,16 +355,16 @@ def test_B06_policy_and_counts_in_hdf5(repo, make_task, tmp_path):
         assert f["test"]["n_tokens"][:].tolist() == [3]
 
 
-# ---- B07: last-token pooling with right padding -------------------------------------------------------------------
+# ---- last-token pooling with right padding ------------------------------------------------------------------------
 
 
-def test_B07_last_real_index_unit():
+def test_last_real_index_unit():
     assert last_real_index(np.array([[1, 1, 1, 0, 0]])).tolist() == [2]
     assert last_real_index(np.array([[1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])).tolist() == [4, 0]
 
 
 @pytest.mark.parametrize("kind", [*DECODERS, "mistral-dna"])
-def test_B07_last_token_pooling_right_padding(zoo, kind):
+def test_last_token_pooling_right_padding(zoo, kind):
     """Causal models, last-token pooling, batch [12 nt, 40 nt] padded on the right: S1 equals S1 alone."""
     enc = zoo.encoder(kind, pooling="last", long_policy="truncate", exclude_special_tokens=False, batch_size=2)
     s1, s2 = random_dna(12, 6), random_dna(40, 7)
@@ -400,7 +401,7 @@ def _gpt2(folder, **extraction):
     return build_encoder(extraction_settings({"models": {"tiny-gpt2": entry}}, "tiny-gpt2", {}), progress=False)
 
 
-def test_B07_left_padding_of_learned_absolute_positions_fails_at_load(zoo, gpt2_folder):
+def test_left_padding_of_learned_absolute_positions_fails_at_load(zoo, gpt2_folder):
     """padding_side: left on GPT-2 / BERT (position ids 0.. counted from the left edge, pads included): the real
     tokens of a padded row get other positions, so a vector depends on its batch mates. The validator allows
     the setting (the model has a mask), so the load-time check refuses it, naming model and padding side."""
@@ -420,7 +421,7 @@ def test_B07_left_padding_of_learned_absolute_positions_fails_at_load(zoo, gpt2_
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt-neox"])
-def test_B07_left_padding_of_a_rotary_model_still_loads(zoo, kind):
+def test_left_padding_of_a_rotary_model_still_loads(zoo, kind):
     """Rotary positions only enter attention as differences, so a shift by the pad count changes nothing: left
     padding passes the load-time check, and a padded row equals the row alone (last-token pooling too)."""
     enc = zoo.encoder(
@@ -434,7 +435,7 @@ def test_B07_left_padding_of_a_rotary_model_still_loads(zoo, kind):
     check_padding_invariance(enc, s1, [s2], atol=1e-4).require()
 
 
-# ---- B06 / B07, round 2: strand prefix, cls without a CLS, n_tokens of one-position pooling ------------------------
+# ---- special tokens and last-token pooling, round 2: strand prefix, cls without a CLS, one-position n_tokens ---------
 
 
 @pytest.fixture(scope="module")
@@ -466,7 +467,7 @@ def strand_folder(tmp_path_factory):
     return folder
 
 
-def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
+def test_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     """input_transform {kind: lowercase, prefix: '<+>'} and max_tokens 32: a 70-nt row is cut into three balanced
     chunks of at most 31 bases (24, 23, 23), each led by the strand token, which is never pooled (n_tokens 70, not 71), and every chunk's vector is
     the mean of its own base positions only."""
@@ -501,7 +502,7 @@ def test_B06_strand_prefix_on_every_chunk_and_not_pooled(strand_folder):
     assert enc2.embed([seq]).n_tokens.tolist() == [70]
 
 
-def test_B06_cls_pooling_refused_without_a_cls_token(zoo, tmp_path):
+def test_cls_pooling_refused_without_a_cls_token(zoo, tmp_path):
     """The tiny BERT with its tokenizer's post-processor removed adds no token before the sequence: cls pooling
     would pool the first nucleotide token, so loading refuses it; the same checkpoint with its [CLS] loads."""
     import shutil
@@ -521,7 +522,7 @@ def test_B06_cls_pooling_refused_without_a_cls_token(zoo, tmp_path):
     assert with_cls.prefix == [with_cls.tokenizer.cls_token_id]
 
 
-def test_B07_n_tokens_is_one_per_row_for_last_and_cls(zoo, make_task, tmp_path):
+def test_n_tokens_is_one_per_row_for_last_and_cls(zoo, make_task, tmp_path):
     """last / cls pooling read one position per row: n_tokens is 1 for every row, whatever its length, and the
     split's n_pooled_positions is the row count (mean pooling counts every pooled token)."""
     seqs = [random_dna(12, 6), random_dna(40, 7), random_dna(90, 8)]

@@ -1,4 +1,5 @@
-"""Failure cases of kind "tokenization" (../shared/cases/CASES.md): B11, B12, B13, B14, B16, B17.
+"""Failure cases of kind "tokenization" (../shared/cases/CASES.md): stray characters and UNK, a bare
+string, over-long inputs, the real maximum length, N runs and skipped rows, BPE token counts.
 
 Real tokenizers (DNABERT-2 and GENA-LM BPE from ../shared/models, NT's 6-mer scheme) on tiny checkpoints
 loaded through the real adapters. Policy: docs/footguns.md ("Tokenization").
@@ -36,10 +37,10 @@ def _local(folder, family, name, **extraction):
     return extraction_settings({"models": {name: spec(folder, family, extraction)}}, name, {})
 
 
-# ---- B11 ----------------------------------------------------------------------------------------------------------
+# ---- stray characters, UNK tokens and ragged batches --------------------------------------------------------------
 
 
-def test_B11_stray_whitespace_loader_policy():
+def test_stray_whitespace_loader_policy():
     """'ACGT \\r': stripped only under strip_whitespace; otherwise an error naming the row, '\\r' escaped."""
     assert AlphabetPolicy(strip_whitespace=True).apply("ACGT \r", task="t", split="train", row=7) == "ACGT"
     with pytest.raises(SequenceError) as err:
@@ -48,7 +49,7 @@ def test_B11_stray_whitespace_loader_policy():
 
 
 @pytest.mark.parametrize("kind", ["bert", "bigbird", "esm", "hyena"])
-def test_B11_batched_tokenization_is_rectangular_with_mask(zoo, kind):
+def test_batched_tokenization_is_rectangular_with_mask(zoo, kind):
     """Ragged token counts always become (B, T) ids plus an attention mask that marks exactly the real tokens."""
     enc = zoo.encoder(kind)
     seqs = [random_dna(n, n) for n in (5, 61, 17, 250)]
@@ -60,7 +61,7 @@ def test_B11_batched_tokenization_is_rectangular_with_mask(zoo, kind):
     assert ((pmask == 1) <= (attn == 1)).all()  # never pool a pad
 
 
-def test_B11_unknown_letters_are_counted_and_logged(zoo, caplog):
+def test_unknown_letters_are_counted_and_logged(zoo, caplog):
     """An IUPAC code (allowed by the alphabet policy) that a BPE vocabulary lacks reaches the model as UNK: logged,
     and counted in the call's result (each call its own counts: a clean call after it counts none)."""
     enc = zoo.encoder("hyena")  # character tokenizer: A C G T N only
@@ -97,7 +98,7 @@ def bpe_no_unk(tmp_path_factory):
     return folder
 
 
-def test_B11_bpe_without_unk_dropping_letters_is_an_error(bpe_no_unk):
+def test_bpe_without_unk_dropping_letters_is_an_error(bpe_no_unk):
     """50 N (or 4 IUPAC codes) inside 120 ACGT: the tokenizer gives the same 47 tokens as for the 120 ACGT
     alone; GENEB raises DroppedInputError naming model, row and how many letters have no token."""
     enc = build_encoder(_local(bpe_no_unk, "hf-decoder", "bpe-nounk", max_tokens=256), progress=False)
@@ -119,9 +120,9 @@ def test_B11_bpe_without_unk_dropping_letters_is_an_error(bpe_no_unk):
             enc.embed([row], [8])
 
 
-def test_B11_gena_lm_n_run_collapsed_on_purpose_is_not_an_error(zoo, shared):
+def test_gena_lm_n_run_collapsed_on_purpose_is_not_an_error(zoo, shared):
     """The real GENA-LM tokenizer maps an N run (N{10,}) to one '-' token: 199 of 200 N have no character span,
-    yet nothing is lost by accident, so it embeds without DroppedInputError (case B16's policy)."""
+    yet nothing is lost by accident, so it embeds without DroppedInputError (the same rows for every model)."""
     enc = zoo.encoder("bigbird")
     real = shared / "models" / "tokenizers" / "gena-lm-bigbird-base-t2t" / "tokenizer.json"
     assert (zoo.folder("bigbird") / "tokenizer.json").read_bytes() == real.read_bytes()
@@ -133,7 +134,7 @@ def test_B11_gena_lm_n_run_collapsed_on_purpose_is_not_an_error(zoo, shared):
     assert np.isfinite(res.embeddings).all() and (res.n_tokens > 0).all()
 
 
-def test_B11_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
+def test_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
     """A parquet written by other means than prepare_task, with a space inside a row: extract_task applies the
     alphabet check again (a BPE tokenizer would swallow the space) and names task, split, row and character."""
     task = make_task([random_dna(40, 1), "ACGTACGG TACGT"], [random_dna(40, 2)], task="ws")
@@ -150,7 +151,7 @@ def test_B11_extract_task_rechecks_prepared_sequences(zoo, make_task, tmp_path):
         extract_task(zoo.settings("bert"), task, out, progress=False)
 
 
-def test_B11_row_of_only_unk_tokens_is_an_error(zoo):
+def test_row_of_only_unk_tokens_is_an_error(zoo):
     """A row every letter of which is outside the character vocabulary (IUPAC codes) reaches the model as nothing
     but UNK tokens: DroppedInputError naming model and every such row at once (a row with some UNK is only counted,
     above)."""
@@ -205,7 +206,7 @@ def _wordpiece_bert(folder, vocab, *, lowercase=False, max_chars=100):
     return folder
 
 
-def test_B11_lowercasing_normalizer_over_an_uppercase_vocabulary_fails_at_load(tmp_path):
+def test_lowercasing_normalizer_over_an_uppercase_vocabulary_fails_at_load(tmp_path):
     """DNABERT-1 style overlapping 6-mers over an uppercase 6-mer vocabulary, saved with BertNormalizer's default
     lowercasing (a common hub misconfiguration): every k-mer becomes [UNK], so every row would embed alike. The
     load-time probe finds it (DroppedInputError); the same vocabulary without lowercasing loads and embeds."""
@@ -226,7 +227,7 @@ def test_B11_lowercasing_normalizer_over_an_uppercase_vocabulary_fails_at_load(t
     assert res.counters.unknown_tokens == 0 and not np.allclose(res.embeddings[0], res.embeddings[1])
 
 
-def test_B11_wordpiece_word_longer_than_its_limit_fails_at_load(tmp_path):
+def test_wordpiece_word_longer_than_its_limit_fails_at_load(tmp_path):
     """A WordPiece tokenizer (single letters and ## pieces) with max_input_chars_per_word 100 turns any longer
     'word' (a whole DNA row) into one [UNK]: the load-time probe, longer than the limit, is one UNK token."""
     folder = _wordpiece_bert(tmp_path / "wp", [*"ACGTN", *("##" + c for c in "ACGTN")], max_chars=100)
@@ -281,7 +282,7 @@ class SkipTokenizer(PreTrainedTokenizer):
 '''
 
 
-def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
+def test_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
     """A remote-code checkpoint whose slow tokenizer (no character spans) skips N and IUPAC codes: the letters its
     tokens spell are counted against the row's, and a row with 34 skipped letters is DroppedInputError."""
     import json
@@ -312,11 +313,11 @@ def test_B11_slow_tokenizer_skipping_letters_is_an_error(tmp_path):
     assert err.value.rows == [1]
 
 
-# ---- B12 ----------------------------------------------------------------------------------------------------------
+# ---- a bare string where a list of sequences is expected ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["kmer", "bert", "mistral-dna"])
-def test_B12_bare_string_is_refused(zoo, kind):
+def test_bare_string_is_refused(zoo, kind):
     enc = KmerEncoder(3) if kind == "kmer" else zoo.encoder(kind)
     with pytest.raises(TypeError, match="not one string"):
         enc.embed("ATGC")
@@ -324,7 +325,7 @@ def test_B12_bare_string_is_refused(zoo, kind):
 
 
 @pytest.mark.parametrize("kind", ["kmer", "bert", "mistral-dna"])
-def test_B12_bytes_and_non_text_elements_are_refused(zoo, kind):
+def test_bytes_and_non_text_elements_are_refused(zoo, kind):
     """bytes / bytearray would iterate as integers, a bytes or None element is not a sequence: TypeError naming
     the row and the type; a tuple, numpy array or pandas Series of str is fine (one vector per element)."""
     enc = KmerEncoder(3) if kind == "kmer" else zoo.encoder(kind)
@@ -340,7 +341,7 @@ def test_B12_bytes_and_non_text_elements_are_refused(zoo, kind):
         assert enc.embed(ok).embeddings.shape[0] == 2
 
 
-def test_B12_three_row_csv_gives_three_vectors_in_order(zoo, tmp_path):
+def test_three_row_csv_gives_three_vectors_in_order(zoo, tmp_path):
     """A 3-row CSV -> exactly 3 pooled vectors, in the CSV's row order (batching sorts by length internally)."""
     seqs = [random_dna(300, 1), random_dna(20, 2), random_dna(120, 3)]
     pd.DataFrame({"sequence": seqs, "label": [0, 1, 0]}).to_csv(tmp_path / "t.csv", index=False)
@@ -352,11 +353,11 @@ def test_B12_three_row_csv_gives_three_vectors_in_order(zoo, tmp_path):
         np.testing.assert_allclose(res.embeddings[i], enc.embed([s]).embeddings[0], atol=1e-5)
 
 
-# ---- B13 ----------------------------------------------------------------------------------------------------------
+# ---- over-long inputs and model length rules ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("policy", ["truncate", "chunk_mean"])
-def test_B13_overlong_rows_follow_long_policy(zoo, make_task, tmp_path, policy):
+def test_overlong_rows_follow_long_policy(zoo, make_task, tmp_path, policy):
     """max_tokens 512 and a 3000-nt row: the policy is applied before inference and counted per task."""
     settings = zoo.settings("bert", max_tokens=512, long_policy=policy)
     long_row = random_dna(3000, 8)
@@ -374,7 +375,7 @@ def test_B13_overlong_rows_follow_long_policy(zoo, make_task, tmp_path, policy):
         assert np.isfinite(g["embeddings"][:]).all()
 
 
-def test_B13_without_the_cap_the_forward_pass_would_crash(zoo):
+def test_without_the_cap_the_forward_pass_would_crash(zoo):
     """What GENEB prevents: 600 BPE tokens through a 512-position table fails inside the model."""
     enc = zoo.encoder("bert", max_tokens=512)
     ids = torch.tensor([enc._tokenize([random_dna(3000, 8)])[0]])
@@ -383,7 +384,7 @@ def test_B13_without_the_cap_the_forward_pass_would_crash(zoo):
         enc.model(input_ids=ids)
 
 
-def test_B13_long_policy_error(zoo, make_task, tmp_path):
+def test_long_policy_error(zoo, make_task, tmp_path):
     settings = zoo.settings("bert", max_tokens=512, long_policy="error")
     task = make_task([random_dna(3000, 8)], [random_dna(50, 10)], task="long")
     with pytest.raises(LongSequenceError, match="model tiny-bert, task long, split train: .*row 0"):
@@ -391,7 +392,7 @@ def test_B13_long_policy_error(zoo, make_task, tmp_path):
     assert not (tmp_path / "e.h5").exists()
 
 
-def test_B13_length_multiple_trims_and_logs(zoo, make_task, tmp_path, caplog):
+def test_length_multiple_trims_and_logs(zoo, make_task, tmp_path, caplog):
     """length_multiple 4: a 1482-nt row is trimmed to 1480 (documented rule: drop the trailing len % 4 bases)."""
     settings = zoo.settings("hyena", length_multiple=4)
     task = make_task([random_dna(1482, 11), random_dna(400, 12)], [random_dna(41, 13)])
@@ -420,7 +421,7 @@ def _length_rule(model, multiple):
     return seen
 
 
-def test_B13_length_multiple_holds_for_every_chunk(zoo):
+def test_length_multiple_holds_for_every_chunk(zoo):
     """length_multiple 4 and max_tokens 100 (room for 99 bases before the appended [SEP]): a 1482-nt row is
     trimmed to 1480 and cut into chunks of at most 96 bases (not 99), so a model with that length rule runs
     every chunk."""
@@ -438,7 +439,7 @@ def test_B13_length_multiple_holds_for_every_chunk(zoo):
     assert seen and all(n % 4 == 0 for n in seen)
 
 
-def test_B13_model_forward_error_names_model_and_rows(zoo):
+def test_model_forward_error_names_model_and_rows(zoo):
     """Without length_multiple the same rule breaks inside the model's forward pass: ModelForwardError naming
     the model, the batch shape and the rows, with the model's own error kept as the cause."""
     enc = build_encoder(zoo.settings("hyena", max_tokens=100), batch_size=4, progress=False)
@@ -454,7 +455,7 @@ def test_B13_model_forward_error_names_model_and_rows(zoo):
     assert isinstance(err.value.__cause__, ValueError)
 
 
-def test_B13_rc_is_of_the_kept_window_under_length_multiple(zoo):
+def test_rc_is_of_the_kept_window_under_length_multiple(zoo):
     """length_multiple 4 and a 43-nt row: the forward strand embeds its first 40 bases, so the RC half of concat
     (and of average) is exactly embed(rc(seq[:40])), not the RC of the whole row trimmed at its own end
     (rc(seq[3:]), another window)."""
@@ -476,7 +477,7 @@ def test_B13_rc_is_of_the_kept_window_under_length_multiple(zoo):
     assert not np.allclose(concat.embeddings[0, d:], other_window, atol=1e-3)
 
 
-def test_B13_rc_with_long_policy_truncate_is_refused(zoo):
+def test_rc_with_long_policy_truncate_is_refused(zoo):
     """rc average/concat with long_policy truncate would combine the first window of the forward strand with the
     first window of the reverse one (the row's other end): extraction_settings refuses it (RegistryError), and
     so does embed_with_rc for an encoder built another way; rc none + truncate and rc + chunk_mean are fine."""
@@ -493,10 +494,10 @@ def test_B13_rc_with_long_policy_truncate_is_refused(zoo):
         embed_with_rc(enc, [random_dna(3000, 11)], [0], "average")
 
 
-# ---- B14 ----------------------------------------------------------------------------------------------------------
+# ---- the real maximum length --------------------------------------------------------------------------------------
 
 
-def test_B14_resolve_max_tokens(caplog):
+def test_resolve_max_tokens(caplog):
     assert resolve_max_tokens(int(1e30), 1000, None, model="X") == 1000
     assert resolve_max_tokens(512, 514, None, model="X") == 512
     with pytest.raises(ValueError, match="no usable max length for model X"):
@@ -510,7 +511,7 @@ def test_B14_resolve_max_tokens(caplog):
     assert caplog.text == ""
 
 
-def test_B14_real_tokenizers_report_the_sentinel(zoo, shared):
+def test_real_tokenizers_report_the_sentinel(zoo, shared):
     """The real DNABERT-2 / GENA-LM tokenizers carry the 1e30 'not set' value; the model config decides."""
     from transformers import AutoTokenizer
 
@@ -550,7 +551,7 @@ def padding_idx_models(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["roberta", "esm"])
-def test_B14_padding_idx_offset_of_learned_positions(padding_idx_models, kind):
+def test_padding_idx_offset_of_learned_positions(padding_idx_models, kind):
     """Positions numbered from padding_idx + 1: 130 rows and pad id 4 allow 130 - 4 - 1 = 125 tokens. A row of
     exactly that length ([SEP] included) embeds in one chunk; one base more gives two chunks, not a crash."""
     enc = build_encoder(_local(padding_idx_models[kind], "hf-encoder", f"tiny-{kind}"), progress=False)
@@ -563,7 +564,7 @@ def test_B14_padding_idx_offset_of_learned_positions(padding_idx_models, kind):
         enc.model(input_ids=torch.full((1, 126), 7))
 
 
-def test_B14_config_maximum_failing_in_the_forward_pass(padding_idx_models, monkeypatch):
+def test_config_maximum_failing_in_the_forward_pass(padding_idx_models, monkeypatch):
     """A maximum from the model's files is tried once at load: if the offset were not found (here: hidden),
     130 tokens would index past the table, and loading fails with MaxLengthError naming model and length.
     A registry max_tokens is trusted as set (no load-time pass)."""
@@ -581,10 +582,10 @@ def test_B14_config_maximum_failing_in_the_forward_pass(padding_idx_models, monk
     assert enc.embed([random_dna(124, 1)]).n_chunks.tolist() == [1]
 
 
-# ---- B16 ----------------------------------------------------------------------------------------------------------
+# ---- N runs: the same rows for every model ------------------------------------------------------------------------
 
 
-def test_B16_n_runs_same_rows_for_every_model(zoo, repo, make_task, tmp_path):
+def test_n_runs_same_rows_for_every_model(zoo, repo, make_task, tmp_path):
     """200 N inside 300 ACGT: finite vectors for BPE, 6-mer and k-mer models, and the same scored rows for all."""
     n_row = random_dna(150, 14) + "N" * 200 + random_dna(150, 15)
     task = make_task([n_row, random_dna(300, 16), "N" * 7 + random_dna(60, 17)], [n_row, random_dna(90, 18)])
@@ -608,7 +609,7 @@ def test_B16_n_runs_same_rows_for_every_model(zoo, repo, make_task, tmp_path):
 
 
 @pytest.mark.parametrize("rc", ["none", "average"])
-def test_B16_an_all_n_row_keeps_its_place_as_the_flagged_zero_vector(repo, make_task, tmp_path, rc):
+def test_an_all_n_row_keeps_its_place_as_the_flagged_zero_vector(repo, make_task, tmp_path, rc):
     """GENEB never drops a row for one model, nor refuses a whole task for one row: an all-N row under k-mers
     is the documented zero vector, flagged per row (`empty`) and counted (`n_empty_rows`), so every model
     scores the same rows."""
@@ -626,10 +627,10 @@ def test_B16_an_all_n_row_keeps_its_place_as_the_flagged_zero_vector(repo, make_
     assert cache.splits["train"][0].shape == (3, 64)
 
 
-# ---- B17 ----------------------------------------------------------------------------------------------------------
+# ---- BPE token counts differ; outputs stay rectangular ------------------------------------------------------------
 
 
-def test_B17_bpe_token_counts_differ_output_rectangular(zoo, make_task, tmp_path):
+def test_bpe_token_counts_differ_output_rectangular(zoo, make_task, tmp_path):
     """'A'*100 and a random 100-nt row through DNABERT-2's BPE: different token counts, one (2, d) float32 array."""
     enc = zoo.encoder("bert")
     a, r = "A" * 100, random_dna(100, 21)
@@ -644,13 +645,13 @@ def test_B17_bpe_token_counts_differ_output_rectangular(zoo, make_task, tmp_path
 
 
 @pytest.mark.parametrize("kind", ENCODERS)
-def test_B17_every_encoder_gives_one_row_per_sequence(zoo, kind):
+def test_every_encoder_gives_one_row_per_sequence(zoo, kind):
     seqs = ["A" * 100, random_dna(100, 22), random_dna(7, 23)]
     res = zoo.encoder(kind).embed(seqs)
     assert res.embeddings.shape[0] == 3 and res.embeddings.dtype == np.float32 and (res.n_tokens > 0).all()
 
 
-def test_B12_a_table_is_refused_not_iterated_by_column_name():
+def test_a_table_is_refused_not_iterated_by_column_name():
     import pandas as pd
 
     from geneb.encoders.families.kmer import KmerEncoder
@@ -669,7 +670,7 @@ def _greedy_bounds(n, cap, multiple=None):
     return [(s, min(s + cap, n)) for s in range(0, n, cap)]
 
 
-def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatch):
+def test_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatch):
     """max_tokens 100 (99 bases before the appended [SEP]): a 100-nt row becomes two 50-token chunks, not
     [99, 1], no chunk of a chunked row is under the documented minimum, and rows that fit are one
     chunk with bit-identical embeddings (the same batches as before whenever no row is chunked)."""
@@ -699,7 +700,7 @@ def test_B13_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatc
     assert not np.array_equal(greedy_all[0], balanced_all[0])
 
 
-def test_B11_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, make_task, tmp_path):
+def test_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, make_task, tmp_path):
     """`unk_policy: error` refuses letters that would reach the model as UNK, naming model, task, split and rows,
     and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
     both give the same vectors, so they share one cache folder."""
