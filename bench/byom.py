@@ -65,8 +65,8 @@ def _registry(folder: Path, vectors: Path) -> Path:
 
 
 def _sequences(task: str, split: str) -> list[str]:
-    from geneb.tasks.alphabet import AlphabetPolicy, model_input
     from geneb.tasks.sources import open_source
+    from geneb.tasks.validation import AlphabetPolicy, model_input
 
     raw = open_source(str(SHARED / "data" / "tasks")).read_split(task, split)
     policy = AlphabetPolicy()
@@ -86,8 +86,7 @@ def _best_cpu(fn, repeats: int) -> tuple[float, object]:
 
 def bench_extraction(sheet: Path, tasks: list[str], repeats: int) -> list[dict]:
     from geneb.extract.step import build_encoder
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     registry = load_registry(sheet)
     builtin = build_encoder(extraction_settings(registry, "kmer-4", {}))
@@ -128,8 +127,8 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
         "task_source": str(SHARED / "data" / "tasks"),
     }
     work = Path(tempfile.mkdtemp(prefix="byom-probe-"))
-    from geneb.api import memo
-    from geneb.core.schemas import load_schema
+    from geneb.api import evaluate as memo
+    from geneb.core.paths import load_schema
 
     def cold():  # a first call: nothing kept (registry, schema, probe defaults) and a new workdir (task prepared)
         memo._registries.clear()
@@ -164,8 +163,7 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
     from geneb.api.evaluate import resolve_config
     from geneb.extract.precomputed import import_task
     from geneb.probe.job import write_shot_indices
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
     from geneb.run.plan import RunPlan
     from geneb.tasks.catalogue import read_catalogue, source_string, task_row
     from geneb.tasks.prepare import prepare_from_params

@@ -77,7 +77,7 @@ GOAL_DEFAULT_VS_BEST = 0.75
 
 def task_rows(shared: Path, task: str, n: int) -> tuple[list[str], pd.Series]:
     """The first n training rows of a task as model input, and their lengths in nt."""
-    from geneb.tasks.alphabet import model_input
+    from geneb.tasks.validation import model_input
 
     df = pd.read_csv(shared / "data" / "tasks" / task / "train.csv.gz").iloc[:n]
     return [model_input(s) for s in df["sequence"]], df["sequence"].str.len()
@@ -523,8 +523,7 @@ def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     from geneb.extract.step import build_encoder
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     settings = extraction_settings(load_registry(ROOT / "config" / "models.yaml"), "mistral-dna-1m-ft-prom", {})
     mistral = build_encoder(

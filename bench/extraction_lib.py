@@ -135,8 +135,7 @@ def reference_embed(enc: Any, model: torch.nn.Module, seqs: list[str], batch_row
     batch's longest, run under `torch.no_grad` through `model` (`reference_model`) with the attention mask,
     `hidden_states[-1]` mean-pooled over GENEB's pool mask, chunk means weighted by their positions. Returns
     float32 (len(seqs), d) in row order."""
-    from geneb.encoders.engine.chunking import pad_chunks
-    from geneb.encoders.engine.pooling import pool
+    from geneb.encoders.engine.chunking import pad_chunks, pool
 
     acc = np.zeros((len(seqs), enc.hidden_size), np.float64)
     counts = np.zeros(len(seqs), np.int64)
@@ -157,8 +156,7 @@ def padmax_embed(enc: Any, seqs: list[str], batch_size: int) -> np.ndarray:
     """A pad-to-maximum loop: GENEB's chunks of all rows in file order, fixed batches of `batch_size`, every
     batch padded to the model maximum, `torch.no_grad`, the encoder's model (no LM head) with the attention
     mask, last hidden state mean-pooled over the pool mask. Returns float32 (len(seqs), d) in row order."""
-    from geneb.encoders.engine.chunking import pad_chunks
-    from geneb.encoders.engine.pooling import pool
+    from geneb.encoders.engine.chunking import pad_chunks, pool
 
     chunks, *_ = enc.make_chunks(seqs, list(range(len(seqs))))
     acc = np.zeros((len(seqs), enc.hidden_size), np.float64)
@@ -189,7 +187,7 @@ def best_time(fn: Callable[[], Any], repeats: int, device: str) -> tuple[float, 
 def random_nt_v2_settings(registry: Any) -> dict[str, Any]:
     """Extraction settings of a random-init NT-v2-50M-sized encoder: the registry's `random-esm-tiny` entry
     (NT's 6-mer tokenizer, CLS prefix, mean pooling) with `NT_V2_50M` as its config."""
-    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import extraction_settings
 
     settings = copy.deepcopy(dict(extraction_settings(registry, "random-esm-tiny", {})))
     settings["model"] = "random-init-nt-v2-50m"
@@ -209,7 +207,7 @@ def build_random_hyena(registry: Any, shared: Path, folder: Path, *, seed: int =
     from transformers import AutoConfig, AutoModel
 
     from geneb.encoders.families.hf import HFEncoder
-    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import extraction_settings
 
     source = shared / "models" / "hyenadna-tiny-1k-ft-anticapt"
     folder.mkdir(parents=True)

@@ -25,11 +25,10 @@ from sklearn.metrics import matthews_corrcoef
 from threadpoolctl import threadpool_limits
 
 from geneb.encoders.families.kmer import KmerEncoder
-from geneb.probe.c_selection import single_fit
-from geneb.probe.fit import TaskArrays, _positions, fit_all, fit_scaler
+from geneb.probe.fit import TaskArrays, _positions, fit_all, fit_scaler, single_fit
 from geneb.probe.protocols import from_config
 from geneb.probe.shots import build_shots
-from geneb.tasks.caps import stratified_cap
+from geneb.tasks.prepare import stratified_cap
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"  # the README layout: ../shared beside the checkout

@@ -1,7 +1,7 @@
 """Fine-tuning throughput: GENEB's finetune-lora training loop against a plain `transformers.Trainer` loop with the
 same recipe, on the same real checkpoint, adapters, head, rows and batches.
 
-Both train the network `geneb.finetune.network.adapt` builds (the real Mistral-DNA checkpoint of ../shared with
+Both train the network `geneb.finetune.train.adapt` builds (the real Mistral-DNA checkpoint of ../shared with
 LoRA on its attention projections and a linear head, seed 0) on the same capped real task for the same epochs:
 AdamW (lr, weight decay, no decay on biases), linear warm-up over 10% of the steps then linear decay, gradient
 clipping at 1, batch 16. GENEB's loop (`geneb.finetune.train.train_cell`) also scores its validation rows and writes
@@ -41,11 +41,10 @@ def _setup() -> dict[str, Any]:
     import yaml
 
     from geneb.extract.step import model_inputs
-    from geneb.finetune.network import adapt, load_encoder, tokenise
     from geneb.finetune.recipe import from_config
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
-    from geneb.tasks.caps import stratified_cap
+    from geneb.finetune.train import adapt, load_encoder, tokenise
+    from geneb.registry.load import extraction_settings, load_registry
+    from geneb.tasks.prepare import stratified_cap
 
     torch.set_num_threads(1)
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -7,7 +7,7 @@ Two parts (`--part planted`, `--part cost`, default both):
   seeded mutations spread uniformly over the WHOLE row, ends included: substitutions and, in 1 of 8 events, a
   1-letter insertion or deletion; every other planted row reverse-complemented. The planted identity is that of
   the planted alignment: (L - substitutions - deletions) / (L + insertions), the fident definition of
-  `geneb.tasks.audit.identity`. Each level's rows are searched against the whole training split by
+  `geneb.tasks.homology`. Each level's rows are searched against the whole training split by
   `homology_leakage` twice: `HomologyParams(rescore=False)` ("before": MMseqs2's local fident x qcov, `--min-seq-id`
   and `-c` at the threshold, GENEB's audit before re-scoring) and the default ("after": MMseqs2 prefilter at 0.7 /
   0.7, every candidate re-scored by a semi-global alignment of the whole test row). Recall = leaked share of the
@@ -43,10 +43,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docsection import publish  # noqa: E402
 
-from geneb.tasks.audit.homology import HomologyParams, find_mmseqs, homology_leakage, mmseqs_version  # noqa: E402
-from geneb.tasks.audit.identity import semiglobal_identity  # noqa: E402
-from geneb.tasks.audit_step import load_task  # noqa: E402
-from geneb.tasks.hygiene import reverse_complement  # noqa: E402
+from geneb.tasks.audit import load_task  # noqa: E402
+from geneb.tasks.homology import (  # noqa: E402
+    HomologyParams,
+    find_mmseqs,
+    homology_leakage,
+    mmseqs_version,
+    semiglobal_identity,  # noqa: E402
+)
+from geneb.tasks.validation import reverse_complement
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared"))
@@ -272,7 +277,7 @@ def section(payload: dict[str, Any]) -> str:
         "`python bench/homology.py`: the task audit's homology leakage by MMseqs2's local fident x coverage alone "
         "(**before**: `HomologyParams(rescore=False)`, `--min-seq-id` and `-c` at the 0.9 threshold) against every "
         "MMseqs2 candidate (prefilter 0.7 / 0.7) re-scored by a semi-global alignment of the whole test row "
-        "(**after**, the default; `geneb.tasks.audit.identity`, parasail `sg_dx`), on "
+        "(**after**, the default; `geneb.tasks.homology`, parasail `sg_dx`), on "
         f"{payload['machine']}, MMseqs2 {payload['mmseqs_version'][:12]}, parasail {payload['parasail']}.",
         "",
     ]

@@ -1,4 +1,4 @@
-"""Benchmark: what the progress lines of a long split (geneb.encoders.engine.progress) cost an extraction.
+"""Benchmark: what the progress lines of a long split (geneb.encoders.engine.batching) cost an extraction.
 
 Run from the repository root: `python bench/progress_overhead.py [--rows 300] [--repeats 5] [--batch-size 8]
 [--no-write]`. The real Mistral-DNA-v1-1M checkpoint (../shared/models, registry entry `mistral-dna-1m-ft-prom`)
@@ -39,11 +39,10 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "src"))
     import torch
 
-    from geneb.encoders.engine.progress import PROGRESS_ENV
+    from geneb.encoders.engine.batching import PROGRESS_ENV
     from geneb.extract.step import build_encoder
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
-    from geneb.tasks.alphabet import model_input
+    from geneb.registry.load import extraction_settings, load_registry
+    from geneb.tasks.validation import model_input
 
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, stream=open(os.devnull, "w"))  # noqa: SIM115 - the lines are made, not shown
@@ -56,7 +55,7 @@ def main() -> int:
     times: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
     reference = None
     lines = 0
-    counter = logging.getLogger("geneb.encoders.engine.progress")
+    counter = logging.getLogger("geneb.encoders.engine.batching")
 
     class Count(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -78,7 +77,7 @@ def main() -> int:
             elif not np.array_equal(out, reference):
                 raise SystemExit(f"vectors differ with progress {mode}")
     # the bookkeeping alone: one done() per batch of `--batch-size` items of a 300-row split, no line logged
-    from geneb.encoders.engine.progress import SplitProgress
+    from geneb.encoders.engine.batching import SplitProgress
 
     n_items = 300
     calls = 0

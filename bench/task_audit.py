@@ -24,9 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from geneb.tasks.audit.audit import audit_task
-from geneb.tasks.audit.homology import HomologyParams, find_mmseqs, mmseqs_version
-from geneb.tasks.audit_step import load_task
+from geneb.tasks.audit import audit_task, load_task
+from geneb.tasks.homology import HomologyParams, find_mmseqs, mmseqs_version
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GENEB_SHARED", REPO.parent / "shared"))

@@ -6,7 +6,7 @@ training rows of the three mixed-length tasks of bench/extraction.py, it times i
 process, one torch thread, best of 2):
 
 * one view: the registry's extraction (`TokenModelEncoder.embed`, last hidden state, mean);
-* all views: `views: {layers: all, poolings: [mean, last, max]}` through `geneb.extract.views.embed_split_views`
+* all views: `views: {layers: all, poolings: [mean, last, max]}` through `geneb.extract.step.embed_split_views`
   (one forward pass per chunk, every layer pooled three ways), and the same with `reverse_complement: [false, true]`
   (a second pass over the reverse strand);
 * separate runs: one extraction per view, each a full forward pass: n_views x the one-view time (a run of the
@@ -58,12 +58,10 @@ def main(argv: list[str] | None = None) -> dict:
     sys.path.insert(0, str(REPO / "src"))
     import yaml
 
-    from geneb.core.schemas import SCHEMA_DIR
-    from geneb.extract.step import build_encoder
-    from geneb.extract.views import embed_split_views
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
-    from geneb.registry.settings import ExtractionSettings
+    from geneb.core.paths import SCHEMA_DIR
+    from geneb.extract.step import build_encoder, embed_split_views
+    from geneb.registry.load import extraction_settings, load_registry
+    from geneb.registry.spec import ExtractionSettings
     from geneb.run.views import plan_views
 
     torch.set_num_threads(1)

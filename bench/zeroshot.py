@@ -75,7 +75,7 @@ def random_heads(shared: Path, root: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoConfig, BertConfig, BertForMaskedLM, MixtralForCausalLM
 
-    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import extraction_settings
     from geneb.zeroshot.llr_load import load_language_model
 
     real = shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
@@ -124,8 +124,7 @@ def random_heads(shared: Path, root: Path) -> dict[str, Any]:
 def embedding_settings(shared: Path) -> dict[str, Any]:
     """The registry entry of EMBEDDING_MODEL resolved with its local folder under `shared` (the registry's
     path is relative to a checkout beside ../shared)."""
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     settings = dict(extraction_settings(load_registry("config/models.yaml"), EMBEDDING_MODEL, {}))
     source = dict(settings["source"])

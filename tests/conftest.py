@@ -46,7 +46,7 @@ def private_model_servers(monkeypatch):
     test's own (short: a socket path holds at most 107 bytes), stopped when the test ends: no test is served a
     model another test loaded."""
     from geneb.core.ipc import SERVER_DIR_ENV
-    from geneb.extract.client import stop_servers
+    from geneb.extract.server import stop_servers
 
     folder = tempfile.mkdtemp(prefix="geneb-ms-", dir="/tmp")
     monkeypatch.setenv(SERVER_DIR_ENV, folder)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import extraction_settings
 
 #: zoo kind -> (GENEB family, registry extraction defaults, trust_remote_code, load section)
 KINDS: dict[str, tuple[str, dict[str, Any], bool, dict[str, Any]]] = {

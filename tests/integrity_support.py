@@ -117,7 +117,7 @@ def write_config(root: Path, shared: Path) -> None:
 def _build_digested_run(root: Path, shared: Path) -> None:
     """The finished small run of `digested_run` in `root`."""
     import geneb
-    from geneb.tasks.audit_step import audit_prepared
+    from geneb.tasks.audit import audit_prepared
 
     write_config(root, shared)
     cwd = Path.cwd()

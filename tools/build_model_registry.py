@@ -18,7 +18,7 @@ Where the two sources disagree about a paper model, the verified fact wins and t
   the paper's sheet's where it is not (K), and notes the disagreement either way; the run prints each one;
 * the hub id: `resolve_hub_id` takes registry.yaml's verified id (GenomeOcean: pGenomeOcean/, not DOEJGI/);
 * an input cap above the trained context (extraction.max_tokens > context_tokens) is refused by
-  geneb.registry.checks.check_registry unless the entry says why (`beyond_trained_context`,
+  geneb.registry.load.check_registry unless the entry says why (`beyond_trained_context`,
   config/curation/context.yaml).
 
 No hub revision is known for any hub model in these sources, so every hub entry is written as

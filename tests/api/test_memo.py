@@ -1,4 +1,4 @@
-"""What `geneb.evaluate` keeps between calls (geneb.api.memo): reused while the files are unchanged, read and
+"""What `geneb.evaluate` keeps between calls (geneb.api.evaluate): reused while the files are unchanged, read and
 checked again as soon as one is edited."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geneb.api import memo
+from geneb.api import evaluate as memo
 from geneb.registry.registry import RegistryError
 
 

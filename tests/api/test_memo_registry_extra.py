@@ -1,11 +1,11 @@
-"""`geneb.evaluate`'s registry (geneb.api.memo) with the config's `registry_extra` files: their entries are there,
+"""`geneb.evaluate`'s registry (geneb.api.evaluate) with the config's `registry_extra` files: their entries are there,
 and an edit to one of them reads the registry again (their digests are part of the key)."""
 
 from __future__ import annotations
 
 import yaml
 
-from geneb.api import memo
+from geneb.api import evaluate as memo
 
 ENTRY = {"family": "python", "load": {"entry": "enc.py:build"}}
 

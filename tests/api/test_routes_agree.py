@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 import geneb
-from geneb.tasks.alphabet import AlphabetPolicy, model_input
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy, model_input
 from workflow_support import dry_run, run_snakemake, write_run_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,8 +26,7 @@ from geneb.extract.cache import (
     write_embeddings,
 )
 from geneb.extract.step import extract_task
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 from workflow_support import dry_run, run_plan, write_small_config
 
 ROOT = Path(__file__).resolve().parents[2]

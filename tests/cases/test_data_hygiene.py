@@ -6,11 +6,10 @@ import gzip
 import pandas as pd
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.hygiene import canonical_key, reverse_complement, train_test_overlap, within_split_duplicates
-from geneb.tasks.prepare import prepare_task
+from geneb.tasks.prepare import prepare_task, train_test_overlap, within_split_duplicates
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy, canonical_key, reverse_complement
 from synth import write_mirror_task
 
 
@@ -77,8 +76,7 @@ def test_mcc_reported_as_given_and_deduplicated_both_labelled(tmp_path, repo):
 
     from geneb.extract.step import extract_task
     from geneb.probe.job import fit_probes, write_shot_indices
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     task = "ienhancer2l_strong_vs_weak"
     src = tmp_path / "m" / task

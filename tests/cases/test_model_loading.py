@@ -34,17 +34,20 @@ from geneb.core.errors import (
     TokenIdRangeError,
     TransformersVersionError,
 )
-from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, get_layer
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.encoders.engine.checks import check_pooled_width, check_token_ids, get_layer
+from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.encoders.families.hf import HFEncoder
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.checks import check_registry
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.families import check_transformers_range
+from geneb.registry.load import (
+    check_registry,
+    extraction_hash,
+    extraction_settings,
+    load_registry,
+    runnable,
+    runnable_offline,
+)
 from geneb.registry.registry import NotRunnableError, RegistryError
-from geneb.registry.requirements import check_transformers_range
-from geneb.registry.runnable import runnable, runnable_offline
 
 
 @pytest.fixture(scope="module")
@@ -360,7 +363,7 @@ def test_module_layer_must_run_exactly_once(albert_folder):
     """A module-name layer is one layer's output only if it runs once per forward pass: ALBERT's shared block runs
     3 times (its last call is the final layer, not 'layer 0'), and a module that never runs has no output; both
     are LayerNotExposedError naming the module. The same ALBERT by index loads (4 states for 3 layers)."""
-    from geneb.registry.extraction import DEFAULT_EXTRACTION
+    from geneb.registry.load import DEFAULT_EXTRACTION
 
     name = "encoder.albert_layer_groups.0.albert_layers.0"
     seqs = [random_dna(40, 1), random_dna(70, 2)]

@@ -12,14 +12,13 @@ import torch
 
 from extraction_support import KINDS, random_dna
 from geneb.core.errors import NonFiniteEmbeddingError
+from geneb.encoders.engine.chunking import pool
 from geneb.encoders.engine.invariance import DEFAULT_ATOL, InvarianceError, check_batch_invariance
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.pooling import pool
-from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.encoders.protocol import EmbedResult
 from geneb.extract.cache import CacheError, SplitEmbeddings, write_embeddings
 from geneb.extract.step import extract_task
-from geneb.registry.extraction import DEFAULT_EXTRACTION
+from geneb.registry.load import DEFAULT_EXTRACTION
 
 # ---- bf16/fp16 compute dtype and batch size -----------------------------------------------------------------------
 
@@ -64,10 +63,10 @@ def test_probe_scores_carry_the_compute_dtype(zoo, repo, tmp_path):
     import yaml
 
     from geneb.probe.job import fit_probes, write_shot_indices
-    from geneb.tasks.alphabet import AlphabetPolicy
     from geneb.tasks.catalogue import read_catalogue, task_row
     from geneb.tasks.prepare import prepare_task
     from geneb.tasks.sources import open_source
+    from geneb.tasks.validation import AlphabetPolicy
 
     task = "ienhancer2l_strong_vs_weak"
     src = tmp_path / "m" / task
@@ -169,7 +168,7 @@ def _evo_package(monkeypatch, package_dtype):
 
 
 def _evo_settings(dtype):
-    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import extraction_settings
 
     entry = {
         "display": "evo",

@@ -17,15 +17,11 @@ import torch
 
 from extraction_support import DECODERS, KINDS, random_dna, spec
 from geneb.core.errors import EmptyPoolError, PaddingVarianceError
-from geneb.encoders.engine.chunking import Chunk
+from geneb.encoders.engine.chunking import Chunk, last_real_index, pool
 from geneb.encoders.engine.invariance import check_padding_invariance
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.pooling import last_real_index, pool
-from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.checks import check_registry
-from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import DEFAULT_EXTRACTION, check_registry, extraction_settings, load_registry
 
 MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes an attention mask
 

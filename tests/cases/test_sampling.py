@@ -17,11 +17,10 @@ from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from geneb.encoders.families.kmer import KmerEncoder
-from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, fit_all, fit_scaler
 from geneb.probe.protocols import from_config
-from geneb.probe.shots import build_shots
-from geneb.tasks.caps import stratified_cap
+from geneb.probe.shots import ProbeInputError, build_shots
+from geneb.tasks.prepare import stratified_cap
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -22,14 +22,13 @@ from geneb.core.errors import (
     MaxLengthError,
     ModelForwardError,
 )
-from geneb.encoders.engine.token_checks import resolve_max_tokens
+from geneb.encoders.engine.checks import resolve_max_tokens
 from geneb.encoders.families.hf import position_offset
 from geneb.encoders.families.kmer import KmerEncoder
 from geneb.extract.cache import read_embeddings
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
-from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
+from geneb.registry.load import extraction_settings, load_registry
+from geneb.tasks.validation import AlphabetPolicy, SequenceError
 
 
 def _local(folder, family, name, **extraction):
@@ -460,7 +459,7 @@ def test_rc_is_of_the_kept_window_under_length_multiple(zoo):
     (and of average) is exactly embed(rc(seq[:40])), not the RC of the whole row trimmed at its own end
     (rc(seq[3:]), another window)."""
     from geneb.extract.step import embed_with_rc
-    from geneb.tasks.hygiene import reverse_complement as rc
+    from geneb.tasks.validation import reverse_complement as rc
 
     enc = zoo.encoder("bert", length_multiple=4)
     seq = random_dna(43, 12)
@@ -705,7 +704,7 @@ def test_unk_policy_error_refuses_unknown_tokens_and_writes_nothing(zoo, make_ta
     and writes no file; `count` (the default) embeds and counts them. The policy is not in the settings hash:
     both give the same vectors, so they share one cache folder."""
     from geneb.core.errors import UnknownTokenError
-    from geneb.registry.extraction import extraction_hash
+    from geneb.registry.load import extraction_hash
 
     task = make_task([random_dna(40, 1), "ACGTRYACGT" * 3], [random_dna(30, 2)], task="iupac")
     strict = zoo.settings("hyena", unk_policy="error")

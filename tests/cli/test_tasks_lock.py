@@ -12,8 +12,7 @@ import threading
 import pytest
 
 from geneb.cli import main
-from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.lock import TaskLockError, read_lock
+from geneb.tasks.catalogue import TaskLockError, read_catalogue, read_lock, task_row
 from geneb.tasks.prepare import prepare_from_params
 from geneb.tasks.sources import file_record
 from workflow_support import write_run_config

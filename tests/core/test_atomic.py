@@ -6,7 +6,7 @@ import pytest
 def test_atomic_outputs_get_umask_permissions_and_no_partial_file(tmp_path):
     import os
 
-    from geneb.core.atomic import atomic_path
+    from geneb.core.integrity import atomic_path
 
     old = os.umask(0o022)
     try:

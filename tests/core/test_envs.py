@@ -20,9 +20,7 @@ import yaml
 
 from geneb.cli import main as cli_main
 from geneb.core import envs
-from geneb.registry.checks import check_envs
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import check_envs, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import RegistryError
 from geneb.run.preflight import fit_problems, preflight, preflight_problems, probe_interpreter
 

@@ -21,8 +21,8 @@ def _reader(kind: str, tmp_path):
     from geneb.probe.shots import read_shots
     from geneb.tables.aggregate import concat_tables
     from geneb.tables.scores import load_scores
-    from geneb.tasks.audit_step import read_audit
-    from geneb.tasks.card import read_card
+    from geneb.tasks.audit import read_audit
+    from geneb.tasks.prepare import read_card
 
     return {
         "train": integrity.read_parquet,

@@ -10,7 +10,7 @@ from geneb.core.ipc import ServerPaths, listen
 
 def test_socket_path_appears_only_when_listening(tmp_path, monkeypatch):
     """A client that finds the path between bind() and listen() is refused and removes the file as a dead server's
-    (geneb.extract.client.connect): so at listen() time the final path must not be a socket yet."""
+    (geneb.extract.server.connect): so at listen() time the final path must not be a socket yet."""
     paths = ServerPaths(tmp_path, "k" * 16)
     at_listen: list[bool] = []
 

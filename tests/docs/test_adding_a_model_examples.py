@@ -54,8 +54,7 @@ def test_the_four_routes_of_the_page_run_as_written(tmp_path, shared, monkeypatc
         assert np.isfinite(frame.loc[frame["metric"] == "MCC", "value"]).all()
     # the vectors of the page are gc-and-bases' first four columns: every 'full' MCC is a real fit, not a constant
     assert (scores.loc[scores["metric"] == "MCC", "n_test"] == 100).all()
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     settings = extraction_settings(load_registry(work / "config" / "models.yaml"), "my-mistral-dna", {})
     assert settings["source"]["fingerprint"]

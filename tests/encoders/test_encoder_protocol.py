@@ -13,15 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from geneb.core.schemas import load_schema
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+from geneb.core.paths import load_schema
+from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.encoders.protocol import Encoder
-from geneb.extract.options import ExecutionOptions
+from geneb.extract.batch_plan import ExecutionOptions
 from geneb.extract.step import build_encoder
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 #: the protocol's members, each an attribute or method every family's encoder has
 PROTOCOL_MEMBERS = ("extraction", "load_check_names", "identity", "embed", "run_load_checks")

@@ -18,10 +18,9 @@ import torch
 from extraction_support import random_dna, spec
 from geneb.core.errors import MissingPackageError, UnknownTokenError, WeightsNotLoadedError
 from geneb.encoders.families.enformer import N_BINS, WIDTH, window_and_bins
-from geneb.encoders.loading.checkpoint_keys import check_loading_info
+from geneb.encoders.loading import check_loading_info
 from geneb.extract.step import build_encoder
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 
 def test_chunk_mean_is_the_mean_over_every_pooled_token(zoo):

@@ -19,8 +19,7 @@ import torch
 
 from geneb.core.errors import ModelLoadError
 from geneb.extract.step import build_encoder, extract_task
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 HYENA = "hyenadna-tiny-1k-ft-anticapt"
 CODON = "mistral-codon-1m-ft-mrfp"
@@ -157,7 +156,7 @@ def test_the_shipped_pad_token_id_is_an_error_naming_the_model_and_the_fix(regis
 
 
 def test_config_overrides_are_part_of_the_cache_key(registry):
-    from geneb.registry.extraction import extraction_hash
+    from geneb.registry.load import extraction_hash
     from geneb.registry.registry import Registry
 
     raw = {"models": {k: dict(v) for k, v in registry.raw["models"].items() if k == CODON}}
@@ -191,7 +190,7 @@ def test_a_pickle_with_more_than_weights_is_refused(registry, tmp_path):
 def test_weights_format_of_a_folder_and_of_a_hub_snapshot(tmp_path, monkeypatch):
     import transformers.utils
 
-    from geneb.encoders.loading.hf_load import weights_format
+    from geneb.encoders.loading import weights_format
 
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
     assert weights_format(str(tmp_path), None) == "pickle-weights-only"

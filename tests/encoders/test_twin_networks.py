@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from geneb.extract.step import build_encoder
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 SEQS = ["ACGTTGCAGGATCCATTGCAAGCTTACGACGTAGCTAGCTTTAGGCATCGATCGGATCCAAGTCAGTACGATCGATCGTAGC", "GATTACAGATTACAGGCT"]
 

@@ -57,7 +57,7 @@ def test_auto_is_none_on_a_gpu_and_without_token_batches_and_a_typo_is_refused(t
     assert batch_plan.resolve_batch_tokens(_Burner(), None, **kw) is None
     with pytest.raises(ValueError, match="'fast'"):
         batch_plan.resolve_batch_tokens(_Burner(), "fast", **kw)
-    assert not (tmp_path / batch_plan.FILENAME).exists()
+    assert not (tmp_path / batch_plan.BATCH_PLAN_FILE).exists()
 
 
 def test_a_failing_probe_leaves_batches_of_batch_size_and_records_nothing(tmp_path):
@@ -67,7 +67,7 @@ def test_a_failing_probe_leaves_batches_of_batch_size_and_records_nothing(tmp_pa
 
     kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
     assert batch_plan.resolve_batch_tokens(Refusing(), "auto", **kw) is None
-    assert not (tmp_path / batch_plan.FILENAME).exists()
+    assert not (tmp_path / batch_plan.BATCH_PLAN_FILE).exists()
 
 
 def test_the_record_spares_later_loads_the_probe_until_the_cpu_changes(zoo, tmp_path, monkeypatch):
@@ -76,13 +76,13 @@ def test_the_record_spares_later_loads_the_probe_until_the_cpu_changes(zoo, tmp_
     monkeypatch.setattr(batch_plan, "probe_budget", lambda enc: (calls.append(1), real(enc))[1])
     settings = zoo.settings("mistral-dna")
     first = load_model(settings, checks_dir=tmp_path, batch_tokens="auto", progress=False)
-    record = json.loads((tmp_path / batch_plan.FILENAME).read_text())
+    record = json.loads((tmp_path / batch_plan.BATCH_PLAN_FILE).read_text())
     assert first.encoder.batch_tokens == record["batch_tokens"] in batch_plan.CANDIDATES
     assert set(record["cpu_seconds"]) == {str(b) for b in batch_plan.CANDIDATES} and len(calls) == 1
     second = load_model(settings, checks_dir=tmp_path, batch_tokens="auto", progress=False)
     assert second.encoder.batch_tokens == record["batch_tokens"] and len(calls) == 1
     record["key"]["cpu"] = "another CPU"
-    (tmp_path / batch_plan.FILENAME).write_text(json.dumps(record))
+    (tmp_path / batch_plan.BATCH_PLAN_FILE).write_text(json.dumps(record))
     load_model(settings, checks_dir=tmp_path, batch_tokens="auto", progress=False)
     assert len(calls) == 2
     fixed = load_model(settings, checks_dir=tmp_path, batch_tokens=None, batch_size=3, progress=False)
@@ -130,7 +130,7 @@ def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp
     kmer = _Burner()
     kmer.load_check_names = ()  # an encoder without token batches (k-mer counts) keeps batch_size
     assert batch_plan.resolve_batch_tokens(kmer, "by_device", **kw) is None
-    assert not cpu.seen and not gpu.seen and not large.seen and not (tmp_path / batch_plan.FILENAME).exists()
+    assert not cpu.seen and not gpu.seen and not large.seen and not (tmp_path / batch_plan.BATCH_PLAN_FILE).exists()
     with pytest.raises(ValueError, match="'tpu'"):
         batch_plan.device_class("tpu")
 
@@ -138,7 +138,7 @@ def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp
 def test_an_unset_batch_tokens_runs_the_table_budget_with_the_vectors_of_batches_of_64(zoo, make_task, tmp_path):
     """The workflow's path: `execution:` without batch_tokens -> ExecutionOptions -> load_model -> the HDF5
     attribute; the vectors equal those of batches of 64 within the float32 invariance tolerance, same key."""
-    from geneb.extract.options import ExecutionOptions
+    from geneb.extract.batch_plan import ExecutionOptions
 
     options = ExecutionOptions.from_config({"device": "cpu"})
     assert options.batch_tokens == batch_plan.BY_DEVICE

@@ -9,12 +9,11 @@ import pytest
 import yaml
 
 from geneb.probe.job import write_shot_indices
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
-from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import MirrorFolder
+from geneb.tasks.validation import AlphabetPolicy
 
 TASK = "gue_prom_core_all"
 MODEL = "mistral-dna-1m-ft-tf0"

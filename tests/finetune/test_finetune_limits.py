@@ -8,9 +8,8 @@ import pytest
 
 from geneb.core import integrity
 from geneb.finetune import train as train_mod
-from geneb.finetune.errors import NonFiniteLossError
 from geneb.finetune.job import FINETUNE_ATTR
-from geneb.finetune.recipe import RecipeConfigError, from_config
+from geneb.finetune.recipe import NonFiniteLossError, RecipeConfigError, from_config
 from geneb.finetune.train import lr_factor, validation_split
 
 

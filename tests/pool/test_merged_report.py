@@ -16,8 +16,8 @@ from PIL import Image
 from geneb.core import integrity
 from geneb.figures.registry import figure_names
 from geneb.pool.bundle import BundleError
-from geneb.pool.outputs import merged_outputs
-from geneb.report.captions import report_captions
+from geneb.pool.merge import merged_outputs
+from geneb.report.render import report_captions
 from geneb.site.build import build_site
 
 

@@ -15,13 +15,11 @@ from geneb.encoders.families.kmer import KmerEncoder
 from geneb.extract.step import extract_task
 from geneb.probe.fit import TaskArrays
 from geneb.probe.protocols import Protocol, from_config
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
-from geneb.tasks.alphabet import AlphabetPolicy
-from geneb.tasks.caps import stratified_cap
+from geneb.registry.load import extraction_settings, load_registry
 from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.prepare import prepare_task
+from geneb.tasks.prepare import prepare_task, stratified_cap
 from geneb.tasks.sources import MirrorFolder
+from geneb.tasks.validation import AlphabetPolicy
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -13,13 +13,12 @@ import yaml
 
 from geneb.extract.step import extract_task
 from geneb.probe.job import fit_probes, write_shot_indices
-from geneb.probe.sampling import draw_identity
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
-from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.probe.shots import draw_identity
+from geneb.registry.load import extraction_settings, load_registry
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy
 from synth import write_mirror_task
 
 TASK = "ienhancer2l_strong_vs_weak"

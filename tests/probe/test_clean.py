@@ -1,4 +1,4 @@
-"""Clean-subset scores (geneb.probe.clean): the same fitted probe scored on the test rows without a training
+"""Clean-subset scores (geneb.probe.metrics): the same fitted probe scored on the test rows without a training
 homolog, through the probe job with a real audit file."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from sklearn.metrics import matthews_corrcoef, roc_auc_score
 
 from geneb.probe import metrics
-from geneb.probe.clean import clean_columns
 from geneb.probe.job import fit_probes, write_shot_indices
+from geneb.probe.metrics import clean_columns
 from geneb.probe.protocols import from_config
-from geneb.tasks.audit_step import AUDIT_SCHEMA_VERSION, AuditFileError
+from geneb.tasks.audit import AUDIT_SCHEMA_VERSION, AuditFileError
 
 TASK = "gue_emp_h3__devtrain"  # tests/probe/conftest.py STAGE_TASK
 

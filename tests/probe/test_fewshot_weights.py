@@ -15,8 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from geneb.probe.fit import TaskArrays, fit_all
-from geneb.probe.sampling import paper_draw
-from geneb.probe.shots import build_shots
+from geneb.probe.shots import build_shots, paper_draw
 
 TASK = "gue_prom_core_tata"
 N_SHORT = 6  # class-1 training rows kept: fewer than k = 10, more than 10 / IMBALANCE_RATIO

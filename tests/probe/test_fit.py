@@ -12,10 +12,8 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, fit_all, run_task
-from geneb.probe.sampling import paper_draw
-from geneb.probe.shots import build_shots
+from geneb.probe.shots import ProbeInputError, build_shots, paper_draw
 
 TASK = "gue_prom_core_tata"  # real GUE promoter task, 4904 train / 613 test rows
 

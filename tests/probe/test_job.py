@@ -12,8 +12,8 @@ import pytest
 
 from geneb.core.provenance import code_revision
 from geneb.extract.cache import CacheKeyMismatchError
-from geneb.probe.errors import ProbeInputError
 from geneb.probe.job import fit_probes, write_shot_indices
+from geneb.probe.shots import ProbeInputError
 from geneb.tables.scores import SCHEMA_VERSION
 
 TASK = "gue_emp_h3__devtrain"  # the task of the `stage` fixture (tests/probe/conftest.py, STAGE_TASK)

@@ -10,12 +10,11 @@ import pandas as pd
 import pytest
 
 from geneb.extract.cache import SplitEmbeddings, ViewArrays, read_embeddings, write_embeddings
-from geneb.extract.views import view_attrs
-from geneb.probe.errors import ProbeInputError
+from geneb.extract.step import view_attrs
 from geneb.probe.job import fit_probes, write_shot_indices
-from geneb.probe.shots import build_shots
+from geneb.probe.shots import ProbeInputError, build_shots
 from geneb.probe.views import choose_layers, registry_view
-from geneb.registry.views import View, ViewSet
+from geneb.registry.spec import View, ViewSet
 from geneb.tables.scores import SCHEMA_VERSION, VIEW_COLUMNS, AnalysisInputError, check_scores
 
 TASK = "gue_emp_h3__devtrain"

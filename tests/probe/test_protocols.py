@@ -9,8 +9,8 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
-from geneb.probe.errors import ProtocolConfigError
 from geneb.probe.protocols import SETTING_KEYS, from_config
+from geneb.probe.shots import ProtocolConfigError
 
 
 def test_paper_protocol_is_the_published_one(protocols):
@@ -32,7 +32,7 @@ def test_strict_protocol_tunes_the_full_regime_and_has_ten_seeds(protocols):
 
 
 def test_tied_inner_cv_scores_pick_the_middle_of_the_tie_not_the_smallest_C():
-    from geneb.probe.c_selection import best_C_index
+    from geneb.probe.fit import best_C_index
 
     assert best_C_index(np.array([0.1, 0.3, 0.2])) == 1
     assert best_C_index(np.array([0.0, 0.0, 0.0, 0.0, 0.0])) == 2  # flat (near-random folds): the middle
@@ -106,7 +106,7 @@ def test_the_schema_section_is_the_one_list_of_settings_and_values():
     """from_config validates with `$defs/probe_protocol` of the workflow schema, so the schema and the
     Python names must agree: the required keys are SETTING_KEYS, the k-shot enum is SUPPORTED_K (the regimes
     of geneb.tables.scores), the F1 label modes are geneb.probe.metrics.F1_LABELS."""
-    from geneb.core.schemas import load_schema
+    from geneb.core.paths import load_schema
     from geneb.probe.metrics import F1_LABELS
     from geneb.probe.protocols import SUPPORTED_K
 

@@ -20,12 +20,11 @@ from threadpoolctl import threadpool_limits
 from geneb.extract.cache import read_embeddings
 from geneb.extract.step import extract_task
 from geneb.probe.job import fit_probes, write_shot_indices
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
-from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.registry.load import extraction_settings, load_registry
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import MirrorFolder
+from geneb.tasks.validation import AlphabetPolicy
 
 TASK = "derived_plant_species_of_origin_5class"
 MODEL = "kmer-3to6"

@@ -8,8 +8,7 @@ import re
 import pytest
 import yaml
 
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import Registry, RegistryError
 from geneb.run.rerun import stable_params
 from workflow_support import REPO, dry_run, write_run_config

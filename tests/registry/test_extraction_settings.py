@@ -10,11 +10,9 @@ import hashlib
 import pytest
 import yaml
 
-from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import DEFAULT_EXTRACTION, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError
-from geneb.registry.settings import Extraction, ExtractionSettings, InputTransform
-from geneb.registry.spec import Load, Source
+from geneb.registry.spec import Extraction, ExtractionSettings, InputTransform, Load, Source
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +114,7 @@ def _one_entry(**over):
 def test_free_text_provenance_is_not_in_the_cache_key(repo):
     """Correcting where a checkpoint came from (source.origin, base_hub_id, url; load.transformers_note) reruns
     nothing; what loads the weights (the folder's fingerprint, the transformers range, config overrides) does."""
-    from geneb.registry.extraction import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS
+    from geneb.registry.load import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS
     from geneb.registry.registry import Registry
 
     registry = load_registry(repo / "config" / "models.yaml")
@@ -136,7 +134,7 @@ def test_free_text_provenance_is_not_in_the_cache_key(repo):
 def test_codons_transform_and_its_length_rule():
     from geneb.core.errors import EmptyPoolError
     from geneb.encoders.engine.chunking import model_texts, transform_input
-    from geneb.registry.checks import check_registry
+    from geneb.registry.load import check_registry
 
     codons = InputTransform(kind="codons")
     assert transform_input("ATGGCTAAA", codons, model="m", row=0) == "ATG GCT AAA"
@@ -156,7 +154,7 @@ def test_codons_load_time_probe_respects_length_multiple():
     """The probes of the load-time checks are trimmed like a row: a codon model's probe is whole codons."""
     from types import SimpleNamespace
 
-    from geneb.encoders.engine.token_checks import probe_ids
+    from geneb.encoders.engine.checks import probe_ids
 
     seen = []
 

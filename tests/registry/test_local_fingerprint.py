@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from geneb.registry.files import folder_fingerprint, is_model_file
+from geneb.registry.python_entry import folder_fingerprint, is_model_file
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError, Registry
 from geneb.registry.spec import ModelSpec, Source
 from geneb.run.rerun import stable_params
@@ -67,7 +66,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     from geneb.analysis.inputs import metadata
     from geneb.analysis.paper import published
     from geneb.cli import main
-    from geneb.registry import load as reader
+    from geneb.registry import spec as reader
 
     sheet = repo / "config" / "models.yaml"
     text = sheet.read_text()
@@ -76,7 +75,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     def guarded(parse):
         def wrapped(stream, *args, **kwargs):
             if stream == text and not inside:
-                raise AssertionError("config/models.yaml parsed outside geneb.registry.load")
+                raise AssertionError("config/models.yaml parsed outside geneb.registry.spec")
             return parse(stream, *args, **kwargs)
 
         return wrapped
@@ -131,7 +130,7 @@ def test_no_code_outside_the_reader_parses_models_yaml(repo):
     files = [p for d in ("src", "workflow", "tools", "bench", "scripts") for p in (repo / d).rglob("*.py")]
     files += list((repo / "workflow").rglob("*.smk")) + [repo / "Snakefile"]
     offenders = [str(p.relative_to(repo)) for p in files if parse.search(p.read_text())]
-    assert not offenders, f"config/models.yaml parsed outside geneb.registry.load in {offenders}"
+    assert not offenders, f"config/models.yaml parsed outside geneb.registry.spec in {offenders}"
 
 
 def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys):

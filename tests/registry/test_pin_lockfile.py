@@ -12,9 +12,8 @@ import pytest
 import yaml
 from snakemake.exceptions import WorkflowError
 
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_locked_registry, load_registry
-from geneb.registry.pins import lock_revisions, read_pins
+from geneb.registry.load import extraction_settings, load_locked_registry, load_registry
+from geneb.registry.weights import lock_revisions, read_pins
 from hub_support import closed_endpoint, fake_hub, fake_sha
 from workflow_support import REPO, dry_run, run_snakemake, write_run_config
 
@@ -78,7 +77,7 @@ def test_a_repository_the_hub_refuses_is_named_with_the_answer(tmp_path):
 def test_hf_hub_offline_is_the_offline_case(tmp_path):
     """HF_HUB_OFFLINE=1 (read by huggingface_hub at import): nothing is asked, every model is named."""
     code = (
-        "from geneb.registry.load import load_locked_registry\n"
+        "from geneb.registry.spec import load_locked_registry\n"
         f"print(load_locked_registry({str(SHEET)!r}, None, {str(tmp_path / 'p.yaml')!r}, ['DNABERT-S'], resolve=True)[2])\n"
     )
     out = subprocess.run(

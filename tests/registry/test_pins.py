@@ -7,10 +7,9 @@ import copy
 import pytest
 
 from geneb.cli import main as cli
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
-from geneb.registry.pins import PinError, apply_pins, read_pins
+from geneb.registry.load import extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError, RegistryError
+from geneb.registry.weights import PinError, apply_pins, read_pins
 from hub_support import fake_hub
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

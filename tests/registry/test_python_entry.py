@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.python_entry import (
     EntryError,
     code_files,
@@ -22,7 +21,6 @@ from geneb.registry.python_entry import (
     parse_entry,
 )
 from geneb.registry.registry import NotRunnableError
-from geneb.registry.runnable import runnable
 
 #: the user's folder: a factory that reads its weights from `options["weights"]` and imports a helper, which
 #: imports another; `unrelated.py` is imported by nothing

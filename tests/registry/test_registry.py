@@ -10,12 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from geneb.registry.checks import check_registry
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES
-from geneb.registry.load import load_registry
+from geneb.registry.load import check_registry, extraction_settings, load_registry, runnable, runnable_offline
 from geneb.registry.registry import NotRunnableError, RegistryError
-from geneb.registry.runnable import runnable, runnable_offline
 
 
 @pytest.fixture(scope="module")

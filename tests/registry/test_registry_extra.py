@@ -117,7 +117,7 @@ def test_an_unknown_model_names_the_config_file_and_the_setting(tmp_path, shared
 
 def test_a_hub_entry_of_the_user_file_is_pinned_in_the_lockfile_once(tmp_path, repo):
     from geneb.registry.load import load_locked_registry
-    from geneb.registry.pins import read_pins
+    from geneb.registry.weights import read_pins
     from hub_support import fake_hub, fake_sha
 
     shipped = yaml.safe_load((repo / "config/models.yaml").read_text())["models"]["DNABERT-S"]

@@ -15,8 +15,7 @@ import yaml
 
 from geneb.analysis.inputs.metadata import model_frame, with_param_count
 from geneb.analysis.paper.pairs import derive_pairs
-from geneb.registry.checks import check_registry
-from geneb.registry.load import load_registry
+from geneb.registry.load import check_registry, load_registry
 from geneb.registry.registry import RegistryError
 
 
@@ -260,7 +259,7 @@ def test_the_suite_passes_with_the_docs_user_entries_appended(repo, shared, tool
     checkpoints: only the model id differs, so the doc's walk-through gives the golden-tested embeddings."""
     from test_registry import check_runnable
 
-    from geneb.registry.extraction import extraction_settings
+    from geneb.registry.load import extraction_settings
 
     text = (repo / "config" / "models.yaml").read_text().rstrip("\n") + "\n" + _docs_user_entries(repo)
     sheet = tmp_path / "models.yaml"

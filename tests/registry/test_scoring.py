@@ -1,4 +1,4 @@
-"""The registry's zero-shot fields (geneb.registry.scoring): `lm_head` with its source for the paper's 40 models,
+"""The registry's zero-shot fields (geneb.registry.spec): `lm_head` with its source for the paper's 40 models,
 `scoring:` with the family default, and the errors that name the model and the value."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ from collections import Counter
 
 import pytest
 
-from geneb.registry.checks import check_registry
-from geneb.registry.load import load_registry
-from geneb.registry.scoring import default_scoring, resolved_lm_head, resolved_scoring, scoring_problems
+from geneb.registry.families import default_scoring, resolved_lm_head, resolved_scoring, scoring_problems
+from geneb.registry.load import check_registry, load_registry
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.families import twin_refusal, twins_of
+from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import RegistryError
-from geneb.registry.twins import twin_refusal, twins_of
 
 PARENT = "mistral-dna-1m-ft-prom"
 

@@ -1,12 +1,19 @@
-"""geneb.registry.views: what a `views:` request resolves to for a model (absolute hidden-state indices, poolings,
+"""geneb.registry.spec: what a `views:` request resolves to for a model (absolute hidden-state indices, poolings,
 rc), its depth read without torch, and the refusals that name the model and the valid choices."""
 
 from __future__ import annotations
 
 import pytest
 
-from geneb.registry.settings import ExtractionSettings
-from geneb.registry.views import ViewError, ViewSet, layer_depth, model_depth, resolve_views, view_id
+from geneb.registry.spec import (
+    ExtractionSettings,
+    ViewError,
+    ViewSet,
+    layer_depth,
+    model_depth,
+    resolve_views,
+    view_id,
+)
 
 
 def _resolve(request, *, n_layers=4, causal=False, token_states=True, layer=-1, pooling="mean"):

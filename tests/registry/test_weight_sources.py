@@ -1,4 +1,4 @@
-"""Weights from outside the hub (geneb.registry.weights, geneb.registry.weights_fetch): source kinds external (a folder, archive or file the
+"""Weights from outside the hub (geneb.registry.weights, geneb.registry.weights): source kinds external (a folder, archive or file the
 config key `model_weights` points at) and download (a URL with its sha256, fetched with pooch), the cache
 folders they become, the settings hash (content, never the location), the messages when weights are missing or
 wrong, and `geneb weights fetch` / `list`."""
@@ -20,12 +20,17 @@ import yaml
 
 from geneb import cli
 from geneb.registry import weights as W
-from geneb.registry import weights_fetch as fetch
-from geneb.registry.extraction import extraction_hash, extraction_settings
+from geneb.registry import weights as fetch
 from geneb.registry.families import build
-from geneb.registry.load import load_locked_registry, load_registry
+from geneb.registry.load import (
+    extraction_hash,
+    extraction_settings,
+    load_locked_registry,
+    load_registry,
+    refusals,
+    runnable,
+)
 from geneb.registry.registry import NotRunnableError, RegistryError
-from geneb.registry.runnable import refusals, runnable
 from hub_support import closed_endpoint, serve
 
 ALPHABET = {"allow_iupac": True}

@@ -1,10 +1,10 @@
-"""The report's task-audit and failed-cell sections (geneb.report.audit)."""
+"""The report's task-audit and failed-cell sections (geneb.report.sections)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from geneb.report.audit import audit_sections
+from geneb.report.sections import audit_sections
 from geneb.tables.scores import FAILED_CELLS_ATTR
 
 
@@ -63,7 +63,7 @@ def test_a_task_without_clean_rows_is_shown_as_such_not_left_out(tmp_path):
 
 
 def test_the_report_leaderboard_marks_flagged_tasks_failed_categories_and_exclusions(tmp_path):
-    from geneb.report.board import board_marks, board_notes
+    from geneb.report.sections import board_marks, board_notes
     from synth import flagged_board_run
 
     for sub, cfg in (("flagged", None), ("excluded", {"exclude_flagged": ["leakage"]})):

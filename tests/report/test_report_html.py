@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from geneb.figures.registry import figure_names
-from geneb.report.captions import read_caption, report_captions
 from geneb.report.html import build_report
+from geneb.report.render import read_caption, report_captions
 
 
 @pytest.fixture(scope="module")

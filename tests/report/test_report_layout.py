@@ -12,9 +12,8 @@ import pandas as pd
 import pytest
 
 from cdp_support import Browser, chromium
-from geneb.report.captions import report_captions
 from geneb.report.html import build_report
-from geneb.report.render import TABLE_BUDGET_PX, column_groups, table_html
+from geneb.report.render import TABLE_BUDGET_PX, column_groups, report_captions, table_html
 
 WIDTH = 1280
 

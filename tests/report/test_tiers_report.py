@@ -1,4 +1,4 @@
-"""The report's "Statistically tied tiers" section (geneb.report.tiers) on a tiered leaderboard."""
+"""The report's "Statistically tied tiers" section (geneb.report.sections) on a tiered leaderboard."""
 
 import html
 
@@ -7,7 +7,7 @@ import pandas as pd
 from geneb.analysis.ranking import tiers
 from geneb.analysis.ranking.leaderboard import leaderboard
 from geneb.report.html import table_html
-from geneb.report.tiers import OWN_FINDING, headline, tiers_section
+from geneb.report.sections import OWN_FINDING, headline, tiers_section
 
 
 def _sep() -> pd.DataFrame:

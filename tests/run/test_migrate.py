@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from geneb.run.migrate import legacy_card_problem
-from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tasks.validation import AlphabetPolicy
 
 ALPHABET = {"allow_iupac": True, "strip_whitespace": False, "u_to_t": False}
 PARAMS = {

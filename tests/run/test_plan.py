@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from geneb.core.schemas import validate_with_defaults
-from geneb.registry.extraction import extraction_hash, extraction_settings
+from geneb.core.paths import validate_with_defaults
+from geneb.registry.load import extraction_hash, extraction_settings
 from geneb.registry.registry import RegistryError
 from geneb.run.config_checks import check_config, default_schema_files
 from geneb.run.plan import FINAL_OUTPUTS, RunPlan, plan_run
@@ -549,7 +549,7 @@ def test_task_params_hold_task_checks_only_when_not_the_default(small_config):
 
 
 def test_shot_draw_params_carry_the_nested_draw_key_only_for_nested_draws(small_config):
-    from geneb.probe.sampling import NESTED_DRAW_KEY
+    from geneb.probe.shots import NESTED_DRAW_KEY
 
     made = plan(small_config)
     assert "nested_draw_key" not in made.shot_draw_params("geneb-paper")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from geneb.registry.extraction import extraction_hash
-from geneb.registry.views import ViewError
+from geneb.registry.load import extraction_hash
+from geneb.registry.spec import ViewError
 from geneb.run.plan import plan_run
 from geneb.run.views import plan_views
 

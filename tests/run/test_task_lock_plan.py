@@ -11,7 +11,7 @@ import pytest
 from test_plan import plan, small_config  # noqa: F401 - the fixture
 
 from geneb.run.preflight import PreflightError
-from geneb.tasks.lock import read_lock, record_files, relock
+from geneb.tasks.catalogue import read_lock, record_files, relock
 from geneb.tasks.sources import file_record, open_source
 
 TASK = "idna_ms_5hmc_h_sapiens"

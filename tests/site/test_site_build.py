@@ -14,7 +14,7 @@ from site_support import copy_results, real_run, rewrite_table  # noqa: F401
 from geneb.cli.app import main
 from geneb.core import integrity
 from geneb.site.build import build_site
-from geneb.site.merge import SiteConflictError
+from geneb.site.collect import SiteConflictError
 from geneb.tables.scores import AnalysisInputError
 
 SPEC = re.compile(r'<script type="application/json" data-table="([^"]+)">(.*?)</script>', re.S)

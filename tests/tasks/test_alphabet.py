@@ -2,7 +2,7 @@
 
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy, SequenceError, model_input
+from geneb.tasks.validation import AlphabetPolicy, SequenceError, model_input
 
 DEFAULT = AlphabetPolicy()
 

@@ -1,4 +1,4 @@
-"""The task audit as a workflow step (geneb.tasks.audit_step): a prepared task -> audit.json with the config's
+"""The task audit as a workflow step (geneb.tasks.audit): a prepared task -> audit.json with the config's
 settings, read back by its one reader; MMseqs2 missing is an error naming the fix."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy
-from geneb.tasks.audit.homology import MMseqsNotFoundError
-from geneb.tasks.audit_step import AuditFileError, audit_prepared, homology_params, read_audit
+from geneb.tasks.audit import AuditFileError, audit_prepared, homology_params, read_audit
 from geneb.tasks.catalogue import read_catalogue, task_row
+from geneb.tasks.homology import MMseqsNotFoundError
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy
 from synth import write_mirror_task
 
 TASK = "ienhancer2l_strong_vs_weak"

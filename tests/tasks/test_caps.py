@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from geneb.tasks.caps import stratified_cap
+from geneb.tasks.prepare import stratified_cap
 
 
 def test_cap_is_exact_stratified_sorted_and_seeded():

@@ -7,11 +7,20 @@ import json
 
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy
-from geneb.tasks.card import Overlap, SplitCap, SplitSummary, TaskCard, card_text, read_card, write_card
 from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.prepare import prepare_task, report_lines
+from geneb.tasks.prepare import (
+    Overlap,
+    SplitCap,
+    SplitSummary,
+    TaskCard,
+    card_text,
+    prepare_task,
+    read_card,
+    report_lines,
+    write_card,
+)
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy
 
 TASK = "ienhancer2l_strong_vs_weak"  # 1484 train / 200 test
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from geneb.tasks.catalogue import read_catalogue
-from geneb.tasks.lock import DEFAULT_LOCK, changes, read_lock, records
+from geneb.tasks.catalogue import DEFAULT_LOCK, changes, read_catalogue, read_lock, records
 from geneb.tasks.sources import open_source
 
 

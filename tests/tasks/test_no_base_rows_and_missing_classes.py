@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.tables.hygiene_columns import join_columns
-from geneb.tasks.alphabet import AlphabetPolicy
+from geneb.tables.aggregate import join_columns
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy
 from synth import write_mirror_task
 
 TASK = "ienhancer2l_types_3class"  # 3 classes in the catalogue

@@ -14,10 +14,10 @@ import threading
 import pandas as pd
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import TaskDataError, prepare_task
 from geneb.tasks.sources import HttpMirror, TaskSourceError, open_source
+from geneb.tasks.validation import AlphabetPolicy
 
 TASK = "ienhancer2l_strong_vs_weak"  # 1484 train / 200 test, 200 nt
 

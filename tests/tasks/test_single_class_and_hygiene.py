@@ -14,12 +14,12 @@ from geneb.extract.cache import read_embeddings
 from geneb.extract.step import extract_task
 from geneb.probe.job import unknown_token_columns
 from geneb.report.html import hygiene_table
-from geneb.tables.hygiene_columns import join_columns
+from geneb.tables.aggregate import join_columns
 from geneb.tables.scores import check_scores
-from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
+from geneb.tasks.validation import AlphabetPolicy
 from synth import analysis_config, grid, meta, scores_from_values, write_mirror_task
 
 TASK = "ienhancer2l_strong_vs_weak"

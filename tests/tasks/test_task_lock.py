@@ -1,4 +1,4 @@
-"""The task lock (geneb.tasks.lock): the first preparation records the sha256 and size of every source file it read,
+"""The task lock (geneb.tasks.catalogue): the first preparation records the sha256 and size of every source file it read,
 and a later preparation whose files differ is refused naming task, file and both digests; against real mirrored
 tasks, from a folder, a local http server (127.0.0.1) and a saved Hugging Face dataset. Also the http download's
 overall deadline, and concurrent writers of one lockfile."""
@@ -17,8 +17,15 @@ import time
 import pytest
 import yaml
 
-from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.lock import TaskLockError, lock_identity, read_lock, record_files, relock
+from geneb.tasks.catalogue import (
+    TaskLockError,
+    lock_identity,
+    read_catalogue,
+    read_lock,
+    record_files,
+    relock,
+    task_row,
+)
 from geneb.tasks.prepare import prepare_from_params
 from geneb.tasks.sources import HttpMirror, TaskDigestError, TaskSourceError, file_record, open_source
 

@@ -12,7 +12,7 @@ import shutil
 import threading
 
 from geneb.core.logs import ERROR_MARK
-from geneb.tasks.lock import read_lock
+from geneb.tasks.catalogue import read_lock
 from geneb.tasks.sources import file_record
 from workflow_support import run_plan, run_snakemake, write_run_config
 

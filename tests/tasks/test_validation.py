@@ -8,11 +8,10 @@ import json
 
 import pytest
 
-from geneb.tasks.alphabet import AlphabetPolicy
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskDataError, TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
-from geneb.tasks.validation import SHOWN, letter_counts
+from geneb.tasks.validation import SHOWN, AlphabetPolicy, letter_counts
 
 TASK = "ienhancer2l_strong_vs_weak"
 

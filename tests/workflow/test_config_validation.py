@@ -76,7 +76,7 @@ def test_a_misspelled_knob_or_key_is_one_short_line_naming_it(repo):
     used to print the whole schema. Both are refused, one line each, naming the key."""
     import yaml
 
-    from geneb.core.schemas import schema_problems
+    from geneb.core.paths import schema_problems
 
     schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
     lines = schema_problems({"tasks": ["t"], "models": ["m"], "model": ["x"], "execution": {"devise": "cuda"}}, schema)

@@ -8,8 +8,7 @@ import pytest
 
 from extraction_support import random_dna
 from geneb.extract.step import build_encoder
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 from geneb.zeroshot.embedding import PAIRED_REASON, embedding_distances, embedding_scores, variant_windows
 from geneb.zeroshot.model import ZeroShotModel
 from geneb.zeroshot.scores import NotApplicable

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from extraction_support import random_dna, spec
-from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import extraction_settings
 from geneb.zeroshot.llr import score_llr, score_llr_naive
 from geneb.zeroshot.llr_head import LanguageModel, head_split
 from geneb.zeroshot.llr_load import NoLanguageHead, load_language_model

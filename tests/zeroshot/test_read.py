@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.tasks.source_files import TaskDigestError
+from geneb.tasks.sources import TaskDigestError
 from geneb.zeroshot.read import ZeroShotTaskError, read_zeroshot_task, rows_sha256, write_zeroshot_task
 
 SEQ = "ACGTACGTAC"

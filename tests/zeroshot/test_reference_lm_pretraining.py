@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from extraction_support import spec
-from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import extraction_settings
 from geneb.zeroshot.llr import score_llr
 from geneb.zeroshot.llr_head import LanguageModel
 from geneb.zeroshot.llr_load import load_language_model

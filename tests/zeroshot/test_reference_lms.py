@@ -43,8 +43,8 @@ def test_a_folder_made_with_the_same_settings_from_the_same_file_is_kept(shared,
 
 
 def test_llr_declines_a_task_built_from_the_models_pretraining_task(tmp_path):
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.settings import ExtractionSettings
+    from geneb.registry.load import extraction_settings
+    from geneb.registry.spec import ExtractionSettings
 
     folder = tmp_path / "geneb-tiny-clm"
     folder.mkdir()

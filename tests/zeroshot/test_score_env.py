@@ -13,8 +13,7 @@ import yaml
 
 from extraction_support import random_dna
 from geneb.core import envs
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 from geneb.zeroshot.job import read_score_file, run_score_rule, task_of_rows_file
 from geneb.zeroshot.read import write_zeroshot_task
 

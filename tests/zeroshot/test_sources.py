@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.tasks.source_files import TaskDigestError, TaskSourceError
+from geneb.tasks.sources import TaskDigestError, TaskSourceError
 from geneb.zeroshot.read import write_zeroshot_task
 from geneb.zeroshot.sources import load_zeroshot_task
 from hub_support import serve

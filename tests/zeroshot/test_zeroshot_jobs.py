@@ -123,8 +123,8 @@ def test_the_build_rule_writes_into_its_hashed_folder(shared, tmp_path):
 
 def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shared):
     from geneb.figures.style import paper_style, save
-    from geneb.figures.zeroshot import draw
-    from geneb.report.zeroshot import zeroshot_section
+    from geneb.figures.zeroshot import draw_zeroshot
+    from geneb.report.sections import zeroshot_section
     from geneb.zeroshot.tables import write_zeroshot_tables
 
     labels = built.rows["label"].to_numpy()
@@ -146,7 +146,7 @@ def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shar
     write_zeroshot_tables(tables, outputs)
     png = tmp_path / "zeroshot.png"
     with paper_style():
-        save(draw(tables.leaderboard, tables.vs_probe, probe, {}, protocol="geneb-paper"), png)
+        save(draw_zeroshot(tables.leaderboard, tables.vs_probe, probe, {}, protocol="geneb-paper"), png)
     assert png.stat().st_size > 1000 and png.with_suffix(".pdf").exists()
     files_in = {
         "zeroshot_leaderboard": outputs["leaderboard"],
@@ -160,7 +160,7 @@ def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shar
 
 
 def test_a_users_own_task_is_read_from_its_source_and_checked(tmp_path):
-    from geneb.tasks.source_files import TaskDigestError
+    from geneb.tasks.sources import TaskDigestError
     from geneb.zeroshot.catalogue import read_zeroshot_catalogue
     from geneb.zeroshot.read import write_zeroshot_task
     from geneb.zeroshot.sources import zeroshot_source_identity

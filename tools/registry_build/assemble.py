@@ -76,7 +76,7 @@ def build(
 
 HEADER = """\
 # GENEB model registry. Validated against workflow/schemas/models.schema.yaml plus the cross-field checks of
-# geneb.registry.checks.check_registry; field meanings in docs/data-dictionary.md ("Inputs: the model registry");
+# geneb.registry.load.check_registry; field meanings in docs/data-dictionary.md ("Inputs: the model registry");
 # adding a model: docs/adding-a-model.md.
 #
 # Built by tools/build_model_registry.py from ../shared/reference (the paper's models.tsv and registry.yaml) and

@@ -1,7 +1,7 @@
-"""Shim: rule audit_task -> geneb.tasks.audit_step.audit_prepared."""
+"""Shim: rule audit_task -> geneb.tasks.audit.audit_prepared."""
 
 from geneb.core.logs import log_to_file
-from geneb.tasks.audit_step import audit_prepared
+from geneb.tasks.audit import audit_prepared
 
 log_to_file(snakemake.log[0])
 audit_prepared(

@@ -1,10 +1,10 @@
-"""Shim: rule fit_probes -> geneb.probe.worker.client.run_fit_probes_job (threads, HDF5 locking and the probe
+"""Shim: rule fit_probes -> geneb.probe.worker.run_fit_probes_job (threads, HDF5 locking and the probe
 worker are execution knobs)."""
 
 from pathlib import Path
 
 from geneb.core.logs import log_to_file
-from geneb.probe.worker.client import run_fit_probes_job
+from geneb.probe.worker import run_fit_probes_job
 
 log_to_file(snakemake.log[0])
 run_fit_probes_job(

@@ -1,4 +1,14 @@
-"""`geneb.evaluate` and `geneb.leaderboard`: the workflow's steps in process, for a notebook (no Snakemake).
+"""`geneb.evaluate` and `geneb.leaderboard`, and what they keep between calls of one process.
+
+What `geneb.evaluate` reads again on every call, kept between calls of one process while the files are unchanged.
+
+A notebook calls `evaluate` many times with the same registry file and config; reading and validating them is
+not part of the workflow's per-task jobs (the workflow plans once per run). Each entry here is keyed on the
+*content* of every file it was built from (sha256 of the bytes, never a modification time) and on the working
+directory (relative paths resolve against it), so an edited file is read again and checked again on the next call.
+Callers treat what they get as read-only.
+
+`geneb.evaluate` and `geneb.leaderboard`: the workflow's steps in process, for a notebook (no Snakemake).
 
 `evaluate` runs, per task, exactly the functions the workflow's jobs run, with the parameters the workflow's plan
 gives them (`geneb.run.plan.RunPlan`'s `task_params`, `shot_draw_params`, `probe_settings`): task preparation with
@@ -15,6 +25,7 @@ it (a registry model of a torch family).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import logging
 import os
@@ -30,6 +41,75 @@ import pandas as pd
 import yaml
 
 from geneb.core import integrity, paths
+from geneb.core.envs import ENVS_DIR
+from geneb.registry.registry import Registry
+
+#: how many registries / probe sections are kept (a notebook switches between a few sheets at most)
+MAX_ENTRIES = 4
+_registries: dict[tuple[Any, ...], Registry] = {}
+_probe_sections: dict[str, dict[str, Any]] = {}
+
+
+def _digest(path: str | os.PathLike[str] | None) -> str:
+    """sha256 of a file's bytes; "-" for no path, "absent" for a path with no file."""
+    if path is None:
+        return "-"
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "absent"
+
+
+def _remember(store: dict[Any, Any], key: Any, value: Any) -> Any:
+    if len(store) >= MAX_ENTRIES:
+        store.pop(next(iter(store)))
+    store[key] = value
+    return value
+
+
+def registry(
+    sheet: str | Path,
+    *,
+    pins: str | Path | None,
+    weights: Mapping[str, Any] | None,
+    weights_dir: str | Path | None,
+    extra: Sequence[str | Path] = (),
+) -> Registry:
+    """`geneb.registry.load.load_registry(sheet, pins=..., weights=..., weights_dir=..., extra=...)`, validated in
+    full, read again only when the sheet, a user registry file of `extra` (config `registry_extra`), the pins file, an
+    env file of envs/ or an argument changed (or the working directory, against which relative paths resolve).
+    Raises what `load_registry` raises."""
+    from geneb.registry.load import load_registry
+
+    envs = tuple(sorted((p.name, _digest(p)) for p in Path(ENVS_DIR).glob("*.yaml")))
+    key = (
+        os.getcwd(),
+        os.path.abspath(sheet),
+        _digest(sheet),
+        None if pins is None else (os.path.abspath(pins), _digest(pins)),
+        repr(sorted((weights or {}).items())),
+        None if weights_dir is None else str(weights_dir),
+        envs,
+        tuple((os.path.abspath(e), _digest(e)) for e in extra),
+    )
+    if key not in _registries:
+        loaded = load_registry(sheet, pins=pins, weights=weights, weights_dir=weights_dir, extra=extra)
+        return _remember(_registries, key, loaded)
+    return _registries[key]
+
+
+def shipped_probe_section() -> dict[str, Any]:
+    """The `probe` section of the checkout's config/config.yaml (the schema has no probe defaults), read again when
+    the file changed. A fresh copy each call: the caller's config owns it."""
+    import copy
+
+    path = paths.repo_root() / "config" / "config.yaml"
+    data = path.read_bytes()
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _probe_sections:
+        _remember(_probe_sections, key, yaml.safe_load(data.decode("utf-8"))["probe"])
+    return copy.deepcopy(_probe_sections[key])
+
 
 log = logging.getLogger(__name__)
 #: the name score rows give a model handed over as a callable or an object (override with `name=`)
@@ -61,8 +141,8 @@ def resolve_config(
     section, the probe settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
     (`geneb.run.config_checks.check_config`). Raises ValueError listing every problem of the config."""
-    from geneb.api import memo
-    from geneb.core.schemas import load_schema
+    from geneb.api import evaluate as memo
+    from geneb.core.paths import load_schema
     from geneb.run.config_checks import check_config
     from geneb.run.rerun import stable_params
 
@@ -86,8 +166,8 @@ def resolve_config(
 
 def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """(resolved extraction settings, an encoder built now or None) for a registry id, a callable or an object."""
-    from geneb.api import memo
-    from geneb.registry.extraction import DEFAULT_EXTRACTION, extraction_settings
+    from geneb.api import evaluate as memo
+    from geneb.registry.load import DEFAULT_EXTRACTION, extraction_settings
 
     if isinstance(model, str):
         registry = memo.registry(  # validated in full, read again only when a file it comes from changed
@@ -139,7 +219,7 @@ def _prepared(task_dir: Path, params: Mapping[str, Any], source: str) -> bool:
 
 
 def _stamp(task_dir: Path, params: Mapping[str, Any], source: str) -> None:
-    from geneb.core.atomic import atomic_path
+    from geneb.core.integrity import atomic_path
 
     with atomic_path(task_dir / PREPARED_STAMP) as tmp:
         Path(tmp).write_text(json.dumps({"key": _prepared_key(params, source)}))
@@ -177,13 +257,12 @@ def evaluate(
     """
     from geneb.extract.step import LoadedModel, extract_task, load_model
     from geneb.probe.job import fit_probes, write_shot_indices
-    from geneb.registry.extraction import extraction_hash
-    from geneb.registry.settings import ExtractionSettings
+    from geneb.registry.load import extraction_hash
+    from geneb.registry.spec import ExtractionSettings
     from geneb.run.layout import embedding_path
     from geneb.run.plan import RunPlan
     from geneb.tables.aggregate import concat_tables
-    from geneb.tasks.catalogue import read_catalogue, source_string, task_row
-    from geneb.tasks.lock import read_lock
+    from geneb.tasks.catalogue import read_catalogue, read_lock, source_string, task_row
     from geneb.tasks.prepare import prepare_from_params
 
     task_list = [tasks] if isinstance(tasks, str) else list(tasks)

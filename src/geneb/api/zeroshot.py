@@ -59,14 +59,14 @@ def load_zeroshot_model(
     workdir: str | os.PathLike[str] | None = None,
 ) -> tuple[ZeroShotModel, str]:
     """(the loaded model, its settings hash) of `model`: a `ZeroShotModel` (used as it is; hash ""), a registry
-    id of the config's model sheet, a resolved settings mapping (`geneb.registry.extraction.extraction_settings`),
+    id of the config's model sheet, a resolved settings mapping (`geneb.registry.load.extraction_settings`),
     (a mapping or `ExtractionSettings`), or a callable / object with `embed` (the `python` family, as `geneb.evaluate` takes). config: whose model
     sheet, alphabet and execution settings apply (None: the schema's defaults). workdir: where the load-time
     checks record goes (default: a new temporary folder). Raises what `geneb.evaluate` raises for the model."""
     from geneb.api.evaluate import _model_settings, resolve_config
     from geneb.extract.step import load_model
-    from geneb.registry.extraction import extraction_hash
-    from geneb.registry.settings import ExtractionSettings
+    from geneb.registry.load import extraction_hash
+    from geneb.registry.spec import ExtractionSettings
 
     if isinstance(model, ZeroShotModel):
         return model, ""

@@ -5,7 +5,7 @@
     geneb tasks [--category C]         list the tasks of the catalogue
     geneb tasks lock [TASK ...] [--configfile C ...]
                                        re-lock tasks on purpose: digest their source files now and write them to
-                                       the task lock (config task_lock; geneb.tasks.lock), printing what changed
+                                       the task lock (config task_lock; geneb.tasks.catalogue), printing what changed
     geneb leaderboard [--category C] [--regime R] [--top N]
                                        print the leaderboard of a category (default macro) and regime
     geneb leaderboard --model ID [--category C] [--regime R]

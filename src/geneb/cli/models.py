@@ -10,10 +10,9 @@ import pandas as pd
 from geneb.analysis.inputs.metadata import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
 from geneb.core.categories import CATEGORIES
-from geneb.registry.load import load_registry
+from geneb.registry.load import environment_refusals, load_registry, refusals
 from geneb.registry.python_entry import PRECOMPUTED, PYTHON
 from geneb.registry.registry import RegistryError
-from geneb.registry.runnable import environment_refusals, refusals
 from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import AnalysisInputError
 
@@ -103,7 +102,7 @@ def cmd_tasks(args: argparse.Namespace) -> str:
 
 
 def cmd_pin_revisions(args: argparse.Namespace) -> str:
-    from geneb.registry.pins import PinError, resolve_revisions, write_pins
+    from geneb.registry.weights import PinError, resolve_revisions, write_pins
 
     read_registry(args.sheet)  # a malformed sheet is a one-line error, not the registry loader's traceback
     try:

@@ -31,8 +31,7 @@ def cmd_merge(args: argparse.Namespace) -> str:
     """Merge the bundles into --out, then build its tables, figures and report (unless --no-tables); a summary of
     what was pooled."""
     from geneb.pool.bundle import BundleError
-    from geneb.pool.merge import MergeError, build_tables, merge_bundles
-    from geneb.pool.outputs import merged_outputs
+    from geneb.pool.merge import MergeError, build_tables, merge_bundles, merged_outputs
 
     start = time.perf_counter()
     try:

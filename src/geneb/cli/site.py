@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from geneb.report.captions import report_captions
+from geneb.report.render import report_captions
 from geneb.site.build import build_site, site_summary
 
 #: the caption files of the figures, where the command runs from a checkout (the workflow's report folder)

@@ -1,4 +1,4 @@
-"""`geneb tasks lock [TASK ...] [--configfile C ...]`: re-lock tasks on purpose (`geneb.tasks.lock`).
+"""`geneb tasks lock [TASK ...] [--configfile C ...]`: re-lock tasks on purpose (`geneb.tasks.catalogue`).
 
 Reads the config as the workflow does (the files merged in order, as `snakemake --configfile a b` merges them;
 schema defaults filled), fetches each task's source files from its source now (an http mirror's and a hub
@@ -33,7 +33,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def load_run_config(paths: list[str]) -> dict[str, Any]:
     """The workflow config of `paths` (merged in order), validated against the config schema with its defaults
     filled (`geneb.run.config_checks.check_config`). Raises CliError for a missing or invalid file."""
-    from geneb.core.schemas import load_schema
+    from geneb.core.paths import load_schema
     from geneb.run.config_checks import check_config
 
     config: dict[str, Any] = {}
@@ -58,8 +58,7 @@ def _record(r: dict[str, Any] | None) -> str:
 
 def cmd_tasks_lock(args: argparse.Namespace) -> str:
     """Re-lock `args.tasks` (default: the config's `tasks`; `--set`: every task of that set in the catalogue)."""
-    from geneb.tasks.catalogue import read_catalogue, source_string, task_row
-    from geneb.tasks.lock import read_lock, relock
+    from geneb.tasks.catalogue import read_catalogue, read_lock, relock, source_string, task_row
     from geneb.tasks.sources import TaskSourceError, open_source
 
     config = load_run_config(args.configfile)

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from geneb.cli.common import CliError, existing_file
-from geneb.core.schemas import load_schema
+from geneb.core.paths import load_schema
 from geneb.run.plan import plan_run
 from geneb.run.verify import verify_files
 

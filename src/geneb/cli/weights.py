@@ -39,8 +39,7 @@ def _weight_specs(args: argparse.Namespace) -> tuple[Registry, list[ModelSpec]]:
 
 
 def cmd_weights_fetch(args: argparse.Namespace) -> str:
-    from geneb.registry.weights import WeightsError, settings_source, weights_refusal
-    from geneb.registry.weights_fetch import materialize
+    from geneb.registry.weights import WeightsError, materialize, settings_source, weights_refusal
 
     registry, specs = _weight_specs(args)
     done, failed = [], []

@@ -8,8 +8,7 @@ import os
 from pathlib import Path
 
 from geneb.cli.common import CliError, existing_file
-from geneb.tasks.source_files import TaskSourceError
-from geneb.tasks.sources import ENV_TASK_SOURCE
+from geneb.tasks.sources import ENV_TASK_SOURCE, TaskSourceError
 from geneb.zeroshot.catalogue import ZeroShotCatalogueError
 
 #: where the real tasks are read from without --task-source or $GENEB_TASK_SOURCE (config.yaml's task_source)

@@ -1,4 +1,11 @@
-"""Content digests of the files a later step trusts: recorded when a file is written, checked when it is read.
+"""Files a later step can trust: atomic writes and content digests.
+
+Atomic file writes: a result appears under its final name only when it is complete.
+
+A job killed mid-write (SIGKILL, Slurm walltime) leaves at most a `.tmp-*` file beside the target, which no
+reader looks at; the rename is atomic on POSIX file systems (same directory, same file system).
+
+Content digests of the files a later step trusts: recorded when a file is written, checked when it is read.
 
 Every artifact GENEB reads back (embedding HDF5 files, probe, prediction and score parquets, shot files, task
 audits, prepared task splits and cards) is written through `sealed_path` (or `write_text` / `write_parquet`),
@@ -24,12 +31,46 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geneb.core.atomic import atomic_path
 from geneb.core.provenance import file_sha256
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside `target`; on success rename it to `target`, on error delete it.
+
+    The caller writes the whole file to the yielded path. Parent folders are created. Any exception inside
+    the block propagates after the temporary file is removed; `target` is then left untouched.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".tmp-{target.name}.", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results should get the permissions open() gives
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
+    """Write `text` (UTF-8) to `target` atomically."""
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,7 +140,7 @@ def recorded_digest(path: str | os.PathLike[str]) -> str | None:
 
 @contextlib.contextmanager
 def sealed_path(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """`geneb.core.atomic.atomic_path` that also records the digest: yield a temporary path beside `target`; on
+    """`geneb.core.integrity.atomic_path` that also records the digest: yield a temporary path beside `target`; on
     success hash it, write the sidecar, then rename it to `target`. The sidecar is written first, so a process
     killed in between leaves the old file with a new digest (a mismatch: set aside and rebuilt), never a new file
     without one."""

@@ -129,7 +129,7 @@ def listen(paths: ServerPaths) -> socket.socket:
 
     The socket is bound and listening under a temporary name first and then renamed into place: a client that
     found the path between bind() and listen() would get ECONNREFUSED, take the socket for a killed server's
-    stale file and remove it (`geneb.extract.client.connect`), leaving this server unreachable until its idle
+    stale file and remove it (`geneb.extract.server.connect`), leaving this server unreachable until its idle
     stop. Where the temporary name would not fit a socket path (SOCKET_PATH_MAX), it binds in place."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     staging = paths.socket.with_name(f"{paths.socket.name}.{os.getpid()}")

@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from geneb.registry.settings import Extraction
+from geneb.registry.spec import Extraction
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class Encoder(Protocol):
     extraction: the token-level options (`Extraction`: reverse-complement trim by `length_multiple`, the
     `long_policy` a reverse-complement mode must not truncate under); None for an encoder without them (k-mer
     counts). load_check_names: the load-time probes `run_load_checks` runs, in order ((): none), recorded in
-    the passed-checks record (geneb.extract.load_checks) before they run. An encoder embeds a list of sequences
+    the passed-checks record (geneb.extract.step) before they run. An encoder embeds a list of sequences
     (never a bare string) in order, one row per sequence.
     """
 
@@ -108,7 +108,7 @@ class Encoder(Protocol):
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:
         """Embed `sequences` (model-input form, uppercase); `rows` name them in errors; `desc` labels the
-        progress lines of a long call (geneb.encoders.engine.progress)."""
+        progress lines of a long call (geneb.encoders.engine.batching)."""
 
     def run_load_checks(self) -> tuple[str, ...]:
         """Run the load-time probes (`load_check_names`) and return their names; raises the first that fails.
@@ -125,7 +125,7 @@ _DEFERRED = contextvars.ContextVar("geneb_load_checks_deferred", default=False)
 def deferred_load_checks() -> Iterator[None]:
     """Encoders built inside this block skip their load-time probes; the caller runs them
     (`run_load_checks`) or takes them from a passed-checks record of the same model and settings
-    (geneb.extract.load_checks). The adapters' constructors stay unchanged."""
+    (geneb.extract.step). The adapters' constructors stay unchanged."""
     token = _DEFERRED.set(True)
     try:
         yield

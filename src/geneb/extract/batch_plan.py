@@ -1,4 +1,27 @@
-"""The batch plan of a token model: a fixed budget per device class by default (`execution.batch_tokens:
+"""How an extraction runs: its execution options, the batch plan of a token model, and the record of the
+load-time checks.
+
+The execution knobs of an extraction as one typed object: `ExecutionOptions`, built from the config's
+`execution:` section.
+
+Every default is the config schema's (`workflow/schemas/config.schema.yaml`, `properties.execution`), read
+through `geneb.core.paths.load_schema`: no default is repeated here, so a knob's default changes in one place.
+Execution knobs never change a vector (README, "Other configurations"), so none of them is in the cache key.
+
+The load-time checks record: a model's load-time probes pass once, and every later load of the same model
+under the same settings takes the record instead of running them again.
+
+A token-level encoder probes its model when it loads (geneb.encoders.engine.checks: vocabulary, maximum
+length, padding invariance). The record of a pass is stored atomically beside the model's embeddings,
+`resources/embeddings/<model>/<settings hash>/load_checks.json`. The folder is the settings hash, which
+holds the model's identity (a hub commit, or a local folder's content fingerprint) and every extraction
+setting, so a changed model or setting has no record and probes again. Within the folder a record counts
+only when the loaded encoder's identity (special tokens, maximum length, padding, dtypes: what the probes
+depend on) and the versions of the packages that tokenize and run it are the ones that passed; otherwise
+the probes run again and the record is replaced. A failed probe raises and writes nothing. Every HDF5
+file records the sha256 of the record it relied on (`load_checks_sha256`).
+
+The batch plan of a token model: a fixed budget per device class by default (`execution.batch_tokens:
 by_device`, `DEVICE_BUDGETS`), or one chosen by measurement on a CPU (`execution.batch_tokens: auto`).
 
 The default, `by_device`, is a table, not a timing: every machine of a device class batches a task the same way
@@ -12,7 +35,7 @@ On a CPU the best batch depends on the model: bench/extraction.py's sweep put an
 while a tiny model runs faster in larger batches (per-batch overhead). A fixed default cannot serve all three.
 Under `auto`, the first load of a model on a CPU embeds a fixed sample of random sequences twice per candidate
 token budget (`CANDIDATES`, padded tokens per batch), takes the one of least process CPU time, and records it in
-`batch_plan.json` beside the load-checks record (`geneb.extract.load_checks`), so later loads of the model on the
+`batch_plan.json` beside the load-checks record (`geneb.extract.batch_plan`), so later loads of the model on the
 same CPU model, thread count and packages reuse it without probing. On CUDA (and for encoders without token
 batches, e.g. k-mer counts) `auto` means no budget: batches of `batch_size`.
 
@@ -23,18 +46,148 @@ compares the probed plan's vectors with fixed batches').
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from geneb.core.atomic import write_text_atomic
-from geneb.core.provenance import package_versions
-from geneb.extract.load_checks import CHECKED_PACKAGES
+from geneb.core.integrity import write_text_atomic
+from geneb.core.paths import load_schema, schema_problems
+from geneb.core.provenance import canonical_json, package_versions, stable_hash
+
+
+def execution_schema() -> dict[str, Any]:
+    """The JSON schema of the config's `execution:` section (a copy; every property carries its default)."""
+    return dict(load_schema("config")["properties"]["execution"])
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How extraction jobs run (docs/hpc.md): one field per property of the schema's `execution` section.
+
+    device: cpu, cuda or auto. batch_size: chunks per forward pass; batch_tokens: padded tokens per forward
+    pass instead ("by_device", the default: the fixed budget of the device class, geneb.extract.batch_plan.DEVICE_BUDGETS;
+    None: batch_size; "auto": measured once per model on a CPU, geneb.extract.batch_plan). threads: torch intra-op
+    threads. hdf5_locking: auto, on or off.
+    env_route: conda or venv; env_dir: where the venvs are (None: $GENEB_ENV_DIR, else .geneb/envs).
+    weights_dir: the cache of weights from outside the hub. model_server / model_server_idle_s (seconds): one
+    model load per node and model. probe_worker / probe_worker_idle_s (seconds): the warm probe worker.
+    load_checks: record or every_load (geneb.extract.step.load_model).
+    """
+
+    device: str
+    batch_size: int
+    batch_tokens: int | str | None
+    threads: int
+    hdf5_locking: str
+    env_route: str
+    env_dir: str | None
+    weights_dir: str
+    model_server: bool
+    probe_worker: bool
+    probe_worker_idle_s: float
+    load_checks: str
+    model_server_idle_s: float
+
+    @classmethod
+    def from_config(cls, execution: Mapping[str, Any] | None = None) -> ExecutionOptions:
+        """The options of a config's `execution:` mapping (None or {}: every default), absent keys taking the
+        schema's defaults. Raises ValueError listing every problem the schema finds (an unknown knob, a value of
+        the wrong type or outside its enum)."""
+        schema = execution_schema()
+        given = dict(execution or {})
+        problems = schema_problems(given, schema)
+        if problems:
+            raise ValueError("execution options: " + "; ".join(problems))
+        defaults = {name: prop["default"] for name, prop in schema["properties"].items()}
+        return cls(**{**defaults, **given})
+
+    @classmethod
+    def of(cls, execution: ExecutionOptions | Mapping[str, Any] | None) -> ExecutionOptions:
+        """`execution` itself when already typed, else `from_config(execution)`."""
+        return execution if isinstance(execution, ExecutionOptions) else cls.from_config(execution)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as the config mapping they came from (JSON-ready; `from_config(as_dict())` == self)."""
+        return dataclasses.asdict(self)
+
+
+log = logging.getLogger(__name__)
+
+#: the record's file name, in the folder of the model's embeddings under one settings hash
+LOAD_CHECKS_FILE = "load_checks.json"
+#: the record's layout version; a record of another layout is probed again
+SCHEMA_VERSION = 1
+#: packages whose versions a record is bound to (tokenization and the forward pass)
+CHECKED_PACKAGES = ("torch", "transformers", "tokenizers")
+
+
+@dataclass(frozen=True)
+class LoadChecksRecord:
+    """A passed set of load-time probes.
+
+    model, settings_hash: the registry entry and its extraction-settings hash. identity_sha256: 12-hex hash
+    of the loaded encoder's `identity()`. packages: versions of CHECKED_PACKAGES. checks: the probes that
+    ran and passed, in order (empty for a family without load-time probes, e.g. k-mer counts).
+    """
+
+    model: str
+    settings_hash: str
+    identity_sha256: str
+    packages: dict[str, str]
+    checks: tuple[str, ...]
+    schema_version: int = SCHEMA_VERSION
+
+    def as_json(self) -> str:
+        """The record as canonical JSON (sorted keys), the form its sha256 is taken of."""
+        return canonical_json({**asdict(self), "checks": list(self.checks)})
+
+    def sha256(self) -> str:
+        """12-hex sha256 of `as_json()`; HDF5 files record it as `load_checks_sha256`."""
+        return stable_hash(json.loads(self.as_json()))
+
+
+def expected(model: str, settings_hash: str, identity: dict[str, Any], checks: tuple[str, ...]) -> LoadChecksRecord:
+    """The record a load of `model` under `settings_hash` with encoder `identity` would need (or write)."""
+    versions = package_versions(CHECKED_PACKAGES)
+    return LoadChecksRecord(
+        model=model,
+        settings_hash=settings_hash,
+        identity_sha256=stable_hash(identity),
+        packages={name: versions[name] for name in CHECKED_PACKAGES},
+        checks=tuple(checks),
+    )
+
+
+def read_record(path: str | Path) -> LoadChecksRecord | None:
+    """The record at `path`, or None when there is none. A file that is not a record of this layout (edited
+    by hand, another GENEB version) is logged and treated as absent, so the probes run again and replace it."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw["checks"] = tuple(raw["checks"])
+        record = LoadChecksRecord(**raw)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        log.warning("load-checks record %s is not readable (%s); the load-time probes run again", path, err)
+        return None
+    if record.schema_version != SCHEMA_VERSION:
+        log.warning("load-checks record %s has layout %s; the probes run again", path, record.schema_version)
+        return None
+    return record
+
+
+def write_record(path: str | Path, record: LoadChecksRecord) -> None:
+    """Write `record` to `path` atomically (a killed write leaves no record under the final name)."""
+    write_text_atomic(path, json.dumps(json.loads(record.as_json()), indent=1, sort_keys=True) + "\n")
+
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +210,7 @@ DEVICE_BUDGETS: dict[str, int] = {"cpu": 2048, "cuda": 65536}
 CPU_LARGE_PARAMS = 20_000_000
 CPU_LARGE_BUDGET = 1024
 #: the record's file name, beside load_checks.json
-FILENAME = "batch_plan.json"
+BATCH_PLAN_FILE = "batch_plan.json"
 #: candidate budgets (padded tokens per forward pass) the probe times
 CANDIDATES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
 #: the probe's sample: PROBE_ROWS random sequences of PROBE_NT bases, lengths spread geometrically between the two
@@ -166,8 +319,8 @@ def device_class(device: str) -> str:
 
 def n_parameters(encoder: Any) -> int:
     """The parameter count of the encoder's network, 0 for an encoder without one (the engine reads its own
-    encoders' networks: `geneb.encoders.engine.execution.network_parameters`)."""
-    from geneb.encoders.engine.execution import network_parameters
+    encoders' networks: `geneb.encoders.engine.batching.network_parameters`)."""
+    from geneb.encoders.engine.batching import network_parameters
 
     return network_parameters(encoder)
 
@@ -201,7 +354,7 @@ def resolve_batch_tokens(
     if batch_tokens == BY_DEVICE:
         if not token_batches(encoder):
             return None
-        from geneb.encoders.engine.execution import encoder_device
+        from geneb.encoders.engine.batching import encoder_device
 
         return table_budget(encoder_device(encoder, device), n_parameters(encoder))
     if batch_tokens != AUTO:
@@ -213,7 +366,7 @@ def resolve_batch_tokens(
 
         if torch.cuda.is_available():
             return None
-    path = Path(checks_dir) / FILENAME
+    path = Path(checks_dir) / BATCH_PLAN_FILE
     key = _key(model, settings_hash, identity_sha256)
     found = read_plan(path, key)
     if found is not None:

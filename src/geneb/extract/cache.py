@@ -126,8 +126,8 @@ class SplitEmbeddings:
 
 @dataclass
 class ViewArrays:
-    """One view of a views file (`geneb.registry.views`): attrs, its HDF5 group attributes (view id, layer,
-    pooling, rc, `view_key`; `geneb.extract.views.view_attrs`); splits, {split: float (n, d)} in the split's row
+    """One view of a views file (`geneb.registry.spec`): attrs, its HDF5 group attributes (view id, layer,
+    pooling, rc, `view_key`; `geneb.extract.step.view_attrs`); splits, {split: float (n, d)} in the split's row
     order (the rows, n_tokens, ... of the split group are every view's)."""
 
     attrs: dict[str, Any]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from geneb.core import paths
-from geneb.extract.options import ExecutionOptions
+from geneb.extract.batch_plan import ExecutionOptions
 
 
 def _extract(request: dict[str, Any]) -> None:
@@ -110,7 +110,7 @@ def run_rule_job(
     if env != DEFAULT_ENV:
         logging.getLogger(__name__).info("model %s: extracting in env %s (%s)", settings["model"], env, python)
     if options.model_server:
-        from geneb.extract.client import extract_via_server
+        from geneb.extract.server import extract_via_server
 
         extract_via_server(
             settings,

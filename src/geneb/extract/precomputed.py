@@ -38,9 +38,9 @@ from geneb.extract.cache import (
     read_key,
     write_embeddings,
 )
-from geneb.registry.extraction import extraction_hash
-from geneb.registry.settings import ExtractionSettings, SettingsLike
-from geneb.tasks.card import TaskCard, read_card
+from geneb.registry.load import extraction_hash
+from geneb.registry.spec import ExtractionSettings, SettingsLike
+from geneb.tasks.prepare import TaskCard, read_card
 
 log = logging.getLogger(__name__)
 #: how many row ids one problem lists (the count of all follows)

@@ -1,6 +1,14 @@
-"""`extract_task`: one (model, task) -> one HDF5 embedding file (docs/data-dictionary.md, stage 2).
+"""`extract_task`: one (model, task) -> one HDF5 embedding file, with the views of a split.
 
-Builds the model's encoder from its resolved extraction settings (`geneb.registry.extraction.extraction_settings`)
+The views of one split (`geneb.registry.spec`): every requested layer and pooling of a token model from one
+forward pass per chunk and strand (`geneb.encoders.engine.views`), the reverse-complement views as the mean of
+the two strands' vectors (a second pass, over the reverse strand, only when a view asks for it), and the k-mer
+counts' one view per rc value. What the extraction step (`geneb.extract.step`) writes into the views groups of the
+(model, task) file (`geneb.extract.cache`, `ViewArrays`).
+
+`extract_task`: one (model, task) -> one HDF5 embedding file (docs/data-dictionary.md, stage 2).
+
+Builds the model's encoder from its resolved extraction settings (`geneb.registry.load.extraction_settings`)
 through the lazy family adapters (models/adapters.py; a k-mer job never imports torch), embeds every split of the
 prepared task in parquet row order (model input = uppercase sequence), applies the reverse-complement mode, and
 writes the cache atomically with the complete extraction key and the policy as flat HDF5 attributes.
@@ -27,14 +35,99 @@ from geneb.core import integrity
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
-from geneb.extract import batch_plan, load_checks
-from geneb.extract.cache import SplitEmbeddings, key_hash, write_embeddings
-from geneb.extract.views import embed_split_views, view_arrays
-from geneb.registry.extraction import extraction_hash
-from geneb.registry.settings import ExtractionSettings, SettingsLike
-from geneb.tasks.alphabet import AlphabetPolicy, model_input
-from geneb.tasks.card import read_card
-from geneb.tasks.hygiene import reverse_complement
+from geneb.extract import batch_plan
+from geneb.extract import batch_plan as load_checks
+from geneb.extract.cache import SplitEmbeddings, ViewArrays, key_hash, write_embeddings
+from geneb.registry.load import extraction_hash
+from geneb.registry.spec import ExtractionSettings, SettingsLike, View, ViewSet, layer_depth
+from geneb.tasks.prepare import read_card
+from geneb.tasks.validation import AlphabetPolicy, model_input, reverse_complement
+
+__all__ = ["embed_split_views", "view_attrs"]
+
+#: a view's (layer, pooling): the layer None for an encoder without layers (k-mer counts)
+LayerPooling = tuple[int | None, str]
+
+
+def _reverse_inputs(encoder: Encoder, sequences: list[str]) -> list[str]:
+    # the reverse strand of the bases the forward pass keeps (a length_multiple rule trims the forward 3' end)
+    multiple = int((encoder.extraction.length_multiple if encoder.extraction is not None else None) or 1)
+    return [reverse_complement(s[: len(s) - len(s) % multiple]) for s in sequences]
+
+
+def _one_strand(
+    encoder: Encoder, sequences: list[str], rows: list[int], views: ViewSet, desc: str | None
+) -> tuple[EmbedResult, dict[LayerPooling, np.ndarray]]:
+    """(EmbedResult with an empty (n, 0) embeddings, {(layer, pooling): float32 (n, d)}) of one strand."""
+    if not views.layers:  # no token states (k-mer counts): the encoder's one vector
+        res = encoder.embed(sequences, rows, desc=desc)
+        return replace(res, embeddings=np.zeros((len(sequences), 0), np.float32)), {(None, "mean"): res.embeddings}
+    from geneb.encoders.engine.tokenmodel import TokenModelEncoder
+    from geneb.encoders.engine.views import embed_views  # torch: only for token models
+
+    specs = [(layer, pooling) for pooling in views.poolings for layer in views.layers]
+    # layers are resolved for token models only (geneb.registry.spec: none without token states)
+    base, vectors = embed_views(cast(TokenModelEncoder, encoder), sequences, rows, specs, desc=desc)
+    by_spec: dict[LayerPooling, np.ndarray] = dict(zip(specs, vectors))
+    return base, by_spec
+
+
+def embed_split_views(
+    encoder: Encoder, sequences: list[str], rows: list[int], views: ViewSet, *, desc: str | None = None
+) -> tuple[EmbedResult, dict[str, np.ndarray]]:
+    """Embed one split for every view of `views`: (the forward strand's EmbedResult, with an empty (n, 0)
+    `embeddings`, `truncated` set where either strand was, step-downs and float32 retries of both strands;
+    {view id: float32 (n, d)} in `views.views()` order). rc views are (forward + reverse) / 2 per (layer,
+    pooling), as the registry's `rc: average`. Raises what the encoder raises (see `embed_views`)."""
+    base, fwd = _one_strand(encoder, sequences, rows, views, desc)
+    rev: dict[LayerPooling, np.ndarray] = {}
+    if True in views.reverse_complement:
+        rev_base, rev = _one_strand(
+            encoder, _reverse_inputs(encoder, sequences), rows, views, f"{desc} (RC)" if desc else None
+        )
+        counters = replace(
+            base.counters,
+            step_downs=base.counters.step_downs + rev_base.counters.step_downs,
+            fp32_retries=base.counters.fp32_retries + rev_base.counters.fp32_retries,
+        )
+        base = replace(base, truncated=base.truncated | rev_base.truncated, counters=counters)
+    out: dict[str, np.ndarray] = {}
+    for view in views.views():
+        layer_pool = (view.layer, view.pooling)
+        x = fwd[layer_pool] if not view.reverse_complement else (fwd[layer_pool] + rev[layer_pool]) / 2
+        out[view.id] = np.asarray(x, dtype=np.float32)
+    return base, out
+
+
+def view_attrs(view: View, views: ViewSet, *, key_hash: str, settings_hash: str) -> dict[str, Any]:
+    """The HDF5 attributes of one view's group: its id, layer (-1 in the file for an encoder without layers; HDF5
+    has no null), n_layers (-1 likewise), layer_depth (NaN likewise), pooling, reverse_complement, and `view_key`
+    (JSON: the file's settings hash and key hash with the view), its full key."""
+    depth = layer_depth(view.layer, views.n_layers)
+    spec = {"layer": view.layer, "pooling": view.pooling, "reverse_complement": view.reverse_complement}
+    return {
+        "view_id": view.id,
+        "layer": -1 if view.layer is None else int(view.layer),
+        "n_layers": -1 if views.n_layers is None else int(views.n_layers),
+        "layer_depth": float("nan") if depth is None else depth,
+        "pooling": view.pooling,
+        "reverse_complement": bool(view.reverse_complement),
+        "view_key": {"settings_hash": settings_hash, "key_hash": key_hash, "view": spec},
+    }
+
+
+def view_arrays(
+    views: ViewSet, per_split: dict[str, dict[str, np.ndarray]], *, key_hash: str, settings_hash: str
+) -> dict[str, ViewArrays]:
+    """{view id: ViewArrays(its attributes, {split: float32 (n, d)})} from {split: {view id: vectors}}."""
+    return {
+        view.id: ViewArrays(
+            view_attrs(view, views, key_hash=key_hash, settings_hash=settings_hash),
+            {split: arrays[view.id] for split, arrays in per_split.items()},
+        )
+        for view in views.views()
+    }
+
 
 log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
@@ -75,7 +168,7 @@ class LoadedModel:
     identity: `encoder.identity()` (goes into every file's key). seconds_load: wall seconds of the load and
     probes. load_id: `<host>:<pid>:<12 hex>`, one per load (files embedded by one load share it; the
     workflow benchmark counts loads by it). load_checks_sha256: the passed-checks record the load relied on
-    (geneb.extract.load_checks); checks_run: whether this load ran the probes or took the record.
+    (geneb.extract.batch_plan); checks_run: whether this load ran the probes or took the record.
     """
 
     settings: ExtractionSettings
@@ -106,7 +199,7 @@ def load_model(
 ) -> LoadedModel:
     """Load the encoder of resolved `settings` once and pass its load-time probes, or take a matching
     passed-checks record from `checks_dir` (the folder of the model's embeddings under its settings hash;
-    module geneb.extract.load_checks) instead of probing again. Writes the record after probing. batch_tokens
+    module geneb.extract.batch_plan) instead of probing again. Writes the record after probing. batch_tokens
     "auto": the CPU budget measured once per model (geneb.extract.batch_plan).
     load_checks_policy: "record" (the default: take a matching record) or "every_load" (probe at every load,
     as every extraction job did before the record existed; the benchmark's baseline, or to re-verify a suspect record).
@@ -124,7 +217,7 @@ def load_model(
             typed, device=device, batch_size=batch_size, batch_tokens=fixed, threads=threads, progress=progress
         )
     identity = encoder.identity()
-    record_path = Path(checks_dir) / load_checks.FILENAME
+    record_path = Path(checks_dir) / load_checks.LOAD_CHECKS_FILE
     names = encoder.load_check_names  # a family without probes (k-mer counts, Enformer) records none
     want = load_checks.expected(typed.model, settings_hash, identity, names)
     found = load_checks.read_record(record_path)
@@ -310,12 +403,12 @@ def extract_task(
         df = frames[split]
         rows = df["row"].astype(int).tolist()
         where = f"model {typed.model}, task {task}, split {split}"
-        desc = where  # what the progress lines of a long split name (geneb.encoders.engine.progress)
+        desc = where  # what the progress lines of a long split name (geneb.encoders.engine.batching)
         try:
             inputs = model_inputs(df, task=task, split=split)
             if typed.views is None:
                 res = embed_with_rc(encoder, inputs, rows, typed.extraction.rc, desc=desc)
-            else:  # every view from one forward pass per chunk and strand (geneb.extract.views)
+            else:  # every view from one forward pass per chunk and strand (geneb.extract.step)
                 res, per_split_views[split] = embed_split_views(encoder, inputs, rows, typed.views, desc=desc)
         except (ExtractionError, ValueError, MemoryError) as err:
             msg = f"{where}: {err}"

@@ -29,20 +29,18 @@ import torch
 
 from geneb.core import integrity
 from geneb.core.provenance import stable_hash
-from geneb.finetune.errors import FineTuneInputError, NonFiniteLossError
-from geneb.finetune.network import Tokenised, adapt, load_encoder, tokenise
-from geneb.finetune.recipe import FINETUNE_PROTOCOL, Recipe, from_config
-from geneb.finetune.train import CellRecord, EpochHook, predict, train_cell
-from geneb.probe.clean import clean_columns
+from geneb.finetune.recipe import FINETUNE_PROTOCOL, FineTuneInputError, NonFiniteLossError, Recipe, from_config
+from geneb.finetune.train import CellRecord, EpochHook, Tokenised, adapt, load_encoder, predict, tokenise, train_cell
 from geneb.probe.fit import Fit, TaskArrays, score_fits, thread_record
 from geneb.probe.job import dedup_scores, stamp_rows
+from geneb.probe.metrics import clean_columns
 from geneb.probe.protocols import Protocol
 from geneb.probe.protocols import from_config as probe_protocol
 from geneb.probe.shots import check_shots, read_shots
 from geneb.probe.views import registry_view, with_view
 from geneb.tables.scores import PROBE_THREADS_ATTR
-from geneb.tasks.audit_step import read_audit
-from geneb.tasks.card import read_card
+from geneb.tasks.audit import read_audit
+from geneb.tasks.prepare import read_card
 
 PathLike = str | os.PathLike[str]
 log = logging.getLogger(__name__)

@@ -1,4 +1,8 @@
-"""The `finetune-lora` protocol: one fixed fine-tuning recipe for every model, from config `finetune: finetune-lora:`.
+"""The `finetune-lora` protocol and the errors of the fine-tuning stage.
+
+Errors of the fine-tuning stage, each naming the model, task, regime and seed where they apply.
+
+The `finetune-lora` protocol: one fixed fine-tuning recipe for every model, from config `finetune: finetune-lora:`.
 
 Every output-affecting setting is written out in the config (docs/protocols.md, "finetune-lora", gives each value
 and its source), validated against `$defs/finetune_protocol` of workflow/schemas/config.schema.yaml, and hashed
@@ -12,8 +16,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from geneb.core.paths import schema_errors, section
 from geneb.core.provenance import stable_hash
-from geneb.core.schemas import schema_errors, section
+
+
+class FineTuneInputError(ValueError):
+    """Input the fine-tune job refuses: a model without a torch network, an unknown row, mismatched hashes."""
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss of one (model, task, regime, seed) cell became NaN or infinite: that cell stops, the
+    job's other cells go on (the message names the cell, the epoch and the step)."""
+
 
 #: the protocol's name in config `protocols:` and on every score row
 FINETUNE_PROTOCOL = "finetune-lora"

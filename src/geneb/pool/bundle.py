@@ -22,9 +22,8 @@ import yaml
 from geneb import __version__
 from geneb.core import integrity
 from geneb.core.provenance import canonical_json
-from geneb.registry.extra import MERGED_SHEET
 from geneb.registry.load import load_registry
-from geneb.registry.registry import RegistryError
+from geneb.registry.registry import MERGED_SHEET, RegistryError
 from geneb.tables.scores import SCHEMA_VERSION
 
 #: the bundle format (manifest `format`, `format_version`)

@@ -1,4 +1,10 @@
-"""One results folder from several bundles (`geneb merge`): comparability checked (`geneb.pool.comparable`), the
+"""One results folder from several bundles: which rows may be pooled, the merge, and its figures and report.
+
+Which rows of several bundles may be pooled: the same score-schema version everywhere, and per task the same
+task data hash, per (task, regime) the same shot-draw hash, per protocol the same protocol settings (config)
+hash. Every other row is named with its bundle, model, task, the field and both values (docs/pooling.md).
+
+One results folder from several bundles (`geneb merge`): comparability checked (`geneb.pool.merge`), the
 same cell from two bundles resolved by the rule below, the score table, the site's tables and the merged
 registry written, then the leaderboard and analysis tables built from them as the workflow builds a run's.
 
@@ -6,6 +12,9 @@ The rule for a cell (protocol, model, task, regime, view) that two bundles both 
 (seed, metric) rows with the same value, ci_low and ci_high) are kept once; differing rows are refused, naming the
 cell, both bundles and the first differing value, unless `prefer` names one of the bundles holding it, whose rows
 are then kept whole. Every decision is recorded in tables/pool.json (docs/pooling.md).
+
+The figures and the HTML report of a merged results folder (`geneb merge`, after its tables): drawn by the
+functions the workflow's rules `paper_figures` and `report` call, with the same arguments (docs/pooling.md).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +32,77 @@ import pandas as pd
 import yaml
 
 from geneb.core import integrity
-from geneb.core.schemas import load_schema
+from geneb.core.paths import load_schema
+from geneb.figures.render import render_figures
 from geneb.pool.bundle import SCORES, Bundle, BundleError, read_bundle, same_entry
-from geneb.pool.comparable import cell_frame, describe, mismatches
+from geneb.report.html import build_report
+from geneb.report.render import report_captions
+from geneb.run.rerun import report_config
+from geneb.tables.scores import SCHEMA_VERSION
+
+#: field -> the keys it must agree on across every pooled row (score-schema version: across all rows)
+FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("schema_version", ()),
+    ("data_hash", ("task",)),
+    ("shots_hash", ("task", "regime")),
+    ("config_hash", ("protocol",)),
+)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One (bundle, model, task) whose `field` is `value` where the reference bundle `ref_bundle` has
+    `ref_value` for the same key."""
+
+    bundle: str
+    model: str
+    task: str
+    field: str
+    value: str
+    ref_bundle: str
+    ref_value: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.bundle}: model {self.model}, task {self.task}: {self.field} {self.value} "
+            f"differs from {self.ref_value} in {self.ref_bundle}"
+        )
+
+
+def mismatches(bundles: Sequence[Bundle]) -> list[Mismatch]:
+    """Every (bundle, model, task, field) whose value differs from the first bundle's (in the given order) that
+    holds the same key, and every row of a score-schema version other than this GENEB's SCHEMA_VERSION (the
+    reference then is "this GENEB"). Empty when all rows are comparable."""
+    out: list[Mismatch] = []
+    for field, keys in FIELDS:
+        ref: dict[tuple[str, ...], tuple[str, str]] = {}
+        for b in bundles:
+            rows = b.scores.assign(**{field: b.scores[field].astype(str)})
+            for (model, task, *key, value), _ in rows.groupby(["model", "task", *keys, field], sort=True):
+                k = tuple(map(str, key))
+                if field == "schema_version":
+                    if value != SCHEMA_VERSION:
+                        out.append(Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION))
+                    continue
+                ref_bundle, ref_value = ref.setdefault(k, (b.name, value))
+                if value != ref_value:
+                    out.append(Mismatch(b.name, model, task, field, value, ref_bundle, ref_value))
+    return out
+
+
+def describe(found: Sequence[Mismatch], limit: int = 20) -> str:
+    """The refusal message: each mismatch on its line (the first `limit`, then how many more)."""
+    lines = [str(m) for m in found[:limit]]
+    if len(found) > limit:
+        lines.append(f"... and {len(found) - limit} more")
+    return "rows that are not comparable (docs/pooling.md, 'Comparable rows'):\n" + "\n".join(lines)
+
+
+def cell_frame(scores: pd.DataFrame) -> pd.DataFrame:
+    """`scores` with the column `_cell`, the cell key protocol|model|task|regime|view of each row."""
+    keys = [c for c in ("protocol", "model", "task", "regime", "view") if c in scores.columns]
+    return scores.assign(_cell=scores[keys].astype(str).agg("|".join, axis=1))
+
 
 #: the record of a merge, beside its tables
 POOL_RECORD = "tables/pool.json"
@@ -200,3 +278,52 @@ def build_tables(
     )
     analyses_step(**common, predictions_root=None, outdir=str(tables))
     return sorted(str(p) for p in tables.glob("*.parquet"))
+
+
+#: the merged folder's report, as a run's (rule `report`)
+REPORT = "report/geneb_report.html"
+#: its title (a run's is "GENEB report")
+TITLE = "GENEB report: merged results folder"
+
+
+def merged_outputs(
+    results_dir: str | os.PathLike[str],
+    *,
+    config_file: str | os.PathLike[str],
+    captions_dir: str | os.PathLike[str],
+) -> dict[str, Any]:
+    """Draw every registered figure of the merged folder `results_dir` into `results_dir`/figures/ (PNG and PDF,
+    `geneb.figures.render.render_figures`; the display names from its tables/models.parquet, which the analyses
+    built from the merged registry) and write its report `results_dir`/report/geneb_report.html
+    (`geneb.report.html.build_report`, with the "Pooled from" block of tables/pool.json). As the rules do: the
+    config `config_file` validated (`checked_config`), its default protocol, the full regime, the report's
+    config (`geneb.run.rerun.report_config`) and the captions of `captions_dir` (workflow/report,
+    `report_captions`); no task cards and no zero-shot tables (a bundle has neither: the report says so).
+    Returns {"figures": [PNG paths], "report": path}. Raises BundleError when `results_dir` has no pool record
+    (not a merged folder), AnalysisInputError for a missing table or caption, ValueError for an invalid config."""
+    root = Path(results_dir)
+    record_path = root / POOL_RECORD
+    if not record_path.is_file():
+        raise BundleError(f"merge: {record_path} not found; not a merged results folder")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    config = checked_config(config_file)
+    tables, figures = root / "tables", root / "figures"
+    protocol = config["default_protocol"]
+    pngs = render_figures(tables, figures, protocol=protocol, regime="full")
+    audit = tables / "task_audit.parquet"
+    report = build_report(
+        tables,
+        figures,
+        root / REPORT,
+        config=report_config(config),
+        captions=report_captions(Path(captions_dir)),
+        title=TITLE,
+        protocol=protocol,
+        regime="full",
+        scores=tables / "scores.parquet",
+        task_audit=audit if audit.is_file() else None,
+        cards=None,
+        zeroshot=None,
+        pooled=record,
+    )
+    return {"figures": pngs, "report": report}

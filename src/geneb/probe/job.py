@@ -18,17 +18,14 @@ from threadpoolctl import threadpool_limits
 from geneb.core import integrity
 from geneb.core.provenance import package_versions
 from geneb.extract.cache import list_views, read_embeddings
-from geneb.probe.clean import clean_columns
-from geneb.probe.errors import ProbeInputError
 from geneb.probe.fit import TaskArrays, run_task, thread_record
-from geneb.probe.metrics import label_scores, seed_summary
+from geneb.probe.metrics import clean_columns, label_scores, seed_summary
 from geneb.probe.protocols import from_config
-from geneb.probe.sampling import draw_identity
-from geneb.probe.shots import build_shots, check_shots, read_shots, write_shots
+from geneb.probe.shots import ProbeInputError, build_shots, check_shots, draw_identity, read_shots, write_shots
 from geneb.probe.views import probe_views, registry_view, view_task, with_view
 from geneb.tables.scores import PROBE_THREADS_ATTR, SCHEMA_VERSION, with_code_revision
-from geneb.tasks.audit_step import read_audit
-from geneb.tasks.card import TaskCard, read_card
+from geneb.tasks.audit import read_audit
+from geneb.tasks.prepare import TaskCard, read_card
 
 Path = str | os.PathLike[str]
 log = logging.getLogger(__name__)
@@ -193,11 +190,11 @@ def fit_probes(
     (threadpoolctl) of the job, an execution knob that never changes a result (the fits themselves run on one
     BLAS thread: `geneb.probe.fit.run_task`). settings_hash: the extraction
     settings hash the cache must carry (its folder name in the workflow; a file copied in from other settings
-    is refused). audit: the task's audit file (`geneb.tasks.audit_step`): its leaked test rows give the clean-subset
-    columns (`geneb.probe.clean`: value_clean, ci_low_clean, ci_high_clean, n_test_clean); without it they are
+    is refused). audit: the task's audit file (`geneb.tasks.audit`): its leaked test rows give the clean-subset
+    columns (`geneb.probe.metrics`: value_clean, ci_low_clean, ci_high_clean, n_test_clean); without it they are
     NaN (-1 rows).
     n_layers: the model's block count when known while planning (the absolute layer of the registry's
-    view; `geneb.probe.views.registry_view`). A views file (`geneb.registry.views`) is probed view by view
+    view; `geneb.probe.views.registry_view`). A views file (`geneb.registry.spec`) is probed view by view
     (`geneb.probe.views.probe_views`); every score and prediction row carries the view columns. views: the view ids
     of such a file to probe (None: all; `geneb.run.views.probed_views`). Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).

@@ -14,9 +14,9 @@ import numpy as np
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
+from geneb.core.paths import schema_errors, section
 from geneb.core.provenance import stable_hash
-from geneb.core.schemas import schema_errors, section
-from geneb.probe.errors import ProtocolConfigError
+from geneb.probe.shots import ProtocolConfigError
 from geneb.tables.scores import REGIMES
 
 PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")

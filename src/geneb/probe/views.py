@@ -1,4 +1,4 @@
-"""Probing views (`geneb.registry.views`): the view columns of every score and prediction row, and the layer rule.
+"""Probing views (`geneb.registry.spec`): the view columns of every score and prediction row, and the layer rule.
 
 Every score row names its view (`VIEW_COLUMNS`, the score-table contract, `geneb.tables.scores`): a run without
 `views:` carries view "default", the registry's layer (absolute index) and pooling, layer_rule "registry"; a views
@@ -29,7 +29,7 @@ from geneb.probe.fit import PREVALIDATED, TaskArrays, _positions, fit_scaler, pr
 from geneb.probe.metrics import seed_summary
 from geneb.probe.protocols import Protocol
 from geneb.registry.families import family as model_family
-from geneb.registry.views import DEFAULT_VIEW_ID, INNER_CV_LAYER, absolute_layer, layer_depth, view_id
+from geneb.registry.spec import DEFAULT_VIEW_ID, INNER_CV_LAYER, absolute_layer, layer_depth, view_id
 
 #: the view columns of the score-table contract, in order
 VIEW_COLUMNS = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")

@@ -1,4 +1,15 @@
-"""Registry entries a user writes without editing GENEB: `family: python` (their own encoder, a factory in a file,
+"""Entries a user writes without editing GENEB (`family: python`, `precomputed`), the files their options
+name, and content hashes of local model folders (torch-free).
+
+Content hashes of local model folders (torch-free, so the registry can fingerprint a local checkpoint
+while Snakemake builds the DAG without importing torch).
+
+The files and folders a `python` entry's options name (torch-free, import-free): which option strings name a
+path, their content's sha256 (`path_sha256`, memoised per process), the options with those paths masked for the
+settings hash, and the options that end like a model file but name nothing (`geneb.registry.python_entry` says
+how the settings hash uses them).
+
+Registry entries a user writes without editing GENEB: `family: python` (their own encoder, a factory in a file,
 an importable module or an installed package) and `family: precomputed` (vectors computed elsewhere).
 
 Torch-free and import-free: nothing here imports the user's code (the plan reads these entries while Snakemake
@@ -37,21 +48,174 @@ import ast
 import hashlib
 import importlib.machinery
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from geneb.core.provenance import cached_file_sha256
-from geneb.registry.option_files import (
-    absolute_options,
-    could_be_path,
-    masked_options,
-    missing_option_files,
-    missing_option_message,
-    option_strings,
-    path_sha256,
-)
+
+WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".ckpt", ".pth"}
+
+
+def _sha256_files(files: list[Path], root: Path) -> str:
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p.relative_to(root)).encode())
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def weights_hash(folder: str | os.PathLike[str]) -> str:
+    """sha256 over the weight files (*.safetensors, *.bin, *.pt, *.ckpt, *.pth) of a model folder, in name
+    order. Raises FileNotFoundError when there are none."""
+    root = Path(folder)
+    files = sorted(p for p in root.iterdir() if p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        raise FileNotFoundError(f"no weight files in {folder}")
+    return _sha256_files(files, root)
+
+
+#: the files of a model folder that a model reads, by suffix: weights, configs and tokenizers, remote code
+MODEL_FILE_SUFFIXES = WEIGHT_SUFFIXES | {
+    ".h5",
+    ".msgpack",
+    ".npz",
+    ".npy",
+    ".onnx",
+    ".gguf",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".model",
+    ".vocab",
+    ".tiktoken",
+    ".py",
+}
+#: plain-text files a tokenizer reads (`vocab.txt`, `merges.txt`, `dict.txt`, `tokens.txt`); other .txt files are
+#: notes
+TOKENIZER_TEXT = re.compile(r"(vocab|merges|dict|tokens?)", re.IGNORECASE)
+
+
+def is_model_file(relative: Path) -> bool:
+    """Whether a file of a model folder (`relative` to the folder) is one a model reads: weights, configs,
+    tokenizer files or remote code (MODEL_FILE_SUFFIXES, and .txt files named like a vocabulary or merges list).
+    Documentation, notes, images, logs and hidden files are not: adding a README.md or NOTES.txt to a checkpoint
+    folder leaves its fingerprint, and so its embedding cache, as it was."""
+    if any(part.startswith(".") for part in relative.parts):
+        return False
+    if relative.suffix.lower() == ".txt":
+        return bool(TOKENIZER_TEXT.search(relative.stem))
+    return relative.suffix.lower() in MODEL_FILE_SUFFIXES
+
+
+_FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
+    """sha256 over the files below `folder` that a model reads (`is_model_file`: weights, configs, tokenizer,
+    remote code), by relative path, memoised per process on (names, sizes, mtimes). Identifies a local checkpoint
+    in the extraction settings, so new weights give a new cache path and a note beside them does not. Raises
+    FileNotFoundError when the folder does not exist (a folder without model files is refused when its model
+    loads, naming what is missing)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"local model folder {folder} does not exist")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and is_model_file(p.relative_to(root)))
+    stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    key = (str(root.resolve()), stamp)
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = _sha256_files(files, root)
+    return _FINGERPRINTS[key]
+
+
+def absolute_options(value: Any, base_dir: Path) -> Any:
+    """`value` (an options mapping, list or leaf) with every relative string that names an existing file or folder
+    under `base_dir` made absolute there; everything else as it is."""
+    if isinstance(value, dict):
+        return {k: absolute_options(v, base_dir) for k, v in value.items()}
+    if isinstance(value, list):
+        return [absolute_options(v, base_dir) for v in value]
+    if isinstance(value, str) and could_be_path(value):
+        path = Path(os.path.expanduser(value))
+        if not path.is_absolute() and (base_dir / path).exists():
+            return os.path.normpath(base_dir / path)
+    return value
+
+
+def could_be_path(value: str) -> bool:
+    """Whether an option string may name a file: not empty, not only dots (`.`, `..`: a folder of everything),
+    not a URL."""
+    return bool(value.strip(".")) and "://" not in value and "\n" not in value
+
+
+#: what `hash_view` puts in place of an option's path (its content is in `load.options_sha256`)
+PATH_PLACEHOLDER = "<path: load.options_sha256>"
+
+
+def option_strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """(option key, string) of every string leaf of an options mapping: `weights`, `a.b`, `paths[0]`."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from option_strings(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from option_strings(v, f"{key}[{i}]")
+    elif isinstance(value, str):
+        yield key, value
+
+
+def masked_options(value: Any, paths: Mapping[str, str], key: str = "") -> Any:
+    if isinstance(value, Mapping):
+        return {k: masked_options(v, paths, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked_options(v, paths, f"{key}[{i}]") for i, v in enumerate(value)]
+    return PATH_PLACEHOLDER if isinstance(value, str) and key in paths else value
+
+
+def path_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 (hex) of what a path holds: a file's bytes; a folder's files (below it, hidden ones and
+    `__pycache__` left out), each as its relative POSIX path and its bytes' sha256, in path order. Memoised per
+    process on (resolved path, size, mtime) of each file. Raises FileNotFoundError when nothing is there."""
+    root = Path(path)
+    if root.is_file():
+        return cached_file_sha256(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{path} does not exist")
+    h = hashlib.sha256(b"folder")
+    files = sorted(
+        (p.relative_to(root).as_posix(), p)
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts)
+    )
+    for rel, p in files:
+        h.update(f"\0{rel}\0{cached_file_sha256(p)}".encode())
+    return h.hexdigest()
+
+
+def missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """[(option key, value)] of the string options that end like a model file (`MODEL_FILE_SUFFIXES`) and name
+    nothing (module docstring)."""
+    return [
+        (key, value)
+        for key, value in option_strings(options or {})
+        if could_be_path(value)
+        and Path(os.path.expanduser(value)).suffix.lower() in MODEL_FILE_SUFFIXES
+        and not Path(os.path.expanduser(value)).exists()
+    ]
+
+
+def missing_option_message(model: str, missing: list[tuple[str, str]]) -> str:
+    """The reason naming the model and each option and path of `missing_option_files`."""
+    named = "; ".join(f"load.options.{key} names {value!r}" for key, value in missing)
+    return (
+        f"model {model}: {named}, and there is no such file (a relative path is looked for in the folder of the "
+        f"registry file, then in the working directory {os.getcwd()})"
+    )
+
 
 PYTHON = "python"
 PRECOMPUTED = "precomputed"

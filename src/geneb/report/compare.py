@@ -24,8 +24,8 @@ import pandas as pd
 from geneb import __version__
 from geneb.analysis.inputs.metadata import load_model_meta
 from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
+from geneb.core.integrity import write_text_atomic
 from geneb.figures.compare import rank_figure
 from geneb.figures.style import paper_style, save
 from geneb.report import runcard

@@ -24,29 +24,34 @@ from geneb.analysis.paper.compare import capped_tasks
 from geneb.analysis.ranking.leaderboard import wide_view
 from geneb.analysis.registry import Section, report_sections
 from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
 from geneb.core.categories import CATEGORIES
+from geneb.core.integrity import write_text_atomic
 from geneb.figures.registry import figures
 from geneb.figures.render import choose_protocol
-from geneb.report.audit import audit_sections
-from geneb.report.board import board_marks, board_notes
-from geneb.report.captions import LEADERBOARD_CAPTION, REPRODUCE_CAPTION
-from geneb.report.pooled import merged_parts
 from geneb.report.render import (
     CSS,
+    LEADERBOARD_CAPTION,
     PROVENANCE_COLUMNS,
+    REPRODUCE_CAPTION,
     figure_html,
     figure_not_applicable,
     not_applicable,
     plural,
     table_html,
 )
-from geneb.report.sections import empty_reason
-from geneb.report.tiers import tiers_section
-from geneb.report.zeroshot import ZEROSHOT_CAPTION, zeroshot_section
+from geneb.report.sections import (
+    ZEROSHOT_CAPTION,
+    audit_sections,
+    board_marks,
+    board_notes,
+    empty_reason,
+    merged_parts,
+    tiers_section,
+    zeroshot_section,
+)
 from geneb.tables.freshness import stale_warnings
 from geneb.tables.scores import REGIMES, AnalysisInputError, failed_tasks
-from geneb.tasks.card import read_card
+from geneb.tasks.prepare import read_card
 
 
 def _read(tables_dir: Path, name: str) -> pd.DataFrame:
@@ -186,7 +191,7 @@ def _failed_section(tables_dir: Path) -> list[str]:
 
 def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
     """The report's data-hygiene table: one row per task with its letter counts per split (score-table columns
-    from the cards, geneb.tables.hygiene_columns), whether its test split has one class, and the models whose
+    from the cards, geneb.tables.aggregate), whether its test split has one class, and the models whose
     embeddings saw unknown tokens (marked "⚠ model: train n / test m"). Empty when the columns are absent."""
     if "test_single_class" not in scores.columns:
         return pd.DataFrame()
@@ -252,10 +257,10 @@ def build_report(
     with its caption (`geneb.figures.registry`), the registered analysis sections (`geneb.analysis.registry`),
     the contamination list, the models, the configuration, the analysis settings and package versions.
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any; with
-    it the "Statistically tied tiers" section (`geneb.report.tiers`, from rank_separability) is marked as GENEB's
+    it the "Statistically tied tiers" section (`geneb.report.sections`, from rank_separability) is marked as GENEB's
     own finding. scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the
-    task audit table for the "Task audit" section (`geneb.report.audit`), if any. zeroshot: the zero-shot tables
-    and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for its section (`geneb.report.zeroshot`), or None.
+    task audit table for the "Task audit" section (`geneb.report.sections`), if any. zeroshot: the zero-shot tables
+    and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for its section (`geneb.report.sections`), or None.
     cards: the run's task cards; the headline says which tasks the run's caps made subsamples (`capped_line`).
     pooled: a merged folder's tables/pool.json, for its "Pooled from" block and one-liners (`report.pooled`). A table older than the score table it was computed from is named in a warning at the top (`geneb.tables.
     freshness`); the provenance columns (PROVENANCE_COLUMNS) are stated once. Raises AnalysisInputError when a

@@ -1,4 +1,9 @@
-"""The HTML pieces every GENEB report is made of: the style sheet, tables that fit a 1280 px window, inlined
+"""The HTML pieces every GENEB report is made of, and the figure and table captions.
+
+Figure and table captions: the `workflow/report/*.rst` files are their one source, read by
+`snakemake --report` (the rules' `report(caption=...)`) and, through `report_captions`, by the HTML report.
+
+The HTML pieces every GENEB report is made of: the style sheet, tables that fit a 1280 px window, inlined
 figures, and the one line a section that does not apply to the run is reduced to.
 
 Tables fit without horizontal scrolling: headers wrap at word and underscore boundaries, long text cells wrap
@@ -20,8 +25,31 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
+from geneb.figures.registry import figures
 from geneb.figures.style import NOT_APPLICABLE_KEY
 from geneb.tables.scores import AnalysisInputError
+
+#: the caption of the leaderboard table (the report's Leaderboard section; the leaderboard rule's report entry)
+LEADERBOARD_CAPTION = "leaderboard.rst"
+#: the caption of the reproduce_paper table (the published report's "Reproducing the paper" section)
+REPRODUCE_CAPTION = "reproduce_paper.rst"
+
+
+def read_caption(folder: str | Path, file: str) -> str:
+    """The caption text of `folder/file` (surrounding whitespace stripped). Raises AnalysisInputError when the
+    file does not exist."""
+    path = Path(folder) / file
+    if not path.is_file():
+        raise AnalysisInputError(f"caption file {path} not found")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def report_captions(folder: str | Path) -> dict[str, str]:
+    """{caption file: text} for every caption the HTML report shows: the leaderboard's and every registered
+    figure's, read from `folder` (workflow/report). Raises AnalysisInputError for a missing file."""
+    files = [LEADERBOARD_CAPTION, REPRODUCE_CAPTION, *(f.caption for f in figures())]
+    return {file: read_caption(folder, file) for file in files}
+
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
 DISPLAY_SCALE = 0.45

@@ -13,11 +13,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from geneb.core.schemas import SCHEMA_DIR, schema_problems, validate_with_defaults
-from geneb.registry.extra import write_merged_sheet
-from geneb.registry.load import load_locked_registry, read_merged
-from geneb.registry.registry import Registry, RegistryError, model_spec
-from geneb.registry.runnable import not_runnable
+from geneb.core.paths import SCHEMA_DIR, schema_problems, validate_with_defaults
+from geneb.registry.load import load_locked_registry, not_runnable, read_merged
+from geneb.registry.registry import Registry, RegistryError, model_spec, write_merged_sheet
 from geneb.run.preflight import PreflightError, format_problems, preflight
 from geneb.run.rerun import canonical_path
 from geneb.run.task_sources import format_source_problems, source_problems
@@ -104,7 +102,7 @@ def load_run_registry(
 
 
 def use_merged_sheet(config: dict[str, Any]) -> None:
-    """With `registry_extra` files: write the merged registry (`geneb.registry.extra.write_merged_sheet`, under
+    """With `registry_extra` files: write the merged registry (`geneb.registry.registry.write_merged_sheet`, under
     results_dir) and make it the config's model_sheet (registry_extra then empty), in place, so every job and
     analysis reads the same entries. Call after the registry loaded, so errors name the user's files."""
     if config["registry_extra"]:

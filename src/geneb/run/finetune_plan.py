@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from geneb.finetune.recipe import FINETUNE_PROTOCOL, RecipeConfigError, from_config
 from geneb.registry.registry import Registry
-from geneb.registry.views import model_depth
+from geneb.registry.spec import model_depth
 
 #: families whose adapter is a token-level torch network (`geneb.encoders.engine.tokenmodel.TokenModelEncoder`)
 TOKEN_FAMILIES = frozenset(

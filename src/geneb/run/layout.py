@@ -51,7 +51,7 @@ def shot_path(protocol: str, dhash: str, task: str, thash: str) -> str:
 
 def model_embeddings_dir(model: str, xhash: str) -> str:
     """The folder of a model's embeddings under the extraction settings hashed `xhash`; it also holds the model's
-    load-time checks record (geneb.extract.load_checks), which zero-shot scoring shares."""
+    load-time checks record (geneb.extract.step), which zero-shot scoring shares."""
     return f"resources/embeddings/{model}/{xhash}"
 
 

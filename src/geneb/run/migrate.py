@@ -49,7 +49,7 @@ def legacy_card_problem(card: dict[str, Any], params: dict[str, Any], task: str)
     the alphabet policy, per split the cap and cap seed (a split without a cap record: no cap, or one at or above
     its source rows, cuts nothing), and no flagged rows (the config's task_checks decide what a flag does, and the
     card does not record them)."""
-    from geneb.tasks.alphabet import AlphabetPolicy
+    from geneb.tasks.validation import AlphabetPolicy
 
     if card.get("task") != task:
         return f"the card is of task {card.get('task')!r}"

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 from geneb.core.logs import failure_lines
 
 #: the environment variable a partial run is started with (the path of the failures file)

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from geneb.core.envs import DEFAULT_ENV, ENVS_DIR, EnvError, python_for_env
-from geneb.registry.checks import required_packages
+from geneb.registry.load import required_packages, runnable
 from geneb.registry.registry import Registry
-from geneb.registry.runnable import runnable
 from geneb.registry.spec import ModelSpec
 from geneb.registry.weights import is_complete
 

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: folders whose `.tmp-*` files are GENEB atomic-write leftovers (geneb.core.atomic)
+#: folders whose `.tmp-*` files are GENEB atomic-write leftovers (geneb.core.integrity)
 OUTPUT_ROOTS = ("resources", "results")
 #: Slurm job states in which a job may still write into the run directory
 ACTIVE_SLURM_STATES = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING,STOPPED"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 from geneb.core.logs import ERROR_MARK
 
 #: the stamp store of a run's working directory (`StampStore`)

@@ -17,7 +17,7 @@ Remote sources are checked only for tasks not yet prepared (`resources/tasks/<ta
 splits and card, `task_prepared`): a prepared task is not read again. Each remote source costs one request of at most
 `TIMEOUT_S` seconds.
 
-The task lock (config `task_lock`, `geneb.tasks.lock`): every configured task with a lock entry whose source is
+The task lock (config `task_lock`, `geneb.tasks.catalogue`): every configured task with a lock entry whose source is
 local (a mirror folder, a `save_to_disk` folder) has its files digested now and compared with the entry, so a run
 whose files differ is refused before anything is planned, naming task, file, expected and found digests and the
 fix; a mirror folder's files are checked against `meta.json`'s `sha256` too. A remote source's files are compared
@@ -36,8 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from geneb.tasks.catalogue import source_string, task_row
-from geneb.tasks.lock import changes, fix_hint, read_lock, records
+from geneb.tasks.catalogue import changes, fix_hint, read_lock, records, source_string, task_row
 from geneb.tasks.sources import (
     ENV_PAPER_TASK_SOURCE,
     ENV_TASK_SOURCE,

@@ -1,4 +1,4 @@
-"""Plan-time resolution of the config's `views:` section (`geneb.registry.views`): every selected model's views
+"""Plan-time resolution of the config's `views:` section (`geneb.registry.spec`): every selected model's views
 resolved and checked before any job, or one error naming every model that cannot serve them and its valid choices.
 Torch-free (called by `geneb.run.plan.plan_run`, in dry runs too)."""
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from geneb.registry.families import family as model_family
-from geneb.registry.views import View, ViewError, ViewSet, absolute_layer, model_depth, resolve_views
+from geneb.registry.spec import View, ViewError, ViewSet, absolute_layer, model_depth, resolve_views
 
 
 def plan_views(config: Mapping[str, Any], settings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

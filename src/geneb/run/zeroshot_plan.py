@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from geneb.registry.families import resolved_lm_head, resolved_scoring
 from geneb.registry.registry import Registry, model_spec
-from geneb.registry.scoring import resolved_lm_head, resolved_scoring
 from geneb.run.layout import check_hash, params_hash
 from geneb.tasks.sources import resolve_source_string, source_identity
 from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry, ZeroShotCatalogueError, catalogue_entry

@@ -16,10 +16,9 @@ from importlib import resources
 from pathlib import Path
 
 from geneb import __version__
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 from geneb.figures.registry import figures as registered_figures
-from geneb.site.collect import RunTables, read_run, run_labels
-from geneb.site.merge import board_rows, check_cells, labelled, with_display
+from geneb.site.collect import RunTables, board_rows, check_cells, labelled, read_run, run_labels, with_display
 from geneb.site.pages import card, esc, figure, heading, note, page, slug
 from geneb.site.sections import (
     board_table,
@@ -131,10 +130,10 @@ def build_site(
     path of its index.html.
 
     labels: the runs' names on the site (default the folders' names); captions: {caption file: text} of the
-    figures (`geneb.report.captions.report_captions`; without it the figures have their names only). Raises
+    figures (`geneb.report.render.report_captions`; without it the figures have their names only). Raises
     AnalysisInputError for a folder without a leaderboard, repeated labels, a non-empty `out` that is not a
     site, and SiteConflictError when two runs hold a (model, task, regime, protocol) cell with different values
-    (`geneb.site.merge`).
+    (`geneb.site.collect`).
     """
     if not results_dirs:
         raise AnalysisInputError("site: give at least one --results-dir")

@@ -1,4 +1,4 @@
-"""The bodies of the site's pages, from the labelled rows of every run (`geneb.site.merge`): the leaderboard, the
+"""The bodies of the site's pages, from the labelled rows of every run (`geneb.site.collect`): the leaderboard, the
 task list with the audit, the per-task scores, the model list, and one page per model and per task."""
 
 from __future__ import annotations
@@ -7,10 +7,8 @@ import pandas as pd
 
 from geneb.analysis.ranking.leaderboard import TASK_FLAGS_ATTR
 from geneb.report.runcard import extraction_facts
-from geneb.site.collect import RunTables
-from geneb.site.pages import card, esc, heading, note, slug
-from geneb.site.provenance import card_facts, extraction_records, left_out, probe_provenance, task_card
-from geneb.site.spec import embed, table_spec
+from geneb.site.collect import RunTables, card_facts, extraction_records, left_out, probe_provenance, task_card
+from geneb.site.pages import card, embed, esc, heading, note, slug, table_spec
 
 #: the leaderboard's filter columns, those present (the tier and view columns only in tables that have them)
 BOARD_FILTERS = ("run", "protocol", "regime", "category", "view", "tier", "subset")

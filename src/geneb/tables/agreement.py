@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 from geneb.tables.scores import REGIMES, load_scores
 
 #: the largest |difference| allowed between a run's model x regime mean MCC and the reference's: 3x the largest

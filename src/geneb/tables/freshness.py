@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 
 #: the score table every other table of a tables folder is computed from
 SCORES_NAME = "scores.parquet"

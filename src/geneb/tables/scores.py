@@ -19,7 +19,7 @@ from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revisio
 #: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
 #: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
 #: columns (`geneb_commit`, `geneb_dirty`) were added; 3: the clean-subset columns (`value_clean`, `ci_low_clean`,
-#: `ci_high_clean`, `n_test_clean`; geneb.probe.clean); 4: the view columns (VIEW_COLUMNS).
+#: `ci_high_clean`, `n_test_clean`; geneb.probe.metrics); 4: the view columns (VIEW_COLUMNS).
 SCHEMA_VERSION = "4"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
 #: columns every score table must have

@@ -1,4 +1,23 @@
-"""`prepare_task`: a source task -> checked parquet splits plus a task card (JSON).
+"""Preparing a task: caps, the task card and `prepare_task`.
+
+Per-task caps: a seeded, stratified subsample of a split, recorded in the task card.
+
+Allocation (largest-remainder rule): class c gets floor(cap * n_c / n) rows, the leftover rows go to the
+classes with the largest fractional parts (ties broken by sorted label), and every class present keeps at
+least one row when the cap allows. Within a class, rows are drawn without replacement by
+`numpy.random.default_rng(seed).choice`, classes taken in sorted label order; the kept rows are returned in
+source order. A pure function of (labels, cap, seed).
+
+The task card (`resources/tasks/{task}/card.json`): one typed `TaskCard`, written by `write_card` (from
+`geneb.tasks.prepare.prepare_task`) and read by `read_card` (extraction, probing, the comparison with the
+paper), side by side here so the layout has one home.
+
+Keys and meanings: docs/data-dictionary.md, stage 1. `TaskCard.from_dict` types what the consumers read (the
+data identity, category, classes, per-split counts and duplicates, train/test overlap, caps) and keeps the
+whole mapping (`as_dict`), which `write_card` writes: the file is `json.dumps(card, indent=1,
+sort_keys=True)`, byte for byte what it was before the card was typed. Torch-free.
+
+`prepare_task`: a source task -> checked parquet splits plus a task card (JSON).
 
 Steps, per split (train, test): read the raw rows from the source; check labels (integers, classes of test
 seen in train, class count as catalogued); apply the alphabet policy to every row (an error names task,
@@ -10,7 +29,12 @@ only rows removed are those a configured cap removes, and the card records which
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +43,217 @@ import pandas as pd
 
 from geneb.core import integrity
 from geneb.core.categories import check_category
-from geneb.tasks.alphabet import AlphabetPolicy, SequenceError
-from geneb.tasks.caps import stratified_cap
-from geneb.tasks.card import TaskCard, write_card
-from geneb.tasks.hygiene import train_test_overlap, within_split_duplicates
-from geneb.tasks.labels import (  # noqa: F401 - TaskDataError, check_label: re-exported (callers import them here)
+from geneb.tasks.sources import SPLITS, TaskSource, TaskSourceError
+from geneb.tasks.validation import (
+    AlphabetPolicy,
+    Problems,
+    SequenceError,
     TaskDataError,
     TaskValidationError,
-    check_label,
+    class_problems,
+    conflicting_label_problems,
     label_encoding,
     label_names,
     label_value,
-    parse_labels,
-)
-from geneb.tasks.sources import SPLITS, TaskSource, TaskSourceError
-from geneb.tasks.validation import (
-    Problems,
-    class_problems,
-    conflicting_label_problems,
     letter_counts,
+    parse_labels,
+    train_test_overlap,
+    within_split_duplicates,
     write_report,
 )
+
+
+def stratified_cap(labels: np.ndarray, cap: int, seed: int) -> np.ndarray:
+    """Positions (sorted, int64) of at most `cap` rows, stratified by `labels` (shape (n,)).
+
+    Returns all positions when n <= cap. Raises ValueError if cap < number of classes (a class would vanish).
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    if n <= cap:
+        return np.arange(n, dtype=np.int64)
+    classes, counts = np.unique(labels, return_counts=True)
+    if cap < len(classes):
+        raise ValueError(f"cap {cap} is smaller than the number of classes ({len(classes)}); a class would vanish")
+    exact = cap * counts / n
+    take = np.maximum(np.floor(exact).astype(int), 1)
+    while take.sum() > cap:  # the max(…, 1) floor can overshoot: trim the most over-allocated class that has > 1
+        take[np.argmax(np.where(take > 1, take - exact, -np.inf))] -= 1
+    leftover = cap - take.sum()
+    order = np.lexsort((np.arange(len(classes)), -(exact - np.floor(exact))))
+    for i in order:
+        if leftover == 0:
+            break
+        if take[i] < counts[i]:
+            take[i] += 1
+            leftover -= 1
+    rng = np.random.default_rng(seed)
+    picked = [rng.choice(np.flatnonzero(labels == c), size=int(k), replace=False) for c, k in zip(classes, take)]
+    return np.sort(np.concatenate(picked)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class SplitSummary:
+    """One split of the card (`splits.{train,test}`): rows kept (`n`) and in the source (`n_source`), length
+    range, rows per class (all and after dedup), within-split duplicates (`n_duplicate_rows`,
+    `duplicate_rows`), the rows the `*_dedup` scores leave out (`dedup_drop_rows`), sequences with more than
+    one label, and reverse-complement repeats. Counts a card lacks are None, row lists empty."""
+
+    n: int | None = None
+    n_source: int | None = None
+    len_min: int | None = None
+    len_max: int | None = None
+    len_median: int | None = None
+    class_counts: Mapping[str, int] = field(default_factory=dict)
+    class_counts_dedup: Mapping[str, int] = field(default_factory=dict)
+    n_duplicate_rows: int | None = None
+    duplicate_rows: tuple[int, ...] = ()
+    dedup_drop_rows: tuple[int, ...] = ()
+    conflicting_label_sequences: int | None = None
+    n_rc_duplicate_rows: int | None = None
+    rc_duplicate_rows: tuple[int, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitSummary:
+        rows = ("duplicate_rows", "dedup_drop_rows", "rc_duplicate_rows")
+        counts = ("class_counts", "class_counts_dedup")
+        known = set(cls.__dataclass_fields__)
+        values = {k: v for k, v in data.items() if k in known}
+        values.update({k: tuple(int(r) for r in data[k]) for k in rows if k in data})
+        values.update({k: dict(data[k]) for k in counts if k in data})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SplitCap:
+    """The cap applied to one split (`caps.{split}`): the cap, its seed, rows in the source and kept, and the
+    kept row ids' sha256."""
+
+    cap: int | None = None
+    seed: int | None = None
+    n_source: int = 0
+    n_kept: int = 0
+    kept_rows_sha256: str | None = None
+
+    @property
+    def cut(self) -> bool:
+        """Whether the cap removed rows (fewer kept than in the source)."""
+        return self.n_kept < self.n_source
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitCap:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, how
+    many overlapping rows carry a conflicting label, and the exact ones that differ in letter case only."""
+
+    exact: int = 0
+    reverse_complement: int = 0
+    exact_rows: tuple[int, ...] = ()
+    reverse_complement_rows: tuple[int, ...] = ()
+    label_conflicts: int = 0
+    case_only: int = 0
+    case_only_rows: tuple[int, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Overlap:
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for k in ("exact_rows", "reverse_complement_rows", "case_only_rows"):
+            if k in data:
+                values[k] = tuple(int(r) for r in data[k])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    """A task card. task, category, data_hash (sha256 of the prepared splits: the data identity every cache
+    key downstream carries) are required; classes (train's class indices, sorted), label_names ({index: name}
+    where the source labels are names, else None), splits ({split:
+    SplitSummary}), overlap (`Overlap`, None when the card has none) and caps ({split: SplitCap}) are typed
+    from the card's keys. The whole mapping stays available through `as_dict` (what `write_card` writes)."""
+
+    task: str
+    category: str
+    data_hash: str
+    classes: tuple[int, ...] = ()
+    label_names: Mapping[str, str] | None = None
+    splits: Mapping[str, SplitSummary] = field(default_factory=dict)
+    overlap: Overlap | None = None
+    caps: Mapping[str, SplitCap] = field(default_factory=dict)
+    _data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskCard:
+        """Type a card mapping (as `prepare_task` builds it or `read_card` reads it); the mapping is copied.
+        Raises KeyError for a card without task, category or data_hash."""
+        data = copy.deepcopy(dict(data))
+        overlap = data.get("train_test_overlap")
+        return cls(
+            task=data["task"],
+            category=data["category"],
+            data_hash=data["data_hash"],
+            classes=tuple(int(c) for c in data.get("classes") or ()),
+            label_names=dict(data["label_names"]) if data.get("label_names") is not None else None,
+            splits={s: SplitSummary.from_dict(v) for s, v in (data.get("splits") or {}).items()},
+            overlap=Overlap.from_dict(overlap) if overlap is not None else None,
+            caps={s: SplitCap.from_dict(v) for s, v in (data.get("caps") or {}).items()},
+            _data=data,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The card mapping it was built from (a copy; every key, typed or not)."""
+        return copy.deepcopy(dict(self._data))
+
+    @property
+    def source(self) -> str:
+        """The resolved task source the card was prepared from ("" when the card does not say)."""
+        return str(self._data.get("source", ""))
+
+    @property
+    def test_single_class(self) -> bool:
+        """Whether the test split has one class (kept under task_checks.single_class_test: keep; flagged in the
+        score rows and left out of category means)."""
+        return bool((self._data.get("flags") or {}).get("test_single_class"))
+
+    @property
+    def test_missing_classes(self) -> tuple[int, ...]:
+        """Training classes the test split lacks (`flags.test_missing_classes`; () when it has every class)."""
+        return tuple(int(c) for c in (self._data.get("flags") or {}).get("test_missing_classes") or ())
+
+    @property
+    def no_base_rows(self) -> dict[str, tuple[int, ...]]:
+        """{split: row ids} of rows without an A/C/G/T letter, kept and flagged (`flags.no_base_rows`)."""
+        rows = (self._data.get("flags") or {}).get("no_base_rows") or {}
+        return {split: tuple(int(r) for r in ids) for split, ids in rows.items()}
+
+    def split(self, name: str) -> SplitSummary:
+        """The summary of split `name`; an empty one when the card has none (e.g. no dedup rows listed)."""
+        return self.splits.get(name, SplitSummary())
+
+    def capped_splits(self) -> dict[str, SplitCap]:
+        """{split: cap} of the splits a cap cut (fewer rows kept than in the source), in split-name order."""
+        return {s: c for s, c in sorted(self.caps.items()) if c.cut}
+
+
+def card_text(card: TaskCard) -> str:
+    """The card's file content: JSON, indent 1, keys sorted (the layout of every card written so far)."""
+    return json.dumps(card.as_dict(), indent=1, sort_keys=True)
+
+
+def write_card(path: str | Path, card: TaskCard) -> None:
+    """Write `card` to `path` atomically, with its digest (`card_text`, `geneb.core.integrity`)."""
+    integrity.write_text(Path(path), card_text(card))
+
+
+def read_card(path: str | os.PathLike[str]) -> TaskCard:
+    """The task card at `path` (`resources/tasks/{task}/card.json`). Raises OSError / json.JSONDecodeError for
+    a missing or broken file, KeyError for a card without task, category or data_hash, IntegrityError naming it when
+    its bytes differ from the digest recorded when it was written (`geneb.core.integrity`)."""
+    return TaskCard.from_dict(integrity.read_json(path))
+
 
 CARD_SCHEMA_VERSION = "1"
 #: the catalogue columns a prepared task depends on (card fields, the class-count check, where to read it from);
@@ -141,7 +355,7 @@ def prepare_task(
     checks: dict[str, str] | None = None,
 ) -> TaskCard:
     """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card
-    (`geneb.tasks.card.TaskCard`, written with `write_card`).
+    (`geneb.tasks.prepare.TaskCard`, written with `write_card`).
 
     catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
     "max_test": int|None}. checks: config `task_checks` (single_class_test: error|keep, no_base_rows:
@@ -325,7 +539,7 @@ def prepare_from_params(
     read must be the ones whose digests are in `params` (else TaskSourceError: the data changed after the
     workflow was planned).
 
-    lock_path: the task lock (config `task_lock`, `geneb.tasks.lock`; None: no lock, for callers outside a run).
+    lock_path: the task lock (config `task_lock`, `geneb.tasks.catalogue`; None: no lock, for callers outside a run).
     Before anything is read, the source's files for the task (`TaskSource.source_files`: downloaded, or the
     cached copies, for an http mirror) are compared with the task's lock entry, and a difference raises
     TaskLockError naming task, file, expected and found digests; a task not locked yet is recorded there once it
@@ -334,7 +548,7 @@ def prepare_from_params(
     import logging
 
     from geneb.core.download import DEFAULT_DEADLINE_S, DEFAULT_READ_TIMEOUT_S
-    from geneb.tasks.lock import check_files, record_files
+    from geneb.tasks.catalogue import check_files, record_files
     from geneb.tasks.sources import TaskSourceError, open_source, source_identity
 
     planned = params.get("source_identity")

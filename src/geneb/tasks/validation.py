@@ -1,4 +1,29 @@
-"""One-pass validation of a task's files: every problem of every row collected, grouped by kind, reported
+"""What a valid task file is: the alphabet policy, hygiene reports, labels as GENEB reads them, and the
+one-pass validation of a task's files.
+
+The sequence alphabet policy, applied in one place (docs/alphabet.md).
+
+Policy (every choice configurable under `alphabet:` in config.yaml, and recorded in the task card):
+
+* Case is kept in the stored sequence (soft-masking survives); models see `model_input(seq)`, the uppercase form.
+* A, C, G, T and N are always allowed (either case).
+* IUPAC ambiguity codes R Y S W K M B D H V are allowed when `allow_iupac` (default true), else an error.
+* U (RNA) is an error unless `u_to_t`, which reads U/u as T/t.
+* Whitespace anywhere is an error, unless `strip_whitespace`, which removes leading and trailing whitespace
+  (spaces, tabs, '\\r', '\\n'); whitespace inside a sequence is always an error.
+* An empty sequence (after stripping) is an error. Anything else (gaps '-', '.', digits, header text) is an error.
+
+Errors never drop or alter a row silently: SequenceError names task, split, row, position and the character
+(escaped, e.g. '\\r').
+
+Data hygiene reports: duplicates within a split, train/test overlap (exact and reverse complement),
+sequences that carry two labels. Reported in the task card; nothing is dropped.
+
+Identity for all comparisons is case-insensitive (soft-masked and unmasked copies of one sequence are the
+same sequence); reverse-complement overlap uses `canonical_key`, which is a comparison key only and is never
+stored or fed to a model, so soft-masking survives.
+
+One-pass validation of a task's files: every problem of every row collected, grouped by kind, reported
 together (console and `resources/tasks/<task>/validation.json`), plus the per-split letter counts the card
 records. Used by `geneb.tasks.prepare`; torch-free.
 
@@ -6,22 +31,230 @@ A problem is (kind, split, row, message); the message is the sentence a single e
 split, row, value). `Problems.summary` shows the first `SHOWN` of each kind and the count of the rest;
 `Problems.as_dict` keeps up to `KEPT` of each kind (the file stays small for a file of a million bad rows)
 with the full count.
+
+Labels as GENEB reads them (docs/alphabet.md, "Labels"): checked as written, integers used as they are,
+names mapped to 0..n-1 in sorted order; every refusal names task, split, row and value.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from geneb.core.atomic import write_text_atomic
-from geneb.tasks.alphabet import IUPAC_AMBIGUITY, STRIPPABLE
-from geneb.tasks.hygiene import conflicting_label_sequences
+from geneb.core.integrity import write_text_atomic
+
+ALWAYS_ALLOWED = "ACGTN"
+#: what `strip_whitespace` removes at the ends of a sequence: space, tab, CR, LF (nothing else)
+STRIPPABLE = " \t\r\n"
+#: IUPAC nucleotide ambiguity codes (NC-IUB 1984), N excluded (always allowed)
+IUPAC_AMBIGUITY = "RYSWKMBDHV"
+
+
+class SequenceError(ValueError):
+    """A sequence that breaks the alphabet policy; the message names task, split, row and character. `kind`
+    names the rule it breaks (the group of a task's validation report, geneb.tasks.validation)."""
+
+    def __init__(self, message: str, kind: str = "sequence") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class AlphabetPolicy:
+    """See the module docstring. Build from config with `AlphabetPolicy.from_config(config["alphabet"])`."""
+
+    strip_whitespace: bool = False
+    u_to_t: bool = False
+    allow_iupac: bool = True
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any] | None) -> AlphabetPolicy:
+        section = dict(section or {})
+        unknown = set(section) - {"strip_whitespace", "u_to_t", "allow_iupac"}
+        if unknown:
+            raise ValueError(f"unknown alphabet policy keys: {sorted(unknown)}")
+        return cls(**section)
+
+    def as_dict(self) -> dict[str, bool]:
+        return asdict(self)
+
+    def allowed_letters(self) -> str:
+        letters = ALWAYS_ALLOWED + (IUPAC_AMBIGUITY if self.allow_iupac else "") + ("U" if self.u_to_t else "")
+        return letters + letters.lower()
+
+    def _reason(self, ch: str, at_end: bool) -> tuple[str, str]:
+        """(kind, reason) of a refused character."""
+        if ch.isspace() and ch not in STRIPPABLE:
+            return "other whitespace or separator", (
+                "a whitespace or separator character other than space, tab, CR and LF (never allowed)"
+            )
+        if ch.isspace():
+            if at_end:
+                return "whitespace at the ends", "whitespace (set alphabet.strip_whitespace to strip it at the ends)"
+            return "whitespace inside a sequence", "whitespace inside a sequence (never allowed)"
+        if ch.upper() == "U":
+            return "RNA base U", "RNA base U (set alphabet.u_to_t to read it as T)"
+        if ch.upper() in IUPAC_AMBIGUITY:
+            return "IUPAC ambiguity code", "IUPAC ambiguity code (alphabet.allow_iupac is false)"
+        return "not a nucleotide code", "not a nucleotide code"
+
+    def apply(self, seq: Any, *, task: str, split: str, row: int) -> str:
+        """Check one sequence and return it as stored (case kept; stripped/U->T only where configured).
+
+        Raises SequenceError for a non-string or empty sequence or a character outside the policy.
+        """
+        if not isinstance(seq, str):
+            raise SequenceError(
+                f"task {task!r}, split {split!r}, row {row}: sequence is {seq!r} (not text)", "sequence not text"
+            )
+        if self.strip_whitespace:
+            seq = seq.strip(STRIPPABLE)  # not str.strip(): that also eats NBSP, U+2028, \x1c-\x1f
+        if not seq:
+            raise SequenceError(f"task {task!r}, split {split!r}, row {row}: empty sequence", "empty sequence")
+        if self.u_to_t:
+            seq = seq.replace("U", "T").replace("u", "t")
+        m = self._bad_char(seq)
+        if m is not None:
+            ch = m.group(0)
+            at_end = not seq[: m.start()].strip() or not seq[m.start() :].strip()
+            kind, reason = self._reason(ch, at_end)
+            raise SequenceError(
+                f"task {task!r}, split {split!r}, row {row}: character {ch!r} at position {m.start()} "
+                f"is not allowed ({reason}); sequence begins {seq[:30]!r}",
+                kind,
+            )
+        return seq
+
+    def _bad_char(self, seq: str) -> re.Match[str] | None:
+        return _pattern(self.allowed_letters()).search(seq)
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(allowed: str) -> re.Pattern[str]:
+    if allowed not in _PATTERNS:
+        _PATTERNS[allowed] = re.compile(f"[^{re.escape(allowed)}]")
+    return _PATTERNS[allowed]
+
+
+def model_input(seq: str) -> str:
+    """The form every model sees: uppercase. Stored sequences keep their case (soft-masking)."""
+    return seq.upper()
+
+
+_COMPLEMENT = str.maketrans(
+    "ACGTURYSWKMBDHVNacgturyswkmbdhvn",
+    "TGCAAYRSWMKVHDBNtgcaayrswmkvhdbn",
+)
+
+
+def reverse_complement(seq: str) -> str:
+    """Reverse complement of a DNA sequence; keeps case; IUPAC codes map to their complements (U -> A)."""
+    return seq.translate(_COMPLEMENT)[::-1]
+
+
+def identity_key(seq: str) -> str:
+    """Case-insensitive identity of a sequence (the key for exact-duplicate checks)."""
+    return seq.upper()
+
+
+def canonical_key(seq: str) -> str:
+    """Strand-independent, case-insensitive key: the lexicographically smaller of the sequence and its
+    reverse complement, uppercased. For comparisons only; the stored sequence is untouched."""
+    up = seq.upper()
+    rc = reverse_complement(up)
+    return min(up, rc)
+
+
+def within_split_duplicates(df: pd.DataFrame) -> dict[str, Any]:
+    """Duplicates inside one split.
+
+    df: columns `row`, `sequence`, `label`. Returns `n_duplicate_rows` (rows repeating an earlier row's
+    sequence), `duplicate_rows` (their row ids), `class_counts` and `class_counts_dedup` (after keeping the
+    first row of each (sequence, label)), `conflicting_label_sequences` (sequences seen with >1 label), and
+    `n_rc_duplicate_rows` / `rc_duplicate_rows`: rows that are not such a repeat but whose reverse complement
+    (`canonical_key`) is an earlier row of the split (reported only; the dedup scores drop exact repeats).
+    """
+    keys = df["sequence"].map(identity_key)
+    dup_mask = keys.duplicated(keep="first")
+    rc_mask = df["sequence"].map(canonical_key).duplicated(keep="first") & ~dup_mask
+    pair_dup = pd.DataFrame({"k": keys, "y": df["label"]}).duplicated(keep="first")
+    labels_per_seq = pd.DataFrame({"k": keys, "y": df["label"]}).groupby("k")["y"].nunique()
+    counts = Counter(int(v) for v in df["label"])
+    counts_dedup = Counter(int(v) for v in df.loc[~pair_dup.to_numpy(), "label"])
+    return {
+        "n_duplicate_rows": int(dup_mask.sum()),
+        "duplicate_rows": [int(r) for r in df.loc[dup_mask.to_numpy(), "row"]],
+        "dedup_drop_rows": [int(r) for r in df.loc[pair_dup.to_numpy(), "row"]],
+        "class_counts": {str(k): counts[k] for k in sorted(counts)},
+        "class_counts_dedup": {str(k): counts_dedup[k] for k in sorted(counts_dedup)},
+        "conflicting_label_sequences": int((labels_per_seq > 1).sum()),
+        "n_rc_duplicate_rows": int(rc_mask.sum()),
+        "rc_duplicate_rows": [int(r) for r in df.loc[rc_mask.to_numpy(), "row"]],
+    }
+
+
+def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any]:
+    """Test rows whose sequence occurs in train: `exact` (same sequence, any case) and `reverse_complement`
+    (same canonical key but not an exact match), with the test row ids of each and how many overlapping
+    test rows (exact or reverse-complement) carry a label that differs from a train copy, or whose train
+    copies disagree among themselves (`label_conflicts`). `case_only` / `case_only_rows`: the `exact` rows
+    that differ from every train copy in letter case only (soft-masked on one side), counted inside `exact`
+    and apart."""
+    train_exact: dict[str, set[int]] = {}
+    train_canon: dict[str, set[int]] = {}
+    train_bytes = set(train["sequence"])
+    for seq, y in zip(train["sequence"], train["label"]):
+        train_exact.setdefault(identity_key(seq), set()).add(int(y))
+        train_canon.setdefault(canonical_key(seq), set()).add(int(y))
+    exact_rows, rc_rows, case_rows, conflicts = [], [], [], 0
+    for row, seq, y in zip(test["row"], test["sequence"], test["label"]):
+        k = identity_key(seq)
+        if k in train_exact:
+            exact_rows.append(int(row))
+            if seq not in train_bytes:
+                case_rows.append(int(row))
+            labels = train_exact[k]
+        elif (c := canonical_key(seq)) in train_canon:
+            rc_rows.append(int(row))
+            labels = train_canon[c]
+        else:
+            continue
+        conflicts += int(int(y) not in labels or len(labels) > 1)
+    return {
+        "exact": len(exact_rows),
+        "reverse_complement": len(rc_rows),
+        "exact_rows": exact_rows,
+        "case_only": len(case_rows),
+        "case_only_rows": case_rows,
+        "reverse_complement_rows": rc_rows,
+        "label_conflicts": conflicts,
+    }
+
+
+def conflicting_label_sequences(
+    splits: dict[str, pd.DataFrame],
+) -> list[tuple[str, dict[int, dict[str, list[int]]]]]:
+    """The sequences that occur with more than one label, within a split or across splits (case-insensitive
+    identity, `identity_key`; reverse complements are not matched): [(identity key, {label: {split: row ids}})],
+    in order of first occurrence (splits in the given order), labels in order of first occurrence.
+
+    splits: {split: frame with columns `row`, `sequence`, `label`}."""
+    seen: dict[str, dict[int, dict[str, list[int]]]] = {}
+    for split, df in splits.items():
+        for row, seq, y in zip(df["row"], df["sequence"], df["label"]):
+            seen.setdefault(identity_key(str(seq)), {}).setdefault(int(y), {}).setdefault(split, []).append(int(row))
+    return [(key, where) for key, where in seen.items() if len(where) > 1]
+
 
 #: problems of one kind shown in the error message (the rest are counted)
 SHOWN = 5
@@ -186,7 +419,7 @@ def class_problems(
     more test classes unless `single_class_test` is "keep" (MCC is 0 for every model on a one-class test split).
 
     splits: {split: frame with `row` and `label` (class index)}; names: {class index: label as written}
-    (`geneb.tasks.labels.label_names`), so that a message names 'other', not the index GENEB gave it."""
+    (`geneb.tasks.validation.label_names`), so that a message names 'other', not the index GENEB gave it."""
     problems = Problems(task)
     train, test = splits["train"], splits["test"]
     train_classes = sorted(set(np.unique(train["label"]).tolist()))
@@ -231,7 +464,7 @@ def class_problems(
 def conflicting_label_problems(
     splits: dict[str, pd.DataFrame], *, task: str, names: dict[int, str] | None = None
 ) -> Problems:
-    """Sequences that occur with two or more labels (case-insensitive identity, `geneb.tasks.hygiene.identity_key`),
+    """Sequences that occur with two or more labels (case-insensitive identity, `geneb.tasks.validation.identity_key`),
     within a split or between train and test: one problem per sequence, naming its start, its length and every
     label with the splits and rows that carry it (what task_checks.conflicting_labels: error refuses). A reverse
     complement with another label is not one (a strand-specific task may label the strands apart; the card's
@@ -252,3 +485,136 @@ def conflicting_label_problems(
             "it (counted in the card)",
         )
     return problems
+
+
+class TaskDataError(ValueError):
+    """Task data that breaks a rule (labels, classes, columns); the message names task, split, row, value.
+    `kind` names the rule (the group of the validation report)."""
+
+    def __init__(self, message: str, kind: str = "task data") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class TaskValidationError(TaskDataError):
+    """Every problem of a task's files, found in one pass (`problems`, a geneb.tasks.validation.Problems); the
+    message is its grouped summary."""
+
+    def __init__(self, problems: Problems) -> None:
+        super().__init__(problems.summary(), "validation")
+        self.problems = problems
+
+
+INTEGER_LABEL = re.compile(r"-?[0-9]+")
+NUMBER_LIKE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+INT64_MAX = 2**63 - 1
+
+
+def _as_int(text: str) -> int | None:
+    """The value of a plain integer label ('0', '1', '-1'); None for anything else."""
+    return int(text) if INTEGER_LABEL.fullmatch(text) else None
+
+
+def check_label(value: object, *, task: str, split: str, row: int) -> str:
+    """The label's text, unchanged, after the label policy (docs/alphabet.md, "Labels"): not empty, no
+    whitespace around it (' HepG2' would be another class than 'HepG2'), an integer written plainly ('1', not
+    '1.0', '+1' or '1e0': GENEB never rounds a label) and within int64. Raises TaskDataError naming task,
+    split, row and value."""
+    text = str(value)
+    where = f"task {task!r}, split {split!r}, row {row}"
+    if not text.strip():
+        raise TaskDataError(f"{where}: empty label", "empty label")
+    if text != text.strip():
+        raise TaskDataError(
+            f"{where}: label {text!r} has whitespace around it; labels are read as written", "label with whitespace"
+        )
+    if INTEGER_LABEL.fullmatch(text):
+        if abs(int(text)) > INT64_MAX:
+            raise TaskDataError(f"{where}: integer label {text!r} is outside the int64 range", "label beyond int64")
+    elif NUMBER_LIKE.fullmatch(text):
+        raise TaskDataError(
+            f"{where}: label {text!r} is a number but not a plain integer; write class labels as "
+            "0, 1, ... (GENEB never rounds or converts a label)",
+            "label not a plain integer",
+        )
+    return text
+
+
+def label_encoding(
+    raw: dict[str, pd.DataFrame], *, task: str, problems: Problems | None = None
+) -> dict[str, int] | None:
+    """How the raw labels of all splits map to class indices.
+
+    Integer labels (every label parses as an integer) are used as they are: returns None. Named labels (no
+    label parses as an integer, e.g. 'HepG2'/'K562') map to 0..n-1 in sorted name order, which keeps the
+    paper protocol's "classes in sorted label order". A label `check_label` refuses, and every row whose label
+    kind (integer or name) is the minority one, is a problem: added to `problems`, or (None) raised as
+    TaskDataError at the first one. Rows with such problems are left out of the encoding.
+    """
+    collect = Problems(task) if problems is None else problems
+    seen: dict[bool, list[tuple[str, int, str]]] = {True: [], False: []}
+    for split, df in raw.items():
+        for row, v in zip(df["row"], df["label"]):
+            try:
+                text = check_label(v, task=task, split=split, row=int(row))
+            except TaskDataError as err:
+                if problems is None:
+                    raise
+                collect.add(err.kind, split, int(row), str(err))
+                continue
+            seen[_as_int(text) is not None].append((split, int(row), text))
+    if seen[True] and seen[False]:
+        major = len(seen[True]) >= len(seen[False])  # the minority kind is reported, row by row
+        split, row, text = seen[major][0]
+        for s2, r2, t2 in seen[not major]:
+            message = (
+                f"task {task!r}, split {s2!r}, row {r2}: label {t2!r} is "
+                f"{'an integer' if not major else 'not an integer'} while other labels are "
+                f"{'names' if not major else 'integers'} (e.g. split {split!r}, row {row}: {text!r}); labels must be "
+                "all integers or all names"
+            )
+            if problems is None:
+                raise TaskDataError(message, "mixed integer and named labels")
+            collect.add("mixed integer and named labels", s2, r2, message)
+        return None
+    if not seen[False]:
+        return None
+    return {name: i for i, name in enumerate(sorted({t for _, _, t in seen[False]}))}
+
+
+def label_names(raw: dict[str, pd.DataFrame], encoding: dict[str, int] | None) -> dict[int, str]:
+    """{class index: the label as written in the files}, for messages that name a class: the name for named labels
+    (the inverse of `encoding`), the integer's text for integer labels (forms of one integer that differ, such as
+    '1' and '01', joined by '/'). A label `check_label` refuses is left out; an index without a written form (none
+    here) is named by its number in `label_text`."""
+    if encoding is not None:
+        return {i: name for name, i in encoding.items()}
+    forms: dict[int, set[str]] = {}
+    for df in raw.values():
+        for v in pd.unique(df["label"].astype(str)):
+            value = _as_int(v)
+            if value is not None:
+                forms.setdefault(value, set()).add(v)
+    return {value: "/".join(sorted(texts)) for value, texts in forms.items()}
+
+
+def parse_labels(
+    raw: pd.Series, rows: pd.Series, encoding: dict[str, int] | None, *, task: str, split: str
+) -> np.ndarray:
+    """Labels as int64 (n,), through `encoding` for named labels (see label_encoding). Raises TaskDataError
+    naming the row for a label outside the encoding or a non-integer label."""
+    values = np.empty(len(raw), dtype=np.int64)
+    for i, (row, v) in enumerate(zip(rows, raw)):
+        values[i] = label_value(v, encoding, task=task, split=split, row=int(row))
+    return values
+
+
+def label_value(v: object, encoding: dict[str, int] | None, *, task: str, split: str, row: int) -> int:
+    """One label's class index (see parse_labels)."""
+    text = check_label(v, task=task, split=split, row=row)
+    value = encoding.get(text) if encoding is not None else _as_int(text)
+    if value is None:
+        raise TaskDataError(
+            f"task {task!r}, split {split!r}, row {row}: label {v!r} is not an integer", "label not an integer"
+        )
+    return value

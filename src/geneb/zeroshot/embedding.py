@@ -10,7 +10,7 @@ declared convention, never tuned on labels):
 * `embedding-cosine`: 1 - cos(ref vector, alt vector), in [0, 2];
 * `embedding-euclidean`: the Euclidean (L2) distance between the two vectors, in the embedding's units;
 * `embedding-cosine-at-variant`, `embedding-euclidean-at-variant`: the same two distances between the hidden
-  states (configured layer) of the tokens holding the variant's base (`geneb.encoders.engine.positions`: a
+  states (configured layer) of the tokens holding the variant's base (`geneb.encoders.engine.chunking`: a
   k-mer or BPE token holding it, all overlapping k-mers averaged), under the same reverse-complement mode (rc
   average: the mean of both strands' states, the reverse strand's at the mirrored base). Only for models with
   per-token states (the token-level encoders); any other model gets NotApplicable with the reason.
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from geneb.tasks.alphabet import model_input
+from geneb.tasks.validation import model_input
 from geneb.zeroshot.model import ZeroShotModel
 from geneb.zeroshot.scores import (
     EMBEDDING_COSINE,
@@ -122,9 +122,9 @@ def at_variant_scores(
     and alt windows are `refs`, `alts` (`variant_windows`), or NotApplicable for both, with the reason, when the
     model has no per-token states or its tokens cannot be placed on bases. Raises ValueError for an rc mode other
     than none / average / concat and what `embed_at_positions` raises for a row."""
-    from geneb.encoders.engine.positions import NoTokenPositions, embed_at_positions
     from geneb.encoders.engine.tokenmodel import TokenModelEncoder
-    from geneb.tasks.hygiene import reverse_complement
+    from geneb.encoders.engine.views import NoTokenPositions, embed_at_positions
+    from geneb.tasks.validation import reverse_complement
 
     names = (EMBEDDING_COSINE_AT_VARIANT, EMBEDDING_EUCLIDEAN_AT_VARIANT)
     encoder = model.encoder

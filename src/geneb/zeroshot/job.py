@@ -254,8 +254,8 @@ def run_score_rule(
     import subprocess
 
     from geneb.core.envs import DEFAULT_ENV
+    from geneb.extract.batch_plan import ExecutionOptions
     from geneb.extract.job import model_interpreter
-    from geneb.extract.options import ExecutionOptions
 
     request = {
         "settings": dict(settings),

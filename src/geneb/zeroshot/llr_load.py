@@ -1,5 +1,5 @@
 """Loading a registry model's language-model head for the `llr` scorer, through the embedding adapter's own
-loading path (`geneb.encoders.families.hf_lm`, a subclass of the transformers adapter: same remote-code, weights
+loading path (`geneb.encoders.families.hf`, a subclass of the transformers adapter: same remote-code, weights
 and config rules), and wrapping it as a `LanguageModel`.
 
 torch and transformers are imported inside the functions (this package stays torch-free at import).
@@ -11,11 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.families import FAMILIES
+from geneb.registry.families import FAMILIES, resolved_lm_head, resolved_scoring
+from geneb.registry.load import extraction_settings
 from geneb.registry.registry import Registry, model_spec
-from geneb.registry.scoring import resolved_lm_head, resolved_scoring
-from geneb.registry.settings import ExtractionSettings, SettingsLike
+from geneb.registry.spec import ExtractionSettings, SettingsLike
 from geneb.zeroshot.llr_head import HEAD_KINDS, HeadKind, LanguageModel
 from geneb.zeroshot.llr_tokens import AlleleTokens, Tokenize, hf_tokenize, overlapping_kmer_tokenize
 
@@ -40,7 +39,7 @@ def registry_language_model(
 ) -> LanguageModel | NoLanguageHead:
     """The `llr` scorer's model for registry entry `model`: NoLanguageHead when its `scoring` leaves out llr
     (the reason names its lm_head and where that fact comes from), else `load_language_model` on its extraction
-    settings with its `lm_head` (geneb.registry.scoring). alphabet: the run's alphabet policy (as for
+    settings with its `lm_head` (geneb.registry.spec). alphabet: the run's alphabet policy (as for
     extraction). Raises what `extraction_settings` raises (an unknown or unrunnable model)."""
     spec = model_spec(registry, model)
     entry = {"family": spec.family, "lm_head": spec.lm_head, "scoring": spec.scoring}
@@ -57,7 +56,7 @@ def load_language_model(
 ) -> LanguageModel | NoLanguageHead:
     """The registry model's masked or causal language model, ready for `score_llr`.
 
-    settings: the model's resolved extraction settings (`geneb.registry.extraction.extraction_settings`).
+    settings: the model's resolved extraction settings (`geneb.registry.load.extraction_settings`).
     head: "masked" | "causal" (the registry's `lm_head`). where: load from this folder instead of the source
     (tests). Returns NoLanguageHead (with the reason) for head "none", a family without a transformers head
     loader, a checkpoint whose head tensors are missing (never a randomly initialised head), a masked head
@@ -70,7 +69,7 @@ def load_language_model(
     fam = FAMILIES.get(settings.family)
     if fam is None or fam.entry != HF_ENTRY:
         return NoLanguageHead(model, f"family {settings.family!r} has no language-model head loader in GENEB")
-    from geneb.encoders.families.hf_lm import HFLanguageModelEncoder, NoLanguageHeadError
+    from geneb.encoders.families.hf import HFLanguageModelEncoder, NoLanguageHeadError
     from geneb.encoders.protocol import deferred_load_checks
 
     try:

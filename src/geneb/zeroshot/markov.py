@@ -42,7 +42,7 @@ NO_BASE = -1
 _CODES = np.full(256, NO_BASE, dtype=np.int8)
 for _i, _b in enumerate("ACGT"):
     _CODES[ord(_b)] = _i
-    _CODES[ord(_b.lower())] = _i  # the model-input form is upper case (geneb.tasks.alphabet.model_input)
+    _CODES[ord(_b.lower())] = _i  # the model-input form is upper case (geneb.tasks.validation.model_input)
 _COMPLEMENT = np.array([3, 2, 1, 0], dtype=np.int8)  # A<->T, C<->G on the codes
 
 

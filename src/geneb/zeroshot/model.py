@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from geneb.encoders.protocol import Encoder
-    from geneb.registry.settings import ExtractionSettings
+    from geneb.registry.spec import ExtractionSettings
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geneb.core.atomic import write_text_atomic
-from geneb.tasks.source_files import check_meta_digests
+from geneb.core.integrity import write_text_atomic
+from geneb.tasks.sources import check_meta_digests
 from geneb.zeroshot.task import (
     GROUP_COLUMN,
     META_FILE,
@@ -256,7 +256,7 @@ def read_zeroshot_task(folder: str | Path, name: str | None = None) -> ZeroShotT
     """The checked task of a folder holding `rows.tsv` and `meta.json`.
 
     name: the task's name (default: meta.json's `name`, else the folder's name). meta.json's `sha256`
-    ({"rows.tsv": hex}), where present, is checked first (`geneb.tasks.source_files.TaskDigestError` on a
+    ({"rows.tsv": hex}), where present, is checked first (`geneb.tasks.sources.TaskDigestError` on a
     mismatch). Raises ZeroShotTaskError listing every problem (module docstring) of the folder at once.
     """
     folder = Path(folder)

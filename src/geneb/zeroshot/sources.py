@@ -18,8 +18,7 @@ import os
 from pathlib import Path
 
 from geneb.core.provenance import REVISION
-from geneb.tasks.source_files import file_record
-from geneb.tasks.sources import HttpMirror, NotOnServer, TaskSourceError
+from geneb.tasks.sources import HttpMirror, NotOnServer, TaskSourceError, file_record
 from geneb.zeroshot.read import read_zeroshot_task
 from geneb.zeroshot.task import META_FILE, ROWS_FILE, ZeroShotTask
 

@@ -27,7 +27,7 @@ from geneb.zeroshot.metrics import METRIC_COLUMNS, score_metrics
 from geneb.zeroshot.task import ZeroShotTask
 
 NOT_APPLICABLE_COLUMNS = ("model", "task", "scorer", "reason")
-#: what the report's zero-shot section reads (geneb.report.zeroshot), in the order the report rule passes them
+#: what the report's zero-shot section reads (geneb.report.sections), in the order the report rule passes them
 ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
 PROVENANCE_COLUMNS = ("scores_sha256", "data_sha256", "settings_hash", "geneb_version")
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from geneb.core.errors import UnknownTokenError
-from geneb.encoders.engine.dropped_letters import count_unknown, unknown_letters
-from geneb.encoders.engine.token_checks import padding_fix
+from geneb.encoders.engine.checks import count_unknown, padding_fix, unknown_letters
 
 
 def test_padding_fix_names_the_setting_for_the_case_at_hand():

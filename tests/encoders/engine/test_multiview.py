@@ -1,4 +1,4 @@
-"""geneb.encoders.engine.multiview: every (layer, pooling) from one forward pass per chunk, equal to the registry's
+"""geneb.encoders.engine.chunking: every (layer, pooling) from one forward pass per chunk, equal to the registry's
 single-view extraction of the same layer and pooling, independent of the batch plan, with first/last taken from the
 row's first/last chunk."""
 
@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.encoders.engine.multiview import chunk_ordinals, embed_views
-from geneb.extract.step import build_encoder, embed_with_rc
-from geneb.extract.views import embed_split_views
-from geneb.registry.settings import ExtractionSettings
+from geneb.encoders.engine.views import chunk_ordinals, embed_views
+from geneb.extract.step import build_encoder, embed_split_views, embed_with_rc
+from geneb.registry.spec import ExtractionSettings
 from geneb.run.views import plan_views
 
 SEQS = [random_dna(n, seed) for seed, n in enumerate([30, 200, 61, 500, 12, 333, 90])]

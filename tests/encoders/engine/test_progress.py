@@ -1,4 +1,4 @@
-"""Progress of a long embedding call (geneb.encoders.engine.progress): "a slow model logs nothing between
+"""Progress of a long embedding call (geneb.encoders.engine.batching): "a slow model logs nothing between
 the start and the end of a split". Log lines with rows done of the split, rows/s and the time left, at most every
 interval; nothing for a call that ends within it; the vectors never depend on it."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.encoders.engine.progress import PROGRESS_ENV, SplitProgress, interval_s
+from geneb.encoders.engine.batching import PROGRESS_ENV, SplitProgress, interval_s
 from geneb.extract.step import extract_task
 
 LINE = re.compile(
@@ -104,7 +104,7 @@ def test_a_python_entrys_batch_loop_logs_progress_too(caplog, monkeypatch):
     enc = PythonEncoder(
         lambda seqs: np.array([[s.count(b) / len(s) for b in "ACGT"] for s in seqs]), model="gc", batch_size=2
     )
-    with caplog.at_level(logging.INFO, logger="geneb.encoders.engine.progress"):
+    with caplog.at_level(logging.INFO, logger="geneb.encoders.engine.batching"):
         enc.embed([random_dna(20, i) for i in range(7)], list(range(7)), desc="model gc, task t, split test")
     assert [m.split(" rows")[0] for m in caplog.messages] == [
         "model gc, task t, split test: 2/7",

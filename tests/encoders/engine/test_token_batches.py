@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from extraction_support import random_dna
-from geneb.encoders.engine.accumulate import RowAccumulator
 from geneb.encoders.engine.batching import plan_batches, plan_chunks, plan_token_batches
-from geneb.encoders.engine.execution import to_device
+from geneb.encoders.engine.chunking import RowAccumulator
+from geneb.encoders.engine.tokenmodel import to_device
 
 
 def _check_plan(plan: list[list[int]], lengths: list[int], budget: int) -> None:

@@ -1,4 +1,4 @@
-"""The tokens that hold one base (geneb.encoders.engine.positions): the mapping for one-base, non-overlapping and
+"""The tokens that hold one base (geneb.encoders.engine.chunking): the mapping for one-base, non-overlapping and
 overlapping k-mer, codon and the real DNABERT-2 BPE tokenizer, and the states a tiny real-code model gives there."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import torch
 
 from extraction_support import random_dna
 from geneb.encoders.engine.chunking import chunk_bounds
-from geneb.encoders.engine.positions import (
+from geneb.encoders.engine.views import (
     NoTokenPositions,
     embed_at_positions,
     spans_from_token_texts,
     text_to_base,
     tokens_at_base,
 )
-from geneb.registry.settings import InputTransform
+from geneb.registry.spec import InputTransform
 
 
 def test_text_characters_map_back_to_their_bases():
@@ -63,8 +63,7 @@ def test_the_real_dnabert2_bpe_tokenizer_places_every_base_in_one_token(shared):
 def test_a_slow_tokenizer_whose_tokens_spell_the_text_is_placed_by_their_lengths(repo):
     # the Nucleotide Transformer's 6-mer tokenizer (random-esm-tiny's): 6-mers, then single bases; no offsets
     from geneb.extract.step import build_encoder
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     settings = extraction_settings(load_registry(repo / "config" / "models.yaml"), "random-esm-tiny", {})
     encoder = build_encoder(settings, progress=False)

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from geneb.registry.extraction import extraction_settings
+from geneb.registry.load import extraction_settings
 from geneb.registry.registry import Registry
 
 REPO = Path(__file__).resolve().parents[3]

@@ -79,8 +79,7 @@ def build_checkpoint(folder: Path) -> None:
 
 def settings_for(repo: Path, folder: Path, workdir: Path, **extraction) -> dict:
     """extraction_settings of the committed LucaOne entry, its source the stand-in folder, its width 32."""
-    from geneb.registry.extraction import extraction_settings
-    from geneb.registry.load import load_registry
+    from geneb.registry.load import extraction_settings, load_registry
 
     doc = yaml.safe_load((repo / "config/models.yaml").read_text())
     entry = doc["models"][MODEL]

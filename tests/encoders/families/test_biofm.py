@@ -21,10 +21,9 @@ import torch
 
 from geneb.core.errors import ModelLoadError
 from geneb.encoders.families.biofm import BioTokenTokenizer
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES, build
+from geneb.registry.load import extraction_settings, runnable
 from geneb.registry.registry import as_registry
-from geneb.registry.runnable import runnable
 
 MODEL = "BioFM-265M"
 #: the hub snapshot's tokenizer_config.json content (char_ords D, N, A, T, G, C)

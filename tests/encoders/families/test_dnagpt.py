@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from extraction_support import random_dna
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
 from geneb.encoders.families.dnagpt import ARCHITECTURES, KmerTokenizer, vocabulary
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import build
+from geneb.registry.load import extraction_settings
 
 #: depth and width of the stand-ins (the heads keep head width 8); vocabulary and positions are the real ones
 SMALL = {"num_layers": 2, "num_heads": 4, "embedding_dim": 32}

@@ -19,11 +19,9 @@ import torch
 import torch.nn.functional as F
 
 from geneb.core.errors import LayerNotExposedError, ModelForwardError, ModelLoadError, WeightsNotLoadedError
-from geneb.encoders.families.janusdna import TOKEN_IDS
-from geneb.encoders.networks.janusdna import selective_scan
+from geneb.encoders.families.janusdna import TOKEN_IDS, selective_scan
 from geneb.registry import families as adapters
-from geneb.registry.extraction import extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 H, INNER, STATE, RANK, KERNEL, FFN, EXPERTS, HEADS, VOCAB = 72, 144, 16, 5, 4, 288, 16, 4, 16
 STEMS = {"JanusDNA_72_w": "72_with_midattn", "JanusDNA_72_wo": "72_without_midattn"}

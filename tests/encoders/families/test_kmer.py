@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from geneb.encoders.families.kmer import KmerEncoder, from_settings
-from geneb.registry.settings import Extraction, ExtractionSettings
+from geneb.registry.spec import Extraction, ExtractionSettings
 
 
 def test_spectrum_is_the_per_k_vectors_concatenated_each_summing_to_one():

@@ -21,9 +21,8 @@ import pytest
 
 from geneb.core import envs
 from geneb.core.errors import MissingPackageError
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES, build
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 HERE = Path(__file__).resolve().parent
 MODEL = "LucaOne-default-step36M"

@@ -14,10 +14,8 @@ import yaml
 
 from geneb.encoders.families.python_encoder import EncoderContractError, PythonEncoder, piece_bounds
 from geneb.extract.step import build_encoder
-from geneb.registry.extraction import extraction_hash, extraction_settings
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.registry import RegistryError
-from geneb.registry.runnable import runnable
 from geneb.run.resources import extraction_gpus
 
 HERE = Path(__file__).parent

@@ -10,9 +10,8 @@ import pytest
 from geneb.encoders.families.shortcut import ShortcutEncoder
 from geneb.encoders.protocol import Encoder
 from geneb.extract.step import build_encoder
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import family
-from geneb.registry.load import load_registry
+from geneb.registry.load import extraction_settings, load_registry
 
 SHORTCUT_MODELS = ("shortcut-length", "shortcut-gc", "shortcut-mono", "shortcut-di", "shortcut-tri", "shortcut-cpg-oe")
 

@@ -26,8 +26,8 @@ from extraction_support import random_dna
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
 from geneb.encoders.families.enformer import window_and_bins
 from geneb.encoders.families.space import SpaceArch, SpaceEncoder
-from geneb.registry.extraction import extraction_settings
 from geneb.registry.families import FAMILIES, build
+from geneb.registry.load import extraction_settings
 
 CFG = {
     "architectures": ["TrainingSpace"],

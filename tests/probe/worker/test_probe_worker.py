@@ -14,9 +14,9 @@ import pytest
 from test_job import TASK, _run, _shots
 
 from geneb.extract.cache import CacheKeyMismatchError
-from geneb.extract.client import stop_servers
+from geneb.extract.server import stop_servers
 from geneb.probe.fit import PROBE_THREADS
-from geneb.probe.worker.client import fit_probes_via_worker, run_fit_probes_job
+from geneb.probe.worker import fit_probes_via_worker, run_fit_probes_job
 from geneb.tables.scores import probe_threads
 
 PROTOCOL = "geneb-paper"

@@ -1,7 +1,7 @@
 """Cross-check of the MMseqs2 leakage figures on real tasks against computations that share nothing with it
 (genomic-benchmarks-qc, the reference, cannot be installed here: it is not on the package index):
 
-* the task card's exact and reverse-complement overlap (`geneb.tasks.hygiene.train_test_overlap`) must be a subset
+* the task card's exact and reverse-complement overlap (`geneb.tasks.prepare.train_test_overlap`) must be a subset
   of the leaked rows, found by the search itself (no row added by exact matching only);
 * a brute-force numpy comparison of every test row with every training row, both strands, at diagonal offsets
   -4..4 (ungapped; similarity = matching positions / test length, which is identity x test coverage of an
@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geneb.tasks.audit.homology import homology_leakage
-from geneb.tasks.audit_step import load_task
-from geneb.tasks.hygiene import reverse_complement, train_test_overlap
+from geneb.tasks.audit import load_task
+from geneb.tasks.homology import homology_leakage
+from geneb.tasks.prepare import train_test_overlap
+from geneb.tasks.validation import reverse_complement
 
 # (task, test rows used): fixed-length tasks, with and without leakage, 41 to 300 bases
 TASKS = [

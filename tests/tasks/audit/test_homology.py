@@ -8,15 +8,16 @@ import random
 
 import pytest
 
-from geneb.tasks.audit import homology, search
-from geneb.tasks.audit.homology import (
+from geneb.tasks import homology
+from geneb.tasks import homology as search
+from geneb.tasks.homology import (
     HomologyInputError,
     HomologyParams,
     MMseqsNotFoundError,
     homology_leakage,
     leakage_flag,
 )
-from geneb.tasks.hygiene import reverse_complement
+from geneb.tasks.validation import reverse_complement
 
 
 def _dna(rng: random.Random, n: int) -> str:

@@ -1,5 +1,5 @@
 """Homology by true identity: every MMseqs2 candidate is re-scored by a semi-global alignment of the whole test row
-(geneb.tasks.audit.identity), so mismatching ends that MMseqs2's local alignment clips count against the row.
+(geneb.tasks.homology), so mismatching ends that MMseqs2's local alignment clips count against the row.
 
 The 92 % row below is the case the issue names: MMseqs2's fident x qcov is 0.971 x 0.890 = 0.864 (its local
 alignment drops the first 11 and last 11 letters), under the 0.9 threshold, so the row stayed in the clean subset."""
@@ -10,9 +10,8 @@ import random
 
 import pytest
 
-from geneb.tasks.audit.homology import HomologyParams, homology_leakage
-from geneb.tasks.audit.identity import AlignmentTooLargeError, semiglobal_identity
-from geneb.tasks.hygiene import reverse_complement
+from geneb.tasks.homology import AlignmentTooLargeError, HomologyParams, homology_leakage, semiglobal_identity
+from geneb.tasks.validation import reverse_complement
 
 # 16 substitutions in 200 letters (92 %): six in each end's first 12 letters, four in the middle
 ENDS_92 = [1, 3, 5, 7, 9, 11, 189, 191, 193, 195, 197, 199, 50, 90, 130, 170]
@@ -65,7 +64,7 @@ def test_semiglobal_identity_counts_the_whole_test_row():
 def test_scores_beyond_16_bits_are_aligned_with_32_bits():
     import parasail
 
-    from geneb.tasks.audit import identity
+    from geneb.tasks import homology as identity
 
     rng = random.Random(5)
     train = _dna(rng, 100)
@@ -79,7 +78,7 @@ def test_scores_beyond_16_bits_are_aligned_with_32_bits():
 
 
 def test_too_large_alignment_is_an_error_naming_the_lengths(monkeypatch):
-    from geneb.tasks.audit import identity
+    from geneb.tasks import homology as identity
 
     monkeypatch.setattr(identity, "MAX_CELLS", 100)
     with pytest.raises(AlignmentTooLargeError, match="20-letter test row against a 10-letter"):

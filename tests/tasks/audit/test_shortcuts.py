@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from geneb.tasks.audit import shortcuts
-from geneb.tasks.audit.shortcuts import GROUPS, ShortcutInputError, feature_matrix, feature_names, features, kmer_names
+from geneb.tasks import audit as shortcuts
+from geneb.tasks.audit import GROUPS, ShortcutInputError, feature_matrix, feature_names, features, kmer_names
 
 
 def _reference(seq: str) -> list[float]:

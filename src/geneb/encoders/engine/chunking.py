@@ -1,4 +1,7 @@
-"""From sequences to forward-pass chunks: the model-input text, and token ids cut to the model's maximum.
+"""From sequences to vectors: model-input text and chunks, mask-aware pooling and the cross-chunk pooling
+of a long row.
+
+From sequences to forward-pass chunks: the model-input text, and token ids cut to the model's maximum.
 
 * Text: an optional nucleotide-level `length_multiple` rule trims the trailing `len % m` bases (counted per
   row in `trimmed_bases`); an optional `input_transform` (overlapping k-mers for DNABERT-1,
@@ -8,6 +11,20 @@
   1-token scrap is embedded alone); `long_policy` chunk_mean (pool across chunks), truncate (the first `cap`
   tokens; counted per row), or error.
 * Batches: chunks padded into rectangular tensors with an attention mask and a pool mask.
+
+Mask-aware pooling of per-token hidden states into one vector per sequence.
+
+One shared helper for every model (the DGEB lesson: a pooler written without the mask averaged pads): the mask
+says which positions are real (padding, and by policy special tokens, are 0). Pooling always runs in float32
+(the hidden states are cast before any sum, so a bf16/fp16 forward pass never accumulates in reduced precision).
+
+From chunk vectors to row vectors: the cross-chunk pooling of a long row (long_policy chunk_mean).
+
+A row longer than the model's maximum is embedded as several chunks; each chunk's vector arrives with the
+number of positions it pooled, in whatever order the batches ran. Mean pooling weights each chunk's mean by
+its positions (so the row's vector is the mean over all its pooled positions, as if it had been embedded in
+one piece), max pooling takes the elementwise maximum, cls/last keep the single chunk's vector. Sums are in
+float64 and follow the arrival order, so the result does not depend on the batching beyond float32 noise.
 """
 
 from __future__ import annotations
@@ -20,7 +37,7 @@ import numpy as np
 import torch
 
 from geneb.core.errors import EmptyPoolError, LongSequenceError
-from geneb.registry.settings import Extraction, InputTransform
+from geneb.registry.spec import Extraction, InputTransform
 
 log = logging.getLogger(__name__)
 
@@ -201,3 +218,109 @@ def pad_chunks(
         attn[b, sl] = 1
         pmask[b, sl] = torch.tensor(c.pool_mask, dtype=torch.long)
     return ids, attn, pmask
+
+
+POOLINGS = ("mean", "max", "cls", "last")
+
+__all__ = ["POOLINGS", "EmptyPoolError", "last_real_index", "pool"]
+
+
+def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[int] | None = None) -> torch.Tensor:
+    """Pool hidden states (B, T, d) over positions where mask (B, T) is nonzero -> float32 (B, d).
+
+    method: "mean" (average of real positions), "max" (elementwise max over real positions), "cls" (the first
+    real position), "last" (the last real position, index = last nonzero of the mask, so right padding is
+    handled). Values at masked positions never reach the result, not even NaN/inf. Raises EmptyPoolError naming
+    the row (from `rows`, else the batch index) when a mask
+    row is all zero (never 0/0 = NaN), and ValueError for an unknown method or mismatched shapes.
+    """
+    if method not in POOLINGS:
+        raise ValueError(f"unknown pooling {method!r}; expected one of {POOLINGS}")
+    if hidden.dim() != 3 or tuple(mask.shape) != tuple(hidden.shape[:2]):
+        raise ValueError(f"hidden {tuple(hidden.shape)} and mask {tuple(mask.shape)} do not match (B, T, d)/(B, T)")
+    m = mask.to(torch.bool)
+    counts = m.sum(dim=1)
+    if (counts == 0).any():
+        b = int(torch.nonzero(counts == 0)[0, 0])
+        name = rows[b] if rows is not None else b
+        raise EmptyPoolError(f"row {name}: no positions left to pool (all padding or special tokens)")
+    h = hidden.float()
+    if method == "mean":
+        # masked_fill, not a product with the mask: NaN/inf at a pad position times 0 is still NaN
+        return h.masked_fill(~m.unsqueeze(-1), 0.0).sum(dim=1) / counts.unsqueeze(-1).to(h.dtype)
+    if method == "max":
+        return h.masked_fill(~m.unsqueeze(-1), float("-inf")).amax(dim=1)
+    positions = torch.arange(m.shape[1], device=m.device).expand_as(m)
+    if method == "cls":
+        idx = torch.where(m, positions, m.shape[1]).amin(dim=1)
+    else:
+        idx = torch.where(m, positions, -1).amax(dim=1)
+    return h[torch.arange(h.shape[0], device=h.device), idx]
+
+
+def last_real_index(mask: np.ndarray | torch.Tensor) -> np.ndarray:
+    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2.
+
+    Rows with no real position give -1 (pool() refuses them)."""
+    m = torch.as_tensor(np.asarray(mask)).to(torch.bool)
+    positions = torch.arange(m.shape[1]).expand_as(m)
+    return torch.where(m, positions, -1).amax(dim=1).numpy()
+
+
+__all__ = ["RowAccumulator"]
+
+
+class RowAccumulator:
+    """Accumulate pooled chunk vectors into `n_rows` row vectors.
+
+    method: the pooling ("mean", "max", "cls", "last"). The width d is taken from the first `add`. Raises
+    ValueError for an unknown method.
+    """
+
+    def __init__(self, n_rows: int, method: str) -> None:
+        if method not in ("mean", "max", "cls", "last"):
+            raise ValueError(f"unknown pooling {method!r}")
+        self.n_rows = int(n_rows)
+        self.method = method
+        self.acc: np.ndarray | None = None  # float64 (n_rows, d) once the first chunk arrived
+        self.counts = np.zeros(self.n_rows, np.int64)
+
+    @property
+    def started(self) -> bool:
+        """True once a chunk vector has been added."""
+        return self.acc is not None
+
+    def add(self, rows: np.ndarray, pooled: np.ndarray, used: np.ndarray) -> None:
+        """Add k chunk vectors: rows int (k,) row index of each chunk (0 <= row < n_rows), pooled float (k, d)
+        its pooled vector, used int (k,) the positions it pooled (all pooled positions for mean/max, 1 for
+        cls/last). Raises ValueError when the shapes disagree with each other or with earlier chunks."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pooled = np.asarray(pooled, dtype=np.float64)
+        used = np.asarray(used, dtype=np.int64)
+        if pooled.ndim != 2 or rows.shape != (pooled.shape[0],) or used.shape != rows.shape:
+            raise ValueError(f"chunks: rows {rows.shape}, pooled {pooled.shape}, used {used.shape} do not match")
+        if self.acc is None:
+            self.acc = np.zeros((self.n_rows, pooled.shape[1]), np.float64)
+            if self.method == "max":
+                self.acc[:] = -np.inf
+        elif pooled.shape[1] != self.acc.shape[1]:
+            raise ValueError(f"chunk vectors of width {pooled.shape[1]} after width {self.acc.shape[1]}")
+        if self.method == "mean":
+            np.add.at(self.acc, rows, pooled * used[:, None])  # in arrival order, like a loop of +=
+        elif self.method == "max":
+            np.maximum.at(self.acc, rows, pooled)
+        else:  # cls / last: one chunk per row (chunking refuses more)
+            self.acc[rows] = pooled
+        np.add.at(self.counts, rows, used)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors float32 (n_rows, d), pooled positions int32 (n_rows,)). Raises ValueError before any
+        `add` (the width is unknown) and when a mean-pooled row received no position."""
+        if self.acc is None:
+            raise ValueError("no chunk vectors were added")
+        acc = self.acc
+        if self.method == "mean":
+            if (self.counts == 0).any():
+                raise ValueError(f"row {int(np.flatnonzero(self.counts == 0)[0])} received no pooled position")
+            acc = acc / self.counts[:, None]
+        return acc.astype(np.float32), self.counts.astype(np.int32)

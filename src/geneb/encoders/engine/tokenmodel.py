@@ -1,4 +1,16 @@
-"""The shared engine behind every token-level model adapter (transformers, remote code, Evo): batches and the
+"""The token-model engine: the typed contract between a family adapter and the engine, and the engine
+that batches, runs and pools every token-level model.
+
+The typed contract between a family adapter and the token-model engine.
+
+A family's `_load()` returns one frozen `LoadedNetwork`: the network, its tokenizer and the facts the engine needs
+about them (special tokens, pad and unknown ids, maximum length and where it came from, widths, attention mask).
+The engine derives everything else from it in one place, `derive_layout`, into a frozen `EngineLayout` (the
+strand token, the body cap, the padding side, equal-length batching, the causal-mask elision, the layer), and
+`LoadedView` shows both as read-only attributes of the encoder. Nothing is set on the encoder as a side effect
+of loading.
+
+The shared engine behind every token-level model adapter (transformers, remote code, Evo): batches and the
 forward pass.
 
 An adapter only loads its model and says how to tokenize and how to call it; everything that decides what
@@ -8,9 +20,9 @@ where bugs live). Policy (docs/footguns.md), by module:
 * `geneb.encoders.engine.chunking`: the model-input text (`length_multiple` trim, `input_transform`), token-level
   chunks that each carry the special tokens (GENEB adds them itself; `long_policy` chunk_mean, truncate or
   error beyond the model's true maximum), and the padded batch tensors.
-* `geneb.encoders.engine.dropped_letters`: letters dropped without a token are an error naming the row; UNK
+* `geneb.encoders.engine.checks`: letters dropped without a token are an error naming the row; UNK
   tokens are counted.
-* `geneb.encoders.engine.token_checks`: the maximum length (tried once at load), the batching settings, and the
+* `geneb.encoders.engine.checks`: the maximum length (tried once at load), the batching settings, and the
   load-time probes (padding invariance; the vocabulary).
 * Here: chunks sorted by length, batches run largest first (an out-of-memory comes at once), padded to the
   batch's longest on `padding_side` with the attention mask passed (equal-length batches for a model without a
@@ -27,28 +39,261 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from geneb.core.errors import (
-    ExtractionError,
-    LayerNotExposedError,
-    NonFiniteEmbeddingError,
+from geneb.core.errors import ExtractionError, LayerNotExposedError, NonFiniteEmbeddingError
+from geneb.encoders.engine import checks as token_checks
+from geneb.encoders.engine.batching import (
+    ExecutionKnobs,
+    StepDownRunner,
+    dtype_policy,
+    init_execution,
+    is_out_of_memory,
+    largest_first,
+    plan_chunks,
+    split_progress,
+    to_device,
 )
-from geneb.encoders.engine import token_checks
-from geneb.encoders.engine.accumulate import RowAccumulator
-from geneb.encoders.engine.batching import StepDownRunner, is_out_of_memory, largest_first, plan_chunks
-from geneb.encoders.engine.chunking import Chunk, make_chunk, model_texts, pad_chunks, split_tokens
-from geneb.encoders.engine.dropped_letters import check_dropped, count_unknown
-from geneb.encoders.engine.execution import ExecutionKnobs, dtype_policy, init_execution, to_device
-from geneb.encoders.engine.guards import check_pooled_width, check_token_ids, forward_error, get_layer, nonfinite_rows
-from geneb.encoders.engine.loaded import LoadedNetwork, LoadedView, derive_layout
-from geneb.encoders.engine.pooling import pool
-from geneb.encoders.engine.progress import split_progress
+from geneb.encoders.engine.checks import (
+    check_dropped,
+    check_pooled_width,
+    check_token_ids,
+    count_unknown,
+    forward_error,
+    get_layer,
+    nonfinite_rows,
+)
+from geneb.encoders.engine.chunking import (
+    Chunk,
+    RowAccumulator,
+    make_chunk,
+    model_texts,
+    pad_chunks,
+    pool,
+    split_tokens,
+)
 from geneb.encoders.protocol import LOAD_CHECKS, EmbedCounters, EmbedResult, checks_deferred, sequence_batch
-from geneb.registry.settings import SettingsLike
+from geneb.registry.spec import Extraction, SettingsLike
+
+log = logging.getLogger(__name__)
+
+#: where a maximum length may come from: the registry entry (never tried at load), or the model's own files
+MAX_TOKENS_SOURCES = ("registry", "tokenizer/config", "config")
+
+
+@dataclass(frozen=True)
+class LoadedNetwork:
+    """What a family adapter's `_load()` returns: a loaded network and what the engine must know about it.
+
+    model: the network (a torch.nn.Module, on the device, in the weights dtype) that the adapter's `_call` runs.
+    tokenizer: what the adapter's `_tokenize` calls (any object; the engine never calls it directly).
+    max_tokens: the usable maximum input length in tokens, special tokens included (`resolve_max_tokens`).
+    max_tokens_from: "registry" (the entry's value), or the model file it came from ("tokenizer/config",
+    "config"), in which case the load-time check tries it once.
+    prefix / suffix: token ids GENEB puts before and after every chunk (CLS, SEP, a species token).
+    pad_id: the tokenizer's pad id (the engine replaces one outside the embedding table by 0).
+    unk_id: the unknown-token id counted per embed call; None when the tokenizer has none.
+    hidden_size / vocab_size / num_embeddings (rows of the input embedding table) / n_layers (blocks): from the
+    config or the network, None when unknown (they bound the guards: pooled width, token ids, layer counts).
+    uses_attention_mask: whether the forward pass takes the attention mask. pad_sensitive: whether the network
+    changes with the padded length despite the mask (BigBird's block-sparse attention; equal-length batches).
+    weights_format / weights_sha256: how the weights were read and their content hash (None: not applicable).
+    details: further facts of this load that only the adapter's `identity()` reads (architecture, folder).
+    Raises ValueError for a `max_tokens_from` outside MAX_TOKENS_SOURCES.
+    """
+
+    model: Any
+    tokenizer: Any
+    max_tokens: int
+    max_tokens_from: str = "registry"
+    prefix: tuple[int, ...] = ()
+    suffix: tuple[int, ...] = ()
+    pad_id: int = 0
+    unk_id: int | None = None
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    num_embeddings: int | None = None
+    n_layers: int | None = None
+    uses_attention_mask: bool = True
+    pad_sensitive: bool = False
+    weights_format: str | None = None
+    weights_sha256: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_tokens_from not in MAX_TOKENS_SOURCES:
+            raise ValueError(f"max_tokens_from {self.max_tokens_from!r}: expected one of {MAX_TOKENS_SOURCES}")
+        # lists from a tokenizer become tuples, so the object cannot change after loading
+        object.__setattr__(self, "prefix", tuple(int(t) for t in self.prefix))
+        object.__setattr__(self, "suffix", tuple(int(t) for t in self.suffix))
+
+
+@dataclass(frozen=True)
+class EngineLayout:
+    """What the engine derives once from a `LoadedNetwork` and the extraction settings (`derive_layout`).
+
+    strand: the strand token an `input_transform` puts after the prefix of every chunk (gLM2), never pooled.
+    body_cap: sequence tokens per chunk (max_tokens minus every special token, cut to `length_multiple`).
+    pad_id: the pad id used (the loaded one, or 0 when that is outside the embedding table).
+    padding_side / bucket_equal_lengths: `token_checks.batching_policy`. elide_causal_mask: a causal model
+    padded on the right runs without its mask. layer_resolved: the layer as recorded ("last_hidden_state",
+    "hidden_states[i]" or "module:<name>").
+    """
+
+    strand: tuple[int, ...]
+    body_cap: int
+    pad_id: int
+    padding_side: str
+    bucket_equal_lengths: bool
+    elide_causal_mask: bool
+    layer_resolved: str
+
+
+def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list[int], model: str) -> EngineLayout:
+    """The engine's layout for `loaded` under `extraction`; `strand` is the tokenized strand prefix ([] if none).
+
+    Raises ValueError when max_tokens leaves no room for sequence tokens, for a batching setting that would pad
+    real positions (`batching_policy`), for cls pooling without a CLS token (`check_cls_pooling`) and for a
+    layer named by a module the network does not have."""
+    body_cap = loaded.max_tokens - len(loaded.prefix) - len(strand) - len(loaded.suffix)
+    multiple = extraction.length_multiple
+    if multiple:  # every chunk, not only the whole row, must obey the length rule
+        body_cap -= body_cap % int(multiple)
+    if body_cap < 1:
+        raise ValueError(
+            f"model {model}: max_tokens {loaded.max_tokens} leaves no room for sequence tokens"
+            + (f" in multiples of {multiple}" if multiple else "")
+        )
+    pad_id = loaded.pad_id
+    if loaded.num_embeddings is not None and not 0 <= pad_id < loaded.num_embeddings:
+        # pads are masked (or sit after every real token of a causal model): any id in the table will do
+        log.warning(
+            "model %s: pad id %d is outside the embedding table (%d rows); padding with id 0",
+            model,
+            pad_id,
+            loaded.num_embeddings,
+        )
+        pad_id = 0
+    side, equal_lengths = token_checks.batching_policy(
+        extraction, model=model, uses_attention_mask=loaded.uses_attention_mask, pad_sensitive=loaded.pad_sensitive
+    )
+    # A causal model padded on the right never lets a real position see a pad, so its mask changes no real
+    # position's state: the batch runs without it, which lets attention take its causal fast path (1.6-6.7%
+    # less CPU on Mistral-DNA, identical vectors). The load-time padding-invariance probe runs this same path,
+    # so a model mislabelled causal fails at load instead.
+    elide = bool(extraction.causal) and side == "right" and loaded.uses_attention_mask
+    token_checks.check_cls_pooling(extraction, model=model, prefix=list(loaded.prefix))
+    layer = extraction.layer
+    if isinstance(layer, str):
+        try:
+            loaded.model.get_submodule(layer)
+        except AttributeError as err:
+            raise ValueError(f"model {model}: no module named {layer!r} for layer extraction") from err
+        resolved = f"module:{layer}"
+    else:
+        resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
+    return EngineLayout(tuple(strand), body_cap, pad_id, side, equal_lengths, elide, resolved)
+
+
+class LoadedView:
+    """Read-only attributes of a token-model encoder over its `loaded` network and derived `layout`."""
+
+    loaded: LoadedNetwork
+    layout: EngineLayout
+
+    @property
+    def model(self) -> Any:
+        return self.loaded.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.loaded.tokenizer
+
+    @property
+    def max_tokens(self) -> int:
+        return self.loaded.max_tokens
+
+    @property
+    def max_tokens_from(self) -> str:
+        return self.loaded.max_tokens_from
+
+    @property
+    def prefix(self) -> list[int]:
+        return list(self.loaded.prefix)
+
+    @property
+    def suffix(self) -> list[int]:
+        return list(self.loaded.suffix)
+
+    @property
+    def unk_id(self) -> int | None:
+        return self.loaded.unk_id
+
+    @property
+    def hidden_size(self) -> int | None:
+        return self.loaded.hidden_size
+
+    @property
+    def vocab_size(self) -> int | None:
+        return self.loaded.vocab_size
+
+    @property
+    def num_embeddings(self) -> int | None:
+        return self.loaded.num_embeddings
+
+    @property
+    def n_layers(self) -> int | None:
+        return self.loaded.n_layers
+
+    @property
+    def uses_attention_mask(self) -> bool:
+        return self.loaded.uses_attention_mask
+
+    @property
+    def pad_sensitive(self) -> bool:
+        return self.loaded.pad_sensitive
+
+    @property
+    def weights_format(self) -> str | None:
+        return self.loaded.weights_format
+
+    @property
+    def weights_sha256(self) -> str | None:
+        return self.loaded.weights_sha256
+
+    @property
+    def strand(self) -> list[int]:
+        return list(self.layout.strand)
+
+    @property
+    def body_cap(self) -> int:
+        return self.layout.body_cap
+
+    @property
+    def pad_id(self) -> int:
+        return self.layout.pad_id
+
+    @property
+    def padding_side(self) -> str:
+        return self.layout.padding_side
+
+    @property
+    def bucket_equal_lengths(self) -> bool:
+        return self.layout.bucket_equal_lengths
+
+    @property
+    def elide_causal_mask(self) -> bool:
+        return self.layout.elide_causal_mask
+
+    @property
+    def layer_resolved(self) -> str:
+        return self.layout.layer_resolved
+
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +304,15 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".
     batch_size: chunks per forward pass; batch_tokens: when set, padded tokens per forward pass instead
     (length-sorted batches sized to the budget; batch_size is then not used). Both are execution knobs:
-    results do not depend on them to 1e-5 in fp32. progress: log rows done, rate and time left of a long call (geneb.encoders.engine.progress).
+    results do not depend on them to 1e-5 in fp32. progress: log rows done, rate and time left of a long call (geneb.encoders.engine.batching).
 
     Subclasses implement `_load() -> LoadedNetwork` (the network, its tokenizer and the facts the engine reads;
-    `geneb.encoders.engine.loaded`), `_tokenize(texts) -> list[list[int]]` (no special tokens) and
+    `geneb.encoders.engine.tokenmodel`), `_tokenize(texts) -> list[list[int]]` (no special tokens) and
     `_call(inputs, want_states) -> output` (anything `get_layer` understands). The engine derives the rest once
     (`derive_layout`); `loaded` and `layout` are read-only afterwards.
     """
 
-    #: the load-time probes `run_load_checks` runs, in order (recorded by geneb.extract.load_checks)
+    #: the load-time probes `run_load_checks` runs, in order (recorded by geneb.extract.batch_plan)
     load_check_names: tuple[str, ...] = LOAD_CHECKS
 
     def __init__(
@@ -176,7 +421,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
         """Sequences -> (chunks, n_chunks (n,), truncated (n,), trimmed bases (n,), (rows with an UNK token, UNK
         tokens)) via geneb.encoders.engine.chunking. Raises LongSequenceError (long_policy error), EmptyPoolError (a row with
         no token), ValueError (cls/last pooling of a multi-chunk row), DroppedInputError (letters dropped, a row of
-        UNK only) and UnknownTokenError (any UNK under unk_policy error; geneb.encoders.engine.dropped_letters)."""
+        UNK only) and UnknownTokenError (any UNK under unk_policy error; geneb.encoders.engine.checks)."""
         ext = self.extraction
         texts, trimmed = model_texts(sequences, rows, ext, model=self.model_id)
         encoded = self._tokenize(texts)
@@ -231,7 +476,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
         layers: list[int] | None = None,
     ) -> Any:
         """Hidden states (B, T, d) of the configured layer for one rectangular batch; with `layers` (absolute
-        hidden-state indices, 0 = embeddings; `geneb.registry.views`), a list of the (B, T, d) states of each, all
+        hidden-state indices, 0 = embeddings; `geneb.registry.spec`), a list of the (B, T, d) states of each, all
         from this one forward pass. An error of the model's own forward pass (not out-of-memory, which the batch
         step-down handles) is re-raised as ModelForwardError naming the model, the batch shape and `rows`."""
         inputs = {"input_ids": to_device(ids, self.device)}

@@ -30,7 +30,7 @@ from typing import Any
 
 from geneb.core.errors import ModelLoadError
 from geneb.encoders.families.hf import HFEncoder, read_config_json
-from geneb.registry.settings import ExtractionSettings
+from geneb.registry.spec import ExtractionSettings
 
 log = logging.getLogger(__name__)
 

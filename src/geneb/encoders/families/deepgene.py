@@ -37,9 +37,9 @@ import numpy as np
 import torch
 
 from geneb.core.errors import ModelLoadError
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.token_checks import resolve_max_tokens
-from geneb.encoders.loading.folder_model import (
+from geneb.encoders.engine.checks import resolve_max_tokens
+from geneb.encoders.engine.tokenmodel import LoadedNetwork
+from geneb.encoders.loading import (
     CONFIG_NAME,
     TOKENIZER_NAME,
     FolderTokenizerEncoder,
@@ -49,7 +49,7 @@ from geneb.encoders.loading.folder_model import (
     read_state_dict,
     require_file,
 )
-from geneb.registry.settings import ExtractionSettings
+from geneb.registry.spec import ExtractionSettings
 
 log = logging.getLogger(__name__)
 

@@ -24,14 +24,12 @@ import numpy as np
 import torch
 
 from geneb.core.errors import LongSequenceError, NonFiniteEmbeddingError
-from geneb.encoders.engine.batching import StepDownRunner, plan_batches
-from geneb.encoders.engine.dropped_letters import refuse_unknown
-from geneb.encoders.engine.execution import ExecutionKnobs, init_execution
-from geneb.encoders.engine.guards import check_pooled_width
-from geneb.encoders.engine.pooling import pool
-from geneb.encoders.engine.progress import split_progress
+from geneb.encoders.engine.batching import StepDownRunner, plan_batches, split_progress
+from geneb.encoders.engine.checks import check_pooled_width, refuse_unknown
+from geneb.encoders.engine.chunking import pool
+from geneb.encoders.engine.tokenmodel import ExecutionKnobs, init_execution
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
-from geneb.registry.settings import ExtractionSettings, SettingsLike
+from geneb.registry.spec import ExtractionSettings, SettingsLike
 
 log = logging.getLogger(__name__)
 

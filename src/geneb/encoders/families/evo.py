@@ -22,10 +22,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.token_checks import resolve_max_tokens
-from geneb.encoders.engine.tokenmodel import TokenModelEncoder
-from geneb.registry.settings import ExtractionSettings
+from geneb.encoders.engine.checks import resolve_max_tokens
+from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
+from geneb.registry.spec import ExtractionSettings
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,7 @@
-"""The transformers adapter: any `AutoModel` checkpoint, from a hub id at a pinned revision or from a local
+"""The transformers family: any `AutoModel` checkpoint, and the same loading with a language-model head for
+the zero-shot LLR scorer.
+
+The transformers adapter: any `AutoModel` checkpoint, from a hub id at a pinned revision or from a local
 folder in hub-snapshot layout, through the same `from_pretrained` path. It serves the families hf-encoder,
 hf-decoder, hf-ssm, hyena, caduceus and gpn (they differ only in registry defaults: causal or not, attention
 mask or not, packages to import first); the policy itself is in `geneb.encoders.engine.tokenmodel`.
@@ -15,12 +18,21 @@ Loading rules (docs/footguns.md, "Model loading"):
   on CPU, which forces the remote code's pure-PyTorch path.
 * Checkpoint tensors the model expects but the files lack are an error (random weights would be embedded);
   only a `pooler.` head (never used for hidden states) may be missing. Checkpoint tensors the model does not
-  use are an error too (trained layers silently dropped), except the heads of `geneb.encoders.loading.checkpoint_keys`'
+  use are an error too (trained layers silently dropped), except the heads of `geneb.encoders.loading`'
   allow-list (`lm_head.`, `cls.`, `pooler.`, `classifier.`, `score.`, `qa_outputs.`), which are logged.
 * Padding or truncation baked into the tokenizer files is switched off and logged; GENEB pads.
 * Pickled weights (`pytorch_model.bin`) are unpickled weights-only or refused; `load.config_overrides` are set
   on the config before the model is built; a library error while building it names the model and the fix
-  (`geneb.encoders.loading.hf_load`).
+  (`geneb.encoders.loading`).
+
+A transformers checkpoint loaded WITH its language-model head, for the zero-shot LLR scorer: the same loading
+path as the embedding adapter (`HFEncoder`: remote-code rules, weights-only unpickling, config overrides, the
+load report's checks), with `AutoModelForMaskedLM` or `AutoModelForCausalLM` as the class.
+
+A head whose tensors the checkpoint lacks (a fine-tuned classifier, a backbone-only export) would be randomly
+initialised by transformers and score noise: the load report's missing tensors outside the backbone
+(`base_model_prefix`) raise `NoLanguageHeadError`, never a silent random head. A head tied to the input
+embeddings (`tie_word_embeddings`) is not reported missing by transformers and is the model's own design.
 """
 
 from __future__ import annotations
@@ -33,18 +45,21 @@ from typing import Any
 
 import torch
 
-from geneb.core.errors import RemoteCodeError
+from geneb.core.errors import RemoteCodeError, WeightsNotLoadedError
 from geneb.core.provenance import REVISION
-from geneb.encoders.engine.guards import hidden_modules, import_modules
-from geneb.encoders.engine.loaded import LoadedNetwork
-from geneb.encoders.engine.token_checks import SENTINEL_MAX_LENGTH, resolve_max_tokens
-from geneb.encoders.engine.tokenmodel import TokenModelEncoder
-from geneb.encoders.loading.checkpoint_keys import check_loading_info
-from geneb.encoders.loading.hf_load import config_with_overrides, load_model, weights_format
-from geneb.encoders.loading.twin import random_init_network, state_sha256
-from geneb.registry.files import weights_hash
-from geneb.registry.requirements import check_transformers_range, require_modules
-from geneb.registry.settings import ExtractionSettings, SettingsLike
+from geneb.encoders.engine.checks import SENTINEL_MAX_LENGTH, hidden_modules, import_modules, resolve_max_tokens
+from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
+from geneb.encoders.loading import (
+    check_loading_info,
+    config_with_overrides,
+    load_model,
+    random_init_network,
+    state_sha256,
+    weights_format,
+)
+from geneb.registry.families import check_transformers_range, require_modules
+from geneb.registry.python_entry import weights_hash
+from geneb.registry.spec import ExtractionSettings, SettingsLike
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +137,7 @@ class HFEncoder(TokenModelEncoder):
     """
 
     #: the transformers auto class that builds the network: the bare backbone for embeddings; a language-model
-    #: head's class (`AutoModelForMaskedLM`, `AutoModelForCausalLM`) for `geneb.encoders.families.hf_lm`
+    #: head's class (`AutoModelForMaskedLM`, `AutoModelForCausalLM`) for `geneb.encoders.families.hf`
     auto_model_class = "AutoModel"
 
     def __init__(
@@ -369,3 +384,42 @@ class HFEncoder(TokenModelEncoder):
 def from_settings(settings: ExtractionSettings, **kwargs: Any) -> HFEncoder:
     """Adapter entry point (see geneb.registry.families)."""
     return HFEncoder(settings, **kwargs)
+
+
+#: the transformers auto class of each head kind
+AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM"}
+
+
+class NoLanguageHeadError(WeightsNotLoadedError):
+    """The checkpoint has no trained language-model head for the class asked (its tensors are missing)."""
+
+
+def head_missing_keys(missing: list[str], base_model_prefix: str) -> list[str]:
+    """The missing tensors that belong to the head: those outside the backbone's `base_model_prefix.`."""
+    prefix = f"{base_model_prefix}." if base_model_prefix else ""
+    return sorted(k for k in missing if not (prefix and k.startswith(prefix)))
+
+
+class HFLanguageModelEncoder(HFEncoder):
+    """`HFEncoder` whose network is the checkpoint's masked or causal language model (logits over the
+    vocabulary). head: "masked" | "causal". Raises NoLanguageHeadError when the head's tensors are missing,
+    and everything `HFEncoder` raises."""
+
+    def __init__(self, settings: SettingsLike, *, head: str, **kwargs: Any) -> None:
+        if head not in AUTO_CLASSES:
+            raise ValueError(f"language-model head {head!r}: expected one of {sorted(AUTO_CLASSES)}")
+        self.head = head
+        self.auto_model_class = AUTO_CLASSES[head]
+        super().__init__(settings, **kwargs)
+
+    def _check_loading_info(self, model: Any, info: dict[str, Any]) -> list[str]:
+        missing = list(info.get("missing_keys", ()))
+        head = head_missing_keys(missing, getattr(model, "base_model_prefix", ""))
+        if head:
+            raise NoLanguageHeadError(
+                f"model {self.model_id}: the checkpoint has no trained {self.head} language-model head for "
+                f"{type(model).__name__} ({len(head)} head tensors missing, e.g. {head[:3]}); transformers would "
+                "initialise them randomly, so the llr scorer does not apply (a fine-tuned classifier or a "
+                "backbone-only export)"
+            )
+        return super()._check_loading_info(model, info)

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
-from geneb.registry.settings import Extraction, ExtractionSettings
+from geneb.registry.spec import Extraction, ExtractionSettings
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ lucaone 1.1.1, and src/scripts/convert_weights.py, which wrote the hub folders):
 * A hub folder is `LucaGPLMForMaskedLM.save_pretrained` output (tensors under `lucaone.`, the MLM head under
   `lm_head.`) with `auto_map` entries to its own copies of configuration_/modeling_/tokenization_lucaone.py,
   so `AutoModel` with `trust_remote_code` (registry.yaml LucaOne loader_notes) builds `LucaGPLMModel` from the
-  checkpoint's code and leaves the `lm_head.` head unused (an allowed head, `geneb.encoders.loading.checkpoint_keys`).
+  checkpoint's code and leaves the `lm_head.` head unused (an allowed head, `geneb.encoders.loading`).
   The adapter imports the `lucaone` package first, as the authors' README does (`import lucaone`); the code
   that runs is the checkpoint's, pinned by its revision or, for a local folder, by its content fingerprint.
 * `LucaGPLMTokenizer` has one vocabulary for genes and proteins (39 ids): [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3,
@@ -41,12 +41,11 @@ import numpy as np
 import torch
 
 from geneb.core.errors import ModelLoadError
+from geneb.encoders.engine.checks import import_modules, refuse_unknown
 from geneb.encoders.engine.chunking import Chunk
-from geneb.encoders.engine.dropped_letters import refuse_unknown
-from geneb.encoders.engine.guards import import_modules
-from geneb.encoders.engine.loaded import LoadedNetwork
+from geneb.encoders.engine.tokenmodel import LoadedNetwork
 from geneb.encoders.families.hf import HFEncoder
-from geneb.registry.settings import ExtractionSettings
+from geneb.registry.spec import ExtractionSettings
 
 log = logging.getLogger(__name__)
 

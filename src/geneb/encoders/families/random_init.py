@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from geneb.encoders.engine.token_checks import SENTINEL_MAX_LENGTH
+from geneb.encoders.engine.checks import SENTINEL_MAX_LENGTH
 from geneb.encoders.families.hf import HFEncoder
-from geneb.registry.settings import ExtractionSettings
+from geneb.registry.spec import ExtractionSettings
 
 NT_SPECIAL_TOKENS = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>"]
 

@@ -1,7 +1,7 @@
 """Shortcut encoders: features a classifier can use without reading a sequence as DNA, probed like any model.
 
 A shortcut "model" (family `shortcut`) embeds a sequence as one or more feature groups of
-`geneb.tasks.audit.shortcuts` (the definitions, units and sources are there):
+`geneb.tasks.audit` (the definitions, units and sources are there):
 
 | group | d | embedding column(s) | unit in the embedding |
 |---|---|---|---|
@@ -17,7 +17,7 @@ in `builtin.groups`, and the family is `uses_torch: False`, so its extraction jo
 
 **Undefined features (NaN).** A feature with no denominator (`gc`, `mono` of a row without A/C/G/T; `di`/`tri` of
 a row without one unambiguous k-mer; `cpg_oe` of a row without C or without G) is NaN in
-`geneb.tasks.audit.shortcuts`. The encoder replaces it, deterministically, by **0.0** (for `cpg_oe`: no CpG was
+`geneb.tasks.audit`. The encoder replaces it, deterministically, by **0.0** (for `cpg_oe`: no CpG was
 observed; for the compositions: the k-mer encoders' zero block) and flags the row `empty` (the HDF5 `empty`
 dataset, `n_empty_rows`, a warning naming the rows), so the probe sees every row, all models see the same rows,
 and the substitution is on record. `n_tokens` counts the row's A/C/G/T letters (its length for `length` alone);
@@ -33,8 +33,8 @@ from typing import ClassVar
 import numpy as np
 
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
-from geneb.registry.settings import Extraction, ExtractionSettings
-from geneb.tasks.audit.shortcuts import GROUPS, feature_matrix, feature_names
+from geneb.registry.spec import Extraction, ExtractionSettings
+from geneb.tasks.audit import GROUPS, feature_matrix, feature_names
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ UNDEFINED_VALUE = 0.0
 
 @dataclass
 class ShortcutEncoder:
-    """Shortcut feature encoder. `groups`: feature groups of `geneb.tasks.audit.shortcuts.GROUPS`, distinct, in
+    """Shortcut feature encoder. `groups`: feature groups of `geneb.tasks.audit.GROUPS`, distinct, in
     the order their columns are stacked. `embed` returns float32 (n, d), d = sum of the groups' widths. Meets the
     `Encoder` protocol with no token options and no load-time probes. Raises ValueError for an empty, repeated or
     unknown group."""
@@ -74,7 +74,7 @@ class ShortcutEncoder:
             "columns": [c for g in self.groups for c in feature_names(g)],
             "length_unit_bases": LENGTH_UNIT_BASES,
             "undefined_value": UNDEFINED_VALUE,
-            "definitions": "geneb.tasks.audit.shortcuts",
+            "definitions": "geneb.tasks.audit",
         }
 
     def embed(self, sequences: list[str], rows: list[int] | None = None, *, desc: str | None = None) -> EmbedResult:

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.tasks.prepare import data_hash
-from geneb.tasks.source_files import file_record
-from geneb.tasks.sources import MirrorFolder
+from geneb.tasks.sources import MirrorFolder, file_record
 
 #: the split every builder draws from
 SOURCE_SPLIT = "train"

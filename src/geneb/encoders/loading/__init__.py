@@ -1,1 +1,0 @@
-"""Loading weights: transformers folders, checkpoint key checks, folder models."""
