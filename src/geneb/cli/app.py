@@ -7,18 +7,28 @@ import os
 import sys
 from collections.abc import Callable
 
-from geneb.cli.cells import cmd_compare_cells
 from geneb.cli.common import CliError, Parser, positive_int
-from geneb.cli.envs import cmd_env_build, cmd_env_list
-from geneb.cli.models import cmd_models, cmd_pin_revisions, cmd_tasks
-from geneb.cli.pool import add_pool_commands
-from geneb.cli.results import cmd_leaderboard, cmd_recommend
-from geneb.cli.site import cmd_site
-from geneb.cli.snakemake import cmd_recover, cmd_sbatch_preview
-from geneb.cli.task_lock import cmd_tasks_lock
-from geneb.cli.verify import cmd_verify
-from geneb.cli.weights import cmd_weights_fetch, cmd_weights_list
-from geneb.cli.zeroshot import DEFAULT_OUT, cmd_zeroshot_build, cmd_zeroshot_reference_lms
+from geneb.cli.models import (
+    cmd_env_build,
+    cmd_env_list,
+    cmd_models,
+    cmd_pin_revisions,
+    cmd_tasks,
+    cmd_tasks_lock,
+    cmd_weights_fetch,
+    cmd_weights_list,
+)
+from geneb.cli.results import cmd_compare_cells, cmd_leaderboard, cmd_recommend
+from geneb.cli.runs import (
+    DEFAULT_OUT,
+    add_pool_commands,
+    cmd_recover,
+    cmd_sbatch_preview,
+    cmd_site,
+    cmd_verify,
+    cmd_zeroshot_build,
+    cmd_zeroshot_reference_lms,
+)
 from geneb.core.categories import CATEGORIES
 from geneb.core.integrity import IntegrityError
 from geneb.tables.scores import REGIMES, AnalysisInputError

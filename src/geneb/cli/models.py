@@ -1,18 +1,36 @@
-"""`geneb models`, `geneb tasks` and `geneb pin-revisions`: the model registry and the task catalogue."""
+"""`geneb models`, `geneb tasks` (and `tasks lock`), `geneb pin-revisions`, `geneb weights` and `geneb env`:
+the model registry, the task catalogue and what a model needs to run.
+
+`geneb models`, `geneb tasks` and `geneb pin-revisions`: the model registry and the task catalogue.
+
+`geneb tasks lock [TASK ...] [--configfile C ...]`: re-lock tasks on purpose (`geneb.tasks.catalogue`).
+
+Reads the config as the workflow does (the files merged in order, as `snakemake --configfile a b` merges them;
+schema defaults filled), fetches each task's source files from its source now (an http mirror's and a hub
+dataset's files are downloaded again, never taken from the cache), writes their digests as the task's lock entry
+in the config's `task_lock` and prints, per task, what changed.
+
+`geneb weights fetch` and `geneb weights list`: the weights of models that are not on the hub.
+
+`geneb env list` and `geneb env build`: the runtime environments of envs/.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import yaml
 
 from geneb.analysis.inputs.metadata import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import environment_refusals, load_registry, refusals
 from geneb.registry.python_entry import PRECOMPUTED, PYTHON
-from geneb.registry.registry import RegistryError
+from geneb.registry.registry import Registry, RegistryError
 from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import AnalysisInputError
 
@@ -115,3 +133,198 @@ def cmd_pin_revisions(args: argparse.Namespace) -> str:
         "\n".join(f"{m}: {p['hub_id']}@{p['revision']} (from {p['resolved_from']})" for m, p in pins.items())
         + f"\nwritten to {args.pins}"
     )
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` merged into `base` recursively (mappings merged key by key, anything else replaced): Snakemake's
+    merge of several --configfile files."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_run_config(paths: list[str]) -> dict[str, Any]:
+    """The workflow config of `paths` (merged in order), validated against the config schema with its defaults
+    filled (`geneb.run.checks.check_config`). Raises CliError for a missing or invalid file."""
+    from geneb.core.paths import load_schema
+    from geneb.run.checks import check_config
+
+    config: dict[str, Any] = {}
+    for path in paths:
+        p = existing_file(path, "config file")
+        try:
+            loaded = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise CliError(f"config file {p} is not YAML ({short_error(err)})") from err
+        if not isinstance(loaded, dict):
+            raise CliError(f"config file {p} is not a mapping")
+        config = _merge(config, loaded)
+    try:
+        return check_config(config, load_schema("config"))
+    except ValueError as err:
+        raise CliError(str(err)) from err
+
+
+def _record(r: dict[str, Any] | None) -> str:
+    return "absent" if r is None else f"{r['sha256'][:16]}… ({r['size']:,} bytes)"
+
+
+def cmd_tasks_lock(args: argparse.Namespace) -> str:
+    """Re-lock `args.tasks` (default: the config's `tasks`; `--set`: every task of that set in the catalogue)."""
+    from geneb.tasks.catalogue import read_catalogue, read_lock, relock, source_string, task_row
+    from geneb.tasks.sources import TaskSourceError, open_source
+
+    config = load_run_config(args.configfile)
+    sheet = read_catalogue(config["task_sheet"])
+    if args.tasks:
+        tasks = list(args.tasks)
+    elif args.set:
+        tasks = sorted(sheet.loc[sheet["task_set"] == args.set, "task"].astype(str))
+    else:
+        tasks = list(config["tasks"])
+    lock_path = Path(config["task_lock"])
+    download = config["task_download"]
+    try:
+        before = read_lock(lock_path)
+        lines = []
+        for task in tasks:
+            row = task_row(sheet, task)
+            spec = source_string(row, config)
+            source = open_source(
+                spec,
+                download_dir=args.download_dir,
+                deadline_s=float(download["deadline_s"]),
+                read_timeout_s=float(download["read_timeout_s"]),
+            )
+            files = source.source_files(task, fresh=True)
+            diff = relock(lock_path, task, spec, files)
+            if task not in before:
+                lines.append(f"{task}: locked {len(files)} file(s) from {spec}")
+            elif not diff:
+                lines.append(f"{task}: unchanged ({len(files)} file(s) from {spec})")
+            else:
+                lines.append(f"{task}: re-locked from {spec}, {len(diff)} file(s) changed:")
+                lines += [f"  {c.name}: {_record(c.expected)} -> {_record(c.found)}" for c in diff]
+    except (TaskSourceError, ValueError) as err:  # CatalogueError is a ValueError
+        raise CliError(str(err)) from err
+    changed = sum(1 for line in lines if "re-locked" in line or ": locked" in line)
+    return "\n".join([*lines, f"{len(tasks)} task(s), {changed} written to {lock_path}"])
+
+
+def _weight_specs(args: argparse.Namespace) -> tuple[Registry, list[ModelSpec]]:
+    """The registry with the config's model_weights, and the specs of `args.models` (every model with weights
+    outside the hub when none are named); CliError for an unknown model or one whose weights are on the hub."""
+    from geneb.registry.weights import WEIGHT_KINDS
+
+    registry = read_registry(args.sheet, None, args.config)
+    if args.weights_dir:
+        registry = Registry(registry.models, registry.pairs, registry.raw, weights_dir=args.weights_dir)
+    names = list(
+        getattr(args, "models", None) or [m for m, s in registry.models.items() if s.source.kind in WEIGHT_KINDS]
+    )
+    specs = []
+    for model in names:
+        try:
+            spec = registry.spec(model)
+        except RegistryError as err:
+            raise CliError(str(err)) from err
+        if spec.source.kind not in WEIGHT_KINDS:
+            raise CliError(
+                f"model {model}: source kind {spec.source.kind}; only models whose weights are outside the hub "
+                "(kind external or download) are fetched here (hub models: docs/hpc.md, 'Offline compute nodes')"
+            )
+        specs.append(spec)
+    return registry, specs
+
+
+def cmd_weights_fetch(args: argparse.Namespace) -> str:
+    from geneb.registry.weights import WeightsError, materialize, settings_source, weights_refusal
+
+    registry, specs = _weight_specs(args)
+    done, failed = [], []
+    for spec in specs:
+        refusal = weights_refusal(spec)
+        if refusal is not None:
+            failed.append(f"model {spec.id}: {refusal[1]}")
+            continue
+        try:
+            source = settings_source(spec, registry.weights_dir)
+            folder = materialize(source, spec.id, say=lambda line: print(line, flush=True))
+        except (WeightsError, OSError) as err:
+            failed.append(str(err) if str(err).startswith("model ") else f"model {spec.id}: {err}")
+            continue
+        ident = f"fingerprint {source['fingerprint'][:12]}" if "fingerprint" in source else f"sha256 {source['sha256']}"
+        done.append(f"{spec.id}: {folder} ({ident})")
+    if failed:
+        raise CliError("\n".join([*done, *failed]))
+    return "\n".join(done)
+
+
+def cmd_weights_list(args: argparse.Namespace) -> str:
+    from geneb.registry.weights import cache_folder, download_name, is_archive, is_complete, weights_refusal
+
+    registry, specs = _weight_specs(args)
+    rows = []
+    for spec in specs:
+        src = spec.source
+        refusal = weights_refusal(spec)
+        if refusal is not None:
+            state, where = refusal[0], src.path or src.url or src.where or "-"
+        elif src.kind == "download" and not src.path:
+            folder = cache_folder(registry.weights_dir, spec.id, str(src.sha256).lower())
+            name = src.filename or download_name(src.url)
+            unpack = src.unpack if src.unpack is not None else is_archive(name)
+            cached = is_complete(
+                {"path": str(folder), "sha256": str(src.sha256).lower(), "unpack": unpack, "filename": name}
+            )
+            state = "cached" if cached else f"not fetched (`geneb weights fetch {spec.id}`)"
+            where = str(folder) if cached else str(src.url)
+        elif Path(str(src.path)).is_dir():
+            state, where = "folder", str(src.path)
+        else:
+            state = "archive (unpacked into the cache when first used)" if is_archive(str(src.path)) else "file"
+            where = str(src.path)
+        rows.append({"model": spec.id, "kind": src.kind, "state": state, "where": where})
+    if not rows:
+        return "no models with weights outside the hub"
+    return left_table(pd.DataFrame(rows))
+
+
+def cmd_env_list(args: argparse.Namespace) -> str:
+    from geneb.core.envs import DEFAULT_ENV, EnvError, env_status
+
+    registry = read_registry(args.sheet)
+    served: dict[str, list[str]] = {}
+    for model, spec in registry.models.items():
+        served.setdefault(spec.env_name, []).append(model)
+    try:
+        rows = env_status(prefix=args.prefix)
+    except EnvError as err:
+        raise CliError(str(err)) from err
+    lines = []
+    for row in rows:
+        models = served.get(row["env"], [])
+        if row["env"] == DEFAULT_ENV:  # its models run in the workflow's own interpreter: nothing to build
+            state = "the workflow's own environment (no venv needed)"
+        else:
+            state = "built" if row["built"] else f"not built (`geneb env build {row['env']}`)"
+        default = " (default)" if row["env"] == DEFAULT_ENV else ""
+        lines.append(
+            f"{row['env']}{default}: transformers {row['transformers'] or '-'}; {state}; {row['where']}\n"
+            f"  {len(models)} model(s): {', '.join(models) or '-'}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_env_build(args: argparse.Namespace) -> str:
+    from geneb.core.envs import EnvError, build_env
+
+    try:
+        venv = build_env(args.name, prefix=args.prefix, python=args.python, say=lambda line: print(line, flush=True))
+    except EnvError as err:
+        raise CliError(str(err)) from err
+    return str(venv / "bin" / "python")

@@ -1,8 +1,28 @@
-"""`geneb leaderboard` and `geneb recommend`: read the finished tables of a run."""
+"""`geneb leaderboard`, `geneb recommend` (with `--model ID`: where one model stands) and
+`geneb compare-cells`: read the finished tables of a run.
+
+`geneb leaderboard --model ID` and `geneb recommend --model ID`: where one model stands, per category and regime
+(rank out of the ranked models, MCC with its CI where the table has one, distance to the best, tier where the
+table has a `tier` column), and the answer of `recommend` on a run with a single model.
+
+Reads the same tables as the plain commands: the leaderboard (`tables/leaderboard.parquet`, or the comparison's
+`compare_published.parquet`, which carries CIs and rank intervals), and beside it, where present, the
+recommendations (role best / tied, with the CI of those models) and the rank intervals (bootstrap over tasks).
+
+`geneb leaderboard` and `geneb recommend`: read the finished tables of a run.
+
+`geneb compare-cells`: a paired test between two cells of one task, read from the kept per-item predictions.
+
+A cell is (model, view, protocol, regime) of a task; the two cells are written `key=value,...` (keys: model,
+view, protocol, regime). Cell b takes every key it does not name from cell a, so `--a model=X --b model=Y`
+compares two models on the same view, protocol and regime, and `--a model=X,view=V1 --b view=V2` two views of
+one model. Defaults: regime full; protocol the only one under the predictions folder; view the file's only one.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import sys
@@ -13,19 +33,181 @@ import pandas as pd
 import pyarrow as pa
 
 from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.stats.paired import compare_cells, read_cell
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
-from geneb.cli.standing import (
-    beside_tables,
-    check_model,
-    format_board,
-    format_standing,
-    model_board,
-    single_model_answer,
-    standing,
-)
 from geneb.core import integrity
+from geneb.core.categories import CATEGORIES
 from geneb.tables.freshness import stale_warning
-from geneb.tables.scores import COVERAGE_NOTES_ATTR, FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR
+from geneb.tables.scores import COVERAGE_NOTES_ATTR, FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR, REGIMES
+
+#: the order categories are printed in (the 13 categories, then the aggregates)
+CATEGORY_ORDER = {c: i for i, c in enumerate((*CATEGORIES, "macro", "micro"))}
+#: the regimes in print order
+REGIME_ORDER = {"full": 0, "10shot": 1, "1shot": 2}
+
+
+def check_model(table: pd.DataFrame, model: str, path: str) -> None:
+    """Raise CliError when `model` has no row in `table` (read from `path`), naming the closest model ids
+    (`difflib.get_close_matches`, cutoff 0.5) or, with none close, how many models the table has."""
+    have = sorted(table["model"].dropna().astype(str).unique())
+    if model in have:
+        return
+    close = difflib.get_close_matches(model, have, n=5, cutoff=0.5)
+    hint = (
+        f"did you mean: {', '.join(close)}?" if close else f"the table has {len(have)} models: {', '.join(have[:12])}"
+    )
+    raise CliError(f"model {model!r} is not in {path}; {hint}")
+
+
+def _ordered(df: pd.DataFrame) -> pd.DataFrame:
+    key = df["regime"].map(REGIME_ORDER).fillna(9) * 100 + df["category"].map(CATEGORY_ORDER).fillna(99)
+    return df.assign(_o=key.to_numpy()).sort_values("_o").drop(columns="_o")
+
+
+def _n_ranked(board: pd.DataFrame) -> pd.Series:
+    """The number of ranked models per (regime, category) of `board` (one protocol)."""
+    return board[board["rank"].notna()].groupby(["regime", "category"], observed=True)["model"].nunique()
+
+
+def model_board(
+    board: pd.DataFrame, model: str, regime: str | None, intervals: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """`model`'s rows of a one-protocol leaderboard, every category (and macro / micro) of `regime` (every regime
+    when None): regime, category, value, ci_low / ci_high (where the table has them), rank, of (the number of
+    ranked models there), rank_low / rank_high (the table's, else those of `intervals`, the run's rank-interval
+    table), tier (where present), n_tasks, complete, incomplete_reason."""
+    if regime is not None:
+        board = board[board["regime"] == regime]
+    of = _n_ranked(board)
+    mine = board[board["model"] == model].copy()
+    if intervals is not None and "rank_low" not in mine.columns:
+        keep = ["protocol", "regime", "category", "rank_low", "rank_high"]
+        keep += [c for c in ("ci_low", "ci_high") if c in intervals.columns and c not in mine.columns]
+        ri = intervals[intervals["model"] == model][keep]
+        mine = mine.merge(ri, on=["protocol", "regime", "category"], how="left")
+    idx = pd.MultiIndex.from_frame(mine[["regime", "category"]])
+    mine["of"] = of.reindex(idx).fillna(0).astype(int).to_numpy()
+    cols = ["regime", "category", "value", "ci_low", "ci_high", "rank", "of", "rank_low", "rank_high", "tier"]
+    cols += ["n_tasks", "complete", "incomplete_reason"]
+    out = _ordered(mine)[[c for c in cols if c in mine.columns]]
+    return out.drop(columns=[c for c in ("incomplete_reason",) if c in out.columns and not out[c].fillna("").any()])
+
+
+def format_board(rows: pd.DataFrame, model: str, protocol: str) -> str:
+    """The text `geneb leaderboard --model` prints for `model_board`'s rows."""
+    shown = rows.copy()
+    shown["rank"] = [f"{int(r)} of {n}" if pd.notna(r) else f"- of {n}" for r, n in zip(shown["rank"], shown.pop("of"))]
+    for c in ("rank_low", "rank_high"):
+        if c in shown.columns:
+            shown[c] = [str(int(v)) if pd.notna(v) else "-" for v in shown[c]]
+    head = f"{model} ({protocol}): MCC per category and regime; rank among the ranked models"
+    return head + "\n" + shown.to_string(index=False, float_format=lambda v: f"{v:.4f}", na_rep="-")
+
+
+def _beside(path: str, name: str) -> pd.DataFrame | None:
+    p = Path(path).with_name(name)
+    if not p.exists():
+        return None
+    df = integrity.read_parquet(p)
+    return df if len(df) else None
+
+
+def standing(
+    board: pd.DataFrame, recs: pd.DataFrame | None, intervals: pd.DataFrame | None, model: str
+) -> pd.DataFrame:
+    """Where `model` stands in each (regime, category) of a one-protocol leaderboard `board`: regime, category,
+    rank, of, value, ci_low, ci_high (the table's own CI, else the recommendation table's for a best or tied
+    model, else the rank-interval table's value interval, else missing), best (the best model's id), to_best (best value minus this value, 0 for the best),
+    role (best / tied / "-": `recommendations`; "only model" where it is the single ranked model), rank_low /
+    rank_high (the table's, else the rank-interval table's), tier where the board has it."""
+    b = model_board(board, model, None)
+    ranked = board[board["rank"].notna()].sort_values("rank")
+    top = ranked.drop_duplicates(["regime", "category"]).set_index(["regime", "category"])
+    rows = []
+    for r in b.to_dict("records"):
+        key = (r["regime"], r["category"])
+        out = {k: r.get(k) for k in ("regime", "category", "rank", "of", "value", "ci_low", "ci_high")}
+        best = top.loc[key] if key in top.index else None
+        out["best"] = best["model"] if best is not None else None
+        out["to_best"] = float(best["value"] - r["value"]) if best is not None and pd.notna(r["value"]) else None
+        role = "-"
+        if recs is not None:
+            hit = recs[(recs["model"] == model) & (recs["regime"] == key[0]) & (recs["category"] == key[1])]
+            if len(hit):
+                role = str(hit["role"].iloc[0])
+                if pd.isna(out.get("ci_low")):
+                    out["ci_low"], out["ci_high"] = hit["ci_low"].iloc[0], hit["ci_high"].iloc[0]
+        if r["of"] == 1 and pd.notna(r["rank"]):
+            role = "only model"
+        out["role"] = role
+        for c in ("rank_low", "rank_high"):
+            out[c] = r.get(c)
+        if intervals is not None:
+            hit = intervals[(intervals["model"] == model) & (intervals["regime"] == key[0])]
+            hit = hit[hit["category"] == key[1]]
+            if len(hit) and pd.isna(out.get("rank_low")):
+                out["rank_low"], out["rank_high"] = hit["rank_low"].iloc[0], hit["rank_high"].iloc[0]
+            if len(hit) and pd.isna(out.get("ci_low")) and "ci_low" in hit.columns:  # the two-level bootstrap's
+                out["ci_low"], out["ci_high"] = hit["ci_low"].iloc[0], hit["ci_high"].iloc[0]
+        if "tier" in b.columns:
+            out["tier"] = r.get("tier")
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def format_standing(st: pd.DataFrame, model: str, protocol: str, ci_label: str | None) -> str:
+    """The text `geneb recommend --model` prints: one line per (regime, category) of `standing`."""
+    lines = [f"{model} ({protocol}): where it stands, per regime and category"]
+    for r in st.to_dict("records"):
+        if pd.isna(r["rank"]):
+            lines.append(f"{r['regime']} {r['category']}: not ranked (MCC {_num(r['value'])})")
+            continue
+        ci = (
+            f"{ci_label or 'CI'} {r['ci_low']:.4f}-{r['ci_high']:.4f}"
+            if pd.notna(r.get("ci_low")) and pd.notna(r.get("ci_high"))
+            else "no CI recorded for this model"
+        )
+        text = f"{r['regime']} {r['category']}: rank {int(r['rank'])} of {r['of']}"
+        if pd.notna(r.get("rank_low")) and pd.notna(r.get("rank_high")):
+            text += f" (rank interval {int(r['rank_low'])}-{int(r['rank_high'])})"
+        text += f", MCC {_num(r['value'])} ({ci})"
+        if r["role"] == "only model":
+            text += ": the only ranked model, so the best by default (nothing to compare with)"
+        elif r["best"] == model:
+            text += ": the best"
+        else:
+            text += f", {_num(r['to_best'])} below the best ({r['best']})"
+        if r["role"] == "tied":
+            text += "; indistinguishable from the best by the tie rule"
+        if "tier" in r and pd.notna(r.get("tier")):
+            text += f"; tier {r['tier']}"
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def _num(v: Any) -> str:
+    return "n/a" if v is None or pd.isna(v) else f"{float(v):.4f}"
+
+
+def single_model_answer(board: pd.DataFrame, category: str, regime: str) -> str | None:
+    """The answer of `geneb recommend` where a one-protocol leaderboard ranks a single model in (`category`,
+    `regime`): that model is the best by default; None when it ranks more or none."""
+    b = board[(board["regime"] == regime) & (board["category"] == category) & board["rank"].notna()]
+    if b["model"].nunique() != 1:
+        return None
+    r = b.iloc[0]
+    return (
+        f"{category}, {regime}: {r['model']} (MCC {r['value']:.4f}): the only ranked model of this run, so the "
+        "best by default; nothing to compare it with (run more models, or compare with the paper's: "
+        "snakemake compare_published)"
+    )
+
+
+def beside_tables(path: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """The leaderboard, recommendations and rank-interval tables in the folder of `path` (None for one absent or
+    empty)."""
+    return tuple(_beside(path, f"{n}.parquet") for n in ("leaderboard", "recommendations", "rank_intervals"))  # type: ignore[return-value]
+
 
 #: the columns each table-reading command needs, and the table it expects
 TABLES = {
@@ -249,4 +431,86 @@ def cmd_recommend(args: argparse.Namespace) -> str:
         lines += [f"  {t.model} (MCC {t.value:.4f}, {ci(t.ci_low, t.ci_high)})" for t in tied.itertuples()]
     if label is None:
         lines.append("(confidence level unknown: no analysis_summary.json with the table's settings_hash beside it)")
+    return "\n".join(lines)
+
+
+#: the keys a cell may name
+CELL_KEYS = ("model", "view", "protocol", "regime")
+
+
+def parse_cell(text: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """{key: value} of a cell written "model=X,view=V,...", over `base` (cell a, for cell b). Raises CliError for
+    an unknown key, an entry without "=", or a repeated key."""
+    out = dict(base or {})
+    seen = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not value:
+            raise CliError(f"cell entry {part!r} is not key=value (keys: {', '.join(CELL_KEYS)})")
+        if key not in CELL_KEYS:
+            raise CliError(f"unknown cell key {key!r}; use {', '.join(CELL_KEYS)}")
+        if key in seen:
+            raise CliError(f"cell key {key!r} given twice in {text!r}")
+        seen.add(key)
+        out[key] = value
+    return out
+
+
+def _complete(cell: dict[str, str], root: Path, side: str) -> dict[str, str]:
+    """Fill the defaults (regime full, the only protocol) and check what the cell names."""
+    cell = {"regime": "full", **cell}
+    if "model" not in cell:
+        raise CliError(f"cell {side} names no model (model=...)")
+    if cell["regime"] not in REGIMES:
+        raise CliError(f"cell {side}: regime {cell['regime']!r} is not one of {', '.join(REGIMES)}")
+    if "protocol" not in cell:
+        have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        if len(have) != 1:
+            raise CliError(f"{root} holds the protocols {have}; name one (protocol=...)")
+        cell["protocol"] = have[0]
+    return cell
+
+
+def _label(cell: dict[str, str], view: str) -> str:
+    return f"model={cell['model']} view={view} protocol={cell['protocol']} regime={cell['regime']}"
+
+
+def cmd_compare_cells(args: argparse.Namespace) -> str:
+    """The report of `compare_cells` for the two cells of `args` (module docstring)."""
+    root = Path(args.predictions)
+    if not root.is_dir():
+        raise CliError(f"predictions folder {root} not found; run the probes first, or pass --predictions")
+    a = _complete(parse_cell(args.a), root, "a")
+    b = _complete(parse_cell(args.b, parse_cell(args.a)), root, "b")
+    if a == b:
+        raise CliError("cells a and b are the same cell; change at least one of model, view, protocol, regime")
+    frames, views = [], []
+    for cell in (a, b):
+        frame = read_cell(
+            root,
+            task=args.task,
+            view=cell.get("view"),
+            protocol=cell["protocol"],
+            model=cell["model"],
+            regime=cell["regime"],
+        )
+        frames.append(frame)
+        views.append(str(frame["view"].iloc[0]) if "view" in frame.columns else "default")
+    r = compare_cells(*frames, task=args.task, n_resamples=args.resamples, seed=args.seed, confidence=args.confidence)
+    level = f"{args.confidence * 100:g}%"
+    lines = [
+        f"task {args.task}: {r['n_rows']} test items",
+        f"a: {_label(a, views[0])}: MCC {r['mcc_a']:.4f} ({r['n_seeds_a']} seed(s))",
+        f"b: {_label(b, views[1])}: MCC {r['mcc_b']:.4f} ({r['n_seeds_b']} seed(s))",
+        f"MCC(a) - MCC(b) = {r['difference']:+.4f}, {level} CI [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}], "
+        f"bootstrap p = {r['p_bootstrap']:.3g} (paired bootstrap over test items, {r['n_resamples']} resamples, seed {r['seed']})",
+    ]
+    if r["mcnemar_note"]:
+        lines.append(f"McNemar: not applicable ({r['mcnemar_note']})")
+    else:
+        lines.append(
+            f"McNemar (exact binomial): a right where b wrong {r['a_only_correct']}, b right where a wrong "
+            f"{r['b_only_correct']}, p = {r['p_mcnemar']:.3g}"
+        )
     return "\n".join(lines)

@@ -1,4 +1,24 @@
-"""The resources/ layout: every cache path of a run and the hash it carries, so two configs that prepare a task,
+"""What a job carries: the resources/ layout (every cache path and the hash it carries), rerun keys and the
+resources jobs ask of a scheduler.
+
+Rerun keys: params that stay equal from one Snakemake call to the next.
+
+Params are rerun triggers, compared by `repr` (Snakemake's persistence): `stable_params` sorts every mapping so
+that key order in a YAML file, or a dict built in a different order, never reruns a job, and
+`canonical_path` gives a local path one spelling.
+
+What the workflow's jobs ask of a scheduler: portable resources (a GPU count, memory, run time).
+
+Rules declare portable resources only; site specifics (partition, account, GPU model, `gres` strings) live in
+`profiles/`. The functions here are pure, so common.smk wraps them in one-line input functions and tests call
+them directly (docs/hpc.md). Resources are never rerun triggers: changing the device, a memory size or the
+retry count reruns nothing (rerun keys: `geneb.run.layout`).
+
+What one model's extraction jobs ask of the scheduler (GPU or not, partition, gres, memory), as `RunPlan`
+methods (its base class) over the portable resources of `geneb.run.layout`; site values come from the config's
+`slurm:` section that the profiles fill in (docs/hpc.md).
+
+The resources/ layout: every cache path of a run and the hash it carries, so two configs that prepare a task,
 draw shots, audit or extract differently never write the same file (docs/data-dictionary.md, "Runs kept apart").
 
 One function per kind of path (used by `RunPlan`, geneb.evaluate and geneb.run.migrate) and `ResourceLayout`, the
@@ -9,12 +29,155 @@ and `{xhash}` wildcards of the rules are these hashes.
 from __future__ import annotations
 
 import itertools
+import json
+import math
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from geneb.core.provenance import stable_hash
+from geneb.core.provenance import canonical_json, stable_hash
+from geneb.registry.families import family as model_family
+from geneb.registry.python_entry import cpu_only
+from geneb.registry.registry import Registry, model_spec
 from geneb.run import partial as partial_run
-from geneb.run.rerun import stable_params
+
+
+def stable_params(obj: Any) -> Any:
+    """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists, numpy
+    scalars as Python numbers and integral floats as ints (`200.0` -> `200`, `C: 1` and `C: 1.0` alike): the
+    same value however it was written or built, so `repr` (Snakemake's params key) is equal across processes,
+    key orders and number spellings. Booleans stay booleans. Raises TypeError for objects JSON
+    cannot hold."""
+    return _integral_floats_as_ints(json.loads(canonical_json(obj)))
+
+
+def _integral_floats_as_ints(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_integral_floats_as_ints(v) for v in obj]
+    if isinstance(obj, float) and obj.is_integer():
+        return int(obj)
+    return obj
+
+
+#: the config keys the report does not show (execution knobs, weight paths, the task lock's path, download limits)
+REPORT_HIDDEN = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
+
+
+def report_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration a report shows (the report rules' params; `geneb merge`'s report): the validated
+    `config` without the keys of REPORT_HIDDEN (they never change a result: the weights' content is in each
+    model's settings hash, the task files' in the task's; so they must not rerun the report either), its tasks,
+    models and protocols sorted (their order changes no result), every mapping sorted (`stable_params`).
+    Raises KeyError when `config` has no tasks, models or protocols (a config not validated)."""
+    shown = {key: value for key, value in config.items() if key not in REPORT_HIDDEN}
+    for key in ("tasks", "models", "protocols"):
+        shown[key] = sorted(shown[key])
+    result: dict[str, Any] = stable_params(shown)
+    return result
+
+
+def canonical_path(path: str) -> str:
+    """One spelling for a local path, so that `config/models.yaml`, `./config/models.yaml` and its absolute
+    form are the same rerun key: a path inside the working directory becomes relative to it; one
+    outside it keeps its form (relative or absolute), normalised (`a/../b` -> `b`, no trailing slash), so the
+    same config in another run folder gives the same key. URLs and `hf:` specs are returned unchanged."""
+    if "://" in path or path.startswith("hf:"):
+        return path
+    relative = os.path.relpath(os.path.abspath(path))
+    if relative != ".." and not relative.startswith("../"):
+        return relative
+    return os.path.normpath(path)
+
+
+#: memory (MB) of an extraction job besides the model weights; k-mer jobs need no more
+EXTRACTION_BASE_MEM_MB = 4000
+#: host memory per model parameter (bytes): float32 weights (4) plus loading overhead
+EXTRACTION_BYTES_PER_PARAM = 6
+#: first-attempt run time of one (model, task) extraction job, minutes; a group job of a model's tasks asks
+#: for the sum (50 tasks: 17 h), so it is sized for a paper task on a GPU (seconds to minutes) with margin
+EXTRACTION_RUNTIME_MIN = 20
+#: first-attempt memory and run time of one (protocol, model, task) probe job (all regimes and seeds)
+PROBE_MEM_MB = 4000
+PROBE_RUNTIME_MIN = 60
+
+
+def scaled(base: int, attempt: int) -> int:
+    """`base` doubled for every retry: attempt 1 -> base, 2 -> 2 x base, 3 -> 4 x base. Used for memory and
+    run time, so a job killed for memory or walltime gets more on its retry (`retries:` in the profile)."""
+    if attempt < 1:
+        raise ValueError(f"attempt must be >= 1, got {attempt}")
+    return int(base) * 2 ** (attempt - 1)
+
+
+def extraction_gpus(uses_torch: bool, device: str) -> int:
+    """GPUs one extraction job asks for: 1 when the model runs on torch and the configured device is a GPU
+    ("cuda", "cuda:N", or "auto", which uses one when present), else 0 (k-mer models, device cpu)."""
+    if not uses_torch:
+        return 0
+    return 1 if device == "auto" or device.startswith("cuda") else 0
+
+
+def extraction_mem_mb(n_params: int | float | None, attempt: int) -> int:
+    """Host memory (MB) of one extraction job: a base plus room for the weights, doubled on each retry."""
+    weights = math.ceil(float(n_params or 0) * EXTRACTION_BYTES_PER_PARAM / 1e6)
+    return scaled(EXTRACTION_BASE_MEM_MB + weights, attempt)
+
+
+def extraction_runtime(attempt: int) -> int:
+    """Run time (minutes) of one extraction job, doubled on each retry (a walltime kill is retried longer)."""
+    return scaled(EXTRACTION_RUNTIME_MIN, attempt)
+
+
+def probe_mem_mb(attempt: int) -> int:
+    """Memory (MB) of one probe job, doubled on each retry."""
+    return scaled(PROBE_MEM_MB, attempt)
+
+
+def probe_runtime(attempt: int) -> int:
+    """Run time (minutes) of one probe job, doubled on each retry."""
+    return scaled(PROBE_RUNTIME_MIN, attempt)
+
+
+class ExtractionResources:
+    """Mixed into `geneb.run.plan.RunPlan`: the resources of each configured model's extraction jobs."""
+
+    if TYPE_CHECKING:
+        config: dict[str, Any]
+        registry: Registry
+        extraction_settings: Mapping[str, dict[str, Any]]
+
+    def extraction_wants_gpu(self, model: str) -> bool:
+        """Whether the model's extraction jobs need a GPU node: a torch model when execution.device is cuda/auto;
+        never a CPU-only encoder (a family that does not use torch: the k-mer spectra, the shortcut features; a python
+        entry with `load.cpu_only`; precomputed vectors) or device cpu."""
+        settings = self.extraction_settings[model]
+        uses_gpu = model_family(settings["family"]).uses_torch and not cpu_only(settings)  # load.cpu_only: no GPU
+        return extraction_gpus(uses_gpu, self.config["execution"]["device"]) > 0
+
+    def extraction_gpus(self, model: str) -> int:
+        """The `gpu` resource (sbatch --gpus) of the model's extraction jobs: 1 when it needs a GPU
+        (`extraction_wants_gpu`) and the site takes --gpus; 0 for a CPU job, and where the profile asks for GPUs
+        as --gres instead (config slurm.gpu_gres, `extraction_gres`)."""
+        return int(self.extraction_wants_gpu(model) and not self.config["slurm"]["gpu_gres"])
+
+    def extraction_partition(self, model: str) -> str | None:
+        """The `slurm_partition` resource of the model's extraction jobs: the profile's slurm.gpu_partition for a
+        job that needs a GPU, slurm.cpu_partition for a CPU job (a k-mer model, device cpu), so a CPU-only
+        encoder never lands in the GPU partition; None (the profile's default partition) when not set."""
+        slurm = self.config["slurm"]
+        return slurm["gpu_partition"] if self.extraction_wants_gpu(model) else slurm["cpu_partition"]
+
+    def extraction_gres(self, model: str) -> str | None:
+        """The `gres` resource (sbatch --gres) of the model's extraction jobs: the profile's slurm.gpu_gres for a
+        job that needs a GPU (sites that refuse --gpus, profiles/slurm-gres), None for a CPU job or when unset."""
+        return self.config["slurm"]["gpu_gres"] if self.extraction_wants_gpu(model) else None
+
+    def extraction_mem_mb(self, model: str, attempt: int) -> int:
+        """Host memory (MB) of one extraction job: base + weights (registry `params`), doubled on each retry."""
+        return extraction_mem_mb(model_spec(self.registry, model).params, attempt)
+
 
 #: the files of one prepared task folder (`task_dir`): the two splits, the card and the validation record
 TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")

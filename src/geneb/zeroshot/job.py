@@ -26,9 +26,8 @@ import pandas as pd
 from geneb import __version__
 from geneb.core import integrity
 from geneb.core.provenance import package_versions
-from geneb.zeroshot.markov import Background, check_background, fit_markov, markov_scores
-from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, SCORE_FILE_VERSION, NotApplicable, check_row_scores
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.scorers import Background, check_background, fit_markov, markov_scores
+from geneb.zeroshot.task import ROW_SCORE_COLUMNS, SCORE_FILE_VERSION, NotApplicable, ZeroShotTask, check_row_scores
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +125,8 @@ def score_model_job(
     run its scorers on `task` and write the score file. scoring: the rule's params (`settings_hash`, `scorers`:
     config names "llr" / "embedding", `lm_head`); execution: the config's execution knobs."""
     from geneb.extract.step import load_model
-    from geneb.zeroshot.model import ZeroShotModel
     from geneb.zeroshot.scorers import score_with
+    from geneb.zeroshot.task import ZeroShotModel
 
     t0 = time.perf_counter()
     loaded = load_model(
@@ -225,7 +224,7 @@ BASELINE_MODEL = "markov"
 
 def task_of_rows_file(rows_file: str | Path) -> ZeroShotTask:
     """The zero-shot task of a rows.tsv under resources/zeroshot/tasks/{zstask}/{zthash}/, read and checked."""
-    from geneb.zeroshot.read import read_zeroshot_task
+    from geneb.zeroshot.task import read_zeroshot_task
 
     folder = Path(rows_file).parent
     return read_zeroshot_task(folder, name=folder.parent.name)
@@ -329,9 +328,7 @@ def run_build_rule(task_params: Mapping[str, Any], rows_out: str | Path, *, conf
     `rows_out`. Raises what the builder or source raises (bad rows named by task, row and value)."""
     from geneb.tasks.sources import resolve_source_string
     from geneb.zeroshot.build import build_into
-    from geneb.zeroshot.catalogue import SOURCE_BUILDER, CatalogueEntry
-    from geneb.zeroshot.read import write_zeroshot_task
-    from geneb.zeroshot.sources import load_zeroshot_task
+    from geneb.zeroshot.task import SOURCE_BUILDER, CatalogueEntry, load_zeroshot_task, write_zeroshot_task
 
     raw = dict(task_params["entry"])
     entry = CatalogueEntry(**{**raw, "source_tasks": tuple(raw["source_tasks"])})

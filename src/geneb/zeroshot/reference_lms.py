@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from geneb.core.provenance import file_sha256
-from geneb.zeroshot.catalogue import CatalogueEntry
+from geneb.zeroshot.task import CatalogueEntry
 
 #: the real task whose training split the reference models learn from: mouse mRNAs and lncRNAs (median 1.2 kb, so
 #: every 520-base window is real sequence), not a source of any built zero-shot task

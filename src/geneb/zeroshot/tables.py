@@ -1,11 +1,52 @@
-"""The zero-shot tables (rule zeroshot_tables): every score file of the run -> metrics, per-row scores, the
+"""From zero-shot scores to results: metrics with seeded bootstrap uncertainty, the zero-shot leaderboard
+beside the probe leaderboard, and the zero-shot tables.
+
+Metrics of zero-shot scores, with seeded bootstrap uncertainty: one long table per (task, scorer).
+
+* variant tasks: AUROC (`sklearn.metrics.roc_auc_score`) and AUPRC (`average_precision_score`) of `score` against
+  `label`, over all rows (group "all"), by `group` where the task has groups, and the count-weighted mean over the
+  groups (group "weighted-mean", as TraitGym averages AUPRC over chromosomes weighted by their variant counts);
+  each with a percentile bootstrap CI from stratified resamples (positives and controls resampled separately, so
+  every resample has both classes; the resamples' AUROC and AUPRC are computed vectorised, checked equal to
+  sklearn's in the tests);
+* paired tasks: paired accuracy, the share of rows with score > 0, a tie (score exactly 0) counting 0.5; the
+  exact two-sided sign test (`scipy.stats.binomtest` of #(score > 0) in #(score != 0) at p = 0.5: ties dropped for
+  the test, as a sign test does) as `p_value`; a percentile bootstrap CI of rows resampled; by group and the
+  count-weighted group mean as for variant tasks.
+
+A degenerate case (a group with one class only, a paired group whose rows are all ties) gives its row with value
+NaN and a `note` saying why, never a crash or a dropped row; the weighted mean leaves such groups out and names
+them in its note. The bootstrap draws `n_boot` resamples from `numpy.random.default_rng([seed, crc32(group)])`: the
+same resamples for every scorer of a task (common random numbers), independent of the order of the groups.
+
+Torch-free.
+
+The zero-shot leaderboard and how its ranking relates to the probe leaderboard's.
+
+* `zeroshot_leaderboard`: per (model, scorer), each task's primary metric (AUROC for a variant task, paired
+  accuracy for a paired one: both 0.5 at chance, so a mean over tasks of both kinds is meaningful) and a `macro`
+  row, the mean over the configured zero-shot tasks of the kinds the scorer applies to (its `scope`:
+  `geneb.zeroshot.task.scorer_kinds`; the embedding distances score variant tasks only, by construction). A
+  (model, scorer) that lacks a task of its scope, or for which the scorer does not apply to one (a model without a
+  language-model head for `llr`), is incomplete: its macro value is NaN and it is not ranked, and
+  `incomplete_reason` names the tasks and why (a not-applicable reason is shown as given), so a model never wins on
+  the tasks it happens to have. Macro rows are ranked among the entries of the same scope (their means cover the
+  same tasks), task rows among the entries of the task; 1 = best, ties sharing the lowest rank.
+* `zeroshot_vs_probe`: Kendall's tau-b (scipy.stats.kendalltau) between each scorer's macro zero-shot ranking
+  and the probe leaderboard's macro ranking of the same models, per (protocol, regime), with a seeded percentile
+  bootstrap CI over models (models resampled with replacement; resamples with fewer than 3 distinct models or a
+  constant side are skipped and counted).
+
+Torch-free.
+
+The zero-shot tables (rule zeroshot_tables): every score file of the run -> metrics, per-row scores, the
 leaderboard, the rank correlation with the probe leaderboard and the not-applicable list (docs/zeroshot.md).
 
-* `zeroshot_scores.parquet`: one row per (model, task, scorer, metric, group): `geneb.zeroshot.metrics` columns
+* `zeroshot_scores.parquet`: one row per (model, task, scorer, metric, group): `geneb.zeroshot.tables` columns
   (value, ci_low, ci_high, n, p_value, n_boot, seed, note, ...) plus provenance: the score file's sha256
   (`scores_sha256`), the task's `data_sha256`, the model's `settings_hash`, `geneb_version`;
 * `zeroshot_row_scores.parquet`: model, task, row, scorer, score (every score the metrics were computed from);
-* `zeroshot_leaderboard.parquet`, `zeroshot_vs_probe.parquet`: `geneb.zeroshot.board`;
+* `zeroshot_leaderboard.parquet`, `zeroshot_vs_probe.parquet`: `geneb.zeroshot.tables`;
 * `zeroshot_not_applicable.parquet`: model, task, scorer, reason.
 
 The Markov baselines enter every table as entries of their own: model `markov-<order>`, scorer `markov-<order>`.
@@ -14,17 +55,426 @@ Torch-free.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy import stats
+from scipy.stats import binomtest, rankdata
+from sklearn.metrics import average_precision_score, roc_auc_score
 
+from geneb.analysis.ranking.leaderboard import rank_desc
 from geneb.core import integrity
-from geneb.zeroshot.board import zeroshot_leaderboard, zeroshot_vs_probe
 from geneb.zeroshot.job import BASELINE_MODEL, read_score_file
-from geneb.zeroshot.metrics import METRIC_COLUMNS, score_metrics
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.task import GROUP_COLUMN, ZeroShotTask, check_row_scores, scorer_kinds
+
+METRIC_COLUMNS: tuple[str, ...] = (
+    "task", "scorer", "metric", "group", "value", "ci_low", "ci_high", "n", "n_positive", "p_value", "n_boot",
+    "seed", "ci_level", "note",
+)  # fmt: skip
+ALL = "all"
+WEIGHTED_MEAN = "weighted-mean"
+N_BOOT = 1000
+CI_LEVEL = 0.95
+
+Metric = Callable[[np.ndarray, np.ndarray], float]
+#: variant metrics: (labels int (n,), scores float (n,)) -> value, the point estimates
+VARIANT_METRICS: dict[str, Metric] = {
+    "auroc": lambda y, s: float(roc_auc_score(y, s)),
+    "auprc": lambda y, s: float(average_precision_score(y, s)),
+}
+
+
+def resampled_auroc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """AUROC of each resample, float64 (b,), from labels and scores (b, n) with both classes in every row: the
+    Mann-Whitney form (mean rank of the positives, ties at mid-rank; `scipy.stats.rankdata`), equal to
+    `roc_auc_score` (its trapezoids count a tie as 1/2), vectorised because a bootstrap calls it thousands of times."""
+    positives = labels.sum(axis=1)
+    negatives = labels.shape[1] - positives
+    ranks = rankdata(scores, axis=1)
+    return np.asarray(((ranks * labels).sum(axis=1) - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def resampled_auprc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Average precision of each resample, float64 (b,), as `average_precision_score` defines it (sum over the
+    distinct score thresholds of recall gained x precision there; tied scores are one threshold), vectorised."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    y = np.take_along_axis(labels, order, axis=1).astype(np.float64)
+    s = np.take_along_axis(scores, order, axis=1)
+    n = s.shape[1]
+    true_pos = np.cumsum(y, axis=1)
+    block_end = np.concatenate([s[:, 1:] != s[:, :-1], np.ones((len(s), 1), bool)], axis=1)
+    # each position's tie block ends at the next block end at or after it
+    end = np.where(block_end, np.arange(n), n)[:, ::-1]
+    end = np.minimum.accumulate(end, axis=1)[:, ::-1]
+    precision = np.take_along_axis(true_pos, end, axis=1) / (end + 1)
+    return np.asarray((y * precision).sum(axis=1) / y.sum(axis=1))
+
+
+#: the same metrics over bootstrap resamples: (labels (b, n), scores (b, n)) -> (b,)
+RESAMPLED_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "auroc": resampled_auroc,
+    "auprc": resampled_auprc,
+}
+PAIRED_ACCURACY = "paired_accuracy"
+
+
+def paired_accuracy(scores: np.ndarray) -> np.ndarray:
+    """Share of rows with score > 0, a tie (score == 0) counting 0.5, along the last axis: (n,) -> scalar array,
+    (b, n) -> (b,)."""
+    return np.asarray(((scores > 0) + 0.5 * (scores == 0)).mean(axis=-1), dtype=np.float64)
+
+
+def sign_test(scores: np.ndarray) -> float:
+    """Exact two-sided sign test p-value of #(score > 0) among the rows with score != 0 (ties dropped), p = 0.5;
+    NaN when every row is a tie."""
+    nonzero = scores[scores != 0]
+    if len(nonzero) == 0:
+        return float("nan")
+    return float(binomtest(int((nonzero > 0).sum()), len(nonzero), 0.5, alternative="two-sided").pvalue)
+
+
+def _rng(seed: int, group: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(group.encode())])
+
+
+def stratified_resamples(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap row indices int (n_boot, n): each stratum (a label) resampled with replacement to its own size."""
+    out = np.empty((n_boot, len(strata)), dtype=np.int64)
+    start = 0
+    for value in np.unique(strata):
+        members = np.flatnonzero(strata == value)
+        out[:, start : start + len(members)] = rng.choice(members, size=(n_boot, len(members)), replace=True)
+        start += len(members)
+    return out
+
+
+def _interval(replicates: np.ndarray) -> tuple[float, float]:
+    if len(replicates) == 0:
+        return float("nan"), float("nan")
+    tail = (1 - CI_LEVEL) / 2 * 100
+    low, high = np.percentile(replicates, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _row(task: str, scorer: str, metric: str, group: str, value: float, reps: np.ndarray, n: int, **kw: object) -> dict[str, object]:  # fmt: skip
+    low, high = _interval(reps) if np.isfinite(value) else (float("nan"), float("nan"))
+    return {"task": task, "scorer": scorer, "metric": metric, "group": group, "value": value, "ci_low": low,
+            "ci_high": high, "n": n, "n_positive": kw.get("n_positive", np.nan), "p_value": kw.get("p_value", np.nan),
+            "note": kw.get("note", "")}  # fmt: skip
+
+
+def _groups(task: ZeroShotTask) -> list[tuple[str, np.ndarray]]:
+    """(group name, row positions) of every group of the task, in sorted order; [] without groups."""
+    if not task.has_groups:
+        return []
+    labels = task.rows[GROUP_COLUMN].astype(str).to_numpy()
+    reserved = sorted({ALL, WEIGHTED_MEAN} & set(labels))
+    if reserved:
+        raise ValueError(f"zero-shot task {task.name}: group name(s) {reserved} are reserved for the summary rows")
+    return [(str(g), np.flatnonzero(labels == g)) for g in sorted(set(labels))]
+
+
+def _weighted_mean(
+    task: str, scorer: str, metric: str, parts: list[tuple[str, int, float, np.ndarray]]
+) -> dict[str, object]:
+    """The count-weighted mean of the groups' values, and its CI from the groups' replicates (resample b of every
+    group together). parts: (group, n, value, replicates (n_boot,)); NaN-valued groups are left out, named."""
+    used = [p for p in parts if np.isfinite(p[2])]
+    left_out = [p[0] for p in parts if not np.isfinite(p[2])]
+    note = f"groups left out (no value): {', '.join(left_out)}" if left_out else ""
+    n = sum(p[1] for p in used)
+    if not used:
+        return _row(task, scorer, metric, WEIGHTED_MEAN, float("nan"), np.array([]), 0, note=note or "no groups")
+    weights = np.array([p[1] for p in used], dtype=np.float64) / n
+    value = float(np.dot(weights, [p[2] for p in used]))
+    reps = np.stack([p[3] for p in used]).T @ weights
+    return _row(task, scorer, metric, WEIGHTED_MEAN, value, reps, n, note=note)
+
+
+def _variant_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int, seed: int) -> list[dict[str, object]]:  # fmt: skip
+    label = task.rows["label"].to_numpy()
+    bad = sorted(set(np.unique(label).tolist()) - {0, 1})
+    if bad:
+        raise ValueError(f"zero-shot task {task.name}: labels must be 0 or 1, got {bad}")
+    label = label.astype(np.int64)
+    rows: list[dict[str, object]] = []
+    parts: dict[str, list[tuple[str, int, float, np.ndarray]]] = {m: [] for m in VARIANT_METRICS}
+    for group, members in [(ALL, np.arange(task.n)), *_groups(task)]:
+        y, s = label[members], score[members]
+        n_pos = int(y.sum())
+        for metric, fn in VARIANT_METRICS.items():
+            if n_pos in (0, len(y)):
+                what = "no effect rows (label 1)" if n_pos == 0 else "no control rows (label 0)"
+                row = _row(task.name, scorer, metric, group, float("nan"), np.array([]), len(y), n_positive=n_pos,
+                           note=f"one class only: {what}")  # fmt: skip
+                rows.append(row)
+                if group != ALL:
+                    parts[metric].append((group, len(y), float("nan"), np.full(n_boot, np.nan)))
+                continue
+            idx = stratified_resamples(y, n_boot, _rng(seed, group))
+            value = fn(y, s)
+            reps = RESAMPLED_METRICS[metric](y[idx], s[idx])
+            rows.append(_row(task.name, scorer, metric, group, value, reps, len(y), n_positive=n_pos))
+            if group != ALL:
+                parts[metric].append((group, len(y), value, reps))
+    if task.has_groups:
+        rows += [_weighted_mean(task.name, scorer, metric, parts[metric]) for metric in VARIANT_METRICS]
+    return rows
+
+
+def _paired_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int, seed: int) -> list[dict[str, object]]:  # fmt: skip
+    rows: list[dict[str, object]] = []
+    parts: list[tuple[str, int, float, np.ndarray]] = []
+    for group, members in [(ALL, np.arange(task.n)), *_groups(task)]:
+        s = score[members]
+        p_value = sign_test(s)
+        note = "every row a tie (score 0): no sign test" if not np.isfinite(p_value) else ""
+        idx = stratified_resamples(np.zeros(len(s), np.int64), n_boot, _rng(seed, group))
+        value = float(paired_accuracy(s))
+        reps = paired_accuracy(s[idx])
+        rows.append(_row(task.name, scorer, PAIRED_ACCURACY, group, value, reps, len(s), p_value=p_value, note=note))
+        if group != ALL:
+            parts.append((group, len(s), value, reps))
+    if task.has_groups:
+        rows.append(_weighted_mean(task.name, scorer, PAIRED_ACCURACY, parts))
+    return rows
+
+
+def score_metrics(task: ZeroShotTask, scores: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """The metric rows (`METRIC_COLUMNS`) of one `RowScores` frame of `task` (module docstring).
+
+    value: the metric on all rows of the group; ci_low/ci_high: the percentile CI (`CI_LEVEL`) of `n_boot`
+    seeded resamples; n: rows in the group; n_positive: label-1 rows (variant; NaN for paired); p_value: the sign
+    test (paired; NaN for variant); note: why a value is NaN, or which groups a weighted mean left out.
+    Raises ZeroShotScoreError for a frame that breaks the RowScores contract, ValueError for n_boot < 1, a
+    variant label other than 0/1, or a group named `all` or `weighted-mean` (the summary rows' names).
+    """
+    check_row_scores(task, scores)
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    scorer = str(scores["scorer"].iloc[0])
+    score = scores["score"].to_numpy(dtype=np.float64)
+    build = _variant_rows if task.kind == "variant" else _paired_rows
+    frame = pd.DataFrame(build(task, scorer, score, n_boot, seed))
+    frame["n_boot"], frame["seed"], frame["ci_level"] = n_boot, seed, CI_LEVEL
+    return frame[list(METRIC_COLUMNS)]
+
+
+#: the metric that ranks a task of each kind (geneb.zeroshot.tables)
+PRIMARY_METRIC: Mapping[str, str] = {"variant": "auroc", "paired": "paired_accuracy"}
+MACRO = "macro"
+#: how many tasks an `incomplete_reason` names before "and N more"
+MAX_NAMED = 5
+
+LEADERBOARD_COLUMNS: tuple[str, ...] = (
+    "model",
+    "scorer",
+    "task",
+    "kind",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "n_tasks",
+    "n_tasks_expected",
+    "scope",
+    "complete",
+    "rank",
+    "incomplete_reason",
+)
+
+
+def zeroshot_leaderboard(
+    metrics: pd.DataFrame,
+    task_kinds: Mapping[str, str],
+    not_applicable: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The zero-shot leaderboard (module docstring) from the metrics table.
+
+    metrics: `zeroshot_scores.parquet` rows (columns model, task, scorer, metric, value, ci_low, ci_high, n, group);
+    only the `group == "all"` rows of each task's primary metric are read. task_kinds: {task: kind} of every
+    configured zero-shot task (what a complete entry must have). not_applicable: rows model, task, scorer, reason
+    (`geneb.zeroshot.task.NotApplicable`); None = none. Returns LEADERBOARD_COLUMNS, per-task rows then the
+    macro row of each (model, scorer), sorted by scorer, rank. Raises ValueError for a task of unknown kind or a
+    metrics row of a task not in `task_kinds` (its kind decides the metric, so it cannot be guessed).
+    """
+    unknown_kinds = {t: k for t, k in task_kinds.items() if k not in PRIMARY_METRIC}
+    if unknown_kinds:
+        raise ValueError(
+            f"zero-shot leaderboard: tasks of unknown kind {unknown_kinds} (kinds: {list(PRIMARY_METRIC)})"
+        )
+    stray = sorted(set(metrics["task"]) - set(task_kinds))
+    if stray:
+        raise ValueError(f"zero-shot leaderboard: metrics for tasks that are not configured: {stray}")
+    na = not_applicable if not_applicable is not None else pd.DataFrame(columns=["model", "task", "scorer", "reason"])
+    primary = metrics[
+        (metrics["group"] == "all")
+        & (metrics["metric"] == metrics["task"].map(lambda t: PRIMARY_METRIC[task_kinds[t]]))
+    ]
+    entries = sorted(
+        {(m, s) for m, s in zip(primary["model"], primary["scorer"])}
+        | {(m, s) for m, s in zip(na["model"], na["scorer"])}
+    )
+    reasons = {(m, t, s): r for m, t, s, r in zip(na["model"], na["task"], na["scorer"], na["reason"])}
+    by_key = {(r.model, r.scorer, r.task): r for r in primary.itertuples(index=False)}
+    rows: list[dict[str, object]] = []
+    for model, scorer in entries:
+        values, lacks = [], []
+        kinds = scorer_kinds(scorer)
+        scope = "+".join(k for k in ("variant", "paired") if k in kinds and k in task_kinds.values())
+        for task, kind in task_kinds.items():
+            if kind not in kinds:
+                continue  # out of the scorer's scope by construction (listed in not_applicable, not held against it)
+            hit = by_key.get((model, scorer, task))
+            if hit is None:
+                lacks.append(f"{task} ({reasons.get((model, task, scorer), 'not scored')})")
+                continue
+            values.append(float(hit.value))
+            rows.append(
+                {
+                    "model": model,
+                    "scorer": scorer,
+                    "task": task,
+                    "kind": kind,
+                    "metric": PRIMARY_METRIC[kind],
+                    "value": float(hit.value),
+                    "ci_low": float(hit.ci_low),
+                    "ci_high": float(hit.ci_high),
+                    "n": int(hit.n),
+                    "n_tasks": 1,
+                    "n_tasks_expected": 1,
+                    "scope": kind,
+                    "complete": bool(np.isfinite(hit.value)),
+                    "incomplete_reason": "" if np.isfinite(hit.value) else "metric undefined (see the metrics note)",
+                }
+            )
+        expected = sum(1 for k in task_kinds.values() if k in kinds)
+        complete = bool(values) and not lacks and all(np.isfinite(values))
+        reason = ""
+        if lacks:
+            named = "; ".join(lacks[:MAX_NAMED]) + (
+                f"; and {len(lacks) - MAX_NAMED} more" if len(lacks) > MAX_NAMED else ""
+            )
+            reason = f"lacks {len(lacks)} of {expected} tasks: {named}"
+        elif not values:
+            reason = "no configured task is of a kind this scorer applies to"
+        rows.append(
+            {
+                "model": model,
+                "scorer": scorer,
+                "task": MACRO,
+                "kind": MACRO,
+                "metric": "mean_primary",
+                "value": float(np.mean(values)) if complete else np.nan,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "n": len(values),
+                "n_tasks": len(values),
+                "n_tasks_expected": expected,
+                "scope": scope,
+                "complete": complete,
+                "incomplete_reason": reason,
+            }
+        )
+    board = pd.DataFrame(rows, columns=[c for c in LEADERBOARD_COLUMNS if c != "rank"])
+    board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
+    for _, part in board[board["complete"]].groupby(["task", "scope"]):
+        board.loc[part.index, "rank"] = rank_desc(part["value"])
+    board = board[list(LEADERBOARD_COLUMNS)]
+    order = board.assign(_macro=board["task"] == MACRO).sort_values(
+        ["_macro", "task", "rank", "model", "scorer"], na_position="last", kind="mergesort"
+    )
+    return order.drop(columns="_macro").reset_index(drop=True)
+
+
+def zeroshot_vs_probe(
+    board: pd.DataFrame,
+    probe_leaderboard: pd.DataFrame,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> pd.DataFrame:
+    """Kendall's tau-b between each scorer's zero-shot macro ranking and the probe macro ranking, per protocol and
+    regime, over the models complete in both.
+
+    board: `zeroshot_leaderboard` output; probe_leaderboard: `leaderboard.parquet` rows (protocol, regime, model,
+    category, value, complete). Returns columns scorer, protocol, regime, tau, p_value, ci_low, ci_high, n_models,
+    models, n_boot, n_boot_used, seed. Fewer than 3 shared models give NaN tau with n_models saying why.
+    """
+    zs = board[(board["task"] == MACRO) & board["complete"]]
+    probe = probe_leaderboard[(probe_leaderboard["category"] == MACRO) & probe_leaderboard["complete"].astype(bool)]
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, object]] = []
+    for scorer, zpart in zs.groupby("scorer", sort=True):
+        zvals = dict(zip(zpart["model"], zpart["value"]))
+        for (protocol, regime), ppart in probe.groupby(["protocol", "regime"], sort=True):
+            pvals = dict(zip(ppart["model"], ppart["value"]))
+            models = sorted(set(zvals) & set(pvals))
+            x = np.array([zvals[m] for m in models], dtype=float)
+            y = np.array([pvals[m] for m in models], dtype=float)
+            tau, p, lo, hi, used = np.nan, np.nan, np.nan, np.nan, 0
+            if len(models) >= 3:
+                res = stats.kendalltau(x, y, variant="b")
+                tau, p = float(res.statistic), float(res.pvalue)
+                lo, hi, used = _bootstrap_tau(x, y, rng, n_boot, ci)
+            out.append(
+                {
+                    "scorer": scorer,
+                    "protocol": protocol,
+                    "regime": regime,
+                    "tau": tau,
+                    "p_value": p,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "n_models": len(models),
+                    "models": ",".join(models),
+                    "n_boot": n_boot,
+                    "n_boot_used": used,
+                    "seed": seed,
+                }
+            )
+    return pd.DataFrame(out, columns=_VS_COLUMNS)
+
+
+_VS_COLUMNS: list[str] = [
+    "scorer",
+    "protocol",
+    "regime",
+    "tau",
+    "p_value",
+    "ci_low",
+    "ci_high",
+    "n_models",
+    "models",
+    "n_boot",
+    "n_boot_used",
+    "seed",
+]
+
+
+def _bootstrap_tau(
+    x: np.ndarray, y: np.ndarray, rng: np.random.Generator, n_boot: int, ci: float
+) -> tuple[float, float, int]:
+    """Percentile CI of tau-b over models resampled with replacement; skipped resamples are not counted."""
+    taus = []
+    n = len(x)
+    for _ in range(n_boot):
+        idx = rng.integers(0, n, n)
+        if len(set(idx.tolist())) < 3 or np.ptp(x[idx]) == 0 or np.ptp(y[idx]) == 0:
+            continue
+        taus.append(float(stats.kendalltau(x[idx], y[idx], variant="b").statistic))
+    if not taus:
+        return np.nan, np.nan, 0
+    alpha = (1 - ci) / 2
+    lo, hi = np.quantile(taus, [alpha, 1 - alpha])
+    return float(lo), float(hi), len(taus)
+
 
 NOT_APPLICABLE_COLUMNS = ("model", "task", "scorer", "reason")
 #: what the report's zero-shot section reads (geneb.report.sections), in the order the report rule passes them

@@ -11,9 +11,14 @@ from typing import Any
 
 from geneb.zeroshot.build import copy_recall, motif_disruption, real_vs_shuffled, stop_gain
 from geneb.zeroshot.build.common import Builder, provenance, read_source_split
-from geneb.zeroshot.catalogue import DEFAULT_CATALOGUE, CatalogueEntry, read_zeroshot_catalogue
-from geneb.zeroshot.read import read_zeroshot_task, write_zeroshot_task
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.task import (
+    DEFAULT_CATALOGUE,
+    CatalogueEntry,
+    ZeroShotTask,
+    read_zeroshot_catalogue,
+    read_zeroshot_task,
+    write_zeroshot_task,
+)
 
 BUILDERS: dict[str, Builder] = {
     b.name: b for b in (real_vs_shuffled.BUILDER, motif_disruption.BUILDER, stop_gain.BUILDER, copy_recall.BUILDER)

@@ -2,7 +2,7 @@
 twin, kind `paired` (`sequence_a` real, `sequence_b` shuffled).
 
 A model that prefers the real sequence has learnt more than its k-let (default: dinucleotide) composition, which
-the shuffle keeps exactly (`geneb.zeroshot.shuffle`). Rows: `n_per_source` sequences drawn (seeded, without
+the shuffle keeps exactly (`geneb.zeroshot.scorers`). Rows: `n_per_source` sequences drawn (seeded, without
 replacement) from the label-1 training rows (promoters, enhancers) of each source task, only A/C/G/T, distinct;
 `group` = the source task. Torch-free.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.zeroshot.build.common import Builder, SourceSplit, clean_rows, draw_rows
-from geneb.zeroshot.shuffle import klet_shuffle
+from geneb.zeroshot.scorers import klet_shuffle
 
 NAME = "real_vs_shuffled"
 KIND = "paired"

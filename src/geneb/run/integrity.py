@@ -1,4 +1,10 @@
-"""Files a run would read that must not be trusted, moved aside before the DAG is built, so Snakemake builds them
+"""Files a run trusts: which they are, setting aside the ones that fail their checks before the DAG is
+built, and `geneb verify`.
+
+The files of a run that a later step trusts, as `RunPlan` methods (its base class): what the plan checks by content
+before the DAG is built (`geneb.run.integrity`), `geneb verify` checks offline, and the default target rebuilds.
+
+Files a run would read that must not be trusted, moved aside before the DAG is built, so Snakemake builds them
 again in the same run (a failed or killed job's partial output).
 
 Two kinds, each moved (never deleted) beside itself: a file whose bytes differ from the digest recorded when it
@@ -15,6 +21,14 @@ then newer). A dry run moves nothing: it names each file it would move, and the 
 Checking every file fully on every plan would read every embedding file of a big run; `StampStore` remembers
 (size, mtime_ns, inode) of each file and of its digest file when they last matched, and only a file whose stamp
 changed is hashed again. Readers (`geneb.core.integrity`) always hash fully. Cost: docs/performance.md.
+
+`geneb verify`: check every content-digested file of a run offline (`geneb.core.integrity`).
+
+The files checked are the run's own (`RunPlan.trusted_files` of its config: prepared tasks, shot files, embedding
+files, probe and prediction tables, result tables) and every other file with a digest file under `resources/` and
+the results folder (another config's caches, the published tables). Each is hashed whole (the plan's stamp store is
+not used). A file without a digest among the run's own is reported as such (written before GENEB recorded digests);
+`adopt` records its digest when its format's reader reads it whole, as the workflow's plan does.
 """
 
 from __future__ import annotations
@@ -22,13 +36,59 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from geneb.analysis.outputs import all_tables
 from geneb.core import integrity
 from geneb.core.integrity import write_text_atomic
 from geneb.core.logs import ERROR_MARK
+
+
+class TrustedFiles:
+    """Mixed into `geneb.run.plan.RunPlan`, whose path methods (the resources/ layout) these build on."""
+
+    if TYPE_CHECKING:
+        config: dict[str, Any]
+        bad_files: tuple[BadFile, ...]
+
+        @property
+        def tasks(self) -> list[str]: ...
+        @property
+        def models(self) -> list[str]: ...
+        def results_path(self, path: str) -> str: ...
+        def embedding_file(self, model: str, task: str) -> str: ...
+        def task_file(self, task: str, name: str) -> str: ...
+        def audit_file(self, task: str) -> str: ...
+        def shot_file(self, protocol: str, task: str) -> str: ...
+        def probe_tables(self, tasks: list[str] | None = None, *, kind: str = "probes") -> list[str]: ...
+        def zeroshot_trusted_files(self) -> list[str]: ...
+
+    def result_tables(self) -> list[str]:
+        """The parquet tables under results_dir/tables that the default targets read back: the score table, the
+        leaderboard and analysis tables (`geneb.analysis.outputs.all_tables`), the clean leaderboard, the task
+        audit table."""
+        names = dict.fromkeys(("scores", *all_tables(), "leaderboard_clean", "task_audit"))
+        return [self.results_path(f"tables/{name}.parquet") for name in names]
+
+    def trusted_files(self) -> list[str]:
+        """Every file of this run that a later step reads back and that GENEB writes with a content digest
+        (`geneb.core.integrity`): the prepared tasks (splits, card, audit), the shot files, the embedding files,
+        the probe and prediction tables, the result tables, the zero-shot scores and tables; upstream first."""
+        tasks = [self.task_file(t, n) for t in self.tasks for n in ("train.parquet", "test.parquet", "card.json")]
+        tasks += [self.audit_file(t) for t in self.tasks]
+        shots = [self.shot_file(p, t) for p in self.config["protocols"] for t in self.tasks]
+        embeddings = [self.embedding_file(m, t) for m in self.models for t in self.tasks]
+        probes = self.probe_tables() + self.probe_tables(kind="predictions")
+        return [*tasks, *shots, *embeddings, *probes, *self.result_tables(), *self.zeroshot_trusted_files()]
+
+    def rebuild_targets(self) -> list[str]:
+        """The files planning moved aside (bad content, `bad_files`): inputs of the default target, so this run
+        builds them again and everything downstream of them (Snakemake alone reruns no job for a missing
+        intermediate file; geneb.run.integrity). [] in a dry run, which moves nothing."""
+        return [str(b.path) for b in self.bad_files if b.aside is not None]
+
 
 #: the stamp store of a run's working directory (`StampStore`)
 STAMPS_FILE = ".geneb/verified.json"
@@ -229,3 +289,85 @@ def set_aside_partial(
             continue
         moved.append((path, move_aside(path, "partial")))
     return moved
+
+
+#: the prefixes of files GENEB itself set aside or is writing: never checked
+SKIPPED_PREFIXES = (".corrupt-", ".partial-", ".tmp-")
+
+
+@dataclass
+class VerifyReport:
+    """What `verify_files` found: checked (files hashed), n_bytes (their total size), bad ({file: reason}),
+    no_digest (files without a digest, not adopted), adopted (files whose digest was recorded now)."""
+
+    checked: int = 0
+    n_bytes: int = 0
+    bad: dict[Path, str] = field(default_factory=dict)
+    no_digest: list[Path] = field(default_factory=list)
+    adopted: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No bad file and none without a digest."""
+        return not self.bad and not self.no_digest
+
+    def lines(self) -> list[str]:
+        """One line per bad or undigested file, then the one-line summary."""
+        out = [f"BAD {path}: {reason}" for path, reason in self.bad.items()]
+        out += [
+            f"NO DIGEST {path}: written before GENEB recorded content digests (`geneb verify --adopt` records one)"
+            for path in self.no_digest
+        ]
+        out += [f"ADOPTED {path}: read whole, digest recorded" for path in self.adopted]
+        size = f"{self.n_bytes / 1e6:.1f} MB"
+        if self.ok:
+            out.append(f"geneb verify: {self.checked} files ({size}) checked, all match their digests")
+        else:
+            out.append(
+                f"geneb verify: {self.checked} files ({size}) checked: {len(self.bad)} bad, "
+                f"{len(self.no_digest)} without a digest"
+            )
+        return out
+
+
+def digested_files(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Every file under `roots` that has a digest file (`<file>.sha256`), sorted; set-aside and temporary files
+    left out."""
+    found: set[Path] = set()
+    for root in map(Path, roots):
+        if not root.is_dir():
+            continue
+        for side in root.rglob("*" + integrity.DIGEST_SUFFIX):
+            path = side.with_name(side.name[: -len(integrity.DIGEST_SUFFIX)])
+            if not path.name.startswith(SKIPPED_PREFIXES):
+                found.add(path)
+    return sorted(found)
+
+
+def verify_files(
+    own: Iterable[str | os.PathLike[str]],
+    roots: Iterable[str | os.PathLike[str]] = (),
+    *,
+    adopt: bool = False,
+    hdf5_locking: str = "auto",
+) -> VerifyReport:
+    """Check the run's own files `own` (the missing ones skipped: not built yet) and every digested file under
+    `roots`; see the module docstring."""
+    report = VerifyReport()
+    store = StampStore(None)  # every file hashed
+    own_paths = [Path(p) for p in own]
+    for path in dict.fromkeys([*own_paths, *digested_files(roots)]):
+        if not path.is_file():  # not built yet, or removed (a digest file left by a job that failed since)
+            continue
+        report.checked += 1
+        report.n_bytes += path.stat().st_size
+        state, error = check_file(path, store, hdf5_locking)
+        if state == "bad":
+            report.bad[path] = f"{type(error).__name__}: {error}"
+        elif state == "adopt":
+            if adopt:
+                integrity.record_digest(path)
+                report.adopted.append(path)
+            else:
+                report.no_digest.append(path)
+    return report
