@@ -8,7 +8,7 @@ temporary folder.
    (the whole file hashed first) and without (a file written before digests: no hash), and
    `integrity.read_parquet` of a score-table-sized parquet against `pandas.read_parquet`; best of K, in ms per
    file, and the hashing rate in MB/s (process CPU time is not used: the read is I/O plus one sha256 pass).
-2. Plan-time cost: `geneb.run.set_aside.set_aside_bad` over N embedding files (small: 1/8 of the rows) and 2N
+2. Plan-time cost: `geneb.run.integrity.set_aside_bad` over N embedding files (small: 1/8 of the rows) and 2N
    parquet tables, as a big run's plan sees them: cold (no stamp store: every file hashed) and warm (the stamp
    store of the previous plan: two stat() calls per file, nothing hashed).
 """
@@ -57,7 +57,7 @@ def main() -> None:
 
     from geneb.core import integrity
     from geneb.extract.cache import read_embeddings
-    from geneb.run.set_aside import StampStore, set_aside_bad
+    from geneb.run.integrity import StampStore, set_aside_bad
 
     root = Path(tempfile.mkdtemp(prefix="geneb-bench-integrity-"))
     try:

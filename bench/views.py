@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
     from geneb.extract.step import build_encoder, embed_split_views
     from geneb.registry.load import extraction_settings, load_registry
     from geneb.registry.spec import ExtractionSettings
-    from geneb.run.views import plan_views
+    from geneb.run.checks import plan_views
 
     torch.set_num_threads(1)
     registry = load_registry(

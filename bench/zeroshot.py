@@ -16,7 +16,7 @@ Cases, each the same rows scored both ways:
   tokenizer (`<shared>/models/mistral-dna-v1-1m-hg38-finetuned-prom`; the checkpoint itself has no LM head);
 * `llr`, masked head: a seeded random-init BertForMaskedLM (hidden 64, 2 layers) on the real DNABERT-2 BPE
   tokenizer (`<shared>/models/tokenizers/dnabert-2-117m`).
-  Both are written as hub folders in a temporary directory and loaded through `geneb.zeroshot.llr_load` (the
+  Both are written as hub folders in a temporary directory and loaded through `geneb.zeroshot.llr` (the
   weights are random: cost and agreement are measured, not the scores). Batched: `score_llr`; naive:
   `score_llr_naive` (one full forward per allele and strand, no batching, no reuse, causal windows summed
   over every token).
@@ -71,12 +71,12 @@ def build_variant_tasks(shared: Path, out: Path, rows: int | None) -> list[Any]:
 
 def random_heads(shared: Path, root: Path) -> dict[str, Any]:
     """{"causal", "masked"}: seeded random-init language models on real configs / tokenizers, loaded through
-    geneb.zeroshot.llr_load."""
+    geneb.zeroshot.llr."""
     import torch
     from transformers import AutoConfig, BertConfig, BertForMaskedLM, MixtralForCausalLM
 
     from geneb.registry.load import extraction_settings
-    from geneb.zeroshot.llr_load import load_language_model
+    from geneb.zeroshot.llr import load_language_model
 
     real = shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
     tok = shared / "models" / "tokenizers" / "dnabert-2-117m"
@@ -135,7 +135,7 @@ def embedding_settings(shared: Path) -> dict[str, Any]:
 def naive_embedding_scores(model: Any, task: Any) -> np.ndarray:
     """(n, 2) cosine and Euclidean distances with one embed call per allele window (and strand)."""
     from geneb.extract.step import embed_with_rc
-    from geneb.zeroshot.embedding import embedding_distances, variant_windows
+    from geneb.zeroshot.scorers import embedding_distances, variant_windows
 
     refs, alts = variant_windows(task)
     vectors = {}
@@ -178,8 +178,8 @@ def scorer_sides(
 ) -> tuple[dict[str, Callable[[], np.ndarray]], str]:
     """({"naive", "batched", and "before" when `before` holds old scorer modules}: runs returning the scores),
     the model's label."""
-    from geneb.zeroshot.embedding import pooled_scores, variant_windows
     from geneb.zeroshot.llr import score_llr, score_llr_naive
+    from geneb.zeroshot.scorers import pooled_scores, variant_windows
 
     sides: dict[str, Callable[[], np.ndarray]] = {}
     if case == "embedding":
@@ -393,7 +393,7 @@ two variants per window, the stop-gain task almost one):
 
 * `llr` on a **causal** head (a seeded random-init `MixtralForCausalLM` on the real Mistral-DNA-v1-1M config and
   DNABERT-2 BPE tokenizer, vocabulary 4096) and a **masked** head (a seeded random-init `BertForMaskedLM`,
-  hidden 64, 2 layers, on the real DNABERT-2 tokenizer), loaded through `geneb.zeroshot.llr_load`; the weights
+  hidden 64, 2 layers, on the real DNABERT-2 tokenizer), loaded through `geneb.zeroshot.llr`; the weights
   are random, so cost and agreement are measured, not the scores. Batched: `score_llr` (batch size 32);
   naive: `score_llr_naive`, one full forward per allele and strand, no batching, no reuse, logits at every
   position, causal windows summed over every token.
@@ -415,7 +415,7 @@ PROSE = """
 * **The head at the read positions only.** With a 4096-token vocabulary the LM head (64 x 4096) is most of a
   small model's work per position (2.2x the Mixtral body's per-token weights). The batched scorer now runs the
   backbone and then the head only at the positions whose log-probabilities are read
-  (`geneb.zeroshot.llr_head.head_split`, for transformers' own `BertForMaskedLM`, `EsmForMaskedLM`,
+  (`geneb.zeroshot.llr.head_split`, for transformers' own `BertForMaskedLM`, `EsmForMaskedLM`,
   `MixtralForCausalLM`, `MistralForCausalLM`, `LlamaForCausalLM`; other classes, remote code included, run
   whole); a position read for several targets gets its log-softmax once. A masked input reads one or two
   positions: this is most of the masked head's gain over the earlier scorer (`before_speedup` against

@@ -186,7 +186,7 @@ def test_one_output_per_job_and_two_parallel_jobs(workflow_dir):
 def test_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monkeypatch):
     """On a file system without locks every open with locking fails (errno 37); the pre-DAG completeness check
     must still see a complete file as complete (else every run would move all caches aside)."""
-    from geneb.run import set_aside
+    from geneb.run import integrity as set_aside
 
     path = _file(tmp_path / "e.h5")
     real = h5py.File
@@ -213,7 +213,7 @@ def test_broken_cache_files_are_named_and_never_read(tmp_path, damage):
     """Whatever is wrong with a cache file, the reader names the file and refuses it; the pre-DAG check sets
     it aside."""
     from geneb.extract.cache import CacheError, read_key
-    from geneb.run import set_aside
+    from geneb.run import integrity as set_aside
 
     path = _file(tmp_path / "e.h5")
     if damage == "zero bytes":

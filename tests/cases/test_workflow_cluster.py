@@ -320,7 +320,7 @@ def test_failed_job_partial_output_is_rescheduled(tmp_path):
     scheduled again; GENEB's reader refuses the file by itself. Its own folder and one-rule Snakefile (the test
     double), planned by the real `snakemake -n` (dry_run plans the repository's Snakefile only)."""
     from geneb.extract.cache import IncompleteCacheError, read_embeddings
-    from geneb.run.set_aside import set_aside_partial
+    from geneb.run.integrity import set_aside_partial
 
     wf = tmp_path / "wf"
     wf.mkdir()
@@ -649,7 +649,7 @@ def test_params_stable_across_processes_and_key_order(finished_run, tmp_path):
 def test_stable_params_renders_identically_in_separate_processes():
     code = textwrap.dedent("""
         import random, sys
-        from geneb.run.rerun import stable_params
+        from geneb.run.layout import stable_params
         keys = ["pooling", "layer", "rc", "max_tokens", "dtype"]
         random.Random(int(sys.argv[1])).shuffle(keys)
         value = {k: {"b": {1, 2, 3}, "a": (1, 2)} for k in keys}
@@ -679,7 +679,7 @@ def test_stable_params_renders_identically_in_separate_processes():
 
 
 def test_resources_double_per_attempt_and_gpu_follows_device():
-    from geneb.run import resources as hpc
+    from geneb.run import layout as hpc
 
     assert [hpc.scaled(100, a) for a in (1, 2, 3)] == [100, 200, 400]
     with pytest.raises(ValueError):

@@ -12,7 +12,7 @@ import pytest
 
 from geneb.cli.app import main
 from geneb.core import integrity
-from geneb.run.verify import verify_files
+from geneb.run.integrity import verify_files
 from integrity_support import cut, cut_sizes, finished_files, flipped, sampled_flip_offsets
 
 

@@ -22,7 +22,7 @@ from geneb.cli import main as cli_main
 from geneb.core import envs
 from geneb.registry.load import check_envs, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import RegistryError
-from geneb.run.preflight import fit_problems, preflight, preflight_problems, probe_interpreter
+from geneb.run.checks import fit_problems, preflight, preflight_problems, probe_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 

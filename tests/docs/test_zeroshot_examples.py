@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from geneb.zeroshot.read import ZeroShotTaskError
+from geneb.zeroshot.task import ZeroShotTaskError
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "zeroshot.md"
@@ -34,7 +34,7 @@ def test_the_recipe_writes_a_valid_task(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write_inputs(tmp_path, "A")
     exec(compile(block(), str(DOC), "exec"), {})
-    from geneb.zeroshot.read import read_zeroshot_task
+    from geneb.zeroshot.task import read_zeroshot_task
 
     task = read_zeroshot_task(tmp_path / "my_zeroshot" / "my_variants")
     assert task.n == 3 and task.rows["label"].tolist() == [1, 1, 0]  # the indel is skipped by the recipe

@@ -1,4 +1,4 @@
-"""The finetune-lora protocol at planning (geneb.run.finetune_plan), with the shipped overlay config/finetune.yaml:
+"""The finetune-lora protocol at planning (geneb.run.stages), with the shipped overlay config/finetune.yaml:
 one table per fine-tunable (model, task) beside the probe tables, the probe's shot file, the k-mer model skipped
 with its reason, resources from the model size, and the refusal of a model too large for the device."""
 

@@ -21,7 +21,7 @@ import yaml
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError, Registry
 from geneb.registry.spec import ModelSpec, Source
-from geneb.run.rerun import stable_params
+from geneb.run.layout import stable_params
 
 HERE = Path(__file__).parent
 

@@ -381,7 +381,7 @@ def test_offline_download_says_to_run_geneb_weights_fetch(tmp_path):
 
 
 def test_download_is_refused_by_the_preflight_when_offline_and_not_cached(tmp_path, monkeypatch):
-    from geneb.run.preflight import _download_cache_problem
+    from geneb.run.checks import _download_cache_problem
 
     sheet = _sheet(tmp_path, m={"kind": "download", "url": "http://127.0.0.1:9/w.zip", "sha256": "e" * 64})
     spec = _load(sheet).spec("m")

@@ -18,10 +18,9 @@ import yaml
 from geneb.core.paths import validate_with_defaults
 from geneb.registry.load import extraction_hash, extraction_settings
 from geneb.registry.registry import RegistryError
-from geneb.run.config_checks import check_config, default_schema_files
+from geneb.run.checks import PreflightError, check_config, default_schema_files
+from geneb.run.layout import canonical_path, stable_params
 from geneb.run.plan import FINAL_OUTPUTS, RunPlan, plan_run
-from geneb.run.preflight import PreflightError
-from geneb.run.rerun import canonical_path, stable_params
 from geneb.tasks.catalogue import CatalogueError
 from workflow_support import reversed_mappings
 
@@ -344,7 +343,7 @@ def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config,
     lines = [text for level, text in log.lines if level == "warning" and text.startswith("GENEB ERROR")]
     assert len(lines) == 1 and made.embedding_file("kmer-3", TASKS[0]) in lines[0], log.lines
     assert f"moved to {aside.name}; this run builds it again" in lines[0]
-    # the file moved aside is an input of the default target: this run extracts it again (geneb.run.set_aside)
+    # the file moved aside is an input of the default target: this run extracts it again (geneb.run.integrity)
     assert made.rebuild_targets() == [made.embedding_file("kmer-3", TASKS[0])]
 
 

@@ -1,4 +1,4 @@
-"""geneb.run.views at plan time: a run without `views:` keeps every model's settings and hash (no re-extraction);
+"""geneb.run.checks at plan time: a run without `views:` keeps every model's settings and hash (no re-extraction);
 `views:` adds the resolved views to the settings (a new cache folder); a request a model cannot serve stops the plan,
 in a dry run too, naming every such model and its valid choices."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from geneb.registry.load import extraction_hash
 from geneb.registry.spec import ViewError
+from geneb.run.checks import plan_views
 from geneb.run.plan import plan_run
-from geneb.run.views import plan_views
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = ["kmer-3to6", "random-esm-tiny", "mistral-dna-1m-ft-prom", "hyenadna-tiny-1k-ft-anticapt"]

@@ -1,4 +1,4 @@
-"""geneb.run.set_aside while planning: a file that differs from its digest is moved aside (never deleted) with its
+"""geneb.run.integrity while planning: a file that differs from its digest is moved aside (never deleted) with its
 digest file, a file without a digest is adopted once when it reads whole and set aside when it does not, a dry
 run moves and records nothing, and a file unchanged since its last check (its stamp) is not hashed again. Real
 finished files (tests/integrity_support.py)."""
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from geneb.core import integrity
-from geneb.run import set_aside
-from geneb.run.set_aside import StampStore, set_aside_bad
+from geneb.run import integrity as set_aside
+from geneb.run.integrity import StampStore, set_aside_bad
 from integrity_support import finished_files
 
 

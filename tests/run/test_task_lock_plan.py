@@ -10,7 +10,7 @@ import shutil
 import pytest
 from test_plan import plan, small_config  # noqa: F401 - the fixture
 
-from geneb.run.preflight import PreflightError
+from geneb.run.checks import PreflightError
 from geneb.tasks.catalogue import read_lock, record_files, relock
 from geneb.tasks.sources import file_record, open_source
 

@@ -1,4 +1,4 @@
-"""geneb.run.zeroshot_plan: the zero-shot stage's part of the run plan (which tasks, models and scorers; every path
+"""geneb.run.stages: the zero-shot stage's part of the run plan (which tasks, models and scorers; every path
 keyed on what decides its content; the Markov background never holding a task's own sources)."""
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from geneb.zeroshot.llr_head import LanguageModel
-from geneb.zeroshot.llr_tokens import one_base_tokenize
+from geneb.zeroshot.llr import LanguageModel, one_base_tokenize
 
 VOCAB = {"A": 0, "C": 1, "G": 2, "T": 3}
 MASK, CLS, SEP = 4, 5, 6

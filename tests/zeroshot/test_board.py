@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.zeroshot.board import zeroshot_leaderboard, zeroshot_vs_probe
+from geneb.zeroshot.tables import zeroshot_leaderboard, zeroshot_vs_probe
 
 KINDS = {"motif": "variant", "shuffled": "paired"}
 

@@ -10,8 +10,7 @@ import pytest
 from geneb.cli.app import main
 from geneb.core.paths import repo_root
 from geneb.zeroshot.build import BUILDERS, build_task, build_tasks
-from geneb.zeroshot.catalogue import CatalogueEntry, ZeroShotCatalogueError, read_zeroshot_catalogue
-from geneb.zeroshot.read import read_zeroshot_task
+from geneb.zeroshot.task import CatalogueEntry, ZeroShotCatalogueError, read_zeroshot_catalogue, read_zeroshot_task
 
 CATALOGUE = repo_root() / "config" / "zeroshot_tasks.tsv"
 SMALL = {

@@ -1,4 +1,4 @@
-"""The embedding-distance scorers (geneb.zeroshot.embedding), on the k-mer spectrum encoder and a real checkpoint."""
+"""The embedding-distance scorers (geneb.zeroshot.scorers), on the k-mer spectrum encoder and a real checkpoint."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import pytest
 from extraction_support import random_dna
 from geneb.extract.step import build_encoder
 from geneb.registry.load import extraction_settings, load_registry
-from geneb.zeroshot.embedding import PAIRED_REASON, embedding_distances, embedding_scores, variant_windows
-from geneb.zeroshot.model import ZeroShotModel
-from geneb.zeroshot.scores import NotApplicable
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.scorers import PAIRED_REASON, embedding_distances, embedding_scores, variant_windows
+from geneb.zeroshot.task import NotApplicable, ZeroShotModel, ZeroShotTask
 
 
 def _variants(seqs: list[str], pos: list[int], alt: list[str]) -> ZeroShotTask:

@@ -9,10 +9,8 @@ import pytest
 from lm_heads_support import CLS, SEP, chain_log_likelihood, chain_table, markov_model
 from scipy.special import logsumexp
 
-from geneb.zeroshot.llr import score_llr, score_llr_naive
-from geneb.zeroshot.llr_tokens import reverse_complement, reverse_variant
-from geneb.zeroshot.scores import NotApplicable
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.llr import reverse_complement, reverse_variant, score_llr, score_llr_naive
+from geneb.zeroshot.task import NotApplicable, ZeroShotTask
 
 ORDER = 2
 TABLE = chain_table(ORDER, seed=7)

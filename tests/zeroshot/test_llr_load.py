@@ -1,4 +1,4 @@
-"""Loading a language-model head through the embedding adapter's path (geneb.zeroshot.llr_load): hub-layout
+"""Loading a language-model head through the embedding adapter's path (geneb.zeroshot.llr): hub-layout
 folders written here with a real config and tokenizer and a seeded random-init head (plumbing only), the real
 fine-tuned Mistral-DNA checkpoint (no head: not applicable, never a random head), and batched == naive scores
 through real BPE models (including variants whose alleles tokenise differently)."""
@@ -15,12 +15,16 @@ import torch
 
 from extraction_support import random_dna, spec
 from geneb.registry.load import extraction_settings
-from geneb.zeroshot.llr import score_llr, score_llr_naive
-from geneb.zeroshot.llr_head import LanguageModel, head_split
-from geneb.zeroshot.llr_load import NoLanguageHead, load_language_model
-from geneb.zeroshot.llr_tokens import variant_tokens
-from geneb.zeroshot.scores import NotApplicable
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.llr import (
+    LanguageModel,
+    NoLanguageHead,
+    head_split,
+    load_language_model,
+    score_llr,
+    score_llr_naive,
+    variant_tokens,
+)
+from geneb.zeroshot.task import NotApplicable, ZeroShotTask
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -240,7 +244,7 @@ def test_real_hyenadna_backbone_with_a_seeded_head_scores_through_remote_code(sh
 
 
 def test_the_registry_decides_whether_llr_runs(mistral_causal, shared):
-    from geneb.zeroshot.llr_load import registry_language_model
+    from geneb.zeroshot.llr import registry_language_model
 
     head = spec(mistral_causal, "hf-decoder", {"max_tokens": 256})  # family default: causal head, llr on
     no_llr = {**head, "scoring": ["embedding"]}

@@ -1,11 +1,11 @@
-"""Which tokens a variant changes (geneb.zeroshot.llr_tokens): one base per token, non-overlapping 6-mers,
+"""Which tokens a variant changes (geneb.zeroshot.llr): one base per token, non-overlapping 6-mers,
 overlapping k-mers and the real DNABERT-2 BPE tokenizer."""
 
 from __future__ import annotations
 
 import pytest
 
-from geneb.zeroshot.llr_tokens import (
+from geneb.zeroshot.llr import (
     kmer_tokenize,
     kmer_vocab,
     one_base_tokenize,
@@ -49,7 +49,7 @@ def test_overlapping_kmers_change_every_kmer_covering_the_variant():
 def dnabert2(shared):
     from transformers import AutoTokenizer
 
-    from geneb.zeroshot.llr_tokens import hf_tokenize
+    from geneb.zeroshot.llr import hf_tokenize
 
     return hf_tokenize(AutoTokenizer.from_pretrained(shared / "models" / "tokenizers" / "dnabert-2-117m"))
 

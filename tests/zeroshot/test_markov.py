@@ -1,4 +1,4 @@
-"""The k-mer Markov chain baselines (geneb.zeroshot.markov): likelihoods, the local-window shortcut, the
+"""The k-mer Markov chain baselines (geneb.zeroshot.scorers): likelihoods, the local-window shortcut, the
 declared background."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.zeroshot.markov import (
+from geneb.zeroshot.scorers import (
     Background,
     BackgroundLeakError,
     background_from_tasks,

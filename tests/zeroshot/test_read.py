@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from geneb.tasks.sources import TaskDigestError
-from geneb.zeroshot.read import ZeroShotTaskError, read_zeroshot_task, rows_sha256, write_zeroshot_task
+from geneb.zeroshot.task import ZeroShotTaskError, read_zeroshot_task, rows_sha256, write_zeroshot_task
 
 SEQ = "ACGTACGTAC"
 

@@ -13,9 +13,7 @@ import pytest
 
 from extraction_support import spec
 from geneb.registry.load import extraction_settings
-from geneb.zeroshot.llr import score_llr
-from geneb.zeroshot.llr_head import LanguageModel
-from geneb.zeroshot.llr_load import load_language_model
+from geneb.zeroshot.llr import LanguageModel, load_language_model, score_llr
 from geneb.zeroshot.reference_lms import PROVENANCE_FILE, ReferenceLMSettings, pretrain_reference_lm
 from geneb.zeroshot.task import ZeroShotTask
 

@@ -11,11 +11,8 @@ import pandas as pd
 import pytest
 
 from geneb.zeroshot import reference_lms
-from geneb.zeroshot.catalogue import CatalogueEntry, read_zeroshot_catalogue
-from geneb.zeroshot.llr_scorer import llr_scores
-from geneb.zeroshot.model import ZeroShotModel
-from geneb.zeroshot.scores import NotApplicable
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.llr import llr_scores
+from geneb.zeroshot.task import CatalogueEntry, NotApplicable, ZeroShotModel, ZeroShotTask, read_zeroshot_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from extraction_support import random_dna
 from geneb.core import envs
 from geneb.registry.load import extraction_settings, load_registry
 from geneb.zeroshot.job import read_score_file, run_score_rule, task_of_rows_file
-from geneb.zeroshot.read import write_zeroshot_task
+from geneb.zeroshot.task import write_zeroshot_task
 
 HYENA = "hyenadna-tiny-1k-ft-anticapt"
 EXECUTION = {

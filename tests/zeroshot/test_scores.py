@@ -1,4 +1,4 @@
-"""The per-row score contract every zero-shot scorer returns (geneb.zeroshot.scores)."""
+"""The per-row score contract every zero-shot scorer returns (geneb.zeroshot.task)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.zeroshot.scores import ZeroShotScoreError, check_row_scores, markov_scorer, row_scores
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.task import ZeroShotScoreError, ZeroShotTask, check_row_scores, markov_scorer, row_scores
 
 
 def _task(n: int = 4) -> ZeroShotTask:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.zeroshot.shuffle import klet_counts, klet_shuffle
+from geneb.zeroshot.scorers import klet_counts, klet_shuffle
 
 
 def real_sequences(tasks: Path, task: str, n: int) -> list[str]:

@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 
 from geneb.tasks.sources import TaskDigestError, TaskSourceError
-from geneb.zeroshot.read import write_zeroshot_task
-from geneb.zeroshot.sources import load_zeroshot_task
+from geneb.zeroshot.task import load_zeroshot_task, write_zeroshot_task
 from hub_support import serve
 
 ROWS = pd.DataFrame({"sequence_a": ["ACGTAC", "GGGCCA"], "sequence_b": ["CATGCA", "ACCGGG"], "group": ["x", "y"]})
@@ -106,7 +105,7 @@ def _hub_handler(root: Path, repo: str, revision: str, seen: list[str]) -> type[
 
 
 LOAD = (
-    "import sys; from geneb.zeroshot.sources import load_zeroshot_task; "
+    "import sys; from geneb.zeroshot.task import load_zeroshot_task; "
     "t = load_zeroshot_task(sys.argv[1], 'toy'); print(t.n, t.data_sha256)"
 )
 

@@ -1,4 +1,4 @@
-"""Zero-shot metrics with bootstrap uncertainty (geneb.zeroshot.metrics)."""
+"""Zero-shot metrics with bootstrap uncertainty (geneb.zeroshot.tables)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from geneb.zeroshot.metrics import METRIC_COLUMNS, paired_accuracy, score_metrics, sign_test
-from geneb.zeroshot.scores import row_scores
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.tables import METRIC_COLUMNS, paired_accuracy, score_metrics, sign_test
+from geneb.zeroshot.task import ZeroShotTask, row_scores
 
 
 def _variant(labels: np.ndarray, groups: list[str] | None = None) -> ZeroShotTask:
@@ -106,7 +105,7 @@ def test_the_bootstrap_is_determined_by_its_seed():
 def test_the_vectorised_resample_metrics_equal_sklearns():
     from sklearn.metrics import average_precision_score
 
-    from geneb.zeroshot.metrics import resampled_auprc, resampled_auroc
+    from geneb.zeroshot.tables import resampled_auprc, resampled_auroc
 
     rng = np.random.default_rng(2)
     labels = np.stack([rng.permutation([0] * 12 + [1] * 5) for _ in range(30)])

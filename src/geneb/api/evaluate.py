@@ -140,11 +140,11 @@ def resolve_config(
     """The run's configuration: `config` (a YAML file or a mapping; None: the schema's defaults; without a `probe`
     section, the probe settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
-    (`geneb.run.config_checks.check_config`). Raises ValueError listing every problem of the config."""
+    (`geneb.run.checks.check_config`). Raises ValueError listing every problem of the config."""
     from geneb.api import evaluate as memo
     from geneb.core.paths import load_schema
-    from geneb.run.config_checks import check_config
-    from geneb.run.rerun import stable_params
+    from geneb.run.checks import check_config
+    from geneb.run.layout import stable_params
 
     if config is None:
         base: dict[str, Any] = {}

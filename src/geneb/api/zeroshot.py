@@ -24,13 +24,18 @@ from typing import Any
 
 import pandas as pd
 
-from geneb.zeroshot.embedding import EMBEDDING
-from geneb.zeroshot.markov import PSEUDOCOUNT, Background, fit_markov, markov_scores
-from geneb.zeroshot.metrics import METRIC_COLUMNS, N_BOOT, score_metrics
-from geneb.zeroshot.model import ZeroShotModel
-from geneb.zeroshot.scorers import Scorer, score_with, scorer_table
-from geneb.zeroshot.scores import ROW_SCORE_COLUMNS, NotApplicable, check_row_scores
-from geneb.zeroshot.task import ZeroShotTask
+from geneb.zeroshot.scorers import (
+    EMBEDDING,
+    PSEUDOCOUNT,
+    Background,
+    Scorer,
+    fit_markov,
+    markov_scores,
+    score_with,
+    scorer_table,
+)
+from geneb.zeroshot.tables import METRIC_COLUMNS, N_BOOT, score_metrics
+from geneb.zeroshot.task import ROW_SCORE_COLUMNS, NotApplicable, ZeroShotModel, ZeroShotTask, check_row_scores
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +46,7 @@ CONFIG_TASKS = ["zero-shot"]
 @dataclass
 class ZeroShotResult:
     """scores: one row per (task, scorer, row): `model, task` + `RowScores` columns (row, scorer, score).
-    metrics: `model` + `geneb.zeroshot.metrics.METRIC_COLUMNS`, per (task, scorer, metric, group).
+    metrics: `model` + `geneb.zeroshot.tables.METRIC_COLUMNS`, per (task, scorer, metric, group).
     not_applicable: the (model, task, scorer) pairs a scorer declined, with the reason.
     provenance: seed, n_boot, the background's tasks and pseudocount, the model's settings hash."""
 
@@ -111,7 +116,7 @@ def evaluate_zeroshot(
     workdir: str | os.PathLike[str] | None = None,
 ) -> ZeroShotResult:
     """Score `model` on zero-shot `tasks` with `scorers` and the Markov baselines of `markov_orders`, and their
-    metrics (`geneb.zeroshot.metrics.score_metrics`, `n_boot` resamples seeded by `seed`).
+    metrics (`geneb.zeroshot.tables.score_metrics`, `n_boot` resamples seeded by `seed`).
 
     model: what `load_zeroshot_model` takes (a registry id, resolved settings, a callable or object with
     `embed`, or a `ZeroShotModel`); it is loaded only when `scorers` is not empty. scorers: names of `SCORERS`, or
@@ -126,7 +131,7 @@ def evaluate_zeroshot(
     table = scorer_table(scorers)
     if markov_orders and background is None:
         raise ValueError(
-            f"Markov baselines {list(markov_orders)} need a declared background (geneb.zeroshot.markov.Background)"
+            f"Markov baselines {list(markov_orders)} need a declared background (geneb.zeroshot.scorers.Background)"
         )
     t0 = time.perf_counter()
     loaded, settings_hash = (

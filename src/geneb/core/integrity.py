@@ -21,7 +21,7 @@ checks").
 Files written before digests were recorded (no sidecar) are read with one warning per file and process; the
 workflow's plan adopts each once (records its digest after a full read by its format's reader, with one logged
 line) and `geneb verify --adopt` does the same offline; a file its format's reader cannot read is set aside
-instead (`geneb.run.set_aside`).
+instead (`geneb.run.integrity`).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from geneb.figures.render import render_figures
 from geneb.pool.bundle import SCORES, Bundle, BundleError, read_bundle, same_entry
 from geneb.report.html import build_report
 from geneb.report.render import report_captions
-from geneb.run.rerun import report_config
+from geneb.run.layout import report_config
 from geneb.tables.scores import SCHEMA_VERSION
 
 #: field -> the keys it must agree on across every pooled row (score-schema version: across all rows)
@@ -232,8 +232,8 @@ def merge_bundles(
 
 def checked_config(config_file: str | os.PathLike[str]) -> dict[str, Any]:
     """The workflow config file `config_file` validated and its defaults filled as a run's is
-    (`geneb.run.config_checks.check_config`). Raises ValueError for an invalid config."""
-    from geneb.run.config_checks import check_config, default_schema_files, read_yaml
+    (`geneb.run.checks.check_config`). Raises ValueError for an invalid config."""
+    from geneb.run.checks import check_config, default_schema_files, read_yaml
 
     config = read_yaml(Path(config_file))
     return check_config(copy.deepcopy(config), read_yaml(Path(default_schema_files()["config"])))
@@ -297,7 +297,7 @@ def merged_outputs(
     built from the merged registry) and write its report `results_dir`/report/geneb_report.html
     (`geneb.report.html.build_report`, with the "Pooled from" block of tables/pool.json). As the rules do: the
     config `config_file` validated (`checked_config`), its default protocol, the full regime, the report's
-    config (`geneb.run.rerun.report_config`) and the captions of `captions_dir` (workflow/report,
+    config (`geneb.run.layout.report_config`) and the captions of `captions_dir` (workflow/report,
     `report_captions`); no task cards and no zero-shot tables (a bundle has neither: the report says so).
     Returns {"figures": [PNG paths], "report": path}. Raises BundleError when `results_dir` has no pool record
     (not a merged folder), AnalysisInputError for a missing table or caption, ValueError for an invalid config."""

@@ -196,7 +196,7 @@ def fit_probes(
     n_layers: the model's block count when known while planning (the absolute layer of the registry's
     view; `geneb.probe.views.registry_view`). A views file (`geneb.registry.spec`) is probed view by view
     (`geneb.probe.views.probe_views`); every score and prediction row carries the view columns. views: the view ids
-    of such a file to probe (None: all; `geneb.run.views.probed_views`). Raises ProbeInputError or
+    of such a file to probe (None: all; `geneb.run.checks.probed_views`). Raises ProbeInputError or
     CacheError for inconsistent inputs (wrong data hash, rows out of order, missing classes, ...).
     Returns the score table.
     """

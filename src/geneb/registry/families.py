@@ -410,7 +410,7 @@ def with_twins(models: list[str], raw_models: Mapping[str, Any]) -> tuple[list[s
 SCORERS: tuple[str, ...] = ("llr", "embedding")
 #: the `lm_head` values
 LM_HEADS: tuple[str, ...] = ("masked", "causal", "none")
-#: the adapter entry whose families can load a language-model head (geneb.zeroshot.llr_load)
+#: the adapter entry whose families can load a language-model head (geneb.zeroshot.llr)
 HEAD_LOADER_ENTRY = "geneb.encoders.families.hf:from_settings"
 
 

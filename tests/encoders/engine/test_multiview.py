@@ -11,7 +11,7 @@ from extraction_support import random_dna
 from geneb.encoders.engine.views import chunk_ordinals, embed_views
 from geneb.extract.step import build_encoder, embed_split_views, embed_with_rc
 from geneb.registry.spec import ExtractionSettings
-from geneb.run.views import plan_views
+from geneb.run.checks import plan_views
 
 SEQS = [random_dna(n, seed) for seed, n in enumerate([30, 200, 61, 500, 12, 333, 90])]
 

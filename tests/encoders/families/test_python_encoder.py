@@ -16,7 +16,7 @@ from geneb.encoders.families.python_encoder import EncoderContractError, PythonE
 from geneb.extract.step import build_encoder
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.registry import RegistryError
-from geneb.run.resources import extraction_gpus
+from geneb.run.layout import extraction_gpus
 
 HERE = Path(__file__).parent
 CNN = HERE / "dilated_cnn.py"
