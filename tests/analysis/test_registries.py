@@ -101,8 +101,8 @@ def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_pa
     figures and report rules list its outputs, with nothing else changed."""
     monkeypatch.setattr(registry, "ANALYSES", list(registry.ANALYSES))
     monkeypatch.setattr(figure_registry, "FIGURES", list(figure_registry.FIGURES))
-    registry.register(registry.Analysis("dummy", "run", "x:y", ("dummy_counts",)))
-    figure_registry.register(figure_registry.Figure("dummy_figure", "x:y", ("dummy_counts",), "heatmap.rst"))
+    registry.register(registry.Analysis("dummy", "run", _dummy_tables, ("dummy_counts",)))
+    figure_registry.register(figure_registry.Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
     (tmp_path / "shared").symlink_to(shared)
     work = tmp_path / "work"
     work.mkdir()
@@ -121,9 +121,9 @@ def test_every_registered_figure_has_a_caption_file_and_reads_produced_tables(re
     for fig in figure_registry.figures():
         assert (repo / "workflow" / "report" / fig.caption).is_file(), fig.name
         assert set(fig.inputs) <= produced, fig.name
-        assert callable(fig.function()), fig.name
+        assert callable(fig.draw), fig.name
     for analysis in registry.analyses():
-        assert callable(analysis.function()), analysis.name
+        assert callable(analysis.compute), analysis.name
 
 
 def test_no_rule_file_names_a_protocol(repo):

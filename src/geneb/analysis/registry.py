@@ -3,9 +3,8 @@ sections that show it. Everything else is derived from it: `run.run_analyses`, t
 (`outputs.analysis_tables`, the rules' `output:`) and the HTML report's "Analysis tables" sections.
 
 Adding an analysis: write its module (a function taking a context of `geneb.analysis.context` and returning
-{table name: frame}) and add one `Analysis(...)` line to `ANALYSES` (docs/analyses.md). The functions are named
-by "module:function" and imported only when the analyses run, so reading the registry (the workflow does,
-to build its DAG) loads no analysis code.
+{table name: frame}, named for what it computes, e.g. `scale_tables`), import the function here and add one
+`Analysis(...)` line to `ANALYSES` (docs/analyses.md).
 
 Scopes: "regime" runs once per (protocol, regime) and its tables get `protocol` and `regime` columns;
 "protocol" once per protocol, after its regimes (tables get `protocol`); "run" once, after every protocol.
@@ -15,9 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any
 
+from geneb.analysis.controls.pretraining import pretraining_gain_tables
+from geneb.analysis.evaluation.best_layer import best_layer_tables
+from geneb.analysis.evaluation.finetune_gain import finetune_vs_probe_tables
+from geneb.analysis.evaluation.sensitivity import sensitivity_tables
+from geneb.analysis.inputs.roster import models_tables
+from geneb.analysis.paper.difficulty import difficulty_tables
+from geneb.analysis.paper.fewshot import fewshot_tables
+from geneb.analysis.paper.pairs import matched_pair_tables
+from geneb.analysis.paper.scale import scale_tables
+from geneb.analysis.ranking.ranks import category_kendall_tables, rank_interval_tables
+from geneb.analysis.ranking.recommend import recommendation_tables
 from geneb.tables.scores import AnalysisInputError
 
 SCOPES = ("regime", "protocol", "run")
@@ -37,13 +46,12 @@ class Section:
 
 @dataclass(frozen=True)
 class Analysis:
-    """One registered analysis: `compute` ("module:function" or a callable) takes the context of `scope` and
-    returns {name: frame} for some of `tables` (a table it skips stays empty); `sections` show them in the
-    report, in registry order."""
+    """One registered analysis: the function `compute` takes the context of `scope` and returns {name: frame}
+    for some of `tables` (a table it skips stays empty); `sections` show them in the report, in registry order."""
 
     name: str
     scope: str
-    compute: str | Callable[[Any], dict[str, Any]]
+    compute: Callable[[Any], dict[str, Any]]
     tables: tuple[str, ...]
     sections: tuple[Section, ...] = ()
 
@@ -54,22 +62,15 @@ class Analysis:
             if s.table not in self.tables:
                 raise AnalysisInputError(f"analysis {self.name!r}: section {s.heading!r} shows unknown {s.table!r}")
 
-    def function(self) -> Callable[[Any], dict[str, Any]]:
-        """The compute function (imported on first use when given as "module:function")."""
-        if callable(self.compute):
-            return self.compute
-        module, _, attr = self.compute.partition(":")
-        return getattr(import_module(module), attr)
-
 
 #: the registered analyses, in report order (tables and sections follow it)
 ANALYSES: list[Analysis] = [
-    Analysis("models", "run", "geneb.analysis.inputs.roster:models_tables", ("models",)),
-    Analysis("rank_intervals", "regime", "geneb.analysis.ranking.ranks:rank_interval_tables", ("rank_intervals",)),
+    Analysis("models", "run", models_tables, ("models",)),
+    Analysis("rank_intervals", "regime", rank_interval_tables, ("rank_intervals",)),
     Analysis(
         "scale",
         "regime",
-        "geneb.analysis.paper.scale:scale_tables",
+        scale_tables,
         ("scale", "in_domain", "reversals"),
         (
             Section("Scale: Spearman ρ", "scale"),
@@ -80,14 +81,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "matched_pairs",
         "regime",
-        "geneb.analysis.paper.pairs:matched_pair_tables",
+        matched_pair_tables,
         ("matched_pairs",),
         (Section("Matched pairs significant after Benjamini-Hochberg", "matched_pairs", only="significant"),),
     ),
     Analysis(
         "fewshot",
         "protocol",
-        "geneb.analysis.paper.fewshot:fewshot_tables",
+        fewshot_tables,
         ("fewshot_drops", "fewshot_inverse", "fewshot_regimes"),
         (
             Section("Few-shot drops (macro MCC)", "fewshot_drops", by=("protocol",)),
@@ -100,14 +101,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "category_kendall",
         "regime",
-        "geneb.analysis.ranking.ranks:category_kendall_tables",
+        category_kendall_tables,
         ("category_kendall",),
         (Section("Kendall τ between category rankings", "category_kendall"),),
     ),
     Analysis(
         "difficulty",
         "run",
-        "geneb.analysis.paper.difficulty:difficulty_tables",
+        difficulty_tables,
         ("near_random", "task_variance", "specialists"),
         (
             Section("Near-random tasks", "near_random", only="near_random"),
@@ -118,14 +119,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "recommendation",
         "regime",
-        "geneb.analysis.ranking.recommend:recommendation_tables",
+        recommendation_tables,
         ("recommendations",),
         (Section("Recommendation per category", "recommendations"),),
     ),
     Analysis(
         "best_layer",
         "run",
-        "geneb.analysis.evaluation.best_layer:best_layer_tables",
+        best_layer_tables,
         ("best_layer",),
         (
             Section(
@@ -137,7 +138,7 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "sensitivity",
         "run",
-        "geneb.analysis.evaluation.sensitivity:sensitivity_tables",
+        sensitivity_tables,
         ("sensitivity", "sensitivity_leaderboard"),
         (
             Section(
@@ -148,14 +149,14 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "pretraining_gain",
         "run",
-        "geneb.analysis.controls.pretraining:pretraining_gain_tables",
+        pretraining_gain_tables,
         ("pretraining_gain",),
         (Section("Does pretraining help: each model minus its random-init twin", "pretraining_gain"),),
     ),
     Analysis(
         "finetune_vs_probe",
         "run",
-        "geneb.analysis.evaluation.finetune_gain:finetune_vs_probe_tables",
+        finetune_vs_probe_tables,
         ("finetune_vs_probe",),
         (Section("Does the probe ranking survive fine-tuning (finetune-lora)", "finetune_vs_probe", by=("regime",)),),
     ),

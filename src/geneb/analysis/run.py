@@ -8,7 +8,6 @@ with the settings and provenance that made them. `geneb.analysis.write.write_tab
 from __future__ import annotations
 
 import copy
-import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -23,16 +22,15 @@ from geneb.analysis.controls import task_audit
 from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS
 from geneb.analysis.evaluation import choices
 from geneb.analysis.inputs import metadata
-from geneb.analysis.inputs.tables import cell_scores, frame_sha256, task_categories, task_matrix
+from geneb.analysis.inputs.tables import frame_sha256, task_categories, task_matrix
 from geneb.analysis.outputs import LEADERBOARD_TABLES
-from geneb.analysis.ranking import contamination, tiers
 from geneb.analysis.ranking import leaderboard as lb
+from geneb.analysis.ranking import tiers
+from geneb.analysis.ranking.contamination import prepare_cells
 from geneb.analysis.registry import Analysis
 from geneb.analysis.stats import bootstrap
 from geneb.core.provenance import code_revision, package_versions, stable_hash
-from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError
-
-log = logging.getLogger(__name__)
+from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: the keys of the `analysis:` section the analyses read; their defaults live in one place, the workflow's
 #: config schema (workflow/schemas/config.schema.yaml), which Snakemake applies when it validates the config
@@ -79,18 +77,6 @@ def resolve_settings(analysis_config: dict[str, Any], view: str = "geneb") -> di
     return s
 
 
-def _cell_cis(cells: pd.DataFrame, scores: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Attach the score table's per-cell CI (mean over seeds of ci_low/ci_high) where it has one."""
-    out = cells.copy()
-    if {"ci_low", "ci_high"} <= set(scores.columns):
-        ci = scores[scores["metric"] == metric].groupby(list(CELL_KEYS), observed=True)[["ci_low", "ci_high"]].mean()
-        out = out.merge(ci.reset_index(), on=list(CELL_KEYS), how="left")
-    else:
-        out["ci_low"] = out["ci_high"] = np.nan
-    out["ci_source"] = np.where(out["ci_high"].notna(), "score table (seed mean of per-seed CIs)", "none")
-    return out
-
-
 def _attach_row_cis(
     used: pd.DataFrame, tag: dict[str, str], complete: pd.DataFrame, rows: np.ndarray, conf: float
 ) -> None:
@@ -115,22 +101,6 @@ def _attach_row_cis(
     used.loc[idx, "ci_low"] = merged["boot_low"].to_numpy()[has]
     used.loc[idx, "ci_high"] = merged["boot_high"].to_numpy()[has]
     used.loc[idx, "ci_source"] = "paired bootstrap over test rows"
-
-
-def prepare_cells(
-    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells).
-    Tasks whose score rows are flagged `test_single_class` (a one-class test split kept by
-    task_checks.single_class_test: keep) are left out: MCC there is 0 for every model, so they would only pull
-    their category's mean towards 0."""
-    if "test_single_class" in scores.columns and scores["test_single_class"].fillna(False).astype(bool).any():
-        flagged = scores["test_single_class"].fillna(False).astype(bool)
-        log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
-        scores = scores[~flagged]
-    cells = contamination.flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
-    used, contaminated = contamination.apply_policy(cells, settings["contamination"])
-    return _cell_cis(used, scores, settings["metric"]), contaminated
 
 
 def reference_view_scores(
@@ -203,7 +173,7 @@ def clean_leaderboard(
     **kwargs: Any,
 ) -> pd.DataFrame | None:
     """The leaderboard on the clean test rows (`value_clean`, `ci_*_clean`: the rows without a training homolog,
-    geneb.probe.clean), same rules and columns as `leaderboard_tables`' (`subset` = "clean"; `kwargs`: its keyword
+    geneb.probe.metrics), same rules and columns as `leaderboard_tables`' (`subset` = "clean"; `kwargs`: its keyword
     arguments); None when the score table has no clean values (published results, a table written before the
     audit). A task none of whose cells has a clean value (every test row leaked) counts as missing, listed with
     NO_CLEAN_ROWS: its category is shown but not ranked, and so are the macro and micro rows."""
@@ -263,7 +233,7 @@ def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
 
 def _collect(out: dict[str, list[pd.DataFrame]], analysis: Analysis, ctx: Any, tag: dict[str, str]) -> None:
     """Run `analysis` on `ctx` and append its tables, with the scope's `tag` columns, to `out`."""
-    for name, frame in analysis.function()(ctx).items():
+    for name, frame in analysis.compute(ctx).items():
         if name not in analysis.tables:
             raise AnalysisInputError(f"analysis {analysis.name!r} returned {name!r}, not one of {analysis.tables}")
         out[name].append(frame.assign(**tag))

@@ -42,6 +42,8 @@ def rank_bump(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_rank_bump(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
     return rank_bump(tables["leaderboard"], display, protocol=protocol, regime=regime)

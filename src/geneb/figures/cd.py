@@ -134,7 +134,9 @@ def cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str) -
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_critical_difference(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table leaderboard, every regime (the
     rule's `regime` is not used: the diagram shows one panel per regime)."""
     return cd_diagram(tables["leaderboard"], display, protocol=protocol)

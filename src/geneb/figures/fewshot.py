@@ -64,6 +64,8 @@ def fewshot_plot(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_fewshot(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables fewshot_drops, fewshot_inverse."""
     return fewshot_plot(tables["fewshot_drops"], tables["fewshot_inverse"], display, protocol=protocol)

@@ -48,6 +48,8 @@ def finetune_vs_probe(table: pd.DataFrame, display: dict[str, str], *, protocol:
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_finetune_vs_probe(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table finetune_vs_probe."""
     return finetune_vs_probe(tables["finetune_vs_probe"], display, protocol=protocol, regime=regime)

@@ -50,6 +50,8 @@ def forest(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_matched_pairs(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables matched_pairs."""
     return forest(tables["matched_pairs"], display, protocol=protocol, regime=regime)

@@ -55,6 +55,8 @@ def heatmap(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_heatmap(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
     return heatmap(tables["leaderboard"], display, protocol=protocol, regime=regime)

@@ -40,6 +40,8 @@ def best_layer(table: pd.DataFrame, display: dict[str, str], *, protocol: str, r
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_best_layer(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table best_layer."""
     return best_layer(tables["best_layer"], display, protocol=protocol, regime=regime)

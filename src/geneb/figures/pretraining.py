@@ -45,6 +45,8 @@ def pretraining_gain(table: pd.DataFrame, display: dict[str, str], *, protocol: 
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_pretraining_gain(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table pretraining_gain."""
     return pretraining_gain(tables["pretraining_gain"], display, protocol=protocol, regime=regime)

@@ -2,52 +2,55 @@
 the tables it reads. The figure rules' outputs, their `report()` entries (workflow/rules/common.smk), the
 renderer (`render.render_figures`) and the HTML report's figures are all derived from it.
 
-Adding a figure: write its module with a `draw(tables, display, *, protocol, regime)` function returning a
-matplotlib figure, write its caption `workflow/report/{name}.rst`, and add one `Figure(...)` line to `FIGURES`
-(docs/analyses.md). Functions are named by "module:function" and imported only when the figures are drawn,
-so reading the registry (the workflow does, to build its DAG) loads no plotting code.
+Adding a figure: write its drawing function `draw_<name>(tables, display, *, protocol, regime)` returning a
+matplotlib figure (in a module of `geneb.figures`), write its caption `workflow/report/{name}.rst`, import the
+function here and add one `Figure(...)` line to `FIGURES` (docs/analyses.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any
+
+from geneb.figures.bump import draw_rank_bump
+from geneb.figures.cd import draw_critical_difference
+from geneb.figures.fewshot import draw_fewshot
+from geneb.figures.finetune_gain import draw_finetune_vs_probe
+from geneb.figures.forest import draw_matched_pairs
+from geneb.figures.heatmap import draw_heatmap
+from geneb.figures.layers import draw_best_layer
+from geneb.figures.pretraining import draw_pretraining_gain
+from geneb.figures.scale import draw_scale
+from geneb.figures.sensitivity import draw_sensitivity
+from geneb.figures.variance import draw_task_variance
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One registered figure: results/figures/{name}.png and .pdf, drawn by `draw` ("module:function" or a
-    callable) from the tables `inputs` (results/tables/{input}.parquet) and captioned by the file `caption` in
-    workflow/report/ (the caption of both `snakemake --report` and the HTML report)."""
+    """One registered figure: results/figures/{name}.png and .pdf, drawn by the function `draw` from the tables
+    `inputs` (results/tables/{input}.parquet) and captioned by the file `caption` in workflow/report/ (the
+    caption of both `snakemake --report` and the HTML report)."""
 
     name: str
-    draw: str | Callable[..., Any]
+    draw: Callable[..., Any]
     inputs: tuple[str, ...]
     caption: str
-
-    def function(self) -> Callable[..., Any]:
-        """The drawing function (imported on first use when given as "module:function")."""
-        if callable(self.draw):
-            return self.draw
-        module, _, attr = self.draw.partition(":")
-        return getattr(import_module(module), attr)
 
 
 #: the registered figures, in report order
 FIGURES: list[Figure] = [
-    Figure("heatmap", "geneb.figures.heatmap:draw", ("leaderboard",), "heatmap.rst"),
-    Figure("scale", "geneb.figures.scale:draw", ("leaderboard", "scale", "in_domain"), "scale.rst"),
-    Figure("rank_bump", "geneb.figures.bump:draw", ("leaderboard",), "rank_bump.rst"),
-    Figure("fewshot", "geneb.figures.fewshot:draw", ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
-    Figure("matched_pairs", "geneb.figures.forest:draw", ("matched_pairs",), "matched_pairs.rst"),
-    Figure("task_variance", "geneb.figures.variance:draw", ("task_variance", "near_random"), "task_variance.rst"),
-    Figure("best_layer", "geneb.figures.layers:draw", ("best_layer",), "best_layer.rst"),
-    Figure("sensitivity", "geneb.figures.sensitivity:draw", ("sensitivity_leaderboard",), "sensitivity.rst"),
-    Figure("pretraining_gain", "geneb.figures.pretraining:draw", ("pretraining_gain",), "pretraining_gain.rst"),
-    Figure("critical_difference", "geneb.figures.cd:draw", ("leaderboard",), "critical_difference.rst"),
-    Figure("finetune_vs_probe", "geneb.figures.finetune_gain:draw", ("finetune_vs_probe",), "finetune_vs_probe.rst"),
+    Figure("heatmap", draw_heatmap, ("leaderboard",), "heatmap.rst"),
+    Figure("scale", draw_scale, ("leaderboard", "scale", "in_domain"), "scale.rst"),
+    Figure("rank_bump", draw_rank_bump, ("leaderboard",), "rank_bump.rst"),
+    Figure("fewshot", draw_fewshot, ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
+    Figure("matched_pairs", draw_matched_pairs, ("matched_pairs",), "matched_pairs.rst"),
+    Figure("task_variance", draw_task_variance, ("task_variance", "near_random"), "task_variance.rst"),
+    Figure("best_layer", draw_best_layer, ("best_layer",), "best_layer.rst"),
+    Figure("sensitivity", draw_sensitivity, ("sensitivity_leaderboard",), "sensitivity.rst"),
+    Figure("pretraining_gain", draw_pretraining_gain, ("pretraining_gain",), "pretraining_gain.rst"),
+    Figure("critical_difference", draw_critical_difference, ("leaderboard",), "critical_difference.rst"),
+    Figure("finetune_vs_probe", draw_finetune_vs_probe, ("finetune_vs_probe",), "finetune_vs_probe.rst"),
 ]
 
 

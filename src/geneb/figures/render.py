@@ -49,8 +49,6 @@ def render_figures(
     with paper_style():
         for fig in figures():
             tables = {name: board if name == "leaderboard" else _read(tables_dir, name) for name in fig.inputs}
-            png, _ = save(
-                fig.function()(tables, display, protocol=protocol, regime=regime), figures_dir / f"{fig.name}.png"
-            )
+            png, _ = save(fig.draw(tables, display, protocol=protocol, regime=regime), figures_dir / f"{fig.name}.png")
             out.append(png)
     return out

@@ -69,7 +69,9 @@ def scale_scatter(
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_scale(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard, scale, in_domain."""
     return scale_scatter(
         tables["leaderboard"], tables["scale"], tables["in_domain"], display, protocol=protocol, regime=regime

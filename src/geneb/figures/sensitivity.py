@@ -43,7 +43,9 @@ def sensitivity(board: pd.DataFrame, display: dict[str, str], *, regime: str = "
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_sensitivity(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table sensitivity_leaderboard (whose
     protocol is the sensitivity reference's, whatever the report's)."""
     return sensitivity(tables["sensitivity_leaderboard"], display, regime=regime)

@@ -47,6 +47,8 @@ def task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol
     return fig
 
 
-def draw(tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def draw_task_variance(
+    tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
+) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables task_variance, near_random."""
     return task_variance(tables["task_variance"], tables["near_random"], protocol=protocol, regime=regime)

@@ -18,7 +18,7 @@ from geneb.zeroshot.board import MACRO
 from geneb.zeroshot.scores import MARKOV_PREFIX
 
 
-def draw(
+def draw_zeroshot(
     board: pd.DataFrame,
     vs_probe: pd.DataFrame,
     probe_board: pd.DataFrame,
@@ -109,4 +109,4 @@ def render(
 
     board, vs, probe_board = (integrity.read_parquet(p) for p in (leaderboard, vs_probe, probe_leaderboard))
     with paper_style():
-        save(draw(board, vs, probe_board, {}, protocol=protocol), png)
+        save(draw_zeroshot(board, vs, probe_board, {}, protocol=protocol), png)

@@ -34,6 +34,7 @@ from scipy import stats
 from geneb.analysis.context import RunContext
 from geneb.analysis.evaluation import choices
 from geneb.analysis.inputs.tables import task_categories, task_matrix
+from geneb.analysis.ranking.contamination import prepare_cells
 from geneb.analysis.stats.bootstrap import category_replicates, load_predictions, two_level_replicates
 from geneb.tables.scores import REGIMES
 
@@ -80,9 +81,7 @@ def value_label(choice: str, value: Any) -> str:
 
 def view_cells(ctx: RunContext, views: dict[str, str], protocol: str) -> pd.DataFrame:
     """The seed-mean cells of `protocol` for the (model, view) pairs of `views`, contamination and one-class test
-    splits handled as for the leaderboard (`run.prepare_cells`)."""
-    from geneb.analysis.run import prepare_cells
-
+    splits handled as for the leaderboard (`contamination.prepare_cells`)."""
     scores = ctx.view_scores if ctx.view_scores is not None else ctx.scores
     rows = choices.select_views(scores[scores["protocol"] == protocol], views)
     if rows.empty or not (rows["metric"] == ctx.settings["metric"]).any():

@@ -9,9 +9,16 @@ id flags both. Such a cell measures memorisation, not transfer: by default it is
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
-from geneb.tables.scores import AnalysisInputError
+from geneb.analysis.inputs.tables import cell_scores
+from geneb.tables.scores import CELL_KEYS, AnalysisInputError
+
+log = logging.getLogger(__name__)
 
 POLICIES = ("exclude", "flag")
 
@@ -52,3 +59,31 @@ def apply_policy(cells: pd.DataFrame, policy: str) -> tuple[pd.DataFrame, pd.Dat
     bad = cells[cells["contaminated"]]
     kept = cells[~cells["contaminated"]] if policy == "exclude" else cells
     return kept.reset_index(drop=True), bad.reset_index(drop=True)
+
+
+def _cell_cis(cells: pd.DataFrame, scores: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Attach the score table's per-cell CI (mean over seeds of ci_low/ci_high) where it has one."""
+    out = cells.copy()
+    if {"ci_low", "ci_high"} <= set(scores.columns):
+        ci = scores[scores["metric"] == metric].groupby(list(CELL_KEYS), observed=True)[["ci_low", "ci_high"]].mean()
+        out = out.merge(ci.reset_index(), on=list(CELL_KEYS), how="left")
+    else:
+        out["ci_low"] = out["ci_high"] = np.nan
+    out["ci_source"] = np.where(out["ci_high"].notna(), "score table (seed mean of per-seed CIs)", "none")
+    return out
+
+
+def prepare_cells(
+    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells).
+    Tasks whose score rows are flagged `test_single_class` (a one-class test split kept by
+    task_checks.single_class_test: keep) are left out: MCC there is 0 for every model, so they would only pull
+    their category's mean towards 0."""
+    if "test_single_class" in scores.columns and scores["test_single_class"].fillna(False).astype(bool).any():
+        flagged = scores["test_single_class"].fillna(False).astype(bool)
+        log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
+        scores = scores[~flagged]
+    cells = flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
+    used, contaminated = apply_policy(cells, settings["contamination"])
+    return _cell_cis(used, scores, settings["metric"]), contaminated
