@@ -14,7 +14,6 @@ import pytest
 from geneb.core import integrity
 from geneb.core.integrity import IntegrityError
 from geneb.zeroshot.build import build_into
-from geneb.zeroshot.catalogue import catalogue_entry
 from geneb.zeroshot.job import (
     SCORE_FILE_ATTR,
     ZeroShotFileError,
@@ -24,9 +23,9 @@ from geneb.zeroshot.job import (
     task_of_rows_file,
     write_score_file,
 )
-from geneb.zeroshot.markov import BackgroundLeakError
-from geneb.zeroshot.scores import NotApplicable, row_scores
+from geneb.zeroshot.scorers import BackgroundLeakError
 from geneb.zeroshot.tables import zeroshot_tables
+from geneb.zeroshot.task import NotApplicable, catalogue_entry, row_scores
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "config" / "zeroshot_tasks.tsv"
 
@@ -124,7 +123,7 @@ def test_the_build_rule_writes_into_its_hashed_folder(shared, tmp_path):
 def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shared):
     from geneb.figures.style import paper_style, save
     from geneb.figures.zeroshot import draw_zeroshot
-    from geneb.report.zeroshot import zeroshot_section
+    from geneb.report.sections import zeroshot_section
     from geneb.zeroshot.tables import write_zeroshot_tables
 
     labels = built.rows["label"].to_numpy()
@@ -160,10 +159,8 @@ def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shar
 
 
 def test_a_users_own_task_is_read_from_its_source_and_checked(tmp_path):
-    from geneb.tasks.source_files import TaskDigestError
-    from geneb.zeroshot.catalogue import read_zeroshot_catalogue
-    from geneb.zeroshot.read import write_zeroshot_task
-    from geneb.zeroshot.sources import zeroshot_source_identity
+    from geneb.tasks.sources import TaskDigestError
+    from geneb.zeroshot.task import read_zeroshot_catalogue, write_zeroshot_task, zeroshot_source_identity
 
     source = tmp_path / "mine"
     rows = pd.DataFrame(
