@@ -22,15 +22,15 @@ include: "workflow/rules/site.smk"
 
 
 onstart:
-    preflight_onstart()
+    handlers.stop_on_preflight_here(PLAN)
 
 
 onerror:
-    report_job_errors()
+    handlers.on_error(PLAN, workflow, run_started=RUN_STARTED, log=logger)
 
 
 onsuccess:
-    clear_failure_record()
+    handlers.clear_failure_record(PLAN)
 
 
 rule all:

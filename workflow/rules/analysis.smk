@@ -39,7 +39,7 @@ rule leaderboard:
         leaderboard=config["leaderboard"],
         view="geneb",
         # the models a protocol skips, with the reason (finetune-lora: no torch network): the boards' coverage notes
-        coverage=coverage_notes(),
+        coverage=PLAN.coverage_notes(),
     script:
         "../scripts/leaderboard.py"
 
@@ -48,8 +48,8 @@ rule leaderboard:
 rule task_audit_table:
     input:
         scores=results("tables/scores.parquet"),
-        audits=task_audits(),
-        cards=task_cards(),
+        audits=PLAN.task_audits(),
+        cards=PLAN.task_cards(),
         models=config["model_sheet"],
     output:
         results("tables/task_audit.parquet"),
@@ -159,7 +159,7 @@ rule compare_published_tables:
         published=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
-        cards=task_cards(),
+        cards=PLAN.task_cards(),
     output:
         board=report(
             results("tables/compare_published.parquet"),
@@ -185,7 +185,7 @@ rule submission:
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         spec=PUBLISHED_FILES["spec"],
-        cards=task_cards(),
+        cards=PLAN.task_cards(),
     output:
         results("submissions/{model}.json"),
     log:
@@ -200,4 +200,4 @@ rule submission:
 
 rule submissions:
     input:
-        submission_files(),
+        PLAN.submission_files(),

@@ -1,52 +1,31 @@
 # The run plan (geneb.run.plan: config validated, task and model ids checked, registry pinned, pre-flight, settings
-# hashes), wildcard constraints, the handlers of the Snakefile, and every input/params function of the rules.
-import os
-import re
+# hashes), wildcard constraints, and every input/params function of the rules (their logic is geneb.run's).
 import sys
 import time
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
-from snakemake.settings.types import DeploymentMethod
 
 from geneb.analysis.outputs import analysis_tables
 from geneb.analysis.paper.published import PROTOCOL as PUBLISHED_PROTOCOL
 from geneb.figures.registry import figure_names, figures
-from geneb.report.captions import report_captions
+from geneb.report.render import report_captions
 from geneb.run import handlers
-from geneb.run import resources as job_resources
-from geneb.run.partial import PARTIAL_ENV
-from geneb.run.plan import plan_run
+from geneb.run import layout as job_resources
+from geneb.run.plan import plan_workflow
 from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 
 #: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
 RUN_STARTED = time.time()
 
-# Every parse-time decision, in one tested function; it raises on any mistake in the config, before any job. The
-# mistake is shown as its message (a WorkflowError), not under a stack of GENEB's frames; --verbose keeps the chain
-try:
-    PLAN = plan_run(
-        config,
-        schema_files={
-            name: workflow.source_path(f"../schemas/{name}.schema.yaml") for name in ("config", "tasks", "models")
-        },
-        main_process=workflow.is_main_process,
-        conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
-        partial_file=os.environ.get(PARTIAL_ENV),
-        log=logger,
-        config_files=[str(f) for f in workflow.configfiles],
-        # no job runs (-n, --touch, --lint, ...): nothing is moved. workflow.dryrun is set only when execution starts,
-        # after parsing; the output settings have -n already, the command line the other modes
-        dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun)
-        or handlers.dry_run_requested(sys.argv[1:]),
-    )
-except ValueError as err:
-    raise WorkflowError(str(err)) from err
+# Every parse-time decision, in one tested function; it raises on any mistake in the config, before any job
+SCHEMAS = {n: workflow.source_path(f"../schemas/{n}.schema.yaml") for n in ("config", "tasks", "models")}
+PLAN = plan_workflow(workflow, config, SCHEMAS, log=logger, no_job_run=handlers.dry_run_requested(sys.argv[1:]))
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 #: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
 CAPTION_FOLDER = "../report"
-CAPTION_DIR = Path(workflow.current_basedir.get_path_or_uri(secret_free=True)) / CAPTION_FOLDER
+#: {caption file: text} of workflow/report (a params of the report rules: an edited caption rebuilds it)
+CAPTION_TEXTS = report_captions(Path(workflow.current_basedir.get_path_or_uri(secret_free=True)) / CAPTION_FOLDER)
 #: the published results' reference files (config analysis.published.dir)
 PUBLISHED_FILES = PLAN.published_files()
 #: the reference registry the published view takes pretraining domains from (config analysis.published.registry)
@@ -54,45 +33,7 @@ PUBLISHED_REGISTRY = config["analysis"]["published"]["registry"]
 
 
 wildcard_constraints:
-    task="|".join(map(re.escape, config["tasks"])),
-    model="|".join(map(re.escape, config["models"])),
-    xhash="[0-9a-f]{12}",
-    thash="[0-9a-f]{12}",
-    dhash="[0-9a-f]{12}",
-    ahash="[0-9a-f]{12}",
-    # the probing protocols (finetune-lora's tables come from rule finetune_lora, workflow/rules/finetune.smk)
-    protocol="|".join(map(re.escape, [p for p in config["protocols"] if p != "finetune-lora"])),
-    split="train|test",
-    zstask="|".join(map(re.escape, config["zeroshot"]["tasks"])) or "(?!)",
-    zthash="[0-9a-f]{12}",
-    shash="[0-9a-f]{12}",
-    bhash="[0-9a-f]{12}",
-
-
-# ---- handlers of the Snakefile (geneb.run.handlers) ------------------------------------------------------------
-
-
-def report_job_errors():
-    """`onerror`: every failed job's one-line GENEB error; in a --keep-going run, the partial run's tables."""
-    handlers.report_job_errors(
-        PLAN,
-        run_started=RUN_STARTED,
-        targets=[job.rule.name for job in workflow.dag.targetjobs],
-        keep_going=workflow.execution_settings.keep_going,
-        argv=sys.argv[1:],
-        run_dir=workflow.workdir_init,
-        log=logger,
-    )
-
-
-def preflight_onstart():
-    """`onstart` (real runs only): stop when a model cannot run in this interpreter."""
-    handlers.stop_on_preflight_here(PLAN)
-
-
-def clear_failure_record():
-    """`onsuccess`: no failure record of an earlier partial run is left behind."""
-    handlers.clear_failure_record(PLAN)
+    **PLAN.wildcard_constraints(),
 
 
 # ---- input, params and resources functions (the logic is RunPlan's, geneb.run.plan) -----------------------------
@@ -182,20 +123,8 @@ def report_config(wildcards=None):
     return PLAN.report_config()
 
 
-def task_cards():
-    return PLAN.task_cards()
-
-
-def task_audits():
-    return PLAN.task_audits()
-
-
 def resource_files(wildcards=None):
     return PLAN.resource_files()
-
-
-def submission_files():
-    return PLAN.submission_files()
 
 
 def finetune_inputs(wildcards):
@@ -204,12 +133,6 @@ def finetune_inputs(wildcards):
 
 def finetune_params(wildcards):
     return PLAN.finetune_params(wildcards.model)
-
-
-def coverage_notes():
-    """{protocol: {model: reason}} of the models a protocol of the run skips ({} when none skips one)."""
-    notes = PLAN.finetune_coverage()
-    return {"finetune-lora": notes} if notes else {}
 
 
 def finetune_mem_mb(wildcards, attempt):
@@ -244,17 +167,12 @@ def zeroshot_table_params(wildcards=None):
     return PLAN.zeroshot_table_params()
 
 
-def zeroshot_outputs():
-    """The zero-shot tables and figure (`snakemake zeroshot`); [] when config zeroshot.tasks is empty."""
-    return PLAN.zeroshot_outputs()
-
-
 def zeroshot_report_inputs(wildcards=None):
     return PLAN.zeroshot_report_inputs()
 
 
 def final_outputs():
-    """The default targets, and every file planning set aside (geneb.run.set_aside): this run builds it again."""
+    """The default targets, and every file planning set aside (geneb.run.integrity): this run builds it again."""
     return PLAN.final_outputs() + PLAN.rebuild_targets()
 
 
@@ -280,7 +198,3 @@ def figure_reports(pattern, category):
         for f in figures()
     }
 
-
-def caption_texts():
-    """{caption file: text} of workflow/report (a params of the report rules: an edited caption rebuilds it)."""
-    return report_captions(CAPTION_DIR)

@@ -17,7 +17,7 @@ rule report:
         tables=analysis_table_files(results("tables/{name}.parquet")),
         summary=results("tables/analysis_summary.json"),
         figures=figure_files(results("figures/{name}.png")),
-        cards=task_cards(),
+        cards=PLAN.task_cards(),
         # the zero-shot section's tables and figure, when the config has a zero-shot stage
         zeroshot=zeroshot_report_inputs,
     output:
@@ -32,7 +32,7 @@ rule report:
         "../../envs/geneb.yaml"
     params:
         config=report_config,
-        captions=caption_texts(),
+        captions=CAPTION_TEXTS,
         protocol=config["default_protocol"],
         regime="full",
         title="GENEB report",
@@ -58,7 +58,7 @@ use rule report as published_report with:
         "logs/report/published_report.log",
     params:
         config=report_config,
-        captions=caption_texts(),
+        captions=CAPTION_TEXTS,
         protocol=PUBLISHED_PROTOCOL,
         regime="full",
         title="GENEB: the paper's published results (40 models), reanalysed",

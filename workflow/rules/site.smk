@@ -17,7 +17,7 @@ rule build_site:
         tables=analysis_table_files(results("tables/{name}.parquet")),
         summary=results("tables/analysis_summary.json"),
         figures=figure_files(results("figures/{name}.png")),
-        cards=task_cards(),
+        cards=PLAN.task_cards(),
     output:
         directory(results("site")),
     log:
@@ -25,7 +25,7 @@ rule build_site:
     conda:
         "../../envs/geneb.yaml"
     params:
-        captions=caption_texts(),
+        captions=CAPTION_TEXTS,
     script:
         "../scripts/build_site.py"
 

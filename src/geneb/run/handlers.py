@@ -7,14 +7,15 @@ the run keeps going, its command line).
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from geneb.core.logs import failure_lines
 from geneb.run import partial as partial_run
+from geneb.run.checks import PreflightError, format_problems
 from geneb.run.plan import RunPlan
-from geneb.run.preflight import PreflightError, format_problems
 from geneb.tasks.catalogue import task_row
 
 
@@ -36,7 +37,7 @@ NOT_A_RUN = (
 def dry_run_requested(argv: Sequence[str]) -> bool:
     """Whether Snakemake's command line `argv` (`sys.argv[1:]`) runs no job: a dry run (-n, --dry-run, also in a
     cluster such as -np) or any of NOT_A_RUN (--touch, --lint, --report, --summary, --dag, --unlock, ...), read by
-    Snakemake's own argument parser. The workflow's plan then moves and records nothing (geneb.run.set_aside).
+    Snakemake's own argument parser. The workflow's plan then moves and records nothing (geneb.run.integrity).
     Snakemake decides its executor only after the workflow is parsed, so the command line is the one place a plan
     can learn it from (a command line the parser refuses counts as no run)."""
     from snakemake.cli import get_argument_parser
@@ -54,7 +55,7 @@ CLOCK_MARGIN_S = 2.0
 
 def stop_on_preflight_here(plan: RunPlan) -> None:
     """The `onstart` handler (real runs only, before the first job). Raises PreflightError listing the problems of
-    this interpreter, where the conda route without --sdm conda runs every job (geneb.run.preflight)."""
+    this interpreter, where the conda route without --sdm conda runs every job (geneb.run.checks)."""
     if plan.preflight_here:
         raise PreflightError(format_problems(list(plan.preflight_here)))
 
@@ -152,3 +153,17 @@ def report_job_errors(
     )
     for line in errors:  # once more, after the partial run's output, where the user looks last
         log.error(line)
+
+
+def on_error(plan: RunPlan, workflow: Any, *, run_started: float, log: ErrorLog) -> None:
+    """The Snakefile's `onerror`: `report_job_errors` with the targets, --keep-going, command line and run folder
+    of the Snakemake `workflow` that failed."""
+    report_job_errors(
+        plan,
+        run_started=run_started,
+        targets=[job.rule.name for job in workflow.dag.targetjobs],
+        keep_going=workflow.execution_settings.keep_going,
+        argv=sys.argv[1:],
+        run_dir=workflow.workdir_init,
+        log=log,
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +23,15 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from geneb.probe.sampling import NESTED_DRAW_KEY
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
-from geneb.registry.extraction import extraction_hash, extraction_settings
+from geneb.probe.shots import NESTED_DRAW_KEY
+from geneb.registry.families import with_twins
+from geneb.registry.load import extraction_hash, extraction_settings
 from geneb.registry.python_entry import PRECOMPUTED, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
-from geneb.registry.twins import with_twins
-from geneb.registry.views import model_depth
+from geneb.registry.spec import model_depth
 from geneb.run import partial as partial_run
-from geneb.run.config_checks import (
+from geneb.run.checks import (
     canonical_config_paths,
     caps_default_line,
     check_config,
@@ -38,23 +39,19 @@ from geneb.run.config_checks import (
     check_task_ids,
     config_source,
     default_schema_files,
+    format_problems,
     load_run_registry,
+    plan_views,
     preflight_or_stop,
+    probed_views,
     read_yaml,
+    task_prepared,
 )
-from geneb.run.finetune_plan import FineTunePlan
-from geneb.run.job_requests import ExtractionResources
-from geneb.run.layout import ResourceLayout, check_hash, params_hash
+from geneb.run.integrity import BadFile, TrustedFiles, check_before_dag
+from geneb.run.layout import ExtractionResources, ResourceLayout, check_hash, params_hash, report_config, stable_params
 from geneb.run.migrate import legacy_task_dir, migrate_legacy
-from geneb.run.preflight import format_problems
-from geneb.run.rerun import report_config, stable_params
-from geneb.run.set_aside import BadFile, check_before_dag
-from geneb.run.task_sources import task_prepared
-from geneb.run.trusted import TrustedFiles
-from geneb.run.views import plan_views, probed_views
-from geneb.run.zeroshot_plan import ZeroShotPlan
-from geneb.tasks.catalogue import read_catalogue, source_string, task_row, validate_catalogue
-from geneb.tasks.lock import lock_identity, read_lock
+from geneb.run.stages import FineTunePlan, ZeroShotPlan
+from geneb.tasks.catalogue import lock_identity, read_catalogue, read_lock, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
@@ -100,7 +97,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     (old, new) paths of the partial embedding files moved aside. migrated: (old, new) paths of the legacy-layout
     cache files moved into this layout (`geneb.run.migrate`). lock_log: the lockfile lines (models pinned now
     or run at locked commits). partial: the failures file of a partial run (`geneb.run.partial`), None otherwise;
-    partial_file: its path. task_lock: the task lock's entries as planned (`geneb.tasks.lock.read_lock`).
+    partial_file: its path. task_lock: the task lock's entries as planned (`geneb.tasks.catalogue.read_lock`).
     """
 
     config: dict[str, Any]
@@ -152,7 +149,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
         """Everything that decides a prepared task's content (the prepare_task rerun key, and `task_hash` its
         folder): the catalogue columns it uses, the source's content identity (file digests for a mirror folder, so
         an edited file reruns the task and a moved mirror with the same files does not; the pinned source string
-        otherwise, plus the task lock's generation once re-locked to new data: `geneb.tasks.lock.lock_identity`),
+        otherwise, plus the task lock's generation once re-locked to new data: `geneb.tasks.catalogue.lock_identity`),
         alphabet policy and caps. Where the data is read from is resolved again in the job (config +
         environment), outside the key. thash: the `{thash}` of the path asking (ValueError when it is not this
         config's). Raises CatalogueError for a task not in the catalogue."""
@@ -254,7 +251,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
         return [self.partial_file] if self.partial is not None and self.partial_file else []
 
     def report_config(self) -> dict[str, Any]:
-        """The configuration shown in the report (`geneb.run.rerun.report_config` of the validated config)."""
+        """The configuration shown in the report (`geneb.run.layout.report_config` of the validated config)."""
         return report_config(self.config)
 
     def published_files(self) -> dict[str, str]:
@@ -265,6 +262,30 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     def submission_files(self) -> list[str]:
         """One leaderboard submission file (schema 1.0) per configured model."""
         return [self.results_path(f"submissions/{model}.json") for model in self.models]
+
+    def wildcard_constraints(self) -> dict[str, str]:
+        """The workflow's wildcard constraints: the config's task, model and probing-protocol ids (finetune-lora's
+        tables come from rule finetune_lora), its zero-shot tasks ("(?!)", nothing, when there are none), the
+        splits and the 12-hex settings hashes."""
+        c = self.config
+
+        def one_of(ids: Sequence[str]) -> str:
+            return "|".join(map(re.escape, ids))
+
+        hashes = dict.fromkeys(("xhash", "thash", "dhash", "ahash", "zthash", "shash", "bhash"), "[0-9a-f]{12}")
+        return {
+            "task": one_of(c["tasks"]),
+            "model": one_of(c["models"]),
+            "protocol": one_of([p for p in c["protocols"] if p != "finetune-lora"]),
+            "split": "train|test",
+            "zstask": one_of(c["zeroshot"]["tasks"]) or "(?!)",
+            **hashes,
+        }
+
+    def coverage_notes(self) -> dict[str, dict[str, str]]:
+        """{protocol: {model: reason}} of the models a protocol of the run skips ({} when none skips one)."""
+        notes = self.finetune_coverage()
+        return {"finetune-lora": notes} if notes else {}
 
 
 def plan_run(
@@ -290,14 +311,14 @@ def plan_run(
     hub model without one pinned first in the main process; the model ids of the analysis exclusion lists; then, in
     the main process only (Snakemake parses the workflow in every job too): the pre-flight of every selected model
     (`conda_deploys`: Snakemake deploys conda envs, --sdm conda) and of every task's source (a local mirror's split
-    files; a remote source, for tasks not prepared yet, reachable: geneb.run.task_sources), reported together. Then
+    files; a remote source, for tasks not prepared yet, reachable: geneb.run.checks), reported together. Then
     the extraction settings and hash per model (`dtype: auto` resolved for the run's device class), and, in the main
     process, every configured embedding file that is not complete moved aside so Snakemake schedules it again (a
     failed job's partial output). Before that, in the main process, the cache files of the layout before task
     hashes whose content this config would make again are moved into this layout (`geneb.run.migrate`;
     `dry_run`: only said, nothing moved).
     Last, `RunPlan.trusted_files` are checked by content and the bad ones moved aside, to be rebuilt in this run
-    (`geneb.run.set_aside.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
+    (`geneb.run.integrity.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter and
     each file moved aside (warning), as they happen.
@@ -390,3 +411,35 @@ def plan_run(
     )
     aside = tuple((b.path, b.aside) for b in bad if b.aside is not None)
     return dataclasses.replace(plan, set_aside=aside, bad_files=tuple(bad), migrated=tuple(migrated))
+
+
+def plan_workflow(
+    workflow: Any,
+    config: Mapping[str, Any],
+    schema_files: Mapping[str, str | os.PathLike[str]],
+    *,
+    log: PlanLog,
+    no_job_run: bool,
+) -> RunPlan:
+    """The plan of the Snakemake `workflow` being parsed (workflow/rules/common.smk): `plan_run` with the workflow's
+    copies of the schemas (`schema_files`, `workflow.source_path` in the rule file), its process, deployment method
+    and config files, and the partial run's task list ($GENEB_PARTIAL_RUN). no_job_run: the command line runs no job (`handlers.dry_run_requested`); -n counts too
+    (Snakemake sets `workflow.dryrun` only when execution starts, after parsing; its output settings have -n
+    already). A mistake in the config is raised as Snakemake's WorkflowError: shown as its message, not under a
+    stack of GENEB's frames (--verbose keeps the chain)."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.settings.types import DeploymentMethod
+
+    try:
+        return plan_run(
+            config,
+            schema_files=schema_files,
+            main_process=workflow.is_main_process,
+            conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
+            partial_file=os.environ.get(partial_run.PARTIAL_ENV),
+            log=log,
+            config_files=[str(f) for f in workflow.configfiles],
+            dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun) or no_job_run,
+        )
+    except ValueError as err:
+        raise WorkflowError(str(err)) from err
