@@ -127,12 +127,12 @@ def bench_probe(sheet: Path, vectors: Path, task: str, repeats: int) -> dict:
         "task_source": str(SHARED / "data" / "tasks"),
     }
     work = Path(tempfile.mkdtemp(prefix="byom-probe-"))
-    from geneb.api import evaluate as memo
+    from geneb.api import evaluate
     from geneb.core.paths import load_schema
 
     def cold():  # a first call: nothing kept (registry, schema, probe defaults) and a new workdir (task prepared)
-        memo._registries.clear()
-        memo._probe_sections.clear()
+        evaluate._registries.clear()
+        evaluate._probe_sections.clear()
         load_schema.cache_clear()
         return geneb.evaluate("vec-kmer-4", [task], config=config, workdir=tempfile.mkdtemp(prefix="byom-cold-"))
 

@@ -9,11 +9,11 @@ files), so loading it exercises exactly the path a downloaded checkpoint takes. 
 and a config whose `auto_map` points at it, the layout hub repos with custom code use:
 
 * `write_remote_hyena`: a causal long-convolution model whose forward takes no attention mask and whose
-  char tokenizer pads on the left by default (HyenaDNA's traps; cases B02, B07, B22 with a 16-row table for
-  a 12-token vocabulary).
+  char tokenizer pads on the left by default (HyenaDNA's traps: no attention mask, last-token pooling,
+  and a 16-row embedding table for a 12-token vocabulary).
 * `write_remote_mosaic`: a DNABERT-2-shaped BERT (the real DNABERT-2 config, shrunk) whose attention takes a
   Triton path whenever `import triton` works, asserting CUDA tensors there, and whose forward returns a
-  plain (last hidden, pooled) tuple, ignoring `output_hidden_states` (cases B18, B20).
+  plain (last hidden, pooled) tuple, ignoring `output_hidden_states` (a remote model returning a tuple without hidden states).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import yaml
 from geneb.analysis import run
 from geneb.analysis.inputs.metadata import entries
 from geneb.figures.registry import figures
-from geneb.report.captions import LEADERBOARD_CAPTION
+from geneb.report.render import LEADERBOARD_CAPTION
 from geneb.tables.scores import AnalysisInputError
 
 

@@ -10,8 +10,8 @@ from geneb.analysis import run, write
 from geneb.analysis.outputs import all_tables
 from geneb.figures.registry import figure_names
 from geneb.figures.render import render_figures
-from geneb.report.captions import report_captions
 from geneb.report.html import build_report
+from geneb.report.render import report_captions
 from geneb.tables.scores import check_scores
 from synth import analysis_config, grid, meta, scores_from_values
 

@@ -146,7 +146,7 @@ def reproduced(analysed, repo):
 
 def test_every_stated_number_is_reproduced_or_says_why_not(reproduced):
     r = reproduced.set_index("claim")
-    assert list(reproduced.columns) == list(reproduce.COLUMNS)
+    assert list(reproduced.columns) == list(reproduce.REPRODUCE_COLUMNS)
     expected = {
         "n_models": 40,
         "n_tasks": 100,

@@ -13,8 +13,8 @@ from geneb.figures import registry as figure_registry
 from geneb.figures.render import render_figures
 from geneb.figures.style import empty_figure
 from geneb.probe.protocols import PROTOCOL_NAMES
-from geneb.report.captions import report_captions
 from geneb.report.html import build_report
+from geneb.report.render import report_captions
 from workflow_support import dry_run
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from geneb.analysis.controls.task_audit import clean_differences, shortcut_margins, shortcut_models, task_audit_table
 from geneb.analysis.ranking.leaderboard import leaderboard
-from geneb.tasks.audit_step import AUDIT_SCHEMA_VERSION
+from geneb.tasks.audit import AUDIT_SCHEMA_VERSION
 
 
 def _cells():

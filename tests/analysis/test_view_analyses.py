@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from geneb.analysis.evaluation.choices import reference_views, view_table
-from geneb.report.captions import report_captions
 from geneb.report.html import build_report
+from geneb.report.render import report_captions
 from synthetic_views import LAST_POOLING_SWAP
 
 

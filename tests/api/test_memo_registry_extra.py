@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from geneb.api import evaluate as memo
+from geneb.api import evaluate
 
 ENTRY = {"family": "python", "load": {"entry": "enc.py:build"}}
 
@@ -14,10 +14,10 @@ def test_the_user_files_entries_are_in_and_an_edit_reloads(tmp_path, repo):
     extra = tmp_path / "my_models.yaml"
     extra.write_text(yaml.safe_dump({"models": {"mine": ENTRY}}))
     sheet = repo / "config/models.yaml"
-    first = memo.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
+    first = evaluate.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
     assert "mine" in first.models and "kmer-3" in first.models
-    assert memo.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra]) is first
+    assert evaluate.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra]) is first
     extra.write_text(yaml.safe_dump({"models": {"mine": ENTRY, "mine-too": ENTRY}}))
-    again = memo.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
+    again = evaluate.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
     assert again is not first and "mine-too" in again.models
-    assert "mine" not in memo.registry(sheet, pins=None, weights=None, weights_dir=None).models
+    assert "mine" not in evaluate.registry(sheet, pins=None, weights=None, weights_dir=None).models

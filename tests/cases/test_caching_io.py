@@ -186,7 +186,7 @@ def test_one_output_per_job_and_two_parallel_jobs(workflow_dir):
 def test_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monkeypatch):
     """On a file system without locks every open with locking fails (errno 37); the pre-DAG completeness check
     must still see a complete file as complete (else every run would move all caches aside)."""
-    from geneb.run import integrity as set_aside
+    from geneb.run import integrity
 
     path = _file(tmp_path / "e.h5")
     real = h5py.File
@@ -200,7 +200,7 @@ def test_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monke
 
     monkeypatch.setattr(h5py, "File", no_locks)
     assert is_complete_file(path) and is_complete_file(path, hdf5_locking="on")
-    assert set_aside.set_aside_partial([path]) == [] and path.exists()
+    assert integrity.set_aside_partial([path]) == [] and path.exists()
     monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
     with pytest.raises(Exception, match=r"cannot lock the file .*hdf5_locking: off") as err:
         read_embeddings(path, hdf5_locking="on")
@@ -213,7 +213,7 @@ def test_broken_cache_files_are_named_and_never_read(tmp_path, damage):
     """Whatever is wrong with a cache file, the reader names the file and refuses it; the pre-DAG check sets
     it aside."""
     from geneb.extract.cache import CacheError, read_key
-    from geneb.run import integrity as set_aside
+    from geneb.run import integrity
 
     path = _file(tmp_path / "e.h5")
     if damage == "zero bytes":
@@ -232,5 +232,5 @@ def test_broken_cache_files_are_named_and_never_read(tmp_path, damage):
         assert str(path) in str(err.value)
     if damage in ("zero bytes", "truncated"):
         assert not is_complete_file(path, hdf5_locking="off")
-        assert [old for old, _ in set_aside.set_aside_partial([path], hdf5_locking="off")] == [path]
-    assert not hasattr(set_aside, "is_complete_embedding_file")  # one completeness check: extract.cache owns it
+        assert [old for old, _ in integrity.set_aside_partial([path], hdf5_locking="off")] == [path]
+    assert not hasattr(integrity, "is_complete_embedding_file")  # one completeness check: extract.cache owns it

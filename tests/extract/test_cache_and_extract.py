@@ -143,8 +143,8 @@ def test_kmer_job_imports_no_torch(repo, make_task, tmp_path):
     code = f"""
 import sys
 from geneb.extract.step import extract_task
-from geneb.registry.spec import extraction_settings
-from geneb.registry.spec import load_registry
+from geneb.registry.load import extraction_settings
+from geneb.registry.load import load_registry
 from geneb.core.provenance import code_revision, dirty_label
 s = extraction_settings(load_registry({str(repo / "config" / "models.yaml")!r}), "kmer-4", {{}})
 extract_task(s, {str(task)!r}, {str(tmp_path / "k.h5")!r}, threads=1, progress=False)

@@ -15,7 +15,7 @@ import pytest
 
 from extraction_support import random_dna
 from geneb.core import ipc as protocol
-from geneb.extract import step as load_checks
+from geneb.extract.batch_plan import LOAD_CHECKS_FILE
 from geneb.extract.server import extract_via_server
 from geneb.extract.step import extract_task, load_model
 
@@ -98,33 +98,33 @@ def test_a_cancelled_job_leaves_no_output_and_an_idle_server_stops(zoo, make_tas
 
 
 def test_the_checks_record_spares_later_loads_the_probes_until_what_it_vouches_for_changes(zoo, tmp_path, monkeypatch):
-    from geneb.encoders.engine import checks as token_checks
+    from geneb.encoders.engine import checks
 
     calls = []
-    real = token_checks.check_padding_invariance
-    monkeypatch.setattr(token_checks, "check_padding_invariance", lambda enc: (calls.append(1), real(enc)))
+    real = checks.check_padding_invariance
+    monkeypatch.setattr(checks, "check_padding_invariance", lambda enc: (calls.append(1), real(enc)))
     settings = zoo.settings("mistral-dna")
     first = load_model(settings, checks_dir=tmp_path, progress=False)
     second = load_model(settings, checks_dir=tmp_path, progress=False)
     assert (first.checks_run, second.checks_run, len(calls)) == (True, False, 1)
     assert first.load_checks_sha256 == second.load_checks_sha256
-    record = json.loads((tmp_path / load_checks.LOAD_CHECKS_FILE).read_text())
+    record = json.loads((tmp_path / LOAD_CHECKS_FILE).read_text())
     assert record["checks"] == ["vocabulary", "max_length", "padding_invariance"]
     record["identity_sha256"] = "0" * 12  # another encoder identity: probed again, record replaced
-    (tmp_path / load_checks.LOAD_CHECKS_FILE).write_text(json.dumps(record))
+    (tmp_path / LOAD_CHECKS_FILE).write_text(json.dumps(record))
     assert load_model(settings, checks_dir=tmp_path, progress=False).checks_run and len(calls) == 2
-    (tmp_path / load_checks.LOAD_CHECKS_FILE).write_text("{not json")
+    (tmp_path / LOAD_CHECKS_FILE).write_text("{not json")
     assert load_model(settings, checks_dir=tmp_path, progress=False).checks_run and len(calls) == 3
-    assert json.loads((tmp_path / load_checks.LOAD_CHECKS_FILE).read_text())["identity_sha256"] != "0" * 12
+    assert json.loads((tmp_path / LOAD_CHECKS_FILE).read_text())["identity_sha256"] != "0" * 12
 
 
 def test_load_checks_every_load_probes_at_each_load_despite_a_record(zoo, tmp_path, monkeypatch):
     """`execution.load_checks: every_load` (the old rules, the workflow benchmark's baseline)."""
-    from geneb.encoders.engine import checks as token_checks
+    from geneb.encoders.engine import checks
 
     calls = []
-    real = token_checks.check_padding_invariance
-    monkeypatch.setattr(token_checks, "check_padding_invariance", lambda enc: (calls.append(1), real(enc)))
+    real = checks.check_padding_invariance
+    monkeypatch.setattr(checks, "check_padding_invariance", lambda enc: (calls.append(1), real(enc)))
     settings = zoo.settings("mistral-dna")
     load_model(settings, checks_dir=tmp_path, progress=False)
     again = load_model(settings, checks_dir=tmp_path, progress=False, load_checks_policy="every_load")

@@ -66,7 +66,7 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     from geneb.analysis.inputs import metadata
     from geneb.analysis.paper import published
     from geneb.cli import main
-    from geneb.registry import spec as reader
+    from geneb.registry import load as reader
 
     sheet = repo / "config" / "models.yaml"
     text = sheet.read_text()

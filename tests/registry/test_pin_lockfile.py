@@ -77,7 +77,7 @@ def test_a_repository_the_hub_refuses_is_named_with_the_answer(tmp_path):
 def test_hf_hub_offline_is_the_offline_case(tmp_path):
     """HF_HUB_OFFLINE=1 (read by huggingface_hub at import): nothing is asked, every model is named."""
     code = (
-        "from geneb.registry.spec import load_locked_registry\n"
+        "from geneb.registry.load import load_locked_registry\n"
         f"print(load_locked_registry({str(SHEET)!r}, None, {str(tmp_path / 'p.yaml')!r}, ['DNABERT-S'], resolve=True)[2])\n"
     )
     out = subprocess.run(

@@ -4,6 +4,7 @@ import sys
 import time
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from geneb.analysis.outputs import analysis_tables
@@ -15,19 +16,18 @@ from geneb.run import layout as job_resources
 from geneb.run.plan import plan_workflow
 from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 
-#: when this run was planned: `report_job_errors` shows the one-line errors of logs written since then
-RUN_STARTED = time.time()
+RUN_STARTED = time.time()  # `report_job_errors` shows the one-line errors of logs written since then
 
-# Every parse-time decision, in one tested function; it raises on any mistake in the config, before any job
 SCHEMAS = {n: workflow.source_path(f"../schemas/{n}.schema.yaml") for n in ("config", "tasks", "models")}
-PLAN = plan_workflow(workflow, config, SCHEMAS, log=logger, no_job_run=handlers.dry_run_requested(sys.argv[1:]))
+try:  # every parse-time decision, in one tested function; a mistake in the config is shown as its message
+    PLAN = plan_workflow(workflow, config, SCHEMAS, log=logger, no_job_run=handlers.dry_run_requested(sys.argv[1:]))
+except ValueError as err:
+    raise WorkflowError(str(err)) from err
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
-#: the caption files of `report()` and the HTML report (workflow/report/*.rst), relative to the rule files
-CAPTION_FOLDER = "../report"
+CAPTION_FOLDER = "../report"  # the captions of `report()` and the HTML report, relative to the rule files
 #: {caption file: text} of workflow/report (a params of the report rules: an edited caption rebuilds it)
 CAPTION_TEXTS = report_captions(Path(workflow.current_basedir.get_path_or_uri(secret_free=True)) / CAPTION_FOLDER)
-#: the published results' reference files (config analysis.published.dir)
-PUBLISHED_FILES = PLAN.published_files()
+PUBLISHED_FILES = PLAN.published_files()  # the published results' reference files (analysis.published.dir)
 #: the reference registry the published view takes pretraining domains from (config analysis.published.registry)
 PUBLISHED_REGISTRY = config["analysis"]["published"]["registry"]
 
@@ -197,4 +197,3 @@ def figure_reports(pattern, category):
         f.name: report(pattern.format(name=f.name), caption=f"{CAPTION_FOLDER}/{f.caption}", category=category)
         for f in figures()
     }
-

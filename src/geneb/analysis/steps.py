@@ -24,7 +24,7 @@ from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
 from geneb.analysis.paper import compare, published, reproduce, submission
 from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 from geneb.core.paths import repo_root
 from geneb.core.provenance import code_revision
 from geneb.tables.scores import (

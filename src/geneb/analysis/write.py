@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from geneb.core import integrity
-from geneb.core.atomic import write_text_atomic
+from geneb.core.integrity import write_text_atomic
 from geneb.tables.scores import with_code_revision
 
 

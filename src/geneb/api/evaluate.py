@@ -141,7 +141,6 @@ def resolve_config(
     section, the probe settings of the checkout's config/config.yaml, as the schema has none), `overrides` merged in (nested
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
     (`geneb.run.checks.check_config`). Raises ValueError listing every problem of the config."""
-    from geneb.api import evaluate as memo
     from geneb.core.paths import load_schema
     from geneb.run.checks import check_config
     from geneb.run.layout import stable_params
@@ -154,7 +153,7 @@ def resolve_config(
         base = yaml.safe_load(Path(config).read_text()) or {}
     base = _merge(base, dict(overrides))
     if "probe" not in base:  # the schema has no probe defaults: every setting is written out in the shipped config
-        base["probe"] = memo.shipped_probe_section()
+        base["probe"] = shipped_probe_section()
     base.update(tasks=list(tasks), models=list(models))
     cfg = check_config(base, load_schema("config"))  # the schema read once per process (check_config copies it)
     cfg.update(stable_params(cfg))
@@ -166,18 +165,17 @@ def resolve_config(
 
 def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """(resolved extraction settings, an encoder built now or None) for a registry id, a callable or an object."""
-    from geneb.api import evaluate as memo
     from geneb.registry.load import DEFAULT_EXTRACTION, extraction_settings
 
     if isinstance(model, str):
-        registry = memo.registry(  # validated in full, read again only when a file it comes from changed
+        sheet = registry(  # validated in full, read again only when a file it comes from changed
             cfg["model_sheet"],
             pins=cfg["model_revisions"],
             weights=cfg["model_weights"],
             weights_dir=cfg["execution"]["weights_dir"],
             extra=cfg["registry_extra"],
         )
-        return extraction_settings(registry, model, cfg["alphabet"], device=cfg["execution"]["device"]), None
+        return extraction_settings(sheet, model, cfg["alphabet"], device=cfg["execution"]["device"]), None
     from geneb.encoders.families.python_encoder import PythonEncoder, wrap_callable
 
     obj = wrap_callable(model)

@@ -36,14 +36,11 @@ from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
 from geneb.extract import batch_plan
-from geneb.extract import batch_plan as load_checks
 from geneb.extract.cache import SplitEmbeddings, ViewArrays, key_hash, write_embeddings
 from geneb.registry.load import extraction_hash
 from geneb.registry.spec import ExtractionSettings, SettingsLike, View, ViewSet, layer_depth
 from geneb.tasks.prepare import read_card
 from geneb.tasks.validation import AlphabetPolicy, model_input, reverse_complement
-
-__all__ = ["embed_split_views", "view_attrs"]
 
 #: a view's (layer, pooling): the layer None for an encoder without layers (k-mer counts)
 LayerPooling = tuple[int | None, str]
@@ -217,16 +214,16 @@ def load_model(
             typed, device=device, batch_size=batch_size, batch_tokens=fixed, threads=threads, progress=progress
         )
     identity = encoder.identity()
-    record_path = Path(checks_dir) / load_checks.LOAD_CHECKS_FILE
+    record_path = Path(checks_dir) / batch_plan.LOAD_CHECKS_FILE
     names = encoder.load_check_names  # a family without probes (k-mer counts, Enformer) records none
-    want = load_checks.expected(typed.model, settings_hash, identity, names)
-    found = load_checks.read_record(record_path)
+    want = batch_plan.expected(typed.model, settings_hash, identity, names)
+    found = batch_plan.read_record(record_path)
     if load_checks_policy not in LOAD_CHECKS_POLICIES:
         raise ValueError(f"load_checks_policy {load_checks_policy!r}: expected one of {LOAD_CHECKS_POLICIES}")
     checks_run = found != want or load_checks_policy == "every_load"
     if checks_run:
         encoder.run_load_checks()
-        load_checks.write_record(record_path, want)
+        batch_plan.write_record(record_path, want)
         log.info("model %s: load-time checks %s passed; recorded in %s", typed.model, list(names), record_path)
     else:
         log.info(

@@ -20,7 +20,7 @@ from matplotlib.typing import RcKeyType
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from geneb.core.atomic import atomic_path  # noqa: E402
+from geneb.core.integrity import atomic_path  # noqa: E402
 
 OKABE_ITO: tuple[str, ...] = (
     "#E69F00",  # orange

@@ -14,8 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from geneb.figures.style import DOUBLE_COLUMN, GREY, LINE_COLOURS, MARKERS, empty_figure, plt, short_all
-from geneb.zeroshot.board import MACRO
-from geneb.zeroshot.scores import MARKOV_PREFIX
+from geneb.zeroshot.tables import MACRO
+from geneb.zeroshot.task import MARKOV_PREFIX
 
 
 def draw_zeroshot(

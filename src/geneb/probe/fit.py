@@ -444,16 +444,3 @@ def run_task(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[pd.Data
     with probe_thread_limits():
         fits, classes = fit_all(data, protocol, shots)
         return score_fits(data, protocol, fits, classes)
-
-
-__all__ = [
-    "TaskArrays",
-    "Fit",
-    "fit_all",
-    "score_fits",
-    "run_task",
-    "select_C",
-    "fit_scaler",
-    "probe_thread_limits",
-    "thread_record",
-]

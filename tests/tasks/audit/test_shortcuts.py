@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from geneb.tasks import audit as shortcuts
+from geneb.tasks import audit
 from geneb.tasks.audit import GROUPS, ShortcutInputError, feature_matrix, feature_names, features, kmer_names
 
 
@@ -54,7 +54,7 @@ def test_soft_masked_equals_upper_and_n_only_is_nan():
 
 @pytest.mark.parametrize("chunk", [1 << 22, 37])
 def test_vectorised_counts_match_python(monkeypatch, chunk):
-    monkeypatch.setattr(shortcuts, "CHUNK_BASES", chunk)
+    monkeypatch.setattr(audit, "CHUNK_BASES", chunk)
     rng = random.Random(3)
     seqs = ["".join(rng.choice("ACGTNacgtRY") for _ in range(rng.randint(0, 60))) for _ in range(300)]
     x, names = feature_matrix(seqs)

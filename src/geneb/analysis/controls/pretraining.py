@@ -1,4 +1,4 @@
-"""Does pretraining help? Each model against its random-init twin (`geneb.registry.twins`: the same architecture,
+"""Does pretraining help? Each model against its random-init twin (`geneb.registry.families`: the same architecture,
 tokenizer, extraction and probe, seeded random weights), per (model, task) and per category, in every protocol
 and regime.
 
@@ -33,7 +33,7 @@ from geneb.analysis.inputs.tables import task_categories
 from geneb.analysis.stats.paired import paired_draws, read_cell
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
-COLUMNS = (
+PRETRAINING_GAIN_COLUMNS = (
     "protocol",
     "regime",
     "model",
@@ -225,9 +225,9 @@ def pretraining_gain_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
             for model, twin in pairs:
                 key = {"protocol": protocol, "regime": regime, "model": model, "twin": twin}
                 rows += [{**key, **r} for r in _pair_rows(ctx, key, cells, files)]
-    out = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("alpha", "confidence", "n_resamples", "seed")])
+    out = pd.DataFrame(rows, columns=[c for c in PRETRAINING_GAIN_COLUMNS if c not in ("alpha", "confidence", "n_resamples", "seed")])
     out = out.assign(alpha=_alpha(ctx), confidence=ctx.confidence, n_resamples=ctx.n_resamples, seed=ctx.seed)
-    out = out[list(COLUMNS)]
+    out = out[list(PRETRAINING_GAIN_COLUMNS)]
     for col in ("n_wins", "n_losses", "n_rows"):
         out[col] = out[col].astype("Int64")
     out["task"] = out["task"].astype("string")

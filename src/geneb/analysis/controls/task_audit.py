@@ -26,8 +26,8 @@ import pandas as pd
 
 from geneb.core import integrity
 from geneb.tables.scores import CELL_KEYS
-from geneb.tasks.audit_step import read_audit
-from geneb.tasks.card import read_card
+from geneb.tasks.audit import read_audit
+from geneb.tasks.prepare import read_card
 
 SHORTCUT_FAMILY = "shortcut"
 #: why a task has no clean value (value_clean NaN in every cell): no test row is left after the homology audit
@@ -75,7 +75,7 @@ def audit_flags(audit: pd.DataFrame, settings: dict[str, object]) -> dict[str, d
 
     A task fails
     * `leakage` when its leaked fraction (test rows with an exact, reverse-complement or homolog copy in the
-      training split: `leaked_fraction`, geneb.tasks.audit.homology) is at least `leakage_max_fraction` (default
+      training split: `leaked_fraction`, geneb.tasks.homology) is at least `leakage_max_fraction` (default
       0.02, genomic-benchmarks-qc's `flag_split_data_leakage` fail boundary). A test split wholly inside the
       training split (fraction 1.0) fails at every allowed threshold;
     * `shortcut` when the best single-feature AUROC on the training split (`shortcut_best_auroc`: length, GC, a base
@@ -204,7 +204,7 @@ def task_audit_table(
     protocol: str,
 ) -> pd.DataFrame:
     """`results/tables/task_audit.parquet` (module docstring; columns in docs/data-dictionary.md), one row per
-    audited task, for `protocol`'s scores. Raises AuditFileError (geneb.tasks.audit_step) for an unreadable audit."""
+    audited task, for `protocol`'s scores. Raises AuditFileError (geneb.tasks.audit) for an unreadable audit."""
     cards_by_task = {c.task: c for c in (read_card(p) for p in cards)}
     shortcuts = shortcut_models(model_meta)
     sc = scores[scores["protocol"] == protocol]

@@ -33,7 +33,7 @@ from geneb.analysis.stats.bootstrap import category_replicates
 from geneb.analysis.stats.paired import compare_cells, read_cell
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
-COLUMNS = (
+BEST_LAYER_COLUMNS = (
     "protocol",
     "regime",
     "model",
@@ -186,7 +186,7 @@ def best_layer_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         ctx.summary["best_layer"]["note"] = (
             "no model has two or more fixed-layer views: run with `views: {layers: ...}` (config/sensitivity.yaml)"
         )
-    out = pd.DataFrame(rows, columns=list(COLUMNS))
+    out = pd.DataFrame(rows, columns=list(BEST_LAYER_COLUMNS))
     for col in ("registry_layer", "n_tasks_better", "n_tasks_worse"):
         out[col] = out[col].astype("Int64")
     out["registry_depth"] = out["registry_depth"].astype("Float64")

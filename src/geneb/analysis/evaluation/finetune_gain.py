@@ -33,7 +33,7 @@ from geneb.analysis.stats.paired import paired_draws, read_cell
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 FINETUNE = "finetune-lora"
-COLUMNS = (
+FINETUNE_GAIN_COLUMNS = (
     "probe_protocol",
     "regime",
     "kind",
@@ -185,7 +185,7 @@ def finetune_vs_probe_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     for protocol in protocols:
         for regime in [r for r in REGIMES if r in set(ctx.used["regime"])]:
             rows += _rows(ctx, protocol, regime, files)
-    out = pd.DataFrame(rows, columns=list(COLUMNS)).assign(
+    out = pd.DataFrame(rows, columns=list(FINETUNE_GAIN_COLUMNS)).assign(
         confidence=ctx.confidence, n_resamples=ctx.n_resamples, seed=ctx.seed
     )
     for col in ("n_models", "n_tasks"):

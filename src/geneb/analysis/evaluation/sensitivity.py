@@ -39,7 +39,7 @@ from geneb.analysis.stats.bootstrap import category_replicates, load_predictions
 from geneb.tables.scores import REGIMES
 
 #: the columns of the sensitivity table
-COLUMNS = (
+SENSITIVITY_COLUMNS = (
     "protocol",
     "regime",
     "choice",
@@ -302,6 +302,6 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         )
         boards = []
     ctx.summary["sensitivity"] = summary
-    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    table = pd.DataFrame(rows, columns=list(SENSITIVITY_COLUMNS))
     board = pd.concat(boards, ignore_index=True) if boards else pd.DataFrame(columns=list(BOARD_COLUMNS))
     return {"sensitivity": table, "sensitivity_leaderboard": board}

@@ -28,7 +28,7 @@ from geneb.analysis.ranking.ranks import rank_intervals
 from geneb.analysis.ranking.recommend import recommend
 from geneb.analysis.stats.bootstrap import two_level_replicates
 from geneb.tables.scores import AnalysisInputError
-from geneb.tasks.card import read_card
+from geneb.tasks.prepare import read_card
 
 
 def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:

@@ -21,11 +21,11 @@ import pandas as pd
 import yaml
 
 from geneb.analysis.ranking.leaderboard import AGGREGATES
-from geneb.core.schemas import load_schema, schema_errors
+from geneb.core.paths import load_schema, schema_errors
 from geneb.tables.scores import AnalysisInputError
 
 #: the columns of reproduce_paper.parquet
-COLUMNS = ("claim", "statistic", "paper", "geneb", "tolerance", "passed", "note")
+REPRODUCE_COLUMNS = ("claim", "statistic", "paper", "geneb", "tolerance", "passed", "note")
 #: pretraining domains of "multi-species and eukaryotic-gene pretraining" (the paper's top-placement claim)
 BROAD_DOMAINS = ("multispecies", "eukaryote")
 
@@ -129,7 +129,7 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
 
 
 def reproduce(claims: list[dict[str, Any]], outputs: Outputs) -> pd.DataFrame:
-    """One row per claim (COLUMNS): the paper's value, GENEB's, the tolerance, whether it passes, the note.
+    """One row per claim (REPRODUCE_COLUMNS): the paper's value, GENEB's, the tolerance, whether it passes, the note.
 
     passed: |geneb - paper| <= tolerance, or for compare log10 |log10(geneb) - log10(paper)| <= tolerance
     (False for a non-positive value). Raises AnalysisInputError when an output lacks what a statistic reads."""
@@ -151,4 +151,4 @@ def reproduce(claims: list[dict[str, Any]], outputs: Outputs) -> pd.DataFrame:
                 "note": c["note"],
             }
         )
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(REPRODUCE_COLUMNS))

@@ -21,7 +21,7 @@ from geneb.analysis.paper.compare import paper_task_map
 from geneb.analysis.paper.published import PROTOCOL
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
-SCHEMA_VERSION = "1.0"
+SUBMISSION_SCHEMA_VERSION = "1.0"
 METRICS = ("MCC", "Acc", "F1")
 META_KEYS = ("display", "params", "url", "zero_shot", "training_data", "provenance", "submitted_by")
 
@@ -86,7 +86,7 @@ def build_submission(
     full_meta.update({k: v for k, v in meta.items() if k in META_KEYS and v is not None})
     full_meta["params"] = int(full_meta["params"]) if full_meta["params"] == full_meta["params"] else 0
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SUBMISSION_SCHEMA_VERSION,
         "model_id": model,
         "harness_version": f"geneb-{__version__}",
         "meta": full_meta,
@@ -116,8 +116,8 @@ def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     problems += [f"unknown key {k!r}" for k in sub if k not in top]
     if problems:
         return problems
-    if sub["schema_version"] != SCHEMA_VERSION:
-        problems.append(f"schema_version is {sub['schema_version']!r}, expected {SCHEMA_VERSION!r}")
+    if sub["schema_version"] != SUBMISSION_SCHEMA_VERSION:
+        problems.append(f"schema_version is {sub['schema_version']!r}, expected {SUBMISSION_SCHEMA_VERSION!r}")
     for key in ("model_id", "harness_version"):
         if not isinstance(sub[key], str) or not sub[key]:
             problems.append(f"{key} must be non-empty text, got {sub[key]!r}")
@@ -162,6 +162,6 @@ def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
 
 def write_submission(sub: dict[str, Any], path: str | Path) -> None:
     """Write `sub` as indented JSON (atomically)."""
-    from geneb.core.atomic import write_text_atomic
+    from geneb.core.integrity import write_text_atomic
 
     write_text_atomic(path, json.dumps(sub, indent=2, sort_keys=False) + "\n")

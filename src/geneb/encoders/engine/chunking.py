@@ -222,8 +222,6 @@ def pad_chunks(
 
 POOLINGS = ("mean", "max", "cls", "last")
 
-__all__ = ["POOLINGS", "EmptyPoolError", "last_real_index", "pool"]
-
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[int] | None = None) -> torch.Tensor:
     """Pool hidden states (B, T, d) over positions where mask (B, T) is nonzero -> float32 (B, d).
@@ -265,9 +263,6 @@ def last_real_index(mask: np.ndarray | torch.Tensor) -> np.ndarray:
     m = torch.as_tensor(np.asarray(mask)).to(torch.bool)
     positions = torch.arange(m.shape[1]).expand_as(m)
     return torch.where(m, positions, -1).amax(dim=1).numpy()
-
-
-__all__ = ["RowAccumulator"]
 
 
 class RowAccumulator:

@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from geneb.core.errors import ExtractionError, LayerNotExposedError, NonFiniteEmbeddingError
-from geneb.encoders.engine import checks as token_checks
+from geneb.encoders.engine import checks
 from geneb.encoders.engine.batching import (
     ExecutionKnobs,
     StepDownRunner,
@@ -179,7 +179,7 @@ def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list
             loaded.num_embeddings,
         )
         pad_id = 0
-    side, equal_lengths = token_checks.batching_policy(
+    side, equal_lengths = checks.batching_policy(
         extraction, model=model, uses_attention_mask=loaded.uses_attention_mask, pad_sensitive=loaded.pad_sensitive
     )
     # A causal model padded on the right never lets a real position see a pad, so its mask changes no real
@@ -187,7 +187,7 @@ def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list
     # less CPU on Mistral-DNA, identical vectors). The load-time padding-invariance probe runs this same path,
     # so a model mislabelled causal fails at load instead.
     elide = bool(extraction.causal) and side == "right" and loaded.uses_attention_mask
-    token_checks.check_cls_pooling(extraction, model=model, prefix=list(loaded.prefix))
+    checks.check_cls_pooling(extraction, model=model, prefix=list(loaded.prefix))
     layer = extraction.layer
     if isinstance(layer, str):
         try:
@@ -338,16 +338,16 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
         self.layout = derive_layout(self.loaded, self.extraction, strand=self._strand_ids(), model=self.model_id)
         if isinstance(self.extraction.layer, str):
             self.model.get_submodule(self.extraction.layer).register_forward_hook(self._hook)
-        token_checks.log_load_policy(self)
+        checks.log_load_policy(self)
         if not checks_deferred():
             self.run_load_checks()
 
     def run_load_checks(self) -> tuple[str, ...]:
         """Run the load-time probes (vocabulary, maximum length, padding invariance; `token_checks`) and return
         their names. Raises what they raise (DroppedInputError, MaxLengthError, PaddingVarianceError)."""
-        token_checks.check_vocabulary(self)
-        token_checks.check_max_length(self)
-        token_checks.check_padding_invariance(self)
+        checks.check_vocabulary(self)
+        checks.check_max_length(self)
+        checks.check_padding_invariance(self)
         return self.load_check_names
 
     # ---- subclass interface -----------------------------------------------------------------------------

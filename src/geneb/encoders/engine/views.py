@@ -195,9 +195,6 @@ def embed_at_positions(
     return out
 
 
-__all__ = ["chunk_ordinals", "embed_views"]
-
-
 def chunk_ordinals(seq_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ordinal of each chunk within its row, 0-based, in list order; chunks of its row) for chunk row indices
     int (k,), e.g. [0, 0, 1, 0] -> ([0, 1, 0, 2], [3, 3, 1, 3])."""
