@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.inputs.metadata import model_frame, with_param_count
+from geneb.analysis.inputs import model_frame, with_param_count
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -131,7 +131,7 @@ def flagged_board_run(root: Path, leaderboard: dict | None = None, coverage_note
     import yaml
     from snakemake.utils import validate
 
-    from geneb.analysis.outputs import LEADERBOARD_TABLES
+    from geneb.analysis.registry import LEADERBOARD_TABLES
     from geneb.analysis.steps import leaderboard_step
     from geneb.tables.scores import FAILED_TASKS_ATTR
 

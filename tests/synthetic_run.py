@@ -157,9 +157,9 @@ def _write_run(root) -> dict:
 
 def _build_synthetic_run(root: Path) -> None:
     """The analysed synthetic run in `root` (`synthetic_run`), with `_write_run`'s facts in root/run_info.json."""
-    from geneb.analysis.outputs import LEADERBOARD_TABLES
+    from geneb.analysis.registry import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
-    from geneb.figures.render import render_figures
+    from geneb.figures.registry import render_figures
 
     info = _write_run(root)
     t = root / "results" / "tables"

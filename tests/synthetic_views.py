@@ -193,9 +193,9 @@ def write_view_run(root: Path, *, protocols: tuple[str, ...] = PROTOCOLS, regist
 
 def _build_view_run(root: Path) -> None:
     """The planted views run in `root`, analysed end to end (`view_run`)."""
-    from geneb.analysis.outputs import LEADERBOARD_TABLES
+    from geneb.analysis.registry import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
-    from geneb.figures.render import render_figures
+    from geneb.figures.registry import render_figures
     from synth import analysis_config
 
     write_view_run(root)

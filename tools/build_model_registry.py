@@ -14,7 +14,7 @@ compares the committed file with a fresh build).
 
 Where the two sources disagree about a paper model, the verified fact wins and the entry's notes say so:
 * the three factors matched-pair derivation compares (architecture family, tokenizer type, pretraining
-  domain; geneb.analysis.paper.pairs): `reconcile` takes registry.yaml's value where its record is verified (V),
+  domain; geneb.analysis.paper): `reconcile` takes registry.yaml's value where its record is verified (V),
   the paper's sheet's where it is not (K), and notes the disagreement either way; the run prints each one;
 * the hub id: `resolve_hub_id` takes registry.yaml's verified id (GenomeOcean: pGenomeOcean/, not DOEJGI/);
 * an input cap above the trained context (extraction.max_tokens > context_tokens) is refused by

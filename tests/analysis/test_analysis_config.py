@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from geneb.analysis import run
-from geneb.analysis.inputs.metadata import entries
+from geneb.analysis.inputs import entries
 from geneb.figures.registry import figures
 from geneb.report.render import LEADERBOARD_CAPTION
 from geneb.tables.scores import AnalysisInputError

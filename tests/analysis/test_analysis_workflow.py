@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.analysis.outputs import analysis_tables
+from geneb.analysis.registry import analysis_tables
 from geneb.figures.registry import figure_names
 from workflow_support import dry_run
 

@@ -1,5 +1,5 @@
 """The comparison with the paper's published models as a result a paper can cite: task-resampled CIs and rank
-intervals (geneb.analysis.paper.compare.compare_intervals), the comparison step's four outputs, the self-contained report
+intervals (geneb.analysis.published.compare_intervals), the comparison step's four outputs, the self-contained report
 (geneb.report.compare) and the `geneb` CLI reading the comparison table."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.analysis.inputs.metadata import load_task_meta
-from geneb.analysis.paper import compare, published
+from geneb.analysis import published
+from geneb.analysis.inputs import load_task_meta
 from geneb.analysis.steps import compare_step, reference_caveats
 from geneb.cli.app import main
 from geneb.report.compare import build_compare_report
@@ -193,8 +193,8 @@ def test_compare_intervals_leaves_a_single_task_category_without_an_interval(cat
     pub = published.import_published(paper)
     task = "gue_prom_core_all"
     user = check_scores(scores_from_values(grid(["mine"], [task], lambda m, t, r: 0.5), {task: "Promoters"}))
-    board, _ = compare.compare_with_published(user, pub, catalogue)
-    board = compare.compare_intervals(board, board.attrs["cells"], confidence=0.9, n_resamples=100, seed=1)
+    board, _ = published.compare_with_published(user, pub, catalogue)
+    board = published.compare_intervals(board, board.attrs["cells"], confidence=0.9, n_resamples=100, seed=1)
     prom = board[(board["regime"] == "full") & (board["category"] == "Promoters")]
     assert prom["ci_low"].isna().all() and prom["rank_low"].isna().all()
     assert (prom["role"] == "best").sum() == 1 and set(board["confidence"]) == {0.9}

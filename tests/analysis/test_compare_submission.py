@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from geneb.analysis.inputs.metadata import load_task_meta
-from geneb.analysis.paper import compare, published, submission
+from geneb.analysis import published
+from geneb.analysis.inputs import load_task_meta
 from geneb.tables.scores import AnalysisInputError, check_scores
 from synth import grid, scores_from_values
 
@@ -39,7 +39,7 @@ def _user(catalogue, model="my-model"):
 
 def test_user_model_is_placed_beside_the_40_on_the_common_tasks(catalogue, pub):
     tasks, user = _user(catalogue)
-    board, left = compare.compare_with_published(user, pub, catalogue)
+    board, left = published.compare_with_published(user, pub, catalogue)
     common = {catalogue.loc[t, "geneb_task_id"] for t in tasks[:2]}
     assert board["model"].nunique() == 41 and set(board.loc[board["origin"] == "user", "model"]) == {"my-model"}
     macro = board[(board["regime"] == "full") & (board["category"] == "macro")].set_index("model")
@@ -57,7 +57,7 @@ def test_user_model_is_placed_beside_the_40_on_the_common_tasks(catalogue, pub):
     gaps = left[left["model"] == "my-model"]
     assert sorted(gaps["paper_task"]) == sorted(common) and set(gaps["reason"]) == {"no 1shot result for this model"}
     gap = user[~((user["task"] == tasks[1]) & (user["regime"] == "10shot"))]
-    _, left = compare.compare_with_published(gap, pub, catalogue)
+    _, left = published.compare_with_published(gap, pub, catalogue)
     row = left[(left["model"] == "my-model") & (left["reason"] != "no 1shot result for this model")]
     assert row[["paper_task", "reason"]].values.tolist() == [
         [catalogue.loc[tasks[1], "geneb_task_id"], "no 10shot result for this model"]
@@ -77,9 +77,9 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
         path = tmp_path / f"{task}.json"
         path.write_text(json.dumps({"task": task, "category": "Promoters", "data_hash": "0" * 64, "caps": caps}))
         cards.append(path)
-    capped = compare.capped_tasks(cards)
+    capped = published.capped_tasks(cards)
     assert list(capped) == [tasks[0]] and "train 2000 of 47356 rows" in capped[tasks[0]]
-    board, left = compare.compare_with_published(user, pub, catalogue, capped=capped)
+    board, left = published.compare_with_published(user, pub, catalogue, capped=capped)
     assert left.set_index("task").loc[tasks[0], "reason"] == capped[tasks[0]]
     assert board.loc[board["category"] == "macro", "n_tasks"].max() == 1  # only the uncapped common task
     # the paper task itself and its same-split mirror, both run by the model: the paper task's value is used
@@ -90,7 +90,7 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
             {tasks[1]: catalogue.loc[tasks[1], "category"], paper_id: catalogue.loc[paper_id, "category"]},
         )
     )
-    board, left = compare.compare_with_published(both, pub, catalogue)
+    board, left = published.compare_with_published(both, pub, catalogue)
     cell = board[(board["model"] == "my-model") & (board["regime"] == "full") & (board["category"] == "macro")]
     assert cell["value"].item() == pytest.approx(0.8)
     shadow = left[(left["model"] == "my-model") & (left["task"] == tasks[1])]
@@ -99,23 +99,23 @@ def test_capped_tasks_and_a_mirror_beside_its_paper_task_are_left_out_and_listed
 
 def test_colliding_ids_are_prefixed_and_nothing_comparable_is_an_error(catalogue, pub):
     _, user = _user(catalogue, model="DNABERT-S")
-    board, _ = compare.compare_with_published(user, pub, catalogue)
+    board, _ = published.compare_with_published(user, pub, catalogue)
     assert "user:DNABERT-S" in set(board["model"]) and "DNABERT-S" in set(board["model"])
     other = catalogue[(catalogue["task_set"] == "mirror") & (catalogue["geneb_task_id"] == "")].index[0]
     lone = check_scores(scores_from_values({("m", other, "full"): 0.5}, {other: catalogue.loc[other, "category"]}))
     with pytest.raises(AnalysisInputError, match="nothing to compare"):
-        compare.compare_with_published(lone, pub, catalogue)
+        published.compare_with_published(lone, pub, catalogue)
 
 
 def test_every_official_submission_validates_and_a_broken_one_does_not(paper):
     spec = published.load_spec(paper)
     for path in sorted((paper / "submissions").glob("*.json")):
-        assert submission.validate_submission(json.loads(path.read_text()), spec) == [], path.name
+        assert published.validate_submission(json.loads(path.read_text()), spec) == [], path.name
     bad = json.loads((paper / "submissions" / "DNABERT-S.json").read_text())
     bad["schema_version"] = "2.0"
     bad["meta"].pop("url")
     bad["results"]["full"]["not_a_task"] = {"MCC": 2.0}
-    problems = submission.validate_submission(bad, spec)
+    problems = published.validate_submission(bad, spec)
     assert len(problems) >= 4
 
 
@@ -126,8 +126,8 @@ def test_written_submissions_reproduce_the_official_files_of_all_40_models(paper
     identical = 0
     for path in sorted((paper / "submissions").glob("*.json")):
         official = json.loads(path.read_text())
-        sub = submission.build_submission(pub, official["model_id"], spec, catalogue, meta=official["meta"])
-        assert submission.validate_submission(sub, spec) == [] and sub["meta"] == official["meta"]
+        sub = published.build_submission(pub, official["model_id"], spec, catalogue, meta=official["meta"])
+        assert published.validate_submission(sub, spec) == [] and sub["meta"] == official["meta"]
         assert set(sub["results"]) == set(official["results"])
         for regime, tasks in official["results"].items():
             assert set(sub["results"][regime]) == set(tasks)
@@ -136,27 +136,27 @@ def test_written_submissions_reproduce_the_official_files_of_all_40_models(paper
                     assert sub["results"][regime][task][k] == pytest.approx(v, abs=5.1e-5), (path.name, regime, task, k)
         identical += sub["results"] == official["results"] and sub["harness_version"] == official["harness_version"]
     assert identical == 37
-    submission.write_submission(sub, tmp_path / "s.json")
+    published.write_submission(sub, tmp_path / "s.json")
     assert json.loads((tmp_path / "s.json").read_text()) == sub
 
 
 def test_user_submission_maps_mirrored_tasks_to_paper_ids_and_leaves_out_training_tasks(catalogue, paper):
     spec = published.load_spec(paper)
     tasks, user = _user(catalogue)
-    sub = submission.build_submission(user, "my-model", spec, catalogue, meta={"params": 1000})
+    sub = published.build_submission(user, "my-model", spec, catalogue, meta={"params": 1000})
     want = {catalogue.loc[t, "geneb_task_id"] for t in tasks[:2]}
     assert set(sub["results"]["full"]) == want and set(sub["results"]) == {"full", "10shot"}
     assert sub["results"]["full"][next(iter(want))]["MCC"] == pytest.approx(0.99) and sub["meta"]["params"] == 1000
-    assert submission.validate_submission(sub, spec) == []
-    partial = submission.build_submission(user, "my-model", spec, catalogue, meta={}, exclude={tasks[0]})
+    assert published.validate_submission(sub, spec) == []
+    partial = published.build_submission(user, "my-model", spec, catalogue, meta={}, exclude={tasks[0]})
     assert set(partial["results"]["full"]) == {catalogue.loc[tasks[1], "geneb_task_id"]}
     with pytest.raises(AnalysisInputError, match="no geneb-paper result"):
-        submission.build_submission(user, "someone-else", spec, catalogue, meta={})
+        published.build_submission(user, "someone-else", spec, catalogue, meta={})
 
 
 def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue, pub):
     tasks, user = _user(catalogue)
-    board, left = compare.compare_with_published(user, pub, catalogue, {("my-model", tasks[0])})
+    board, left = published.compare_with_published(user, pub, catalogue, {("my-model", tasks[0])})
     macro = board[(board["regime"] == "full") & (board["category"] == "macro")].set_index("model")
     assert macro.loc["my-model", "n_tasks"] == 1
     left = left[left["reason"] != "no 1shot result for this model"]  # the regime this user never ran
@@ -166,7 +166,7 @@ def test_contaminated_cells_are_left_out_of_the_comparison_and_listed(catalogue,
     ]
     # with a second model that ran both tasks, the excluded task stays common but is not listed twice
     two = pd.concat([user, user.assign(model="other")])
-    _, left = compare.compare_with_published(two, pub, catalogue, {("my-model", tasks[0])})
+    _, left = published.compare_with_published(two, pub, catalogue, {("my-model", tasks[0])})
     left = left[left["reason"] != "no 1shot result for this model"]
     assert left[left["model"] == "my-model"]["reason"].tolist() == ["left out: the model was trained on this task"]
 
@@ -179,7 +179,7 @@ def test_submission_leaves_out_every_task_with_the_data_the_model_was_trained_on
     paper_id = catalogue.loc[mirror, "geneb_task_id"]
     cats = {paper_id: catalogue.loc[paper_id, "category"], other: catalogue.loc[other, "category"]}
     scores = check_scores(scores_from_values({("m", paper_id, "full"): 0.5, ("m", other, "full"): 0.6}, cats))
-    sub = submission.build_submission(scores, "m", spec, catalogue, meta={"params": 1}, exclude={mirror})
+    sub = published.build_submission(scores, "m", spec, catalogue, meta={"params": 1}, exclude={mirror})
     assert set(sub["results"]["full"]) == {catalogue.loc[other, "geneb_task_id"]}
 
 
@@ -201,7 +201,7 @@ def test_submission_leaves_out_every_task_with_the_data_the_model_was_trained_on
 def test_validate_submission_lists_every_malformed_field_and_never_raises(paper, damage):
     spec = published.load_spec(paper)
     sub = json.loads(sorted((paper / "submissions").glob("*.json"))[0].read_text())
-    assert submission.validate_submission(sub, spec) == []
+    assert published.validate_submission(sub, spec) == []
     regime = next(iter(sub["results"]))
     task = next(iter(sub["results"][regime]))
     edits = {
@@ -216,17 +216,17 @@ def test_validate_submission_lists_every_malformed_field_and_never_raises(paper,
         "results list": lambda: sub.update(results=[]),
     }
     if damage == "not an object":
-        assert submission.validate_submission([sub], spec)
+        assert published.validate_submission([sub], spec)
         return
     edits[damage]()
-    assert submission.validate_submission(sub, spec)
+    assert published.validate_submission(sub, spec)
 
 
 @pytest.mark.parametrize("model", ["METAGENE-1", "mistral-dna-1m-ft-prom", "not-in-the-registry"])
 def test_submission_step_takes_the_facts_from_the_typed_registry(model, repo, catalogue, paper, tmp_path):
     """submission_step reads the model's ModelSpec (display, params, hub id or origin, pretraining data,
     trained_on_tasks); a model the registry does not have gets the plain defaults."""
-    from geneb.analysis.inputs.metadata import registry
+    from geneb.analysis.inputs import registry
     from geneb.analysis.steps import submission_step
 
     sheet = repo / "config" / "models.yaml"

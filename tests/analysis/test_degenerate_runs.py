@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from geneb.analysis import run, write
-from geneb.analysis.outputs import all_tables
-from geneb.figures.registry import figure_names
-from geneb.figures.render import render_figures
+from geneb.analysis import run
+from geneb.analysis.registry import all_tables
+from geneb.figures.registry import figure_names, render_figures
 from geneb.report.html import build_report
 from geneb.report.render import report_captions
 from geneb.tables.scores import check_scores
@@ -35,7 +34,7 @@ def test_tiny_runs_produce_every_output(models, tmp_path):
     full = summary["protocols"]["geneb-paper"]["regimes"]["full"]
     assert "only 0 models with both a positive parameter count and an aggregate score" in full["scale_skipped"]
     assert tables["fewshot_drops"].empty and tables["scale"].empty
-    write.write_tables(tables, summary, tmp_path / "tables", all_tables())
+    run.write_tables(tables, summary, tmp_path / "tables", all_tables())
     render_figures(tmp_path / "tables", tmp_path / "figures")
     out = build_report(
         tmp_path / "tables", tmp_path / "figures", tmp_path / "r.html", config={}, captions=report_captions(CAPTIONS)

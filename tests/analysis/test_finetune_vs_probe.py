@@ -1,4 +1,4 @@
-"""Probe vs fine-tune (geneb.analysis.evaluation.finetune_gain): Kendall tau per category and macro with its task-bootstrap
+"""Probe vs fine-tune (geneb.analysis.controls): Kendall tau per category and macro with its task-bootstrap
 interval, the winner change, and each model's gain with the paired interval over test rows."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.metrics import matthews_corrcoef
 
-from geneb.analysis.context import RunContext
-from geneb.analysis.evaluation.finetune_gain import finetune_vs_probe_tables
+from geneb.analysis.controls import finetune_vs_probe_tables
+from geneb.analysis.inputs import RunContext
 
 SETTINGS = {"confidence": 0.95, "bootstrap": {"n_resamples": 300, "seed": 0}}
 #: accuracy per (protocol, model) on every task; fine-tuning reverses the order of a and b and lifts c a lot

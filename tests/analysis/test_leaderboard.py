@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis.inputs.tables import cell_scores
-from geneb.analysis.ranking import leaderboard as lb
+from geneb.analysis import ranking as lb
+from geneb.analysis.inputs import cell_scores
 from geneb.tables.scores import check_scores
 from synth import grid, scores_from_values
 
@@ -74,7 +74,7 @@ def test_wide_view_orders_by_macro():
 def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
     """Model e has only p1 of Promoters (0.95, above everyone): its partial mean is shown but never ranked, so it
     cannot win the category, be its specialist or its few-shot top on the one task it has."""
-    from geneb.analysis.paper import difficulty, fewshot
+    from geneb.analysis import paper
 
     values = grid(
         [*PLANT, "e"], list(CATS), lambda m, t, r: 0.95 if m == "e" else PLANT[m][t], regimes=("full", "10shot")
@@ -91,9 +91,9 @@ def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
     assert promo.loc["a", "rank"] == 1 and promo["rank"].notna().sum() == 3
     # e is complete in Enhancers and ranked there
     assert b[(b["category"] == "Enhancers") & (b["regime"] == "full")].set_index("model").loc["e", "rank"] == 1
-    spec = difficulty.specialists(b)
+    spec = paper.specialists(b)
     assert spec.loc[(spec["category"] == "Promoters") & (spec["regime"] == "full"), "winner"].tolist() == ["a"]
-    tops = fewshot.regime_changes(b, "geneb-paper").set_index("category")
+    tops = paper.regime_changes(b, "geneb-paper").set_index("category")
     assert tops.loc["Promoters", "top_full"] == "a" and tops.loc["Promoters", "top_10shot"] == "a"
     assert np.isnan(lb.wide_view(b, "geneb-paper", "full").loc["e", "Promoters"])
     assert lb.wide_view(b, "geneb-paper", "full", complete_only=False).loc["e", "Promoters"] == pytest.approx(0.95)

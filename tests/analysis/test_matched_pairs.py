@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from geneb.analysis.paper import pairs
-from geneb.analysis.stats import bootstrap
+from geneb.analysis import paper
+from geneb.analysis import stats as paired_stats
 from geneb.tables.scores import AnalysisInputError
 from synth import meta, predictions
 
@@ -49,7 +49,7 @@ def test_pairs_differ_in_exactly_one_factor_within_the_size_ratio():
             },
         }
     )
-    got = {(tuple(p["models"]), p["differs_in"]) for p in pairs.derive_pairs(m, list(m.index), 2.0)}
+    got = {(tuple(p["models"]), p["differs_in"]) for p in paper.derive_pairs(m, list(m.index), 2.0)}
     assert got == {
         (("enc_bpe_h", "enc_kmer_h"), "tokenizer"),
         (("enc_bpe_h", "ssm_bpe_h"), "architecture"),
@@ -57,7 +57,7 @@ def test_pairs_differ_in_exactly_one_factor_within_the_size_ratio():
         (("ssm_bpe_h", "twin"), "architecture"),
     }  # the 9x larger multispecies model is too big; the unknown domain is never paired; twins differ in nothing
     with pytest.raises(AnalysisInputError):
-        pairs.derive_pairs(m, list(m.index), 0.5)
+        paper.derive_pairs(m, list(m.index), 0.5)
 
 
 def _replicates():
@@ -69,14 +69,14 @@ def _replicates():
         pa = predictions(y, 0.9 if CATS[t] == "Promoters" else 0.75, seed=hash(t) % 1000)
         pb = predictions(y, 0.7, seed=hash(t) % 1000 + 1) if CATS[t] == "Promoters" else pa.copy()
         preds[("a", t)], preds[("b", t)] = pa, pb
-    rows = bootstrap.row_replicates(preds, ["a", "b"], list(CATS), "full", n_resamples=600, seed=1)
+    rows = paired_stats.row_replicates(preds, ["a", "b"], list(CATS), "full", n_resamples=600, seed=1)
     matrix = pd.DataFrame(np.nanmean(rows, axis=0), index=["a", "b"], columns=list(CATS))
-    return bootstrap.category_replicates(matrix, pd.Series(CATS), rows, n_resamples=600, seed=1)
+    return paired_stats.category_replicates(matrix, pd.Series(CATS), rows, n_resamples=600, seed=1)
 
 
 def test_planted_effect_is_significant_only_where_planted():
     rep = _replicates()
-    out = pairs.pair_effects(
+    out = paper.pair_effects(
         rep,
         [{"id": "a~b", "models": ["a", "b"], "differs_in": "tokenizer"}],
         confidence=0.95,
@@ -95,8 +95,8 @@ def test_planted_effect_is_significant_only_where_planted():
 
 def test_without_rows_small_categories_are_not_tested():
     matrix = pd.DataFrame({"p1": [0.6, 0.5], "p2": [0.7, 0.4], "e1": [0.3, 0.3], "e2": [0.2, 0.1]}, index=["a", "b"])
-    rep = bootstrap.category_replicates(matrix, pd.Series(CATS), None, n_resamples=200, seed=0)
-    out = pairs.pair_effects(
+    rep = paired_stats.category_replicates(matrix, pd.Series(CATS), None, n_resamples=200, seed=0)
+    out = paper.pair_effects(
         rep,
         [{"models": ["a", "b"], "differs_in": "architecture"}],
         confidence=0.95,

@@ -1,4 +1,4 @@
-"""The paired test between two cells of a task (geneb.analysis.stats.paired) and `geneb compare-cells`."""
+"""The paired test between two cells of a task (geneb.analysis.stats) and `geneb compare-cells`."""
 
 import numpy as np
 import pandas as pd
@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import matthews_corrcoef
 
-from geneb.analysis.stats.paired import compare_cells, mcnemar
+from geneb.analysis.stats import compare_cells, mcnemar
 from geneb.cli import main
 from geneb.probe.metrics import paired_bootstrap_mcc_difference
 from geneb.tables.scores import AnalysisInputError

@@ -1,4 +1,4 @@
-"""Model minus random-init twin (geneb.analysis.controls.pretraining): the paired row bootstrap per task, Holm's
+"""Model minus random-init twin (geneb.analysis.controls): the paired row bootstrap per task, Holm's
 correction, the two-level category interval (never of zero width for a one-task category while rows vary), and
 NA with the reason when predictions are missing."""
 
@@ -10,8 +10,8 @@ import pytest
 from sklearn.metrics import matthews_corrcoef
 from statsmodels.stats.multitest import multipletests
 
-from geneb.analysis.context import RunContext
-from geneb.analysis.controls.pretraining import holm, pretraining_gain_tables, twin_pairs
+from geneb.analysis.controls import holm, pretraining_gain_tables, twin_pairs
+from geneb.analysis.inputs import RunContext
 
 SETTINGS = {"confidence": 0.95, "bootstrap": {"n_resamples": 400, "seed": 0}}
 #: (task, category, accuracy of the model, accuracy of its twin)

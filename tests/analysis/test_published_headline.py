@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis import run, write
-from geneb.analysis.inputs.metadata import load_task_meta, paper_pairs
-from geneb.analysis.paper import published, reproduce
+from geneb.analysis import published, run
+from geneb.analysis.inputs import load_task_meta, paper_pairs
 from geneb.tables.scores import AnalysisInputError
 from synth import analysis_config
 
@@ -109,7 +108,7 @@ def test_headline_leaderboard_and_fewshot_statistics(analysed):
     assert p["regimes"]["10shot"]["top_model"] == "GenomeOcean-4B"  # few-shot changes the ranking
     inv = {(r["regime"], r["measure"]): r["rho"] for r in p["inverse_pattern"]}
     assert inv[("10shot", "abs_drop")] > 0.5  # the stronger the model, the larger its 10-shot drop
-    assert json.dumps(write.jsonable(summary))  # the summary is JSON-able
+    assert json.dumps(run.jsonable(summary))  # the summary is JSON-able
 
 
 def test_declared_pairs_among_the_papers_models_are_analysed(analysed, repo):
@@ -135,18 +134,18 @@ NOT_REPRODUCED = {"n_reversals": 29, "top_placements_multispecies_eukaryotic": 1
 @pytest.fixture(scope="module")
 def reproduced(analysed, repo):
     tables, summary = analysed
-    outputs = reproduce.Outputs(
-        summary=write.jsonable(summary),
+    outputs = published.Outputs(
+        summary=run.jsonable(summary),
         leaderboard=tables["leaderboard"],
         models=tables["models"],
         protocol=published.PROTOCOL,
     )
-    return reproduce.reproduce(reproduce.load_claims(repo / "config" / "paper_claims.yaml"), outputs)
+    return published.reproduce(published.load_claims(repo / "config" / "paper_claims.yaml"), outputs)
 
 
 def test_every_stated_number_is_reproduced_or_says_why_not(reproduced):
     r = reproduced.set_index("claim")
-    assert list(reproduced.columns) == list(reproduce.REPRODUCE_COLUMNS)
+    assert list(reproduced.columns) == list(published.REPRODUCE_COLUMNS)
     expected = {
         "n_models": 40,
         "n_tasks": 100,
@@ -210,5 +209,5 @@ def test_a_malformed_claims_file_is_refused_naming_the_file(repo, tmp_path, edit
     path = tmp_path / "claims.yaml"
     path.write_text(yaml.safe_dump(claims))
     with pytest.raises(AnalysisInputError, match=message) as err:
-        reproduce.load_claims(path)
+        published.load_claims(path)
     assert str(path) in str(err.value)

@@ -6,11 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from geneb.analysis.inputs.tables import cell_scores, task_matrix
-from geneb.analysis.paper import fewshot
-from geneb.analysis.ranking import leaderboard as lb
-from geneb.analysis.ranking import ranks
-from geneb.analysis.stats import bootstrap
+from geneb.analysis import paper, ranking
+from geneb.analysis import stats as paired_stats
+from geneb.analysis.inputs import cell_scores, task_matrix
 from geneb.tables.scores import check_scores
 from synth import analysis_config, grid, scores_from_values
 
@@ -21,7 +19,7 @@ def test_kendall_between_categories_is_scipys_tau_b():
     wide = pd.DataFrame(
         {"A": [0.9, 0.8, 0.7, 0.1], "B": [0.1, 0.8, 0.9, 0.7], "macro": [0.5, 0.8, 0.8, 0.4]}, index=list("wxyz")
     )
-    out = ranks.category_kendall(wide).set_index(["a", "b"])
+    out = ranking.category_kendall(wide).set_index(["a", "b"])
     ref = stats.kendalltau(wide["A"], wide["B"], variant="b")
     assert out.loc[("A", "B"), "tau"] == pytest.approx(ref.statistic)
     assert out.loc[("A", "B"), "p_value"] == pytest.approx(ref.pvalue)
@@ -37,8 +35,8 @@ def test_rank_intervals_separate_a_clear_leader_and_not_a_tie():
         index=["lead", "x", "y"],
         columns=tasks,
     )
-    rep = bootstrap.category_replicates(matrix, pd.Series("Promoters", index=tasks), None, n_resamples=500, seed=0)
-    out = ranks.rank_intervals(rep, 0.95).set_index(["model", "category"])
+    rep = paired_stats.category_replicates(matrix, pd.Series("Promoters", index=tasks), None, n_resamples=500, seed=0)
+    out = ranking.rank_intervals(rep, 0.95).set_index(["model", "category"])
     assert out.loc[("lead", "macro"), "rank_high"] == 1 and out.loc[("lead", "macro"), "p_top1"] == 1.0
     assert out.loc[("x", "macro"), "rank_low"] == 2 and out.loc[("x", "macro"), "rank_high"] == 3
 
@@ -48,17 +46,17 @@ def _fewshot_board():
     levels = {"a": (0.8, 0.3, 0.1), "b": (0.6, 0.4, 0.2), "c": (0.4, 0.35, 0.3), "d": (0.5, 0.38, 0.15)}
     reg = ("full", "10shot", "1shot")
     values = grid(list(levels), list(CATS), lambda m, t, r: levels[m][reg.index(r)], regimes=reg)
-    return lb.leaderboard(cell_scores(check_scores(scores_from_values(values, CATS))))
+    return ranking.leaderboard(cell_scores(check_scores(scores_from_values(values, CATS))))
 
 
 def test_drops_inverse_pattern_and_top_model_change():
     board = _fewshot_board()
-    d = fewshot.drops(board, "geneb-paper")
+    d = paper.drops(board, "geneb-paper")
     assert d.loc["a", "abs_drop_10shot"] == pytest.approx(0.5) and d.loc["a", "rel_drop_1shot"] == pytest.approx(0.875)
-    inv = fewshot.inverse_pattern(d).set_index(["regime", "measure"])
+    inv = paper.inverse_pattern(d).set_index(["regime", "measure"])
     ref = stats.spearmanr(d["full"], d["abs_drop_10shot"])
     assert inv.loc[("10shot", "abs_drop"), "rho"] == pytest.approx(ref.statistic) == pytest.approx(1.0)
-    ch = fewshot.regime_changes(board, "geneb-paper").set_index("category")
+    ch = paper.regime_changes(board, "geneb-paper").set_index("category")
     assert (
         ch.loc["macro", "top_full"] == "a"
         and ch.loc["macro", "top_10shot"] == "b"
@@ -80,8 +78,8 @@ def test_a_single_task_category_without_row_replicates_has_no_rank_interval():
     tasks = ["c1", "p1", "p2", "p3"]
     cats = pd.Series(["Coding/NC", "Promoters", "Promoters", "Promoters"], index=tasks)
     matrix = pd.DataFrame([[0.9043, 0.5, 0.6, 0.4], [0.9007, 0.45, 0.62, 0.41]], index=["g", "l"], columns=tasks)
-    rep = bootstrap.category_replicates(matrix, cats, None, n_resamples=200, seed=0)
-    out = ranks.rank_intervals(rep, 0.95).set_index(["model", "category"])
+    rep = paired_stats.category_replicates(matrix, cats, None, n_resamples=200, seed=0)
+    out = ranking.rank_intervals(rep, 0.95).set_index(["model", "category"])
     assert out.loc[("g", "Coding/NC"), "rank"] == 1
     assert pd.isna(out.loc[("g", "Coding/NC"), "rank_low"]) and pd.isna(out.loc[("g", "Coding/NC"), "rank_high"])
     assert np.isnan(out.loc[("g", "Coding/NC"), "p_top1"])

@@ -7,10 +7,10 @@ import shutil
 import pandas as pd
 import pytest
 
-from geneb.analysis import outputs, registry
+from geneb.analysis import registry
 from geneb.analysis.steps import analyses_step
 from geneb.figures import registry as figure_registry
-from geneb.figures.render import render_figures
+from geneb.figures.registry import render_figures
 from geneb.figures.style import empty_figure
 from geneb.probe.protocols import PROTOCOL_NAMES
 from geneb.report.html import build_report
@@ -50,7 +50,7 @@ def registered(monkeypatch):
 
 
 def test_a_registered_analysis_and_figure_reach_every_output_and_the_report(registered, synthetic_run, tmp_path, repo):
-    assert outputs.analysis_tables()[-1] == "dummy_counts" and "dummy_counts" in outputs.all_tables()
+    assert registry.analysis_tables()[-1] == "dummy_counts" and "dummy_counts" in registry.all_tables()
     assert registry.report_sections()[-1].table == "dummy_counts"
     assert figure_registry.figure_names()[-1] == "dummy_figure"
     root = synthetic_run["root"]
@@ -117,7 +117,7 @@ def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_pa
 
 
 def test_every_registered_figure_has_a_caption_file_and_reads_produced_tables(repo):
-    produced = set(outputs.all_tables())
+    produced = set(registry.all_tables())
     for fig in figure_registry.figures():
         assert (repo / "workflow" / "report" / fig.caption).is_file(), fig.name
         assert set(fig.inputs) <= produced, fig.name

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from geneb.analysis.outputs import LEADERBOARD_TABLES, all_tables
+from geneb.analysis.registry import LEADERBOARD_TABLES, all_tables
 from geneb.core.provenance import code_revision
 
 

@@ -1,4 +1,4 @@
-"""The task-audit analysis (geneb.analysis.controls.task_audit): shortcut margins, full-vs-clean differences and the
+"""The task-audit analysis (geneb.analysis.controls): shortcut margins, full-vs-clean differences and the
 per-task audit table, on small hand-made frames."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis.controls.task_audit import clean_differences, shortcut_margins, shortcut_models, task_audit_table
-from geneb.analysis.ranking.leaderboard import leaderboard
+from geneb.analysis.controls import clean_differences, shortcut_margins, shortcut_models, task_audit_table
+from geneb.analysis.ranking import leaderboard
 from geneb.tasks.audit import AUDIT_SCHEMA_VERSION
 
 
@@ -121,7 +121,7 @@ def _settings(**over):
 
 
 def test_audit_flags_thresholds_are_the_configs_and_a_test_split_inside_train_is_leakage():
-    from geneb.analysis.controls.task_audit import AuditFlagError, audit_flags
+    from geneb.analysis.controls import AuditFlagError, audit_flags
 
     s = _settings()
     assert s == {

@@ -1,4 +1,4 @@
-"""Statistically tied tiers (geneb.analysis.ranking.tiers) on hand-checked matrices and on the paper's published results."""
+"""Statistically tied tiers (geneb.analysis.tiers) on hand-checked matrices and on the paper's published results."""
 
 from pathlib import Path
 
@@ -8,8 +8,8 @@ import pytest
 import scikit_posthocs as sp
 from scipy import stats
 
-from geneb.analysis.ranking import tiers
-from geneb.analysis.ranking.leaderboard import leaderboard
+from geneb.analysis import tiers
+from geneb.analysis.ranking import leaderboard
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 PAPER = Path(__file__).resolve().parents[3] / "shared" / "reference" / "geneb_paper"
@@ -116,8 +116,8 @@ def test_an_unranked_model_gets_no_tier_and_says_why():
 
 @pytest.mark.skipif(not (PAPER / "per_task_results.tsv").exists(), reason="needs ../shared/reference/geneb_paper")
 def test_tiers_of_the_published_40_models_are_scipy_and_scikit_posthocs_on_the_real_table():
-    from geneb.analysis.inputs.tables import cell_scores
-    from geneb.analysis.paper.published import import_published
+    from geneb.analysis.inputs import cell_scores
+    from geneb.analysis.published import import_published
 
     cells = cell_scores(import_published(PAPER))
     board = _tiered(cells)

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis.evaluation.sensitivity import compare_leaderboards
-from geneb.analysis.paper.compare import compare_intervals
-from geneb.analysis.ranking.ranks import rank_intervals
-from geneb.analysis.stats import bootstrap
+from geneb.analysis import stats
+from geneb.analysis.evaluation import compare_leaderboards
+from geneb.analysis.published import compare_intervals
+from geneb.analysis.ranking import rank_intervals
 from geneb.probe.metrics import batched_mcc
 from synth import predictions
 
@@ -48,14 +48,14 @@ def _run(shared, tasks: dict[str, str], accuracy=ACCURACY):
 
 def test_one_task_per_category_varies_with_rows_and_is_undefined_without(shared):
     matrix, cats, preds = _run(shared, ONE_PER_CATEGORY)
-    rep, rows = bootstrap.two_level_replicates(matrix, cats, preds, "full", n_resamples=400, seed=5)
+    rep, rows = stats.two_level_replicates(matrix, cats, preds, "full", n_resamples=400, seed=5)
     assert rows is not None and rep.rows_resampled and rep.defined.all() and rep.seed == 5
     low, high = rep.interval(0.95)
     assert (high - low > 0.01).all()  # every category and the macro: rows vary, so the interval is not a point
     # the point estimates are the task MCCs, whatever is resampled
     assert np.allclose(rep.point[:, :-1], matrix.to_numpy())
 
-    bare, none = bootstrap.two_level_replicates(matrix, cats, None, "full", n_resamples=400, seed=5)
+    bare, none = stats.two_level_replicates(matrix, cats, None, "full", n_resamples=400, seed=5)
     assert none is None and not bare.defined.any()
     low, high = bare.interval(0.95)
     assert np.isnan(low).all() and np.isnan(high).all()  # undefined, not [point, point]
@@ -71,7 +71,7 @@ def test_one_task_per_category_varies_with_rows_and_is_undefined_without(shared)
 def test_a_model_without_predictions_of_a_single_task_category_is_undefined_there(shared):
     matrix, cats, preds = _run(shared, ONE_PER_CATEGORY)
     del preds[("m2", "gue_prom_core_tata")]
-    rep, _ = bootstrap.two_level_replicates(matrix, cats, preds, "full", n_resamples=200, seed=1)
+    rep, _ = stats.two_level_replicates(matrix, cats, preds, "full", n_resamples=200, seed=1)
     promoters = rep.columns.index("Promoters")
     assert not rep.defined[1, promoters] and not rep.defined[1, -1]  # its category and its macro
     assert "no per-row predictions of 'm2' for gue_prom_core_tata" in rep.reasons[1, promoters]
@@ -104,8 +104,8 @@ def test_many_tasks_per_category_match_the_task_bootstrap(shared):
     matrix = pd.DataFrame(rng.uniform(0.1, 0.9, (3, 40)), index=list(ACCURACY), columns=list(tasks))
     cats = pd.Series(tasks)
     # without predictions: exactly the task-only bootstrap of before (same draws, same intervals)
-    rep, _ = bootstrap.two_level_replicates(matrix, cats, None, "full", n_resamples=500, seed=2)
-    old = bootstrap.category_replicates(matrix, cats, None, n_resamples=500, seed=2)
+    rep, _ = stats.two_level_replicates(matrix, cats, None, "full", n_resamples=500, seed=2)
+    old = stats.category_replicates(matrix, cats, None, n_resamples=500, seed=2)
     assert np.array_equal(rep.draws, old.draws) and rep.defined.all()
     lo, hi = rep.interval(0.95)
     assert np.isfinite(lo).all() and (hi > lo).all()
@@ -119,8 +119,8 @@ def test_many_tasks_per_category_match_the_task_bootstrap(shared):
             idx = np.arange(len(y))[None]
             cells[(model, task)] = float(batched_mcc(y[idx], df["y_pred"].to_numpy()[idx], 2)[0])
     matrix = pd.Series(cells).unstack().loc[list(ACCURACY), list(tasks)]
-    task_only, _ = bootstrap.two_level_replicates(matrix, cats, None, "full", n_resamples=500, seed=2)
-    both, _ = bootstrap.two_level_replicates(matrix, cats, preds, "full", n_resamples=500, seed=2)
+    task_only, _ = stats.two_level_replicates(matrix, cats, None, "full", n_resamples=500, seed=2)
+    both, _ = stats.two_level_replicates(matrix, cats, preds, "full", n_resamples=500, seed=2)
     t_lo, t_hi = task_only.interval(0.95)
     b_lo, b_hi = both.interval(0.95)
     width_t, width_b = t_hi - t_lo, b_hi - b_lo
@@ -156,9 +156,9 @@ def test_compare_intervals_mark_the_undefined_with_a_reason():
 def test_two_level_replicates_are_seeded():
     matrix = pd.DataFrame({"a": [0.5, 0.4], "b": [0.3, 0.6], "c": [0.2, 0.1]}, index=["x", "y"])
     cats = pd.Series({"a": "Promoters", "b": "Promoters", "c": "Promoters"})
-    one, _ = bootstrap.two_level_replicates(matrix, cats, None, "full", n_resamples=100, seed=1)
-    two, _ = bootstrap.two_level_replicates(matrix, cats, None, "full", n_resamples=100, seed=1)
-    other, _ = bootstrap.two_level_replicates(matrix, cats, None, "full", n_resamples=100, seed=2)
+    one, _ = stats.two_level_replicates(matrix, cats, None, "full", n_resamples=100, seed=1)
+    two, _ = stats.two_level_replicates(matrix, cats, None, "full", n_resamples=100, seed=1)
+    other, _ = stats.two_level_replicates(matrix, cats, None, "full", n_resamples=100, seed=2)
     assert np.array_equal(one.draws, two.draws) and not np.array_equal(one.draws, other.draws)
     with pytest.raises(Exception, match="missing cells"):
-        bootstrap.two_level_replicates(matrix.assign(a=[np.nan, 0.1]), cats, None, "full", n_resamples=10, seed=1)
+        stats.two_level_replicates(matrix.assign(a=[np.nan, 0.1]), cats, None, "full", n_resamples=10, seed=1)

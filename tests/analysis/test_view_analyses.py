@@ -4,7 +4,7 @@ best layer, sensitivity (Kendall τ, changed category winners, headline), their 
 import pandas as pd
 import pytest
 
-from geneb.analysis.evaluation.choices import reference_views, view_table
+from geneb.analysis.inputs import reference_views, view_table
 from geneb.report.html import build_report
 from geneb.report.render import report_captions
 from synthetic_views import LAST_POOLING_SWAP
@@ -111,7 +111,7 @@ def test_a_views_run_without_registry_rows_takes_the_deepest_fixed_layer():
 def test_a_views_run_without_registry_rows_takes_the_deepest_layer_as_reference(tmp_path):
     """A real views run writes no "registry" rows: the reference view is then the deepest fixed layer, one of the
     layers best_layer compares, which must be read once (twice made a duplicate index)."""
-    from geneb.analysis.outputs import LEADERBOARD_TABLES
+    from geneb.analysis.registry import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
     from synth import analysis_config
     from synthetic_views import write_view_run

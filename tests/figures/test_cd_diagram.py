@@ -1,11 +1,11 @@
-"""The critical-difference diagram (geneb.figures.cd): its bars are the maximal runs of tied models."""
+"""The critical-difference diagram (geneb.figures.leaderboard): its bars are the maximal runs of tied models."""
 
 import numpy as np
 import pandas as pd
 
-from geneb.analysis.ranking import tiers
-from geneb.analysis.ranking.leaderboard import leaderboard
-from geneb.figures.cd import bar_rows, cd_diagram, cliques
+from geneb.analysis import tiers
+from geneb.analysis.ranking import leaderboard
+from geneb.figures.leaderboard import bar_rows, cd_diagram, cliques
 from geneb.figures.style import paper_style, save
 
 

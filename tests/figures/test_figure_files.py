@@ -16,13 +16,13 @@ def test_figures_exist_as_png_and_pdf(synthetic_run):
 
 
 def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
-    from geneb.figures import forest, scale
+    from geneb.figures import paper
     from geneb.figures.style import paper_style, save
 
     with paper_style():
-        f = forest.forest(pd.DataFrame(), {}, protocol="geneb-paper")
+        f = paper.forest(pd.DataFrame(), {}, protocol="geneb-paper")
         empty = pd.DataFrame(columns=["protocol", "regime", "model", "in_domain", "params_used"])
-        s = scale.scale_scatter(
+        s = paper.scale_scatter(
             pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]),
             empty,
             empty,
@@ -38,4 +38,4 @@ def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
         save(s, tmp_path / "s.png")
     assert (tmp_path / "f.pdf").exists() and (tmp_path / "s.png").exists()
     with pytest.raises(ValueError):
-        save(forest.forest(pd.DataFrame(), {}, protocol="x"), tmp_path / "f.jpg")
+        save(paper.forest(pd.DataFrame(), {}, protocol="x"), tmp_path / "f.jpg")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from pool_support import two_runs  # noqa: F401
 
-from geneb.analysis.outputs import LEADERBOARD_TABLES
+from geneb.analysis.registry import LEADERBOARD_TABLES
 from geneb.analysis.steps import leaderboard_step
 from geneb.cli.app import main
 from geneb.core import integrity

@@ -63,8 +63,7 @@ def test_extraction_hashes_of_every_registry_entry_are_unchanged(repo, tmp_path)
 def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, monkeypatch, capsys):
     """The analyses, the published view and the command line get the registry from `load_registry`: parsing
     the file's text anywhere else fails this test."""
-    from geneb.analysis.inputs import metadata
-    from geneb.analysis.paper import published
+    from geneb.analysis import inputs, published
     from geneb.cli import main
     from geneb.registry import load as reader
 
@@ -91,9 +90,9 @@ def test_the_registry_reader_is_the_only_parser_of_models_yaml(repo, shared, mon
     monkeypatch.setattr(yaml, "load", guarded(yaml.load))
     monkeypatch.setattr(yaml, "safe_load", guarded(yaml.safe_load))
     monkeypatch.setattr(reader, "_parse", one_reader)
-    metadata.load_model_meta(sheet)
-    metadata.declared_pairs(sheet)
-    metadata.paper_pairs(sheet)
+    inputs.load_model_meta(sheet)
+    inputs.declared_pairs(sheet)
+    inputs.paper_pairs(sheet)
     published.published_model_meta(shared / "reference" / "geneb_paper", sheet, shared / "reference" / "registry.yaml")
     assert main(["models", "--sheet", str(sheet)]) == 0
     capsys.readouterr()
@@ -134,12 +133,12 @@ def test_no_code_outside_the_reader_parses_models_yaml(repo):
 
 
 def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys):
-    from geneb.analysis.inputs import metadata
+    from geneb.analysis import inputs
     from geneb.cli import main
 
     sheet = repo / "config" / "models.yaml"
     registry = load_registry(sheet)
-    meta = metadata.load_model_meta(sheet)
+    meta = inputs.load_model_meta(sheet)
     assert list(meta.index) == list(registry.models)
     for model, spec in registry.models.items():
         row = meta.loc[model]
@@ -150,8 +149,8 @@ def test_analysis_metadata_and_cli_give_the_registry_objects_facts(repo, capsys)
         assert row["trained_on_tasks"] == spec.trained_on_tasks
         assert row["paper_model_id"] == spec.paper_model_id
         assert (row["params"] == spec.params) or (spec.params is None and row["params"] != row["params"])
-    assert metadata.declared_pairs(sheet) == [p.as_dict() for p in registry.pairs]
-    assert metadata.declared_pairs(sheet) == registry.raw["matched_pairs"]
+    assert inputs.declared_pairs(sheet) == [p.as_dict() for p in registry.pairs]
+    assert inputs.declared_pairs(sheet) == registry.raw["matched_pairs"]
     assert main(["models", "--sheet", str(sheet)]) == 0
     listed = capsys.readouterr().out
     for model, spec in registry.models.items():

@@ -13,8 +13,8 @@ import sys
 import pytest
 import yaml
 
-from geneb.analysis.inputs.metadata import model_frame, with_param_count
-from geneb.analysis.paper.pairs import derive_pairs
+from geneb.analysis.inputs import model_frame, with_param_count
+from geneb.analysis.paper import derive_pairs
 from geneb.registry.load import check_registry, load_registry
 from geneb.registry.registry import RegistryError
 

@@ -50,7 +50,7 @@ def test_flagged_tasks_failed_cells_and_clean_differences_are_shown(tmp_path):
 def test_a_task_without_clean_rows_is_shown_as_such_not_left_out(tmp_path):
     """Every test row of l1 has a training copy: value_clean is NaN, so it has no difference to rank by; the
     section lists it under its own heading with the reason (before: left out of the page)."""
-    from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS
+    from geneb.analysis.controls import NO_CLEAN_ROWS
     from synth import flagged_board_run
 
     t = flagged_board_run(tmp_path)

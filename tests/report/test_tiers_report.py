@@ -4,8 +4,8 @@ import html
 
 import pandas as pd
 
-from geneb.analysis.ranking import tiers
-from geneb.analysis.ranking.leaderboard import leaderboard
+from geneb.analysis import tiers
+from geneb.analysis.ranking import leaderboard
 from geneb.report.html import table_html
 from geneb.report.sections import OWN_FINDING, headline, tiers_section
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.analysis.inputs.tables import cell_scores, task_matrix
+from geneb.analysis.inputs import cell_scores, task_matrix
 from geneb.tables.scores import AnalysisInputError, check_scores
 from synth import grid, scores_from_values
 

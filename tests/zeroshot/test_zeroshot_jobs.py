@@ -121,8 +121,8 @@ def test_the_build_rule_writes_into_its_hashed_folder(shared, tmp_path):
 
 
 def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shared):
+    from geneb.figures.evaluation import draw_zeroshot
     from geneb.figures.style import paper_style, save
-    from geneb.figures.zeroshot import draw_zeroshot
     from geneb.report.sections import zeroshot_section
     from geneb.zeroshot.tables import write_zeroshot_tables
 

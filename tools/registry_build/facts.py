@@ -12,7 +12,7 @@ def reg_verified(reg: dict[str, Any] | None) -> bool:
     return bool(reg) and str(reg.get("verified", "")).strip().upper().startswith("V")
 
 
-#: the factors matched-pair derivation compares (geneb.analysis.paper.pairs.FACTORS), as named in the notes
+#: the factors matched-pair derivation compares (geneb.analysis.paper.FACTORS), as named in the notes
 FACT_LABEL = {
     "architecture_family": "architecture family",
     "tokenizer_type": "tokenizer type",

@@ -7,8 +7,8 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from geneb.analysis.outputs import analysis_tables
-from geneb.analysis.paper.published import PROTOCOL as PUBLISHED_PROTOCOL
+from geneb.analysis.registry import analysis_tables
+from geneb.analysis.published import PROTOCOL as PUBLISHED_PROTOCOL
 from geneb.figures.registry import figure_names, figures
 from geneb.report.render import report_captions
 from geneb.run import handlers

@@ -1,9 +1,9 @@
-"""Shim: rules paper_figures / published_figures -> geneb.figures.render.render_figures."""
+"""Shim: rules paper_figures / published_figures -> geneb.figures.registry.render_figures."""
 
 from pathlib import Path
 
 from geneb.core.logs import log_to_file
-from geneb.figures.render import render_figures
+from geneb.figures.registry import render_figures
 
 log_to_file(snakemake.log[0])
 render_figures(

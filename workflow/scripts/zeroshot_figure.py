@@ -1,7 +1,7 @@
-"""Shim: rule zeroshot_figure -> geneb.figures.zeroshot.render."""
+"""Shim: rule zeroshot_figure -> geneb.figures.evaluation.render."""
 
 from geneb.core.logs import log_to_file
-from geneb.figures.zeroshot import render
+from geneb.figures.evaluation import render
 
 log_to_file(snakemake.log[0])
 render(

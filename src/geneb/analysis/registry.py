@@ -1,13 +1,20 @@
-"""The analysis registry: every table the `analyses` rule writes, the function that computes it and the report
+"""The analysis registry: every table the `analyses` rule writes, the function that computes it and the
+report sections that show it, and the table names derived from it that the workflow reads.
+
+The analysis registry: every table the `analyses` rule writes, the function that computes it and the report
 sections that show it. Everything else is derived from it: `run.run_analyses`, the output lists
 (`outputs.analysis_tables`, the rules' `output:`) and the HTML report's "Analysis tables" sections.
 
-Adding an analysis: write its module (a function taking a context of `geneb.analysis.context` and returning
+Adding an analysis: write its module (a function taking a context of `geneb.analysis.inputs` and returning
 {table name: frame}, named for what it computes, e.g. `scale_tables`), import the function here and add one
 `Analysis(...)` line to `ANALYSES` (docs/analyses.md).
 
 Scopes: "regime" runs once per (protocol, regime) and its tables get `protocol` and `regime` columns;
 "protocol" once per protocol, after its regimes (tables get `protocol`); "run" once, after every protocol.
+
+Names of the leaderboard and analysis tables: the contract between the library and the workflow rules
+(workflow/rules/common.smk builds the rules' output lists from these). The analysis tables are derived from
+the analysis registry (`geneb.analysis.registry`); importing this module loads no analysis code.
 """
 
 from __future__ import annotations
@@ -16,17 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from geneb.analysis.controls.pretraining import pretraining_gain_tables
-from geneb.analysis.evaluation.best_layer import best_layer_tables
-from geneb.analysis.evaluation.finetune_gain import finetune_vs_probe_tables
-from geneb.analysis.evaluation.sensitivity import sensitivity_tables
-from geneb.analysis.inputs.roster import models_tables
-from geneb.analysis.paper.difficulty import difficulty_tables
-from geneb.analysis.paper.fewshot import fewshot_tables
-from geneb.analysis.paper.pairs import matched_pair_tables
-from geneb.analysis.paper.scale import scale_tables
-from geneb.analysis.ranking.ranks import category_kendall_tables, rank_interval_tables
-from geneb.analysis.ranking.recommend import recommendation_tables
+from geneb.analysis.controls import finetune_vs_probe_tables, pretraining_gain_tables
+from geneb.analysis.evaluation import best_layer_tables, sensitivity_tables
+from geneb.analysis.inputs import models_tables
+from geneb.analysis.paper import difficulty_tables, fewshot_tables, matched_pair_tables, scale_tables
+from geneb.analysis.ranking import category_kendall_tables, rank_interval_tables, recommendation_tables
 from geneb.tables.scores import AnalysisInputError
 
 SCOPES = ("regime", "protocol", "run")
@@ -188,3 +189,14 @@ def analysis_tables() -> tuple[str, ...]:
 def report_sections() -> tuple[Section, ...]:
     """The report's "Analysis tables" sections, in registry order."""
     return tuple(s for a in ANALYSES for s in a.sections)
+
+
+#: tables of the `leaderboard` rule (results/tables/{name}.parquet)
+LEADERBOARD_TABLES: tuple[str, ...] = ("leaderboard", "leaderboard_tasks", "contamination", "rank_separability")
+
+__all__ = ["LEADERBOARD_TABLES", "all_tables", "analysis_tables"]
+
+
+def all_tables() -> tuple[str, ...]:
+    """The leaderboard tables, then every registered analysis table (what `run.run_analyses` returns)."""
+    return LEADERBOARD_TABLES + analysis_tables()

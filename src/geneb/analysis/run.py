@@ -1,13 +1,18 @@
-"""Run every analysis on one score table and write the result tables (what the Snakemake rules call).
+"""Run every analysis on one score table and write the result tables and summary.
+
+Run every analysis on one score table and write the result tables (what the Snakemake rules call).
 
 `run_analyses` takes a score table, model and task metadata, optional per-row predictions and the
 `analysis:` settings, and returns {table name: frame} plus a JSON-able summary of the headline statistics
-with the settings and provenance that made them. `geneb.analysis.write.write_tables` writes them as parquet (atomically).
+with the settings and provenance that made them. `geneb.analysis.run.write_tables` writes them as parquet (atomically).
+
+Write the analysis tables and the summary of one run (what `run.run_analyses` returns) into a tables folder.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,21 +21,16 @@ import numpy as np
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import registry
-from geneb.analysis.context import ProtocolContext, RegimeContext, RunContext
-from geneb.analysis.controls import task_audit
-from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS
-from geneb.analysis.evaluation import choices
-from geneb.analysis.inputs import metadata
-from geneb.analysis.inputs.tables import frame_sha256, task_categories, task_matrix
-from geneb.analysis.outputs import LEADERBOARD_TABLES
-from geneb.analysis.ranking import leaderboard as lb
-from geneb.analysis.ranking import tiers
-from geneb.analysis.ranking.contamination import prepare_cells
-from geneb.analysis.registry import Analysis
-from geneb.analysis.stats import bootstrap
+from geneb.analysis import controls, inputs, registry, stats, tiers
+from geneb.analysis import ranking as lb
+from geneb.analysis.controls import NO_CLEAN_ROWS
+from geneb.analysis.inputs import ProtocolContext, RegimeContext, RunContext, frame_sha256, task_categories, task_matrix
+from geneb.analysis.ranking import prepare_cells
+from geneb.analysis.registry import LEADERBOARD_TABLES, Analysis
+from geneb.core import integrity
+from geneb.core.integrity import write_text_atomic
 from geneb.core.provenance import code_revision, package_versions, stable_hash
-from geneb.tables.scores import REGIMES, AnalysisInputError
+from geneb.tables.scores import REGIMES, AnalysisInputError, with_code_revision
 
 #: the keys of the `analysis:` section the analyses read; their defaults live in one place, the workflow's
 #: config schema (workflow/schemas/config.schema.yaml), which Snakemake applies when it validates the config
@@ -115,8 +115,8 @@ def reference_view_scores(
     """
     if "view" not in scores.columns:
         return scores, None, None
-    ref = choices.reference_views(choices.view_table(scores), settings["sensitivity"]["reference"])
-    return choices.select_views(scores, ref), (scores if choices.has_views(scores) else None), ref
+    ref = inputs.reference_views(inputs.view_table(scores), settings["sensitivity"]["reference"])
+    return inputs.select_views(scores, ref), (scores if inputs.has_views(scores) else None), ref
 
 
 def leaderboard_tables(
@@ -137,7 +137,7 @@ def leaderboard_tables(
     without); with several views per model, each model's reference view; each row with its margin over the best
     shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`, over the tasks ranked; per task also
     `shortcut_best_model`, `shortcut_best_mcc`); statistically tied tiers at `tier_confidence`
-    (`geneb.analysis.ranking.tiers.add_tiers`) and their summary, rank_separability."""
+    (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
     scores = reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     board = lb.leaderboard(
@@ -150,12 +150,12 @@ def leaderboard_tables(
     )
     excluded = set(board["excluded_tasks"].str.split(",").explode().dropna()) - {""}
     attrs = dict(board.attrs)
-    board, _ = task_audit.shortcut_margins(
-        board, used[~used["task"].isin(excluded)], task_audit.shortcut_models(model_meta)
+    board, _ = controls.shortcut_margins(
+        board, used[~used["task"].isin(excluded)], controls.shortcut_models(model_meta)
     )
     board = tiers.add_tiers(board, used[~used["task"].isin(excluded)], float(settings["tier_confidence"]))
     board.attrs = attrs
-    _, cells = task_audit.shortcut_margins(board, used, task_audit.shortcut_models(model_meta))
+    _, cells = controls.shortcut_margins(board, used, controls.shortcut_models(model_meta))
     return {
         "leaderboard": board,
         "rank_separability": tiers.rank_separability(board),
@@ -206,7 +206,7 @@ def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
     rows = rep = None
     preds = {k: v for k, v in pctx.predictions.items() if k[0] in complete.index and k[1] in complete.columns}
     if len(complete) >= 2:  # the two-level bootstrap every analysis of the regime shares
-        rep, rows = bootstrap.two_level_replicates(
+        rep, rows = stats.two_level_replicates(
             complete,
             task_categories(pctx.cells),
             preds,
@@ -216,7 +216,7 @@ def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
             resample_tasks=bool(run.settings["bootstrap"]["resample_tasks"]),
         )
     elif len(complete) and preds:  # one model: its test-row CIs only
-        rows = bootstrap.row_replicates(
+        rows = stats.row_replicates(
             preds, list(complete.index), list(complete.columns), regime, n_resamples=run.n_resamples, seed=run.seed
         )
     if rows is not None:
@@ -270,7 +270,7 @@ def run_analyses(
     if not 0 < conf < 1:
         raise AnalysisInputError(f"confidence must be in (0, 1), got {conf}")
     analyses = registry.analyses() if analyses is None else tuple(analyses)
-    model_meta = metadata.with_param_count(model_meta, s["scale"]["param_count"])
+    model_meta = inputs.with_param_count(model_meta, s["scale"]["param_count"])
     all_scores = scores
     scores, view_scores, ref_views = reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
@@ -299,11 +299,11 @@ def run_analyses(
         pcells = used[used["protocol"] == protocol]
         preds = {}
         if has_preds and predictions_root is not None:
-            preds = bootstrap.load_predictions(
+            preds = stats.load_predictions(
                 predictions_root, protocol, sorted(pcells["model"].unique()), sorted(pcells["task"].unique())
             )
             if ref_views is not None:
-                preds = {k: choices.select_view(v, ref_views[k[0]]) for k, v in preds.items()}
+                preds = {k: inputs.select_view(v, ref_views[k[0]]) for k, v in preds.items()}
         pctx = ProtocolContext(run, protocol, pcells, preds)
         for regime in sorted(pcells["regime"].unique(), key=REGIMES.index):
             rctx = _regime_context(pctx, regime)
@@ -331,3 +331,46 @@ def run_analyses(
         }
     )
     return tables, summary
+
+
+def jsonable(obj: Any) -> Any:
+    """`obj` with numpy scalars as Python numbers, non-finite floats as None and keys as strings (JSON-able)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        return None if not np.isfinite(obj) else float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def write_tables(
+    tables: dict[str, pd.DataFrame], summary: dict[str, Any] | None, outdir: str | Path, names: tuple[str, ...]
+) -> list[Path]:
+    """Write `tables[name]` to `outdir/{name}.parquet` for each of `names` (an absent table is written
+    empty), and, when given, the summary to `outdir/analysis_summary.json`.
+
+    Every table gets `settings_hash` and `input_sha256` columns (provenance; from the summary, else kept as
+    the table has them) and the running code's `geneb_commit` and `geneb_dirty` (`geneb.tables.scores.with_code_revision`).
+    Returns the written paths.
+    """
+    outdir = Path(outdir)
+    paths = []
+    for name in names:
+        df = tables.get(name, pd.DataFrame()).copy()
+        if summary is not None:
+            df["settings_hash"] = summary["settings_hash"]
+            df["input_sha256"] = summary["input_sha256"]
+        df = with_code_revision(df)
+        path = outdir / f"{name}.parquet"
+        integrity.write_parquet(df, path)
+        paths.append(path)
+    if summary is not None:
+        path = outdir / "analysis_summary.json"
+        write_text_atomic(path, json.dumps(jsonable(summary), indent=2, sort_keys=True) + "\n")
+        paths.append(path)
+    return paths

@@ -16,13 +16,11 @@ from typing import Any
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis import run, write
-from geneb.analysis.controls.task_audit import leaderboard_settings, read_audit_flags
-from geneb.analysis.inputs import metadata
-from geneb.analysis.inputs.tables import frame_sha256
-from geneb.analysis.outputs import LEADERBOARD_TABLES, analysis_tables
-from geneb.analysis.paper import compare, published, reproduce, submission
-from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis import inputs, published, run
+from geneb.analysis.controls import leaderboard_settings, read_audit_flags
+from geneb.analysis.inputs import frame_sha256
+from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.registry import LEADERBOARD_TABLES, analysis_tables
 from geneb.core import integrity
 from geneb.core.integrity import write_text_atomic
 from geneb.core.paths import repo_root
@@ -46,10 +44,10 @@ log = logging.getLogger(__name__)
 def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     if view == "published":
         pub = settings["published"]
-        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), metadata.paper_pairs(
+        return published.published_model_meta(pub["dir"], models_yaml, pub.get("registry")), inputs.paper_pairs(
             models_yaml
         )
-    return metadata.load_model_meta(models_yaml), metadata.declared_pairs(models_yaml)
+    return inputs.load_model_meta(models_yaml), inputs.declared_pairs(models_yaml)
 
 
 #: the longest error text a leaderboard row's `incomplete_reason` quotes (the whole error is in the metadata)
@@ -76,7 +74,7 @@ def leaderboard_step(
     coverage_notes: dict[str, dict[str, str]] | None = None,
 ) -> None:
     """Rule `leaderboard`: write leaderboard, leaderboard_tasks, contamination and rank_separability tables (the
-    statistically tied tiers, `geneb.analysis.ranking.tiers`; and leaderboard_clean
+    statistically tied tiers, `geneb.analysis.tiers`; and leaderboard_clean
     where `outputs` names it) to `outputs[name]`. A partial run's failed tasks and cells (the score table's
     metadata, geneb.run.partial) are listed with their errors, their categories and the macro and micro rows not
     ranked; the tasks of `task_audit` (results/tables/task_audit.parquet; None: no audit, e.g. the published view)
@@ -99,7 +97,7 @@ def leaderboard_step(
         "exclude_flagged": exclude,
     }
     missing = {task: rec["category"] for task, rec in failed.items()}
-    table, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
+    table, task_meta = load_scores(scores), inputs.load_task_meta(tasks_tsv)
     tables = run.leaderboard_tables(table, meta, task_meta, settings, missing, **opts)  # type: ignore[arg-type]
     names: list[str] = list(LEADERBOARD_TABLES)
     if "leaderboard_clean" in outputs:  # the run's own leaderboard on the test rows without a training homolog
@@ -152,7 +150,7 @@ def analyses_step(
     tables, summary = run.run_analyses(
         load_scores(scores),
         model_meta=meta,
-        task_meta=metadata.load_task_meta(tasks_tsv),
+        task_meta=inputs.load_task_meta(tasks_tsv),
         declared_pairs=pairs,
         settings=settings,
         predictions_root=predictions_root,
@@ -160,7 +158,7 @@ def analyses_step(
         missing_reasons={t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
     )
     summary["view"] = view
-    for path in write.write_tables(tables, summary, outdir, analysis_tables()):
+    for path in run.write_tables(tables, summary, outdir, analysis_tables()):
         log.info("wrote %s", path)
 
 
@@ -179,13 +177,13 @@ def import_published_step(*, folder: str, output: str) -> None:
 def reproduce_step(*, claims: str, summary: str, leaderboard: str, models: str, output: str) -> pd.DataFrame:
     """Rule `reproduce_paper`: the paper's stated numbers (`claims`, config/paper_claims.yaml) beside GENEB's,
     from the published view's analysis outputs, written to `output`; each claim is logged with its verdict."""
-    outputs = reproduce.Outputs(
+    outputs = published.Outputs(
         summary=json.loads(Path(summary).read_text()),
         leaderboard=integrity.read_parquet(leaderboard),
         models=integrity.read_parquet(models),
         protocol=published.PROTOCOL,
     )
-    table = with_code_revision(reproduce.reproduce(reproduce.load_claims(claims), outputs))
+    table = with_code_revision(published.reproduce(published.load_claims(claims), outputs))
     integrity.write_parquet(table, output)
     for r in table.itertuples():
         log.info("%s %s: paper %g, GENEB %.4g", "PASS" if r.passed else "FAIL", r.claim, r.paper, r.geneb)
@@ -199,7 +197,7 @@ def reference_caveats(models_yaml: str, published_models: set[str]) -> list[dict
     (the paper's id), change (the text) and page (docs/adapters/<family>.md where there is one, else the entry in
     config/models.yaml)."""
     rows = []
-    for spec in metadata.registry(models_yaml).models.values():
+    for spec in inputs.registry(models_yaml).models.values():
         paper = dict(spec.paper or {})
         if spec.paper_model_id not in published_models or not paper.get("geneb_changes"):
             continue
@@ -239,19 +237,19 @@ def compare_step(
     the user's models, the reference-extractor caveats of `reference_caveats`), which the comparison report
     reads."""
     settings = run.resolve_settings(analysis_config, "geneb")
-    user, task_meta = load_scores(scores), metadata.load_task_meta(tasks_tsv)
+    user, task_meta = load_scores(scores), inputs.load_task_meta(tasks_tsv)
     pub = load_scores(published_scores)
     exclude: set[tuple[str, str]] = set()
     if settings["contamination"] == "exclude":
-        _, bad = run.prepare_cells(user, metadata.load_model_meta(models_yaml), task_meta, settings)
+        _, bad = run.prepare_cells(user, inputs.load_model_meta(models_yaml), task_meta, settings)
         exclude = set(zip(bad["model"], bad["task"]))
     failed = {t: str(rec.get("error", "")) for t, rec in failed_tasks(scores).items()}
-    board, left = compare.compare_with_published(
-        user, pub, task_meta, exclude, capped=compare.capped_tasks(cards), failed=failed
+    board, left = published.compare_with_published(
+        user, pub, task_meta, exclude, capped=published.capped_tasks(cards), failed=failed
     )
     cells = board.attrs.pop("cells")
     boot = settings["bootstrap"]
-    board = compare.compare_intervals(
+    board = published.compare_intervals(
         board,
         cells,
         confidence=float(settings["confidence"]),
@@ -260,7 +258,7 @@ def compare_step(
         tie_rule=settings["recommendation"]["tie_rule"],
     )
     origin = dict(zip(board["model"], board["origin"]))
-    per_task = compare.task_table(cells, origin)
+    per_task = published.task_table(cells, origin)
     for df, path in ((board, board_out), (left, left_out), (per_task, tasks_out)):
         integrity.write_parquet(df, path)
     paper_tasks = pub.drop_duplicates("task").set_index("task")["category"]
@@ -303,7 +301,7 @@ def submission_step(
 
     Raises AnalysisInputError listing the problems when the file would not validate.
     """
-    spec = metadata.registry(models_yaml).models.get(model)
+    spec = inputs.registry(models_yaml).models.get(model)
     src = spec.source if spec is not None else None
     if src is not None and src.hub_id:
         url = f"https://huggingface.co/{src.hub_id}"
@@ -322,27 +320,27 @@ def submission_step(
         "submitted_by": submitted_by,
     }
     sub_spec = published.load_spec(spec_dir)
-    capped = compare.capped_tasks(cards)
+    capped = published.capped_tasks(cards)
     for task, why in sorted(capped.items()):
         log.warning("submission for %s: %s left out, %s", model, task, why)
     trained = frozenset(spec.trained_on_tasks if spec is not None else ()) | frozenset(capped)
-    sub = submission.build_submission(
-        load_scores(scores), model, sub_spec, metadata.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained
+    sub = published.build_submission(
+        load_scores(scores), model, sub_spec, inputs.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained
     )
-    problems = submission.validate_submission(sub, sub_spec)
+    problems = published.validate_submission(sub, sub_spec)
     if problems:
         raise AnalysisInputError(f"submission of {model!r} does not validate: {problems[:5]}")
-    submission.write_submission(sub, output)
+    published.write_submission(sub, output)
     log.info("submission for %s: %s", model, json.dumps({r: len(t) for r, t in sub["results"].items()}))
 
 
 def task_audit_step(
     *, scores: str, audits: list[str], cards: list[str], models_yaml: str, protocol: str, output: str
 ) -> pd.DataFrame:
-    """Rule `task_audit_table`: `results/tables/task_audit.parquet` (geneb.analysis.controls.task_audit) for `protocol`."""
-    from geneb.analysis.controls.task_audit import task_audit_table
+    """Rule `task_audit_table`: `results/tables/task_audit.parquet` (geneb.analysis.controls) for `protocol`."""
+    from geneb.analysis.controls import task_audit_table
 
-    table = task_audit_table(load_scores(scores), audits, cards, metadata.load_model_meta(models_yaml), protocol)
+    table = task_audit_table(load_scores(scores), audits, cards, inputs.load_model_meta(models_yaml), protocol)
     table = with_code_revision(table)
     integrity.write_parquet(table, output)
     log.info(

@@ -386,18 +386,16 @@ def leaderboard(
     `scores.parquet`, or both concatenated. config: whose `analysis` settings, model sheet (facts, contamination)
     and task sheet apply (None: the schema's defaults). Models not in the model sheet count as clean, unnamed
     facts. Raises AnalysisInputError for rows that are not a score table."""
-    from geneb.analysis import run
-    from geneb.analysis.inputs import metadata
-    from geneb.analysis.ranking.leaderboard import leaderboard as board
+    from geneb.analysis import inputs, ranking, run
     from geneb.tables.scores import check_scores
 
     table = integrity.read_parquet(scores) if not isinstance(scores, pd.DataFrame) else scores
     table = check_scores(table)
     cfg = resolve_config(config, ["unused"], sorted(set(table["model"])), {})
     settings = run.resolve_settings(cfg["analysis"], "geneb")
-    meta = metadata.load_model_meta(cfg["model_sheet"])
+    meta = inputs.load_model_meta(cfg["model_sheet"])
     others = sorted(set(table["model"]) - set(meta.index))
     if others:
-        meta = pd.concat([meta, metadata.model_frame({m: {} for m in others})])
-    used, _ = run.prepare_cells(table, meta, metadata.load_task_meta(cfg["task_sheet"]), settings)
-    return board(used)
+        meta = pd.concat([meta, inputs.model_frame({m: {} for m in others})])
+    used, _ = run.prepare_cells(table, meta, inputs.load_task_meta(cfg["task_sheet"]), settings)
+    return ranking.leaderboard(used)

@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import pandas as pd
 
-from geneb.analysis.ranking.leaderboard import AGGREGATES
+from geneb.analysis.ranking import AGGREGATES
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import load_registry
 from geneb.registry.registry import Registry, RegistryError

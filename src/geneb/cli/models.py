@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from geneb.analysis.inputs.metadata import load_task_meta, model_frame
+from geneb.analysis.inputs import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import environment_refusals, load_registry, refusals

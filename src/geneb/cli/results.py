@@ -32,8 +32,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
-from geneb.analysis.stats.paired import compare_cells, read_cell
+from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.stats import compare_cells, read_cell
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
 from geneb.core import integrity
 from geneb.core.categories import CATEGORIES

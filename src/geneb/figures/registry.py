@@ -1,29 +1,34 @@
-"""The figure registry: every figure the `paper_figures` rule draws, with its caption file, drawing function and
+"""Every figure GENEB draws, the tables each reads and its caption, and their rendering to files.
+
+The figure registry: every figure the `paper_figures` rule draws, with its caption file, drawing function and
 the tables it reads. The figure rules' outputs, their `report()` entries (workflow/rules/common.smk), the
 renderer (`render.render_figures`) and the HTML report's figures are all derived from it.
 
 Adding a figure: write its drawing function `draw_<name>(tables, display, *, protocol, regime)` returning a
 matplotlib figure (in a module of `geneb.figures`), write its caption `workflow/report/{name}.rst`, import the
 function here and add one `Figure(...)` line to `FIGURES` (docs/analyses.md).
+
+Render every analysis figure from the analysis tables of one run (what the figures rule calls).
+
+Figures (PNG at 300 dpi and PDF, same stem): those of the figure registry (`geneb.figures.registry`). Each is
+drawn for one protocol (the configured default, or the only one) and regime.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from geneb.figures.bump import draw_rank_bump
-from geneb.figures.cd import draw_critical_difference
-from geneb.figures.fewshot import draw_fewshot
-from geneb.figures.finetune_gain import draw_finetune_vs_probe
-from geneb.figures.forest import draw_matched_pairs
-from geneb.figures.heatmap import draw_heatmap
-from geneb.figures.layers import draw_best_layer
-from geneb.figures.pretraining import draw_pretraining_gain
-from geneb.figures.scale import draw_scale
-from geneb.figures.sensitivity import draw_sensitivity
-from geneb.figures.variance import draw_task_variance
+import pandas as pd
+
+from geneb.core import integrity
+from geneb.figures.evaluation import draw_best_layer, draw_finetune_vs_probe, draw_pretraining_gain, draw_sensitivity
+from geneb.figures.leaderboard import draw_critical_difference, draw_heatmap, draw_rank_bump, draw_task_variance
+from geneb.figures.paper import draw_fewshot, draw_matched_pairs, draw_scale
+from geneb.figures.style import paper_style, save
+from geneb.tables.scores import AnalysisInputError
 
 
 @dataclass(frozen=True)
@@ -70,3 +75,41 @@ def figures() -> tuple[Figure, ...]:
 def figure_names() -> tuple[str, ...]:
     """The registered figures' names (results/figures/{name}.png and .pdf), in registry order."""
     return tuple(f.name for f in FIGURES)
+
+
+def _read(tables_dir: Path, name: str) -> pd.DataFrame:
+    path = tables_dir / f"{name}.parquet"
+    if not path.exists():
+        raise AnalysisInputError(f"figures: table {path} not found; run the analyses first")
+    return integrity.read_parquet(path)
+
+
+def choose_protocol(board: pd.DataFrame, protocol: str | None) -> str:
+    """`protocol` if the board has it; without one, the board's only protocol. Raises AnalysisInputError."""
+    have = sorted(board["protocol"].unique())
+    if protocol is None:
+        if len(have) != 1:
+            raise AnalysisInputError(f"the leaderboard has protocols {have}; name one")
+        return have[0]
+    if protocol not in have:
+        raise AnalysisInputError(f"protocol {protocol!r} not in the leaderboard (have {have})")
+    return protocol
+
+
+def render_figures(
+    tables_dir: str | Path, figures_dir: str | Path, *, protocol: str | None = None, regime: str = "full"
+) -> list[Path]:
+    """Draw every registered figure (`geneb.figures.registry`) from `tables_dir/*.parquet` into
+    `figures_dir/{name}.png|pdf`; returns the PNG paths. Raises AnalysisInputError for a missing table."""
+    tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
+    board = _read(tables_dir, "leaderboard")
+    protocol = choose_protocol(board, protocol)
+    models = _read(tables_dir, "models")
+    display = dict(zip(models["model"], models["display"].fillna(models["model"])))
+    out = []
+    with paper_style():
+        for fig in figures():
+            tables = {name: board if name == "leaderboard" else _read(tables_dir, name) for name in fig.inputs}
+            png, _ = save(fig.draw(tables, display, protocol=protocol, regime=regime), figures_dir / f"{fig.name}.png")
+            out.append(png)
+    return out

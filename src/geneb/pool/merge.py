@@ -33,7 +33,7 @@ import yaml
 
 from geneb.core import integrity
 from geneb.core.paths import load_schema
-from geneb.figures.render import render_figures
+from geneb.figures.registry import render_figures
 from geneb.pool.bundle import SCORES, Bundle, BundleError, read_bundle, same_entry
 from geneb.report.html import build_report
 from geneb.report.render import report_captions
@@ -249,11 +249,11 @@ def analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, An
 def build_tables(
     results_dir: str | os.PathLike[str], *, config_file: str | os.PathLike[str], task_sheet: str | os.PathLike[str]
 ) -> list[str]:
-    """Build the leaderboard tables (`geneb.analysis.outputs.LEADERBOARD_TABLES` and leaderboard_clean) and the
+    """Build the leaderboard tables (`geneb.analysis.registry.LEADERBOARD_TABLES` and leaderboard_clean) and the
     analysis tables of a merged results folder from its tables/scores.parquet and registry/models.yaml, with the
     analysis settings of `config_file`, as the workflow's rules `leaderboard` and `analyses` do (no predictions:
     the analyses that need the kept per-item predictions say so). Returns the tables written."""
-    from geneb.analysis.outputs import LEADERBOARD_TABLES
+    from geneb.analysis.registry import LEADERBOARD_TABLES
     from geneb.analysis.steps import analyses_step, leaderboard_step
 
     root = Path(results_dir)
@@ -293,7 +293,7 @@ def merged_outputs(
     captions_dir: str | os.PathLike[str],
 ) -> dict[str, Any]:
     """Draw every registered figure of the merged folder `results_dir` into `results_dir`/figures/ (PNG and PDF,
-    `geneb.figures.render.render_figures`; the display names from its tables/models.parquet, which the analyses
+    `geneb.figures.registry.render_figures`; the display names from its tables/models.parquet, which the analyses
     built from the merged registry) and write its report `results_dir`/report/geneb_report.html
     (`geneb.report.html.build_report`, with the "Pooled from" block of tables/pool.json). As the rules do: the
     config `config_file` validated (`checked_config`), its default protocol, the full regime, the report's

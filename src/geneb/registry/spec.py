@@ -190,7 +190,7 @@ class MatchedPair:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
-#: the facts about a model the analyses use (`geneb.analysis.inputs.metadata.model_frame` reads these keys)
+#: the facts about a model the analyses use (`geneb.analysis.inputs.model_frame` reads these keys)
 FACT_KEYS = (
     "display",
     "params",

@@ -6,7 +6,7 @@ categories were compared, every task left out and why (for all models or for one
 the reference-extractor caveat (the published scores come from the paper's reference extractor, whose defects
 GENEB's adapters correct for some models: `geneb.analysis.steps.reference_caveats`, docs/adapters/). Then each
 user model's macro rank among the ranked models with its bootstrap rank interval (tasks resampled), its placement
-per category with CIs, the figure (`geneb.figures.compare.rank_figure`, also written as PNG and PDF files), the
+per category with CIs, the figure (`geneb.figures.paper.rank_figure`, also written as PNG and PDF files), the
 full board and the per-task table beside the published models. Provenance (version, commit, input hashes) is
 stated once, not repeated in every table.
 """
@@ -22,11 +22,11 @@ from typing import Any
 import pandas as pd
 
 from geneb import __version__
-from geneb.analysis.inputs.metadata import load_model_meta
+from geneb.analysis.inputs import load_model_meta
 from geneb.core import integrity
 from geneb.core.categories import CATEGORIES
 from geneb.core.integrity import write_text_atomic
-from geneb.figures.compare import rank_figure
+from geneb.figures.paper import rank_figure
 from geneb.figures.style import paper_style, save
 from geneb.report import runcard
 from geneb.report.render import CSS, PROVENANCE_COLUMNS, facts_html, figure_html, plural, table_html

@@ -20,14 +20,13 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
-from geneb.analysis.paper.compare import capped_tasks
-from geneb.analysis.ranking.leaderboard import wide_view
+from geneb.analysis.published import capped_tasks
+from geneb.analysis.ranking import wide_view
 from geneb.analysis.registry import Section, report_sections
 from geneb.core import integrity
 from geneb.core.categories import CATEGORIES
 from geneb.core.integrity import write_text_atomic
-from geneb.figures.registry import figures
-from geneb.figures.render import choose_protocol
+from geneb.figures.registry import choose_protocol, figures
 from geneb.report.render import (
     CSS,
     LEADERBOARD_CAPTION,

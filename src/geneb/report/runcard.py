@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from geneb.analysis.inputs.metadata import MODEL_COLUMNS
+from geneb.analysis.inputs import MODEL_COLUMNS
 from geneb.extract.cache import CacheError, read_key
 
 #: score-table columns that state how a model's probes were made (the same in every row of a model, or listed)

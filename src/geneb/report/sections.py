@@ -14,7 +14,7 @@ the ranking leaves out; docs/analyses.md, "Flagged tasks on the leaderboards").
 
 The report's "Statistically tied tiers" section: per regime how many models are a defensible #1 on macro and
 in each category, and how many adjacent ranks the tasks separate (`rank_separability.parquet`,
-`geneb.analysis.ranking.tiers`; docs/analyses.md, "Statistically tied tiers").
+`geneb.analysis.tiers`; docs/analyses.md, "Statistically tied tiers").
 
 The report's zero-shot section: the zero-shot leaderboard (macro rows), the rank correlation with the probe
 leaderboard, the scorers that did not apply and why, and the zero-shot figure (docs/zeroshot.md).
@@ -34,8 +34,8 @@ from typing import Any
 
 import pandas as pd
 
-from geneb.analysis.controls.task_audit import NO_CLEAN_ROWS, clean_differences
-from geneb.analysis.ranking.leaderboard import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.controls import NO_CLEAN_ROWS, clean_differences
+from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
 from geneb.analysis.registry import Section
 from geneb.core import integrity
 from geneb.report.render import not_applicable, table_html

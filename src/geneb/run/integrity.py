@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geneb.analysis.outputs import all_tables
+from geneb.analysis.registry import all_tables
 from geneb.core import integrity
 from geneb.core.integrity import write_text_atomic
 from geneb.core.logs import ERROR_MARK
@@ -67,7 +67,7 @@ class TrustedFiles:
 
     def result_tables(self) -> list[str]:
         """The parquet tables under results_dir/tables that the default targets read back: the score table, the
-        leaderboard and analysis tables (`geneb.analysis.outputs.all_tables`), the clean leaderboard, the task
+        leaderboard and analysis tables (`geneb.analysis.registry.all_tables`), the clean leaderboard, the task
         audit table."""
         names = dict.fromkeys(("scores", *all_tables(), "leaderboard_clean", "task_audit"))
         return [self.results_path(f"tables/{name}.parquet") for name in names]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from geneb.analysis.ranking.leaderboard import TASK_FLAGS_ATTR
+from geneb.analysis.ranking import TASK_FLAGS_ATTR
 from geneb.report.runcard import extraction_facts
 from geneb.site.collect import RunTables, card_facts, extraction_records, left_out, probe_provenance, task_card
 from geneb.site.pages import card, embed, esc, heading, note, slug, table_spec

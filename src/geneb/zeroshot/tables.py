@@ -66,7 +66,7 @@ from scipy import stats
 from scipy.stats import binomtest, rankdata
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from geneb.analysis.ranking.leaderboard import rank_desc
+from geneb.analysis.ranking import rank_desc
 from geneb.core import integrity
 from geneb.zeroshot.job import BASELINE_MODEL, read_score_file
 from geneb.zeroshot.task import GROUP_COLUMN, ZeroShotTask, check_row_scores, scorer_kinds

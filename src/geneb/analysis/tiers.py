@@ -1,5 +1,7 @@
 """Statistically tied tiers: which models of a leaderboard the tasks cannot tell apart.
 
+Statistically tied tiers: which models of a leaderboard the tasks cannot tell apart.
+
 Method (Demsar 2006, "Statistical comparisons of classifiers over multiple data sets", JMLR 7:1-30, sections
 3.2.2 and 3.2.3): per (protocol, regime, category) the models ranked there (complete: every task of the group)
 are ranked within each task (1 = best MCC, ties share the average rank); the Friedman test asks whether the
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis.ranking.leaderboard import AGGREGATES
+from geneb.analysis.ranking import AGGREGATES
 from geneb.tables.scores import AnalysisInputError
 
 #: the post-hoc procedure recorded on every tiered row

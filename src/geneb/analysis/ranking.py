@@ -1,4 +1,15 @@
-"""Leaderboards: per task, per category (mean MCC over the category's tasks), macro (mean over categories),
+"""Who is ahead: leaderboards with Borda rank, contamination, rank instability and category-aware
+recommendation.
+
+Contamination: cells where the model was trained or fine-tuned on the task itself.
+
+A model's registry entry lists `trained_on_tasks` (mirror and paper task ids). A cell (model, task) is
+contaminated when the task has the same data as a listed task: tasks are grouped by the catalogue's
+`geneb_task_id` (a mirror task and its paper task, whatever the split), so listing the mirror id or the paper
+id flags both. Such a cell measures memorisation, not transfer: by default it is left out of every ranking
+(policy "exclude") and listed in its own table; policy "flag" keeps it, marked.
+
+Leaderboards: per task, per category (mean MCC over the category's tasks), macro (mean over categories),
 micro (mean over tasks), each with a rank and a Borda rank, for every (protocol, regime).
 
 Aggregation follows the paper (`benchmark_spec.json`, README "Aggregates"): category score = mean of the
@@ -9,34 +20,130 @@ false, so a model cannot win a category on the one task it has), and its macro a
 task missing for every model (a partial run's failed task; in the clean leaderboard, a task without clean test
 rows) counts the same way: its category is listed for every model, unranked, with `incomplete_reason` saying which
 task is missing and why, and no macro or micro row is complete or ranked. A task failing the leakage or shortcut
-audit (`geneb.analysis.controls.task_audit.audit_flags`) is named on every row it feeds (`flagged_tasks`, `flags`), and
+audit (`geneb.analysis.controls.audit_flags`) is named on every row it feeds (`flagged_tasks`, `flags`), and
 `exclude_flagged` ranks without such tasks (`excluded_tasks`).
 
 Borda rank as MTEB computes it (`mteb/benchmarks/_create_table.py`, `_get_borda_rank`): each task gives every
 model `n - rank` votes (n = number of models; rank 1 = best, ties share the average rank; a model without the
 task gets 0 votes from it); models are ranked by their summed votes, ties sharing the lowest rank ("min").
+
+Rank instability: how much a model's rank depends on which category, which tasks and which test rows.
+
+* `category_kendall`: Kendall's tau-b (scipy.stats.kendalltau) between the model rankings of every pair of
+  categories (and macro); tau near 1 means the categories agree on the order, near 0 that they do not.
+* `rank_intervals`: each model's rank in each category and on macro with a bootstrap interval: the 2.5 and
+  97.5 percentiles of its rank over paired replicates (`bootstrap.category_replicates`, test rows and tasks
+  resampled), and how often it ranks first. Overlapping rank intervals mean the order is not resolved.
+
+Category-aware recommendation: for each category (and macro), the best model and the models it cannot be
+told apart from.
+
+Tie rules (config `analysis.recommendation.tie_rule`):
+* "overlap": a model ties with the best when their percentile CIs overlap (its upper end >= the best's
+  lower end). Conservative: overlapping CIs do not prove equality, but non-overlap proves a difference.
+* "paired": a model ties with the best when the paired-bootstrap CI of (best - model) contains 0; uses the
+  pairing of `bootstrap.category_replicates` (same rows, same tasks) and so separates more models.
+Where a column has no CI (a single-task category without per-row predictions), only exact equality ties.
+
+Leaderboards and ranks: the category, macro and micro leaderboards with Borda rank, statistically tied tiers,
+rank instability and intervals, the category-aware recommendation, and the contaminated cells they leave out.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from geneb import __version__
-from geneb.analysis.inputs.tables import frame_sha256
+from geneb.analysis.inputs import RegimeContext, cell_scores, frame_sha256
+from geneb.analysis.stats import CategoryReplicates
 from geneb.core.categories import CATEGORIES
-from geneb.tables.scores import AnalysisInputError, with_code_revision
+from geneb.tables.scores import CELL_KEYS, AnalysisInputError, with_code_revision
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("exclude", "flag")
+
+
+def flag_contamination(cells: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None) -> pd.DataFrame:
+    """Return `cells` with a boolean `contaminated` column and the `contamination_reason`.
+
+    cells: per-cell table (`tables.cell_scores`); model_meta: `metadata.model_frame` output (models missing
+    from it are treated as clean); task_meta: the catalogue (optional; adds the paper-id alias).
+    """
+    out = cells.copy()
+    # tasks with the same data share a group (the paper task id): listing either id covers every one of them
+    group: dict[str, str] = {}
+    if task_meta is not None and "geneb_task_id" in task_meta.columns:
+        group = {str(t): str(g) for t, g in task_meta["geneb_task_id"].items() if g}
+    trained = model_meta["trained_on_tasks"].to_dict() if "trained_on_tasks" in model_meta else {}
+    flags, reasons = [], []
+    for model, task in zip(out["model"], out["task"]):
+        seen = {group.get(t, t) for t in trained.get(model, ())}
+        hit = group.get(task, task) in seen
+        flags.append(hit)
+        reasons.append(f"{model} was trained on {task}" if hit else "")
+    out["contaminated"] = flags
+    out["contamination_reason"] = reasons
+    return out
+
+
+def apply_policy(cells: pd.DataFrame, policy: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split flagged cells by `policy`: returns (cells used for rankings, contaminated cells).
+
+    "exclude" drops contaminated cells from the first table; "flag" keeps them (still marked). Raises
+    AnalysisInputError for an unknown policy or when `cells` was not flagged.
+    """
+    if policy not in POLICIES:
+        raise AnalysisInputError(f"contamination policy must be one of {POLICIES}, not {policy!r}")
+    if "contaminated" not in cells.columns:
+        raise AnalysisInputError("cells are not flagged; call flag_contamination first")
+    bad = cells[cells["contaminated"]]
+    kept = cells[~cells["contaminated"]] if policy == "exclude" else cells
+    return kept.reset_index(drop=True), bad.reset_index(drop=True)
+
+
+def _cell_cis(cells: pd.DataFrame, scores: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Attach the score table's per-cell CI (mean over seeds of ci_low/ci_high) where it has one."""
+    out = cells.copy()
+    if {"ci_low", "ci_high"} <= set(scores.columns):
+        ci = scores[scores["metric"] == metric].groupby(list(CELL_KEYS), observed=True)[["ci_low", "ci_high"]].mean()
+        out = out.merge(ci.reset_index(), on=list(CELL_KEYS), how="left")
+    else:
+        out["ci_low"] = out["ci_high"] = np.nan
+    out["ci_source"] = np.where(out["ci_high"].notna(), "score table (seed mean of per-seed CIs)", "none")
+    return out
+
+
+def prepare_cells(
+    scores: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None, settings: dict[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seed-mean cells of the configured metric, contamination applied: (cells used, contaminated cells).
+    Tasks whose score rows are flagged `test_single_class` (a one-class test split kept by
+    task_checks.single_class_test: keep) are left out: MCC there is 0 for every model, so they would only pull
+    their category's mean towards 0."""
+    if "test_single_class" in scores.columns and scores["test_single_class"].fillna(False).astype(bool).any():
+        flagged = scores["test_single_class"].fillna(False).astype(bool)
+        log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
+        scores = scores[~flagged]
+    cells = flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
+    used, contaminated = apply_policy(cells, settings["contamination"])
+    return _cell_cis(used, scores, settings["metric"]), contaminated
+
 
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
-#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.ranking.tiers.TIER_COLUMNS`)
+#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`)
 SCHEMA_VERSION = "5"
 AGGREGATES = ("macro", "micro")
-#: the kinds of audit flag a task can carry (`geneb.analysis.controls.task_audit.audit_flags`; config
+#: the kinds of audit flag a task can carry (`geneb.analysis.controls.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
 FLAG_KINDS: tuple[str, ...] = ("leakage", "shortcut")
 #: the comma-joined list columns of every leaderboard row ("" = none)
@@ -120,7 +227,7 @@ def category_scores(
     test rows): each counts as expected and missing for every model, so its category is listed, also when no task
     of it completed (value NaN, not ranked). missing_reasons: {task: why} for those tasks; cell_reasons:
     {model: {task: why}} of failed (model, task) cells; flags: {task: {kind: why}} of tasks failing an audit
-    (`geneb.analysis.controls.task_audit.audit_flags`); exclude_flagged: the kinds (FLAG_KINDS) whose flagged tasks are
+    (`geneb.analysis.controls.audit_flags`); exclude_flagged: the kinds (FLAG_KINDS) whose flagged tasks are
     left out of every value and rank. Returns columns protocol, regime, model, category, value, n_tasks (tasks the
     model has), n_tasks_expected (tasks of the category any model has in that protocol and regime, plus the
     missing ones, less the excluded ones), complete (n_tasks == n_tasks_expected > 0), incomplete_reason ("" when
@@ -338,3 +445,154 @@ def ranked_rows(rows: pd.DataFrame, board: pd.DataFrame, protocol: str, regime: 
     b = board[(board["protocol"] == protocol) & (board["regime"] == regime) & board["rank"].notna()]
     keep = set(zip(b["category"], b["model"]))
     return rows[[(c, m) in keep for c, m in zip(rows["category"], rows["model"])]].reset_index(drop=True)
+
+
+def category_kendall(wide: pd.DataFrame) -> pd.DataFrame:
+    """Kendall tau-b between the columns of `wide` (n_models, n_columns), over models with no NaN.
+
+    wide: e.g. `leaderboard.wide_view` (categories + macro). Returns one row per unordered column pair:
+    a, b, tau, p_value (scipy's exact/asymptotic two-sided test), n_models. Raises AnalysisInputError with
+    fewer than 3 complete models (tau is undefined or meaningless).
+    """
+    w = wide.dropna(how="any")
+    if len(w) < 3:
+        raise AnalysisInputError(f"Kendall tau between categories needs >= 3 models with every category, got {len(w)}")
+    rows = []
+    for a, b in itertools.combinations(w.columns, 2):
+        res = stats.kendalltau(w[a].to_numpy(), w[b].to_numpy(), variant="b")
+        rows.append({"a": a, "b": b, "tau": float(res.statistic), "p_value": float(res.pvalue), "n_models": len(w)})
+    return pd.DataFrame(rows)
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks along axis -2 (models), 1 = highest, ties share the lowest rank."""
+    return stats.rankdata(-x, axis=-2, method="min")
+
+
+def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
+    """Per (model, category incl. macro): value, ci_low, ci_high, rank, rank_low, rank_high, p_top1.
+
+    rep: paired replicates (B, M, C + 1). rank_low/rank_high: percentile interval of the model's rank over
+    replicates at `confidence`; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 =
+    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). ci_low/ci_high: the percentile
+    interval of the model's value over the same replicates (`CategoryReplicates.interval`, NaN where undefined). A column whose replicates cannot
+    vary for some model (`CategoryReplicates.column_defined`: a single-task category without that task's per-row
+    predictions, a macro over one) has nothing to resample: its interval and p_top1 are missing (NA), not a
+    certain-looking [rank, rank] and 1.0, and `interval_reason` says why ("" where defined). `seed`: the
+    bootstrap seed of the replicates.
+    """
+    point_rank = _ranks(rep.point)
+    draw_rank = _ranks(rep.draws)
+    a = (1 - confidence) / 2
+    low = np.quantile(draw_rank, a, axis=0, method="lower")
+    high = np.quantile(draw_rank, 1 - a, axis=0, method="higher")
+    top = (draw_rank == 1).mean(axis=0)
+    ci_low, ci_high = rep.interval(confidence)
+    no_variation = ~rep.column_defined()
+    rows = []
+    for m, model in enumerate(rep.models):
+        for c, col in enumerate(rep.columns):
+            known = not no_variation[c]
+            rows.append(
+                {
+                    "model": model,
+                    "category": col,
+                    "value": rep.point[m, c],
+                    "ci_low": float(ci_low[m, c]),
+                    "ci_high": float(ci_high[m, c]),
+                    "rank": int(point_rank[m, c]),
+                    "rank_low": int(low[m, c]) if known else None,
+                    "rank_high": int(high[m, c]) if known else None,
+                    "p_top1": float(top[m, c]) if known else np.nan,
+                    "interval_reason": "" if known else rep.column_reason(c),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
+    out["rows_resampled"] = rep.rows_resampled
+    out["n_resamples"] = rep.draws.shape[0]
+    out["seed"] = rep.seed
+    return out
+
+
+def rank_interval_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `rank_intervals`: `rank_intervals` of the regime's paired replicates (none with
+    fewer than 2 complete models), only where the run's leaderboard ranks the (category, model)
+    (`leaderboard.ranked_rows`: no macro interval for a model that lacks a failed task)."""
+    if ctx.replicates is None:
+        return {}
+    ri = rank_intervals(ctx.replicates, ctx.run.confidence)
+    return {"rank_intervals": ranked_rows(ri, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
+
+
+def category_kendall_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `category_kendall`: Kendall tau-b between the category (and macro) rankings of the
+    complete models (at least 3); the summary gets the mean tau between categories."""
+    wide = ctx.wide
+    if wide.dropna().shape[0] < 3:
+        return {}
+    kt = category_kendall(wide)
+    cat_only = kt[(kt["a"] != "macro") & (kt["b"] != "macro")]
+    ctx.summary["mean_kendall_tau_between_categories"] = float(cat_only["tau"].mean()) if len(cat_only) else None
+    return {"category_kendall": kt}
+
+
+TIE_RULES = ("overlap", "paired")
+
+
+def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "overlap") -> pd.DataFrame:
+    """Best and tied models per category (incl. macro).
+
+    rep: paired category replicates of one (protocol, regime). Returns rows category, model, role ("best" or
+    "tied"), value, ci_low, ci_high, n_recommended (best + tied), sorted by category then value. Raises
+    AnalysisInputError for an unknown tie rule.
+    """
+    if tie_rule not in TIE_RULES:
+        raise AnalysisInputError(f"tie_rule must be one of {TIE_RULES}, not {tie_rule!r}")
+    low, high = rep.interval(confidence)
+    a = (1 - confidence) / 2
+    rows = []
+    for c, col in enumerate(rep.columns):
+        values = rep.point[:, c]
+        best = int(np.nanargmax(values))
+        has_ci = np.isfinite(low[best, c])
+        chosen: list[dict[str, Any]] = []
+        for m, model in enumerate(rep.models):
+            role: str | None
+            if m == best:
+                role = "best"
+            elif not has_ci:
+                role = "tied" if values[m] == values[best] else None
+            elif tie_rule == "overlap":
+                role = "tied" if high[m, c] >= low[best, c] else None
+            else:
+                d = rep.draws[:, best, c] - rep.draws[:, m, c]
+                role = "tied" if np.quantile(d, a) <= 0 else None
+            if role:
+                chosen.append(
+                    {
+                        "category": col,
+                        "model": model,
+                        "role": role,
+                        "value": float(values[m]),
+                        "ci_low": float(low[m, c]),
+                        "ci_high": float(high[m, c]),
+                    }
+                )
+        for r in chosen:
+            r["n_recommended"] = len(chosen)
+        rows += sorted(chosen, key=lambda r: -r["value"])
+    out = pd.DataFrame(rows)
+    out["tie_rule"] = tie_rule
+    return out
+
+
+def recommendation_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
+    """Registered analysis `recommendation`: `recommend` on the regime's paired replicates with the configured
+    tie rule (none with fewer than 2 complete models), only where the run's leaderboard ranks the (category,
+    model): a category or macro that lacks a failed task is never recommended on (`leaderboard.ranked_rows`)."""
+    if ctx.replicates is None:
+        return {}
+    rule = ctx.run.settings["recommendation"]["tie_rule"]
+    rec = recommend(ctx.replicates, confidence=ctx.run.confidence, tie_rule=rule)
+    return {"recommendations": ranked_rows(rec, ctx.run.board, ctx.protocol.protocol, ctx.regime)}

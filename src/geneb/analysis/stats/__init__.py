@@ -1,1 +1,0 @@
-"""The statistics every analysis shares: paired (two-level) bootstrap replicates and paired tests between cells."""
