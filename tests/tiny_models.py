@@ -121,7 +121,7 @@ def build_tiny(
 
     folder = Path(folder)
     if kind == "esm":
-        from geneb.encoders.families.random_init import build_random_esm
+        from geneb.encoders.families.random_init import _build_random_esm as build_random_esm
 
         cfg = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2}
         cfg.update(intermediate_size=2 * hidden, max_position_embeddings=1002)

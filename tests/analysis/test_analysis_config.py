@@ -23,7 +23,7 @@ def _validate(cfg, repo):
 def test_the_schema_supplies_every_setting_and_an_unvalidated_section_is_refused(repo):
     cfg = _validate({"tasks": ["x"], "models": ["y"]}, repo)
     s = run.resolve_settings(cfg["analysis"], "geneb")
-    assert set(run.SETTING_KEYS) <= set(s) and s["bootstrap"] == {
+    assert set(run._SETTING_KEYS) <= set(s) and s["bootstrap"] == {
         "n_resamples": 1000,
         "seed": 20260604,
         "resample_tasks": True,
@@ -57,7 +57,7 @@ def test_bad_analysis_settings_are_refused_by_the_schema(repo):
 
 def test_merge_and_entries(repo):
     defaults = _validate({"tasks": ["x"], "models": ["y"]}, repo)["analysis"]
-    s = run.merge_settings(defaults, {"bootstrap": {"seed": 1}})
+    s = run._merge_settings(defaults, {"bootstrap": {"seed": 1}})
     assert (
         s["bootstrap"] == {"n_resamples": 1000, "seed": 1, "resample_tasks": True}
         and defaults["bootstrap"]["seed"] == 20260604

@@ -26,24 +26,24 @@ def _cells():
 
 def test_near_random_uses_the_ci_when_there_is_one():
     cells = _cells()
-    nr = paper.near_random(cells, 0.1).set_index("task")
+    nr = paper._near_random(cells, 0.1).set_index("task")
     assert nr.loc["hard", "near_random"] and nr.loc["hard", "ci_source"] == "none"
     assert not nr.loc["p1", "near_random"] and nr.loc["p1", "best_model"] == "a"
     # a CI whose upper end reaches the threshold makes the hard task not near random
     cells["ci_low"], cells["ci_high"], cells["ci_source"] = cells["value"] - 0.1, cells["value"] + 0.1, "test"
-    assert not paper.near_random(cells, 0.1).set_index("task").loc["hard", "near_random"]
+    assert not paper._near_random(cells, 0.1).set_index("task").loc["hard", "near_random"]
     with pytest.raises(AnalysisInputError):
-        paper.near_random(cells, 2.0)
+        paper._near_random(cells, 2.0)
 
 
 def test_high_variance_flags_the_spread_tasks():
-    hv = paper.high_variance(_cells(), 0.5).set_index("task")
+    hv = paper._high_variance(_cells(), 0.5).set_index("task")
     assert hv.loc["p1", "sd"] == pytest.approx(np.std([0.9, 0.2, 0.5], ddof=1))
     assert hv.loc["p1", "high_variance"] and not hv.loc["hard", "high_variance"]
 
 
 def test_specialist_wins_a_category_below_the_median_macro():
-    sp = paper.specialists(lb.leaderboard(_cells())).set_index("category")
+    sp = paper._specialists(lb.leaderboard(_cells())).set_index("category")
     # b wins Enhancers; macro: a (0.85+0.5+0.05)/3=0.467, b (0.25+0.6+0.04)/3=0.297, c (0.5+0.1+0.02)/3=0.207
     # median 0.297 -> b is not below the median; c wins nothing; a wins Promoters and Splice Sites
     assert sp.loc["Enhancers", "winner"] == "b" and not sp.loc["Enhancers", "specialist"]
@@ -54,25 +54,25 @@ def test_specialist_wins_a_category_below_the_median_macro():
     cells = cell_scores(
         check_scores(scores_from_values(grid(list(values), list(CATS), lambda m, t, r: values[m][t]), CATS))
     )
-    sp = paper.specialists(lb.leaderboard(cells)).set_index("category")
+    sp = paper._specialists(lb.leaderboard(cells)).set_index("category")
     assert sp.loc["Enhancers", "winner"] == "c" and sp.loc["Enhancers", "specialist"]
 
 
 def test_contaminated_cells_are_left_out_of_rankings_by_default():
     m = meta({"a": {"trained_on_tasks": ["mirror_p1"]}, "b": {}, "c": {}})
     tasks = pd.DataFrame({"task": ["p1"], "geneb_task_id": ["mirror_p1"]}).set_index("task", drop=False)
-    flagged = ranking.flag_contamination(_cells(), m, tasks)
+    flagged = ranking._flag_contamination(_cells(), m, tasks)
     assert flagged.loc[flagged["contaminated"], ["model", "task"]].values.tolist() == [["a", "p1"]]
-    kept, bad = ranking.apply_policy(flagged, "exclude")
+    kept, bad = ranking._apply_policy(flagged, "exclude")
     assert len(bad) == 1 and not ((kept["model"] == "a") & (kept["task"] == "p1")).any()
     board = lb.leaderboard(kept).set_index(["model", "category"])
     assert (
         board.loc[("a", "Promoters"), "value"] == pytest.approx(0.8) and board.loc[("a", "Promoters"), "n_tasks"] == 1
     )
-    kept_all, _ = ranking.apply_policy(flagged, "flag")
+    kept_all, _ = ranking._apply_policy(flagged, "flag")
     assert len(kept_all) == len(flagged) and kept_all["contaminated"].sum() == 1
     with pytest.raises(AnalysisInputError):
-        ranking.apply_policy(flagged, "ignore")
+        ranking._apply_policy(flagged, "ignore")
 
 
 def test_recommendation_ties_only_indistinguishable_models():
@@ -109,6 +109,6 @@ def test_contamination_follows_the_data_not_the_id_either_way():
     values = {(m, t, "full"): 0.5 for m in ("a", "b") for t in catalogue.index}
     cells = cell_scores(check_scores(scores_from_values(values, dict.fromkeys(catalogue.index, "Promoters"))))
     for listed in ("mirror_prom", "paper_prom", "mirror_prom_subset"):
-        flagged = ranking.flag_contamination(cells, meta({"a": {"trained_on_tasks": [listed]}, "b": {}}), catalogue)
+        flagged = ranking._flag_contamination(cells, meta({"a": {"trained_on_tasks": [listed]}, "b": {}}), catalogue)
         hit = flagged.loc[flagged["contaminated"], ["model", "task"]].values.tolist()
         assert sorted(hit) == [["a", "mirror_prom"], ["a", "mirror_prom_subset"], ["a", "paper_prom"]], listed

@@ -37,24 +37,24 @@ def test_category_macro_micro_values_and_planted_rank_change():
     assert b.loc[("a", "Promoters"), "rank"] == 1 and b.loc[("b", "Promoters"), "rank"] == 2
     assert b.loc[("b", "Enhancers"), "rank"] == 1 and b.loc[("a", "Enhancers"), "rank"] == 2
     assert b.loc[("b", "macro"), "rank"] == 1 and b.loc[("c", "macro"), "rank"] == 3
-    assert set(b["schema_version"]) == {lb.SCHEMA_VERSION} == {"5"} and b["input_sha256"].nunique() == 1
+    assert set(b["schema_version"]) == {lb._SCHEMA_VERSION} == {"5"} and b["input_sha256"].nunique() == 1
 
 
 def test_borda_rank_matches_the_mteb_rule_by_hand():
     # tasks: t1 a>b>c, t2 b>a=c (tie), t3 only a and c scored (b missing: 0 votes)
     m = pd.DataFrame({"t1": [0.9, 0.5, 0.1], "t2": [0.3, 0.8, 0.3], "t3": [0.2, np.nan, 0.4]}, index=["a", "b", "c"])
     # n = 3 models; votes = n - rank (average ties): a: (3-1)+(3-2.5)+(3-2) = 3.5; b: 1 + 2 + 0 = 3; c: 0 + 0.5 + 2 = 2.5
-    r = lb.borda_rank(m)
+    r = lb._borda_rank(m)
     assert r.to_dict() == {"a": 1, "b": 2, "c": 3}
     # equal votes share the lowest rank ("min")
     tie = pd.DataFrame({"t1": [0.9, 0.1], "t2": [0.1, 0.9]}, index=["x", "y"])
-    assert lb.borda_rank(tie).to_dict() == {"x": 1, "y": 1}
+    assert lb._borda_rank(tie).to_dict() == {"x": 1, "y": 1}
 
 
 def test_borda_differs_from_macro_when_wins_are_narrow():
     # a wins 3 of 4 tasks narrowly, b wins one by far: Borda prefers a, the mean prefers b
     m = pd.DataFrame({"t1": [0.51, 0.5], "t2": [0.51, 0.5], "t3": [0.51, 0.5], "t4": [0.1, 0.9]}, index=["a", "b"])
-    assert lb.borda_rank(m)["a"] == 1 and m.mean(axis=1).idxmax() == "b"
+    assert lb._borda_rank(m)["a"] == 1 and m.mean(axis=1).idxmax() == "b"
 
 
 def test_incomplete_model_has_no_macro_and_no_rank():
@@ -91,9 +91,9 @@ def test_a_model_missing_a_task_of_a_category_is_not_ranked_there():
     assert promo.loc["a", "rank"] == 1 and promo["rank"].notna().sum() == 3
     # e is complete in Enhancers and ranked there
     assert b[(b["category"] == "Enhancers") & (b["regime"] == "full")].set_index("model").loc["e", "rank"] == 1
-    spec = paper.specialists(b)
+    spec = paper._specialists(b)
     assert spec.loc[(spec["category"] == "Promoters") & (spec["regime"] == "full"), "winner"].tolist() == ["a"]
-    tops = paper.regime_changes(b, "geneb-paper").set_index("category")
+    tops = paper._regime_changes(b, "geneb-paper").set_index("category")
     assert tops.loc["Promoters", "top_full"] == "a" and tops.loc["Promoters", "top_10shot"] == "a"
     assert np.isnan(lb.wide_view(b, "geneb-paper", "full").loc["e", "Promoters"])
     assert lb.wide_view(b, "geneb-paper", "full", complete_only=False).loc["e", "Promoters"] == pytest.approx(0.95)
@@ -210,7 +210,7 @@ def test_the_leaderboard_step_writes_failed_categories_and_audit_flags_into_both
 
     t = flagged_board_run(tmp_path)
     board = pd.read_parquet(t / f"{name}.parquet")
-    assert set(board["schema_version"]) == {lb.SCHEMA_VERSION} and board.attrs[FAILED_TASKS_ATTR] == FAILED_TASK
+    assert set(board["schema_version"]) == {lb._SCHEMA_VERSION} and board.attrs[FAILED_TASKS_ATTR] == FAILED_TASK
     assert set(board.attrs[lb.TASK_FLAGS_ATTR]) == {"l1"} and board.attrs[lb.EXCLUDE_FLAGGED_ATTR] == []
     b = board.set_index(["model", "category"])
     for m in "abc":

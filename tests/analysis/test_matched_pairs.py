@@ -49,7 +49,7 @@ def test_pairs_differ_in_exactly_one_factor_within_the_size_ratio():
             },
         }
     )
-    got = {(tuple(p["models"]), p["differs_in"]) for p in paper.derive_pairs(m, list(m.index), 2.0)}
+    got = {(tuple(p["models"]), p["differs_in"]) for p in paper._derive_pairs(m, list(m.index), 2.0)}
     assert got == {
         (("enc_bpe_h", "enc_kmer_h"), "tokenizer"),
         (("enc_bpe_h", "ssm_bpe_h"), "architecture"),
@@ -57,7 +57,7 @@ def test_pairs_differ_in_exactly_one_factor_within_the_size_ratio():
         (("ssm_bpe_h", "twin"), "architecture"),
     }  # the 9x larger multispecies model is too big; the unknown domain is never paired; twins differ in nothing
     with pytest.raises(AnalysisInputError):
-        paper.derive_pairs(m, list(m.index), 0.5)
+        paper._derive_pairs(m, list(m.index), 0.5)
 
 
 def _replicates():
@@ -76,7 +76,7 @@ def _replicates():
 
 def test_planted_effect_is_significant_only_where_planted():
     rep = _replicates()
-    out = paper.pair_effects(
+    out = paper._pair_effects(
         rep,
         [{"id": "a~b", "models": ["a", "b"], "differs_in": "tokenizer"}],
         confidence=0.95,
@@ -96,7 +96,7 @@ def test_planted_effect_is_significant_only_where_planted():
 def test_without_rows_small_categories_are_not_tested():
     matrix = pd.DataFrame({"p1": [0.6, 0.5], "p2": [0.7, 0.4], "e1": [0.3, 0.3], "e2": [0.2, 0.1]}, index=["a", "b"])
     rep = paired_stats.category_replicates(matrix, pd.Series(CATS), None, n_resamples=200, seed=0)
-    out = paper.pair_effects(
+    out = paper._pair_effects(
         rep,
         [{"models": ["a", "b"], "differs_in": "architecture"}],
         confidence=0.95,

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import matthews_corrcoef
 
-from geneb.analysis.stats import compare_cells, mcnemar
+from geneb.analysis.stats import _mcnemar, compare_cells
 from geneb.cli import main
 from geneb.probe.metrics import paired_bootstrap_mcc_difference
 from geneb.tables.scores import AnalysisInputError
@@ -42,9 +42,9 @@ def test_difference_ci_and_mcnemar_match_independent_computations():
 
 def test_mcnemar_needs_one_prediction_per_item_and_equal_cells_give_p_one():
     y = np.array([0, 1, 0, 1])
-    out = mcnemar(y, [y, 1 - y], [y])
+    out = _mcnemar(y, [y, 1 - y], [y])
     assert pd.isna(out["p_mcnemar"]) and "predict differently" in out["mcnemar_note"]
-    assert mcnemar(y, [y], [y])["p_mcnemar"] == 1.0
+    assert _mcnemar(y, [y], [y])["p_mcnemar"] == 1.0
 
 
 def test_cells_on_different_items_are_refused():

@@ -10,7 +10,7 @@ import pytest
 from sklearn.metrics import matthews_corrcoef
 from statsmodels.stats.multitest import multipletests
 
-from geneb.analysis.controls import holm, pretraining_gain_tables, twin_pairs
+from geneb.analysis.controls import _holm, _twin_pairs, pretraining_gain_tables
 from geneb.analysis.inputs import RunContext
 
 SETTINGS = {"confidence": 0.95, "bootstrap": {"n_resamples": 400, "seed": 0}}
@@ -114,8 +114,8 @@ def test_missing_predictions_give_na_with_the_reason_and_no_twin_gives_a_note(ru
 
 def test_pairs_and_holm():
     meta = pd.DataFrame({"twin_of": ["", "a", "", "zz"]}, index=["a", "a-twin", "b", "zz-twin"])
-    assert twin_pairs(meta, ["a", "a-twin", "b", "zz-twin"]) == [("a", "a-twin")]
+    assert _twin_pairs(meta, ["a", "a-twin", "b", "zz-twin"]) == [("a", "a-twin")]
     p = np.array([0.01, np.nan, 0.04, 0.03])
-    out = holm(p)
+    out = _holm(p)
     assert np.isnan(out[1])
     np.testing.assert_allclose(out[[0, 2, 3]], multipletests(p[[0, 2, 3]], method="holm")[1])

@@ -108,7 +108,7 @@ def test_headline_leaderboard_and_fewshot_statistics(analysed):
     assert p["regimes"]["10shot"]["top_model"] == "GenomeOcean-4B"  # few-shot changes the ranking
     inv = {(r["regime"], r["measure"]): r["rho"] for r in p["inverse_pattern"]}
     assert inv[("10shot", "abs_drop")] > 0.5  # the stronger the model, the larger its 10-shot drop
-    assert json.dumps(run.jsonable(summary))  # the summary is JSON-able
+    assert json.dumps(run._jsonable(summary))  # the summary is JSON-able
 
 
 def test_declared_pairs_among_the_papers_models_are_analysed(analysed, repo):
@@ -135,7 +135,7 @@ NOT_REPRODUCED = {"n_reversals": 29, "top_placements_multispecies_eukaryotic": 1
 def reproduced(analysed, repo):
     tables, summary = analysed
     outputs = published.Outputs(
-        summary=run.jsonable(summary),
+        summary=run._jsonable(summary),
         leaderboard=tables["leaderboard"],
         models=tables["models"],
         protocol=published.PROTOCOL,
@@ -145,7 +145,7 @@ def reproduced(analysed, repo):
 
 def test_every_stated_number_is_reproduced_or_says_why_not(reproduced):
     r = reproduced.set_index("claim")
-    assert list(reproduced.columns) == list(published.REPRODUCE_COLUMNS)
+    assert list(reproduced.columns) == list(published._REPRODUCE_COLUMNS)
     expected = {
         "n_models": 40,
         "n_tasks": 100,

@@ -19,7 +19,7 @@ def test_kendall_between_categories_is_scipys_tau_b():
     wide = pd.DataFrame(
         {"A": [0.9, 0.8, 0.7, 0.1], "B": [0.1, 0.8, 0.9, 0.7], "macro": [0.5, 0.8, 0.8, 0.4]}, index=list("wxyz")
     )
-    out = ranking.category_kendall(wide).set_index(["a", "b"])
+    out = ranking._category_kendall(wide).set_index(["a", "b"])
     ref = stats.kendalltau(wide["A"], wide["B"], variant="b")
     assert out.loc[("A", "B"), "tau"] == pytest.approx(ref.statistic)
     assert out.loc[("A", "B"), "p_value"] == pytest.approx(ref.pvalue)
@@ -51,12 +51,12 @@ def _fewshot_board():
 
 def test_drops_inverse_pattern_and_top_model_change():
     board = _fewshot_board()
-    d = paper.drops(board, "geneb-paper")
+    d = paper._drops(board, "geneb-paper")
     assert d.loc["a", "abs_drop_10shot"] == pytest.approx(0.5) and d.loc["a", "rel_drop_1shot"] == pytest.approx(0.875)
-    inv = paper.inverse_pattern(d).set_index(["regime", "measure"])
+    inv = paper._inverse_pattern(d).set_index(["regime", "measure"])
     ref = stats.spearmanr(d["full"], d["abs_drop_10shot"])
     assert inv.loc[("10shot", "abs_drop"), "rho"] == pytest.approx(ref.statistic) == pytest.approx(1.0)
-    ch = paper.regime_changes(board, "geneb-paper").set_index("category")
+    ch = paper._regime_changes(board, "geneb-paper").set_index("category")
     assert (
         ch.loc["macro", "top_full"] == "a"
         and ch.loc["macro", "top_10shot"] == "b"

@@ -12,7 +12,7 @@ from geneb.analysis.steps import analyses_step
 from geneb.figures import registry as figure_registry
 from geneb.figures.registry import render_figures
 from geneb.figures.style import empty_figure
-from geneb.probe.protocols import PROTOCOL_NAMES
+from geneb.probe.protocols import _PROTOCOL_NAMES
 from geneb.report.html import build_report
 from geneb.report.render import report_captions
 from workflow_support import dry_run
@@ -37,14 +37,14 @@ DUMMY_ANALYSIS = registry.Analysis(
     ("dummy_counts",),
     (registry.Section("Dummy counts per regime", "dummy_counts", only="flag"),),
 )
-DUMMY_FIGURE = figure_registry.Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "dummy_figure.rst")
+DUMMY_FIGURE = figure_registry._Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "dummy_figure.rst")
 
 
 @pytest.fixture
 def registered(monkeypatch):
     """The dummy analysis and figure registered for one test (the registries restored afterwards)."""
-    monkeypatch.setattr(registry, "ANALYSES", list(registry.ANALYSES))
-    monkeypatch.setattr(figure_registry, "FIGURES", list(figure_registry.FIGURES))
+    monkeypatch.setattr(registry, "_ANALYSES", list(registry._ANALYSES))
+    monkeypatch.setattr(figure_registry, "_FIGURES", list(figure_registry._FIGURES))
     registry.register(DUMMY_ANALYSIS)
     figure_registry.register(DUMMY_FIGURE)
 
@@ -99,10 +99,10 @@ def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_pa
     """The dummy registered before the rule files are read (here, then the workflow parsed in this process:
     `dry_run`, what `snakemake -n report published` plans; the registries restored afterwards): the analyses,
     figures and report rules list its outputs, with nothing else changed."""
-    monkeypatch.setattr(registry, "ANALYSES", list(registry.ANALYSES))
-    monkeypatch.setattr(figure_registry, "FIGURES", list(figure_registry.FIGURES))
+    monkeypatch.setattr(registry, "_ANALYSES", list(registry._ANALYSES))
+    monkeypatch.setattr(figure_registry, "_FIGURES", list(figure_registry._FIGURES))
     registry.register(registry.Analysis("dummy", "run", _dummy_tables, ("dummy_counts",)))
-    figure_registry.register(figure_registry.Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
+    figure_registry.register(figure_registry._Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
     (tmp_path / "shared").symlink_to(shared)
     work = tmp_path / "work"
     work.mkdir()
@@ -130,5 +130,5 @@ def test_no_rule_file_names_a_protocol(repo):
     files = [repo / "Snakefile", *sorted((repo / "workflow" / "rules").glob("*.smk"))]
     for path in files:
         text = path.read_text()
-        for name in PROTOCOL_NAMES:
+        for name in _PROTOCOL_NAMES:
             assert name not in text, f"{path.name} names the protocol {name!r}; take it from config or the registry"

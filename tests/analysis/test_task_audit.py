@@ -11,7 +11,7 @@ import pytest
 
 from geneb.analysis.controls import clean_differences, shortcut_margins, shortcut_models, task_audit_table
 from geneb.analysis.ranking import leaderboard
-from geneb.tasks.audit import AUDIT_SCHEMA_VERSION
+from geneb.tasks.audit import _AUDIT_SCHEMA_VERSION
 
 
 def _cells():
@@ -56,7 +56,7 @@ def test_clean_differences_are_sorted_by_size():
 
 def test_task_audit_table_has_one_row_per_task_with_flags_and_the_best_shortcut(tmp_path):
     audit = {
-        "schema_version": AUDIT_SCHEMA_VERSION,
+        "schema_version": _AUDIT_SCHEMA_VERSION,
         "task": "t1",
         "data_hash": "x",
         "n_train": 600,
@@ -121,7 +121,8 @@ def _settings(**over):
 
 
 def test_audit_flags_thresholds_are_the_configs_and_a_test_split_inside_train_is_leakage():
-    from geneb.analysis.controls import AuditFlagError, audit_flags
+    from geneb.analysis.controls import _AuditFlagError as AuditFlagError
+    from geneb.analysis.controls import audit_flags
 
     s = _settings()
     assert s == {

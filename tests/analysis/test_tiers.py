@@ -34,7 +34,7 @@ def test_friedman_equals_scipy_with_ties_and_works_for_two_models():
     rng = np.random.default_rng(3)
     x = np.round(rng.normal(size=(9, 4)), 1)  # rounded: ties inside tasks
     x[2] = 0.5  # one task where every model ties
-    stat, p = tiers.friedman(x)
+    stat, p = tiers._friedman(x)
     ref = stats.friedmanchisquare(*x.T)
     assert stat == pytest.approx(ref.statistic, rel=1e-12) and p == pytest.approx(ref.pvalue, rel=1e-12)
     # two models: the chi-square with 1 df; by hand: model 0 wins 5 of 6 tasks, the sixth ties
@@ -42,18 +42,18 @@ def test_friedman_equals_scipy_with_ties_and_works_for_two_models():
     r0, n, k = 1 * 5 + 1.5, 6, 2
     r1 = n * (k + 1) / 2 * 2 - r0
     chi = (12 / (n * k * (k + 1)) * (r0**2 + r1**2) - 3 * n * (k + 1)) / (1 - 6 / (n * k * (k * k - 1)))
-    assert tiers.friedman(y)[0] == pytest.approx(chi) and tiers.friedman(y)[1] == pytest.approx(stats.chi2.sf(chi, 1))
+    assert tiers._friedman(y)[0] == pytest.approx(chi) and tiers._friedman(y)[1] == pytest.approx(stats.chi2.sf(chi, 1))
     with pytest.raises(AnalysisInputError, match="missing values"):
-        tiers.friedman(np.array([[1.0, np.nan], [0.0, 1.0]]))
+        tiers._friedman(np.array([[1.0, np.nan], [0.0, 1.0]]))
 
 
 def test_critical_difference_matches_demsar_table_and_nemenyi_of_scikit_posthocs():
     # Demsar 2006 Table 5a: q_0.05 = 2.343 (k = 3), 2.569 (k = 4), 3.164 (k = 10)
     for k, q in ((3, 2.343), (4, 2.569), (10, 3.164)):
-        assert tiers.critical_difference(k, 6, 0.95) == pytest.approx(q * np.sqrt(k * (k + 1) / 36), abs=2e-3)
+        assert tiers._critical_difference(k, 6, 0.95) == pytest.approx(q * np.sqrt(k * (k + 1) / 36), abs=2e-3)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(14, 6)) + np.linspace(1.5, 0, 6)
-    t = tiers.tiers(pd.DataFrame(x.T, index=list("abcdef")), 0.95)
+    t = tiers._tiers(pd.DataFrame(x.T, index=list("abcdef")), 0.95)
     p = sp.posthoc_nemenyi_friedman(x).to_numpy()  # pairwise Nemenyi p-values (scikit-posthocs)
     r = stats.rankdata(-x, axis=1).mean(axis=0)
     ours = np.abs(r[:, None] - r[None, :]) > t.cd

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from geneb.analysis import stats
-from geneb.analysis.evaluation import compare_leaderboards
+from geneb.analysis.evaluation import _compare_leaderboards
 from geneb.analysis.published import compare_intervals
 from geneb.analysis.ranking import rank_intervals
 from geneb.probe.metrics import batched_mcc
@@ -89,10 +89,10 @@ def test_sensitivity_tau_interval_has_width_from_rows_and_a_reason_without(share
     # the alternative view: the same models, a little worse and reordered (other predictions of the same rows)
     alt_m, _, alt_preds = _run(shared, ONE_PER_CATEGORY, {"m1": 0.75, "m2": 0.79, "m3": 0.77})
     kw = {"n_resamples": 300, "seed": 3, "confidence": 0.95}
-    st, *_ = compare_leaderboards(matrix, alt_m, cats, predictions=(preds, alt_preds), regime="full", **kw)
+    st, *_ = _compare_leaderboards(matrix, alt_m, cats, predictions=(preds, alt_preds), regime="full", **kw)
     assert st["ci_reason"] == "" and st["tau_ci_high"] > st["tau_ci_low"]
     assert st["winners_changed_ci_high"] >= st["winners_changed_ci_low"]
-    st, *_ = compare_leaderboards(matrix, alt_m, cats, **kw)  # no predictions: one task per category
+    st, *_ = _compare_leaderboards(matrix, alt_m, cats, **kw)  # no predictions: one task per category
     assert np.isnan(st["tau_ci_low"]) and np.isnan(st["tau_ci_high"]) and np.isnan(st["winners_changed_ci_low"])
     assert "has one task and no per-row predictions" in st["ci_reason"]
     assert np.isfinite(st["kendall_tau"])  # the point statistic stays

@@ -12,7 +12,7 @@ import pytest
 
 import geneb
 import geneb.tasks.prepare as prepare_module
-from geneb.api.evaluate import PREPARED_STAMP
+from geneb.api.evaluate import _PREPARED_STAMP
 
 TASK = "idna_ms_4mc_c_equisetifolia"
 
@@ -70,6 +70,6 @@ def test_changed_params_or_incomplete_files_prepare_again(shared, tmp_path, call
     (task_dir / "test.parquet").unlink()  # a killed preparation's leftovers are never trusted
     _evaluate(shared, work, max_train=100)
     assert calls == [TASK, TASK, TASK, TASK]
-    (task_dir / PREPARED_STAMP).write_text('{"key": "someone else"}')
+    (task_dir / _PREPARED_STAMP).write_text('{"key": "someone else"}')
     _evaluate(shared, work, max_train=100)
     assert len(calls) == 5

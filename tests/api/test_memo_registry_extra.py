@@ -14,10 +14,10 @@ def test_the_user_files_entries_are_in_and_an_edit_reloads(tmp_path, repo):
     extra = tmp_path / "my_models.yaml"
     extra.write_text(yaml.safe_dump({"models": {"mine": ENTRY}}))
     sheet = repo / "config/models.yaml"
-    first = evaluate.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
+    first = evaluate._registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
     assert "mine" in first.models and "kmer-3" in first.models
-    assert evaluate.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra]) is first
+    assert evaluate._registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra]) is first
     extra.write_text(yaml.safe_dump({"models": {"mine": ENTRY, "mine-too": ENTRY}}))
-    again = evaluate.registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
+    again = evaluate._registry(sheet, pins=None, weights=None, weights_dir=None, extra=[extra])
     assert again is not first and "mine-too" in again.models
-    assert "mine" not in evaluate.registry(sheet, pins=None, weights=None, weights_dir=None).models
+    assert "mine" not in evaluate._registry(sheet, pins=None, weights=None, weights_dir=None).models

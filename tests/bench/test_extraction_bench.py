@@ -41,7 +41,7 @@ def test_flops_count_dense_weights_per_token_and_attention_per_chunk(bench, tmp_
     from extraction_lib import attention_flops, per_token_params, useful_flops
     from transformers import EsmModel
 
-    from geneb.encoders.families.random_init import build_random_esm
+    from geneb.encoders.families.random_init import _build_random_esm as build_random_esm
 
     config = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
     model = EsmModel.from_pretrained(build_random_esm({"config": {**config, "max_position_embeddings": 40}}, tmp_path))

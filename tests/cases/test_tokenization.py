@@ -23,7 +23,7 @@ from geneb.core.errors import (
     ModelForwardError,
 )
 from geneb.encoders.engine.checks import resolve_max_tokens
-from geneb.encoders.families.hf import position_offset
+from geneb.encoders.families.hf import _position_offset
 from geneb.encoders.families.kmer import KmerEncoder
 from geneb.extract.cache import read_embeddings
 from geneb.extract.step import build_encoder, extract_task
@@ -555,7 +555,7 @@ def test_padding_idx_offset_of_learned_positions(padding_idx_models, kind):
     exactly that length ([SEP] included) embeds in one chunk; one base more gives two chunks, not a crash."""
     enc = build_encoder(_local(padding_idx_models[kind], "hf-encoder", f"tiny-{kind}"), progress=False)
     assert enc.tokenizer.model_max_length >= 10**9  # nothing from the tokenizer
-    assert position_offset(enc.model, 130) == 5
+    assert _position_offset(enc.model, 130) == 5
     assert enc.max_tokens == 125 and enc.max_tokens_from == "tokenizer/config" and enc.body_cap == 124
     res = enc.embed([random_dna(124, 1), random_dna(125, 2)])
     assert res.n_chunks.tolist() == [1, 2] and res.n_tokens.tolist() == [124, 125] and np.isfinite(res.embeddings).all()
@@ -567,7 +567,7 @@ def test_config_maximum_failing_in_the_forward_pass(padding_idx_models, monkeypa
     """A maximum from the model's files is tried once at load: if the offset were not found (here: hidden),
     130 tokens would index past the table, and loading fails with MaxLengthError naming model and length.
     A registry max_tokens is trusted as set (no load-time pass)."""
-    monkeypatch.setattr("geneb.encoders.families.hf.position_offset", lambda model, positions: 0)
+    monkeypatch.setattr("geneb.encoders.families.hf._position_offset", lambda model, positions: 0)
     folder = padding_idx_models["roberta"]
     with pytest.raises(
         MaxLengthError,

@@ -319,7 +319,8 @@ def test_failed_job_partial_output_is_rescheduled(tmp_path):
     it: the partial-file check that common.smk runs before every DAG moves the file aside, and the job is
     scheduled again; GENEB's reader refuses the file by itself. Its own folder and one-rule Snakefile (the test
     double), planned by the real `snakemake -n` (dry_run plans the repository's Snakefile only)."""
-    from geneb.extract.cache import IncompleteCacheError, read_embeddings
+    from geneb.extract.cache import _IncompleteCacheError as IncompleteCacheError
+    from geneb.extract.cache import read_embeddings
     from geneb.run.integrity import set_aside_partial
 
     wf = tmp_path / "wf"
@@ -379,7 +380,8 @@ def test_probe_refuses_partial_embedding_by_itself(finished_run, tmp_path):
     """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing: by its
     content digest (the bytes changed since it was written), and, for a file written before digests, by its
     missing `complete` attribute."""
-    from geneb.extract.cache import CorruptCacheError, IncompleteCacheError
+    from geneb.extract.cache import _CorruptCacheError as CorruptCacheError
+    from geneb.extract.cache import _IncompleteCacheError as IncompleteCacheError
     from geneb.probe.job import fit_probes
 
     run = copy_run(finished_run, tmp_path / "run")
@@ -412,7 +414,7 @@ def test_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(
     """A complete cache copied in from elsewhere (another model, other extraction settings) is not trusted: the
     probe compares the file's key with its model, task and settings-hash folder. It reads the finished run as it
     is (the probe writes under tmp_path only)."""
-    from geneb.extract.cache import CacheKeyMismatchError
+    from geneb.extract.cache import _CacheKeyMismatchError as CacheKeyMismatchError
     from geneb.probe.job import fit_probes
 
     run = finished_run
@@ -681,16 +683,16 @@ def test_stable_params_renders_identically_in_separate_processes():
 def test_resources_double_per_attempt_and_gpu_follows_device():
     from geneb.run import layout as hpc
 
-    assert [hpc.scaled(100, a) for a in (1, 2, 3)] == [100, 200, 400]
+    assert [hpc._scaled(100, a) for a in (1, 2, 3)] == [100, 200, 400]
     with pytest.raises(ValueError):
-        hpc.scaled(100, 0)
-    assert hpc.extraction_mem_mb(7e9, 1) == hpc.EXTRACTION_BASE_MEM_MB + 42000
-    assert hpc.extraction_mem_mb(None, 2) == 2 * hpc.EXTRACTION_BASE_MEM_MB
-    assert [hpc.extraction_gpus(True, d) for d in ("cuda", "cuda:1", "auto", "cpu")] == [1, 1, 1, 0]
-    assert hpc.extraction_gpus(False, "cuda") == 0  # k-mer models never hold a GPU
+        hpc._scaled(100, 0)
+    assert hpc._extraction_mem_mb(7e9, 1) == hpc._EXTRACTION_BASE_MEM_MB + 42000
+    assert hpc._extraction_mem_mb(None, 2) == 2 * hpc._EXTRACTION_BASE_MEM_MB
+    assert [hpc._extraction_gpus(True, d) for d in ("cuda", "cuda:1", "auto", "cpu")] == [1, 1, 1, 0]
+    assert hpc._extraction_gpus(False, "cuda") == 0  # k-mer models never hold a GPU
     assert (
-        hpc.probe_runtime(3) == 4 * hpc.PROBE_RUNTIME_MIN
-        and hpc.extraction_runtime(2) == 2 * hpc.EXTRACTION_RUNTIME_MIN
+        hpc.probe_runtime(3) == 4 * hpc._PROBE_RUNTIME_MIN
+        and hpc.extraction_runtime(2) == 2 * hpc._EXTRACTION_RUNTIME_MIN
     )
 
 
@@ -706,14 +708,14 @@ def test_recover_refuses_while_snakemake_runs_in_the_directory(tmp_path, monkeyp
     proc = subprocess.Popen([str(fake)], cwd=run)
     try:
         deadline = time.monotonic() + 10  # the child needs a moment before /proc shows its command line
-        while proc.pid not in recover.running_snakemake(run.resolve()) and time.monotonic() < deadline:
+        while proc.pid not in recover._running_snakemake(run.resolve()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert proc.pid in recover.running_snakemake(run.resolve())
+        assert proc.pid in recover._running_snakemake(run.resolve())
         monkeypatch.chdir(run)
         assert recover.main(["-s", str(SNAKEFILE), "--cores", "1"]) == 3
-        assert recover.run_directory(["--directory", str(tmp_path)]) == tmp_path.resolve()
-        assert recover.run_directory(["-d", "x"]) == (run / "x").resolve()
+        assert recover._run_directory(["--directory", str(tmp_path)]) == tmp_path.resolve()
+        assert recover._run_directory(["-d", "x"]) == (run / "x").resolve()
     finally:
         proc.kill()
         proc.wait()
-    assert recover.running_snakemake(run.resolve()) == []
+    assert recover._running_snakemake(run.resolve()) == []

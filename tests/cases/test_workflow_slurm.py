@@ -248,7 +248,7 @@ def test_recover_refuses_while_slurm_jobs_of_the_run_are_alive(slurm_env, tmp_pa
     try:
         monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
         monkeypatch.chdir(run)
-        assert recover.active_slurm_jobs(run.resolve()) == [job]
+        assert recover._active_slurm_jobs(run.resolve()) == [job]
         assert recover.main(["-s", str(SNAKEFILE), "--cores", "1"]) == 3
         assert not (run / ".snakemake").exists()  # it touched nothing
     finally:

@@ -214,7 +214,7 @@ def test_models_shows_env_source_pin_and_whether_runnable_here(repo, tmp_path, c
     or why not (no adapter, unpinned, a missing package or transformers range of this environment)."""
     import types
 
-    from geneb.cli.models import model_status
+    from geneb.cli.models import _model_status as model_status
     from geneb.registry.load import load_registry
 
     pins = tmp_path / "pins.yaml"

@@ -141,7 +141,7 @@ def test_a_changed_table_is_one_error_line_naming_the_file_not_a_traceback(synth
 
 
 def test_error_lines_join_a_line_that_introduces_the_next_with_a_space():
-    from geneb.cli.app import one_line
+    from geneb.cli.app import _one_line as one_line
 
     assert one_line("cannot plan:\n - a\n - b\n") == "cannot plan: - a; - b"
     assert ":;" not in one_line("problems (1):\n- results_dir: no")

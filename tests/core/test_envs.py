@@ -22,7 +22,7 @@ from geneb.cli import main as cli_main
 from geneb.core import envs
 from geneb.registry.load import check_envs, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import RegistryError
-from geneb.run.checks import fit_problems, preflight, preflight_problems, probe_interpreter
+from geneb.run.checks import _fit_problems, _preflight, _probe_interpreter, preflight_problems
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,10 +47,10 @@ def test_an_unknown_env_names_the_known_ones():
 
 
 def test_pinned_version():
-    assert envs.pinned_version("transformers==4.39.3") == "4.39.3"
-    assert envs.pinned_version("transformers[torch] == 4.56.2") == "4.56.2"
-    assert envs.pinned_version("transformers>=4.39") is None
-    assert envs.pinned_version(None) is None
+    assert envs._pinned_version("transformers==4.39.3") == "4.39.3"
+    assert envs._pinned_version("transformers[torch] == 4.56.2") == "4.56.2"
+    assert envs._pinned_version("transformers>=4.39") is None
+    assert envs._pinned_version(None) is None
 
 
 def test_the_committed_registry_runs_every_entry_in_a_fitting_env(repo):
@@ -145,7 +145,7 @@ def test_a_venv_is_trusted_only_with_its_record_and_for_the_current_file(tmp_pat
     folder = _env_dir(tmp_path, ["transformers==4.57.6"])
     cache = tmp_path / "cache"
     env = envs.read_env("t", folder)
-    final = envs.env_prefix(env, cache)
+    final = envs._env_prefix(env, cache)
     # what a killed build leaves: a .tmp folder, or a folder with a python but no record
     (cache / f".tmp-{final.name}-123/bin").mkdir(parents=True)
     (final / "bin").mkdir(parents=True)
@@ -153,7 +153,7 @@ def test_a_venv_is_trusted_only_with_its_record_and_for_the_current_file(tmp_pat
     with pytest.raises(envs.EnvError, match=r"env t is not built under .*; run `geneb env build t --prefix "):
         envs.python_for_env("t", envs_dir=folder, prefix=cache)
     assert envs.built_env("t", envs_dir=folder, prefix=cache) is None
-    (final / envs.RECORD).write_text(json.dumps({"env": "t"}))
+    (final / envs._RECORD).write_text(json.dumps({"env": "t"}))
     assert envs.python_for_env("t", envs_dir=folder, prefix=cache) == final / "bin/python"
     # the env file changes: a new digest, so the old venv is not used (and the error says so)
     _env_dir(tmp_path, ["transformers==4.57.5"])
@@ -247,7 +247,7 @@ def test_preflight_on_the_conda_route_without_conda_checks_this_interpreter(tmp_
         models["mistral-dna-1m-ft-prom"]["load"] = {"transformers": "<5"}
 
     reg = load_registry(_sheet(tmp_path, repo, edit))
-    blocking, problems = preflight(reg, ["mistral-dna-1m-ft-prom", "kmer-3"], env_route="conda", conda_deploys=False)
+    blocking, problems = _preflight(reg, ["mistral-dna-1m-ft-prom", "kmer-3"], env_route="conda", conda_deploys=False)
     assert blocking == [] and len(problems) == 1
     assert problems[0].startswith("model mistral-dna-1m-ft-prom (env transformers4): load.transformers '<5', but this ")
     here = importlib.metadata.version("transformers")
@@ -257,9 +257,9 @@ def test_preflight_on_the_conda_route_without_conda_checks_this_interpreter(tmp_
 def test_fit_problems_names_a_missing_module(repo):
     reg = load_registry(repo / "config/models.yaml")
     spec = reg.spec("PlantCaduceus_l32")
-    probe = probe_interpreter(sys.executable, ["mamba_ssm"])
+    probe = _probe_interpreter(sys.executable, ["mamba_ssm"])
     here = importlib.metadata.version("transformers")
     assert probe["modules"] == {"mamba_ssm": False} and probe["transformers"] == here
-    problems = fit_problems(spec, probe, "here", "build the mamba env")
+    problems = _fit_problems(spec, probe, "here", "build the mamba env")
     assert any("here cannot import mamba_ssm (pip mamba-ssm); build the mamba env" in p for p in problems)
     assert any(f"load.transformers '<5', but here has transformers {here}" in p for p in problems)

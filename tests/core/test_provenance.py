@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.core.provenance import REVISION, UNKNOWN, code_revision, dirty_label
+from geneb.core.provenance import _UNKNOWN, REVISION, code_revision, dirty_label
 from geneb.tables.scores import CODE_REVISION_COLUMNS, with_code_revision
 
 GIT = shutil.which("git")
@@ -72,14 +72,14 @@ def test_an_installed_copy_inside_another_checkout_is_unknown(checkout):
     """A copy the checkout's git does not track (a venv's site-packages inside it) is not that checkout's code."""
     installed = checkout / ".venv" / "lib" / "site-packages" / "pkg"
     shutil.copytree(checkout / "src" / "pkg", installed)
-    assert code_revision(installed) == {"geneb_commit": UNKNOWN, "geneb_dirty": None}
+    assert code_revision(installed) == {"geneb_commit": _UNKNOWN, "geneb_dirty": None}
 
 
 def test_a_copy_outside_any_checkout_is_unknown(tmp_path):
     folder = tmp_path / "site-packages" / "pkg"
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text("x = 1\n")
-    assert code_revision(folder) == {"geneb_commit": UNKNOWN, "geneb_dirty": None}
+    assert code_revision(folder) == {"geneb_commit": _UNKNOWN, "geneb_dirty": None}
     assert dirty_label(None) == "unknown" and dirty_label(True) == "true" and dirty_label(False) == "false"
 
 
@@ -93,7 +93,7 @@ def test_the_running_package_is_this_checkout():
 
 
 def test_table_columns_keep_unknown_as_na():
-    t = with_code_revision(pd.DataFrame({"a": [1, 2]}), {"geneb_commit": UNKNOWN, "geneb_dirty": None})
+    t = with_code_revision(pd.DataFrame({"a": [1, 2]}), {"geneb_commit": _UNKNOWN, "geneb_dirty": None})
     assert list(t.columns[-2:]) == list(CODE_REVISION_COLUMNS)
     assert t["geneb_dirty"].isna().all() and str(t["geneb_dirty"].dtype) == "boolean"
     t = with_code_revision(pd.DataFrame({"a": [1]}), {"geneb_commit": "a" * 40, "geneb_dirty": False})

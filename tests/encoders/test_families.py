@@ -17,7 +17,7 @@ import torch
 
 from extraction_support import random_dna, spec
 from geneb.core.errors import MissingPackageError, UnknownTokenError, WeightsNotLoadedError
-from geneb.encoders.families.enformer import N_BINS, WIDTH, window_and_bins
+from geneb.encoders.families.enformer import _N_BINS, _WIDTH, _window_and_bins
 from geneb.encoders.loading import check_loading_info
 from geneb.extract.step import build_encoder
 from geneb.registry.load import extraction_settings, load_registry
@@ -138,7 +138,7 @@ def test_real_mistral_dna_checkpoints(repo, shared):
 def test_real_bpe_tokenizers_affixes_and_chunks(zoo, shared):
     from transformers import AutoTokenizer
 
-    from geneb.encoders.families.hf import special_affixes
+    from geneb.encoders.families.hf import _special_affixes as special_affixes
 
     for name in ("dnabert-2-117m", "gena-lm-bigbird-base-t2t"):
         tok = AutoTokenizer.from_pretrained(shared / "models" / "tokenizers" / name)
@@ -154,12 +154,12 @@ def test_real_bpe_tokenizers_affixes_and_chunks(zoo, shared):
 
 
 def test_window_and_bins():
-    start, mask = window_and_bins(200)
+    start, mask = _window_and_bins(200)
     assert start == (196_608 - 200) // 2 and 1 <= mask.sum() <= 3
-    assert window_and_bins(114_688)[1].all()  # the central 896 x 128 bp
-    assert window_and_bins(1)[1].sum() == 1
+    assert _window_and_bins(114_688)[1].all()  # the central 896 x 128 bp
+    assert _window_and_bins(1)[1].sum() == 1
     with pytest.raises(ValueError):
-        window_and_bins(196_609)
+        _window_and_bins(196_609)
 
 
 def test_enformer_adapter_pools_only_the_sequence_bins(monkeypatch):
@@ -169,9 +169,9 @@ def test_enformer_adapter_pools_only_the_sequence_bins(monkeypatch):
     settings = _enformer_standin(monkeypatch, lambda bins: (bins < 4).float().mean(-1))
     enc = build_encoder(settings, batch_size=2, progress=False)
     res = enc.embed([random_dna(1280, 7), random_dna(300, 8)])
-    assert res.embeddings.shape == (2, WIDTH)
+    assert res.embeddings.shape == (2, _WIDTH)
     np.testing.assert_allclose(res.embeddings[0], 1.0, atol=1e-6)  # 1280 bp centred = exactly 10 full bins
-    assert res.n_tokens.tolist() == [10, int(window_and_bins(300)[1].sum())]
+    assert res.n_tokens.tolist() == [10, int(_window_and_bins(300)[1].sum())]
     assert (res.embeddings[1] < 1).all() and (res.embeddings[1] > 0.5).all()  # edge bins are part sequence, part N
 
 
@@ -182,8 +182,8 @@ def _enformer_standin(monkeypatch, per_bin):
     class StandIn(torch.nn.Module):
         def forward(self, x, return_embeddings=False):
             assert x.shape[1] == 196_608 and return_embeddings
-            bins = x[:, (196_608 - N_BINS * 128) // 2 :][:, : N_BINS * 128].reshape(x.shape[0], N_BINS, 128)
-            return {"human": None}, per_bin(bins).float().unsqueeze(-1).expand(-1, -1, WIDTH).contiguous()
+            bins = x[:, (196_608 - _N_BINS * 128) // 2 :][:, : _N_BINS * 128].reshape(x.shape[0], _N_BINS, 128)
+            return {"human": None}, per_bin(bins).float().unsqueeze(-1).expand(-1, -1, _WIDTH).contiguous()
 
     module = types.ModuleType("enformer_pytorch")
     module.from_pretrained = lambda where, **kw: StandIn()
@@ -207,14 +207,14 @@ def test_enformer_tiles_pool_every_base_once():
     """A 393,216-bp row (two windows) is laid in tiles of the bins' 114,688-bp span: counting, for every base, the
     pooled bins (mask True) whose 128 bp hold it gives exactly 1 everywhere, and no pooled bin lies wholly outside
     the row. A row up to 114,688 bp gets one window with the row centred (window_and_bins)."""
-    from geneb.encoders.families.enformer import enformer_tiles
+    from geneb.encoders.families.enformer import _enformer_tiles as enformer_tiles
 
-    window, span, first_bin = 196_608, N_BINS * 128, (196_608 - N_BINS * 128) // 2
+    window, span, first_bin = 196_608, _N_BINS * 128, (196_608 - _N_BINS * 128) // 2
     length = 2 * window
     cover = np.zeros(length, np.int32)
     tiles = enformer_tiles(length)
     for ws, mask in tiles:
-        assert mask.shape == (N_BINS,)
+        assert mask.shape == (_N_BINS,)
         for j in np.flatnonzero(mask):
             lo = ws + first_bin + 128 * j  # sequence position of the bin's first base
             assert lo < length and lo + 128 > 0
@@ -223,7 +223,7 @@ def test_enformer_tiles_pool_every_base_once():
     assert len(tiles) == -(-length // span) == 4
     for n in (1, 200, 1280, 50_001, span):
         (ws, mask), *rest = enformer_tiles(n)
-        start, bins = window_and_bins(n)
+        start, bins = _window_and_bins(n)
         assert not rest and ws == -start == -((window - n) // 2) and (mask == bins).all()
     assert len(enformer_tiles(span + 1)) == 2
 
@@ -273,7 +273,7 @@ def test_random_esm_takes_the_position_embeddings_of_its_config(tmp_path):
     vocabulary stays the tokenizer's."""
     import json
 
-    from geneb.encoders.families.random_init import build_random_esm
+    from geneb.encoders.families.random_init import _build_random_esm as build_random_esm
 
     small = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
     config = {**small, "max_position_embeddings": 64}

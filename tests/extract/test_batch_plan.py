@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.encoders.engine.invariance import DEFAULT_ATOL
+from geneb.encoders.engine.invariance import _DEFAULT_ATOL
 from geneb.extract import batch_plan
 from geneb.extract.step import extract_task, load_model
 
@@ -57,7 +57,7 @@ def test_auto_is_none_on_a_gpu_and_without_token_batches_and_a_typo_is_refused(t
     assert batch_plan.resolve_batch_tokens(_Burner(), None, **kw) is None
     with pytest.raises(ValueError, match="'fast'"):
         batch_plan.resolve_batch_tokens(_Burner(), "fast", **kw)
-    assert not (tmp_path / batch_plan.BATCH_PLAN_FILE).exists()
+    assert not (tmp_path / batch_plan._BATCH_PLAN_FILE).exists()
 
 
 def test_a_failing_probe_leaves_batches_of_batch_size_and_records_nothing(tmp_path):
@@ -67,7 +67,7 @@ def test_a_failing_probe_leaves_batches_of_batch_size_and_records_nothing(tmp_pa
 
     kw = {"device": "cpu", "checks_dir": tmp_path, "model": "m", "settings_hash": "h", "identity_sha256": "i"}
     assert batch_plan.resolve_batch_tokens(Refusing(), "auto", **kw) is None
-    assert not (tmp_path / batch_plan.BATCH_PLAN_FILE).exists()
+    assert not (tmp_path / batch_plan._BATCH_PLAN_FILE).exists()
 
 
 def test_the_record_spares_later_loads_the_probe_until_the_cpu_changes(zoo, tmp_path, monkeypatch):
@@ -76,13 +76,13 @@ def test_the_record_spares_later_loads_the_probe_until_the_cpu_changes(zoo, tmp_
     monkeypatch.setattr(batch_plan, "probe_budget", lambda enc: (calls.append(1), real(enc))[1])
     settings = zoo.settings("mistral-dna")
     first = load_model(settings, checks_dir=tmp_path, batch_tokens="auto", progress=False)
-    record = json.loads((tmp_path / batch_plan.BATCH_PLAN_FILE).read_text())
-    assert first.encoder.batch_tokens == record["batch_tokens"] in batch_plan.CANDIDATES
-    assert set(record["cpu_seconds"]) == {str(b) for b in batch_plan.CANDIDATES} and len(calls) == 1
+    record = json.loads((tmp_path / batch_plan._BATCH_PLAN_FILE).read_text())
+    assert first.encoder.batch_tokens == record["batch_tokens"] in batch_plan._CANDIDATES
+    assert set(record["cpu_seconds"]) == {str(b) for b in batch_plan._CANDIDATES} and len(calls) == 1
     second = load_model(settings, checks_dir=tmp_path, batch_tokens="auto", progress=False)
     assert second.encoder.batch_tokens == record["batch_tokens"] and len(calls) == 1
     record["key"]["cpu"] = "another CPU"
-    (tmp_path / batch_plan.BATCH_PLAN_FILE).write_text(json.dumps(record))
+    (tmp_path / batch_plan._BATCH_PLAN_FILE).write_text(json.dumps(record))
     load_model(settings, checks_dir=tmp_path, batch_tokens="auto", progress=False)
     assert len(calls) == 2
     fixed = load_model(settings, checks_dir=tmp_path, batch_tokens=None, batch_size=3, progress=False)
@@ -101,7 +101,7 @@ def test_the_measured_plan_keeps_the_key_and_the_vectors_of_fixed_batches(zoo, m
         assert a.attrs["key_hash"] == f.attrs["key_hash"] and a.attrs["extraction_key"] == f.attrs["extraction_key"]
         for split in ("train", "test"):
             diff = np.abs(a[split]["embeddings"][:] - f[split]["embeddings"][:]).max()
-            assert diff <= DEFAULT_ATOL["float32"]
+            assert diff <= _DEFAULT_ATOL["float32"]
 
 
 class _Params:
@@ -123,16 +123,16 @@ def test_by_device_takes_the_table_budget_of_the_device_class_without_timing(tmp
     gpu.device = "cuda:1"  # the encoder's resolved device decides the class
     assert batch_plan.resolve_batch_tokens(gpu, "by_device", **kw) == batch_plan.DEVICE_BUDGETS["cuda"] == 65536
     large = _Burner()
-    large.model = _Params([batch_plan.CPU_LARGE_PARAMS - 1, 1])  # a 20M-parameter network: smaller CPU batches
-    assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == batch_plan.CPU_LARGE_BUDGET == 1024
+    large.model = _Params([batch_plan._CPU_LARGE_PARAMS - 1, 1])  # a 20M-parameter network: smaller CPU batches
+    assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == batch_plan._CPU_LARGE_BUDGET == 1024
     large.device = "cuda"
     assert batch_plan.resolve_batch_tokens(large, "by_device", **kw) == 65536
     kmer = _Burner()
     kmer.load_check_names = ()  # an encoder without token batches (k-mer counts) keeps batch_size
     assert batch_plan.resolve_batch_tokens(kmer, "by_device", **kw) is None
-    assert not cpu.seen and not gpu.seen and not large.seen and not (tmp_path / batch_plan.BATCH_PLAN_FILE).exists()
+    assert not cpu.seen and not gpu.seen and not large.seen and not (tmp_path / batch_plan._BATCH_PLAN_FILE).exists()
     with pytest.raises(ValueError, match="'tpu'"):
-        batch_plan.device_class("tpu")
+        batch_plan._device_class("tpu")
 
 
 def test_an_unset_batch_tokens_runs_the_table_budget_with_the_vectors_of_batches_of_64(zoo, make_task, tmp_path):
@@ -141,7 +141,7 @@ def test_an_unset_batch_tokens_runs_the_table_budget_with_the_vectors_of_batches
     from geneb.extract.batch_plan import ExecutionOptions
 
     options = ExecutionOptions.from_config({"device": "cpu"})
-    assert options.batch_tokens == batch_plan.BY_DEVICE
+    assert options.batch_tokens == batch_plan._BY_DEVICE
     train = [random_dna(n, seed) for seed, n in enumerate([40, 300, 90, 700, 15, 260, 520, 33, 180, 400, 1500])]
     task = make_task(train, [random_dna(120, 99), random_dna(610, 98)])
     settings = zoo.settings("mistral-dna")
@@ -152,4 +152,4 @@ def test_an_unset_batch_tokens_runs_the_table_budget_with_the_vectors_of_batches
         assert d.attrs["key_hash"] == f.attrs["key_hash"] and d.attrs["extraction_key"] == f.attrs["extraction_key"]
         for split in ("train", "test"):
             diff = np.abs(d[split]["embeddings"][:] - f[split]["embeddings"][:]).max()
-            assert diff <= DEFAULT_ATOL["float32"]
+            assert diff <= _DEFAULT_ATOL["float32"]

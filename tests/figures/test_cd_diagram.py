@@ -5,17 +5,17 @@ import pandas as pd
 
 from geneb.analysis import tiers
 from geneb.analysis.ranking import leaderboard
-from geneb.figures.leaderboard import bar_rows, cd_diagram, cliques
+from geneb.figures.leaderboard import _bar_rows, _cd_diagram, _cliques
 from geneb.figures.style import paper_style, save
 
 
 def test_cliques_are_the_maximal_runs_of_models_no_two_of_which_are_separable():
     r = np.array([1.0, 1.5, 3.0, 3.2, 6.0])
     sep = np.abs(r[:, None] - r[None, :]) > 1.6  # a CD of 1.6 by hand: 1.5 vs 3.2 differ by 1.7; 4 alone
-    assert cliques(r, sep) == [(0, 1), (1, 2), (2, 3)]
-    assert bar_rows([(0, 1), (1, 3)], r) == [0, 1]  # they touch at model 1: two rows
-    assert bar_rows([(0, 1), (2, 3)], r) == [0, 0]  # 1.5 + 0.3 < 3.0: one row
-    assert cliques(r, np.zeros((5, 5), dtype=bool)) == [(0, 4)]  # nothing separable: one bar over all
+    assert _cliques(r, sep) == [(0, 1), (1, 2), (2, 3)]
+    assert _bar_rows([(0, 1), (1, 3)], r) == [0, 1]  # they touch at model 1: two rows
+    assert _bar_rows([(0, 1), (2, 3)], r) == [0, 0]  # 1.5 + 0.3 < 3.0: one row
+    assert _cliques(r, np.zeros((5, 5), dtype=bool)) == [(0, 4)]  # nothing separable: one bar over all
 
 
 def test_the_diagram_draws_one_panel_per_regime_with_tiers(tmp_path):
@@ -31,11 +31,11 @@ def test_the_diagram_draws_one_panel_per_regime_with_tiers(tmp_path):
     cells = pd.DataFrame(rows)
     board = tiers.add_tiers(leaderboard(cells), cells, 0.95)
     with paper_style():
-        fig = cd_diagram(board, {"a": "model A"}, protocol="p")
+        fig = _cd_diagram(board, {"a": "model A"}, protocol="p")
         titles = [ax.get_title() for ax in fig.axes]
         png, pdf = save(fig, tmp_path / "cd.png")
     assert len(titles) == 2 and titles[0].startswith("full: 5 models over 6 tasks")
     assert png.stat().st_size > 0 and pdf.exists()
     with paper_style():
-        note = cd_diagram(board.drop(columns="tier"), {}, protocol="p")
+        note = _cd_diagram(board.drop(columns="tier"), {}, protocol="p")
     assert "no tier columns" in note.axes[0].texts[0].get_text()

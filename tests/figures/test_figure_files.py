@@ -20,9 +20,9 @@ def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
     from geneb.figures.style import paper_style, save
 
     with paper_style():
-        f = paper.forest(pd.DataFrame(), {}, protocol="geneb-paper")
+        f = paper._forest(pd.DataFrame(), {}, protocol="geneb-paper")
         empty = pd.DataFrame(columns=["protocol", "regime", "model", "in_domain", "params_used"])
-        s = paper.scale_scatter(
+        s = paper._scale_scatter(
             pd.DataFrame(columns=["protocol", "regime", "category", "model", "value"]),
             empty,
             empty,
@@ -38,4 +38,4 @@ def test_figures_of_an_empty_analysis_are_notes_not_errors(tmp_path):
         save(s, tmp_path / "s.png")
     assert (tmp_path / "f.pdf").exists() and (tmp_path / "s.png").exists()
     with pytest.raises(ValueError):
-        save(paper.forest(pd.DataFrame(), {}, protocol="x"), tmp_path / "f.jpg")
+        save(paper._forest(pd.DataFrame(), {}, protocol="x"), tmp_path / "f.jpg")

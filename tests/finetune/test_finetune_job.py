@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from geneb.core import integrity
-from geneb.finetune.job import FINETUNE_ATTR
+from geneb.finetune.job import _FINETUNE_ATTR
 from geneb.tables.scores import check_scores
 
 
@@ -19,7 +19,7 @@ def test_finetune_rows_have_the_score_table_contract(run_job, recipe_settings, t
     assert (mcc["ci_low"] <= mcc["value"]).all() and (mcc["value"] <= mcc["ci_high"]).all()
     assert set(mcc["C_selection"]) == {"lora+head"}
     assert mcc["config_hash"].nunique() == 1
-    meta = integrity.read_parquet(tmp_path / "scores.parquet").attrs[FINETUNE_ATTR]
+    meta = integrity.read_parquet(tmp_path / "scores.parquet").attrs[_FINETUNE_ATTR]
     assert {c["method"] for c in meta["cells"]} == {"lora+head"}
     assert all(t.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) for t in meta["cells"][0]["targets"])
     assert not (tmp_path / "scratch").exists()  # checkpoints removed: no weights kept by default

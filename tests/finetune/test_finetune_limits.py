@@ -8,9 +8,9 @@ import pytest
 
 from geneb.core import integrity
 from geneb.finetune import train as train_mod
-from geneb.finetune.job import FINETUNE_ATTR
+from geneb.finetune.job import _FINETUNE_ATTR
 from geneb.finetune.recipe import NonFiniteLossError, RecipeConfigError, from_config
-from geneb.finetune.train import lr_factor, validation_split
+from geneb.finetune.train import _lr_factor, validation_split
 
 
 def test_non_finite_loss_stops_that_cell_only(run_job, recipe_settings, tmp_path, monkeypatch):
@@ -26,7 +26,7 @@ def test_non_finite_loss_stops_that_cell_only(run_job, recipe_settings, tmp_path
     scores = run_job(recipe_settings)
     mcc = scores[scores["metric"] == "MCC"]
     assert set(zip(mcc["regime"], mcc["seed"])) == {("full", 13), ("full", 17), ("10shot", 13)}
-    failed = integrity.read_parquet(tmp_path / "scores.parquet").attrs[FINETUNE_ATTR]["failed"]
+    failed = integrity.read_parquet(tmp_path / "scores.parquet").attrs[_FINETUNE_ATTR]["failed"]
     assert failed[0]["regime"] == "10shot" and failed[0]["seed"] == 17
     assert "NonFiniteLossError" in failed[0]["error"] and "epoch 0, step 0" in failed[0]["error"]
 
@@ -48,7 +48,7 @@ def test_family_without_targets_trains_last_block_and_head(run_job, recipe_setti
     s = dict(recipe_settings, target_modules={"hf-encoder": ["query"]}, seeds=[13], few_shot_k=[])
     scores = run_job(s)
     assert set(scores["C_selection"]) == {"last_block+head"}
-    cells = integrity.read_parquet(tmp_path / "scores.parquet").attrs[FINETUNE_ATTR]["cells"]
+    cells = integrity.read_parquet(tmp_path / "scores.parquet").attrs[_FINETUNE_ATTR]["cells"]
     assert cells[0]["targets"] == ["layers.3"]
 
 
@@ -75,4 +75,4 @@ def test_validation_split_is_per_class_seeded_and_empty_at_one_shot(config):
     assert np.array_equal(val, validation_split(y, r, 13)[1])
     assert not np.array_equal(val, validation_split(y, r, 17)[1])
     assert len(validation_split(np.array([0, 1]), r, 13)[1]) == 0
-    assert lr_factor(0, 100, r) == pytest.approx(0.1) and lr_factor(99, 100, r) == pytest.approx(1 / 90)
+    assert _lr_factor(0, 100, r) == pytest.approx(0.1) and _lr_factor(99, 100, r) == pytest.approx(1 / 90)

@@ -19,7 +19,7 @@ from geneb.analysis.steps import leaderboard_step
 from geneb.cli.app import main
 from geneb.core import integrity
 from geneb.pool.bundle import BundleError, read_bundle, write_bundle
-from geneb.pool.merge import MergeError, analysis_sections, build_tables, merge_bundles
+from geneb.pool.merge import MergeError, _analysis_sections, build_tables, merge_bundles
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def test_merged_leaderboard_equals_the_one_of_the_union(two_runs, tmp_path, caps
     )
     (tmp_path / "union").mkdir()
     integrity.write_parquet(union, tmp_path / "union/scores.parquet")
-    analysis, board = analysis_sections(config)
+    analysis, board = _analysis_sections(config)
     leaderboard_step(
         scores=str(tmp_path / "union/scores.parquet"),
         models_yaml=str(REPO / "config/models.yaml"),

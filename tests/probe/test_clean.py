@@ -14,7 +14,7 @@ from geneb.probe import metrics
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.metrics import clean_columns
 from geneb.probe.protocols import from_config
-from geneb.tasks.audit import AUDIT_SCHEMA_VERSION, AuditFileError
+from geneb.tasks.audit import _AUDIT_SCHEMA_VERSION, _AuditFileError
 
 TASK = "gue_emp_h3__devtrain"  # tests/probe/conftest.py STAGE_TASK
 
@@ -22,7 +22,7 @@ TASK = "gue_emp_h3__devtrain"  # tests/probe/conftest.py STAGE_TASK
 def _audit(task_dir, path, rows, data_hash=None):
     card = json.loads((task_dir / "card.json").read_text())
     record = {
-        "schema_version": AUDIT_SCHEMA_VERSION,
+        "schema_version": _AUDIT_SCHEMA_VERSION,
         "task": TASK,
         "data_hash": data_hash or card["data_hash"],
         "leaked_test_rows": rows,
@@ -108,7 +108,7 @@ def test_leaked_rows_are_left_out_of_the_clean_value_only(stage, probe_config):
 
 def test_an_audit_of_other_data_is_refused(stage, probe_config):
     audit = _audit(stage[1], stage[0] / "audit-other.json", [], data_hash="0" * 64)
-    with pytest.raises(AuditFileError, match="other data"):
+    with pytest.raises(_AuditFileError, match="other data"):
         _fit(stage, probe_config, audit, "other")
 
 

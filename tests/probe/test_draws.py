@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from geneb.probe.shots import ProbeInputError, build_shots, nested_draw, paper_draw, shortfall, splitmix64
+from geneb.probe.shots import ProbeInputError, _nested_draw, _paper_draw, _shortfall, _splitmix64, build_shots
 
 
 def test_paper_draw_is_the_reference_loop_on_a_real_task(train_labels):
@@ -25,24 +25,24 @@ def test_paper_draw_is_the_reference_loop_on_a_real_task(train_labels):
                     for cls in np.unique(y)
                 ]
             )
-            got = paper_draw(y, k, seed)
+            got = _paper_draw(y, k, seed)
             assert got.tolist() == want.tolist()
             assert np.bincount(y[got]).tolist() == [k] * 3
 
 
 def test_paper_draw_takes_all_rows_of_a_short_class():
     y = np.array([0] * 20 + [1] * 3)
-    got = paper_draw(y, 10, 13)
+    got = _paper_draw(y, 10, 13)
     assert np.bincount(y[got]).tolist() == [10, 3]
-    assert shortfall(y, 10) == {1: 3}
-    assert shortfall(y, 3) == {}
+    assert _shortfall(y, 10) == {1: 3}
+    assert _shortfall(y, 3) == {}
 
 
 def test_nested_draw_exact_k_per_class_and_nested_on_a_real_task(train_labels):
     y = train_labels("ienhancer2l_types_3class")
     rows = np.arange(len(y)) * 7 + 3  # ids need not be positions
     for seed in range(10):
-        by_k = nested_draw(y, rows, data_hash="h", seed=seed, ks=(10, 1, 5))
+        by_k = _nested_draw(y, rows, data_hash="h", seed=seed, ks=(10, 1, 5))
         for k, pos in by_k.items():
             assert np.bincount(y[pos], minlength=3).tolist() == [k] * 3
             assert len(set(pos.tolist())) == len(pos)
@@ -52,14 +52,14 @@ def test_nested_draw_exact_k_per_class_and_nested_on_a_real_task(train_labels):
 def test_nested_draw_depends_on_seed_and_data_hash_only():
     y = np.array([0, 1] * 50)
     rows = np.arange(100)
-    a = nested_draw(y, rows, data_hash="h1", seed=3, ks=(10,))[10]
+    a = _nested_draw(y, rows, data_hash="h1", seed=3, ks=(10,))[10]
     # computing other draws first, or other ks alongside, changes nothing: no carried RNG state
-    nested_draw(y, rows, data_hash="h1", seed=2, ks=(1,))
-    assert nested_draw(y, rows, data_hash="h1", seed=3, ks=(1, 10))[10].tolist() == a.tolist()
-    assert set(nested_draw(y, rows, data_hash="h2", seed=3, ks=(10,))[10]) != set(a)
-    assert set(nested_draw(y, rows, data_hash="h1", seed=4, ks=(10,))[10]) != set(a)
+    _nested_draw(y, rows, data_hash="h1", seed=2, ks=(1,))
+    assert _nested_draw(y, rows, data_hash="h1", seed=3, ks=(1, 10))[10].tolist() == a.tolist()
+    assert set(_nested_draw(y, rows, data_hash="h2", seed=3, ks=(10,))[10]) != set(a)
+    assert set(_nested_draw(y, rows, data_hash="h1", seed=4, ks=(10,))[10]) != set(a)
     # the draw follows row ids, not positions: reversing the split gives the same rows
-    rev = nested_draw(y[::-1], rows[::-1], data_hash="h1", seed=3, ks=(10,))[10]
+    rev = _nested_draw(y[::-1], rows[::-1], data_hash="h1", seed=3, ks=(10,))[10]
     assert sorted(rows[::-1][rev].tolist()) == sorted(rows[a].tolist())
 
 
@@ -75,7 +75,7 @@ def test_nested_draw_identical_across_processes_and_hash_seeds(tmp_path):
         res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         outs.append(json.loads(res.stdout))
     assert outs[0] == outs[1]
-    here = nested_draw(np.array([0, 1, 2] * 40), np.arange(120) * 11, data_hash="abc", seed=5, ks=(1, 10))
+    here = _nested_draw(np.array([0, 1, 2] * 40), np.arange(120) * 11, data_hash="abc", seed=5, ks=(1, 10))
     assert outs[0] == {str(k): v.tolist() for k, v in here.items()}
 
 
@@ -91,7 +91,7 @@ def test_nested_draw_identical_across_processes_and_hash_seeds(tmp_path):
 )
 def test_nested_draw_refuses_bad_input(labels, rows, ks, match):
     with pytest.raises(ProbeInputError, match=match):
-        nested_draw(labels, rows, data_hash="h", seed=1, ks=ks)
+        _nested_draw(labels, rows, data_hash="h", seed=1, ks=ks)
 
 
 def test_shot_file_reports_short_classes_and_distinct_draws(probe_config):
@@ -120,7 +120,7 @@ def test_paper_protocol_caps_a_training_split_over_100000_rows(probe_config, tra
 
 
 def test_splitmix64_known_answers_and_python_reference():
-    assert splitmix64(0, np.array([1, 2], dtype=np.uint64)).tolist() == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]
+    assert _splitmix64(0, np.array([1, 2], dtype=np.uint64)).tolist() == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]
     mask = (1 << 64) - 1
 
     def ref(key, i):  # splitmix64.c in plain Python integers
@@ -131,4 +131,4 @@ def test_splitmix64_known_answers_and_python_reference():
 
     key = 0xDEADBEEFCAFEF00D
     counters = np.array([1, 2, 3, 10**6, 2**40], dtype=np.uint64)
-    assert splitmix64(key, counters).tolist() == [ref(key, int(i)) for i in counters]
+    assert _splitmix64(key, counters).tolist() == [ref(key, int(i)) for i in counters]

@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from geneb.probe.fit import TaskArrays, fit_all
-from geneb.probe.shots import build_shots, paper_draw
+from geneb.probe.shots import _paper_draw, build_shots
 
 TASK = "gue_prom_core_tata"
 N_SHORT = 6  # class-1 training rows kept: fewer than k = 10, more than 10 / IMBALANCE_RATIO
@@ -66,7 +66,7 @@ def test_paper_kshot_fits_stay_the_reference_scripts_unweighted_fits(real_task, 
         if f.regime == "full":
             continue
         k, seed = int(f.regime.removesuffix("shot")), f.seeds[0]
-        idx = paper_draw(data.y_train, k, seed)
+        idx = _paper_draw(data.y_train, k, seed)
         ref = LogisticRegression(max_iter=1000, random_state=seed).fit(data.X_train[idx], data.y_train[idx])
         assert np.array_equal(ref.predict(data.X_test), f.y_pred), (f.regime, seed)
         assert np.allclose(ref.predict_proba(data.X_test), f.proba, rtol=0, atol=1e-12)

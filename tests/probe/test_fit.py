@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from geneb.probe.fit import TaskArrays, fit_all, run_task
-from geneb.probe.shots import ProbeInputError, build_shots, paper_draw
+from geneb.probe.shots import ProbeInputError, _paper_draw, build_shots
 
 TASK = "gue_prom_core_tata"  # real GUE promoter task, 4904 train / 613 test rows
 
@@ -36,7 +36,7 @@ def test_paper_protocol_equals_the_reference_script_fits(real_task, protocols, p
         if f.regime == "full":
             continue
         k, seed = int(f.regime.removesuffix("shot")), f.seeds[0]
-        idx = paper_draw(data.y_train, k, seed)
+        idx = _paper_draw(data.y_train, k, seed)
         ref = LogisticRegression(max_iter=1000, random_state=seed).fit(data.X_train[idx], data.y_train[idx])
         assert np.array_equal(ref.predict(data.X_test), f.y_pred), (f.regime, seed)
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from geneb.core.provenance import code_revision
-from geneb.extract.cache import CacheKeyMismatchError
+from geneb.extract.cache import _CacheKeyMismatchError
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.shots import ProbeInputError
 from geneb.tables.scores import SCHEMA_VERSION
@@ -92,7 +92,7 @@ def test_embeddings_of_other_rows_or_data_are_refused(stage, probe_config, tmp_p
     card = json.loads((task_dir / "card.json").read_text())
     other = tmp_path / "card.json"
     other.write_text(json.dumps({**card, "data_hash": "f" * 64}))
-    with pytest.raises(CacheKeyMismatchError, match="task_data_hash"):
+    with pytest.raises(_CacheKeyMismatchError, match="task_data_hash"):
         _run(stage, probe_config, "geneb-paper", card=other)
     test = pd.read_parquet(task_dir / "test.parquet")
     shuffled = tmp_path / "test.parquet"
@@ -137,7 +137,7 @@ def test_every_fit_runs_on_one_thread_per_pool_and_the_file_records_them(stage, 
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from geneb.probe.fit import PROBE_THREADS
+    from geneb.probe.fit import _PROBE_THREADS as PROBE_THREADS
     from geneb.tables.aggregate import concat_tables
     from geneb.tables.scores import probe_threads
 

@@ -13,9 +13,9 @@ from geneb.extract.cache import SplitEmbeddings, ViewArrays, read_embeddings, wr
 from geneb.extract.step import view_attrs
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.shots import ProbeInputError, build_shots
-from geneb.probe.views import choose_layers, registry_view
+from geneb.probe.views import _choose_layers, registry_view
 from geneb.registry.spec import View, ViewSet
-from geneb.tables.scores import SCHEMA_VERSION, VIEW_COLUMNS, AnalysisInputError, check_scores
+from geneb.tables.scores import _VIEW_COLUMNS, SCHEMA_VERSION, AnalysisInputError, check_scores
 
 TASK = "gue_emp_h3__devtrain"
 
@@ -42,7 +42,7 @@ def test_full_regime_picks_the_informative_layer(protocols):
     rows = np.arange(200) + 1000
     shots = _shots(protocols, y, rows)
     for informative in (0, 1):
-        choices = choose_layers(_layers(y, informative), y, rows, protocols["geneb-strict"], shots)
+        choices = _choose_layers(_layers(y, informative), y, rows, protocols["geneb-strict"], shots)
         layer, folds, mcc = choices[("full", protocols["geneb-strict"].cv_seed)]
         assert (layer, folds) == (informative, 5) and mcc > 0.8
 
@@ -53,12 +53,12 @@ def test_kshot_choice_reads_only_the_draws_labels_and_1shot_takes_the_deepest(pr
     rows = np.arange(300)
     shots = _shots(protocols, y, rows)
     X = _layers(y, 1)
-    base = choose_layers(X, y, rows, proto, shots)
+    base = _choose_layers(X, y, rows, proto, shots)
     drawn = {int(r) for d in shots["draws"] if d["regime"] == "10shot" for r in d["rows"]}
     outside = np.array([r not in drawn for r in rows])
     flipped = y.copy()
     flipped[outside] = 1 - flipped[outside]  # labels beyond the draws change; the draws' own do not
-    again = choose_layers(X, flipped, rows, proto, shots)
+    again = _choose_layers(X, flipped, rows, proto, shots)
     tenshot = [k for k in base if k[0] == "10shot"]
     assert tenshot and all(again[k] == base[k] for k in tenshot)
     assert all(base[k][1] == 5 for k in tenshot)  # 5 folds within the 10 shots per class
@@ -130,7 +130,7 @@ def test_fit_probes_scores_every_view_and_the_inner_cv_choice(stage, probe_confi
     preds = pd.read_parquet(out / "p.parquet")
     assert (scores["schema_version"] == SCHEMA_VERSION).all()
     for table in (scores, preds):
-        assert set(VIEW_COLUMNS) <= set(table.columns)
+        assert set(_VIEW_COLUMNS) <= set(table.columns)
         assert set(table["view"]) == {"L0|mean|rc0", "L1|mean|rc0", "L2|mean|rc0", "Lcv|mean|rc0"}
         assert set(table["layer_rule"]) == {"fixed", "inner_cv"}
     check_scores(scores)  # one row per view of each (regime, seed, metric)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
-from geneb.probe.protocols import SETTING_KEYS, from_config
+from geneb.probe.protocols import _SETTING_KEYS, from_config
 from geneb.probe.shots import ProtocolConfigError
 
 
@@ -32,7 +32,7 @@ def test_strict_protocol_tunes_the_full_regime_and_has_ten_seeds(protocols):
 
 
 def test_tied_inner_cv_scores_pick_the_middle_of_the_tie_not_the_smallest_C():
-    from geneb.probe.fit import best_C_index
+    from geneb.probe.fit import _best_C_index as best_C_index
 
     assert best_C_index(np.array([0.1, 0.3, 0.2])) == 1
     assert best_C_index(np.array([0.0, 0.0, 0.0, 0.0, 0.0])) == 2  # flat (near-random folds): the middle
@@ -49,7 +49,7 @@ def test_config_section_validates_against_the_workflow_schema(repo):
         validate(broken, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
 
 
-@pytest.mark.parametrize("key", SETTING_KEYS)
+@pytest.mark.parametrize("key", _SETTING_KEYS)
 def test_every_setting_is_required(probe_config, key):
     settings = copy.deepcopy(probe_config["geneb-strict"])
     del settings[key]
@@ -105,12 +105,12 @@ def test_few_shot_k_outside_the_known_regimes_is_refused_before_any_job(repo):
 def test_the_schema_section_is_the_one_list_of_settings_and_values():
     """from_config validates with `$defs/probe_protocol` of the workflow schema, so the schema and the
     Python names must agree: the required keys are SETTING_KEYS, the k-shot enum is SUPPORTED_K (the regimes
-    of geneb.tables.scores), the F1 label modes are geneb.probe.metrics.F1_LABELS."""
+    of geneb.tables.scores), the F1 label modes are geneb.probe.metrics._F1_LABELS."""
     from geneb.core.paths import load_schema
-    from geneb.probe.metrics import F1_LABELS
+    from geneb.probe.metrics import _F1_LABELS as F1_LABELS
     from geneb.probe.protocols import SUPPORTED_K
 
     spec = load_schema("config")["$defs"]["probe_protocol"]
-    assert spec["required"] == list(SETTING_KEYS) and sorted(spec["properties"]) == sorted(SETTING_KEYS)
+    assert spec["required"] == list(_SETTING_KEYS) and sorted(spec["properties"]) == sorted(_SETTING_KEYS)
     assert sorted(spec["properties"]["few_shot_k"]["items"]["enum"]) == sorted(SUPPORTED_K)
     assert tuple(spec["properties"]["f1_labels"]["enum"]) == tuple(F1_LABELS)

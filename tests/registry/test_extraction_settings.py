@@ -12,7 +12,7 @@ import yaml
 
 from geneb.registry.load import DEFAULT_EXTRACTION, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError
-from geneb.registry.spec import Extraction, ExtractionSettings, InputTransform, Load, Source
+from geneb.registry.spec import Extraction, ExtractionSettings, InputTransform, Source, _Load
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_the_typed_fields_are_the_settings(every_settings):
         ext = settings["extraction"]
         assert (typed.model, typed.family) == (settings["model"], settings["family"])
         assert isinstance(typed.source, Source) and typed.source.kind == settings["source"]["kind"]
-        assert isinstance(typed.load, Load) and typed.load.as_dict() == settings["load"]
+        assert isinstance(typed.load, _Load) and typed.load.as_dict() == settings["load"]
         assert typed.trust_remote_code is settings["trust_remote_code"]
         assert dict(typed.builtin) == settings["builtin"] and dict(typed.alphabet) == settings["alphabet"]
         assert isinstance(typed.extraction, Extraction), name
@@ -114,7 +114,8 @@ def _one_entry(**over):
 def test_free_text_provenance_is_not_in_the_cache_key(repo):
     """Correcting where a checkpoint came from (source.origin, base_hub_id, url; load.transformers_note) reruns
     nothing; what loads the weights (the folder's fingerprint, the transformers range, config overrides) does."""
-    from geneb.registry.load import PROVENANCE_LOAD_KEYS, PROVENANCE_SOURCE_KEYS
+    from geneb.registry.load import _PROVENANCE_LOAD_KEYS as PROVENANCE_LOAD_KEYS
+    from geneb.registry.load import _PROVENANCE_SOURCE_KEYS as PROVENANCE_SOURCE_KEYS
     from geneb.registry.registry import Registry
 
     registry = load_registry(repo / "config" / "models.yaml")
@@ -154,7 +155,7 @@ def test_codons_load_time_probe_respects_length_multiple():
     """The probes of the load-time checks are trimmed like a row: a codon model's probe is whole codons."""
     from types import SimpleNamespace
 
-    from geneb.encoders.engine.checks import probe_ids
+    from geneb.encoders.engine.checks import _probe_ids as probe_ids
 
     seen = []
 

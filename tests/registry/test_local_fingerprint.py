@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from geneb.registry.python_entry import folder_fingerprint, is_model_file
+from geneb.registry.python_entry import _is_model_file, folder_fingerprint
 
 
 @pytest.fixture
@@ -37,9 +37,9 @@ def test_a_changed_model_file_changes_the_fingerprint(folder, name):
 def test_vocabulary_text_files_and_remote_code_count():
     from pathlib import Path
 
-    assert is_model_file(Path("vocab.txt")) and is_model_file(Path("merges.txt"))
-    assert is_model_file(Path("modeling_hyena.py")) and is_model_file(Path("sub/pytorch_model.bin"))
-    assert not is_model_file(Path("NOTES.txt")) and not is_model_file(Path(".cache/x.json"))
+    assert _is_model_file(Path("vocab.txt")) and _is_model_file(Path("merges.txt"))
+    assert _is_model_file(Path("modeling_hyena.py")) and _is_model_file(Path("sub/pytorch_model.bin"))
+    assert not _is_model_file(Path("NOTES.txt")) and not _is_model_file(Path(".cache/x.json"))
 
 
 def test_a_missing_folder_is_an_error(tmp_path):

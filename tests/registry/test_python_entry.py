@@ -13,10 +13,10 @@ import yaml
 
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.python_entry import (
-    EntryError,
+    _EntryError,
+    _local_imports,
     code_files,
     hash_view,
-    local_imports,
     option_fingerprints,
     parse_entry,
 )
@@ -113,7 +113,7 @@ def test_an_option_that_names_a_missing_file_is_refused_naming_model_option_and_
     with pytest.raises(NotRunnableError, match=r"model mine: load\.options\.weights names 'retrained/weights\.pt'"):
         extraction_settings(load_registry(sheet), "mine", {})
     nested = {"parts": {"heads": ["weights.npy", "gone.safetensors"]}}
-    with pytest.raises(EntryError, match=r"load\.options\.parts\.heads\[1\] names 'gone\.safetensors'"):
+    with pytest.raises(_EntryError, match=r"load\.options\.parts\.heads\[1\] names 'gone\.safetensors'"):
         option_fingerprints(nested, model="mine")
 
 
@@ -146,7 +146,7 @@ def test_imports_resolve_like_the_interpreter_packages_relative_imports_and_nest
     (root / "pkg" / "sub" / "deep.py").write_text("")
     (root / "pkg" / "unused.py").write_text("")
     (root / "broken.py").write_text("def (:\n")
-    found = [p.relative_to(root).as_posix() for p in local_imports(root / "main.py", root, root)]
+    found = [p.relative_to(root).as_posix() for p in _local_imports(root / "main.py", root, root)]
     assert found == [
         "lazy.py",
         "pkg/__init__.py",
@@ -156,7 +156,7 @@ def test_imports_resolve_like_the_interpreter_packages_relative_imports_and_nest
         "pkg/tool.py",
     ]
     # nothing outside the factory's folder (numpy, os) is followed
-    assert all(str(p).startswith(str(root)) for p in local_imports(root / "main.py", root, root))
+    assert all(str(p).startswith(str(root)) for p in _local_imports(root / "main.py", root, root))
 
 
 def test_the_hash_view_keeps_no_path_of_the_options(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from geneb.analysis.inputs import model_frame, with_param_count
-from geneb.analysis.paper import derive_pairs
+from geneb.analysis.paper import _derive_pairs
 from geneb.registry.load import check_registry, load_registry
 from geneb.registry.registry import RegistryError
 
@@ -159,7 +159,7 @@ def test_no_derived_pair_claims_a_false_tokenizer_factor(registry, tool):
     """Derived pairs (every model, the configured ratio 2): a pair 'differing in tokenizer' has tokenizers whose
     own descriptions differ in type, and a pair holding the tokenizer equal has descriptions of one type."""
     meta = with_param_count(model_frame(registry["models"]), "current")
-    pairs = derive_pairs(meta, list(meta.index), 2.0)
+    pairs = _derive_pairs(meta, list(meta.index), 2.0)
     ids = {p["id"] for p in pairs}
     assert "PlantCAD2-Medium-l48-d1024~PlantCaduceus_l32" not in ids  # both char: no tokenizer difference
     assert "PlantCaduceus_l32~plant-dnagemma-BPE" not in ids  # char vs BPE: the tokenizer is not held equal

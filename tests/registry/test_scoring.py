@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from geneb.registry.families import default_scoring, resolved_lm_head, resolved_scoring, scoring_problems
+from geneb.registry.families import _default_scoring, resolved_lm_head, resolved_scoring, scoring_problems
 from geneb.registry.load import check_registry, load_registry
 
 
@@ -39,10 +39,10 @@ def test_llr_is_never_a_default_without_a_head(raw):
 
 
 def test_family_defaults():
-    assert default_scoring({"family": "hf-decoder"}) == ("llr", "embedding")
-    assert default_scoring({"family": "caduceus"}) == ("llr", "embedding")
-    assert default_scoring({"family": "hf-encoder"}) == ("embedding",)  # often a bare backbone: say lm_head
-    assert default_scoring({"family": "hf-encoder", "lm_head": "masked"}) == ("llr", "embedding")
+    assert _default_scoring({"family": "hf-decoder"}) == ("llr", "embedding")
+    assert _default_scoring({"family": "caduceus"}) == ("llr", "embedding")
+    assert _default_scoring({"family": "hf-encoder"}) == ("embedding",)  # often a bare backbone: say lm_head
+    assert _default_scoring({"family": "hf-encoder", "lm_head": "masked"}) == ("llr", "embedding")
     assert resolved_scoring({"family": "hf-decoder", "scoring": ["embedding"]}) == ("embedding",)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from geneb.registry.families import twin_refusal, twins_of
+from geneb.registry.families import _twins_of, twin_refusal
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import RegistryError
 
@@ -85,9 +85,9 @@ def test_twins_of_a_model_list_skips_and_names_the_refused(registry):
     def refusal(m):
         return twin_refusal(registry.raw["models"][m])
 
-    twins, skipped = twins_of(["kmer-3", PARENT, f"{PARENT}-twin", "random-esm-tiny"], refusal)
+    twins, skipped = _twins_of(["kmer-3", PARENT, f"{PARENT}-twin", "random-esm-tiny"], refusal)
     assert twins == []  # the twin is listed already
-    twins, skipped = twins_of(["kmer-3", PARENT, "random-esm-tiny"], refusal)
+    twins, skipped = _twins_of(["kmer-3", PARENT, "random-esm-tiny"], refusal)
     assert twins == [f"{PARENT}-twin"]
     assert skipped == [
         "kmer-3: family kmer has no trained weights to re-initialise",

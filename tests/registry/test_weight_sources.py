@@ -189,10 +189,10 @@ def test_external_archive_is_unpacked_once_into_the_cache_and_identified_by_its_
     folder = Path(sa["source"]["path"])
     assert (folder / "config.json").read_bytes() == FILES["config.json"]
     assert (folder / "weights" / "model.pth").read_bytes() == FILES["weights/model.pth"]
-    assert W.read_marker(folder)["sha256"] == _sha(a)
-    stamp = (folder / W.MARKER).stat().st_mtime_ns
+    assert W._read_marker(folder)["sha256"] == _sha(a)
+    stamp = (folder / W._MARKER).stat().st_mtime_ns
     fetch.materialize(sb["source"], "m")  # the same content from elsewhere: already there, nothing rebuilt
-    assert (folder / W.MARKER).stat().st_mtime_ns == stamp
+    assert (folder / W._MARKER).stat().st_mtime_ns == stamp
     assert not list((cache / "m").glob(".partial-*"))
     c = make(tmp_path / f"changed{suffix}", files={**FILES, "config.json": b"{}"})
     assert extraction_hash(_settings(_load(sheet, {"m": str(c)}, cache))) != extraction_hash(sa)

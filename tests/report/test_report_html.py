@@ -9,7 +9,7 @@ import pytest
 
 from geneb.figures.registry import figure_names
 from geneb.report.html import build_report
-from geneb.report.render import read_caption, report_captions
+from geneb.report.render import _read_caption, report_captions
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_report_is_self_contained_with_every_figure_table_and_the_config(report,
     ):
         assert heading in text
     assert "planted outlier" in text and "n_resamples: 200" in text and "scipy" in text
-    assert read_caption(repo / "workflow" / "report", "heatmap.rst")[:60] in text and "Encoder big" in text
+    assert _read_caption(repo / "workflow" / "report", "heatmap.rst")[:60] in text and "Encoder big" in text
 
 
 def _chromium():

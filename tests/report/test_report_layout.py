@@ -13,19 +13,19 @@ import pytest
 
 from cdp_support import Browser, chromium
 from geneb.report.html import build_report
-from geneb.report.render import TABLE_BUDGET_PX, column_groups, report_captions, table_html
+from geneb.report.render import _TABLE_BUDGET_PX, _column_groups, report_captions, table_html
 
 WIDTH = 1280
 
 
 def test_column_groups_fit_the_budget_and_repeat_the_key():
     widths = [150.0] + [90.0] * 30
-    groups = column_groups(widths)
+    groups = _column_groups(widths)
     assert len(groups) == 3 and all(g[0] == 0 for g in groups)
     assert sorted({i for g in groups for i in g}) == list(range(31))
-    assert all(sum(widths[i] for i in g) <= TABLE_BUDGET_PX for g in groups)
+    assert all(sum(widths[i] for i in g) <= _TABLE_BUDGET_PX for g in groups)
     assert max(len(g) for g in groups) - min(len(g) for g in groups) <= 2  # even parts, not one full and one stub
-    assert column_groups([100.0, 200.0]) == [[0, 1]]
+    assert _column_groups([100.0, 200.0]) == [[0, 1]]
 
 
 def test_a_wide_table_is_split_and_an_empty_one_is_a_line():

@@ -7,7 +7,7 @@ import pandas as pd
 from geneb.analysis import tiers
 from geneb.analysis.ranking import leaderboard
 from geneb.report.html import table_html
-from geneb.report.sections import OWN_FINDING, headline, tiers_section
+from geneb.report.sections import _OWN_FINDING, _headline, tiers_section
 
 
 def _sep() -> pd.DataFrame:
@@ -25,18 +25,18 @@ def _sep() -> pd.DataFrame:
 def test_the_headline_states_the_defensible_number_ones_and_the_separable_adjacent_pairs():
     sep = _sep()
     macro = sep.set_index("category").loc["macro"]
-    text = headline(sep, "full")
+    text = _headline(sep, "full")
     assert text.startswith(f"full: {macro['n_defensible_top']} of 4 models are a defensible #1 on macro")
     assert f"{macro['n_separable_adjacent']} of 3 adjacent macro ranks are separable" in text
     assert "1 of 1 tiered categories have a single defensible #1, 1 have no tiers" in text
-    assert headline(sep, "1shot") == ""
+    assert _headline(sep, "1shot") == ""
 
 
 def test_the_published_report_marks_the_section_as_geneb_s_own_finding():
     sep = _sep()
     own = "\n".join(tiers_section(sep, "p", table_html, own_finding=True))
     run = "\n".join(tiers_section(sep, "p", table_html, own_finding=False))
-    banner = html.escape(OWN_FINDING.split(":")[0])
+    banner = html.escape(_OWN_FINDING.split(":")[0])
     assert "Statistically tied tiers" in own and banner in own
     assert banner not in run and "defensible #1" in run
     assert tiers_section(sep, "other", table_html, own_finding=True) == []

@@ -1,11 +1,11 @@
-"""geneb.run.migrate.legacy_card_problem: a legacy task card is moved into this config's folder only when nothing
+"""geneb.run.migrate._legacy_card_problem: a legacy task card is moved into this config's folder only when nothing
 it records differs from what the config would prepare (the whole workflow: tests/workflow/test_runs_apart.py)."""
 
 from __future__ import annotations
 
 import copy
 
-from geneb.run.migrate import legacy_card_problem
+from geneb.run.migrate import _legacy_card_problem
 from geneb.tasks.validation import AlphabetPolicy
 
 ALPHABET = {"allow_iupac": True, "strip_whitespace": False, "u_to_t": False}
@@ -38,25 +38,25 @@ def params(**changes):
 
 
 def test_a_card_of_the_same_preparation_matches():
-    assert legacy_card_problem(card(), params(), "t") is None
+    assert _legacy_card_problem(card(), params(), "t") is None
     # a test split below its cap is the same data with or without the cap
-    assert legacy_card_problem(card(), params(caps={"max_train": 300, "max_test": None}), "t") is None
+    assert _legacy_card_problem(card(), params(caps={"max_train": 300, "max_test": None}), "t") is None
 
 
 def test_every_recorded_difference_is_named():
-    assert legacy_card_problem(card(), params(), "other") == "the card is of task 't'"
-    assert "taxon_group" in legacy_card_problem(card(taxon_group="plant"), params(), "t")
+    assert _legacy_card_problem(card(), params(), "other") == "the card is of task 't'"
+    assert "taxon_group" in _legacy_card_problem(card(taxon_group="plant"), params(), "t")
     other_alphabet = params(alphabet={**ALPHABET, "u_to_t": True})
-    assert legacy_card_problem(card(), other_alphabet, "t").startswith("the card records alphabet policy")
-    assert legacy_card_problem(card(), params(caps={"max_train": 400, "max_test": 1000}), "t") == (
+    assert _legacy_card_problem(card(), other_alphabet, "t").startswith("the card records alphabet policy")
+    assert _legacy_card_problem(card(), params(caps={"max_train": 400, "max_test": 1000}), "t") == (
         "the card records train capped to 300 (seed 0), this config max_train 400 (seed 0)"
     )
-    assert "(seed 0), this config max_train 300 (seed 1)" in legacy_card_problem(card(), params(cap_seed=1), "t")
-    assert legacy_card_problem(card(), params(caps={"max_train": 300, "max_test": 100}), "t") == (
+    assert "(seed 0), this config max_train 300 (seed 1)" in _legacy_card_problem(card(), params(cap_seed=1), "t")
+    assert _legacy_card_problem(card(), params(caps={"max_train": 300, "max_test": 100}), "t") == (
         "the card records test uncapped (400 rows), this config max_test 100"
     )
     flagged = card(flags={"no_base_rows": {"train": [3]}})
-    assert legacy_card_problem(flagged, params(), "t") == "the card flags rows, which this config's task_checks decide"
+    assert _legacy_card_problem(flagged, params(), "t") == "the card flags rows, which this config's task_checks decide"
 
 
 def test_legacy_embeddings_follow_their_task_into_the_layout_even_after_it_moved(shared, tmp_path, monkeypatch):
@@ -70,7 +70,8 @@ def test_legacy_embeddings_follow_their_task_into_the_layout_even_after_it_moved
     import yaml
 
     from geneb.extract.step import extract_task
-    from geneb.run.migrate import legacy_embedding_path, legacy_task_dir, migrate_legacy
+    from geneb.run.migrate import _legacy_embedding_path as legacy_embedding_path
+    from geneb.run.migrate import legacy_task_dir, migrate_legacy
     from geneb.run.plan import plan_run
     from geneb.tasks.catalogue import source_string, task_row
     from geneb.tasks.prepare import prepare_from_params

@@ -3,7 +3,7 @@ cell_excluded); a task-level failure removes the task for every model."""
 
 from __future__ import annotations
 
-from geneb.run.partial import cell_excluded, cell_logs, split_cells
+from geneb.run.partial import _cell_excluded, cell_logs, split_cells
 
 
 def test_a_failed_cell_keeps_the_other_models_of_its_task():
@@ -16,8 +16,8 @@ def test_a_failed_cell_keeps_the_other_models_of_its_task():
     )
     assert done == ["t1", "t2"] and failed == ["t3"] and cells == {"b": ["t1"]}
     partial = {"tasks": done, "failed": {"t3": {}}, "failed_cells": {"b": {"t1": {"error": "x"}}}}
-    assert cell_excluded(partial, "b", "t1") and not cell_excluded(partial, "a", "t1")
-    assert not cell_excluded(None, "b", "t1")
+    assert _cell_excluded(partial, "b", "t1") and not _cell_excluded(partial, "a", "t1")
+    assert not _cell_excluded(None, "b", "t1")
 
 
 def test_a_task_every_model_failed_is_a_failed_task():

@@ -20,7 +20,7 @@ from geneb.registry.load import extraction_hash, extraction_settings
 from geneb.registry.registry import RegistryError
 from geneb.run.checks import PreflightError, check_config, default_schema_files
 from geneb.run.layout import canonical_path, stable_params
-from geneb.run.plan import FINAL_OUTPUTS, RunPlan, plan_run
+from geneb.run.plan import _FINAL_OUTPUTS, RunPlan, plan_run
 from geneb.tasks.catalogue import CatalogueError
 from workflow_support import reversed_mappings
 
@@ -568,7 +568,7 @@ def test_table_lists_follow_snakemakes_expand_order(small_config):
     assert made.task_embedding_files(TASKS[0]) == [made.embedding_file(m, TASKS[0]) for m in MODELS]
     assert made.task_cards() == [f"resources/tasks/{t}/{made.task_hash(t)}/card.json" for t in TASKS]
     assert made.submission_files() == [f"results/submissions/{m}.json" for m in MODELS]
-    assert FINAL_OUTPUTS[0] == "tables/scores.parquet" and made.final_outputs()[0] == "results/tables/scores.parquet"
+    assert _FINAL_OUTPUTS[0] == "tables/scores.parquet" and made.final_outputs()[0] == "results/tables/scores.parquet"
 
 
 def test_report_config_leaves_out_execution_knobs_and_weights_paths(small_config):

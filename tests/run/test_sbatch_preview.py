@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from geneb.run.sbatch_preview import head_and_tail, preview_submissions
+from geneb.run.sbatch_preview import _head_and_tail, preview_submissions
 
 
 def test_a_long_error_keeps_its_headline_and_its_end():
     text = "PreflightError: 40 selected model(s) cannot run\n" + "x" * 20_000 + "\nthe last traceback line"
-    kept = head_and_tail(text)
+    kept = _head_and_tail(text)
     assert kept.startswith("PreflightError: 40 selected model(s) cannot run")
     assert kept.endswith("the last traceback line")
     assert "characters cut" in kept and len(kept) < 8_100
 
 
 def test_a_short_error_is_kept_whole():
-    assert head_and_tail("short error") == "short error"
+    assert _head_and_tail("short error") == "short error"
 
 
 def test_the_paper_config_offline_names_the_models_that_cannot_run(repo, monkeypatch):

@@ -16,11 +16,11 @@ import yaml
 
 from geneb.tables.agreement import (
     TOLERANCE,
+    _compare_means,
+    _read_reference,
+    _regime_means,
     check_against_reference,
-    compare_means,
     make_reference,
-    read_reference,
-    regime_means,
     write_reference,
 )
 from geneb.tables.scores import REGIMES
@@ -45,15 +45,15 @@ def test_a_model_regime_mean_is_the_task_mean_of_seed_means():
     table = _rows({("m", "t1", "full"): [0.5] * 5, ("m", "t2", "full"): [0.1, 0.2, 0.3], ("m", "t1", "1shot"): [0.4]})
     other = _rows({("m", "t1", "full"): [0.9] * 5}).assign(view="L1|mean|rc0")  # another view: left out
     f1 = table.assign(metric="F1")  # another metric: left out
-    means = regime_means(pd.concat([table, other, f1], ignore_index=True), protocol="geneb-paper")
+    means = _regime_means(pd.concat([table, other, f1], ignore_index=True), protocol="geneb-paper")
     assert means["m"]["full"] == {"mean": pytest.approx((0.5 + 0.2) / 2), "n_tasks": 2, "tasks": ["t1", "t2"]}
     assert means["m"]["1shot"]["mean"] == pytest.approx(0.4)
     with pytest.raises(ValueError, match="geneb-strict"):
-        regime_means(table, protocol="geneb-strict")
+        _regime_means(table, protocol="geneb-strict")
 
 
 def test_the_committed_reference_covers_the_quickstart():
-    reference = read_reference(REFERENCE)
+    reference = _read_reference(REFERENCE)
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     assert reference["protocol"] == config["default_protocol"] and reference["metric"] == "MCC"
     assert reference["tolerance"] == TOLERANCE
@@ -65,20 +65,20 @@ def test_the_committed_reference_covers_the_quickstart():
 
 
 def test_a_mean_beyond_the_tolerance_fails_and_one_within_passes():
-    reference = read_reference(REFERENCE)
+    reference = _read_reference(REFERENCE)
     found = copy.deepcopy(reference["means"])
-    assert compare_means(found, reference) == []
+    assert _compare_means(found, reference) == []
     model = sorted(found)[0]
     found[model]["1shot"]["mean"] += 0.9 * TOLERANCE  # within: what two machines may give
-    assert compare_means(found, reference) == []
+    assert _compare_means(found, reference) == []
     found[model]["1shot"]["mean"] += 0.2 * TOLERANCE  # 1.1 x the tolerance off
-    (problem,) = compare_means(found, reference)
+    (problem,) = _compare_means(found, reference)
     assert f"model {model!r}, regime '1shot'" in problem and "beyond the tolerance 0.003" in problem
-    assert compare_means(found, reference, tolerance=0.01) == []
+    assert _compare_means(found, reference, tolerance=0.01) == []
     found[model]["full"]["mean"] = float("nan")
     found[model]["10shot"]["tasks"] = found[model]["10shot"]["tasks"][1:]  # a task missing from the run
     extra = {**found, "another-model": found[model]}
-    problems = compare_means(extra, reference)
+    problems = _compare_means(extra, reference)
     assert len(problems) == 4 and "not in the reference" in problems[0]  # regimes in REGIMES order below
     assert "'full': mean MCC nan" in problems[1] and "'10shot': other tasks (missing [" in problems[2]
     assert "regime '1shot'" in problems[3]
@@ -103,4 +103,4 @@ def test_the_tool_writes_a_reference_and_checks_a_run_against_it(tmp_path):
     assert check_against_reference(tmp_path / "scores.parquet", tmp_path / "ref.json", tolerance=0.006) == []
     write_reference({**written, "reference_version": 0}, tmp_path / "old.json")
     with pytest.raises(ValueError, match="regenerate it"):
-        read_reference(tmp_path / "old.json")
+        _read_reference(tmp_path / "old.json")

@@ -9,15 +9,15 @@ import pytest
 
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import (
-    Overlap,
-    SplitCap,
-    SplitSummary,
     TaskCard,
-    card_text,
+    _card_text,
+    _Overlap,
+    _report_lines,
+    _SplitCap,
+    _SplitSummary,
+    _write_card,
     prepare_task,
     read_card,
-    report_lines,
-    write_card,
 )
 from geneb.tasks.sources import open_source
 from geneb.tasks.validation import AlphabetPolicy
@@ -41,9 +41,9 @@ def test_round_trip_of_a_prepared_card_gives_the_same_bytes(prepared, tmp_path):
     # the layout of every card so far: json.dumps(mapping, indent=1, sort_keys=True), UTF-8
     assert on_disk == json.dumps(json.loads(on_disk), indent=1, sort_keys=True).encode()
     again = read_card(path)
-    write_card(tmp_path / "card.json", again)
+    _write_card(tmp_path / "card.json", again)
     assert (tmp_path / "card.json").read_bytes() == on_disk
-    assert card_text(card).encode() == on_disk
+    assert _card_text(card).encode() == on_disk
     assert again == card and again.as_dict() == json.loads(on_disk)
 
 
@@ -56,19 +56,19 @@ def test_the_typed_fields_are_the_cards_keys(prepared):
     assert card.label_names is None and raw["label_names"] is None
     for split, s in raw["splits"].items():
         summary = card.split(split)
-        assert isinstance(summary, SplitSummary)
+        assert isinstance(summary, _SplitSummary)
         assert (summary.n, summary.n_source, summary.n_duplicate_rows) == (s["n"], s["n_source"], s["n_duplicate_rows"])
         assert summary.class_counts == s["class_counts"] and summary.class_counts_dedup == s["class_counts_dedup"]
         assert list(summary.dedup_drop_rows) == s["dedup_drop_rows"]
         assert list(summary.duplicate_rows) == s["duplicate_rows"]
-    assert isinstance(card.overlap, Overlap)
+    assert isinstance(card.overlap, _Overlap)
     assert card.overlap.exact == raw["train_test_overlap"]["exact"]
     assert list(card.overlap.exact_rows) == raw["train_test_overlap"]["exact_rows"]
-    assert set(card.caps) == {"train"} and isinstance(card.caps["train"], SplitCap)
+    assert set(card.caps) == {"train"} and isinstance(card.caps["train"], _SplitCap)
     assert card.caps["train"].n_kept == 300 and card.caps["train"].n_source == 1484
     assert list(card.capped_splits()) == ["train"]
-    assert report_lines(card)[0].startswith(f"task {TASK} (")
-    assert any("train capped to 300 of 1484 rows (seed 0" in line for line in report_lines(card))
+    assert _report_lines(card)[0].startswith(f"task {TASK} (")
+    assert any("train capped to 300 of 1484 rows (seed 0" in line for line in _report_lines(card))
 
 
 def test_a_card_is_frozen_and_its_mapping_a_copy(prepared):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.tables.aggregate import join_columns
+from geneb.tables.aggregate import _join_columns
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
@@ -62,7 +62,7 @@ def test_no_base_rows_error_names_every_row(tmp_path, catalogue):
 def test_missing_test_class_and_overlap_reach_the_score_rows(tmp_path, catalogue):
     _prepare(tmp_path, catalogue)
     scores = pd.DataFrame({"task": [TASK, TASK], "metric": ["MCC", "AUROC"], "value": [0.1, float("nan")]})
-    joined = join_columns(scores, [tmp_path / "o" / "card.json"])
+    joined = _join_columns(scores, [tmp_path / "o" / "card.json"])
     assert (joined["test_missing_classes"] == "2").all()
     assert joined["test_class_note"].str.contains("AUROC is NaN").all()
     assert joined["test_class_note"].str.contains("macro-F1 counts each missing class 0").all()

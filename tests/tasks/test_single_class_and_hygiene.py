@@ -12,9 +12,9 @@ import pytest
 from geneb.analysis import run
 from geneb.extract.cache import read_embeddings
 from geneb.extract.step import extract_task
-from geneb.probe.job import unknown_token_columns
-from geneb.report.html import hygiene_table
-from geneb.tables.aggregate import join_columns
+from geneb.probe.job import _unknown_token_columns
+from geneb.report.html import _hygiene_table
+from geneb.tables.aggregate import _join_columns
 from geneb.tables.scores import check_scores
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskValidationError, prepare_task
@@ -64,7 +64,7 @@ def test_kept_one_class_test_is_flagged_and_left_out_of_category_means(tmp_path,
     # the flag reaches the score rows (joined from the card) ...
     cats = {TASK: "Enhancers", "e2": "Enhancers", "p1": "Promoters"}
     scores = scores_from_values(grid(["a", "b"], list(cats), lambda m, t, r: 0.0 if t == TASK else 0.5), cats)
-    flagged = join_columns(scores[scores["task"] == TASK], [out / "card.json"])
+    flagged = _join_columns(scores[scores["task"] == TASK], [out / "card.json"])
     assert flagged["test_single_class"].all()
     scores["test_single_class"] = scores["task"] == TASK
     # ... and the category mean is that of the other task only (0.5), not pulled to 0.25
@@ -90,12 +90,12 @@ def test_score_rows_carry_letter_counts_and_unknown_tokens(tmp_path, catalogue, 
     cats = {TASK: "Enhancers"}
     scores = scores_from_values(grid([settings["model"]], [TASK], lambda m, t, r: 0.3), cats)
     cache = read_embeddings(h5)  # the probe rows carry the file's unknown-token counts (geneb.probe.job)
-    scores = scores.assign(**unknown_token_columns(cache.split_attrs, len(scores)))
-    joined = join_columns(scores, [out / "card.json"])
+    scores = scores.assign(**_unknown_token_columns(cache.split_attrs, len(scores)))
+    joined = _join_columns(scores, [out / "card.json"])
     assert len(joined) == len(scores) and list(joined.columns[: len(scores.columns)]) == list(scores.columns)
     assert (joined["test_rows_iupac"] == 1).all() and (joined["train_rows_lowercase"] == 8).all()
     assert (joined["n_unknown_tokens_test"] >= 2).all() and (joined["n_unknown_tokens_train"] == 0).all()
     assert not joined["test_single_class"].any()
-    table = hygiene_table(joined)
+    table = _hygiene_table(joined)
     assert table.loc[0, "unknown tokens"].startswith(f"⚠ {settings['model']}: train 0 / test ")
-    assert hygiene_table(scores).empty  # a score table without the columns (published results): no section
+    assert _hygiene_table(scores).empty  # a score table without the columns (published results): no section

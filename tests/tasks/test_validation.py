@@ -11,7 +11,7 @@ import pytest
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import TaskDataError, TaskValidationError, prepare_task
 from geneb.tasks.sources import open_source
-from geneb.tasks.validation import SHOWN, AlphabetPolicy, letter_counts
+from geneb.tasks.validation import _SHOWN, AlphabetPolicy, letter_counts
 
 TASK = "ienhancer2l_strong_vs_weak"
 
@@ -56,7 +56,7 @@ def test_every_problem_of_both_splits_is_reported_at_once(tmp_path, catalogue):
     assert f"task {TASK!r}, split 'test', row 5: empty sequence" in text
     assert f"task {TASK!r}, split 'test', row 9: empty label" in text
     assert "not a nucleotide code (8):" in text
-    assert text.count("character '-' at position 4") == SHOWN and f"... and {8 - SHOWN} more" in text
+    assert text.count("character '-' at position 4") == _SHOWN and f"... and {8 - _SHOWN} more" in text
     assert "10 problem(s) of 3 kind(s) in 10 row(s)" in text
     report = json.loads((out / "validation.json").read_text())
     assert report["ok"] is False and report["n_problems"] == 10

@@ -139,7 +139,8 @@ def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction
     config whose caps differ from the legacy card's leaves the legacy files where they are. Its own run: the
     legacy layout is made from nothing, before any run of the new layout; the dry runs are planned in process."""
     from geneb.extract.step import extract_task
-    from geneb.run.migrate import legacy_embedding_path, legacy_task_dir
+    from geneb.run.migrate import _legacy_embedding_path as legacy_embedding_path
+    from geneb.run.migrate import legacy_task_dir
     from geneb.tasks.catalogue import source_string, task_row
     from geneb.tasks.prepare import prepare_from_params
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from geneb.zeroshot.llr import LanguageModel, one_base_tokenize
+from geneb.zeroshot.llr import _LanguageModel, one_base_tokenize
 
 VOCAB = {"A": 0, "C": 1, "G": 2, "T": 3}
 MASK, CLS, SEP = 4, 5, 6
@@ -104,9 +104,9 @@ def markov_model(
     prefix: tuple[int, ...] = (),
     suffix: tuple[int, ...] = (),
     takes_attention_mask: bool = False,
-) -> LanguageModel:
+) -> _LanguageModel:
     network = CausalMarkovHead(table, order) if kind == "causal" else MaskedMarkovHead(table, order)
-    return LanguageModel(
+    return _LanguageModel(
         name=f"markov-{kind}",
         kind=kind,  # type: ignore[arg-type]
         network=network,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.zeroshot.tables import zeroshot_leaderboard, zeroshot_vs_probe
+from geneb.zeroshot.tables import _zeroshot_leaderboard, _zeroshot_vs_probe
 
 KINDS = {"motif": "variant", "shuffled": "paired"}
 
@@ -47,7 +47,7 @@ def _na():
 
 def test_macro_is_the_mean_of_primary_metrics_over_the_scorers_scope():
     na = pd.concat([_na(), pd.DataFrame([dict(model="d", task=t, scorer="llr", reason="lm_head none") for t in KINDS])])
-    board = zeroshot_leaderboard(_metrics(), KINDS, na)
+    board = _zeroshot_leaderboard(_metrics(), KINDS, na)
     macro = board[board["task"] == "macro"].set_index(["model", "scorer"])
     assert macro.loc[("a", "llr"), "value"] == pytest.approx((0.8 + 0.9) / 2)
     assert macro.loc[("a", "llr"), "scope"] == "variant+paired"
@@ -65,7 +65,7 @@ def test_macro_is_the_mean_of_primary_metrics_over_the_scorers_scope():
 
 
 def test_a_task_scored_by_no_scorer_is_named():
-    board = zeroshot_leaderboard(_metrics(), KINDS | {"recall": "paired"}, _na())
+    board = _zeroshot_leaderboard(_metrics(), KINDS | {"recall": "paired"}, _na())
     macro = board[(board["task"] == "macro") & (board["scorer"] == "llr")]
     assert not macro["complete"].any()
     assert macro["incomplete_reason"].str.contains("recall (not scored)", regex=False).all()
@@ -73,13 +73,13 @@ def test_a_task_scored_by_no_scorer_is_named():
 
 def test_stray_or_unknown_kinds_are_refused():
     with pytest.raises(ValueError, match="not configured"):
-        zeroshot_leaderboard(_metrics(), {"motif": "variant"})
+        _zeroshot_leaderboard(_metrics(), {"motif": "variant"})
     with pytest.raises(ValueError, match="unknown kind"):
-        zeroshot_leaderboard(_metrics(), {"motif": "variant", "shuffled": "triplet"})
+        _zeroshot_leaderboard(_metrics(), {"motif": "variant", "shuffled": "triplet"})
 
 
 def test_tau_against_the_probe_ranking():
-    board = zeroshot_leaderboard(_metrics(), KINDS, _na())
+    board = _zeroshot_leaderboard(_metrics(), KINDS, _na())
     probe = pd.DataFrame(
         [
             dict(protocol="geneb-paper", regime="full", model=m, category="macro", value=v, complete=True)
@@ -90,10 +90,10 @@ def test_tau_against_the_probe_ranking():
             for m, v in (("a", 0.1), ("b", 0.2), ("c", 0.3))
         ]
     )
-    vs = zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
+    vs = _zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
     assert vs.loc[("llr", "full"), "tau"] == pytest.approx(1.0)
     assert vs.loc[("llr", "1-shot"), "tau"] == pytest.approx(-1.0)
     assert vs.loc[("llr", "full"), "n_models"] == 3
     assert vs.loc[("embedding-cosine", "full"), "tau"] == pytest.approx(1.0)
-    again = zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
+    again = _zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
     assert again.loc[("llr", "full"), "n_boot_used"] == vs.loc[("llr", "full"), "n_boot_used"]

@@ -10,12 +10,12 @@ from geneb.zeroshot.build.common import read_source_split
 
 def test_a_repeats_the_segment_and_b_does_not(real_tasks):
     source = read_source_split(real_tasks, "gb_human_enhancers_cohn__resplit")
-    rows, details = cr.build([source], 1, {**cr.DEFAULTS, "n_rows": 30})
+    rows, details = cr._build([source], 1, {**cr._DEFAULTS, "n_rows": 30})
     real = list(source.rows["sequence"])
     assert len(rows) == 30 and len(details["segments_s_d_t"]) == 30
     for row, ids in zip(rows.itertuples(), details["segments_s_d_t"]):
         gap = int(re.fullmatch(r"gap(\d+)", row.group).group(1))
-        assert gap in cr.DEFAULTS["gaps"]
+        assert gap in cr._DEFAULTS["gaps"]
         m = (len(row.sequence_a) - gap) // 2
         assert 64 <= m <= 128 and len(row.sequence_b) == len(row.sequence_a)
         s, d = row.sequence_a[:m], row.sequence_a[m : m + gap]

@@ -12,9 +12,9 @@ from geneb.zeroshot.build.common import read_source_split
 @pytest.fixture(scope="module")
 def built(real_tasks):
     source = read_source_split(real_tasks, "gue_prom_300_tata")
-    params = {**md.DEFAULTS, "n_effects": 40}
-    rows, details = md.build([source], 4, params)
-    matrices, _ = md.load_matrices(params["motif_ids"], params["pseudocount"])
+    params = {**md._DEFAULTS, "n_effects": 40}
+    rows, details = md._build([source], 4, params)
+    matrices, _ = md._load_matrices(params["motif_ids"], params["pseudocount"])
     return source, rows, details, matrices, params
 
 
@@ -29,7 +29,7 @@ def test_rows_come_in_effect_control_pairs_of_one_sequence_and_context(built):
         seq = effect.sequence
         assert seq[effect.pos - 1 : effect.pos + 2] == seq[control.pos - 1 : control.pos + 2]
         assert seq[effect.pos] == effect.ref
-    assert details["jaspar_release"].startswith("JASPAR") and set(details["motifs"]) == set(md.MOTIF_IDS)
+    assert details["jaspar_release"].startswith("JASPAR") and set(details["motifs"]) == set(md._MOTIF_IDS)
 
 
 def test_effects_are_inside_strong_matches_and_alt_is_the_rarest_base(built):
@@ -43,7 +43,7 @@ def test_effects_are_inside_strong_matches_and_alt_is_the_rarest_base(built):
         assert score >= params["strong"] and score == pytest.approx(record["relative_score"], abs=1e-4)
         column = m.prob[:, effect.pos - start]
         assert effect.alt == "ACGT"[int(np.argmin(column))] and effect.ref == "ACGT"[int(np.argmax(column))]
-        assert md.information_content(m.prob)[effect.pos - start] >= params["min_ic"]
+        assert md._information_content(m.prob)[effect.pos - start] >= params["min_ic"]
 
 
 def test_controls_have_no_match_within_a_motif_length(built):

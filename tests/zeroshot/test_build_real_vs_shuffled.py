@@ -9,7 +9,7 @@ from geneb.zeroshot.scorers import klet_counts
 
 def test_pairs_are_real_positives_and_their_dinucleotide_twins(real_tasks):
     sources = [read_source_split(real_tasks, t) for t in ("gue_prom_300_all__devtrain", "ienhancer2l_enhancer_vs_non")]
-    rows, details = rs.build(sources, 9, {**rs.DEFAULTS, "n_per_source": 25})
+    rows, details = rs._build(sources, 9, {**rs._DEFAULTS, "n_per_source": 25})
     assert len(rows) == 50 and rows["group"].value_counts().to_dict() == {s.task: 25 for s in sources}
     for source in sources:
         positives = set(source.rows.loc[source.rows["label"] == "1", "sequence"])

@@ -12,7 +12,7 @@ from geneb.zeroshot.build.common import read_source_split
 @pytest.fixture(scope="module")
 def built(real_tasks):
     source = read_source_split(real_tasks, "prelnc_ath_lncrna_vs_mrna__resplit")
-    rows, details = sg.build([source], 2, {**sg.DEFAULTS, "n_transcripts": 20})
+    rows, details = sg._build([source], 2, {**sg._DEFAULTS, "n_transcripts": 20})
     return source, rows, details
 
 
@@ -51,7 +51,7 @@ def test_windows_sit_in_the_longest_orf_of_a_real_mrna(built):
         offset = transcript.find(row.sequence)
         assert offset >= 0 and (offset - orf_start) % 3 == 0
         assert orf_start + 3 <= offset + row.pos < orf_end - 3
-        assert len(row.sequence) <= sg.DEFAULTS["window"]
+        assert len(row.sequence) <= sg._DEFAULTS["window"]
 
 
 def test_no_longer_orf_exists(built):

@@ -9,7 +9,7 @@ import pytest
 from extraction_support import random_dna
 from geneb.extract.step import build_encoder
 from geneb.registry.load import extraction_settings, load_registry
-from geneb.zeroshot.scorers import PAIRED_REASON, embedding_distances, embedding_scores, variant_windows
+from geneb.zeroshot.scorers import _PAIRED_REASON, _embedding_scores, embedding_distances, variant_windows
 from geneb.zeroshot.task import NotApplicable, ZeroShotModel, ZeroShotTask
 
 
@@ -58,7 +58,7 @@ def test_identical_vectors_are_at_distance_zero_and_the_distances_are_the_usual_
 def test_kmer_spectrum_distances(repo, rc):
     model = _kmer(repo, rc)
     task = _task()
-    cosine, euclidean, *at_variant = embedding_scores(model, task)
+    cosine, euclidean, *at_variant = _embedding_scores(model, task)
     assert set(cosine["scorer"]) == {"embedding-cosine"} and set(euclidean["scorer"]) == {"embedding-euclidean"}
     # a k-mer spectrum has no per-token states: the at-variant distances say so instead of a made-up score
     assert [(a.scorer, a.reason) for a in at_variant] == [
@@ -73,15 +73,15 @@ def test_kmer_spectrum_distances(repo, rc):
         np.testing.assert_allclose(euclidean["score"], np.linalg.norm(ref - alt, axis=1), rtol=1e-5)
     # a variant that changes more k-mers moves the spectrum further: a 2-base window gives one 3-mer less
     many = _variants(["AAAAAAAAAA", "AAAAAAAAAA"], [5, 0], ["C", "C"])  # the middle changes 3 k-mers, the edge 1
-    far = embedding_scores(model, many)[1]["score"].to_numpy()
+    far = _embedding_scores(model, many)[1]["score"].to_numpy()
     assert far[0] > far[1]
 
 
 def test_a_paired_task_is_not_applicable(repo):
     rows = pd.DataFrame({"sequence_a": ["ACGTACGT"], "sequence_b": ["TTTTACGT"]})
     task = ZeroShotTask(name="pairs", kind="paired", rows=rows, data_sha256="0" * 64)
-    assert embedding_scores(_kmer(repo), task) == [
-        NotApplicable("kmer-3", "pairs", scorer, PAIRED_REASON)
+    assert _embedding_scores(_kmer(repo), task) == [
+        NotApplicable("kmer-3", "pairs", scorer, _PAIRED_REASON)
         for scorer in (
             "embedding-cosine",
             "embedding-euclidean",
@@ -101,7 +101,7 @@ def test_bad_rows_are_all_named():
 def test_a_real_checkpoint_scores_every_variant(zoo):
     model = ZeroShotModel("mistral-dna", zoo.encoder("mistral-dna"), rc="none")
     task = _task(n=4, length=60)
-    cosine, euclidean, cosine_at, euclidean_at = embedding_scores(model, task)
+    cosine, euclidean, cosine_at, euclidean_at = _embedding_scores(model, task)
     assert (cosine["score"] > 0).all() and np.isfinite(euclidean["score"]).all()
     assert (cosine_at["score"] > 0).all() and np.isfinite(euclidean_at["score"]).all()
     # the same alleles on both sides: the model's own vectors at distance zero
@@ -127,7 +127,7 @@ def test_every_real_local_checkpoint_scores_every_variant(repo, name):
     settings = extraction_settings(registry, name, {})
     model = ZeroShotModel(name, build_encoder(settings, batch_size=4, progress=False), rc=settings["extraction"]["rc"])
     task = _task(n=4, length=90)
-    cosine, euclidean, *at_variant = embedding_scores(model, task)
+    cosine, euclidean, *at_variant = _embedding_scores(model, task)
     assert np.isfinite(cosine["score"]).all() and (euclidean["score"] > 0).all()
     # every local checkpoint is a token-level model whose tokens can be placed on bases (BPE offsets, codons,
     # HyenaDNA's one token per base): the at-variant distances exist and a changed base moves them

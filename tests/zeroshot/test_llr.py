@@ -9,7 +9,7 @@ import pytest
 from lm_heads_support import CLS, SEP, chain_log_likelihood, chain_table, markov_model
 from scipy.special import logsumexp
 
-from geneb.zeroshot.llr import reverse_complement, reverse_variant, score_llr, score_llr_naive
+from geneb.zeroshot.llr import _reverse_complement, _reverse_variant, score_llr, score_llr_naive
 from geneb.zeroshot.task import NotApplicable, ZeroShotTask
 
 ORDER = 2
@@ -45,7 +45,7 @@ def _expected_variant(task: ZeroShotTask, strands: int) -> np.ndarray:
     so LLR_ref_minus_alt = log P(ref window) - log P(alt window) under the chain, per strand, averaged."""
     out = []
     for r in task.rows.itertuples():
-        views = [(r.sequence, r.pos, r.ref, r.alt), reverse_variant(r.sequence, r.pos, r.ref, r.alt)][:strands]
+        views = [(r.sequence, r.pos, r.ref, r.alt), _reverse_variant(r.sequence, r.pos, r.ref, r.alt)][:strands]
         per_strand = []
         for seq, pos, _ref, alt in views:
             alt_seq = seq[:pos] + alt + seq[pos + 1 :]
@@ -101,7 +101,7 @@ def test_paired_causal_is_the_per_base_log_likelihood_difference():
             return chain_log_likelihood(seq, TABLE, ORDER, first=first) / (len(seq) - first)
 
         expected = [
-            np.mean([per_base(a) - per_base(b), per_base(reverse_complement(a)) - per_base(reverse_complement(b))])
+            np.mean([per_base(a) - per_base(b), per_base(_reverse_complement(a)) - per_base(_reverse_complement(b))])
             for a, b in zip(task.rows["sequence_a"], task.rows["sequence_b"])
         ]
         np.testing.assert_allclose(frame["score"].to_numpy(), expected, rtol=1e-9, atol=1e-9)
@@ -116,7 +116,7 @@ def test_paired_masked_is_the_per_base_pseudo_log_likelihood_difference():
         np.mean(
             [
                 _pll_per_base(a) - _pll_per_base(b),
-                _pll_per_base(reverse_complement(a)) - _pll_per_base(reverse_complement(b)),
+                _pll_per_base(_reverse_complement(a)) - _pll_per_base(_reverse_complement(b)),
             ]
         )
         for a, b in zip(task.rows["sequence_a"], task.rows["sequence_b"])

@@ -11,10 +11,10 @@ import pytest
 
 from geneb.zeroshot.scorers import (
     Background,
-    BackgroundLeakError,
+    _BackgroundLeakError,
+    _both_strands_log_likelihood,
+    _encode,
     background_from_tasks,
-    both_strands_log_likelihood,
-    encode,
     fit_markov,
     log_likelihood,
     markov_scores,
@@ -82,7 +82,7 @@ def test_the_local_window_shortcut_equals_a_full_recomputation(order):
     got = markov_scores(task, chain, _background())["score"].to_numpy()
     full = np.array(
         [
-            both_strands_log_likelihood(chain, s)[0] - both_strands_log_likelihood(chain, s[:p] + a + s[p + 1 :])[0]
+            _both_strands_log_likelihood(chain, s)[0] - _both_strands_log_likelihood(chain, s[:p] + a + s[p + 1 :])[0]
             for s, p, a in zip(seqs, pos, alt)
         ]
     )
@@ -102,7 +102,7 @@ def test_an_alt_the_background_finds_unlikely_scores_higher():
 def test_laplace_smoothing_and_n_are_explicit():
     chain = fit_markov(Background(tasks=("a",), sequences=("AAAANAAAA",)), 1)
     # both strands: 6 AA windows forward (the two through N left out), 6 TT windows reverse
-    aa, tt = encode("AA"), encode("TT")
+    aa, tt = _encode("AA"), _encode("TT")
     assert chain.counts[aa[0] * 4 + aa[1]] == 6 and chain.counts[tt[0] * 4 + tt[1]] == 6 and chain.counts.sum() == 12
     assert np.exp(chain.log_prob[0 * 4 + 1]) == pytest.approx(1 / (6 + 4))  # p(C | A): never seen, finite
     assert np.exp(chain.log_prob[0]) == pytest.approx(7 / 10)
@@ -136,11 +136,11 @@ def test_paired_prefers_the_sequence_the_background_finds_likely():
 def test_a_background_from_the_scored_task_or_its_sources_is_refused():
     task = _variant_task(["ACGTACGT"], [3], ["A"], name="shuffled-ccre", source_tasks=("ccre",))
     chain = fit_markov(_background(tasks=("ccre", "other")), 1)
-    with pytest.raises(BackgroundLeakError, match=r"shuffled-ccre.*\['ccre'\]"):
+    with pytest.raises(_BackgroundLeakError, match=r"shuffled-ccre.*\['ccre'\]"):
         markov_scores(task, chain, _background(tasks=("ccre", "other")))
     built = background_from_tasks([_variant_task(["ACGT"], [0], ["C"], name="x", source_tasks=("ccre",))])
     assert built.tasks == ("x", "ccre")
-    with pytest.raises(BackgroundLeakError):
+    with pytest.raises(_BackgroundLeakError):
         markov_scores(task, fit_markov(built, 1), built)
 
 

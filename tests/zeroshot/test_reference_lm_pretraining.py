@@ -13,8 +13,8 @@ import pytest
 
 from extraction_support import spec
 from geneb.registry.load import extraction_settings
-from geneb.zeroshot.llr import LanguageModel, load_language_model, score_llr
-from geneb.zeroshot.reference_lms import PROVENANCE_FILE, ReferenceLMSettings, pretrain_reference_lm
+from geneb.zeroshot.llr import _LanguageModel, load_language_model, score_llr
+from geneb.zeroshot.reference_lms import _PROVENANCE_FILE, ReferenceLMSettings, pretrain_reference_lm
 from geneb.zeroshot.task import ZeroShotTask
 
 TASK = "gb_human_nontata_promoters__resplit"
@@ -31,13 +31,13 @@ def test_a_short_pretraining_writes_a_loadable_trained_head(kind, family, sequen
     record = pretrain_reference_lm(tmp_path / "a", sequences, settings, data={"task": TASK})
     curve = record["loss_every_10_steps"]
     assert curve[-1] < curve[0] - 0.2, curve  # it learns (from about ln 10 for 10 tokens)
-    saved = json.loads((tmp_path / "a" / PROVENANCE_FILE).read_text())
+    saved = json.loads((tmp_path / "a" / _PROVENANCE_FILE).read_text())
     assert saved["settings"]["seed"] == 1 and saved["data"]["task"] == TASK
     module, _, name = saved["builder"].rpartition(".")  # the provenance names the function that made it
     assert getattr(importlib.import_module(module), name) is pretrain_reference_lm
     entry = spec(tmp_path / "a", family, {"max_tokens": 256})
     model = load_language_model(extraction_settings({"models": {kind: entry}}, kind, {}), head=kind)
-    assert isinstance(model, LanguageModel)  # the head's tensors are in the files
+    assert isinstance(model, _LanguageModel)  # the head's tensors are in the files
     rng = np.random.default_rng(0)
     real = [s[:64] for s in sequences[:6]]
     shuffled = ["".join(rng.permutation(list(s))) for s in real]

@@ -26,11 +26,11 @@ def test_the_pretraining_task_is_no_source_of_a_catalogued_task():
 
 def test_a_folder_made_with_the_same_settings_from_the_same_file_is_kept(shared, tmp_path):
     train = shared / "data" / "tasks" / reference_lms.PRETRAINING_TASK / "train.csv.gz"
-    for name, kind in reference_lms.REFERENCE_LMS.items():
+    for name, kind in reference_lms._REFERENCE_LMS.items():
         folder = tmp_path / name
         folder.mkdir()
         record = {**reference_lms._wanted(kind, train), "loss_every_10_steps": [1.0]}
-        (folder / reference_lms.PROVENANCE_FILE).write_text(json.dumps(record))
+        (folder / reference_lms._PROVENANCE_FILE).write_text(json.dumps(record))
     done = reference_lms.build_reference_lms(shared / "data" / "tasks", tmp_path)
     assert [status for _, _, status in done] == ["kept", "kept"]
     assert reference_lms.pretraining_task_of(tmp_path / "geneb-tiny-mlm") == reference_lms.PRETRAINING_TASK
@@ -45,7 +45,7 @@ def test_llr_declines_a_task_built_from_the_models_pretraining_task(tmp_path):
 
     folder = tmp_path / "geneb-tiny-clm"
     folder.mkdir()
-    (folder / reference_lms.PROVENANCE_FILE).write_text(json.dumps({"data": {"task": "src_task"}}))
+    (folder / reference_lms._PROVENANCE_FILE).write_text(json.dumps({"data": {"task": "src_task"}}))
     entry = {
         "display": "t", "family": "hf-decoder", "source": {"kind": "local", "path": str(folder)},
         "architecture_family": "test", "tokenizer_type": "single-nucleotide", "params": 0,

@@ -15,16 +15,16 @@ from geneb.core import integrity
 from geneb.core.integrity import IntegrityError
 from geneb.zeroshot.build import build_into
 from geneb.zeroshot.job import (
-    SCORE_FILE_ATTR,
-    ZeroShotFileError,
-    baselines_job,
+    _SCORE_FILE_ATTR,
+    _baselines_job,
+    _write_score_file,
+    _ZeroShotFileError,
     read_score_file,
     run_build_rule,
     task_of_rows_file,
-    write_score_file,
 )
-from geneb.zeroshot.scorers import BackgroundLeakError
-from geneb.zeroshot.tables import zeroshot_tables
+from geneb.zeroshot.scorers import _BackgroundLeakError
+from geneb.zeroshot.tables import _zeroshot_tables
 from geneb.zeroshot.task import NotApplicable, catalogue_entry, row_scores
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "config" / "zeroshot_tasks.tsv"
@@ -50,13 +50,13 @@ def test_a_score_file_reads_back_only_for_its_task_and_unchanged(built, tmp_path
     frames = [row_scores(built, "embedding-cosine", rng.random(built.n))]
     na = [NotApplicable("m", built.name, "llr", "no head")]
     out = tmp_path / "scores.parquet"
-    write_score_file(out, built, "m", frames, na, {"settings_hash": "abc"})
+    _write_score_file(out, built, "m", frames, na, {"settings_hash": "abc"})
     read = read_score_file(out, built)
     assert read.model == "m" and read.not_applicable == tuple(na)
     assert np.allclose(read.scores["score"], frames[0]["score"])
     # the same rows under another task's name or data: refused
     other = type(built)(name="other", kind=built.kind, rows=built.rows, data_sha256=built.data_sha256)
-    with pytest.raises(ZeroShotFileError, match="read for task 'other'"):
+    with pytest.raises(_ZeroShotFileError, match="read for task 'other'"):
         read_score_file(out, other)
     # one changed byte: the digest says so
     data = bytearray(out.read_bytes())
@@ -68,13 +68,13 @@ def test_a_score_file_reads_back_only_for_its_task_and_unchanged(built, tmp_path
 
 def test_the_baselines_refuse_the_task_the_rows_were_built_from(built, tmp_path, shared):
     source = _background(tmp_path, shared, "prelnc_ath_lncrna_vs_mrna__resplit")
-    with pytest.raises(BackgroundLeakError, match="prelnc_ath_lncrna_vs_mrna__resplit"):
-        baselines_job(
+    with pytest.raises(_BackgroundLeakError, match="prelnc_ath_lncrna_vs_mrna__resplit"):
+        _baselines_job(
             built, {"prelnc_ath_lncrna_vs_mrna__resplit": source}, tmp_path / "b.parquet", orders=[1], pseudocount=1.0
         )
     other = _background(tmp_path, shared, "idna_ms_5hmc_h_sapiens")
     out = tmp_path / "b.parquet"
-    baselines_job(built, {"idna_ms_5hmc_h_sapiens": other}, out, orders=[0, 2], pseudocount=1.0)
+    _baselines_job(built, {"idna_ms_5hmc_h_sapiens": other}, out, orders=[0, 2], pseudocount=1.0)
     read = read_score_file(out, built)
     assert sorted(set(read.scores["scorer"])) == ["markov-0", "markov-2"]
     assert read.provenance["background_tasks"] == ["idna_ms_5hmc_h_sapiens"]
@@ -87,16 +87,16 @@ def test_tables_from_score_files(built, tmp_path, shared):
     for model, signal in (("good", 2.0), ("fair", 0.7), ("poor", 0.0)):
         path = tmp_path / "scores" / model / "x" / built.name / "h.parquet"
         frame = row_scores(built, "embedding-cosine", labels * signal + rng.normal(size=built.n))
-        write_score_file(path, built, model, [frame], [], {"settings_hash": model})
+        _write_score_file(path, built, model, [frame], [], {"settings_hash": model})
         files.append(path)
     baseline = tmp_path / "baselines" / built.name / "h.parquet"
     bg = _background(tmp_path, shared, "idna_ms_5hmc_h_sapiens")
-    baselines_job(built, {"idna_ms_5hmc_h_sapiens": bg}, baseline, orders=[1], pseudocount=1.0)
+    _baselines_job(built, {"idna_ms_5hmc_h_sapiens": bg}, baseline, orders=[1], pseudocount=1.0)
     probe = pd.DataFrame(
         [dict(protocol="geneb-paper", regime="full", model=m, category="macro", value=v, complete=True)
          for m, v in (("good", 0.6), ("fair", 0.5), ("poor", 0.1))]
     )  # fmt: skip
-    tables = zeroshot_tables([built], [*files, baseline], probe, n_boot=200, seed=0)
+    tables = _zeroshot_tables([built], [*files, baseline], probe, n_boot=200, seed=0)
     auroc = tables.scores[(tables.scores["metric"] == "auroc") & (tables.scores["group"] == "all")].set_index("model")
     assert auroc.loc["good", "value"] > auroc.loc["fair", "value"] > 0.5
     assert "markov-1" in auroc.index and auroc.loc["good", "scores_sha256"]
@@ -117,27 +117,27 @@ def test_the_build_rule_writes_into_its_hashed_folder(shared, tmp_path):
     assert task.name == "zs_copy_recall" and task.n > 0
     meta = json.loads((rows.parent / "meta.json").read_text())
     assert meta["provenance"]["seed"] == 3
-    assert SCORE_FILE_ATTR == "geneb_zeroshot"
+    assert _SCORE_FILE_ATTR == "geneb_zeroshot"
 
 
 def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shared):
-    from geneb.figures.evaluation import draw_zeroshot
+    from geneb.figures.evaluation import _draw_zeroshot as draw_zeroshot
     from geneb.figures.style import paper_style, save
     from geneb.report.sections import zeroshot_section
-    from geneb.zeroshot.tables import write_zeroshot_tables
+    from geneb.zeroshot.tables import _write_zeroshot_tables as write_zeroshot_tables
 
     labels = built.rows["label"].to_numpy()
     files = []
     for model, signal in (("good", 2.0), ("fair", 0.7), ("poor", 0.0)):
         path = tmp_path / "scores" / model / "x" / built.name / "h.parquet"
         frame = row_scores(built, "embedding-cosine", labels * signal + np.random.default_rng(2).normal(size=built.n))
-        write_score_file(path, built, model, [frame], [NotApplicable(model, built.name, "llr", "no head")], {})
+        _write_score_file(path, built, model, [frame], [NotApplicable(model, built.name, "llr", "no head")], {})
         files.append(path)
     probe = pd.DataFrame(
         [dict(protocol="geneb-paper", regime="full", model=m, category="macro", value=v, complete=True)
          for m, v in (("good", 0.6), ("fair", 0.5), ("poor", 0.1))]
     )  # fmt: skip
-    tables = zeroshot_tables([built], files, probe, n_boot=100, seed=0)
+    tables = _zeroshot_tables([built], files, probe, n_boot=100, seed=0)
     outputs = {
         name: tmp_path / f"{name}.parquet"
         for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from geneb.zeroshot.tables import METRIC_COLUMNS, paired_accuracy, score_metrics, sign_test
+from geneb.zeroshot.tables import METRIC_COLUMNS, _paired_accuracy, _sign_test, score_metrics
 from geneb.zeroshot.task import ZeroShotTask, row_scores
 
 
@@ -74,10 +74,10 @@ def test_a_one_class_group_gives_a_nan_row_with_a_note():
 
 
 def test_paired_accuracy_ties_and_a_known_sign_test():
-    assert paired_accuracy(np.array([1.0, -1.0, 0.0, 2.0])) == pytest.approx(2.5 / 4)
+    assert _paired_accuracy(np.array([1.0, -1.0, 0.0, 2.0])) == pytest.approx(2.5 / 4)
     # 9 of 10 untied rows positive: two-sided exact p = 2 * (C(10,9) + C(10,10)) / 2**10 = 22/1024
     score = np.array([1.0] * 9 + [-1.0] + [0.0] * 3)
-    assert sign_test(score) == pytest.approx(22 / 1024)
+    assert _sign_test(score) == pytest.approx(22 / 1024)
     task = _paired(13)
     row = _metric(score_metrics(task, row_scores(task, "llr", score), n_boot=200), "paired_accuracy")
     assert row["value"] == pytest.approx((9 + 1.5) / 13) and row["p_value"] == pytest.approx(22 / 1024)
@@ -105,7 +105,8 @@ def test_the_bootstrap_is_determined_by_its_seed():
 def test_the_vectorised_resample_metrics_equal_sklearns():
     from sklearn.metrics import average_precision_score
 
-    from geneb.zeroshot.tables import resampled_auprc, resampled_auroc
+    from geneb.zeroshot.tables import _resampled_auprc as resampled_auprc
+    from geneb.zeroshot.tables import _resampled_auroc as resampled_auroc
 
     rng = np.random.default_rng(2)
     labels = np.stack([rng.permutation([0] * 12 + [1] * 5) for _ in range(30)])

@@ -80,18 +80,18 @@ from geneb.tables.scores import CELL_KEYS, REGIMES, AnalysisInputError
 from geneb.tasks.audit import read_audit
 from geneb.tasks.prepare import read_card
 
-SHORTCUT_FAMILY = "shortcut"
+_SHORTCUT_FAMILY = "shortcut"
 #: why a task has no clean value (value_clean NaN in every cell): no test row is left after the homology audit
 NO_CLEAN_ROWS = "no clean test rows: every test row has a training homolog/duplicate"
 #: the keys of the config's `leaderboard:` section (defaults: workflow/schemas/config.schema.yaml, their one home)
-LEADERBOARD_KEYS: tuple[str, ...] = (
+_LEADERBOARD_KEYS: tuple[str, ...] = (
     "leakage_max_fraction",
     "shortcut_max_auroc",
     "shortcut_max_mcc",
     "exclude_flagged",
 )
 #: the audit columns `audit_flags` reads from task_audit.parquet
-AUDIT_FLAG_COLUMNS: tuple[str, ...] = (
+_AUDIT_FLAG_COLUMNS: tuple[str, ...] = (
     "task",
     "leaked_fraction",
     "overlap_exact",
@@ -105,16 +105,16 @@ AUDIT_FLAG_COLUMNS: tuple[str, ...] = (
 )
 
 
-class AuditFlagError(ValueError):
+class _AuditFlagError(ValueError):
     """A `leaderboard:` section or a task audit table `audit_flags` cannot use; the message names key or column."""
 
 
 def leaderboard_settings(section: dict[str, object] | None) -> dict[str, object]:
     """The config's `leaderboard:` section as validated against the config schema (which fills in every default).
     Raises AuditFlagError naming the missing keys when it was not validated."""
-    missing = [k for k in LEADERBOARD_KEYS if k not in (section or {})]
+    missing = [k for k in _LEADERBOARD_KEYS if k not in (section or {})]
     if missing:
-        raise AuditFlagError(
+        raise _AuditFlagError(
             f"leaderboard settings lack {missing}: pass the config's `leaderboard:` section validated against "
             "workflow/schemas/config.schema.yaml (snakemake.utils.validate fills in the defaults)"
         )
@@ -137,9 +137,9 @@ def audit_flags(audit: pd.DataFrame, settings: dict[str, object]) -> dict[str, d
     settings: `leaderboard_settings` output. Raises AuditFlagError for a table without the AUDIT_FLAG_COLUMNS.
     """
     s = leaderboard_settings(settings)
-    missing = [c for c in AUDIT_FLAG_COLUMNS if c not in audit.columns]
+    missing = [c for c in _AUDIT_FLAG_COLUMNS if c not in audit.columns]
     if missing:
-        raise AuditFlagError(f"task audit table: missing columns {missing}; have {list(audit.columns)}")
+        raise _AuditFlagError(f"task audit table: missing columns {missing}; have {list(audit.columns)}")
     leak_max = float(s["leakage_max_fraction"])  # type: ignore[arg-type]
     auroc_max = float(s["shortcut_max_auroc"])  # type: ignore[arg-type]
     mcc_max = None if s["shortcut_max_mcc"] is None else float(s["shortcut_max_mcc"])  # type: ignore[arg-type]
@@ -184,7 +184,7 @@ def read_audit_flags(path: str | Path | None, settings: dict[str, object]) -> di
     if path is None:
         return {}
     if not Path(path).is_file():
-        raise AuditFlagError(f"task audit table {path} not found; run rule task_audit_table first")
+        raise _AuditFlagError(f"task audit table {path} not found; run rule task_audit_table first")
     return audit_flags(integrity.read_parquet(path), settings)
 
 
@@ -196,7 +196,7 @@ def shortcut_models(model_meta: pd.DataFrame) -> list[str]:
     """Model ids whose registry `architecture_family` is `shortcut` (index of a `metadata.model_frame`)."""
     if "architecture_family" not in model_meta.columns:
         return []
-    return sorted(model_meta.index[model_meta["architecture_family"] == SHORTCUT_FAMILY])
+    return sorted(model_meta.index[model_meta["architecture_family"] == _SHORTCUT_FAMILY])
 
 
 def _best_shortcut(cells: pd.DataFrame, shortcuts: Iterable[str]) -> pd.DataFrame:
@@ -312,7 +312,7 @@ def task_audit_table(
     return pd.DataFrame(rows).sort_values("task").reset_index(drop=True)
 
 
-PRETRAINING_GAIN_COLUMNS = (
+_PRETRAINING_GAIN_COLUMNS = (
     "protocol",
     "regime",
     "model",
@@ -340,7 +340,7 @@ PRETRAINING_GAIN_COLUMNS = (
 )
 
 
-def twin_pairs(model_meta: pd.DataFrame, models: list[str]) -> list[tuple[str, str]]:
+def _twin_pairs(model_meta: pd.DataFrame, models: list[str]) -> list[tuple[str, str]]:
     """(model, twin) for every twin among `models` whose model is among them too, in `models` order.
     model_meta: the model-metadata frame (`metadata.model_frame`, column `twin_of`)."""
     twin_of = model_meta["twin_of"] if "twin_of" in model_meta.columns else pd.Series(dtype=object)
@@ -351,7 +351,7 @@ def twin_pairs(model_meta: pd.DataFrame, models: list[str]) -> list[tuple[str, s
     ]
 
 
-def holm(p: np.ndarray) -> np.ndarray:
+def _holm(p: np.ndarray) -> np.ndarray:
     """Holm-corrected p-values of `p` (n,), NaN kept as NaN and left out of the correction (Holm 1979)."""
     from statsmodels.stats.multitest import multipletests
 
@@ -437,7 +437,7 @@ def _pair_rows(ctx: RunContext, key: dict[str, str], cells: pd.DataFrame, files:
                 "_draws": d.draws if d is not None else None,
             }
         )
-    p_holm = holm(np.array([t["p_bootstrap"] for t in tasks]))
+    p_holm = _holm(np.array([t["p_bootstrap"] for t in tasks]))
     for t, p in zip(tasks, p_holm):
         significant = bool(np.isfinite(p) and p < alpha)
         t.update(
@@ -495,7 +495,7 @@ def pretraining_gain_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     run without a model and its twin. The summary gets, per (protocol, regime), the macro count of significant
     wins and losses (`pretraining_gain.headlines`)."""
     models = sorted(ctx.used["model"].unique())
-    pairs = twin_pairs(ctx.model_meta, models)
+    pairs = _twin_pairs(ctx.model_meta, models)
     rows: list[dict[str, Any]] = []
     files: dict = {}
     for protocol in sorted(ctx.used["protocol"].unique()):
@@ -505,10 +505,10 @@ def pretraining_gain_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
                 key = {"protocol": protocol, "regime": regime, "model": model, "twin": twin}
                 rows += [{**key, **r} for r in _pair_rows(ctx, key, cells, files)]
     out = pd.DataFrame(
-        rows, columns=[c for c in PRETRAINING_GAIN_COLUMNS if c not in ("alpha", "confidence", "n_resamples", "seed")]
+        rows, columns=[c for c in _PRETRAINING_GAIN_COLUMNS if c not in ("alpha", "confidence", "n_resamples", "seed")]
     )
     out = out.assign(alpha=_alpha(ctx), confidence=ctx.confidence, n_resamples=ctx.n_resamples, seed=ctx.seed)
-    out = out[list(PRETRAINING_GAIN_COLUMNS)]
+    out = out[list(_PRETRAINING_GAIN_COLUMNS)]
     for col in ("n_wins", "n_losses", "n_rows"):
         out[col] = out[col].astype("Int64")
     out["task"] = out["task"].astype("string")
@@ -546,8 +546,8 @@ def _summary(table: pd.DataFrame, n_pairs: int) -> dict[str, Any]:
     return {"n_pairs": n_pairs, "headlines": heads}
 
 
-FINETUNE = "finetune-lora"
-FINETUNE_GAIN_COLUMNS = (
+_FINETUNE = "finetune-lora"
+_FINETUNE_GAIN_COLUMNS = (
     "probe_protocol",
     "regime",
     "kind",
@@ -602,7 +602,7 @@ def _gain_draws(ctx: RunContext, protocol: str, regime: str, model: str, task: s
     try:
         ft, pr = (
             read_cell(ctx.predictions_root, protocol=p, model=model, task=task, view=None, regime=regime, cache=files)
-            for p in (FINETUNE, protocol)
+            for p in (_FINETUNE, protocol)
         )
         return paired_draws(ft, pr, task=task, n_resamples=ctx.n_resamples, seed=ctx.seed).draws, ""
     except AnalysisInputError as err:
@@ -630,7 +630,7 @@ def _rows(ctx: RunContext, protocol: str, regime: str, files: dict) -> list[dict
     """The ranking and gain rows of one (probe protocol, regime)."""
     used = ctx.used[ctx.used["regime"] == regime]
     probe = used[used["protocol"] == protocol].pivot_table(index="task", columns="model", values="value")
-    ft = used[used["protocol"] == FINETUNE].pivot_table(index="task", columns="model", values="value")
+    ft = used[used["protocol"] == _FINETUNE].pivot_table(index="task", columns="model", values="value")
     tasks = sorted(set(probe.index) & set(ft.index))
     models = sorted(set(probe.columns) & set(ft.columns))
     if not tasks or not models:
@@ -693,13 +693,13 @@ def finetune_vs_probe_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     """The run-scope analysis `finetune_vs_probe` (module docstring): {"finetune_vs_probe": ranking and gain rows
     per (probe protocol, regime, category | macro)}; empty without finetune-lora rows. The summary gets the macro
     tau and winner change per (probe protocol, regime) (`finetune_vs_probe.headlines`)."""
-    protocols = sorted(set(ctx.used["protocol"]) - {FINETUNE}) if FINETUNE in set(ctx.used["protocol"]) else []
+    protocols = sorted(set(ctx.used["protocol"]) - {_FINETUNE}) if _FINETUNE in set(ctx.used["protocol"]) else []
     rows: list[dict[str, Any]] = []
     files: dict = {}
     for protocol in protocols:
         for regime in [r for r in REGIMES if r in set(ctx.used["regime"])]:
             rows += _rows(ctx, protocol, regime, files)
-    out = pd.DataFrame(rows, columns=list(FINETUNE_GAIN_COLUMNS)).assign(
+    out = pd.DataFrame(rows, columns=list(_FINETUNE_GAIN_COLUMNS)).assign(
         confidence=ctx.confidence, n_resamples=ctx.n_resamples, seed=ctx.seed
     )
     for col in ("n_models", "n_tasks"):

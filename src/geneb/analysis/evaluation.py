@@ -61,7 +61,7 @@ from geneb.analysis.stats import category_replicates, compare_cells, load_predic
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: the columns of the sensitivity table
-SENSITIVITY_COLUMNS = (
+_SENSITIVITY_COLUMNS = (
     "protocol",
     "regime",
     "choice",
@@ -85,7 +85,7 @@ SENSITIVITY_COLUMNS = (
     "seed",
     "note",
 )
-BOARD_COLUMNS = ("protocol", "regime", "choice", "alternative", "model", "category", "value", "rank")
+_BOARD_COLUMNS = ("protocol", "regime", "choice", "alternative", "model", "category", "value", "rank")
 _LABEL = {
     "pooling": "pooling",
     "layer_rule": "layer rule",
@@ -94,14 +94,14 @@ _LABEL = {
 }
 
 
-def value_label(choice: str, value: Any) -> str:
+def _value_label(choice: str, value: Any) -> str:
     """How a choice's value is written in tables and sentences (reverse complement: "off" / "on")."""
     if choice == "reverse_complement":
         return "on" if bool(value) else "off"
     return str(value)
 
 
-def view_cells(ctx: RunContext, views: dict[str, str], protocol: str) -> pd.DataFrame:
+def _view_cells(ctx: RunContext, views: dict[str, str], protocol: str) -> pd.DataFrame:
     """The seed-mean cells of `protocol` for the (model, view) pairs of `views`, contamination and one-class test
     splits handled as for the leaderboard (`contamination.prepare_cells`)."""
     scores = ctx.view_scores if ctx.view_scores is not None else ctx.scores
@@ -144,7 +144,7 @@ def _board(point: np.ndarray, models: list[str], columns: tuple[str, ...], tag: 
     return pd.concat(frames, ignore_index=True)
 
 
-def compare_leaderboards(
+def _compare_leaderboards(
     ref: pd.DataFrame,
     alt: pd.DataFrame,
     task_category: pd.Series,
@@ -214,7 +214,7 @@ def compare_leaderboards(
     return out, rep.point, models, rep.columns
 
 
-def headline(choice: str, reference: str, alternative: str, stats_: dict[str, Any], confidence: float) -> str:
+def _headline(choice: str, reference: str, alternative: str, stats_: dict[str, Any], confidence: float) -> str:
     """The report's sentence, e.g. "pooling mean -> last changes 4 of 13 category winners (...)"."""
     if pd.isna(stats_["kendall_tau"]) and stats_["n_models"] < 2:
         return f"{_LABEL[choice]} {reference} -> {alternative}: not compared ({stats_['note']})"
@@ -230,7 +230,7 @@ def headline(choice: str, reference: str, alternative: str, stats_: dict[str, An
     )
 
 
-def view_predictions(
+def _view_predictions(
     ctx: RunContext, views: Mapping[str, str], protocol: str, cache: dict[str, dict[tuple[str, str], pd.DataFrame]]
 ) -> dict[tuple[str, str], pd.DataFrame]:
     """{(model, task): per-row predictions of `protocol` for the model's view in `views`} from the run's
@@ -259,9 +259,9 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         summary["reference_protocol_note"] = f"{ref['protocol']} not in the run; the reference is {protocols[0]}"
         ref["protocol"] = protocols[0]
     refv = inputs.reference_views(views, ref)
-    ref_cells = view_cells(ctx, refv, ref["protocol"])
+    ref_cells = _view_cells(ctx, refv, ref["protocol"])
     cache: dict[str, dict[tuple[str, str], pd.DataFrame]] = {}
-    ref_preds = view_predictions(ctx, refv, ref["protocol"], cache)
+    ref_preds = _view_predictions(ctx, refv, ref["protocol"], cache)
     cats = task_categories(scores)
     rows, boards = [], []
     conf = run.confidence
@@ -271,7 +271,7 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         complete = ref_m.dropna()
         if len(complete):
             rep = category_replicates(complete, cats, None, n_resamples=1, seed=run.seed)
-            ref_label = f"{ref['pooling']}, {ref['layer_rule']}, rc {value_label('reverse_complement', ref['reverse_complement'])}"
+            ref_label = f"{ref['pooling']}, {ref['layer_rule']}, rc {_value_label('reverse_complement', ref['reverse_complement'])}"
             boards.append(
                 _board(
                     rep.point,
@@ -284,11 +284,11 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
             for value in inputs.choice_values(views, choice, protocols, ref):
                 altv, unaffected = inputs.choice_views(views, refv, choice, value)
                 alt_protocol = value if choice == "protocol" else ref["protocol"]
-                alt_cells = view_cells(ctx, altv, alt_protocol)
-                alt_preds = view_predictions(ctx, altv, alt_protocol, cache)
+                alt_cells = _view_cells(ctx, altv, alt_protocol)
+                alt_preds = _view_predictions(ctx, altv, alt_protocol, cache)
                 alt_cells = alt_cells[alt_cells["regime"] == regime] if len(alt_cells) else alt_cells
                 alt_m = task_matrix(alt_cells, regime) if len(alt_cells) else pd.DataFrame()
-                st, point, models, cols = compare_leaderboards(
+                st, point, models, cols = _compare_leaderboards(
                     ref_m,
                     alt_m,
                     cats,
@@ -298,8 +298,8 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
                     predictions=(ref_preds, alt_preds),
                     regime=regime,
                 )
-                r_lab, a_lab = value_label(choice, ref[choice]), value_label(choice, value)
-                sentence = headline(choice, r_lab, a_lab, st, conf)
+                r_lab, a_lab = _value_label(choice, ref[choice]), _value_label(choice, value)
+                sentence = _headline(choice, r_lab, a_lab, st, conf)
                 rows.append(
                     {
                         **tag,
@@ -324,12 +324,12 @@ def sensitivity_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         )
         boards = []
     ctx.summary["sensitivity"] = summary
-    table = pd.DataFrame(rows, columns=list(SENSITIVITY_COLUMNS))
-    board = pd.concat(boards, ignore_index=True) if boards else pd.DataFrame(columns=list(BOARD_COLUMNS))
+    table = pd.DataFrame(rows, columns=list(_SENSITIVITY_COLUMNS))
+    board = pd.concat(boards, ignore_index=True) if boards else pd.DataFrame(columns=list(_BOARD_COLUMNS))
     return {"sensitivity": table, "sensitivity_leaderboard": board}
 
 
-BEST_LAYER_COLUMNS = (
+_BEST_LAYER_COLUMNS = (
     "protocol",
     "regime",
     "model",
@@ -356,7 +356,7 @@ BEST_LAYER_COLUMNS = (
 )
 
 
-def layer_views(views: pd.DataFrame, model: str, ref_view: str) -> pd.DataFrame:
+def _layer_views(views: pd.DataFrame, model: str, ref_view: str) -> pd.DataFrame:
     """The model's fixed-layer views with its reference view's pooling and reverse-complement flag, by layer."""
     g = views[views["model"] == model]
     r = g[g["view"] == ref_view].iloc[0]
@@ -451,7 +451,7 @@ def best_layer_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     rows: list[dict[str, Any]] = []
     n_models = 0
     for model, ref_view in refv.items():
-        lv = layer_views(views, model, ref_view)
+        lv = _layer_views(views, model, ref_view)
         if len(lv) < 2:
             continue
         n_models += 1
@@ -460,7 +460,7 @@ def best_layer_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         for protocol in sorted(scores["protocol"].unique()):
             cells = pd.concat(
                 # a views run writes no registry rows: its reference view is then one of the layers, read once
-                [view_cells(ctx, {model: v}, protocol).assign(view=v) for v in dict.fromkeys([*lv["view"], ref_view])],
+                [_view_cells(ctx, {model: v}, protocol).assign(view=v) for v in dict.fromkeys([*lv["view"], ref_view])],
                 ignore_index=True,
             )
             for regime in [x for x in REGIMES if x in set(cells["regime"])]:
@@ -482,7 +482,7 @@ def best_layer_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
         ctx.summary["best_layer"]["note"] = (
             "no model has two or more fixed-layer views: run with `views: {layers: ...}` (config/sensitivity.yaml)"
         )
-    out = pd.DataFrame(rows, columns=list(BEST_LAYER_COLUMNS))
+    out = pd.DataFrame(rows, columns=list(_BEST_LAYER_COLUMNS))
     for col in ("registry_layer", "n_tasks_better", "n_tasks_worse"):
         out[col] = out[col].astype("Int64")
     out["registry_depth"] = out["registry_depth"].astype("Float64")

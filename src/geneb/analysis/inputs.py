@@ -9,7 +9,7 @@ the reverse complement was averaged in. Score and prediction rows of a run with 
 columns VIEW_COLUMNS (docs/data-dictionary.md, stage 3): `view` (the id, "default" in a run without views),
 `layer` (absolute 0-based hidden-state index, NA without layers), `layer_depth` (layer / n_layers in [0, 1]),
 `pooling`, `reverse_complement`, `layer_rule` ("registry", "fixed" or "inner_cv"). A table without them (older
-runs, published results) is a single default view (`with_view_columns`).
+runs, published results) is a single default view (`_with_view_columns`).
 
 An *evaluation choice* is one of these attributes (or the probe protocol) changed for every model at once, the
 others held at the reference (`analysis.sensitivity.reference`). `choice_views` maps each model to the view that
@@ -63,7 +63,7 @@ from geneb.tables.scores import CELL_KEYS, AnalysisInputError
 from geneb.tasks.catalogue import CatalogueError, read_catalogue
 
 #: the columns that say which view a row comes from
-VIEW_COLUMNS: tuple[str, ...] = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
+_VIEW_COLUMNS: tuple[str, ...] = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
 #: the view id of a run without `views:`
 DEFAULT_VIEW = "default"
 #: how a view's layer was chosen
@@ -74,7 +74,7 @@ CHOICES: tuple[str, ...] = ("pooling", "layer_rule", "protocol", "reverse_comple
 _IDENTITY = ("layer_rule", "layer", "pooling", "reverse_complement")
 
 
-def with_view_columns(df: pd.DataFrame) -> pd.DataFrame:
+def _with_view_columns(df: pd.DataFrame) -> pd.DataFrame:
     """`df` with every VIEW_COLUMNS column, the absent ones filled as the one default view: view "default",
     layer and layer_depth NA, pooling NA (not recorded), reverse_complement False, layer_rule "registry".
     Returns a copy; present columns are kept as they are (missing values of `view` become "default")."""
@@ -101,9 +101,9 @@ def has_views(df: pd.DataFrame) -> bool:
 
 
 def view_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, view) with the view columns (`with_view_columns` applied), sorted by model and view."""
-    df = with_view_columns(scores)
-    return df.drop_duplicates(["model", "view"])[["model", *VIEW_COLUMNS]].sort_values(["model", "view"])
+    """One row per (model, view) with the view columns (`_with_view_columns` applied), sorted by model and view."""
+    df = _with_view_columns(scores)
+    return df.drop_duplicates(["model", "view"])[["model", *_VIEW_COLUMNS]].sort_values(["model", "view"])
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -198,7 +198,7 @@ def choice_views(
 def select_views(df: pd.DataFrame, views: Mapping[str, str]) -> pd.DataFrame:
     """The rows of `df` (score or prediction rows, any models) whose (model, view) is in `views` ({model: view id});
     a frame without a `view` column is one default view per model."""
-    d = with_view_columns(df) if "view" not in df.columns else df
+    d = _with_view_columns(df) if "view" not in df.columns else df
     want = d["model"].map(dict(views))
     return df[(d["view"] == want).to_numpy()]
 
@@ -322,7 +322,7 @@ def model_frame(records: Mapping[str, ModelSpec | Mapping[str, Any]]) -> pd.Data
 
 
 #: `analysis.scale.param_count` -> how `params_used` is taken from a model-metadata frame
-PARAM_COUNTS = ("current", "first_release")
+_PARAM_COUNTS = ("current", "first_release")
 
 
 def with_param_count(meta: pd.DataFrame, param_count: str) -> pd.DataFrame:
@@ -330,8 +330,10 @@ def with_param_count(meta: pd.DataFrame, param_count: str) -> pd.DataFrame:
     derived matched pairs). "current": `params` (the paper's choice: the current counts of `models.tsv`
     reproduce its Spearman rho 0.573 and 0.694 exactly); "first_release": `params_first_release` where
     recorded, else `params`. Raises AnalysisInputError for another value."""
-    if param_count not in PARAM_COUNTS:
-        raise AnalysisInputError(f"analysis.scale.param_count must be one of {list(PARAM_COUNTS)}, not {param_count!r}")
+    if param_count not in _PARAM_COUNTS:
+        raise AnalysisInputError(
+            f"analysis.scale.param_count must be one of {list(_PARAM_COUNTS)}, not {param_count!r}"
+        )
     used = meta["params"]
     if param_count == "first_release":
         used = meta["params_first_release"].where(np.isfinite(meta["params_first_release"]), meta["params"])
@@ -481,7 +483,7 @@ class RegimeContext:
         return {"protocol": self.protocol.protocol, "regime": self.regime}
 
 
-def models_table(model_meta: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+def _models_table(model_meta: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     """The metadata of `models` as analysed (a model missing from the registry keeps its id as display name
     and unknown fields); `trained_on_tasks` joined with ';'."""
     rows = []
@@ -494,4 +496,4 @@ def models_table(model_meta: pd.DataFrame, models: list[str]) -> pd.DataFrame:
 
 def models_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     """Registered analysis `models`: the metadata of every model of the score table."""
-    return {"models": models_table(ctx.model_meta, sorted(ctx.scores["model"].unique()))}
+    return {"models": _models_table(ctx.model_meta, sorted(ctx.scores["model"].unique()))}

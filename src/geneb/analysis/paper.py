@@ -2,22 +2,22 @@
 
 Task difficulty: tasks no model solves, tasks that separate models, and category specialists.
 
-* `near_random`: per (protocol, regime, task), the best model and its CI; the task is *near random* when even
+* `_near_random`: per (protocol, regime, task), the best model and its CI; the task is *near random* when even
   that CI's upper end stays below a configured MCC threshold (MCC 0 = chance). Without a CI (published
   results carry none) the point value is compared instead, and `ci_source` says so.
-* `high_variance`: per task, the standard deviation (ddof = 1) and range of MCC across models; tasks at or
+* `_high_variance`: per task, the standard deviation (ddof = 1) and range of MCC across models; tasks at or
   above a configured quantile of that spread are *high variance*: the tasks that tell models apart.
-* `specialists`: per category, the winner; a *specialist* wins the category while its macro MCC is below the
+* `_specialists`: per category, the winner; a *specialist* wins the category while its macro MCC is below the
   median macro MCC of all ranked models.
 
 Few-shot: how scores and rankings change from the full training split to k = 10 and k = 1 examples per
 class (k-shot probes, the paper's `10shot` and `1shot` regimes).
 
-* `drops`: macro MCC per model in each regime, absolute drop (full - k-shot) and relative drop
+* `_drops`: macro MCC per model in each regime, absolute drop (full - k-shot) and relative drop
   ((full - k-shot) / full).
-* `inverse_pattern`: Spearman's rho between the full-data level and the drop (`scale.spearman_rho_p`: exact p for small n); a
+* `_inverse_pattern`: Spearman's rho between the full-data level and the drop (`scale.spearman_rho_p`: exact p for small n); a
   positive rho means the strongest models lose the most (the paper's "inverse pattern").
-* `regime_changes`: per category (and macro), the top model in each regime, whether it changes, and
+* `_regime_changes`: per category (and macro), the top model in each regime, whether it changes, and
   Kendall's tau-b between the regime rankings (scipy.stats.kendalltau).
 
 Matched pairs: two models that differ in one factor (architecture, tokenizer or pretraining data) with the
@@ -65,8 +65,8 @@ from geneb.analysis.stats import CategoryReplicates, bootstrap_p_value
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 
-def near_random(cells: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """Per (protocol, regime, task): best model, its value, ci_low, ci_high, ci_source and `near_random`.
+def _near_random(cells: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """Per (protocol, regime, task): best model, its value, ci_low, ci_high, ci_source and `_near_random`.
 
     cells: per-cell table, optionally with ci_low/ci_high/ci_source columns (NaN where unknown). The task is
     near random when ci_high < threshold, or value < threshold where ci_high is NaN. Raises
@@ -90,8 +90,8 @@ def near_random(cells: pd.DataFrame, threshold: float) -> pd.DataFrame:
     return out.sort_values(["protocol", "regime", "best_value"]).reset_index(drop=True)
 
 
-def high_variance(cells: pd.DataFrame, quantile: float) -> pd.DataFrame:
-    """Per (protocol, regime, task): sd (ddof=1), range, median, n_models and `high_variance`.
+def _high_variance(cells: pd.DataFrame, quantile: float) -> pd.DataFrame:
+    """Per (protocol, regime, task): sd (ddof=1), range, median, n_models and `_high_variance`.
 
     high_variance: sd >= the `quantile` of the task sds within the same (protocol, regime). Tasks with fewer
     than 2 models get NaN sd and are never high variance. Raises AnalysisInputError for quantile outside [0, 1].
@@ -107,7 +107,7 @@ def high_variance(cells: pd.DataFrame, quantile: float) -> pd.DataFrame:
     return out.sort_values(["protocol", "regime", "sd"], ascending=[True, True, False]).reset_index(drop=True)
 
 
-def specialists(board: pd.DataFrame) -> pd.DataFrame:
+def _specialists(board: pd.DataFrame) -> pd.DataFrame:
     """Per (protocol, regime, category): the winner, its macro value, the median macro and `specialist`.
 
     board: leaderboard table. Winners are the rank-1 rows (ties give several rows). specialist: the winner's
@@ -134,30 +134,30 @@ def difficulty_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     """Registered analysis `difficulty`: near-random tasks (with the bootstrap CIs of the cells), high-variance
     tasks and specialists; each regime's summary gets its near-random tasks."""
     d = ctx.settings["difficulty"]
-    nr = near_random(ctx.used, float(d["near_random_mcc"]))
+    nr = _near_random(ctx.used, float(d["near_random_mcc"]))
     for protocol, psum in ctx.summary["protocols"].items():
         for regime, rsum in psum["regimes"].items():
             sel = nr[(nr["protocol"] == protocol) & (nr["regime"] == regime)]
             rsum["near_random_tasks"] = sel.loc[sel["near_random"], "task"].tolist()
     return {
         "near_random": nr,
-        "task_variance": high_variance(ctx.used, float(d["high_variance_quantile"])),
-        "specialists": specialists(ctx.board),
+        "task_variance": _high_variance(ctx.used, float(d["high_variance_quantile"])),
+        "specialists": _specialists(ctx.board),
     }
 
 
 #: up to this many pairs the Spearman p-value is exact (all n! pairings), not scipy's large-sample t approximation
-EXACT_P_MAX_N = 8
+_EXACT_P_MAX_N = 8
 #: a bootstrap CI is reported only when at most this share of resamples has a defined rho
-MAX_UNDEFINED_SHARE = 0.05
+_MAX_UNDEFINED_SHARE = 0.05
 
 
-def spearman_rho_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def _spearman_rho_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Spearman's rho and its two-sided p-value. For n <= EXACT_P_MAX_N the p-value is exact
     (scipy.stats.permutation_test over every pairing); above, scipy.stats.spearmanr's t approximation, which
     at n = 4 would print p = 0 for a perfect rank agreement whose exact p is 1/12."""
     res = stats.spearmanr(x, y)
-    if len(x) > EXACT_P_MAX_N or not np.isfinite(res.statistic):
+    if len(x) > _EXACT_P_MAX_N or not np.isfinite(res.statistic):
         return float(res.statistic), float(res.pvalue)
     # Spearman's rho is Pearson's r of the ranks: rank once, then r of every pairing (n! <= 40320) at once; the
     # p-value is the share of pairings at least as extreme (the exact permutation test, as
@@ -176,12 +176,12 @@ def _pearson(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return (a * b).sum(axis=axis) / np.sqrt((a * a).sum(axis=axis) * (b * b).sum(axis=axis))
 
 
-def spearman_with_ci(
+def _spearman_with_ci(
     x: np.ndarray, y: np.ndarray, *, n_resamples: int, seed: int, confidence: float
 ) -> dict[str, float]:
     """Spearman's rho of paired samples with a percentile bootstrap CI over the pairs.
 
-    x, y: (n,) finite, n >= 3. rho and its two-sided p-value from `spearman_rho_p` (exact for small n); the CI
+    x, y: (n,) finite, n >= 3. rho and its two-sided p-value from `_spearman_rho_p` (exact for small n); the CI
     from scipy.stats.bootstrap (paired=True, method="percentile", rng=default_rng(seed)). A resample with a
     constant column has no rho: their share is returned as `ci_undefined_share`, and the CI is NaN when it
     exceeds MAX_UNDEFINED_SHARE (percentiles of the defined ones alone would look decisive at small n).
@@ -194,7 +194,7 @@ def spearman_with_ci(
         raise AnalysisInputError(f"Spearman: x {x.shape} and y {y.shape} must be equal-length vectors")
     if len(x) < 3 or not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise AnalysisInputError(f"Spearman needs >= 3 finite pairs, got {len(x)}")
-    rho_value, p_value = spearman_rho_p(x, y)
+    rho_value, p_value = _spearman_rho_p(x, y)
 
     def rho(a: np.ndarray, b: np.ndarray) -> float:
         return stats.spearmanr(a, b).statistic
@@ -214,7 +214,7 @@ def spearman_with_ci(
     dist = boot.bootstrap_distribution
     undefined = float(np.isnan(dist).mean())
     a = (1 - confidence) / 2
-    low, high = np.nanquantile(dist, [a, 1 - a]) if undefined <= MAX_UNDEFINED_SHARE else (np.nan, np.nan)
+    low, high = np.nanquantile(dist, [a, 1 - a]) if undefined <= _MAX_UNDEFINED_SHARE else (np.nan, np.nan)
     return {
         "rho": rho_value,
         "p_value": p_value,
@@ -225,7 +225,7 @@ def spearman_with_ci(
     }
 
 
-def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
+def _why_no_correlation(params: pd.Series, score: pd.Series) -> str:
     """'' when rho(params, score) is defined; else why not (fewer than 3 models, or a constant column)."""
     if len(params) < 3:
         n = len(params)
@@ -237,7 +237,7 @@ def why_no_correlation(params: pd.Series, score: pd.Series) -> str:
     return ""
 
 
-def eligible(meta: pd.DataFrame, models: list[str]) -> tuple[list[str], dict[str, str]]:
+def _eligible(meta: pd.DataFrame, models: list[str]) -> tuple[list[str], dict[str, str]]:
     """Split `models` into those with a positive parameter count and the rest ({model: reason})."""
     keep, dropped = [], {}
     for m in models:
@@ -251,7 +251,7 @@ def eligible(meta: pd.DataFrame, models: list[str]) -> tuple[list[str], dict[str
     return keep, dropped
 
 
-def scale_correlations(
+def _scale_correlations(
     score: pd.Series,
     meta: pd.DataFrame,
     exclusions: dict[str, str],
@@ -270,14 +270,14 @@ def scale_correlations(
     than 3 eligible models remain for "all".
     """
     score = score.dropna()
-    keep, _ = eligible(meta, list(score.index))
+    keep, _ = _eligible(meta, list(score.index))
     rows = []
     subsets: list[tuple[str, list[str], list[str]]] = [("all", keep, [])]
     present = [m for m in exclusions if m in keep]
     if present:
         subsets.append(("excluding", [m for m in keep if m not in present], present))
     for name, models, excl in subsets:
-        why = why_no_correlation(meta.loc[models, "params_used"], score[models]) if name == "excluding" else ""
+        why = _why_no_correlation(meta.loc[models, "params_used"], score[models]) if name == "excluding" else ""
         if why:
             r = {
                 "rho": np.nan,
@@ -288,7 +288,7 @@ def scale_correlations(
                 "n": len(models),
             }
         else:
-            r = spearman_with_ci(
+            r = _spearman_with_ci(
                 meta.loc[models, "params_used"].to_numpy(),
                 score[models].to_numpy(),
                 n_resamples=n_resamples,
@@ -307,7 +307,7 @@ def scale_correlations(
     return pd.DataFrame(rows)
 
 
-def in_domain(
+def _in_domain(
     meta: pd.DataFrame, models: list[str], exclude_domains: list[str], exclude_models: dict[str, str]
 ) -> pd.DataFrame:
     """Which of `models` are in-domain, and why not.
@@ -328,7 +328,7 @@ def in_domain(
     return pd.DataFrame(rows, columns=["model", "in_domain", "pretraining_domain", "reason"]).set_index("model")
 
 
-def reversals(params: pd.Series, score: pd.Series, ratio: float) -> pd.DataFrame:
+def _reversals(params: pd.Series, score: pd.Series, ratio: float) -> pd.DataFrame:
     """Every ordered pair in which a model at least `ratio` times smaller scores higher than a larger one.
 
     params, score: per model (same index; NaN rows dropped). A pair (small, large) counts when
@@ -369,34 +369,34 @@ def reversals(params: pd.Series, score: pd.Series, ratio: float) -> pd.DataFrame
 
 
 def scale_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
-    """Registered analysis `scale`: Spearman rho of parameter count vs macro MCC (`scale_correlations`), the
+    """Registered analysis `scale`: Spearman rho of parameter count vs macro MCC (`_scale_correlations`), the
     in-domain models and the reversals among them, for the models with a positive parameter count; skipped,
     with the reason in the summary, when no correlation is defined."""
     run, macro, rsum = ctx.run, ctx.macro, ctx.summary
     meta, scale_s = run.model_meta, run.settings["scale"]
     exclusions = entries(scale_s["rho_exclusions"], "analysis.scale.rho_exclusions")
     ood_models = entries(scale_s["in_domain"]["exclude_models"], "analysis.scale.in_domain.exclude_models")
-    ok, dropped = eligible(meta, list(macro.index))
+    ok, dropped = _eligible(meta, list(macro.index))
     rsum["not_in_scale_analysis"] = dropped
     why_not = (
         "no model has a macro MCC (every model lacks a task)"
         if macro.empty
-        else why_no_correlation(meta.loc[ok, "params_used"] if ok else pd.Series(dtype=float), macro[ok])
+        else _why_no_correlation(meta.loc[ok, "params_used"] if ok else pd.Series(dtype=float), macro[ok])
     )
     if why_not:
         rsum["scale_skipped"] = why_not
         return {}
-    sc = scale_correlations(
+    sc = _scale_correlations(
         macro[ok], meta, exclusions, n_resamples=run.n_resamples, seed=run.seed, confidence=run.confidence
     )
     rsum["spearman"] = {
         r["subset"]: {k: r[k] for k in ("rho", "ci_low", "ci_high", "p_value", "n", "excluded")}
         for r in sc.to_dict("records")
     }
-    dom = in_domain(meta, ok, list(scale_s["in_domain"]["exclude_domains"]), ood_models)
+    dom = _in_domain(meta, ok, list(scale_s["in_domain"]["exclude_domains"]), ood_models)
     dom["params_used"] = meta.loc[dom.index, "params_used"]
     ind = dom.index[dom["in_domain"]].tolist()
-    rev = reversals(meta.loc[ind, "params_used"], macro[ind], float(scale_s["reversal_ratio"]))
+    rev = _reversals(meta.loc[ind, "params_used"], macro[ind], float(scale_s["reversal_ratio"]))
     rsum["n_in_domain"] = len(ind)
     rsum["out_of_domain"] = dom.index[~dom["in_domain"]].tolist()
     rsum["n_reversals"] = len(rev)
@@ -407,7 +407,7 @@ def scale_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
 SHOTS: tuple[str, ...] = tuple(r for r in REGIMES if r != "full")
 
 
-def drops(board: pd.DataFrame, protocol: str, category: str = "macro") -> pd.DataFrame:
+def _drops(board: pd.DataFrame, protocol: str, category: str = "macro") -> pd.DataFrame:
     """Per model: `category` value (default macro) in each regime present, and drops relative to full.
 
     board: leaderboard table. Returns index model with columns full, 10shot, 1shot (those present),
@@ -426,8 +426,8 @@ def drops(board: pd.DataFrame, protocol: str, category: str = "macro") -> pd.Dat
     return wide.sort_values("full", ascending=False)
 
 
-def inverse_pattern(table: pd.DataFrame) -> pd.DataFrame:
-    """Spearman rho between the full-data level and each drop column of `drops` output.
+def _inverse_pattern(table: pd.DataFrame) -> pd.DataFrame:
+    """Spearman rho between the full-data level and each drop column of `_drops` output.
 
     Returns rows regime, measure (abs_drop / rel_drop), rho, p_value, n (models with both values); rows with
     fewer than 3 models are left out.
@@ -441,12 +441,12 @@ def inverse_pattern(table: pd.DataFrame) -> pd.DataFrame:
             d = table[["full", col]].dropna()
             if len(d) < 3:
                 continue
-            rho, p_value = spearman_rho_p(d["full"].to_numpy(), d[col].to_numpy())
+            rho, p_value = _spearman_rho_p(d["full"].to_numpy(), d[col].to_numpy())
             rows.append({"regime": k, "measure": measure, "rho": rho, "p_value": p_value, "n": len(d)})
     return pd.DataFrame(rows, columns=["regime", "measure", "rho", "p_value", "n"])
 
 
-def regime_changes(board: pd.DataFrame, protocol: str) -> pd.DataFrame:
+def _regime_changes(board: pd.DataFrame, protocol: str) -> pd.DataFrame:
     """Per category (incl. macro): top model per regime, whether it changes, Kendall tau-b between regimes.
 
     Returns columns category, top_full, top_10shot, top_1shot (those present), top_changes (bool), and
@@ -480,24 +480,24 @@ def regime_changes(board: pd.DataFrame, protocol: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def regime_pairs(regimes: list[str]) -> list[tuple[str, str]]:
+def _regime_pairs(regimes: list[str]) -> list[tuple[str, str]]:
     """The regime pairs compared for winner changes, the paper's first: (full, 10shot), (full, 1shot),
     (10shot, 1shot), those whose both regimes are in `regimes`."""
     ordered = [r for r in REGIMES if r in regimes]
     return list(itertools.combinations(ordered, 2))
 
 
-def winner_changes(changes: pd.DataFrame) -> list[dict[str, object]]:
-    """Per regime pair (`regime_pairs` order): in how many of the categories (not macro or micro) the top
+def _winner_changes(changes: pd.DataFrame) -> list[dict[str, object]]:
+    """Per regime pair (`_regime_pairs` order): in how many of the categories (not macro or micro) the top
     model differs between the two regimes, of how many categories with a top model in both.
 
-    changes: `regime_changes` output. Returns [{a, b, changed, of, categories}] with `categories` the changed
+    changes: `_regime_changes` output. Returns [{a, b, changed, of, categories}] with `categories` the changed
     ones in table order. The paper's "the best model changes in 8 of 13 categories" is the (full, 10shot) pair.
     """
     cats = changes[~changes["category"].isin(["macro", "micro"])]
     present = [r for r in REGIMES if f"top_{r}" in cats.columns]
     out = []
-    for a, b in regime_pairs(present):
+    for a, b in _regime_pairs(present):
         both = cats[cats[f"top_{a}"].notna() & cats[f"top_{b}"].notna()]
         changed = both[both[f"top_{a}"] != both[f"top_{b}"]]
         out.append(
@@ -513,12 +513,12 @@ def fewshot_tables(ctx: ProtocolContext) -> dict[str, pd.DataFrame]:
     if "full" not in set(board.loc[board["protocol"] == protocol, "regime"]):
         ctx.summary["fewshot_skipped"] = "no full regime: few-shot drops are relative to it"
         return {}
-    fd = drops(board, protocol)
+    fd = _drops(board, protocol)
     if not set(SHOTS) & set(fd.columns):
         return {}
-    inv = inverse_pattern(fd)
-    reg = regime_changes(board, protocol)
-    ctx.summary["top_model_changes"] = winner_changes(reg)
+    inv = _inverse_pattern(fd)
+    reg = _regime_changes(board, protocol)
+    ctx.summary["top_model_changes"] = _winner_changes(reg)
     ctx.summary["inverse_pattern"] = inv.to_dict("records")
     return {"fewshot_drops": fd.reset_index(), "fewshot_inverse": inv, "fewshot_regimes": reg}
 
@@ -531,7 +531,7 @@ FACTORS: dict[str, str] = {
 }
 
 
-def derive_pairs(meta: pd.DataFrame, models: list[str], max_params_ratio: float) -> list[dict[str, Any]]:
+def _derive_pairs(meta: pd.DataFrame, models: list[str], max_params_ratio: float) -> list[dict[str, Any]]:
     """Pairs among `models` that differ in exactly one of FACTORS and agree on the other two.
 
     meta: model metadata (`metadata.model_frame`); a model with an "unknown"/empty factor or without a
@@ -568,7 +568,7 @@ def derive_pairs(meta: pd.DataFrame, models: list[str], max_params_ratio: float)
     return out
 
 
-def pair_effects(
+def _pair_effects(
     rep: CategoryReplicates,
     pairs: list[dict[str, Any]],
     *,
@@ -646,28 +646,28 @@ def pair_effects(
     return out[cols]
 
 
-def protocol_pairs(ctx: ProtocolContext) -> list[dict[str, Any]]:
+def _protocol_pairs(ctx: ProtocolContext) -> list[dict[str, Any]]:
     """The pairs tested in a protocol: the registry's declared pairs, then (settings matched_pairs.derive) the
     pairs derived from the metadata of the protocol's models that are not declared."""
     run = ctx.run
     mp = run.settings["matched_pairs"]
     derived = []
     if mp["derive"]:
-        derived = derive_pairs(run.model_meta, sorted(ctx.cells["model"].unique()), float(mp["max_params_ratio"]))
+        derived = _derive_pairs(run.model_meta, sorted(ctx.cells["model"].unique()), float(mp["max_params_ratio"]))
     declared_ids = {tuple(sorted(p["models"])) for p in run.declared_pairs}
     out = [dict(p, source=p.get("source", "declared")) for p in run.declared_pairs]
     return out + [p for p in derived if tuple(p["models"]) not in declared_ids]
 
 
 def matched_pair_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
-    """Registered analysis `matched_pairs`: `pair_effects` of the protocol's pairs on the regime's paired
+    """Registered analysis `matched_pairs`: `_pair_effects` of the protocol's pairs on the regime's paired
     replicates (none with fewer than 2 complete models); the summary gets the counts."""
-    pairs = protocol_pairs(ctx.protocol)
+    pairs = _protocol_pairs(ctx.protocol)
     ctx.protocol.summary["matched_pairs_considered"] = len(pairs)
     if ctx.replicates is None:
         return {}
     mp = ctx.run.settings["matched_pairs"]
-    eff = pair_effects(
+    eff = _pair_effects(
         ctx.replicates,
         pairs,
         confidence=ctx.run.confidence,

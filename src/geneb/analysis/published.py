@@ -191,9 +191,9 @@ def published_leaderboard(folder: str | Path) -> pd.DataFrame:
 
 
 #: the columns of reproduce_paper.parquet
-REPRODUCE_COLUMNS = ("claim", "statistic", "paper", "geneb", "tolerance", "passed", "note")
+_REPRODUCE_COLUMNS = ("claim", "statistic", "paper", "geneb", "tolerance", "passed", "note")
 #: pretraining domains of "multi-species and eukaryotic-gene pretraining" (the paper's top-placement claim)
-BROAD_DOMAINS = ("multispecies", "eukaryote")
+_BROAD_DOMAINS = ("multispecies", "eukaryote")
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def _categories(o: Outputs) -> float:
     return len(cats)
 
 
-def top_placements(o: Outputs, domains: tuple[str, ...] = BROAD_DOMAINS) -> tuple[int, int]:
+def _top_placements(o: Outputs, domains: tuple[str, ...] = _BROAD_DOMAINS) -> tuple[int, int]:
     """(category winners whose model's pretraining_domain is in `domains`, all category winners), over the 13
     categories x every regime of the protocol; winners among complete models, as the leaderboard ranks them."""
     b = o.leaderboard[(o.leaderboard["protocol"] == o.protocol) & o.leaderboard["complete"]]
@@ -268,7 +268,7 @@ STATISTICS: dict[str, Callable[[Outputs], float]] = {
     "winner_changes_full_10shot": _winner_changes("full", "10shot"),
     "n_in_domain": lambda o: o.regime("full")["n_in_domain"],
     "n_reversals": lambda o: o.regime("full")["n_reversals"],
-    "top_placements_multispecies_eukaryotic": lambda o: top_placements(o)[0],
+    "top_placements_multispecies_eukaryotic": lambda o: _top_placements(o)[0],
 }
 
 
@@ -317,7 +317,7 @@ def reproduce(claims: list[dict[str, Any]], outputs: Outputs) -> pd.DataFrame:
                 "note": c["note"],
             }
         )
-    return pd.DataFrame(rows, columns=list(REPRODUCE_COLUMNS))
+    return pd.DataFrame(rows, columns=list(_REPRODUCE_COLUMNS))
 
 
 def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:
@@ -333,7 +333,7 @@ def capped_tasks(cards: Iterable[str | Path]) -> dict[str, str]:
     return out
 
 
-def paper_task_map(task_meta: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
+def _paper_task_map(task_meta: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
     """({task: paper task id} for comparable tasks, {task: reason} for the others), over the catalogue."""
     ok: dict[str, str] = {}
     why: dict[str, str] = {}
@@ -377,7 +377,7 @@ def compare_with_published(
     user = user_scores[user_scores["protocol"] == PROTOCOL]
     if user.empty:
         raise AnalysisInputError(f"no {PROTOCOL} rows in the user's score table")
-    ok, why = paper_task_map(task_meta)
+    ok, why = _paper_task_map(task_meta)
     capped = capped or {}
     left = []
     for task in sorted(set(user["task"])):
@@ -452,7 +452,7 @@ def compare_with_published(
 
 
 #: the columns `compare_intervals` adds to the comparison board
-INTERVAL_COLUMNS = (
+_INTERVAL_COLUMNS = (
     "ci_low",
     "ci_high",
     "rank_low",
@@ -514,7 +514,7 @@ def compare_intervals(
             columns=[*keys, "rank_low", "rank_high", "p_top1", "interval_reason", "seed", "ci_low", "ci_high", "role"]
         )
     )
-    out = board.drop(columns=[c for c in INTERVAL_COLUMNS if c in board.columns]).merge(extra, on=keys, how="left")
+    out = board.drop(columns=[c for c in _INTERVAL_COLUMNS if c in board.columns]).merge(extra, on=keys, how="left")
     out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
     out["tie_rule"], out["confidence"], out["seed"] = tie_rule, float(confidence), int(seed)
     out.attrs = dict(board.attrs)
@@ -532,9 +532,9 @@ def task_table(cells: pd.DataFrame, origin: dict[str, str]) -> pd.DataFrame:
     return out[[c for c in keep if c in out.columns]]
 
 
-SUBMISSION_SCHEMA_VERSION = "1.0"
-METRICS = ("MCC", "Acc", "F1")
-META_KEYS = ("display", "params", "url", "zero_shot", "training_data", "provenance", "submitted_by")
+_SUBMISSION_SCHEMA_VERSION = "1.0"
+_METRICS = ("MCC", "Acc", "F1")
+_META_KEYS = ("display", "params", "url", "zero_shot", "training_data", "provenance", "submitted_by")
 
 
 def build_submission(
@@ -555,8 +555,8 @@ def build_submission(
     (contamination). Metric values are written unrounded. Raises AnalysisInputError when the model has no comparable task, or
     when two of its tasks map onto the same paper task.
     """
-    rows = scores[(scores["protocol"] == PROTOCOL) & (scores["model"] == model) & scores["metric"].isin(METRICS)]
-    ok, _ = paper_task_map(task_meta)
+    rows = scores[(scores["protocol"] == PROTOCOL) & (scores["model"] == model) & scores["metric"].isin(_METRICS)]
+    ok, _ = _paper_task_map(task_meta)
     known = {t["id"] for t in spec["tasks"]}
     rows = rows[rows["task"].isin(ok)].copy()
     rows["paper_task"] = rows["task"].map(ok)
@@ -582,7 +582,7 @@ def build_submission(
         for task in sorted(means.loc[regime].index.get_level_values(0).unique()):
             m = means.loc[(regime, task)]
             per_task[task] = {
-                k: float(m[k]) for k in METRICS if k in m.index and np.isfinite(m[k])
+                k: float(m[k]) for k in _METRICS if k in m.index and np.isfinite(m[k])
             }  # unrounded, as most official files
         results[regime] = per_task
     full_meta: dict[str, Any] = {
@@ -594,10 +594,10 @@ def build_submission(
         "provenance": f"geneb {__version__}",
         "submitted_by": "",
     }
-    full_meta.update({k: v for k, v in meta.items() if k in META_KEYS and v is not None})
+    full_meta.update({k: v for k, v in meta.items() if k in _META_KEYS and v is not None})
     full_meta["params"] = int(full_meta["params"]) if full_meta["params"] == full_meta["params"] else 0
     return {
-        "schema_version": SUBMISSION_SCHEMA_VERSION,
+        "schema_version": _SUBMISSION_SCHEMA_VERSION,
         "model_id": model,
         "harness_version": f"geneb-{__version__}",
         "meta": full_meta,
@@ -627,15 +627,15 @@ def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     problems += [f"unknown key {k!r}" for k in sub if k not in top]
     if problems:
         return problems
-    if sub["schema_version"] != SUBMISSION_SCHEMA_VERSION:
-        problems.append(f"schema_version is {sub['schema_version']!r}, expected {SUBMISSION_SCHEMA_VERSION!r}")
+    if sub["schema_version"] != _SUBMISSION_SCHEMA_VERSION:
+        problems.append(f"schema_version is {sub['schema_version']!r}, expected {_SUBMISSION_SCHEMA_VERSION!r}")
     for key in ("model_id", "harness_version"):
         if not isinstance(sub[key], str) or not sub[key]:
             problems.append(f"{key} must be non-empty text, got {sub[key]!r}")
     meta = sub["meta"]
     if not isinstance(meta, dict):
         return problems + ["meta must be an object"]
-    missing = [k for k in META_KEYS if k not in meta]
+    missing = [k for k in _META_KEYS if k not in meta]
     if missing:
         problems.append(f"meta lacks {missing}")
     if not isinstance(meta.get("zero_shot"), bool):
@@ -643,7 +643,7 @@ def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     params = meta.get("params")
     if not isinstance(params, int) or isinstance(params, bool) or params < 0:
         problems.append(f"meta.params must be a non-negative integer, got {params!r}")
-    for key in META_KEYS:
+    for key in _META_KEYS:
         if key not in ("zero_shot", "params") and key in meta and not isinstance(meta[key], str):
             problems.append(f"meta.{key} must be text, got {meta[key]!r}")
     results = sub["results"]
@@ -664,7 +664,7 @@ def validate_submission(sub: dict[str, Any], spec: dict[str, Any]) -> list[str]:
                 continue
             for k, v in metrics.items():
                 lo = -1.0 if k == "MCC" else 0.0
-                if k not in METRICS:
+                if k not in _METRICS:
                     problems.append(f"{regime}/{task}: unknown metric {k!r}")
                 elif not _is_number(v) or not lo <= v <= 1:
                     problems.append(f"{regime}/{task}: {k} = {v!r} is not a number in [{lo}, 1]")

@@ -29,7 +29,7 @@ task gets 0 votes from it); models are ranked by their summed votes, ties sharin
 
 Rank instability: how much a model's rank depends on which category, which tasks and which test rows.
 
-* `category_kendall`: Kendall's tau-b (scipy.stats.kendalltau) between the model rankings of every pair of
+* `_category_kendall`: Kendall's tau-b (scipy.stats.kendalltau) between the model rankings of every pair of
   categories (and macro); tau near 1 means the categories agree on the order, near 0 that they do not.
 * `rank_intervals`: each model's rank in each category and on macro with a bootstrap interval: the 2.5 and
   97.5 percentiles of its rank over paired replicates (`bootstrap.category_replicates`, test rows and tasks
@@ -66,12 +66,12 @@ from geneb.analysis.stats import CategoryReplicates
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import CELL_KEYS, AnalysisInputError, with_code_revision
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
-POLICIES = ("exclude", "flag")
+_POLICIES = ("exclude", "flag")
 
 
-def flag_contamination(cells: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None) -> pd.DataFrame:
+def _flag_contamination(cells: pd.DataFrame, model_meta: pd.DataFrame, task_meta: pd.DataFrame | None) -> pd.DataFrame:
     """Return `cells` with a boolean `contaminated` column and the `contamination_reason`.
 
     cells: per-cell table (`tables.cell_scores`); model_meta: `metadata.model_frame` output (models missing
@@ -94,14 +94,14 @@ def flag_contamination(cells: pd.DataFrame, model_meta: pd.DataFrame, task_meta:
     return out
 
 
-def apply_policy(cells: pd.DataFrame, policy: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _apply_policy(cells: pd.DataFrame, policy: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split flagged cells by `policy`: returns (cells used for rankings, contaminated cells).
 
     "exclude" drops contaminated cells from the first table; "flag" keeps them (still marked). Raises
     AnalysisInputError for an unknown policy or when `cells` was not flagged.
     """
-    if policy not in POLICIES:
-        raise AnalysisInputError(f"contamination policy must be one of {POLICIES}, not {policy!r}")
+    if policy not in _POLICIES:
+        raise AnalysisInputError(f"contamination policy must be one of {_POLICIES}, not {policy!r}")
     if "contaminated" not in cells.columns:
         raise AnalysisInputError("cells are not flagged; call flag_contamination first")
     bad = cells[cells["contaminated"]]
@@ -130,10 +130,10 @@ def prepare_cells(
     their category's mean towards 0."""
     if "test_single_class" in scores.columns and scores["test_single_class"].fillna(False).astype(bool).any():
         flagged = scores["test_single_class"].fillna(False).astype(bool)
-        log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
+        _log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
         scores = scores[~flagged]
-    cells = flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
-    used, contaminated = apply_policy(cells, settings["contamination"])
+    cells = _flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
+    used, contaminated = _apply_policy(cells, settings["contamination"])
     return _cell_cis(used, scores, settings["metric"]), contaminated
 
 
@@ -141,11 +141,11 @@ def prepare_cells(
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
 #: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`)
-SCHEMA_VERSION = "5"
+_SCHEMA_VERSION = "5"
 AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.controls.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
-FLAG_KINDS: tuple[str, ...] = ("leakage", "shortcut")
+_FLAG_KINDS: tuple[str, ...] = ("leakage", "shortcut")
 #: the comma-joined list columns of every leaderboard row ("" = none)
 LIST_COLUMNS: tuple[str, ...] = ("flagged_tasks", "flags", "excluded_tasks")
 #: the parquet metadata key (pandas `attrs`) of leaderboard.parquet / leaderboard_clean.parquet holding the audit
@@ -153,14 +153,14 @@ LIST_COLUMNS: tuple[str, ...] = ("flagged_tasks", "flags", "excluded_tasks")
 TASK_FLAGS_ATTR = "geneb_task_flags"
 EXCLUDE_FLAGGED_ATTR = "geneb_exclude_flagged"
 #: how many missing tasks an `incomplete_reason` names
-MAX_NAMED = 5
+_MAX_NAMED = 5
 #: {task: {kind: reason}}
-TaskFlags = Mapping[str, Mapping[str, str]]
+_TaskFlags = Mapping[str, Mapping[str, str]]
 #: {model: {task: reason}}
-CellReasons = Mapping[str, Mapping[str, str]]
+_CellReasons = Mapping[str, Mapping[str, str]]
 
 
-def borda_rank(matrix: pd.DataFrame) -> pd.Series:
+def _borda_rank(matrix: pd.DataFrame) -> pd.Series:
     """MTEB's Borda rank of the models (rows) over the tasks (columns) of `matrix`.
 
     matrix: (n_models, n_tasks) scores, higher is better, NaN = not evaluated. Returns an int Series
@@ -192,7 +192,7 @@ def _join(items: Iterable[str]) -> str:
     return ",".join(sorted(set(items)))
 
 
-def _why_missing(task: str, model: str, missing_reasons: Mapping[str, str], cell_reasons: CellReasons) -> str:
+def _why_missing(task: str, model: str, missing_reasons: Mapping[str, str], cell_reasons: _CellReasons) -> str:
     """Why `model` has no score for `task`: the task's failure, the cell's failure, else not scored."""
     if task in missing_reasons:
         return f"{task}: {missing_reasons[task]}"
@@ -205,7 +205,7 @@ def _reason(lacks: list[str], n_expected: int, scope: str) -> str:
     """The `incomplete_reason` of a row: which of its `n_expected` tasks it lacks and why (at most 5 named)."""
     if not lacks:
         return ""
-    head = "; ".join(lacks[:MAX_NAMED]) + (f"; and {len(lacks) - MAX_NAMED} more" if len(lacks) > MAX_NAMED else "")
+    head = "; ".join(lacks[:_MAX_NAMED]) + (f"; and {len(lacks) - _MAX_NAMED} more" if len(lacks) > _MAX_NAMED else "")
     if scope != "aggregate" and len(lacks) == n_expected:
         return f"no task of this category completed: {head}"
     return f"missing {len(lacks)} of {n_expected} task(s): {head}"
@@ -216,8 +216,8 @@ def category_scores(
     missing: Mapping[str, str] | None = None,
     *,
     missing_reasons: Mapping[str, str] | None = None,
-    cell_reasons: CellReasons | None = None,
-    flags: TaskFlags | None = None,
+    cell_reasons: _CellReasons | None = None,
+    flags: _TaskFlags | None = None,
     exclude_flagged: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Per (protocol, regime, model, category): mean cell value over the category's tasks.
@@ -241,14 +241,14 @@ def _scores(
     cells: pd.DataFrame,
     missing: Mapping[str, str] | None,
     missing_reasons: Mapping[str, str] | None,
-    cell_reasons: CellReasons | None,
-    flags: TaskFlags | None,
+    cell_reasons: _CellReasons | None,
+    flags: _TaskFlags | None,
     exclude_flagged: Sequence[str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(category rows, macro and micro rows): see `category_scores` and `leaderboard`."""
-    bad = sorted(set(exclude_flagged) - set(FLAG_KINDS))
+    bad = sorted(set(exclude_flagged) - set(_FLAG_KINDS))
     if bad:
-        raise AnalysisInputError(f"leaderboard.exclude_flagged: unknown kind(s) {bad}; expected some of {FLAG_KINDS}")
+        raise AnalysisInputError(f"leaderboard.exclude_flagged: unknown kind(s) {bad}; expected some of {_FLAG_KINDS}")
     missing = dict(missing or {})
     unknown = {t: k for t, k in missing.items() if k not in CATEGORIES}
     if unknown:
@@ -324,7 +324,7 @@ def _scores(
     return pd.DataFrame(cats), pd.DataFrame(aggs)
 
 
-def _flag_columns(flagged: set[str], excluded: set[str], flags: TaskFlags) -> dict[str, str]:
+def _flag_columns(flagged: set[str], excluded: set[str], flags: _TaskFlags) -> dict[str, str]:
     return {
         "flagged_tasks": _join(flagged),
         "flags": _join(k for t in flagged for k in flags[t]),
@@ -337,8 +337,8 @@ def leaderboard(
     missing: Mapping[str, str] | None = None,
     *,
     missing_reasons: Mapping[str, str] | None = None,
-    cell_reasons: CellReasons | None = None,
-    flags: TaskFlags | None = None,
+    cell_reasons: _CellReasons | None = None,
+    flags: _TaskFlags | None = None,
     exclude_flagged: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The leaderboard table (`results/tables/leaderboard.parquet`, docs/data-dictionary.md).
@@ -372,7 +372,7 @@ def leaderboard(
             continue
         wide = c.pivot(index="model", columns="task", values="value")
         for agg in AGGREGATES:
-            b = borda_rank(wide)
+            b = _borda_rank(wide)
             borda.append(
                 pd.DataFrame(
                     {
@@ -385,7 +385,7 @@ def leaderboard(
                 )
             )
         for cat, cc in c.groupby("category", observed=True):
-            b = borda_rank(cc.pivot(index="model", columns="task", values="value"))
+            b = _borda_rank(cc.pivot(index="model", columns="task", values="value"))
             borda.append(
                 pd.DataFrame(
                     {
@@ -402,7 +402,7 @@ def leaderboard(
     table["borda_rank"] = table["borda_rank"].astype("Int64")
     sources = cells.groupby("model")["source"].agg(lambda s: "+".join(sorted(set(s))))
     table["source"] = table["model"].map(sources)
-    table["schema_version"] = SCHEMA_VERSION
+    table["schema_version"] = _SCHEMA_VERSION
     table["geneb_version"] = __version__
     table["input_sha256"] = frame_sha256(cells)
     table = with_code_revision(table)
@@ -415,7 +415,7 @@ def leaderboard(
     return table
 
 
-def task_leaderboard(cells: pd.DataFrame, flags: TaskFlags | None = None) -> pd.DataFrame:
+def task_leaderboard(cells: pd.DataFrame, flags: _TaskFlags | None = None) -> pd.DataFrame:
     """Per-task leaderboard: cells with a `rank` within (protocol, regime, task), 1 = best, and `flags` (the
     task's audit flags, comma-joined kinds; "" for none; `flags`: {task: {kind: reason}})."""
     out = cells.copy()
@@ -438,7 +438,7 @@ def wide_view(board: pd.DataFrame, protocol: str, regime: str, *, complete_only:
     return wide[cols].sort_values("macro", ascending=False, na_position="last")
 
 
-def ranked_rows(rows: pd.DataFrame, board: pd.DataFrame, protocol: str, regime: str) -> pd.DataFrame:
+def _ranked_rows(rows: pd.DataFrame, board: pd.DataFrame, protocol: str, regime: str) -> pd.DataFrame:
     """The rows of `rows` (columns category, model) whose (category, model) the leaderboard `board` ranks in
     (`protocol`, `regime`): what an analysis that ranks or recommends may show. A model missing a configured
     task (failed, contaminated, not run) has no macro or micro rank, so it is never recommended there."""
@@ -447,7 +447,7 @@ def ranked_rows(rows: pd.DataFrame, board: pd.DataFrame, protocol: str, regime: 
     return rows[[(c, m) in keep for c, m in zip(rows["category"], rows["model"])]].reset_index(drop=True)
 
 
-def category_kendall(wide: pd.DataFrame) -> pd.DataFrame:
+def _category_kendall(wide: pd.DataFrame) -> pd.DataFrame:
     """Kendall tau-b between the columns of `wide` (n_models, n_columns), over models with no NaN.
 
     wide: e.g. `leaderboard.wide_view` (categories + macro). Returns one row per unordered column pair:
@@ -522,22 +522,22 @@ def rank_interval_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
     if ctx.replicates is None:
         return {}
     ri = rank_intervals(ctx.replicates, ctx.run.confidence)
-    return {"rank_intervals": ranked_rows(ri, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
+    return {"rank_intervals": _ranked_rows(ri, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
 
 
 def category_kendall_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
-    """Registered analysis `category_kendall`: Kendall tau-b between the category (and macro) rankings of the
+    """Registered analysis `_category_kendall`: Kendall tau-b between the category (and macro) rankings of the
     complete models (at least 3); the summary gets the mean tau between categories."""
     wide = ctx.wide
     if wide.dropna().shape[0] < 3:
         return {}
-    kt = category_kendall(wide)
+    kt = _category_kendall(wide)
     cat_only = kt[(kt["a"] != "macro") & (kt["b"] != "macro")]
     ctx.summary["mean_kendall_tau_between_categories"] = float(cat_only["tau"].mean()) if len(cat_only) else None
     return {"category_kendall": kt}
 
 
-TIE_RULES = ("overlap", "paired")
+_TIE_RULES = ("overlap", "paired")
 
 
 def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "overlap") -> pd.DataFrame:
@@ -547,8 +547,8 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
     "tied"), value, ci_low, ci_high, n_recommended (best + tied), sorted by category then value. Raises
     AnalysisInputError for an unknown tie rule.
     """
-    if tie_rule not in TIE_RULES:
-        raise AnalysisInputError(f"tie_rule must be one of {TIE_RULES}, not {tie_rule!r}")
+    if tie_rule not in _TIE_RULES:
+        raise AnalysisInputError(f"tie_rule must be one of {_TIE_RULES}, not {tie_rule!r}")
     low, high = rep.interval(confidence)
     a = (1 - confidence) / 2
     rows = []
@@ -595,4 +595,4 @@ def recommendation_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
         return {}
     rule = ctx.run.settings["recommendation"]["tie_rule"]
     rec = recommend(ctx.replicates, confidence=ctx.run.confidence, tie_rule=rule)
-    return {"recommendations": ranked_rows(rec, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
+    return {"recommendations": _ranked_rows(rec, ctx.run.board, ctx.protocol.protocol, ctx.regime)}

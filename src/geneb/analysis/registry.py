@@ -7,7 +7,7 @@ sections that show it. Everything else is derived from it: `run.run_analyses`, t
 
 Adding an analysis: write its module (a function taking a context of `geneb.analysis.inputs` and returning
 {table name: frame}, named for what it computes, e.g. `scale_tables`), import the function here and add one
-`Analysis(...)` line to `ANALYSES` (docs/analyses.md).
+`Analysis(...)` line to `_ANALYSES` (docs/analyses.md).
 
 Scopes: "regime" runs once per (protocol, regime) and its tables get `protocol` and `regime` columns;
 "protocol" once per protocol, after its regimes (tables get `protocol`); "run" once, after every protocol.
@@ -30,7 +30,7 @@ from geneb.analysis.paper import difficulty_tables, fewshot_tables, matched_pair
 from geneb.analysis.ranking import category_kendall_tables, rank_interval_tables, recommendation_tables
 from geneb.tables.scores import AnalysisInputError
 
-SCOPES = ("regime", "protocol", "run")
+_SCOPES = ("regime", "protocol", "run")
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,15 @@ class Analysis:
     sections: tuple[Section, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.scope not in SCOPES:
-            raise AnalysisInputError(f"analysis {self.name!r}: scope must be one of {SCOPES}, not {self.scope!r}")
+        if self.scope not in _SCOPES:
+            raise AnalysisInputError(f"analysis {self.name!r}: scope must be one of {_SCOPES}, not {self.scope!r}")
         for s in self.sections:
             if s.table not in self.tables:
                 raise AnalysisInputError(f"analysis {self.name!r}: section {s.heading!r} shows unknown {s.table!r}")
 
 
 #: the registered analyses, in report order (tables and sections follow it)
-ANALYSES: list[Analysis] = [
+_ANALYSES: list[Analysis] = [
     Analysis("models", "run", models_tables, ("models",)),
     Analysis("rank_intervals", "regime", rank_interval_tables, ("rank_intervals",)),
     Analysis(
@@ -167,28 +167,28 @@ ANALYSES: list[Analysis] = [
 def register(analysis: Analysis) -> Analysis:
     """Add `analysis` to the registry (after the others). Raises AnalysisInputError when its name or one of its
     tables is taken."""
-    if analysis.name in {a.name for a in ANALYSES}:
+    if analysis.name in {a.name for a in _ANALYSES}:
         raise AnalysisInputError(f"analysis {analysis.name!r} is registered already")
     taken = set(analysis.tables) & set(analysis_tables())
     if taken:
         raise AnalysisInputError(f"analysis {analysis.name!r}: tables {sorted(taken)} are another analysis' tables")
-    ANALYSES.append(analysis)
+    _ANALYSES.append(analysis)
     return analysis
 
 
 def analyses() -> tuple[Analysis, ...]:
     """The registered analyses, in registry order."""
-    return tuple(ANALYSES)
+    return tuple(_ANALYSES)
 
 
 def analysis_tables() -> tuple[str, ...]:
     """Every table the registered analyses write (results/tables/{name}.parquet), in registry order."""
-    return tuple(t for a in ANALYSES for t in a.tables)
+    return tuple(t for a in _ANALYSES for t in a.tables)
 
 
 def report_sections() -> tuple[Section, ...]:
     """The report's "Analysis tables" sections, in registry order."""
-    return tuple(s for a in ANALYSES for s in a.sections)
+    return tuple(s for a in _ANALYSES for s in a.sections)
 
 
 #: tables of the `leaderboard` rule (results/tables/{name}.parquet)

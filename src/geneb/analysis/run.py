@@ -34,7 +34,7 @@ from geneb.tables.scores import REGIMES, AnalysisInputError, with_code_revision
 
 #: the keys of the `analysis:` section the analyses read; their defaults live in one place, the workflow's
 #: config schema (workflow/schemas/config.schema.yaml), which Snakemake applies when it validates the config
-SETTING_KEYS: tuple[str, ...] = (
+_SETTING_KEYS: tuple[str, ...] = (
     "metric",
     "confidence",
     "bootstrap",
@@ -49,11 +49,13 @@ SETTING_KEYS: tuple[str, ...] = (
 )
 
 
-def merge_settings(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
+def _merge_settings(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
     """Deep merge: `override` wins key by key; nested dicts are merged, lists and scalars replaced."""
     out = copy.deepcopy(base)
     for k, v in (override or {}).items():
-        out[k] = merge_settings(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+        out[k] = (
+            _merge_settings(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+        )
     return out
 
 
@@ -65,7 +67,7 @@ def resolve_settings(analysis_config: dict[str, Any], view: str = "geneb") -> di
     """
     if view not in ("geneb", "published"):
         raise AnalysisInputError(f"view must be 'geneb' or 'published', not {view!r}")
-    missing = [k for k in SETTING_KEYS if k not in (analysis_config or {})]
+    missing = [k for k in _SETTING_KEYS if k not in (analysis_config or {})]
     if missing:
         raise AnalysisInputError(
             f"analysis settings lack {missing}: pass the config's `analysis:` section validated against "
@@ -73,7 +75,7 @@ def resolve_settings(analysis_config: dict[str, Any], view: str = "geneb") -> di
         )
     s = copy.deepcopy(analysis_config)
     if view == "published":
-        s["scale"] = merge_settings(s["scale"], s["published"].get("scale"))
+        s["scale"] = _merge_settings(s["scale"], s["published"].get("scale"))
     return s
 
 
@@ -103,7 +105,7 @@ def _attach_row_cis(
     used.loc[idx, "ci_source"] = "paired bootstrap over test rows"
 
 
-def reference_view_scores(
+def _reference_view_scores(
     scores: pd.DataFrame, settings: dict[str, Any]
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, str] | None]:
     """(the rows of each model's reference view, every view's rows or None, {model: reference view} or None).
@@ -138,7 +140,7 @@ def leaderboard_tables(
     shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`, over the tasks ranked; per task also
     `shortcut_best_model`, `shortcut_best_mcc`); statistically tied tiers at `tier_confidence`
     (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
-    scores = reference_view_scores(scores, settings)[0]
+    scores = _reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
     board = lb.leaderboard(
         used,
@@ -272,7 +274,7 @@ def run_analyses(
     analyses = registry.analyses() if analyses is None else tuple(analyses)
     model_meta = inputs.with_param_count(model_meta, s["scale"]["param_count"])
     all_scores = scores
-    scores, view_scores, ref_views = reference_view_scores(scores, s)
+    scores, view_scores, ref_views = _reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
     board = tiers.add_tiers(lb.leaderboard(used, missing, missing_reasons=missing_reasons), used, s["tier_confidence"])
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}
@@ -333,12 +335,12 @@ def run_analyses(
     return tables, summary
 
 
-def jsonable(obj: Any) -> Any:
+def _jsonable(obj: Any) -> Any:
     """`obj` with numpy scalars as Python numbers, non-finite floats as None and keys as strings (JSON-able)."""
     if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
+        return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
+        return [_jsonable(v) for v in obj]
     if isinstance(obj, (np.integer,)):
         return int(obj)
     if isinstance(obj, (np.floating, float)):
@@ -371,6 +373,6 @@ def write_tables(
         paths.append(path)
     if summary is not None:
         path = outdir / "analysis_summary.json"
-        write_text_atomic(path, json.dumps(jsonable(summary), indent=2, sort_keys=True) + "\n")
+        write_text_atomic(path, json.dumps(_jsonable(summary), indent=2, sort_keys=True) + "\n")
         paths.append(path)
     return paths

@@ -63,8 +63,8 @@ from geneb.probe.metrics import batched_mcc
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 #: resamples x rows held in memory at once when resampling test rows
-MAX_CELLS = 10_000_000
-PREDICTION_COLUMNS = ("regime", "seed", "row", "y_true", "y_pred")
+_MAX_CELLS = 10_000_000
+_PREDICTION_COLUMNS = ("regime", "seed", "row", "y_true", "y_pred")
 
 
 def _task_key(task: str) -> int:
@@ -86,7 +86,7 @@ def load_predictions(
             if not path.exists():
                 continue
             df = integrity.read_parquet(path)
-            missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
+            missing = [c for c in _PREDICTION_COLUMNS if c not in df.columns]
             if missing:
                 raise AnalysisInputError(f"{path}: missing prediction columns {missing}")
             out[(model, task)] = df
@@ -158,7 +158,7 @@ def row_replicates(
         n = len(ref_rows)
         rng = np.random.default_rng([seed, 1, _task_key(task)])
         idx_all = rng.integers(0, n, size=(n_resamples, n))
-        step = max(1, MAX_CELLS // max(1, n))
+        step = max(1, _MAX_CELLS // max(1, n))
         for m, seeds in per_model.items():
             acc = np.zeros(n_resamples)
             for truth, pred in seeds:
@@ -360,7 +360,7 @@ def bootstrap_p_value(draws: np.ndarray, null: float = 0.0) -> np.ndarray:
 
 
 #: the columns a cell's prediction rows need
-CELL_COLUMNS = ("regime", "seed", "row", "y_true", "y_pred")
+_CELL_COLUMNS = ("regime", "seed", "row", "y_true", "y_pred")
 
 
 def read_cell(
@@ -389,7 +389,7 @@ def read_cell(
         df = integrity.read_parquet(path)
         if cache is not None:
             cache[path] = df
-    missing = [c for c in CELL_COLUMNS if c not in df.columns]
+    missing = [c for c in _CELL_COLUMNS if c not in df.columns]
     if missing:
         raise AnalysisInputError(f"{path}: missing prediction columns {missing}")
     have = sorted(df["view"].fillna(DEFAULT_VIEW).astype(str).unique()) if "view" in df.columns else [DEFAULT_VIEW]
@@ -433,10 +433,10 @@ def _seed_mean_mcc(y: np.ndarray, preds: list[np.ndarray], idx: np.ndarray, k: i
 
 
 @dataclass(frozen=True)
-class PairedDraws:
+class _PairedDraws:
     """The paired bootstrap of two cells of one task: mcc_a, mcc_b (seed-mean MCC on all n_rows test rows) and
     draws (B,) of MCC(a) - MCC(b) on the same B row draws; y, preds_a, preds_b: the labels and each seed's
-    predictions (n_rows,), for tests that need the items (`mcnemar`)."""
+    predictions (n_rows,), for tests that need the items (`_mcnemar`)."""
 
     n_rows: int
     mcc_a: float
@@ -447,7 +447,9 @@ class PairedDraws:
     preds_b: list[np.ndarray]
 
 
-def paired_draws(a: pd.DataFrame, b: pd.DataFrame, *, task: str, n_resamples: int = 1000, seed: int = 0) -> PairedDraws:
+def paired_draws(
+    a: pd.DataFrame, b: pd.DataFrame, *, task: str, n_resamples: int = 1000, seed: int = 0
+) -> _PairedDraws:
     """The paired bootstrap of MCC(a) - MCC(b) over the test rows of `task` (module docstring: the rows drawn
     with `numpy.random.default_rng([seed, 4, crc32(task)])`, the same draw for both cells).
 
@@ -474,14 +476,14 @@ def paired_draws(a: pd.DataFrame, b: pd.DataFrame, *, task: str, n_resamples: in
     whole = np.arange(n)[None, :]
     rng = np.random.default_rng([seed, 4, zlib.crc32(task.encode())])
     idx = rng.integers(0, n, size=(n_resamples, n))
-    step = max(1, MAX_CELLS // max(1, n))
+    step = max(1, _MAX_CELLS // max(1, n))
     diff = np.concatenate(
         [
             _seed_mean_mcc(yc, ca, idx[s : s + step], k) - _seed_mean_mcc(yc, cb, idx[s : s + step], k)
             for s in range(0, n_resamples, step)
         ]
     )
-    return PairedDraws(
+    return _PairedDraws(
         n_rows=n,
         mcc_a=float(_seed_mean_mcc(yc, ca, whole, k)[0]),
         mcc_b=float(_seed_mean_mcc(yc, cb, whole, k)[0]),
@@ -529,10 +531,10 @@ def compare_cells(
         "seed": seed,
         "confidence": confidence,
     }
-    return {**out, **mcnemar(d.y, d.preds_a, d.preds_b)}
+    return {**out, **_mcnemar(d.y, d.preds_a, d.preds_b)}
 
 
-def mcnemar(y: np.ndarray, preds_a: list[np.ndarray], preds_b: list[np.ndarray]) -> dict[str, Any]:
+def _mcnemar(y: np.ndarray, preds_a: list[np.ndarray], preds_b: list[np.ndarray]) -> dict[str, Any]:
     """McNemar's exact test of two cells' per-item correctness: {a_only_correct, b_only_correct, p_mcnemar,
     mcnemar_note}.
 

@@ -38,7 +38,7 @@ from geneb.tables.scores import (
     with_code_revision,
 )
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -51,10 +51,10 @@ def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.Dat
 
 
 #: the longest error text a leaderboard row's `incomplete_reason` quotes (the whole error is in the metadata)
-REASON_CHARS = 200
+_REASON_CHARS = 200
 
 
-def one_line(error: object, limit: int = REASON_CHARS) -> str:
+def _one_line(error: object, limit: int = _REASON_CHARS) -> str:
     """The first line of a recorded error, at most `limit` characters ("..." when cut; "" for None): what a
     leaderboard row quotes of a failure whose whole text is in the table's metadata and the report."""
     text = (str(error or "").strip().splitlines() or [""])[0]
@@ -91,8 +91,8 @@ def leaderboard_step(
         board_settings = leaderboard_settings(leaderboard_config)
         flags, exclude = read_audit_flags(task_audit, board_settings), list(board_settings["exclude_flagged"])  # type: ignore[call-overload]  # a list by the config schema
     opts = {
-        "missing_reasons": {t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
-        "cell_reasons": {m: {t: one_line(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()},
+        "missing_reasons": {t: f"failed in this run ({_one_line(rec.get('error'))})" for t, rec in failed.items()},
+        "cell_reasons": {m: {t: _one_line(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()},
         "flags": flags,
         "exclude_flagged": exclude,
     }
@@ -117,16 +117,16 @@ def leaderboard_step(
     for table_name in names:
         integrity.write_parquet(tables[table_name], outputs[table_name])
     board = tables["leaderboard"]
-    log.info(
+    _log.info(
         "leaderboard: %d rows, %d models, %d contaminated cells",
         len(board),
         board["model"].nunique(),
         len(tables["contamination"]),
     )
     for task, kinds in sorted(flags.items()):
-        log.warning("task %s fails the task audit (%s): marked on every leaderboard row it feeds", task, kinds)
+        _log.warning("task %s fails the task audit (%s): marked on every leaderboard row it feeds", task, kinds)
     if exclude:
-        log.warning(
+        _log.warning(
             "leaderboard.exclude_flagged %s: ranked without %s",
             exclude,
             sorted(t for t, k in flags.items() if set(k) & set(exclude)),
@@ -155,18 +155,18 @@ def analyses_step(
         settings=settings,
         predictions_root=predictions_root,
         missing={t: rec["category"] for t, rec in failed.items()},
-        missing_reasons={t: f"failed in this run ({one_line(rec.get('error'))})" for t, rec in failed.items()},
+        missing_reasons={t: f"failed in this run ({_one_line(rec.get('error'))})" for t, rec in failed.items()},
     )
     summary["view"] = view
     for path in run.write_tables(tables, summary, outdir, analysis_tables()):
-        log.info("wrote %s", path)
+        _log.info("wrote %s", path)
 
 
 def import_published_step(*, folder: str, output: str) -> None:
     """Rule `import_published`: the published results as a GENEB score table at `output`."""
     scores = published.import_published(folder)
     integrity.write_parquet(scores, output)
-    log.info(
+    _log.info(
         "imported %d published rows (%d models, %d tasks)",
         len(scores),
         scores["model"].nunique(),
@@ -186,8 +186,8 @@ def reproduce_step(*, claims: str, summary: str, leaderboard: str, models: str, 
     table = with_code_revision(published.reproduce(published.load_claims(claims), outputs))
     integrity.write_parquet(table, output)
     for r in table.itertuples():
-        log.info("%s %s: paper %g, GENEB %.4g", "PASS" if r.passed else "FAIL", r.claim, r.paper, r.geneb)
-    log.info("%d of %d stated numbers reproduced", int(table["passed"].sum()), len(table))
+        _log.info("%s %s: paper %g, GENEB %.4g", "PASS" if r.passed else "FAIL", r.claim, r.paper, r.geneb)
+    _log.info("%d of %d stated numbers reproduced", int(table["passed"].sum()), len(table))
     return table
 
 
@@ -281,7 +281,7 @@ def compare_step(
         **code_revision(),
     }
     write_text_atomic(summary_out, json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))
+    _log.info("compared on %d paper tasks; %d tasks listed as not comparable", board["n_tasks"].max(), len(left))
 
 
 def submission_step(
@@ -322,7 +322,7 @@ def submission_step(
     sub_spec = published.load_spec(spec_dir)
     capped = published.capped_tasks(cards)
     for task, why in sorted(capped.items()):
-        log.warning("submission for %s: %s left out, %s", model, task, why)
+        _log.warning("submission for %s: %s left out, %s", model, task, why)
     trained = frozenset(spec.trained_on_tasks if spec is not None else ()) | frozenset(capped)
     sub = published.build_submission(
         load_scores(scores), model, sub_spec, inputs.load_task_meta(tasks_tsv), meta=sub_meta, exclude=trained
@@ -331,7 +331,7 @@ def submission_step(
     if problems:
         raise AnalysisInputError(f"submission of {model!r} does not validate: {problems[:5]}")
     published.write_submission(sub, output)
-    log.info("submission for %s: %s", model, json.dumps({r: len(t) for r, t in sub["results"].items()}))
+    _log.info("submission for %s: %s", model, json.dumps({r: len(t) for r, t in sub["results"].items()}))
 
 
 def task_audit_step(
@@ -343,7 +343,7 @@ def task_audit_step(
     table = task_audit_table(load_scores(scores), audits, cards, inputs.load_model_meta(models_yaml), protocol)
     table = with_code_revision(table)
     integrity.write_parquet(table, output)
-    log.info(
+    _log.info(
         "task audit: %d tasks; shortcut fail %s; leakage fail %s",
         len(table),
         sorted(table.loc[table["shortcut_flag"] == "fail", "task"]),

@@ -31,7 +31,7 @@ from geneb.analysis.ranking import AGGREGATES
 from geneb.tables.scores import AnalysisInputError
 
 #: the post-hoc procedure recorded on every tiered row
-METHOD = "Friedman + Nemenyi (Demsar 2006)"
+_METHOD = "Friedman + Nemenyi (Demsar 2006)"
 #: the columns `add_tiers` adds to the leaderboard (docs/data-dictionary.md)
 TIER_COLUMNS: tuple[str, ...] = (
     "tier",
@@ -45,10 +45,10 @@ TIER_COLUMNS: tuple[str, ...] = (
     "friedman_p",
     "tier_method",
 )
-GROUP = ["protocol", "regime", "category"]
+_GROUP = ["protocol", "regime", "category"]
 
 
-def friedman(values: np.ndarray) -> tuple[float, float]:
+def _friedman(values: np.ndarray) -> tuple[float, float]:
     """Friedman chi-square statistic and p-value of `values` (n_tasks, k_models), higher = better.
 
     Same statistic as `scipy.stats.friedmanchisquare(*values.T)` (tie-corrected; the ranks' direction does not
@@ -74,7 +74,7 @@ def friedman(values: np.ndarray) -> tuple[float, float]:
     return float(chi), float(stats.chi2.sf(chi, k - 1))
 
 
-def critical_difference(k: int, n: int, confidence: float) -> float:
+def _critical_difference(k: int, n: int, confidence: float) -> float:
     """Nemenyi critical difference of mean ranks for `k` models over `n` tasks at `confidence` (Demsar 2006,
     eq. in 3.2.2): q_alpha * sqrt(k (k + 1) / (6 n)), q_alpha = studentized_range.ppf(confidence, k, inf) / sqrt(2).
     Raises AnalysisInputError for k < 2, n < 1 or a confidence outside (0, 1)."""
@@ -95,7 +95,7 @@ def separable(mean_ranks: np.ndarray, cd: float, friedman_p: float, confidence: 
 
 
 @dataclass(frozen=True)
-class Tiers:
+class _Tiers:
     """The tiers of one group: `models` ordered best first by mean rank, their `mean_rank` and `tier`, the
     Friedman statistic and p-value, the Nemenyi critical difference `cd`, the number of tasks (blocks)."""
 
@@ -114,17 +114,17 @@ class Tiers:
         return np.array([sep[i, i + 1] for i in range(len(self.models) - 1)], dtype=bool)
 
 
-def tiers(matrix: pd.DataFrame, confidence: float) -> Tiers:
+def _tiers(matrix: pd.DataFrame, confidence: float) -> _Tiers:
     """Tiers of the models (rows) of `matrix` (n_models, n_tasks; higher = better, no NaN) at `confidence`
-    (module docstring). Raises AnalysisInputError as `friedman` and `critical_difference` do."""
+    (module docstring). Raises AnalysisInputError as `_friedman` and `_critical_difference` do."""
     x = matrix.to_numpy(dtype=float).T  # (tasks, models)
-    stat, p = friedman(x)
+    stat, p = _friedman(x)
     mean_rank = stats.rankdata(-x, axis=1).mean(axis=0)
     mean_value = x.mean(axis=0)
     order = sorted(range(len(matrix.index)), key=lambda i: (mean_rank[i], -mean_value[i], str(matrix.index[i])))
     r = mean_rank[order]
     n, k = x.shape
-    cd = critical_difference(k, n, confidence)
+    cd = _critical_difference(k, n, confidence)
     sep = separable(r, cd, p, confidence)
     tier = np.zeros(k, dtype=int)
     level, i = 1, 0
@@ -134,7 +134,7 @@ def tiers(matrix: pd.DataFrame, confidence: float) -> Tiers:
             tier[j] = level
             j += 1
         level, i = level + 1, j
-    return Tiers(tuple(str(matrix.index[o]) for o in order), r, tier, stat, p, cd, n, confidence)
+    return _Tiers(tuple(str(matrix.index[o]) for o in order), r, tier, stat, p, cd, n, confidence)
 
 
 def _undefined(n_models: int, n_tasks: int, category: str) -> str:
@@ -162,7 +162,7 @@ def add_tiers(board: pd.DataFrame, cells: pd.DataFrame, confidence: float) -> pd
     floats = ("tier_confidence", "tier_mean_rank", "tier_cd", "friedman_stat", "friedman_p")
     cols: dict[str, list[object]] = {c: [np.nan if c in floats else pd.NA] * len(out) for c in TIER_COLUMNS}
     pos = {idx: i for i, idx in enumerate(out.index)}
-    for (protocol, regime, category), g in out.groupby(GROUP, observed=True, sort=False):
+    for (protocol, regime, category), g in out.groupby(_GROUP, observed=True, sort=False):
         c = cells[(cells["protocol"] == protocol) & (cells["regime"] == regime)]
         if category not in AGGREGATES:
             c = c[c["category"] == category]
@@ -179,12 +179,12 @@ def add_tiers(board: pd.DataFrame, cells: pd.DataFrame, confidence: float) -> pd
                 raise AnalysisInputError(
                     f"tiers: ranked model {bad[0]!r} has no value on task {bad[1]!r} ({protocol}, {regime}, {category})"
                 )
-            result = tiers(wide, confidence)
+            result = _tiers(wide, confidence)
         at = dict(zip(result.models, range(len(result.models)))) if result else {}
         for idx, model in zip(g.index, g["model"].astype(str)):
             i = pos[idx]
             cols["tier_confidence"][i] = confidence
-            cols["tier_method"][i] = METHOD
+            cols["tier_method"][i] = _METHOD
             cols["tier_n_tasks"][i] = len(tasks)
             cols["tier_n_models"][i] = len(ranked)
             if result is None:
@@ -210,7 +210,7 @@ def add_tiers(board: pd.DataFrame, cells: pd.DataFrame, confidence: float) -> pd
 
 
 #: the columns of `rank_separability.parquet` (docs/data-dictionary.md)
-SEPARABILITY_COLUMNS: tuple[str, ...] = (
+_SEPARABILITY_COLUMNS: tuple[str, ...] = (
     "protocol",
     "regime",
     "category",
@@ -242,7 +242,7 @@ def rank_separability(board: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise AnalysisInputError(f"rank_separability: the leaderboard lacks {missing} (run add_tiers first)")
     rows = []
-    for (protocol, regime, category), g in board.groupby(GROUP, observed=True, sort=False):
+    for (protocol, regime, category), g in board.groupby(_GROUP, observed=True, sort=False):
         first = g.iloc[0]
         row: dict[str, object] = {
             "protocol": protocol,
@@ -283,7 +283,7 @@ def rank_separability(board: pd.DataFrame) -> pd.DataFrame:
                 tier_reason="",
             )
         rows.append(row)
-    out = pd.DataFrame(rows, columns=list(SEPARABILITY_COLUMNS))
+    out = pd.DataFrame(rows, columns=list(_SEPARABILITY_COLUMNS))
     for name in ("n_models", "n_tasks", "n_adjacent_pairs", "n_separable_adjacent", "n_defensible_top", "n_tiers"):
         out[name] = out[name].astype("Int64")
     for name in ("friedman_stat", "friedman_p", "tier_cd", "tier_confidence"):

@@ -45,7 +45,7 @@ from geneb.core.envs import ENVS_DIR
 from geneb.registry.registry import Registry
 
 #: how many registries / probe sections are kept (a notebook switches between a few sheets at most)
-MAX_ENTRIES = 4
+_MAX_ENTRIES = 4
 _registries: dict[tuple[Any, ...], Registry] = {}
 _probe_sections: dict[str, dict[str, Any]] = {}
 
@@ -61,13 +61,13 @@ def _digest(path: str | os.PathLike[str] | None) -> str:
 
 
 def _remember(store: dict[Any, Any], key: Any, value: Any) -> Any:
-    if len(store) >= MAX_ENTRIES:
+    if len(store) >= _MAX_ENTRIES:
         store.pop(next(iter(store)))
     store[key] = value
     return value
 
 
-def registry(
+def _registry(
     sheet: str | Path,
     *,
     pins: str | Path | None,
@@ -98,7 +98,7 @@ def registry(
     return _registries[key]
 
 
-def shipped_probe_section() -> dict[str, Any]:
+def _shipped_probe_section() -> dict[str, Any]:
     """The `probe` section of the checkout's config/config.yaml (the schema has no probe defaults), read again when
     the file changed. A fresh copy each call: the caller's config owns it."""
     import copy
@@ -111,11 +111,11 @@ def shipped_probe_section() -> dict[str, Any]:
     return copy.deepcopy(_probe_sections[key])
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 #: the name score rows give a model handed over as a callable or an object (override with `name=`)
-DEFAULT_NAME = "my-model"
+_DEFAULT_NAME = "my-model"
 #: config keys holding local paths, resolved like the workflow's (the working directory) or against the checkout
-PATH_KEYS = ("task_sheet", "model_sheet", "model_revisions", "task_source", "task_lock")
+_PATH_KEYS = ("task_sheet", "model_sheet", "model_revisions", "task_source", "task_lock")
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,11 +153,11 @@ def resolve_config(
         base = yaml.safe_load(Path(config).read_text()) or {}
     base = _merge(base, dict(overrides))
     if "probe" not in base:  # the schema has no probe defaults: every setting is written out in the shipped config
-        base["probe"] = shipped_probe_section()
+        base["probe"] = _shipped_probe_section()
     base.update(tasks=list(tasks), models=list(models))
     cfg = check_config(base, load_schema("config"))  # the schema read once per process (check_config copies it)
     cfg.update(stable_params(cfg))
-    for key in PATH_KEYS:
+    for key in _PATH_KEYS:
         if isinstance(cfg.get(key), str):
             cfg[key] = _local(cfg[key])
     return cfg
@@ -168,7 +168,7 @@ def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[
     from geneb.registry.load import DEFAULT_EXTRACTION, extraction_settings
 
     if isinstance(model, str):
-        sheet = registry(  # validated in full, read again only when a file it comes from changed
+        sheet = _registry(  # validated in full, read again only when a file it comes from changed
             cfg["model_sheet"],
             pins=cfg["model_revisions"],
             weights=cfg["model_weights"],
@@ -179,7 +179,7 @@ def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[
     from geneb.encoders.families.python_encoder import PythonEncoder, wrap_callable
 
     obj = wrap_callable(model)
-    model_id = name or DEFAULT_NAME
+    model_id = name or _DEFAULT_NAME
     encoder = PythonEncoder(obj, model=model_id, batch_size=cfg["execution"]["batch_size"])
     settings = {
         "model": model_id,
@@ -195,7 +195,7 @@ def _model_settings(model: Any, name: str | None, cfg: dict[str, Any]) -> tuple[
 
 
 #: beside a task's prepared files in the workdir: the stable hash of what they were prepared from
-PREPARED_STAMP = "prepared-from.json"
+_PREPARED_STAMP = "prepared-from.json"
 
 
 def _prepared_key(params: Mapping[str, Any], source: str) -> str:
@@ -209,7 +209,7 @@ def _prepared(task_dir: Path, params: Mapping[str, Any], source: str) -> bool:
     files' digests, alphabet, caps) and source: the workflow's rerun rule (same params, inputs unchanged) applied
     to a workdir reused across calls. The stamp is written only after a preparation finished (`_stamp`), and a
     preparation removes the card first, so a failed or killed one is never reused."""
-    stamp = task_dir / PREPARED_STAMP
+    stamp = task_dir / _PREPARED_STAMP
     files = [task_dir / n for n in ("card.json", "train.parquet", "test.parquet")]
     if not stamp.is_file() or not all(f.is_file() for f in files):
         return False
@@ -219,7 +219,7 @@ def _prepared(task_dir: Path, params: Mapping[str, Any], source: str) -> bool:
 def _stamp(task_dir: Path, params: Mapping[str, Any], source: str) -> None:
     from geneb.core.integrity import atomic_path
 
-    with atomic_path(task_dir / PREPARED_STAMP) as tmp:
+    with atomic_path(task_dir / _PREPARED_STAMP) as tmp:
         Path(tmp).write_text(json.dumps({"key": _prepared_key(params, source)}))
 
 
@@ -246,7 +246,7 @@ def evaluate(
     probe settings. name: the model's id in the rows when `model` is not a registry id (default "my-model").
     workdir: where the workflow's files go (default a new temporary folder, its path in the log); a workdir used
     again keeps each prepared task while its preparation params and source files are unchanged, as a workflow
-    rerun does (`PREPARED_STAMP`); embeddings, shot draws and probes are made again on every call. overrides:
+    rerun does (`_PREPARED_STAMP`); embeddings, shot draws and probes are made again on every call. overrides:
     config keys merged over `config`, e.g. `caps={"default": {"max_train": 500}}`.
 
     Raises ValueError for a bad config, an unknown task or protocol, RegistryError for an unknown model id,
@@ -265,7 +265,7 @@ def evaluate(
 
     task_list = [tasks] if isinstance(tasks, str) else list(tasks)
     protocols = [protocol] if isinstance(protocol, str) else list(protocol)
-    model_ids = [model] if isinstance(model, str) else [name or DEFAULT_NAME]
+    model_ids = [model] if isinstance(model, str) else [name or _DEFAULT_NAME]
     cfg = resolve_config(config, task_list, model_ids, {**overrides, "protocols": protocols})
     unknown = [p for p in protocols if p not in cfg["probe"]]
     if unknown:
@@ -285,7 +285,7 @@ def evaluate(
         task_lock=read_lock(cfg["task_lock"]),
     )
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="geneb-evaluate-"))
-    log.info("geneb.evaluate: model %s on %d task(s), files under %s", model_id, len(task_list), root)
+    _log.info("geneb.evaluate: model %s on %d task(s), files under %s", model_id, len(task_list), root)
     execution = cfg["execution"]
     loaded = None
     if encoder is not None:
@@ -340,7 +340,7 @@ def evaluate(
                 progress=False,
                 loaded=loaded,
             )
-        log.info("task %s: embeddings in %.1f s", task, time.perf_counter() - t0)
+        _log.info("task %s: embeddings in %.1f s", task, time.perf_counter() - t0)
         for proto in protocols:
             shots = root / plan.shot_file(proto, task)
             shots.parent.mkdir(parents=True, exist_ok=True)

@@ -37,14 +37,14 @@ from geneb.zeroshot.scorers import (
 from geneb.zeroshot.tables import METRIC_COLUMNS, N_BOOT, score_metrics
 from geneb.zeroshot.task import ROW_SCORE_COLUMNS, NotApplicable, ZeroShotModel, ZeroShotTask, check_row_scores
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the placeholder task list `resolve_config` validates (the config schema needs one; no supervised task is run)
-CONFIG_TASKS = ["zero-shot"]
+_CONFIG_TASKS = ["zero-shot"]
 
 
 @dataclass
-class ZeroShotResult:
+class _ZeroShotResult:
     """scores: one row per (task, scorer, row): `model, task` + `RowScores` columns (row, scorer, score).
     metrics: `model` + `geneb.zeroshot.tables.METRIC_COLUMNS`, per (task, scorer, metric, group).
     not_applicable: the (model, task, scorer) pairs a scorer declined, with the reason.
@@ -79,7 +79,7 @@ def load_zeroshot_model(
         model = model.as_dict()
     is_settings = isinstance(model, Mapping) and "family" in model and "extraction" in model
     model_id = str(model["model"]) if is_settings else (model if isinstance(model, str) else None)
-    cfg = resolve_config(config, CONFIG_TASKS, [model_id or name or "my-model"], {})
+    cfg = resolve_config(config, _CONFIG_TASKS, [model_id or name or "my-model"], {})
     if is_settings:
         settings, encoder = dict(model), None
     else:
@@ -114,7 +114,7 @@ def evaluate_zeroshot(
     name: str | None = None,
     config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     workdir: str | os.PathLike[str] | None = None,
-) -> ZeroShotResult:
+) -> _ZeroShotResult:
     """Score `model` on zero-shot `tasks` with `scorers` and the Markov baselines of `markov_orders`, and their
     metrics (`geneb.zeroshot.tables.score_metrics`, `n_boot` resamples seeded by `seed`).
 
@@ -159,7 +159,7 @@ def evaluate_zeroshot(
         for chain in chains:
             assert background is not None
             keep(task, markov_scores(task, chain, background))
-        log.info("zero-shot task %s: scored in %.1f s", task.name, time.perf_counter() - t_task)
+        _log.info("zero-shot task %s: scored in %.1f s", task.name, time.perf_counter() - t_task)
     scores = (
         pd.concat(score_frames, ignore_index=True)
         if score_frames
@@ -180,7 +180,7 @@ def evaluate_zeroshot(
         "host": socket.gethostname(),
         "run_id": uuid.uuid4().hex[:12],
     }
-    return ZeroShotResult(
+    return _ZeroShotResult(
         scores=scores[["model", "task", *ROW_SCORE_COLUMNS]],
         metrics=metrics.reindex(columns=["model", *METRIC_COLUMNS]),
         not_applicable=declined,

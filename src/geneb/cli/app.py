@@ -34,7 +34,7 @@ from geneb.core.integrity import IntegrityError
 from geneb.tables.scores import REGIMES, AnalysisInputError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `geneb` command."""
     p = Parser(prog="geneb", description="Read GENEB results: models, tasks, leaderboards, recommendations.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def one_line(message: str) -> str:
+def _one_line(message: str) -> str:
     """`message` on one line for the `geneb: error:` line: its lines joined by "; ", or by a space after a line
     that ends in ":" (it introduces the next), so no ":;" appears."""
     out = ""
@@ -255,7 +255,7 @@ def one_line(message: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `geneb` console script; returns the exit status."""
-    parser = build_parser()
+    parser = _build_parser()
     args, rest = parser.parse_known_args(argv)
     if getattr(args, "passthrough", False):
         args.snakemake_args = rest
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = args.func(args)
     except (CliError, AnalysisInputError, IntegrityError, OSError) as err:
-        print(f"geneb: error: {one_line(str(err))}", file=sys.stderr)
+        print(f"geneb: error: {_one_line(str(err))}", file=sys.stderr)
         return 2
     if isinstance(out, int):  # a wrapped command printed its own output; this is its exit status
         return out

@@ -60,18 +60,18 @@ def read_registry(path: str, pins: str | None = None, config: str | None = None)
     """The model registry (config/models.yaml) through its one reader, `geneb.registry.load.load_registry`
     (schema and cross-field checks included), with the lockfile `pins` applied when given, and the
     `model_weights` paths and `execution.weights_dir` of the workflow config file `config` when given and
-    present (`weights_config`), and the user registry files of its `registry_extra` merged in; CliError for a
+    present (`_weights_config`), and the user registry files of its `registry_extra` merged in; CliError for a
     missing file, unreadable or malformed YAML, or an invalid registry, lockfile or model_weights."""
     p = existing_file(path, "model sheet")
-    weights, weights_dir = weights_config(config)
-    extra = registry_extra_config(config)
+    weights, weights_dir = _weights_config(config)
+    extra = _registry_extra_config(config)
     try:
         return load_registry(p, pins=pins, weights=weights, weights_dir=weights_dir, extra=extra)
     except RegistryError as err:
         raise CliError(str(err)) from err
 
 
-def weights_config(path: str | None) -> tuple[dict[str, str], str | None]:
+def _weights_config(path: str | None) -> tuple[dict[str, str], str | None]:
     """({model: path} of the config key `model_weights`, execution.weights_dir or None) of the workflow config
     file `path` ({} and None when there is no such file); CliError for a file that is not a YAML mapping."""
     if path is None or not Path(path).is_file():
@@ -90,7 +90,7 @@ def weights_config(path: str | None) -> tuple[dict[str, str], str | None]:
     return {str(k): str(v) for k, v in weights.items()}, ((data.get("execution") or {}).get("weights_dir"))
 
 
-def registry_extra_config(path: str | None) -> list[str]:
+def _registry_extra_config(path: str | None) -> list[str]:
     """The user registry files of the config key `registry_extra` of the workflow config file `path` ([] when there
     is no such file or key); CliError for a value that is not a list of paths."""
     if path is None or not Path(path).is_file():

@@ -35,10 +35,10 @@ from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import AnalysisInputError
 
 #: `geneb models`: the environment a model's extraction runs in when its entry names none
-DEFAULT_ENV = "geneb"
+_DEFAULT_ENV = "geneb"
 
 
-def entry_source(spec: ModelSpec) -> str:
+def _entry_source(spec: ModelSpec) -> str:
     """What `geneb models` shows as an entry's source: the source kind, or for a `family: python` entry its
     factory (`python file enc.py:make`, `python module pkg.mod:make`, `python entry-point NAME`; a file under the
     working directory relative to it) and for a `family: precomputed` entry the folder its vectors are in."""
@@ -56,9 +56,9 @@ def entry_source(spec: ModelSpec) -> str:
     return spec.source.kind
 
 
-def model_status(spec: ModelSpec) -> dict[str, str]:
+def _model_status(spec: ModelSpec) -> dict[str, str]:
     """How `geneb models` shows one entry's runtime: env (the entry's `env`, where the spec has that field, else
-    DEFAULT_ENV), source (`entry_source`), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
+    DEFAULT_ENV), source (`_entry_source`), pin (the 12-hex start of the pinned commit, "unpinned", or "-" for a model
     that is not on the hub), runnable ("yes" / "no": here, in this environment), why_not (short reasons,
     "; "-joined: `runnable.refusals`, then what this environment lacks, `runnable.environment_refusals`)."""
     src = spec.source
@@ -70,8 +70,8 @@ def model_status(spec: ModelSpec) -> dict[str, str]:
         pin = "-"
     why = [short for short, _ in refusals(spec) + environment_refusals(spec)]
     return {
-        "env": str(getattr(spec, "env", None) or DEFAULT_ENV),
-        "source": entry_source(spec),
+        "env": str(getattr(spec, "env", None) or _DEFAULT_ENV),
+        "source": _entry_source(spec),
         "pin": pin,
         "runnable": "no" if why else "yes",
         "why_not": "; ".join(why),
@@ -89,7 +89,7 @@ def cmd_models(args: argparse.Namespace) -> str:
     cols = ["display", "params", "architecture_family", "tokenizer_type", "pretraining_domain"]
     out = meta[cols].copy()
     out["params"] = out["params"].map(lambda v: "" if pd.isna(v) else f"{v:,.0f}")
-    status = pd.DataFrame([model_status(registry.models[m]) for m in out.index], index=out.index)
+    status = pd.DataFrame([_model_status(registry.models[m]) for m in out.index], index=out.index)
     out = out.join(status)
     if args.runnable:
         out = out[out["runnable"] == "yes"]
@@ -147,7 +147,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_run_config(paths: list[str]) -> dict[str, Any]:
+def _load_run_config(paths: list[str]) -> dict[str, Any]:
     """The workflow config of `paths` (merged in order), validated against the config schema with its defaults
     filled (`geneb.run.checks.check_config`). Raises CliError for a missing or invalid file."""
     from geneb.core.paths import load_schema
@@ -178,7 +178,7 @@ def cmd_tasks_lock(args: argparse.Namespace) -> str:
     from geneb.tasks.catalogue import read_catalogue, read_lock, relock, source_string, task_row
     from geneb.tasks.sources import TaskSourceError, open_source
 
-    config = load_run_config(args.configfile)
+    config = _load_run_config(args.configfile)
     sheet = read_catalogue(config["task_sheet"])
     if args.tasks:
         tasks = list(args.tasks)

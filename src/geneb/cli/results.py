@@ -41,12 +41,12 @@ from geneb.tables.freshness import stale_warning
 from geneb.tables.scores import COVERAGE_NOTES_ATTR, FAILED_CELLS_ATTR, MISSING_CELL_RULE_ATTR, REGIMES
 
 #: the order categories are printed in (the 13 categories, then the aggregates)
-CATEGORY_ORDER = {c: i for i, c in enumerate((*CATEGORIES, "macro", "micro"))}
+_CATEGORY_ORDER = {c: i for i, c in enumerate((*CATEGORIES, "macro", "micro"))}
 #: the regimes in print order
-REGIME_ORDER = {"full": 0, "10shot": 1, "1shot": 2}
+_REGIME_ORDER = {"full": 0, "10shot": 1, "1shot": 2}
 
 
-def check_model(table: pd.DataFrame, model: str, path: str) -> None:
+def _check_model(table: pd.DataFrame, model: str, path: str) -> None:
     """Raise CliError when `model` has no row in `table` (read from `path`), naming the closest model ids
     (`difflib.get_close_matches`, cutoff 0.5) or, with none close, how many models the table has."""
     have = sorted(table["model"].dropna().astype(str).unique())
@@ -60,7 +60,7 @@ def check_model(table: pd.DataFrame, model: str, path: str) -> None:
 
 
 def _ordered(df: pd.DataFrame) -> pd.DataFrame:
-    key = df["regime"].map(REGIME_ORDER).fillna(9) * 100 + df["category"].map(CATEGORY_ORDER).fillna(99)
+    key = df["regime"].map(_REGIME_ORDER).fillna(9) * 100 + df["category"].map(_CATEGORY_ORDER).fillna(99)
     return df.assign(_o=key.to_numpy()).sort_values("_o").drop(columns="_o")
 
 
@@ -69,7 +69,7 @@ def _n_ranked(board: pd.DataFrame) -> pd.Series:
     return board[board["rank"].notna()].groupby(["regime", "category"], observed=True)["model"].nunique()
 
 
-def model_board(
+def _model_board(
     board: pd.DataFrame, model: str, regime: str | None, intervals: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """`model`'s rows of a one-protocol leaderboard, every category (and macro / micro) of `regime` (every regime
@@ -93,8 +93,8 @@ def model_board(
     return out.drop(columns=[c for c in ("incomplete_reason",) if c in out.columns and not out[c].fillna("").any()])
 
 
-def format_board(rows: pd.DataFrame, model: str, protocol: str) -> str:
-    """The text `geneb leaderboard --model` prints for `model_board`'s rows."""
+def _format_board(rows: pd.DataFrame, model: str, protocol: str) -> str:
+    """The text `geneb leaderboard --model` prints for `_model_board`'s rows."""
     shown = rows.copy()
     shown["rank"] = [f"{int(r)} of {n}" if pd.notna(r) else f"- of {n}" for r, n in zip(shown["rank"], shown.pop("of"))]
     for c in ("rank_low", "rank_high"):
@@ -112,7 +112,7 @@ def _beside(path: str, name: str) -> pd.DataFrame | None:
     return df if len(df) else None
 
 
-def standing(
+def _standing(
     board: pd.DataFrame, recs: pd.DataFrame | None, intervals: pd.DataFrame | None, model: str
 ) -> pd.DataFrame:
     """Where `model` stands in each (regime, category) of a one-protocol leaderboard `board`: regime, category,
@@ -120,7 +120,7 @@ def standing(
     model, else the rank-interval table's value interval, else missing), best (the best model's id), to_best (best value minus this value, 0 for the best),
     role (best / tied / "-": `recommendations`; "only model" where it is the single ranked model), rank_low /
     rank_high (the table's, else the rank-interval table's), tier where the board has it."""
-    b = model_board(board, model, None)
+    b = _model_board(board, model, None)
     ranked = board[board["rank"].notna()].sort_values("rank")
     top = ranked.drop_duplicates(["regime", "category"]).set_index(["regime", "category"])
     rows = []
@@ -155,8 +155,8 @@ def standing(
     return pd.DataFrame(rows)
 
 
-def format_standing(st: pd.DataFrame, model: str, protocol: str, ci_label: str | None) -> str:
-    """The text `geneb recommend --model` prints: one line per (regime, category) of `standing`."""
+def _format_standing(st: pd.DataFrame, model: str, protocol: str, ci_label: str | None) -> str:
+    """The text `geneb recommend --model` prints: one line per (regime, category) of `_standing`."""
     lines = [f"{model} ({protocol}): where it stands, per regime and category"]
     for r in st.to_dict("records"):
         if pd.isna(r["rank"]):
@@ -189,7 +189,7 @@ def _num(v: Any) -> str:
     return "n/a" if v is None or pd.isna(v) else f"{float(v):.4f}"
 
 
-def single_model_answer(board: pd.DataFrame, category: str, regime: str) -> str | None:
+def _single_model_answer(board: pd.DataFrame, category: str, regime: str) -> str | None:
     """The answer of `geneb recommend` where a one-protocol leaderboard ranks a single model in (`category`,
     `regime`): that model is the best by default; None when it ranks more or none."""
     b = board[(board["regime"] == regime) & (board["category"] == category) & board["rank"].notna()]
@@ -203,14 +203,14 @@ def single_model_answer(board: pd.DataFrame, category: str, regime: str) -> str 
     )
 
 
-def beside_tables(path: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+def _beside_tables(path: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
     """The leaderboard, recommendations and rank-interval tables in the folder of `path` (None for one absent or
     empty)."""
     return tuple(_beside(path, f"{n}.parquet") for n in ("leaderboard", "recommendations", "rank_intervals"))  # type: ignore[return-value]
 
 
 #: the columns each table-reading command needs, and the table it expects
-TABLES = {
+_TABLES = {
     "leaderboard": (
         ("protocol", "regime", "category", "model", "value", "rank", "n_tasks", "borda_rank", "complete"),
         "<results_dir>/tables/leaderboard.parquet (or compare_published.parquet)",
@@ -221,18 +221,18 @@ TABLES = {
     ),
 }
 #: the table each command reads by default, under --results-dir (a config's `results_dir`, default results)
-DEFAULT_TABLES = {"leaderboard": "tables/leaderboard.parquet", "recommendation": "tables/recommendations.parquet"}
+_DEFAULT_TABLES = {"leaderboard": "tables/leaderboard.parquet", "recommendation": "tables/recommendations.parquet"}
 
 
-def table_path(args: argparse.Namespace, what: str) -> str:
+def _table_path(args: argparse.Namespace, what: str) -> str:
     """The table a command reads: --table, else DEFAULT_TABLES[what] under --results-dir."""
-    return args.table or f"{(args.results_dir or 'results').rstrip('/')}/{DEFAULT_TABLES[what]}"
+    return args.table or f"{(args.results_dir or 'results').rstrip('/')}/{_DEFAULT_TABLES[what]}"
 
 
 def _read(path: str, what: str, *, allow_empty: bool = False) -> pd.DataFrame:
     """The `what` table ("leaderboard" or "recommendation") at `path`; CliError when it is missing, not
     parquet, empty (unless `allow_empty`), or lacks the columns the command needs."""
-    cols, expected = TABLES[what]
+    cols, expected = _TABLES[what]
     p = existing_file(path, f"{what} table", "; run `snakemake leaderboard` (or the analyses) first, or pass --table")
     try:
         df = integrity.read_parquet(p)
@@ -271,7 +271,7 @@ def _ci_label(path: str, table: pd.DataFrame) -> str | None:
 
 def _rows(args: argparse.Namespace, what: str) -> tuple[pd.DataFrame, str]:
     """The rows of `args.table` for args.protocol/regime/category, and the category's official spelling."""
-    args.table = table_path(args, what)
+    args.table = _table_path(args, what)
     table = protocol_rows(_read(args.table, what), args.protocol)
     cat = category_name(args.category)
     rows = table[(table["regime"] == args.regime) & (table["category"] == cat)]
@@ -292,17 +292,17 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     a missing cell. --clean: the table of the same run on the test rows without a training homolog
     (`leaderboard_clean.parquet` beside `--table`)."""
     if getattr(args, "clean", False):
-        args.table = str(Path(table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
+        args.table = str(Path(_table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
     if args.model:
-        args.table = table_path(args, "leaderboard")
+        args.table = _table_path(args, "leaderboard")
         board = protocol_rows(_read(args.table, "leaderboard"), args.protocol)
-        check_model(board, args.model, args.table)
-        rows = model_board(board, args.model, args.regime, beside_tables(args.table)[2])
+        _check_model(board, args.model, args.table)
+        rows = _model_board(board, args.model, args.regime, _beside_tables(args.table)[2])
         if args.category:  # ranks stay out of every ranked model of that category, not of the rows shown
             rows = rows[rows["category"] == category_name(args.category)]
             if rows.empty:
                 raise CliError(f"model {args.model!r} has no row for category {args.category!r} in {args.table}")
-        return format_board(rows, args.model, board["protocol"].iloc[0])
+        return _format_board(rows, args.model, board["protocol"].iloc[0])
     args.regime = args.regime or "full"
     args.category = args.category or "macro"
     b, cat = _rows(args, "leaderboard")
@@ -370,10 +370,10 @@ def _marks(rows: pd.DataFrame, attrs: dict[str, Any]) -> str:
 
 
 def _recommend_model(args: argparse.Namespace) -> str:
-    """`geneb recommend --model`: the model's standing per regime and category (`standing`)."""
-    path = table_path(args, "recommendation")
+    """`geneb recommend --model`: the model's standing per regime and category (`_standing`)."""
+    path = _table_path(args, "recommendation")
     table = _read(path, "recommendation", allow_empty=True)
-    board, recs, intervals = beside_tables(path)
+    board, recs, intervals = _beside_tables(path)
     if "rank" in table.columns and len(table):  # the comparison table: ranks, CIs and roles in one
         board, recs = table, table
     elif len(table):
@@ -381,18 +381,18 @@ def _recommend_model(args: argparse.Namespace) -> str:
     if board is None:
         raise CliError(f"no leaderboard.parquet beside {path}: `recommend --model` needs the run's leaderboard")
     board = protocol_rows(board, args.protocol)
-    check_model(board, args.model, str(Path(path).with_name("leaderboard.parquet")))
+    _check_model(board, args.model, str(Path(path).with_name("leaderboard.parquet")))
     protocol = board["protocol"].iloc[0]
     recs = None if recs is None else recs[recs["protocol"] == protocol]
     intervals = None if intervals is None else intervals[intervals["protocol"] == protocol]
-    st = standing(board, recs, intervals, args.model)
+    st = _standing(board, recs, intervals, args.model)
     if args.regime:
         st = st[st["regime"] == args.regime]
     if args.category:
         st = st[st["category"] == category_name(args.category)]
     if st.empty:
         raise CliError(f"model {args.model!r} has no row for the regime / category asked in {path}")
-    return format_standing(st, args.model, protocol, _ci_label(path, table) if len(table) else None)
+    return _format_standing(st, args.model, protocol, _ci_label(path, table) if len(table) else None)
 
 
 def cmd_recommend(args: argparse.Namespace) -> str:
@@ -403,12 +403,14 @@ def cmd_recommend(args: argparse.Namespace) -> str:
     if not args.category:
         raise CliError("recommend needs --category (or --model, for where one model stands in every category)")
     args.regime = args.regime or "full"
-    path = table_path(args, "recommendation")
+    path = _table_path(args, "recommendation")
     if _read(path, "recommendation", allow_empty=True).empty:
-        board = beside_tables(path)[0]
+        board = _beside_tables(path)[0]
         answer = None
         if board is not None:
-            answer = single_model_answer(protocol_rows(board, args.protocol), category_name(args.category), args.regime)
+            answer = _single_model_answer(
+                protocol_rows(board, args.protocol), category_name(args.category), args.regime
+            )
         if answer is None:
             raise CliError(f"recommendation table {path} has no rows")
         return answer
@@ -435,10 +437,10 @@ def cmd_recommend(args: argparse.Namespace) -> str:
 
 
 #: the keys a cell may name
-CELL_KEYS = ("model", "view", "protocol", "regime")
+_CELL_KEYS = ("model", "view", "protocol", "regime")
 
 
-def parse_cell(text: str, base: dict[str, str] | None = None) -> dict[str, str]:
+def _parse_cell(text: str, base: dict[str, str] | None = None) -> dict[str, str]:
     """{key: value} of a cell written "model=X,view=V,...", over `base` (cell a, for cell b). Raises CliError for
     an unknown key, an entry without "=", or a repeated key."""
     out = dict(base or {})
@@ -447,9 +449,9 @@ def parse_cell(text: str, base: dict[str, str] | None = None) -> dict[str, str]:
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not value:
-            raise CliError(f"cell entry {part!r} is not key=value (keys: {', '.join(CELL_KEYS)})")
-        if key not in CELL_KEYS:
-            raise CliError(f"unknown cell key {key!r}; use {', '.join(CELL_KEYS)}")
+            raise CliError(f"cell entry {part!r} is not key=value (keys: {', '.join(_CELL_KEYS)})")
+        if key not in _CELL_KEYS:
+            raise CliError(f"unknown cell key {key!r}; use {', '.join(_CELL_KEYS)}")
         if key in seen:
             raise CliError(f"cell key {key!r} given twice in {text!r}")
         seen.add(key)
@@ -481,8 +483,8 @@ def cmd_compare_cells(args: argparse.Namespace) -> str:
     root = Path(args.predictions)
     if not root.is_dir():
         raise CliError(f"predictions folder {root} not found; run the probes first, or pass --predictions")
-    a = _complete(parse_cell(args.a), root, "a")
-    b = _complete(parse_cell(args.b, parse_cell(args.a)), root, "b")
+    a = _complete(_parse_cell(args.a), root, "a")
+    b = _complete(_parse_cell(args.b, _parse_cell(args.a)), root, "b")
     if a == b:
         raise CliError("cells a and b are the same cell; change at least one of model, view, protocol, regime")
     frames, views = [], []

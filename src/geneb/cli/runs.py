@@ -79,7 +79,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 #: snakemake options naming a path that must exist, checked before Snakemake starts (what, must be a folder?)
-SNAKEMAKE_PATHS = {
+_SNAKEMAKE_PATHS = {
     "-s": ("Snakefile", False),
     "--snakefile": ("Snakefile", False),
     "--configfile": ("config file", False),
@@ -90,12 +90,12 @@ SNAKEMAKE_PATHS = {
 }
 
 
-def check_snakemake_paths(args: list[str]) -> None:
+def _check_snakemake_paths(args: list[str]) -> None:
     """CliError for a Snakefile, config file, run directory or profile folder that does not exist (a profile
     given by name, without a "/", is looked up by Snakemake in its config folders and not checked here)."""
     for i, arg in enumerate(args):
         name, _, value = arg.partition("=")
-        if name not in SNAKEMAKE_PATHS:
+        if name not in _SNAKEMAKE_PATHS:
             continue
         values = [value] if value else []
         for nxt in args[i + 1 :] if not value else []:
@@ -104,7 +104,7 @@ def check_snakemake_paths(args: list[str]) -> None:
             values.append(nxt)
             if name not in ("--configfile", "--configfiles"):
                 break
-        what, folder = SNAKEMAKE_PATHS[name]
+        what, folder = _SNAKEMAKE_PATHS[name]
         if not values:
             raise CliError(f"{name} needs a value")
         for v in values:
@@ -120,18 +120,18 @@ def check_snakemake_paths(args: list[str]) -> None:
 def cmd_sbatch_preview(args: argparse.Namespace) -> int:
     from geneb.run import sbatch_preview
 
-    check_snakemake_paths(args.snakemake_args)
+    _check_snakemake_paths(args.snakemake_args)
     return sbatch_preview.main(args.snakemake_args)
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
     from geneb.run import recover
 
-    check_snakemake_paths(args.snakemake_args)
+    _check_snakemake_paths(args.snakemake_args)
     return recover.main(args.snakemake_args)
 
 
-def cmd_bundle(args: argparse.Namespace) -> str:
+def _cmd_bundle(args: argparse.Namespace) -> str:
     """Write the bundle of --results-dir to --out; the summary line names its members and size."""
     from pathlib import Path
 
@@ -148,7 +148,7 @@ def cmd_bundle(args: argparse.Namespace) -> str:
     )
 
 
-def cmd_merge(args: argparse.Namespace) -> str:
+def _cmd_merge(args: argparse.Namespace) -> str:
     """Merge the bundles into --out, then build its tables, figures and report (unless --no-tables); a summary of
     what was pooled."""
     from geneb.pool.bundle import BundleError
@@ -186,7 +186,7 @@ def add_pool_commands(sub: Any) -> None:
         default=None,
         help="the registry the run used (default: DIR/registry/models.yaml when present, else config/models.yaml)",
     )
-    b.set_defaults(func=cmd_bundle)
+    b.set_defaults(func=_cmd_bundle)
     m = sub.add_parser(
         "merge",
         help="build one results folder from several bundles (comparable rows only), then its tables",
@@ -203,24 +203,24 @@ def add_pool_commands(sub: Any) -> None:
     m.add_argument("--task-sheet", default="config/tasks.tsv", help="the task catalogue (categories, task facts)")
     m.add_argument("--captions", default="workflow/report", help="the figure and table caption folder of the report")
     m.add_argument("--no-tables", action="store_true", help="write the pooled scores only: no table, figure or report")
-    m.set_defaults(func=cmd_merge)
+    m.set_defaults(func=_cmd_merge)
 
 
 #: the caption files of the figures, where the command runs from a checkout (the workflow's report folder)
-CAPTION_DIR = Path("workflow/report")
+_CAPTION_DIR = Path("workflow/report")
 
 
 def cmd_site(args: argparse.Namespace) -> str:
     """Build the site of every --results-dir into --out; the figures' captions from --captions (default
     workflow/report when it exists, else the figures go without captions)."""
-    folder = Path(args.captions) if args.captions else CAPTION_DIR
+    folder = Path(args.captions) if args.captions else _CAPTION_DIR
     captions = report_captions(folder) if (args.captions or folder.is_dir()) else {}
     index = build_site(args.results_dir, args.out, labels=args.label, captions=captions)
     return site_summary(index)
 
 
 #: where the real tasks are read from without --task-source or $GENEB_TASK_SOURCE (config.yaml's task_source)
-DEFAULT_TASK_SOURCE = "../shared/data/tasks"
+_DEFAULT_TASK_SOURCE = "../shared/data/tasks"
 DEFAULT_OUT = "resources/zeroshot"
 
 
@@ -229,7 +229,7 @@ def cmd_zeroshot_build(args: argparse.Namespace) -> str:
     task's kind, rows and data_sha256. CliError for a missing catalogue or source folder and for a build error."""
     from geneb.zeroshot.build import build_tasks
 
-    source = args.task_source or os.environ.get(ENV_TASK_SOURCE) or DEFAULT_TASK_SOURCE
+    source = args.task_source or os.environ.get(ENV_TASK_SOURCE) or _DEFAULT_TASK_SOURCE
     if not Path(source).is_dir():
         raise CliError(f"the real tasks folder {source} is not a folder (--task-source or ${ENV_TASK_SOURCE})")
     catalogue = existing_file(args.catalogue, "zero-shot catalogue")
@@ -249,7 +249,7 @@ def cmd_zeroshot_reference_lms(args: argparse.Namespace) -> str:
     from geneb.zeroshot.reference_lms import PRETRAINING_TASK, build_reference_lms, check_pretraining_task
     from geneb.zeroshot.task import read_zeroshot_catalogue
 
-    source = args.task_source or os.environ.get(ENV_TASK_SOURCE) or DEFAULT_TASK_SOURCE
+    source = args.task_source or os.environ.get(ENV_TASK_SOURCE) or _DEFAULT_TASK_SOURCE
     if not Path(source).is_dir():
         raise CliError(f"the real tasks folder {source} is not a folder (--task-source or ${ENV_TASK_SOURCE})")
     try:

@@ -36,12 +36,12 @@ ENVS_DIR = paths.envs_dir()
 #: the env of a registry entry without an `env:` field
 DEFAULT_ENV = "geneb"
 #: where built venvs live unless $GENEB_ENV_DIR (or --prefix) says otherwise
-DEFAULT_CACHE = paths.default_env_cache()
-ENV_DIR_VAR = "GENEB_ENV_DIR"
+_DEFAULT_CACHE = paths.default_env_cache()
+_ENV_DIR_VAR = "GENEB_ENV_DIR"
 #: installed first in every venv: the CPU build on this machine's disk (README)
-TORCH_FIRST = "torch==2.13.0"
+_TORCH_FIRST = "torch==2.13.0"
 #: the record of a complete venv, written last
-RECORD = "geneb-env.json"
+_RECORD = "geneb-env.json"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -69,7 +69,7 @@ class EnvFile:
     @property
     def transformers(self) -> str | None:
         """The exact transformers version the env pins (`transformers==X`), or None when it pins none."""
-        return pinned_version(self.requirements.get("transformers"))
+        return _pinned_version(self.requirements.get("transformers"))
 
     def provides(self, package: str) -> bool:
         """Whether the pip section installs the distribution `package` (any spelling of its name)."""
@@ -105,7 +105,7 @@ class EnvFile:
         return h.hexdigest()[:12]
 
 
-def pinned_version(requirement: str | None) -> str | None:
+def _pinned_version(requirement: str | None) -> str | None:
     """X of a requirement string `name==X` (extras allowed, nothing else), else None."""
     if not requirement:
         return None
@@ -157,24 +157,24 @@ def read_env(name: str, envs_dir: str | Path = ENVS_DIR) -> EnvFile:
 # ---- venvs ----------------------------------------------------------------------------------------------------
 
 
-def cache_dir(prefix: str | Path | None = None) -> Path:
+def _cache_dir(prefix: str | Path | None = None) -> Path:
     """The folder venvs are cached under: `prefix`, else $GENEB_ENV_DIR, else `.geneb/envs` in the repository."""
-    return Path(prefix or os.environ.get(ENV_DIR_VAR) or DEFAULT_CACHE).expanduser().resolve()
+    return Path(prefix or os.environ.get(_ENV_DIR_VAR) or _DEFAULT_CACHE).expanduser().resolve()
 
 
-def env_prefix(env: EnvFile, prefix: str | Path | None = None) -> Path:
+def _env_prefix(env: EnvFile, prefix: str | Path | None = None) -> Path:
     """Where the venv of `env` lives (built or not): `<cache>/<name>-<digest>`."""
-    return cache_dir(prefix) / f"{env.name}-{env.digest()}"
+    return _cache_dir(prefix) / f"{env.name}-{env.digest()}"
 
 
 def _python_of(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def read_record(venv: Path) -> dict[str, Any] | None:
+def _read_record(venv: Path) -> dict[str, Any] | None:
     """The record of a complete venv (name, digest, installed versions), or None when it is not complete."""
     try:
-        record = json.loads((venv / RECORD).read_text())
+        record = json.loads((venv / _RECORD).read_text())
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and _python_of(venv).exists() else None
@@ -182,8 +182,8 @@ def read_record(venv: Path) -> dict[str, Any] | None:
 
 def built_env(name: str, *, envs_dir: str | Path = ENVS_DIR, prefix: str | Path | None = None) -> Path | None:
     """The folder of the complete venv of env `name` for its current env file, or None when not built."""
-    venv = env_prefix(read_env(name, envs_dir), prefix)
-    return venv if read_record(venv) is not None else None
+    venv = _env_prefix(read_env(name, envs_dir), prefix)
+    return venv if _read_record(venv) is not None else None
 
 
 def python_for_env(name: str, *, envs_dir: str | Path = ENVS_DIR, prefix: str | Path | None = None) -> Path:
@@ -191,19 +191,19 @@ def python_for_env(name: str, *, envs_dir: str | Path = ENVS_DIR, prefix: str | 
     not built for the current env file (saying so when only a venv of an older version of the file exists),
     and for an unknown env."""
     env = read_env(name, envs_dir)
-    venv = env_prefix(env, prefix)
-    if read_record(venv) is not None:
+    venv = _env_prefix(env, prefix)
+    if _read_record(venv) is not None:
         return _python_of(venv)
-    older = sorted(p.name for p in cache_dir(prefix).glob(f"{name}-*") if read_record(p) is not None)
+    older = sorted(p.name for p in _cache_dir(prefix).glob(f"{name}-*") if _read_record(p) is not None)
     why = f" (only for an older {env.path.name}: {', '.join(older)})" if older else ""
-    where = f" --prefix {cache_dir(prefix)}" if prefix else ""
+    where = f" --prefix {_cache_dir(prefix)}" if prefix else ""
     raise EnvError(
-        f"env {name} is not built under {cache_dir(prefix)} for the current {env.path}{why}; run "
-        f"`geneb env build {name}{where}` (or set ${ENV_DIR_VAR} to the folder where it was built)"
+        f"env {name} is not built under {_cache_dir(prefix)} for the current {env.path}{why}; run "
+        f"`geneb env build {name}{where}` (or set ${_ENV_DIR_VAR} to the folder where it was built)"
     )
 
 
-def pip_lines(env: EnvFile) -> list[str]:
+def _pip_lines(env: EnvFile) -> list[str]:
     """The env's pip lines with `-e`/`-r`/`-c` paths and local paths made absolute (against its folder)."""
     out = []
     for line in env.pip:
@@ -247,7 +247,7 @@ print(json.dumps(out))
 """
 
 
-def installed_versions(python: str | Path, packages: Iterable[str]) -> dict[str, str | None]:
+def _installed_versions(python: str | Path, packages: Iterable[str]) -> dict[str, str | None]:
     """{distribution: version or None} as installed for the interpreter `python`."""
     res = subprocess.run([str(python), "-c", _VERSIONS, *packages], capture_output=True, text=True, check=False)
     if res.returncode:
@@ -266,15 +266,15 @@ def build_env(
     """Build (or reuse) the venv of env `name` and return its folder `<cache>/<name>-<digest>`.
 
     Reused when a complete venv of the current env file exists. Otherwise: `python -m venv` in a `.tmp-*`
-    folder of the cache, `pip install torch==2.13.0`, `pip install` of the pip lines (`pip_lines`), the
+    folder of the cache, `pip install torch==2.13.0`, `pip install` of the pip lines (`_pip_lines`), the
     installed versions recorded in `geneb-env.json` (written last), console-script shebangs pointed at the
     final folder, then a rename to the final folder. python: the interpreter to make it from (default: this
     one); it must match the env file's `python=` spec. Raises EnvError (unknown env, wrong python, a failed pip
     step, naming the env and the step); the temporary folder is removed on any failure.
     """
     env = read_env(name, envs_dir)
-    final = env_prefix(env, prefix)
-    if read_record(final) is not None:
+    final = _env_prefix(env, prefix)
+    if _read_record(final) is not None:
         say(f"env {name}: up to date at {final}")
         return final
     python = python or sys.executable
@@ -285,7 +285,7 @@ def build_env(
     try:
         steps = [
             ("venv", [python, "-m", "venv", str(tmp)]),
-            ("torch", [str(_python_of(tmp)), "-m", "pip", "install", "--disable-pip-version-check", TORCH_FIRST]),
+            ("torch", [str(_python_of(tmp)), "-m", "pip", "install", "--disable-pip-version-check", _TORCH_FIRST]),
             ("pip section", [str(_python_of(tmp)), "-m", "pip", "install", "--disable-pip-version-check", *_args(env)]),
         ]
         for step, cmd in steps:
@@ -294,17 +294,17 @@ def build_env(
             if res.returncode:
                 tail = (res.stderr.strip() or res.stdout.strip())[-1500:]
                 raise EnvError(f"env {name}: the {step} step failed (exit {res.returncode}):\n{tail}")
-        versions = installed_versions(_python_of(tmp), ["torch", *env.requirements])
+        versions = _installed_versions(_python_of(tmp), ["torch", *env.requirements])
         missing = [p for p, v in versions.items() if v is None]
         if missing:
             raise EnvError(f"env {name}: pip finished but {', '.join(missing)} is not installed")
         _retarget(tmp, final)
         record = {"env": name, "digest": env.digest(), "file": str(env.path), "versions": versions}
-        (tmp / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        (tmp / _RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         try:
             os.rename(tmp, final)
         except OSError:
-            if read_record(final) is None:  # not another build finishing first: a leftover folder
+            if _read_record(final) is None:  # not another build finishing first: a leftover folder
                 shutil.rmtree(final, ignore_errors=True)
                 os.rename(tmp, final)
     finally:
@@ -315,7 +315,7 @@ def build_env(
 
 def _args(env: EnvFile) -> list[str]:
     out = []
-    for line in pip_lines(env):
+    for line in _pip_lines(env):
         out += line.split(None, 1) if line.startswith("-") else [line]
     return out
 
@@ -342,14 +342,14 @@ def env_status(
     rows = []
     for name in names if names is not None else env_names(envs_dir):
         env = read_env(name, envs_dir)
-        venv = env_prefix(env, prefix)
+        venv = _env_prefix(env, prefix)
         rows.append(
             {
                 "env": name,
                 "file": str(env.path),
                 "digest": env.digest(),
                 "transformers": env.transformers,
-                "built": read_record(venv) is not None,
+                "built": _read_record(venv) is not None,
                 "where": str(venv),
             }
         )

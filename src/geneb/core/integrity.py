@@ -80,7 +80,7 @@ DIGEST_SUFFIX = ".sha256"
 #: bytes read per hashing step
 CHUNK = 1 << 20
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
 
@@ -207,14 +207,14 @@ def verify(path: str | os.PathLike[str]) -> None:
     file and process (module docstring). Raises what `check` raises."""
     if check(path) is None and str(path) not in _warned:
         _warned.add(str(path))
-        log.warning(
+        _log.warning(
             "%s: no content digest recorded (written before GENEB recorded them); read unchecked. "
             "The next workflow run, or `geneb verify --adopt`, records one",
             path,
         )
 
 
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The bytes of `path`, checked against its digest (hashed from the same bytes the caller gets)."""
     data = Path(path).read_bytes()
     expected = recorded_digest(path)
@@ -228,12 +228,12 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
 
 def read_text(path: str | os.PathLike[str]) -> str:
     """The UTF-8 text of `path`, checked against its digest."""
-    return read_bytes(path).decode("utf-8")
+    return _read_bytes(path).decode("utf-8")
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """The JSON content of `path`, checked against its digest."""
-    return json.loads(read_bytes(path))
+    return json.loads(_read_bytes(path))
 
 
 def read_parquet(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
@@ -243,4 +243,4 @@ def read_parquet(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
 
     import pandas as pd
 
-    return pd.read_parquet(io.BytesIO(read_bytes(path)), **kwargs)
+    return pd.read_parquet(io.BytesIO(_read_bytes(path)), **kwargs)

@@ -29,24 +29,24 @@ from geneb.core import paths
 from geneb.core.provenance import stable_hash
 
 #: environment variable naming the folder of the servers' sockets (default: a private folder in TMPDIR)
-SERVER_DIR_ENV = "GENEB_MODEL_SERVER_DIR"
+_SERVER_DIR_ENV = "GENEB_MODEL_SERVER_DIR"
 #: a Unix socket path may hold at most 107 bytes; a longer TMPDIR falls back to /tmp
-MAX_SOCKET_PATH = 100
+_MAX_SOCKET_PATH = 100
 #: the kernel's limit on a Unix socket path (sun_path holds 108 bytes with its NUL)
-SOCKET_PATH_MAX = 107
+_SOCKET_PATH_MAX = 107
 
 
 def server_dir() -> Path:
     """The folder of this user's model servers on this node, created private (0700). A Slurm job's TMPDIR
     is the job's own, so the jobs of one allocation share servers and another allocation starts its own.
     Raises PermissionError when the folder exists but belongs to another user."""
-    base = os.environ.get(SERVER_DIR_ENV) or str(Path(tempfile.gettempdir()) / f"geneb-models-{os.getuid()}")
-    if len(base) + 22 > MAX_SOCKET_PATH:
+    base = os.environ.get(_SERVER_DIR_ENV) or str(Path(tempfile.gettempdir()) / f"geneb-models-{os.getuid()}")
+    if len(base) + 22 > _MAX_SOCKET_PATH:
         base = f"/tmp/geneb-models-{os.getuid()}"
     folder = Path(base)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     if folder.stat().st_uid != os.getuid():
-        raise PermissionError(f"model server folder {folder} belongs to another user; set {SERVER_DIR_ENV}")
+        raise PermissionError(f"model server folder {folder} belongs to another user; set {_SERVER_DIR_ENV}")
     return folder
 
 
@@ -133,7 +133,7 @@ def listen(paths: ServerPaths) -> socket.socket:
     stop. Where the temporary name would not fit a socket path (SOCKET_PATH_MAX), it binds in place."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     staging = paths.socket.with_name(f"{paths.socket.name}.{os.getpid()}")
-    if len(str(staging)) > SOCKET_PATH_MAX:
+    if len(str(staging)) > _SOCKET_PATH_MAX:
         paths.socket.unlink(missing_ok=True)
         listener.bind(str(paths.socket))
         listener.listen(64)

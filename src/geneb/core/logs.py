@@ -21,14 +21,14 @@ from types import TracebackType
 #: the prefix of the one-line error a failed step writes (stderr and the log's last line)
 ERROR_MARK = "GENEB ERROR"
 #: longest message kept on the one line; a multi-line message (a grouped validation report) is kept whole
-MAX_LINE = 2000
+_MAX_LINE = 2000
 
 
-def error_line(err: BaseException, log_path: str) -> str:
+def _error_line(err: BaseException, log_path: str) -> str:
     """The console form of a step's error: `GENEB ERROR (<log>): <Type>: <message>`."""
     text = str(err).strip() or repr(err)
-    if len(text) > MAX_LINE:
-        text = text[:MAX_LINE] + " …"
+    if len(text) > _MAX_LINE:
+        text = text[:_MAX_LINE] + " …"
     return f"{ERROR_MARK} ({log_path}): {type(err).__name__}: {text}"
 
 
@@ -49,7 +49,7 @@ def log_to_file(path: str, level: int = logging.INFO, *, append: bool = False) -
         if not isinstance(err, Exception):  # KeyboardInterrupt, SystemExit: the default behaviour
             sys.__excepthook__(kind, err, tb)
             return
-        line = error_line(err, path)
+        line = _error_line(err, path)
         stream.write("".join(traceback.format_exception(kind, err, tb)))
         stream.write(line + "\n")
         stream.flush()

@@ -31,7 +31,7 @@ import yaml
 import geneb
 
 #: environment variable naming the GENEB checkout when the package is installed elsewhere
-REPO_ENV = "GENEB_REPO"
+_REPO_ENV = "GENEB_REPO"
 #: the package folder (…/src/geneb)
 PACKAGE_DIR = Path(geneb.__file__).resolve().parent
 #: the folder that holds the package (…/src): put first on a child interpreter's PYTHONPATH
@@ -47,22 +47,22 @@ def repo_root() -> Path:
     """The GENEB checkout: `$GENEB_REPO` when set, else the nearest folder above the package that holds
     `workflow/schemas` and `envs`. Raises FileNotFoundError naming both ways to fix it when neither is found
     (a non-editable install used outside its checkout)."""
-    named = os.environ.get(REPO_ENV)
+    named = os.environ.get(_REPO_ENV)
     if named:
         folder = Path(named).expanduser().resolve()
         if not _is_checkout(folder):
-            raise FileNotFoundError(f"{REPO_ENV}={named} is not a GENEB checkout (no workflow/schemas and envs there)")
+            raise FileNotFoundError(f"{_REPO_ENV}={named} is not a GENEB checkout (no workflow/schemas and envs there)")
         return folder
     for folder in PACKAGE_DIR.parents:
         if _is_checkout(folder):
             return folder
     raise FileNotFoundError(
         f"no GENEB checkout above {PACKAGE_DIR} (a folder with workflow/schemas and envs): install GENEB from its "
-        f"checkout with `pip install -e .`, or set {REPO_ENV} to the checkout"
+        f"checkout with `pip install -e .`, or set {_REPO_ENV} to the checkout"
     )
 
 
-def schema_dir() -> Path:
+def _schema_dir() -> Path:
     """The folder of the workflow's JSON schemas (`workflow/schemas`)."""
     return repo_root() / "workflow" / "schemas"
 
@@ -79,7 +79,7 @@ def default_env_cache() -> Path:
 
 
 #: the folder of the workflow's JSON schemas
-SCHEMA_DIR = schema_dir()
+SCHEMA_DIR = _schema_dir()
 
 
 @functools.cache

@@ -25,7 +25,7 @@ from geneb.core import paths
 REVISION = re.compile(r"^[0-9a-f]{40}$")
 
 #: packages whose versions are recorded next to every result
-TRACKED_PACKAGES = ("numpy", "scikit-learn", "scipy", "torch", "transformers", "tokenizers", "h5py", "pandas")
+_TRACKED_PACKAGES = ("numpy", "scikit-learn", "scipy", "torch", "transformers", "tokenizers", "h5py", "pandas")
 
 
 def canonical_json(obj: Any) -> str:
@@ -74,7 +74,7 @@ def cached_file_sha256(path: str | os.PathLike[str]) -> str:
     return _FILE_SHA256[key]
 
 
-def package_versions(packages: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:
+def package_versions(packages: tuple[str, ...] = _TRACKED_PACKAGES) -> dict[str, str]:
     """Installed versions of `packages` (and geneb itself); a package that is not installed maps to ''.
 
     Read once per process (a fresh dict each call): the versions of the code this process has loaded, which an
@@ -96,11 +96,11 @@ def _versions(packages: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 #: what `code_revision` records when the running code is not a git checkout (an installed copy, a tarball)
-UNKNOWN = "unknown"
+_UNKNOWN = "unknown"
 #: the paths of a checkout, besides the package itself, whose changes make the running code dirty: the workflow
 #: (rules, scripts, schemas) and its entry point. Configuration is not code: configs, sheets and the pins
 #: lockfile are recorded by their own hashes (config_hash, the extraction settings hash, data_hash).
-CODE_PATHS = ("workflow", "Snakefile")
+_CODE_PATHS = ("workflow", "Snakefile")
 #: the provenance columns of `code_revision`, in this order, on every output row
 CODE_REVISION_KEYS = ("geneb_commit", "geneb_dirty")
 
@@ -125,7 +125,7 @@ def _git(folder: Path, *args: str) -> str | None:
 
 def _code_revision(package_dir: Path) -> CodeRevision:
     """`code_revision` for the package at `package_dir` (uncached)."""
-    unknown = CodeRevision(geneb_commit=UNKNOWN, geneb_dirty=None)
+    unknown = CodeRevision(geneb_commit=_UNKNOWN, geneb_dirty=None)
     top = _git(package_dir, "rev-parse", "--show-toplevel")
     # the package's own files must be tracked by that repository: an installed copy inside a venv that itself
     # sits in some git checkout (e.g. ./.venv, ignored) would otherwise report that checkout's commit
@@ -134,7 +134,7 @@ def _code_revision(package_dir: Path) -> CodeRevision:
     commit = _git(package_dir, "rev-parse", "HEAD")
     if commit is None or not REVISION.match(commit):
         return unknown
-    paths = [str(package_dir)] + [str(Path(top) / p) for p in CODE_PATHS if (Path(top) / p).exists()]
+    paths = [str(package_dir)] + [str(Path(top) / p) for p in _CODE_PATHS if (Path(top) / p).exists()]
     status = _git(Path(top), "status", "--porcelain", "--untracked-files=normal", "--", *paths)
     if status is None:
         return CodeRevision(geneb_commit=commit, geneb_dirty=None)
@@ -165,4 +165,4 @@ def code_revision(package_dir: str | os.PathLike[str] | None = None) -> CodeRevi
 def dirty_label(dirty: bool | None) -> str:
     """`geneb_dirty` as text for places that hold no null (HDF5 attributes, JSON summaries read by people):
     "true", "false" or "unknown"."""
-    return UNKNOWN if dirty is None else str(bool(dirty)).lower()
+    return _UNKNOWN if dirty is None else str(bool(dirty)).lower()

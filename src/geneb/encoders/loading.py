@@ -10,11 +10,11 @@ mean the embeddings are not the checkpoint's (docs/footguns.md, "Checkpoint tens
 * missing: those weights would be random. Only the pooler head may be missing (never used for hidden states).
 * unused: a config that declares fewer layers than the checkpoint holds (trained blocks silently dropped), or
   another model class than the one trained. Only the heads on top of the backbone, which hidden-state
-  embeddings never use, may be left unused: `UNUSED_HEAD_PREFIXES` (the masked-LM head `lm_head.` of ESM/NT,
+  embeddings never use, may be left unused: `_UNUSED_HEAD_PREFIXES` (the masked-LM head `lm_head.` of ESM/NT,
   Caduceus and causal LMs, BERT's pretraining heads `cls.` (`cls.predictions.`, `cls.seq_relationship.`), the
   `pooler.`, the sequence-classification heads `classifier.` and `score.` (Mistral-DNA's fine-tuned
   checkpoints), and the question-answering head `qa_outputs.`), plus buffers older checkpoints saved that are
-  recomputed, never trained (`UNUSED_BUFFER_NAMES`: position ids, rotary `inv_freq`, GPT-2's `masked_bias`).
+  recomputed, never trained (`_UNUSED_BUFFER_NAMES`: position ids, rotary `inv_freq`, GPT-2's `masked_bias`).
 
 Loading a transformers checkpoint safely: which weight format is read and how (a pickled file is
 unpickled weights-only, or refused), registry overrides of config values applied without editing the files,
@@ -60,15 +60,15 @@ from geneb.registry.python_entry import weights_hash
 from geneb.registry.spec import ExtractionSettings
 
 #: missing checkpoint tensors under these prefixes are harmless: the pooler head is never used here
-IGNORABLE_MISSING_PREFIXES = ("pooler.",)
+_IGNORABLE_MISSING_PREFIXES = ("pooler.",)
 #: unused checkpoint tensors under these prefixes are heads on top of the backbone (never used for embeddings)
-UNUSED_HEAD_PREFIXES = ("lm_head.", "cls.", "pooler.", "classifier.", "score.", "qa_outputs.")
+_UNUSED_HEAD_PREFIXES = ("lm_head.", "cls.", "pooler.", "classifier.", "score.", "qa_outputs.")
 #: unused tensors with one of these last name components are recomputed buffers, not trained weights
-UNUSED_BUFFER_NAMES = ("position_ids", "inv_freq", "masked_bias")
+_UNUSED_BUFFER_NAMES = ("position_ids", "inv_freq", "masked_bias")
 
 
 def _is_allowed_unused(key: str) -> bool:
-    return key.startswith(UNUSED_HEAD_PREFIXES) or key.rsplit(".", 1)[-1] in UNUSED_BUFFER_NAMES
+    return key.startswith(_UNUSED_HEAD_PREFIXES) or key.rsplit(".", 1)[-1] in _UNUSED_BUFFER_NAMES
 
 
 def check_loading_info(
@@ -78,7 +78,7 @@ def check_loading_info(
     IGNORABLE_MISSING_PREFIXES), or for checkpoint tensors the class does not use outside the allow-list
     (UNUSED_HEAD_PREFIXES, UNUSED_BUFFER_NAMES), naming the model, the class, the count and the first tensors.
     Returns the allowed unused tensors (sorted), for the log."""
-    missing = sorted(k for k in missing_keys if not k.startswith(IGNORABLE_MISSING_PREFIXES))
+    missing = sorted(k for k in missing_keys if not k.startswith(_IGNORABLE_MISSING_PREFIXES))
     if missing:
         raise WeightsNotLoadedError(
             f"model {model}: {len(missing)} tensors the {model_class} class expects are not in the "
@@ -90,18 +90,18 @@ def check_loading_info(
         raise WeightsNotLoadedError(
             f"model {model}: {len(unused)} checkpoint tensors are not used by the {model_class} class "
             f"(e.g. {unused[:5]}); the model would run without them (a config declaring fewer layers than the "
-            f"checkpoint holds, or the wrong model class?). Only heads under {list(UNUSED_HEAD_PREFIXES)} may be "
+            f"checkpoint holds, or the wrong model class?). Only heads under {list(_UNUSED_HEAD_PREFIXES)} may be "
             "left unused (geneb.encoders.loading)"
         )
     return unexpected
 
 
 #: the weight formats an HDF5 record can name (`weights_format` attribute)
-SAFETENSORS = "safetensors"
+_SAFETENSORS = "safetensors"
 PICKLE_WEIGHTS_ONLY = "pickle-weights-only"
 #: pickled weight files transformers reads (torch.load), in its order of preference after safetensors
-PICKLE_NAMES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
-SAFETENSORS_NAMES = ("model.safetensors", "model.safetensors.index.json")
+_PICKLE_NAMES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+_SAFETENSORS_NAMES = ("model.safetensors", "model.safetensors.index.json")
 
 
 def weights_format(where: str, revision: str | None) -> str:
@@ -111,10 +111,10 @@ def weights_format(where: str, revision: str | None) -> str:
     found counts as absent: the pickled path then loads weights-only, which is safe either way)."""
     local = Path(where)
     if local.is_dir():
-        return SAFETENSORS if any(local.glob("*.safetensors")) else PICKLE_WEIGHTS_ONLY
+        return _SAFETENSORS if any(local.glob("*.safetensors")) else PICKLE_WEIGHTS_ONLY
     from transformers.utils import cached_file
 
-    for name in SAFETENSORS_NAMES:
+    for name in _SAFETENSORS_NAMES:
         found = cached_file(
             where,
             name,
@@ -123,7 +123,7 @@ def weights_format(where: str, revision: str | None) -> str:
             _raise_exceptions_for_connection_errors=False,
         )
         if found:
-            return SAFETENSORS
+            return _SAFETENSORS
     return PICKLE_WEIGHTS_ONLY
 
 
@@ -162,7 +162,7 @@ def _hint(err: BaseException, config: Any) -> str:
     )
 
 
-def release_kwargs(kwargs: dict[str, Any], where: str) -> dict[str, Any]:
+def _release_kwargs(kwargs: dict[str, Any], where: str) -> dict[str, Any]:
     """`from_pretrained` keyword arguments in the spelling of the installed transformers: the envs under envs/
     pin releases from 4.29 on (geneb.core.envs). Before 4.56 the weights' dtype is `torch_dtype` (a `dtype` would
     land in the model's config); a release whose `from_pretrained` has no `weights_only` always unpickles
@@ -185,7 +185,7 @@ def release_kwargs(kwargs: dict[str, Any], where: str) -> dict[str, Any]:
         if local.is_dir():
             import torch
 
-            for name in PICKLE_NAMES[:1]:
+            for name in _PICKLE_NAMES[:1]:
                 if (local / name).is_file():
                     torch.load(local / name, map_location="cpu", weights_only=True)
     return out
@@ -205,7 +205,7 @@ def load_model(
     if fmt == PICKLE_WEIGHTS_ONLY:
         kwargs["weights_only"] = True
     try:
-        kwargs = release_kwargs(kwargs, where)
+        kwargs = _release_kwargs(kwargs, where)
         return auto_cls.from_pretrained(where, output_loading_info=True, **kwargs)
     except pickle.UnpicklingError as err:
         raise ModelLoadError(
@@ -230,12 +230,12 @@ def load_model(
         ) from err
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 CONFIG_NAME = "config.json"
 TOKENIZER_NAME = "tokenizer.json"
 #: weight files read, in order of preference (safetensors first: no unpickling at all)
-WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin")
+_WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin")
 
 
 def model_folder(settings: ExtractionSettings, *, get: str) -> Path:
@@ -278,7 +278,7 @@ def read_state_dict(folder: Path, *, model: str, get: str) -> tuple[dict[str, to
     a pickled file read with `torch.load(weights_only=True)` (a pickle holding anything but tensors and plain
     containers is refused). Raises ModelLoadError naming the model when there is no weight file or it cannot be
     read; `get` says where the weights come from."""
-    for name in WEIGHT_NAMES:
+    for name in _WEIGHT_NAMES:
         path = folder / name
         if not path.is_file():
             continue
@@ -286,7 +286,7 @@ def read_state_dict(folder: Path, *, model: str, get: str) -> tuple[dict[str, to
             if name.endswith(".safetensors"):
                 from safetensors.torch import load_file
 
-                return dict(load_file(str(path))), SAFETENSORS
+                return dict(load_file(str(path))), _SAFETENSORS
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - re-raised naming the model and the file
             raise ModelLoadError(
@@ -296,7 +296,7 @@ def read_state_dict(folder: Path, *, model: str, get: str) -> tuple[dict[str, to
         if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise ModelLoadError(f"model {model}: {path} does not hold a flat state dict of tensors")
         return dict(state), PICKLE_WEIGHTS_ONLY
-    raise ModelLoadError(f"model {model}: no weight file ({' or '.join(WEIGHT_NAMES)}) in {folder}; {get}")
+    raise ModelLoadError(f"model {model}: no weight file ({' or '.join(_WEIGHT_NAMES)}) in {folder}; {get}")
 
 
 def load_mapped(
@@ -350,10 +350,10 @@ class FolderTokenizerEncoder(TokenModelEncoder):
         except Exception as err:  # noqa: BLE001 - re-raised naming the model and the file
             raise ModelLoadError(f"model {self.model_id}: {path} is not a tokenizers file ({err})") from err
         if tok.padding:
-            log.warning("model %s: %s sets padding %s; overridden (GENEB pads)", self.model_id, path, tok.padding)
+            _log.warning("model %s: %s sets padding %s; overridden (GENEB pads)", self.model_id, path, tok.padding)
             tok.no_padding()
         if tok.truncation:
-            log.warning(
+            _log.warning(
                 "model %s: %s sets truncation %s; overridden (GENEB chunks)", self.model_id, path, tok.truncation
             )
             tok.no_truncation()

@@ -34,7 +34,7 @@ On a CPU the best batch depends on the model: bench/extraction.py's sweep put an
 88.5% of the matmul rate with batches of 8 and 50% with batches of 64 (HyenaDNA-small-sized: 64% and 31%),
 while a tiny model runs faster in larger batches (per-batch overhead). A fixed default cannot serve all three.
 Under `auto`, the first load of a model on a CPU embeds a fixed sample of random sequences twice per candidate
-token budget (`CANDIDATES`, padded tokens per batch), takes the one of least process CPU time, and records it in
+token budget (`_CANDIDATES`, padded tokens per batch), takes the one of least process CPU time, and records it in
 `batch_plan.json` beside the load-checks record (`geneb.extract.batch_plan`), so later loads of the model on the
 same CPU model, thread count and packages reuse it without probing. On CUDA (and for encoders without token
 batches, e.g. k-mer counts) `auto` means no budget: batches of `batch_size`.
@@ -62,7 +62,7 @@ from geneb.core.paths import load_schema, schema_problems
 from geneb.core.provenance import canonical_json, package_versions, stable_hash
 
 
-def execution_schema() -> dict[str, Any]:
+def _execution_schema() -> dict[str, Any]:
     """The JSON schema of the config's `execution:` section (a copy; every property carries its default)."""
     return dict(load_schema("config")["properties"]["execution"])
 
@@ -100,7 +100,7 @@ class ExecutionOptions:
         """The options of a config's `execution:` mapping (None or {}: every default), absent keys taking the
         schema's defaults. Raises ValueError listing every problem the schema finds (an unknown knob, a value of
         the wrong type or outside its enum)."""
-        schema = execution_schema()
+        schema = _execution_schema()
         given = dict(execution or {})
         problems = schema_problems(given, schema)
         if problems:
@@ -118,18 +118,18 @@ class ExecutionOptions:
         return dataclasses.asdict(self)
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the record's file name, in the folder of the model's embeddings under one settings hash
 LOAD_CHECKS_FILE = "load_checks.json"
 #: the record's layout version; a record of another layout is probed again
-SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 1
 #: packages whose versions a record is bound to (tokenization and the forward pass)
-CHECKED_PACKAGES = ("torch", "transformers", "tokenizers")
+_CHECKED_PACKAGES = ("torch", "transformers", "tokenizers")
 
 
 @dataclass(frozen=True)
-class LoadChecksRecord:
+class _LoadChecksRecord:
     """A passed set of load-time probes.
 
     model, settings_hash: the registry entry and its extraction-settings hash. identity_sha256: 12-hex hash
@@ -142,7 +142,7 @@ class LoadChecksRecord:
     identity_sha256: str
     packages: dict[str, str]
     checks: tuple[str, ...]
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = _SCHEMA_VERSION
 
     def as_json(self) -> str:
         """The record as canonical JSON (sorted keys), the form its sha256 is taken of."""
@@ -153,49 +153,49 @@ class LoadChecksRecord:
         return stable_hash(json.loads(self.as_json()))
 
 
-def expected(model: str, settings_hash: str, identity: dict[str, Any], checks: tuple[str, ...]) -> LoadChecksRecord:
+def expected(model: str, settings_hash: str, identity: dict[str, Any], checks: tuple[str, ...]) -> _LoadChecksRecord:
     """The record a load of `model` under `settings_hash` with encoder `identity` would need (or write)."""
-    versions = package_versions(CHECKED_PACKAGES)
-    return LoadChecksRecord(
+    versions = package_versions(_CHECKED_PACKAGES)
+    return _LoadChecksRecord(
         model=model,
         settings_hash=settings_hash,
         identity_sha256=stable_hash(identity),
-        packages={name: versions[name] for name in CHECKED_PACKAGES},
+        packages={name: versions[name] for name in _CHECKED_PACKAGES},
         checks=tuple(checks),
     )
 
 
-def read_record(path: str | Path) -> LoadChecksRecord | None:
+def read_record(path: str | Path) -> _LoadChecksRecord | None:
     """The record at `path`, or None when there is none. A file that is not a record of this layout (edited
     by hand, another GENEB version) is logged and treated as absent, so the probes run again and replace it."""
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         raw["checks"] = tuple(raw["checks"])
-        record = LoadChecksRecord(**raw)
+        record = _LoadChecksRecord(**raw)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, KeyError) as err:
-        log.warning("load-checks record %s is not readable (%s); the load-time probes run again", path, err)
+        _log.warning("load-checks record %s is not readable (%s); the load-time probes run again", path, err)
         return None
-    if record.schema_version != SCHEMA_VERSION:
-        log.warning("load-checks record %s has layout %s; the probes run again", path, record.schema_version)
+    if record.schema_version != _SCHEMA_VERSION:
+        _log.warning("load-checks record %s has layout %s; the probes run again", path, record.schema_version)
         return None
     return record
 
 
-def write_record(path: str | Path, record: LoadChecksRecord) -> None:
+def write_record(path: str | Path, record: _LoadChecksRecord) -> None:
     """Write `record` to `path` atomically (a killed write leaves no record under the final name)."""
     write_text_atomic(path, json.dumps(json.loads(record.as_json()), indent=1, sort_keys=True) + "\n")
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the execution.batch_tokens value that asks for a measured budget
-AUTO = "auto"
+_AUTO = "auto"
 #: the execution.batch_tokens value (the schema's default) that takes the budget of the device class from
 #: DEVICE_BUDGETS
-BY_DEVICE = "by_device"
+_BY_DEVICE = "by_device"
 #: padded tokens per forward pass under `by_device`, per device class (`table_budget`; on a CPU a model of
 #: CPU_LARGE_PARAMS parameters or more takes CPU_LARGE_BUDGET). From bench/extraction.py's sweep (docs/performance.md,
 #: "Extraction at realistic sizes"): 2048 is 98-99% of the best plan's rate for a HyenaDNA-small-sized model (3.2M
@@ -207,21 +207,21 @@ BY_DEVICE = "by_device"
 #: class and the model's parameter count (the same on every machine), never a timing.
 DEVICE_BUDGETS: dict[str, int] = {"cpu": 2048, "cuda": 65536}
 #: on a CPU, models with at least this many parameters (all of them, `n_parameters`) take CPU_LARGE_BUDGET
-CPU_LARGE_PARAMS = 20_000_000
-CPU_LARGE_BUDGET = 1024
+_CPU_LARGE_PARAMS = 20_000_000
+_CPU_LARGE_BUDGET = 1024
 #: the record's file name, beside load_checks.json
-BATCH_PLAN_FILE = "batch_plan.json"
+_BATCH_PLAN_FILE = "batch_plan.json"
 #: candidate budgets (padded tokens per forward pass) the probe times
-CANDIDATES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
+_CANDIDATES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
 #: the probe's sample: PROBE_ROWS random sequences of PROBE_NT bases, lengths spread geometrically between the two
 #: like the rows of a mixed-length task (seeded; the same sample at every load), each candidate timed PROBE_REPEATS
 #: times, interleaved, the least CPU time kept (a neighbour's burst hits every candidate alike)
-PROBE_ROWS = 32
-PROBE_NT = (100, 1000)
-PROBE_REPEATS = 2
+_PROBE_ROWS = 32
+_PROBE_NT = (100, 1000)
+_PROBE_REPEATS = 2
 
 
-def cpu_model() -> str:
+def _cpu_model() -> str:
     """The CPU's model name (/proc/cpuinfo), else platform.machine(): a plan measured on one CPU is not reused
     on another."""
     import platform
@@ -235,7 +235,7 @@ def cpu_model() -> str:
     return platform.machine()
 
 
-def probe_sequences(rows: int = PROBE_ROWS, nt: tuple[int, int] = PROBE_NT, seed: int = 0) -> list[str]:
+def _probe_sequences(rows: int = _PROBE_ROWS, nt: tuple[int, int] = _PROBE_NT, seed: int = 0) -> list[str]:
     """`rows` random ACGT sequences with lengths spread geometrically over `nt` (numpy default_rng(seed)): the
     probe's fixed sample."""
     rng = np.random.default_rng(seed)
@@ -244,19 +244,19 @@ def probe_sequences(rows: int = PROBE_ROWS, nt: tuple[int, int] = PROBE_NT, seed
 
 
 def probe_budget(
-    encoder: Any, candidates: Sequence[int] = CANDIDATES, sequences: Sequence[str] | None = None
+    encoder: Any, candidates: Sequence[int] = _CANDIDATES, sequences: Sequence[str] | None = None
 ) -> tuple[int, dict[int, float]]:
-    """Embed `sequences` (default `probe_sequences()`) PROBE_REPEATS times per candidate budget, interleaved, and
+    """Embed `sequences` (default `_probe_sequences()`) PROBE_REPEATS times per candidate budget, interleaved, and
     return (the budget of least process CPU time, {budget: its least CPU seconds}). The encoder's batch_size,
     batch_tokens and progress are restored afterwards. Ties go to the smaller budget."""
-    seqs = list(sequences if sequences is not None else probe_sequences())
+    seqs = list(sequences if sequences is not None else _probe_sequences())
     saved = (encoder.batch_size, encoder.batch_tokens, encoder.progress)
     encoder.progress = False
     seconds: dict[int, float] = {}
     try:
         encoder.batch_tokens = int(candidates[0])
         encoder.embed(seqs[:4])  # warm-up: first-call allocations and lazy initialisation
-        for _ in range(PROBE_REPEATS):
+        for _ in range(_PROBE_REPEATS):
             for budget in candidates:
                 encoder.batch_tokens = int(budget)
                 t0 = time.process_time()
@@ -272,20 +272,20 @@ def probe_budget(
 def _key(model: str, settings_hash: str, identity_sha256: str) -> dict[str, Any]:
     import torch
 
-    versions = package_versions(CHECKED_PACKAGES)
+    versions = package_versions(_CHECKED_PACKAGES)
     return {
         "model": model,
         "settings_hash": settings_hash,
         "identity_sha256": identity_sha256,
-        "packages": {name: versions[name] for name in CHECKED_PACKAGES},
-        "cpu": cpu_model(),
+        "packages": {name: versions[name] for name in _CHECKED_PACKAGES},
+        "cpu": _cpu_model(),
         "threads": int(torch.get_num_threads()),
-        "candidates": list(CANDIDATES),
-        "probe": [PROBE_ROWS, list(PROBE_NT), PROBE_REPEATS],
+        "candidates": list(_CANDIDATES),
+        "probe": [_PROBE_ROWS, list(_PROBE_NT), _PROBE_REPEATS],
     }
 
 
-def read_plan(path: Path, key: dict[str, Any]) -> int | None:
+def _read_plan(path: Path, key: dict[str, Any]) -> int | None:
     """The recorded budget at `path` when its key is `key`, else None (no record, another CPU, thread count,
     package version or encoder identity, or an unreadable file)."""
     try:
@@ -294,7 +294,7 @@ def read_plan(path: Path, key: dict[str, Any]) -> int | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, KeyError) as err:
-        log.warning("batch-plan record %s is not readable (%s); the probe runs again", path, err)
+        _log.warning("batch-plan record %s is not readable (%s); the probe runs again", path, err)
         return None
 
 
@@ -304,7 +304,7 @@ def token_batches(encoder: Any) -> bool:
     return "padding_invariance" in tuple(encoder.load_check_names)
 
 
-def device_class(device: str) -> str:
+def _device_class(device: str) -> str:
     """The DEVICE_BUDGETS class of a torch device string: "cuda" for "cuda" / "cuda:<i>", "cpu" for "cpu"; "auto"
     is the class torch would pick (cuda when available). Raises ValueError for another device."""
     if device == "auto":
@@ -328,9 +328,9 @@ def n_parameters(encoder: Any) -> int:
 def table_budget(device: str, n_params: int) -> int:
     """The `by_device` budget (padded tokens per forward pass) of a model of `n_params` parameters on `device`:
     CPU_LARGE_BUDGET on a CPU from CPU_LARGE_PARAMS parameters, else DEVICE_BUDGETS of the device class
-    (`device_class`; ValueError for an unknown device)."""
-    kind = device_class(device)
-    return CPU_LARGE_BUDGET if kind == "cpu" and n_params >= CPU_LARGE_PARAMS else DEVICE_BUDGETS[kind]
+    (`_device_class`; ValueError for an unknown device)."""
+    kind = _device_class(device)
+    return _CPU_LARGE_BUDGET if kind == "cpu" and n_params >= _CPU_LARGE_PARAMS else DEVICE_BUDGETS[kind]
 
 
 def resolve_batch_tokens(
@@ -351,14 +351,16 @@ def resolve_batch_tokens(
     fails (a model that refuses the sample's rows under long_policy: error). Raises ValueError for another string."""
     if batch_tokens is None or isinstance(batch_tokens, int):
         return batch_tokens
-    if batch_tokens == BY_DEVICE:
+    if batch_tokens == _BY_DEVICE:
         if not token_batches(encoder):
             return None
         from geneb.encoders.engine.batching import encoder_device
 
         return table_budget(encoder_device(encoder, device), n_parameters(encoder))
-    if batch_tokens != AUTO:
-        raise ValueError(f"batch_tokens {batch_tokens!r}: expected a positive integer, null, {BY_DEVICE!r} or {AUTO!r}")
+    if batch_tokens != _AUTO:
+        raise ValueError(
+            f"batch_tokens {batch_tokens!r}: expected a positive integer, null, {_BY_DEVICE!r} or {_AUTO!r}"
+        )
     if device not in ("cpu", "auto") or not token_batches(encoder):
         return None
     if device == "auto":
@@ -366,20 +368,20 @@ def resolve_batch_tokens(
 
         if torch.cuda.is_available():
             return None
-    path = Path(checks_dir) / BATCH_PLAN_FILE
+    path = Path(checks_dir) / _BATCH_PLAN_FILE
     key = _key(model, settings_hash, identity_sha256)
-    found = read_plan(path, key)
+    found = _read_plan(path, key)
     if found is not None:
-        log.info("model %s: batch plan batch_tokens=%d measured earlier (%s)", model, found, path)
+        _log.info("model %s: batch plan batch_tokens=%d measured earlier (%s)", model, found, path)
         return found
     try:
         best, seconds = probe_budget(encoder)
     except Exception as err:  # noqa: BLE001 - a sample the model refuses (long_policy: error) must not stop a load
-        log.warning("model %s: batch-plan probe failed (%s); batches of batch_size, nothing recorded", model, err)
+        _log.warning("model %s: batch-plan probe failed (%s); batches of batch_size, nothing recorded", model, err)
         return None
     record = {"key": key, "batch_tokens": best, "cpu_seconds": {str(b): round(s, 4) for b, s in seconds.items()}}
     write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-    log.info(
+    _log.info(
         "model %s: batch plan batch_tokens=%d chosen by a timed probe %s; recorded in %s", model, best, seconds, path
     )
     return best

@@ -27,23 +27,23 @@ import numpy as np
 from geneb.core import integrity
 from geneb.core.provenance import canonical_json, stable_hash
 
-SCHEMA_VERSION = "1"
-LOCKING_CHOICES = ("auto", "on", "off")
+_SCHEMA_VERSION = "1"
+_LOCKING_CHOICES = ("auto", "on", "off")
 
 
 class CacheError(RuntimeError):
     """An embedding cache file that must not be used (incomplete, wrong key, bad content)."""
 
 
-class IncompleteCacheError(CacheError):
+class _IncompleteCacheError(CacheError):
     """The file lacks the `complete` attribute: a partial write or a foreign file."""
 
 
-class CorruptCacheError(CacheError, integrity.IntegrityError):
+class _CorruptCacheError(CacheError, integrity.IntegrityError):
     """The file's bytes differ from the digest recorded when it was written (`geneb.core.integrity`)."""
 
 
-class CacheKeyMismatchError(CacheError):
+class _CacheKeyMismatchError(CacheError):
     """The file's extraction key differs from the one the caller expects."""
 
 
@@ -59,8 +59,8 @@ def configure_hdf5_locking(hdf5_locking: str) -> dict[str, Any]:
 
 
 def _locking_kwargs(hdf5_locking: str) -> dict[str, Any]:
-    if hdf5_locking not in LOCKING_CHOICES:
-        raise ValueError(f"hdf5_locking must be one of {LOCKING_CHOICES}, got {hdf5_locking!r}")
+    if hdf5_locking not in _LOCKING_CHOICES:
+        raise ValueError(f"hdf5_locking must be one of {_LOCKING_CHOICES}, got {hdf5_locking!r}")
     if hdf5_locking == "off":
         os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
         return {"locking": False}
@@ -71,7 +71,7 @@ def _locking_kwargs(hdf5_locking: str) -> dict[str, Any]:
     return {}
 
 
-def is_lock_error(err: BaseException) -> bool:
+def _is_lock_error(err: BaseException) -> bool:
     """Whether an HDF5 open failed because the file system refused a lock ("unable to lock file, errno = 37"
     on NFS/Lustre), not because of the file's content (a truncated file's message mentions "sblock", not a lock)."""
     return isinstance(err, OSError) and re.search(r"\block(s|ing)?\b", str(err), re.IGNORECASE) is not None
@@ -135,7 +135,7 @@ class ViewArrays:
 
 
 #: the group that holds the views of a views file, one subgroup per view id, each with one dataset per split
-VIEWS_GROUP = "views"
+_VIEWS_GROUP = "views"
 
 
 def key_hash(key: dict[str, Any]) -> str:
@@ -175,7 +175,7 @@ def write_embeddings(
     kwargs = _locking_kwargs(hdf5_locking)
     h5py = _h5py()
     with integrity.sealed_path(path) as tmp, h5py.File(tmp, "w", **kwargs) as f:
-        f.attrs["schema_version"] = SCHEMA_VERSION
+        f.attrs["schema_version"] = _SCHEMA_VERSION
         f.attrs["extraction_key"] = canonical_json(key)
         f.attrs["key_hash"] = key_hash(key)
         f.attrs["storage_dtype"] = storage_dtype
@@ -210,7 +210,7 @@ def _write_views(
     f: Any, views: dict[str, ViewArrays], splits: dict[str, SplitEmbeddings], where: str, dtype: str
 ) -> None:
     f.attrs["views"] = json.dumps(list(views))
-    group = f.create_group(VIEWS_GROUP)
+    group = f.create_group(_VIEWS_GROUP)
     for vid, view in views.items():
         g = group.create_group(vid)
         for name, value in view.attrs.items():
@@ -241,9 +241,9 @@ def read_view(
     path = Path(path)
     with _open_for_reading(path, hdf5_locking) as f:
         _read_key_attr(f, path)
-        if VIEWS_GROUP not in f or view not in f[VIEWS_GROUP]:
+        if _VIEWS_GROUP not in f or view not in f[_VIEWS_GROUP]:
             raise CacheError(f"{path}: no view {view!r} (views: {list_views(path, hdf5_locking=hdf5_locking)})")
-        g = f[VIEWS_GROUP][view]
+        g = f[_VIEWS_GROUP][view]
         attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in g.attrs.items()}
         attrs["view_key"] = json.loads(attrs["view_key"])
         missing = [s for s in splits if s not in g]
@@ -253,7 +253,7 @@ def read_view(
 
 
 @dataclass
-class CachedTask:
+class _CachedTask:
     """What `read_embeddings` returns: the key and, per split, (embeddings float32 (n, d), row int64 (n,)), the
     pooled positions per row, and the split's attributes (n_unknown_tokens, n_chunked, ...)."""
 
@@ -276,24 +276,26 @@ def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
     except FileNotFoundError:
         raise
     except integrity.IntegrityError as err:
-        raise CorruptCacheError(f"{err}; rerun extraction", path) from err
+        raise _CorruptCacheError(f"{err}; rerun extraction", path) from err
     except OSError as err:
-        if is_lock_error(err):
+        if _is_lock_error(err):
             raise CacheError(
                 f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off"
             ) from err
-        raise IncompleteCacheError(
+        raise _IncompleteCacheError(
             f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
         ) from err
     if integrity.identity(path) != before:
         f.close()
-        raise CorruptCacheError(f"{path}: replaced while it was being checked; read it again", path)
+        raise _CorruptCacheError(f"{path}: replaced while it was being checked; read it again", path)
     return f
 
 
 def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
     if not bool(f.attrs.get("complete", False)):
-        raise IncompleteCacheError(f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction")
+        raise _IncompleteCacheError(
+            f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction"
+        )
     try:
         key = json.loads(f.attrs["extraction_key"])
     except (KeyError, TypeError, ValueError) as err:
@@ -310,7 +312,7 @@ def _open_lock_tolerant(path: str | os.PathLike[str], hdf5_locking: str) -> Any:
     try:
         return _h5py().File(path, "r", **_locking_kwargs(hdf5_locking))
     except OSError as err:
-        if not is_lock_error(err):
+        if not _is_lock_error(err):
             raise
         return _h5py().File(path, "r", locking=False)
 
@@ -339,7 +341,7 @@ def read_whole(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> i
     try:
         f = _open_lock_tolerant(path, hdf5_locking)
     except OSError as err:
-        raise IncompleteCacheError(f"{path}: not a readable HDF5 embedding file ({err}); rerun extraction") from err
+        raise _IncompleteCacheError(f"{path}: not a readable HDF5 embedding file ({err}); rerun extraction") from err
     with f:
         _read_key_attr(f, path)
         try:  # every dataset read whole
@@ -363,7 +365,7 @@ def read_embeddings(
     *,
     expected: dict[str, Any] | None = None,
     hdf5_locking: str = "auto",
-) -> CachedTask:
+) -> _CachedTask:
     """Read a complete cache file.
 
     expected: key items that must match (e.g. {"task_data_hash": ..., "model": ...}); a mismatch raises
@@ -377,7 +379,7 @@ def read_embeddings(
             diff = {k: (key.get(k), v) for k, v in expected.items() if key.get(k) != v}
             if diff:
                 detail = "; ".join(f"{k}: file has {a!r}, expected {b!r}" for k, (a, b) in diff.items())
-                raise CacheKeyMismatchError(f"{path}: extraction key differs ({detail}); rerun extraction")
+                raise _CacheKeyMismatchError(f"{path}: extraction key differs ({detail}); rerun extraction")
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         ntok: dict[str, np.ndarray] = {}
         attrs: dict[str, dict[str, Any]] = {}
@@ -397,4 +399,4 @@ def read_embeddings(
                 )
         if "key_hash" not in f.attrs:
             raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
-        return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok, split_attrs=attrs)
+        return _CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok, split_attrs=attrs)

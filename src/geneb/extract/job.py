@@ -45,7 +45,7 @@ def _extract(request: dict[str, Any]) -> None:
     )
 
 
-def model_env(config: dict[str, Any], model: str) -> str:
+def _model_env(config: dict[str, Any], model: str) -> str:
     """The env of `model` in the run's registry (config model_sheet and model_revisions)."""
     from geneb.registry.load import load_registry
     from geneb.registry.registry import model_spec
@@ -62,7 +62,7 @@ def model_interpreter(config: dict[str, Any], model: str, options: ExecutionOpti
     that is not built."""
     from geneb.core.envs import DEFAULT_ENV, python_for_env
 
-    env = model_env(config, model) if options.env_route == "venv" else DEFAULT_ENV
+    env = _model_env(config, model) if options.env_route == "venv" else DEFAULT_ENV
     python = sys.executable if env == DEFAULT_ENV else str(python_for_env(env, prefix=options.env_dir))
     child_env = {
         **os.environ,
@@ -132,7 +132,7 @@ def run_rule_job(
         raise SystemExit(res.returncode)
 
 
-def main() -> None:
+def _main() -> None:
     """`python -m geneb.extract.job`: read one request (JSON, stdin), append to its log, extract."""
     request = json.loads(sys.stdin.read())
     from geneb.extract.cache import configure_hdf5_locking
@@ -145,4 +145,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    _main()

@@ -8,7 +8,7 @@ in the file's order, before any cap: GENEB picks the rows a cap keeps by their r
 `row` ids they belong to; every prepared row id must be there).
 
 `import_task` is the extraction job of such a model: it checks the files against the prepared task and raises
-`PrecomputedError` naming every problem of every split at once, each with its file and row ids (a missing task or
+`_PrecomputedError` naming every problem of every split at once, each with its file and row ids (a missing task or
 split, a row count other than the source split's with the rows it lacks or adds, a non-float or non-2-D array,
 non-finite values with their rows and the first one's column, widths that differ between splits, row ids the HDF5
 file lacks, holds twice or that no source row has); no check waits for another to pass, then writes the cache file with the files' sha256 in its extraction key
@@ -42,17 +42,17 @@ from geneb.registry.load import extraction_hash
 from geneb.registry.spec import ExtractionSettings, SettingsLike
 from geneb.tasks.prepare import TaskCard, read_card
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 #: how many row ids one problem lists (the count of all follows)
-SHOWN_IDS = 10
+_SHOWN_IDS = 10
 
 
-class PrecomputedError(ExtractionError):
+class _PrecomputedError(ExtractionError):
     """Precomputed vectors that do not fit their task; the message lists every problem found, each naming the
     model, task, split (and row) and the fix."""
 
 
-class PrecomputedVectors:
+class _PrecomputedVectors:
     """What family precomputed's entry point builds: it meets the `Encoder` protocol, has no load-time checks, and
     embeds nothing (its vectors are keyed by a task's source rows, not by sequences): `import_task` reads them."""
 
@@ -79,9 +79,9 @@ class PrecomputedVectors:
         )
 
 
-def from_settings(settings: ExtractionSettings, **_: Any) -> PrecomputedVectors:
-    """Family entry point (geneb.registry.families): a `PrecomputedVectors`."""
-    return PrecomputedVectors(settings)
+def from_settings(settings: ExtractionSettings, **_: Any) -> _PrecomputedVectors:
+    """Family entry point (geneb.registry.families): a `_PrecomputedVectors`."""
+    return _PrecomputedVectors(settings)
 
 
 def _sha256(path: Path) -> str:
@@ -92,7 +92,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _ids_text(ids: list[int] | np.ndarray, shown: int = SHOWN_IDS) -> str:
+def _ids_text(ids: list[int] | np.ndarray, shown: int = _SHOWN_IDS) -> str:
     """'row 3' / 'rows 3, 7, 9' / 'rows 3, 7, ..., (120 rows)': the first `shown` ids, then the count."""
     ids = [int(v) for v in ids]
     if len(ids) == 1:
@@ -149,7 +149,7 @@ def _read_npy(path: Path, n_source: int | None, rows: np.ndarray, where: str, pr
     return x
 
 
-def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFrame], *, model: str) -> dict[str, Any]:
+def _check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFrame], *, model: str) -> dict[str, Any]:
     """The vectors of every split of one task, picked by the prepared rows' ids and checked:
     {split: (float32 (n_prepared, d) vectors, {"path", "sha256", "shape"})}.
 
@@ -232,7 +232,7 @@ def check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFram
         for _, info in out.values():
             info["sha256"] = digest
     if problems:
-        raise PrecomputedError(
+        raise _PrecomputedError(
             f"{len(problems)} problem(s) with the precomputed vectors of model {model}, task {task}:\n"
             + "\n".join(f"  - {p}" for p in problems)
         )
@@ -247,7 +247,7 @@ def import_task(
     splits: tuple[str, ...] = ("train", "test"),
     hdf5_locking: str = "auto",
 ) -> dict[str, Any]:
-    """Check a precomputed model's vectors of the prepared task in `task_dir` (`check_task`) and write them to
+    """Check a precomputed model's vectors of the prepared task in `task_dir` (`_check_task`) and write them to
     `out_path` in GENEB's cache layout; returns the extraction key. settings: the resolved extraction settings
     (`registry.extraction_settings`, family precomputed). Raises PrecomputedError (nothing written)."""
     t0 = time.perf_counter()
@@ -256,7 +256,7 @@ def import_task(
     task_dir = Path(task_dir)
     card = read_card(task_dir / "card.json")
     frames = {split: integrity.read_parquet(task_dir / f"{split}.parquet", columns=["row"]) for split in splits}
-    checked = check_task(str(typed.source.path), card, frames, model=typed.model)
+    checked = _check_task(str(typed.source.path), card, frames, model=typed.model)
     out = {}
     for split, (x, _) in checked.items():
         n = len(x)
@@ -284,12 +284,12 @@ def import_task(
         "seconds_total": round(time.perf_counter() - t0, 3),
     }
     if _up_to_date(out_path, key, hdf5_locking):  # the same checked files for the same task data: nothing to write
-        log.info("model %s, task %s: %s already holds these vectors (%s)", typed.model, card.task, out_path, identity)
+        _log.info("model %s, task %s: %s already holds these vectors (%s)", typed.model, card.task, out_path, identity)
         return key
     write_embeddings(
         out_path, out, key, storage_dtype=typed.extraction.storage_dtype, hdf5_locking=hdf5_locking, attrs=attrs
     )
-    log.info("model %s, task %s: precomputed vectors %s written to %s", typed.model, card.task, identity, out_path)
+    _log.info("model %s, task %s: precomputed vectors %s written to %s", typed.model, card.task, identity, out_path)
     return key
 
 

@@ -53,18 +53,18 @@ from geneb.core.ipc import (
 )
 from geneb.extract.batch_plan import ExecutionOptions
 
-log = logging.getLogger("geneb.extract.server")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_log = logging.getLogger("geneb.extract.server")
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class StopServer(Exception):
+class _StopServer(Exception):
     """A `stop` request: the server exits after answering none (`client.stop_servers`)."""
 
 
 @contextmanager
-def captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
+def _captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
     """Collect the formatted log records of this process during the block (they also reach the server's log).
-    forward: called with each line as it is made (`LiveLog`); a line it forwarded (True) is not collected."""
+    forward: called with each line as it is made (`_LiveLog`); a line it forwarded (True) is not collected."""
     lines: list[str] = []
 
     class Collect(logging.Handler):
@@ -74,7 +74,7 @@ def captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list[
                 lines.append(line)
 
     handler = Collect(level=logging.INFO)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
     root = logging.getLogger()
     root.addHandler(handler)
     try:
@@ -83,7 +83,7 @@ def captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list[
         root.removeHandler(handler)
 
 
-class LiveLog:
+class _LiveLog:
     """Send log lines to the waiting job as they are made (`{"op": "log", "line": ...}` messages before the answer),
     so the job's log shows a long split's progress lines (geneb.encoders.engine.batching) while it runs, not at its
     end. After a failed send (the job left) it forwards nothing more."""
@@ -103,7 +103,7 @@ class LiveLog:
         return True
 
 
-def still_waiting(conn: socket.socket) -> bool:
+def _still_waiting(conn: socket.socket) -> bool:
     """Whether the job on `conn` is still connected (it has sent its one request and now only reads)."""
     conn.setblocking(False)
     try:
@@ -116,22 +116,22 @@ def still_waiting(conn: socket.socket) -> bool:
         conn.setblocking(True)
 
 
-def handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[str], served: int) -> bool:
+def _handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[str], served: int) -> bool:
     """Serve one request on `conn`: embed the task it names and answer. Returns whether an output was written."""
     from geneb.extract.step import extract_task
 
     request = receive(conn)
     if request is not None and request.get("op") == "stop":
-        raise StopServer
+        raise _StopServer
     if request is None or request.get("op") != "extract":
         return False
     out = Path(request["out_path"])
     tmp = out.with_name(f".tmp-{out.name}.server-{os.getpid()}")  # a name no reader takes for a result
-    live = LiveLog(conn)
-    with captured_log(live) as lines:
+    live = _LiveLog(conn)
+    with _captured_log(live) as lines:
         if served == 0:
             lines.extend(line for line in load_log if not live(line))
-        log.info(
+        _log.info(
             "model %s: served by model server pid %d (load %s, %.1f s); task %d of this server",
             spec.settings.get("model"),
             os.getpid(),
@@ -157,32 +157,32 @@ def handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[st
                 loaded=loaded,
             )
         except Exception as err:  # the job re-raises it under its own name
-            log.exception("request for %s failed", out)
+            _log.exception("request for %s failed", out)
             tmp.unlink(missing_ok=True)
             send(conn, {**error_message(err), "log": lines})
             return False
-    if not still_waiting(conn):
+    if not _still_waiting(conn):
         integrity.discard(tmp)  # the job was cancelled: its output name stays empty
-        log.warning("the job asking for %s left before the file was complete; discarded", out)
+        _log.warning("the job asking for %s left before the file was complete; discarded", out)
         return False
     integrity.replace(tmp, out)  # its digest (geneb.core.integrity) goes with it
     send(conn, {"ok": True, "log": lines, "load_id": loaded.load_id})
     return True
 
 
-def serve(spec_path: str | Path) -> int:
+def _serve(spec_path: str | Path) -> int:
     """Run the server described by the spec file at `spec_path` (`ServerSpec` as JSON) until idle. Returns
     the exit status: 0 after an idle stop, 1 when the model could not be loaded."""
     spec = ServerSpec(**json.loads(Path(spec_path).read_text(encoding="utf-8")))
     paths = ServerPaths(Path(spec_path).parent, spec.key())
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT, force=True)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=_LOG_FORMAT, force=True)
     logging.captureWarnings(True)
     from geneb.extract.cache import configure_hdf5_locking
 
     configure_hdf5_locking(spec.hdf5_locking)  # before h5py is imported (NFS/Lustre lock refusals)
     from geneb.extract.step import load_model
 
-    with captured_log() as load_log:
+    with _captured_log() as load_log:
         try:
             loaded = load_model(
                 spec.settings,
@@ -194,38 +194,38 @@ def serve(spec_path: str | Path) -> int:
                 load_checks_policy=spec.load_checks,
             )
         except Exception as err:
-            log.exception("model %s could not be loaded", spec.settings.get("model"))
+            _log.exception("model %s could not be loaded", spec.settings.get("model"))
             paths.failure(os.getpid()).write_text(json.dumps(error_message(err)), encoding="utf-8")
             return 1
     listener = listen(paths)
-    log.info("model server %s ready on %s (idle stop after %g s)", spec.key(), paths.socket, spec.idle_s)
+    _log.info("model server %s ready on %s (idle stop after %g s)", spec.key(), paths.socket, spec.idle_s)
     served = 0
     last = time.monotonic()
     while True:
         if stopped_when_idle(listener, paths, spec.idle_s - (time.monotonic() - last)):
-            log.info("model server %s: idle for %g s after %d tasks; stopping", spec.key(), spec.idle_s, served)
+            _log.info("model server %s: idle for %g s after %d tasks; stopping", spec.key(), spec.idle_s, served)
             return 0
         conn, _ = listener.accept()
         with conn:
             try:
-                served += handle(conn, loaded, spec, load_log, served)
+                served += _handle(conn, loaded, spec, load_log, served)
             except OSError as err:  # the job went away mid-answer; the server carries on
-                log.warning("connection lost: %s", err)
-            except StopServer:
+                _log.warning("connection lost: %s", err)
+            except _StopServer:
                 with held(paths.lock):
                     paths.socket.unlink(missing_ok=True)
                 listener.close()
-                log.info("model server %s: asked to stop after %d tasks", spec.key(), served)
+                _log.info("model server %s: asked to stop after %d tasks", spec.key(), served)
                 return 0
         last = time.monotonic()
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))
+    sys.exit(_serve(sys.argv[1]))
 
 
 #: seconds between looks at a starting server (socket there yet? process gone?)
-POLL_S = 0.05
+_POLL_S = 0.05
 
 
 def connect(path: Path) -> socket.socket | None:
@@ -262,7 +262,7 @@ def spawn(
         conn = connect(paths.socket)
         if conn is not None or proc.poll() is not None:
             return conn, proc
-        time.sleep(POLL_S)
+        time.sleep(_POLL_S)
 
 
 def _start(spec: ServerSpec, paths: ServerPaths, env: dict[str, str] | None) -> socket.socket:

@@ -43,7 +43,7 @@ from geneb.tasks.prepare import read_card
 from geneb.tasks.validation import AlphabetPolicy, model_input, reverse_complement
 
 #: a view's (layer, pooling): the layer None for an encoder without layers (k-mer counts)
-LayerPooling = tuple[int | None, str]
+_LayerPooling = tuple[int | None, str]
 
 
 def _reverse_inputs(encoder: Encoder, sequences: list[str]) -> list[str]:
@@ -54,7 +54,7 @@ def _reverse_inputs(encoder: Encoder, sequences: list[str]) -> list[str]:
 
 def _one_strand(
     encoder: Encoder, sequences: list[str], rows: list[int], views: ViewSet, desc: str | None
-) -> tuple[EmbedResult, dict[LayerPooling, np.ndarray]]:
+) -> tuple[EmbedResult, dict[_LayerPooling, np.ndarray]]:
     """(EmbedResult with an empty (n, 0) embeddings, {(layer, pooling): float32 (n, d)}) of one strand."""
     if not views.layers:  # no token states (k-mer counts): the encoder's one vector
         res = encoder.embed(sequences, rows, desc=desc)
@@ -65,7 +65,7 @@ def _one_strand(
     specs = [(layer, pooling) for pooling in views.poolings for layer in views.layers]
     # layers are resolved for token models only (geneb.registry.spec: none without token states)
     base, vectors = embed_views(cast(TokenModelEncoder, encoder), sequences, rows, specs, desc=desc)
-    by_spec: dict[LayerPooling, np.ndarray] = dict(zip(specs, vectors))
+    by_spec: dict[_LayerPooling, np.ndarray] = dict(zip(specs, vectors))
     return base, by_spec
 
 
@@ -77,7 +77,7 @@ def embed_split_views(
     {view id: float32 (n, d)} in `views.views()` order). rc views are (forward + reverse) / 2 per (layer,
     pooling), as the registry's `rc: average`. Raises what the encoder raises (see `embed_views`)."""
     base, fwd = _one_strand(encoder, sequences, rows, views, desc)
-    rev: dict[LayerPooling, np.ndarray] = {}
+    rev: dict[_LayerPooling, np.ndarray] = {}
     if True in views.reverse_complement:
         rev_base, rev = _one_strand(
             encoder, _reverse_inputs(encoder, sequences), rows, views, f"{desc} (RC)" if desc else None
@@ -113,7 +113,7 @@ def view_attrs(view: View, views: ViewSet, *, key_hash: str, settings_hash: str)
     }
 
 
-def view_arrays(
+def _view_arrays(
     views: ViewSet, per_split: dict[str, dict[str, np.ndarray]], *, key_hash: str, settings_hash: str
 ) -> dict[str, ViewArrays]:
     """{view id: ViewArrays(its attributes, {split: float32 (n, d)})} from {split: {view id: vectors}}."""
@@ -126,7 +126,7 @@ def view_arrays(
     }
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 RC_MODES = ("none", "average", "concat")
 
 
@@ -180,7 +180,7 @@ class LoadedModel:
 
 
 #: how a load treats a passed load-time checks record (execution.load_checks)
-LOAD_CHECKS_POLICIES = ("record", "every_load")
+_LOAD_CHECKS_POLICIES = ("record", "every_load")
 
 
 def load_model(
@@ -218,15 +218,15 @@ def load_model(
     names = encoder.load_check_names  # a family without probes (k-mer counts, Enformer) records none
     want = batch_plan.expected(typed.model, settings_hash, identity, names)
     found = batch_plan.read_record(record_path)
-    if load_checks_policy not in LOAD_CHECKS_POLICIES:
-        raise ValueError(f"load_checks_policy {load_checks_policy!r}: expected one of {LOAD_CHECKS_POLICIES}")
+    if load_checks_policy not in _LOAD_CHECKS_POLICIES:
+        raise ValueError(f"load_checks_policy {load_checks_policy!r}: expected one of {_LOAD_CHECKS_POLICIES}")
     checks_run = found != want or load_checks_policy == "every_load"
     if checks_run:
         encoder.run_load_checks()
         batch_plan.write_record(record_path, want)
-        log.info("model %s: load-time checks %s passed; recorded in %s", typed.model, list(names), record_path)
+        _log.info("model %s: load-time checks %s passed; recorded in %s", typed.model, list(names), record_path)
     else:
-        log.info(
+        _log.info(
             "model %s: load-time checks %s passed earlier (%s); not run again", typed.model, list(names), record_path
         )
     plan = batch_plan.resolve_batch_tokens(  # auto: the CPU budget measured once per model (batch_plan)
@@ -307,7 +307,7 @@ def model_inputs(df: pd.DataFrame, *, task: str, split: str) -> list[str]:
     ]
 
 
-def longest_split_first(frames: dict[str, pd.DataFrame]) -> list[str]:
+def _longest_split_first(frames: dict[str, pd.DataFrame]) -> list[str]:
     """The splits in embedding order: the one holding the longest sequence first (ties keep the given order),
     so that the largest batch, which each split runs first, meets an out-of-memory in the job's first minute
     rather than after the whole training split. Rows, vectors and the file's layout do not depend on it."""
@@ -315,7 +315,7 @@ def longest_split_first(frames: dict[str, pd.DataFrame]) -> list[str]:
     return sorted(frames, key=lambda s: -longest[s])
 
 
-def policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict[str, Any]:
+def _policy_attrs(settings: ExtractionSettings, identity: dict[str, Any]) -> dict[str, Any]:
     """Flat, human-readable HDF5 root attributes: the pooling/layer/special-token policy and how the model
     was run (pooled positions, layer, dtype). The complete key stays in the `extraction_key` JSON attribute."""
     ext = settings.extraction
@@ -396,7 +396,7 @@ def extract_task(
     step_downs = fp32_retries = 0  # over every split and strand of the file
     per_split_views: dict[str, dict[str, np.ndarray]] = {}
     frames = {split: integrity.read_parquet(task_dir / f"{split}.parquet") for split in splits}
-    for split in longest_split_first(frames):
+    for split in _longest_split_first(frames):
         df = frames[split]
         rows = df["row"].astype(int).tolist()
         where = f"model {typed.model}, task {task}, split {split}"
@@ -433,7 +433,7 @@ def extract_task(
                 "n_empty_rows": int(res.empty.sum()),
             },
         )
-        log.info(
+        _log.info(
             "%s: %d rows, dim %d, %d view(s), %d chunked, %d truncated, %d pooled positions",
             where,
             len(df),
@@ -455,7 +455,7 @@ def extract_task(
     }
     seconds = time.perf_counter() - t0
     attrs = {
-        **policy_attrs(typed, identity),
+        **_policy_attrs(typed, identity),
         "device": device,
         "batch_size": int(batch_size),
         "batch_tokens": int(loaded.batch_tokens or (batch_tokens if isinstance(batch_tokens, int) else 0)),  # 0: none
@@ -475,9 +475,9 @@ def extract_task(
     storage = storage_dtype or typed.extraction.storage_dtype
     views = None
     if typed.views is not None:
-        views = view_arrays(typed.views, per_split_views, key_hash=key_hash(key), settings_hash=key["settings_hash"])
+        views = _view_arrays(typed.views, per_split_views, key_hash=key_hash(key), settings_hash=key["settings_hash"])
     write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs, views=views)
-    log.info("wrote %s in %.1f s (model load %.1f s)", out_path, time.perf_counter() - t0, t_load)
+    _log.info("wrote %s in %.1f s (model load %.1f s)", out_path, time.perf_counter() - t0, t_load)
     return key
 
 

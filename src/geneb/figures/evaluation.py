@@ -31,7 +31,7 @@ from geneb.zeroshot.tables import MACRO
 from geneb.zeroshot.task import MARKOV_PREFIX
 
 
-def best_layer(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def _best_layer(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """Markers at the best layer's relative depth (0 = embedding layer, 1 = last layer) per category and macro
     (x), one colour per model, with the percentile CI as a bar; hollow where the gain over the registry's layer has
     a CI that includes 0. Returns the figure (a note figure without fixed-layer views)."""
@@ -65,10 +65,10 @@ def draw_best_layer(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table best_layer."""
-    return best_layer(tables["best_layer"], display, protocol=protocol, regime=regime)
+    return _best_layer(tables["best_layer"], display, protocol=protocol, regime=regime)
 
 
-def sensitivity(board: pd.DataFrame, display: dict[str, str], *, regime: str = "full", highlight: int = 7) -> Figure:
+def _sensitivity(board: pd.DataFrame, display: dict[str, str], *, regime: str = "full", highlight: int = 7) -> Figure:
     """One column per leaderboard (the reference first, then every alternative of every choice), each model's
     macro-MCC rank (1 at the top) joined by lines; the `highlight` best models of the reference are coloured.
     board: the `sensitivity_leaderboard` table (its protocol is the reference's). Returns the figure (a note
@@ -108,10 +108,10 @@ def draw_sensitivity(
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table sensitivity_leaderboard (whose
     protocol is the sensitivity reference's, whatever the report's)."""
-    return sensitivity(tables["sensitivity_leaderboard"], display, regime=regime)
+    return _sensitivity(tables["sensitivity_leaderboard"], display, regime=regime)
 
 
-def pretraining_gain(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def _pretraining_gain(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """Markers at MCC(model) - MCC(twin) per category and macro (x), one colour per model, the percentile CI as a
     bar (the two-level bootstrap: tasks within the category, test rows within each task); filled where the CI
     excludes 0, a dashed line at 0. The title counts the tasks won and lost significantly (Holm-corrected).
@@ -150,10 +150,10 @@ def draw_pretraining_gain(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table pretraining_gain."""
-    return pretraining_gain(tables["pretraining_gain"], display, protocol=protocol, regime=regime)
+    return _pretraining_gain(tables["pretraining_gain"], display, protocol=protocol, regime=regime)
 
 
-def finetune_vs_probe(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
+def _finetune_vs_probe(table: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full") -> Figure:
     """Markers at MCC(finetune-lora) - MCC(probe protocol `protocol`) per category and macro (x), one colour per
     model, the paired two-level bootstrap CI as a bar, filled where it excludes 0; a dashed line at 0. The title
     gives the macro Kendall tau with its task-bootstrap CI and whether the top model changes. Returns the figure (a
@@ -194,10 +194,10 @@ def draw_finetune_vs_probe(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table finetune_vs_probe."""
-    return finetune_vs_probe(tables["finetune_vs_probe"], display, protocol=protocol, regime=regime)
+    return _finetune_vs_probe(tables["finetune_vs_probe"], display, protocol=protocol, regime=regime)
 
 
-def draw_zeroshot(
+def _draw_zeroshot(
     board: pd.DataFrame,
     vs_probe: pd.DataFrame,
     probe_board: pd.DataFrame,
@@ -288,4 +288,4 @@ def render(
 
     board, vs, probe_board = (integrity.read_parquet(p) for p in (leaderboard, vs_probe, probe_leaderboard))
     with paper_style():
-        save(draw_zeroshot(board, vs, probe_board, {}, protocol=protocol), png)
+        save(_draw_zeroshot(board, vs, probe_board, {}, protocol=protocol), png)

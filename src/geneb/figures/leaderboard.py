@@ -36,7 +36,7 @@ from geneb.figures.style import (
 from geneb.tables.scores import REGIMES
 
 
-def heatmap(
+def _heatmap(
     board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", annotate: bool = True
 ) -> Figure:
     """Heatmap of the 13 category MCCs plus macro (columns) for every model (rows, best macro on top).
@@ -85,10 +85,10 @@ def draw_heatmap(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
-    return heatmap(tables["leaderboard"], display, protocol=protocol, regime=regime)
+    return _heatmap(tables["leaderboard"], display, protocol=protocol, regime=regime)
 
 
-def rank_bump(
+def _rank_bump(
     board: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", highlight: int = 7
 ) -> Figure:
     """Lines of rank (y, 1 at the top) across the categories and macro (x) for every model.
@@ -125,13 +125,13 @@ def draw_rank_bump(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard."""
-    return rank_bump(tables["leaderboard"], display, protocol=protocol, regime=regime)
+    return _rank_bump(tables["leaderboard"], display, protocol=protocol, regime=regime)
 
 
-ROW = 0.11  # inches per label row
+_ROW = 0.11  # inches per label row
 
 
-def cliques(mean_rank: np.ndarray, sep: np.ndarray) -> list[tuple[int, int]]:
+def _cliques(mean_rank: np.ndarray, sep: np.ndarray) -> list[tuple[int, int]]:
     """The maximal runs [i, j] (indices into `mean_rank`, sorted best first) of models no two of which are
     separable (`sep`, (k, k) bool), each of at least two models: the bars of the diagram."""
     k = len(mean_rank)
@@ -145,8 +145,8 @@ def cliques(mean_rank: np.ndarray, sep: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
-def bar_rows(runs: list[tuple[int, int]], mean_rank: np.ndarray, gap: float = 0.3) -> list[int]:
-    """A row (0 = nearest the axis) for each run of `cliques`, packed greedily: a run goes to the first row
+def _bar_rows(runs: list[tuple[int, int]], mean_rank: np.ndarray, gap: float = 0.3) -> list[int]:
+    """A row (0 = nearest the axis) for each run of `_cliques`, packed greedily: a run goes to the first row
     whose runs end more than `gap` ranks before it starts, so bars on one row never touch."""
     ends: list[float] = []
     rows = []
@@ -171,7 +171,7 @@ def _panel(ax: Axes, g: pd.DataFrame, display: dict[str, str], regime: str) -> N
     r = g["tier_mean_rank"].to_numpy(dtype=float)
     first = g.iloc[0]
     conf, cd, p = float(first["tier_confidence"]), float(first["tier_cd"]), float(first["friedman_p"])
-    runs = cliques(r, separable(r, cd, p, conf))
+    runs = _cliques(r, separable(r, cd, p, conf))
     k = len(r)
     half = (k + 1) // 2
     names = short_all([display.get(m, m) for m in g["model"]], 30)
@@ -182,7 +182,7 @@ def _panel(ax: Axes, g: pd.DataFrame, display: dict[str, str], regime: str) -> N
         ax.vlines(t, 0, 0.25 if t in (lo, hi) or t % 5 == 0 else 0.12, color="black", lw=0.6)
         if t in (lo, hi) or t % 5 == 0:
             ax.text(t, 0.35, str(t), ha="center", va="bottom", fontsize=6)
-    rows = bar_rows(runs, r)
+    rows = _bar_rows(runs, r)
     for (i, j), b in zip(runs, rows):
         y = -0.5 - 0.35 * b
         ax.hlines(y, r[i] - 0.05, r[j] + 0.05, color=LINE_COLOURS[3], lw=1.6)
@@ -221,11 +221,11 @@ def _n_rows(g: pd.DataFrame) -> int:
     r = g["tier_mean_rank"].to_numpy(dtype=float)
     first = g.iloc[0]
     sep = separable(r, float(first["tier_cd"]), float(first["friedman_p"]), float(first["tier_confidence"]))
-    rows = bar_rows(cliques(r, sep), r)
+    rows = _bar_rows(_cliques(r, sep), r)
     return max(rows) + 1 if rows else 0
 
 
-def cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str) -> Figure:
+def _cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str) -> Figure:
     """The diagram of the macro rows of `board` (a tiered leaderboard) for `protocol`, one panel per regime
     with tiers (REGIMES order). Returns the figure (a note figure when no regime has tiers or the board was
     written without them)."""
@@ -240,7 +240,7 @@ def cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str) -
     fig, axes = plt.subplots(
         len(regimes),
         1,
-        figsize=(DOUBLE_COLUMN, ROW * sum(heights)),
+        figsize=(DOUBLE_COLUMN, _ROW * sum(heights)),
         gridspec_kw={"height_ratios": heights},
         squeeze=False,
     )
@@ -254,10 +254,10 @@ def draw_critical_difference(
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the table leaderboard, every regime (the
     rule's `regime` is not used: the diagram shows one panel per regime)."""
-    return cd_diagram(tables["leaderboard"], display, protocol=protocol)
+    return _cd_diagram(tables["leaderboard"], display, protocol=protocol)
 
 
-def task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol: str, regime: str = "full") -> Figure:
+def _task_variance(variance: pd.DataFrame, near_random: pd.DataFrame, *, protocol: str, regime: str = "full") -> Figure:
     """One vertical bar per task from the lowest to the highest model MCC, a dot at the median; tasks
     grouped by category (official order), sorted by sd within a category. Orange: high variance; blue:
     near random (its best model's CI below the threshold, dashed line). Returns the figure.
@@ -297,4 +297,4 @@ def draw_task_variance(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables task_variance, near_random."""
-    return task_variance(tables["task_variance"], tables["near_random"], protocol=protocol, regime=regime)
+    return _task_variance(tables["task_variance"], tables["near_random"], protocol=protocol, regime=regime)

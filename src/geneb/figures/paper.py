@@ -35,7 +35,7 @@ from geneb.figures.style import (
 from geneb.tables.scores import REGIMES
 
 
-def scale_scatter(
+def _scale_scatter(
     board: pd.DataFrame,
     scale_table: pd.DataFrame,
     in_domain: pd.DataFrame,
@@ -98,12 +98,12 @@ def draw_scale(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables leaderboard, scale, in_domain."""
-    return scale_scatter(
+    return _scale_scatter(
         tables["leaderboard"], tables["scale"], tables["in_domain"], display, protocol=protocol, regime=regime
     )
 
 
-def fewshot_plot(
+def _fewshot_plot(
     drops: pd.DataFrame, inverse: pd.DataFrame, display: dict[str, str], *, protocol: str, highlight: int = 7
 ) -> Figure:
     """Two panels: (a) macro MCC per regime, one line per model (the `highlight` best in colour); (b) full
@@ -161,13 +161,13 @@ def draw_fewshot(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables fewshot_drops, fewshot_inverse."""
-    return fewshot_plot(tables["fewshot_drops"], tables["fewshot_inverse"], display, protocol=protocol)
+    return _fewshot_plot(tables["fewshot_drops"], tables["fewshot_inverse"], display, protocol=protocol)
 
 
-DIFFERS_COLOUR = {"architecture": OKABE_ITO[3], "tokenizer": OKABE_ITO[0], "pretraining_data": OKABE_ITO[2]}
+_DIFFERS_COLOUR = {"architecture": OKABE_ITO[3], "tokenizer": OKABE_ITO[0], "pretraining_data": OKABE_ITO[2]}
 
 
-def forest(
+def _forest(
     pairs: pd.DataFrame, display: dict[str, str], *, protocol: str, regime: str = "full", max_rows: int = 40
 ) -> Figure:
     """Forest plot of tested matched-pair differences for one (protocol, regime).
@@ -187,7 +187,7 @@ def forest(
     fig, ax = plt.subplots(figsize=(DOUBLE_COLUMN, 0.8 + 0.14 * len(p)))
     y = np.arange(len(p))[::-1]
     for yi, (_, r) in zip(y, p.iterrows()):
-        c = DIFFERS_COLOUR.get(r["differs_in"], "black")
+        c = _DIFFERS_COLOUR.get(r["differs_in"], "black")
         ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=1)
         ax.scatter(
             [r["diff"]], [yi], s=14, marker="o", facecolors=c if r["significant"] else "white", edgecolors=c, zorder=3
@@ -199,7 +199,7 @@ def forest(
     ax.set_yticks(y, labels)
     ax.axvline(0, color="black", lw=0.6)
     ax.set_xlabel(f"MCC difference ({regime}), paired bootstrap CI")
-    for k, c in DIFFERS_COLOUR.items():
+    for k, c in _DIFFERS_COLOUR.items():
         ax.scatter([], [], c=c, s=14, label=f"differs in {k.replace('_', ' ')}")
     ax.legend(loc="lower right", frameon=False)
     ax.set_title("Matched pairs (filled: significant after Benjamini-Hochberg)")
@@ -210,7 +210,7 @@ def draw_matched_pairs(
     tables: dict[str, pd.DataFrame], display: dict[str, str], *, protocol: str, regime: str = "full"
 ) -> Figure:
     """The registered figure (geneb.figures.registry): drawn from the tables matched_pairs."""
-    return forest(tables["matched_pairs"], display, protocol=protocol, regime=regime)
+    return _forest(tables["matched_pairs"], display, protocol=protocol, regime=regime)
 
 
 def rank_figure(board: pd.DataFrame, *, protocol: str, regime: str = "full", category: str = "macro") -> Figure:

@@ -40,7 +40,7 @@ SINGLE_COLUMN = 3.35
 DOUBLE_COLUMN = 7.0
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
-RC: dict[RcKeyType, Any] = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 7,
     "axes.titlesize": 8,
     "axes.labelsize": 7,
@@ -59,14 +59,14 @@ RC: dict[RcKeyType, Any] = {
 @contextmanager
 def paper_style() -> Iterator[None]:
     """Context in which matplotlib uses the paper rc settings (fonts 6-8 pt, no top/right spines)."""
-    with plt.rc_context(RC):
+    with plt.rc_context(_RC):
         yield
 
 
 #: the PNG text-chunk key of an `empty_figure`'s message (why the figure does not apply to the run)
 NOT_APPLICABLE_KEY = "geneb-not-applicable"
 #: the attribute an `empty_figure` carries its message in until `save`
-NOT_APPLICABLE_ATTR = "geneb_not_applicable"
+_NOT_APPLICABLE_ATTR = "geneb_not_applicable"
 
 
 def save(fig: Figure, png_path: str | Path) -> tuple[Path, Path]:
@@ -81,7 +81,7 @@ def save(fig: Figure, png_path: str | Path) -> tuple[Path, Path]:
     for path, fmt in ((png, "png"), (pdf, "pdf")):
         with atomic_path(path) as tmp:
             meta = {"Software": "geneb"}
-            why = getattr(fig, NOT_APPLICABLE_ATTR, None)
+            why = getattr(fig, _NOT_APPLICABLE_ATTR, None)
             if why:
                 meta[NOT_APPLICABLE_KEY] = str(why)
             fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata=meta if fmt == "png" else None)
@@ -110,7 +110,7 @@ def empty_figure(message: str, width: float = SINGLE_COLUMN) -> Figure:
     """A small figure that states why there is nothing to plot (an output must still exist); `save` writes
     `message` into the PNG's text chunk NOT_APPLICABLE_KEY, so a report shows that line instead of the figure."""
     fig, ax = plt.subplots(figsize=(width, 1.2))
-    setattr(fig, NOT_APPLICABLE_ATTR, message)  # matplotlib's Figure has no field for it; read back by `save`
+    setattr(fig, _NOT_APPLICABLE_ATTR, message)  # matplotlib's Figure has no field for it; read back by `save`
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
     return fig

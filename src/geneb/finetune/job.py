@@ -42,20 +42,20 @@ from geneb.tables.scores import PROBE_THREADS_ATTR
 from geneb.tasks.audit import read_audit
 from geneb.tasks.prepare import read_card
 
-PathLike = str | os.PathLike[str]
-log = logging.getLogger(__name__)
+_PathLike = str | os.PathLike[str]
+_log = logging.getLogger(__name__)
 #: parquet metadata key of a fine-tune score table: {"recipe": settings, "recipe_hash", "cells": [...], "failed": [...]}
-FINETUNE_ATTR = "geneb_finetune"
+_FINETUNE_ATTR = "geneb_finetune"
 
 
-def _split(path: PathLike, task: str, split: str) -> pd.DataFrame:
+def _split(path: _PathLike, task: str, split: str) -> pd.DataFrame:
     df = integrity.read_parquet(path, columns=["row", "label", "sequence"])
     if df["row"].duplicated().any():
         raise FineTuneInputError(f"task {task!r}, split {split!r}: duplicated row ids in {path}")
     return df
 
 
-def cells(
+def _cells(
     recipe: Recipe, shot: dict[str, Any], rows_train: np.ndarray, task: str
 ) -> list[tuple[str, int, np.ndarray, int]]:
     """(regime, seed, positions into the training split, classes short of k) of every cell, in output order:
@@ -85,24 +85,24 @@ def cells(
 
 def finetune_task(
     *,
-    train: PathLike,
-    test: PathLike,
-    card: PathLike,
-    shots: PathLike,
-    scores_out: PathLike,
-    predictions_out: PathLike,
+    train: _PathLike,
+    test: _PathLike,
+    card: _PathLike,
+    shots: _PathLike,
+    scores_out: _PathLike,
+    predictions_out: _PathLike,
     task: str,
     model: str,
     settings: dict[str, Any],
     probe_settings: dict[str, Any],
     extraction: dict[str, Any],
     settings_hash: str,
-    scratch: PathLike,
-    audit: PathLike | None = None,
+    scratch: _PathLike,
+    audit: _PathLike | None = None,
     n_layers: int | None = None,
     device: str = "cpu",
     threads: int = 1,
-    adapter_dir: PathLike | None = None,
+    adapter_dir: _PathLike | None = None,
     on_epoch_end: EpochHook | None = None,
 ) -> pd.DataFrame:
     """Fine-tune every (regime, seed) cell of `finetune-lora` for one (model, task); write both tables.
@@ -146,13 +146,13 @@ def finetune_task(
     fits: list[Fit] = []
     records: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for regime, seed, pos, n_short in cells(recipe, shot, tr["row"].to_numpy(), task):
+    for regime, seed, pos, n_short in _cells(recipe, shot, tr["row"].to_numpy(), task):
         name = f"{model}/{task}/{regime}/seed {seed}"
         key = {**base_key, "regime": regime, "seed": seed}
         stem = f"{regime}-{seed}"
         done = scratch / f"{stem}.result.pt"
         if done.exists() and (res := torch.load(done, weights_only=False)).get("key") == key:
-            log.info("%s: finished in an earlier attempt; its result is reused", name)
+            _log.info("%s: finished in an earlier attempt; its result is reused", name)
         else:
             adapted = adapt(encoder, pristine, extraction["family"], recipe, len(classes), seed)
             try:
@@ -168,7 +168,7 @@ def finetune_task(
                     on_epoch_end=on_epoch_end,
                 )
             except NonFiniteLossError as err:
-                log.error("%s", err)
+                _log.error("%s", err)
                 failed.append({"regime": regime, "seed": seed, "error": f"NonFiniteLossError: {err}"})
                 continue
             proba = predict(adapted, test_rows, recipe.batch_size)
@@ -227,7 +227,7 @@ def finetune_task(
         unknown=unknown,
     )
     scores.attrs[PROBE_THREADS_ATTR] = thread_record()
-    scores.attrs[FINETUNE_ATTR] = {
+    scores.attrs[_FINETUNE_ATTR] = {
         "recipe": recipe.settings(),
         "recipe_hash": recipe.recipe_hash(),
         "key_hash": stable_hash(base_key),
@@ -238,7 +238,7 @@ def finetune_task(
         integrity.write_parquet(table, path)
     shutil.rmtree(scratch, ignore_errors=True)
     mcc = scores[scores["metric"] == "MCC"]
-    log.info(
+    _log.info(
         "%s / %s / %s: mean MCC per regime %s; failed cells %d",
         FINETUNE_PROTOCOL,
         model,
@@ -256,7 +256,7 @@ def _tables(
     task: str,
     proto: Protocol,
     card: Any,
-    audit: PathLike | None,
+    audit: _PathLike | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score the fits exactly as the probes are scored (`geneb.probe.fit.score_fits`: MCC with its bootstrap CI,
     the other metrics, the seed summary; the dedup rows and the clean-subset columns of `geneb.probe.job`)."""

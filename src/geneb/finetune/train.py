@@ -74,7 +74,7 @@ def _lora_targets(model: nn.Module, suffixes: tuple[str, ...]) -> list[str]:
     )
 
 
-def last_block(model: nn.Module, n_layers: int | None) -> tuple[str, nn.Module]:
+def _last_block(model: nn.Module, n_layers: int | None) -> tuple[str, nn.Module]:
     """(name, module) of the network's last block: the last element of the largest nn.ModuleList with n_layers
     elements (any length when n_layers is unknown). Raises FineTuneInputError when there is none."""
     lists = [
@@ -90,7 +90,7 @@ def last_block(model: nn.Module, n_layers: int | None) -> tuple[str, nn.Module]:
     return f"{name}.{len(blocks) - 1}", blocks[len(blocks) - 1]
 
 
-class Classifier(nn.Module):
+class _Classifier(nn.Module):
     """Encoder network (adapted) + linear head on its pooled representation.
 
     forward(ids (B, T) long, attn (B, T), pmask (B, T), seg (B,) long: the output row of each chunk, n_out) ->
@@ -140,10 +140,10 @@ class Classifier(nn.Module):
 
 
 @dataclasses.dataclass
-class Adapted:
+class _Adapted:
     """A cell's network: the classifier, its trainable parameters (name -> tensor), and what was adapted."""
 
-    classifier: Classifier
+    classifier: _Classifier
     method: str
     targets: list[str]
 
@@ -167,11 +167,11 @@ class Adapted:
 
 def adapt(
     encoder: TokenModelEncoder, pristine: nn.Module, family: str, recipe: Recipe, n_classes: int, seed: int
-) -> Adapted:
+) -> _Adapted:
     """A fresh trainable network for one cell: a copy of `pristine` (the encoder's loaded network, never
     changed), LoRA (peft `inject_adapter_in_model`, rank/alpha/dropout of the recipe) on the linear modules named
     by `recipe.targets_for(family)`, or, when the recipe names none for the family or none match, its last block
-    (`last_block`) trainable; plus the linear head. Everything else frozen. Initialisation is seeded:
+    (`_last_block`) trainable; plus the linear head. Everything else frozen. Initialisation is seeded:
     `torch.manual_seed(seed)` before the adapters and the head are created."""
     from peft import LoraConfig, inject_adapter_in_model
 
@@ -187,14 +187,14 @@ def adapt(
             p.requires_grad_("lora_" in name)
         method = LORA
     else:
-        name, block = last_block(network, encoder.n_layers)
+        name, block = _last_block(network, encoder.n_layers)
         for p in block.parameters():
             p.requires_grad_(True)
         targets, method = [name], FALLBACK
     encoder.loaded = dataclasses.replace(encoder.loaded, model=network)
-    classifier = Classifier(encoder, network, n_classes)
+    classifier = _Classifier(encoder, network, n_classes)
     classifier.to(classifier.encoder.device)
-    return Adapted(classifier, method, targets)
+    return _Adapted(classifier, method, targets)
 
 
 def load_encoder(settings: dict[str, Any], *, device: str, threads: int | None) -> TokenModelEncoder:
@@ -212,7 +212,7 @@ def load_encoder(settings: dict[str, Any], *, device: str, threads: int | None) 
     return encoder
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 #: a hook called after each completed epoch (after its checkpoint is written): (cell name, epoch) -> None
 EpochHook = Callable[[str, int], None]
 
@@ -235,7 +235,7 @@ def validation_split(y: np.ndarray, recipe: Recipe, seed: int) -> tuple[np.ndarr
     return np.setdiff1d(np.arange(len(y)), v), v
 
 
-def lr_factor(step: int, total: int, recipe: Recipe) -> float:
+def _lr_factor(step: int, total: int, recipe: Recipe) -> float:
     """The learning-rate multiplier at optimizer step `step` of `total`: linear warm-up over
     ceil(warmup_fraction * total) steps, then linear decay to 0 ("linear") or flat ("constant")."""
     warm = math.ceil(recipe.warmup_fraction * total)
@@ -269,7 +269,7 @@ def _atomic_save(obj: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def predict(adapted: Adapted, rows: list[list[Chunk]], batch_size: int) -> np.ndarray:
+def predict(adapted: _Adapted, rows: list[list[Chunk]], batch_size: int) -> np.ndarray:
     """Class probabilities float64 (n, K) of each row's chunks (eval mode, no gradients)."""
     clf = adapted.classifier
     clf.eval()
@@ -283,7 +283,7 @@ def predict(adapted: Adapted, rows: list[list[Chunk]], batch_size: int) -> np.nd
 
 
 def train_cell(
-    adapted: Adapted,
+    adapted: _Adapted,
     rows: list[list[Chunk]],
     y: np.ndarray,
     recipe: Recipe,
@@ -312,7 +312,7 @@ def train_cell(
     )
     steps_per_epoch = math.ceil(len(fit) / recipe.batch_size)
     total = steps_per_epoch * recipe.epochs
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, recipe))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, total, recipe))
     loss_fn = torch.nn.CrossEntropyLoss()
     start, best_state, best_epoch, best_val, bad, history = 0, adapted.trainable_state(), -1, -math.inf, 0, []
     resumed = -1
@@ -325,9 +325,9 @@ def train_cell(
             torch.set_rng_state(ck["torch_rng"])
             start, best_state, best_epoch = ck["epoch"] + 1, ck["best"], ck["best_epoch"]
             best_val, bad, history, resumed = ck["best_val"], ck["bad_epochs"], ck["history"], ck["epoch"]
-            log.info("%s: resumed after epoch %d from %s", cell, ck["epoch"], checkpoint)
+            _log.info("%s: resumed after epoch %d from %s", cell, ck["epoch"], checkpoint)
         else:
-            log.warning("%s: checkpoint %s belongs to other settings; starting afresh", cell, checkpoint)
+            _log.warning("%s: checkpoint %s belongs to other settings; starting afresh", cell, checkpoint)
     clf = adapted.classifier
     target = torch.as_tensor(y, dtype=torch.long)
     stopped = False

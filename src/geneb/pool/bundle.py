@@ -27,16 +27,16 @@ from geneb.registry.registry import MERGED_SHEET, RegistryError
 from geneb.tables.scores import SCHEMA_VERSION
 
 #: the bundle format (manifest `format`, `format_version`)
-FORMAT = "geneb-results-bundle"
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
-PROVENANCE = "provenance.json"
-REGISTRY = "registry/models.yaml"
+_FORMAT = "geneb-results-bundle"
+_FORMAT_VERSION = 1
+_MANIFEST = "manifest.json"
+_PROVENANCE = "provenance.json"
+_REGISTRY = "registry/models.yaml"
 SCORES = "tables/scores.parquet"
 #: the tables carried beside scores when the run has them: the site's task pages (audit) and model cards (models)
-OPTIONAL_TABLES = ("task_audit", "models")
+_OPTIONAL_TABLES = ("task_audit", "models")
 #: the provenance columns every score row must carry to be pooled (docs/pooling.md, "Comparable rows")
-PROVENANCE_COLUMNS = ("schema_version", "data_hash", "shots_hash", "config_hash")
+_PROVENANCE_COLUMNS = ("schema_version", "data_hash", "shots_hash", "config_hash")
 #: a fixed member time, so that the same run gives the same archive bytes
 _DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -49,7 +49,7 @@ class BundleError(ValueError):
 class Bundle:
     """A bundle read and checked. name: its file name (how errors name it); scores: its score rows; tables:
     {name: frame} of its optional tables; registry: {model id: registry entry} of its models; provenance: the
-    provenance record (`provenance_record`)."""
+    provenance record (`_provenance_record`)."""
 
     name: str
     scores: pd.DataFrame
@@ -58,7 +58,7 @@ class Bundle:
     provenance: dict[str, Any]
 
 
-def provenance_record(scores: pd.DataFrame) -> dict[str, Any]:
+def _provenance_record(scores: pd.DataFrame) -> dict[str, Any]:
     """What a bundle says about its rows: the GENEB version and score-schema version that wrote it, the versions
     on its rows, and per task its data hash, per (task, regime) its shot-draw hash, per protocol its settings
     (config) hash, the code commits of its rows."""
@@ -104,11 +104,11 @@ def write_bundle(
     if not scores_path.is_file():
         raise BundleError(f"bundle: {scores_path} not found; run the workflow to its score table first")
     scores = integrity.read_parquet(scores_path)
-    missing = [c for c in PROVENANCE_COLUMNS if c not in scores.columns]
+    missing = [c for c in _PROVENANCE_COLUMNS if c not in scores.columns]
     if missing:
         raise BundleError(f"bundle: {scores_path} has no provenance column(s) {missing}; rerun its probe jobs")
     members: dict[str, bytes] = {SCORES: scores_path.read_bytes()}
-    for name in OPTIONAL_TABLES:
+    for name in _OPTIONAL_TABLES:
         path = root / "tables" / f"{name}.parquet"
         if path.is_file():
             integrity.read_parquet(path)  # its digest checked
@@ -127,16 +127,16 @@ def write_bundle(
         "schema_version": registry.get("schema_version"),
         "models": {m: copy.deepcopy(dict(entries[m])) for m in models},
     }
-    members[REGISTRY] = yaml.safe_dump(cards, sort_keys=False).encode()
-    members[PROVENANCE] = (json.dumps(provenance_record(scores), indent=1, sort_keys=True) + "\n").encode()
+    members[_REGISTRY] = yaml.safe_dump(cards, sort_keys=False).encode()
+    members[_PROVENANCE] = (json.dumps(_provenance_record(scores), indent=1, sort_keys=True) + "\n").encode()
     manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format": _FORMAT,
+        "format_version": _FORMAT_VERSION,
         "score_schema_version": SCHEMA_VERSION,
         "results_dir": str(root),
         "members": {n: {"sha256": hashlib.sha256(b).hexdigest(), "size": len(b)} for n, b in sorted(members.items())},
     }
-    members[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    members[_MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(f"{out}.tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -161,17 +161,17 @@ def read_bundle(path: str | os.PathLike[str]) -> Bundle:
     p = Path(path)
     name = p.name
     members = _members(p)
-    if MANIFEST not in members:
-        raise BundleError(f"bundle {name}: no {MANIFEST}; not a GENEB results bundle")
+    if _MANIFEST not in members:
+        raise BundleError(f"bundle {name}: no {_MANIFEST}; not a GENEB results bundle")
     try:
-        manifest = json.loads(members.pop(MANIFEST))
+        manifest = json.loads(members.pop(_MANIFEST))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise BundleError(f"bundle {name}: {MANIFEST} is not JSON ({err})") from err
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise BundleError(f"bundle {name}: {MANIFEST} is not a {FORMAT} manifest")
-    if manifest.get("format_version") != FORMAT_VERSION:
+        raise BundleError(f"bundle {name}: {_MANIFEST} is not JSON ({err})") from err
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
+        raise BundleError(f"bundle {name}: {_MANIFEST} is not a {_FORMAT} manifest")
+    if manifest.get("format_version") != _FORMAT_VERSION:
         raise BundleError(
-            f"bundle {name}: format_version {manifest.get('format_version')!r}, this GENEB reads {FORMAT_VERSION}"
+            f"bundle {name}: format_version {manifest.get('format_version')!r}, this GENEB reads {_FORMAT_VERSION}"
         )
     listed: dict[str, Any] = manifest.get("members") or {}
     for member in sorted(set(listed) | set(members)):
@@ -194,8 +194,8 @@ def read_bundle(path: str | os.PathLike[str]) -> Bundle:
         name=name,
         scores=pd.read_parquet(io.BytesIO(members[SCORES])),
         tables=tables,
-        registry=(yaml.safe_load(members[REGISTRY]) or {}).get("models") or {},
-        provenance=json.loads(members[PROVENANCE]),
+        registry=(yaml.safe_load(members[_REGISTRY]) or {}).get("models") or {},
+        provenance=json.loads(members[_PROVENANCE]),
     )
 
 

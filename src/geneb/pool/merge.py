@@ -41,7 +41,7 @@ from geneb.run.layout import report_config
 from geneb.tables.scores import SCHEMA_VERSION
 
 #: field -> the keys it must agree on across every pooled row (score-schema version: across all rows)
-FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("schema_version", ()),
     ("data_hash", ("task",)),
     ("shots_hash", ("task", "regime")),
@@ -50,7 +50,7 @@ FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 @dataclass(frozen=True)
-class Mismatch:
+class _Mismatch:
     """One (bundle, model, task) whose `field` is `value` where the reference bundle `ref_bundle` has
     `ref_value` for the same key."""
 
@@ -69,12 +69,12 @@ class Mismatch:
         )
 
 
-def mismatches(bundles: Sequence[Bundle]) -> list[Mismatch]:
+def _mismatches(bundles: Sequence[Bundle]) -> list[_Mismatch]:
     """Every (bundle, model, task, field) whose value differs from the first bundle's (in the given order) that
     holds the same key, and every row of a score-schema version other than this GENEB's SCHEMA_VERSION (the
     reference then is "this GENEB"). Empty when all rows are comparable."""
-    out: list[Mismatch] = []
-    for field, keys in FIELDS:
+    out: list[_Mismatch] = []
+    for field, keys in _FIELDS:
         ref: dict[tuple[str, ...], tuple[str, str]] = {}
         for b in bundles:
             rows = b.scores.assign(**{field: b.scores[field].astype(str)})
@@ -82,15 +82,15 @@ def mismatches(bundles: Sequence[Bundle]) -> list[Mismatch]:
                 k = tuple(map(str, key))
                 if field == "schema_version":
                     if value != SCHEMA_VERSION:
-                        out.append(Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION))
+                        out.append(_Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION))
                     continue
                 ref_bundle, ref_value = ref.setdefault(k, (b.name, value))
                 if value != ref_value:
-                    out.append(Mismatch(b.name, model, task, field, value, ref_bundle, ref_value))
+                    out.append(_Mismatch(b.name, model, task, field, value, ref_bundle, ref_value))
     return out
 
 
-def describe(found: Sequence[Mismatch], limit: int = 20) -> str:
+def _describe(found: Sequence[_Mismatch], limit: int = 20) -> str:
     """The refusal message: each mismatch on its line (the first `limit`, then how many more)."""
     lines = [str(m) for m in found[:limit]]
     if len(found) > limit:
@@ -98,16 +98,16 @@ def describe(found: Sequence[Mismatch], limit: int = 20) -> str:
     return "rows that are not comparable (docs/pooling.md, 'Comparable rows'):\n" + "\n".join(lines)
 
 
-def cell_frame(scores: pd.DataFrame) -> pd.DataFrame:
+def _cell_frame(scores: pd.DataFrame) -> pd.DataFrame:
     """`scores` with the column `_cell`, the cell key protocol|model|task|regime|view of each row."""
     keys = [c for c in ("protocol", "model", "task", "regime", "view") if c in scores.columns]
     return scores.assign(_cell=scores[keys].astype(str).agg("|".join, axis=1))
 
 
 #: the record of a merge, beside its tables
-POOL_RECORD = "tables/pool.json"
+_POOL_RECORD = "tables/pool.json"
 #: the columns two copies of a cell must agree on
-VALUE_COLUMNS = ("seed", "metric", "value", "ci_low", "ci_high")
+_VALUE_COLUMNS = ("seed", "metric", "value", "ci_low", "ci_high")
 
 
 class MergeError(ValueError):
@@ -115,11 +115,11 @@ class MergeError(ValueError):
 
 
 def _rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
-    cols = [c for c in VALUE_COLUMNS if c in frame.columns]
+    cols = [c for c in _VALUE_COLUMNS if c in frame.columns]
     return sorted(tuple("nan" if pd.isna(v) else v for v in row) for row in frame[cols].itertuples(index=False))
 
 
-def resolve_cells(bundles: Sequence[Bundle], prefer: str | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _resolve_cells(bundles: Sequence[Bundle], prefer: str | None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """(the pooled score rows, the record of every cell two bundles held: deduplicated or preferred). Raises
     MergeError for a cell held by two bundles with differing rows that `prefer` does not settle, naming each."""
     owner: dict[str, str] = {}
@@ -127,7 +127,7 @@ def resolve_cells(bundles: Sequence[Bundle], prefer: str | None) -> tuple[pd.Dat
     record: dict[str, Any] = {"deduplicated": [], "preferred": []}
     conflicts: list[str] = []
     for b in bundles:
-        for cell, rows in cell_frame(b.scores).groupby("_cell", sort=True):
+        for cell, rows in _cell_frame(b.scores).groupby("_cell", sort=True):
             cell = str(cell)
             if cell not in kept:
                 owner[cell], kept[cell] = b.name, rows
@@ -146,7 +146,7 @@ def resolve_cells(bundles: Sequence[Bundle], prefer: str | None) -> tuple[pd.Dat
                 )
                 conflicts.append(
                     f"cell {cell}: {owner[cell]} has {first[0]}, {b.name} has {first[1]} "
-                    f"(rows {', '.join(VALUE_COLUMNS)})"
+                    f"(rows {', '.join(_VALUE_COLUMNS)})"
                 )
     if conflicts:
         raise MergeError(
@@ -158,7 +158,7 @@ def resolve_cells(bundles: Sequence[Bundle], prefer: str | None) -> tuple[pd.Dat
     return scores, record
 
 
-def merged_registry(bundles: Sequence[Bundle]) -> dict[str, Any]:
+def _merged_registry(bundles: Sequence[Bundle]) -> dict[str, Any]:
     """{model: entry} of every bundle's registry; MergeError when two bundles give one id different entries."""
     out: dict[str, Any] = {}
     where: dict[str, str] = {}
@@ -200,10 +200,10 @@ def merge_bundles(
         raise MergeError(f"two bundles have the same file name among {names}; rename one (errors name bundles by it)")
     if prefer is not None and prefer not in names:
         raise MergeError(f"--prefer {prefer!r} is not one of the bundles {names}")
-    found = mismatches(bundles)
+    found = _mismatches(bundles)
     if found:
-        raise MergeError(describe(found))
-    scores, record = resolve_cells(bundles, prefer)
+        raise MergeError(_describe(found))
+    scores, record = _resolve_cells(bundles, prefer)
     root = Path(out)
     (root / "tables").mkdir(parents=True, exist_ok=True)
     scores.attrs = {}
@@ -214,7 +214,7 @@ def merge_bundles(
             integrity.write_parquet(table, root / "tables" / f"{name}.parquet")
     (root / "registry").mkdir(exist_ok=True)
     version = load_schema("models")["properties"]["schema_version"]["const"]  # the registry format's version
-    registry = {"schema_version": version, "models": merged_registry(bundles)}
+    registry = {"schema_version": version, "models": _merged_registry(bundles)}
     (root / "registry" / "models.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
     record = {
         "bundles": [
@@ -226,11 +226,11 @@ def merge_bundles(
         "rows": len(scores),
         **record,
     }
-    (root / POOL_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+    (root / _POOL_RECORD).write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
-def checked_config(config_file: str | os.PathLike[str]) -> dict[str, Any]:
+def _checked_config(config_file: str | os.PathLike[str]) -> dict[str, Any]:
     """The workflow config file `config_file` validated and its defaults filled as a run's is
     (`geneb.run.checks.check_config`). Raises ValueError for an invalid config."""
     from geneb.run.checks import check_config, default_schema_files, read_yaml
@@ -239,10 +239,10 @@ def checked_config(config_file: str | os.PathLike[str]) -> dict[str, Any]:
     return check_config(copy.deepcopy(config), read_yaml(Path(default_schema_files()["config"])))
 
 
-def analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(analysis, leaderboard) sections of the workflow config file `config_file` (`checked_config`). Raises
+def _analysis_sections(config_file: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(analysis, leaderboard) sections of the workflow config file `config_file` (`_checked_config`). Raises
     ValueError for an invalid config."""
-    checked = checked_config(config_file)
+    checked = _checked_config(config_file)
     return checked["analysis"], checked["leaderboard"]
 
 
@@ -260,7 +260,7 @@ def build_tables(
     tables = root / "tables"
     if not (tables / "scores.parquet").is_file():
         raise BundleError(f"merge: {tables / 'scores.parquet'} not found; not a merged results folder")
-    analysis, board = analysis_sections(config_file)
+    analysis, board = _analysis_sections(config_file)
     common: dict[str, Any] = {
         "scores": str(tables / "scores.parquet"),
         "models_yaml": str(root / "registry" / "models.yaml"),
@@ -281,9 +281,9 @@ def build_tables(
 
 
 #: the merged folder's report, as a run's (rule `report`)
-REPORT = "report/geneb_report.html"
+_REPORT = "report/geneb_report.html"
 #: its title (a run's is "GENEB report")
-TITLE = "GENEB report: merged results folder"
+_TITLE = "GENEB report: merged results folder"
 
 
 def merged_outputs(
@@ -296,17 +296,17 @@ def merged_outputs(
     `geneb.figures.registry.render_figures`; the display names from its tables/models.parquet, which the analyses
     built from the merged registry) and write its report `results_dir`/report/geneb_report.html
     (`geneb.report.html.build_report`, with the "Pooled from" block of tables/pool.json). As the rules do: the
-    config `config_file` validated (`checked_config`), its default protocol, the full regime, the report's
+    config `config_file` validated (`_checked_config`), its default protocol, the full regime, the report's
     config (`geneb.run.layout.report_config`) and the captions of `captions_dir` (workflow/report,
     `report_captions`); no task cards and no zero-shot tables (a bundle has neither: the report says so).
     Returns {"figures": [PNG paths], "report": path}. Raises BundleError when `results_dir` has no pool record
     (not a merged folder), AnalysisInputError for a missing table or caption, ValueError for an invalid config."""
     root = Path(results_dir)
-    record_path = root / POOL_RECORD
+    record_path = root / _POOL_RECORD
     if not record_path.is_file():
         raise BundleError(f"merge: {record_path} not found; not a merged results folder")
     record = json.loads(record_path.read_text(encoding="utf-8"))
-    config = checked_config(config_file)
+    config = _checked_config(config_file)
     tables, figures = root / "tables", root / "figures"
     protocol = config["default_protocol"]
     pngs = render_figures(tables, figures, protocol=protocol, regime="full")
@@ -314,10 +314,10 @@ def merged_outputs(
     report = build_report(
         tables,
         figures,
-        root / REPORT,
+        root / _REPORT,
         config=report_config(config),
         captions=report_captions(Path(captions_dir)),
-        title=TITLE,
+        title=_TITLE,
         protocol=protocol,
         regime="full",
         scores=tables / "scores.parquet",

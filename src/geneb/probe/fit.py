@@ -16,7 +16,7 @@ What is fitted (docs/protocols.md):
   paper protocol reports that one fit under each of its seeds (as the reference, whose five fits are
   identical), geneb-strict reports it once under `cv_seed`. With C_grid set, C is chosen by stratified inner
   CV on the training split (LogisticRegressionCV, the protocol's cv_scoring, ties to the middle of the tied
-  run: `best_C_index`), then refitted.
+  run: `_best_C_index`), then refitted.
 * k-shot regimes: per seed one fit on the drawn rows with the fixed C; never inner CV (too few rows per
   class). Its class weights (`Protocol.class_weight_for`) are decided by the draw's label counts only, never
   the training split's.
@@ -47,16 +47,16 @@ from geneb.probe import metrics
 from geneb.probe.protocols import CV_SCORERS, Protocol, penalty_kwargs
 from geneb.probe.shots import ProbeInputError, require_all_classes
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
-class Estimator(typing.Protocol):
-    """What `fit_recorded` fits: a scikit-learn estimator (LogisticRegression, LogisticRegressionCV)."""
+class _Estimator(typing.Protocol):
+    """What `_fit_recorded` fits: a scikit-learn estimator (LogisticRegression, LogisticRegressionCV)."""
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> Any: ...
 
 
-def fit_recorded(estimator: Estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
+def _fit_recorded(estimator: _Estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
     """Fit, turning ConvergenceWarnings into a count (logged, recorded) and passing other warnings on."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -68,7 +68,7 @@ def fit_recorded(estimator: Estimator, X: np.ndarray, y: np.ndarray, where: str)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if n_conv:
-        log.warning("%s: %d ConvergenceWarning(s) (recorded as converged=false)", where, n_conv)
+        _log.warning("%s: %d ConvergenceWarning(s) (recorded as converged=false)", where, n_conv)
     return n_conv
 
 
@@ -76,12 +76,12 @@ def single_fit(
     protocol: Protocol, X: np.ndarray, y: np.ndarray, C: float, seed: int, where: str, class_weight: str | None
 ) -> tuple[LogisticRegression, bool, int]:
     lr = protocol.logistic_regression(C, seed, class_weight)
-    n_conv = fit_recorded(lr, X, y, where)
+    n_conv = _fit_recorded(lr, X, y, where)
     n_iter = int(np.max(lr.n_iter_))
     return lr, (n_conv == 0 and n_iter < protocol.max_iter), n_iter
 
 
-def best_C_index(mean_scores: np.ndarray) -> int:
+def _best_C_index(mean_scores: np.ndarray) -> int:
     """The grid position of the chosen C from the mean inner-CV score per C (ascending grid, higher is better):
     the best; among C values tied at the best (within 1e-12), the middle one of the tied run, so that a flat
     score curve (near-random folds) picks neither the grid's smallest nor its largest C."""
@@ -89,14 +89,14 @@ def best_C_index(mean_scores: np.ndarray) -> int:
     return int(tied[(len(tied) - 1) // 2])
 
 
-def select_C(
+def _select_C(
     protocol: Protocol, X: np.ndarray, y: np.ndarray, where: str, class_weight: str | None
 ) -> tuple[float, str, int]:
     """Choose the full-regime C by stratified inner CV on the training rows (X already standardized).
 
     n_splits = min(cv_folds, smallest class count); below 2 there is no CV and the fixed C is used.
     Scoring: `protocol.cv_scoring` (log_loss in geneb-strict: smooth where MCC on small or hard folds is
-    a step function of a few rows); ties: `best_C_index`. class_weight: the task's (`class_weight_for`).
+    a step function of a few rows); ties: `_best_C_index`. class_weight: the task's (`class_weight_for`).
     Returns (C, how it was chosen, number of inner fits that did not converge).
     """
     if not protocol.tunes_C:
@@ -115,19 +115,19 @@ def select_C(
         class_weight=class_weight,
         refit=False,
         random_state=protocol.cv_seed,
-        **lrcv_kwargs(),
+        **_lrcv_kwargs(),
     )
-    fit_recorded(lrcv, X, y, f"{where} inner CV")
+    _fit_recorded(lrcv, X, y, f"{where} inner CV")
     raw = lrcv.scores_
     raw = next(iter(raw.values())) if isinstance(raw, dict) else raw  # legacy layout: {class: (folds, Cs)}
     scores = np.asarray(raw).reshape(n_splits, -1, len(protocol.C_grid))[:, 0, :]
-    best = best_C_index(scores.mean(axis=0))
+    best = _best_C_index(scores.mean(axis=0))
     n_iter = np.asarray(lrcv.n_iter_)
     how = f"inner {n_splits}-fold CV ({protocol.cv_scoring}), class_weight {class_weight}"
     return float(protocol.C_grid[best]), how, int((n_iter >= protocol.max_iter).sum())
 
 
-def lrcv_kwargs() -> dict:
+def _lrcv_kwargs() -> dict:
     kw = dict(penalty_kwargs())
     if "l1_ratio" in kw:  # scikit-learn >= 1.8: grid of mixing ratios, and the new attribute layout
         kw = {"l1_ratios": (kw["l1_ratio"],)}
@@ -136,7 +136,7 @@ def lrcv_kwargs() -> dict:
     return kw
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: scikit-learn settings inside the fitting and scoring loops: inputs are already checked here (finite
 #: embeddings in TaskArrays.validate, hyperparameters in protocols.from_config), so scikit-learn's per-call
@@ -145,12 +145,12 @@ PREVALIDATED = {"assume_finite": True, "skip_parameter_validation": True}
 
 #: threads of every thread pool (BLAS and OpenMP) inside every probe fit and score: one, so that a result never
 #: depends on the `threads` knob or on the machine's core count (docs/performance.md, "Agreement across machines")
-PROBE_THREADS = 1
+_PROBE_THREADS = 1
 #: the thread-pool fields `thread_record` keeps from threadpoolctl's threadpool_info()
-THREAD_FIELDS = ("user_api", "internal_api", "version", "architecture", "threading_layer", "num_threads")
+_THREAD_FIELDS = ("user_api", "internal_api", "version", "architecture", "threading_layer", "num_threads")
 
 #: solvers whose fit does not depend on random_state
-DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
+_DETERMINISTIC_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky")
 
 
 @dataclass
@@ -297,9 +297,9 @@ def fit_all(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[list[Fit
         y_full = data.y_train[full_pos]
         where = f"task {task!r}, regime 'full'"
         weight = protocol.class_weight_for(y_full)
-        C, how, cv_nc = select_C(protocol, X_tr[full_pos], y_full, where, weight)
+        C, how, cv_nc = _select_C(protocol, X_tr[full_pos], y_full, where, weight)
         fit_seeds = [protocol.seeds[0]] if protocol.report_full_per_seed else [protocol.cv_seed]
-        if protocol.report_full_per_seed and protocol.solver not in DETERMINISTIC_SOLVERS:
+        if protocol.report_full_per_seed and protocol.solver not in _DETERMINISTIC_SOLVERS:
             fit_seeds = list(protocol.seeds)  # sag/saga shuffle with random_state: one real fit per seed
         for s in fit_seeds:
             reported = protocol.seeds if (protocol.report_full_per_seed and len(fit_seeds) == 1) else (s,)
@@ -414,7 +414,7 @@ def score_fits(
 def probe_thread_limits() -> Iterator[None]:
     """Every BLAS and OpenMP thread pool loaded in the process limited to PROBE_THREADS threads while the block
     runs (threadpoolctl.threadpool_limits with no user_api: both kinds), restored afterwards."""
-    with threadpool_limits(limits=PROBE_THREADS):
+    with threadpool_limits(limits=_PROBE_THREADS):
         yield
 
 
@@ -425,11 +425,11 @@ def thread_record() -> dict[str, Any]:
     architecture (e.g. openblas 0.3.30 Haswell) are what differ between machines' last digits."""
     with probe_thread_limits():
         pools = {
-            tuple((k, str(info.get(k) or "")) for k in THREAD_FIELDS if k != "num_threads")
+            tuple((k, str(info.get(k) or "")) for k in _THREAD_FIELDS if k != "num_threads")
             + (("num_threads", int(info.get("num_threads", 0))),)
             for info in threadpool_info()
         }
-    return {"limit": PROBE_THREADS, "pools": [dict(p) for p in sorted(pools)]}
+    return {"limit": _PROBE_THREADS, "pools": [dict(p) for p in sorted(pools)]}
 
 
 def run_task(data: TaskArrays, protocol: Protocol, shots: dict) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -27,11 +27,11 @@ from geneb.tables.scores import PROBE_THREADS_ATTR, SCHEMA_VERSION, with_code_re
 from geneb.tasks.audit import read_audit
 from geneb.tasks.prepare import TaskCard, read_card
 
-Path = str | os.PathLike[str]
-log = logging.getLogger(__name__)
+_Path = str | os.PathLike[str]
+_log = logging.getLogger(__name__)
 
 
-def _read_split(path: Path, task: str, split: str) -> pd.DataFrame:
+def _read_split(path: _Path, task: str, split: str) -> pd.DataFrame:
     df = integrity.read_parquet(path, columns=["row", "label"])
     if df["row"].duplicated().any():
         raise ProbeInputError(
@@ -41,7 +41,7 @@ def _read_split(path: Path, task: str, split: str) -> pd.DataFrame:
 
 
 def write_shot_indices(
-    *, train: Path, card: Path, output: Path, task: str, protocol: str, settings: dict[str, Any]
+    *, train: _Path, card: _Path, output: _Path, task: str, protocol: str, settings: dict[str, Any]
 ) -> dict:
     """Draw and write the shot file of one (protocol, task); returns its content.
 
@@ -53,7 +53,7 @@ def write_shot_indices(
     identity = draw_identity(df["row"].to_numpy(), df["label"].to_numpy(), seqs)
     shots = build_shots(task, protocol, df["label"].to_numpy(), df["row"].to_numpy(), c.data_hash, settings, identity)
     write_shots(output, shots)
-    log.info(
+    _log.info(
         "task %s, protocol %s: %d draws, distinct row sets per regime %s, full regime %d of %d rows",
         task,
         protocol,
@@ -65,7 +65,7 @@ def write_shot_indices(
     return shots
 
 
-def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str, split: str, path: Path) -> np.ndarray:
+def _aligned(cached: tuple[np.ndarray, np.ndarray], df: pd.DataFrame, task: str, split: str, path: _Path) -> np.ndarray:
     X, rows = cached
     want = df["row"].to_numpy()
     if len(rows) != len(want) or not np.array_equal(rows, want):
@@ -125,7 +125,7 @@ def dedup_scores(
     return out[[c for c in scores.columns if c in out.columns]]
 
 
-def unknown_token_columns(split_attrs: dict[str, dict[str, Any]], n: int) -> dict[str, Any]:
+def _unknown_token_columns(split_attrs: dict[str, dict[str, Any]], n: int) -> dict[str, Any]:
     """`n_unknown_tokens_train` / `_test` (nullable Int64, NA for a file that does not record it): the UNK tokens
     the extraction counted per split (letters outside the model's vocabulary), from the cache's split attributes."""
     out = {}
@@ -166,13 +166,13 @@ def stamp_rows(
 
 def fit_probes(
     *,
-    train: Path,
-    test: Path,
-    card: Path,
-    embeddings: Path,
-    shots: Path,
-    scores_out: Path,
-    predictions_out: Path,
+    train: _Path,
+    test: _Path,
+    card: _Path,
+    embeddings: _Path,
+    shots: _Path,
+    scores_out: _Path,
+    predictions_out: _Path,
     task: str,
     model: str,
     protocol: str,
@@ -180,7 +180,7 @@ def fit_probes(
     threads: int = 1,
     hdf5_locking: str = "auto",
     settings_hash: str | None = None,
-    audit: Path | None = None,
+    audit: _Path | None = None,
     n_layers: int | None = None,
     views: list[str] | None = None,
 ) -> pd.DataFrame:
@@ -254,7 +254,7 @@ def fit_probes(
         # what the extraction computed in: the settings hash names it too (dtype auto is resolved per device class)
         "embedding_compute_dtype": str(cache.key.get("encoder", {}).get("compute_dtype") or "n/a"),
     }
-    unknown = unknown_token_columns(cache.split_attrs, len(scores))
+    unknown = _unknown_token_columns(cache.split_attrs, len(scores))
     scores, preds = stamp_rows(
         scores, preds, protocol=protocol, model=model, task=task, category=c.category, provenance=prov, unknown=unknown
     )
@@ -264,7 +264,7 @@ def fit_probes(
     for path, table in ((scores_out, scores), (predictions_out, preds)):
         integrity.write_parquet(table, path)
     mcc = scores[scores["metric"] == "MCC"]
-    log.info(
+    _log.info(
         "%s / %s / %s: mean MCC per regime %s; (regime, seed) rows from non-converged fits: %d",
         protocol,
         model,

@@ -3,7 +3,7 @@
 Test-split scores and their uncertainty: MCC (primary), accuracy, macro-F1, AUROC; bootstrap and seed CIs.
 
 Point estimates come from scikit-learn. The bootstrap needs MCC for thousands of resamples at once, so
-`mcc_from_confusion` computes it from confusion matrices with exactly scikit-learn's formula (Gorodkin 2004,
+`_mcc_from_confusion` computes it from confusion matrices with exactly scikit-learn's formula (Gorodkin 2004,
 the K-category correlation coefficient; `sklearn.metrics.matthews_corrcoef`), including its rule that a zero
 denominator gives 0, never NaN. The per-fit CI resamples the confusion matrix multinomially (exactly
 the row bootstrap's distribution, see `bootstrap_mcc_ci`); the two-model comparison uses `scipy.stats.bootstrap`.
@@ -45,13 +45,13 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, roc_auc
 from geneb.probe.protocols import Protocol
 
 
-class MetricInputError(ValueError):
+class _MetricInputError(ValueError):
     """Inputs a metric cannot score: empty or mismatched arrays, a class code outside 0..K-1, an unknown label."""
 
 
 METRICS = ("MCC", "Acc", "F1", "AUROC")
 #: resamples x rows held in memory at once by the paired model-comparison bootstrap (about 160 MB of int64)
-BOOTSTRAP_CELLS = 20_000_000
+_BOOTSTRAP_CELLS = 20_000_000
 
 
 def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
@@ -66,13 +66,13 @@ def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     ok = (pos < len(classes)) & (classes[np.minimum(pos, len(classes) - 1)] == y)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        raise MetricInputError(
+        raise _MetricInputError(
             f"{what}: label {y.flat[i].item()!r} at position {i} is not one of the classes {classes.tolist()}"
         )
     return pos.astype(np.int64)
 
 
-def mcc_from_confusion(cm: np.ndarray) -> np.ndarray:
+def _mcc_from_confusion(cm: np.ndarray) -> np.ndarray:
     """MCC of confusion matrices cm (..., K, K) (rows = true class, columns = predicted), scikit-learn's formula.
 
     Returns float64 (...); 0.0 where the denominator is 0 (constant truth or prediction), never NaN.
@@ -90,18 +90,18 @@ def mcc_from_confusion(cm: np.ndarray) -> np.ndarray:
     return np.where(denom == 0, 0.0, cov_ytyp / np.sqrt(np.where(denom == 0, 1.0, denom)))
 
 
-def confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+def _confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
     """Confusion counts int64 (..., K, K) of encoded label vectors (..., n); see `encode`. Raises
     MetricInputError for mismatched or empty inputs and for a code outside 0..K-1 (it would be counted in
     another vector's matrix)."""
     y_true = np.asarray(y_true, dtype=np.int64)
     y_pred = np.asarray(y_pred, dtype=np.int64)
     if y_true.shape != y_pred.shape or y_true.shape[-1] == 0:
-        raise MetricInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
+        raise _MetricInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
     for name, y in (("y_true", y_true), ("y_pred", y_pred)):
         lo, hi = int(y.min()), int(y.max())
         if lo < 0 or hi >= n_classes:
-            raise MetricInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
+            raise _MetricInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
     lead = y_true.shape[:-1]
     b = int(np.prod(lead, dtype=np.int64))
     k = int(n_classes)
@@ -116,10 +116,10 @@ def batched_mcc(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nd
     (...): the MCC of each trailing-axis vector; 0.0 where the denominator is 0, never NaN.
     Raises MetricInputError for empty or mismatched inputs.
     """
-    return mcc_from_confusion(confusion(y_true, y_pred, n_classes))
+    return _mcc_from_confusion(_confusion(y_true, y_pred, n_classes))
 
 
-F1_LABELS = ("present", "task")
+_F1_LABELS = ("present", "task")
 
 
 def label_scores(
@@ -133,8 +133,8 @@ def label_scores(
     "present" is scikit-learn's default and the paper's, the classes present in y_true or y_pred, a
     denominator that can change with a model's predictions when the test split lacks a class. Raises
     ValueError for another f1_labels."""
-    if f1_labels not in F1_LABELS:
-        raise ValueError(f"f1_labels must be one of {F1_LABELS}, got {f1_labels!r}")
+    if f1_labels not in _F1_LABELS:
+        raise ValueError(f"f1_labels must be one of {_F1_LABELS}, got {f1_labels!r}")
     labels = np.asarray(classes) if f1_labels == "task" else None
     return {
         "MCC": float(matthews_corrcoef(y_true, y_pred)),
@@ -155,7 +155,7 @@ def score_predictions(
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
-        raise MetricInputError(
+        raise _MetricInputError(
             f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty"
         )
     out = {**label_scores(y_true, y_pred, classes, f1_labels), "AUROC": float("nan")}
@@ -194,13 +194,13 @@ def bootstrap_mcc_ci(
     yp = np.asarray(y_pred, dtype=np.int64)
     if (yt == yt[0]).all() or (yp == yp[0]).all():
         return 0.0, 0.0  # every resample has a zero MCC denominator: MCC is 0 by definition
-    cm = confusion(yt, yp, n_classes).ravel()
+    cm = _confusion(yt, yp, n_classes).ravel()
     draws = rng.multinomial(len(yt), cm / cm.sum(), size=n_resamples).reshape(n_resamples, n_classes, n_classes)
-    dist = mcc_from_confusion(draws)
+    dist = _mcc_from_confusion(draws)
     alpha = (1.0 - confidence) / 2
     low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
     if method == "basic":
-        theta = float(mcc_from_confusion(cm.reshape(n_classes, n_classes)))
+        theta = float(_mcc_from_confusion(cm.reshape(n_classes, n_classes)))
         # reflected around the estimate, the ends can leave MCC's range [-1, 1]; an interval for MCC stays in it
         low, high = max(-1.0, 2 * theta - high), min(1.0, 2 * theta - low)
     return float(low), float(high)
@@ -223,7 +223,7 @@ def paired_bootstrap_mcc_difference(
     test-set sampling noise. Raises MetricInputError for mismatched lengths or unknown labels.
     """
     if not (len(y_true) == len(pred_a) == len(pred_b)):
-        raise MetricInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
+        raise _MetricInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
     k = len(classes)
     yt, a, b = (encode(v, classes, name) for v, name in ((y_true, "y_true"), (pred_a, "pred_a"), (pred_b, "pred_b")))
 
@@ -231,7 +231,7 @@ def paired_bootstrap_mcc_difference(
         t, pa, pb = (np.moveaxis(v, axis, -1) for v in (t, pa, pb))
         return batched_mcc(t, pa, k) - batched_mcc(t, pb, k)
 
-    batch = max(1, min(n_resamples, BOOTSTRAP_CELLS // max(1, len(yt))))
+    batch = max(1, min(n_resamples, _BOOTSTRAP_CELLS // max(1, len(yt))))
     res = stats.bootstrap(
         (yt, a, b),
         statistic,
@@ -270,7 +270,7 @@ def seed_summary(values: np.ndarray, confidence: float) -> dict[str, float]:
 
 
 #: the columns `clean_columns` adds to a score table
-CLEAN_COLUMNS = ("value_clean", "ci_low_clean", "ci_high_clean", "n_test_clean")
+_CLEAN_COLUMNS = ("value_clean", "ci_low_clean", "ci_high_clean", "n_test_clean")
 
 
 def clean_columns(
@@ -327,7 +327,7 @@ def clean_columns(
     result = scores.copy()
     keys = zip(result["regime"].astype(str), result["seed"].astype(int), result["metric"].astype(str))
     found = [out.get(key) for key in keys]
-    for col in CLEAN_COLUMNS:
+    for col in _CLEAN_COLUMNS:
         default = -1 if col == "n_test_clean" else np.nan
         result[col] = [f[col] if f is not None else default for f in found]
     result["n_test_clean"] = result["n_test_clean"].astype("int64")

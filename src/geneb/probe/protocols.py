@@ -19,16 +19,16 @@ from geneb.core.provenance import stable_hash
 from geneb.probe.shots import ProtocolConfigError
 from geneb.tables.scores import REGIMES
 
-PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
+_PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
 #: cv_scoring -> the scikit-learn scorer of the inner CV
 CV_SCORERS = {"MCC": "matthews_corrcoef", "log_loss": "neg_log_loss"}
 #: class_weight balanced_if_imbalanced weights classes when the largest training class has at least this many
 #: times the rows of the smallest (GENEB's choice by measurement: balanced weights cost 0.04 MCC on a 2:1:1 task
 #: and help on strongly imbalanced ones; bench/probe_quality.py, docs/protocols.md)
-IMBALANCE_RATIO = 3.0
+_IMBALANCE_RATIO = 3.0
 #: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.tables.scores.REGIMES)
 SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
-SETTING_KEYS = (
+_SETTING_KEYS = (
     "draw",
     "standardize",
     "solver",
@@ -53,7 +53,7 @@ SETTING_KEYS = (
 
 
 @dataclass(frozen=True)
-class Bootstrap:
+class _Bootstrap:
     """Settings of the bootstrap CI on every test MCC (scipy.stats.bootstrap over test rows)."""
 
     n_resamples: int
@@ -100,7 +100,7 @@ class Protocol:
     report_full_per_seed: bool
     max_train: int | None
     subsample_seed: int
-    bootstrap: Bootstrap
+    bootstrap: _Bootstrap
     dedup_test: bool
     f1_labels: str
 
@@ -133,7 +133,7 @@ class Protocol:
         if self.class_weight != "balanced_if_imbalanced":
             return self.class_weight
         counts = np.unique(np.asarray(y), return_counts=True)[1]
-        return "balanced" if counts.max() >= IMBALANCE_RATIO * counts.min() else None
+        return "balanced" if counts.max() >= _IMBALANCE_RATIO * counts.min() else None
 
     def logistic_regression(self, C: float, seed: int, class_weight: str | None) -> LogisticRegression:
         """A LogisticRegression with every hyperparameter set explicitly (none left to library defaults);
@@ -165,7 +165,7 @@ def _need(cond: bool, name: str, msg: str) -> None:
         raise ProtocolConfigError(f"probe protocol {name!r}: {msg}")
 
 
-def schema_problem(settings: dict[str, Any]) -> str | None:
+def _schema_problem(settings: dict[str, Any]) -> str | None:
     """The first problem of one protocol's settings against `$defs/probe_protocol` of
     workflow/schemas/config.schema.yaml (the workflow validates the same section), or None when it validates.
     Missing and unknown keys are reported together ("missing settings [...]", "unknown settings [...]");
@@ -175,9 +175,9 @@ def schema_problem(settings: dict[str, Any]) -> str | None:
         return None
     at_top = {e.validator for e in errors if not e.path}
     if "required" in at_top:
-        return f"missing settings {[k for k in SETTING_KEYS if k not in settings]}"
+        return f"missing settings {[k for k in _SETTING_KEYS if k not in settings]}"
     if "additionalProperties" in at_top:
-        return f"unknown settings {sorted(set(settings) - set(SETTING_KEYS))}"
+        return f"unknown settings {sorted(set(settings) - set(_SETTING_KEYS))}"
     e = errors[0]
     where = "/".join(map(str, e.path))
     return f"{where}: {e.message}" if where else e.message
@@ -186,15 +186,15 @@ def schema_problem(settings: dict[str, Any]) -> str | None:
 def from_config(name: str, settings: dict[str, Any]) -> Protocol:
     """Build and validate a Protocol from its config section (`config["probe"][name]`).
 
-    The section is validated against the workflow's schema (`schema_problem`: every key of SETTING_KEYS
+    The section is validated against the workflow's schema (`_schema_problem`: every key of SETTING_KEYS
     present and no other, no silent defaults, each value's type and range), then by the rules a schema
     cannot express: C_grid ascending (the schema's enum of few_shot_k is SUPPORTED_K, the regimes GENEB's
     analyses know, so other k are refused before any job runs). Raises
     ProtocolConfigError naming the protocol and the offending key and value.
     """
-    _need(name in PROTOCOL_NAMES, name, f"unknown protocol; known: {PROTOCOL_NAMES}")
+    _need(name in _PROTOCOL_NAMES, name, f"unknown protocol; known: {_PROTOCOL_NAMES}")
     _need(isinstance(settings, dict), name, f"settings must be a mapping, got {type(settings).__name__}")
-    problem = schema_problem(settings)
+    problem = _schema_problem(settings)
     _need(problem is None, name, str(problem))
     s = settings
     grid = [float(c) for c in s["C_grid"]]
@@ -221,7 +221,7 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
         report_full_per_seed=bool(s["report_full_per_seed"]),
         max_train=s["max_train"],
         subsample_seed=int(s["subsample_seed"]),
-        bootstrap=Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
+        bootstrap=_Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
         dedup_test=s["dedup_test"],
         f1_labels=s["f1_labels"],
     )

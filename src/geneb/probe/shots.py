@@ -6,12 +6,12 @@ Which training rows a k-shot probe sees: the paper draw and the nested draw. Pur
 
 Two draw methods, one per protocol (docs/protocols.md):
 
-* `paper_draw`: the published reference loop, reproduced call for call so the same seed gives the same rows:
+* `_paper_draw`: the published reference loop, reproduced call for call so the same seed gives the same rows:
   `rng = numpy.random.RandomState(seed)`, then for each class in `numpy.unique(labels)` order
   `rng.choice(numpy.where(labels == cls)[0], size=min(k, n_cls), replace=False)`, concatenated. The 1-shot and
   10-shot draws of one seed are independent (not nested), as in the reference.
-* `nested_draw` (geneb-strict): every training row of a class gets a rank, a 64-bit hash of its row id keyed
-  by sha256("geneb-strict|{draw identity}|{seed}") (`row_ranks`); the k-shot set of a class is its k
+* `_nested_draw` (geneb-strict): every training row of a class gets a rank, a 64-bit hash of its row id keyed
+  by sha256("geneb-strict|{draw identity}|{seed}") (`_row_ranks`); the k-shot set of a class is its k
   lowest-ranked rows. The ranking does not depend on k, so the 1-shot set is inside the 10-shot set of the
   same seed; it depends only on (the training split's draw identity, seed, row id), where the draw identity
   (`draw_identity`) covers what the protocol sees of the training split: row ids, labels and the sequences
@@ -20,7 +20,7 @@ Two draw methods, one per protocol (docs/protocols.md):
   NumPy version or the order in which draws are made (the MTEB defect of carrying RNG state from one experiment to the next cannot occur).
 
 A class with fewer than k training rows contributes all of them (`min(k, n_cls)` in both methods); the
-shortfall is reported by `shortfall` and written to the shot file and the probe table.
+shortfall is reported by `_shortfall` and written to the shot file and the probe table.
 
 All positions are 0-based indices into the given label array (the task parquet's row order).
 
@@ -60,7 +60,7 @@ class ProtocolConfigError(ValueError):
 
 
 #: prefix of every nested-draw hash; changing it changes every geneb-strict draw
-NESTED_DRAW_DOMAIN = "geneb-strict"
+_NESTED_DRAW_DOMAIN = "geneb-strict"
 #: which input keys the nested draw (`draw_identity`); in the write_shot_indices rerun key, so
 #: shot files drawn under an earlier rule (the card's data hash, which keeps case) are drawn again
 NESTED_DRAW_KEY = "draw_identity-1"
@@ -80,7 +80,7 @@ def _check_k(k: int, what: str) -> None:
         raise ProbeInputError(f"{what}: k (examples per class) must be a positive integer, got {k!r}")
 
 
-def paper_draw(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
+def _paper_draw(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
     """The published reference k-shot draw (GENEB paper protocol), reproduced exactly.
 
     labels: int array (n,) of training labels in parquet row order. k: examples per class (>= 1). seed: the
@@ -109,7 +109,7 @@ def draw_identity(rows: np.ndarray, labels: np.ndarray, sequences: list[str] | n
     return h.hexdigest()
 
 
-def row_ranks(rows: np.ndarray, *, data_hash: str, seed: int) -> np.ndarray:
+def _row_ranks(rows: np.ndarray, *, data_hash: str, seed: int) -> np.ndarray:
     """Rank keys of the nested draw, uint64 (n,): output number row+1 of SplitMix64 seeded by a draw key.
 
     The draw key is the first 8 bytes of sha256("geneb-strict|{data_hash}|{seed}"); the rank of row r is
@@ -118,11 +118,11 @@ def row_ranks(rows: np.ndarray, *, data_hash: str, seed: int) -> np.ndarray:
     the stable row ids: identical in every process and on every machine, independent of Python's salted
     `hash()` and of NumPy's random streams. rows: int array (n,) of non-negative row ids.
     """
-    digest = hashlib.sha256(f"{NESTED_DRAW_DOMAIN}|{data_hash}|{int(seed)}".encode()).digest()
-    return splitmix64(int.from_bytes(digest[:8], "big"), np.asarray(rows).astype(np.uint64) + np.uint64(1))
+    digest = hashlib.sha256(f"{_NESTED_DRAW_DOMAIN}|{data_hash}|{int(seed)}".encode()).digest()
+    return _splitmix64(int.from_bytes(digest[:8], "big"), np.asarray(rows).astype(np.uint64) + np.uint64(1))
 
 
-def splitmix64(key: int, counters: np.ndarray) -> np.ndarray:
+def _splitmix64(key: int, counters: np.ndarray) -> np.ndarray:
     """Output number `counters` (uint64 array, >= 1) of SplitMix64 started at state `key` (0 <= key < 2**64).
 
     Vectorised: state_i = key + counters_i * 0x9E3779B97F4A7C15 (mod 2**64), then the finaliser. With key 0 the
@@ -136,7 +136,7 @@ def splitmix64(key: int, counters: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def nested_draw(
+def _nested_draw(
     labels: np.ndarray, rows: np.ndarray, *, data_hash: str, seed: int, ks: tuple[int, ...]
 ) -> dict[int, np.ndarray]:
     """Nested k-shot draws of geneb-strict for every k in `ks` at once.
@@ -144,7 +144,7 @@ def nested_draw(
     labels: int array (n,); rows: int array (n,) of unique row ids, same order; data_hash: the task card's
     `data_hash` (the identity of the prepared splits); seed: the draw seed; ks: the few-shot sizes.
     Returns {k: int64 positions} with, per class in sorted label order, the min(k, n_cls) rows of lowest rank
-    (rank = `row_ranks`; ties, which need a 64-bit hash collision, fall back to row order). For k1 < k2 the
+    (rank = `_row_ranks`; ties, which need a 64-bit hash collision, fall back to row order). For k1 < k2 the
     k1 set is a subset of the k2 set. Raises ProbeInputError for mismatched lengths, duplicate row ids or a
     bad k.
     """
@@ -160,13 +160,13 @@ def nested_draw(
         raise ProbeInputError(f"{what}: row id {int(uniq[counts > 1][0])} occurs more than once")
     for k in ks:
         _check_k(k, what)
-    keys = row_ranks(rows, data_hash=data_hash, seed=seed)
+    keys = _row_ranks(rows, data_hash=data_hash, seed=seed)
     ranked = {cls: np.where(y == cls)[0] for cls in np.unique(y)}
     ranked = {cls: m[np.lexsort((m, keys[m]))] for cls, m in ranked.items()}
     return {int(k): np.concatenate([m[:k] for m in ranked.values()]).astype(np.int64) for k in ks}
 
 
-def shortfall(labels: np.ndarray, k: int) -> dict[int, int]:
+def _shortfall(labels: np.ndarray, k: int) -> dict[int, int]:
     """Classes with fewer than k training rows: {label: rows available}. Empty when every class has >= k."""
     values, counts = np.unique(np.asarray(labels), return_counts=True)
     return {int(v): int(c) for v, c in zip(values, counts) if c < k}
@@ -188,12 +188,12 @@ def require_all_classes(y_fit: np.ndarray, classes: np.ndarray, *, task: str, re
         )
 
 
-SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "1"
 DRAW_KEYS = ("draw", "seeds", "few_shot_k", "max_train", "subsample_seed")
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
-def draw_settings(settings: dict[str, Any]) -> dict[str, Any]:
+def _draw_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The draw-affecting subset of a protocol's settings (DRAW_KEYS), normalised to plain lists and ints."""
     return {
         "draw": settings["draw"],
@@ -222,7 +222,7 @@ def build_shots(
     k-shot draws are taken from the full regime's rows with the protocol's method ("paper" or "nested").
     Raises ProbeInputError on bad labels or rows, and when max_train is below the number of classes.
     """
-    ds = draw_settings(settings)
+    ds = _draw_settings(settings)
     labels = np.asarray(labels)
     rows = np.asarray(rows, dtype=np.int64)
     if labels.shape != rows.shape:
@@ -242,15 +242,15 @@ def build_shots(
     for seed in ds["seeds"]:
         if ds["draw"] == "nested":
             key = data_hash if identity is None else identity
-            by_k = nested_draw(y, r, data_hash=key, seed=seed, ks=tuple(ds["few_shot_k"]))
+            by_k = _nested_draw(y, r, data_hash=key, seed=seed, ks=tuple(ds["few_shot_k"]))
         else:
-            by_k = {k: paper_draw(y, k, seed) for k in ds["few_shot_k"]}
+            by_k = {k: _paper_draw(y, k, seed) for k in ds["few_shot_k"]}
         for k in ds["few_shot_k"]:
             pos = by_k[k]
             cls, cnt = np.unique(y[pos], return_counts=True)
-            short = shortfall(y, k)
+            short = _shortfall(y, k)
             if short:
-                log.warning(
+                _log.warning(
                     "task %r, regime %dshot, seed %d: classes with fewer than %d training rows (all used): %s",
                     task,
                     k,
@@ -274,7 +274,7 @@ def build_shots(
         distinct[f"{k}shot"] = len(sets)
     classes, counts = np.unique(labels, return_counts=True)
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": _SCHEMA_VERSION,
         "task": task,
         "protocol": protocol,
         "data_hash": data_hash,
@@ -306,10 +306,10 @@ def read_shots(
     """
     shots = integrity.read_json(path)  # IntegrityError naming the file when it changed since it was written
     expected = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": _SCHEMA_VERSION,
         "task": task,
         "data_hash": data_hash,
-        "draw_settings": draw_settings(settings),
+        "draw_settings": _draw_settings(settings),
     }
     if protocol is not None:
         expected["protocol"] = protocol

@@ -6,7 +6,7 @@ run probes each view of the file (layer_rule "fixed") and, per (pooling, rc) wit
 rows of the layer the inner-CV rule chose (view "Lcv|<pooling>|rc<0|1>", layer_rule "inner_cv", `layer` the chosen
 one), per (regime, seed).
 
-The layer rule (`choose_layers`, docs/protocols.md "Views"): for each candidate layer, out-of-fold predictions of
+The layer rule (`_choose_layers`, docs/protocols.md "Views"): for each candidate layer, out-of-fold predictions of
 the protocol's probe (its fixed C, class weights and, under `standardize`, the training split's label-free scaler)
 over stratified folds (shuffled with `cv_seed`) of that fit's own training rows only; the layer with the highest
 out-of-fold MCC is chosen, ties to the deeper layer. Full regime: the (capped) training split, min(cv_folds,
@@ -33,7 +33,7 @@ from geneb.registry.spec import DEFAULT_VIEW_ID, INNER_CV_LAYER, absolute_layer,
 
 #: the view columns of the score-table contract, in order
 VIEW_COLUMNS = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
-SEED_COLUMNS = ("seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds")
+_SEED_COLUMNS = ("seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds")
 
 
 def with_view(
@@ -58,7 +58,7 @@ def with_view(
     out["pooling"] = pooling
     out["reverse_complement"] = bool(reverse_complement)
     out["layer_rule"] = layer_rule
-    out["layer_cv_folds"] = pd.array([pd.NA] * n, dtype="Int64")  # set on inner_cv rows (`inner_cv_rows`)
+    out["layer_cv_folds"] = pd.array([pd.NA] * n, dtype="Int64")  # set on inner_cv rows (`_inner_cv_rows`)
     out["layer_cv_mcc"] = np.full(n, np.nan)
     return out
 
@@ -93,7 +93,7 @@ def _oof_mcc(protocol: Protocol, X: np.ndarray, y: np.ndarray, n_splits: int, we
     return float(matthews_corrcoef(y, pred))
 
 
-def choose_layers(
+def _choose_layers(
     X_by_layer: dict[int, np.ndarray], y_train: np.ndarray, rows_train: np.ndarray, protocol: Protocol, shots: dict
 ) -> dict[tuple[str, int], tuple[int, int, float]]:
     """The layer rule (module docstring) for every (regime, seed) a probe reports: {(regime, seed): (chosen layer,
@@ -135,7 +135,7 @@ def choose_layers(
     return out
 
 
-def inner_cv_rows(
+def _inner_cv_rows(
     scores: pd.DataFrame,
     preds: pd.DataFrame,
     choices: dict[tuple[str, int], tuple[int, int, float]],
@@ -160,7 +160,7 @@ def inner_cv_rows(
     out_s = pd.concat(picked_s, ignore_index=True)
     for _, idx in out_s.groupby(["regime", "metric"], sort=False).groups.items():
         summary = seed_summary(out_s.loc[idx, "value"].to_numpy(), confidence)
-        for col in SEED_COLUMNS:
+        for col in _SEED_COLUMNS:
             if col in out_s.columns:
                 out_s.loc[idx, col] = summary[col.removeprefix("seed_")] if col != "n_seeds" else summary["n"]
     return out_s, pd.concat(picked_p, ignore_index=True)
@@ -215,10 +215,10 @@ def probe_views(
     for (pooling, rc), by_layer in groups.items():
         if len(by_layer) < 2:
             continue
-        choices = choose_layers(by_layer, data.y_train, data.rows_train, protocol, shots)
+        choices = _choose_layers(by_layer, data.y_train, data.rows_train, protocol, shots)
         mine = (scores["pooling"] == pooling) & (scores["reverse_complement"] == rc)
         mine_p = (preds["pooling"] == pooling) & (preds["reverse_complement"] == rc)
-        s, p = inner_cv_rows(
+        s, p = _inner_cv_rows(
             scores[mine],
             preds[mine_p],
             choices,

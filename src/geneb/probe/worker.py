@@ -66,7 +66,7 @@ from geneb.extract.server import connect, spawn
 
 
 @dataclass(frozen=True)
-class WorkerSpec:
+class _WorkerSpec:
     """python: the interpreter; code: `geneb.core.ipc.code_fingerprint()`; hdf5_locking: auto |
     on | off; idle_s: seconds without a job after which the worker stops (not in the key)."""
 
@@ -81,7 +81,7 @@ class WorkerSpec:
         return stable_hash({k: v for k, v in asdict(self).items() if k != "idle_s"}, length=16)
 
 
-def _start(spec: WorkerSpec, paths: ServerPaths) -> socket.socket:
+def _start(spec: _WorkerSpec, paths: ServerPaths) -> socket.socket:
     """Start the worker of `spec` and return a connection once it listens. Raises RuntimeError (naming the
     worker's log) when it exits first."""
     conn, proc = spawn("geneb.probe.worker", spec.python, paths, spec.__dict__, None)
@@ -92,14 +92,14 @@ def _start(spec: WorkerSpec, paths: ServerPaths) -> socket.socket:
     return conn
 
 
-def fit_probes_via_worker(kwargs: dict[str, Any], *, log: str | Path, hdf5_locking: str, idle_s: float = 60.0) -> None:
+def _fit_probes_via_worker(kwargs: dict[str, Any], *, log: str | Path, hdf5_locking: str, idle_s: float = 60.0) -> None:
     """Run `fit_probes(**kwargs)` (geneb.probe.job; JSON-able arguments: paths as str) in the node's probe
     worker for this interpreter, code and `hdf5_locking`, starting it when needed; the child appends to the job's
-    `log`. idle_s: seconds the worker waits for its next job before it stops.
+    `_log`. idle_s: seconds the worker waits for its next job before it stops.
 
     Raises fit_probes' errors under their own class, or RuntimeError when the worker or its child dies first.
     """
-    spec = WorkerSpec(python=sys.executable, code=code_fingerprint(), hdf5_locking=hdf5_locking, idle_s=float(idle_s))
+    spec = _WorkerSpec(python=sys.executable, code=code_fingerprint(), hdf5_locking=hdf5_locking, idle_s=float(idle_s))
     paths = ServerPaths(server_dir(), spec.key())
     job_kwargs = {k: os.fspath(v) if isinstance(v, Path) else v for k, v in kwargs.items()}
     for key in ("scores_out", "predictions_out"):
@@ -132,7 +132,7 @@ def run_fit_probes_job(kwargs: dict[str, Any], *, log: str | Path, execution: di
     worker (`execution.probe_worker: true`, the default; `probe_worker_idle_s`) or, with false, in this process
     (geneb.probe.job.fit_probes imported here). kwargs: fit_probes' arguments. Raises what fit_probes raises."""
     if execution.get("probe_worker", True):
-        fit_probes_via_worker(
+        _fit_probes_via_worker(
             kwargs, log=log, hdf5_locking=kwargs["hdf5_locking"], idle_s=execution.get("probe_worker_idle_s", 60)
         )
         return
@@ -141,8 +141,8 @@ def run_fit_probes_job(kwargs: dict[str, Any], *, log: str | Path, execution: di
     fit_probes(**kwargs)
 
 
-log = logging.getLogger("geneb.probe.worker")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_log = logging.getLogger("geneb.probe.worker")
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def _temporary(path: str) -> Path:
@@ -172,21 +172,23 @@ def _child(conn: socket.socket, request: dict[str, Any]) -> None:
             os.dup2(log_file.fileno(), 2)  # the library warnings of the fit reach the job's log, as before
         sys.stdout = os.fdopen(1, "w", buffering=1)
         sys.stderr = os.fdopen(2, "w", buffering=1)
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT, force=True)
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=_LOG_FORMAT, force=True)
         logging.captureWarnings(True)
         os.chdir(request["cwd"])
         kwargs = dict(request["kwargs"])
         finals = {key: kwargs[key] for key in ("scores_out", "predictions_out")}
         temporaries = [_temporary(path) for path in finals.values()]
         threading.Thread(target=_watch, args=(conn, temporaries), daemon=True).start()
-        log.info("probe job %s / %s: run by probe worker pid %d (forked)", kwargs["model"], kwargs["task"], os.getpid())
+        _log.info(
+            "probe job %s / %s: run by probe worker pid %d (forked)", kwargs["model"], kwargs["task"], os.getpid()
+        )
         from geneb.probe.job import fit_probes
 
         kwargs.update(zip(finals, map(str, temporaries)))
         try:
             fit_probes(**kwargs)
         except Exception as err:  # the job re-raises it under its own class
-            log.exception("probe job failed")
+            _log.exception("probe job failed")
             for tmp in temporaries:
                 integrity.discard(tmp)
             send(conn, error_message(err))
@@ -201,11 +203,11 @@ def _child(conn: socket.socket, request: dict[str, Any]) -> None:
         os._exit(status)
 
 
-def serve(spec_path: str | Path) -> int:
-    """Run the worker described by the spec file at `spec_path` (`WorkerSpec` as JSON) until idle; returns 0."""
-    spec = WorkerSpec(**json.loads(Path(spec_path).read_text(encoding="utf-8")))
+def _serve(spec_path: str | Path) -> int:
+    """Run the worker described by the spec file at `spec_path` (`_WorkerSpec` as JSON) until idle; returns 0."""
+    spec = _WorkerSpec(**json.loads(Path(spec_path).read_text(encoding="utf-8")))
     paths = ServerPaths(Path(spec_path).parent, spec.key())
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT, force=True)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=_LOG_FORMAT, force=True)
     from geneb.extract.cache import configure_hdf5_locking
 
     configure_hdf5_locking(spec.hdf5_locking)  # before h5py is imported (NFS/Lustre lock refusals)
@@ -213,11 +215,11 @@ def serve(spec_path: str | Path) -> int:
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished children are reaped by the kernel: no zombies
     listener = listen(paths)
-    log.info("probe worker %s ready on %s (idle stop after %g s)", spec.key(), paths.socket, spec.idle_s)
+    _log.info("probe worker %s ready on %s (idle stop after %g s)", spec.key(), paths.socket, spec.idle_s)
     served, last = 0, time.monotonic()
     while True:
         if stopped_when_idle(listener, paths, spec.idle_s - (time.monotonic() - last)):
-            log.info("probe worker %s: idle for %g s after %d jobs; stopping", spec.key(), spec.idle_s, served)
+            _log.info("probe worker %s: idle for %g s after %d jobs; stopping", spec.key(), spec.idle_s, served)
             return 0
         conn, _ = listener.accept()
         request = receive(conn)
@@ -227,7 +229,7 @@ def serve(spec_path: str | Path) -> int:
                     paths.socket.unlink(missing_ok=True)
                 listener.close()
                 conn.close()
-                log.info("probe worker %s: asked to stop after %d jobs", spec.key(), served)
+                _log.info("probe worker %s: asked to stop after %d jobs", spec.key(), served)
                 return 0
             conn.close()
             continue
@@ -242,4 +244,4 @@ def serve(spec_path: str | Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))
+    sys.exit(_serve(sys.argv[1]))

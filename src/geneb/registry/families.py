@@ -39,7 +39,7 @@ each with the family's default when the entry says nothing (docs/data-dictionary
 
 * `lm_head`: masked | causal | none, the head the checkpoint's architecture has (the paper's 40 models carry
   the fact and its source, `lm_head_source`; otherwise the family's `Family.lm_head`).
-* `scoring`: the scorers among `SCORERS` (`llr`: the language model's log-likelihood ratio,
+* `scoring`: the scorers among `_SCORERS` (`llr`: the language model's log-likelihood ratio,
   geneb.zeroshot.llr; `embedding`: distances between ref and alt embeddings, every model). Default: both for a
   model with a head whose family GENEB can load a head for (the transformers families), else `embedding` only;
   `llr` is never a default without a head.
@@ -94,7 +94,7 @@ def require_modules(model: str, modules: Mapping[str, str] | None) -> None:
 
 
 @dataclass(frozen=True)
-class Family:
+class _Family:
     """One adapter family. entry: "module:function" returning an Encoder (or None: no adapter yet).
     extraction: defaults merged under the registry entry's `extraction`. requires: {import name: pip
     package}. uses_torch: whether building it imports torch. dtypes: the compute dtypes its adapter runs in
@@ -114,44 +114,44 @@ class Family:
 
 _HF = "geneb.encoders.families.hf:from_settings"
 
-FAMILIES: dict[str, Family] = {
-    "kmer": Family(
+FAMILIES: dict[str, _Family] = {
+    "kmer": _Family(
         "geneb.encoders.families.kmer:from_settings", uses_torch=False, notes="overlapping k-mer frequencies; no model"
     ),
-    "shortcut": Family(
+    "shortcut": _Family(
         "geneb.encoders.families.shortcut:from_settings",
         uses_torch=False,
         notes="shortcut features (length, GC, mono-/di-/trinucleotide composition, CpG o/e); no model, CPU only",
     ),
-    "random-init": Family(
+    "random-init": _Family(
         "geneb.encoders.families.random_init:from_settings",
         notes="seeded random-init NT/ESM-style encoder built from a config",
     ),
-    "hf-encoder": Family(
+    "hf-encoder": _Family(
         _HF,
         {"causal": False},
         notes="bidirectional transformers encoder (ESM/NT, BERT, ModernBERT, BigBird, remote-code BERTs)",
     ),
-    "hf-decoder": Family(
+    "hf-decoder": _Family(
         _HF,
         {"causal": True},
         notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)",
         lm_head="causal",
     ),
-    "hf-ssm": Family(
+    "hf-ssm": _Family(
         _HF,
         {"causal": True},
         notes="causal state-space model in transformers (Mamba); takes an attention mask",
         lm_head="causal",
     ),
-    "hyena": Family(
+    "hyena": _Family(
         _HF,
         {"causal": True, "attention_mask": False},
         notes="HyenaDNA -hf remote code: a causal long convolution with no attention mask; right padding "
         "is invisible to real positions, so batches are padded on the right and pooled over real tokens",
         lm_head="causal",
     ),
-    "caduceus": Family(
+    "caduceus": _Family(
         _HF,
         {"causal": False, "attention_mask": False},
         {"mamba_ssm": "mamba-ssm"},
@@ -162,35 +162,35 @@ FAMILIES: dict[str, Family] = {
         "for which the authors average forward and RC embeddings (rc: average)",
         lm_head="masked",
     ),
-    "biofm": Family(
+    "biofm": _Family(
         "geneb.encoders.families.biofm:from_settings",
         {"causal": True},
         notes="BioFM (m42-health): a transformers Mistral decoder read with GENEB's BioToken tokenizer "
         "(biofm-eval's AnnotationTokenizer rules: one token per letter, [CLS] ... [SEP]); padded on the right "
         "with the attention mask, so `last` pooling without special tokens is each row's last nucleotide",
     ),
-    "gpn": Family(
+    "gpn": _Family(
         _HF,
         {"causal": False},
         {"gpn": "gpn"},
         notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)",
         lm_head="masked",
     ),
-    "evo": Family(
+    "evo": _Family(
         "geneb.encoders.families.evo:from_settings",
         {"causal": True, "attention_mask": False},
         {"evo": "evo-model"},
         notes="Evo 1 / 1.5 through the evo-model package: StripedHyena returns logits, so the unembedding "
         "is replaced by the identity to read the final hidden states (evo-design/evo #32)",
     ),
-    "evo2": Family(
+    "evo2": _Family(
         "geneb.encoders.families.evo:from_settings_evo2",
         {"causal": True, "attention_mask": False},
         {"evo2": "evo2"},
         notes="Evo 2 through the evo2 package (Vortex): embeddings from a named block via "
         "return_embeddings/layer_names; the layer must be a module name",
     ),
-    "enformer": Family(
+    "enformer": _Family(
         "geneb.encoders.families.enformer:from_settings",
         {},
         {"enformer_pytorch": "enformer-pytorch"},
@@ -198,19 +198,19 @@ FAMILIES: dict[str, Family] = {
         "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
         dtypes=("float32",),  # the adapter runs the package's model as loaded, in float32
     ),
-    "genomics-fm": Family(
+    "genomics-fm": _Family(
         "geneb.encoders.families.genomics_fm:from_settings",
         {"causal": False},
         notes="Genomics-FM from the authors' checkpoint folder: GENEB's own MosaicBERT-style module (fused Wqkv, "
         "gated-GELU MLP, ALiBi), input [CLS] [BPE] [ALIBI] tokens [SEP] as in pretraining; no remote code",
     ),
-    "deepgene": Family(
+    "deepgene": _Family(
         "geneb.encoders.families.deepgene:from_settings",
         {"causal": False},
         notes="DeepGene from the authors' checkpoint folder in transformers' RoFormerModel (checked key mapping, "
         "rotary table checked against the authors' formula), input [CLS] [SEP] tokens; no remote code",
     ),
-    "space": Family(
+    "space": _Family(
         "geneb.encoders.families.space:from_settings",
         notes="SPACE (species mixture-of-experts Enformer) in GENEB's own module, read from the checkpoint's "
         "config.json and weights (no remote code): a 131,072-bp one-hot window, 896 x 128-bp output bins of "
@@ -218,14 +218,14 @@ FAMILIES: dict[str, Family] = {
         "cover it",
         dtypes=("float32",),  # the module runs in float32, as the reference
     ),
-    "dnagpt": Family(
+    "dnagpt": _Family(
         "geneb.encoders.families.dnagpt:from_settings",
         {"causal": True, "attention_mask": False},
         notes="DNAGPT (TencentAILabHealthcare/DNAGPT): GENEB's own module and k-mer tokenizer from the authors' "
         "code, reading the authors' <name>.pth from a local folder; a causal decoder without a padding mask, "
         "padded on the right; the <R> species token before every chunk (docs/adapters/dnagpt.md)",
     ),
-    "lucaone": Family(
+    "lucaone": _Family(
         "geneb.encoders.families.lucaone:from_settings",
         {"causal": False},
         {"lucaone": "lucaone"},
@@ -233,7 +233,7 @@ FAMILIES: dict[str, Family] = {
         "vocabulary, nucleotides as digits (seq_type gene), [CLS]/[SEP], token type 0, rotary positions, "
         "attention mask",
     ),
-    "janusdna": Family(
+    "janusdna": _Family(
         "geneb.encoders.families.janusdna:from_settings",
         {"causal": False, "attention_mask": False},
         notes="JanusDNA (Harvard Dataverse Lightning checkpoints) on GENEB's native torch network: two causal "
@@ -241,7 +241,7 @@ FAMILIES: dict[str, Family] = {
         "equal-length sequences share a batch; no Mamba kernels, runs in the default env on CPU or GPU",
         dtypes=("float32",),  # the native selective scan is checked in float32 only; the model has 2M parameters
     ),
-    "python": Family(
+    "python": _Family(
         "geneb.encoders.families.python_encoder:from_settings",
         notes="the user's own encoder: `load.entry` names a factory (a .py file, a module or an entry point of the "
         "group geneb.encoders) called with `load.options`, returning an object whose `embed(list[str])` gives one "
@@ -249,18 +249,18 @@ FAMILIES: dict[str, Family] = {
         "(geneb.registry.python_entry)",
         dtypes=("float32",),  # the object computes in what it likes; GENEB stores float32, one cache on CPU and GPU
     ),
-    "precomputed": Family(
+    "precomputed": _Family(
         "geneb.extract.precomputed:from_settings",
         uses_torch=False,
         notes="vectors computed elsewhere: <source.path>/<task>/<split>.npy in the order of the task's source rows, "
         "or <source.path>/<task>.h5 in GENEB's cache layout; checked and copied into the cache by the extraction "
         "job (geneb.extract.precomputed)",
     ),
-    "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
+    "unsupported": _Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
 
-def family(name: str, *, model: str = "?") -> Family:
+def family(name: str, *, model: str = "?") -> _Family:
     """The Family called `name`; raises ValueError naming the model and the known families."""
     if name not in FAMILIES:
         raise ValueError(f"model {model}: unknown family {name!r}; known: {sorted(FAMILIES)}")
@@ -288,23 +288,23 @@ def build(settings: SettingsLike, **execution: Any) -> Any:
 
 
 #: the id suffix of an implicit twin
-TWIN_SUFFIX = "-twin"
+_TWIN_SUFFIX = "-twin"
 #: what an explicit twin entry may set itself (the rest comes from its model's entry)
-TWIN_ENTRY_KEYS = ("twin_of", "twin_seed", "display", "notes")
+_TWIN_ENTRY_KEYS = ("twin_of", "twin_seed", "display", "notes")
 #: the adapter of the families whose networks build from their configuration (`AutoModel.from_config`)
-HF_ENTRY = "geneb.encoders.families.hf:from_settings"
+_HF_ENTRY = "geneb.encoders.families.hf:from_settings"
 #: the facts of the model's entry a twin does not inherit (they describe the trained weights)
-NOT_INHERITED = ("paper", "trained_on_tasks", "lm_head", "lm_head_source", "scoring", "registry_name", "verified")
+_NOT_INHERITED = ("paper", "trained_on_tasks", "lm_head", "lm_head_source", "scoring", "registry_name", "verified")
 
 
-def twin_id(model: str) -> str:
+def _twin_id(model: str) -> str:
     """The id of `model`'s implicit twin."""
-    return f"{model}{TWIN_SUFFIX}"
+    return f"{model}{_TWIN_SUFFIX}"
 
 
 def implicit_parent(model: str) -> str | None:
     """The model an implicit twin id names (`x-twin` -> `x`), None for any other id."""
-    return model[: -len(TWIN_SUFFIX)] if model.endswith(TWIN_SUFFIX) and len(model) > len(TWIN_SUFFIX) else None
+    return model[: -len(_TWIN_SUFFIX)] if model.endswith(_TWIN_SUFFIX) and len(model) > len(_TWIN_SUFFIX) else None
 
 
 def twin_refusal(entry: Mapping[str, Any]) -> str | None:
@@ -319,12 +319,12 @@ def twin_refusal(entry: Mapping[str, Any]) -> str | None:
     if family in ("python", "precomputed"):
         return f"family {family}: GENEB does not build the network (user code or vectors computed elsewhere)"
     fam = FAMILIES.get(family)
-    if fam is None or fam.entry != HF_ENTRY:
+    if fam is None or fam.entry != _HF_ENTRY:
         return f"family {family}: GENEB's adapter for it loads trained weights only (no build from a configuration)"
     return None
 
 
-def twin_entry(
+def _twin_entry(
     parent: str, parent_entry: Mapping[str, Any], seed: int = 0, own: Mapping[str, Any] | None = None
 ) -> dict:
     """The registry entry (raw mapping) of the twin of `parent` (whose raw entry is `parent_entry`) at `seed`;
@@ -334,7 +334,7 @@ def twin_entry(
     if refusal is not None:
         raise ValueError(f"model {parent} has no random-init twin: {refusal}")
     own = dict(own or {})
-    entry = {k: v for k, v in parent_entry.items() if k not in NOT_INHERITED}
+    entry = {k: v for k, v in parent_entry.items() if k not in _NOT_INHERITED}
     entry.update(
         display=own.get("display") or f"{parent_entry.get('display', parent)} (random-init twin)",
         twin={"of": parent, "seed": int(seed)},
@@ -351,22 +351,22 @@ def twin_entry(
 
 def expand_twin_entries(models: dict[str, Any]) -> list[str]:
     """Replace each explicit twin entry (`twin_of`) of the registry's `models` mapping, in place, by its full
-    entry (`twin_entry`). Returns the problems, each naming the entry: an unknown `twin_of`, a key a twin cannot
+    entry (`_twin_entry`). Returns the problems, each naming the entry: an unknown `twin_of`, a key a twin cannot
     set, a model that cannot have a twin."""
     problems = []
     for name, entry in list(models.items()):
         if not isinstance(entry, Mapping) or "twin_of" not in entry:
             continue
         parent = str(entry["twin_of"])
-        extra = sorted(set(entry) - set(TWIN_ENTRY_KEYS))
+        extra = sorted(set(entry) - set(_TWIN_ENTRY_KEYS))
         if extra:
-            problems.append(f"model {name}: a twin entry sets only {list(TWIN_ENTRY_KEYS)}, not {extra}")
+            problems.append(f"model {name}: a twin entry sets only {list(_TWIN_ENTRY_KEYS)}, not {extra}")
             continue
         if parent not in models or "twin_of" in (models[parent] or {}):
             problems.append(f"model {name}: twin_of {parent!r} is not a (non-twin) entry of the registry")
             continue
         try:
-            models[name] = twin_entry(parent, models[parent], int(entry.get("twin_seed", 0)), entry)
+            models[name] = _twin_entry(parent, models[parent], int(entry.get("twin_seed", 0)), entry)
         except ValueError as err:
             problems.append(f"model {name}: {err}")
     return problems
@@ -377,11 +377,11 @@ def add_implicit_twins(models: dict[str, Any]) -> None:
     that can have one (`twin_refusal`) and has no entry of that id already (an explicit entry of the same id
     wins). Run after validation: a twin entry is made of its model's validated fields."""
     for name, entry in list(models.items()):
-        if twin_refusal(entry) is None and twin_id(name) not in models:
-            models[twin_id(name)] = twin_entry(name, entry)
+        if twin_refusal(entry) is None and _twin_id(name) not in models:
+            models[_twin_id(name)] = _twin_entry(name, entry)
 
 
-def twins_of(models: list[str], refusal: Any) -> tuple[list[str], list[str]]:
+def _twins_of(models: list[str], refusal: Any) -> tuple[list[str], list[str]]:
     """The twin ids of `models` (in their order) and, for each model that has none, a line naming it and why;
     `refusal(model)`: the reason it cannot have one, or None. A model that is a twin itself is skipped silently,
     as is a twin already in `models`."""
@@ -391,27 +391,27 @@ def twins_of(models: list[str], refusal: Any) -> tuple[list[str], list[str]]:
             continue
         reason = refusal(model)
         if reason is None:
-            if twin_id(model) not in models:
-                twins.append(twin_id(model))
+            if _twin_id(model) not in models:
+                twins.append(_twin_id(model))
         elif reason != "it is a random-init twin itself":
             skipped.append(f"{model}: {reason}")
     return twins, skipped
 
 
 def with_twins(models: list[str], raw_models: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Config `twins: true`: `models` followed by the twin of each that can have one (`twins_of`; `raw_models`:
+    """Config `twins: true`: `models` followed by the twin of each that can have one (`_twins_of`; `raw_models`:
     the registry's raw entries), and the log lines: one naming the models without one and why (none when every
     model has one)."""
-    twins, skipped = twins_of(models, lambda m: twin_refusal(raw_models[m]))
+    twins, skipped = _twins_of(models, lambda m: twin_refusal(raw_models[m]))
     return [*models, *twins], (["twins: no random-init twin for " + "; ".join(skipped)] if skipped else [])
 
 
 #: the zero-shot scorers a registry entry may list under `scoring:`
-SCORERS: tuple[str, ...] = ("llr", "embedding")
+_SCORERS: tuple[str, ...] = ("llr", "embedding")
 #: the `lm_head` values
-LM_HEADS: tuple[str, ...] = ("masked", "causal", "none")
+_LM_HEADS: tuple[str, ...] = ("masked", "causal", "none")
 #: the adapter entry whose families can load a language-model head (geneb.zeroshot.llr)
-HEAD_LOADER_ENTRY = "geneb.encoders.families.hf:from_settings"
+_HEAD_LOADER_ENTRY = "geneb.encoders.families.hf:from_settings"
 
 
 def resolved_lm_head(entry: Mapping[str, Any]) -> str:
@@ -423,17 +423,17 @@ def resolved_lm_head(entry: Mapping[str, Any]) -> str:
     return fam.lm_head if fam is not None else "none"
 
 
-def default_scoring(entry: Mapping[str, Any]) -> tuple[str, ...]:
+def _default_scoring(entry: Mapping[str, Any]) -> tuple[str, ...]:
     """("llr", "embedding") for a model with a head whose family loads heads, else ("embedding",)."""
     fam = FAMILIES.get(str(entry.get("family")))
-    loads_head = fam is not None and fam.entry == HEAD_LOADER_ENTRY
+    loads_head = fam is not None and fam.entry == _HEAD_LOADER_ENTRY
     return ("llr", "embedding") if loads_head and resolved_lm_head(entry) != "none" else ("embedding",)
 
 
 def resolved_scoring(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    """The entry's `scoring:` list, or `default_scoring`."""
+    """The entry's `scoring:` list, or `_default_scoring`."""
     given = entry.get("scoring")
-    return tuple(str(s) for s in given) if given is not None else default_scoring(entry)
+    return tuple(str(s) for s in given) if given is not None else _default_scoring(entry)
 
 
 def scoring_problems(model: str, entry: Mapping[str, Any]) -> list[str]:
@@ -442,16 +442,16 @@ def scoring_problems(model: str, entry: Mapping[str, Any]) -> list[str]:
     where = f"model {model}"
     problems: list[str] = []
     head = entry.get("lm_head")
-    if head is not None and head not in LM_HEADS:
-        problems.append(f"{where}: lm_head {head!r} is not one of {list(LM_HEADS)}")
+    if head is not None and head not in _LM_HEADS:
+        problems.append(f"{where}: lm_head {head!r} is not one of {list(_LM_HEADS)}")
     given = entry.get("scoring")
     if given is None:
         return problems
     if not isinstance(given, (list, tuple)) or not given:
-        return [*problems, f"{where}: scoring must be a non-empty list of {list(SCORERS)}, got {given!r}"]
+        return [*problems, f"{where}: scoring must be a non-empty list of {list(_SCORERS)}, got {given!r}"]
     for name in given:
-        if name not in SCORERS:
-            problems.append(f"{where}: scoring names an unknown scorer {name!r} (known: {list(SCORERS)})")
+        if name not in _SCORERS:
+            problems.append(f"{where}: scoring names an unknown scorer {name!r} (known: {list(_SCORERS)})")
     if "llr" in given and resolved_lm_head(entry) == "none":
         problems.append(
             f"{where}: scoring lists llr but the model has no language-model head (lm_head none"

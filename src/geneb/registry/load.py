@@ -73,7 +73,7 @@ from geneb.registry.weights import (
 )
 
 #: the one way to pin a hub model, as every error says it (docs/hpc.md, "Pinning the hub models")
-PIN_HOWTO = (
+_PIN_HOWTO = (
     "run the workflow once where the hub is reachable (`snakemake -n` is enough, e.g. on a login node): it "
     "resolves the hub revision of every selected model without a pin and writes the commits to the "
     "model_revisions lockfile (config/model_revisions.yaml), which every later run uses"
@@ -91,7 +91,9 @@ def refusals(spec: ModelSpec) -> list[tuple[str, str]]:
     elif FAMILIES[fam].entry is None:
         why.append((f"no adapter (family {fam})", f"family {fam!r}: {FAMILIES[fam].notes}"))
     if kind == "hub-unpinned":
-        why.append(("unpinned: a run with network pins it", f"hub id {src.hub_id} has no pinned revision; {PIN_HOWTO}"))
+        why.append(
+            ("unpinned: a run with network pins it", f"hub id {src.hub_id} has no pinned revision; {_PIN_HOWTO}")
+        )
     elif kind in WEIGHT_KINDS:
         refusal = weights_refusal(spec)
         if refusal is not None:
@@ -170,7 +172,7 @@ def runnable_offline(spec: ModelSpec) -> bool:
     return ok and spec.source.kind in ("builtin", "local", "external")
 
 
-def selection_error(registry: Registry, problems: dict[str, str], lock: LockResult | None, pins: str) -> str:
+def _selection_error(registry: Registry, problems: dict[str, str], lock: LockResult | None, pins: str) -> str:
     """One message for every selected model that cannot run (`problems`, from `not_runnable`), grouped by what
     it needs: the network once, to pin its hub revision (with the hub's answer where `lock`, the lockfile step's
     result, has one); an adapter (family unsupported); weights from outside the hub; anything else, with its
@@ -195,7 +197,7 @@ def selection_error(registry: Registry, problems: dict[str, str], lock: LockResu
         lines.append(
             f"- {len(groups['network'])} need the network once, to pin their hub revision"
             + (f" (the hub was unreachable: {why})" if why else "")
-            + f": {', '.join(groups['network'])}; {PIN_HOWTO.replace('config/model_revisions.yaml', pins)}"
+            + f": {', '.join(groups['network'])}; {_PIN_HOWTO.replace('config/model_revisions.yaml', pins)}"
             + (f"; the hub refused: {'; '.join(refused)}" if refused else "")
         )
     if groups["adapter"]:
@@ -225,8 +227,8 @@ DEFAULT_EXTRACTION: dict[str, Any] = {k: v for k, v in Extraction().as_dict().it
 #: key), so correcting a note reruns nothing (docs/footguns.md, "Model loading")
 #: (`fetch`: the instructions to fetch external weights; kind download keeps its `url` in the settings, to fetch
 #: it in the job, and `extraction_hash` leaves it out)
-PROVENANCE_SOURCE_KEYS = ("origin", "base_hub_id", "where", "url", "fetch")
-PROVENANCE_LOAD_KEYS = ("transformers_note",)
+_PROVENANCE_SOURCE_KEYS = ("origin", "base_hub_id", "where", "url", "fetch")
+_PROVENANCE_LOAD_KEYS = ("transformers_note",)
 
 
 def resolved_extraction(spec: ModelSpec) -> dict[str, Any]:
@@ -235,7 +237,7 @@ def resolved_extraction(spec: ModelSpec) -> dict[str, Any]:
     return {**DEFAULT_EXTRACTION, **family(spec.family, model=spec.id).extraction, **(spec.extraction or {})}
 
 
-def resolve_dtype(spec: ModelSpec, dtype: str, device: str) -> str:
+def _resolve_dtype(spec: ModelSpec, dtype: str, device: str) -> str:
     """The compute dtype `spec` runs in on `device` (execution.device: cpu, cuda, cuda:N or auto), decided
     before the settings hash is made so that the hash names it. `dtype: auto` becomes `settings.AUTO_DTYPE`
     of the device class (float32 on CPU, bfloat16 on CUDA), or float32 for a family whose adapter runs in
@@ -275,7 +277,7 @@ def extraction_settings(
     `weights.settings_source`, the folder the adapter reads at `path` and the content's fingerprint or sha256), builtin construction, remote-code
     flag, loading options (less PROVENANCE_LOAD_KEYS; `config_overrides` included), resolved extraction options
     (`resolved_extraction`: DEFAULT_EXTRACTION < family defaults < entry, with `dtype` resolved for `device`
-    by `resolve_dtype`: one config gives one settings hash per device class, and the hash says which dtype
+    by `_resolve_dtype`: one config gives one settings hash per device class, and the hash says which dtype
     ran), and the alphabet policy. This mapping is the rerun key of the extraction rule and is stored in
     every embedding file. device: the run's execution.device (cpu, cuda, cuda:N, auto).
 
@@ -292,7 +294,7 @@ def extraction_settings(
     ok, why = runnable(spec)
     if not ok:
         raise NotRunnableError(f"model {model} is in the registry but not runnable: {why}")
-    source = {k: v for k, v in spec.source.as_dict().items() if k not in PROVENANCE_SOURCE_KEYS}
+    source = {k: v for k, v in spec.source.as_dict().items() if k not in _PROVENANCE_SOURCE_KEYS}
     if spec.source.kind in WEIGHT_KINDS:
         source = settings_source(spec, as_registry(registry).weights_dir)
     elif spec.source.kind == "local" and spec.family != PRECOMPUTED:  # precomputed: each task's files are inputs
@@ -300,13 +302,13 @@ def extraction_settings(
 
         source["fingerprint"] = folder_fingerprint(str(spec.source.path))  # the schema requires a path for kind local
     extraction = resolved_extraction(spec)
-    extraction["dtype"] = resolve_dtype(spec, extraction["dtype"], device)
+    extraction["dtype"] = _resolve_dtype(spec, extraction["dtype"], device)
     if extraction.get("rc", "none") != "none" and extraction.get("long_policy") == "truncate":
         raise RegistryError(
             f"model {model}: rc {extraction['rc']!r} with long_policy truncate would cut the two strands "
             "at opposite ends of a long row and combine different windows; use long_policy chunk_mean"
         )
-    load = {k: v for k, v in spec.load.as_dict().items() if k not in PROVENANCE_LOAD_KEYS}
+    load = {k: v for k, v in spec.load.as_dict().items() if k not in _PROVENANCE_LOAD_KEYS}
     if spec.family == PYTHON:  # the entry's code identifies it, never its path (geneb.registry.python_entry)
         load["entry_sha256"] = entry_fingerprint(str(spec.load.entry), model=model)
         files = option_fingerprints(spec.load.options, model=model)
@@ -347,7 +349,7 @@ def extraction_hash(settings: Mapping[str, Any]) -> str:
 
 
 #: what `matched_pairs[].differs_in` may say (the analyses compare exactly these factors)
-PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
+_PAIR_FACTORS = ("architecture", "tokenizer", "pretraining_data")
 
 
 def _resolved_extraction(spec: dict[str, Any], model: str) -> dict[str, Any]:
@@ -429,8 +431,8 @@ def check_registry(registry: Registry | Mapping[str, Any], task_ids: set[str] | 
         for m in members:
             if m not in models:
                 problems.append(f"matched pair {pid!r}: model {m!r} is not in the registry")
-        if pair.get("differs_in") not in PAIR_FACTORS:
-            problems.append(f"matched pair {pid!r}: differs_in must be one of {PAIR_FACTORS}")
+        if pair.get("differs_in") not in _PAIR_FACTORS:
+            problems.append(f"matched pair {pid!r}: differs_in must be one of {_PAIR_FACTORS}")
     return problems
 
 
@@ -470,7 +472,7 @@ def required_packages(spec: Mapping[str, Any]) -> dict[str, str]:
     return {**(fam.requires if fam else {}), **((spec.get("load") or {}).get("requires") or {})}
 
 
-def env_fit(spec: Mapping[str, Any], env: EnvFile) -> list[str]:
+def _env_fit(spec: Mapping[str, Any], env: EnvFile) -> list[str]:
     """Why registry entry `spec` (a mapping) cannot run in `env` (empty = it can): its `load.transformers`
     range excludes the transformers release the env pins (or the env pins none), or a package it needs
     (`required_packages`) is not in the env's pip section."""
@@ -502,7 +504,7 @@ def env_fit(spec: Mapping[str, Any], env: EnvFile) -> list[str]:
 def check_envs(registry: Registry | Mapping[str, Any], envs_dir: str | Path = ENVS_DIR) -> list[str]:
     """The env problems of every entry (empty = fine): its `env:` (default `geneb.core.envs.DEFAULT_ENV`) must be a
     file envs/<env>.yaml, that env must pin a transformers release inside the entry's `load.transformers` range,
-    and install the packages the entry needs (`env_fit`). Each problem names the model, the env and the fix
+    and install the packages the entry needs (`_env_fit`). Each problem names the model, the env and the fix
     (the envs that would fit, when there are any)."""
     if isinstance(registry, Registry):
         registry = registry.raw
@@ -523,10 +525,10 @@ def check_envs(registry: Registry | Mapping[str, Any], envs_dir: str | Path = EN
                     f"one of {', '.join(names) or 'none'} (or add the env file)"
                 )
             continue
-        why = env_fit(spec, envs[env_name])
+        why = _env_fit(spec, envs[env_name])
         if why:
             fits = sorted(
-                (n for n, e in envs.items() if n != env_name and not env_fit(spec, e)),
+                (n for n, e in envs.items() if n != env_name and not _env_fit(spec, e)),
                 key=lambda n: (len(envs[n].requirements), _newest_first(envs[n].transformers), n),
             )
             fix = (
@@ -658,7 +660,7 @@ def load_registry(
         raise RegistryError(f"{path}: {err}") from err
 
 
-def pin_owner(registry: Registry, model: str) -> str:
+def _pin_owner(registry: Registry, model: str) -> str:
     """The entry whose hub pin `model` uses: a twin's model (its source is copied from it), else `model`."""
     twin = registry.spec(model).twin
     return str(twin["of"]) if twin is not None else model
@@ -683,7 +685,7 @@ def load_locked_registry(
     selected hub model that has an adapter and no pin yet (`pins.lock_revisions`: the hub is asked once, the
     lockfile written atomically) and reloads. Returns (registry, log lines saying which models were pinned now
     and which run at commits already locked, the NotRunnableError message listing at once every selected model
-    that cannot run and what it needs, "" when all can: `selection_error`; the network for a pin, named when
+    that cannot run and what it needs, "" when all can: `_selection_error`; the network for a pin, named when
     the hub was unreachable or HF_HUB_OFFLINE is set, an adapter, or weights from outside the hub: what to fetch,
     from where, and the `model_weights` line). The caller raises it
     after its other checks of the config, so those keep their order.
@@ -704,7 +706,7 @@ def load_locked_registry(
     log: list[str] = []
     if resolve:
         # a twin reads its model's configuration at its model's pin: the model is pinned, the twin copies it
-        pinned = list(dict.fromkeys(pin_owner(registry, m) for m in models))
+        pinned = list(dict.fromkeys(_pin_owner(registry, m) for m in models))
         with_adapter = [m for m in pinned if FAMILIES[registry.models[m].family].entry is not None]
         try:
             lock = lock_revisions(registry, pinned, pins, pinnable=with_adapter, endpoint=endpoint)
@@ -724,4 +726,4 @@ def load_locked_registry(
                 + ", ".join(f"{m}@{rev[:12]}" for m, rev in lock.locked.items())
             )
     problems = not_runnable(registry, models)
-    return registry, log, selection_error(registry, problems, lock, str(pins)) if problems else ""
+    return registry, log, _selection_error(registry, problems, lock, str(pins)) if problems else ""

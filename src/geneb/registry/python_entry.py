@@ -5,7 +5,7 @@ Content hashes of local model folders (torch-free, so the registry can fingerpri
 while Snakemake builds the DAG without importing torch).
 
 The files and folders a `python` entry's options name (torch-free, import-free): which option strings name a
-path, their content's sha256 (`path_sha256`, memoised per process), the options with those paths masked for the
+path, their content's sha256 (`_path_sha256`, memoised per process), the options with those paths masked for the
 settings hash, and the options that end like a model file but name nothing (`geneb.registry.python_entry` says
 how the settings hash uses them).
 
@@ -27,7 +27,7 @@ The settings hash sees every file the model reads, by content and never by path 
 the same model, an edited one a new one.
 
 * The code: `load.entry_sha256` (set in the extraction settings only, `entry_fingerprint`) covers the factory's
-  source file and the Python files it imports from its own folder tree, transitively (`local_imports`: the
+  source file and the Python files it imports from its own folder tree, transitively (`_local_imports`: the
   `import` / `from ... import` statements read with `ast`, anywhere in the file, resolved against the factory's
   folder as the first entry of sys.path, the folder the adapter puts there; site-packages and the standard
   library are not in it). A file of the folder that no import reaches (a script, a notebook export) is not.
@@ -56,7 +56,7 @@ from typing import Any
 
 from geneb.core.provenance import cached_file_sha256
 
-WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".ckpt", ".pth"}
+_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".ckpt", ".pth"}
 
 
 def _sha256_files(files: list[Path], root: Path) -> str:
@@ -73,14 +73,14 @@ def weights_hash(folder: str | os.PathLike[str]) -> str:
     """sha256 over the weight files (*.safetensors, *.bin, *.pt, *.ckpt, *.pth) of a model folder, in name
     order. Raises FileNotFoundError when there are none."""
     root = Path(folder)
-    files = sorted(p for p in root.iterdir() if p.suffix in WEIGHT_SUFFIXES)
+    files = sorted(p for p in root.iterdir() if p.suffix in _WEIGHT_SUFFIXES)
     if not files:
         raise FileNotFoundError(f"no weight files in {folder}")
     return _sha256_files(files, root)
 
 
 #: the files of a model folder that a model reads, by suffix: weights, configs and tokenizers, remote code
-MODEL_FILE_SUFFIXES = WEIGHT_SUFFIXES | {
+_MODEL_FILE_SUFFIXES = _WEIGHT_SUFFIXES | {
     ".h5",
     ".msgpack",
     ".npz",
@@ -97,10 +97,10 @@ MODEL_FILE_SUFFIXES = WEIGHT_SUFFIXES | {
 }
 #: plain-text files a tokenizer reads (`vocab.txt`, `merges.txt`, `dict.txt`, `tokens.txt`); other .txt files are
 #: notes
-TOKENIZER_TEXT = re.compile(r"(vocab|merges|dict|tokens?)", re.IGNORECASE)
+_TOKENIZER_TEXT = re.compile(r"(vocab|merges|dict|tokens?)", re.IGNORECASE)
 
 
-def is_model_file(relative: Path) -> bool:
+def _is_model_file(relative: Path) -> bool:
     """Whether a file of a model folder (`relative` to the folder) is one a model reads: weights, configs,
     tokenizer files or remote code (MODEL_FILE_SUFFIXES, and .txt files named like a vocabulary or merges list).
     Documentation, notes, images, logs and hidden files are not: adding a README.md or NOTES.txt to a checkpoint
@@ -108,15 +108,15 @@ def is_model_file(relative: Path) -> bool:
     if any(part.startswith(".") for part in relative.parts):
         return False
     if relative.suffix.lower() == ".txt":
-        return bool(TOKENIZER_TEXT.search(relative.stem))
-    return relative.suffix.lower() in MODEL_FILE_SUFFIXES
+        return bool(_TOKENIZER_TEXT.search(relative.stem))
+    return relative.suffix.lower() in _MODEL_FILE_SUFFIXES
 
 
 _FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 
 
 def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
-    """sha256 over the files below `folder` that a model reads (`is_model_file`: weights, configs, tokenizer,
+    """sha256 over the files below `folder` that a model reads (`_is_model_file`: weights, configs, tokenizer,
     remote code), by relative path, memoised per process on (names, sizes, mtimes). Identifies a local checkpoint
     in the extraction settings, so new weights give a new cache path and a note beside them does not. Raises
     FileNotFoundError when the folder does not exist (a folder without model files is refused when its model
@@ -124,7 +124,7 @@ def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"local model folder {folder} does not exist")
-    files = sorted(p for p in root.rglob("*") if p.is_file() and is_model_file(p.relative_to(root)))
+    files = sorted(p for p in root.rglob("*") if p.is_file() and _is_model_file(p.relative_to(root)))
     stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     key = (str(root.resolve()), stamp)
     if key not in _FINGERPRINTS:
@@ -132,51 +132,51 @@ def folder_fingerprint(folder: str | os.PathLike[str]) -> str:
     return _FINGERPRINTS[key]
 
 
-def absolute_options(value: Any, base_dir: Path) -> Any:
+def _absolute_options(value: Any, base_dir: Path) -> Any:
     """`value` (an options mapping, list or leaf) with every relative string that names an existing file or folder
     under `base_dir` made absolute there; everything else as it is."""
     if isinstance(value, dict):
-        return {k: absolute_options(v, base_dir) for k, v in value.items()}
+        return {k: _absolute_options(v, base_dir) for k, v in value.items()}
     if isinstance(value, list):
-        return [absolute_options(v, base_dir) for v in value]
-    if isinstance(value, str) and could_be_path(value):
+        return [_absolute_options(v, base_dir) for v in value]
+    if isinstance(value, str) and _could_be_path(value):
         path = Path(os.path.expanduser(value))
         if not path.is_absolute() and (base_dir / path).exists():
             return os.path.normpath(base_dir / path)
     return value
 
 
-def could_be_path(value: str) -> bool:
+def _could_be_path(value: str) -> bool:
     """Whether an option string may name a file: not empty, not only dots (`.`, `..`: a folder of everything),
     not a URL."""
     return bool(value.strip(".")) and "://" not in value and "\n" not in value
 
 
 #: what `hash_view` puts in place of an option's path (its content is in `load.options_sha256`)
-PATH_PLACEHOLDER = "<path: load.options_sha256>"
+_PATH_PLACEHOLDER = "<path: load.options_sha256>"
 
 
-def option_strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+def _option_strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
     """(option key, string) of every string leaf of an options mapping: `weights`, `a.b`, `paths[0]`."""
     if isinstance(value, Mapping):
         for k, v in value.items():
-            yield from option_strings(v, f"{key}.{k}" if key else str(k))
+            yield from _option_strings(v, f"{key}.{k}" if key else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from option_strings(v, f"{key}[{i}]")
+            yield from _option_strings(v, f"{key}[{i}]")
     elif isinstance(value, str):
         yield key, value
 
 
-def masked_options(value: Any, paths: Mapping[str, str], key: str = "") -> Any:
+def _masked_options(value: Any, paths: Mapping[str, str], key: str = "") -> Any:
     if isinstance(value, Mapping):
-        return {k: masked_options(v, paths, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+        return {k: _masked_options(v, paths, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [masked_options(v, paths, f"{key}[{i}]") for i, v in enumerate(value)]
-    return PATH_PLACEHOLDER if isinstance(value, str) and key in paths else value
+        return [_masked_options(v, paths, f"{key}[{i}]") for i, v in enumerate(value)]
+    return _PATH_PLACEHOLDER if isinstance(value, str) and key in paths else value
 
 
-def path_sha256(path: str | os.PathLike[str]) -> str:
+def _path_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 (hex) of what a path holds: a file's bytes; a folder's files (below it, hidden ones and
     `__pycache__` left out), each as its relative POSIX path and its bytes' sha256, in path order. Memoised per
     process on (resolved path, size, mtime) of each file. Raises FileNotFoundError when nothing is there."""
@@ -196,20 +196,20 @@ def path_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """[(option key, value)] of the string options that end like a model file (`MODEL_FILE_SUFFIXES`) and name
+def _missing_option_files(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """[(option key, value)] of the string options that end like a model file (`_MODEL_FILE_SUFFIXES`) and name
     nothing (module docstring)."""
     return [
         (key, value)
-        for key, value in option_strings(options or {})
-        if could_be_path(value)
-        and Path(os.path.expanduser(value)).suffix.lower() in MODEL_FILE_SUFFIXES
+        for key, value in _option_strings(options or {})
+        if _could_be_path(value)
+        and Path(os.path.expanduser(value)).suffix.lower() in _MODEL_FILE_SUFFIXES
         and not Path(os.path.expanduser(value)).exists()
     ]
 
 
-def missing_option_message(model: str, missing: list[tuple[str, str]]) -> str:
-    """The reason naming the model and each option and path of `missing_option_files`."""
+def _missing_option_message(model: str, missing: list[tuple[str, str]]) -> str:
+    """The reason naming the model and each option and path of `_missing_option_files`."""
     named = "; ".join(f"load.options.{key} names {value!r}" for key, value in missing)
     return (
         f"model {model}: {named}, and there is no such file (a relative path is looked for in the folder of the "
@@ -232,7 +232,7 @@ FACT_DEFAULTS = {
 }
 
 
-class EntryError(ValueError):
+class _EntryError(ValueError):
     """A `load.entry` that cannot be found or read (the message names the model, the entry and the fix)."""
 
 
@@ -276,7 +276,7 @@ def resolve_entry_paths(data: Mapping[str, Any], base_dir: str | os.PathLike[str
             if not path.is_absolute():
                 load["entry"] = f"{os.path.normpath(Path(base_dir).absolute() / path)}:{factory}"
         if isinstance(load, dict) and isinstance(load.get("options"), dict):
-            load["options"] = absolute_options(load["options"], Path(base_dir).absolute())
+            load["options"] = _absolute_options(load["options"], Path(base_dir).absolute())
 
 
 def _module_file(module: str) -> Path | None:
@@ -303,7 +303,7 @@ def parse_entry(entry: str, *, model: str = "?") -> EntryRef:
         found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == entry]
         if not found:
             known = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-            raise EntryError(
+            raise _EntryError(
                 f"model {model}: load.entry {entry!r} is no entry point of the group {ENTRY_POINT_GROUP!r} "
                 f"(installed: {known or 'none'}); give `<file.py>:<factory>`, `<module>:<factory>`, or install the "
                 "package that registers it"
@@ -312,14 +312,14 @@ def parse_entry(entry: str, *, model: str = "?") -> EntryRef:
         return EntryRef("entry-point", module.strip(), factory.strip(), _module_file(module.strip()), entry)
     target, factory = entry.rsplit(":", 1)
     if not factory.isidentifier() or not target:
-        raise EntryError(
+        raise _EntryError(
             f"model {model}: load.entry {entry!r} must be `<file.py or module>:<factory>` (the factory a Python name)"
         )
     if _is_file_entry(entry):
         path = Path(target)
         return EntryRef("file", f"geneb_user_{path.stem}", factory, path if path.is_file() else None)
     if not all(part.isidentifier() for part in target.split(".")):
-        raise EntryError(f"model {model}: load.entry {entry!r}: {target!r} is neither a .py file nor a module name")
+        raise _EntryError(f"model {model}: load.entry {entry!r}: {target!r} is neither a .py file nor a module name")
     return EntryRef("module", target, factory, _module_file(target))
 
 
@@ -334,7 +334,7 @@ def entry_problems(model: str, spec: Mapping[str, Any]) -> list[str]:
         if ":" in entry:
             try:
                 parse_entry(entry, model=model)
-            except EntryError as err:
+            except _EntryError as err:
                 return [str(err)]
     if family == PRECOMPUTED and (spec.get("source") or {}).get("kind") != "local":
         return [f"model {model}: family precomputed needs source: {{kind: local, path: <folder of vectors>}}"]
@@ -343,10 +343,10 @@ def entry_problems(model: str, spec: Mapping[str, Any]) -> list[str]:
 
 def entry_refusal(model: str, entry: str | None, options: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
     """(short label, full reason) when a python entry's factory cannot be found now, or an option names a model
-    file that is not there (`missing_option_files`), else None."""
+    file that is not there (`_missing_option_files`), else None."""
     try:
         ref = parse_entry(entry or "", model=model)
-    except EntryError as err:
+    except _EntryError as err:
         return ("entry not found", str(err))
     if ref.file is None:
         where = "file" if ref.kind == "file" else "module"
@@ -355,9 +355,9 @@ def entry_refusal(model: str, entry: str | None, options: Mapping[str, Any] | No
             f"model {model}: load.entry {entry!r}: the {where} is not there (a relative file path resolves against "
             "the folder of the registry file that declares the entry; a module must be importable here)",
         )
-    missing = missing_option_files(options)
+    missing = _missing_option_files(options)
     if missing:
-        return ("option file not found", missing_option_message(model, missing))
+        return ("option file not found", _missing_option_message(model, missing))
     return None
 
 
@@ -420,7 +420,7 @@ def _imports_of(file: Path, search: Path) -> list[Path]:
     return found
 
 
-def local_imports(
+def _local_imports(
     file: str | os.PathLike[str], search: str | os.PathLike[str], within: str | os.PathLike[str]
 ) -> list[Path]:
     """The Python files under `within` that `file` imports, transitively, resolved statically: every `import` and
@@ -464,15 +464,15 @@ def _module_roots(ref: EntryRef) -> tuple[Path, Path] | None:
 
 
 def code_files(ref: EntryRef) -> list[Path]:
-    """The files of an entry's own code besides `ref.file`: what it imports from its folder tree (`local_imports`;
+    """The files of an entry's own code besides `ref.file`: what it imports from its folder tree (`_local_imports`;
     a module entry: from its top-level package). [] when the source file is not found."""
     if ref.file is None:
         return []
     if ref.kind == "file":
         folder = ref.file.parent
-        return local_imports(ref.file, folder, folder)
+        return _local_imports(ref.file, folder, folder)
     roots = _module_roots(ref)
-    return local_imports(ref.file, *roots) if roots else []
+    return _local_imports(ref.file, *roots) if roots else []
 
 
 def entry_fingerprint(entry: str, *, model: str = "?") -> str:
@@ -482,7 +482,7 @@ def entry_fingerprint(entry: str, *, model: str = "?") -> str:
     EntryError when the source file is not found."""
     ref = parse_entry(entry, model=model)
     if ref.file is None:
-        raise EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
+        raise _EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
     h = hashlib.sha256(cached_file_sha256(ref.file).encode())
     base = ref.file.resolve().parent
     for helper in code_files(ref):
@@ -500,22 +500,22 @@ def option_fingerprints(options: Mapping[str, Any] | None, *, model: str = "?") 
     """{option key: sha256 of its content} of every string option (nested ones too, module docstring) that names
     an existing file or folder: absolute, or relative to the working directory (a registry-relative one was made
     absolute by `resolve_entry_paths`). Raises EntryError naming the model, the option and the path for a value
-    that ends like a model file (`MODEL_FILE_SUFFIXES`) but names nothing."""
-    missing = missing_option_files(options)
+    that ends like a model file (`_MODEL_FILE_SUFFIXES`) but names nothing."""
+    missing = _missing_option_files(options)
     if missing:
-        raise EntryError(missing_option_message(model, missing))
+        raise _EntryError(_missing_option_message(model, missing))
     out: dict[str, str] = {}
-    for key, value in option_strings(options or {}):
+    for key, value in _option_strings(options or {}):
         path = Path(os.path.expanduser(value))
-        if could_be_path(value) and path.exists():
-            out[key] = path_sha256(path)
+        if _could_be_path(value) and path.exists():
+            out[key] = _path_sha256(path)
     return out
 
 
 def hash_view(settings: Mapping[str, Any]) -> Mapping[str, Any]:
     """What the settings hash takes of a user-family entry's settings: a python entry's `load.entry` reduced to its
     form and factory (its code's content is `load.entry_sha256`), each option that names a path reduced to
-    `PATH_PLACEHOLDER` (its content is `load.options_sha256`), `load.cpu_only` left out (how it runs, as
+    `_PATH_PLACEHOLDER` (its content is `load.options_sha256`), `load.cpu_only` left out (how it runs, as
     execution.device); a precomputed entry's `source.path` left out (where the vectors are, not what they are:
     each task's files are its extraction job's inputs, so a changed file reruns that task). Other settings as
     they are."""
@@ -525,7 +525,7 @@ def hash_view(settings: Mapping[str, Any]) -> Mapping[str, Any]:
         if load.get("entry"):
             load["entry"] = parse_entry(load["entry"], model=str(settings.get("model"))).hash_label
         if load.get("options_sha256") and load.get("options") is not None:
-            load["options"] = masked_options(load["options"], load["options_sha256"])
+            load["options"] = _masked_options(load["options"], load["options_sha256"])
         load.pop("cpu_only", None)
         return {**settings, "load": load}
     if family == PRECOMPUTED:

@@ -78,7 +78,7 @@ def _present(obj: Any) -> dict[str, Any]:
 SOURCE_KINDS = ("builtin", "local", "hub", "hub-unpinned", "external", "download")
 #: the source kinds whose adapter reads a local folder at `source.path` (for external and download, the folder
 #: `geneb.registry.weights` resolves: the user's own, or a cache folder it unpacked or downloaded)
-FOLDER_KINDS = ("local", "external", "download")
+_FOLDER_KINDS = ("local", "external", "download")
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class Source:
     @property
     def folder(self) -> str | None:
         """The local folder an adapter loads from: `path` for kinds local, external and download, else None."""
-        return self.path if self.kind in FOLDER_KINDS else None
+        return self.path if self.kind in _FOLDER_KINDS else None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, model: str = "?") -> Source:
@@ -129,7 +129,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Load:
+class _Load:
     """How the checkpoint is loaded (registry `load:`). transformers: PEP 440 range the remote code works
     with; requires: {import name: pip package} checked before loading; preimport: modules imported first;
     hide_modules_on_cpu: modules hidden on CPU; package_model_name: the checkpoint name of a model package
@@ -160,7 +160,7 @@ class Load:
     options_sha256: Mapping[str, str] | None = None
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> Load:
+    def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> _Load:
         """Build from a registry `load:` mapping (None: nothing); raises SpecError for an unknown key."""
         return _build(cls, data or {}, f"model {model}: load")
 
@@ -191,7 +191,7 @@ class MatchedPair:
 
 
 #: the facts about a model the analyses use (`geneb.analysis.inputs.model_frame` reads these keys)
-FACT_KEYS = (
+_FACT_KEYS = (
     "display",
     "params",
     "params_paper",
@@ -212,7 +212,7 @@ class ModelSpec:
     source: `Source`; builtin: construction settings of a builtin (e.g. {"k": 3}); trust_remote_code: run
     the checkpoint's own code (pinned revision and `load.transformers` required); env: the runtime environment
     its extraction runs in (`envs/<env>.yaml`; None = the default env, `geneb.core.envs.DEFAULT_ENV`; not in the
-    extraction settings: an env is how a model runs, not what it computes); load: `Load`; extraction:
+    extraction settings: an env is how a model runs, not what it computes); load: `_Load`; extraction:
     the entry's own extraction options (the family's and GENEB's defaults fill the rest:
     `extraction.resolved_extraction`). params (count of parameters, None unknown), params_paper (the count
     the paper's scale analysis used), context_tokens (trained maximum input, tokens), trained_on_tasks
@@ -244,7 +244,7 @@ class ModelSpec:
     lm_head_source: str | None = None
     scoring: tuple[str, ...] | None = None
     env: str | None = None
-    load: Load = field(default_factory=Load)
+    load: _Load = field(default_factory=_Load)
     extraction: Mapping[str, Any] | None = None
     trained_on_tasks: tuple[str, ...] = ()
     supervised: bool | None = None
@@ -274,7 +274,7 @@ class ModelSpec:
             f"model {model}",
             id=model,
             source=Source.from_mapping(data["source"], model=model),
-            load=Load.from_mapping(data.get("load"), model=model),
+            load=_Load.from_mapping(data.get("load"), model=model),
             trained_on_tasks=tuple(data.get("trained_on_tasks") or ()),
         )
 
@@ -285,7 +285,7 @@ class ModelSpec:
 
     def facts(self) -> dict[str, Any]:
         """The analyses' facts (FACT_KEYS) as a mapping, absent ones None (`metadata.model_frame`)."""
-        return {key: getattr(self, key) for key in FACT_KEYS}
+        return {key: getattr(self, key) for key in _FACT_KEYS}
 
     @property
     def env_name(self) -> str:
@@ -294,14 +294,14 @@ class ModelSpec:
 
 
 #: the poolings a view may name (`first` is read as `cls`)
-VIEW_POOLINGS = ("mean", "max", "last", "cls")
-POOLING_ALIASES = {"first": "cls"}
+_VIEW_POOLINGS = ("mean", "max", "last", "cls")
+_POOLING_ALIASES = {"first": "cls"}
 #: the view id of every score row of a run without `views:`
 DEFAULT_VIEW_ID = "default"
 #: the view id of the rows whose layer the inner-CV layer rule chose (per pooling and rc; `layer` names the choice)
 INNER_CV_LAYER = "cv"
 #: the config keys of a model's depth, in the order they are tried (transformers' names for the block count)
-DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 
 
 class ViewError(ValueError):
@@ -392,7 +392,7 @@ def model_depth(settings: Mapping[str, Any]) -> int | None:
         cfg = None
         if path and (Path(path) / "config.json").is_file():
             cfg = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    for key in DEPTH_KEYS:
+    for key in _DEPTH_KEYS:
         value = (cfg or {}).get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -453,11 +453,11 @@ def resolve_views(
         return ViewSet((), ("mean",), tuple(rc), None)
     poolings: list[str] = []
     for item in request.get("poolings") or [registry_pooling]:
-        name = POOLING_ALIASES.get(str(item), str(item))
-        if name not in VIEW_POOLINGS:
+        name = _POOLING_ALIASES.get(str(item), str(item))
+        if name not in _VIEW_POOLINGS:
             raise ViewError(f"model {model}: unknown pooling {item!r}; valid: mean, max, last, cls (first)")
         if name == "cls" and causal:
-            valid = ", ".join(p for p in VIEW_POOLINGS if p != "cls")
+            valid = ", ".join(p for p in _VIEW_POOLINGS if p != "cls")
             raise ViewError(
                 f"model {model}: pooling {item!r} reads the first token, which in this causal model has seen only "
                 f"itself (no CLS summary token); valid poolings for it: {valid}"
@@ -584,7 +584,7 @@ class Extraction:
 
 
 #: the top-level keys of resolved settings, in the order `extraction.extraction_settings` writes them
-SETTINGS_KEYS = ("model", "family", "source", "builtin", "trust_remote_code", "load", "extraction", "alphabet")
+_SETTINGS_KEYS = ("model", "family", "source", "builtin", "trust_remote_code", "load", "extraction", "alphabet")
 
 
 @dataclass(frozen=True)
@@ -592,7 +592,7 @@ class ExtractionSettings:
     """Everything about a model that changes its embeddings (`extraction.extraction_settings`). model: the
     registry id; family: the adapter family; source: `Source` (a local folder carries its content
     fingerprint); builtin: construction settings of a builtin ({"k": 3}, a random-init config); load:
-    `Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with; views: the
+    `_Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with; views: the
     resolved `views:` of the run (`geneb.registry.spec.ViewSet`), None (and absent from the mapping, so the
     settings hash of a run without views is unchanged) for the registry's single view; twin: {of, seed} of a
     random-init twin (`geneb.registry.families`; absent from the mapping for any other model)."""
@@ -603,11 +603,11 @@ class ExtractionSettings:
     source: Source = field(default_factory=lambda: Source(kind="builtin"))
     builtin: Mapping[str, Any] = field(default_factory=dict)
     trust_remote_code: bool = False
-    load: Load = field(default_factory=Load)
+    load: _Load = field(default_factory=_Load)
     alphabet: Mapping[str, Any] = field(default_factory=dict)
     views: ViewSet | None = None
     twin: Mapping[str, Any] | None = None
-    _keys: tuple[str, ...] = field(default=SETTINGS_KEYS, repr=False, compare=False)
+    _keys: tuple[str, ...] = field(default=_SETTINGS_KEYS, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExtractionSettings:
@@ -622,7 +622,7 @@ class ExtractionSettings:
             source=Source.from_mapping(data["source"], model=model) if "source" in data else Source(kind="builtin"),
             builtin=dict(data.get("builtin") or {}),
             trust_remote_code=bool(data.get("trust_remote_code", False)),
-            load=Load.from_mapping(data.get("load"), model=model),
+            load=_Load.from_mapping(data.get("load"), model=model),
             alphabet=dict(data.get("alphabet") or {}),
             views=ViewSet.from_dict(data["views"]) if data.get("views") is not None else None,
             twin=dict(data["twin"]) if data.get("twin") is not None else None,

@@ -52,7 +52,7 @@ the file, the expected and the actual sha256.
 
 The settings hash (`extraction.extraction_hash`) takes the content, never a location: a folder's `fingerprint`,
 or the `sha256` of an archive, a file or a download, with the layout keys `unpack` and `filename`; `path`,
-`file`, `url`, `expect` and `file_sha256` are left out. Torch-free.
+`file`, `url`, `expect` and `_file_sha256` are left out. Torch-free.
 
 Building the cache folder of weights from outside the hub (`materialize`): unpacking or linking the user's
 archive or file, or downloading a `source.kind: download` file with pooch, checked against its sha256
@@ -88,9 +88,9 @@ from geneb.core.integrity import write_text_atomic
 from geneb.core.provenance import REVISION, cached_file_sha256
 from geneb.registry.spec import ModelSpec, SettingsLike, Source
 
-PINS_SCHEMA_VERSION = 1
+_PINS_SCHEMA_VERSION = 1
 #: the lockfile's header (its comments are rewritten with every write)
-PINS_HEADER = """\
+_PINS_HEADER = """\
 # Pinned hub revisions: a lockfile, merged into config/models.yaml at load time (geneb.registry.weights).
 # A hub model runs only at a commit recorded here: loading by name alone would run whatever the hub holds
 # today. The first workflow run that selects an unpinned hub model resolves its `main` once, on the
@@ -110,8 +110,8 @@ def read_pins(path: str | Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     data = yaml.safe_load(path.read_text()) or {}
-    if data.get("schema_version") != PINS_SCHEMA_VERSION or not isinstance(data.get("revisions", {}), dict):
-        raise PinError(f"{path}: expected schema_version {PINS_SCHEMA_VERSION} and a `revisions` mapping")
+    if data.get("schema_version") != _PINS_SCHEMA_VERSION or not isinstance(data.get("revisions", {}), dict):
+        raise PinError(f"{path}: expected schema_version {_PINS_SCHEMA_VERSION} and a `revisions` mapping")
     pins = data.get("revisions") or {}
     for model, pin in pins.items():
         if not isinstance(pin, dict) or not REVISION.match(str(pin.get("revision", ""))) or not pin.get("hub_id"):
@@ -140,7 +140,7 @@ def apply_pins(registry: dict[str, Any], pins: dict[str, dict[str, Any]]) -> dic
     return registry
 
 
-class HubUnreachable(PinError):
+class _HubUnreachable(PinError):
     """The hub could not be reached at all (no network, HF_HUB_OFFLINE): no model can be pinned now."""
 
 
@@ -161,7 +161,7 @@ def _resolve_one(api: Any, model: str, hub_id: str, ref: str) -> dict[str, Any]:
         raise PinError(f"model {model}: cannot resolve {hub_id}@{ref} on {api.endpoint}: {first}") from exc
     except Exception as exc:  # no answer at all: connection refused, DNS, timeout, HF_HUB_OFFLINE
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise HubUnreachable(f"model {model}: cannot reach {api.endpoint} to resolve {hub_id}@{ref}: {first}") from exc
+        raise _HubUnreachable(f"model {model}: cannot reach {api.endpoint} to resolve {hub_id}@{ref}: {first}") from exc
     if not sha or not REVISION.match(sha):
         raise PinError(f"model {model}: the hub answered revision {sha!r} for {hub_id}@{ref}, not a 40-hex commit")
     return {"hub_id": hub_id, "revision": sha, "resolved_from": ref, "resolved_at": _now()}
@@ -246,7 +246,7 @@ def lock_revisions(
             continue
         try:
             pinned[model] = _resolve_one(api, model, hub_id, ref)
-        except HubUnreachable as err:
+        except _HubUnreachable as err:
             unreachable = True
             failed[model] = str(err).removeprefix(f"model {model}: ")
         except PinError as err:
@@ -259,8 +259,8 @@ def lock_revisions(
 def write_pins(path: str | Path, pins: dict[str, dict[str, Any]]) -> None:
     """Merge `pins` into the pins file at `path` (created if missing), atomically, models in name order."""
     merged = {**read_pins(path), **pins}
-    text = PINS_HEADER + yaml.safe_dump(
-        {"schema_version": PINS_SCHEMA_VERSION, "revisions": dict(sorted(merged.items()))}, sort_keys=False
+    text = _PINS_HEADER + yaml.safe_dump(
+        {"schema_version": _PINS_SCHEMA_VERSION, "revisions": dict(sorted(merged.items()))}, sort_keys=False
     )
     write_text_atomic(path, text)
 
@@ -268,18 +268,18 @@ def write_pins(path: str | Path, pins: dict[str, dict[str, Any]]) -> None:
 #: the source kinds whose weights this module resolves
 WEIGHT_KINDS = ("external", "download")
 #: the config key that points GENEB at the weights the user fetched: {model id: folder, archive or file}
-CONFIG_KEY = "model_weights"
+_CONFIG_KEY = "model_weights"
 #: the default cache folder (config `execution.weights_dir`)
 DEFAULT_WEIGHTS_DIR = "resources/model_weights"
 #: the file that marks a cache folder complete (hidden: `folder_fingerprint` and adapters skip it)
-MARKER = ".geneb-weights.json"
+_MARKER = ".geneb-weights.json"
 #: archive suffixes unpacked (tarfile's and zipfile's formats); any other file is taken as a single checkpoint file
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 #: settings-source keys that say where the weights are or how to check them, not what they are: left out of
 #: the settings hash (`extraction.extraction_hash`) for kinds external and download
 LOCATION_KEYS = ("path", "file", "url", "expect", "file_sha256")
 #: docs section every message points at
-DOCS = "docs/adding-a-model.md, 'Weights outside the hub'"
+_DOCS = "docs/adding-a-model.md, 'Weights outside the hub'"
 
 
 class WeightsError(ValueError):
@@ -289,18 +289,18 @@ class WeightsError(ValueError):
 
 def is_archive(path: str | os.PathLike[str]) -> bool:
     """Whether the file name ends in one of ARCHIVE_SUFFIXES (case-insensitive)."""
-    return str(path).lower().endswith(ARCHIVE_SUFFIXES)
+    return str(path).lower().endswith(_ARCHIVE_SUFFIXES)
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
+def _file_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 (64 hex) of one file, memoised per process on (resolved path, size, mtime)
     (`geneb.core.provenance.cached_file_sha256`). Raises FileNotFoundError."""
     return cached_file_sha256(path)
 
 
-def config_line(model: str) -> str:
+def _config_line(model: str) -> str:
     """The config line that points GENEB at a model's fetched weights, e.g. `model_weights: {m: /path/to/m}`."""
-    return f"`{CONFIG_KEY}: {{{model}: /path/to/{model}}}`"
+    return f"`{_CONFIG_KEY}: {{{model}: /path/to/{model}}}`"
 
 
 def apply_weights(registry: dict[str, Any], weights: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -316,16 +316,16 @@ def apply_weights(registry: dict[str, Any], weights: Mapping[str, Any] | None) -
         if model not in models:
             close = difflib.get_close_matches(str(model), list(models), n=3)
             raise WeightsError(
-                f"{CONFIG_KEY}: model {model!r} is not in the registry" + (f"; did you mean {close}?" if close else "")
+                f"{_CONFIG_KEY}: model {model!r} is not in the registry" + (f"; did you mean {close}?" if close else "")
             )
         src = dict(models[model].get("source") or {})
         if src.get("kind") not in WEIGHT_KINDS:
             raise WeightsError(
-                f"{CONFIG_KEY}: model {model} has source kind {src.get('kind')!r}; only models whose weights are "
+                f"{_CONFIG_KEY}: model {model} has source kind {src.get('kind')!r}; only models whose weights are "
                 f"outside the hub (kind external or download) take a path here"
             )
         if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-            raise WeightsError(f"{CONFIG_KEY}: model {model}: expected a path to a folder or an archive, got {path!r}")
+            raise WeightsError(f"{_CONFIG_KEY}: model {model}: expected a path to a folder or an archive, got {path!r}")
         src["path"] = os.path.expanduser(str(path))
         models[model] = {**models[model], "source": src}
     return registry
@@ -336,19 +336,19 @@ def cache_folder(weights_dir: str | os.PathLike[str], model: str, sha256: str) -
     return Path(weights_dir) / model / sha256[:12]
 
 
-def missing_files(folder: str | os.PathLike[str], expect: tuple[str, ...] | list[str] | None) -> list[str]:
+def _missing_files(folder: str | os.PathLike[str], expect: tuple[str, ...] | list[str] | None) -> list[str]:
     """The relative paths of `expect` that are not in `folder` (files or folders), in their given order."""
     return [rel for rel in expect or () if not (Path(folder) / rel).exists()]
 
 
-def check_file_sha256(model: str, folder: str | os.PathLike[str], expected: Mapping[str, str] | None) -> None:
+def _check_file_sha256(model: str, folder: str | os.PathLike[str], expected: Mapping[str, str] | None) -> None:
     """Check each {relative path: sha256} of `expected` against the file in `folder`. Raises WeightsError naming
     the model, the file, the expected and the actual sha256 (or that the file is missing)."""
     for rel, want in (expected or {}).items():
         p = Path(folder) / rel
         if not p.is_file():
             raise WeightsError(f"model {model}: {p} is missing; source.file_sha256 expects it with sha256 {want}")
-        got = file_sha256(p)
+        got = _file_sha256(p)
         if got != want.lower():
             raise WeightsError(f"model {model}: {p} has sha256 {got}, expected {want} (source.file_sha256)")
 
@@ -377,23 +377,23 @@ def weights_refusal(spec: ModelSpec) -> tuple[str, str] | None:
             "weights outside the hub: fetch them, then set model_weights",
             f"its weights are not on the Hugging Face hub and GENEB cannot download them: {fetch}; then point GENEB "
             f"at the downloaded folder or archive (.zip, .tar, .tar.gz, .tgz) with the config line "
-            f"{config_line(model)}{expect} ({DOCS})",
+            f"{_config_line(model)}{expect} ({_DOCS})",
         )
     p = Path(src.path)
     if not p.exists():
         return (
             "model_weights path missing",
-            f"{CONFIG_KEY} gives {src.path}, which does not exist (relative paths resolve against the working "
+            f"{_CONFIG_KEY} gives {src.path}, which does not exist (relative paths resolve against the working "
             f"directory, {Path.cwd()}); {fetch}{expect}",
         )
     if p.is_dir() and src.kind == "download":
         return (
             "model_weights is a folder",
-            f"{CONFIG_KEY} gives the folder {src.path}, but a download's copy is the downloaded file itself "
+            f"{_CONFIG_KEY} gives the folder {src.path}, but a download's copy is the downloaded file itself "
             f"({download_name(src.url) if not src.filename else src.filename}, sha256 {src.sha256}); name that file",
         )
     if p.is_dir():
-        missing = missing_files(p, src.expect)
+        missing = _missing_files(p, src.expect)
     elif is_archive(p):
         return None
     else:
@@ -401,7 +401,7 @@ def weights_refusal(spec: ModelSpec) -> tuple[str, str] | None:
     if missing:
         return (
             f"weights folder lacks {len(missing)} file(s)",
-            f"{CONFIG_KEY} gives {src.path}, which lacks {', '.join(missing)}"
+            f"{_CONFIG_KEY} gives {src.path}, which lacks {', '.join(missing)}"
             + (" (a single file)" if p.is_file() else "")
             + f"; {fetch}{expect}",
         )
@@ -417,7 +417,7 @@ def settings_source(spec: ModelSpec, weights_dir: str | os.PathLike[str] = DEFAU
     """The `source` of the extraction settings of `spec` (kind external with `path`, or download): what the job
     needs to build the folder and what identifies the weights.
 
-    * a folder: {kind, path, fingerprint, [expect], [file_sha256]}; its `file_sha256` are checked here;
+    * a folder: {kind, path, fingerprint, [expect], [file_sha256]}; its `_file_sha256` are checked here;
     * an archive or a single file: {kind, file, sha256, unpack, [filename], path: the cache folder,
       [expect], [file_sha256]} (sha256 read here and checked against `source.sha256`);
     * a download: {kind, url, sha256, unpack, filename, path: the cache folder, [file], [expect],
@@ -432,9 +432,9 @@ def settings_source(spec: ModelSpec, weights_dir: str | os.PathLike[str] = DEFAU
     if src.kind == "external":
         p = Path(str(src.path))
         if p.is_dir():
-            check_file_sha256(model, p, src.file_sha256)
+            _check_file_sha256(model, p, src.file_sha256)
             return {**out, "path": str(src.path), "fingerprint": folder_fingerprint(p), **checks}
-        sha = file_sha256(p)
+        sha = _file_sha256(p)
         _expected_archive_sha(model, src, sha, str(p))
         unpack = is_archive(p)
         out.update(file=str(src.path), sha256=sha, unpack=unpack)
@@ -443,7 +443,7 @@ def settings_source(spec: ModelSpec, weights_dir: str | os.PathLike[str] = DEFAU
     else:
         sha = str(src.sha256).lower()
         if src.path:
-            _expected_archive_sha(model, src, file_sha256(src.path), str(src.path))
+            _expected_archive_sha(model, src, _file_sha256(src.path), str(src.path))
             out["file"] = str(src.path)
         filename = src.filename or download_name(src.url)
         unpack = src.unpack if src.unpack is not None else is_archive(filename)
@@ -457,10 +457,10 @@ def download_name(url: str | None) -> str:
     return name or "weights"
 
 
-def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The marker of a complete cache folder (`MARKER`), or None when there is none or it cannot be read."""
+def _read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The marker of a complete cache folder (`_MARKER`), or None when there is none or it cannot be read."""
     try:
-        data = json.loads((Path(folder) / MARKER).read_text())
+        data = json.loads((Path(folder) / _MARKER).read_text())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -469,7 +469,7 @@ def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
 def is_complete(source: Mapping[str, Any]) -> bool:
     """Whether the cache folder `source["path"]` is complete for these settings: its marker names the
     settings' sha256 (and the single file's name, when there is one)."""
-    marker = read_marker(source["path"])
+    marker = _read_marker(source["path"])
     if marker is None or marker.get("sha256") != source.get("sha256"):
         return False
     name = source.get("filename") if not source.get("unpack") else None
@@ -542,7 +542,7 @@ def _place_file(src: Path, dest: Path, *, move: bool) -> None:
 
 def _build(model: str, source: Mapping[str, Any], file: Path, *, move: bool, origin: str) -> Path:
     """Build the cache folder `source["path"]` from `file` (an archive or a single checkpoint file) atomically:
-    in a `.partial-*` folder beside it, checked against `expect` and `file_sha256`, marked, renamed into place."""
+    in a `.partial-*` folder beside it, checked against `expect` and `_file_sha256`, marked, renamed into place."""
     target = Path(source["path"])
     parent = target.parent
     _clear_stale(parent)
@@ -553,13 +553,13 @@ def _build(model: str, source: Mapping[str, Any], file: Path, *, move: bool, ori
         else:
             root = tmp
             _place_file(file, root / str(source.get("filename") or file.name), move=move)
-        missing = missing_files(root, source.get("expect"))
+        missing = _missing_files(root, source.get("expect"))
         if missing:
             raise WeightsError(
                 f"model {model}: {origin} lacks {', '.join(missing)} (source.expect); the folder it gives holds "
                 f"{', '.join(sorted(p.name for p in root.iterdir())[:10]) or 'nothing'}"
             )
-        check_file_sha256(model, root, source.get("file_sha256"))
+        _check_file_sha256(model, root, source.get("file_sha256"))
         marker = {
             "model": model,
             "sha256": source["sha256"],
@@ -568,7 +568,7 @@ def _build(model: str, source: Mapping[str, Any], file: Path, *, move: bool, ori
             "filename": source.get("filename"),
             "made_at": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         }
-        (root / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+        (root / _MARKER).write_text(json.dumps(marker, indent=1) + "\n")
         if target.exists():  # an incomplete or stale folder under the final name: never trusted, replaced
             shutil.rmtree(target)
         try:
@@ -600,7 +600,7 @@ def _download(model: str, source: Mapping[str, Any]) -> tuple[Path, Path]:
             f"model {model}: cannot download {url} ({first}); run `geneb weights fetch {model}` where there is "
             f"network (e.g. a login node) with the same weights folder ({target.parent.parent}), then run again"
         ) from err
-    actual = file_sha256(got)
+    actual = _file_sha256(got)
     if actual != source["sha256"]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise WeightsError(
@@ -623,7 +623,7 @@ def materialize(source: Mapping[str, Any], model: str, *, say: Callable[[str], N
         return Path(str(source.get("path")))
     if "fingerprint" in source:  # the user's own folder, checked when the run was planned
         if not Path(source["path"]).is_dir():
-            raise WeightsError(f"model {model}: the weights folder {source['path']} ({CONFIG_KEY}) is gone")
+            raise WeightsError(f"model {model}: the weights folder {source['path']} ({_CONFIG_KEY}) is gone")
         return Path(source["path"])
     if is_complete(source):
         return Path(source["path"])
@@ -634,15 +634,15 @@ def materialize(source: Mapping[str, Any], model: str, *, say: Callable[[str], N
         if source.get("file"):
             file = Path(source["file"])
             if not file.is_file():
-                raise WeightsError(f"model {model}: {file} ({CONFIG_KEY}) does not exist")
-            actual = file_sha256(file)
+                raise WeightsError(f"model {model}: {file} ({_CONFIG_KEY}) does not exist")
+            actual = _file_sha256(file)
             if actual != source["sha256"]:
                 raise WeightsError(f"model {model}: {file} has sha256 {actual}, expected {source['sha256']}")
             if say:
                 say(f"model {model}: {'unpacking' if source.get('unpack') else 'linking'} {file} into {source['path']}")
             return _build(model, source, file, move=False, origin=str(file))
         if kind != "download":
-            raise WeightsError(f"model {model}: no weights to build {source['path']} from; set {CONFIG_KEY}")
+            raise WeightsError(f"model {model}: no weights to build {source['path']} from; set {_CONFIG_KEY}")
         if say:
             say(f"model {model}: downloading {source['url']} into {source['path']}")
         file, tmp = _download(model, source)

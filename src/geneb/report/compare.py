@@ -1,7 +1,7 @@
 """The comparison report of `compare_published`: a self-contained HTML page that places the user's models beside the
 paper's published models, in a form a paper can cite.
 
-It says first what the comparison covers and under which rules (`headline`): how many of the paper's tasks and
+It says first what the comparison covers and under which rules (`_headline`): how many of the paper's tasks and
 categories were compared, every task left out and why (for all models or for one), the contamination rule, and
 the reference-extractor caveat (the published scores come from the paper's reference extractor, whose defects
 GENEB's adapters correct for some models: `geneb.analysis.steps.reference_caveats`, docs/adapters/). Then each
@@ -33,9 +33,9 @@ from geneb.report.render import CSS, PROVENANCE_COLUMNS, facts_html, figure_html
 from geneb.tables.freshness import INPUTS_NAME, stale_warnings
 
 #: the regimes the report shows, in order (each with its headline lines, figure, placement and board)
-REPORT_REGIMES = ("full", "10shot", "1shot")
+_REPORT_REGIMES = ("full", "10shot", "1shot")
 #: where the published scores come from (../shared/reference/geneb_paper/README.md): what a citation names
-PUBLISHED_SOURCE = (
+_PUBLISHED_SOURCE = (
     'Ledneva, Nuridinov, Kuznetsov, "GENEB: Why Genomic Models Are Hard to Compare", ICML 2026, arXiv 2606.04525; '
     "published results: the official per-model submission files of the reference benchmark (GitHub darlednik/GENEB, "
     "also DeepPavlov/geneb; task data DeepPavlov/geneb-tasks on the Hugging Face hub)"
@@ -50,7 +50,7 @@ def _interval(lo: Any, hi: Any, spec: str = ".3f") -> str:
     return "no interval" if pd.isna(lo) or pd.isna(hi) else f"{format(lo, spec)}–{format(hi, spec)}"
 
 
-def coverage_line(summary: dict[str, Any]) -> str:
+def _coverage_line(summary: dict[str, Any]) -> str:
     """ "N of 100 paper tasks, k of 13 categories (Promoters 4 of 10, ...)": what the comparison covers."""
     compared = pd.Series(summary["compared_tasks"], dtype=object)
     per_cat = compared.value_counts()
@@ -102,23 +102,23 @@ def _left_out_lines(left: pd.DataFrame) -> list[str]:
     return out
 
 
-def regimes_of(board: pd.DataFrame, protocol: str) -> list[str]:
+def _regimes_of(board: pd.DataFrame, protocol: str) -> list[str]:
     """The regimes of REPORT_REGIMES the comparison board has rows of (then any other, sorted)."""
     have = set(board.loc[board["protocol"] == protocol, "regime"].astype(str))
-    return [r for r in REPORT_REGIMES if r in have] + sorted(have - set(REPORT_REGIMES))
+    return [r for r in _REPORT_REGIMES if r in have] + sorted(have - set(_REPORT_REGIMES))
 
 
-def headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -> str:
+def _headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -> str:
     """The headline as an HTML list: coverage, each user model's rank with its intervals, every task left out and
     why, the contamination rule applied, and the reference-extractor caveat."""
     protocol = summary["protocol"]
     caveats = summary["reference_caveats"]
     items = [
-        f"<b>Coverage</b>: {html.escape(coverage_line(summary))}; {plural(len(summary['user_models']), 'model')} of "
+        f"<b>Coverage</b>: {html.escape(_coverage_line(summary))}; {plural(len(summary['user_models']), 'model')} of "
         f"yours beside the paper's {summary['n_published_models']} published models, protocol {protocol}, "
-        f"regimes {', '.join(regimes_of(board, protocol))}. Scores and ranks hold for these tasks only, not for the "
+        f"regimes {', '.join(_regimes_of(board, protocol))}. Scores and ranks hold for these tasks only, not for the "
         "paper's whole benchmark.",
-        *(line for regime in regimes_of(board, protocol) for line in _model_lines(board, summary, protocol, regime)),
+        *(line for regime in _regimes_of(board, protocol) for line in _model_lines(board, summary, protocol, regime)),
         "<b>Left out</b>: " + "; ".join(_left_out_lines(left)),
         (
             f"<b>Contamination rule</b> (analysis.contamination: {summary['contamination']}): a (model, task) cell is "
@@ -144,7 +144,7 @@ def headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) -
     return '<ul class="headline">' + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
-def placement_table(board: pd.DataFrame, summary: dict[str, Any], regime: str = "full") -> pd.DataFrame:
+def _placement_table(board: pd.DataFrame, summary: dict[str, Any], regime: str = "full") -> pd.DataFrame:
     """Each user model per category (and macro) in `regime`: value, CI, rank of ranked, rank interval, role."""
     b = board[(board["protocol"] == summary["protocol"]) & (board["regime"] == regime)]
     n_ranked = b[b["rank"].notna()].groupby("category")["model"].size()
@@ -178,13 +178,13 @@ def _regime_sections(board: pd.DataFrame, summary: dict[str, Any], regime: str, 
         f"<h3>Your models per category ({html.escape(regime)})</h3>",
         "<p class='note'>rank: among the models ranked in that category (of); role: best, or tied with the best by "
         f"the {html.escape(summary['tie_rule'])} rule (`geneb recommend --model ID --table` reads the same table).</p>",
-        table_html(placement_table(board, summary, regime), 3, 500),
+        table_html(_placement_table(board, summary, regime), 3, 500),
         f"<h3>Macro leaderboard ({html.escape(regime)}), all compared models</h3>",
         table_html(shown[[c for c in keep if c in shown.columns]], 3, 500),
     ]
 
 
-def run_cards(
+def _run_cards(
     models: list[str], registry: pd.DataFrame, scores: pd.DataFrame | None, inputs: dict[str, Any]
 ) -> list[str]:
     """Per user model its run card (`geneb.report.runcard`, as on the site's model page): the registry facts
@@ -208,7 +208,7 @@ def run_cards(
     return out
 
 
-def cite_block(summary: dict[str, Any], scores: pd.DataFrame | None, summary_path: Path) -> str:
+def _cite_block(summary: dict[str, Any], scores: pd.DataFrame | None, summary_path: Path) -> str:
     """The "How to cite" block: GENEB version and commit, the protocol's config hash (the score table's
     `config_hash`), the comparison's input digests and the published results' source (PUBLISHED_SOURCE)."""
     protocol = summary["protocol"]
@@ -224,12 +224,12 @@ def cite_block(summary: dict[str, Any], scores: pd.DataFrame | None, summary_pat
         f"protocol {protocol}, config hash": config_hash,
         "your score table sha256": summary["input_sha256"]["scores"],
         "published scores sha256": summary["input_sha256"]["published"],
-        "published results": PUBLISHED_SOURCE,
+        "published results": _PUBLISHED_SOURCE,
         "comparison summary": str(summary_path),
     }
     text = (
         f"Scores computed with GENEB {version} (commit {commit[:12]}), protocol {protocol} (config hash "
-        f"{config_hash}), compared with the published results of {PUBLISHED_SOURCE}."
+        f"{config_hash}), compared with the published results of {_PUBLISHED_SOURCE}."
     )
     return facts_html(facts) + f"<p>Suggested wording:</p><pre>{html.escape(text)}</pre>"
 
@@ -268,13 +268,13 @@ def build_compare_report(
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     n_tasks = len(summary["compared_tasks"])
     png = Path(figure_png)
-    regimes = regimes_of(board, protocol)
+    regimes = _regimes_of(board, protocol)
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         *(f"<p class='warn'>⚠ {html.escape(w)}</p>" for w in warnings),
         "<h2 id='headline'>Headline</h2>",
-        headline(board, left, summary),
+        _headline(board, left, summary),
     ]
     for regime in regimes:
         target = png if regime == "full" else png.with_name(f"{png.stem}_{regime}.png")
@@ -283,13 +283,13 @@ def build_compare_report(
         "<h2 id='tasks'>Per task, beside the published models (every regime)</h2>",
         table_html(per_task[per_task["protocol"] == protocol].drop(columns=["protocol"]), 3, 2000),
         "<h2 id='run-cards'>How your models were run</h2>",
-        *run_cards(summary["user_models"], registry, scores, inputs),
+        *_run_cards(summary["user_models"], registry, scores, inputs),
         "<h2 id='left-out'>Tasks left out</h2>",
         table_html(left, 3, 500, empty="none: every compared task has a score of every model"),
         "<h2 id='caveats'>Published models whose reference extraction GENEB corrects</h2>",
         table_html(caveats, 3, 100, empty="none"),
         "<h2 id='cite'>How to cite</h2>",
-        cite_block(summary, scores, Path(summary_path)),
+        _cite_block(summary, scores, Path(summary_path)),
         "<h2 id='provenance'>Provenance</h2>",
         f"<p class='note'>generated {now} by geneb {html.escape(str(summary.get('geneb_version', __version__)))}, "
         f"commit {html.escape(str(summary.get('geneb_commit')))} (dirty: {html.escape(str(summary.get('geneb_dirty')))}); "

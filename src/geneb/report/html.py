@@ -188,7 +188,7 @@ def _failed_section(tables_dir: Path) -> list[str]:
     ]
 
 
-def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
+def _hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
     """The report's data-hygiene table: one row per task with its letter counts per split (score-table columns
     from the cards, geneb.tables.aggregate), whether its test split has one class, and the models whose
     embeddings saw unknown tokens (marked "⚠ model: train n / test m"). Empty when the columns are absent."""
@@ -209,12 +209,12 @@ def hygiene_table(scores: pd.DataFrame) -> pd.DataFrame:
     return per_task.reset_index()
 
 
-def board_tasks(scores: str | Path | None) -> list[str]:
+def _board_tasks(scores: str | Path | None) -> list[str]:
     """The task ids of the score table `scores` ([] without one)."""
     return [] if scores is None else sorted(integrity.read_parquet(scores, columns=["task"])["task"].unique())
 
 
-def capped_line(cards: list[str], *, n_tasks: int) -> str | None:
+def _capped_line(cards: list[str], *, n_tasks: int) -> str | None:
     """The headline's warning that the run's tasks are capped subsamples (config `caps`), or None when no card
     records a cap: how many of the `n_tasks` tasks, the largest kept train / test sizes, and what it means."""
     capped = capped_tasks(cards)
@@ -257,10 +257,10 @@ def build_report(
     the contamination list, the models, the configuration, the analysis settings and package versions.
     reproduce: the `reproduce_paper` table (the published report's "Reproducing the paper" section), if any; with
     it the "Statistically tied tiers" section (`geneb.report.sections`, from rank_separability) is marked as GENEB's
-    own finding. scores: the score table, for the data-hygiene section (`hygiene_table`), if any. task_audit: the
+    own finding. scores: the score table, for the data-hygiene section (`_hygiene_table`), if any. task_audit: the
     task audit table for the "Task audit" section (`geneb.report.sections`), if any. zeroshot: the zero-shot tables
     and figure ({key of `ZEROSHOT_REPORT_INPUTS`: path}) for its section (`geneb.report.sections`), or None.
-    cards: the run's task cards; the headline says which tasks the run's caps made subsamples (`capped_line`).
+    cards: the run's task cards; the headline says which tasks the run's caps made subsamples (`_capped_line`).
     pooled: a merged folder's tables/pool.json, for its "Pooled from" block and one-liners (`report.pooled`). A table older than the score table it was computed from is named in a warning at the top (`geneb.tables.
     freshness`); the provenance columns (PROVENANCE_COLUMNS) are stated once. Raises AnalysisInputError when a
     table, figure or caption is missing.
@@ -306,7 +306,7 @@ def build_report(
         ]
     )
     counts = {"heatmap": f" Shown: {plural(len(wide), 'model')} × {len(categories)} of {len(CATEGORIES)} categories."}
-    capped = capped_line(cards, n_tasks=len(board_tasks(scores))) if cards else None
+    capped = _capped_line(cards, n_tasks=len(_board_tasks(scores))) if cards else None
     failed = _failed_section(tables_dir)
     figs = {f.name: (f, figures_dir / f"{f.name}.png") for f in figures()}
     heat = figs.pop("heatmap", None)
@@ -368,7 +368,7 @@ def build_report(
             (
                 "Data hygiene (letters per split from the task cards; ⚠ marks embeddings that saw unknown tokens; "
                 "one-class test splits are left out of category means)",
-                hygiene_table(integrity.read_parquet(scores)),
+                _hygiene_table(integrity.read_parquet(scores)),
                 "the score table carries no letter counts (written before the task cards had them)",
             )
         )

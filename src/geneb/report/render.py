@@ -7,8 +7,8 @@ The HTML pieces every GENEB report is made of: the style sheet, tables that fit 
 figures, and the one line a section that does not apply to the run is reduced to.
 
 Tables fit without horizontal scrolling: headers wrap at word and underscore boundaries, long text cells wrap
-(at most `CELL_EM` em wide), and a table whose estimated width (`column_widths`, from the longest cell and the
-longest header word at the report's font size) exceeds `TABLE_BUDGET_PX` is split into consecutive column
+(at most `_CELL_EM` em wide), and a table whose estimated width (`_column_widths`, from the longest cell and the
+longest header word at the report's font size) exceeds `_TABLE_BUDGET_PX` is split into consecutive column
 groups, each repeating the key column (the first), and said so under the first part. Every cell is HTML
 escaped (pandas `to_html(escape=True)`).
 """
@@ -35,7 +35,7 @@ LEADERBOARD_CAPTION = "leaderboard.rst"
 REPRODUCE_CAPTION = "reproduce_paper.rst"
 
 
-def read_caption(folder: str | Path, file: str) -> str:
+def _read_caption(folder: str | Path, file: str) -> str:
     """The caption text of `folder/file` (surrounding whitespace stripped). Raises AnalysisInputError when the
     file does not exist."""
     path = Path(folder) / file
@@ -48,26 +48,26 @@ def report_captions(folder: str | Path) -> dict[str, str]:
     """{caption file: text} for every caption the HTML report shows: the leaderboard's and every registered
     figure's, read from `folder` (workflow/report). Raises AnalysisInputError for a missing file."""
     files = [LEADERBOARD_CAPTION, REPRODUCE_CAPTION, *(f.caption for f in figures())]
-    return {file: read_caption(folder, file) for file in files}
+    return {file: _read_caption(folder, file) for file in files}
 
 
 #: CSS pixels per PNG pixel: figures are saved at 300 dpi; shown at ~135 CSS px per inch of figure
-DISPLAY_SCALE = 0.45
+_DISPLAY_SCALE = 0.45
 #: the widest a text cell is before it wraps (em of the table's font)
-CELL_EM = 16
+_CELL_EM = 16
 #: the width a table may take (CSS px): the page's content width (body max-width 1200 px less its padding)
-TABLE_BUDGET_PX = 1150
+_TABLE_BUDGET_PX = 1150
 #: the table font's em (.8em of 16 px, CSS px), the average width of one of its characters (system-ui), and a
 #: cell's padding + border
 TABLE_EM_PX, CHAR_PX, CELL_PAD_PX = 12.8, 7.4, 14
 #: the same for a (bold) header character
-HEAD_CHAR_PX = 8.2
+_HEAD_CHAR_PX = 8.2
 CSS = f"""
 body{{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.4}}
 h1{{font-size:1.6em}}h2{{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}}
 table{{border-collapse:collapse;font-size:.8em;margin:.5em 0}}th,td{{border:1px solid #ddd;padding:2px 6px;
-text-align:right;max-width:{CELL_EM}em;overflow-wrap:break-word}}th{{background:#f3f3f3;vertical-align:bottom}}
+text-align:right;max-width:{_CELL_EM}em;overflow-wrap:break-word}}th{{background:#f3f3f3;vertical-align:bottom}}
 td:first-child,th:first-child{{text-align:left}}
 figure{{margin:1em 0}}figure img{{max-width:100%;height:auto;border:1px solid #eee}}
 figcaption{{font-size:.85em;color:#444}}pre{{background:#f7f7f7;padding:.6em;white-space:pre-wrap;font-size:.8em}}
@@ -94,20 +94,20 @@ def _cell(v: Any, digits: int) -> str:
     return str(v)
 
 
-def column_widths(cells: pd.DataFrame) -> list[float]:
+def _column_widths(cells: pd.DataFrame) -> list[float]:
     """The estimated rendered width (CSS px) of each column of `cells` (a frame of display strings): the longest
     cell (wrapped at CELL_EM em) or the longest word of the header, whichever is wider, plus padding."""
-    cap = CELL_EM * TABLE_EM_PX
+    cap = _CELL_EM * TABLE_EM_PX
     out = []
     for col in cells.columns:
         longest = max((len(s) for s in cells[col]), default=1)
         head = max((len(w) for w in re.split(r"[\s_/]+", str(col)) if w), default=1)
         word = max((len(w) for s in cells[col] for w in _BREAKS.split(s) if w), default=1)
-        out.append(max(min(longest * CHAR_PX, cap), word * CHAR_PX, head * HEAD_CHAR_PX) + CELL_PAD_PX)
+        out.append(max(min(longest * CHAR_PX, cap), word * CHAR_PX, head * _HEAD_CHAR_PX) + CELL_PAD_PX)
     return out
 
 
-def column_groups(widths: list[float], budget: float = TABLE_BUDGET_PX) -> list[list[int]]:
+def _column_groups(widths: list[float], budget: float = _TABLE_BUDGET_PX) -> list[list[int]]:
     """Column indexes in consecutive groups that each fit `budget` px with column 0 (the key) repeated in every
     group, as few groups as fit and of even widths; one group when the whole table fits. A column wider than the
     budget on its own gets its own group."""
@@ -156,7 +156,7 @@ def _table(cells: pd.DataFrame) -> str:
 
 def table_html(df: pd.DataFrame, digits: int = 3, max_rows: int = 60, *, empty: str | None = None) -> str:
     """`df` as escaped HTML tables that fit the page: its first `max_rows` rows (a note says how many there are),
-    numbers with `digits` decimals, without the PROVENANCE_COLUMNS, split into column groups (`column_groups`)
+    numbers with `digits` decimals, without the PROVENANCE_COLUMNS, split into column groups (`_column_groups`)
     when wider than the page. An empty `df`: the note `empty` (default "no rows")."""
     if df is None or df.empty:
         return f'<p class="note">{html.escape(empty or "no rows")}</p>'
@@ -164,7 +164,7 @@ def table_html(df: pd.DataFrame, digits: int = 3, max_rows: int = 60, *, empty: 
     shown = df.head(max_rows)
     cells = pd.DataFrame({c: [_cell(v, digits) for v in shown[c]] for c in shown.columns}, columns=shown.columns)
     cells.columns = [str(c) for c in shown.columns]
-    groups = column_groups(column_widths(cells))
+    groups = _column_groups(_column_widths(cells))
     out = "".join(_table(cells.iloc[:, g]) for g in groups)
     if len(groups) > 1:
         out += (
@@ -197,7 +197,7 @@ def figure_html(png: Path, name: str, caption: str) -> str:
         raise AnalysisInputError(f"report: figure {png} not found; render the figures first")
     raw = png.read_bytes()
     width_px = int.from_bytes(raw[16:20], "big")  # PNG IHDR width
-    shown = min(1000, round(width_px * DISPLAY_SCALE))
+    shown = min(1000, round(width_px * _DISPLAY_SCALE))
     data = base64.b64encode(raw).decode("ascii")
     cap = html.escape(caption)
     return (

@@ -1,12 +1,12 @@
 """A model's run card, shared by the leaderboard site's model page (`geneb.site.sections.model_page`) and the
 comparison report (`geneb.report.compare`): how the model was run, read from the run's own records.
 
-* the registry facts (`REGISTRY_FACTS`: parameter count, architecture, tokenizer, declared pretraining data, ...);
+* the registry facts (`_REGISTRY_FACTS`: parameter count, architecture, tokenizer, declared pretraining data, ...);
 * per settings hash of its embedding files (the score table's recorded inputs, `scores_inputs.json`,
   resources/embeddings/{model}/{settings hash}/...), the extraction key (`geneb.extract.cache.read_key`): the
   settings hash, the weights' source (kind, hub revision or path, the factory of a python entry, the content
   fingerprint), the weights' sha256 as loaded, compute dtype, model class and the package versions;
-* the score table's probe provenance (`PROBE_PROVENANCE`: embedding key hash, protocol config hash, GENEB version
+* the score table's probe provenance (`_PROBE_PROVENANCE`: embedding key hash, protocol config hash, GENEB version
   and commit, scikit-learn / numpy / scipy versions).
 """
 
@@ -22,7 +22,7 @@ from geneb.analysis.inputs import MODEL_COLUMNS
 from geneb.extract.cache import CacheError, read_key
 
 #: score-table columns that state how a model's probes were made (the same in every row of a model, or listed)
-PROBE_PROVENANCE = (
+_PROBE_PROVENANCE = (
     "embedding_key_hash",
     "embedding_compute_dtype",
     "config_hash",
@@ -34,7 +34,7 @@ PROBE_PROVENANCE = (
     "scipy_version",
 )
 #: the registry facts a run card states: the model frame's columns (models.parquet) but the first-release count
-REGISTRY_FACTS = tuple(c for c in MODEL_COLUMNS if c != "params_first_release")
+_REGISTRY_FACTS = tuple(c for c in MODEL_COLUMNS if c != "params_first_release")
 
 
 def recorded_inputs(inputs: Mapping[str, Any], prefix: str, suffix: str) -> list[Path]:
@@ -122,7 +122,7 @@ def probe_provenance(scores: pd.DataFrame | None, model: str) -> dict[str, str]:
     rows = scores[scores["model"] == model]
     return {
         c: ", ".join(sorted({str(v) for v in rows[c].dropna()}))
-        for c in PROBE_PROVENANCE
+        for c in _PROBE_PROVENANCE
         if c in rows.columns and len(rows)
     }
 
@@ -136,4 +136,4 @@ def registry_facts(models: pd.DataFrame, model: str) -> dict[str, Any]:
     if row.empty:
         return {}
     r = row.iloc[0]
-    return {k: r[k] for k in REGISTRY_FACTS if k in row.columns}
+    return {k: r[k] for k in _REGISTRY_FACTS if k in row.columns}

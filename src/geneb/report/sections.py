@@ -83,7 +83,7 @@ def empty_reason(section: Section, summary: dict[str, Any], protocol: str, regim
 
 
 #: rows of the full-vs-clean table
-TOP_DIFFERENCES = 15
+_TOP_DIFFERENCES = 15
 
 
 def audit_sections(
@@ -142,19 +142,19 @@ def audit_sections(
     ]
     if scores is not None:
         diffs = clean_differences(integrity.read_parquet(scores))
-        shown = diffs.dropna(subset=["difference"]).head(TOP_DIFFERENCES)
-        heading = f"Largest full-vs-clean MCC differences (top {TOP_DIFFERENCES})"
+        shown = diffs.dropna(subset=["difference"]).head(_TOP_DIFFERENCES)
+        heading = f"Largest full-vs-clean MCC differences (top {_TOP_DIFFERENCES})"
         parts += (
             [
                 f"<h3>{heading}</h3>",
                 "<p class='note'>value: MCC on the whole test split; value_clean: the same fitted probe on the test "
                 "rows without a training homolog (seed means).</p>",
-                table(shown, 4, TOP_DIFFERENCES),
+                table(shown, 4, _TOP_DIFFERENCES),
             ]
             if len(shown)
             else [not_applicable(heading, "none: no cell has both a full-split and a clean-subset MCC")]
         )
-        none = no_clean_rows(diffs)
+        none = _no_clean_rows(diffs)
         if len(none):
             parts += [
                 "<h3>Tasks without clean test rows</h3>",
@@ -166,7 +166,7 @@ def audit_sections(
     return parts
 
 
-def no_clean_rows(diffs: pd.DataFrame) -> pd.DataFrame:
+def _no_clean_rows(diffs: pd.DataFrame) -> pd.DataFrame:
     """The tasks of `clean_differences(scores)` without a clean value in any cell (`value_clean` NaN: every test row
     has a training homolog or duplicate), one row per task: task, category, n_test, n_test_clean, models (how many
     scored it), best_value (the largest full-split MCC, what its leaderboard would show) and clean
@@ -243,7 +243,7 @@ def board_notes(board: pd.DataFrame, attrs: dict[str, Any], protocol: str, regim
 
 
 #: the columns of rank_separability the section's table shows
-SHOWN = (
+_SHOWN = (
     "regime",
     "category",
     "n_models",
@@ -257,13 +257,13 @@ SHOWN = (
 )
 #: the banner of the published report's section: the counts are GENEB's analysis of the published per-task
 #: results, not numbers the paper states (they are not among config/paper_claims.yaml's claims)
-OWN_FINDING = (
+_OWN_FINDING = (
     "GENEB's own finding, not a number the paper states: computed by GENEB from the paper's published per-task "
     "results (the same code as a run's leaderboard); the paper reports no significance tiers."
 )
 
 
-def headline(sep: pd.DataFrame, regime: str) -> str:
+def _headline(sep: pd.DataFrame, regime: str) -> str:
     """One sentence for `regime`'s macro row of `sep` (rank_separability rows of one protocol): how many
     defensible #1 models of how many, which, and how many adjacent pairs are separable; the tier_reason when
     the regime has no tiers; "" without a macro row."""
@@ -289,24 +289,24 @@ def headline(sep: pd.DataFrame, regime: str) -> str:
 def tiers_section(
     sep: pd.DataFrame, protocol: str, table_html: Callable[[pd.DataFrame, int, int], str], *, own_finding: bool
 ) -> list[str]:
-    """HTML of the section for `protocol`: a headline per regime (`headline`) and the rank_separability rows;
+    """HTML of the section for `protocol`: a headline per regime (`_headline`) and the rank_separability rows;
     `own_finding` (the published report) adds the OWN_FINDING banner. [] for a table without the protocol's rows."""
     s = sep[sep["protocol"] == protocol] if len(sep) else sep
     if s.empty:
         return []
     order = {r: i for i, r in enumerate(REGIMES)}
     s = s.assign(_o=s["regime"].map(order)).sort_values("_o", kind="stable").drop(columns="_o")
-    lines = [h for h in (headline(s, r) for r in REGIMES) if h]
+    lines = [h for h in (_headline(s, r) for r in REGIMES) if h]
     method = html.escape(str(s["tier_method"].iloc[0]))
     return [
         "<h2 id='tiers'>Statistically tied tiers</h2>",
-        *([f"<p class='warn'>{html.escape(OWN_FINDING)}</p>"] if own_finding else []),
+        *([f"<p class='warn'>{html.escape(_OWN_FINDING)}</p>"] if own_finding else []),
         f"<p>{method}: per regime and category a Friedman test over the tasks, then the Nemenyi critical "
         "difference of mean ranks; tier 1 = the models not separable from the best mean rank (each a defensible "
         "#1). Macro uses every task of the regime. The tier of every row is in leaderboard.parquet "
         "(tier, tier_reason, friedman_p).</p>",
         '<ul class="headline">' + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>",
-        table_html(s[[c for c in SHOWN if c in s.columns]].reset_index(drop=True), 3, 200),
+        table_html(s[[c for c in _SHOWN if c in s.columns]].reset_index(drop=True), 3, 200),
     ]
 
 
@@ -355,7 +355,7 @@ def zeroshot_section(
 
 
 #: the keys of the pool record (tables/pool.json) the block reads
-RECORD_KEYS = ("bundles", "rule", "prefer", "rows", "deduplicated", "preferred")
+_RECORD_KEYS = ("bundles", "rule", "prefer", "rows", "deduplicated", "preferred")
 
 
 def merged_parts(record: Mapping[str, Any] | None, folder: str | Path) -> dict[str, list[str]]:
@@ -365,7 +365,7 @@ def merged_parts(record: Mapping[str, Any] | None, folder: str | Path) -> dict[s
     record lacks."""
     if record is None:
         return {"top": [], "cards": [], "zeroshot": []}
-    missing = [k for k in RECORD_KEYS if k not in record]
+    missing = [k for k in _RECORD_KEYS if k not in record]
     if missing:
         raise AnalysisInputError(f"report: the pool record of {folder} has no {missing} (tables/pool.json)")
     name = Path(folder).name or str(folder)

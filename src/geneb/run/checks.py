@@ -35,7 +35,7 @@ paper's). Checked per source, once:
 
 Remote sources are checked only for tasks not yet prepared (`resources/tasks/<task>/<task hash>/` has its parquet
 splits and card, `task_prepared`): a prepared task is not read again. Each remote source costs one request of at most
-`TIMEOUT_S` seconds.
+`_TIMEOUT_S` seconds.
 
 The task lock (config `task_lock`, `geneb.tasks.catalogue`): every configured task with a lock entry whose source is
 local (a mirror folder, a `save_to_disk` folder) has its files digested now and compared with the entry, so a run
@@ -88,7 +88,7 @@ from geneb.tasks.sources import (
 )
 
 #: execution.env_route values (config schema)
-ENV_ROUTES = ("conda", "venv")
+_ENV_ROUTES = ("conda", "venv")
 
 _PROBE = """import importlib.util, json, sys
 from importlib import metadata
@@ -110,7 +110,7 @@ class PreflightError(ValueError):
     """Models that cannot run where they would run; the message lists every problem with its fix."""
 
 
-def probe_interpreter(python: str | Path, modules: Iterable[str]) -> dict[str, Any]:
+def _probe_interpreter(python: str | Path, modules: Iterable[str]) -> dict[str, Any]:
     """{python, transformers: installed version or None, modules: {top-level import name: found}} of the
     interpreter `python`, without importing the modules (importlib.util.find_spec). Raises EnvError when the
     interpreter cannot run."""
@@ -126,8 +126,8 @@ def probe_interpreter(python: str | Path, modules: Iterable[str]) -> dict[str, A
     return json.loads(res.stdout)
 
 
-def fit_problems(spec: ModelSpec, probe: dict[str, Any], where: str, fix: str) -> list[str]:
-    """Why `spec` cannot run in the interpreter described by `probe` (`probe_interpreter`); `where` names the
+def _fit_problems(spec: ModelSpec, probe: dict[str, Any], where: str, fix: str) -> list[str]:
+    """Why `spec` cannot run in the interpreter described by `probe` (`_probe_interpreter`); `where` names the
     interpreter, `fix` is said after each problem."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
@@ -191,12 +191,12 @@ def _download_cache_problem(spec: ModelSpec, weights_dir: str) -> str | None:
 
 
 def preflight_problems(*args: Any, **kwargs: Any) -> list[str]:
-    """Every reason a model cannot run in this run (`preflight`'s two lists together); same arguments."""
-    blocking, here = preflight(*args, **kwargs)
+    """Every reason a model cannot run in this run (`_preflight`'s two lists together); same arguments."""
+    blocking, here = _preflight(*args, **kwargs)
     return blocking + here
 
 
-def preflight(
+def _preflight(
     registry: Registry,
     models: Iterable[str],
     *,
@@ -214,8 +214,8 @@ def preflight(
     (`--sdm conda`); env_cache: where built venvs live (default $GENEB_ENV_DIR or .geneb/envs). Raises
     ValueError for an unknown route.
     """
-    if env_route not in ENV_ROUTES:
-        raise ValueError(f"execution.env_route {env_route!r}: expected one of {ENV_ROUTES}")
+    if env_route not in _ENV_ROUTES:
+        raise ValueError(f"execution.env_route {env_route!r}: expected one of {_ENV_ROUTES}")
     problems: list[str] = []
     by_env: dict[str, list[ModelSpec]] = {}
     for model in models:
@@ -255,11 +255,11 @@ def preflight(
             fix = "run with --sdm conda, or set execution.env_route: venv after `geneb env build <env>`"
         modules = {n for s in specs for n in (*required_packages(_raw(s)), *(s.load.preimport or ()))}
         try:
-            probe = probe_interpreter(python, modules)
+            probe = _probe_interpreter(python, modules)
         except EnvError as err:
             problems.append(f"model(s) {', '.join(s.id for s in specs)}: {err}")
             continue
-        found = [p for spec in specs for p in fit_problems(spec, probe, where, fix)]
+        found = [p for spec in specs for p in _fit_problems(spec, probe, where, fix)]
         if env_route == "conda":
             here += found
         else:
@@ -283,15 +283,15 @@ def format_problems(problems: list[str], *, here: bool = False) -> str:
 
 
 #: seconds one reachability request may take (a hub or mirror that does not answer in this time is unreachable)
-TIMEOUT_S = 5.0
+_TIMEOUT_S = 5.0
 #: the hub endpoint when $HF_ENDPOINT is not set (huggingface_hub's default)
-DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+_DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 #: environment variables that put the Hugging Face libraries offline (huggingface_hub, datasets)
-OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+_OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 @dataclass(frozen=True)
-class SourceProblem:
+class _SourceProblem:
     """Tasks that cannot be read from one source: the source string, the task ids (config order), why, the fix."""
 
     source: str
@@ -301,10 +301,10 @@ class SourceProblem:
 
 
 def _offline() -> bool:
-    return any(os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on") for var in OFFLINE_ENV)
+    return any(os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on") for var in _OFFLINE_ENV)
 
 
-def reachable(url: str, timeout: float = TIMEOUT_S) -> tuple[bool, str]:
+def _reachable(url: str, timeout: float = _TIMEOUT_S) -> tuple[bool, str]:
     """(whether `url` answers an HTTP HEAD request within `timeout` seconds, the HTTP status or the error).
     Any HTTP status counts as reachable (a 404 is checked by the caller where it matters); a DNS failure,
     refused connection or timeout does not."""
@@ -354,31 +354,31 @@ def _fix(paper: bool, what: str) -> str:
 
 def _check_source(
     spec: str, tasks: list[str], paper: bool, probe: Callable[[str], tuple[bool, str]]
-) -> list[SourceProblem]:
+) -> list[_SourceProblem]:
     """The problems of one source string for `tasks` (all from it, `paper`: they are paper tasks)."""
     if spec.startswith(("http://", "https://")):
         ok, detail = probe(spec.rstrip("/") + "/")
         if ok:
             return []
-        return [SourceProblem(spec, tuple(tasks), f"the mirror does not answer ({detail})", _fix(paper, "fix"))]
+        return [_SourceProblem(spec, tuple(tasks), f"the mirror does not answer ({detail})", _fix(paper, "fix"))]
     if spec.startswith("hf:"):
         body = spec[3:]
         if Path(body).is_dir():
             lacking = [t for t in tasks if not (Path(body) / t).is_dir()]
             why = f"no <task> folder of save_to_disk datasets under {body}"
-            return [SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
+            return [_SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
         repo, _, revision = body.partition("@")
         if not revision:
             why = f"{body} is not a folder, and a hub dataset needs a pinned revision (hf:<dataset>@<40-hex revision>)"
-            return [SourceProblem(spec, tuple(tasks), why, _fix(paper, "fix"))]
+            return [_SourceProblem(spec, tuple(tasks), why, _fix(paper, "fix"))]
         if _offline():
             lacking = [t for t in tasks if not _in_hub_cache(repo, revision, t)]
             why = (
-                f"offline ({' / '.join(v for v in OFFLINE_ENV if os.environ.get(v))} set) and not in the hub cache "
+                f"offline ({' / '.join(v for v in _OFFLINE_ENV if os.environ.get(v))} set) and not in the hub cache "
                 f"{_hub_cache()}"
             )
-            return [SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
-        endpoint = os.environ.get("HF_ENDPOINT") or DEFAULT_HF_ENDPOINT
+            return [_SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
+        endpoint = os.environ.get("HF_ENDPOINT") or _DEFAULT_HF_ENDPOINT
         ok, detail = probe(f"{endpoint.rstrip('/')}/api/datasets/{repo}/revision/{revision}")
         if ok and detail != "404":
             return []
@@ -388,9 +388,9 @@ def _check_source(
             if ok
             else f"the hub at {endpoint} cannot be reached ({detail}) and the tasks are not in the hub cache"
         )
-        return [SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
+        return [_SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
     if not Path(spec).is_dir():
-        return [SourceProblem(spec, tuple(tasks), f"the mirror folder {spec} does not exist", _fix(paper, "fix"))]
+        return [_SourceProblem(spec, tuple(tasks), f"the mirror folder {spec} does not exist", _fix(paper, "fix"))]
     problems = []
     by_missing: dict[tuple[str, ...], list[str]] = {}
     for task in tasks:
@@ -400,7 +400,7 @@ def _check_source(
     for missing, lacking in by_missing.items():
         why = f"no {'/'.join(missing)} split ({{split}}.csv.gz or {{split}}.csv) under {spec}/<task>"
         fix = _fix(paper, "add the task's files there (docs/adding-a-task.md), or")
-        problems.append(SourceProblem(spec, tuple(lacking), why, fix))
+        problems.append(_SourceProblem(spec, tuple(lacking), why, fix))
     return problems
 
 
@@ -408,7 +408,7 @@ def _is_remote(spec: str) -> bool:
     return spec.startswith(("http://", "https://")) or (spec.startswith("hf:") and not Path(spec[3:]).is_dir())
 
 
-def lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[SourceProblem]:
+def _lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[_SourceProblem]:
     """The configured tasks from a local source (mirror folder, save_to_disk folder) whose files differ from
     their entry in the task lock (config `task_lock`; no key or no file: nothing to check), or whose split files
     fail `meta.json`'s digests: one problem per task, naming each file with its expected and found digests, and
@@ -418,7 +418,7 @@ def lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[S
     if not lock_path:
         return []
     entries = read_lock(lock_path)
-    problems: list[SourceProblem] = []
+    problems: list[_SourceProblem] = []
     for task in config["tasks"]:
         row = task_row(task_sheet, task)
         spec = source_string(row, dict(config))
@@ -427,7 +427,7 @@ def lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[S
         try:
             files = open_source(spec).source_files(task)
         except TaskDigestError as err:
-            problems.append(SourceProblem(spec, (task,), str(err), "restore the file, or fix meta.json's sha256"))
+            problems.append(_SourceProblem(spec, (task,), str(err), "restore the file, or fix meta.json's sha256"))
             continue
         except TaskSourceError:
             continue  # a missing folder or split, an unreadable meta.json: reported by _check_source or prepare_task
@@ -437,7 +437,7 @@ def lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[S
         diff = changes(entry, records(files), files)
         if diff:
             why = f"its files differ from the task lock {lock_path} ({'; '.join(c.describe() for c in diff)})"
-            problems.append(SourceProblem(spec, (task,), why, fix_hint(task, lock_path)))
+            problems.append(_SourceProblem(spec, (task,), why, fix_hint(task, lock_path)))
     return problems
 
 
@@ -446,15 +446,15 @@ def source_problems(
     task_sheet: pd.DataFrame,
     *,
     prepared: Callable[[str], bool] | None = None,
-    probe: Callable[[str], tuple[bool, str]] = reachable,
-) -> list[SourceProblem]:
+    probe: Callable[[str], tuple[bool, str]] = _reachable,
+) -> list[_SourceProblem]:
     """Every configured task (config `tasks`) whose source cannot give it, grouped by source and reason.
 
     A local mirror folder is checked for every task (its files are the prepare_task rerun key); a remote source
     (http(s), a hub dataset) only for the tasks `prepared` says are not prepared yet, with one `probe` request
-    per source (`reachable`; tests pass a stand-in); then the task lock's problems (`lock_problems`). Raises
+    per source (`_reachable`; tests pass a stand-in); then the task lock's problems (`_lock_problems`). Raises
     nothing but TaskLockError for a lockfile that cannot be read: the caller reports the problems
-    (`format_source_problems`) with the models' pre-flight."""
+    (`_format_source_problems`) with the models' pre-flight."""
     groups: dict[tuple[str, bool], list[str]] = {}
     for task in config["tasks"]:
         row = task_row(task_sheet, task)
@@ -462,13 +462,13 @@ def source_problems(
         if _is_remote(spec) and prepared is not None and prepared(task):
             continue
         groups.setdefault((spec, row["source"] != "mirror"), []).append(task)
-    problems: list[SourceProblem] = []
+    problems: list[_SourceProblem] = []
     for (spec, paper), tasks in groups.items():
         problems += _check_source(spec, tasks, paper, probe)
-    return problems + lock_problems(config, task_sheet)
+    return problems + _lock_problems(config, task_sheet)
 
 
-def format_source_problems(problems: Iterable[SourceProblem]) -> str:
+def _format_source_problems(problems: Iterable[_SourceProblem]) -> str:
     """The task-source part of the pre-flight report: a count, then per problem its source, why, every task it
     affects and the fix. "" when there is none."""
     problems = list(problems)
@@ -532,7 +532,7 @@ def plan_views(config: Mapping[str, Any], settings: Mapping[str, dict[str, Any]]
     return out
 
 
-def view_protocols(config: Mapping[str, Any]) -> list[str]:
+def _view_protocols(config: Mapping[str, Any]) -> list[str]:
     """The protocols that probe every view (`views.protocols`; default: every protocol of the run). The run's other
     protocols probe each model's registry view only (`probed_views`): the protocol comparison of the sensitivity
     analysis needs nothing else, and each view costs one set of probe fits per protocol."""
@@ -540,7 +540,7 @@ def view_protocols(config: Mapping[str, Any]) -> list[str]:
     return list(request.get("protocols") or config.get("protocols") or [])
 
 
-def registry_view(settings: Mapping[str, Any], views: ViewSet) -> View:
+def _registry_view(settings: Mapping[str, Any], views: ViewSet) -> View:
     """The view of a model's registry settings in a views run: its `layer` as an absolute index (None for an encoder
     without layers), its `pooling` ("mean" for k-mer spectra) and the reverse complement off."""
     ext = settings["extraction"]
@@ -551,21 +551,21 @@ def registry_view(settings: Mapping[str, Any], views: ViewSet) -> View:
 
 def probed_views(config: Mapping[str, Any], settings: Mapping[str, Any], protocol: str) -> list[str] | None:
     """The view ids a probe job of `protocol` scores for a model with resolved extraction `settings`: None (every
-    view of its embedding file) in a run without `views:` or when `protocol` is in `view_protocols`; otherwise
-    [the model's registry view id] (`registry_view`)."""
-    if config.get("views") is None or protocol in view_protocols(config):
+    view of its embedding file) in a run without `views:` or when `protocol` is in `_view_protocols`; otherwise
+    [the model's registry view id] (`_registry_view`)."""
+    if config.get("views") is None or protocol in _view_protocols(config):
         return None
-    return [registry_view(settings, ViewSet.from_dict(settings["views"])).id]
+    return [_registry_view(settings, ViewSet.from_dict(settings["views"])).id]
 
 
 def _registry_view_problem(
     config: Mapping[str, Any], model: str, settings: Mapping[str, Any], views: ViewSet
 ) -> str | None:
     """A model whose registry view is not among its views while some protocol probes that view only."""
-    narrow = [p for p in config.get("protocols") or [] if p not in view_protocols(config)]
+    narrow = [p for p in config.get("protocols") or [] if p not in _view_protocols(config)]
     if not narrow:
         return None
-    wanted = registry_view(settings, views)
+    wanted = _registry_view(settings, views)
     if wanted in views.views():
         return None
     return (
@@ -644,8 +644,8 @@ def load_run_registry(
 ) -> tuple[Registry, list[str], str]:
     """`geneb.registry.load.load_locked_registry` for the run's config (model_sheet, model_revisions, the selected
     models, model_weights, execution.weights_dir, registry_extra; `resolve`: pin what is unpinned), an unknown model
-    named with its setting in the config file(s) `source` (`model_settings`); then, with registry_extra files, the
-    merged registry made the config's model_sheet (`use_merged_sheet`). Returns what load_locked_registry returns;
+    named with its setting in the config file(s) `source` (`_model_settings`); then, with registry_extra files, the
+    merged registry made the config's model_sheet (`_use_merged_sheet`). Returns what load_locked_registry returns;
     raises what it raises."""
     out = load_locked_registry(
         config["model_sheet"],
@@ -656,13 +656,13 @@ def load_run_registry(
         weights=config["model_weights"],
         weights_dir=config["execution"]["weights_dir"],
         extra=config["registry_extra"],
-        where=model_settings(config, source),
+        where=_model_settings(config, source),
     )
-    use_merged_sheet(config)  # jobs and analyses read the one merged file
+    _use_merged_sheet(config)  # jobs and analyses read the one merged file
     return out
 
 
-def use_merged_sheet(config: dict[str, Any]) -> None:
+def _use_merged_sheet(config: dict[str, Any]) -> None:
     """With `registry_extra` files: write the merged registry (`geneb.registry.registry.write_merged_sheet`, under
     results_dir) and make it the config's model_sheet (registry_extra then empty), in place, so every job and
     analysis reads the same entries. Call after the registry loaded, so errors name the user's files."""
@@ -683,7 +683,7 @@ def config_source(config_files: Sequence[str]) -> str:
     return " + ".join(seen.values()) or "the config"
 
 
-def model_settings(config: dict[str, Any], source: str) -> dict[str, str]:
+def _model_settings(config: dict[str, Any], source: str) -> dict[str, str]:
     """{model: the setting of the config (file(s) `source`) that names it}: "models_extra: entry 1" for a model
     models_extra adds, else "models: entry 3"; the prefix of its error when it is not in the registry."""
     where: dict[str, str] = {}
@@ -728,9 +728,9 @@ def preflight_or_stop(
     from load_locked_registry, then the others' env problems, then the tasks whose source cannot give them), so no
     job starts for a model or task that cannot run and nothing is retried. prepared: whether a task is prepared
     under this config (its remote source is then not asked; `geneb.run.checks.source_problems`)."""
-    sources = format_source_problems(source_problems(config, task_sheet, prepared=prepared))
+    sources = _format_source_problems(source_problems(config, task_sheet, prepared=prepared))
     blocked = not_runnable(registry, config["models"]) if not_runnable_message else {}
-    problems, here = preflight(
+    problems, here = _preflight(
         registry,
         [m for m in config["models"] if m not in blocked],
         env_route=config["execution"]["env_route"],

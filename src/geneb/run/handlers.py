@@ -19,14 +19,14 @@ from geneb.run.plan import RunPlan
 from geneb.tasks.catalogue import task_row
 
 
-class ErrorLog(Protocol):
+class _ErrorLog(Protocol):
     """Where the `onerror` handler reports: Snakemake's logger in the workflow, any `logging.Logger`."""
 
     def error(self, msg: str) -> object: ...
 
 
 #: Snakemake's options (argparse dests) that make a call build or run nothing: a plan under them moves nothing
-NOT_A_RUN = (
+_NOT_A_RUN = (
     "dryrun", "touch", "lint", "report", "summary", "detailed_summary", "list_rules", "list_target_rules",
     "list_changes", "list_input_changes", "list_params_changes", "list_untracked", "list_conda_envs", "dag",
     "d3dag", "rulegraph", "filegraph", "unlock", "cleanup_metadata", "cleanup_shadow", "delete_all_output",
@@ -46,11 +46,11 @@ def dry_run_requested(argv: Sequence[str]) -> bool:
         args, _ = get_argument_parser().parse_known_args(list(argv))
     except SystemExit:
         return True
-    return any(getattr(args, name, None) for name in NOT_A_RUN)
+    return any(getattr(args, name, None) for name in _NOT_A_RUN)
 
 
 #: seconds subtracted from the run's start when logs are matched to it: a shared file system's clock may lag
-CLOCK_MARGIN_S = 2.0
+_CLOCK_MARGIN_S = 2.0
 
 
 def stop_on_preflight_here(plan: RunPlan) -> None:
@@ -67,7 +67,7 @@ def clear_failure_record(plan: RunPlan) -> None:
         Path(plan.failures_file()).unlink(missing_ok=True)
 
 
-def report_job_errors(
+def _report_job_errors(
     plan: RunPlan,
     *,
     run_started: float,
@@ -75,7 +75,7 @@ def report_job_errors(
     keep_going: bool,
     argv: list[str],
     run_dir: str | Path,
-    log: ErrorLog,
+    log: _ErrorLog,
 ) -> None:
     """The `onerror` handler: log (error level) the one-line GENEB error of every job of this run that failed in
     GENEB code (the last line of its log, geneb.core.logs), so it reaches the console also where job stderr does
@@ -84,7 +84,7 @@ def report_job_errors(
     `run_dir`, which builds the tables, analyses and report from those.
 
     run_started: when the run was planned (epoch seconds); logs written since then belong to it."""
-    since = run_started - CLOCK_MARGIN_S
+    since = run_started - _CLOCK_MARGIN_S
     errors = failure_lines(Path("logs").rglob("*.log"), since)
     for line in errors:
         log.error(line)
@@ -155,10 +155,10 @@ def report_job_errors(
         log.error(line)
 
 
-def on_error(plan: RunPlan, workflow: Any, *, run_started: float, log: ErrorLog) -> None:
-    """The Snakefile's `onerror`: `report_job_errors` with the targets, --keep-going, command line and run folder
+def on_error(plan: RunPlan, workflow: Any, *, run_started: float, log: _ErrorLog) -> None:
+    """The Snakefile's `onerror`: `_report_job_errors` with the targets, --keep-going, command line and run folder
     of the Snakemake `workflow` that failed."""
-    report_job_errors(
+    _report_job_errors(
         plan,
         run_started=run_started,
         targets=[job.rule.name for job in workflow.dag.targetjobs],

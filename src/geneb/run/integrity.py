@@ -91,7 +91,7 @@ class TrustedFiles:
 
 
 #: the stamp store of a run's working directory (`StampStore`)
-STAMPS_FILE = ".geneb/verified.json"
+_STAMPS_FILE = ".geneb/verified.json"
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class StampStore:
             self.changed = False
 
 
-def format_reader(path: Path, hdf5_locking: str = "auto") -> Callable[[], object]:
+def _format_reader(path: Path, hdf5_locking: str = "auto") -> Callable[[], object]:
     """The full read of `path` by its format's reader, for a file without a digest: an embedding file must be
     complete (`geneb.extract.cache.read_key` and every split's arrays), a parquet file must load whole, a JSON file
     must parse (`geneb.extract.cache.read_whole` reads every dataset of an HDF5 file). Raises ValueError for a suffix GENEB writes no trusted file with."""
@@ -172,7 +172,7 @@ def format_reader(path: Path, hdf5_locking: str = "auto") -> Callable[[], object
     raise ValueError(f"{path}: no reader for {path.suffix!r} files")
 
 
-def check_file(path: Path, store: StampStore, hdf5_locking: str = "auto") -> tuple[str, Exception | None]:
+def _check_file(path: Path, store: StampStore, hdf5_locking: str = "auto") -> tuple[str, Exception | None]:
     """("fresh" | "ok" | "adopt" | "bad", error) for one existing file: fresh, its stamp is unchanged; ok, it
     matches its digest; adopt, it has no digest and its format's reader reads it whole (the caller records one);
     bad, it differs from its digest, its digest file is broken, or (without a digest) its reader fails."""
@@ -185,13 +185,13 @@ def check_file(path: Path, store: StampStore, hdf5_locking: str = "auto") -> tup
     if recorded is not None:
         return "ok", None
     try:
-        format_reader(path, hdf5_locking)()
+        _format_reader(path, hdf5_locking)()
     except Exception as err:  # noqa: BLE001 - any failure of the format's reader makes the file unusable
         return "bad", err
     return "adopt", None
 
 
-def aside_path(path: Path, kind: str) -> Path:
+def _aside_path(path: Path, kind: str) -> Path:
     """The first free `<folder>/.<kind>-<name>.<n>` beside `path` (kind: corrupt | partial)."""
     n = 0
     while (aside := path.with_name(f".{kind}-{path.name}.{n}")).exists():
@@ -199,9 +199,9 @@ def aside_path(path: Path, kind: str) -> Path:
     return aside
 
 
-def move_aside(path: Path, kind: str) -> Path:
-    """Move `path` (and its digest file, when any) to `aside_path(path, kind)`; returns the new path."""
-    aside = aside_path(path, kind)
+def _move_aside(path: Path, kind: str) -> Path:
+    """Move `path` (and its digest file, when any) to `_aside_path(path, kind)`; returns the new path."""
+    aside = _aside_path(path, kind)
     try:
         integrity.replace(path, aside)
     except integrity.IntegrityError:  # a broken digest file: moved as it is
@@ -218,7 +218,7 @@ def set_aside_bad(
     dry_run: bool = False,
     hdf5_locking: str = "auto",
 ) -> tuple[list[BadFile], list[Path]]:
-    """Check every existing file among `paths` (`check_file`) and move the bad ones aside (module docstring);
+    """Check every existing file among `paths` (`_check_file`) and move the bad ones aside (module docstring);
     record a digest for each file without one that reads whole (adopted once). A dry run moves and records
     nothing. Returns (the bad files, the adopted files); saves `store`."""
     bad: list[BadFile] = []
@@ -226,11 +226,11 @@ def set_aside_bad(
     for path in dict.fromkeys(map(Path, paths)):
         if not path.is_file():
             continue
-        state, error = check_file(path, store, hdf5_locking)
+        state, error = _check_file(path, store, hdf5_locking)
         if state == "bad":
             assert error is not None
             kind = "corrupt" if isinstance(error, integrity.IntegrityError) else "partial"
-            bad.append(BadFile(path, None if dry_run else move_aside(path, kind), error))
+            bad.append(BadFile(path, None if dry_run else _move_aside(path, kind), error))
             store.forget(path)
         elif state == "adopt":
             adopted.append(path)
@@ -244,7 +244,7 @@ def set_aside_bad(
     return bad, adopted
 
 
-def bad_file_line(bad: BadFile) -> str:
+def _bad_file_line(bad: BadFile) -> str:
     """The one `GENEB ERROR` line of a file planning set aside (or, in a dry run, would)."""
     where = (
         f"moved to {bad.aside.name}; this run builds it again, and everything downstream of it"
@@ -259,11 +259,11 @@ def check_before_dag(
     paths: Iterable[str | os.PathLike[str]], *, log: Any, dry_run: bool, hdf5_locking: str = "auto"
 ) -> tuple[list[BadFile], list[Path]]:
     """What the workflow's plan runs in the main process: `set_aside_bad` with the run folder's stamp store
-    (STAMPS_FILE), one `bad_file_line` per bad file to `log.warning`, one line naming the adopted files to
+    (STAMPS_FILE), one `_bad_file_line` per bad file to `log.warning`, one line naming the adopted files to
     `log.info`. Returns (bad files, adopted files)."""
-    bad, adopted = set_aside_bad(paths, store=StampStore(STAMPS_FILE), dry_run=dry_run, hdf5_locking=hdf5_locking)
+    bad, adopted = set_aside_bad(paths, store=StampStore(_STAMPS_FILE), dry_run=dry_run, hdf5_locking=hdf5_locking)
     for b in bad:
-        log.warning(bad_file_line(b))
+        log.warning(_bad_file_line(b))
     if adopted:
         shown = ", ".join(map(str, adopted[:3])) + (f" and {len(adopted) - 3} more" if len(adopted) > 3 else "")
         verb = "would record" if dry_run else "recorded"
@@ -287,16 +287,16 @@ def set_aside_partial(
     for path in map(Path, paths):
         if not path.is_file() or is_complete_file(path, hdf5_locking=hdf5_locking):
             continue
-        moved.append((path, move_aside(path, "partial")))
+        moved.append((path, _move_aside(path, "partial")))
     return moved
 
 
 #: the prefixes of files GENEB itself set aside or is writing: never checked
-SKIPPED_PREFIXES = (".corrupt-", ".partial-", ".tmp-")
+_SKIPPED_PREFIXES = (".corrupt-", ".partial-", ".tmp-")
 
 
 @dataclass
-class VerifyReport:
+class _VerifyReport:
     """What `verify_files` found: checked (files hashed), n_bytes (their total size), bad ({file: reason}),
     no_digest (files without a digest, not adopted), adopted (files whose digest was recorded now)."""
 
@@ -330,7 +330,7 @@ class VerifyReport:
         return out
 
 
-def digested_files(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def _digested_files(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Every file under `roots` that has a digest file (`<file>.sha256`), sorted; set-aside and temporary files
     left out."""
     found: set[Path] = set()
@@ -339,7 +339,7 @@ def digested_files(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
             continue
         for side in root.rglob("*" + integrity.DIGEST_SUFFIX):
             path = side.with_name(side.name[: -len(integrity.DIGEST_SUFFIX)])
-            if not path.name.startswith(SKIPPED_PREFIXES):
+            if not path.name.startswith(_SKIPPED_PREFIXES):
                 found.add(path)
     return sorted(found)
 
@@ -350,18 +350,18 @@ def verify_files(
     *,
     adopt: bool = False,
     hdf5_locking: str = "auto",
-) -> VerifyReport:
+) -> _VerifyReport:
     """Check the run's own files `own` (the missing ones skipped: not built yet) and every digested file under
     `roots`; see the module docstring."""
-    report = VerifyReport()
+    report = _VerifyReport()
     store = StampStore(None)  # every file hashed
     own_paths = [Path(p) for p in own]
-    for path in dict.fromkeys([*own_paths, *digested_files(roots)]):
+    for path in dict.fromkeys([*own_paths, *_digested_files(roots)]):
         if not path.is_file():  # not built yet, or removed (a digest file left by a job that failed since)
             continue
         report.checked += 1
         report.n_bytes += path.stat().st_size
-        state, error = check_file(path, store, hdf5_locking)
+        state, error = _check_file(path, store, hdf5_locking)
         if state == "bad":
             report.bad[path] = f"{type(error).__name__}: {error}"
         elif state == "adopt":

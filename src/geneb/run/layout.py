@@ -62,7 +62,7 @@ def _integral_floats_as_ints(obj: Any) -> Any:
 
 
 #: the config keys the report does not show (execution knobs, weight paths, the task lock's path, download limits)
-REPORT_HIDDEN = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
+_REPORT_HIDDEN = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
 
 
 def report_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def report_config(config: Mapping[str, Any]) -> dict[str, Any]:
     model's settings hash, the task files' in the task's; so they must not rerun the report either), its tasks,
     models and protocols sorted (their order changes no result), every mapping sorted (`stable_params`).
     Raises KeyError when `config` has no tasks, models or protocols (a config not validated)."""
-    shown = {key: value for key, value in config.items() if key not in REPORT_HIDDEN}
+    shown = {key: value for key, value in config.items() if key not in _REPORT_HIDDEN}
     for key in ("tasks", "models", "protocols"):
         shown[key] = sorted(shown[key])
     result: dict[str, Any] = stable_params(shown)
@@ -92,18 +92,18 @@ def canonical_path(path: str) -> str:
 
 
 #: memory (MB) of an extraction job besides the model weights; k-mer jobs need no more
-EXTRACTION_BASE_MEM_MB = 4000
+_EXTRACTION_BASE_MEM_MB = 4000
 #: host memory per model parameter (bytes): float32 weights (4) plus loading overhead
-EXTRACTION_BYTES_PER_PARAM = 6
+_EXTRACTION_BYTES_PER_PARAM = 6
 #: first-attempt run time of one (model, task) extraction job, minutes; a group job of a model's tasks asks
 #: for the sum (50 tasks: 17 h), so it is sized for a paper task on a GPU (seconds to minutes) with margin
-EXTRACTION_RUNTIME_MIN = 20
+_EXTRACTION_RUNTIME_MIN = 20
 #: first-attempt memory and run time of one (protocol, model, task) probe job (all regimes and seeds)
-PROBE_MEM_MB = 4000
-PROBE_RUNTIME_MIN = 60
+_PROBE_MEM_MB = 4000
+_PROBE_RUNTIME_MIN = 60
 
 
-def scaled(base: int, attempt: int) -> int:
+def _scaled(base: int, attempt: int) -> int:
     """`base` doubled for every retry: attempt 1 -> base, 2 -> 2 x base, 3 -> 4 x base. Used for memory and
     run time, so a job killed for memory or walltime gets more on its retry (`retries:` in the profile)."""
     if attempt < 1:
@@ -111,7 +111,7 @@ def scaled(base: int, attempt: int) -> int:
     return int(base) * 2 ** (attempt - 1)
 
 
-def extraction_gpus(uses_torch: bool, device: str) -> int:
+def _extraction_gpus(uses_torch: bool, device: str) -> int:
     """GPUs one extraction job asks for: 1 when the model runs on torch and the configured device is a GPU
     ("cuda", "cuda:N", or "auto", which uses one when present), else 0 (k-mer models, device cpu)."""
     if not uses_torch:
@@ -119,25 +119,25 @@ def extraction_gpus(uses_torch: bool, device: str) -> int:
     return 1 if device == "auto" or device.startswith("cuda") else 0
 
 
-def extraction_mem_mb(n_params: int | float | None, attempt: int) -> int:
+def _extraction_mem_mb(n_params: int | float | None, attempt: int) -> int:
     """Host memory (MB) of one extraction job: a base plus room for the weights, doubled on each retry."""
-    weights = math.ceil(float(n_params or 0) * EXTRACTION_BYTES_PER_PARAM / 1e6)
-    return scaled(EXTRACTION_BASE_MEM_MB + weights, attempt)
+    weights = math.ceil(float(n_params or 0) * _EXTRACTION_BYTES_PER_PARAM / 1e6)
+    return _scaled(_EXTRACTION_BASE_MEM_MB + weights, attempt)
 
 
 def extraction_runtime(attempt: int) -> int:
     """Run time (minutes) of one extraction job, doubled on each retry (a walltime kill is retried longer)."""
-    return scaled(EXTRACTION_RUNTIME_MIN, attempt)
+    return _scaled(_EXTRACTION_RUNTIME_MIN, attempt)
 
 
 def probe_mem_mb(attempt: int) -> int:
     """Memory (MB) of one probe job, doubled on each retry."""
-    return scaled(PROBE_MEM_MB, attempt)
+    return _scaled(_PROBE_MEM_MB, attempt)
 
 
 def probe_runtime(attempt: int) -> int:
     """Run time (minutes) of one probe job, doubled on each retry."""
-    return scaled(PROBE_RUNTIME_MIN, attempt)
+    return _scaled(_PROBE_RUNTIME_MIN, attempt)
 
 
 class ExtractionResources:
@@ -154,7 +154,7 @@ class ExtractionResources:
         entry with `load.cpu_only`; precomputed vectors) or device cpu."""
         settings = self.extraction_settings[model]
         uses_gpu = model_family(settings["family"]).uses_torch and not cpu_only(settings)  # load.cpu_only: no GPU
-        return extraction_gpus(uses_gpu, self.config["execution"]["device"]) > 0
+        return _extraction_gpus(uses_gpu, self.config["execution"]["device"]) > 0
 
     def extraction_gpus(self, model: str) -> int:
         """The `gpu` resource (sbatch --gpus) of the model's extraction jobs: 1 when it needs a GPU
@@ -176,11 +176,11 @@ class ExtractionResources:
 
     def extraction_mem_mb(self, model: str, attempt: int) -> int:
         """Host memory (MB) of one extraction job: base + weights (registry `params`), doubled on each retry."""
-        return extraction_mem_mb(model_spec(self.registry, model).params, attempt)
+        return _extraction_mem_mb(model_spec(self.registry, model).params, attempt)
 
 
 #: the files of one prepared task folder (`task_dir`): the two splits, the card and the validation record
-TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
+_TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
 
 
 def params_hash(params: Mapping[str, Any]) -> str:
@@ -201,12 +201,12 @@ def task_dir_path(task: str, thash: str) -> str:
     return f"resources/tasks/{task}/{thash}"
 
 
-def audit_path(task: str, thash: str, ahash: str) -> str:
+def _audit_path(task: str, thash: str, ahash: str) -> str:
     """The audit of one prepared task under the audit settings hashed `ahash` (config `task_audit`)."""
     return f"{task_dir_path(task, thash)}/audit-{ahash}.json"
 
 
-def shot_path(protocol: str, dhash: str, task: str, thash: str) -> str:
+def _shot_path(protocol: str, dhash: str, task: str, thash: str) -> str:
     """The shot draws of one prepared task under `protocol`'s draw settings hashed `dhash`
     (`RunPlan.shot_draw_params`): two configs with one protocol name and other draw settings never share it."""
     return f"resources/shots/{protocol}/{dhash}/{task}/{thash}.json"
@@ -254,8 +254,8 @@ class ResourceLayout:
 
     def task_file(self, task: str, name: str) -> str:
         """One file of the prepared task's folder, name one of TASK_FILES (ValueError otherwise)."""
-        if name not in TASK_FILES:
-            raise ValueError(f"{name!r} is not a prepared task file ({', '.join(TASK_FILES)})")
+        if name not in _TASK_FILES:
+            raise ValueError(f"{name!r} is not a prepared task file ({', '.join(_TASK_FILES)})")
         return f"{self.task_dir(task)}/{name}"
 
     def task_inputs(self, task: str) -> dict[str, str]:
@@ -278,8 +278,8 @@ class ResourceLayout:
         return settings
 
     def audit_file(self, task: str) -> str:
-        """The task's audit under this config's audit settings (`audit_path`)."""
-        return audit_path(task, self.task_hash(task), params_hash(self.audit_settings()))
+        """The task's audit under this config's audit settings (`_audit_path`)."""
+        return _audit_path(task, self.task_hash(task), params_hash(self.audit_settings()))
 
     def task_audits(self) -> list[str]:
         """The audit of every configured task, in config order."""
@@ -295,8 +295,8 @@ class ResourceLayout:
         return [self.embedding_file(model, task) for model in self.models]
 
     def shot_file(self, protocol: str, task: str) -> str:
-        """The shot draws of (protocol, task) under this config's draw settings and task preparation (`shot_path`)."""
-        return shot_path(protocol, params_hash(self.shot_draw_params(protocol)), task, self.task_hash(task))
+        """The shot draws of (protocol, task) under this config's draw settings and task preparation (`_shot_path`)."""
+        return _shot_path(protocol, params_hash(self.shot_draw_params(protocol)), task, self.task_hash(task))
 
     def probe_inputs(self, protocol: str, model: str, task: str) -> dict[str, str]:
         """Every file one fit_probes job reads: the task's splits and card, the embeddings, the shots, the audit."""

@@ -7,7 +7,7 @@ prepare a task differently overwrote each other's files. Now every path carries 
 process, before the DAG is built, and moves, per configured task:
 
 * the legacy task folder's splits, card and validation record into `resources/tasks/<task>/<task hash>/`, when
-  nothing the card records differs from this config's preparation params (`legacy_card_problem`) and the task's
+  nothing the card records differs from this config's preparation params (`_legacy_card_problem`) and the task's
   source files are not newer than the card;
 * then each legacy embedding file of a configured model into its new path, when it is complete and its stored
   extraction key (`geneb.extract.cache.read_key`) has this config's settings hash and settings and was made from
@@ -30,7 +30,7 @@ from typing import Any
 from geneb.core.provenance import canonical_json
 
 #: the files of a legacy task folder that are moved (the audit is made again: it does not record its settings)
-LEGACY_TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
+_LEGACY_TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
 
 
 def legacy_task_dir(task: str) -> Path:
@@ -38,12 +38,12 @@ def legacy_task_dir(task: str) -> Path:
     return Path("resources/tasks") / task
 
 
-def legacy_embedding_path(model: str, xhash: str, task: str) -> Path:
+def _legacy_embedding_path(model: str, xhash: str, task: str) -> Path:
     """Where the layout before task hashes kept an embedding file: resources/embeddings/<model>/<xhash>/<task>.h5."""
     return Path("resources/embeddings") / model / xhash / f"{task}.h5"
 
 
-def legacy_card_problem(card: dict[str, Any], params: dict[str, Any], task: str) -> str | None:
+def _legacy_card_problem(card: dict[str, Any], params: dict[str, Any], task: str) -> str | None:
     """Why the legacy card `card` (a card.json mapping) is not what `params` (`RunPlan.task_params`) would prepare,
     or None when nothing it records differs: the task id, the catalogue columns it copies (task_set, taxon_group),
     the alphabet policy, per split the cap and cap seed (a split without a cap record: no cap, or one at or above
@@ -103,7 +103,7 @@ def _legacy_task(plan: Any, task: str, dry_run: bool, log: Any) -> tuple[list[tu
             return [], json.loads((new_dir / "card.json").read_text(encoding="utf-8")).get("data_hash")
         except (OSError, json.JSONDecodeError):
             return [], None
-    if not all((old_dir / name).is_file() for name in LEGACY_TASK_FILES[:3]):
+    if not all((old_dir / name).is_file() for name in _LEGACY_TASK_FILES[:3]):
         return [], None
     params = plan.task_params(task)
     try:
@@ -111,7 +111,7 @@ def _legacy_task(plan: Any, task: str, dry_run: bool, log: Any) -> tuple[list[tu
     except (OSError, json.JSONDecodeError) as err:
         log.info(f"legacy task cache {old_dir}/ left in place ({err}): task {task} is prepared anew")
         return [], None
-    why = legacy_card_problem(card, params, task)
+    why = _legacy_card_problem(card, params, task)
     if why is None:
         from geneb.tasks.catalogue import source_string, task_row
 
@@ -122,7 +122,7 @@ def _legacy_task(plan: Any, task: str, dry_run: bool, log: Any) -> tuple[list[tu
     if why is not None:
         log.info(f"legacy task cache {old_dir}/ left in place ({why}): task {task} is prepared anew in {new_dir}/")
         return [], None
-    return [_move(old_dir / n, new_dir / n, dry_run) for n in LEGACY_TASK_FILES if (old_dir / n).is_file()], card.get(
+    return [_move(old_dir / n, new_dir / n, dry_run) for n in _LEGACY_TASK_FILES if (old_dir / n).is_file()], card.get(
         "data_hash"
     )
 
@@ -146,7 +146,7 @@ def migrate_legacy(plan: Any, *, dry_run: bool, log: Any) -> list[tuple[Path, Pa
         kept = 0
         for model in plan.models:
             xhash = plan.extraction_hashes[model]
-            old_h5 = legacy_embedding_path(model, xhash, task)
+            old_h5 = _legacy_embedding_path(model, xhash, task)
             new_h5 = Path(plan.embedding_file(model, task))
             if not old_h5.is_file() or new_h5.exists() or not is_complete_file(old_h5, hdf5_locking=hdf5_locking):
                 continue

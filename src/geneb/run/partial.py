@@ -16,7 +16,7 @@ the task fixed rebuilds every table from all tasks (the aggregation's input set 
 A task fails for every model only when a task-level job fails (its preparation, audit or shot draws) or every
 model's cell of it failed. One model failing on a task (a refused row, an out-of-memory in its extraction or probe
 job) fails that (model, task) cell alone: the file's `failed_cells` ({model: {task: {"category", "error"}}}) lists
-it, the partial run leaves only that cell's probe tables out (`cell_excluded`), and every other model's scores of
+it, the partial run leaves only that cell's probe tables out (`_cell_excluded`), and every other model's scores of
 the task are kept; the leaderboard shows the model's category there but does not rank it.
 """
 
@@ -124,12 +124,12 @@ def write_failures(
 
 
 #: the rules whose jobs are one (model, task) cell: their logs are logs/<rule>/.../<model>/.../<task>.log
-CELL_RULES = ("extract_embeddings", "fit_probes")
+_CELL_RULES = ("extract_embeddings", "fit_probes")
 #: the rules whose jobs belong to a task, whatever the model
 TASK_RULES = ("prepare_task", "audit_task", "write_shot_indices")
 
 
-def cell_excluded(partial: dict[str, Any] | None, model: str, task: str) -> bool:
+def _cell_excluded(partial: dict[str, Any] | None, model: str, task: str) -> bool:
     """Whether the partial run leaves (model, task) out: a cell listed in the failures file's `failed_cells`."""
     return bool(partial) and task in ((partial or {}).get("failed_cells") or {}).get(model, {})
 
@@ -137,15 +137,15 @@ def cell_excluded(partial: dict[str, Any] | None, model: str, task: str) -> bool
 def kept_cells(
     combos: Iterable[tuple[str, str, str]], partial: dict[str, Any] | None
 ) -> Iterator[tuple[str, str, str]]:
-    """The (protocol, model, task) combinations whose (model, task) cell is not excluded (`cell_excluded`)."""
-    return (c for c in combos if not cell_excluded(partial, c[1], c[2]))
+    """The (protocol, model, task) combinations whose (model, task) cell is not excluded (`_cell_excluded`)."""
+    return (c for c in combos if not _cell_excluded(partial, c[1], c[2]))
 
 
 def cell_logs(log_root: str | Path, model: str, task: str) -> list[Path]:
     """The job logs of one (model, task) cell: logs/extract_embeddings/<model>/<hash>/<task hash>/<task>.log and
     logs/fit_probes/<protocol>/<model>/<task>.log."""
     root = Path(log_root)
-    return [p for rule in CELL_RULES for p in (root / rule).rglob(f"{task}.log") if model in p.parts[:-1]]
+    return [p for rule in _CELL_RULES for p in (root / rule).rglob(f"{task}.log") if model in p.parts[:-1]]
 
 
 def split_cells(

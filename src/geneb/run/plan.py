@@ -56,11 +56,11 @@ from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
 
 #: the default task_checks (config schema): left out of the prepare_task rerun key
-TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
+_TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
 
 #: the default targets of `snakemake`, under the run's `results_dir`: the score table, the leaderboard, the
 #: heatmap and the report (`RunPlan.final_outputs`)
-FINAL_OUTPUTS = (
+_FINAL_OUTPUTS = (
     "tables/scores.parquet",
     "tables/leaderboard.parquet",
     "figures/heatmap.png",
@@ -68,14 +68,14 @@ FINAL_OUTPUTS = (
 )
 
 #: the published results' reference files, {name: file under config analysis.published.dir}
-PUBLISHED_FILE_NAMES = {
+_PUBLISHED_FILE_NAMES = {
     "results": "per_task_results.tsv",
     "spec": "benchmark_spec.json",
     "models": "models.tsv",
 }
 
 
-class PlanLog(Protocol):
+class _PlanLog(Protocol):
     """Where planning says what it did: Snakemake's logger in the workflow, any `logging.Logger`, a test double."""
 
     def info(self, msg: str) -> object: ...
@@ -137,7 +137,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
 
     def final_outputs(self) -> list[str]:
         """The default targets (FINAL_OUTPUTS) under the run's results_dir, and the zero-shot stage's when configured."""
-        return [self.results_path(p) for p in FINAL_OUTPUTS] + self.zeroshot_outputs()
+        return [self.results_path(p) for p in _FINAL_OUTPUTS] + self.zeroshot_outputs()
 
     def failures_file(self) -> str:
         """Where a partial run's failed tasks are recorded (`geneb.run.partial.FAILURES_FILE` under results_dir)."""
@@ -167,7 +167,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
                     "caps": {**caps["default"], **caps["per_task"].get(task, {})},
                     "cap_seed": caps["seed"],
                     # only when not the default, so the rerun key of every task prepared before the key existed holds
-                    **({"task_checks": task_checks} if task_checks != TASK_CHECK_DEFAULTS else {}),
+                    **({"task_checks": task_checks} if task_checks != _TASK_CHECK_DEFAULTS else {}),
                 }
             )
         params = self._task_params[task]
@@ -257,7 +257,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     def published_files(self) -> dict[str, str]:
         """{name: path} of the published results' reference files (config analysis.published.dir)."""
         folder = self.config["analysis"]["published"]["dir"]
-        return {name: f"{folder}/{file}" for name, file in PUBLISHED_FILE_NAMES.items()}
+        return {name: f"{folder}/{file}" for name, file in _PUBLISHED_FILE_NAMES.items()}
 
     def submission_files(self) -> list[str]:
         """One leaderboard submission file (schema 1.0) per configured model."""
@@ -295,7 +295,7 @@ def plan_run(
     main_process: bool,
     conda_deploys: bool,
     partial_file: str | None,
-    log: PlanLog,
+    log: _PlanLog,
     dry_run: bool = False,
     config_files: Sequence[str] = (),
 ) -> RunPlan:
@@ -418,7 +418,7 @@ def plan_workflow(
     config: Mapping[str, Any],
     schema_files: Mapping[str, str | os.PathLike[str]],
     *,
-    log: PlanLog,
+    log: _PlanLog,
     no_job_run: bool,
 ) -> RunPlan:
     """The plan of the Snakemake `workflow` being parsed (workflow/rules/common.smk): `plan_run` with the workflow's

@@ -29,12 +29,12 @@ import sys
 from pathlib import Path
 
 #: folders whose `.tmp-*` files are GENEB atomic-write leftovers (geneb.core.integrity)
-OUTPUT_ROOTS = ("resources", "results")
+_OUTPUT_ROOTS = ("resources", "results")
 #: Slurm job states in which a job may still write into the run directory
-ACTIVE_SLURM_STATES = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING,STOPPED"
+_ACTIVE_SLURM_STATES = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING,STOPPED"
 
 
-def run_directory(args: list[str]) -> Path:
+def _run_directory(args: list[str]) -> Path:
     """The run directory a snakemake command line works in: its --directory/-d value, else the cwd."""
     for i, arg in enumerate(args):
         if arg in ("-d", "--directory") and i + 1 < len(args):
@@ -44,7 +44,7 @@ def run_directory(args: list[str]) -> Path:
     return Path.cwd().resolve()
 
 
-def running_snakemake(workdir: Path, *, proc: Path = Path("/proc")) -> list[int]:
+def _running_snakemake(workdir: Path, *, proc: Path = Path("/proc")) -> list[int]:
     """Process ids of Snakemake processes (other than this one) whose working directory is `workdir`.
     Linux /proc only; returns [] where /proc is not readable."""
     found: list[int] = []
@@ -67,14 +67,14 @@ def running_snakemake(workdir: Path, *, proc: Path = Path("/proc")) -> list[int]
     return sorted(found)
 
 
-def active_slurm_jobs(workdir: Path) -> list[str]:
+def _active_slurm_jobs(workdir: Path) -> list[str]:
     """Ids of this user's Slurm jobs that are still queued or running with `workdir` as their work dir
     (Snakemake's Slurm plugin submits with -D <run dir>). [] where squeue is absent or fails."""
     if shutil.which("squeue") is None:
         return []
     try:
         out = subprocess.run(
-            ["squeue", "--me", "--noheader", f"--states={ACTIVE_SLURM_STATES}", "--format=%i|%Z"],
+            ["squeue", "--me", "--noheader", f"--states={_ACTIVE_SLURM_STATES}", "--format=%i|%Z"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -90,10 +90,14 @@ def active_slurm_jobs(workdir: Path) -> list[str]:
     return jobs
 
 
-def stale_temporaries(workdir: Path) -> list[Path]:
+def _stale_temporaries(workdir: Path) -> list[Path]:
     """`.tmp-*` files left by GENEB's atomic writers under resources/ and results/ of `workdir`."""
     return sorted(
-        p for root in OUTPUT_ROOTS if (workdir / root).is_dir() for p in (workdir / root).rglob(".tmp-*") if p.is_file()
+        p
+        for root in _OUTPUT_ROOTS
+        if (workdir / root).is_dir()
+        for p in (workdir / root).rglob(".tmp-*")
+        if p.is_file()
     )
 
 
@@ -102,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] in (["-h"], ["--help"]):
         print(__doc__)
         return 0
-    workdir = run_directory(args)
-    busy = running_snakemake(workdir)
+    workdir = _run_directory(args)
+    busy = _running_snakemake(workdir)
     if busy:
         print(
             f"geneb.run.recover: Snakemake still runs in {workdir} (pid {', '.join(map(str, busy))}); "
@@ -111,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
-    jobs = active_slurm_jobs(workdir)
+    jobs = _active_slurm_jobs(workdir)
     if jobs:
         print(
             f"geneb.run.recover: Slurm jobs of this run directory are still queued or running ({', '.join(jobs)}); "
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print("geneb.run.recover: `snakemake --unlock` failed (see above)", file=sys.stderr)
         return unlock.returncode
     print(f"geneb.run.recover: unlocked {workdir}", file=sys.stderr)
-    for tmp in stale_temporaries(workdir):
+    for tmp in _stale_temporaries(workdir):
         tmp.unlink(missing_ok=True)
         print(f"geneb.run.recover: removed partial file {tmp.relative_to(workdir)}", file=sys.stderr)
     return subprocess.run([*snakemake, *args, "--rerun-incomplete"]).returncode

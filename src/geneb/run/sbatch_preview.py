@@ -26,11 +26,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-PLACEHOLDER_RUN_ID = "<run-id>"
+_PLACEHOLDER_RUN_ID = "<run-id>"
 
 
 @dataclass
-class JobPreview:
+class _JobPreview:
     """One job of the DAG: rule, wildcards, whether it runs locally, its evaluated resources and threads,
     and the sbatch command (None for local jobs)."""
 
@@ -44,7 +44,7 @@ class JobPreview:
 
 
 @dataclass
-class GroupPreview:
+class _GroupPreview:
     """One group job of a cluster run: the group id, its jobs per rule, the resources Snakemake requests for
     it on a cluster (layered: jobs that may run at once add up, layers of jobs one after another add up
     their minutes) and its sbatch command."""
@@ -67,7 +67,7 @@ class _JobView:
         return False
 
 
-def render_sbatch(rule: str, wildcards: dict[str, str], resources: Any, threads: int) -> str:
+def _render_sbatch(rule: str, wildcards: dict[str, str], resources: Any, threads: int) -> str:
     """The sbatch call of one job, built by the Slurm executor plugin's own functions from `resources`
     (a Snakemake Resources object, or anything with `.get(name)` and attribute access)."""
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
@@ -78,7 +78,7 @@ def render_sbatch(rule: str, wildcards: dict[str, str], resources: Any, threads:
     account = resources.get("slurm_account")
     partition = resources.get("slurm_partition")
     params = {
-        "run_uuid": PLACEHOLDER_RUN_ID,
+        "run_uuid": _PLACEHOLDER_RUN_ID,
         "slurm_logfile": f"logs/slurm/rule_{rule}/{wc}/%j.log",
         "comment_str": f"rule_{rule}_wildcards_{wc}" if wc else f"rule_{rule}",
         "account": f"-A {shlex.quote(str(account))}" if account else "",
@@ -89,7 +89,7 @@ def render_sbatch(rule: str, wildcards: dict[str, str], resources: Any, threads:
     return " ".join(call.split())
 
 
-def preview(snakemake_args: list[str]) -> list[JobPreview]:
+def preview(snakemake_args: list[str]) -> list[_JobPreview]:
     """Dry-run Snakemake with `snakemake_args` (profiles, config, targets; `-n` is added) and return every
     job it would run, with the sbatch call the Slurm plugin would make (a grouped job's is its group job's).
     Raises RuntimeError with Snakemake's output when the dry run fails."""
@@ -131,14 +131,14 @@ class _Resources(dict):
             raise AttributeError(name) from err
 
 
-def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], list[GroupPreview]]:
+def preview_submissions(snakemake_args: list[str]) -> tuple[list[_JobPreview], list[_GroupPreview]]:
     """`preview`, and the group jobs (GroupPreview) the grouped jobs are submitted in: a cluster run submits
     one sbatch job per group job and one per ungrouped non-local job."""
     import snakemake.cli
     from snakemake.jobs import GroupJob, Job
 
-    seen: list[JobPreview] = []
-    groups: list[GroupPreview] = []
+    seen: list[_JobPreview] = []
+    groups: list[_GroupPreview] = []
     original = Job.log_info
     original_group = GroupJob.log_info
 
@@ -147,8 +147,8 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
         rules: dict[str, int] = {}
         for job in self.jobs:
             rules[job.rule.name] = rules.get(job.rule.name, 0) + 1
-        sbatch = render_sbatch(f"group_{self.groupid}", {}, resources, int(resources.get("_cores", 1) or 1))
-        groups.append(GroupPreview(str(self.groupid), rules, dict(resources), sbatch))
+        sbatch = _render_sbatch(f"group_{self.groupid}", {}, resources, int(resources.get("_cores", 1) or 1))
+        groups.append(_GroupPreview(str(self.groupid), rules, dict(resources), sbatch))
         return original_group(self, *args, **kwargs)
 
     def record(self: Job, *args: Any, **kwargs: Any) -> Any:
@@ -157,7 +157,7 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
         # what Workflow.is_local says for a remote executor (a dry run itself counts as local execution)
         local = rule.group is None and (rule.name in wf._localrules or rule.norun or rule.is_template_engine)
         seen.append(
-            JobPreview(
+            _JobPreview(
                 rule=self.rule.name,
                 wildcards=dict(self.wildcards_dict),
                 local=local,
@@ -165,7 +165,7 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
                 threads=int(self.threads),
                 sbatch=None
                 if local
-                else render_sbatch(self.rule.name, dict(self.wildcards_dict), resources, int(self.threads)),
+                else _render_sbatch(self.rule.name, dict(self.wildcards_dict), resources, int(self.threads)),
                 group=None if self.group is None else str(self.group),
             )
         )
@@ -186,7 +186,7 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
         Job.log_info = original
         GroupJob.log_info = original_group
     if code != 0:
-        raise RuntimeError(f"snakemake dry run failed (exit {code}):\n{head_and_tail(out.getvalue())}")
+        raise RuntimeError(f"snakemake dry run failed (exit {code}):\n{_head_and_tail(out.getvalue())}")
     by_group = {g.group: g.sbatch for g in groups}
     for job in seen:
         if job.group is not None and not job.local:
@@ -194,7 +194,7 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], li
     return seen, groups
 
 
-def head_and_tail(text: str, head: int = 6000, tail: int = 2000) -> str:
+def _head_and_tail(text: str, head: int = 6000, tail: int = 2000) -> str:
     """`text` whole when it has at most `head + tail` characters, else its first `head` and last `tail` characters
     with a line saying how many were cut between them: an error's headline (which model, which fix) comes first
     in Snakemake's output and its traceback last, so both ends are kept."""

@@ -55,17 +55,17 @@ from geneb.zeroshot.task import (
 )
 
 #: the config's scorer names -> the scorer columns they produce (geneb.zeroshot.task)
-SCORER_OUTPUTS: Mapping[str, tuple[str, ...]] = {LLR: (LLR,), "embedding": EMBEDDING_SCORERS}
+_SCORER_OUTPUTS: Mapping[str, tuple[str, ...]] = {LLR: (LLR,), "embedding": EMBEDDING_SCORERS}
 
 #: the zero-shot tables under results_dir/tables (`RunPlan.zeroshot_outputs`)
-ZEROSHOT_TABLES = (
+_ZEROSHOT_TABLES = (
     "zeroshot_scores",
     "zeroshot_row_scores",
     "zeroshot_leaderboard",
     "zeroshot_vs_probe",
     "zeroshot_not_applicable",
 )
-ZEROSHOT_FIGURE = "figures/zeroshot.png"
+_ZEROSHOT_FIGURE = "figures/zeroshot.png"
 
 
 class ZeroShotPlan:
@@ -107,7 +107,7 @@ class ZeroShotPlan:
         order."""
         chosen = self.config["zeroshot"]["scorers"]
         declared = list(resolved_scoring(self._scoring_entry(model)) if chosen is None else chosen)
-        return [s for s in SCORER_OUTPUTS if s in declared]
+        return [s for s in _SCORER_OUTPUTS if s in declared]
 
     def zeroshot_lm_head(self, model: str) -> str:
         """The model's language-model head (registry `lm_head`, else its family's default): masked, causal or none."""
@@ -273,8 +273,8 @@ class ZeroShotPlan:
         if not self.zeroshot_tasks:
             return []
         return [
-            *(self.results_path(f"tables/{t}.parquet") for t in ZEROSHOT_TABLES),
-            self.results_path(ZEROSHOT_FIGURE),
+            *(self.results_path(f"tables/{t}.parquet") for t in _ZEROSHOT_TABLES),
+            self.results_path(_ZEROSHOT_FIGURE),
         ]
 
     def zeroshot_report_inputs(self) -> list[str]:
@@ -283,7 +283,7 @@ class ZeroShotPlan:
         if not self.zeroshot_tasks:
             return []
         return [
-            self.results_path(ZEROSHOT_FIGURE if key == "zeroshot_figure" else f"tables/{key}.parquet")
+            self.results_path(_ZEROSHOT_FIGURE if key == "zeroshot_figure" else f"tables/{key}.parquet")
             for key in ZEROSHOT_REPORT_INPUTS
         ]
 
@@ -291,12 +291,12 @@ class ZeroShotPlan:
         """The zero-shot files a later step reads back (written with content digests): scores, baselines, tables."""
         if not self.zeroshot_tasks:
             return []
-        tables = [self.results_path(f"tables/{t}.parquet") for t in ZEROSHOT_TABLES]
+        tables = [self.results_path(f"tables/{t}.parquet") for t in _ZEROSHOT_TABLES]
         return [*self.zeroshot_score_files(), *self.zeroshot_baseline_files(), *tables]
 
 
 #: families whose adapter is a token-level torch network (`geneb.encoders.engine.tokenmodel.TokenModelEncoder`)
-TOKEN_FAMILIES = frozenset(
+_TOKEN_FAMILIES = frozenset(
     {
         "random-init",
         "hf-encoder",
@@ -317,11 +317,11 @@ TOKEN_FAMILIES = frozenset(
 #: per token of a batch held for the backward pass, per million parameters (a transformer's activations scale
 #: with width x depth, which grow with the parameter count), plus the process's fixed overhead. A conservative
 #: rule of thumb (Rajbhandari et al. 2020, ZeRO, section 3: 16 bytes per parameter for mixed-precision Adam).
-BYTES_PER_PARAM = 16
-ACTIVATION_BYTES_PER_TOKEN_PER_MPARAM = 2048
-OVERHEAD_MB = 1024
+_BYTES_PER_PARAM = 16
+_ACTIVATION_BYTES_PER_TOKEN_PER_MPARAM = 2048
+_OVERHEAD_MB = 1024
 #: the parameter count assumed for a model whose registry entry gives none (or 0: random-init's nominal count)
-DEFAULT_PARAMS = 1_000_000
+_DEFAULT_PARAMS = 1_000_000
 
 
 class FineTunePlan:
@@ -361,7 +361,7 @@ class FineTunePlan:
         features, precomputed vectors, python entries), or an adapter that is not a token-level network."""
         settings = self.extraction_settings[model]
         fam = str(settings["family"])
-        if fam not in TOKEN_FAMILIES:
+        if fam not in _TOKEN_FAMILIES:
             uses_torch = fam in ("enformer", "space", "evo", "evo2")
             what = "its adapter is not a token-level network" if uses_torch else "it has no torch network"
             return f"{FINETUNE_PROTOCOL}: skipped, {what} (family {fam})"
@@ -409,7 +409,7 @@ class FineTunePlan:
 
     def _params(self, model: str) -> int:
         raw = self.registry.raw["models"].get(model, {}).get("params")
-        return int(raw) if isinstance(raw, (int, float)) and raw > 0 else DEFAULT_PARAMS
+        return int(raw) if isinstance(raw, (int, float)) and raw > 0 else _DEFAULT_PARAMS
 
     def finetune_memory_mb(self, model: str) -> int:
         """Estimated peak memory (MB) of one fine-tune job of `model`: BYTES_PER_PARAM x parameters, plus
@@ -418,8 +418,8 @@ class FineTunePlan:
         params = self._params(model)
         ext = self.extraction_settings[model].get("extraction", {})
         tokens = int(ext.get("max_tokens") or 512) * int(self.config["finetune"][FINETUNE_PROTOCOL]["batch_size"])
-        mb = (BYTES_PER_PARAM * params + ACTIVATION_BYTES_PER_TOKEN_PER_MPARAM * tokens * params / 1e6) / 2**20
-        return int(math.ceil(mb + OVERHEAD_MB))
+        mb = (_BYTES_PER_PARAM * params + _ACTIVATION_BYTES_PER_TOKEN_PER_MPARAM * tokens * params / 1e6) / 2**20
+        return int(math.ceil(mb + _OVERHEAD_MB))
 
     def finetune_mem_mb(self, model: str, attempt: int) -> int:
         """Host memory (MB) of one fine-tune job (Slurm mem_mb): `finetune_memory_mb`, doubled per retry attempt.

@@ -32,9 +32,9 @@ from geneb.site.sections import (
 from geneb.tables.scores import MISSING_CELL_RULE_ATTR, AnalysisInputError
 
 #: the file that marks a folder as a GENEB site (a rebuild may replace its pages; another folder is refused)
-MARKER = ".geneb-site"
+_MARKER = ".geneb-site"
 #: the site's own files copied from the package (geneb/site/assets)
-ASSETS = ("site.js", "site.css")
+_ASSETS = ("site.js", "site.css")
 
 
 def _prepare_out(out: Path) -> None:
@@ -43,7 +43,7 @@ def _prepare_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise AnalysisInputError(f"site: --out {out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()):
-        if not (out / MARKER).exists():
+        if not (out / _MARKER).exists():
             raise AnalysisInputError(
                 f"site: --out {out} is a non-empty folder that is not a GENEB site; give a new one"
             )
@@ -51,7 +51,7 @@ def _prepare_out(out: Path) -> None:
             shutil.rmtree(out / sub, ignore_errors=True)
     for sub in ("models", "tasks", "figures"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by geneb site; a rebuild replaces this folder's pages\n")
+    (out / _MARKER).write_text("written by geneb site; a rebuild replaces this folder's pages\n")
 
 
 def _figures_body(runs: list[RunTables], out: Path, captions: Mapping[str, str]) -> list[str]:
@@ -150,7 +150,7 @@ def build_site(
     models = labelled(runs, "models")
     out = Path(out)
     _prepare_out(out)
-    for name in ASSETS:
+    for name in _ASSETS:
         write_text_atomic(
             out / name, resources.files("geneb.site").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
         )

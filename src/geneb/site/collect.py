@@ -21,8 +21,8 @@ Rows of several runs on one site: each labelled by its run, and the rule for a c
 
 A cell is one (model, task, regime, protocol) score, plus the view where the table has a `view` column. Two runs
 may hold the same cell (a run repeated, or a second run adding models to the first): the site shows it once per
-run, and requires the runs to agree on it, to `CELL_TOLERANCE`. A cell whose values differ is refused
-(`SiteConflictError`), naming the cell, the runs and their values: the site would otherwise show two answers to
+run, and requires the runs to agree on it, to `_CELL_TOLERANCE`. A cell whose values differ is refused
+(`_SiteConflictError`), naming the cell, the runs and their values: the site would otherwise show two answers to
 one question without saying which is right. The category rows of the leaderboard are not compared: they
 are means over each run's own set of tasks, and are shown per run.
 """
@@ -43,9 +43,9 @@ from geneb.tables.freshness import INPUTS_NAME
 from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, AnalysisInputError
 
 #: the optional tables a run's site pages read (results/tables/{name}.parquet)
-OPTIONAL_TABLES = ("leaderboard_tasks", "task_audit", "models", "rank_intervals", "contamination", "scores")
+_OPTIONAL_TABLES = ("leaderboard_tasks", "task_audit", "models", "rank_intervals", "contamination", "scores")
 #: figure files copied into the site, by preference (the report's PNGs; an SVG where a run has one)
-FIGURE_SUFFIXES = (".svg", ".png")
+_FIGURE_SUFFIXES = (".svg", ".png")
 
 
 @dataclass
@@ -114,14 +114,14 @@ def read_run(results_dir: str | Path, label: str) -> RunTables:
         )
     board = integrity.read_parquet(board_path)
     tables = {"leaderboard": board}
-    for name in OPTIONAL_TABLES:
+    for name in _OPTIONAL_TABLES:
         path = tables_dir / f"{name}.parquet"
         if path.exists():
             tables[name] = integrity.read_parquet(path)
     figures: dict[str, Path] = {}
     fig_dir = root / "figures"
     if fig_dir.is_dir():
-        for suffix in reversed(FIGURE_SUFFIXES):  # the preferred suffix last, so it wins
+        for suffix in reversed(_FIGURE_SUFFIXES):  # the preferred suffix last, so it wins
             for f in sorted(fig_dir.glob(f"*{suffix}")):
                 figures[f.stem] = f
     return RunTables(
@@ -248,14 +248,14 @@ def left_out(run: RunTables, model: str, cells: pd.DataFrame) -> pd.DataFrame:
 
 #: the largest |difference| of two runs' values of one cell that counts as the same value (MCC units; the
 #: tables store float64 seed means, so a repeated run reads back the same number)
-CELL_TOLERANCE = 1e-9
+_CELL_TOLERANCE = 1e-9
 #: the keys of a cell
-CELL_KEYS = ("model", "task", "regime", "protocol")
+_CELL_KEYS = ("model", "task", "regime", "protocol")
 #: conflicts named in the error message
-SHOWN_CONFLICTS = 10
+_SHOWN_CONFLICTS = 10
 
 
-class SiteConflictError(AnalysisInputError):
+class _SiteConflictError(AnalysisInputError):
     """Two runs given to one site hold the same cell with different values."""
 
 
@@ -270,9 +270,9 @@ def labelled(runs: list[RunTables], name: str) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def cell_keys(cells: pd.DataFrame) -> list[str]:
+def _cell_keys(cells: pd.DataFrame) -> list[str]:
     """The key columns of a cell in `cells`: CELL_KEYS, and `view` where present."""
-    return [*CELL_KEYS, *(["view"] if "view" in cells.columns else [])]
+    return [*_CELL_KEYS, *(["view"] if "view" in cells.columns else [])]
 
 
 def check_cells(cells: pd.DataFrame) -> None:
@@ -281,21 +281,21 @@ def check_cells(cells: pd.DataFrame) -> None:
     the first SHOWN_CONFLICTS cells, their runs and values, and the count."""
     if cells.empty or cells["run"].nunique() < 2:
         return
-    keys = cell_keys(cells)
+    keys = _cell_keys(cells)
     conflicts = []
     for key, g in cells.groupby(keys, sort=True, dropna=False):
         if g["run"].nunique() < 2:
             continue
         v = g["value"].astype(float)
         nan = v.isna()
-        if (nan.any() and not nan.all()) or (not nan.all() and v.max() - v.min() > CELL_TOLERANCE):
+        if (nan.any() and not nan.all()) or (not nan.all() and v.max() - v.min() > _CELL_TOLERANCE):
             cell = ", ".join(f"{k}={x}" for k, x in zip(keys, key))
             values = "; ".join(f"{r}: {x:.6f}" for r, x in zip(g["run"], v))
             conflicts.append(f"({cell}) {values}")
     if conflicts:
-        shown = "\n".join(f"- {c}" for c in conflicts[:SHOWN_CONFLICTS])
-        more = f"\n... and {len(conflicts) - SHOWN_CONFLICTS} more" if len(conflicts) > SHOWN_CONFLICTS else ""
-        raise SiteConflictError(
+        shown = "\n".join(f"- {c}" for c in conflicts[:_SHOWN_CONFLICTS])
+        more = f"\n... and {len(conflicts) - _SHOWN_CONFLICTS} more" if len(conflicts) > _SHOWN_CONFLICTS else ""
+        raise _SiteConflictError(
             f"site: {len(conflicts)} (model, task, regime, protocol) cell(s) differ between the runs given; a site "
             f"shows one value per cell, so give runs that agree (or one of them):\n{shown}{more}"
         )

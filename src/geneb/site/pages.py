@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 #: the site's top-level pages: (file, navigation label)
-NAV = (
+_NAV = (
     ("index.html", "Leaderboard"),
     ("tasks.html", "Tasks and audit"),
     ("models.html", "Models"),
@@ -38,7 +38,7 @@ def page(title: str, body: Iterable[str], *, depth: int = 0, generated: str = ""
     """A whole page: `title`, the navigation, `body` and the footer; `depth` is how many folders below the site's
     root the page lies (the relative path to the style sheet, script and other pages)."""
     up = "../" * depth
-    nav = "".join(f'<a href="{up}{file}">{esc(label)}</a>' for file, label in NAV)
+    nav = "".join(f'<a href="{up}{file}">{esc(label)}</a>' for file, label in _NAV)
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -98,7 +98,7 @@ def slug(name: str) -> str:
     return "_" + out[1:] if out.startswith(".") else out or "_"
 
 
-def json_value(v: Any) -> Any:
+def _json_value(v: Any) -> Any:
     """`v` as a JSON value: NaN, NA and None as null, numpy scalars as Python numbers, lists and dicts kept,
     anything else as text."""
     if v is None or v is pd.NA or v is pd.NaT:
@@ -112,13 +112,13 @@ def json_value(v: Any) -> Any:
     if isinstance(v, str):
         return v
     if isinstance(v, Mapping):
-        return {str(k): json_value(x) for k, x in v.items()}
+        return {str(k): _json_value(x) for k, x in v.items()}
     if isinstance(v, (list, tuple, np.ndarray)):
-        return [json_value(x) for x in v]
+        return [_json_value(x) for x in v]
     return str(v)
 
 
-def column_kind(series: pd.Series) -> str:
+def _column_kind(series: pd.Series) -> str:
     """ "bool", "int", "num" or "text": how the page shows and sorts a column."""
     if pd.api.types.is_bool_dtype(series):
         return "bool"
@@ -155,7 +155,7 @@ def table_spec(
     shown = [c for c in (columns or list(df.columns)) if c in df.columns]
     cols = []
     for c in shown:
-        col: dict[str, Any] = {"key": c, "label": labels.get(c, c), "kind": column_kind(df[c]), "digits": digits}
+        col: dict[str, Any] = {"key": c, "label": labels.get(c, c), "kind": _column_kind(df[c]), "digits": digits}
         if c in ci:
             col.update(kind="ci", low=ci[c][0], high=ci[c][1])
         if hrefs and c in hrefs:
@@ -167,7 +167,7 @@ def table_spec(
         carried += [k for k in df.columns if "{" + k + "}" in template and k not in carried]
     rows = []
     for rec in df[carried].to_dict("records"):
-        row = {k: json_value(v) for k, v in rec.items()}
+        row = {k: _json_value(v) for k, v in rec.items()}
         if flagged and flagged in df.columns and row.get(flagged):
             row["_flagged"] = True
         rows.append(row)

@@ -11,9 +11,9 @@ from geneb.site.collect import RunTables, card_facts, extraction_records, left_o
 from geneb.site.pages import card, embed, esc, heading, note, slug, table_spec
 
 #: the leaderboard's filter columns, those present (the tier and view columns only in tables that have them)
-BOARD_FILTERS = ("run", "protocol", "regime", "category", "view", "tier", "subset")
+_BOARD_FILTERS = ("run", "protocol", "regime", "category", "view", "tier", "subset")
 #: the leaderboard columns shown, in order, those present
-BOARD_COLUMNS = (
+_BOARD_COLUMNS = (
     "run",
     "protocol",
     "regime",
@@ -33,7 +33,7 @@ BOARD_COLUMNS = (
     "incomplete_reason",
 )
 #: the task audit columns of the task list, those present
-AUDIT_COLUMNS = (
+_AUDIT_COLUMNS = (
     "n_train",
     "n_test",
     "shortcut_flag",
@@ -45,7 +45,7 @@ AUDIT_COLUMNS = (
     "overlap_homolog",
     "largest_clean_difference",
 )
-LABELS = {
+_LABELS = {
     "display": "model",
     "value": "MCC",
     "incomplete_reason": "not ranked because",
@@ -65,7 +65,7 @@ LABELS = {
 
 
 #: comma-joined list columns, shown with a space after each comma (so a narrow cell wraps between items)
-LIST_COLUMNS = ("flags", "flagged_tasks", "excluded_tasks")
+_LIST_COLUMNS = ("flags", "flagged_tasks", "excluded_tasks")
 
 
 def _model_links(df: pd.DataFrame, up: str) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -73,7 +73,7 @@ def _model_links(df: pd.DataFrame, up: str) -> tuple[pd.DataFrame, dict[str, str
     columns (`up`: the path from the page to the site's root); the LIST_COLUMNS spaced after their commas."""
     hrefs = {}
     df = df.copy()
-    for c in LIST_COLUMNS:
+    for c in _LIST_COLUMNS:
         if c in df.columns:
             df[c] = [v.replace(",", ", ") if isinstance(v, str) else v for v in df[c]]
     if "model" in df.columns:
@@ -123,9 +123,9 @@ def board_table(board: pd.DataFrame, runs: list[RunTables], table_id: str, up: s
     b, hrefs = _model_links(b, up)
     spec = table_spec(
         b,
-        columns=_show(BOARD_COLUMNS, b, runs),
-        labels=LABELS,
-        filters=BOARD_FILTERS,
+        columns=_show(_BOARD_COLUMNS, b, runs),
+        labels=_LABELS,
+        filters=_BOARD_FILTERS,
         defaults={"category": "macro", "regime": "full", "protocol": _default_protocol(b)},
         sort=("rank", "asc"),
         hrefs=hrefs,
@@ -157,7 +157,7 @@ def cells_table(cells: pd.DataFrame, runs: list[RunTables], table_id: str, up: s
     spec = table_spec(
         c,
         columns=_show(cols, c, runs),
-        labels=LABELS,
+        labels=_LABELS,
         filters=("run", "protocol", "regime", "view", *(() if by_task else ("category",))),
         defaults={"regime": "full", "protocol": _default_protocol(c)},
         sort=("value", "desc") if by_task else ("task", "asc"),
@@ -198,7 +198,7 @@ def task_list(cells: pd.DataFrame, audit: pd.DataFrame, runs: list[RunTables]) -
     best = full.groupby(keys)["value"].max().rename("best_value").reset_index()
     overview = overview.merge(best, on=keys, how="left")
     if len(audit):
-        a = audit[[*keys, *(c for c in ("audit_fail", *AUDIT_COLUMNS) if c in audit.columns)]]
+        a = audit[[*keys, *(c for c in ("audit_fail", *_AUDIT_COLUMNS) if c in audit.columns)]]
         overview = overview.merge(a, on=keys, how="outer")
         if "category" in audit.columns:
             cat = audit.set_index(keys)["category"]
@@ -208,11 +208,11 @@ def task_list(cells: pd.DataFrame, audit: pd.DataFrame, runs: list[RunTables]) -
     if "audit_fail" in overview.columns:
         overview["audit"] = ["fail" if bool(v) is True and v == v else "" for v in overview["audit_fail"]]
     overview, hrefs = _model_links(overview, "")
-    cols = ["run", "task", "category", "n_models", "best_value", "audit", *AUDIT_COLUMNS]
+    cols = ["run", "task", "category", "n_models", "best_value", "audit", *_AUDIT_COLUMNS]
     spec = table_spec(
         overview,
         columns=_show(cols, overview, runs),
-        labels=LABELS,
+        labels=_LABELS,
         filters=("run", "category", "audit", "shortcut_flag", "leak_flag"),
         sort=("task", "asc"),
         hrefs=hrefs,

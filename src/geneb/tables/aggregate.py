@@ -33,25 +33,25 @@ from geneb.tasks.audit import read_audit
 from geneb.tasks.prepare import TaskCard, read_card
 from geneb.tasks.validation import LETTER_KEYS
 
-SPLITS = ("train", "test")
+_SPLITS = ("train", "test")
 
 
-def task_columns(cards: list[str | Path]) -> pd.DataFrame:
+def _task_columns(cards: list[str | Path]) -> pd.DataFrame:
     """One row per task: `task`, `test_single_class`, `{split}_{letter key}` (nullable Int64)."""
     rows = []
     for path in cards:
         card = read_card(path)
         row: dict[str, object] = {"task": card.task, "test_single_class": card.test_single_class}
         splits = card.as_dict().get("splits") or {}
-        for split in SPLITS:
+        for split in _SPLITS:
             letters = (splits.get(split) or {}).get("letters") or {}
             row.update({f"{split}_{key}": letters.get(key) for key in LETTER_KEYS})
         rows.append(row)
-    df = pd.DataFrame(rows, columns=["task", "test_single_class", *(f"{s}_{k}" for s in SPLITS for k in LETTER_KEYS)])
+    df = pd.DataFrame(rows, columns=["task", "test_single_class", *(f"{s}_{k}" for s in _SPLITS for k in LETTER_KEYS)])
     return df.astype(dict.fromkeys(df.columns[2:], "Int64")).astype({"test_single_class": bool})
 
 
-def class_note(missing: tuple[int, ...], n_classes: int) -> str:
+def _class_note(missing: tuple[int, ...], n_classes: int) -> str:
     """What a test split lacking training classes `missing` does to the metrics ("" when it lacks none)."""
     if not missing:
         return ""
@@ -76,13 +76,13 @@ def _overlap_row(card: TaskCard, audit: dict | None) -> dict[str, object]:
         "overlap_homolog": leaked,
         "leaked_fraction": float("nan") if leaked is None or not n_test else leaked / n_test,
         "test_missing_classes": ",".join(str(c) for c in card.test_missing_classes),
-        "test_class_note": class_note(card.test_missing_classes, len(card.classes)),
+        "test_class_note": _class_note(card.test_missing_classes, len(card.classes)),
         "no_base_rows_train": len(card.no_base_rows.get("train", ())),
         "no_base_rows_test": len(card.no_base_rows.get("test", ())),
     }
 
 
-def overlap_columns(cards: list[str | Path], audits: list[str | Path] | None = None) -> pd.DataFrame:
+def _overlap_columns(cards: list[str | Path], audits: list[str | Path] | None = None) -> pd.DataFrame:
     """One row per task: the overlap, class and no-base columns (module docstring); `audits` (the audit files of
     the same tasks, any order) fill `overlap_homolog` and `leaked_fraction` (NA without one)."""
     by_task = {}
@@ -98,16 +98,18 @@ def overlap_columns(cards: list[str | Path], audits: list[str | Path] | None = N
     return df.astype({**dict.fromkeys([*ints, "overlap_homolog"], "Int64"), "leaked_fraction": float})
 
 
-def join_columns(scores: pd.DataFrame, cards: list[str | Path], audits: list[str | Path] | None = None) -> pd.DataFrame:
+def _join_columns(
+    scores: pd.DataFrame, cards: list[str | Path], audits: list[str | Path] | None = None
+) -> pd.DataFrame:
     """`scores` with the task columns joined on (rows and their order unchanged)."""
-    out = scores.merge(task_columns(cards), on="task", how="left", validate="many_to_one")
-    out = out.merge(overlap_columns(cards, audits), on="task", how="left", validate="many_to_one")
+    out = scores.merge(_task_columns(cards), on="task", how="left", validate="many_to_one")
+    out = out.merge(_overlap_columns(cards, audits), on="task", how="left", validate="many_to_one")
     if len(out) != len(scores):
         raise ValueError("hygiene columns: the join changed the number of score rows")
     return out
 
 
-def thread_records(frames: list[pd.DataFrame]) -> list[dict]:
+def _thread_records(frames: list[pd.DataFrame]) -> list[dict]:
     """The distinct thread-pool records (`geneb.tables.scores.PROBE_THREADS_ATTR`) of probe tables, each with
     "files": how many tables carry it, in first-seen order; tables without one (written before it was
     recorded) count in a last {"files": n} entry."""
@@ -138,7 +140,7 @@ def concat_tables(
     `geneb.tables.scores.SCHEMA_VERSION`). Raises ValueError naming the file whose `schema_version` is another
     (or mixed), and the first file whose columns differ from those of the first file of the right version.
     The thread pools the probes ran with go into the metadata as `geneb.tables.scores.PROBE_THREADS_ATTR`
-    (`thread_records`). failures: a partial run's failures file (geneb.run.partial); its failed tasks go into the table's metadata
+    (`_thread_records`). failures: a partial run's failures file (geneb.run.partial); its failed tasks go into the table's metadata
     (`geneb.tables.scores.FAILED_TASKS_ATTR`), so they are listed, never silently missing. cards: the task cards of
     the tables; when given, the data-hygiene columns are joined on (`geneb.tables.aggregate`), with the
     task audits' homolog counts from `audits`. The failures file's failed (model, task) cells, {model: {task:
@@ -165,10 +167,10 @@ def concat_tables(
             )
     table = pd.concat(frames, ignore_index=True)
     if cards is not None:
-        table = join_columns(table, cards, audits)
+        table = _join_columns(table, cards, audits)
     table.attrs = {}
     if any(PROBE_THREADS_ATTR in df.attrs for df in frames):  # probe tables (prediction tables carry none)
-        table.attrs[PROBE_THREADS_ATTR] = thread_records(frames)
+        table.attrs[PROBE_THREADS_ATTR] = _thread_records(frames)
     if failures is not None:
         record = json.loads(Path(failures).read_text(encoding="utf-8"))
         table.attrs[FAILED_TASKS_ATTR] = record["failed"]

@@ -31,12 +31,12 @@ from geneb.tables.scores import REGIMES, load_scores
 #: difference measured between two machines on the quickstart (0.001; single cells up to 0.011)
 TOLERANCE = 0.003
 #: the reference's format version
-REFERENCE_VERSION = 1
+_REFERENCE_VERSION = 1
 #: the view whose rows the means are taken over (a run without `views:`)
-DEFAULT_VIEW = "default"
+_DEFAULT_VIEW = "default"
 
 
-def regime_means(scores: pd.DataFrame, *, protocol: str, metric: str = "MCC") -> dict[str, dict[str, dict]]:
+def _regime_means(scores: pd.DataFrame, *, protocol: str, metric: str = "MCC") -> dict[str, dict[str, dict]]:
     """{model: {regime: {"mean", "n_tasks", "tasks"}}} of a validated score table (`load_scores`): per (model,
     task, regime) the mean `value` over seeds, then the mean of those over the model's tasks (sorted task names
     recorded). Only GENEB rows (`source` geneb) of `protocol` and `metric` and of the default view (when the
@@ -45,7 +45,7 @@ def regime_means(scores: pd.DataFrame, *, protocol: str, metric: str = "MCC") ->
     if "source" in rows.columns:
         rows = rows[rows["source"] == "geneb"]
     if "view" in rows.columns:
-        rows = rows[rows["view"] == DEFAULT_VIEW]
+        rows = rows[rows["view"] == _DEFAULT_VIEW]
     if rows.empty:
         raise ValueError(f"no {metric} rows of protocol {protocol!r} (default view) in the score table")
     cells = rows.groupby(["model", "regime", "task"], sort=True)["value"].mean().reset_index()
@@ -75,13 +75,13 @@ def make_reference(
     if threads:
         source["probe_threads"] = threads
     return {
-        "reference_version": REFERENCE_VERSION,
+        "reference_version": _REFERENCE_VERSION,
         "protocol": protocol,
         "metric": metric,
-        "view": DEFAULT_VIEW,
+        "view": _DEFAULT_VIEW,
         "tolerance": float(tolerance),
         "source": source,
-        "means": regime_means(scores, protocol=protocol, metric=metric),
+        "means": _regime_means(scores, protocol=protocol, metric=metric),
     }
 
 
@@ -90,23 +90,23 @@ def write_reference(reference: dict[str, Any], path: str | Path) -> None:
     write_text_atomic(Path(path), json.dumps(reference, indent=1, sort_keys=True) + "\n")
 
 
-def read_reference(path: str | Path) -> dict[str, Any]:
+def _read_reference(path: str | Path) -> dict[str, Any]:
     """The reference at `path`. Raises ValueError naming the file when it is not a reference of this version or a
     key is missing."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     missing = [k for k in ("reference_version", "protocol", "metric", "tolerance", "means") if k not in doc]
-    if missing or doc.get("reference_version") != REFERENCE_VERSION:
+    if missing or doc.get("reference_version") != _REFERENCE_VERSION:
         raise ValueError(
-            f"{path}: not a model x regime reference of version {REFERENCE_VERSION} (missing keys {missing}, "
+            f"{path}: not a model x regime reference of version {_REFERENCE_VERSION} (missing keys {missing}, "
             f"version {doc.get('reference_version')!r}); regenerate it with tools/quickstart_reference.py write"
         )
     return doc
 
 
-def compare_means(
+def _compare_means(
     found: dict[str, dict[str, dict]], reference: dict[str, Any], *, tolerance: float | None = None
 ) -> list[str]:
-    """Every disagreement of `found` (`regime_means` of a run) with `reference` (a reference document), one line
+    """Every disagreement of `found` (`_regime_means` of a run) with `reference` (a reference document), one line
     each, [] when they agree: a model or regime of one missing from the other, a cell averaged over other tasks,
     a mean that is not finite, or |found - reference| > tolerance (default: the reference's own). Regimes are
     compared in REGIMES order."""
@@ -139,9 +139,9 @@ def compare_means(
 def check_against_reference(
     scores_path: str | Path, reference_path: str | Path, *, tolerance: float | None = None
 ) -> list[str]:
-    """`compare_means` of the score table at `scores_path` with the reference at `reference_path` (its protocol
+    """`_compare_means` of the score table at `scores_path` with the reference at `reference_path` (its protocol
     and metric); [] when they agree within the tolerance."""
-    reference = read_reference(reference_path)
+    reference = _read_reference(reference_path)
     scores = load_scores(str(scores_path))
-    found = regime_means(scores, protocol=reference["protocol"], metric=reference["metric"])
-    return compare_means(found, reference, tolerance=tolerance)
+    found = _regime_means(scores, protocol=reference["protocol"], metric=reference["metric"])
+    return _compare_means(found, reference, tolerance=tolerance)

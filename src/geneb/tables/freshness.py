@@ -10,7 +10,7 @@ The probe tables are in turn made from files under `resources/` (task cards and 
 embeddings) that a run with another `results_dir` can write again. So the workflow records, beside
 `scores.parquet`, every resources/ file it was computed from with its size and modification time
 (`INPUTS_NAME`, `write_input_record`); a table whose record names a file since removed or written again (a task
-re-prepared, a file re-extracted) is stale too (`changed_inputs`).
+re-prepared, a file re-extracted) is stale too (`_changed_inputs`).
 """
 
 from __future__ import annotations
@@ -24,23 +24,23 @@ from pathlib import Path
 from geneb.core.integrity import write_text_atomic
 
 #: the score table every other table of a tables folder is computed from
-SCORES_NAME = "scores.parquet"
+_SCORES_NAME = "scores.parquet"
 #: the record, beside the score table, of the resources/ files it was computed from (`write_input_record`)
 INPUTS_NAME = "scores_inputs.json"
 #: the layout version of that record
-INPUTS_VERSION = 1
+_INPUTS_VERSION = 1
 
 
 def _when(mtime: float) -> str:
     return _dt.datetime.fromtimestamp(mtime).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def table_inputs(table: str | Path) -> list[Path]:
+def _table_inputs(table: str | Path) -> list[Path]:
     """The existing input files of `table` (see the module docstring): `scores.parquet` beside it, or, for the
     score table itself, the probe tables under `<results_dir>/probes/`. [] when none exists."""
     table = Path(table)
-    if table.name != SCORES_NAME:
-        scores = table.with_name(SCORES_NAME)
+    if table.name != _SCORES_NAME:
+        scores = table.with_name(_SCORES_NAME)
         return [scores] if scores.is_file() else []
     probes = table.parent.parent / "probes"
     return sorted(probes.rglob("*.parquet")) if probes.is_dir() else []
@@ -55,12 +55,12 @@ def write_input_record(path: str | os.PathLike[str], files: Iterable[str | os.Pa
     for f in files:
         st = Path(f).stat()
         entries[str(f)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    record: dict[str, object] = {"version": INPUTS_VERSION, "root": str(Path.cwd()), "files": entries}
+    record: dict[str, object] = {"version": _INPUTS_VERSION, "root": str(Path.cwd()), "files": entries}
     write_text_atomic(Path(path), json.dumps(record, indent=1, sort_keys=True))
     return record
 
 
-def changed_inputs(scores: str | Path) -> list[tuple[str, str]]:
+def _changed_inputs(scores: str | Path) -> list[tuple[str, str]]:
     """[(file, what changed)] of the resources/ files the record beside `scores` (INPUTS_NAME) names that were
     removed or written again since (size or modification time differ), by path; [] when there is no
     record (a run before the record existed, or `geneb.evaluate`'s tables). Paths are read against the recorded
@@ -87,15 +87,15 @@ def changed_inputs(scores: str | Path) -> list[tuple[str, str]]:
 
 
 def stale_warning(table: str | Path) -> str | None:
-    """A one-line warning when `table` is older than its newest input (`table_inputs`), naming both files and
+    """A one-line warning when `table` is older than its newest input (`_table_inputs`), naming both files and
     when each was written, or when a resources/ file its score table was computed from changed since
-    (`changed_inputs`: a task re-prepared, embeddings re-extracted, by this or another config); None when
+    (`_changed_inputs`: a task re-prepared, embeddings re-extracted, by this or another config); None when
     neither (or it has no inputs, or does not exist)."""
     table = Path(table)
     if not table.is_file():
         return None
-    scores = table.with_name(SCORES_NAME)
-    changed = changed_inputs(scores) if scores.is_file() else []
+    scores = table.with_name(_SCORES_NAME)
+    changed = _changed_inputs(scores) if scores.is_file() else []
     if changed:
         name, what = changed[0]
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
@@ -104,7 +104,7 @@ def stale_warning(table: str | Path) -> str | None:
             "under resources/ now (another run re-prepared or re-extracted them); rerun snakemake with the config "
             "that wrote this table"
         )
-    inputs = table_inputs(table)
+    inputs = _table_inputs(table)
     if not inputs:
         return None
     newest = max(inputs, key=lambda p: p.stat().st_mtime)

@@ -23,15 +23,15 @@ from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revisio
 SCHEMA_VERSION = "4"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
 #: columns every score table must have
-REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")
+_REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")
 #: the view columns every probe row carries (`geneb.probe.views`; docs/data-dictionary.md): view (str: "default" for
 #: a run without `views:`, else "L<layer>|<pooling>|rc<0|1>", "Lcv|..." for the inner-CV rule's rows), layer (Int64:
 #: absolute 0-based hidden-state index, never -1; NA without layers), layer_depth (Float64 layer / n_layers in [0, 1];
 #: NA without layers), pooling (str), reverse_complement (bool), layer_rule (str, one of LAYER_RULES)
-VIEW_COLUMNS: tuple[str, ...] = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
+_VIEW_COLUMNS: tuple[str, ...] = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
 #: registry: the registry's layer (a run without views); fixed: a layer requested in `views:`; inner_cv: chosen
 #: per (model, task, regime, seed) by inner CV on that fit's training labels (docs/protocols.md, "Views")
-LAYER_RULES: tuple[str, ...] = ("registry", "fixed", "inner_cv")
+_LAYER_RULES: tuple[str, ...] = ("registry", "fixed", "inner_cv")
 #: seed value meaning "the mean over the paper's seeds, as published"
 PUBLISHED_SEED = -1
 #: the keys of one cell
@@ -110,7 +110,7 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
     no (protocol, model, task, regime, seed, metric[, view]) appears twice; MCC values are finite and within [-1, 1].
     Raises AnalysisInputError naming `what`, the column and the first offending value.
     """
-    missing = [c for c in REQUIRED_COLUMNS if c not in scores.columns]
+    missing = [c for c in _REQUIRED_COLUMNS if c not in scores.columns]
     if missing:
         raise AnalysisInputError(f"{what}: missing columns {missing}; have {list(scores.columns)}")
     df = scores.copy()
@@ -123,8 +123,8 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
     if bad:
         raise AnalysisInputError(f"{what}: unknown regimes {bad}; expected one of {list(REGIMES)}")
     key = ["protocol", "model", "task", "regime", "seed", "metric"]
-    if "view" in df.columns:  # one row per view (probe rows carry every view column, `check_view_columns`)
-        check_view_columns(df[df["source"] == "geneb"], what)
+    if "view" in df.columns:  # one row per view (probe rows carry every view column, `_check_view_columns`)
+        _check_view_columns(df[df["source"] == "geneb"], what)
         key.append("view")
     dup = df.duplicated(key, keep=False)
     if dup.any():
@@ -141,10 +141,10 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
     return df
 
 
-def check_view_columns(df: pd.DataFrame, what: str = "score table") -> None:
+def _check_view_columns(df: pd.DataFrame, what: str = "score table") -> None:
     """Raise AnalysisInputError naming `what`, the column and the first offending value when a view column is
     missing, a layer is negative, a layer_depth lies outside [0, 1], or a layer_rule is not one of LAYER_RULES."""
-    missing = [c for c in VIEW_COLUMNS if c not in df.columns]
+    missing = [c for c in _VIEW_COLUMNS if c not in df.columns]
     if missing:
         raise AnalysisInputError(f"{what}: missing view columns {missing}")
     layer = pd.to_numeric(df["layer"], errors="coerce")
@@ -155,9 +155,9 @@ def check_view_columns(df: pd.DataFrame, what: str = "score table") -> None:
         raise AnalysisInputError(
             f"{what}: layer_depth must lie in [0, 1]; found {float(depth[(depth < 0) | (depth > 1)].iloc[0])}"
         )
-    bad = sorted(set(df["layer_rule"].astype(str)) - set(LAYER_RULES))
+    bad = sorted(set(df["layer_rule"].astype(str)) - set(_LAYER_RULES))
     if bad:
-        raise AnalysisInputError(f"{what}: unknown layer_rule {bad}; expected one of {list(LAYER_RULES)}")
+        raise AnalysisInputError(f"{what}: unknown layer_rule {bad}; expected one of {list(_LAYER_RULES)}")
 
 
 def load_scores(path: str) -> pd.DataFrame:

@@ -4,7 +4,7 @@ workflow step.
 Shortcut features: per-sequence numbers a classifier can use without reading the sequence as DNA.
 
 Each feature group maps a list of n DNA strings to a float64 matrix (n, d), vectorised with numpy (sequences
-are processed in chunks of about `CHUNK_BASES` letters, so memory is bounded whatever the task size):
+are processed in chunks of about `_CHUNK_BASES` letters, so memory is bounded whatever the task size):
 
 | group | d | what (per sequence) | unit |
 |---|---|---|---|
@@ -37,8 +37,8 @@ docs/guide/how-it-works.md and src/genomic_benchmarks_qc/utils/testing.py: `_com
 * the feature value is read as a classifier's score and scored with `sklearn.metrics.roc_auc_score`;
 * direction is discarded: an AUROC below 0.5 is reported as 1 - AUROC ("class A has more GC" and "less GC"
   are the same finding), so every value is in [0.5, 1]; a feature constant over the rows scores 0.5;
-* flags: `pass` at AUROC <= 0.6, `warning` above 0.6 up to 0.7, `fail` above 0.7 (`PASS_MAX`,
-  `FAIL_ABOVE`); `unknown` when the smallest class has fewer than 250 rows (`MIN_ROWS_PER_CLASS`): below it,
+* flags: `pass` at AUROC <= 0.6, `warning` above 0.6 up to 0.7, `fail` above 0.7 (`_PASS_MAX`,
+  `_FAIL_ABOVE`); `unknown` when the smallest class has fewer than 250 rows (`_MIN_ROWS_PER_CLASS`): below it,
   their simulation shows noise alone pushing the worst per-sequence check over 0.6 in 19.4% of null
   replicates at 100 per class, 0.2% at 250. The AUROC is still computed and reported for such a task; only
   the flag says `unknown` (not evidence of a clean task);
@@ -117,26 +117,26 @@ from geneb.tasks.validation import AlphabetPolicy, label_encoding
 
 #: the feature groups, in the order `feature_matrix` stacks them
 GROUPS = ("length", "gc", "mono", "di", "tri", "cpg_oe")
-BASES = "ACGT"
+_BASES = "ACGT"
 #: letters per chunk: bounds the temporary arrays (about 30 bytes per letter) whatever the task size
-CHUNK_BASES = 1 << 22
+_CHUNK_BASES = 1 << 22
 
 _LUT = np.full(256, 4, dtype=np.uint8)
-for _i, _b in enumerate(BASES):
+for _i, _b in enumerate(_BASES):
     _LUT[ord(_b)] = _i
     _LUT[ord(_b.lower())] = _i
 
 
-class ShortcutInputError(ValueError):
+class _ShortcutInputError(ValueError):
     """A sequence the shortcut features cannot read (not text, not ASCII) or an unknown group; the message
     names the row (0-based position in the list given) and the value."""
 
 
-def kmer_names(k: int) -> list[str]:
+def _kmer_names(k: int) -> list[str]:
     """The 4**k k-mers over A/C/G/T in lexicographic order (the column order of the `di`/`tri` groups)."""
     names = [""]
     for _ in range(k):
-        names = [n + b for n in names for b in BASES]
+        names = [n + b for n in names for b in _BASES]
     return names
 
 
@@ -145,13 +145,13 @@ def feature_names(group: str) -> list[str]:
     an unknown group."""
     _check_group(group)
     if group == "mono":
-        return [f"mono_{b}" for b in BASES]
+        return [f"mono_{b}" for b in _BASES]
     if group in ("di", "tri"):
-        return [f"{group}_{m}" for m in kmer_names(2 if group == "di" else 3)]
+        return [f"{group}_{m}" for m in _kmer_names(2 if group == "di" else 3)]
     return [group]
 
 
-def features(sequences: Sequence[str], group: str, *, where: str = "") -> np.ndarray:
+def _features(sequences: Sequence[str], group: str, *, where: str = "") -> np.ndarray:
     """One feature group for every sequence: float64 array (n, d), d = len(feature_names(group)) (see the
     module docstring for each group's definition, unit and NaN rule).
 
@@ -167,11 +167,11 @@ def feature_matrix(
     sequences: Sequence[str], groups: Sequence[str] = GROUPS, *, where: str = ""
 ) -> tuple[np.ndarray, list[str]]:
     """Several feature groups side by side: (float64 array (n, sum of d), column names). Counts are made once
-    for all groups. Errors as for `features`."""
+    for all groups. Errors as for `_features`."""
     for g in groups:
         _check_group(g)
     if len(set(groups)) != len(groups):
-        raise ShortcutInputError(f"{where}feature groups repeated: {list(groups)}")
+        raise _ShortcutInputError(f"{where}feature groups repeated: {list(groups)}")
     _check_text(sequences, where)
     ks = sorted({1} | ({2} if {"di", "cpg_oe"} & set(groups) else set()) | ({3} if "tri" in groups else set()))
     lengths, counts = _counts(sequences, ks, where)
@@ -185,13 +185,13 @@ def feature_matrix(
 
 def _check_group(group: str) -> None:
     if group not in GROUPS:
-        raise ShortcutInputError(f"unknown shortcut feature group {group!r}; known: {', '.join(GROUPS)}")
+        raise _ShortcutInputError(f"unknown shortcut feature group {group!r}; known: {', '.join(GROUPS)}")
 
 
 def _check_text(sequences: Sequence[str], where: str) -> None:
     for i, s in enumerate(sequences):
         if not isinstance(s, str):
-            raise ShortcutInputError(f"{where}row {i}: sequence is {s!r} ({type(s).__name__}), not text")
+            raise _ShortcutInputError(f"{where}row {i}: sequence is {s!r} ({type(s).__name__}), not text")
 
 
 def _frequencies(counts: np.ndarray) -> np.ndarray:
@@ -224,7 +224,7 @@ def _chunks(lengths: np.ndarray) -> list[tuple[int, int]]:
     """[start, stop) row ranges of about CHUNK_BASES letters each (a longer sequence is a chunk alone)."""
     out, start, acc = [], 0, 0
     for i, n in enumerate(lengths.tolist()):
-        if acc and acc + n > CHUNK_BASES:
+        if acc and acc + n > _CHUNK_BASES:
             out.append((start, i))
             start, acc = i, 0
         acc += n
@@ -241,7 +241,7 @@ def _encode(chunk: Sequence[str], offset: int, where: str) -> np.ndarray:
         for i, s in enumerate(chunk):
             bad = next((c for c in s if ord(c) > 127), None)
             if bad is not None:
-                raise ShortcutInputError(
+                raise _ShortcutInputError(
                     f"{where}row {offset + i}: non-ASCII character {bad!r} in sequence beginning {s[:30]!r}"
                 ) from None
         raise
@@ -281,26 +281,26 @@ def _counts(sequences: Sequence[str], ks: list[int], where: str) -> tuple[np.nda
 
 
 #: AUROC at or below which a feature passes (genomic-benchmarks-qc `_flag_on_score`)
-PASS_MAX = 0.6
+_PASS_MAX = 0.6
 #: AUROC above which a feature fails; between PASS_MAX and this it is a warning
-FAIL_ABOVE = 0.7
+_FAIL_ABOVE = 0.7
 #: rows the smallest class needs before a flag is given (genomic-benchmarks-qc `MIN_SEQUENCES_PER_CLASS`)
-MIN_ROWS_PER_CLASS = 250
+_MIN_ROWS_PER_CLASS = 250
 #: the feature groups scored one feature at a time: length, GC, the 4 bases and the 16 dinucleotides
-SCORED_GROUPS = ("length", "gc", "mono", "di")
+_SCORED_GROUPS = ("length", "gc", "mono", "di")
 FLAGS = ("pass", "warning", "fail", "unknown")
 #: which split the single-feature AUROCs are computed on (see the module docstring)
-SPLIT = "train"
+_SPLIT = "train"
 
 
-def flag_auroc(auroc: float, min_class_rows: int, *, min_rows: int = MIN_ROWS_PER_CLASS) -> str:
+def _flag_auroc(auroc: float, min_class_rows: int, *, min_rows: int = _MIN_ROWS_PER_CLASS) -> str:
     """The published flag of a (folded) AUROC: `unknown` if `min_class_rows` < `min_rows` or the AUROC is
     not finite, else `fail` above FAIL_ABOVE, `warning` above PASS_MAX, `pass` otherwise."""
     if min_class_rows < min_rows or auroc is None or not np.isfinite(auroc):
         return "unknown"
-    if auroc > FAIL_ABOVE:
+    if auroc > _FAIL_ABOVE:
         return "fail"
-    if auroc > PASS_MAX:
+    if auroc > _PASS_MAX:
         return "warning"
     return "pass"
 
@@ -312,7 +312,7 @@ def _folded(y: np.ndarray, values: np.ndarray) -> float:
     return max(a, 1.0 - a)
 
 
-def feature_auroc(values: np.ndarray, labels: np.ndarray) -> float:
+def _feature_auroc(values: np.ndarray, labels: np.ndarray) -> float:
     """Direction-free AUROC of one feature: values (n,) float (finite), labels (n,) int. Binary: the folded
     AUROC; multiclass: one-vs-rest, each class folded, macro mean (module docstring). NaN when fewer than two
     classes are present. Raises ValueError for unequal lengths or non-finite values."""
@@ -330,8 +330,12 @@ def feature_auroc(values: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean([_folded(labels == c, values) for c in classes]))
 
 
-def single_feature_aurocs(
-    sequences: Sequence[str], labels: Sequence[int] | np.ndarray, *, where: str = "", min_rows: int = MIN_ROWS_PER_CLASS
+def _single_feature_aurocs(
+    sequences: Sequence[str],
+    labels: Sequence[int] | np.ndarray,
+    *,
+    where: str = "",
+    min_rows: int = _MIN_ROWS_PER_CLASS,
 ) -> pd.DataFrame:
     """Every scored feature's AUROC on the rows given (GENEB passes the training split).
 
@@ -348,7 +352,7 @@ def single_feature_aurocs(
         raise ValueError(f"{where}labels must be integers, got dtype {y.dtype}")
     if len(np.unique(y)) < 2:
         raise ValueError(f"{where}a single class ({np.unique(y).tolist()}): no feature can separate classes")
-    matrix, names = feature_matrix(sequences, SCORED_GROUPS, where=where)
+    matrix, names = feature_matrix(sequences, _SCORED_GROUPS, where=where)
     rows = []
     for j, name in enumerate(names):
         values = matrix[:, j]
@@ -356,13 +360,13 @@ def single_feature_aurocs(
         y_ok = y[ok]
         counts = np.unique(y_ok, return_counts=True)[1]
         min_class = int(counts.min()) if len(counts) >= 2 else 0
-        auroc = feature_auroc(values[ok], y_ok) if ok.any() else float("nan")
+        auroc = _feature_auroc(values[ok], y_ok) if ok.any() else float("nan")
         rows.append(
             {
                 "feature": name,
                 "group": name.split("_")[0],
                 "auroc": auroc,
-                "flag": flag_auroc(auroc, min_class, min_rows=min_rows),
+                "flag": _flag_auroc(auroc, min_class, min_rows=min_rows),
                 "n_rows": int(ok.sum()),
                 "n_undefined": int((~ok).sum()),
                 "min_class_rows": min_class,
@@ -371,8 +375,8 @@ def single_feature_aurocs(
     return pd.DataFrame(rows)
 
 
-def headline(table: pd.DataFrame) -> dict[str, object]:
-    """The worst feature of a `single_feature_aurocs` table: `best_feature`, `best_auroc` (the largest
+def _headline(table: pd.DataFrame) -> dict[str, object]:
+    """The worst feature of a `_single_feature_aurocs` table: `best_feature`, `best_auroc` (the largest
     AUROC), `flag` (the flag of that feature: worst case, as genomic-benchmarks-qc's headline) and `n_fail` /
     `n_warning` (features so flagged). With no finite AUROC: best_feature None, flag `unknown`."""
     finite = table[np.isfinite(table["auroc"].to_numpy(dtype=float))]
@@ -426,16 +430,16 @@ RECORD_COLUMNS = (
 )
 
 
-class AuditInputError(ValueError):
+class _AuditInputError(ValueError):
     """A split the audit cannot use (missing column, empty); the message names task and split."""
 
 
 def _columns(df: pd.DataFrame, task: str, split: str) -> None:
     missing = [c for c in ("sequence", "label") if c not in df.columns]
     if missing:
-        raise AuditInputError(f"task {task!r}, split {split!r}: no column(s) {missing}; found {list(df.columns)}")
+        raise _AuditInputError(f"task {task!r}, split {split!r}: no column(s) {missing}; found {list(df.columns)}")
     if df.empty:
-        raise AuditInputError(f"task {task!r}, split {split!r}: no rows")
+        raise _AuditInputError(f"task {task!r}, split {split!r}: no rows")
 
 
 def audit_task(
@@ -444,7 +448,7 @@ def audit_task(
     *,
     task: str,
     homology: HomologyParams | None = None,
-    min_rows_per_class: int = MIN_ROWS_PER_CLASS,
+    min_rows_per_class: int = _MIN_ROWS_PER_CLASS,
     tmp_root: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Audit one task: a dict with every `RECORD_COLUMNS` entry, plus `shortcut_aurocs` ({feature: AUROC} for
@@ -461,7 +465,7 @@ def audit_task(
     training split (`single_feature.SPLIT`, reason in its module docstring). `parameters` (JSON text) records
     every setting: the flag boundaries, the split, and the homology search's parameters, MMseqs2 path,
     version and command. Raises AuditInputError for a missing column or an empty split; what
-    `single_feature_aurocs` and `homology_leakage` raise (MMseqsNotFoundError when MMseqs2 is missing)."""
+    `_single_feature_aurocs` and `homology_leakage` raise (MMseqsNotFoundError when MMseqs2 is missing)."""
     import time
 
     _columns(train_df, task, "train")
@@ -471,11 +475,13 @@ def audit_task(
     test_seqs = test_df["sequence"].astype(str).tolist()
     y = train_df["label"].to_numpy()
     if y.dtype.kind not in "iu":
-        raise AuditInputError(f"task {task!r}, split 'train': labels must be integers (dtype {y.dtype})")
+        raise _AuditInputError(f"task {task!r}, split 'train': labels must be integers (dtype {y.dtype})")
 
     t0 = time.perf_counter()
-    table = single_feature_aurocs(train_seqs, y, where=f"task {task!r}, split {SPLIT!r}, ", min_rows=min_rows_per_class)
-    head = headline(table)
+    table = _single_feature_aurocs(
+        train_seqs, y, where=f"task {task!r}, split {_SPLIT!r}, ", min_rows=min_rows_per_class
+    )
+    head = _headline(table)
     t1 = time.perf_counter()
     leak = homology_leakage(train_seqs, test_seqs, params, task=task, tmp_root=tmp_root)
     t2 = time.perf_counter()
@@ -486,10 +492,10 @@ def audit_task(
     counts = np.unique(y, return_counts=True)[1]
     parameters = {
         "shortcut": {
-            "split": SPLIT,
+            "split": _SPLIT,
             "features": list(table["feature"]),
-            "pass_max": PASS_MAX,
-            "fail_above": FAIL_ABOVE,
+            "pass_max": _PASS_MAX,
+            "fail_above": _FAIL_ABOVE,
             "min_rows_per_class": min_rows_per_class,
             "multiclass": "one-vs-rest, folded per class, macro mean",
         },
@@ -501,7 +507,7 @@ def audit_task(
         "n_test": len(test_df),
         "n_classes": len(counts),
         "min_class_rows_train": int(counts.min()),
-        "shortcut_split": SPLIT,
+        "shortcut_split": _SPLIT,
         "shortcut_best_feature": head["best_feature"],
         "shortcut_best_auroc": head["best_auroc"],
         "shortcut_flag": head["flag"],
@@ -539,14 +545,14 @@ def audit_task(
     return record
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the audit file's layout version ("2": leakage by the semi-global identity of the whole test row, with
 #: `leaked_best_similarity_mmseqs`, `leak_n_candidates`, `leak_n_mmseqs_similarity`, `seconds_rescore`; a "1"
 #: file is refused, so an audit by MMseqs2's local similarity is recomputed, never read)
-AUDIT_SCHEMA_VERSION = "2"
+_AUDIT_SCHEMA_VERSION = "2"
 #: config `task_audit:` keys -> HomologyParams fields (the others are the shortcut check's)
-HOMOLOGY_KEYS = {
+_HOMOLOGY_KEYS = {
     "similarity_threshold": "threshold",
     "fail_fraction": "fail_fraction",
     "coverage": "coverage",
@@ -561,7 +567,7 @@ HOMOLOGY_KEYS = {
 }
 
 
-class AuditFileError(ValueError):
+class _AuditFileError(ValueError):
     """An audit file that cannot be used (missing, another task's, other data); the message names the file."""
 
 
@@ -585,10 +591,10 @@ def audit_source_task(task: str, source: TaskSource | str | os.PathLike[str], **
     return audit_task(splits["train"], splits["test"], task=task, **kwargs)
 
 
-def homology_params(settings: Mapping[str, Any], threads: int = 1) -> HomologyParams:
+def _homology_params(settings: Mapping[str, Any], threads: int = 1) -> HomologyParams:
     """HomologyParams from the config's `task_audit:` section (validated, defaults filled); `threads` is the job's
     (an execution knob). Raises ValueError (HomologyParams) for values out of range."""
-    return HomologyParams(threads=max(1, int(threads)), **{HOMOLOGY_KEYS[k]: settings[k] for k in HOMOLOGY_KEYS})
+    return HomologyParams(threads=max(1, int(threads)), **{_HOMOLOGY_KEYS[k]: settings[k] for k in _HOMOLOGY_KEYS})
 
 
 def _plain(value: Any) -> Any:
@@ -622,7 +628,7 @@ def audit_prepared(
     raises (MMseqsNotFoundError with the install command when MMseqs2 is missing)."""
     c = read_card(card)
     if c.task != task:
-        raise AuditFileError(f"{card}: card of task {c.task!r}, expected {task!r}")
+        raise _AuditFileError(f"{card}: card of task {c.task!r}, expected {task!r}")
     frames = {
         split: integrity.read_parquet(path, columns=["row", "sequence", "label"])
         for split, path in (("train", train), ("test", test))
@@ -631,12 +637,12 @@ def audit_prepared(
         frames["train"],
         frames["test"],
         task=task,
-        homology=homology_params(settings, threads),
-        min_rows_per_class=int(settings.get("min_rows_per_class", MIN_ROWS_PER_CLASS)),
+        homology=_homology_params(settings, threads),
+        min_rows_per_class=int(settings.get("min_rows_per_class", _MIN_ROWS_PER_CLASS)),
     )
-    out = _plain({**record, "schema_version": AUDIT_SCHEMA_VERSION, "data_hash": c.data_hash})
+    out = _plain({**record, "schema_version": _AUDIT_SCHEMA_VERSION, "data_hash": c.data_hash})
     integrity.write_text(Path(output), json.dumps(out, indent=1, sort_keys=True))
-    log.info(
+    _log.info(
         "task %s: shortcut %s (best %s, AUROC %.3f); leakage %s (%d of %d test rows, %.2f%%)",
         task,
         record["shortcut_flag"],
@@ -659,11 +665,13 @@ def read_audit(
     try:
         data = integrity.read_json(path)
     except (OSError, json.JSONDecodeError) as err:
-        raise AuditFileError(f"{path}: cannot read the task audit ({err}); run the audit_task rule") from err
-    if data.get("schema_version") != AUDIT_SCHEMA_VERSION:
-        raise AuditFileError(f"{path}: audit layout {data.get('schema_version')!r}, expected {AUDIT_SCHEMA_VERSION!r}")
+        raise _AuditFileError(f"{path}: cannot read the task audit ({err}); run the audit_task rule") from err
+    if data.get("schema_version") != _AUDIT_SCHEMA_VERSION:
+        raise _AuditFileError(
+            f"{path}: audit layout {data.get('schema_version')!r}, expected {_AUDIT_SCHEMA_VERSION!r}"
+        )
     if task is not None and data.get("task") != task:
-        raise AuditFileError(f"{path}: audit of task {data.get('task')!r}, expected {task!r}")
+        raise _AuditFileError(f"{path}: audit of task {data.get('task')!r}, expected {task!r}")
     if data_hash is not None and data.get("data_hash") != data_hash:
-        raise AuditFileError(f"{path}: audit of other data than the task card's (data hash); run audit_task again")
+        raise _AuditFileError(f"{path}: audit of other data than the task card's (data hash); run audit_task again")
     return data

@@ -110,14 +110,14 @@ def source_string(row: dict[str, Any], config: dict[str, Any]) -> str:
     return override
 
 
-LOCK_SCHEMA_VERSION = 1
+_LOCK_SCHEMA_VERSION = 1
 #: a sha256 as the lock writes it (lower-case hex)
-HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 #: the config key naming the lockfile, and its default (workflow/schemas/config.schema.yaml)
 CONFIG_KEY = "task_lock"
 DEFAULT_LOCK = "config/tasks.lock"
 #: the lockfile's header (rewritten with every write)
-LOCK_HEADER = """\
+_LOCK_HEADER = """\
 # Task lock: the sha256 and size of every source file each task was prepared from (geneb.tasks.catalogue).
 # The first preparation of a task records its files here; a later run that finds other files for the task
 # (a changed label, a replaced mirror, a corrupted download) is refused, naming the file and both digests.
@@ -125,7 +125,7 @@ LOCK_HEADER = """\
 """
 
 
-class TaskLockError(TaskDigestError):
+class _TaskLockError(TaskDigestError):
     """A task whose source files differ from the lock, or a lockfile that cannot be read."""
 
 
@@ -146,12 +146,12 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise TaskLockError(f"task lock {path} is not YAML: {exc}") from exc
-    if not isinstance(data, dict) or data.get("schema_version") != LOCK_SCHEMA_VERSION:
-        raise TaskLockError(f"task lock {path}: expected schema_version {LOCK_SCHEMA_VERSION} and a `tasks` mapping")
+        raise _TaskLockError(f"task lock {path} is not YAML: {exc}") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != _LOCK_SCHEMA_VERSION:
+        raise _TaskLockError(f"task lock {path}: expected schema_version {_LOCK_SCHEMA_VERSION} and a `tasks` mapping")
     tasks = data.get("tasks") or {}
     if not isinstance(tasks, dict):
-        raise TaskLockError(f"task lock {path}: `tasks` is not a mapping")
+        raise _TaskLockError(f"task lock {path}: `tasks` is not a mapping")
     for task, entry in tasks.items():
         files = entry.get("files") if isinstance(entry, dict) else None
         ok = (
@@ -160,13 +160,13 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
             and all(
                 isinstance(r, dict)
                 and isinstance(r.get("sha256"), str)
-                and HEX64.fullmatch(r["sha256"]) is not None
+                and _HEX64.fullmatch(r["sha256"]) is not None
                 and isinstance(r.get("size"), int)
                 for r in files.values()
             )
         )
         if not ok:
-            raise TaskLockError(
+            raise _TaskLockError(
                 f"task lock {path}: task {task!r}: an entry needs `files: {{name: {{sha256: 64 hex, size: bytes}}}}`, "
                 f"got {entry!r}"
             )
@@ -174,8 +174,8 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def _write(path: Path, tasks: Mapping[str, Any]) -> None:
-    text = LOCK_HEADER + yaml.safe_dump(
-        {"schema_version": LOCK_SCHEMA_VERSION, "tasks": {t: tasks[t] for t in sorted(tasks)}},
+    text = _LOCK_HEADER + yaml.safe_dump(
+        {"schema_version": _LOCK_SCHEMA_VERSION, "tasks": {t: tasks[t] for t in sorted(tasks)}},
         sort_keys=False,
         default_flow_style=None,
         width=200,
@@ -189,7 +189,7 @@ def records(files: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class FileChange:
+class _FileChange:
     """One file of a task whose content differs from the lock: expected / found are {"sha256", "size"} records,
     None for a file absent on that side. path: where it was read (None when absent)."""
 
@@ -208,7 +208,7 @@ class FileChange:
 
 def changes(
     entry: Mapping[str, Any], found: Mapping[str, dict[str, Any]], paths: Mapping[str, Path] | None = None
-) -> list[FileChange]:
+) -> list[_FileChange]:
     """The files whose name or content differs between a lock entry and `found` (`records` of what the source
     has now), in name order."""
     locked = entry.get("files") or {}
@@ -217,7 +217,7 @@ def changes(
     for name in sorted(set(locked) | set(found)):
         a, b = locked.get(name), found.get(name)
         if a is None or b is None or a["sha256"] != b["sha256"] or int(a["size"]) != int(b["size"]):
-            out.append(FileChange(name, dict(a) if a else None, dict(b) if b else None, paths.get(name)))
+            out.append(_FileChange(name, dict(a) if a else None, dict(b) if b else None, paths.get(name)))
     return out
 
 
@@ -229,7 +229,7 @@ def fix_hint(task: str, lock_path: str | Path) -> str:
     )
 
 
-def mismatch_message(task: str, source: str, lock_path: str | Path, diff: list[FileChange]) -> str:
+def _mismatch_message(task: str, source: str, lock_path: str | Path, diff: list[_FileChange]) -> str:
     """One message for a task whose files differ from its lock entry: task, source, every file with its expected
     and found digests, and the fix."""
     lines = "; ".join(c.describe() for c in diff)
@@ -245,13 +245,13 @@ def mismatch_message(task: str, source: str, lock_path: str | Path, diff: list[F
 
 def check_files(lock_path: str | Path, task: str, source: str, files: Mapping[str, Path]) -> dict[str, Any] | None:
     """Compare the files a source gives for `task` ({name: local path}) with its lock entry. Returns the entry, or
-    None when the task is not locked yet. Raises TaskLockError (`mismatch_message`) when any file differs."""
+    None when the task is not locked yet. Raises TaskLockError (`_mismatch_message`) when any file differs."""
     entry = read_lock(lock_path).get(task)
     if entry is None:
         return None
     diff = changes(entry, records(files), files)
     if diff:
-        raise TaskLockError(mismatch_message(task, source, lock_path, diff))
+        raise _TaskLockError(_mismatch_message(task, source, lock_path, diff))
     return entry
 
 
@@ -268,7 +268,7 @@ def record_files(lock_path: str | Path, task: str, source: str, files: Mapping[s
         if entry is not None:
             diff = changes(entry, found, files)
             if diff:
-                raise TaskLockError(mismatch_message(task, source, path, diff))
+                raise _TaskLockError(_mismatch_message(task, source, path, diff))
             return entry
         entry = {"source": source, "locked_at": _now(), "generation": 0, "files": found}
         tasks[task] = entry
@@ -276,11 +276,11 @@ def record_files(lock_path: str | Path, task: str, source: str, files: Mapping[s
     return entry
 
 
-def _data_changed(diff: list[FileChange]) -> bool:
+def _data_changed(diff: list[_FileChange]) -> bool:
     return any(c.name.endswith(DATA_FILE_SUFFIXES) or "/" in c.name for c in diff)
 
 
-def relock(lock_path: str | Path, task: str, source: str, files: Mapping[str, Path]) -> list[FileChange]:
+def relock(lock_path: str | Path, task: str, source: str, files: Mapping[str, Path]) -> list[_FileChange]:
     """Write `task`'s files as its lock entry now (`geneb tasks lock`), whatever was locked before; returns what
     changed ([] when the entry already matched: the file is then left as it was). The entry's `generation` goes up
     by one when a data file (not only `meta.json`) changed, which gives a remote task a new identity

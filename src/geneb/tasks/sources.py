@@ -42,9 +42,9 @@ from geneb.core.provenance import REVISION, file_sha256, stable_hash
 #: the splits a task is made of (a mirror's other files, e.g. a `dev` split, are not read)
 SPLITS = ("train", "test")
 #: a CR not followed by LF
-LONE_CR = re.compile(rb"\r(?!\n)")
+_LONE_CR = re.compile(rb"\r(?!\n)")
 
-SEQUENCE_COLUMNS = ("sequence", "text", "seq")
+_SEQUENCE_COLUMNS = ("sequence", "text", "seq")
 #: the endings of a split file (a lock change to one of these is a change of the task's data, not of its notes)
 DATA_FILE_SUFFIXES = (".csv.gz", ".csv")
 
@@ -119,18 +119,18 @@ def check_meta_digests(task: str, meta: Mapping[str, Any], files: Mapping[str, P
             )
 
 
-def normalise_columns(df: pd.DataFrame, *, where: str) -> pd.DataFrame:
+def _normalise_columns(df: pd.DataFrame, *, where: str) -> pd.DataFrame:
     """Rename the sequence column to `sequence`, keep `label`, add `row`; raise naming the columns found."""
-    seq_col = next((c for c in SEQUENCE_COLUMNS if c in df.columns), None)
+    seq_col = next((c for c in _SEQUENCE_COLUMNS if c in df.columns), None)
     if seq_col is None or "label" not in df.columns:
         raise TaskSourceError(
-            f"{where}: expected a sequence column ({' or '.join(SEQUENCE_COLUMNS)}) and 'label'; found {list(df.columns)}"
+            f"{where}: expected a sequence column ({' or '.join(_SEQUENCE_COLUMNS)}) and 'label'; found {list(df.columns)}"
         )
     out = pd.DataFrame({"row": range(len(df)), "sequence": df[seq_col].to_numpy(), "label": df["label"].to_numpy()})
     return out
 
 
-def read_csv(path: Path, *, where: str) -> pd.DataFrame:
+def _read_csv(path: Path, *, where: str) -> pd.DataFrame:
     """A split file (`.csv.gz` or `.csv`) as the raw split (columns row, sequence, label; see TaskSource.read_split),
     every cell text as written. Raises TaskSourceError naming `where`, the file and the line for a file that cannot
     be read."""
@@ -147,7 +147,7 @@ def read_csv(path: Path, *, where: str) -> pd.DataFrame:
             f"{where}: cannot read {path}: {str(exc).strip()} (line numbers count file lines from 1, the header being line 1; "
             "GENEB's row ids count data rows from 0)"
         ) from exc
-    return normalise_columns(df, where=where)
+    return _normalise_columns(df, where=where)
 
 
 def _check_line_ends(data: bytes, path: Path, *, where: str) -> None:
@@ -157,7 +157,7 @@ def _check_line_ends(data: bytes, path: Path, *, where: str) -> None:
     the alphabet policy naming its row)."""
     if b"\n" not in data:
         return
-    for m in LONE_CR.finditer(data):
+    for m in _LONE_CR.finditer(data):
         if data.count(b'"', data.rfind(b"\n", 0, m.start()) + 1, m.start()) % 2:
             continue  # inside a quoted field: the reader keeps it, and the alphabet policy names its row
         line = data.count(b"\n", 0, m.start()) + 1
@@ -195,7 +195,7 @@ class MirrorFolder:
             raise TaskSourceError(
                 f"task {task!r}, split {split!r}: no {split}.csv.gz or {split}.csv under {self.root / task}"
             )
-        return read_csv(path, where=f"task {task!r}, split {split!r}")
+        return _read_csv(path, where=f"task {task!r}, split {split!r}")
 
     def read_meta(self, task: str) -> dict[str, Any]:
         p = self.root / task / "meta.json"
@@ -340,14 +340,14 @@ class HttpMirror:
         where = f"task {task!r}, split {split!r} ({self.base_url})"
         path = self._split_path(task, split)
         try:
-            return read_csv(path, where=where)
+            return _read_csv(path, where=where)
         except TaskSourceError:
             path.unlink(missing_ok=True)  # never trusted again: the next run downloads it afresh
             raise
 
 
 @dataclass
-class HuggingFaceSource:
+class _HuggingFaceSource:
     """A Hugging Face dataset at a pinned revision, or a local folder of `save_to_disk` DatasetDicts."""
 
     repo_or_dir: str
@@ -444,7 +444,7 @@ class HuggingFaceSource:
             if isinstance(feature, datasets.ClassLabel):
                 df["label"] = [feature.int2str(int(v)) for v in df["label"]]
             df = df.astype({"label": str})
-        return normalise_columns(df, where=where)
+        return _normalise_columns(df, where=where)
 
     def read_meta(self, task: str) -> dict[str, Any]:
         return {}
@@ -516,11 +516,11 @@ def open_source(
     if spec.startswith("hf:"):
         body = spec[3:]
         if Path(body).is_dir():
-            return HuggingFaceSource(body)
+            return _HuggingFaceSource(body)
         repo, _, revision = body.partition("@")
         if not REVISION.match(revision):
             raise TaskSourceError(f"hf task source {spec!r} must pin a 40-hex revision: hf:<dataset>@<revision>")
-        return HuggingFaceSource(repo, revision)
+        return _HuggingFaceSource(repo, revision)
     root = Path(spec)
     if not root.is_dir():
         raise TaskSourceError(f"task source {spec!r} is neither a folder, an http(s) URL nor hf:<dataset>@<revision>")

@@ -28,8 +28,8 @@ together (console and `resources/tasks/<task>/validation.json`), plus the per-sp
 records. Used by `geneb.tasks.prepare`; torch-free.
 
 A problem is (kind, split, row, message); the message is the sentence a single error would have had (task,
-split, row, value). `Problems.summary` shows the first `SHOWN` of each kind and the count of the rest;
-`Problems.as_dict` keeps up to `KEPT` of each kind (the file stays small for a file of a million bad rows)
+split, row, value). `Problems.summary` shows the first `_SHOWN` of each kind and the count of the rest;
+`Problems.as_dict` keeps up to `_KEPT` of each kind (the file stays small for a file of a million bad rows)
 with the full count.
 
 Labels as GENEB reads them (docs/alphabet.md, "Labels"): checked as written, integers used as they are,
@@ -51,11 +51,11 @@ import pandas as pd
 
 from geneb.core.integrity import write_text_atomic
 
-ALWAYS_ALLOWED = "ACGTN"
+_ALWAYS_ALLOWED = "ACGTN"
 #: what `strip_whitespace` removes at the ends of a sequence: space, tab, CR, LF (nothing else)
-STRIPPABLE = " \t\r\n"
+_STRIPPABLE = " \t\r\n"
 #: IUPAC nucleotide ambiguity codes (NC-IUB 1984), N excluded (always allowed)
-IUPAC_AMBIGUITY = "RYSWKMBDHV"
+_IUPAC_AMBIGUITY = "RYSWKMBDHV"
 
 
 class SequenceError(ValueError):
@@ -87,12 +87,12 @@ class AlphabetPolicy:
         return asdict(self)
 
     def allowed_letters(self) -> str:
-        letters = ALWAYS_ALLOWED + (IUPAC_AMBIGUITY if self.allow_iupac else "") + ("U" if self.u_to_t else "")
+        letters = _ALWAYS_ALLOWED + (_IUPAC_AMBIGUITY if self.allow_iupac else "") + ("U" if self.u_to_t else "")
         return letters + letters.lower()
 
     def _reason(self, ch: str, at_end: bool) -> tuple[str, str]:
         """(kind, reason) of a refused character."""
-        if ch.isspace() and ch not in STRIPPABLE:
+        if ch.isspace() and ch not in _STRIPPABLE:
             return "other whitespace or separator", (
                 "a whitespace or separator character other than space, tab, CR and LF (never allowed)"
             )
@@ -102,7 +102,7 @@ class AlphabetPolicy:
             return "whitespace inside a sequence", "whitespace inside a sequence (never allowed)"
         if ch.upper() == "U":
             return "RNA base U", "RNA base U (set alphabet.u_to_t to read it as T)"
-        if ch.upper() in IUPAC_AMBIGUITY:
+        if ch.upper() in _IUPAC_AMBIGUITY:
             return "IUPAC ambiguity code", "IUPAC ambiguity code (alphabet.allow_iupac is false)"
         return "not a nucleotide code", "not a nucleotide code"
 
@@ -116,7 +116,7 @@ class AlphabetPolicy:
                 f"task {task!r}, split {split!r}, row {row}: sequence is {seq!r} (not text)", "sequence not text"
             )
         if self.strip_whitespace:
-            seq = seq.strip(STRIPPABLE)  # not str.strip(): that also eats NBSP, U+2028, \x1c-\x1f
+            seq = seq.strip(_STRIPPABLE)  # not str.strip(): that also eats NBSP, U+2028, \x1c-\x1f
         if not seq:
             raise SequenceError(f"task {task!r}, split {split!r}, row {row}: empty sequence", "empty sequence")
         if self.u_to_t:
@@ -180,7 +180,7 @@ def within_split_duplicates(df: pd.DataFrame) -> dict[str, Any]:
 
     df: columns `row`, `sequence`, `label`. Returns `n_duplicate_rows` (rows repeating an earlier row's
     sequence), `duplicate_rows` (their row ids), `class_counts` and `class_counts_dedup` (after keeping the
-    first row of each (sequence, label)), `conflicting_label_sequences` (sequences seen with >1 label), and
+    first row of each (sequence, label)), `_conflicting_label_sequences` (sequences seen with >1 label), and
     `n_rc_duplicate_rows` / `rc_duplicate_rows`: rows that are not such a repeat but whose reverse complement
     (`canonical_key`) is an earlier row of the split (reported only; the dedup scores drop exact repeats).
     """
@@ -241,7 +241,7 @@ def train_test_overlap(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, Any
     }
 
 
-def conflicting_label_sequences(
+def _conflicting_label_sequences(
     splits: dict[str, pd.DataFrame],
 ) -> list[tuple[str, dict[int, dict[str, list[int]]]]]:
     """The sequences that occur with more than one label, within a split or across splits (case-insensitive
@@ -257,16 +257,16 @@ def conflicting_label_sequences(
 
 
 #: problems of one kind shown in the error message (the rest are counted)
-SHOWN = 5
+_SHOWN = 5
 #: problems of one kind kept in validation.json (the rest are counted)
-KEPT = 1000
+_KEPT = 1000
 #: row ids one message lists (a label's test rows, a sequence's rows); the count of all follows
-ROWS_SHOWN = 10
+_ROWS_SHOWN = 10
 #: what a message's "row N" means (the summary's header says it)
-ROW_NUMBERING = "rows are 0-based data rows of the file: row 0 is file line 2, the header being line 1"
+_ROW_NUMBERING = "rows are 0-based data rows of the file: row 0 is file line 2, the header being line 1"
 #: a row whose N fraction is above this is "mostly N" in the card's letter counts
-MOSTLY_N = 0.5
-VALIDATION_SCHEMA_VERSION = "1"
+_MOSTLY_N = 0.5
+_VALIDATION_SCHEMA_VERSION = "1"
 #: the per-split letter counts of the card (`letter_counts`), in order
 LETTER_KEYS = (
     "rows_whitespace_stripped",
@@ -281,7 +281,7 @@ LETTER_KEYS = (
 
 
 @dataclass(frozen=True)
-class Problem:
+class _Problem:
     kind: str
     split: str | None
     row: int | None
@@ -293,10 +293,10 @@ class Problems:
 
     def __init__(self, task: str) -> None:
         self.task = task
-        self.items: list[Problem] = []
+        self.items: list[_Problem] = []
 
     def add(self, kind: str, split: str | None, row: int | None, message: str) -> None:
-        self.items.append(Problem(kind, split, row, message))
+        self.items.append(_Problem(kind, split, row, message))
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -304,20 +304,20 @@ class Problems:
     def __len__(self) -> int:
         return len(self.items)
 
-    def grouped(self) -> dict[str, list[Problem]]:
+    def grouped(self) -> dict[str, list[_Problem]]:
         """{kind: problems} in order of first appearance."""
-        out: dict[str, list[Problem]] = {}
+        out: dict[str, list[_Problem]] = {}
         for p in self.items:
             out.setdefault(p.kind, []).append(p)
         return out
 
-    def summary(self, shown: int = SHOWN) -> str:
+    def summary(self, shown: int = _SHOWN) -> str:
         """Every kind with its count and first `shown` messages; what the task's error says."""
         groups = self.grouped()
         rows = {(p.split, p.row) for p in self.items if p.row is not None}
         lines = [
             f"task {self.task!r}: {len(self.items)} problem(s) of {len(groups)} kind(s) in {len(rows)} row(s); "
-            f"every row was checked (full list: validation.json beside the card); {ROW_NUMBERING}"
+            f"every row was checked (full list: validation.json beside the card); {_ROW_NUMBERING}"
         ]
         for kind, items in groups.items():
             lines.append(f"  {kind} ({len(items)}):")
@@ -326,10 +326,10 @@ class Problems:
                 lines.append(f"    ... and {len(items) - shown} more")
         return "\n".join(lines)
 
-    def as_dict(self, kept: int = KEPT) -> dict[str, Any]:
+    def as_dict(self, kept: int = _KEPT) -> dict[str, Any]:
         """The machine-readable report: ok, counts, and per kind up to `kept` problems."""
         return {
-            "schema_version": VALIDATION_SCHEMA_VERSION,
+            "schema_version": _VALIDATION_SCHEMA_VERSION,
             "task": self.task,
             "ok": not self.items,
             "n_problems": len(self.items),
@@ -364,10 +364,10 @@ def letter_counts(raw: Iterable[object], stored: Iterable[str], policy_strip: bo
     docs/alphabet.md), rows_lowercase / lowercase_bases (soft-masking, kept; models see upper case), rows_n
     (any N), rows_all_n, rows_mostly_n (more than MOSTLY_N of the row is N)."""
     counts = dict.fromkeys(LETTER_KEYS, 0)
-    iupac = set(IUPAC_AMBIGUITY)
+    iupac = set(_IUPAC_AMBIGUITY)
     for before, seq in zip(raw, stored):
         text = str(before)
-        counts["rows_whitespace_stripped"] += int(policy_strip and text != text.strip(STRIPPABLE))
+        counts["rows_whitespace_stripped"] += int(policy_strip and text != text.strip(_STRIPPABLE))
         counts["rows_u_mapped"] += int(policy_u and ("U" in text or "u" in text))
         up = seq.upper()
         counts["rows_iupac"] += int(not iupac.isdisjoint(up))
@@ -377,11 +377,11 @@ def letter_counts(raw: Iterable[object], stored: Iterable[str], policy_strip: bo
         n = up.count("N")
         counts["rows_n"] += int(n > 0)
         counts["rows_all_n"] += int(n == len(up))
-        counts["rows_mostly_n"] += int(n > MOSTLY_N * len(up))
+        counts["rows_mostly_n"] += int(n > _MOSTLY_N * len(up))
     return counts
 
 
-def rows_text(rows: Iterable[int], shown: int = ROWS_SHOWN) -> str:
+def _rows_text(rows: Iterable[int], shown: int = _ROWS_SHOWN) -> str:
     """Row ids as a message names them: 'row 3', 'rows 3, 17, 250' or 'rows 3, 17, ..., 250, ... (12 rows)' (the
     first `shown`, then the count). Row ids are GENEB's: 0-based data rows of the source file (ROW_NUMBERING)."""
     ids = [int(r) for r in rows]
@@ -391,18 +391,18 @@ def rows_text(rows: Iterable[int], shown: int = ROWS_SHOWN) -> str:
     return f"rows {head}" + (f", ... ({len(ids)} rows)" if len(ids) > shown else "")
 
 
-def label_text(code: int, names: dict[int, str] | None) -> str:
+def _label_text(code: int, names: dict[int, str] | None) -> str:
     """A class as the files write it: `names[code]` quoted ('other'), or the index quoted where `names` lacks it."""
     return repr(str((names or {}).get(int(code), code)))
 
 
-def _labels_with_rows(df: pd.DataFrame, names: dict[int, str] | None, shown: int = ROWS_SHOWN) -> str:
+def _labels_with_rows(df: pd.DataFrame, names: dict[int, str] | None, shown: int = _ROWS_SHOWN) -> str:
     """ "'a' (rows 0, 2), 'b' (row 1)": every label of a split with its rows, in class order."""
     parts = []
     for code, group in df.groupby("label", sort=True)["row"]:
         rows = group.tolist()
         # the stubs type a group key as any scalar; labels are int64 class indices here
-        parts.append(f"{label_text(int(cast(int, code)), names)} ({rows_text(rows, shown)})")
+        parts.append(f"{_label_text(int(cast(int, code)), names)} ({_rows_text(rows, shown)})")
     return ", ".join(parts)
 
 
@@ -424,9 +424,9 @@ def class_problems(
     train, test = splits["train"], splits["test"]
     train_classes = sorted(set(np.unique(train["label"]).tolist()))
     test_classes = sorted(set(np.unique(test["label"]).tolist()))
-    train_labels = ", ".join(label_text(c, names) for c in train_classes)
+    train_labels = ", ".join(_label_text(c, names) for c in train_classes)
     if len(test_classes) < 2 and single_class_test != "keep":
-        only = label_text(test_classes[0], names) if test_classes else "none"
+        only = _label_text(test_classes[0], names) if test_classes else "none"
         problems.add(
             "one class in test",
             "test",
@@ -441,7 +441,7 @@ def class_problems(
             "test class not in train",
             "test",
             int(rows[0]),
-            f"task {task!r}, split 'test': label {label_text(code, names)} ({rows_text(rows)}) does not occur in train "
+            f"task {task!r}, split 'test': label {_label_text(code, names)} ({_rows_text(rows)}) does not occur in train "
             f"(train labels: {train_labels})",
         )
     expected = str(catalogue_row.get("n_classes") or "").strip()
@@ -454,7 +454,7 @@ def class_problems(
             f"the catalogue (n_classes) says {expected}",
         )
     if len(train_classes) < 2:
-        only = label_text(train_classes[0], names) if train_classes else "none"
+        only = _label_text(train_classes[0], names) if train_classes else "none"
         problems.add(
             "one class", "train", None, f"task {task!r}, split 'train': only one label, {only} (all {len(train)} rows)"
         )
@@ -470,11 +470,11 @@ def conflicting_label_problems(
     complement with another label is not one (a strand-specific task may label the strands apart; the card's
     train_test_overlap counts it)."""
     problems = Problems(task)
-    for key, where in conflicting_label_sequences(splits):
+    for key, where in _conflicting_label_sequences(splits):
         parts = []
         for code, places in where.items():
-            at = "; ".join(f"{split} {rows_text(rows)}" for split, rows in places.items())
-            parts.append(f"{label_text(code, names)} ({at})")
+            at = "; ".join(f"{split} {_rows_text(rows)}" for split, rows in places.items())
+            parts.append(f"{_label_text(code, names)} ({at})")
         first_split, first_rows = next(iter(next(iter(where.values())).items()))
         problems.add(
             "sequence with two labels",
@@ -505,17 +505,17 @@ class TaskValidationError(TaskDataError):
         self.problems = problems
 
 
-INTEGER_LABEL = re.compile(r"-?[0-9]+")
-NUMBER_LIKE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-INT64_MAX = 2**63 - 1
+_INTEGER_LABEL = re.compile(r"-?[0-9]+")
+_NUMBER_LIKE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_INT64_MAX = 2**63 - 1
 
 
 def _as_int(text: str) -> int | None:
     """The value of a plain integer label ('0', '1', '-1'); None for anything else."""
-    return int(text) if INTEGER_LABEL.fullmatch(text) else None
+    return int(text) if _INTEGER_LABEL.fullmatch(text) else None
 
 
-def check_label(value: object, *, task: str, split: str, row: int) -> str:
+def _check_label(value: object, *, task: str, split: str, row: int) -> str:
     """The label's text, unchanged, after the label policy (docs/alphabet.md, "Labels"): not empty, no
     whitespace around it (' HepG2' would be another class than 'HepG2'), an integer written plainly ('1', not
     '1.0', '+1' or '1e0': GENEB never rounds a label) and within int64. Raises TaskDataError naming task,
@@ -528,10 +528,10 @@ def check_label(value: object, *, task: str, split: str, row: int) -> str:
         raise TaskDataError(
             f"{where}: label {text!r} has whitespace around it; labels are read as written", "label with whitespace"
         )
-    if INTEGER_LABEL.fullmatch(text):
-        if abs(int(text)) > INT64_MAX:
+    if _INTEGER_LABEL.fullmatch(text):
+        if abs(int(text)) > _INT64_MAX:
             raise TaskDataError(f"{where}: integer label {text!r} is outside the int64 range", "label beyond int64")
-    elif NUMBER_LIKE.fullmatch(text):
+    elif _NUMBER_LIKE.fullmatch(text):
         raise TaskDataError(
             f"{where}: label {text!r} is a number but not a plain integer; write class labels as "
             "0, 1, ... (GENEB never rounds or converts a label)",
@@ -547,7 +547,7 @@ def label_encoding(
 
     Integer labels (every label parses as an integer) are used as they are: returns None. Named labels (no
     label parses as an integer, e.g. 'HepG2'/'K562') map to 0..n-1 in sorted name order, which keeps the
-    paper protocol's "classes in sorted label order". A label `check_label` refuses, and every row whose label
+    paper protocol's "classes in sorted label order". A label `_check_label` refuses, and every row whose label
     kind (integer or name) is the minority one, is a problem: added to `problems`, or (None) raised as
     TaskDataError at the first one. Rows with such problems are left out of the encoding.
     """
@@ -556,7 +556,7 @@ def label_encoding(
     for split, df in raw.items():
         for row, v in zip(df["row"], df["label"]):
             try:
-                text = check_label(v, task=task, split=split, row=int(row))
+                text = _check_label(v, task=task, split=split, row=int(row))
             except TaskDataError as err:
                 if problems is None:
                     raise
@@ -585,8 +585,8 @@ def label_encoding(
 def label_names(raw: dict[str, pd.DataFrame], encoding: dict[str, int] | None) -> dict[int, str]:
     """{class index: the label as written in the files}, for messages that name a class: the name for named labels
     (the inverse of `encoding`), the integer's text for integer labels (forms of one integer that differ, such as
-    '1' and '01', joined by '/'). A label `check_label` refuses is left out; an index without a written form (none
-    here) is named by its number in `label_text`."""
+    '1' and '01', joined by '/'). A label `_check_label` refuses is left out; an index without a written form (none
+    here) is named by its number in `_label_text`."""
     if encoding is not None:
         return {i: name for name, i in encoding.items()}
     forms: dict[int, set[str]] = {}
@@ -611,7 +611,7 @@ def parse_labels(
 
 def label_value(v: object, encoding: dict[str, int] | None, *, task: str, split: str, row: int) -> int:
     """One label's class index (see parse_labels)."""
-    text = check_label(v, task=task, split=split, row=row)
+    text = _check_label(v, task=task, split=split, row=row)
     value = encoding.get(text) if encoding is not None else _as_int(text)
     if value is None:
         raise TaskDataError(

@@ -2,8 +2,8 @@
 each reads its inputs, checks them and writes one file with a content digest (`geneb.core.integrity`), so a later
 step never reads a changed or half-written score file unchecked.
 
-A score file (`write_score_file`) is the `RowScores` rows of every scorer of one (model or baseline, task), long
-format, with columns `row, scorer, score`; its parquet metadata (`SCORE_FILE_ATTR`) records what made it: the model,
+A score file (`_write_score_file`) is the `RowScores` rows of every scorer of one (model or baseline, task), long
+format, with columns `row, scorer, score`; its parquet metadata (`_SCORE_FILE_ATTR`) records what made it: the model,
 the task's name and `data_sha256`, the settings hash, the scorers asked for, what did not apply and why, the model's
 identity, versions and seconds. `read_score_file` checks the digest and that the rows belong to the task as read.
 
@@ -29,18 +29,18 @@ from geneb.core.provenance import package_versions
 from geneb.zeroshot.scorers import Background, check_background, fit_markov, markov_scores
 from geneb.zeroshot.task import ROW_SCORE_COLUMNS, SCORE_FILE_VERSION, NotApplicable, ZeroShotTask, check_row_scores
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the parquet metadata key (pandas `attrs`) of a score file's provenance
-SCORE_FILE_ATTR = "geneb_zeroshot"
+_SCORE_FILE_ATTR = "geneb_zeroshot"
 
 
-class ZeroShotFileError(ValueError):
+class _ZeroShotFileError(ValueError):
     """A score file that does not belong to the task it is read for (another task's rows or data)."""
 
 
 @dataclass(frozen=True)
-class ScoreFile:
+class _ScoreFile:
     """One score file as read: `scores` (row, scorer, score), the provenance and what did not apply."""
 
     model: str
@@ -50,7 +50,7 @@ class ScoreFile:
     provenance: Mapping[str, Any]
 
 
-def write_score_file(
+def _write_score_file(
     out: str | Path,
     task: ZeroShotTask,
     model: str,
@@ -69,7 +69,7 @@ def write_score_file(
             {"row": pd.Series(dtype="int64"), "scorer": pd.Series(dtype=str), "score": pd.Series(dtype=float)}
         )
     )
-    table.attrs[SCORE_FILE_ATTR] = json.dumps(
+    table.attrs[_SCORE_FILE_ATTR] = json.dumps(
         {
             **provenance,
             "version": SCORE_FILE_VERSION,
@@ -88,14 +88,14 @@ def write_score_file(
     integrity.write_parquet(table, out)
 
 
-def read_score_file(path: str | Path, task: ZeroShotTask) -> ScoreFile:
+def read_score_file(path: str | Path, task: ZeroShotTask) -> _ScoreFile:
     """Read a score file for `task`, its digest checked (`integrity.read_parquet`). Raises ZeroShotFileError when
     it was written for another task or other task data (its `data_sha256`), or its rows break the RowScores
     contract for any scorer."""
     table = integrity.read_parquet(path)
-    meta = json.loads(table.attrs.get(SCORE_FILE_ATTR, "{}"))
+    meta = json.loads(table.attrs.get(_SCORE_FILE_ATTR, "{}"))
     if meta.get("task") != task.name or meta.get("data_sha256") != task.data_sha256:
-        raise ZeroShotFileError(
+        raise _ZeroShotFileError(
             f"{path}: scores of task {meta.get('task')!r} (data {meta.get('data_sha256')!r}), read for task "
             f"{task.name!r} (data {task.data_sha256!r}); delete it and rerun"
         )
@@ -103,15 +103,15 @@ def read_score_file(path: str | Path, task: ZeroShotTask) -> ScoreFile:
         try:
             check_row_scores(task, part.reset_index(drop=True))
         except ValueError as exc:
-            raise ZeroShotFileError(f"{path}: {exc}") from exc
+            raise _ZeroShotFileError(f"{path}: {exc}") from exc
     na = tuple(NotApplicable(**n) for n in meta.get("not_applicable", []))
-    return ScoreFile(str(meta["model"]), task.name, table.reset_index(drop=True), na, meta)
+    return _ScoreFile(str(meta["model"]), task.name, table.reset_index(drop=True), na, meta)
 
 
 # ---- rule jobs -------------------------------------------------------------------------------------------------
 
 
-def score_model_job(
+def _score_model_job(
     settings: Mapping[str, Any],
     task: ZeroShotTask,
     out: str | Path,
@@ -144,7 +144,7 @@ def score_model_job(
     )
     frames, declined = score_with(model, task, scoring["scorers"])
     seconds = time.perf_counter() - t0
-    log.info(
+    _log.info(
         "model %s, zero-shot task %s: %d scorer column(s), %d not applicable, %.1f s (load %.1f s)",
         typed.model,
         task.name,
@@ -153,7 +153,7 @@ def score_model_job(
         seconds,
         loaded.seconds_load,
     )
-    write_score_file(
+    _write_score_file(
         out,
         task,
         typed.model,
@@ -170,7 +170,7 @@ def score_model_job(
     )
 
 
-def background_from_splits(splits: Mapping[str, str | Path]) -> Background:
+def _background_from_splits(splits: Mapping[str, str | Path]) -> Background:
     """The Markov background of probing tasks' prepared training splits {task: train.parquet} (digests checked):
     every training sequence, the task ids declared. Raises ValueError when `splits` is empty."""
     if not splits:
@@ -184,7 +184,7 @@ def background_from_splits(splits: Mapping[str, str | Path]) -> Background:
     return Background(tasks=tuple(splits), sequences=tuple(sequences))
 
 
-def baselines_job(
+def _baselines_job(
     task: ZeroShotTask,
     background: Mapping[str, str | Path],
     out: str | Path,
@@ -196,10 +196,10 @@ def baselines_job(
     scores of `task` (model `markov`, one scorer per order). Raises BackgroundLeakError when the background
     includes the task or its source tasks (the plan leaves them out; a hand-made config cannot put them back)."""
     t0 = time.perf_counter()
-    bg = background_from_splits(background)
+    bg = _background_from_splits(background)
     check_background(task, bg)
     frames = [markov_scores(task, fit_markov(bg, order, pseudocount=pseudocount), bg) for order in orders]
-    write_score_file(
+    _write_score_file(
         out,
         task,
         BASELINE_MODEL,
@@ -242,12 +242,12 @@ def run_score_rule(
     config: dict[str, Any],
     log_file: str,
 ) -> None:
-    """Rule score_zeroshot (`score_model_job`), in the model's env as extraction runs it: here, or on the venv
+    """Rule score_zeroshot (`_score_model_job`), in the model's env as extraction runs it: here, or on the venv
     route for a model of a non-default env (`geneb.extract.job.model_interpreter`) by `python -m
     geneb.zeroshot.job` in that env's venv, which appends to `log_file` (the shim has called `log_to_file`).
     `checks_dir` is the folder of the model's embeddings under its settings hash
     (`geneb.run.layout.model_embeddings_dir`), so a model whose embeddings were extracted takes their load-time
-    checks record instead of probing again. Raises what `score_model_job` raises (here), EnvError naming `geneb
+    checks record instead of probing again. Raises what `_score_model_job` raises (here), EnvError naming `geneb
     env build NAME` for an env not built, and SystemExit with the child's status when the job in the venv fails
     (its error is the log's last line)."""
     import subprocess
@@ -270,7 +270,7 @@ def run_score_rule(
     if env == DEFAULT_ENV:
         _score_request(request)
         return
-    log.info("model %s: zero-shot scoring in env %s (%s)", settings["model"], env, python)
+    _log.info("model %s: zero-shot scoring in env %s (%s)", settings["model"], env, python)
     for handler in logging.getLogger().handlers:
         handler.flush()
     res = subprocess.run([python, "-m", "geneb.zeroshot.job"], input=json.dumps(request), text=True, env=child_env)
@@ -279,7 +279,7 @@ def run_score_rule(
 
 
 def _score_request(request: Mapping[str, Any]) -> None:
-    score_model_job(
+    _score_model_job(
         request["settings"],
         task_of_rows_file(request["rows_file"]),
         request["out"],
@@ -290,7 +290,7 @@ def _score_request(request: Mapping[str, Any]) -> None:
     )
 
 
-def main() -> None:
+def _main() -> None:
     """`python -m geneb.zeroshot.job`: read one score_zeroshot request (JSON, stdin), append to its log, score."""
     import sys
 
@@ -312,7 +312,7 @@ def run_baselines_rule(
     for task, path in zip(tasks, background_files):
         if Path(path).parents[1].name != task:
             raise ValueError(f"zero-shot baselines: background file {path} is not task {task}'s")
-    baselines_job(
+    _baselines_job(
         task_of_rows_file(rows_file),
         dict(zip(tasks, background_files)),
         out,
@@ -337,14 +337,14 @@ def run_build_rule(task_params: Mapping[str, Any], rows_out: str | Path, *, conf
     if entry.builder == SOURCE_BUILDER:
         task = load_zeroshot_task(zs["task_source"], entry.task, download_dir="resources/downloads")
         write_zeroshot_task(folder, task.rows, dict(task.meta))
-        log.info(
+        _log.info(
             "zero-shot task %s: %d rows from %s (data %s)", entry.task, task.n, zs["task_source"], task.data_sha256
         )
         return
     # an explicit zeroshot.build_source is used as given; otherwise the run's task source ($GENEB_TASK_SOURCE wins)
     root = zs["build_source"] or resolve_source_string(config["task_source"])
     built = build_into(entry, root, folder, int(task_params["seed"]))
-    log.info(
+    _log.info(
         "zero-shot task %s: built by %s (seed %s) from %s: %d rows (data %s)",
         entry.task,
         entry.builder,
@@ -356,4 +356,4 @@ def run_build_rule(task_params: Mapping[str, Any], rows_out: str | Path, *, conf
 
 
 if __name__ == "__main__":
-    main()
+    _main()

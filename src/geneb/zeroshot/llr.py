@@ -3,7 +3,7 @@ sees it, loading a registry model's language-model head, the batched log-likelih
 
 Which tokens a single-base variant changes, for any tokenizer: the token span the LLR scorer masks or sums over.
 
-A tokenizer is seen here only as `Tokenize`: window text -> `AlleleTokens` (token ids without special tokens and
+A tokenizer is seen here only as `_Tokenize`: window text -> `_AlleleTokens` (token ids without special tokens and
 each token's character span in the window). Built-in views: one token per base, non-overlapping k-mers
 (Nucleotide Transformer: left to right, a short tail and any `N` one base per token), overlapping k-mers (DNABERT-1:
 one k-mer starting at every base), and a transformers fast tokenizer with offsets (BPE: DNABERT-2, GENA-LM).
@@ -24,14 +24,14 @@ Torch-free.
 A language model as the LLR scorer sees it: a network that returns next-token (causal) or masked-token (masked)
 logits, its tokenizer view, its special tokens, and one call that reads log-probabilities at chosen positions.
 
-`LanguageModel` wraps any torch module whose forward takes token ids (B, T) and returns logits (B, T, V) or an
+`_LanguageModel` wraps any torch module whose forward takes token ids (B, T) and returns logits (B, T, V) or an
 output with `.logits` (a transformers `*ForMaskedLM` / `*ForCausalLM`, a test's closed-form head). Loading a
 registry model's head is `geneb.zeroshot.llr`. torch is imported inside the functions that need it, so this
 module imports without torch.
 
 Loading a registry model's language-model head for the `llr` scorer, through the embedding adapter's own
 loading path (`geneb.encoders.families.hf`, a subclass of the transformers adapter: same remote-code, weights
-and config rules), and wrapping it as a `LanguageModel`.
+and config rules), and wrapping it as a `_LanguageModel`.
 
 torch and transformers are imported inside the functions (this package stays torch-free at import).
 
@@ -54,7 +54,7 @@ complement window with the variant complemented):
   log-probability of the predicted tokens over the bases they cover; masked: pseudo-log-likelihood (each token
   masked once, every PLL_STRIDE-th token together in one pass, its log-probability summed) over the window's bases.
 
-Every (row, strand, allele) becomes a `Query` (an input and the log-probabilities it adds to its row, with a
+Every (row, strand, allele) becomes a `_Query` (an input and the log-probabilities it adds to its row, with a
 weight); identical inputs run once, the rest in length-sorted batches, right-padded where the model allows it
 (always for causal models; masked ones with an attention mask), else of equal length only. `score_llr_naive` is the reference: one
 forward pass per query and, for causal models, every token of the window summed. Torch-free (the forward pass
@@ -84,11 +84,11 @@ from geneb.registry.spec import ExtractionSettings, SettingsLike
 from geneb.zeroshot.reference_lms import pretraining_task_of
 from geneb.zeroshot.task import LLR, REQUIRED_COLUMNS, NotApplicable, ZeroShotModel, ZeroShotTask, row_scores
 
-COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+_COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
 
 
 @dataclass(frozen=True)
-class AlleleTokens:
+class _AlleleTokens:
     """One window tokenised: `ids` (n,) without special tokens, `spans` (n,) [start, end) characters per token."""
 
     ids: tuple[int, ...]
@@ -107,16 +107,16 @@ class AlleleTokens:
         return sum(end - start for start, end in self.spans[first:])
 
 
-Tokenize = Callable[[str], AlleleTokens]
+_Tokenize = Callable[[str], _AlleleTokens]
 
 
 @dataclass(frozen=True)
-class VariantTokens:
+class _VariantTokens:
     """A variant's two tokenisations and the token spans that change: `ref_span` / `alt_span` are [start, end)
     token indices into `ref.ids` / `alt.ids`. Tokens before `first` are identical in both."""
 
-    ref: AlleleTokens
-    alt: AlleleTokens
+    ref: _AlleleTokens
+    alt: _AlleleTokens
     ref_span: tuple[int, int]
     alt_span: tuple[int, int]
 
@@ -131,7 +131,7 @@ class VariantTokens:
         return min(self.ref_span[0], self.alt_span[0])
 
 
-def variant_tokens(tokenize: Tokenize, sequence: str, pos: int, ref: str, alt: str) -> VariantTokens:
+def _variant_tokens(tokenize: _Tokenize, sequence: str, pos: int, ref: str, alt: str) -> _VariantTokens:
     """The changed token spans of the single-base variant `ref`>`alt` at 0-based `pos` of `sequence`.
 
     Raises ValueError when `sequence[pos]` is not `ref`, when ref equals alt, or when no token covers `pos` in
@@ -156,35 +156,40 @@ def variant_tokens(tokenize: Tokenize, sequence: str, pos: int, ref: str, alt: s
         suffix += 1
     ref_span = (min(prefix, ref_cover[0]), max(len(a) - suffix, ref_cover[-1] + 1))
     alt_span = (min(prefix, alt_cover[0]), max(len(b) - suffix, alt_cover[-1] + 1))
-    return VariantTokens(ref_tokens, alt_tokens, ref_span, alt_span)
+    return _VariantTokens(ref_tokens, alt_tokens, ref_span, alt_span)
 
 
-def reverse_complement(sequence: str) -> str:
-    return sequence.translate(COMPLEMENT)[::-1]
+def _reverse_complement(sequence: str) -> str:
+    return sequence.translate(_COMPLEMENT)[::-1]
 
 
-def reverse_variant(sequence: str, pos: int, ref: str, alt: str) -> tuple[str, int, str, str]:
+def _reverse_variant(sequence: str, pos: int, ref: str, alt: str) -> tuple[str, int, str, str]:
     """The same variant on the reverse strand: (reverse-complemented window, its position, ref, alt complemented)."""
-    return reverse_complement(sequence), len(sequence) - 1 - pos, ref.translate(COMPLEMENT), alt.translate(COMPLEMENT)
+    return (
+        _reverse_complement(sequence),
+        len(sequence) - 1 - pos,
+        ref.translate(_COMPLEMENT),
+        alt.translate(_COMPLEMENT),
+    )
 
 
 # ---- tokenizer views ----------------------------------------------------------------------------------------
 
 
-def one_base_tokenize(vocab: Mapping[str, int]) -> Tokenize:
+def one_base_tokenize(vocab: Mapping[str, int]) -> _Tokenize:
     """One token per base, `vocab` maps a base letter to its id (case-insensitive for A/C/G/T/N)."""
 
-    def tokenize(text: str) -> AlleleTokens:
-        return AlleleTokens(tuple(vocab[c.upper()] for c in text), tuple((i, i + 1) for i in range(len(text))))
+    def tokenize(text: str) -> _AlleleTokens:
+        return _AlleleTokens(tuple(vocab[c.upper()] for c in text), tuple((i, i + 1) for i in range(len(text))))
 
     return tokenize
 
 
-def kmer_tokenize(vocab: Mapping[str, int], k: int) -> Tokenize:
+def kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
     """Non-overlapping k-mers left to right (the Nucleotide Transformer rule): a k-mer with an `N`, and the tail
     shorter than k, go one base per token. `vocab` maps each k-mer and each single base to its id."""
 
-    def tokenize(text: str) -> AlleleTokens:
+    def tokenize(text: str) -> _AlleleTokens:
         ids: list[int] = []
         spans: list[tuple[int, int]] = []
         i, upper = 0, text.upper()
@@ -198,31 +203,31 @@ def kmer_tokenize(vocab: Mapping[str, int], k: int) -> Tokenize:
                 ids.append(vocab[upper[i]])
                 spans.append((i, i + 1))
                 i += 1
-        return AlleleTokens(tuple(ids), tuple(spans))
+        return _AlleleTokens(tuple(ids), tuple(spans))
 
     return tokenize
 
 
-def overlapping_kmer_tokenize(vocab: Mapping[str, int], k: int) -> Tokenize:
+def _overlapping_kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
     """Overlapping k-mers (DNABERT-1): one token per start 0..len-k, token i covers characters [i, i + k)."""
 
-    def tokenize(text: str) -> AlleleTokens:
+    def tokenize(text: str) -> _AlleleTokens:
         upper = text.upper()
         starts = range(len(upper) - k + 1)
-        return AlleleTokens(tuple(vocab[upper[i : i + k]] for i in starts), tuple((i, i + k) for i in starts))
+        return _AlleleTokens(tuple(vocab[upper[i : i + k]] for i in starts), tuple((i, i + k) for i in starts))
 
     return tokenize
 
 
-def hf_tokenize(tokenizer: Any) -> Tokenize:
+def _hf_tokenize(tokenizer: Any) -> _Tokenize:
     """A transformers fast tokenizer (BPE, WordPiece, ...), no special tokens, spans from its offset mapping.
     Raises ValueError for a slow tokenizer (no offsets: the changed span could not be located)."""
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"tokenizer {type(tokenizer).__name__} gives no character offsets (not a fast tokenizer)")
 
-    def tokenize(text: str) -> AlleleTokens:
+    def tokenize(text: str) -> _AlleleTokens:
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        return AlleleTokens(tuple(int(i) for i in enc["input_ids"]), tuple(tuple(s) for s in enc["offset_mapping"]))
+        return _AlleleTokens(tuple(int(i) for i in enc["input_ids"]), tuple(tuple(s) for s in enc["offset_mapping"]))
 
     return tokenize
 
@@ -236,12 +241,12 @@ def kmer_vocab(k: int, *, first_id: int = 0, bases: Sequence[str] = "ACGT") -> d
     return {w: first_id + i for i, w in enumerate(words)}
 
 
-HeadKind = Literal["masked", "causal"]
-HEAD_KINDS: tuple[HeadKind, ...] = ("masked", "causal")
+_HeadKind = Literal["masked", "causal"]
+_HEAD_KINDS: tuple[_HeadKind, ...] = ("masked", "causal")
 
 
 @dataclass(frozen=True)
-class LanguageModel:
+class _LanguageModel:
     """A network with a language-model head, ready to score.
 
     kind: "masked" (logits at position t score the token at t, given the input with t masked) or "causal"
@@ -255,9 +260,9 @@ class LanguageModel:
     """
 
     name: str
-    kind: HeadKind
+    kind: _HeadKind
     network: Any
-    tokenize: Tokenize
+    tokenize: _Tokenize
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
     mask_id: int | None = None
@@ -268,8 +273,8 @@ class LanguageModel:
     identity: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.kind not in HEAD_KINDS:
-            raise ValueError(f"model {self.name}: head kind {self.kind!r}, expected one of {HEAD_KINDS}")
+        if self.kind not in _HEAD_KINDS:
+            raise ValueError(f"model {self.name}: head kind {self.kind!r}, expected one of {_HEAD_KINDS}")
         if self.kind == "masked" and self.mask_id is None:
             raise ValueError(f"model {self.name}: a masked language model needs its mask token id")
 
@@ -294,7 +299,7 @@ class LanguageModel:
         logits' dtype (half precision promoted to float32), returned as float64. Raises ValueError for non-finite log-probs.
 
         For a transformers class whose head is a plain function of the backbone's last hidden state
-        (`HEAD_SPLITS`), the head runs only at the m picked positions (the logits elsewhere are never read: a
+        (`_HEAD_SPLITS`), the head runs only at the m picked positions (the logits elsewhere are never read: a
         vocabulary of 4096 makes the head most of a small model's work); full_logits: the whole network's forward
         at every position instead (the naive reference)."""
         import torch
@@ -335,7 +340,7 @@ class LanguageModel:
 
 #: transformers LM classes whose logits are `head(backbone(...)[0])` with no other step (no logit scaling or
 #: soft-capping), so the head may run at the picked positions only: class name -> (backbone, head) attributes
-HEAD_SPLITS: dict[str, tuple[str, str]] = {
+_HEAD_SPLITS: dict[str, tuple[str, str]] = {
     "BertForMaskedLM": ("bert", "cls"),
     "EsmForMaskedLM": ("esm", "lm_head"),
     "MixtralForCausalLM": ("model", "lm_head"),
@@ -345,9 +350,9 @@ HEAD_SPLITS: dict[str, tuple[str, str]] = {
 
 
 def head_split(network: Any) -> tuple[Any, Any] | None:
-    """(backbone, head) modules of a `HEAD_SPLITS` class from transformers itself (remote code of the same
+    """(backbone, head) modules of a `_HEAD_SPLITS` class from transformers itself (remote code of the same
     name may differ, e.g. DNABERT-2's BertForMaskedLM: None), else None."""
-    attrs = HEAD_SPLITS.get(type(network).__name__)
+    attrs = _HEAD_SPLITS.get(type(network).__name__)
     if attrs is None or not type(network).__module__.startswith("transformers.models."):
         return None
     body, head = (getattr(network, a, None) for a in attrs)
@@ -355,11 +360,11 @@ def head_split(network: Any) -> tuple[Any, Any] | None:
 
 
 #: the adapter entry whose families can load a head (the transformers families: hf-encoder, hf-decoder, ...)
-HF_ENTRY = "geneb.encoders.families.hf:from_settings"
+_HF_ENTRY = "geneb.encoders.families.hf:from_settings"
 
 
 @dataclass(frozen=True)
-class NoLanguageHead:
+class _NoLanguageHead:
     """A model the `llr` scorer cannot score, and why (`score_llr` turns it into NotApplicable)."""
 
     model: str
@@ -372,7 +377,7 @@ def registry_language_model(
     *,
     alphabet: Mapping[str, Any] | None = None,
     device: str = "cpu",
-) -> LanguageModel | NoLanguageHead:
+) -> _LanguageModel | _NoLanguageHead:
     """The `llr` scorer's model for registry entry `model`: NoLanguageHead when its `scoring` leaves out llr
     (the reason names its lm_head and where that fact comes from), else `load_language_model` on its extraction
     settings with its `lm_head` (geneb.registry.spec). alphabet: the run's alphabet policy (as for
@@ -382,14 +387,14 @@ def registry_language_model(
     head = resolved_lm_head(entry)
     if "llr" not in resolved_scoring(entry):
         source = f" ({spec.lm_head_source})" if spec.lm_head_source else f" (default of family {spec.family!r})"
-        return NoLanguageHead(model, f"scoring {list(resolved_scoring(entry))} leaves out llr; lm_head {head}{source}")
+        return _NoLanguageHead(model, f"scoring {list(resolved_scoring(entry))} leaves out llr; lm_head {head}{source}")
     settings = extraction_settings(registry, model, dict(alphabet or {}), device=device)
     return load_language_model(settings, head=head, device=device)
 
 
 def load_language_model(
     settings: SettingsLike, *, head: str, device: str = "cpu", where: str | None = None
-) -> LanguageModel | NoLanguageHead:
+) -> _LanguageModel | _NoLanguageHead:
     """The registry model's masked or causal language model, ready for `score_llr`.
 
     settings: the model's resolved extraction settings (`geneb.registry.load.extraction_settings`).
@@ -400,11 +405,11 @@ def load_language_model(
     (remote code not allowed, a missing backbone tensor) are raised as the embedding adapter raises them."""
     settings = ExtractionSettings.of(settings)
     model = settings.model
-    if head not in HEAD_KINDS:
-        return NoLanguageHead(model, f"the registry declares lm_head {head!r}: no language-model head")
+    if head not in _HEAD_KINDS:
+        return _NoLanguageHead(model, f"the registry declares lm_head {head!r}: no language-model head")
     fam = FAMILIES.get(settings.family)
-    if fam is None or fam.entry != HF_ENTRY:
-        return NoLanguageHead(model, f"family {settings.family!r} has no language-model head loader in GENEB")
+    if fam is None or fam.entry != _HF_ENTRY:
+        return _NoLanguageHead(model, f"family {settings.family!r} has no language-model head loader in GENEB")
     from geneb.encoders.families.hf import HFLanguageModelEncoder, NoLanguageHeadError
     from geneb.encoders.protocol import deferred_load_checks
 
@@ -412,23 +417,23 @@ def load_language_model(
         with deferred_load_checks():  # the embedding probes (padding, pooling) do not concern the head
             encoder = HFLanguageModelEncoder(settings, head=head, device=device, where=where, progress=False)
     except NoLanguageHeadError as err:
-        return NoLanguageHead(model, str(err))
-    return language_model_from_encoder(encoder, head)
+        return _NoLanguageHead(model, str(err))
+    return _language_model_from_encoder(encoder, head)
 
 
-def language_model_from_encoder(encoder: Any, head: HeadKind) -> LanguageModel | NoLanguageHead:
-    """Wrap a loaded head adapter (its network returns `.logits`) as a `LanguageModel`: its tokenizer's view,
+def _language_model_from_encoder(encoder: Any, head: _HeadKind) -> _LanguageModel | _NoLanguageHead:
+    """Wrap a loaded head adapter (its network returns `.logits`) as a `_LanguageModel`: its tokenizer's view,
     the special tokens the adapter found (`prefix`, `suffix`), the mask token and the usable maximum length."""
     model = str(encoder.model_id)
     tokenizer = encoder.tokenizer
     mask_id = getattr(tokenizer, "mask_token_id", None)
     if head == "masked" and mask_id is None:
-        return NoLanguageHead(model, "a masked language model whose tokenizer has no mask token")
+        return _NoLanguageHead(model, "a masked language model whose tokenizer has no mask token")
     try:
         tokenize = _tokenize_view(tokenizer, encoder.extraction.input_transform)
     except ValueError as err:
-        return NoLanguageHead(model, str(err))
-    return LanguageModel(
+        return _NoLanguageHead(model, str(err))
+    return _LanguageModel(
         name=model,
         kind=head,
         network=encoder.model,
@@ -444,7 +449,7 @@ def language_model_from_encoder(encoder: Any, head: HeadKind) -> LanguageModel |
     )
 
 
-def _tokenize_view(tokenizer: Any, transform: Any = None) -> Tokenize:
+def _tokenize_view(tokenizer: Any, transform: Any = None) -> _Tokenize:
     """How the model's tokenizer places its tokens on the window. An `overlapping-kmers` input transform
     (DNABERT-1: the tokenizer reads space-separated k-mers): one k-mer per start, ids from the tokenizer's
     vocabulary. A fast tokenizer: its character offsets. A slow one (NT's EsmTokenizer, HyenaDNA's character
@@ -453,13 +458,13 @@ def _tokenize_view(tokenizer: Any, transform: Any = None) -> Tokenize:
     placed."""
     kind = getattr(transform, "kind", None)
     if kind == "overlapping-kmers":
-        return overlapping_kmer_tokenize(_upper_vocab(tokenizer.get_vocab()), int(transform.k))
+        return _overlapping_kmer_tokenize(_upper_vocab(tokenizer.get_vocab()), int(transform.k))
     if kind is not None:
         raise ValueError(f"input_transform {kind!r}: the llr scorer has no token rule for it")
     if getattr(tokenizer, "is_fast", False):
-        return hf_tokenize(tokenizer)
+        return _hf_tokenize(tokenizer)
 
-    def tokenize(text: str) -> AlleleTokens:
+    def tokenize(text: str) -> _AlleleTokens:
         ids = [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
         words = [str(w) for w in tokenizer.convert_ids_to_tokens(ids)]
         if "".join(words).upper() != text.upper():
@@ -471,7 +476,7 @@ def _tokenize_view(tokenizer: Any, transform: Any = None) -> Tokenize:
         for word in words:
             spans.append((start, start + len(word)))
             start += len(word)
-        return AlleleTokens(tuple(ids), tuple(spans))
+        return _AlleleTokens(tuple(ids), tuple(spans))
 
     return tokenize
 
@@ -481,16 +486,16 @@ def _upper_vocab(vocab: dict[str, int]) -> dict[str, int]:
     return {**vocab, **{w.upper(): i for w, i in vocab.items() if w.isalpha()}}
 
 
-DEFAULT_BATCH_SIZE = 32
+_DEFAULT_BATCH_SIZE = 32
 #: the masked pseudo-log-likelihood of a paired task masks every PLL_STRIDE-th token together, PLL_STRIDE passes per
 #: window (each token masked once, 12.5 % of the window hidden per pass, near the 15 % a BERT-style model is
 #: pretrained with) instead of one pass per token (Salazar et al. 2020, "Masked Language Model Scoring"), which costs
 #: a forward pass per base; a window of at most PLL_STRIDE tokens gets the exact one-token-at-a-time PLL
-PLL_STRIDE = 8
+_PLL_STRIDE = 8
 
 
 @dataclass(frozen=True)
-class Query:
+class _Query:
     """One model input and what it adds to its row: score[row] += weight * sum_j log p(targets[j] at cols[j])."""
 
     row: int
@@ -501,27 +506,27 @@ class Query:
 
 
 def score_llr(
-    model: object, task: ZeroShotTask, *, batch_size: int = DEFAULT_BATCH_SIZE, strands: int = 2
+    model: object, task: ZeroShotTask, *, batch_size: int = _DEFAULT_BATCH_SIZE, strands: int = 2
 ) -> pd.DataFrame | NotApplicable:
-    """The `llr` RowScores of `task` under `model` (batched: `batch_size` inputs per forward pass, `run_batched`).
+    """The `llr` RowScores of `task` under `model` (batched: `batch_size` inputs per forward pass, `_run_batched`).
 
-    model: a `LanguageModel` (geneb.zeroshot.llr.load_language_model); anything else (an embedding-only
-    encoder, a `NoLanguageHead`) gives NotApplicable with its reason. strands: 2 averages both strands, 1 scores
+    model: a `_LanguageModel` (geneb.zeroshot.llr.load_language_model); anything else (an embedding-only
+    encoder, a `_NoLanguageHead`) gives NotApplicable with its reason. strands: 2 averages both strands, 1 scores
     the given strand only. Returns the RowScores frame (scores in nats; direction of geneb.zeroshot.task).
     Raises ValueError naming the task and every row concerned (the first five shown) for an input longer than
     the model's `max_tokens`, a variant whose base the tokenizer drops or whose ref is not the window's base."""
-    if not isinstance(model, LanguageModel):
+    if not isinstance(model, _LanguageModel):
         name = str(getattr(model, "model", getattr(model, "name", type(model).__name__)))
         reason = str(getattr(model, "reason", f"{type(model).__name__} has no language-model head"))
         return NotApplicable(model=name, task=task.name, scorer=LLR, reason=reason)
-    queries = build_queries(model, task, strands=strands, full_causal=False)
-    return row_scores(task, LLR, run_batched(model, queries, task.n, batch_size=batch_size))
+    queries = _build_queries(model, task, strands=strands, full_causal=False)
+    return row_scores(task, LLR, _run_batched(model, queries, task.n, batch_size=batch_size))
 
 
-def score_llr_naive(model: LanguageModel, task: ZeroShotTask, *, strands: int = 2) -> pd.DataFrame:
+def score_llr_naive(model: _LanguageModel, task: ZeroShotTask, *, strands: int = 2) -> pd.DataFrame:
     """The reference for `score_llr`: one forward pass per (row, strand, allele) input, causal windows summed
     over every token (no shortcut). Same scores to float rounding; for the speed comparison and the tests."""
-    queries = build_queries(model, task, strands=strands, full_causal=True)
+    queries = _build_queries(model, task, strands=strands, full_causal=True)
     scores = np.zeros(task.n)
     for q in queries:
         values = model.log_probs_at(
@@ -535,13 +540,13 @@ def score_llr_naive(model: LanguageModel, task: ZeroShotTask, *, strands: int = 
     return row_scores(task, LLR, scores)
 
 
-def run_batched(model: LanguageModel, queries: list[Query], n_rows: int, *, batch_size: int) -> np.ndarray:
+def _run_batched(model: _LanguageModel, queries: list[_Query], n_rows: int, *, batch_size: int) -> np.ndarray:
     """Sum every query's weighted log-probabilities into (n_rows,) scores: identical inputs run once, sorted by
     length, `batch_size` per forward pass, padded on the right to the batch's longest where the model allows it
     (`LanguageModel.pads`), else only inputs of one length together (no padding)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    by_input: dict[tuple[int, ...], list[Query]] = defaultdict(list)
+    by_input: dict[tuple[int, ...], list[_Query]] = defaultdict(list)
     for q in queries:
         by_input[q.ids].append(q)
     inputs = sorted(by_input, key=len, reverse=True)
@@ -581,12 +586,12 @@ def run_batched(model: LanguageModel, queries: list[Query], n_rows: int, *, batc
     return scores
 
 
-def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, full_causal: bool) -> list[Query]:
+def _build_queries(model: _LanguageModel, task: ZeroShotTask, *, strands: int, full_causal: bool) -> list[_Query]:
     """Every query of `task` (see the module docstring). full_causal: sum a causal window over all its tokens
     (the naive reference) instead of from the first changed token on."""
     if strands not in (1, 2):
         raise ValueError(f"strands must be 1 or 2, got {strands}")
-    queries: list[Query] = []
+    queries: list[_Query] = []
     columns = {c: [str(v) for v in task.rows[c]] for c in REQUIRED_COLUMNS[task.kind]}
     bad: list[str] = []
     # a window shared by several variants (and its reverse strand) is tokenised once: the same text always
@@ -597,13 +602,13 @@ def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, ful
             if task.kind == "variant":
                 seq, pos = columns["sequence"][row], int(columns["pos"][row])
                 ref, alt = columns["ref"][row], columns["alt"][row]
-                views = [(seq, pos, ref, alt), reverse_variant(seq, pos, ref, alt)][:strands]
+                views = [(seq, pos, ref, alt), _reverse_variant(seq, pos, ref, alt)][:strands]
                 for view in views:
                     queries += _variant_queries(model, tokenize, row, *view, weight=1.0 / strands, full=full_causal)
             else:
                 for column, sign in (("sequence_a", 1.0), ("sequence_b", -1.0)):
                     seq = columns[column][row]
-                    for text in [seq, reverse_complement(seq)][:strands]:
+                    for text in [seq, _reverse_complement(seq)][:strands]:
                         queries += _likelihood_queries(model, row, tokenize(text), sign / strands)
         except ValueError as err:  # every bad row is reported at once
             bad.append(f"row {row}: {err}")
@@ -621,10 +626,10 @@ def build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, ful
     return queries
 
 
-def _memo(tokenize: Tokenize) -> Tokenize:
-    cache: dict[str, AlleleTokens] = {}
+def _memo(tokenize: _Tokenize) -> _Tokenize:
+    cache: dict[str, _AlleleTokens] = {}
 
-    def cached(text: str) -> AlleleTokens:
+    def cached(text: str) -> _AlleleTokens:
         if text not in cache:
             cache[text] = tokenize(text)
         return cache[text]
@@ -633,8 +638,8 @@ def _memo(tokenize: Tokenize) -> Tokenize:
 
 
 def _variant_queries(
-    model: LanguageModel,
-    tokenize: Tokenize,
+    model: _LanguageModel,
+    tokenize: _Tokenize,
     row: int,
     seq: str,
     pos: int,
@@ -643,9 +648,9 @@ def _variant_queries(
     *,
     weight: float,
     full: bool,
-) -> list[Query]:
+) -> list[_Query]:
     """The queries of one strand of a variant: score += weight * (log p(ref) - log p(alt))."""
-    vt = variant_tokens(tokenize, seq, pos, ref, alt)
+    vt = _variant_tokens(tokenize, seq, pos, ref, alt)
     if model.kind == "causal":
         first = 0 if full else vt.first
         return [
@@ -657,27 +662,27 @@ def _variant_queries(
         cols = tuple(len(model.prefix) + i for i in range(*vt.ref_span))
         ref_ids = vt.ref.ids[slice(*vt.ref_span)]
         alt_ids = vt.alt.ids[slice(*vt.alt_span)]
-        return [Query(row, ids, cols, ref_ids, weight), Query(row, ids, cols, alt_ids, -weight)]
+        return [_Query(row, ids, cols, ref_ids, weight), _Query(row, ids, cols, alt_ids, -weight)]
     return [
         _masked_span_query(model, row, vt.ref, vt.ref_span, weight),
         _masked_span_query(model, row, vt.alt, vt.alt_span, -weight),
     ]
 
 
-def _masked_input(model: LanguageModel, tokens: AlleleTokens, start: int, end: int) -> tuple[int, ...]:
+def _masked_input(model: _LanguageModel, tokens: _AlleleTokens, start: int, end: int) -> tuple[int, ...]:
     assert model.mask_id is not None  # LanguageModel checks it for a masked head
     body = tokens.ids[:start] + (model.mask_id,) * (end - start) + tokens.ids[end:]
     return model.prefix + body + model.suffix
 
 
 def _masked_span_query(
-    model: LanguageModel, row: int, tokens: AlleleTokens, span: tuple[int, int], weight: float
-) -> Query:
+    model: _LanguageModel, row: int, tokens: _AlleleTokens, span: tuple[int, int], weight: float
+) -> _Query:
     cols = tuple(len(model.prefix) + i for i in range(*span))
-    return Query(row, _masked_input(model, tokens, *span), cols, tokens.ids[slice(*span)], weight)
+    return _Query(row, _masked_input(model, tokens, *span), cols, tokens.ids[slice(*span)], weight)
 
 
-def _causal_queries(model: LanguageModel, row: int, tokens: AlleleTokens, first: int, weight: float) -> list[Query]:
+def _causal_queries(model: _LanguageModel, row: int, tokens: _AlleleTokens, first: int, weight: float) -> list[_Query]:
     """score += weight * sum of log p(token t | tokens before t) for t >= first that have a prediction."""
     ids = model.prefix + tokens.ids
     lead = len(model.prefix)
@@ -685,10 +690,10 @@ def _causal_queries(model: LanguageModel, row: int, tokens: AlleleTokens, first:
     if not predicted:
         return []
     cols = tuple(lead + t - 1 for t in predicted)
-    return [Query(row, ids, cols, tuple(tokens.ids[t] for t in predicted), weight)]
+    return [_Query(row, ids, cols, tuple(tokens.ids[t] for t in predicted), weight)]
 
 
-def _likelihood_queries(model: LanguageModel, row: int, tokens: AlleleTokens, weight: float) -> list[Query]:
+def _likelihood_queries(model: _LanguageModel, row: int, tokens: _AlleleTokens, weight: float) -> list[_Query]:
     """score += weight * per-base log-likelihood of one window (causal: predicted tokens over their bases;
     masked: strided pseudo-log-likelihood, PLL_STRIDE queries, over all bases)."""
     if model.kind == "causal":
@@ -700,19 +705,21 @@ def _likelihood_queries(model: LanguageModel, row: int, tokens: AlleleTokens, we
     bases = tokens.bases()
     if bases == 0:
         raise ValueError("empty window")
-    return [_strided_mask_query(model, row, tokens, r, weight / bases) for r in range(min(PLL_STRIDE, len(tokens.ids)))]
+    return [
+        _strided_mask_query(model, row, tokens, r, weight / bases) for r in range(min(_PLL_STRIDE, len(tokens.ids)))
+    ]
 
 
-def _strided_mask_query(model: LanguageModel, row: int, tokens: AlleleTokens, offset: int, weight: float) -> Query:
+def _strided_mask_query(model: _LanguageModel, row: int, tokens: _AlleleTokens, offset: int, weight: float) -> _Query:
     """One pass of the strided pseudo-log-likelihood: every token at offset, offset + PLL_STRIDE, ... masked together
     and each read at its own position."""
     assert model.mask_id is not None  # LanguageModel checks it for a masked head
-    picked = range(offset, len(tokens.ids), PLL_STRIDE)
+    picked = range(offset, len(tokens.ids), _PLL_STRIDE)
     body = list(tokens.ids)
     for i in picked:
         body[i] = model.mask_id
     cols = tuple(len(model.prefix) + i for i in picked)
-    return Query(row, model.prefix + tuple(body) + model.suffix, cols, tuple(tokens.ids[i] for i in picked), weight)
+    return _Query(row, model.prefix + tuple(body) + model.suffix, cols, tuple(tokens.ids[i] for i in picked), weight)
 
 
 def llr_scores(model: ZeroShotModel, task: ZeroShotTask) -> pd.DataFrame | NotApplicable:
@@ -729,12 +736,12 @@ def llr_scores(model: ZeroShotModel, task: ZeroShotTask) -> pd.DataFrame | NotAp
     if LLR not in model.loaded:
         device = str(getattr(model.encoder, "device", "cpu"))
         model.loaded[LLR] = (
-            NoLanguageHead(model.name, f"the registry declares lm_head {model.lm_head!r}: no language-model head")
+            _NoLanguageHead(model.name, f"the registry declares lm_head {model.lm_head!r}: no language-model head")
             if model.lm_head == "none"
             else load_language_model(model.settings, head=model.lm_head, device=device)
         )
     lm = model.loaded[LLR]
-    if isinstance(lm, NoLanguageHead):
+    if isinstance(lm, _NoLanguageHead):
         return NotApplicable(model.name, task.name, LLR, lm.reason)
     return score_llr(lm, task)
 

@@ -35,22 +35,22 @@ from geneb.zeroshot.task import CatalogueEntry
 #: every 520-base window is real sequence), not a source of any built zero-shot task
 PRETRAINING_TASK = "prelnc_mouse_lncrna_vs_mrna__resplit"
 #: bases per training window: the longest built zero-shot window (512 bases) fits with room to spare
-WINDOW = 520
+_WINDOW = 520
 #: optimiser steps and windows per step: the causal model's loss is flat (about 1.34 nats per base) from about
 #: step 50 of 32 windows on; 150 steps of 8 windows keep both models to a few CPU minutes
-STEPS = 150
-BATCH = 8
-SEED = 0
+_STEPS = 150
+_BATCH = 8
+_SEED = 0
 #: the registry id of each reference model -> its head kind
-REFERENCE_LMS: dict[str, str] = {"geneb-tiny-mlm": "masked", "geneb-tiny-clm": "causal"}
-DEFAULT_OUT = Path("resources/reference_lms")
+_REFERENCE_LMS: dict[str, str] = {"geneb-tiny-mlm": "masked", "geneb-tiny-clm": "causal"}
+_DEFAULT_OUT = Path("resources/reference_lms")
 #: the provenance file the pretraining writes into each model folder (`pretrain_reference_lm`)
-PROVENANCE_FILE = "geneb_pretraining.json"
+_PROVENANCE_FILE = "geneb_pretraining.json"
 #: the tokenizer's special tokens and bases, in vocabulary order (one token per base)
-SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-BASES = ("A", "C", "G", "T", "N")
+_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_BASES = ("A", "C", "G", "T", "N")
 #: BERT's masking rate (Devlin et al. 2019)
-MASK_RATE = 0.15
+_MASK_RATE = 0.15
 
 
 @dataclass(frozen=True)
@@ -80,19 +80,19 @@ def check_pretraining_task(catalogue: Iterable[CatalogueEntry], task: str = PRET
 
 def pretraining_task_of(folder: str | Path) -> str | None:
     """The task a GENEB-made model folder was pretrained on (its geneb_pretraining.json), None for any other model."""
-    record = Path(folder) / PROVENANCE_FILE
+    record = Path(folder) / _PROVENANCE_FILE
     if not record.is_file():
         return None
     task = json.loads(record.read_text()).get("data", {}).get("task")
     return str(task) if task else None
 
 
-def write_base_tokenizer(folder: Path, kind: str) -> Any:
+def _write_base_tokenizer(folder: Path, kind: str) -> Any:
     """A fast one-base tokenizer saved into `folder`; masked adds [CLS] ... [SEP], causal [CLS] only."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {t: i for i, t in enumerate((*SPECIALS, *BASES))}
+    vocab = {t: i for i, t in enumerate((*_SPECIALS, *_BASES))}
     core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     template = "[CLS] $A [SEP]" if kind == "masked" else "[CLS] $A"
@@ -160,7 +160,7 @@ def pretrain_reference_lm(
     if not usable:
         raise ValueError(f"no sequence of at least {settings.window} bases to train on")
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = write_base_tokenizer(out, settings.kind)
+    tokenizer = _write_base_tokenizer(out, settings.kind)
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
     model = _network(settings, len(tokenizer), settings.window + 2)
@@ -177,7 +177,7 @@ def pretrain_reference_lm(
             texts.append(usable[i][start : start + settings.window])
         ids = torch.as_tensor(tokenizer(texts)["input_ids"], dtype=torch.long)
         if settings.kind == "masked":
-            chosen = torch.as_tensor(rng.random(ids.shape) < MASK_RATE)
+            chosen = torch.as_tensor(rng.random(ids.shape) < _MASK_RATE)
             chosen[:, 0] = chosen[:, -1] = False  # never the [CLS] / [SEP]
             labels = torch.where(chosen, ids, torch.full_like(ids, -100))
             loss = model(input_ids=torch.where(chosen, torch.full_like(ids, mask_id), ids), labels=labels).loss
@@ -200,18 +200,18 @@ def pretrain_reference_lm(
         "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,
     }
-    (out / PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    (out / _PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n")
     return record
 
 
 def _wanted(kind: str, train: Path) -> dict[str, Any]:
     return {
-        "settings": asdict(ReferenceLMSettings(kind=kind, window=WINDOW, steps=STEPS, batch=BATCH, seed=SEED)),
+        "settings": asdict(ReferenceLMSettings(kind=kind, window=_WINDOW, steps=_STEPS, batch=_BATCH, seed=_SEED)),
         "data": {"task": PRETRAINING_TASK, "train_sha256": file_sha256(train, 64)},
     }
 
 
-def build_reference_lms(task_source: str | Path, out: str | Path = DEFAULT_OUT) -> list[tuple[str, Path, str]]:
+def build_reference_lms(task_source: str | Path, out: str | Path = _DEFAULT_OUT) -> list[tuple[str, Path, str]]:
     """Pretrain each reference model into `out`/<registry id>/ from the mirror folder `task_source`, unless the
     folder already holds one made with the same settings from the same training file. Each model is written to a
     temporary folder and renamed into place, so a killed run leaves no half-written model. Returns (id, folder,
@@ -223,10 +223,10 @@ def build_reference_lms(task_source: str | Path, out: str | Path = DEFAULT_OUT) 
         raise FileNotFoundError(f"reference language models: no training split {train} (task {PRETRAINING_TASK})")
     done: list[tuple[str, Path, str]] = []
     sequences: list[str] | None = None  # read once, and only when a model is built
-    for name, kind in REFERENCE_LMS.items():
+    for name, kind in _REFERENCE_LMS.items():
         folder = Path(out) / name
         wanted = _wanted(kind, train)
-        record = folder / PROVENANCE_FILE
+        record = folder / _PROVENANCE_FILE
         if record.is_file():
             found = json.loads(record.read_text())
             if {k: found.get(k) for k in wanted} == wanted:

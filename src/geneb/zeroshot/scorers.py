@@ -30,7 +30,7 @@ Conventions (docs/zeroshot.md):
   the forward and reverse-complement strands;
 * variant effect score = log p(ref window) - log p(alt window): an alt the background finds less likely scores
   higher (larger = stronger predicted effect, the `RowScores` direction). Only the k+1 windows holding the variant
-  differ between the two, so only those are evaluated (`variant_effects`; equal to a full recomputation);
+  differ between the two, so only those are evaluated (`_variant_effects`; equal to a full recomputation);
 * paired score = per-scored-base log-likelihood of `sequence_a` minus that of `sequence_b` (larger = prefers a).
 
 Torch-free.
@@ -155,15 +155,15 @@ def klet_counts(sequence: str, k: int) -> dict[str, int]:
 #: Language Processing", section 3.5)
 PSEUDOCOUNT = 1.0
 #: the code of a base outside A/C/G/T (N or any other letter, or a position outside the sequence)
-NO_BASE = -1
-_CODES = np.full(256, NO_BASE, dtype=np.int8)
+_NO_BASE = -1
+_CODES = np.full(256, _NO_BASE, dtype=np.int8)
 for _i, _b in enumerate("ACGT"):
     _CODES[ord(_b)] = _i
     _CODES[ord(_b.lower())] = _i  # the model-input form is upper case (geneb.tasks.validation.model_input)
 _COMPLEMENT = np.array([3, 2, 1, 0], dtype=np.int8)  # A<->T, C<->G on the codes
 
 
-class BackgroundLeakError(ValueError):
+class _BackgroundLeakError(ValueError):
     """A baseline's background includes the scored task or a task its rows were built from."""
 
 
@@ -203,14 +203,14 @@ def check_background(task: ZeroShotTask, background: Background) -> None:
     forbidden = {task.name, *task.source_tasks}
     overlap = sorted(forbidden & set(background.tasks))
     if overlap:
-        raise BackgroundLeakError(
+        raise _BackgroundLeakError(
             f"zero-shot task {task.name}: the Markov background includes {overlap} (the task itself or a task "
             f"its rows were built from: {sorted(forbidden)}); fit the baseline on other tasks' sequences"
         )
 
 
 @dataclass(frozen=True)
-class MarkovChain:
+class _MarkovChain:
     """A fitted order-`order` chain. log_prob: float64 (4**(order+1),), natural-log p(next | context) indexed
     by the (order+1)-mer's base-4 code (A=0, C=1, G=2, T=3, first base most significant). counts: the
     background (order+1)-mer counts (both strands), same index; pseudocount: the additive smoothing used;
@@ -227,15 +227,15 @@ class MarkovChain:
         return markov_scorer(self.order)
 
 
-def encode(sequence: str) -> np.ndarray:
+def _encode(sequence: str) -> np.ndarray:
     """Base codes int8 (L,): A=0, C=1, G=2, T=3 (either case), NO_BASE for any other letter."""
     return _CODES[np.frombuffer(sequence.encode("ascii"), dtype=np.uint8)]
 
 
-def reverse_complement_codes(codes: np.ndarray) -> np.ndarray:
+def _reverse_complement_codes(codes: np.ndarray) -> np.ndarray:
     """The reverse complement of base codes (L,) or (n, L) along the last axis; NO_BASE stays NO_BASE."""
     flipped = codes[..., ::-1]
-    return np.where(flipped >= 0, _COMPLEMENT[np.clip(flipped, 0, 3)], NO_BASE).astype(np.int8)
+    return np.where(flipped >= 0, _COMPLEMENT[np.clip(flipped, 0, 3)], _NO_BASE).astype(np.int8)
 
 
 def _window_index(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -253,7 +253,7 @@ def _windows(codes: np.ndarray, width: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(codes, width, axis=-1)
 
 
-def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUDOCOUNT) -> MarkovChain:
+def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUDOCOUNT) -> _MarkovChain:
     """Fit an order-`order` chain on both strands of `background`'s sequences: p(b | context) =
     (count(context b) + pseudocount) / (count(context) + 4 * pseudocount), windows holding N left out.
 
@@ -265,8 +265,8 @@ def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUD
     size = 4 ** (order + 1)
     counts = np.zeros(size, dtype=np.int64)
     for seq in background.sequences:
-        codes = encode(seq)
-        for strand in (codes, reverse_complement_codes(codes)):
+        codes = _encode(seq)
+        for strand in (codes, _reverse_complement_codes(codes)):
             index, valid = _window_index(_windows(strand, order + 1))
             counts += np.bincount(index[valid], minlength=size)
     if counts.sum() == 0:
@@ -276,21 +276,21 @@ def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUD
         )
     by_context = counts.reshape(-1, 4).astype(np.float64) + pseudocount
     log_prob = np.log(by_context / by_context.sum(axis=1, keepdims=True)).reshape(-1)
-    return MarkovChain(order, log_prob, counts, float(pseudocount), background.tasks)
+    return _MarkovChain(order, log_prob, counts, float(pseudocount), background.tasks)
 
 
-def log_likelihood(chain: MarkovChain, sequence: str) -> tuple[float, int]:
+def log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:
     """(log-likelihood in nats, number of scored bases) of one strand of `sequence`: the sum of log p(base |
     its `order` preceding bases) over every position from `order` on whose window holds no N."""
-    index, valid = _window_index(_windows(encode(sequence), chain.order + 1))
+    index, valid = _window_index(_windows(_encode(sequence), chain.order + 1))
     return float(chain.log_prob[index[valid]].sum()), int(valid.sum())
 
 
-def both_strands_log_likelihood(chain: MarkovChain, sequence: str) -> tuple[float, int]:
+def _both_strands_log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:
     """(mean of the forward and reverse-complement log-likelihoods, scored bases per strand)."""
-    codes = encode(sequence)
+    codes = _encode(sequence)
     totals = []
-    for strand in (codes, reverse_complement_codes(codes)):
+    for strand in (codes, _reverse_complement_codes(codes)):
         index, valid = _window_index(_windows(strand, chain.order + 1))
         totals.append(float(chain.log_prob[index[valid]].sum()))
     return (totals[0] + totals[1]) / 2, int(valid.sum())  # both strands score the same windows
@@ -322,14 +322,14 @@ def _check_variant_rows(task: ZeroShotTask) -> tuple[list[str], np.ndarray, np.n
 def _local_segments(seqs: Sequence[str], pos: np.ndarray, order: int) -> np.ndarray:
     """int8 (n, 2*order+1): the bases from pos-order to pos+order of each sequence, NO_BASE outside it."""
     n, half = len(seqs), order
-    out = np.full((n, 2 * half + 1), NO_BASE, dtype=np.int8)
+    out = np.full((n, 2 * half + 1), _NO_BASE, dtype=np.int8)
     for i, (seq, p) in enumerate(zip(seqs, pos)):
         lo, hi = max(0, p - half), min(len(seq), p + half + 1)
-        out[i, lo - (p - half) : hi - (p - half)] = encode(seq[lo:hi])
+        out[i, lo - (p - half) : hi - (p - half)] = _encode(seq[lo:hi])
     return out
 
 
-def _local_delta(chain: MarkovChain, segments: np.ndarray, ref: np.ndarray, alt: np.ndarray) -> np.ndarray:
+def _local_delta(chain: _MarkovChain, segments: np.ndarray, ref: np.ndarray, alt: np.ndarray) -> np.ndarray:
     """log p(ref) - log p(alt) over the order+1 windows through the centre of each segment (n, 2*order+1)."""
     centre = chain.order
     with_ref, with_alt = segments.copy(), segments.copy()
@@ -341,8 +341,8 @@ def _local_delta(chain: MarkovChain, segments: np.ndarray, ref: np.ndarray, alt:
     return np.asarray(deltas[0] - deltas[1], dtype=np.float64)
 
 
-def variant_effects(
-    chain: MarkovChain, seqs: Sequence[str], pos: np.ndarray, ref: np.ndarray, alt: np.ndarray
+def _variant_effects(
+    chain: _MarkovChain, seqs: Sequence[str], pos: np.ndarray, ref: np.ndarray, alt: np.ndarray
 ) -> np.ndarray:
     """Effect scores float64 (n,): log p(window with ref) - log p(window with alt), averaged over both strands.
 
@@ -352,11 +352,11 @@ def variant_effects(
     segments = _local_segments(seqs, pos, chain.order)
     forward = _local_delta(chain, segments, ref, alt)
     # the reverse strand: the segment reversed and complemented, the variant's bases complemented
-    reverse = _local_delta(chain, reverse_complement_codes(segments), _COMPLEMENT[ref], _COMPLEMENT[alt])
+    reverse = _local_delta(chain, _reverse_complement_codes(segments), _COMPLEMENT[ref], _COMPLEMENT[alt])
     return (forward + reverse) / 2
 
 
-def markov_scores(task: ZeroShotTask, chain: MarkovChain, background: Background) -> pd.DataFrame:
+def markov_scores(task: ZeroShotTask, chain: _MarkovChain, background: Background) -> pd.DataFrame:
     """The `RowScores` frame of scorer `markov-<order>` for `task` (variant effects or paired preferences, module
     docstring). Raises BackgroundLeakError when `background` (the one `chain` was fitted on) includes the task
     or its source tasks; ValueError naming the rows for a variant row whose pos/ref/alt is off or not A/C/G/T,
@@ -369,13 +369,13 @@ def markov_scores(task: ZeroShotTask, chain: MarkovChain, background: Background
         )
     if task.kind == "variant":
         seqs, pos, ref, alt = _check_variant_rows(task)
-        return row_scores(task, chain.scorer, variant_effects(chain, seqs, pos, ref, alt))
+        return row_scores(task, chain.scorer, _variant_effects(chain, seqs, pos, ref, alt))
     per_base = {}
     empty = []
     for column in ("sequence_a", "sequence_b"):
         values = np.zeros(task.n)
         for i, seq in enumerate(task.rows[column].astype(str)):
-            total, scored = both_strands_log_likelihood(chain, seq)
+            total, scored = _both_strands_log_likelihood(chain, seq)
             if scored == 0:
                 empty.append(f"row {int(task.rows.index[i])} {column}")
             values[i] = total / max(scored, 1)
@@ -390,7 +390,7 @@ def markov_scores(task: ZeroShotTask, chain: MarkovChain, background: Background
 
 #: the name the scorer dispatch knows the two distances by (geneb.zeroshot.scorers)
 EMBEDDING = "embedding"
-PAIRED_REASON = "a paired task needs a likelihood; an embedding distance gives no preference"
+_PAIRED_REASON = "a paired task needs a likelihood; an embedding distance gives no preference"
 
 
 def variant_windows(task: ZeroShotTask) -> tuple[list[str], list[str]]:
@@ -433,15 +433,15 @@ def embedding_distances(ref: np.ndarray, alt: np.ndarray, *, where: str = "") ->
     return np.clip(cosine, 0.0, 2.0), np.linalg.norm(ref - alt, axis=1)  # clip: float rounding below 0 at identity
 
 
-def embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFrame | NotApplicable]:
+def _embedding_scores(model: ZeroShotModel, task: ZeroShotTask) -> list[pd.DataFrame | NotApplicable]:
     """The `embedding-cosine` and `embedding-euclidean` `RowScores` frames of a variant task (`pooled_scores`),
-    and their at-variant twins or NotApplicable for them (`at_variant_scores`; module docstring); NotApplicable
+    and their at-variant twins or NotApplicable for them (`_at_variant_scores`; module docstring); NotApplicable
     for all four on a paired task. Raises what `variant_windows` and `embedding_distances` raise, and the
     encoder's errors (naming model, task and row)."""
     if task.kind != "variant":
-        return [NotApplicable(model.name, task.name, s, PAIRED_REASON) for s in EMBEDDING_SCORERS]
+        return [NotApplicable(model.name, task.name, s, _PAIRED_REASON) for s in EMBEDDING_SCORERS]
     refs, alts = variant_windows(task)
-    return [*pooled_scores(model, task, refs, alts), *at_variant_scores(model, task, refs, alts)]
+    return [*pooled_scores(model, task, refs, alts), *_at_variant_scores(model, task, refs, alts)]
 
 
 def pooled_scores(model: ZeroShotModel, task: ZeroShotTask, refs: list[str], alts: list[str]) -> list[pd.DataFrame]:
@@ -462,7 +462,7 @@ def pooled_scores(model: ZeroShotModel, task: ZeroShotTask, refs: list[str], alt
     return [row_scores(task, EMBEDDING_COSINE, cosine), row_scores(task, EMBEDDING_EUCLIDEAN, euclidean)]
 
 
-def at_variant_scores(
+def _at_variant_scores(
     model: ZeroShotModel, task: ZeroShotTask, refs: list[str], alts: list[str]
 ) -> list[pd.DataFrame | NotApplicable]:
     """The `embedding-cosine-at-variant` and `embedding-euclidean-at-variant` frames of a variant task whose ref
@@ -502,10 +502,10 @@ def at_variant_scores(
     return [row_scores(task, names[0], cosine), row_scores(task, names[1], euclidean)]
 
 
-ScorerOutput = pd.DataFrame | NotApplicable | Sequence[pd.DataFrame | NotApplicable]
-Scorer = Callable[[ZeroShotModel, ZeroShotTask], ScorerOutput]
+_ScorerOutput = pd.DataFrame | NotApplicable | Sequence[pd.DataFrame | NotApplicable]
+Scorer = Callable[[ZeroShotModel, ZeroShotTask], _ScorerOutput]
 #: the scorers a name in `scorers=` selects; a new scorer is one entry here
-SCORERS: dict[str, Scorer] = {LLR: llr_scores, EMBEDDING: embedding_scores}
+SCORERS: dict[str, Scorer] = {LLR: llr_scores, EMBEDDING: _embedding_scores}
 
 
 def scorer_table(scorers: Sequence[str] | Mapping[str, Scorer]) -> dict[str, Scorer]:
@@ -519,7 +519,7 @@ def scorer_table(scorers: Sequence[str] | Mapping[str, Scorer]) -> dict[str, Sco
     return {s: SCORERS[s] for s in scorers}
 
 
-def _outputs(output: ScorerOutput) -> list[pd.DataFrame | NotApplicable]:
+def _outputs(output: _ScorerOutput) -> list[pd.DataFrame | NotApplicable]:
     if isinstance(output, (pd.DataFrame, NotApplicable)):
         return [output]
     return list(output)

@@ -23,7 +23,7 @@ Torch-free.
 
 The zero-shot leaderboard and how its ranking relates to the probe leaderboard's.
 
-* `zeroshot_leaderboard`: per (model, scorer), each task's primary metric (AUROC for a variant task, paired
+* `_zeroshot_leaderboard`: per (model, scorer), each task's primary metric (AUROC for a variant task, paired
   accuracy for a paired one: both 0.5 at chance, so a mean over tasks of both kinds is meaningful) and a `macro`
   row, the mean over the configured zero-shot tasks of the kinds the scorer applies to (its `scope`:
   `geneb.zeroshot.task.scorer_kinds`; the embedding distances score variant tasks only, by construction). A
@@ -32,7 +32,7 @@ The zero-shot leaderboard and how its ranking relates to the probe leaderboard's
   `incomplete_reason` names the tasks and why (a not-applicable reason is shown as given), so a model never wins on
   the tasks it happens to have. Macro rows are ranked among the entries of the same scope (their means cover the
   same tasks), task rows among the entries of the task; 1 = best, ties sharing the lowest rank.
-* `zeroshot_vs_probe`: Kendall's tau-b (scipy.stats.kendalltau) between each scorer's macro zero-shot ranking
+* `_zeroshot_vs_probe`: Kendall's tau-b (scipy.stats.kendalltau) between each scorer's macro zero-shot ranking
   and the probe leaderboard's macro ranking of the same models, per (protocol, regime), with a seeded percentile
   bootstrap CI over models (models resampled with replacement; resamples with fewer than 3 distinct models or a
   constant side are skipped and counted).
@@ -75,20 +75,20 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "task", "scorer", "metric", "group", "value", "ci_low", "ci_high", "n", "n_positive", "p_value", "n_boot",
     "seed", "ci_level", "note",
 )  # fmt: skip
-ALL = "all"
-WEIGHTED_MEAN = "weighted-mean"
+_ALL = "all"
+_WEIGHTED_MEAN = "weighted-mean"
 N_BOOT = 1000
-CI_LEVEL = 0.95
+_CI_LEVEL = 0.95
 
-Metric = Callable[[np.ndarray, np.ndarray], float]
+_Metric = Callable[[np.ndarray, np.ndarray], float]
 #: variant metrics: (labels int (n,), scores float (n,)) -> value, the point estimates
-VARIANT_METRICS: dict[str, Metric] = {
+_VARIANT_METRICS: dict[str, _Metric] = {
     "auroc": lambda y, s: float(roc_auc_score(y, s)),
     "auprc": lambda y, s: float(average_precision_score(y, s)),
 }
 
 
-def resampled_auroc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+def _resampled_auroc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """AUROC of each resample, float64 (b,), from labels and scores (b, n) with both classes in every row: the
     Mann-Whitney form (mean rank of the positives, ties at mid-rank; `scipy.stats.rankdata`), equal to
     `roc_auc_score` (its trapezoids count a tie as 1/2), vectorised because a bootstrap calls it thousands of times."""
@@ -98,7 +98,7 @@ def resampled_auroc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return np.asarray(((ranks * labels).sum(axis=1) - positives * (positives + 1) / 2) / (positives * negatives))
 
 
-def resampled_auprc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+def _resampled_auprc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Average precision of each resample, float64 (b,), as `average_precision_score` defines it (sum over the
     distinct score thresholds of recall gained x precision there; tied scores are one threshold), vectorised."""
     order = np.argsort(-scores, axis=1, kind="stable")
@@ -115,20 +115,20 @@ def resampled_auprc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 #: the same metrics over bootstrap resamples: (labels (b, n), scores (b, n)) -> (b,)
-RESAMPLED_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "auroc": resampled_auroc,
-    "auprc": resampled_auprc,
+_RESAMPLED_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "auroc": _resampled_auroc,
+    "auprc": _resampled_auprc,
 }
-PAIRED_ACCURACY = "paired_accuracy"
+_PAIRED_ACCURACY = "paired_accuracy"
 
 
-def paired_accuracy(scores: np.ndarray) -> np.ndarray:
+def _paired_accuracy(scores: np.ndarray) -> np.ndarray:
     """Share of rows with score > 0, a tie (score == 0) counting 0.5, along the last axis: (n,) -> scalar array,
     (b, n) -> (b,)."""
     return np.asarray(((scores > 0) + 0.5 * (scores == 0)).mean(axis=-1), dtype=np.float64)
 
 
-def sign_test(scores: np.ndarray) -> float:
+def _sign_test(scores: np.ndarray) -> float:
     """Exact two-sided sign test p-value of #(score > 0) among the rows with score != 0 (ties dropped), p = 0.5;
     NaN when every row is a tie."""
     nonzero = scores[scores != 0]
@@ -141,7 +141,7 @@ def _rng(seed: int, group: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(group.encode())])
 
 
-def stratified_resamples(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def _stratified_resamples(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap row indices int (n_boot, n): each stratum (a label) resampled with replacement to its own size."""
     out = np.empty((n_boot, len(strata)), dtype=np.int64)
     start = 0
@@ -155,7 +155,7 @@ def stratified_resamples(strata: np.ndarray, n_boot: int, rng: np.random.Generat
 def _interval(replicates: np.ndarray) -> tuple[float, float]:
     if len(replicates) == 0:
         return float("nan"), float("nan")
-    tail = (1 - CI_LEVEL) / 2 * 100
+    tail = (1 - _CI_LEVEL) / 2 * 100
     low, high = np.percentile(replicates, [tail, 100 - tail])
     return float(low), float(high)
 
@@ -172,7 +172,7 @@ def _groups(task: ZeroShotTask) -> list[tuple[str, np.ndarray]]:
     if not task.has_groups:
         return []
     labels = task.rows[GROUP_COLUMN].astype(str).to_numpy()
-    reserved = sorted({ALL, WEIGHTED_MEAN} & set(labels))
+    reserved = sorted({_ALL, _WEIGHTED_MEAN} & set(labels))
     if reserved:
         raise ValueError(f"zero-shot task {task.name}: group name(s) {reserved} are reserved for the summary rows")
     return [(str(g), np.flatnonzero(labels == g)) for g in sorted(set(labels))]
@@ -188,11 +188,11 @@ def _weighted_mean(
     note = f"groups left out (no value): {', '.join(left_out)}" if left_out else ""
     n = sum(p[1] for p in used)
     if not used:
-        return _row(task, scorer, metric, WEIGHTED_MEAN, float("nan"), np.array([]), 0, note=note or "no groups")
+        return _row(task, scorer, metric, _WEIGHTED_MEAN, float("nan"), np.array([]), 0, note=note or "no groups")
     weights = np.array([p[1] for p in used], dtype=np.float64) / n
     value = float(np.dot(weights, [p[2] for p in used]))
     reps = np.stack([p[3] for p in used]).T @ weights
-    return _row(task, scorer, metric, WEIGHTED_MEAN, value, reps, n, note=note)
+    return _row(task, scorer, metric, _WEIGHTED_MEAN, value, reps, n, note=note)
 
 
 def _variant_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int, seed: int) -> list[dict[str, object]]:  # fmt: skip
@@ -202,52 +202,52 @@ def _variant_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: in
         raise ValueError(f"zero-shot task {task.name}: labels must be 0 or 1, got {bad}")
     label = label.astype(np.int64)
     rows: list[dict[str, object]] = []
-    parts: dict[str, list[tuple[str, int, float, np.ndarray]]] = {m: [] for m in VARIANT_METRICS}
-    for group, members in [(ALL, np.arange(task.n)), *_groups(task)]:
+    parts: dict[str, list[tuple[str, int, float, np.ndarray]]] = {m: [] for m in _VARIANT_METRICS}
+    for group, members in [(_ALL, np.arange(task.n)), *_groups(task)]:
         y, s = label[members], score[members]
         n_pos = int(y.sum())
-        for metric, fn in VARIANT_METRICS.items():
+        for metric, fn in _VARIANT_METRICS.items():
             if n_pos in (0, len(y)):
                 what = "no effect rows (label 1)" if n_pos == 0 else "no control rows (label 0)"
                 row = _row(task.name, scorer, metric, group, float("nan"), np.array([]), len(y), n_positive=n_pos,
                            note=f"one class only: {what}")  # fmt: skip
                 rows.append(row)
-                if group != ALL:
+                if group != _ALL:
                     parts[metric].append((group, len(y), float("nan"), np.full(n_boot, np.nan)))
                 continue
-            idx = stratified_resamples(y, n_boot, _rng(seed, group))
+            idx = _stratified_resamples(y, n_boot, _rng(seed, group))
             value = fn(y, s)
-            reps = RESAMPLED_METRICS[metric](y[idx], s[idx])
+            reps = _RESAMPLED_METRICS[metric](y[idx], s[idx])
             rows.append(_row(task.name, scorer, metric, group, value, reps, len(y), n_positive=n_pos))
-            if group != ALL:
+            if group != _ALL:
                 parts[metric].append((group, len(y), value, reps))
     if task.has_groups:
-        rows += [_weighted_mean(task.name, scorer, metric, parts[metric]) for metric in VARIANT_METRICS]
+        rows += [_weighted_mean(task.name, scorer, metric, parts[metric]) for metric in _VARIANT_METRICS]
     return rows
 
 
 def _paired_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int, seed: int) -> list[dict[str, object]]:  # fmt: skip
     rows: list[dict[str, object]] = []
     parts: list[tuple[str, int, float, np.ndarray]] = []
-    for group, members in [(ALL, np.arange(task.n)), *_groups(task)]:
+    for group, members in [(_ALL, np.arange(task.n)), *_groups(task)]:
         s = score[members]
-        p_value = sign_test(s)
+        p_value = _sign_test(s)
         note = "every row a tie (score 0): no sign test" if not np.isfinite(p_value) else ""
-        idx = stratified_resamples(np.zeros(len(s), np.int64), n_boot, _rng(seed, group))
-        value = float(paired_accuracy(s))
-        reps = paired_accuracy(s[idx])
-        rows.append(_row(task.name, scorer, PAIRED_ACCURACY, group, value, reps, len(s), p_value=p_value, note=note))
-        if group != ALL:
+        idx = _stratified_resamples(np.zeros(len(s), np.int64), n_boot, _rng(seed, group))
+        value = float(_paired_accuracy(s))
+        reps = _paired_accuracy(s[idx])
+        rows.append(_row(task.name, scorer, _PAIRED_ACCURACY, group, value, reps, len(s), p_value=p_value, note=note))
+        if group != _ALL:
             parts.append((group, len(s), value, reps))
     if task.has_groups:
-        rows.append(_weighted_mean(task.name, scorer, PAIRED_ACCURACY, parts))
+        rows.append(_weighted_mean(task.name, scorer, _PAIRED_ACCURACY, parts))
     return rows
 
 
 def score_metrics(task: ZeroShotTask, scores: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """The metric rows (`METRIC_COLUMNS`) of one `RowScores` frame of `task` (module docstring).
 
-    value: the metric on all rows of the group; ci_low/ci_high: the percentile CI (`CI_LEVEL`) of `n_boot`
+    value: the metric on all rows of the group; ci_low/ci_high: the percentile CI (`_CI_LEVEL`) of `n_boot`
     seeded resamples; n: rows in the group; n_positive: label-1 rows (variant; NaN for paired); p_value: the sign
     test (paired; NaN for variant); note: why a value is NaN, or which groups a weighted mean left out.
     Raises ZeroShotScoreError for a frame that breaks the RowScores contract, ValueError for n_boot < 1, a
@@ -260,17 +260,17 @@ def score_metrics(task: ZeroShotTask, scores: pd.DataFrame, *, n_boot: int = N_B
     score = scores["score"].to_numpy(dtype=np.float64)
     build = _variant_rows if task.kind == "variant" else _paired_rows
     frame = pd.DataFrame(build(task, scorer, score, n_boot, seed))
-    frame["n_boot"], frame["seed"], frame["ci_level"] = n_boot, seed, CI_LEVEL
+    frame["n_boot"], frame["seed"], frame["ci_level"] = n_boot, seed, _CI_LEVEL
     return frame[list(METRIC_COLUMNS)]
 
 
 #: the metric that ranks a task of each kind (geneb.zeroshot.tables)
-PRIMARY_METRIC: Mapping[str, str] = {"variant": "auroc", "paired": "paired_accuracy"}
+_PRIMARY_METRIC: Mapping[str, str] = {"variant": "auroc", "paired": "paired_accuracy"}
 MACRO = "macro"
 #: how many tasks an `incomplete_reason` names before "and N more"
-MAX_NAMED = 5
+_MAX_NAMED = 5
 
-LEADERBOARD_COLUMNS: tuple[str, ...] = (
+_LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "model",
     "scorer",
     "task",
@@ -289,7 +289,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
 )
 
 
-def zeroshot_leaderboard(
+def _zeroshot_leaderboard(
     metrics: pd.DataFrame,
     task_kinds: Mapping[str, str],
     not_applicable: pd.DataFrame | None = None,
@@ -303,10 +303,10 @@ def zeroshot_leaderboard(
     macro row of each (model, scorer), sorted by scorer, rank. Raises ValueError for a task of unknown kind or a
     metrics row of a task not in `task_kinds` (its kind decides the metric, so it cannot be guessed).
     """
-    unknown_kinds = {t: k for t, k in task_kinds.items() if k not in PRIMARY_METRIC}
+    unknown_kinds = {t: k for t, k in task_kinds.items() if k not in _PRIMARY_METRIC}
     if unknown_kinds:
         raise ValueError(
-            f"zero-shot leaderboard: tasks of unknown kind {unknown_kinds} (kinds: {list(PRIMARY_METRIC)})"
+            f"zero-shot leaderboard: tasks of unknown kind {unknown_kinds} (kinds: {list(_PRIMARY_METRIC)})"
         )
     stray = sorted(set(metrics["task"]) - set(task_kinds))
     if stray:
@@ -314,7 +314,7 @@ def zeroshot_leaderboard(
     na = not_applicable if not_applicable is not None else pd.DataFrame(columns=["model", "task", "scorer", "reason"])
     primary = metrics[
         (metrics["group"] == "all")
-        & (metrics["metric"] == metrics["task"].map(lambda t: PRIMARY_METRIC[task_kinds[t]]))
+        & (metrics["metric"] == metrics["task"].map(lambda t: _PRIMARY_METRIC[task_kinds[t]]))
     ]
     entries = sorted(
         {(m, s) for m, s in zip(primary["model"], primary["scorer"])}
@@ -341,7 +341,7 @@ def zeroshot_leaderboard(
                     "scorer": scorer,
                     "task": task,
                     "kind": kind,
-                    "metric": PRIMARY_METRIC[kind],
+                    "metric": _PRIMARY_METRIC[kind],
                     "value": float(hit.value),
                     "ci_low": float(hit.ci_low),
                     "ci_high": float(hit.ci_high),
@@ -357,8 +357,8 @@ def zeroshot_leaderboard(
         complete = bool(values) and not lacks and all(np.isfinite(values))
         reason = ""
         if lacks:
-            named = "; ".join(lacks[:MAX_NAMED]) + (
-                f"; and {len(lacks) - MAX_NAMED} more" if len(lacks) > MAX_NAMED else ""
+            named = "; ".join(lacks[:_MAX_NAMED]) + (
+                f"; and {len(lacks) - _MAX_NAMED} more" if len(lacks) > _MAX_NAMED else ""
             )
             reason = f"lacks {len(lacks)} of {expected} tasks: {named}"
         elif not values:
@@ -381,18 +381,18 @@ def zeroshot_leaderboard(
                 "incomplete_reason": reason,
             }
         )
-    board = pd.DataFrame(rows, columns=[c for c in LEADERBOARD_COLUMNS if c != "rank"])
+    board = pd.DataFrame(rows, columns=[c for c in _LEADERBOARD_COLUMNS if c != "rank"])
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
     for _, part in board[board["complete"]].groupby(["task", "scope"]):
         board.loc[part.index, "rank"] = rank_desc(part["value"])
-    board = board[list(LEADERBOARD_COLUMNS)]
+    board = board[list(_LEADERBOARD_COLUMNS)]
     order = board.assign(_macro=board["task"] == MACRO).sort_values(
         ["_macro", "task", "rank", "model", "scorer"], na_position="last", kind="mergesort"
     )
     return order.drop(columns="_macro").reset_index(drop=True)
 
 
-def zeroshot_vs_probe(
+def _zeroshot_vs_probe(
     board: pd.DataFrame,
     probe_leaderboard: pd.DataFrame,
     *,
@@ -403,7 +403,7 @@ def zeroshot_vs_probe(
     """Kendall's tau-b between each scorer's zero-shot macro ranking and the probe macro ranking, per protocol and
     regime, over the models complete in both.
 
-    board: `zeroshot_leaderboard` output; probe_leaderboard: `leaderboard.parquet` rows (protocol, regime, model,
+    board: `_zeroshot_leaderboard` output; probe_leaderboard: `leaderboard.parquet` rows (protocol, regime, model,
     category, value, complete). Returns columns scorer, protocol, regime, tau, p_value, ci_low, ci_high, n_models,
     models, n_boot, n_boot_used, seed. Fewer than 3 shared models give NaN tau with n_models saying why.
     """
@@ -476,14 +476,14 @@ def _bootstrap_tau(
     return float(lo), float(hi), len(taus)
 
 
-NOT_APPLICABLE_COLUMNS = ("model", "task", "scorer", "reason")
+_NOT_APPLICABLE_COLUMNS = ("model", "task", "scorer", "reason")
 #: what the report's zero-shot section reads (geneb.report.sections), in the order the report rule passes them
 ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
-PROVENANCE_COLUMNS = ("scores_sha256", "data_sha256", "settings_hash", "geneb_version")
+_PROVENANCE_COLUMNS = ("scores_sha256", "data_sha256", "settings_hash", "geneb_version")
 
 
 @dataclass(frozen=True)
-class ZeroShotTables:
+class _ZeroShotTables:
     """The five tables of one run (module docstring)."""
 
     scores: pd.DataFrame
@@ -493,14 +493,14 @@ class ZeroShotTables:
     not_applicable: pd.DataFrame
 
 
-def zeroshot_tables(
+def _zeroshot_tables(
     tasks: Sequence[ZeroShotTask],
     score_files: Sequence[str | Path],
     probe_leaderboard: pd.DataFrame,
     *,
     n_boot: int,
     seed: int,
-) -> ZeroShotTables:
+) -> _ZeroShotTables:
     """Read every score file (each checked against its task: `read_score_file`) and compute the tables.
 
     tasks: the configured zero-shot tasks (each score file names one of them); score_files: the models' and the
@@ -530,18 +530,18 @@ def zeroshot_tables(
     metric_table = (
         pd.concat(metrics, ignore_index=True)
         if metrics
-        else pd.DataFrame(columns=["model", *METRIC_COLUMNS, *PROVENANCE_COLUMNS])
+        else pd.DataFrame(columns=["model", *METRIC_COLUMNS, *_PROVENANCE_COLUMNS])
     )
-    metric_table = metric_table[["model", *METRIC_COLUMNS, *PROVENANCE_COLUMNS]]
+    metric_table = metric_table[["model", *METRIC_COLUMNS, *_PROVENANCE_COLUMNS]]
     row_table = (
         pd.concat(rows, ignore_index=True)[["model", "task", "row", "scorer", "score"]]
         if rows
         else pd.DataFrame(columns=["model", "task", "row", "scorer", "score"])
     )
-    na = pd.DataFrame(declined, columns=list(NOT_APPLICABLE_COLUMNS))
-    board = zeroshot_leaderboard(metric_table, {t.name: t.kind for t in tasks}, na)
-    vs = zeroshot_vs_probe(board, probe_leaderboard, n_boot=n_boot, seed=seed)
-    return ZeroShotTables(metric_table, row_table, board, vs, na)
+    na = pd.DataFrame(declined, columns=list(_NOT_APPLICABLE_COLUMNS))
+    board = _zeroshot_leaderboard(metric_table, {t.name: t.kind for t in tasks}, na)
+    vs = _zeroshot_vs_probe(board, probe_leaderboard, n_boot=n_boot, seed=seed)
+    return _ZeroShotTables(metric_table, row_table, board, vs, na)
 
 
 def _task_of(path: str | Path) -> str:
@@ -549,7 +549,7 @@ def _task_of(path: str | Path) -> str:
     return Path(path).parent.name
 
 
-def write_zeroshot_tables(tables: ZeroShotTables, outputs: Mapping[str, str | Path]) -> None:
+def _write_zeroshot_tables(tables: _ZeroShotTables, outputs: Mapping[str, str | Path]) -> None:
     """Write each table to outputs[name] (names: scores, row_scores, leaderboard, vs_probe, not_applicable)."""
     for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable"):
         integrity.write_parquet(getattr(tables, name).reset_index(drop=True), outputs[name])
@@ -564,10 +564,10 @@ def run_tables_rule(
     bootstrap: Mapping[str, int],
 ) -> None:
     """Rule zeroshot_tables: read the tasks (their rows.tsv under resources/zeroshot/tasks/{zstask}/{zthash}/),
-    every score file and the probe leaderboard, and write the five tables (`write_zeroshot_tables`)."""
+    every score file and the probe leaderboard, and write the five tables (`_write_zeroshot_tables`)."""
     from geneb.zeroshot.job import task_of_rows_file
 
     tasks = [task_of_rows_file(r) for r in rows]
     probe = integrity.read_parquet(leaderboard)
-    tables = zeroshot_tables(tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]))
-    write_zeroshot_tables(tables, outputs)
+    tables = _zeroshot_tables(tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]))
+    _write_zeroshot_tables(tables, outputs)

@@ -45,7 +45,7 @@ e.g. a user's own variant set), the real tasks it is built from (`-`: none) and 
 
 Read, check and write a zero-shot task folder (`rows.tsv` + `meta.json`, see `geneb.zeroshot.task`).
 
-Every problem of a folder is found in one pass and reported together in one `ZeroShotTaskError`, each naming the
+Every problem of a folder is found in one pass and reported together in one `_ZeroShotTaskError`, each naming the
 task, the row id (0-based data rows: row 0 is file line 2, the header being line 1) and the value. Nothing is
 dropped, clipped, upper-cased or otherwise coerced: a soft-masked (lower-case) base is a problem, not a fix.
 
@@ -90,17 +90,17 @@ from geneb.core.integrity import write_text_atomic
 from geneb.core.provenance import REVISION
 from geneb.tasks.sources import HttpMirror, NotOnServer, TaskSourceError, check_meta_digests, file_record
 
-ZeroShotKind = Literal["variant", "paired"]
-ZEROSHOT_KINDS: tuple[ZeroShotKind, ...] = ("variant", "paired")
+_ZeroShotKind = Literal["variant", "paired"]
+_ZEROSHOT_KINDS: tuple[_ZeroShotKind, ...] = ("variant", "paired")
 
-ROWS_FILE = "rows.tsv"
-META_FILE = "meta.json"
+_ROWS_FILE = "rows.tsv"
+_META_FILE = "meta.json"
 
-VARIANT_COLUMNS: tuple[str, ...] = ("sequence", "pos", "ref", "alt", "label")
-PAIRED_COLUMNS: tuple[str, ...] = ("sequence_a", "sequence_b")
+_VARIANT_COLUMNS: tuple[str, ...] = ("sequence", "pos", "ref", "alt", "label")
+_PAIRED_COLUMNS: tuple[str, ...] = ("sequence_a", "sequence_b")
 GROUP_COLUMN = "group"
 
-REQUIRED_COLUMNS: Mapping[ZeroShotKind, tuple[str, ...]] = {"variant": VARIANT_COLUMNS, "paired": PAIRED_COLUMNS}
+REQUIRED_COLUMNS: Mapping[_ZeroShotKind, tuple[str, ...]] = {"variant": _VARIANT_COLUMNS, "paired": _PAIRED_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class ZeroShotTask:
     """
 
     name: str
-    kind: ZeroShotKind
+    kind: _ZeroShotKind
     rows: pd.DataFrame
     data_sha256: str
     source_tasks: tuple[str, ...] = ()
@@ -177,14 +177,14 @@ MARKOV_PREFIX = "markov-"
 
 #: the task kinds each scorer applies to by construction (a distance between two embeddings gives no preference
 #: between two sequences); the leaderboard's macro of an entry covers the tasks of its scorer's kinds
-EMBEDDING_KINDS: tuple[str, ...] = ("variant",)
-ALL_KINDS: tuple[str, ...] = ("variant", "paired")
+_EMBEDDING_KINDS: tuple[str, ...] = ("variant",)
+_ALL_KINDS: tuple[str, ...] = ("variant", "paired")
 
 
 def scorer_kinds(scorer: str) -> tuple[str, ...]:
     """The task kinds `scorer` applies to: variant only for the embedding distances, both for `llr` and the
     Markov baselines (and any other scorer)."""
-    return EMBEDDING_KINDS if scorer in EMBEDDING_SCORERS else ALL_KINDS
+    return _EMBEDDING_KINDS if scorer in EMBEDDING_SCORERS else _ALL_KINDS
 
 
 def markov_scorer(order: int) -> str:
@@ -194,7 +194,7 @@ def markov_scorer(order: int) -> str:
     return f"{MARKOV_PREFIX}{order}"
 
 
-class ZeroShotScoreError(ValueError):
+class _ZeroShotScoreError(ValueError):
     """A scorer's output breaks the `RowScores` contract (missing or repeated rows, a non-finite score)."""
 
 
@@ -216,7 +216,7 @@ def row_scores(task: ZeroShotTask, scorer: str, scores: np.ndarray) -> pd.DataFr
     """
     values = np.asarray(scores, dtype=np.float64)
     if values.shape != (task.n,):
-        raise ZeroShotScoreError(
+        raise _ZeroShotScoreError(
             f"zero-shot task {task.name}, scorer {scorer}: {values.shape} scores for {task.n} rows"
         )
     frame = pd.DataFrame({"row": task.rows.index.to_numpy(dtype=np.int64), "scorer": scorer, "score": values})
@@ -228,15 +228,15 @@ def check_row_scores(task: ZeroShotTask, frame: pd.DataFrame) -> None:
     """Raise ZeroShotScoreError unless `frame` is a `RowScores` frame for every row of `task`, in order."""
     missing = [c for c in ROW_SCORE_COLUMNS if c not in frame.columns]
     if missing:
-        raise ZeroShotScoreError(f"zero-shot task {task.name}: score table lacks columns {missing}")
+        raise _ZeroShotScoreError(f"zero-shot task {task.name}: score table lacks columns {missing}")
     scorers = sorted(set(frame["scorer"]))
     where = f"zero-shot task {task.name}, scorer {','.join(map(str, scorers))}"
     if len(scorers) != 1:
-        raise ZeroShotScoreError(f"{where}: one scorer per table, got {scorers}")
+        raise _ZeroShotScoreError(f"{where}: one scorer per table, got {scorers}")
     rows = frame["row"].to_numpy()
     expected = task.rows.index.to_numpy()
     if len(rows) != len(expected) or not np.array_equal(rows, expected):
-        raise ZeroShotScoreError(
+        raise _ZeroShotScoreError(
             f"{where}: rows must be the task's {len(expected)} row ids in order, got {len(rows)} "
             f"(first differences: {_first_differences(rows, expected)})"
         )
@@ -244,7 +244,7 @@ def check_row_scores(task: ZeroShotTask, frame: pd.DataFrame) -> None:
     bad = np.flatnonzero(~np.isfinite(score))
     if len(bad):
         shown = ", ".join(f"row {int(rows[i])}: {score[i]}" for i in bad[:5])
-        raise ZeroShotScoreError(f"{where}: {len(bad)} non-finite scores ({shown})")
+        raise _ZeroShotScoreError(f"{where}: {len(bad)} non-finite scores ({shown})")
 
 
 def _first_differences(rows: np.ndarray, expected: np.ndarray, limit: int = 5) -> str:
@@ -257,12 +257,12 @@ def _first_differences(rows: np.ndarray, expected: np.ndarray, limit: int = 5) -
     return "; ".join(p for p in parts if p) or "same ids, different order"
 
 
-CATALOGUE_COLUMNS = ("task", "kind", "builder", "source_tasks", "description")
+_CATALOGUE_COLUMNS = ("task", "kind", "builder", "source_tasks", "description")
 DEFAULT_CATALOGUE = Path("config/zeroshot_tasks.tsv")
 #: the `builder` of a task that is not built but read from a source (config zeroshot.task_source)
 SOURCE_BUILDER = "source"
 #: the `source_tasks` cell of a task built from no catalogued task
-NO_SOURCE_TASKS = "-"
+_NO_SOURCE_TASKS = "-"
 
 
 class ZeroShotCatalogueError(ValueError):
@@ -274,7 +274,7 @@ class CatalogueEntry:
     """One catalogued task: `source_tasks` are real task ids (comma-separated in the file)."""
 
     task: str
-    kind: ZeroShotKind
+    kind: _ZeroShotKind
     builder: str
     source_tasks: tuple[str, ...]
     description: str
@@ -285,23 +285,23 @@ def read_zeroshot_catalogue(path: str | Path = DEFAULT_CATALOGUE) -> list[Catalo
     missing column, an empty cell, an unknown kind, a task listed twice."""
     path = Path(path)
     df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
-    missing = [c for c in CATALOGUE_COLUMNS if c not in df.columns]
+    missing = [c for c in _CATALOGUE_COLUMNS if c not in df.columns]
     if missing:
         raise ZeroShotCatalogueError(f"{path}: lacks column(s) {', '.join(missing)} (has {', '.join(df.columns)})")
     problems: list[str] = []
     seen: dict[str, int] = {}
     entries = []
-    for row, rec in enumerate(df[list(CATALOGUE_COLUMNS)].itertuples(index=False)):
-        for column in CATALOGUE_COLUMNS:
+    for row, rec in enumerate(df[list(_CATALOGUE_COLUMNS)].itertuples(index=False)):
+        for column in _CATALOGUE_COLUMNS:
             if not str(getattr(rec, column)).strip():
                 problems.append(f"row {row}: empty {column}")
-        if rec.kind not in ZEROSHOT_KINDS:
-            problems.append(f"row {row}: kind {rec.kind!r} is not one of {', '.join(ZEROSHOT_KINDS)}")
+        if rec.kind not in _ZEROSHOT_KINDS:
+            problems.append(f"row {row}: kind {rec.kind!r} is not one of {', '.join(_ZEROSHOT_KINDS)}")
         if rec.task in seen:
             problems.append(f"row {row}: task {rec.task!r} is listed already in row {seen[rec.task]}")
         seen.setdefault(rec.task, row)
         cell = str(rec.source_tasks).strip()
-        sources = () if cell == NO_SOURCE_TASKS else tuple(t.strip() for t in cell.split(",") if t.strip())
+        sources = () if cell == _NO_SOURCE_TASKS else tuple(t.strip() for t in cell.split(",") if t.strip())
         if not sources and rec.builder != SOURCE_BUILDER and cell:
             problems.append(f"row {row}: builder {rec.builder!r} needs source_tasks (only a `source` task may have -)")
         entries.append(CatalogueEntry(rec.task, rec.kind, rec.builder, sources, rec.description))
@@ -329,54 +329,54 @@ def catalogue_entry(path: str | Path, task: str) -> CatalogueEntry:
 
 
 #: letters a sequence may hold (upper case only: nothing is upper-cased for the user)
-SEQUENCE_LETTERS = frozenset("ACGTN")
+_SEQUENCE_LETTERS = frozenset("ACGTN")
 #: letters `ref` and `alt` may be
-BASES = frozenset("ACGT")
+_BASES = frozenset("ACGT")
 #: an integer as text (no sign, no decimals: a position or label written 3.0 is refused, never rounded)
-INTEGER = re.compile(r"^[0-9]+$")
+_INTEGER = re.compile(r"^[0-9]+$")
 #: problems quoted in the error message (the error's `problems` keeps all)
-SHOWN = 50
+_SHOWN = 50
 #: what makes two rows the same scored item (a duplicate): the variant, or the pair, whatever its label or group
-ITEM_COLUMNS: dict[ZeroShotKind, tuple[str, ...]] = {
+_ITEM_COLUMNS: dict[_ZeroShotKind, tuple[str, ...]] = {
     "variant": ("sequence", "pos", "ref", "alt"),
     "paired": ("sequence_a", "sequence_b"),
 }
-ROW_NUMBERING = "rows are 0-based data rows of rows.tsv: row 0 is file line 2, the header being line 1"
+_ROW_NUMBERING = "rows are 0-based data rows of rows.tsv: row 0 is file line 2, the header being line 1"
 
 
-class ZeroShotTaskError(ValueError):
+class _ZeroShotTaskError(ValueError):
     """A zero-shot task folder or row set with problems; `problems` holds every one (task, row and value named)."""
 
     def __init__(self, task: str, problems: Sequence[str]) -> None:
         self.task = task
         self.problems = tuple(problems)
-        lines = [f"zero-shot task {task!r}: {len(self.problems)} problem(s); {ROW_NUMBERING}"]
-        lines.extend(f"  {p}" for p in self.problems[:SHOWN])
-        if len(self.problems) > SHOWN:
-            lines.append(f"  ... and {len(self.problems) - SHOWN} more")
+        lines = [f"zero-shot task {task!r}: {len(self.problems)} problem(s); {_ROW_NUMBERING}"]
+        lines.extend(f"  {p}" for p in self.problems[:_SHOWN])
+        if len(self.problems) > _SHOWN:
+            lines.append(f"  ... and {len(self.problems) - _SHOWN} more")
         super().__init__("\n".join(lines))
 
 
-def task_columns(kind: ZeroShotKind, has_group: bool) -> list[str]:
+def _task_columns(kind: _ZeroShotKind, has_group: bool) -> list[str]:
     """The columns of a task of `kind`, in canonical order."""
     return [*REQUIRED_COLUMNS[kind], *([GROUP_COLUMN] if has_group else [])]
 
 
-def check_kind(meta: Mapping[str, Any], task: str) -> list[str]:
+def _check_kind(meta: Mapping[str, Any], task: str) -> list[str]:
     """Problems of meta.json's `kind` ([] when it is one of ZEROSHOT_KINDS)."""
     if "kind" not in meta:
-        return [f"task {task!r}: meta.json has no `kind` (one of {', '.join(ZEROSHOT_KINDS)})"]
-    if meta["kind"] not in ZEROSHOT_KINDS:
-        return [f"task {task!r}: meta.json kind {meta['kind']!r} is not one of {', '.join(ZEROSHOT_KINDS)}"]
+        return [f"task {task!r}: meta.json has no `kind` (one of {', '.join(_ZEROSHOT_KINDS)})"]
+    if meta["kind"] not in _ZEROSHOT_KINDS:
+        return [f"task {task!r}: meta.json kind {meta['kind']!r} is not one of {', '.join(_ZEROSHOT_KINDS)}"]
     return []
 
 
 def _sequence_problems(task: str, row: int, column: str, seq: str) -> list[str]:
     if seq == "":
         return [f"task {task!r}, row {row}: empty {column}"]
-    bad = sorted(set(seq) - SEQUENCE_LETTERS)
+    bad = sorted(set(seq) - _SEQUENCE_LETTERS)
     if bad:
-        at = next(i for i, c in enumerate(seq) if c not in SEQUENCE_LETTERS)
+        at = next(i for i, c in enumerate(seq) if c not in _SEQUENCE_LETTERS)
         return [
             f"task {task!r}, row {row}: {column} has letters outside A/C/G/T/N: {''.join(bad)!r} "
             f"(first at position {at}; lower case is not upper-cased for you)"
@@ -387,15 +387,15 @@ def _sequence_problems(task: str, row: int, column: str, seq: str) -> list[str]:
 def _variant_row_problems(task: str, row: int, values: Mapping[str, str]) -> list[str]:
     seq, pos_text, ref, alt, label = (values[c] for c in REQUIRED_COLUMNS["variant"])
     problems = _sequence_problems(task, row, "sequence", seq)
-    if ref not in BASES:
+    if ref not in _BASES:
         problems.append(f"task {task!r}, row {row}: ref {ref!r} is not one of A/C/G/T")
-    if alt not in BASES:
+    if alt not in _BASES:
         problems.append(f"task {task!r}, row {row}: alt {alt!r} is not one of A/C/G/T")
-    if ref in BASES and ref == alt:
+    if ref in _BASES and ref == alt:
         problems.append(f"task {task!r}, row {row}: alt {alt!r} equals ref")
     if label not in ("0", "1"):
         problems.append(f"task {task!r}, row {row}: label {label!r} is not 0 or 1")
-    if not INTEGER.match(pos_text):
+    if not _INTEGER.match(pos_text):
         problems.append(f"task {task!r}, row {row}: pos {pos_text!r} is not a non-negative integer")
     elif seq:
         pos = int(pos_text)
@@ -403,7 +403,7 @@ def _variant_row_problems(task: str, row: int, values: Mapping[str, str]) -> lis
             problems.append(
                 f"task {task!r}, row {row}: pos {pos} is outside the window (length {len(seq)}, positions 0..{len(seq) - 1})"
             )
-        elif ref in BASES and seq[pos] != ref:
+        elif ref in _BASES and seq[pos] != ref:
             problems.append(
                 f"task {task!r}, row {row}: ref {ref!r} does not match the window at pos {pos}, which has "
                 f"{seq[pos]!r} (context {seq[max(0, pos - 5) : pos]}[{seq[pos]}]{seq[pos + 1 : pos + 6]})"
@@ -419,10 +419,10 @@ def _paired_row_problems(task: str, row: int, values: Mapping[str, str]) -> list
     return problems
 
 
-def row_problems(rows: pd.DataFrame, kind: ZeroShotKind, task: str) -> list[str]:
+def _row_problems(rows: pd.DataFrame, kind: _ZeroShotKind, task: str) -> list[str]:
     """Every problem of `rows` (text cells, one row per data row, RangeIndex = row ids) for a task of `kind`:
     missing columns, columns the kind does not have, and per row the value rules (module docstring), empty
-    `group` values and duplicated rows: the same item (`ITEM_COLUMNS`: a variant, a pair) again, whatever its label
+    `group` values and duplicated rows: the same item (`_ITEM_COLUMNS`: a variant, a pair) again, whatever its label
     or group, naming the row it repeats."""
     problems: list[str] = []
     required = REQUIRED_COLUMNS[kind]
@@ -443,8 +443,8 @@ def row_problems(rows: pd.DataFrame, kind: ZeroShotKind, task: str) -> list[str]
     if rows.empty:
         return [*problems, f"task {task!r}: rows.tsv has no data rows"]
     check = _variant_row_problems if kind == "variant" else _paired_row_problems
-    columns = task_columns(kind, GROUP_COLUMN in rows.columns)
-    item = ITEM_COLUMNS[kind]
+    columns = _task_columns(kind, GROUP_COLUMN in rows.columns)
+    item = _ITEM_COLUMNS[kind]
     seen: dict[tuple[str, ...], int] = {}
     for row, values in enumerate(rows[columns].itertuples(index=False, name=None)):
         record = dict(zip(columns, values))
@@ -463,17 +463,17 @@ def row_problems(rows: pd.DataFrame, kind: ZeroShotKind, task: str) -> list[str]
     return problems
 
 
-def canonical_rows_text(rows: pd.DataFrame, kind: ZeroShotKind) -> str:
+def _canonical_rows_text(rows: pd.DataFrame, kind: _ZeroShotKind) -> str:
     """The canonical rows.tsv text of checked `rows` (module docstring)."""
-    columns = task_columns(kind, GROUP_COLUMN in rows.columns)
+    columns = _task_columns(kind, GROUP_COLUMN in rows.columns)
     lines = ["\t".join(columns)]
     lines.extend("\t".join(str(v) for v in values) for values in rows[columns].itertuples(index=False, name=None))
     return "\n".join(lines) + "\n"
 
 
-def rows_sha256(rows: pd.DataFrame, kind: ZeroShotKind) -> str:
+def _rows_sha256(rows: pd.DataFrame, kind: _ZeroShotKind) -> str:
     """sha256 (64 hex) of the canonical rows text: the task's `data_sha256`."""
-    return hashlib.sha256(canonical_rows_text(rows, kind).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical_rows_text(rows, kind).encode("utf-8")).hexdigest()
 
 
 def _as_text(rows: pd.DataFrame) -> pd.DataFrame:
@@ -487,9 +487,9 @@ def _as_text(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.map(text)
 
 
-def _typed(rows: pd.DataFrame, kind: ZeroShotKind) -> pd.DataFrame:
+def _typed(rows: pd.DataFrame, kind: _ZeroShotKind) -> pd.DataFrame:
     """Checked text rows as the task object holds them: `pos` and `label` as int64, the rest str."""
-    out = rows[task_columns(kind, GROUP_COLUMN in rows.columns)].copy().reset_index(drop=True)
+    out = rows[_task_columns(kind, GROUP_COLUMN in rows.columns)].copy().reset_index(drop=True)
     if kind == "variant":
         out["pos"] = out["pos"].astype("int64")
         out["label"] = out["label"].astype("int64")
@@ -503,13 +503,13 @@ def _read_rows(path: Path, task: str) -> pd.DataFrame:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not UTF-8 text ({exc})"]) from exc
+        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is not UTF-8 text ({exc})"]) from exc
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the end of the last line
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     if not lines:
-        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is empty (no header)"])
+        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is empty (no header)"])
     header = lines[0].split("\t")
     cells = [line.split("\t") for line in lines[1:]]
     ragged = [
@@ -520,25 +520,25 @@ def _read_rows(path: Path, task: str) -> pd.DataFrame:
     if len(set(header)) != len(header):
         ragged.insert(0, f"task {task!r}: rows.tsv's header names a column twice: {header}")
     if ragged:
-        raise ZeroShotTaskError(task, ragged)
+        raise _ZeroShotTaskError(task, ragged)
     return pd.DataFrame(cells, columns=header, dtype=object) if cells else pd.DataFrame(columns=header)
 
 
-def read_meta(folder: Path, task: str) -> dict[str, Any]:
+def _read_meta(folder: Path, task: str) -> dict[str, Any]:
     """meta.json of a task folder as a dict; ZeroShotTaskError when it is missing, not JSON or not an object."""
-    path = folder / META_FILE
+    path = folder / _META_FILE
     if not path.is_file():
-        raise ZeroShotTaskError(task, [f"task {task!r}: no {META_FILE} in {folder}"])
+        raise _ZeroShotTaskError(task, [f"task {task!r}: no {_META_FILE} in {folder}"])
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not JSON ({exc})"]) from exc
+        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is not JSON ({exc})"]) from exc
     if not isinstance(meta, dict):
-        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not a JSON object"])
+        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is not a JSON object"])
     return meta
 
 
-def source_task_names(meta: Mapping[str, Any]) -> tuple[str, ...]:
+def _source_task_names(meta: Mapping[str, Any]) -> tuple[str, ...]:
     """The names in meta.json's `provenance.source_tasks` (a list of {"task": name, ...} or of names)."""
     entries = (meta.get("provenance") or {}).get("source_tasks") or []
     return tuple(str(e["task"]) if isinstance(e, Mapping) else str(e) for e in entries)
@@ -553,25 +553,25 @@ def read_zeroshot_task(folder: str | Path, name: str | None = None) -> ZeroShotT
     """
     folder = Path(folder)
     task = name or folder.name
-    meta = read_meta(folder, task)
+    meta = _read_meta(folder, task)
     task = name or str(meta.get("name") or folder.name)
-    rows_path = folder / ROWS_FILE
+    rows_path = folder / _ROWS_FILE
     if not rows_path.is_file():
-        raise ZeroShotTaskError(task, [f"task {task!r}: no {ROWS_FILE} in {folder}", *check_kind(meta, task)])
-    check_meta_digests(task, meta, {ROWS_FILE: rows_path}, f"folder {folder}")
-    problems = check_kind(meta, task)
+        raise _ZeroShotTaskError(task, [f"task {task!r}: no {_ROWS_FILE} in {folder}", *_check_kind(meta, task)])
+    check_meta_digests(task, meta, {_ROWS_FILE: rows_path}, f"folder {folder}")
+    problems = _check_kind(meta, task)
     rows = _read_rows(rows_path, task)
     if not problems:
-        problems = row_problems(rows, meta["kind"], task)
+        problems = _row_problems(rows, meta["kind"], task)
     if problems:
-        raise ZeroShotTaskError(task, problems)
-    kind: ZeroShotKind = meta["kind"]
+        raise _ZeroShotTaskError(task, problems)
+    kind: _ZeroShotKind = meta["kind"]
     return ZeroShotTask(
         name=task,
         kind=kind,
         rows=_typed(rows, kind),
-        data_sha256=rows_sha256(rows, kind),
-        source_tasks=source_task_names(meta),
+        data_sha256=_rows_sha256(rows, kind),
+        source_tasks=_source_task_names(meta),
         meta=meta,
     )
 
@@ -586,26 +586,26 @@ def write_zeroshot_task(folder: str | Path, rows: pd.DataFrame, meta: Mapping[st
     """
     folder = Path(folder)
     task = str(meta.get("name") or folder.name)
-    problems = check_kind(meta, task)
+    problems = _check_kind(meta, task)
     text_rows = _as_text(rows.reset_index(drop=True))
     if not problems:
-        problems = row_problems(text_rows, meta["kind"], task)
+        problems = _row_problems(text_rows, meta["kind"], task)
     if problems:
-        raise ZeroShotTaskError(task, problems)
-    kind: ZeroShotKind = meta["kind"]
-    text = canonical_rows_text(text_rows, kind)
+        raise _ZeroShotTaskError(task, problems)
+    kind: _ZeroShotKind = meta["kind"]
+    text = _canonical_rows_text(text_rows, kind)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    full_meta = {**meta, "name": task, "n_rows": len(text_rows), "data_sha256": digest, "sha256": {ROWS_FILE: digest}}
-    write_text_atomic(folder / ROWS_FILE, text)
-    write_text_atomic(folder / META_FILE, json.dumps(full_meta, indent=1, sort_keys=True) + "\n")
+    full_meta = {**meta, "name": task, "n_rows": len(text_rows), "data_sha256": digest, "sha256": {_ROWS_FILE: digest}}
+    write_text_atomic(folder / _ROWS_FILE, text)
+    write_text_atomic(folder / _META_FILE, json.dumps(full_meta, indent=1, sort_keys=True) + "\n")
     return folder
 
 
 #: the folder of a Hugging Face dataset that holds zero-shot tasks
-HF_ZEROSHOT_FOLDER = "zeroshot"
+_HF_ZEROSHOT_FOLDER = "zeroshot"
 
 
-class ZeroShotHttpMirror(HttpMirror):
+class _ZeroShotHttpMirror(HttpMirror):
     """An http mirror read for a task folder's named files instead of a task's splits."""
 
     def fetch(self, task: str, name: str) -> Path:
@@ -624,8 +624,8 @@ def _hf_folder(repo: str, revision: str, task: str) -> Path:
             f"task {task!r}: the Hugging Face source needs the `huggingface_hub` package (pip install 'geneb[hf]')"
         ) from exc
     paths = []
-    for name in (META_FILE, ROWS_FILE):
-        filename = f"{HF_ZEROSHOT_FOLDER}/{task}/{name}"
+    for name in (_META_FILE, _ROWS_FILE):
+        filename = f"{_HF_ZEROSHOT_FOLDER}/{task}/{name}"
         try:
             paths.append(Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision)))
         except Exception as exc:
@@ -635,18 +635,20 @@ def _hf_folder(repo: str, revision: str, task: str) -> Path:
     return paths[0].parent
 
 
-def zeroshot_task_folder(spec: str, task: str, *, download_dir: str | os.PathLike[str] = "resources/downloads") -> Path:
+def _zeroshot_task_folder(
+    spec: str, task: str, *, download_dir: str | os.PathLike[str] = "resources/downloads"
+) -> Path:
     """The local folder holding `task`'s rows.tsv and meta.json from the source string `spec` (module
     docstring), fetched first where remote. Raises TaskSourceError naming source and task (a file missing,
     a download failing), TaskDigestError when a download fails meta.json's sha256."""
     if spec.startswith(("http://", "https://")):
-        mirror = ZeroShotHttpMirror(spec, Path(download_dir))
+        mirror = _ZeroShotHttpMirror(spec, Path(download_dir))
         try:
-            rows = mirror.fetch(task, ROWS_FILE)
+            rows = mirror.fetch(task, _ROWS_FILE)
         except NotOnServer as exc:
-            raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{ROWS_FILE}") from exc
-        if not (rows.parent / META_FILE).is_file():  # read_meta takes a 404 for "no meta.json"
-            raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{META_FILE}")
+            raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{_ROWS_FILE}") from exc
+        if not (rows.parent / _META_FILE).is_file():  # read_meta takes a 404 for "no meta.json"
+            raise TaskSourceError(f"task {task!r}: {spec} has no {task}/{_META_FILE}")
         return rows.parent
     if spec.startswith("hf:") and not Path(spec[3:]).is_dir():
         repo, _, revision = spec[3:].partition("@")
@@ -667,8 +669,8 @@ def zeroshot_task_folder(spec: str, task: str, *, download_dir: str | os.PathLik
 def load_zeroshot_task(
     spec: str, task: str, *, download_dir: str | os.PathLike[str] = "resources/downloads"
 ) -> ZeroShotTask:
-    """`task` from the source `spec`, fetched (`zeroshot_task_folder`) and checked (`read_zeroshot_task`)."""
-    return read_zeroshot_task(zeroshot_task_folder(spec, task, download_dir=download_dir), name=task)
+    """`task` from the source `spec`, fetched (`_zeroshot_task_folder`) and checked (`read_zeroshot_task`)."""
+    return read_zeroshot_task(_zeroshot_task_folder(spec, task, download_dir=download_dir), name=task)
 
 
 def zeroshot_source_identity(spec: str | None, task: str) -> dict[str, str | dict[str, str]]:
@@ -683,7 +685,7 @@ def zeroshot_source_identity(spec: str | None, task: str) -> dict[str, str | dic
     if spec.startswith(("http://", "https://")) or (spec.startswith("hf:") and not Path(spec[3:]).is_dir()):
         return {"kind": "remote", "source": spec, "task": task}
     folder = Path(spec[3:] if spec.startswith("hf:") else spec) / task
-    files = [folder / name for name in (ROWS_FILE, META_FILE) if (folder / name).is_file()]
+    files = [folder / name for name in (_ROWS_FILE, _META_FILE) if (folder / name).is_file()]
     if not files:
         return {"kind": "folder", "source": spec, "task": task}
     return {"kind": "folder", "task": task, "files": {p.name: file_record(p)["sha256"] for p in files}}

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 
 from geneb.core.errors import UnknownTokenError
-from geneb.encoders.engine.checks import count_unknown, padding_fix, unknown_letters
+from geneb.encoders.engine.checks import _padding_fix, _unknown_letters, count_unknown
 
 
 def test_padding_fix_names_the_setting_for_the_case_at_hand():
-    assert "padding_side: right" in padding_fix("left", True, False)
-    right_masked = padding_fix("right", True, False)  # a CNN wrapped as a transformers model: the mask is ignored
+    assert "padding_side: right" in _padding_fix("left", True, False)
+    right_masked = _padding_fix("right", True, False)  # a CNN wrapped as a transformers model: the mask is ignored
     assert "attention_mask: false" in right_masked and "Set extraction.padding_side" not in right_masked
-    assert "causal: false" in padding_fix("right", False, True)
-    assert "bucket_by_length: true" in padding_fix("right", False, False)
+    assert "causal: false" in _padding_fix("right", False, True)
+    assert "bucket_by_length: true" in _padding_fix("right", False, False)
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_padding_fix_names_the_setting_for_the_case_at_hand():
     ],
 )
 def test_unknown_letters_are_named_as_they_are(texts, words):
-    assert unknown_letters(texts) == words
+    assert _unknown_letters(texts) == words
 
 
 def test_the_unk_error_says_n_not_iupac(caplog):

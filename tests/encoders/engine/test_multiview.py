@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.encoders.engine.views import chunk_ordinals, embed_views
+from geneb.encoders.engine.views import _chunk_ordinals, embed_views
 from geneb.extract.step import build_encoder, embed_split_views, embed_with_rc
 from geneb.registry.spec import ExtractionSettings
 from geneb.run.checks import plan_views
@@ -21,7 +21,7 @@ def _views(settings: dict, **request) -> dict:
 
 
 def test_chunk_ordinals():
-    ordinal, total = chunk_ordinals(np.array([0, 0, 1, 0, 2, 2]))
+    ordinal, total = _chunk_ordinals(np.array([0, 0, 1, 0, 2, 2]))
     assert ordinal.tolist() == [0, 1, 0, 2, 0, 1]
     assert total.tolist() == [3, 3, 1, 3, 2, 2]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from extraction_support import random_dna
-from geneb.encoders.engine.batching import PROGRESS_ENV, SplitProgress, interval_s
+from geneb.encoders.engine.batching import PROGRESS_ENV, SplitProgress, _interval_s
 from geneb.extract.step import extract_task
 
 LINE = re.compile(
@@ -65,12 +65,12 @@ def test_a_call_within_the_interval_logs_nothing(caplog):
 
 def test_the_interval_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv(PROGRESS_ENV, raising=False)
-    assert interval_s() == 30.0
+    assert _interval_s() == 30.0
     monkeypatch.setenv(PROGRESS_ENV, "0.5")
-    assert interval_s() == 0.5
+    assert _interval_s() == 0.5
     monkeypatch.setenv(PROGRESS_ENV, "soon")
     with pytest.raises(ValueError, match="GENEB_PROGRESS_S='soon': expected a number of seconds >= 0"):
-        interval_s()
+        _interval_s()
 
 
 def test_a_split_logs_its_progress_and_the_vectors_do_not_change(zoo, make_task, tmp_path, caplog, monkeypatch):

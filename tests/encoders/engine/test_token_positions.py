@@ -11,38 +11,38 @@ from extraction_support import random_dna
 from geneb.encoders.engine.chunking import chunk_bounds
 from geneb.encoders.engine.views import (
     NoTokenPositions,
+    _spans_from_token_texts,
+    _text_to_base,
+    _tokens_at_base,
     embed_at_positions,
-    spans_from_token_texts,
-    text_to_base,
-    tokens_at_base,
 )
 from geneb.registry.spec import InputTransform
 
 
 def test_text_characters_map_back_to_their_bases():
-    kmers = text_to_base(len("ACG CGT GTA"), InputTransform(kind="overlapping-kmers", k=3))
+    kmers = _text_to_base(len("ACG CGT GTA"), InputTransform(kind="overlapping-kmers", k=3))
     assert kmers.tolist() == [0, 1, 2, -1, 1, 2, 3, -1, 2, 3, 4]
-    assert text_to_base(len("ATG GCT"), InputTransform(kind="codons")).tolist() == [0, 1, 2, -1, 3, 4, 5]
-    assert text_to_base(4, None).tolist() == [0, 1, 2, 3]
+    assert _text_to_base(len("ATG GCT"), InputTransform(kind="codons")).tolist() == [0, 1, 2, -1, 3, 4, 5]
+    assert _text_to_base(4, None).tolist() == [0, 1, 2, 3]
 
 
 def test_one_base_non_overlapping_and_overlapping_kmer_tokens():
     # one token per base, no offsets (HyenaDNA's character tokenizer): token i is base i
-    assert tokens_at_base(None, 10, 10, 7, None) == [7]
+    assert _tokens_at_base(None, 10, 10, 7, None) == [7]
     with pytest.raises(NoTokenPositions, match="no character offsets"):
-        tokens_at_base(None, 2, 10, 7, None)
+        _tokens_at_base(None, 2, 10, 7, None)
     # non-overlapping 6-mers: base 7 is in the second token only
-    assert tokens_at_base([(0, 6), (6, 12)], 2, 12, 7, None) == [1]
+    assert _tokens_at_base([(0, 6), (6, 12)], 2, 12, 7, None) == [1]
     # overlapping 3-mers as DNABERT-1 reads them: a middle base is in 3 tokens, an edge base in one
     k = InputTransform(kind="overlapping-kmers", k=3)
     offsets = [(4 * t, 4 * t + 3) for t in range(4)]  # "ACG CGT GTA TAG"
-    assert tokens_at_base(offsets, 4, 15, 2, k) == [0, 1, 2]
-    assert tokens_at_base(offsets, 4, 15, 0, k) == [0]
-    assert tokens_at_base(offsets, 4, 15, 5, k) == [3]
+    assert _tokens_at_base(offsets, 4, 15, 2, k) == [0, 1, 2]
+    assert _tokens_at_base(offsets, 4, 15, 0, k) == [0]
+    assert _tokens_at_base(offsets, 4, 15, 5, k) == [3]
     # frame-0 codons: base 4 is in codon 1
-    assert tokens_at_base([(0, 3), (4, 7)], 2, 7, 4, InputTransform(kind="codons")) == [1]
+    assert _tokens_at_base([(0, 3), (4, 7)], 2, 7, 4, InputTransform(kind="codons")) == [1]
     with pytest.raises(ValueError, match="no token holds base 3"):
-        tokens_at_base([(0, 3), (4, 7)], 2, 7, 3, None)  # a dropped base
+        _tokens_at_base([(0, 3), (4, 7)], 2, 7, 3, None)  # a dropped base
 
 
 def test_the_real_dnabert2_bpe_tokenizer_places_every_base_in_one_token(shared):
@@ -53,7 +53,7 @@ def test_the_real_dnabert2_bpe_tokenizer_places_every_base_in_one_token(shared):
     enc = tokenizer.encode(seq, add_special_tokens=False)
     assert len(enc.ids) < len(seq)  # multi-base tokens: the mapping is not the identity
     for pos in range(len(seq)):
-        held = tokens_at_base(enc.offsets, len(enc.ids), len(seq), pos, None)
+        held = _tokens_at_base(enc.offsets, len(enc.ids), len(seq), pos, None)
         assert len(held) == 1
         start, end = enc.offsets[held[0]]
         assert start <= pos < end
@@ -70,10 +70,10 @@ def test_a_slow_tokenizer_whose_tokens_spell_the_text_is_placed_by_their_lengths
     seq = "ACGTACGTTAGCAGGCTAACGTACGATNACGTA"
     body = encoder._tokenize([seq])[0]
     assert encoder._offsets is None
-    spans = spans_from_token_texts(encoder._token_texts(body), seq)
+    spans = _spans_from_token_texts(encoder._token_texts(body), seq)
     assert spans[:4] == [(0, 6), (6, 12), (12, 18), (18, 24)] and spans[4:] == [(i, i + 1) for i in range(24, 33)]
-    assert tokens_at_base(spans, len(body), len(seq), 13, None) == [2]
-    assert spans_from_token_texts(["AC", "GG"], "ACGT") is None  # tokens that do not spell the text
+    assert _tokens_at_base(spans, len(body), len(seq), 13, None) == [2]
+    assert _spans_from_token_texts(["AC", "GG"], "ACGT") is None  # tokens that do not spell the text
     vectors = embed_at_positions(encoder, [seq, seq], [0, 1], [13, 14])
     np.testing.assert_array_equal(vectors[0], vectors[1])  # two bases of one 6-mer: one token's state
 

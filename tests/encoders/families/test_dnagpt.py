@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from extraction_support import random_dna
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.encoders.families.dnagpt import ARCHITECTURES, KmerTokenizer, vocabulary
+from geneb.encoders.families.dnagpt import _ARCHITECTURES, _KmerTokenizer, _vocabulary
 from geneb.registry.families import build
 from geneb.registry.load import extraction_settings
 
@@ -37,7 +37,7 @@ BASES = "NAGCT"  # dna_gpt/tokenizer.py KmerTokenizer.bases, in vocabulary order
 def layout(name: str, small: bool = True) -> dict[str, tuple[int, ...]]:
     """The released checkpoint's tensors {key: shape} as the authors' classes name them (bias=False everywhere;
     DNAGPT(GPT) with include_head=False plus number_embedding, mlm_head, num_regression)."""
-    arch = ARCHITECTURES[name]
+    arch = _ARCHITECTURES[name]
     d = SMALL["embedding_dim"] if small else arch.embedding_dim
     n_layers = SMALL["num_layers"] if small else arch.num_layers
     vocab = 15_659 if name == "dna_gpt0.1b_h" else 19_564
@@ -127,7 +127,7 @@ def save(folder, name: str, obj) -> None:
 
 def test_vocabulary_golden_ids():
     """The authors' vocabulary: 34 reserved tokens (<P> = 20 pad, <R> = 21 human), then k-mers over NAGCT."""
-    fixed, dynamic = vocabulary(False), vocabulary(True)
+    fixed, dynamic = _vocabulary(False), _vocabulary(True)
     assert (len(fixed), len(dynamic)) == (15_659, 19_564)
     assert fixed[:3] == ["<0>", "<1>", "<2>"] and fixed[20] == "<P>" and fixed[21] == "<R>" and fixed[33] == "<Z>"
     assert fixed[34] == "NNNNNN" and dynamic[34:39] == list("NAGCT") and dynamic[39] == "NN"
@@ -141,7 +141,7 @@ def test_vocabulary_golden_ids():
 def test_tokenizer_rules_partial_kmer_n_and_unknown_letters():
     """Non-overlapping 6-mers from the first base; N is a base; a piece outside the vocabulary is id 0 (<0>):
     the trailing partial 6-mer under 6-mers only, an IUPAC letter, lowercase."""
-    h, m = KmerTokenizer(dynamic_kmer=False), KmerTokenizer(dynamic_kmer=True)
+    h, m = _KmerTokenizer(dynamic_kmer=False), _KmerTokenizer(dynamic_kmer=True)
     seq = "ACGTACNNNNNNGT"  # 14 nt: two 6-mers and a 2-base tail
     ids, spans = h.encode(seq)
     assert ids == [5392, kmer_id("NNNNNN", False), 0] and spans == [(0, 6), (6, 12), (12, 14)]

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from geneb.core.errors import LayerNotExposedError, ModelForwardError, ModelLoadError, WeightsNotLoadedError
-from geneb.encoders.families.janusdna import TOKEN_IDS, selective_scan
+from geneb.encoders.families.janusdna import _TOKEN_IDS, selective_scan
 from geneb.registry import families as adapters
 from geneb.registry.load import extraction_settings, load_registry
 
@@ -349,7 +349,7 @@ def plain_forward(sd, ids, with_attention, final_mlp=False):
 
 
 def ids_of(seq):
-    return torch.tensor([[TOKEN_IDS.get(c, 6) for c in seq.upper()]])
+    return torch.tensor([[_TOKEN_IDS.get(c, 6) for c in seq.upper()]])
 
 
 SEQS = ["ACGTTGCAGGATCCATTGCAAGCTTACGNNACGT", "gattacaGATTACAttgca", "ACGTACGTAC" * 4 + "R"]
@@ -445,7 +445,7 @@ def test_no_padding_ever_reaches_a_row(encoders, standins):
 
 def test_checkpoint_metadata_is_read_inert(standins):
     # LightningHparams.__setstate__ raises: loading succeeded (fixture), so no metadata code ran
-    from geneb.encoders.families.janusdna import read_checkpoint
+    from geneb.encoders.families.janusdna import _read_checkpoint as read_checkpoint
 
     folder, sd = standins["JanusDNA_72_w"]
     state = read_checkpoint(folder / "72_with_midattn.ckpt", model="JanusDNA_72_w")
@@ -485,7 +485,7 @@ def test_the_default_tap_is_twice_the_final_rmsnorm_and_rows_are_cut_at_1024(sta
 
 
 def test_metadata_torch_cannot_read_weights_only_is_refused_with_the_fix(standins, tmp_path, repo):
-    from geneb.encoders.families.janusdna import read_checkpoint
+    from geneb.encoders.families.janusdna import _read_checkpoint as read_checkpoint
 
     sd = standins["JanusDNA_72_wo"][1]
     write_checkpoint(tmp_path / "dict", "JanusDNA_72_wo", sd, real_config(False), loops=LightningLoops(fit=1))

@@ -34,7 +34,7 @@ def measured(repo, tmp_path_factory):
     venv = envs.built_env("lucaone")
     if venv is None:
         pytest.skip(
-            f"env lucaone is not built under {envs.cache_dir()} for the current envs/lucaone.yaml; run "
+            f"env lucaone is not built under {envs._cache_dir()} for the current envs/lucaone.yaml; run "
             "`geneb env build lucaone` (1.2-3.7 min here; scripts/test.sh does not build it)"
         )
     work = tmp_path_factory.mktemp("lucaone")

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import yaml
 
-from geneb.encoders.families.python_encoder import EncoderContractError, PythonEncoder, piece_bounds
+from geneb.encoders.families.python_encoder import PythonEncoder, _EncoderContractError, _piece_bounds
 from geneb.extract.step import build_encoder
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.registry import RegistryError
-from geneb.run.layout import extraction_gpus
+from geneb.run.layout import _extraction_gpus
 
 HERE = Path(__file__).parent
 CNN = HERE / "dilated_cnn.py"
@@ -142,12 +142,12 @@ class Broken:
     ],
 )
 def test_the_load_time_checks_name_what_is_wrong_and_the_fix(how, message):
-    with pytest.raises(EncoderContractError, match=f"model mine.*{message}"):
+    with pytest.raises(_EncoderContractError, match=f"model mine.*{message}"):
         PythonEncoder(Broken(how), model="mine")
 
 
 def test_rows_over_max_length_are_cut_into_balanced_pieces_and_averaged_by_length():
-    assert piece_bounds(10, None) == [(0, 10)] and piece_bounds(10, 4) == [(0, 3), (3, 7), (7, 10)]
+    assert _piece_bounds(10, None) == [(0, 10)] and _piece_bounds(10, 4) == [(0, 3), (3, 7), (7, 10)]
 
     class Counts:
         max_length = 4
@@ -172,7 +172,7 @@ def test_a_cpu_only_entry_asks_for_no_gpu(tmp_path, repo):
     same_id = {**settings["my-gpu-cnn"], "model": "my-cnn"}
     assert extraction_hash(settings["my-cnn"]) == extraction_hash(same_id)  # how it runs, not what it computes
     assert cpu_only(settings["my-cnn"]) and not cpu_only(settings["my-gpu-cnn"])
-    assert [extraction_gpus(not cpu_only(s), "cuda") for s in settings.values()] == [0, 1]
+    assert [_extraction_gpus(not cpu_only(s), "cuda") for s in settings.values()] == [0, 1]
 
 
 def test_evaluate_refuses_what_is_not_a_model():
@@ -243,7 +243,7 @@ def test_a_factory_imports_a_sibling_module_and_two_folders_helpers_never_mix(tm
 
 
 def test_an_error_in_user_code_names_the_users_file_and_line(tmp_path):
-    from geneb.encoders.families.python_encoder import UserCodeError
+    from geneb.encoders.families.python_encoder import _UserCodeError as UserCodeError
 
     sheet = user_entry(tmp_path / "embed", embed='raise ValueError("weights do not fit")\n')
     model = sheet.parent / "model.py"
@@ -264,7 +264,7 @@ def test_an_error_in_user_code_names_the_users_file_and_line(tmp_path):
 
 
 def test_the_one_line_error_of_a_step_names_the_users_file_and_line(tmp_path):
-    from geneb.core.logs import error_line
+    from geneb.core.logs import _error_line as error_line
     from geneb.encoders.families.python_encoder import PythonEncoder
 
     def embed(sequences):
@@ -277,7 +277,7 @@ def test_the_one_line_error_of_a_step_names_the_users_file_and_line(tmp_path):
 
 
 def test_weights_retrained_after_the_plan_are_refused_by_the_job(tmp_path):
-    from geneb.encoders.families.python_encoder import EncoderContractError
+    from geneb.encoders.families.python_encoder import _EncoderContractError as EncoderContractError
 
     sheet = user_entry(tmp_path)
     data = yaml.safe_load(sheet.read_text())
@@ -308,7 +308,7 @@ def test_a_module_of_the_same_name_already_imported_elsewhere_does_not_shadow_th
 def test_a_package_installed_below_the_factorys_folder_stays_imported(tmp_path, monkeypatch):
     """A factory at a checkout's root, beside its .venv: what it imports from the venv is no module of the folder
     (it stays in sys.modules, as torch must), and frames in the venv are not the user's."""
-    from geneb.encoders.families.python_encoder import UserCodeError
+    from geneb.encoders.families.python_encoder import _UserCodeError as UserCodeError
 
     sheet = user_entry(tmp_path, embed="import venvpkg\nvenvpkg.fail()\n")
     site = sheet.parent / ".venv" / "lib" / "site-packages"

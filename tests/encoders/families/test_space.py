@@ -24,8 +24,8 @@ from safetensors.torch import save_file
 
 from extraction_support import random_dna
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.encoders.families.enformer import window_and_bins
-from geneb.encoders.families.space import SpaceArch, SpaceEncoder
+from geneb.encoders.families.enformer import _window_and_bins
+from geneb.encoders.families.space import SpaceEncoder, _SpaceArch
 from geneb.registry.families import FAMILIES, build
 from geneb.registry.load import extraction_settings
 
@@ -301,7 +301,7 @@ def test_pooled_vector_equals_the_plain_forward_over_the_covered_bins(checkpoint
     enc = build(_settings(folder), batch_size=2, progress=False)
     assert isinstance(enc, SpaceEncoder) and (enc.window, enc.n_bins, enc.bin_bp, enc.width) == (256, 24, 8, 48)
     seq = random_dna(50, 3)
-    start, mask = window_and_bins(50, window=WINDOW, n_bins=24, bin_bp=8)
+    start, mask = _window_and_bins(50, window=WINDOW, n_bins=24, bin_bp=8)
     assert start == 103 and np.flatnonzero(mask).tolist() == list(range(8, 16))
     res = enc.embed([seq, random_dna(120, 4)])
     with torch.no_grad():
@@ -321,7 +321,7 @@ def test_species_choice_is_recorded_and_changes_the_vectors(checkpoint):
     assert human.identity()["moe"] == "species_tracks"
     assert _settings(folder, species="mouse")["load"]["species"] == "mouse"  # in the hashed settings
     seq = random_dna(64, 5)
-    start, mask = window_and_bins(64, window=WINDOW, n_bins=24, bin_bp=8)
+    start, mask = _window_and_bins(64, window=WINDOW, n_bins=24, bin_bp=8)
     vm = mouse.embed([seq]).embeddings[0]
     with torch.no_grad():
         ref = plain_forward(sd, CFG, one_hot(_window(seq, -start)), "mouse")[0, mask].mean(0)
@@ -371,9 +371,9 @@ def test_real_config_shape_and_parameter_count():
     """SpaceConfig's published hyperparameters (dim 1536, depth 11, 4 species experts) give Enformer's filter
     list and a trunk of 541,562,968 parameters; with the track heads (3072 x (5313 + 1643) + biases) and an
     8-expert tracks MoE that is models.tsv's 588.75M."""
-    arch = SpaceArch.from_config({"dim": 1536, "moe": "species_tracks"}, model="space")
+    arch = _SpaceArch.from_config({"dim": 1536, "moe": "species_tracks"}, model="space")
     assert arch.filters() == [768, 768, 896, 1024, 1152, 1280, 1536] and arch.width == 3072
-    from geneb.encoders.families.space import SpaceTrunk
+    from geneb.encoders.families.space import _SpaceTrunk as SpaceTrunk
 
     with torch.device("meta"):
         trunk = SpaceTrunk(arch)

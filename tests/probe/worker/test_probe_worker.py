@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from test_job import TASK, _run, _shots
 
-from geneb.extract.cache import CacheKeyMismatchError
+from geneb.extract.cache import _CacheKeyMismatchError
 from geneb.extract.server import stop_servers
-from geneb.probe.fit import PROBE_THREADS
-from geneb.probe.worker import fit_probes_via_worker, run_fit_probes_job
+from geneb.probe.fit import _PROBE_THREADS
+from geneb.probe.worker import _fit_probes_via_worker, run_fit_probes_job
 from geneb.tables.scores import probe_threads
 
 PROTOCOL = "geneb-paper"
@@ -55,7 +55,7 @@ def test_a_job_in_the_worker_writes_the_tables_of_a_job_in_its_own_process(
     direct, direct_args = _run(stage, probe_config, PROTOCOL)
     log = tmp_path / "job.log"
     args = _args(stage, probe_config, tmp_path / "worker", threads=2)
-    fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
+    _fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
     served = pd.read_parquet(args["scores_out"])
     volatile = ["created_at", "seconds", "geneb_dirty", "geneb_commit"]
     keep = [c for c in direct.columns if c not in volatile]
@@ -69,14 +69,14 @@ def test_a_job_in_the_worker_writes_the_tables_of_a_job_in_its_own_process(
     # the forked child's fits ran on one thread per BLAS / OpenMP pool, recorded as the direct job's are
     (record,) = probe_threads(args["scores_out"])
     assert record == probe_threads(str(direct_args["scores_out"]))[0]
-    assert all(pool["num_threads"] == PROBE_THREADS for pool in record["pools"])
+    assert all(pool["num_threads"] == _PROBE_THREADS for pool in record["pools"])
 
 
 def _job_process(args: dict, log: str) -> multiprocessing.Process:
     """A probe job in a process of its own, as Snakemake runs one (its target is the library's function, so the
     spawned process never imports this test module)."""
     kwargs = {"log": log, "hdf5_locking": "auto", "idle_s": 30}
-    return multiprocessing.get_context("spawn").Process(target=fit_probes_via_worker, args=(args,), kwargs=kwargs)
+    return multiprocessing.get_context("spawn").Process(target=_fit_probes_via_worker, args=(args,), kwargs=kwargs)
 
 
 def test_concurrent_jobs_share_one_worker_and_each_runs_in_its_own_child(
@@ -108,8 +108,8 @@ def test_an_error_of_the_job_comes_back_under_its_own_class_and_writes_nothing(
     other.write_text(card)
     args = _args(stage, probe_config, tmp_path / "out", card=str(other))
     log = tmp_path / "job.log"
-    with pytest.raises(CacheKeyMismatchError, match="task_data_hash"):
-        fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
+    with pytest.raises(_CacheKeyMismatchError, match="task_data_hash"):
+        _fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
     assert "Traceback" in log.read_text()  # the child's traceback is in the job's log
 

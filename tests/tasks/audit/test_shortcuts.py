@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from geneb.tasks import audit
-from geneb.tasks.audit import GROUPS, ShortcutInputError, feature_matrix, feature_names, features, kmer_names
+from geneb.tasks.audit import GROUPS, _features, _kmer_names, _ShortcutInputError, feature_matrix, feature_names
 
 
 def _reference(seq: str) -> list[float]:
@@ -18,7 +18,7 @@ def _reference(seq: str) -> list[float]:
     n = sum(base.values())
 
     def kmers(k: int) -> tuple[list[float], dict[str, int]]:
-        counts = dict.fromkeys(kmer_names(k), 0)
+        counts = dict.fromkeys(_kmer_names(k), 0)
         for i in range(len(up) - k + 1):
             if up[i : i + k] in counts:
                 counts[up[i : i + k]] += 1
@@ -44,7 +44,7 @@ def test_hand_computed_values():
 
 
 def test_soft_masked_equals_upper_and_n_only_is_nan():
-    assert np.array_equal(features(["acgTTg"], "di"), features(["ACGTTG"], "di"))
+    assert np.array_equal(_features(["acgTTg"], "di"), _features(["ACGTTG"], "di"))
     x, names = feature_matrix(["NNNN", "ANNA"])
     row = dict(zip(names, x[0]))
     assert row["length"] == 4 and np.isnan(row["gc"]) and np.isnan(row["di_AA"]) and np.isnan(row["cpg_oe"])
@@ -54,7 +54,7 @@ def test_soft_masked_equals_upper_and_n_only_is_nan():
 
 @pytest.mark.parametrize("chunk", [1 << 22, 37])
 def test_vectorised_counts_match_python(monkeypatch, chunk):
-    monkeypatch.setattr(audit, "CHUNK_BASES", chunk)
+    monkeypatch.setattr(audit, "_CHUNK_BASES", chunk)
     rng = random.Random(3)
     seqs = ["".join(rng.choice("ACGTNacgtRY") for _ in range(rng.randint(0, 60))) for _ in range(300)]
     x, names = feature_matrix(seqs)
@@ -64,15 +64,15 @@ def test_vectorised_counts_match_python(monkeypatch, chunk):
 
 def test_shapes_and_names():
     for group in GROUPS:
-        assert features([], group).shape == (0, len(feature_names(group)))
-        assert features(["ACGT", "GG"], group).dtype == np.float64
+        assert _features([], group).shape == (0, len(feature_names(group)))
+        assert _features(["ACGT", "GG"], group).dtype == np.float64
     assert feature_names("di")[6] == "di_CG"
 
 
 def test_errors_name_row_and_value():
-    with pytest.raises(ShortcutInputError, match=r"task 't', row 1: sequence is None"):
-        features(["ACGT", None], "gc", where="task 't', ")  # type: ignore[list-item]
-    with pytest.raises(ShortcutInputError, match=r"row 0: non-ASCII character 'é'"):
-        features(["ACéGT"], "gc")
-    with pytest.raises(ShortcutInputError, match="unknown shortcut feature group 'gcc'"):
-        features(["ACGT"], "gcc")
+    with pytest.raises(_ShortcutInputError, match=r"task 't', row 1: sequence is None"):
+        _features(["ACGT", None], "gc", where="task 't', ")  # type: ignore[list-item]
+    with pytest.raises(_ShortcutInputError, match=r"row 0: non-ASCII character 'é'"):
+        _features(["ACéGT"], "gc")
+    with pytest.raises(_ShortcutInputError, match="unknown shortcut feature group 'gcc'"):
+        _features(["ACGT"], "gcc")

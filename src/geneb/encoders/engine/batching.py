@@ -14,7 +14,7 @@ a few long ones). The batches then run largest first (`largest_first`), so an ou
 batches of equal length only (bucketing), so no pad token ever reaches them.
 
 Progress of a long embedding call as plain log lines: rows done of the split, rows per second, time spent and an
-estimate of the time left, at most every `interval_s` seconds (30 by default; `GENEB_PROGRESS_S` overrides it).
+estimate of the time left, at most every `_interval_s` seconds (30 by default; `GENEB_PROGRESS_S` overrides it).
 
 A log line, not a terminal progress bar: the job's log is a file (Snakemake's `log:`, or a model server's log
 whose lines the server streams to the waiting job, `geneb.extract.server`), where a bar's carriage returns pile up
@@ -42,7 +42,7 @@ from geneb.registry.spec import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, Extracti
 REDUCED_DTYPES = tuple(d for d in COMPUTE_DTYPES if d != "float32")
 
 
-def resolve_device(device: str, *, model: str) -> str:
+def _resolve_device(device: str, *, model: str) -> str:
     """ "cpu", "cuda[:i]" or "auto" (cuda when available) -> a torch device string. device=cuda without CUDA
     raises RuntimeError: GENEB never falls back to CPU silently."""
     if device == "auto":
@@ -85,7 +85,7 @@ def init_execution(
     encoder.settings = settings
     encoder.model_id = settings.model
     encoder.extraction = settings.extraction
-    encoder.device = resolve_device(device, model=encoder.model_id)
+    encoder.device = _resolve_device(device, model=encoder.model_id)
     if int(batch_size) < 1 or (batch_tokens is not None and int(batch_tokens) < 1):
         raise ValueError(f"model {encoder.model_id}: batch_size and batch_tokens must be >= 1")
     encoder.batch_size = int(batch_size)
@@ -137,7 +137,7 @@ def encoder_device(encoder: Any, default: str) -> str:
     return str(getattr(encoder, "device", default))
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 def plan_batches(lengths: Sequence[int], batch_size: int, *, equal_length: bool = False) -> list[list[int]]:
@@ -280,26 +280,26 @@ class StepDownRunner:
             half = (len(batch) + 1) // 2
             self.max_batch = half
             self.step_downs += 1
-            log.warning("%s: out of memory at batch size %d; stepping down to %d", self.what, len(batch), half)
+            _log.warning("%s: out of memory at batch size %d; stepping down to %d", self.what, len(batch), half)
             self._run_one(batch[:half], on_done)
             self._run_one(batch[half:], on_done)
             return
         on_done(batch, result)
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: seconds between two progress lines of one call (the environment variable below overrides it)
-PROGRESS_INTERVAL_S = 30.0
+_PROGRESS_INTERVAL_S = 30.0
 PROGRESS_ENV = "GENEB_PROGRESS_S"
 
 
-def interval_s() -> float:
+def _interval_s() -> float:
     """The interval between progress lines: `GENEB_PROGRESS_S` when set (seconds, >= 0; 0 logs after every
     batch), else PROGRESS_INTERVAL_S. Raises ValueError naming the variable for a value that is not a number >= 0."""
     text = os.environ.get(PROGRESS_ENV)
     if text is None or not text.strip():
-        return PROGRESS_INTERVAL_S
+        return _PROGRESS_INTERVAL_S
     try:
         value = float(text)
     except ValueError:
@@ -323,7 +323,7 @@ class SplitProgress:
 
     item_rows: (n_items,) the position of the row each item belongs to (a row is done when all its items are);
     item_work: (n_items,) the cost of each item for the estimate (chunk tokens; None: 1 each); desc: what the
-    lines name (model, task, split); interval: seconds between lines (None: `interval_s()`); clock: the time source
+    lines name (model, task, split); interval: seconds between lines (None: `_interval_s()`); clock: the time source
     (monotonic seconds). `done(items)` after each batch, `close()` at the end."""
 
     def __init__(
@@ -346,8 +346,8 @@ class SplitProgress:
         self.total_work = int(self.item_work.sum())
         self.rows_done = 0
         self.work_done = 0
-        self.interval = interval_s() if interval is None else float(interval)
-        self.log = logger or log
+        self.interval = _interval_s() if interval is None else float(interval)
+        self.log = logger or _log
         self.clock = clock
         self.start = self.last = clock()
         self.lines = 0
@@ -390,7 +390,7 @@ class SplitProgress:
             )
 
 
-class NoProgress:
+class _NoProgress:
     """What `split_progress` returns when progress is off: does nothing."""
 
     def done(self, items: Sequence[int] | np.ndarray) -> None:
@@ -406,9 +406,9 @@ def split_progress(
     item_work: Sequence[int] | np.ndarray | None = None,
     *,
     enabled: bool = True,
-) -> SplitProgress | NoProgress:
-    """A `SplitProgress` (see there), or a `NoProgress` when not `enabled` (load-time probes, batch-plan
+) -> SplitProgress | _NoProgress:
+    """A `SplitProgress` (see there), or a `_NoProgress` when not `enabled` (load-time probes, batch-plan
     measurement, `geneb.evaluate`)."""
     if not enabled:
-        return NoProgress()
+        return _NoProgress()
     return SplitProgress(desc, item_rows, item_work)

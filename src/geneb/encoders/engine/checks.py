@@ -221,7 +221,7 @@ def nonfinite_rows(hidden: Any, attn: Any) -> list[int]:
     return [int(b) for b in (~finite.all(dim=1)).nonzero().flatten()]
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 def check_dropped(
@@ -238,13 +238,13 @@ def check_dropped(
     (a vocabulary without UNK deletes letters it cannot spell, e.g. N or IUPAC codes).
 
     Needs the character spans of the tokenizer call (`offsets`, set by fast tokenizers); without them the
-    tokens' text is counted instead (`check_dropped_by_token_text`). With an UNK token in the vocabulary the
+    tokens' text is counted instead (`_check_dropped_by_token_text`). With an UNK token in the vocabulary the
     spans are exact, and a run of one repeated letter whose neighbour (the same letter) has a token is a run
     the tokenizer's normalizer collapsed on purpose (GENA-LM maps an N run to one token), not a
     drop. Without one, a model that drops letters reports the spans as if they had never been there (the gap
     shows at the end of the row), so any uncovered letter is an error and no position is claimed."""
     if offsets is None:
-        check_dropped_by_token_text(texts, rows, model=model, unk_id=unk_id, encoded=encoded, token_texts=token_texts)
+        _check_dropped_by_token_text(texts, rows, model=model, unk_id=unk_id, encoded=encoded, token_texts=token_texts)
         return
     exact_spans = unk_id is not None
     for i, (text, spans) in enumerate(zip(texts, offsets)):
@@ -275,7 +275,7 @@ def check_dropped(
             )
 
 
-def check_dropped_by_token_text(
+def _check_dropped_by_token_text(
     texts: list[str],
     rows: list[int],
     *,
@@ -309,18 +309,18 @@ def check_dropped_by_token_text(
 
 
 #: what the messages call letters they cannot name
-OUTSIDE = "letters outside the model's vocabulary"
+_OUTSIDE = "letters outside the model's vocabulary"
 #: the IUPAC ambiguity codes besides N (docs/alphabet.md)
-IUPAC_CODES = frozenset("RYSWKMBDHV")
+_IUPAC_CODES = frozenset("RYSWKMBDHV")
 
 
-def unknown_letters(texts: Sequence[str] | None) -> str:
+def _unknown_letters(texts: Sequence[str] | None) -> str:
     """What the letters of `texts` (the rows with an UNK token) are, beyond A/C/G/T, in words: "N" (plain N is no
     IUPAC code of interest: an unknown base), "IUPAC codes R, Y" (the ambiguity codes), both, or, when the rows hold
     neither, "letters or k-mers outside the model's vocabulary" (a partial k-mer, a letter case the vocabulary lacks)."""
     letters = {ch for text in texts or () for ch in text.upper()} - set("ACGT")
     parts = (["N"] if "N" in letters else []) + (
-        [f"IUPAC codes {', '.join(sorted(letters & IUPAC_CODES))}"] if letters & IUPAC_CODES else []
+        [f"IUPAC codes {', '.join(sorted(letters & _IUPAC_CODES))}"] if letters & _IUPAC_CODES else []
     )
     return " and ".join(parts) if parts else "letters or k-mers outside the model's vocabulary"
 
@@ -338,7 +338,7 @@ def count_unknown(
     warning when there are any (`policy` count), or raises UnknownTokenError naming the count and the first
     rows (`policy` error); raises DroppedInputError naming every row of the call whose every token is UNK
     (nothing of the sequence would reach the model), all at once, with the row ids in its `rows`. texts: the rows'
-    model-input texts, to name the letters that became UNK (N, IUPAC codes: `unknown_letters`)."""
+    model-input texts, to name the letters that became UNK (N, IUPAC codes: `_unknown_letters`)."""
     if unk_id is None:
         return 0, 0
     unk = [sum(1 for t in ids if t == unk_id) for ids in encoded]
@@ -353,18 +353,18 @@ def count_unknown(
             "it, a lowercasing normalizer, a word longer than the tokenizer's limit?)",
             rows=named,
         )
-    seen = unknown_letters([t for t, u in zip(texts, unk) if u]) if texts is not None else None
+    seen = _unknown_letters([t for t, u in zip(texts, unk) if u]) if texts is not None else None
     if counts[0] and policy == "error":
         refuse_unknown(unk, rows, model=model, letters=seen)
     if counts[0]:
         first = next(i for i, u in enumerate(unk) if u)
-        log.warning(
+        _log.warning(
             "model %s: %d unknown-token ids in %d rows (first: row %s); %s reach it as UNK",
             model,
             counts[1],
             counts[0],
             rows[first],
-            seen or OUTSIDE,
+            seen or _OUTSIDE,
         )
     return counts
 
@@ -378,7 +378,7 @@ def refuse_unknown(
     letters: str | None = None,
 ) -> None:
     """Raise UnknownTokenError (`unk_policy: error`) for the rows with a nonzero count in `per_row`, naming the
-    model, the total, the first rows and the letters (`unknown_letters`; default: letters outside the model's
+    model, the total, the first rows and the letters (`_unknown_letters`; default: letters outside the model's
     vocabulary); return when there are none."""
     named = [rows[i] for i, u in enumerate(per_row) if u]
     if not named:
@@ -387,7 +387,7 @@ def refuse_unknown(
         f"model {model}: {sum(per_row)} {what} in {len(named)} rows (rows "
         + ", ".join(map(str, named[:5]))
         + (" ..." if len(named) > 5 else "")
-        + f"); {letters or OUTSIDE} would reach it as UNK, refused under "
+        + f"); {letters or _OUTSIDE} would reach it as UNK, refused under "
         "unk_policy: error (use a task without them, or unk_policy: count)",
         rows=named,
     )
@@ -404,26 +404,26 @@ def _collapsed_run(text: str, covered: bytearray, start: int, end: int) -> bool:
     return bool(after or before)
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: tokenizers report this (or larger, e.g. 1e30) when no maximum is set: not a real limit
 SENTINEL_MAX_LENGTH = 10**9
 #: a maximum worked out from the model's files (not set in the registry) is tried once at load, up to this length
-MAX_LENGTH_CHECK_TOKENS = 8192
+_MAX_LENGTH_CHECK_TOKENS = 8192
 #: relative difference of a pooled vector alone vs batched with a longer one that counts as padding-dependent
 #: (fp32 differences are ~1e-6; a padding bug moves vectors by 1e-1 and more), per compute dtype
 #: (fp32 noise is ~1e-7; a bf16/fp16 forward pass moves vectors by ~1e-3 with the batch shape alone, so a pad
 #: leak below the dtypes' batch-invariance tolerance of geneb.encoders.engine.invariance cannot be told from rounding)
-PADDING_CHECK_TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 2e-2}
+_PADDING_CHECK_TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 2e-2}
 #: the padding check's longer probe, in tokens (up to the model's chunk size): effects that grow with the padded
 #: width (dynamic RoPE scaling past max_position_embeddings) only show with a long batch mate
-PADDING_CHECK_LONG_TOKENS = 1024
+_PADDING_CHECK_LONG_TOKENS = 1024
 
 
 def log_load_policy(enc: Any) -> None:
     """Log, once at load, how a token-level encoder will run: lengths, padding, layer, pooling, dtypes."""
     ext = enc.extraction
-    log.info(
+    _log.info(
         "model %s: max_tokens %d (body %d + special %d/%d), padding %s%s, layer %s, pooling %s, "
         "special tokens %s, long_policy %s, compute %s (weights %s%s)",
         enc.model_id,
@@ -460,7 +460,7 @@ def resolve_max_tokens(
     if registry_max is not None:
         for name, value in (("tokenizer", usable_tok), ("config", config_max)):
             if value is not None and value != registry_max:
-                log.warning(
+                _log.warning(
                     "model %s: registry max_tokens %d differs from the %s's %d; using the registry",
                     model,
                     registry_max,
@@ -514,7 +514,7 @@ def check_cls_pooling(ext: Extraction, *, model: str, prefix: list[int]) -> None
         )
 
 
-def probe_ids(enc: Any, n_tokens: int) -> list[int]:
+def _probe_ids(enc: Any, n_tokens: int) -> list[int]:
     """Up to `n_tokens` body token ids of a fixed probe sequence (for the load-time checks), trimmed to the
     entry's `length_multiple` and transformed like a row (`input_transform`)."""
     ext = enc.extraction
@@ -530,7 +530,7 @@ def check_vocabulary(enc: Any) -> None:
     not match the input form (a lowercasing normalizer over an uppercase vocabulary, a word-piece limit
     shorter than a sequence) would otherwise turn every row into the same UNK tokens. Raises
     DroppedInputError when over half the probe's tokens are UNK or there are none."""
-    ids = probe_ids(enc, min(enc.body_cap, 256))
+    ids = _probe_ids(enc, min(enc.body_cap, 256))
     if not ids:
         raise DroppedInputError(f"model {enc.model_id}: the tokenizer turns a plain ACGT sequence into no tokens")
     if enc.unk_id is not None:
@@ -548,9 +548,9 @@ def check_max_length(enc: Any) -> None:
     position table shifted by a padding offset (RoBERTa/ESM: 514 positions, 512 usable) or a stale config
     value then fails here, naming the model, instead of on some row mid-run. Skipped above
     MAX_LENGTH_CHECK_TOKENS tokens (cost). Raises MaxLengthError."""
-    if enc.max_tokens_from == "registry" or enc.max_tokens > MAX_LENGTH_CHECK_TOKENS:
+    if enc.max_tokens_from == "registry" or enc.max_tokens > _MAX_LENGTH_CHECK_TOKENS:
         return
-    body = probe_ids(enc, enc.body_cap)
+    body = _probe_ids(enc, enc.body_cap)
     if len(body) < enc.body_cap:
         return  # the probe sequence is too short for this tokenizer: nothing to learn
     chunk = enc.chunk(0, body)
@@ -572,7 +572,7 @@ def check_padding_invariance(enc: Any) -> None:
     if enc.bucket_equal_lengths:
         return
     multiple = int(enc.extraction.length_multiple or 1)
-    long_ids = probe_ids(enc, min(enc.body_cap, PADDING_CHECK_LONG_TOKENS))
+    long_ids = _probe_ids(enc, min(enc.body_cap, _PADDING_CHECK_LONG_TOKENS))
     n_short = max(multiple, min(len(long_ids) // 3, 64) // multiple * multiple)
     if len(long_ids) <= n_short:
         return  # the model takes too few tokens for two lengths
@@ -583,17 +583,17 @@ def check_padding_invariance(enc: Any) -> None:
     batched, _ = enc._forward_batch(chunks, [-1, -2], force_fp32=enc.autocast)
     scale = float(alone.abs().max().clamp_min(1e-6))
     diff = float((alone[0] - batched[0]).abs().max()) / scale
-    tol = PADDING_CHECK_TOLERANCE["float32" if exact else enc.compute_dtype]
+    tol = _PADDING_CHECK_TOLERANCE["float32" if exact else enc.compute_dtype]
     if not diff <= tol:
         raise PaddingVarianceError(
             f"model {enc.model_id}: a {n_short}-token probe's embedding changes by {diff:.3g} (relative; limit "
             f"{tol:g}) when batched with a {len(long_ids)}-token one under padding_side {enc.padding_side}"
             f"{'' if enc.uses_attention_mask else ' without an attention mask'}: results would depend on batch "
-            f"mates. {padding_fix(enc.padding_side, enc.uses_attention_mask, enc.extraction.causal)}"
+            f"mates. {_padding_fix(enc.padding_side, enc.uses_attention_mask, enc.extraction.causal)}"
         )
 
 
-def padding_fix(padding_side: str, uses_mask: bool, causal: bool) -> str:
+def _padding_fix(padding_side: str, uses_mask: bool, causal: bool) -> str:
     """The registry setting that fixes a padding variance in the case at hand: left padding -> `padding_side:
     right`; right padding with a mask the model does not honour (a non-transformer wrapped as a transformers model,
     remote code that drops the mask) -> `attention_mask: false` (a bidirectional maskless model then gets only

@@ -39,10 +39,10 @@ import torch
 from geneb.core.errors import EmptyPoolError, LongSequenceError
 from geneb.registry.spec import Extraction, InputTransform
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: bases per codon (input_transform codons)
-CODON = 3
+_CODON = 3
 
 
 @dataclass
@@ -80,12 +80,12 @@ def transform_input(seq: str, transform: InputTransform | None, *, model: str, r
     if kind == "lowercase":
         return seq.lower()
     if kind == "codons":
-        if len(seq) % CODON or not seq:
+        if len(seq) % _CODON or not seq:
             raise ValueError(
                 f"model {model}, row {row}: {len(seq)} nt is not a whole number of codons; set extraction."
                 "length_multiple: 3 so that the trailing bases are trimmed (and counted) first"
             )
-        return " ".join(seq[i : i + CODON] for i in range(0, len(seq), CODON))
+        return " ".join(seq[i : i + _CODON] for i in range(0, len(seq), _CODON))
     raise ValueError(f"model {model}: unknown input_transform kind {kind!r}")
 
 
@@ -109,7 +109,7 @@ def model_texts(
             seq = seq[:keep]
         texts.append(transform_input(seq, extraction.input_transform, model=model, row=rows[i]))
     if multiple and trimmed.any():
-        log.info(
+        _log.info(
             "model %s: length_multiple %d: trimmed trailing bases of %d rows (max %d nt)",
             model,
             multiple,
@@ -220,7 +220,7 @@ def pad_chunks(
     return ids, attn, pmask
 
 
-POOLINGS = ("mean", "max", "cls", "last")
+_POOLINGS = ("mean", "max", "cls", "last")
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[int] | None = None) -> torch.Tensor:
@@ -232,8 +232,8 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
     the row (from `rows`, else the batch index) when a mask
     row is all zero (never 0/0 = NaN), and ValueError for an unknown method or mismatched shapes.
     """
-    if method not in POOLINGS:
-        raise ValueError(f"unknown pooling {method!r}; expected one of {POOLINGS}")
+    if method not in _POOLINGS:
+        raise ValueError(f"unknown pooling {method!r}; expected one of {_POOLINGS}")
     if hidden.dim() != 3 or tuple(mask.shape) != tuple(hidden.shape[:2]):
         raise ValueError(f"hidden {tuple(hidden.shape)} and mask {tuple(mask.shape)} do not match (B, T, d)/(B, T)")
     m = mask.to(torch.bool)

@@ -5,9 +5,9 @@ The typed contract between a family adapter and the token-model engine.
 
 A family's `_load()` returns one frozen `LoadedNetwork`: the network, its tokenizer and the facts the engine needs
 about them (special tokens, pad and unknown ids, maximum length and where it came from, widths, attention mask).
-The engine derives everything else from it in one place, `derive_layout`, into a frozen `EngineLayout` (the
+The engine derives everything else from it in one place, `_derive_layout`, into a frozen `_EngineLayout` (the
 strand token, the body cap, the padding side, equal-length batching, the causal-mask elision, the layer), and
-`LoadedView` shows both as read-only attributes of the encoder. Nothing is set on the encoder as a side effect
+`_LoadedView` shows both as read-only attributes of the encoder. Nothing is set on the encoder as a side effect
 of loading.
 
 The shared engine behind every token-level model adapter (transformers, remote code, Evo): batches and the
@@ -80,10 +80,10 @@ from geneb.encoders.engine.chunking import (
 from geneb.encoders.protocol import LOAD_CHECKS, EmbedCounters, EmbedResult, checks_deferred, sequence_batch
 from geneb.registry.spec import Extraction, SettingsLike
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: where a maximum length may come from: the registry entry (never tried at load), or the model's own files
-MAX_TOKENS_SOURCES = ("registry", "tokenizer/config", "config")
+_MAX_TOKENS_SOURCES = ("registry", "tokenizer/config", "config")
 
 
 @dataclass(frozen=True)
@@ -126,16 +126,16 @@ class LoadedNetwork:
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.max_tokens_from not in MAX_TOKENS_SOURCES:
-            raise ValueError(f"max_tokens_from {self.max_tokens_from!r}: expected one of {MAX_TOKENS_SOURCES}")
+        if self.max_tokens_from not in _MAX_TOKENS_SOURCES:
+            raise ValueError(f"max_tokens_from {self.max_tokens_from!r}: expected one of {_MAX_TOKENS_SOURCES}")
         # lists from a tokenizer become tuples, so the object cannot change after loading
         object.__setattr__(self, "prefix", tuple(int(t) for t in self.prefix))
         object.__setattr__(self, "suffix", tuple(int(t) for t in self.suffix))
 
 
 @dataclass(frozen=True)
-class EngineLayout:
-    """What the engine derives once from a `LoadedNetwork` and the extraction settings (`derive_layout`).
+class _EngineLayout:
+    """What the engine derives once from a `LoadedNetwork` and the extraction settings (`_derive_layout`).
 
     strand: the strand token an `input_transform` puts after the prefix of every chunk (gLM2), never pooled.
     body_cap: sequence tokens per chunk (max_tokens minus every special token, cut to `length_multiple`).
@@ -154,7 +154,7 @@ class EngineLayout:
     layer_resolved: str
 
 
-def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list[int], model: str) -> EngineLayout:
+def _derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list[int], model: str) -> _EngineLayout:
     """The engine's layout for `loaded` under `extraction`; `strand` is the tokenized strand prefix ([] if none).
 
     Raises ValueError when max_tokens leaves no room for sequence tokens, for a batching setting that would pad
@@ -172,7 +172,7 @@ def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list
     pad_id = loaded.pad_id
     if loaded.num_embeddings is not None and not 0 <= pad_id < loaded.num_embeddings:
         # pads are masked (or sit after every real token of a causal model): any id in the table will do
-        log.warning(
+        _log.warning(
             "model %s: pad id %d is outside the embedding table (%d rows); padding with id 0",
             model,
             pad_id,
@@ -197,14 +197,14 @@ def derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list
         resolved = f"module:{layer}"
     else:
         resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
-    return EngineLayout(tuple(strand), body_cap, pad_id, side, equal_lengths, elide, resolved)
+    return _EngineLayout(tuple(strand), body_cap, pad_id, side, equal_lengths, elide, resolved)
 
 
-class LoadedView:
+class _LoadedView:
     """Read-only attributes of a token-model encoder over its `loaded` network and derived `layout`."""
 
     loaded: LoadedNetwork
-    layout: EngineLayout
+    layout: _EngineLayout
 
     @property
     def model(self) -> Any:
@@ -295,10 +295,10 @@ class LoadedView:
         return self.layout.layer_resolved
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
-class TokenModelEncoder(LoadedView, ExecutionKnobs):
+class TokenModelEncoder(_LoadedView, ExecutionKnobs):
     """Base class of token-level adapters. See the module docstring for the policy.
 
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".
@@ -309,7 +309,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
     Subclasses implement `_load() -> LoadedNetwork` (the network, its tokenizer and the facts the engine reads;
     `geneb.encoders.engine.tokenmodel`), `_tokenize(texts) -> list[list[int]]` (no special tokens) and
     `_call(inputs, want_states) -> output` (anything `get_layer` understands). The engine derives the rest once
-    (`derive_layout`); `loaded` and `layout` are read-only afterwards.
+    (`_derive_layout`); `loaded` and `layout` are read-only afterwards.
     """
 
     #: the load-time probes `run_load_checks` runs, in order (recorded by geneb.extract.batch_plan)
@@ -335,7 +335,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
             self.extraction, device=self.device, model=self.model_id
         )
         self.loaded = self._load()
-        self.layout = derive_layout(self.loaded, self.extraction, strand=self._strand_ids(), model=self.model_id)
+        self.layout = _derive_layout(self.loaded, self.extraction, strand=self._strand_ids(), model=self.model_id)
         if isinstance(self.extraction.layer, str):
             self.model.get_submodule(self.extraction.layer).register_forward_hook(self._hook)
         checks.log_load_policy(self)
@@ -519,7 +519,7 @@ class TokenModelEncoder(LoadedView, ExecutionKnobs):
         bad = nonfinite_rows(hidden, attn)
         if bad and self.autocast:
             self._fp32_retries += 1
-            log.warning(
+            _log.warning(
                 "model %s: non-finite %s states for rows %s; retrying the batch in float32 (nonfinite: retry_fp32)",
                 self.model_id,
                 self.compute_dtype,

@@ -10,7 +10,7 @@ variant) needs the states of the token(s) covering one base instead. Which token
 * a tokenizer that gives character offsets (every fast Hugging Face tokenizer, the folder tokenizers): the
   tokens whose character span holds the text character(s) made from base `pos`;
 * a tokenizer without offsets whose tokens spell the text (the Nucleotide Transformer's 6-mer tokenizer, a
-  character tokenizer): the spans are the tokens' cumulative lengths (`spans_from_token_texts`);
+  character tokenizer): the spans are the tokens' cumulative lengths (`_spans_from_token_texts`);
 * a tokenizer without offsets or token texts whose rows have one token per base (HyenaDNA's character
   tokenizer): token `pos`;
 * the `input_transform`s map bases to text characters: overlapping k-mers (k-mer t = bases t..t+k-1, so base
@@ -60,7 +60,7 @@ class NoTokenPositions(ValueError):
     """The model's tokens cannot be placed on the bases of its input (the reason is the message)."""
 
 
-def text_to_base(text_length: int, transform: InputTransform | None) -> np.ndarray:
+def _text_to_base(text_length: int, transform: InputTransform | None) -> np.ndarray:
     """int64 (text_length,): the base each character of the tokenizer's text was made from, -1 for a separator.
 
     transform None or lowercase: character i is base i. overlapping-kmers (k): text "k-mer k-mer ..." with one
@@ -79,7 +79,7 @@ def text_to_base(text_length: int, transform: InputTransform | None) -> np.ndarr
     raise NoTokenPositions(f"input_transform {transform.kind!r} has no base-to-token mapping")
 
 
-def spans_from_token_texts(token_texts: Sequence[str] | None, text: str) -> list[tuple[int, int]] | None:
+def _spans_from_token_texts(token_texts: Sequence[str] | None, text: str) -> list[tuple[int, int]] | None:
     """Each token's (start, end) character span in `text` when the tokens' texts, joined, spell `text` exactly
     (case-insensitive: some vocabularies are upper case); None otherwise (e.g. a BPE vocabulary's word markers)."""
     if token_texts is None or "".join(token_texts).upper() != text.upper():
@@ -91,7 +91,7 @@ def spans_from_token_texts(token_texts: Sequence[str] | None, text: str) -> list
     return spans
 
 
-def tokens_at_base(
+def _tokens_at_base(
     offsets: Sequence[tuple[int, int]] | None,
     n_tokens: int,
     n_text: int,
@@ -107,7 +107,7 @@ def tokens_at_base(
         if transform is None and n_tokens == n_text:
             return [pos]
         raise NoTokenPositions("the tokenizer gives no character offsets and its tokens are not one per base")
-    bases = text_to_base(n_text, transform)
+    bases = _text_to_base(n_text, transform)
     found = []
     for t, (start, end) in enumerate(offsets):
         span = bases[max(start, 0) : max(end, 0)]
@@ -163,9 +163,9 @@ def embed_at_positions(
                 f"model {encoder.model_id}, row {rows[i]}: base {pos} is in the {int(trimmed[i])} trailing bases "
                 f"its length_multiple {ext.length_multiple} trims"
             )
-        spans = offsets[i] if offsets is not None else spans_from_token_texts(encoder._token_texts(body), texts[i])
+        spans = offsets[i] if offsets is not None else _spans_from_token_texts(encoder._token_texts(body), texts[i])
         try:
-            held = tokens_at_base(spans, len(body), len(texts[i]), int(pos), ext.input_transform)
+            held = _tokens_at_base(spans, len(body), len(texts[i]), int(pos), ext.input_transform)
         except NoTokenPositions as err:
             raise NoTokenPositions(f"model {encoder.model_id}: {err}") from None
         except ValueError as err:
@@ -195,7 +195,7 @@ def embed_at_positions(
     return out
 
 
-def chunk_ordinals(seq_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_ordinals(seq_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ordinal of each chunk within its row, 0-based, in list order; chunks of its row) for chunk row indices
     int (k,), e.g. [0, 0, 1, 0] -> ([0, 1, 0, 2], [3, 3, 1, 3])."""
     seq_index = np.asarray(seq_index, dtype=np.int64)
@@ -255,7 +255,7 @@ def embed_views(
         lengths,
     )
     rows_of = np.array([c.seq_index for c in chunks], dtype=np.int64)
-    ordinal, total = chunk_ordinals(rows_of)
+    ordinal, total = _chunk_ordinals(rows_of)
     accs = [RowAccumulator(len(sequences), p) for _, p in specs]
     retries = [0]
     bar = split_progress(desc or f"model {enc.model_id}", rows_of, lengths, enabled=enc.progress)

@@ -9,7 +9,7 @@ What the checkpoint is (read, not copied, from the public code; docs/adapters/bi
   the `MistralModel` trunk; its `last_hidden_state` (after the final RMSNorm) is the reference's
   `output.hidden_states[-1]` (biofm_eval/embedder.py `Embedder._get_sequence_embeddings`).
 * The tokenizer: biofm-eval's `AnnotationTokenizer` (biofm_eval/tokenizers/base.py) is not a transformers tokenizer
-  a checkpoint can name, and the package is not on PyPI, so GENEB implements its rules here (`BioTokenTokenizer`):
+  a checkpoint can name, and the package is not on PyPI, so GENEB implements its rules here (`_BioTokenTokenizer`):
   the checkpoint's `tokenizer_config.json` gives `char_ords` (the characters, ids 0-5 in file order) and
   `model_max_length`; `[CLS]` 6, `[SEP]` 7, `[UNK]` 8, `[PAD]` 9, `[EOS]` 10, `[BOS]` 11, `[SPECIAL]` 12 are fixed in
   the code, then the variant characters `ÂṰĜĈ` (13-16) and the seven annotation tokens (17-23). The Embedder
@@ -35,15 +35,15 @@ from geneb.registry.spec import ExtractionSettings
 log = logging.getLogger(__name__)
 
 #: the file the characters and the length cap are read from (AnnotationTokenizer.from_pretrained on a folder)
-TOKENIZER_FILE = "tokenizer_config.json"
+_TOKENIZER_FILE = "tokenizer_config.json"
 #: how many characters the fixed ids leave room for: characters are numbered from 0 and `[CLS]` is fixed at 6
-N_CHARACTERS = 6
+_N_CHARACTERS = 6
 #: special tokens at the ids AnnotationTokenizer.__init__ fixes (biofm_eval/tokenizers/base.py @ 30d5ec2)
-SPECIAL_IDS = {"[CLS]": 6, "[SEP]": 7, "[UNK]": 8, "[PAD]": 9, "[EOS]": 10, "[BOS]": 11, "[SPECIAL]": 12}
+_SPECIAL_IDS = {"[CLS]": 6, "[SEP]": 7, "[UNK]": 8, "[PAD]": 9, "[EOS]": 10, "[BOS]": 11, "[SPECIAL]": 12}
 #: variant characters, ids 13.. (AnnotationTokenizer.from_config passes list("ÂṰĜĈ"))
-VARIANT_CHARACTERS = ("Â", "Ṱ", "Ĝ", "Ĉ")
+_VARIANT_CHARACTERS = ("Â", "Ṱ", "Ĝ", "Ĉ")
 #: annotation tokens, numbered after the variant characters (ANNOTATION_TOKENS of tokenizers/base.py)
-ANNOTATION_TOKENS = (
+_ANNOTATION_TOKENS = (
     "[START_CDS]",
     "[END_CDS]",
     "[START_TRANSCRIPT]",
@@ -54,7 +54,7 @@ ANNOTATION_TOKENS = (
 )
 
 
-class BioTokenTokenizer:
+class _BioTokenTokenizer:
     """GENEB's implementation of biofm-eval's AnnotationTokenizer for plain DNA (no annotation or variant input).
 
     characters: the checkpoint's characters in `char_ords` order (ids 0..5). model_max_length: its length cap in
@@ -68,14 +68,14 @@ class BioTokenTokenizer:
     padding_side = "left"
     is_fast = False
 
-    def __init__(self, characters: list[str], model_max_length: int, *, model: str, source: str = TOKENIZER_FILE):
+    def __init__(self, characters: list[str], model_max_length: int, *, model: str, source: str = _TOKENIZER_FILE):
         self.model = model
-        fixed = set(SPECIAL_IDS) | set(VARIANT_CHARACTERS) | set(ANNOTATION_TOKENS)
+        fixed = set(_SPECIAL_IDS) | set(_VARIANT_CHARACTERS) | set(_ANNOTATION_TOKENS)
         bad = [c for c in characters if len(c) != 1 or c.isspace() or c in fixed]
-        if len(characters) != N_CHARACTERS or len(set(characters)) != N_CHARACTERS or bad:
+        if len(characters) != _N_CHARACTERS or len(set(characters)) != _N_CHARACTERS or bad:
             raise ModelLoadError(
                 f"model {model}: {source} char_ords give the characters {characters!r}; the BioToken layout needs "
-                f"exactly {N_CHARACTERS} distinct single non-space characters (ids 0-5 before [CLS] 6)"
+                f"exactly {_N_CHARACTERS} distinct single non-space characters (ids 0-5 before [CLS] 6)"
                 + (f"; not allowed: {bad!r}" if bad else "")
             )
         if isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length < 3:
@@ -84,38 +84,38 @@ class BioTokenTokenizer:
                 f"got {model_max_length!r}"
             )
         vocab = {ch: i for i, ch in enumerate(characters)}
-        vocab.update(SPECIAL_IDS)
-        vocab.update({ch: 13 + i for i, ch in enumerate(VARIANT_CHARACTERS)})
+        vocab.update(_SPECIAL_IDS)
+        vocab.update({ch: 13 + i for i, ch in enumerate(_VARIANT_CHARACTERS)})
         vocab.update(
             {
-                tok: len(SPECIAL_IDS) + N_CHARACTERS + len(VARIANT_CHARACTERS) + i
-                for i, tok in enumerate(ANNOTATION_TOKENS)
+                tok: len(_SPECIAL_IDS) + _N_CHARACTERS + len(_VARIANT_CHARACTERS) + i
+                for i, tok in enumerate(_ANNOTATION_TOKENS)
             }
         )
         self.characters = list(characters)
         self.vocab = vocab
         self.id_to_token = {i: t for t, i in vocab.items()}
         self.model_max_length = int(model_max_length)
-        self.cls_token_id = SPECIAL_IDS["[CLS]"]
-        self.sep_token_id = SPECIAL_IDS["[SEP]"]
-        self.unk_token_id = SPECIAL_IDS["[UNK]"]
-        self.pad_token_id = SPECIAL_IDS["[PAD]"]
+        self.cls_token_id = _SPECIAL_IDS["[CLS]"]
+        self.sep_token_id = _SPECIAL_IDS["[SEP]"]
+        self.unk_token_id = _SPECIAL_IDS["[UNK]"]
+        self.pad_token_id = _SPECIAL_IDS["[PAD]"]
 
     @classmethod
-    def from_checkpoint(cls, where: str, revision: str | None, *, model: str) -> BioTokenTokenizer:
+    def from_checkpoint(cls, where: str, revision: str | None, *, model: str) -> _BioTokenTokenizer:
         """Read `tokenizer_config.json` of a local folder or a hub snapshot at `revision` (`char_ords`,
         `model_max_length`; other keys are ignored, as AnnotationTokenizer.from_config ignores them). Raises
         ModelLoadError naming the model and the file when the file is missing or a key is absent or malformed."""
         try:
-            raw = read_config_json(where, revision, TOKENIZER_FILE, required=False)
+            raw = read_config_json(where, revision, _TOKENIZER_FILE, required=False)
         except ValueError as err:  # json.JSONDecodeError
-            raise ModelLoadError(f"model {model}: {TOKENIZER_FILE} of {where} is not valid JSON ({err})") from err
+            raise ModelLoadError(f"model {model}: {_TOKENIZER_FILE} of {where} is not valid JSON ({err})") from err
         if not raw:
             raise ModelLoadError(
-                f"model {model}: {where} has no {TOKENIZER_FILE} (or an empty one); the BioToken tokenizer reads its "
+                f"model {model}: {where} has no {_TOKENIZER_FILE} (or an empty one); the BioToken tokenizer reads its "
                 "characters (char_ords) and length cap (model_max_length) from it"
             )
-        source = f"{TOKENIZER_FILE} of {where}"
+        source = f"{_TOKENIZER_FILE} of {where}"
         missing = [k for k in ("char_ords", "model_max_length") if k not in raw]
         if missing:
             raise ModelLoadError(f"model {model}: {source} lacks {missing} (keys found: {sorted(raw)})")
@@ -158,14 +158,14 @@ class BioTokenTokenizer:
             ) from err
 
 
-class BioFMEncoder(HFEncoder):
+class _BioFMEncoder(HFEncoder):
     """BioFM behind the shared engine: `HFEncoder` loading (no remote code; `AutoModel` -> `MistralModel`,
-    checkpoint heads such as `lm_head.` logged), GENEB's `BioTokenTokenizer`, and the family's causal defaults
+    checkpoint heads such as `lm_head.` logged), GENEB's `_BioTokenTokenizer`, and the family's causal defaults
     (right padding with the attention mask; registry family `biofm`). Raises what HFEncoder raises, and
     ModelLoadError for a missing or malformed tokenizer_config.json."""
 
-    def _load_tokenizer(self, kwargs: dict[str, Any]) -> BioTokenTokenizer:
-        return BioTokenTokenizer.from_checkpoint(self.where, self.revision, model=self.model_id)
+    def _load_tokenizer(self, kwargs: dict[str, Any]) -> _BioTokenTokenizer:
+        return _BioTokenTokenizer.from_checkpoint(self.where, self.revision, model=self.model_id)
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         encoded = [self.tokenizer.encode(t) for t in texts]
@@ -174,6 +174,6 @@ class BioFMEncoder(HFEncoder):
         return encoded
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> BioFMEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _BioFMEncoder:
     """Adapter entry point (see geneb.registry.families)."""
-    return BioFMEncoder(settings, **kwargs)
+    return _BioFMEncoder(settings, **kwargs)

@@ -13,7 +13,7 @@ Facts used, all from wds-seu/DeepGene at commit 486343e5212361d6cd7ed03c624f430e
   formula, so with `pos_ids` = 0, 1, 2, ... (a linear sequence) transformers' `RoFormerModel` computes the
   authors' hidden states. What transformers cannot express is refused: `use_bias: false`, `norm_type` other
   than layer_norm, a decoder config.
-* Config (`configuration_roformer.py`, defaults = `DEEPGENE_DEFAULTS`): vocab 4096, hidden 768, 12 layers, 12
+* Config (`configuration_roformer.py`, defaults = `_DEEPGENE_DEFAULTS`): vocab 4096, hidden 768, 12 layers, 12
   heads, intermediate 3072, gelu, max_position_embeddings 5120, type_vocab 2, layer_norm_eps 1e-12, pad id 3.
 * Checkpoint: `model.module.save_pretrained(model_dir + 'pretrain_params_epoch_N')` (pretrain.py; transformers
   4.29.2, torch 1.7 per requirements.txt): a folder with `config.json` and `pytorch_model.bin`, tensors under
@@ -51,22 +51,22 @@ from geneb.encoders.loading import (
 )
 from geneb.registry.spec import ExtractionSettings
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
-SOURCE = "github.com/wds-seu/DeepGene@486343e5212361d6cd7ed03c624f430ed3d5f02e"
-GET = (
+_SOURCE = "github.com/wds-seu/DeepGene@486343e5212361d6cd7ed03c624f430ed3d5f02e"
+_GET = (
     "download the DeepGene checkpoint folder (config.json, pytorch_model.bin; pretrain_params_epoch_N) from the "
     "authors' Google Drive (drive.google.com/drive/folders/1gb2IqO3NdSMbydKMLGZBFAbsbKhgm0i8, linked from the "
-    f"README of {SOURCE}) and copy data/vocab/tokenizer.json of that repository into it (the checkpoint has no "
+    f"README of {_SOURCE}) and copy data/vocab/tokenizer.json of that repository into it (the checkpoint has no "
     "tokenizer)"
 )
 #: the checkpoint's wrapper prefix (RoFormerForMaskedLM.roformer)
-PREFIX = "roformer."
+_PREFIX = "roformer."
 #: the rotary table: recomputed by the module, not saved by the authors' save_pretrained
-POSITIONS_KEY = "encoder.embed_positions.weight"
+_POSITIONS_KEY = "encoder.embed_positions.weight"
 #: the authors' RoFormerConfig defaults (configuration_roformer.py): what their from_pretrained fills in for a key
 #: config.json lacks
-DEEPGENE_DEFAULTS: dict[str, Any] = {
+_DEEPGENE_DEFAULTS: dict[str, Any] = {
     "vocab_size": 4096,
     "embedding_size": None,
     "hidden_size": 768,
@@ -86,13 +86,13 @@ DEEPGENE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def roformer_config(raw: dict[str, Any], *, model: str) -> Any:
+def _roformer_config(raw: dict[str, Any], *, model: str) -> Any:
     """transformers' `RoFormerConfig` for a DeepGene config.json mapping (absent keys: DEEPGENE_DEFAULTS).
     Raises ModelLoadError naming the model for options transformers' RoFormer does not have (use_bias false,
     norm_type other than layer_norm, a decoder)."""
     from transformers import RoFormerConfig
 
-    cfg = {k: raw.get(k, v) for k, v in DEEPGENE_DEFAULTS.items()}
+    cfg = {k: raw.get(k, v) for k, v in _DEEPGENE_DEFAULTS.items()}
     unsupported = {
         k: cfg[k]
         for k, ok in (
@@ -121,7 +121,7 @@ def roformer_config(raw: dict[str, Any], *, model: str) -> Any:
     )
 
 
-def sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
+def _sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
     """The rotary table (n_positions, dim) of DeepGene's `RoFormerSinusoidalPositionalEmbedding._init_weight`:
     angle pos / 10000^(2 (j // 2) / dim); sin of the even columns in the first half, cos of the odd ones in the
     second."""
@@ -135,7 +135,7 @@ def sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
     return torch.tensor(out, dtype=torch.float32)
 
 
-class DeepGeneEncoder(FolderTokenizerEncoder):
+class _DeepGeneEncoder(FolderTokenizerEncoder):
     """DeepGene from a local checkpoint folder (`source.kind: local`: config.json, pytorch_model.bin or
     model.safetensors, and the repository's tokenizer.json). Input per chunk: [CLS] [SEP] tokens (the module
     docstring). Raises ModelLoadError for a missing file, an unsupported config, a config/weights mismatch, a
@@ -145,18 +145,18 @@ class DeepGeneEncoder(FolderTokenizerEncoder):
     def _load(self) -> LoadedNetwork:
         from transformers import RoFormerModel
 
-        folder = model_folder(self.settings, get=GET)
-        raw = read_json(require_file(folder, CONFIG_NAME, model=self.model_id, get=GET), model=self.model_id)
-        tokenizer = self._open_tokenizer(require_file(folder, TOKENIZER_NAME, model=self.model_id, get=GET))
-        config = roformer_config(raw, model=self.model_id)
-        state, fmt = read_state_dict(folder, model=self.model_id, get=GET)
+        folder = model_folder(self.settings, get=_GET)
+        raw = read_json(require_file(folder, CONFIG_NAME, model=self.model_id, get=_GET), model=self.model_id)
+        tokenizer = self._open_tokenizer(require_file(folder, TOKENIZER_NAME, model=self.model_id, get=_GET))
+        config = _roformer_config(raw, model=self.model_id)
+        state, fmt = read_state_dict(folder, model=self.model_id, get=_GET)
         model = RoFormerModel(config)
-        heads = load_mapped(model, state, prefix=PREFIX, model=self.model_id, recomputed=(POSITIONS_KEY,))
+        heads = load_mapped(model, state, prefix=_PREFIX, model=self.model_id, recomputed=(_POSITIONS_KEY,))
         if heads:
-            log.info("model %s: checkpoint heads not used for embeddings: %s", self.model_id, heads[:5])
+            _log.info("model %s: checkpoint heads not used for embeddings: %s", self.model_id, heads[:5])
         table = model.get_parameter("encoder.embed_positions.weight").detach().float()
         head_dim = config.hidden_size // config.num_attention_heads
-        want = sinusoidal_table(config.max_position_embeddings, head_dim)
+        want = _sinusoidal_table(config.max_position_embeddings, head_dim)
         if table.shape != want.shape or not torch.allclose(table, want, atol=1e-5):
             raise ModelLoadError(
                 f"model {self.model_id}: the rotary table of {type(model).__name__} ({tuple(table.shape)}) is not "
@@ -196,9 +196,9 @@ class DeepGeneEncoder(FolderTokenizerEncoder):
         return self.model(**inputs, output_hidden_states=want_states)
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), **self._folder_identity(), "source_code": SOURCE}
+        return {**super().identity(), **self._folder_identity(), "source_code": _SOURCE}
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> DeepGeneEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _DeepGeneEncoder:
     """Adapter entry point (see geneb.registry.families)."""
-    return DeepGeneEncoder(settings, **kwargs)
+    return _DeepGeneEncoder(settings, **kwargs)

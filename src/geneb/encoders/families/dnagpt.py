@@ -11,7 +11,7 @@ never use. The adapter (tokenizer, checkpoint reading, engine glue) is `geneb.en
 DNAGPT (Zhang et al. 2023, "DNAGPT: A Generalized Pre-trained Tool for Versatile DNA Sequence Analysis
 Tasks") behind the shared token-model engine: GENEB's own torch module and tokenizer, written from the
 authors' code, which is no installable package (github.com/TencentAILabHealthcare/DNAGPT at commit
-9b6c0931e3b2011ee5bbb4b988be3e19d62953ae, `UPSTREAM`; files named below are of that commit).
+9b6c0931e3b2011ee5bbb4b988be3e19d62953ae, `_UPSTREAM`; files named below are of that commit).
 
 Facts used (docs/adapters/dnagpt.md has the whole account):
 
@@ -20,7 +20,7 @@ Facts used (docs/adapters/dnagpt.md has the whole account):
   learned absolute positions (`transformer.wpe`, `max_len` rows), causal scaled-dot-product attention with no
   padding mask, a tanh-GELU MLP of width 4 x d, and a final LayerNorm `transformer.ln_f`. `DNAGPT` adds three
   heads on top (`number_embedding`, `mlm_head`, `num_regression`; Linear, SiLU, LayerNorm, Linear) that
-  embeddings never use. The sizes per checkpoint name are `DNAGPT.from_name` (`ARCHITECTURES`).
+  embeddings never use. The sizes per checkpoint name are `DNAGPT.from_name` (`_ARCHITECTURES`).
 * Tokenizer (`dna_gpt/tokenizer.py` KmerTokenizer; the reserved tokens and `dynamic_kmer` per model in
   `test.py` get_model): 34 reserved tokens `<0>`..`<Z>` (ids 0-33; `<P>` = 20 is the pad, `<R>` = 21 the
   human species token), then k-mers over the bases in the order N, A, G, C, T (`itertools.product`): 6-mers
@@ -61,7 +61,7 @@ from geneb.registry.spec import ExtractionSettings
 
 
 @dataclass(frozen=True)
-class Architecture:
+class _Architecture:
     """One released checkpoint's sizes (`DNAGPT.from_name`, dna_gpt/model/dna_gpt.py) and its tokenizer's
     `dynamic_kmer` (test.py get_model). Every released model has `bias=False`."""
 
@@ -73,7 +73,7 @@ class Architecture:
 
 
 #: DNAGPT's heads on top of the backbone (never used for embeddings)
-HEADS = ("number_embedding", "mlm_head", "num_regression")
+_HEADS = ("number_embedding", "mlm_head", "num_regression")
 
 
 class _Attention(nn.Module):
@@ -137,7 +137,7 @@ class _Backbone(nn.Module):
     """dna_gpt.py's `transformer`: token embeddings `wte`, positions `wpe`, blocks `h`, final LayerNorm `ln_f`
     (built and registered in this order, as the authors' ModuleDict: the same state-dict keys and random init)."""
 
-    def __init__(self, arch: Architecture, vocab_size: int) -> None:
+    def __init__(self, arch: _Architecture, vocab_size: int) -> None:
         super().__init__()
         d = arch.embedding_dim
         self.wte = nn.Embedding(vocab_size, d)
@@ -146,7 +146,7 @@ class _Backbone(nn.Module):
         self.ln_f = nn.LayerNorm(d, eps=1e-5, bias=False)
 
 
-class DNAGPTModel(nn.Module):
+class _DNAGPTModel(nn.Module):
     """DNAGPT with the authors' module names, so its state-dict keys are the released checkpoints' keys:
     `transformer.wte`, `transformer.wpe`, `transformer.h.<i>.{ln_1,attn.c_attn,attn.c_proj,ln_2,mlp.c_fc,
     mlp.c_proj}`, `transformer.ln_f`, and the heads `number_embedding`, `mlm_head`, `num_regression` (each
@@ -156,7 +156,7 @@ class DNAGPTModel(nn.Module):
     with output_hidden_states the tuple of num_layers + 1 states: the embeddings (tokens + positions), the
     output of each block, the last one after ln_f (transformers' GPT-2 convention)}. The heads are not run."""
 
-    def __init__(self, arch: Architecture, vocab_size: int, heads: tuple[str, ...] = HEADS) -> None:
+    def __init__(self, arch: _Architecture, vocab_size: int, heads: tuple[str, ...] = _HEADS) -> None:
         super().__init__()
         d = arch.embedding_dim
         self.arch = arch
@@ -179,15 +179,15 @@ class DNAGPTModel(nn.Module):
         return {"last_hidden_state": x, "hidden_states": tuple(states) if output_hidden_states else None}
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the authors' code every fact of this module was read from
-UPSTREAM = "TencentAILabHealthcare/DNAGPT@9b6c0931e3b2011ee5bbb4b988be3e19d62953ae"
+_UPSTREAM = "TencentAILabHealthcare/DNAGPT@9b6c0931e3b2011ee5bbb4b988be3e19d62953ae"
 #: the paper's reference extractor (its `<R>` prefix, cap and pooling)
 REFERENCE = "darlednik/GENEB@e3d5f4525c7fe12e4658c4ec6af803bc6bc42788:embedding_pipeline/extractors/dnagpt.py"
 
 #: test.py get_model: the reserved tokens, in id order, each written `<t>` (KmerTokenizer.__init__)
-RESERVED = (
+_RESERVED = (
     tuple("0123456789")
     + ("+", "-", "*", "/", "=", "&", "|", "!")
     + ("M", "B")
@@ -196,57 +196,57 @@ RESERVED = (
     + tuple("WYXZ")
 )
 #: KmerTokenizer.bases: the k-mer alphabet in the order its vocabulary is built
-BASES = "NAGCT"
+_BASES = "NAGCT"
 #: KmerTokenizer(6, ...) in test.py: non-overlapping 6-mers
-K = 6
+_K = 6
 #: README "Tips" 2: the species token defaults to R (human); the reference extractor prepends `<R>` to every row
-SPECIES_TOKEN = "<R>"
+_SPECIES_TOKEN = "<R>"
 #: the token a piece outside the vocabulary becomes (KmerTokenizer.unk_id = 0, i.e. `<0>`)
-UNK_ID = 0
+_UNK_ID = 0
 
 
 #: DNAGPT.from_name's table (UPSTREAM dna_gpt/model/dna_gpt.py) with test.py's dynamic_kmer (False only for 0.1b_h)
-ARCHITECTURES: dict[str, Architecture] = {
-    "dna_gpt0.1b_h": Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=4096, dynamic_kmer=False),
-    "dna_gpt0.1b_m": Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=512, dynamic_kmer=True),
-    "dna_gpt3b_m": Architecture(num_layers=60, num_heads=64, embedding_dim=2048, max_len=512, dynamic_kmer=True),
+_ARCHITECTURES: dict[str, _Architecture] = {
+    "dna_gpt0.1b_h": _Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=4096, dynamic_kmer=False),
+    "dna_gpt0.1b_m": _Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=512, dynamic_kmer=True),
+    "dna_gpt3b_m": _Architecture(num_layers=60, num_heads=64, embedding_dim=2048, max_len=512, dynamic_kmer=True),
 }
 #: the architecture fields `load.config_overrides` may change (a smaller stand-in of the same layout)
-OVERRIDABLE = ("num_layers", "num_heads", "embedding_dim")
+_OVERRIDABLE = ("num_layers", "num_heads", "embedding_dim")
 #: where the authors publish the weights (UPSTREAM README.md, "Download pre-trained weights")
-WEIGHTS_FOLDER = (
+_WEIGHTS_FOLDER = (
     "https://drive.google.com/drive/folders/10UPPx6V13oQW6knuLV7d8SRIA3D6hYor (or https://share.weiyun.com/car87dsv)"
 )
-WEIGHTS_FILE = {
+_WEIGHTS_FILE = {
     "dna_gpt0.1b_h": "https://drive.google.com/file/d/15m6CH3zaMSqflOaf6ec5VPfiulg-Gh0u",
     "dna_gpt0.1b_m": "https://drive.google.com/file/d/1C0BRXfz7RNtCSjSY1dKQeR1yP7I3wTyx",
     "dna_gpt3b_m": "https://drive.google.com/file/d/1pQ3Ai7C-ObzKkKTRwuf6eshVneKHzYEg",
 }
 
 
-def vocabulary(dynamic_kmer: bool) -> list[str]:
+def _vocabulary(dynamic_kmer: bool) -> list[str]:
     """The token of each id (KmerTokenizer.idx_to_token): the 34 reserved tokens `<0>`..`<Z>`, then the k-mers
     over N, A, G, C, T in itertools.product order, 6-mers only or (dynamic_kmer) 1-mers up to 6-mers.
     15,659 tokens without dynamic_kmer, 19,564 with it."""
-    kmers = ["".join(p) for n in range(1 if dynamic_kmer else K, K + 1) for p in itertools.product(BASES, repeat=n)]
-    return [f"<{t}>" for t in RESERVED] + kmers
+    kmers = ["".join(p) for n in range(1 if dynamic_kmer else _K, _K + 1) for p in itertools.product(_BASES, repeat=n)]
+    return [f"<{t}>" for t in _RESERVED] + kmers
 
 
-class KmerTokenizer:
+class _KmerTokenizer:
     """GENEB's implementation of DNAGPT's tokenizer rules (see the module docstring) for plain sequences.
 
     `encode(seq)` cuts `seq` into non-overlapping 6-mers from position 0 (the last piece is shorter when
-    len % 6 != 0) and looks each piece up; a piece outside the vocabulary is `UNK_ID` (`<0>`), as in the
+    len % 6 != 0) and looks each piece up; a piece outside the vocabulary is `_UNK_ID` (`<0>`), as in the
     authors' `piece_to_id`. The authors' `<...>` markup is not parsed: a model input holds bases only (the
     species token is added by the adapter), so `<` or `>` in a sequence is a ValueError."""
 
     def __init__(self, dynamic_kmer: bool) -> None:
         self.dynamic_kmer = dynamic_kmer
-        self.tokens = vocabulary(dynamic_kmer)
+        self.tokens = _vocabulary(dynamic_kmer)
         self.ids = {t: i for i, t in enumerate(self.tokens)}
         self.pad_id = self.ids["<P>"]
-        self.unk_id = UNK_ID
-        self.species_id = self.ids[SPECIES_TOKEN]
+        self.unk_id = _UNK_ID
+        self.species_id = self.ids[_SPECIES_TOKEN]
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -255,34 +255,34 @@ class KmerTokenizer:
         """(token ids, character span of each token) of one sequence. Raises ValueError for `<` or `>`."""
         if "<" in seq or ">" in seq:
             raise ValueError(f"DNAGPT tokenizer: a sequence holds no <token> markup, got {seq[:30]!r}")
-        spans = [(i, min(i + K, len(seq))) for i in range(0, len(seq), K)]
+        spans = [(i, min(i + _K, len(seq))) for i in range(0, len(seq), _K)]
         return [self.ids.get(seq[a:b], self.unk_id) for a, b in spans], spans
 
 
 # ---- loading ----------------------------------------------------------------------------------------------
 
 
-def architecture(name: str, overrides: Mapping[str, Any] | None, *, model: str) -> Architecture:
+def _architecture(name: str, overrides: Mapping[str, Any] | None, *, model: str) -> _Architecture:
     """The Architecture of checkpoint `name` (ARCHITECTURES), with `load.config_overrides` applied (only the
     OVERRIDABLE fields: a smaller stand-in of the same layout). Raises ModelLoadError for an unknown name or
     override key."""
-    if name not in ARCHITECTURES:
+    if name not in _ARCHITECTURES:
         raise ModelLoadError(
             f"model {model}: DNAGPT checkpoint name {name!r} is not one of the authors' models "
-            f"{sorted(ARCHITECTURES)} (DNAGPT.from_name, {UPSTREAM}); set load.package_model_name"
+            f"{sorted(_ARCHITECTURES)} (DNAGPT.from_name, {_UPSTREAM}); set load.package_model_name"
         )
     overrides = dict(overrides or {})
-    bad = sorted(set(overrides) - set(OVERRIDABLE))
+    bad = sorted(set(overrides) - set(_OVERRIDABLE))
     if bad:
         raise ModelLoadError(
             f"model {model}: load.config_overrides {bad} are not DNAGPT architecture fields GENEB lets change "
-            f"(only {list(OVERRIDABLE)}; max_len and the vocabulary are the checkpoint's)"
+            f"(only {list(_OVERRIDABLE)}; max_len and the vocabulary are the checkpoint's)"
         )
     if overrides:
-        log.warning(
+        _log.warning(
             "model %s: DNAGPT architecture of %s overridden by load.config_overrides %s", model, name, overrides
         )
-    base = ARCHITECTURES[name]
+    base = _ARCHITECTURES[name]
     return replace(
         base,
         num_layers=int(overrides.get("num_layers", base.num_layers)),
@@ -291,7 +291,7 @@ def architecture(name: str, overrides: Mapping[str, Any] | None, *, model: str) 
     )
 
 
-def read_state_dict(path: Path, *, model: str, name: str) -> dict[str, torch.Tensor]:
+def _read_state_dict(path: Path, *, model: str, name: str) -> dict[str, torch.Tensor]:
     """The tensors of a released checkpoint file: a state dict, or a dict holding it under `model` (the
     authors' load_model). Unpickled weights-only (tensors and plain containers, never code), memory-mapped
     where the file's format allows. Raises ModelLoadError naming the model and file for a missing file (with
@@ -299,7 +299,7 @@ def read_state_dict(path: Path, *, model: str, name: str) -> dict[str, torch.Ten
     if not path.is_file():
         raise ModelLoadError(
             f"model {model}: the DNAGPT checkpoint {path} is missing; put the authors' {path.name} there "
-            f"(Google Drive: {WEIGHTS_FILE.get(name, WEIGHTS_FOLDER)}; all weights: {WEIGHTS_FOLDER})"
+            f"(Google Drive: {_WEIGHTS_FILE.get(name, _WEIGHTS_FOLDER)}; all weights: {_WEIGHTS_FOLDER})"
         )
     try:
         try:
@@ -324,23 +324,23 @@ def read_state_dict(path: Path, *, model: str, name: str) -> dict[str, torch.Ten
     return dict(state)
 
 
-def build_model(
-    state: Mapping[str, torch.Tensor], arch: Architecture, vocab_size: int, *, model: str, path: Path
-) -> DNAGPTModel:
+def _build_model(
+    state: Mapping[str, torch.Tensor], arch: _Architecture, vocab_size: int, *, model: str, path: Path
+) -> _DNAGPTModel:
     """A DNAGPTModel holding exactly the tensors of `state` (no random weights anywhere: the module is built
     on the meta device and the checkpoint's tensors are assigned). Raises WeightsNotLoadedError naming the
     model, the file and the keys for a missing or unexpected tensor (a head may be missing only as a whole,
     then it is not built) and for a tensor of another shape (e.g. the embedding table of the other
     vocabulary: dynamic_kmer does not match the checkpoint)."""
-    heads = tuple(h for h in HEADS if any(k.startswith(f"{h}.") for k in state))
+    heads = tuple(h for h in _HEADS if any(k.startswith(f"{h}.") for k in state))
     with torch.device("meta"):
-        net = DNAGPTModel(arch, vocab_size, heads=heads)
+        net = _DNAGPTModel(arch, vocab_size, heads=heads)
     expected = net.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if missing or unexpected:
         raise WeightsNotLoadedError(
-            f"model {model}: {path.name} does not match the DNAGPT layout of {arch} ({UPSTREAM}): "
+            f"model {model}: {path.name} does not match the DNAGPT layout of {arch} ({_UPSTREAM}): "
             f"{len(missing)} missing tensors {missing[:5]}, {len(unexpected)} unexpected tensors {unexpected[:5]}; "
             "the checkpoint is of another model or architecture (load.package_model_name?)"
         )
@@ -356,14 +356,14 @@ def build_model(
             f"model {model}: {len(wrong)} tensors of {path.name} have other shapes than the DNAGPT layout of {arch} "
             f"expects, e.g. {wrong[0][0]} {wrong[0][1]} vs {wrong[0][2]}{hint}"
         )
-    skipped = [h for h in HEADS if h not in heads]
+    skipped = [h for h in _HEADS if h not in heads]
     if skipped:
-        log.info("model %s: %s holds no %s head (never used for embeddings)", model, path.name, skipped)
+        _log.info("model %s: %s holds no %s head (never used for embeddings)", model, path.name, skipped)
     net.load_state_dict(state, strict=True, assign=True)
     return net
 
 
-class DNAGPTEncoder(TokenModelEncoder):
+class _DNAGPTEncoder(TokenModelEncoder):
     """DNAGPT from a local folder holding the authors' `<name>.pth` (`settings.source.path`). The checkpoint
     name is `load.package_model_name`, else the registry id (the authors' names: ARCHITECTURES); its
     architecture is the authors' (`load.config_overrides` may shrink depth and width, for stand-ins). Raises
@@ -378,17 +378,17 @@ class DNAGPTEncoder(TokenModelEncoder):
     def _load(self) -> LoadedNetwork:
         src = self.settings.source
         name = self.checkpoint_name
-        arch = architecture(name, self.settings.load.config_overrides, model=self.model_id)
+        arch = _architecture(name, self.settings.load.config_overrides, model=self.model_id)
         if not src.folder:
             raise ModelLoadError(
                 f"model {self.model_id}: no folder to read the DNAGPT checkpoint {name}.pth from "
-                f"(source {src.as_dict()}); download it ({WEIGHTS_FILE.get(name, WEIGHTS_FOLDER)}) "
+                f"(source {src.as_dict()}); download it ({_WEIGHTS_FILE.get(name, _WEIGHTS_FOLDER)}) "
                 f"into a folder and point the config at it (model_weights: {{{self.model_id}: /path/to/folder}})"
             )
         path = Path(src.folder) / f"{name}.pth"
-        tokenizer = KmerTokenizer(arch.dynamic_kmer)
-        state = read_state_dict(path, model=self.model_id, name=name)
-        net = build_model(state, arch, len(tokenizer), model=self.model_id, path=path)
+        tokenizer = _KmerTokenizer(arch.dynamic_kmer)
+        state = _read_state_dict(path, model=self.model_id, name=name)
+        net = _build_model(state, arch, len(tokenizer), model=self.model_id, path=path)
         weights_sha256 = file_sha256(path, length=64)
         if self.extraction.max_tokens is not None and self.extraction.max_tokens > arch.max_len:
             raise ModelLoadError(
@@ -426,16 +426,16 @@ class DNAGPTEncoder(TokenModelEncoder):
     def identity(self) -> dict[str, Any]:
         return {
             **super().identity(),
-            "upstream": UPSTREAM,
+            "upstream": _UPSTREAM,
             "checkpoint": f"{self.checkpoint_name}.pth",
             "weights_sha256": self.weights_sha256,
             "architecture": asdict(self.loaded.details["architecture"]),
             "tokenizer": f"DNAGPT k-mer ({'1- to 6-mers' if self.tokenizer.dynamic_kmer else '6-mers only'}), "
             f"{len(self.tokenizer)} tokens",
-            "species_token": SPECIES_TOKEN,
+            "species_token": _SPECIES_TOKEN,
         }
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> DNAGPTEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _DNAGPTEncoder:
     """Adapter entry point of family `dnagpt` (see geneb.registry.families)."""
-    return DNAGPTEncoder(settings, **kwargs)
+    return _DNAGPTEncoder(settings, **kwargs)

@@ -8,7 +8,7 @@ cover the central 114,688 bp of the window (Avsec et al. 2021: 320 bins are crop
 GENEB's policy: a sequence up to the bins' span (114,688 bp) is centred in an all-N window; the pooled vector
 is the mean (or max) over the output bins that overlap the sequence, so N padding is never averaged in (the
 paper's reference averaged all 896 bins of a prefix-aligned, N-padded window). A longer sequence is tiled
-(`enformer_tiles`): consecutive 114,688-bp spans, each the centre of its own window with the sequence around
+(`_enformer_tiles`): consecutive 114,688-bp spans, each the centre of its own window with the sequence around
 it as context, so every base lies in exactly one pooled bin (window-length pieces would leave 81,920 bp of
 each piece outside every bin); long_policy chunk_mean pools every tile, truncate the first, error refuses.
 `n_tokens` counts pooled bins. Letters other than A, C, G, T, N enter as N (all-zero) and are counted per
@@ -31,29 +31,29 @@ from geneb.encoders.engine.tokenmodel import ExecutionKnobs, init_execution
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 from geneb.registry.spec import ExtractionSettings, SettingsLike
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
-WINDOW_BP = 196_608
-N_BINS = 896
-BIN_BP = 128
-WIDTH = 3072
+_WINDOW_BP = 196_608
+_N_BINS = 896
+_BIN_BP = 128
+_WIDTH = 3072
 _INDEX = np.full(256, 4, dtype=np.int64)
 for _i, _b in enumerate("ACGT"):
     _INDEX[ord(_b)] = _i
 
 
-def enformer_tiles(
-    length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP
+def _enformer_tiles(
+    length: int, *, window: int = _WINDOW_BP, n_bins: int = _N_BINS, bin_bp: int = _BIN_BP
 ) -> list[tuple[int, np.ndarray]]:
     """How a sequence of `length` bp is laid into Enformer windows: a list of (sequence position of window
     position 0 — negative where the window starts before the sequence —, bool mask (n_bins,) of the bins that
     cover this tile's own bases). Up to n_bins * bin_bp bp: one window with the sequence centred
-    (`window_and_bins`). Longer: tiles of n_bins * bin_bp bp at that stride, each centred in its window (the
+    (`_window_and_bins`). Longer: tiles of n_bins * bin_bp bp at that stride, each centred in its window (the
     rest of the window is the neighbouring sequence, or N beyond the ends), so every base is in exactly one
     pooled bin. Raises ValueError for length < 1."""
     span = n_bins * bin_bp
     if length <= span:
-        start, mask = window_and_bins(length, window=window, n_bins=n_bins, bin_bp=bin_bp)
+        start, mask = _window_and_bins(length, window=window, n_bins=n_bins, bin_bp=bin_bp)
         return [(-start, mask)]
     flank = (window - span) // 2
     tiles = []
@@ -64,8 +64,8 @@ def enformer_tiles(
     return tiles
 
 
-def window_and_bins(
-    length: int, *, window: int = WINDOW_BP, n_bins: int = N_BINS, bin_bp: int = BIN_BP
+def _window_and_bins(
+    length: int, *, window: int = _WINDOW_BP, n_bins: int = _N_BINS, bin_bp: int = _BIN_BP
 ) -> tuple[int, np.ndarray]:
     """Where a sequence of `length` bp sits when centred in the window, and which output bins it overlaps.
 
@@ -94,9 +94,9 @@ class EnformerEncoder(ExecutionKnobs):
     with the same window-and-bins design reuses `embed` (SPACE: `geneb.encoders.families.space.SpaceEncoder`, which also
     overrides `load_model` and `truncate_tile`, the tile long_policy truncate keeps)."""
 
-    n_bins: int = N_BINS
-    bin_bp: int = BIN_BP
-    width: int = WIDTH
+    n_bins: int = _N_BINS
+    bin_bp: int = _BIN_BP
+    width: int = _WIDTH
     label: str = "Enformer"
     #: no load-time probes: the input is a fixed window of one-hot bases, with no tokenizer or padding to check
     load_check_names: tuple[str, ...] = ()
@@ -121,7 +121,7 @@ class EnformerEncoder(ExecutionKnobs):
         """Load the model (`self.model`, called as in `embed`) and set `window` and `where`; the step a
         subclass with its own checkpoint format replaces."""
         window = self.settings.load.window_bp
-        self.window = int(window if window is not None else WINDOW_BP)
+        self.window = int(window if window is not None else _WINDOW_BP)
         src = self.settings.source
         where = src.folder or src.hub_id
         kwargs = {"revision": src.revision} if src.kind == "hub" else {}
@@ -141,15 +141,15 @@ class EnformerEncoder(ExecutionKnobs):
             "package": "enformer-pytorch",
             "name_or_path": self.where,
             "window_bp": self.window,
-            "bins": N_BINS,
-            "bin_bp": BIN_BP,
+            "bins": _N_BINS,
+            "bin_bp": _BIN_BP,
             "padding": "sequence centred in an all-N window; pooled over the output bins it overlaps",
             "compute_dtype": "float32",
         }
 
     def tiles(self, length: int) -> list[tuple[int, np.ndarray]]:
-        """The windows of a row of `length` bp (`enformer_tiles` with this encoder's layout)."""
-        return enformer_tiles(length, window=self.window, n_bins=self.n_bins, bin_bp=self.bin_bp)
+        """The windows of a row of `length` bp (`_enformer_tiles` with this encoder's layout)."""
+        return _enformer_tiles(length, window=self.window, n_bins=self.n_bins, bin_bp=self.bin_bp)
 
     def truncate_tile(self, length: int) -> tuple[int, np.ndarray]:
         """The one tile long_policy truncate keeps for a row longer than the bins' span: the first (the row's
@@ -169,7 +169,7 @@ class EnformerEncoder(ExecutionKnobs):
         if unknown_rows and self.extraction.unk_policy == "error":
             refuse_unknown(unknown, rows, model=self.model_id, what="letters outside A/C/G/T/N")
         if unknown_rows:
-            log.warning(
+            _log.warning(
                 "model %s: %d letters outside A/C/G/T/N in %d rows enter as N (first: row %s)",
                 self.model_id,
                 unknown_letters,

@@ -26,7 +26,7 @@ from geneb.encoders.engine.checks import resolve_max_tokens
 from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.registry.spec import ExtractionSettings
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 class _IdentityUnembed(nn.Module):
@@ -39,7 +39,7 @@ class _IdentityUnembed(nn.Module):
         return u
 
 
-class EvoEncoder(TokenModelEncoder):
+class _EvoEncoder(TokenModelEncoder):
     """Evo 1 / 1.5 through `evo.Evo`. `settings.load.package_model_name` names the checkpoint for the
     package (e.g. "evo-1-131k-base"); `extraction.max_tokens` is required (the context: 8192 or 131072)."""
 
@@ -76,7 +76,7 @@ class EvoEncoder(TokenModelEncoder):
         want = getattr(torch, self.weights_dtype)
         if actual == want:
             return model
-        log.info(
+        _log.info(
             "model %s: the package loaded %s weights; cast to %s (GENEB's dtype policy)",
             self.model_id,
             str(actual).removeprefix("torch."),
@@ -115,7 +115,7 @@ class EvoEncoder(TokenModelEncoder):
         }
 
 
-class Evo2Encoder(EvoEncoder):
+class _Evo2Encoder(_EvoEncoder):
     """Evo 2 through `evo2.Evo2`; `layer` must be a module name of the Vortex model (read with a hook)."""
 
     package = "evo2"
@@ -139,11 +139,11 @@ def _cfg_int(cfg: Any, key: str) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> EvoEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _EvoEncoder:
     """Adapter entry point of family `evo`."""
-    return EvoEncoder(settings, **kwargs)
+    return _EvoEncoder(settings, **kwargs)
 
 
-def from_settings_evo2(settings: ExtractionSettings, **kwargs: Any) -> Evo2Encoder:
+def from_settings_evo2(settings: ExtractionSettings, **kwargs: Any) -> _Evo2Encoder:
     """Adapter entry point of family `evo2`."""
-    return Evo2Encoder(settings, **kwargs)
+    return _Evo2Encoder(settings, **kwargs)

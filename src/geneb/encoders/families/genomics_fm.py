@@ -62,7 +62,7 @@ from geneb.encoders.loading import (
 from geneb.registry.spec import ExtractionSettings
 
 
-def alibi_slopes(n_heads: int) -> list[float]:
+def _alibi_slopes(n_heads: int) -> list[float]:
     """Per-head ALiBi slopes as MosaicBERT computes them (bert_layers.py `_get_alibi_head_slopes`): a geometric
     series from 2^(-8/n) for a power-of-two n, else the closest power of two's series plus every other slope of
     the series for twice that."""
@@ -74,15 +74,15 @@ def alibi_slopes(n_heads: int) -> list[float]:
     if math.log2(n_heads).is_integer():
         return power_of_2(n_heads)
     closest = 2 ** math.floor(math.log2(n_heads))
-    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n_heads - closest]
+    return power_of_2(closest) + _alibi_slopes(2 * closest)[0::2][: n_heads - closest]
 
 
-def alibi_bias(n_heads: int, length: int, *, device: Any = None, dtype: Any = None) -> torch.Tensor:
+def _alibi_bias(n_heads: int, length: int, *, device: Any = None, dtype: Any = None) -> torch.Tensor:
     """ALiBi bias (1, heads, length, length): -slope_h * |i - j| (bert_layers.py `rebuild_alibi_tensor`; its
     cached table sliced to `length` equals this one, which depends only on |i - j|)."""
     pos = torch.arange(length, device=device)
     distance = (pos[None, :] - pos[:, None]).abs()
-    slopes = torch.tensor(alibi_slopes(n_heads), device=device, dtype=torch.float32)
+    slopes = torch.tensor(_alibi_slopes(n_heads), device=device, dtype=torch.float32)
     return (slopes[:, None, None] * -distance[None]).unsqueeze(0).to(dtype or torch.float32)
 
 
@@ -170,9 +170,9 @@ class _Encoder(nn.Module):
         self.layer = nn.ModuleList(_Layer(cfg) for _ in range(cfg["num_hidden_layers"]))
 
 
-class GenomicsFMModel(nn.Module):
+class _GenomicsFMModel(nn.Module):
     """The Genomics-FM backbone (bert_layers.py `BertModel` without pooler), tensor names as in the checkpoint
-    minus `bert.`. cfg: the config.json values (see `CONFIG_KEYS`). use_alibi: ALiBi biases and no position
+    minus `bert.`. cfg: the config.json values (see `_CONFIG_KEYS`). use_alibi: ALiBi biases and no position
     table (how pretraining ran), else the learned position table and no ALiBi.
 
     forward(input_ids (B, T) long, attention_mask (B, T) 0/1, output_hidden_states) -> {"last_hidden_state":
@@ -198,7 +198,7 @@ class GenomicsFMModel(nn.Module):
         bias = (1.0 - attention_mask[:, None, None, :].to(h.dtype)) * -10000.0  # (B, 1, 1, T)
         if self.use_alibi:
             heads = self.cfg["num_attention_heads"]
-            bias = bias + alibi_bias(heads, input_ids.shape[1], device=h.device, dtype=h.dtype)
+            bias = bias + _alibi_bias(heads, input_ids.shape[1], device=h.device, dtype=h.dtype)
         states = [h]
         for layer in self.encoder.layer:
             h = layer(h, bias)
@@ -209,26 +209,26 @@ class GenomicsFMModel(nn.Module):
         return out
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
-SOURCE = "github.com/terry-r123/Genomics-FM@edc9f16b2d146f07092c038b2187b72960b178ea"
+_SOURCE = "github.com/terry-r123/Genomics-FM@edc9f16b2d146f07092c038b2187b72960b178ea"
 #: where the weights and tokenizer come from (named in load errors)
-GET = (
+_GET = (
     "download the Genomics-FM checkpoint folder (config.json, pytorch_model.bin) from the authors' Google Drive "
     "(drive.google.com/drive/folders/17-MQdeD9G-F7uiuHWWMdP50MmgJvpJb9, linked from the README of "
-    f"{SOURCE}); if it has no tokenizer.json, copy genomics_fm/tokenizer_bpe/tokenizer.json of that repository"
+    f"{_SOURCE}); if it has no tokenizer.json, copy genomics_fm/tokenizer_bpe/tokenizer.json of that repository"
 )
 #: special tokens pretraining adds to the BPE tokenizer, in this order (srun_pretrain.py)
-ADDED_TOKENS = ("[BPE]", "[KMER]", "[ALIBI]", "[APE]")
+_ADDED_TOKENS = ("[BPE]", "[KMER]", "[ALIBI]", "[APE]")
 #: prompt tokens pretraining puts before every BPE sequence: tokenizer prompt, position prompt
-PROMPTS = ("[BPE]", "[ALIBI]")
+_PROMPTS = ("[BPE]", "[ALIBI]")
 #: the checkpoint's wrapper prefix (BertForMaskedLM.bert)
-PREFIX = "bert."
+_PREFIX = "bert."
 
 
 #: config.json keys the module is built from; an absent key takes transformers' BertConfig default (the authors'
 #: config class is a BertConfig subclass, configuration_bert.py), so the authors' code would build the same
-CONFIG_KEYS = (
+_CONFIG_KEYS = (
     "vocab_size",
     "hidden_size",
     "num_hidden_layers",
@@ -241,16 +241,16 @@ CONFIG_KEYS = (
 )
 
 
-def read_config(raw: dict[str, Any], *, model: str) -> dict[str, Any]:
+def _read_config(raw: dict[str, Any], *, model: str) -> dict[str, Any]:
     """The module config from config.json's mapping: CONFIG_KEYS, absent ones from transformers' BertConfig
     defaults (logged). Raises ModelLoadError naming the model for a width that the heads do not divide."""
     from transformers import BertConfig
 
     defaults = BertConfig()
-    absent = [k for k in CONFIG_KEYS if k not in raw]
+    absent = [k for k in _CONFIG_KEYS if k not in raw]
     if absent:
-        log.info("model %s: config.json lacks %s; BertConfig defaults used", model, absent)
-    cfg = {k: raw.get(k, getattr(defaults, k)) for k in CONFIG_KEYS}
+        _log.info("model %s: config.json lacks %s; BertConfig defaults used", model, absent)
+    cfg = {k: raw.get(k, getattr(defaults, k)) for k in _CONFIG_KEYS}
     if cfg["pad_token_id"] is None:
         cfg["pad_token_id"] = 0
     if cfg["hidden_size"] % cfg["num_attention_heads"]:
@@ -261,24 +261,24 @@ def read_config(raw: dict[str, Any], *, model: str) -> dict[str, Any]:
     return cfg
 
 
-class GenomicsFMEncoder(FolderTokenizerEncoder):
+class _GenomicsFMEncoder(FolderTokenizerEncoder):
     """Genomics-FM from a local checkpoint folder (`source.kind: local`: config.json, pytorch_model.bin or
     model.safetensors, tokenizer.json). Input per chunk: [CLS] [BPE] [ALIBI] tokens [SEP], ALiBi on (the
     module docstring). Raises ModelLoadError for a missing file, a config/weights mismatch or an unreadable
     pickle, and WeightsNotLoadedError for missing or unused tensors, each naming the model."""
 
     def _load(self) -> LoadedNetwork:
-        folder = model_folder(self.settings, get=GET)
-        raw = read_json(require_file(folder, CONFIG_NAME, model=self.model_id, get=GET), model=self.model_id)
-        tokenizer = self._open_tokenizer(require_file(folder, TOKENIZER_NAME, model=self.model_id, get=GET))
-        tokenizer.add_special_tokens(list(ADDED_TOKENS))
-        cfg = read_config(raw, model=self.model_id)
-        state, fmt = read_state_dict(folder, model=self.model_id, get=GET)
-        model = GenomicsFMModel(cfg, use_alibi=True)
-        heads = load_mapped(model, state, prefix=PREFIX, model=self.model_id)
+        folder = model_folder(self.settings, get=_GET)
+        raw = read_json(require_file(folder, CONFIG_NAME, model=self.model_id, get=_GET), model=self.model_id)
+        tokenizer = self._open_tokenizer(require_file(folder, TOKENIZER_NAME, model=self.model_id, get=_GET))
+        tokenizer.add_special_tokens(list(_ADDED_TOKENS))
+        cfg = _read_config(raw, model=self.model_id)
+        state, fmt = read_state_dict(folder, model=self.model_id, get=_GET)
+        model = _GenomicsFMModel(cfg, use_alibi=True)
+        heads = load_mapped(model, state, prefix=_PREFIX, model=self.model_id)
         if heads:
-            log.info("model %s: checkpoint heads not used for embeddings: %s", self.model_id, heads[:5])
-        outside = [t for t in (*PROMPTS, "[CLS]", "[SEP]") if self.token_id(t, tokenizer) >= cfg["vocab_size"]]
+            _log.info("model %s: checkpoint heads not used for embeddings: %s", self.model_id, heads[:5])
+        outside = [t for t in (*_PROMPTS, "[CLS]", "[SEP]") if self.token_id(t, tokenizer) >= cfg["vocab_size"]]
         if outside:
             raise ModelLoadError(
                 f"model {self.model_id}: tokens {outside} have ids outside the embedding table "
@@ -288,7 +288,7 @@ class GenomicsFMEncoder(FolderTokenizerEncoder):
             model=model.to(getattr(torch, self.weights_dtype)).eval().to(self.device),
             tokenizer=tokenizer,
             max_tokens=resolve_max_tokens(None, None, self.extraction.max_tokens, model=self.model_id),
-            prefix=(self.token_id("[CLS]", tokenizer), *(self.token_id(p, tokenizer) for p in PROMPTS)),
+            prefix=(self.token_id("[CLS]", tokenizer), *(self.token_id(p, tokenizer) for p in _PROMPTS)),
             suffix=(self.token_id("[SEP]", tokenizer),),
             pad_id=self.token_id("[PAD]", tokenizer),
             unk_id=self.token_id("[UNK]", tokenizer),
@@ -308,12 +308,12 @@ class GenomicsFMEncoder(FolderTokenizerEncoder):
         return {
             **super().identity(),
             **self._folder_identity(),
-            "prompts": list(PROMPTS),
+            "prompts": list(_PROMPTS),
             "use_alibi": self.model.use_alibi,
-            "source_code": SOURCE,
+            "source_code": _SOURCE,
         }
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> GenomicsFMEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _GenomicsFMEncoder:
     """Adapter entry point (see geneb.registry.families)."""
-    return GenomicsFMEncoder(settings, **kwargs)
+    return _GenomicsFMEncoder(settings, **kwargs)

@@ -61,17 +61,17 @@ from geneb.registry.families import check_transformers_range, require_modules
 from geneb.registry.python_entry import weights_hash
 from geneb.registry.spec import ExtractionSettings, SettingsLike
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: config keys that may hold the model's maximum positions, in order of preference
-CONFIG_MAX_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_len")
+_CONFIG_MAX_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_len")
 #: config keys that may hold the number of blocks, in order of preference
-CONFIG_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_CONFIG_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 #: config keys that may hold the hidden size, in order of preference
-CONFIG_HIDDEN_KEYS = ("hidden_size", "d_model", "n_embd", "hidden_dim", "embed_dim", "dim", "width")
+_CONFIG_HIDDEN_KEYS = ("hidden_size", "d_model", "n_embd", "hidden_dim", "embed_dim", "dim", "width")
 
 
-def special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:
+def _special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:
     """Ids the tokenizer adds before and after a sequence (e.g. [CLS] and [SEP]), found by encoding a probe
     sequence with and without special tokens. Raises ValueError if the bare ids are not inside the full ones."""
     probe = "ACGTACGTAC"
@@ -114,7 +114,7 @@ def _foreign_code(where: str, revision: str | None) -> set[str]:
     return found
 
 
-def position_offset(model: Any, positions: int | None) -> int:
+def _position_offset(model: Any, positions: int | None) -> int:
     """How many rows of the learned position table no real token can use: RoBERTa-style embeddings (RoBERTa,
     ESM with absolute positions, ...) number positions from `padding_idx + 1`, so 514 positions allow 512
     tokens. Found structurally (a module with `padding_idx` and a `position_embeddings` table of `positions`
@@ -231,14 +231,14 @@ class HFEncoder(TokenModelEncoder):
                 )
         heads = [] if twin is not None else self._check_loading_info(model, info)
         if heads:
-            log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
+            _log.info("model %s: checkpoint heads not used by %s: %s", self.model_id, type(model).__name__, heads[:5])
         model = model.eval().to(self.device)
         cfg = model.config
-        config_max = next((getattr(cfg, k) for k in CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)
+        config_max = next((getattr(cfg, k) for k in _CONFIG_MAX_KEYS if isinstance(getattr(cfg, k, None), int)), None)
         if config_max is not None:
-            offset = position_offset(model, config_max)
+            offset = _position_offset(model, config_max)
             if offset:
-                log.info(
+                _log.info(
                     "model %s: positions start at padding_idx + 1: %d of %d positions usable",
                     self.model_id,
                     config_max - offset,
@@ -252,7 +252,7 @@ class HFEncoder(TokenModelEncoder):
             model=self.model_id,
         )
         self._override_tokenizer_padding(tokenizer)
-        prefix, suffix = special_affixes(tokenizer)
+        prefix, suffix = _special_affixes(tokenizer)
         pad = tokenizer.pad_token_id
         vocab_size = getattr(cfg, "vocab_size", None)
         num_embeddings: int | None
@@ -275,11 +275,13 @@ class HFEncoder(TokenModelEncoder):
             pad_id=int(pad) if pad is not None else 0,
             unk_id=getattr(tokenizer, "unk_token_id", None),
             hidden_size=next(
-                (getattr(cfg, k) for k in CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)), table_width
+                (getattr(cfg, k) for k in _CONFIG_HIDDEN_KEYS if isinstance(getattr(cfg, k, None), int)), table_width
             ),
             vocab_size=vocab_size,
             num_embeddings=num_embeddings,
-            n_layers=next((getattr(cfg, k) for k in CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None),
+            n_layers=next(
+                (getattr(cfg, k) for k in _CONFIG_LAYER_KEYS if isinstance(getattr(cfg, k, None), int)), None
+            ),
             uses_attention_mask=self._takes_attention_mask(model),
             # BigBird's block-sparse attention pads to whole blocks and picks blocks by the padded length
             pad_sensitive=getattr(cfg, "attention_type", None) == "block_sparse",
@@ -330,14 +332,14 @@ class HFEncoder(TokenModelEncoder):
         backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
         if backend is not None and hasattr(backend, "padding"):
             if backend.padding:
-                log.warning(
+                _log.warning(
                     "model %s: tokenizer files set padding %s; overridden (GENEB pads itself)",
                     self.model_id,
                     backend.padding,
                 )
                 backend.no_padding()
             if backend.truncation:
-                log.warning(
+                _log.warning(
                     "model %s: tokenizer files set truncation %s; overridden (GENEB chunks itself)",
                     self.model_id,
                     backend.truncation,
@@ -387,14 +389,14 @@ def from_settings(settings: ExtractionSettings, **kwargs: Any) -> HFEncoder:
 
 
 #: the transformers auto class of each head kind
-AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM"}
+_AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM"}
 
 
 class NoLanguageHeadError(WeightsNotLoadedError):
     """The checkpoint has no trained language-model head for the class asked (its tensors are missing)."""
 
 
-def head_missing_keys(missing: list[str], base_model_prefix: str) -> list[str]:
+def _head_missing_keys(missing: list[str], base_model_prefix: str) -> list[str]:
     """The missing tensors that belong to the head: those outside the backbone's `base_model_prefix.`."""
     prefix = f"{base_model_prefix}." if base_model_prefix else ""
     return sorted(k for k in missing if not (prefix and k.startswith(prefix)))
@@ -406,15 +408,15 @@ class HFLanguageModelEncoder(HFEncoder):
     and everything `HFEncoder` raises."""
 
     def __init__(self, settings: SettingsLike, *, head: str, **kwargs: Any) -> None:
-        if head not in AUTO_CLASSES:
-            raise ValueError(f"language-model head {head!r}: expected one of {sorted(AUTO_CLASSES)}")
+        if head not in _AUTO_CLASSES:
+            raise ValueError(f"language-model head {head!r}: expected one of {sorted(_AUTO_CLASSES)}")
         self.head = head
-        self.auto_model_class = AUTO_CLASSES[head]
+        self.auto_model_class = _AUTO_CLASSES[head]
         super().__init__(settings, **kwargs)
 
     def _check_loading_info(self, model: Any, info: dict[str, Any]) -> list[str]:
         missing = list(info.get("missing_keys", ()))
-        head = head_missing_keys(missing, getattr(model, "base_model_prefix", ""))
+        head = _head_missing_keys(missing, getattr(model, "base_model_prefix", ""))
         if head:
             raise NoLanguageHeadError(
                 f"model {self.model_id}: the checkpoint has no trained {self.head} language-model head for "

@@ -5,7 +5,7 @@ and GPU. Module names follow Qihao-Duan/JanusDNA at commit 03cd86e72c5a608ceead5
 (`janusdna/modeling_janusdna.py`), so a released state dict loads by name; the facts it reproduces (two causal
 streams, Mamba mixers with the reference selective scan, middle attention, the Janus fusion with its four-part
 mask, the final RMSNorm and MLP) are listed in the adapter's docstring, `geneb.encoders.families.janusdna`, which
-also reads the configuration (`janus_config`, the mapping every module here takes) and the checkpoint.
+also reads the configuration (`_janus_config`, the mapping every module here takes) and the checkpoint.
 
 JanusDNA (JanusDNA-72-w, JanusDNA-72-wo) behind the shared token-model engine, on GENEB's own torch
 implementation of the network: no authors' code, no Mamba CUDA kernels, the same code on CPU and GPU.
@@ -31,7 +31,7 @@ Facts used, all read in Qihao-Duan/JanusDNA at commit 03cd86e72c5a608ceead55c327
   SiLU(gate); out_proj. `geneb.encoders.families.janusdna.selective_scan` is GENEB's reference recurrence of that
   scan (the semantics of mamba_ssm's documented `selective_scan_ref`; Gu & Dao 2023, Algorithm 2).
 * Middle attention (72-w only): per stream, causal (`is_causal`), no positional encoding, scale 1/sqrt(head_dim).
-* The Janus fusion: the backward stream is flipped back, and one `FinalAttention` block (attention + SwiGLU MLP)
+* The Janus fusion: the backward stream is flipped back, and one `_FinalAttention` block (attention + SwiGLU MLP)
   runs over the 2L positions with the four-part mask of `JanusDNAFlexAttention.create_janus_mask`: forward
   position i sees forward positions <= i and backward positions >= i + 2; backward position j sees forward
   positions <= j - 2 and backward positions >= j. FlexAttention there pads the 18-wide heads with zeros to
@@ -76,7 +76,7 @@ from geneb.encoders.loading import PICKLE_WEIGHTS_ONLY
 from geneb.registry.spec import ExtractionSettings
 
 
-class RMSNorm(nn.Module):
+class _RMSNorm(nn.Module):
     """weight * x / sqrt(mean(x^2) + eps), in float32 (`JanusDNARMSNorm`). x: (..., d) -> (..., d)."""
 
     def __init__(self, d: int, eps: float) -> None:
@@ -131,7 +131,7 @@ def selective_scan(
     return y * F.silu(z.float())
 
 
-class MambaMixer(nn.Module):
+class _MambaMixer(nn.Module):
     """`JanusDNAMambaMixer` without cache or kernels (its `slow_forward`). x: (batch, L, hidden) -> same."""
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
@@ -149,9 +149,9 @@ class MambaMixer(nn.Module):
         self.A_log = nn.Parameter(torch.zeros(inner, state))
         self.D = nn.Parameter(torch.ones(inner))
         self.out_proj = nn.Linear(inner, hidden, bias=bias)
-        self.dt_layernorm = RMSNorm(rank, eps)
-        self.b_layernorm = RMSNorm(state, eps)
-        self.c_layernorm = RMSNorm(state, eps)
+        self.dt_layernorm = _RMSNorm(rank, eps)
+        self.b_layernorm = _RMSNorm(state, eps)
+        self.c_layernorm = _RMSNorm(state, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         length = x.shape[1]
@@ -165,7 +165,7 @@ class MambaMixer(nn.Module):
         return self.out_proj(y.transpose(1, 2).to(x.dtype))
 
 
-class MLP(nn.Module):
+class _MLP(nn.Module):
     """SwiGLU feed-forward: down(SiLU(gate(x)) * up(x)) (`JanusDNAMLP`)."""
 
     def __init__(self, hidden: int, inner: int) -> None:
@@ -178,7 +178,7 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-class SparseMoE(nn.Module):
+class _SparseMoE(nn.Module):
     """Top-k mixture of SwiGLU experts (`JanusDNASparseMoeBlock`): router softmax in float32, the k largest
     weights used as they are (not renormalised), every token through its k experts. x: (batch, L, d) -> same."""
 
@@ -186,7 +186,7 @@ class SparseMoE(nn.Module):
         super().__init__()
         self.top_k = top_k
         self.router = nn.Linear(hidden, n_experts, bias=False)
-        self.experts = nn.ModuleList([MLP(hidden, inner) for _ in range(n_experts)])
+        self.experts = nn.ModuleList([_MLP(hidden, inner) for _ in range(n_experts)])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -205,11 +205,11 @@ class SparseMoE(nn.Module):
 def _ffn(cfg: Mapping[str, Any], n_experts: int) -> nn.Module:
     hidden, inner = int(cfg["hidden_size"]), int(cfg["intermediate_size"])
     if n_experts > 1:
-        return SparseMoE(hidden, inner, n_experts, int(cfg["num_experts_per_tok"]))
-    return MLP(hidden, inner)
+        return _SparseMoE(hidden, inner, n_experts, int(cfg["num_experts_per_tok"]))
+    return _MLP(hidden, inner)
 
 
-class Attention(nn.Module):
+class _Attention(nn.Module):
     """Multi-head attention without positions (`JanusDNAAttention` / `JanusDNAFlexAttention`): softmax(q k^T /
     sqrt(scale_dim)) v under a boolean mask `allowed` (L, L), True = may attend. `scale_dim` is the head width the
     softmax scale is taken from (FlexAttention's zero-padded heads: 32 for 18-wide heads). q/k/v/out projections
@@ -242,16 +242,16 @@ class Attention(nn.Module):
         return (self.o_projs[0] if hasattr(self, "o_projs") else self.o_proj)(out)
 
 
-class MambaLayer(nn.Module):
+class _MambaLayer(nn.Module):
     """One Mamba layer of both streams (`BiJanusDNAMambaSeperateWrapper`): `mamba_fwd` and `*_fwd` on the
     forward stream, `mamba_rev` and `*_bwd` on the (flipped) backward stream."""
 
     def __init__(self, cfg: Mapping[str, Any], n_experts: int) -> None:
         super().__init__()
         d, eps = int(cfg["hidden_size"]), float(cfg["rms_norm_eps"])
-        self.mamba_fwd, self.mamba_rev = MambaMixer(cfg), MambaMixer(cfg)
-        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = RMSNorm(d, eps), RMSNorm(d, eps)
-        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = RMSNorm(d, eps), RMSNorm(d, eps)
+        self.mamba_fwd, self.mamba_rev = _MambaMixer(cfg), _MambaMixer(cfg)
+        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
+        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
         self.feed_forward_fwd, self.feed_forward_bwd = _ffn(cfg, n_experts), _ffn(cfg, n_experts)
 
     def forward(self, fwd: torch.Tensor, bwd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -262,7 +262,7 @@ class MambaLayer(nn.Module):
         return fwd, bwd
 
 
-class AttentionLayer(nn.Module):
+class _AttentionLayer(nn.Module):
     """One middle attention layer of both streams (`BiJanusDNAAttentionWrapper`): causal attention per stream."""
 
     def __init__(self, cfg: Mapping[str, Any], n_experts: int) -> None:
@@ -270,10 +270,10 @@ class AttentionLayer(nn.Module):
         d, eps = int(cfg["hidden_size"]), float(cfg["rms_norm_eps"])
         head = d // int(cfg["num_attention_heads"])
         self.causal = bool(cfg["is_causal"])
-        self.self_attn_fwd = Attention(cfg, scale_dim=head, flex=False)
-        self.self_attn_bwd = Attention(cfg, scale_dim=head, flex=False)
-        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = RMSNorm(d, eps), RMSNorm(d, eps)
-        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = RMSNorm(d, eps), RMSNorm(d, eps)
+        self.self_attn_fwd = _Attention(cfg, scale_dim=head, flex=False)
+        self.self_attn_bwd = _Attention(cfg, scale_dim=head, flex=False)
+        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
+        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
         self.feed_forward_fwd, self.feed_forward_bwd = _ffn(cfg, n_experts), _ffn(cfg, n_experts)
 
     def forward(self, fwd: torch.Tensor, bwd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -288,22 +288,22 @@ class AttentionLayer(nn.Module):
         return fwd, bwd
 
 
-class DecoderLayer(nn.Module):
+class _DecoderLayer(nn.Module):
     """Layer i of the state dict: `layers.i.mamba_module.*` (`JanusDNAMambaDecoderLayer`) or `layers.i.attn.*`
     (`JanusDNAAttentionDecoderLayer`). forward(fwd, bwd) -> (fwd, bwd), each (batch, L, d)."""
 
     def __init__(self, cfg: Mapping[str, Any], kind: str, n_experts: int) -> None:
         super().__init__()
         if kind == "attention":
-            self.attn = AttentionLayer(cfg, n_experts)
+            self.attn = _AttentionLayer(cfg, n_experts)
         else:
-            self.mamba_module = MambaLayer(cfg, n_experts)
+            self.mamba_module = _MambaLayer(cfg, n_experts)
 
     def forward(self, fwd: torch.Tensor, bwd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return (self.attn if hasattr(self, "attn") else self.mamba_module)(fwd, bwd)
 
 
-def janus_mask(length: int, device: torch.device | str = "cpu") -> torch.Tensor:
+def _janus_mask(length: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """The final attention's (2L, 2L) boolean mask over [forward states; backward states flipped back]
     (`JanusDNAFlexAttention.create_janus_mask`): forward query i sees forward keys <= i and backward keys >= i+2;
     backward query j sees forward keys <= j-2 and backward keys >= j (all in sequence positions)."""
@@ -318,23 +318,23 @@ def janus_mask(length: int, device: torch.device | str = "cpu") -> torch.Tensor:
     )
 
 
-class FinalAttention(nn.Module):
-    """`FinalAttention`: x + attn(RMSNorm(x)) under `janus_mask`, then x + MLP(RMSNorm(x)). x: (batch, 2L, d)."""
+class _FinalAttention(nn.Module):
+    """`_FinalAttention`: x + attn(RMSNorm(x)) under `_janus_mask`, then x + MLP(RMSNorm(x)). x: (batch, 2L, d)."""
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__()
         d, eps = int(cfg["hidden_size"]), float(cfg["rms_norm_eps"])
-        self.self_attn = Attention(cfg, scale_dim=int(cfg["final_head_dim"]), flex=True)
-        self.feed_forward = MLP(d, int(cfg["intermediate_size"]))
-        self.input_layernorm, self.pre_ff_layernorm = RMSNorm(d, eps), RMSNorm(d, eps)
+        self.self_attn = _Attention(cfg, scale_dim=int(cfg["final_head_dim"]), flex=True)
+        self.feed_forward = _MLP(d, int(cfg["intermediate_size"]))
+        self.input_layernorm, self.pre_ff_layernorm = _RMSNorm(d, eps), _RMSNorm(d, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        allowed = janus_mask(x.shape[1] // 2, x.device)
+        allowed = _janus_mask(x.shape[1] // 2, x.device)
         x = x + self.self_attn(self.input_layernorm(x), allowed)
         return x + self.feed_forward(self.pre_ff_layernorm(x))
 
 
-def janus_fusion(h: torch.Tensor) -> torch.Tensor:
+def _janus_fusion(h: torch.Tensor) -> torch.Tensor:
     """(batch, 2L, d) final-attention states -> (batch, L, d) (`final_fusion_repos_formasked`): position p gets
     forward state p-1 + backward state p+1; position 0 backward state 1; position L-1 forward state L-2.
     Raises ValueError for L < 3 (the upstream code asserts L > 2)."""
@@ -346,7 +346,7 @@ def janus_fusion(h: torch.Tensor) -> torch.Tensor:
     return torch.cat([bwd[:, 1:2], middle, fwd[:, length - 2 : length - 1]], dim=1)
 
 
-class JanusDNA(nn.Module):
+class _JanusDNA(nn.Module):
     """GENEB's JanusDNA backbone (`JanusDNAModel` with layer_fusion false, final attention, the Janus fusion);
     parameter names are those of its state dict. forward(input_ids (batch, L) int64) -> (batch, L, d) float:
     RMSNorm(fused) + final_mlp(RMSNorm(fused)), where final_mlp is the identity when `final_mlp` is False (the
@@ -358,12 +358,12 @@ class JanusDNA(nn.Module):
         self.embed_tokens = nn.Embedding(int(cfg["vocab_size"]), d)
         self.layers = nn.ModuleList(
             [
-                DecoderLayer(cfg, kind, experts)
+                _DecoderLayer(cfg, kind, experts)
                 for kind, experts in zip(cfg["layer_types"], cfg["layer_experts"], strict=True)
             ]
         )
-        self.final_attention = FinalAttention(cfg)
-        self.final_layernorm = RMSNorm(d, float(cfg["rms_norm_eps"]))
+        self.final_attention = _FinalAttention(cfg)
+        self.final_layernorm = _RMSNorm(d, float(cfg["rms_norm_eps"]))
         self.final_mlp: nn.Module = (
             nn.Sequential(nn.Linear(d, 2 * d), nn.SiLU(), nn.Linear(2 * d, d), nn.SiLU())
             if final_mlp
@@ -376,19 +376,19 @@ class JanusDNA(nn.Module):
         for layer in self.layers:
             fwd, bwd = layer(fwd, bwd)
         h = self.final_attention(torch.cat([fwd, bwd.flip(1)], dim=1))
-        h = self.final_layernorm(janus_fusion(h))
+        h = self.final_layernorm(_janus_fusion(h))
         return h + self.final_mlp(h)
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: where the released weights are (the README's download link; models.tsv source `harvard-dataverse`)
-DATAVERSE_URL = "https://doi.org/10.7910/DVN/HDT0RN"
+_DATAVERSE_URL = "https://doi.org/10.7910/DVN/HDT0RN"
 #: the Caduceus character vocabulary JanusDNA was trained with (caduceus/tokenization_caduceus.py)
 PAD_ID, UNK_ID = 4, 6
-TOKEN_IDS = {"A": 7, "C": 8, "G": 9, "T": 10, "N": 11}
+_TOKEN_IDS = {"A": 7, "C": 8, "G": 9, "T": 10, "N": 11}
 #: JanusDNAConfig defaults (janusdna/configuration_janusdna.py) for keys a config file may leave out
-CONFIG_DEFAULTS: dict[str, Any] = {
+_CONFIG_DEFAULTS: dict[str, Any] = {
     "vocab_size": 6,
     "hidden_size": 1024,
     "intermediate_size": 1024,
@@ -422,7 +422,7 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "sliding_window": None,
 }
 #: the one configuration of the released checkpoints this implementation reproduces: key -> required value
-SUPPORTED = {
+_SUPPORTED = {
     "layer_fusion": False,
     "final_attention": True,
     "layer_fusion_strategy": "pool",
@@ -434,10 +434,10 @@ SUPPORTED = {
     "sliding_window": None,
 }
 #: state-dict prefixes of a Lightning checkpoint that are not the backbone (checked, then left out)
-IGNORED_KEYS = ("model.lm_head.weight",)
-IGNORED_PREFIXES = ("train_torchmetrics.", "val_torchmetrics.", "test_torchmetrics.")
-BACKBONE_PREFIX = "model.model."
-FINAL_MLP_KEYS = ("final_mlp.0.weight", "final_mlp.0.bias", "final_mlp.2.weight", "final_mlp.2.bias")
+_IGNORED_KEYS = ("model.lm_head.weight",)
+_IGNORED_PREFIXES = ("train_torchmetrics.", "val_torchmetrics.", "test_torchmetrics.")
+_BACKBONE_PREFIX = "model.model."
+_FINAL_MLP_KEYS = ("final_mlp.0.weight", "final_mlp.0.bias", "final_mlp.2.weight", "final_mlp.2.bias")
 
 
 # ---- configuration ------------------------------------------------------------------------------------------
@@ -450,15 +450,15 @@ def _as_bool(value: Any) -> Any:
     return value
 
 
-def janus_config(raw: Mapping[str, Any], *, model: str = "?") -> dict[str, Any]:
+def _janus_config(raw: Mapping[str, Any], *, model: str = "?") -> dict[str, Any]:
     """The JanusDNAConfig values the network needs from a config mapping (the `config` object of
     `<stem>_model_config.json`), with the class's defaults for absent keys, the derived values of its
     constructor (`num_key_value_heads` = heads when unset, `mamba_dt_rank` auto = ceil(hidden / 16), the vocabulary
     rounded up to `pad_vocab_size_multiple`), and `layer_types` / `layer_experts` per layer (its
     `layers_block_type` / `layers_num_experts`). Raises ModelLoadError naming the model for a value outside the
-    configuration GENEB reproduces (`SUPPORTED`) or hidden sizes that do not split into heads."""
-    cfg = {**CONFIG_DEFAULTS, **{k: _as_bool(v) for k, v in raw.items() if k in CONFIG_DEFAULTS}}
-    for key, want in SUPPORTED.items():
+    configuration GENEB reproduces (`_SUPPORTED`) or hidden sizes that do not split into heads."""
+    cfg = {**_CONFIG_DEFAULTS, **{k: _as_bool(v) for k, v in raw.items() if k in _CONFIG_DEFAULTS}}
+    for key, want in _SUPPORTED.items():
         if cfg[key] != want:
             raise ModelLoadError(
                 f"model {model}: JanusDNA config {key}={cfg[key]!r} is not supported (GENEB reproduces the "
@@ -504,7 +504,7 @@ def _inert(name: str) -> type:
     """A placeholder class for a non-tensor global of a checkpoint pickle (an OmegaConf config, a path, an enum in
     the Lightning metadata): it takes any arguments and state the pickle gives it and runs none of the original
     class's code. (torch's weights-only unpickler fills only real dicts and lists, so a dict or list subclass in the
-    metadata still stops the load: `read_checkpoint` says what to do.)"""
+    metadata still stops the load: `_read_checkpoint` says what to do.)"""
 
     def new(cls: type, *args: Any, **kwargs: Any) -> Any:
         return object.__new__(cls)
@@ -519,7 +519,7 @@ def _inert(name: str) -> type:
     return type(name.rpartition(".")[2] or name, (), methods)
 
 
-def read_checkpoint(path: Path, *, model: str) -> dict[str, torch.Tensor]:
+def _read_checkpoint(path: Path, *, model: str) -> dict[str, torch.Tensor]:
     """The `state_dict` of a Lightning checkpoint, read with `torch.load(weights_only=True)`. The Lightning
     metadata around it (`hyper_parameters` is an OmegaConf object, callbacks hold paths) is not tensors: each such
     global, listed by `torch.serialization.get_unsafe_globals_in_checkpoint` without unpickling, is allowed as an
@@ -529,7 +529,7 @@ def read_checkpoint(path: Path, *, model: str) -> dict[str, torch.Tensor]:
     try:
         unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
         if unsafe:
-            log.info("model %s: %s: %d non-tensor globals read as inert placeholders", model, path.name, len(unsafe))
+            _log.info("model %s: %s: %d non-tensor globals read as inert placeholders", model, path.name, len(unsafe))
         with torch.serialization.safe_globals([(_inert(name), name) for name in unsafe]):
             ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - re-raised naming the model and file
@@ -548,25 +548,25 @@ def read_checkpoint(path: Path, *, model: str) -> dict[str, torch.Tensor]:
     return dict(state)
 
 
-def backbone_state(state: Mapping[str, torch.Tensor], *, model: str, path: Path) -> dict[str, torch.Tensor]:
+def _backbone_state(state: Mapping[str, torch.Tensor], *, model: str, path: Path) -> dict[str, torch.Tensor]:
     """The JanusDNAModel tensors of a Lightning state dict: `model.model.<key>` -> `<key>`, with the LM head and
     the torchmetrics entries left out. Raises ModelLoadError naming any other key (not this model's layout)."""
     out: dict[str, torch.Tensor] = {}
     stray = []
     for key, value in state.items():
-        if key.startswith(BACKBONE_PREFIX):
-            out[key[len(BACKBONE_PREFIX) :]] = value
-        elif key not in IGNORED_KEYS and not key.startswith(IGNORED_PREFIXES):
+        if key.startswith(_BACKBONE_PREFIX):
+            out[key[len(_BACKBONE_PREFIX) :]] = value
+        elif key not in _IGNORED_KEYS and not key.startswith(_IGNORED_PREFIXES):
             stray.append(key)
     if stray or not out:
         raise ModelLoadError(
             f"model {model}: {path} is not a JanusDNA Lightning checkpoint: "
-            + (f"unexpected keys {sorted(stray)[:5]}" if stray else f"no `{BACKBONE_PREFIX}*` keys")
+            + (f"unexpected keys {sorted(stray)[:5]}" if stray else f"no `{_BACKBONE_PREFIX}*` keys")
         )
     return out
 
 
-def load_strict(net: JanusDNA, state: Mapping[str, torch.Tensor], *, model: str, path: Path) -> None:
+def _load_strict(net: _JanusDNA, state: Mapping[str, torch.Tensor], *, model: str, path: Path) -> None:
     """Copy `state` into `net`, every key and shape exactly (the final MLP's four keys may be absent together).
     Raises WeightsNotLoadedError for missing tensors and ModelLoadError for unexpected keys or shapes, naming
     the model, the file and the first keys."""
@@ -593,7 +593,7 @@ def load_strict(net: JanusDNA, state: Mapping[str, torch.Tensor], *, model: str,
     net.load_state_dict(dict(state), strict=True)
 
 
-def janusdna_files(folder: str | None, stem: str | None, *, model: str) -> tuple[Path, Path]:
+def _janusdna_files(folder: str | None, stem: str | None, *, model: str) -> tuple[Path, Path]:
     """(checkpoint, config) paths `<folder>/<stem>.ckpt` and `<folder>/<stem>_model_config.json`. Raises
     ModelLoadError naming the model, the missing file and where to get it."""
     if not stem:
@@ -607,14 +607,14 @@ def janusdna_files(folder: str | None, stem: str | None, *, model: str) -> tuple
         if not path.is_file():
             raise ModelLoadError(
                 f"model {model}: the JanusDNA file {path.name} is not in {folder}; download {files[0].name} and "
-                f"{files[1].name} from Harvard Dataverse ({DATAVERSE_URL}) into that folder"
+                f"{files[1].name} from Harvard Dataverse ({_DATAVERSE_URL}) into that folder"
             )
     return files
 
 
-def read_config(path: Path, *, model: str) -> dict[str, Any]:
+def _read_config(path: Path, *, model: str) -> dict[str, Any]:
     """The `config` object of a `<stem>_model_config.json` (a bare config object is taken too), resolved by
-    `janus_config`. Raises ModelLoadError naming the model and file for unreadable JSON."""
+    `_janus_config`. Raises ModelLoadError naming the model and file for unreadable JSON."""
     try:
         raw = json.loads(path.read_text())
     except (OSError, ValueError) as err:
@@ -622,20 +622,20 @@ def read_config(path: Path, *, model: str) -> dict[str, Any]:
     raw = raw.get("config", raw) if isinstance(raw, dict) else None
     if not isinstance(raw, dict):
         raise ModelLoadError(f"model {model}: {path} holds no JanusDNA config object")
-    return janus_config(raw, model=model)
+    return _janus_config(raw, model=model)
 
 
-def load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple[JanusDNA, dict[str, Any]]:
+def _load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple[_JanusDNA, dict[str, Any]]:
     """(network in eval mode with the checkpoint's weights, resolved config) from the released files
-    (`janusdna_files`). Raises ModelLoadError / WeightsNotLoadedError naming the model and file."""
-    ckpt_path, config_path = janusdna_files(folder, stem, model=model)
-    cfg = read_config(config_path, model=model)
-    state = backbone_state(read_checkpoint(ckpt_path, model=model), model=model, path=ckpt_path)
-    has_mlp = [k in state for k in FINAL_MLP_KEYS]
+    (`_janusdna_files`). Raises ModelLoadError / WeightsNotLoadedError naming the model and file."""
+    ckpt_path, config_path = _janusdna_files(folder, stem, model=model)
+    cfg = _read_config(config_path, model=model)
+    state = _backbone_state(_read_checkpoint(ckpt_path, model=model), model=model, path=ckpt_path)
+    has_mlp = [k in state for k in _FINAL_MLP_KEYS]
     if any(has_mlp) and not all(has_mlp):
-        raise ModelLoadError(f"model {model}: {ckpt_path} has only some of the final_mlp tensors {FINAL_MLP_KEYS}")
-    net = JanusDNA(cfg, final_mlp=all(has_mlp))
-    load_strict(net, state, model=model, path=ckpt_path)
+        raise ModelLoadError(f"model {model}: {ckpt_path} has only some of the final_mlp tensors {_FINAL_MLP_KEYS}")
+    net = _JanusDNA(cfg, final_mlp=all(has_mlp))
+    _load_strict(net, state, model=model, path=ckpt_path)
     cfg["final_mlp"] = "checkpoint" if all(has_mlp) else "identity (the checkpoint has none)"
     return net.eval(), cfg
 
@@ -643,17 +643,17 @@ def load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple[
 # ---- the encoder ----------------------------------------------------------------------------------------------
 
 
-class JanusDNAEncoder(TokenModelEncoder):
-    """JanusDNA through GENEB's native network (`JanusDNA`), float32, on CPU or CUDA. Settings:
+class _JanusDNAEncoder(TokenModelEncoder):
+    """JanusDNA through GENEB's native network (`_JanusDNA`), float32, on CPU or CUDA. Settings:
     `source.path` (the folder with the Dataverse files), `load.package_model_name` (their stem),
-    `extraction.layer` -1 (the final output) or a module name of `JanusDNA` that runs once per forward pass
+    `extraction.layer` -1 (the final output) or a module name of `_JanusDNA` that runs once per forward pass
     (e.g. `final_layernorm`, `final_attention`; a layer of the two streams runs twice and is refused)."""
 
     def _load(self) -> LoadedNetwork:
-        net, cfg = load_janusdna(self.settings.source.path, self.settings.load.package_model_name, model=self.model_id)
+        net, cfg = _load_janusdna(self.settings.source.path, self.settings.load.package_model_name, model=self.model_id)
         return LoadedNetwork(
             model=net.to(device=self.device, dtype=getattr(torch, self.weights_dtype)),
-            tokenizer=TOKEN_IDS,
+            tokenizer=_TOKEN_IDS,
             max_tokens=resolve_max_tokens(None, None, self.extraction.max_tokens, model=self.model_id),
             pad_id=PAD_ID,
             unk_id=UNK_ID,
@@ -667,11 +667,11 @@ class JanusDNAEncoder(TokenModelEncoder):
 
     @property
     def config(self) -> dict[str, Any]:
-        """The resolved JanusDNA configuration of the loaded checkpoint (`janus_config`)."""
+        """The resolved JanusDNA configuration of the loaded checkpoint (`_janus_config`)."""
         return self.loaded.details["config"]
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        return [[TOKEN_IDS.get(ch, UNK_ID) for ch in text.upper()] for text in texts]
+        return [[_TOKEN_IDS.get(ch, UNK_ID) for ch in text.upper()] for text in texts]
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
         if want_states:
@@ -693,6 +693,6 @@ class JanusDNAEncoder(TokenModelEncoder):
         }
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> JanusDNAEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _JanusDNAEncoder:
     """Adapter entry point of family `janusdna`."""
-    return JanusDNAEncoder(settings, **kwargs)
+    return _JanusDNAEncoder(settings, **kwargs)

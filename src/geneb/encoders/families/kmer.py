@@ -25,7 +25,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 from geneb.registry.spec import Extraction, ExtractionSettings
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 _CODE = np.full(256, -1, dtype=np.int64)
 for _i, _b in enumerate("ACGT"):
@@ -33,7 +33,7 @@ for _i, _b in enumerate("ACGT"):
     _CODE[ord(_b.lower())] = _i
 
 
-def kmer_counts(seq: str, k: int) -> np.ndarray:
+def _kmer_counts(seq: str, k: int) -> np.ndarray:
     """Counts (4^k,) int64 of the overlapping ACGT k-mers of `seq` (windows with other letters skipped)."""
     codes = _CODE[np.frombuffer(seq.encode("ascii"), dtype=np.uint8)]
     if len(codes) < k:
@@ -84,7 +84,7 @@ class KmerEncoder:
             unknown[i] = int((_CODE[np.frombuffer(seq.encode("ascii"), dtype=np.uint8)] < 0).sum())
             start = 0
             for k, width in zip(self.sizes, widths):
-                counts = kmer_counts(seq, k)
+                counts = _kmer_counts(seq, k)
                 total = counts.sum()
                 if total == 0:
                     empty[i] = True  # the block stays zero
@@ -95,7 +95,7 @@ class KmerEncoder:
                 start += width
         if empty.any():
             first = [rows[i] for i in np.flatnonzero(empty)[:5]]
-            log.warning(
+            _log.warning(
                 "kmer-%s: %d row(s) without a valid k-mer window get the zero vector (rows %s%s)",
                 self.k,
                 int(empty.sum()),

@@ -47,20 +47,20 @@ from geneb.encoders.engine.tokenmodel import LoadedNetwork
 from geneb.encoders.families.hf import HFEncoder
 from geneb.registry.spec import ExtractionSettings
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the tokenizer's sequence type for DNA and RNA (LucaGPLMTokenizer.__call__ / encode `seq_type`)
-SEQ_TYPE = "gene"
+_SEQ_TYPE = "gene"
 #: the token type id of a gene (tokenization_lucaone.py encode_plus: 0 for gene, 1 for protein)
-GENE_TOKEN_TYPE = 0
+_GENE_TOKEN_TYPE = 0
 #: the gene_prot vocabulary's ids of the nucleotides (tokenization_lucaone.py gene_prot_standard_toks after
 #: gene_seq_replace), checked against the loaded tokenizer
-NUCLEOTIDE_IDS = {"A": 5, "T": 6, "U": 6, "C": 7, "G": 8, "N": 9}
+_NUCLEOTIDE_IDS = {"A": 5, "T": 6, "U": 6, "C": 7, "G": 8, "N": 9}
 #: letters the model reads as themselves; any other letter reaches it as N (gene_seq_replace) and is counted
-KNOWN_LETTERS = frozenset("ACGTUNacgtun")
+_KNOWN_LETTERS = frozenset("ACGTUNacgtun")
 
 
-class LucaOneEncoder(HFEncoder):
+class _LucaOneEncoder(HFEncoder):
     """LucaOne through its checkpoint's own remote code (AutoModel/AutoTokenizer, trust_remote_code), on the
     shared token engine: [CLS] + nucleotide ids + [SEP], token type 0, attention mask, right padding.
 
@@ -75,8 +75,8 @@ class LucaOneEncoder(HFEncoder):
         loaded = super()._load()
         tokenizer = loaded.tokenizer
         probe = "ACGTUN"
-        got = [int(i) for i in tokenizer.encode(probe, seq_type=SEQ_TYPE, add_special_tokens=False)]
-        want = [NUCLEOTIDE_IDS[ch] for ch in probe]
+        got = [int(i) for i in tokenizer.encode(probe, seq_type=_SEQ_TYPE, add_special_tokens=False)]
+        want = [_NUCLEOTIDE_IDS[ch] for ch in probe]
         if got != want:
             raise ModelLoadError(
                 f"model {self.model_id}: its tokenizer ({type(tokenizer).__name__}) reads {probe} as {got}, "
@@ -99,8 +99,8 @@ class LucaOneEncoder(HFEncoder):
                     f"model {self.model_id}: character {text[bad]!r} at position {bad} of a sequence is not a "
                     "letter; LucaOne's gene_seq_replace would read it as N (strip or refuse it before extraction)"
                 )
-            as_n.append(sum(1 for ch in text if ch not in KNOWN_LETTERS))
-            out.append([int(i) for i in self.tokenizer.encode(text, seq_type=SEQ_TYPE, add_special_tokens=False)])
+            as_n.append(sum(1 for ch in text if ch not in _KNOWN_LETTERS))
+            out.append([int(i) for i in self.tokenizer.encode(text, seq_type=_SEQ_TYPE, add_special_tokens=False)])
         self._offsets = None
         self._as_n = as_n
         return out
@@ -117,7 +117,7 @@ class LucaOneEncoder(HFEncoder):
         if counts[0] and self.extraction.unk_policy == "error":
             refuse_unknown(as_n, rows, model=self.model_id, what="letters outside A/C/G/T/U/N (read as N)")
         if counts[0]:
-            log.warning(
+            _log.warning(
                 "model %s: %d letters outside A/C/G/T/U/N in %d rows enter as N (first: row %s)",
                 self.model_id,
                 counts[1],
@@ -128,13 +128,13 @@ class LucaOneEncoder(HFEncoder):
 
     def _call(self, inputs: dict[str, torch.Tensor], want_states: bool) -> Any:
         ids = inputs["input_ids"]
-        inputs = {**inputs, "token_type_ids": torch.full_like(ids, GENE_TOKEN_TYPE)}
+        inputs = {**inputs, "token_type_ids": torch.full_like(ids, _GENE_TOKEN_TYPE)}
         return super()._call(inputs, want_states)
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "seq_type": SEQ_TYPE, "token_type_id": GENE_TOKEN_TYPE}
+        return {**super().identity(), "seq_type": _SEQ_TYPE, "token_type_id": _GENE_TOKEN_TYPE}
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> LucaOneEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _LucaOneEncoder:
     """Adapter entry point of family `lucaone` (see geneb.registry.families)."""
-    return LucaOneEncoder(settings, **kwargs)
+    return _LucaOneEncoder(settings, **kwargs)

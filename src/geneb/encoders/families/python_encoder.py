@@ -4,11 +4,11 @@ Loading a `python` entry's own code: its factory imported with its folder import
 named by the user's file and line (`geneb.encoders.families.python_encoder` is the family that uses it).
 
 A file entry's folder is importable: while GENEB imports the file, calls the factory and calls `embed`, the folder
-is the first entry of sys.path (`user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
+is the first entry of sys.path (`_user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
 loaded from the folder are kept per folder and code fingerprint, so two entries' `helpers.py` never mix in one
 process (`geneb.evaluate` in a notebook). An exception raised in the user's code (import, factory, `embed`) is
-re-raised as `UserCodeError` (the original chained), whose message names the innermost frame in the user's
-code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`user_frame`); a MemoryError passes as it is.
+re-raised as `_UserCodeError` (the original chained), whose message names the innermost frame in the user's
+code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`_user_frame`); a MemoryError passes as it is.
 
 Family `python`: the user's own encoder, without editing GENEB (docs/adding-a-model.md, "I have my own PyTorch
 module").
@@ -20,18 +20,18 @@ ceil(len / max_length) pieces of as equal a length as possible, each embedded, a
 weighted by their length, i.e. the mean over every position when each vector is a mean over its piece) and `device`
 (recorded). GENEB calls `embed` with at most `batch_size` pieces at a time, in row order.
 
-`PythonEncoder` meets `geneb.encoders.protocol.Encoder`. Its load-time checks (`LOAD_CHECK_NAMES`): `output` (an
+`PythonEncoder` meets `geneb.encoders.protocol.Encoder`. Its load-time checks (`_LOAD_CHECK_NAMES`): `output` (an
 array of one finite float row per sequence, one width, the entry's `extraction.embedding_dim` when set), `determinism`
 (the same call twice gives the same vectors) and `batch_invariance` (each probe embedded alone equals it embedded
-with its batch mates), each to a relative 1e-5; a failure is `EncoderContractError` naming the model, the check, the
+with its batch mates), each to a relative 1e-5; a failure is `_EncoderContractError` naming the model, the check, the
 difference and the fix. `wrap_callable` wraps a bare `list[str] -> array` function (`geneb.evaluate`).
 
 A file entry's folder is importable: while GENEB imports the file, calls the factory and calls `embed`, the folder
-is the first entry of sys.path (`user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
+is the first entry of sys.path (`_user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
 loaded from the folder are kept per folder and code fingerprint, so two entries' `helpers.py` never mix in one
 process (`geneb.evaluate` in a notebook). An exception raised in the user's code (import, factory, `embed`) is
-re-raised as `UserCodeError` (the original chained), whose message names the innermost frame in the user's
-code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`user_frame`), so the step's one-line
+re-raised as `_UserCodeError` (the original chained), whose message names the innermost frame in the user's
+code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`_user_frame`), so the step's one-line
 `GENEB ERROR` and its log say where; a MemoryError passes as it is.
 """
 
@@ -68,12 +68,12 @@ from geneb.registry.python_entry import (
 from geneb.registry.spec import Extraction, ExtractionSettings
 
 
-class EncoderContractError(ExtractionError):
+class _EncoderContractError(ExtractionError):
     """A python entry's object does not keep the encoder contract (output shape, dtype, finiteness, width,
     determinism, batch-mate invariance); the message names the model, the check, the row and the fix."""
 
 
-class UserCodeError(ExtractionError):
+class _UserCodeError(ExtractionError):
     """An exception raised in the user's own code (importing the entry's file, its factory, `embed`); the message
     names the model and the innermost frame in the user's code, the original is its `__cause__`."""
 
@@ -99,7 +99,7 @@ def _is_user_file(filename: str) -> bool:
     )
 
 
-def user_frame(err: BaseException, folder: Path | None = None) -> tuple[str, int, str] | None:
+def _user_frame(err: BaseException, folder: Path | None = None) -> tuple[str, int, str] | None:
     """(file, line, function) of the innermost frame of `err`'s traceback in the user's code (`_is_user_file`):
     under `folder` when there is one there (a file entry's folder), else anywhere; a SyntaxError: where the parser
     stopped. None when no frame is the user's (a built-in function handed to geneb.evaluate)."""
@@ -114,15 +114,15 @@ def user_frame(err: BaseException, folder: Path | None = None) -> tuple[str, int
     return None
 
 
-def user_error(err: Exception, model: str, folder: Path | None = None) -> Exception:
-    """`err` as a `UserCodeError` naming the model and `user_frame`, to raise `from err`; a MemoryError, or an
+def _user_error(err: Exception, model: str, folder: Path | None = None) -> Exception:
+    """`err` as a `_UserCodeError` naming the model and `_user_frame`, to raise `from err`; a MemoryError, or an
     error GENEB itself raised (ExtractionError), as it is."""
     if isinstance(err, (MemoryError, ExtractionError)):
         return err
-    where = user_frame(err, folder)
+    where = _user_frame(err, folder)
     at = f"in {where[0]}:{where[1]}, in {where[2]}: " if where else ""
     text = str(err).strip() or repr(err)
-    return UserCodeError(f"model {model}: {at}{type(err).__name__}: {text}")
+    return _UserCodeError(f"model {model}: {at}{type(err).__name__}: {text}")
 
 
 #: modules loaded from a user's folder, by (folder, code fingerprint), out of sys.modules between calls
@@ -142,7 +142,7 @@ def _local_names(ref: EntryRef, root: Path) -> frozenset[str]:
 
 
 @contextmanager
-def user_code(ref: EntryRef | None, fingerprint: str = "", *, fresh: bool = False) -> Iterator[None]:
+def _user_code(ref: EntryRef | None, fingerprint: str = "", *, fresh: bool = False) -> Iterator[None]:
     """While the block runs: a file entry's folder (`code_folder`) first on sys.path, the modules loaded from it
     before (under this code fingerprint) in sys.modules, and any other module of a name its code imports from the
     folder (a notebook's own `helpers`) out of the way; afterwards the modules loaded from the folder taken out
@@ -191,9 +191,9 @@ def _found_in(name: str, module: ModuleType | None, folder: Path) -> bool:
     return ".".join(parts[:-1] if parts and parts[-1] == "__init__" else parts) == name
 
 
-def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) -> Callable[..., Any]:
+def _load_factory(entry: str, *, model: str, expected_sha256: str | None = None) -> Callable[..., Any]:
     """The factory `load.entry` names, imported now: a .py file (loaded under a module name of its own, its folder
-    on sys.path while it is imported: `user_code`), a module, or an entry point of the group geneb.encoders.
+    on sys.path while it is imported: `_user_code`), a module, or an entry point of the group geneb.encoders.
     expected_sha256: the fingerprint the plan saw (`python_entry.entry_fingerprint`: the file and the helpers it
     imports from its folder); code edited since is refused. Raises EncoderContractError naming the model for a
     missing factory or changed code, and UserCodeError (naming the user's file and line) for what importing the
@@ -201,10 +201,10 @@ def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) 
     ref = parse_entry(entry, model=model)
     if ref.kind == "file":
         if ref.file is None:
-            raise EncoderContractError(f"model {model}: load.entry file {entry.rsplit(':', 1)[0]} does not exist")
+            raise _EncoderContractError(f"model {model}: load.entry file {entry.rsplit(':', 1)[0]} does not exist")
         fingerprint = entry_fingerprint(entry, model=model)
         if expected_sha256 is not None and fingerprint != expected_sha256:
-            raise EncoderContractError(
+            raise _EncoderContractError(
                 f"model {model}: {ref.file} or a file it imports from its folder changed after the run was planned "
                 f"(fingerprint now {fingerprint[:12]}, planned {expected_sha256[:12]}); run again so that its new "
                 "content gets its own cache"
@@ -214,26 +214,26 @@ def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) 
         if module is None:
             spec = importlib.util.spec_from_file_location(name, ref.file)
             if spec is None or spec.loader is None:
-                raise EncoderContractError(f"model {model}: cannot load {ref.file} as Python code")
+                raise _EncoderContractError(f"model {model}: cannot load {ref.file} as Python code")
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             try:
-                with user_code(ref, fingerprint, fresh=True):
+                with _user_code(ref, fingerprint, fresh=True):
                     spec.loader.exec_module(module)
             except Exception as err:
                 sys.modules.pop(name, None)
-                raise user_error(err, model, code_folder(ref)) from err
+                raise _user_error(err, model, code_folder(ref)) from err
     else:
         try:
             module = importlib.import_module(ref.module)
         except Exception as err:
             if isinstance(err, ModuleNotFoundError) and err.name == ref.module:
                 raise  # the module itself is not there: no user frame to name
-            raise user_error(err, model) from err
+            raise _user_error(err, model) from err
     factory = getattr(module, ref.factory, None)
     if not callable(factory):
         where = ref.file if ref.kind == "file" else ref.module
-        raise EncoderContractError(
+        raise _EncoderContractError(
             f"model {model}: {where} has no callable {ref.factory!r}"
             + (f" (entry point {ref.name!r} of {ENTRY_POINT_GROUP})" if ref.name else "")
         )
@@ -241,11 +241,11 @@ def load_factory(entry: str, *, model: str, expected_sha256: str | None = None) 
 
 
 #: the load-time checks, in the order they run
-LOAD_CHECK_NAMES = ("output", "determinism", "batch_invariance")
+_LOAD_CHECK_NAMES = ("output", "determinism", "batch_invariance")
 #: relative tolerance of the determinism and batch-mate checks (to the largest |value| of the probe vectors)
-CHECK_RTOL = 1e-5
+_CHECK_RTOL = 1e-5
 #: the probe sequences of the load-time checks: different lengths, one with N
-PROBES = ("ACGT" * 10, "GATTACA" * 20, "NNNNN" + "ACGGTTCA" * 12, "TTGACA" * 3)
+_PROBES = ("ACGT" * 10, "GATTACA" * 20, "NNNNN" + "ACGGTTCA" * 12, "TTGACA" * 3)
 
 
 class _CallableModel:
@@ -268,7 +268,7 @@ def wrap_callable(model: Any) -> Any:
     )
 
 
-def piece_bounds(length: int, max_length: int | None) -> list[tuple[int, int]]:
+def _piece_bounds(length: int, max_length: int | None) -> list[tuple[int, int]]:
     """[(start, end)] of the pieces a row of `length` nucleotides is cut into: one piece when it fits, else
     ceil(length / max_length) pieces whose lengths differ by at most one."""
     if not max_length or length <= max_length:
@@ -284,12 +284,12 @@ class PythonEncoder:
     obj: the object with `embed`; model: the id named in errors; batch_size: pieces per `embed` call;
     embedding_dim: the width the vectors must have (None: any, one width for every call); identity_extra: what
     identifies the code (entry, fingerprint, options) in `identity()`; code, fingerprint: the entry and its code
-    fingerprint, whose folder is on sys.path during each `embed` call (`user_code`; None: nothing added). An
+    fingerprint, whose folder is on sys.path during each `embed` call (`_user_code`; None: nothing added). An
     exception from the object's `embed` is raised as UserCodeError naming the user's file and line. Runs its
     load-time checks on construction unless they are deferred (`geneb.encoders.protocol.deferred_load_checks`).
     progress: log rows done, rate and time left of a long call (geneb.encoders.engine.batching)."""
 
-    load_check_names: ClassVar[tuple[str, ...]] = LOAD_CHECK_NAMES
+    load_check_names: ClassVar[tuple[str, ...]] = _LOAD_CHECK_NAMES
 
     def __init__(
         self,
@@ -318,7 +318,7 @@ class PythonEncoder:
         if max_length is not None and (
             not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1
         ):
-            raise EncoderContractError(
+            raise _EncoderContractError(
                 f"model {model}: max_length must be a positive int (nucleotides), got {max_length!r}"
             )
         self.max_length: int | None = max_length
@@ -340,34 +340,34 @@ class PythonEncoder:
     def _call(self, batch: list[str], rows: list[int]) -> np.ndarray:
         """One `embed` call, its output checked: (len(batch), d) float32/float64, finite, the model's width."""
         try:
-            with user_code(self.code, self._fingerprint):
+            with _user_code(self.code, self._fingerprint):
                 out = self.obj.embed(list(batch))
         except Exception as err:
-            raise user_error(err, self.model_id, self.code_dir) from err
+            raise _user_error(err, self.model_id, self.code_dir) from err
         if hasattr(out, "detach"):  # a torch tensor: the contract asks for numpy, but say it plainly if not on CPU
             out = out.detach().cpu().numpy()
         arr = np.asarray(out)
         where = f"model {self.model_id}"
         if arr.dtype not in (np.float32, np.float64):
-            raise EncoderContractError(
+            raise _EncoderContractError(
                 f"{where}: embed() returned dtype {arr.dtype}; return float32 or float64 (n, d) (rows {rows[:3]} ...)"
             )
         if arr.ndim != 2 or arr.shape[0] != len(batch):
-            raise EncoderContractError(
+            raise _EncoderContractError(
                 f"{where}: embed() of {len(batch)} sequences returned shape {arr.shape}; expected ({len(batch)}, d), "
                 "one row per sequence in order"
             )
         bad = ~np.isfinite(arr)
         if bad.any():
             i, j = (int(v) for v in np.argwhere(bad)[0])
-            raise EncoderContractError(
+            raise _EncoderContractError(
                 f"{where}, row {rows[i]}: embed() returned {arr[i, j]} at column {j}; every value must be finite"
             )
         if self._width is None:
             self._width = int(arr.shape[1])
         elif arr.shape[1] != self._width:
             what = "extraction.embedding_dim" if self.embedding_dim is not None else "earlier calls"
-            raise EncoderContractError(
+            raise _EncoderContractError(
                 f"{where}: embed() returned width {arr.shape[1]}, {what} gave {self._width} (rows {rows[:3]} ...)"
             )
         return arr.astype(np.float64)
@@ -382,7 +382,7 @@ class PythonEncoder:
         weight: list[int] = []
         n_chunks = np.zeros(len(sequences), np.int32)
         for i, seq in enumerate(sequences):
-            bounds = piece_bounds(len(seq), self.max_length)
+            bounds = _piece_bounds(len(seq), self.max_length)
             n_chunks[i] = len(bounds)
             for a, b in bounds:
                 pieces.append(seq[a:b])
@@ -412,16 +412,16 @@ class PythonEncoder:
     def _check(self, name: str, a: np.ndarray, b: np.ndarray, fix: str) -> None:
         scale = max(float(np.abs(a).max(initial=0.0)), 1e-12)
         diff = float(np.abs(a - b).max(initial=0.0)) / scale
-        if not diff <= CHECK_RTOL:
-            raise EncoderContractError(
+        if not diff <= _CHECK_RTOL:
+            raise _EncoderContractError(
                 f"model {self.model_id}: load-time check {name} failed: vectors differ by {diff:.3g} (relative to "
-                f"the largest value; limit {CHECK_RTOL:g}). {fix}"
+                f"the largest value; limit {_CHECK_RTOL:g}). {fix}"
             )
 
     def run_load_checks(self) -> tuple[str, ...]:
-        """Run `LOAD_CHECK_NAMES` on `PROBES`; returns their names, raises EncoderContractError at the first that
+        """Run `_LOAD_CHECK_NAMES` on `_PROBES`; returns their names, raises EncoderContractError at the first that
         fails (the `output` check raises from `embed` itself)."""
-        probes = list(PROBES)
+        probes = list(_PROBES)
         first = self.embed(probes).embeddings  # output: shape, dtype, finite, width
         self._check(
             "determinism",
@@ -438,7 +438,7 @@ class PythonEncoder:
             "A sequence's vector must not depend on its batch mates: mask the padding you add (or embed one "
             "sequence at a time), and use no batch statistics (BatchNorm in eval mode).",
         )
-        return LOAD_CHECK_NAMES
+        return _LOAD_CHECK_NAMES
 
 
 def from_settings(
@@ -450,12 +450,12 @@ def from_settings(
     changed code, a file or folder an option names whose content changed after the run was planned
     (`load.options_sha256`), or an object without `embed`; UserCodeError for what the factory raises."""
     load = settings.load
-    factory = load_factory(str(load.entry), model=settings.model, expected_sha256=load.entry_sha256)
+    factory = _load_factory(str(load.entry), model=settings.model, expected_sha256=load.entry_sha256)
     if load.entry_sha256 is not None:  # planned settings: the files the options name are what the plan hashed
         now = option_fingerprints(load.options, model=settings.model)
         for key, want in (load.options_sha256 or {}).items():
             if now.get(key) != want:
-                raise EncoderContractError(
+                raise _EncoderContractError(
                     f"model {settings.model}: the file or folder load.options.{key} names changed after the run was "
                     f"planned (sha256 now {str(now.get(key))[:12]}, planned {want[:12]}); run again so that its new "
                     "content gets its own cache"
@@ -465,12 +465,12 @@ def from_settings(
     if folder is not None and not fingerprint:
         fingerprint = entry_fingerprint(str(load.entry), model=settings.model)
     try:
-        with user_code(ref, fingerprint):
+        with _user_code(ref, fingerprint):
             obj = factory(dict(load.options or {}))
     except Exception as err:
-        raise user_error(err, settings.model, folder) from err
+        raise _user_error(err, settings.model, folder) from err
     if not callable(getattr(obj, "embed", None)):
-        raise EncoderContractError(
+        raise _EncoderContractError(
             f"model {settings.model}: the factory of {load.entry!r} returned a {type(obj).__name__} without an "
             "embed(list[str]) method; return an object with one (docs/adding-a-model.md)"
         )

@@ -19,16 +19,16 @@ from geneb.encoders.engine.checks import SENTINEL_MAX_LENGTH
 from geneb.encoders.families.hf import HFEncoder
 from geneb.registry.spec import ExtractionSettings
 
-NT_SPECIAL_TOKENS = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>"]
+_NT_SPECIAL_TOKENS = ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>"]
 
 
-def nt_vocabulary() -> list[str]:
+def _nt_vocabulary() -> list[str]:
     """NT's 6-mer vocabulary (Dalla-Torre et al. 2023): 6 special tokens, the 4^6 6-mers in lexicographic
     order, then the single-letter fallbacks A, C, G, T, N (4107 tokens)."""
-    return NT_SPECIAL_TOKENS + ["".join(p) for p in itertools.product("ACGT", repeat=6)] + list("ACGTN")
+    return _NT_SPECIAL_TOKENS + ["".join(p) for p in itertools.product("ACGT", repeat=6)] + list("ACGTN")
 
 
-def build_random_esm(builtin: Mapping[str, Any], folder: str | os.PathLike[str]) -> Path:
+def _build_random_esm(builtin: Mapping[str, Any], folder: str | os.PathLike[str]) -> Path:
     """Build the seeded random-init NT/ESM-style encoder into `folder` (save_pretrained) and return it.
 
     builtin: {"config": EsmConfig kwargs, "init_seed": int, "tokenizer": "nt-6mer"}; the config may set
@@ -44,7 +44,7 @@ def build_random_esm(builtin: Mapping[str, Any], folder: str | os.PathLike[str])
         raise ValueError(f"unknown builtin tokenizer {builtin.get('tokenizer')!r}; only 'nt-6mer' is built in")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    vocab = nt_vocabulary()
+    vocab = _nt_vocabulary()
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tok = EsmTokenizer(
         str(folder / "vocab.txt"),
@@ -72,6 +72,6 @@ def from_settings(settings: ExtractionSettings, **kwargs: Any) -> HFEncoder:
     """Adapter entry point: build the folder in a temporary directory, load it through HFEncoder, delete the
     folder (the weights hash stays in the encoder's identity)."""
     with tempfile.TemporaryDirectory(prefix="geneb-random-esm-") as tmp:
-        encoder = HFEncoder(settings, where=str(build_random_esm(settings.builtin, tmp)), **kwargs)
+        encoder = HFEncoder(settings, where=str(_build_random_esm(settings.builtin, tmp)), **kwargs)
     encoder.where = "builtin:random-esm"
     return encoder

@@ -36,16 +36,16 @@ from geneb.encoders.protocol import EmbedCounters, EmbedResult, sequence_batch
 from geneb.registry.spec import Extraction, ExtractionSettings
 from geneb.tasks.audit import GROUPS, feature_matrix, feature_names
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the embedding's length column is in kilobases (module docstring)
-LENGTH_UNIT_BASES = 1000.0
+_LENGTH_UNIT_BASES = 1000.0
 #: the value an undefined (NaN) feature takes in the embedding (module docstring)
-UNDEFINED_VALUE = 0.0
+_UNDEFINED_VALUE = 0.0
 
 
 @dataclass
-class ShortcutEncoder:
+class _ShortcutEncoder:
     """Shortcut feature encoder. `groups`: feature groups of `geneb.tasks.audit.GROUPS`, distinct, in
     the order their columns are stacked. `embed` returns float32 (n, d), d = sum of the groups' widths. Meets the
     `Encoder` protocol with no token options and no load-time probes. Raises ValueError for an empty, repeated or
@@ -72,8 +72,8 @@ class ShortcutEncoder:
             "encoder": "shortcut-features",
             "groups": list(self.groups),
             "columns": [c for g in self.groups for c in feature_names(g)],
-            "length_unit_bases": LENGTH_UNIT_BASES,
-            "undefined_value": UNDEFINED_VALUE,
+            "length_unit_bases": _LENGTH_UNIT_BASES,
+            "undefined_value": _UNDEFINED_VALUE,
             "definitions": "geneb.tasks.audit",
         }
 
@@ -85,20 +85,20 @@ class ShortcutEncoder:
         sequences, rows = sequence_batch(sequences, rows, model=name)
         matrix, names = feature_matrix(sequences, self.groups, where=f"model {name}, ")
         if "length" in self.groups:
-            matrix[:, names.index("length")] /= LENGTH_UNIT_BASES
+            matrix[:, names.index("length")] /= _LENGTH_UNIT_BASES
         undefined = ~np.isfinite(matrix)
         empty = undefined.any(axis=1)
-        matrix[undefined] = UNDEFINED_VALUE
+        matrix[undefined] = _UNDEFINED_VALUE
         acgt = np.fromiter((sum(map(s.upper().count, "ACGT")) for s in sequences), np.int64, len(sequences))
         lengths = np.fromiter((len(s) for s in sequences), np.int64, len(sequences))
         n_tokens = (lengths if self.groups == ("length",) else acgt).astype(np.int32)
         if empty.any():
             first = [rows[i] for i in np.flatnonzero(empty)[:5]]
-            log.warning(
+            _log.warning(
                 "%s: %d row(s) with an undefined feature (no A/C/G/T, or no C or G for cpg_oe) get %s there (rows %s%s)",
                 name,
                 int(empty.sum()),
-                UNDEFINED_VALUE,
+                _UNDEFINED_VALUE,
                 first,
                 " ..." if empty.sum() > 5 else "",
             )
@@ -110,13 +110,13 @@ class ShortcutEncoder:
         )
 
 
-def from_settings(settings: ExtractionSettings, **_execution: object) -> ShortcutEncoder:
+def from_settings(settings: ExtractionSettings, **_execution: object) -> _ShortcutEncoder:
     """Adapter entry point (geneb.registry.families): `builtin.groups` of the registry entry. Execution knobs
     (device, batch size) do not apply. Raises ValueError naming the model for a missing or bad `groups`."""
     groups = settings.builtin.get("groups")
     if not isinstance(groups, (list, tuple)) or not groups:
         raise ValueError(f"model {settings.model}: family shortcut needs builtin.groups, a list of {list(GROUPS)}")
     try:
-        return ShortcutEncoder(tuple(str(g) for g in groups))
+        return _ShortcutEncoder(tuple(str(g) for g in groups))
     except ValueError as err:
         raise ValueError(f"model {settings.model}: {err}") from None

@@ -8,7 +8,7 @@ dict loads strictly; eval-mode forward only. The facts it reproduces are listed 
 
 SPACE (Yang, Zhu & Su, ICML 2025): an Enformer whose transformer feed-forwards are species mixtures of
 experts, supervised on human + mouse functional-genomics tracks. GENEB's own PyTorch module of the network
-(`SpaceTrunk`), loaded from the checkpoint's config.json and weights, run through the Enformer adapter's
+(`_SpaceTrunk`), loaded from the checkpoint's config.json and weights, run through the Enformer adapter's
 window-and-bins logic (`geneb.encoders.families.enformer.EnformerEncoder`, subclassed; nothing duplicated).
 
 Facts used (github.com/ZhuJiwei111/SPACE at 323d89cfd0189eee1a57b844ea2a8a93996a65aa: model/config_space.py,
@@ -75,11 +75,11 @@ from geneb.encoders.loading import check_loading_info
 from geneb.registry.spec import ExtractionSettings
 
 #: SpaceConfig's fixed input length (config_space.py: `self.seq_length = 131_072`)
-WINDOW_BP = 131_072
+_WINDOW_BP = 131_072
 
 
 @dataclass(frozen=True)
-class SpaceArch:
+class _SpaceArch:
     """The SPACE hyperparameters the network's shape depends on, read from config.json with SpaceConfig's
     defaults (model/config_space.py). species: the config's output_heads keys, in order."""
 
@@ -93,12 +93,12 @@ class SpaceArch:
     moe: str = "ffn"
     species_num_experts: int = 4
     topk: int = 3
-    seq_length: int = WINDOW_BP
+    seq_length: int = _WINDOW_BP
     use_tf_gamma: bool = False
     species: tuple[str, ...] = ("human", "mouse")
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any], *, model: str) -> SpaceArch:
+    def from_config(cls, cfg: dict[str, Any], *, model: str) -> _SpaceArch:
         """From a parsed config.json; raises ModelLoadError naming the model for a value the network cannot
         take (use_tf_gamma: Enformer's precomputed gammas exist for 1,536 positions only, SPACE runs 1,025; a
         dim not divisible by heads; output_heads without species)."""
@@ -186,7 +186,7 @@ class _AttentionPool(nn.Module):
         return (x * self.to_attn_logits(x).softmax(dim=-1)).sum(dim=-1)
 
 
-def relative_positions(n: int, features: int, *, device: Any = None) -> torch.Tensor:
+def _relative_positions(n: int, features: int, *, device: Any = None) -> torch.Tensor:
     """Enformer's relative-position basis for `n` tokens: (2n - 1, features) float32 over distances
     -(n-1)..n-1, from 3 families (exponential decay, central mask, gamma pdf) of features / 6 functions each of
     |distance|, then the same times sign(distance) (modules.py `get_positional_embed`, use_tf_gamma False).
@@ -210,9 +210,9 @@ def relative_positions(n: int, features: int, *, device: Any = None) -> torch.Te
     return torch.cat([emb, torch.sign(dist).float()[:, None] * emb], dim=-1)
 
 
-def relative_shift(x: torch.Tensor) -> torch.Tensor:
+def _relative_shift(x: torch.Tensor) -> torch.Tensor:
     """(B, H, n, 2n - 1) logits over relative distances -> (B, H, n, n) over key positions (Transformer-XL's
-    shift, as modules.py `relative_shift`)."""
+    shift, as modules.py `_relative_shift`)."""
     x = torch.cat([torch.zeros_like(x[..., :1]), x], dim=-1)
     b, h, t1, t2 = x.shape
     x = x.reshape(b, h, t2, t1)[:, :, 1:, :].reshape(b, h, t1, t2 - 1)
@@ -241,9 +241,9 @@ class _Attention(nn.Module):
         q, k, v = (t.reshape(b, n, h, -1).transpose(1, 2) for t in (self.to_q(x), self.to_k(x), self.to_v(x)))
         q = q * self.scale
         content = (q + self.rel_content_bias) @ k.transpose(-1, -2)
-        pos = relative_positions(n, self.features, device=x.device).to(self.to_rel_k.weight.dtype)
+        pos = _relative_positions(n, self.features, device=x.device).to(self.to_rel_k.weight.dtype)
         rel_k = self.to_rel_k(pos).reshape(2 * n - 1, h, -1).transpose(0, 1)  # (h, 2n-1, d)
-        rel = relative_shift((q + self.rel_pos_bias) @ rel_k.transpose(-1, -2).unsqueeze(0))
+        rel = _relative_shift((q + self.rel_pos_bias) @ rel_k.transpose(-1, -2).unsqueeze(0))
         out = (content + rel).softmax(dim=-1) @ v
         return self.to_out(out.transpose(1, 2).reshape(b, n, -1))
 
@@ -297,7 +297,7 @@ class _SpeciesMoE(nn.Module):
 class _Block(nn.Module):
     """attention = Residual(LayerNorm, Attention, Dropout); feed_forward = MLP or SpeciesMoE."""
 
-    def __init__(self, arch: SpaceArch) -> None:
+    def __init__(self, arch: _SpaceArch) -> None:
         super().__init__()
         self.attention = _Residual(
             nn.Sequential(nn.LayerNorm(arch.dim), _Attention(arch.dim, arch.heads, arch.attn_dim_key), nn.Identity())
@@ -315,7 +315,7 @@ class _Block(nn.Module):
 class _Transformer(nn.Module):
     """species_embedding (one (1, 1, dim) token per species) + `transformer`, the list of blocks."""
 
-    def __init__(self, arch: SpaceArch) -> None:
+    def __init__(self, arch: _SpaceArch) -> None:
         super().__init__()
         self.species_embedding = nn.ParameterDict({s: nn.Parameter(torch.zeros(1, 1, arch.dim)) for s in arch.species})
         self.transformer = nn.ModuleList(_Block(arch) for _ in range(arch.depth))
@@ -327,13 +327,13 @@ class _Transformer(nn.Module):
         return x
 
 
-class SpaceTrunk(nn.Module):
+class _SpaceTrunk(nn.Module):
     """SPACE up to its per-bin embeddings, with upstream's parameter names (`Space` less `heads.` and
     `tracks.`). forward(one_hot (B, L, 4) float, species) -> (B, target_length, 2 dim) float, L a multiple of
     2**num_downsamples with L / 2**num_downsamples >= target_length. Raises ValueError for another L or an
     unknown species."""
 
-    def __init__(self, arch: SpaceArch) -> None:
+    def __init__(self, arch: _SpaceArch) -> None:
         super().__init__()
         self.arch = arch
         f = arch.filters()
@@ -368,12 +368,12 @@ class SpaceTrunk(nn.Module):
         return self.final_pointwise(x)
 
 
-class SpaceWindowInput(nn.Module):
+class _SpaceWindowInput(nn.Module):
     """The call the Enformer adapter makes: model(indices (B, L) long, A C G T = 0..3, N = 4,
     return_embeddings=True) -> (None, per-bin embeddings (B, bins, width)); indices become the one-hot SPACE
     reads (N all zeros) and the trunk runs for `species`."""
 
-    def __init__(self, trunk: SpaceTrunk, species: str) -> None:
+    def __init__(self, trunk: _SpaceTrunk, species: str) -> None:
         super().__init__()
         self.trunk, self.species = trunk, species
 
@@ -382,12 +382,12 @@ class SpaceWindowInput(nn.Module):
         return None, self.trunk(one_hot, self.species)
 
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 #: the species SPACE was trained on (config.output_heads keys)
-DEFAULT_SPECIES = "human"
+_DEFAULT_SPECIES = "human"
 #: checkpoint tensors on top of the embeddings: the track heads and the tracks mixture of experts
-UNUSED_PREFIXES = ("heads.", "tracks.")
+_UNUSED_PREFIXES = ("heads.", "tracks.")
 _SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
 _PICKLE = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 
@@ -423,7 +423,7 @@ def _fetch(settings: ExtractionSettings, name: str) -> Path | None:
         return None
 
 
-def load_state_dict(settings: ExtractionSettings) -> tuple[dict[str, torch.Tensor], str]:
+def _load_state_dict(settings: ExtractionSettings) -> tuple[dict[str, torch.Tensor], str]:
     """The checkpoint's tensors and their format ("safetensors", else "pickle-weights-only": a
     pytorch_model.bin read with torch.load(weights_only=True), so a file holding more than tensors is
     refused); sharded checkpoints (*.index.json) are read shard by shard. A "model." prefix on every key
@@ -455,7 +455,7 @@ def load_state_dict(settings: ExtractionSettings) -> tuple[dict[str, torch.Tenso
     raise ModelLoadError(f"model {model}: no SPACE weights ({', '.join(_SAFETENSORS + _PICKLE)}) in the checkpoint")
 
 
-def load_trunk(settings: ExtractionSettings) -> tuple[SpaceTrunk, str, list[str]]:
+def _load_trunk(settings: ExtractionSettings) -> tuple[_SpaceTrunk, str, list[str]]:
     """(SpaceTrunk with the checkpoint's weights, eval mode, float32; weights format; the checkpoint tensors
     left unused, all under UNUSED_PREFIXES). Raises ModelLoadError without config.json and
     WeightsNotLoadedError (`check_loading_info`) for a trunk tensor the checkpoint lacks, a checkpoint tensor
@@ -464,12 +464,12 @@ def load_trunk(settings: ExtractionSettings) -> tuple[SpaceTrunk, str, list[str]
     cfg_path = _fetch(settings, "config.json")
     if cfg_path is None:
         raise ModelLoadError(f"model {model}: the SPACE checkpoint has no config.json")
-    arch = SpaceArch.from_config(json.loads(cfg_path.read_text()), model=model)
-    trunk = SpaceTrunk(arch)
-    state, fmt = load_state_dict(settings)
+    arch = _SpaceArch.from_config(json.loads(cfg_path.read_text()), model=model)
+    trunk = _SpaceTrunk(arch)
+    state, fmt = _load_state_dict(settings)
     own = trunk.state_dict()
-    heads = [k for k in state if k.startswith(UNUSED_PREFIXES)]
-    body = {k: v for k, v in state.items() if not k.startswith(UNUSED_PREFIXES)}
+    heads = [k for k in state if k.startswith(_UNUSED_PREFIXES)]
+    body = {k: v for k, v in state.items() if not k.startswith(_UNUSED_PREFIXES)}
     for k in own:  # BatchNorm's step counter: not a weight, and unused in eval mode; some savers leave it out
         if k.endswith(".num_batches_tracked") and k not in body:
             body[k] = own[k]
@@ -497,10 +497,10 @@ class SpaceEncoder(EnformerEncoder):
     label = "SPACE"
 
     def load_model(self) -> None:
-        """Build the trunk from the checkpoint (`load_trunk`) and set the layout from its config."""
-        trunk, self.weights_format, self.unused = load_trunk(self.settings)
+        """Build the trunk from the checkpoint (`_load_trunk`) and set the layout from its config."""
+        trunk, self.weights_format, self.unused = _load_trunk(self.settings)
         arch = trunk.arch
-        self.species = self.settings.load.species or DEFAULT_SPECIES
+        self.species = self.settings.load.species or _DEFAULT_SPECIES
         if self.species not in arch.species:
             raise ValueError(
                 f"model {self.model_id}: load.species {self.species!r} is not one of the checkpoint's species "
@@ -516,14 +516,14 @@ class SpaceEncoder(EnformerEncoder):
                 f"the {self.n_bins} output bins with an equal crop on both sides"
             )
         if self.unused:
-            log.info(
+            _log.info(
                 "model %s: %d head tensors not used for embeddings (%s...)",
                 self.model_id,
                 len(self.unused),
                 self.unused[0],
             )
         self.arch = arch
-        self.model = SpaceWindowInput(trunk, self.species).eval().to(self.device)
+        self.model = _SpaceWindowInput(trunk, self.species).eval().to(self.device)
         src = self.settings.source
         self.where = src.folder or src.hub_id
 

@@ -18,9 +18,9 @@ from geneb.tasks.prepare import data_hash
 from geneb.tasks.sources import MirrorFolder, file_record
 
 #: the split every builder draws from
-SOURCE_SPLIT = "train"
+_SOURCE_SPLIT = "train"
 #: letters a drawn source sequence may hold (a sequence with N or anything else is not drawn)
-ACGT = frozenset("ACGT")
+_ACGT = frozenset("ACGT")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class SourceSplit:
 
 
 #: a builder's function: (source splits, seed, parameters) -> (rows of its kind, builder-specific provenance)
-BuildFunction = Callable[[Sequence[SourceSplit], int, Mapping[str, Any]], tuple[pd.DataFrame, dict[str, Any]]]
+_BuildFunction = Callable[[Sequence[SourceSplit], int, Mapping[str, Any]], tuple[pd.DataFrame, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,10 @@ class Builder:
     name: str
     kind: str
     defaults: Mapping[str, Any]
-    build: BuildFunction
+    build: _BuildFunction
 
 
-def read_source_split(tasks_root: str | Path, task: str, split: str = SOURCE_SPLIT) -> SourceSplit:
+def read_source_split(tasks_root: str | Path, task: str, split: str = _SOURCE_SPLIT) -> SourceSplit:
     """`split` of `task` under the mirror folder `tasks_root`. Raises TaskSourceError naming task and split when
     the file is missing or unreadable."""
     mirror = MirrorFolder(Path(tasks_root))
@@ -80,7 +80,7 @@ def clean_rows(source: SourceSplit, label: str | None = None, min_length: int = 
     df = source.rows
     if label is not None:
         df = df[df["label"].astype(str) == label]
-    ok = df["sequence"].map(lambda s: len(s) >= min_length and set(s) <= ACGT)
+    ok = df["sequence"].map(lambda s: len(s) >= min_length and set(s) <= _ACGT)
     return df[ok].drop_duplicates("sequence").reset_index(drop=True)
 
 

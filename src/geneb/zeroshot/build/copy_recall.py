@@ -18,9 +18,9 @@ import pandas as pd
 
 from geneb.zeroshot.build.common import Builder, SourceSplit, sequences
 
-NAME = "copy_recall"
-KIND = "paired"
-DEFAULTS: dict[str, Any] = {"n_rows": 240, "segment_length": [64, 128], "gaps": [16, 64, 128, 256], "label": None}
+_NAME = "copy_recall"
+_KIND = "paired"
+_DEFAULTS: dict[str, Any] = {"n_rows": 240, "segment_length": [64, 128], "gaps": [16, 64, 128, 256], "label": None}
 
 
 def _piece(seq: str, length: int, rng: np.random.Generator) -> str:
@@ -28,7 +28,7 @@ def _piece(seq: str, length: int, rng: np.random.Generator) -> str:
     return seq[start : start + length]
 
 
-def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Rows (sequence_a, sequence_b, group = "gap<d>") and details (per row the source sequence ids of S, D, T).
     The source sequences must be at least as long as the longest segment and gap; ValueError otherwise."""
     rng = np.random.default_rng(seed)
@@ -37,7 +37,7 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
     label = None if params.get("label") is None else str(params["label"])
     pool = [(source, row, seq) for source in sources for row, seq in sequences(source, label, max(high, *gaps))]
     if len(pool) < 3:
-        raise ValueError(f"{NAME}: needs 3 or more source sequences of >= {max(high, *gaps)} bases, has {len(pool)}")
+        raise ValueError(f"{_NAME}: needs 3 or more source sequences of >= {max(high, *gaps)} bases, has {len(pool)}")
     rows: list[dict[str, str]] = []
     drawn: list[list[str]] = []
     while len(rows) < int(params["n_rows"]):
@@ -52,4 +52,4 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
     return pd.DataFrame(rows, columns=["sequence_a", "sequence_b", "group"]), {"segments_s_d_t": drawn}
 
 
-BUILDER = Builder(NAME, KIND, DEFAULTS, build)
+BUILDER = Builder(_NAME, _KIND, _DEFAULTS, _build)

@@ -31,12 +31,12 @@ import pandas as pd
 
 from geneb.zeroshot.build.common import Builder, SourceSplit, sequences
 
-NAME = "motif_disruption"
-KIND = "variant"
+_NAME = "motif_disruption"
+_KIND = "variant"
 #: TBP, SP1, NFYA, YY1, CREB1, ELK1, NRF1, USF1 (JASPAR CORE vertebrates)
-MOTIF_IDS = ("MA0108.3", "MA0079.5", "MA0060.4", "MA0095.4", "MA0018.5", "MA0028.3", "MA0506.3", "MA0093.4")
-DEFAULTS: dict[str, Any] = {
-    "motif_ids": list(MOTIF_IDS),
+_MOTIF_IDS = ("MA0108.3", "MA0079.5", "MA0060.4", "MA0095.4", "MA0018.5", "MA0028.3", "MA0506.3", "MA0093.4")
+_DEFAULTS: dict[str, Any] = {
+    "motif_ids": list(_MOTIF_IDS),
     "n_effects": 150,
     "strong": 0.85,
     "exclusion": 0.80,
@@ -44,11 +44,11 @@ DEFAULTS: dict[str, Any] = {
     "pseudocount": 0.2,
     "label": "1",
 }
-BASES = "ACGT"
+_BASES = "ACGT"
 
 
 @dataclass(frozen=True)
-class StrandMatrix:
+class _StrandMatrix:
     """One motif on one strand: `prob` (4, L) base probabilities in ACGT order along the forward sequence,
     `pssm` the Biopython log-odds matrix of that strand, `low`/`high` its minimum and maximum window score."""
 
@@ -72,7 +72,7 @@ class StrandMatrix:
         return (raw - self.low) / (self.high - self.low)
 
 
-def load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[StrandMatrix], dict[str, Any]]:
+def _load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[_StrandMatrix], dict[str, Any]]:
     """Both strands of each JASPAR matrix (pyjaspar's bundled database) and the record of what was loaded
     (release, pyjaspar version, id -> name). Raises ValueError naming an id the database lacks."""
     from importlib.metadata import version
@@ -80,7 +80,7 @@ def load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[St
     from pyjaspar import jaspardb  # type: ignore[import-untyped]
 
     db = jaspardb()
-    out: list[StrandMatrix] = []
+    out: list[_StrandMatrix] = []
     names: dict[str, str] = {}
     for motif_id in motif_ids:
         motif = db.fetch_motif_by_id(motif_id)
@@ -90,37 +90,37 @@ def load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[St
         pwm = motif.counts.normalize(pseudocounts=pseudocount)
         for strand, matrix in (("+", pwm), ("-", pwm.reverse_complement())):
             pssm = matrix.log_odds()
-            prob = np.array([[matrix[b][j] for j in range(matrix.length)] for b in BASES], dtype=float)
-            out.append(StrandMatrix(motif_id, names[motif_id], strand, prob, pssm, float(pssm.min), float(pssm.max)))
+            prob = np.array([[matrix[b][j] for j in range(matrix.length)] for b in _BASES], dtype=float)
+            out.append(_StrandMatrix(motif_id, names[motif_id], strand, prob, pssm, float(pssm.min), float(pssm.max)))
     return out, {"jaspar_release": str(db.release), "pyjaspar_version": version("pyjaspar"), "motifs": names}
 
 
-def information_content(prob: np.ndarray) -> np.ndarray:
+def _information_content(prob: np.ndarray) -> np.ndarray:
     """(L,) bits per column of a (4, L) probability matrix: 2 + sum p log2 p."""
     return np.asarray(2.0 + (prob * np.log2(prob)).sum(axis=0))
 
 
-def _effect(seq: str, start: int, m: StrandMatrix, min_ic: float) -> tuple[int, str] | None:
+def _effect(seq: str, start: int, m: _StrandMatrix, min_ic: float) -> tuple[int, str] | None:
     """(position, alt) of the effect inside the match at `start`, or None when no column qualifies."""
-    ic = information_content(m.prob)
+    ic = _information_content(m.prob)
     best = None
     for j in np.argsort(-ic, kind="stable"):
         if ic[j] < min_ic:
             break
-        if seq[start + j] == BASES[int(np.argmax(m.prob[:, j]))]:
+        if seq[start + j] == _BASES[int(np.argmax(m.prob[:, j]))]:
             best = int(j)
             break
     if best is None:
         return None
-    return start + best, BASES[int(np.argmin(m.prob[:, best]))]
+    return start + best, _BASES[int(np.argmin(m.prob[:, best]))]
 
 
-def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Rows (sequence, pos, ref, alt, label, group) as pairs (effect, control) and details: the motifs loaded and
     per effect row its motif, strand, match start and relative score. ValueError when fewer than `n_effects` pairs
     can be made."""
     rng = np.random.default_rng(seed)
-    matrices, loaded = load_matrices(params["motif_ids"], float(params["pseudocount"]))
+    matrices, loaded = _load_matrices(params["motif_ids"], float(params["pseudocount"]))
     strong, exclusion, min_ic = float(params["strong"]), float(params["exclusion"]), float(params["min_ic"])
     candidates = [(s, row, seq) for s in sources for row, seq in sequences(s, label=str(params["label"]))]
     order = rng.permutation(len(candidates))
@@ -132,7 +132,7 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
             break
         source, source_row, seq = candidates[int(i)]
         near_match = np.zeros(len(seq), dtype=bool)
-        strong_hits: list[tuple[StrandMatrix, int, float]] = []
+        strong_hits: list[tuple[_StrandMatrix, int, float]] = []
         for m in matrices:
             if len(seq) < m.length:
                 continue
@@ -166,9 +166,9 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
         for p, label in ((pos, 1), (control, 0)):
             rows.append({"sequence": seq, "pos": p, "ref": seq[p], "alt": alt, "label": label, "group": group})
     if len(effects) < int(params["n_effects"]):
-        raise ValueError(f"{NAME}: found {len(effects)} effect/control pairs, {params['n_effects']} asked for")
+        raise ValueError(f"{_NAME}: found {len(effects)} effect/control pairs, {params['n_effects']} asked for")
     details = {**loaded, "effects": effects, "strong_effects_without_control": no_control}
     return pd.DataFrame(rows, columns=["sequence", "pos", "ref", "alt", "label", "group"]), details
 
 
-BUILDER = Builder(NAME, KIND, DEFAULTS, build)
+BUILDER = Builder(_NAME, _KIND, _DEFAULTS, _build)

@@ -18,12 +18,12 @@ import pandas as pd
 from geneb.zeroshot.build.common import Builder, SourceSplit, clean_rows, draw_rows
 from geneb.zeroshot.scorers import klet_shuffle
 
-NAME = "real_vs_shuffled"
-KIND = "paired"
-DEFAULTS: dict[str, Any] = {"n_per_source": 150, "k": 2, "label": "1"}
+_NAME = "real_vs_shuffled"
+_KIND = "paired"
+_DEFAULTS: dict[str, Any] = {"n_per_source": 150, "k": 2, "label": "1"}
 
 
-def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Rows (sequence_a, sequence_b, group) and details ({"n_rows_per_source": ...}); ValueError when a source has
     too few usable sequences. A shuffle equal to its input (possible only for tiny or repetitive sequences) is
     drawn again from the same generator, up to 100 times, else the sequence is skipped and counted."""
@@ -47,4 +47,4 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
     return rows, {"shuffle_method": "Altschul-Erikson k-let shuffle (Euler path)", "skipped_unshufflable": skipped}
 
 
-BUILDER = Builder(NAME, KIND, DEFAULTS, build)
+BUILDER = Builder(_NAME, _KIND, _DEFAULTS, _build)

@@ -20,9 +20,9 @@ import pandas as pd
 
 from geneb.zeroshot.build.common import Builder, SourceSplit, sequences
 
-NAME = "stop_gain"
-KIND = "variant"
-DEFAULTS: dict[str, Any] = {
+_NAME = "stop_gain"
+_KIND = "variant"
+_DEFAULTS: dict[str, Any] = {
     "n_transcripts": 75,
     "per_transcript": 2,
     "window": 512,
@@ -39,7 +39,7 @@ def _table() -> tuple[dict[str, str], frozenset[str]]:
     return dict(standard_dna_table.forward_table), frozenset(standard_dna_table.stop_codons)
 
 
-def longest_orf(seq: str, stops: frozenset[str]) -> tuple[int, int] | None:
+def _longest_orf(seq: str, stops: frozenset[str]) -> tuple[int, int] | None:
     """(start, end) of the longest ATG..stop ORF in frame on the forward strand, `end` past the stop codon; the
     first (lowest start) of equally long ones; None when there is none."""
     best: tuple[int, int] | None = None
@@ -60,7 +60,7 @@ def longest_orf(seq: str, stops: frozenset[str]) -> tuple[int, int] | None:
     return best
 
 
-def orf_changes(seq: str, orf: tuple[int, int]) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+def _orf_changes(seq: str, orf: tuple[int, int]) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """([(position, alt)] creating a stop, [(position, alt)] synonymous) over the ORF's inner codons."""
     forward, stops = _table()
     gains, synonymous = [], []
@@ -79,7 +79,7 @@ def orf_changes(seq: str, orf: tuple[int, int]) -> tuple[list[tuple[int, str]], 
     return gains, synonymous
 
 
-def frame_window(length: int, orf_start: int, pos: int, window: int) -> tuple[int, int]:
+def _frame_window(length: int, orf_start: int, pos: int, window: int) -> tuple[int, int]:
     """[start, end) of a window of at most `window` bases around `pos` in a sequence of `length`, starting in
     the frame of `orf_start` (start % 3 == orf_start % 3)."""
     start = pos - window // 2
@@ -93,7 +93,7 @@ def frame_window(length: int, orf_start: int, pos: int, window: int) -> tuple[in
     return start, end
 
 
-def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Rows (sequence, pos, ref, alt, label, group), per transcript `per_transcript` stop-gains then as many
     synonymous changes, and details (ORF per group, transcripts lacking an ORF or enough changes). Transcripts are
     visited in seeded random order until `n_transcripts` qualify; ValueError when fewer do."""
@@ -108,11 +108,11 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
         if len(orfs) >= int(params["n_transcripts"]):
             break
         source, source_row, seq = candidates[int(i)]
-        orf = longest_orf(seq, stops)
+        orf = _longest_orf(seq, stops)
         if orf is None or (orf[1] - orf[0]) // 3 < int(params["min_orf_codons"]):
             skipped["no_orf"] += 1
             continue
-        gains, synonymous = orf_changes(seq, orf)
+        gains, synonymous = _orf_changes(seq, orf)
         if len(gains) < k or len(synonymous) < k:
             skipped["too_few_changes"] += 1
             continue
@@ -121,7 +121,7 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
         for changes, label in ((gains, 1), (synonymous, 0)):
             for j in np.sort(rng.choice(len(changes), size=k, replace=False)):
                 pos, alt = changes[int(j)]
-                start, end = frame_window(len(seq), orf[0], pos, window)
+                start, end = _frame_window(len(seq), orf[0], pos, window)
                 rows.append(
                     {
                         "sequence": seq[start:end],
@@ -133,9 +133,9 @@ def build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any]) 
                     }
                 )
     if len(orfs) < int(params["n_transcripts"]):
-        raise ValueError(f"{NAME}: {len(orfs)} transcripts qualify, {params['n_transcripts']} asked for")
+        raise ValueError(f"{_NAME}: {len(orfs)} transcripts qualify, {params['n_transcripts']} asked for")
     details = {"codon_table": "NCBI 1 (Bio.Data.CodonTable.standard_dna_table)", "orfs": orfs, "skipped": skipped}
     return pd.DataFrame(rows, columns=["sequence", "pos", "ref", "alt", "label", "group"]), details
 
 
-BUILDER = Builder(NAME, KIND, DEFAULTS, build)
+BUILDER = Builder(_NAME, _KIND, _DEFAULTS, _build)
