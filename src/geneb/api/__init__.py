@@ -1,1 +1,2 @@
-"""The Python API: `geneb.evaluate` and `geneb.leaderboard` (`geneb.api.evaluate`), the workflow's steps in process."""
+"""The Python API (docs/api.md): `geneb.evaluate` and `geneb.leaderboard` (`evaluate`) and
+`geneb.evaluate_zeroshot` (`zeroshot`), the workflow's steps in process for a notebook."""

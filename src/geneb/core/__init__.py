@@ -1,2 +1,4 @@
-"""Primitives that import no other GENEB layer: atomic writes, provenance, schemas, env files, logs, errors,
-inter-process locks and sockets, functional categories, and the one home of repository paths."""
+"""Primitives that import no other GENEB layer: `integrity` (atomic writes and content digests), `provenance`,
+`paths` (the one home of repository paths and the workflow's JSON schemas), `envs` (runtime environment files and
+their venvs), `logs`, `errors`, `ipc` (what the model server and its clients agree on), `download` and
+`categories` (the 13 functional categories)."""

@@ -1,3 +1,3 @@
-"""Results bundles and merging: one archive per run (`bundle`: scores, provenance, model cards, a manifest of
-sha256 digests), and one results folder built from several (`merge`), refusing rows that are not comparable
-(`comparable`). Method: docs/pooling.md."""
+"""Results bundles and merging (docs/pooling.md): one archive per run (`bundle`: scores, provenance, model
+cards, a manifest of sha256 digests), and one results folder built from several (`merge`), refusing rows that are
+not comparable."""

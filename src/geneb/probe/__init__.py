@@ -1,7 +1,4 @@
-"""The probing stage: shot draws, logistic-regression probes, metrics (docs/protocols.md).
-
-Modules: `sampling` (pure k-shot draws), `protocols` (the two named protocols
-built from config), `shots` (the persisted draws and the paper's
-large-task subsample), `fit` (every regime and seed of one (model, task) in
-memory), `metrics` (MCC and friends, bootstrap and seed CIs), `job` (the workflow steps, file in, file out).
-"""
+"""The probing stage (docs/protocols.md): `protocols` (the two named protocols built from config), `shots`
+(k-shot draws and the shot files), `fit` (every regime and seed of one (model, task) in memory), `metrics` (MCC
+and friends with bootstrap and seed CIs, the clean subset), `views` (the view columns), `job` (the workflow steps,
+file in, file out; read it first) and `worker` (the warm per-node probe worker)."""

@@ -1,2 +1,4 @@
-"""Running the workflow: the run plan, rerun params, Slurm resources, pre-flight, partial runs, recovery and the
-sbatch preview."""
+"""Running the workflow: the run plan (`plan`, read it first) and its parts (`layout`: cache paths, rerun keys
+and resources; `stages`: the zero-shot and fine-tuning stages; `checks`: the config checks and pre-flight;
+`integrity`: the files a run trusts), the Snakefile's handlers (`handlers`), partial runs (`partial`), recovery
+(`recover`), the sbatch preview (`sbatch_preview`) and legacy-layout migration (`migrate`)."""

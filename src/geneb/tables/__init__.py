@@ -1,1 +1,3 @@
-"""The score-table contract (`scores`) and its assembly from probe tables (`aggregate`, `hygiene_columns`)."""
+"""The score-table contract (`scores`, read it first), its assembly from probe tables (`aggregate`), agreement
+with a committed reference across machines (`agreement`) and whether a table is older than its inputs
+(`freshness`)."""

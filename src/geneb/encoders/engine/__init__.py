@@ -1,1 +1,3 @@
-"""The token-model engine: tokenize, chunk, batch, run, pool and check, shared by every token-model family."""
+"""The token-model engine shared by every token-model family: `tokenmodel` (the adapter contract and the engine;
+read it first), `chunking` (chunks and pooling), `batching` (execution knobs, batch planning, progress), `checks`
+(output and tokenizer checks) and `views` (per-base positions and multi-view passes)."""
