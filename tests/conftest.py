@@ -45,8 +45,8 @@ def private_model_servers(monkeypatch):
     """Each test's extraction jobs start their own model servers (geneb.extract.server), in a folder of the
     test's own (short: a socket path holds at most 107 bytes), stopped when the test ends: no test is served a
     model another test loaded."""
+    from extraction_support import stop_servers
     from geneb.core.ipc import _SERVER_DIR_ENV as SERVER_DIR_ENV
-    from geneb.extract.server import stop_servers
 
     folder = tempfile.mkdtemp(prefix="geneb-ms-", dir="/tmp")
     monkeypatch.setenv(SERVER_DIR_ENV, folder)

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from geneb.core.ipc import send, server_dir
+from geneb.extract.server import connect
 from geneb.registry.load import extraction_settings
 
 #: zoo kind -> (GENEB family, registry extraction defaults, trust_remote_code, load section)
@@ -157,3 +159,17 @@ def make_task(tmp_path: Path):
         return write_task(tmp_path / "tasks" / task, task, train, test)
 
     return make
+
+
+def stop_servers(folder: str | Path | None = None) -> int:
+    """Ask every model server with a socket in `folder` (default: `server_dir()`) to stop now, instead of at
+    its idle timeout; returns how many were asked. A server busy with a task stops after it."""
+    asked = 0
+    for sock in sorted(Path(folder or server_dir()).glob("*.sock")):
+        conn = connect(sock)
+        if conn is None:
+            continue
+        with conn:
+            send(conn, {"op": "stop"})
+        asked += 1
+    return asked

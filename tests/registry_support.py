@@ -4,7 +4,7 @@
 import pytest
 import yaml
 
-from geneb.registry.load import load_registry
+from geneb.registry.load import load_registry, runnable
 
 
 @pytest.fixture(scope="module")
@@ -22,3 +22,9 @@ def specs(repo, schema):
 def registry(specs):
     """The committed registry's validated mapping as read, for the tests of the file's content."""
     return specs.raw
+
+
+def runnable_offline(spec) -> bool:
+    """Runnable with no network: a builtin, an existing local folder, or external weights the config gives."""
+    ok, _ = runnable(spec)
+    return ok and spec.source.kind in ("builtin", "local", "external")

@@ -15,6 +15,7 @@ from geneb.figures.style import empty_figure
 from geneb.probe.protocols import _PROTOCOL_NAMES
 from geneb.report.html import build_report
 from geneb.report.render import report_captions
+from geneb.tables.scores import AnalysisInputError
 from workflow_support import dry_run
 
 
@@ -28,6 +29,24 @@ def _dummy_figure(tables, display, *, protocol, regime):
     fig = empty_figure(f"{len(tables['dummy_counts'])} dummy rows ({protocol}, {regime})")
     fig.geneb_not_applicable = None  # a figure with content: the report shows it, not its one line
     return fig
+
+
+def register_analysis(analysis: registry.Analysis) -> None:
+    """Add `analysis` to the registry (after the others), as a line added to `_ANALYSES` would. Raises
+    AnalysisInputError when its name or one of its tables is taken."""
+    if analysis.name in {a.name for a in registry._ANALYSES}:
+        raise AnalysisInputError(f"analysis {analysis.name!r} is registered already")
+    taken = set(analysis.tables) & set(registry.analysis_tables())
+    if taken:
+        raise AnalysisInputError(f"analysis {analysis.name!r}: tables {sorted(taken)} are another analysis' tables")
+    registry._ANALYSES.append(analysis)
+
+
+def register_figure(figure: figure_registry._Figure) -> None:
+    """Add `figure` to the registry (drawn after the others). Raises ValueError when its name is taken."""
+    if figure.name in figure_registry.figure_names():
+        raise ValueError(f"figure {figure.name!r} is registered already")
+    figure_registry._FIGURES.append(figure)
 
 
 DUMMY_ANALYSIS = registry.Analysis(
@@ -45,8 +64,8 @@ def registered(monkeypatch):
     """The dummy analysis and figure registered for one test (the registries restored afterwards)."""
     monkeypatch.setattr(registry, "_ANALYSES", list(registry._ANALYSES))
     monkeypatch.setattr(figure_registry, "_FIGURES", list(figure_registry._FIGURES))
-    registry.register(DUMMY_ANALYSIS)
-    figure_registry.register(DUMMY_FIGURE)
+    register_analysis(DUMMY_ANALYSIS)
+    register_figure(DUMMY_FIGURE)
 
 
 def test_a_registered_analysis_and_figure_reach_every_output_and_the_report(registered, synthetic_run, tmp_path, repo):
@@ -86,11 +105,11 @@ def test_a_registered_analysis_and_figure_reach_every_output_and_the_report(regi
 
 def test_registering_a_taken_name_is_refused(registered):
     with pytest.raises(ValueError, match="registered already"):
-        registry.register(DUMMY_ANALYSIS)
+        register_analysis(DUMMY_ANALYSIS)
     with pytest.raises(ValueError, match="another analysis"):
-        registry.register(registry.Analysis("other", "run", _dummy_tables, ("scale",)))
+        register_analysis(registry.Analysis("other", "run", _dummy_tables, ("scale",)))
     with pytest.raises(ValueError, match="registered already"):
-        figure_registry.register(DUMMY_FIGURE)
+        register_figure(DUMMY_FIGURE)
     with pytest.raises(ValueError, match="scope"):
         registry.Analysis("x", "task", _dummy_tables, ("x",))
 
@@ -101,8 +120,8 @@ def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_pa
     figures and report rules list its outputs, with nothing else changed."""
     monkeypatch.setattr(registry, "_ANALYSES", list(registry._ANALYSES))
     monkeypatch.setattr(figure_registry, "_FIGURES", list(figure_registry._FIGURES))
-    registry.register(registry.Analysis("dummy", "run", _dummy_tables, ("dummy_counts",)))
-    figure_registry.register(figure_registry._Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
+    register_analysis(registry.Analysis("dummy", "run", _dummy_tables, ("dummy_counts",)))
+    register_figure(figure_registry._Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
     (tmp_path / "shared").symlink_to(shared)
     work = tmp_path / "work"
     work.mkdir()

@@ -200,7 +200,7 @@ def test_lock_refusal_does_not_make_a_complete_file_look_partial(tmp_path, monke
 
     monkeypatch.setattr(h5py, "File", no_locks)
     assert is_complete_file(path) and is_complete_file(path, hdf5_locking="on")
-    assert integrity.set_aside_partial([path]) == [] and path.exists()
+    assert integrity.set_aside_bad([path], store=integrity.StampStore(None))[0] == [] and path.exists()
     monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
     with pytest.raises(Exception, match=r"cannot lock the file .*hdf5_locking: off") as err:
         read_embeddings(path, hdf5_locking="on")
@@ -232,5 +232,6 @@ def test_broken_cache_files_are_named_and_never_read(tmp_path, damage):
         assert str(path) in str(err.value)
     if damage in ("zero bytes", "truncated"):
         assert not is_complete_file(path, hdf5_locking="off")
-        assert [old for old, _ in integrity.set_aside_partial([path], hdf5_locking="off")] == [path]
+        bad, _ = integrity.set_aside_bad([path], store=integrity.StampStore(None), hdf5_locking="off")
+        assert [b.path for b in bad] == [path]
     assert not hasattr(integrity, "is_complete_embedding_file")  # one completeness check: extract.cache owns it

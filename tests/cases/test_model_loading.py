@@ -45,9 +45,9 @@ from geneb.registry.load import (
     extraction_settings,
     load_registry,
     runnable,
-    runnable_offline,
 )
 from geneb.registry.registry import NotRunnableError, RegistryError
+from registry_support import runnable_offline
 
 
 @pytest.fixture(scope="module")

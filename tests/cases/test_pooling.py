@@ -17,7 +17,7 @@ import torch
 
 from extraction_support import DECODERS, KINDS, random_dna, spec
 from geneb.core.errors import EmptyPoolError, PaddingVarianceError
-from geneb.encoders.engine.chunking import Chunk, last_real_index, pool
+from geneb.encoders.engine.chunking import Chunk, pool
 from geneb.encoders.engine.invariance import check_padding_invariance
 from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.extract.step import build_encoder, extract_task
@@ -27,6 +27,15 @@ MASKED = [k for k in KINDS if k not in ("hyena",)]  # every zoo model that takes
 
 
 # ---- no attention mask --------------------------------------------------------------------------------------------
+
+
+def last_real_index(mask: np.ndarray | torch.Tensor) -> np.ndarray:
+    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2.
+
+    Rows with no real position give -1 (pool() refuses them)."""
+    m = torch.as_tensor(np.asarray(mask)).to(torch.bool)
+    positions = torch.arange(m.shape[1]).expand_as(m)
+    return torch.where(m, positions, -1).amax(dim=1).numpy()
 
 
 def test_hyena_padding_invariance(zoo):

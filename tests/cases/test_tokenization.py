@@ -31,6 +31,13 @@ from geneb.registry.load import extraction_settings, load_registry
 from geneb.tasks.validation import AlphabetPolicy, SequenceError
 
 
+def min_chunk_tokens(cap: int, multiple: int | None = None) -> int:
+    """The fewest body tokens any chunk of a multi-chunk row has under `chunk_bounds`: half the body cap,
+    rounded down to the length multiple (a row that fits is one chunk of any length)."""
+    unit = int(multiple or 1)
+    return (cap // unit // 2) * unit
+
+
 def _local(folder, family, name, **extraction):
     """Settings of a one-entry registry for a local checkpoint folder."""
     return extraction_settings({"models": {name: spec(folder, family, extraction)}}, name, {})
@@ -684,7 +691,7 @@ def test_chunks_are_balanced_and_rows_that_fit_are_unchanged(zoo, monkeypatch):
         bodies.setdefault(c.seq_index, []).append(sum(c.pool_mask))
     assert bodies[0] == [50, 50] and bodies[1] == [30] and bodies[2] == [99] and bodies[3] == [84, 83, 83]
     assert n_chunks.tolist() == [2, 1, 1, 3, 1, 3]
-    assert all(min(b) >= chunking.min_chunk_tokens(99) for b in bodies.values() if len(b) > 1)
+    assert all(min(b) >= min_chunk_tokens(99) for b in bodies.values() if len(b) > 1)
     fits = [s for s in seqs if len(s) <= 99]
     balanced_fit = enc.embed(fits).embeddings
     enc.batch_size = 1  # one chunk per forward pass: a row's vector cannot depend on its batch mates

@@ -321,7 +321,7 @@ def test_failed_job_partial_output_is_rescheduled(tmp_path):
     double), planned by the real `snakemake -n` (dry_run plans the repository's Snakefile only)."""
     from geneb.extract.cache import _IncompleteCacheError as IncompleteCacheError
     from geneb.extract.cache import read_embeddings
-    from geneb.run.integrity import set_aside_partial
+    from geneb.run.integrity import StampStore, set_aside_bad
 
     wf = tmp_path / "wf"
     wf.mkdir()
@@ -338,11 +338,11 @@ def test_failed_job_partial_output_is_rescheduled(tmp_path):
     assert failed.returncode != 0 and out.exists()
     with pytest.raises(IncompleteCacheError):
         read_embeddings(out)
-    moved = set_aside_partial([out])
-    assert moved == [(out, out.with_name(".partial-t.h5.0"))] and not out.exists()
+    bad, _ = set_aside_bad([out], store=StampStore(None))
+    assert [(b.path, b.aside) for b in bad] == [(out, out.with_name(".partial-t.h5.0"))] and not out.exists()
     jobs = snakemake_n(wf, snakefile=wf / "Snakefile")
     assert [j["rule"] for j in jobs] == ["embed"] and "Missing output" in jobs[0]["reason"]
-    assert set_aside_partial([out]) == []  # a missing file is left alone
+    assert set_aside_bad([out], store=StampStore(None)) == ([], [])  # a missing file is left alone
 
 
 def test_half_written_embedding_in_the_workflow_is_extracted_again(finished_run, tmp_path):

@@ -22,7 +22,7 @@ from geneb.cli import main as cli_main
 from geneb.core import envs
 from geneb.registry.load import check_envs, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import RegistryError
-from geneb.run.checks import _fit_problems, _preflight, _probe_interpreter, preflight_problems
+from geneb.run.checks import _fit_problems, _preflight, _probe_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -152,7 +152,6 @@ def test_a_venv_is_trusted_only_with_its_record_and_for_the_current_file(tmp_pat
     (final / "bin/python").symlink_to(sys.executable)
     with pytest.raises(envs.EnvError, match=r"env t is not built under .*; run `geneb env build t --prefix "):
         envs.python_for_env("t", envs_dir=folder, prefix=cache)
-    assert envs.built_env("t", envs_dir=folder, prefix=cache) is None
     (final / envs._RECORD).write_text(json.dumps({"env": "t"}))
     assert envs.python_for_env("t", envs_dir=folder, prefix=cache) == final / "bin/python"
     # the env file changes: a new digest, so the old venv is not used (and the error says so)
@@ -231,14 +230,14 @@ def test_env_list_shows_each_env_its_models_and_whether_built(tmp_path, capsys):
 def test_preflight_lists_every_problem_with_its_fix(tmp_path, repo):
     reg = load_registry(repo / "config/models.yaml")
     models = ["kmer-3", "GenomeOcean-4B", "hyenadna-tiny-1k-ft-anticapt", "DNABERT-S", "mistral-dna-1m-ft-prom"]
-    problems = preflight_problems(reg, models, env_route="venv", conda_deploys=False, env_cache=tmp_path)
+    problems = sum(_preflight(reg, models, env_route="venv", conda_deploys=False, env_cache=tmp_path), [])
     assert len(problems) == 3, problems
     assert problems[0].startswith("model GenomeOcean-4B is in the registry but not runnable: hub id")
     assert problems[1].startswith("model DNABERT-S is in the registry but not runnable")
     assert "model(s) hyenadna-tiny-1k-ft-anticapt: env hyena is not built" in problems[2]
     assert "run `geneb env build hyena --prefix" in problems[2]
     # with --sdm conda, Snakemake makes the env from its file: only what no env can fix is left
-    assert len(preflight_problems(reg, models, env_route="conda", conda_deploys=True)) == 2
+    assert len(sum(_preflight(reg, models, env_route="conda", conda_deploys=True), [])) == 2
 
 
 def test_preflight_on_the_conda_route_without_conda_checks_this_interpreter(tmp_path, repo):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geneb.core.provenance import _UNKNOWN, REVISION, code_revision, dirty_label
-from geneb.tables.scores import CODE_REVISION_COLUMNS, with_code_revision
+from geneb.core.provenance import _UNKNOWN, CODE_REVISION_KEYS, REVISION, code_revision, dirty_label
+from geneb.tables.scores import with_code_revision
 
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
@@ -94,7 +94,7 @@ def test_the_running_package_is_this_checkout():
 
 def test_table_columns_keep_unknown_as_na():
     t = with_code_revision(pd.DataFrame({"a": [1, 2]}), {"geneb_commit": _UNKNOWN, "geneb_dirty": None})
-    assert list(t.columns[-2:]) == list(CODE_REVISION_COLUMNS)
+    assert list(t.columns[-2:]) == list(CODE_REVISION_KEYS)
     assert t["geneb_dirty"].isna().all() and str(t["geneb_dirty"].dtype) == "boolean"
     t = with_code_revision(pd.DataFrame({"a": [1]}), {"geneb_commit": "a" * 40, "geneb_dirty": False})
     assert t["geneb_dirty"].tolist() == [False] and t["geneb_commit"].tolist() == ["a" * 40]

@@ -104,13 +104,15 @@ def test_few_shot_k_outside_the_known_regimes_is_refused_before_any_job(repo):
 
 def test_the_schema_section_is_the_one_list_of_settings_and_values():
     """from_config validates with `$defs/probe_protocol` of the workflow schema, so the schema and the
-    Python names must agree: the required keys are SETTING_KEYS, the k-shot enum is SUPPORTED_K (the regimes
+    Python names must agree: the required keys are SETTING_KEYS, the k-shot enum is the k of the k-shot regimes
     of geneb.tables.scores), the F1 label modes are geneb.probe.metrics._F1_LABELS."""
     from geneb.core.paths import load_schema
     from geneb.probe.metrics import _F1_LABELS as F1_LABELS
-    from geneb.probe.protocols import SUPPORTED_K
+    from geneb.tables.scores import REGIMES
 
     spec = load_schema("config")["$defs"]["probe_protocol"]
     assert spec["required"] == list(_SETTING_KEYS) and sorted(spec["properties"]) == sorted(_SETTING_KEYS)
-    assert sorted(spec["properties"]["few_shot_k"]["items"]["enum"]) == sorted(SUPPORTED_K)
+    assert sorted(spec["properties"]["few_shot_k"]["items"]["enum"]) == sorted(
+        int(r.removesuffix("shot")) for r in REGIMES if r != "full"
+    )
     assert tuple(spec["properties"]["f1_labels"]["enum"]) == tuple(F1_LABELS)

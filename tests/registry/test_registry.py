@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from geneb.registry.families import FAMILIES
-from geneb.registry.load import check_registry, extraction_settings, load_registry, runnable, runnable_offline
+from geneb.registry.load import check_registry, extraction_settings, load_registry, runnable
 from geneb.registry.registry import NotRunnableError, RegistryError
+from registry_support import runnable_offline
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from geneb.core import integrity
-from geneb.run.integrity import StampStore, set_aside_bad, set_aside_partial
+from geneb.run.integrity import StampStore, set_aside_bad
 from integrity_support import finished_files
 
 
@@ -94,4 +94,4 @@ def test_an_incomplete_embedding_file_without_digest_is_set_aside(run):
         del f.attrs["complete"]
     bad, adopted = set_aside_bad([h5], store=StampStore(None))
     assert adopted == [] and [b.aside for b in bad] == [h5.with_name(f".partial-{h5.name}.0")]
-    assert set_aside_partial([h5]) == []  # nothing left to move
+    assert set_aside_bad([h5], store=StampStore(None)) == ([], [])  # nothing left to move

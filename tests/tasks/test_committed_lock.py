@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import yaml
 
-from geneb.tasks.catalogue import DEFAULT_LOCK, changes, read_catalogue, read_lock, records
+from geneb.tasks.catalogue import changes, read_catalogue, read_lock, records
 from geneb.tasks.sources import open_source
+
+#: the lockfile the config's `task_lock` names by default (workflow/schemas/config.schema.yaml)
+DEFAULT_LOCK = "config/tasks.lock"
 
 
 def test_the_committed_lock_matches_the_shared_mirror(repo, shared):

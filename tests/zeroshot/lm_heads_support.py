@@ -8,10 +8,53 @@ Tokens: A C G T = 0 1 2 3, MASK = 4, BOS/CLS = 5, SEP = 6. A base whose k preced
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import torch
 
-from geneb.zeroshot.llr import _LanguageModel, one_base_tokenize
+from geneb.zeroshot.llr import _AlleleTokens, _LanguageModel, _Tokenize
+
+
+def one_base_tokenize(vocab: Mapping[str, int]) -> _Tokenize:
+    """One token per base, `vocab` maps a base letter to its id (case-insensitive for A/C/G/T/N)."""
+
+    def tokenize(text: str) -> _AlleleTokens:
+        return _AlleleTokens(tuple(vocab[c.upper()] for c in text), tuple((i, i + 1) for i in range(len(text))))
+
+    return tokenize
+
+
+def kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
+    """Non-overlapping k-mers left to right (the Nucleotide Transformer rule): a k-mer with an `N`, and the tail
+    shorter than k, go one base per token. `vocab` maps each k-mer and each single base to its id."""
+
+    def tokenize(text: str) -> _AlleleTokens:
+        ids: list[int] = []
+        spans: list[tuple[int, int]] = []
+        i, upper = 0, text.upper()
+        while i < len(upper):
+            word = upper[i : i + k]
+            if len(word) == k and "N" not in word:
+                ids.append(vocab[word])
+                spans.append((i, i + k))
+                i += k
+            else:
+                ids.append(vocab[upper[i]])
+                spans.append((i, i + 1))
+                i += 1
+        return _AlleleTokens(tuple(ids), tuple(spans))
+
+    return tokenize
+
+
+def kmer_vocab(k: int, *, first_id: int = 0, bases: Sequence[str] = "ACGT") -> dict[str, int]:
+    """Every k-mer over `bases` (lexicographic) then the single bases and N, numbered from `first_id`."""
+    words = ["".join(p) for p in itertools.product(bases, repeat=k)]
+    words += [b for b in [*bases, "N"] if b not in words]
+    return {w: first_id + i for i, w in enumerate(words)}
+
 
 VOCAB = {"A": 0, "C": 1, "G": 2, "T": 3}
 MASK, CLS, SEP = 4, 5, 6

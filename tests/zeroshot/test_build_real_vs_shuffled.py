@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from shuffle_support import klet_counts
+
 from geneb.zeroshot.build import real_vs_shuffled as rs
 from geneb.zeroshot.build.common import read_source_split
-from geneb.zeroshot.scorers import klet_counts
 
 
 def test_pairs_are_real_positives_and_their_dinucleotide_twins(real_tasks):

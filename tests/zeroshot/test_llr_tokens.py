@@ -4,14 +4,12 @@ overlapping k-mers and the real DNABERT-2 BPE tokenizer."""
 from __future__ import annotations
 
 import pytest
+from lm_heads_support import kmer_tokenize, kmer_vocab, one_base_tokenize
 
 from geneb.zeroshot.llr import (
     _overlapping_kmer_tokenize,
     _reverse_variant,
     _variant_tokens,
-    kmer_tokenize,
-    kmer_vocab,
-    one_base_tokenize,
 )
 
 SEQ = "ACGTTGCAGTCAACGGTACA"  # 20 bases

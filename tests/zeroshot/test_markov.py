@@ -14,12 +14,21 @@ from geneb.zeroshot.scorers import (
     _BackgroundLeakError,
     _both_strands_log_likelihood,
     _encode,
+    _MarkovChain,
+    _window_index,
+    _windows,
     background_from_tasks,
     fit_markov,
-    log_likelihood,
     markov_scores,
 )
 from geneb.zeroshot.task import ZeroShotTask
+
+
+def log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:
+    """(log-likelihood in nats, number of scored bases) of one strand of `sequence`: the sum of log p(base |
+    its `order` preceding bases) over every position from `order` on whose window holds no N."""
+    index, valid = _window_index(_windows(_encode(sequence), chain.order + 1))
+    return float(chain.log_prob[index[valid]].sum()), int(valid.sum())
 
 
 def _dna(n: int, rng: np.random.Generator, alphabet: str = "ACGT") -> str:

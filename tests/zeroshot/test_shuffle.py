@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shuffle_support import klet_counts
 
-from geneb.zeroshot.scorers import klet_counts, klet_shuffle
+from geneb.zeroshot.scorers import klet_shuffle
 
 
 def real_sequences(tasks: Path, task: str, n: int) -> list[str]:

@@ -6,7 +6,7 @@ reference view every leaderboard uses, and the alternative views the sensitivity
 
 A *view* is one way of turning a model's forward pass into a vector: a hidden-state layer, a pooling and whether
 the reverse complement was averaged in. Score and prediction rows of a run with a `views:` section carry the
-columns VIEW_COLUMNS (docs/data-dictionary.md, stage 3): `view` (the id, "default" in a run without views),
+columns _VIEW_COLUMNS (docs/data-dictionary.md, stage 3): `view` (the id, "default" in a run without views),
 `layer` (absolute 0-based hidden-state index, NA without layers), `layer_depth` (layer / n_layers in [0, 1]),
 `pooling`, `reverse_complement`, `layer_rule` ("registry", "fixed" or "inner_cv"). A table without them (older
 runs, published results) is a single default view (`_with_view_columns`).
@@ -66,8 +66,6 @@ from geneb.tasks.catalogue import CatalogueError, read_catalogue
 _VIEW_COLUMNS: tuple[str, ...] = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
 #: the view id of a run without `views:`
 DEFAULT_VIEW = "default"
-#: how a view's layer was chosen
-LAYER_RULES: tuple[str, ...] = ("registry", "fixed", "inner_cv")
 #: the evaluation choices the sensitivity analysis varies, in report order
 CHOICES: tuple[str, ...] = ("pooling", "layer_rule", "protocol", "reverse_complement")
 #: the attributes that identify a view of one model (layer only matters under the rule "fixed")
@@ -75,7 +73,7 @@ _IDENTITY = ("layer_rule", "layer", "pooling", "reverse_complement")
 
 
 def _with_view_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """`df` with every VIEW_COLUMNS column, the absent ones filled as the one default view: view "default",
+    """`df` with every _VIEW_COLUMNS column, the absent ones filled as the one default view: view "default",
     layer and layer_depth NA, pooling NA (not recorded), reverse_complement False, layer_rule "registry".
     Returns a copy; present columns are kept as they are (missing values of `view` become "default")."""
     out = df.copy()

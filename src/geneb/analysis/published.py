@@ -63,7 +63,6 @@ from geneb.analysis.inputs import cell_scores, model_frame, task_categories, tas
 from geneb.analysis.inputs import registry as read_registry
 from geneb.analysis.ranking import AGGREGATES, rank_intervals
 from geneb.analysis.stats import two_level_replicates
-from geneb.core.categories import CATEGORIES
 from geneb.core.paths import load_schema, schema_errors
 from geneb.core.provenance import file_sha256
 from geneb.registry.spec import ModelSpec
@@ -178,16 +177,6 @@ def published_model_meta(
             "paper": {"model_id": mid},
         }
     return model_frame(records)
-
-
-def published_leaderboard(folder: str | Path) -> pd.DataFrame:
-    """The official leaderboard (`leaderboard_category_mcc.tsv`), the 40 official models only, long format:
-    model, regime, category (13 + "macro"), value (4 decimals, as published)."""
-    lb = pd.read_csv(_need(Path(folder), "leaderboard_category_mcc.tsv"), sep="\t")
-    lb = lb[lb["official_40"] == "yes"].rename(columns={"model_id": "model", "macro_MCC": "macro"})
-    return lb.melt(
-        id_vars=["model", "regime"], value_vars=[*CATEGORIES, "macro"], var_name="category", value_name="value"
-    )
 
 
 #: the columns of reproduce_paper.parquet

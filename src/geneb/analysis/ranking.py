@@ -146,8 +146,7 @@ AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.controls.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
 _FLAG_KINDS: tuple[str, ...] = ("leakage", "shortcut")
-#: the comma-joined list columns of every leaderboard row ("" = none)
-LIST_COLUMNS: tuple[str, ...] = ("flagged_tasks", "flags", "excluded_tasks")
+# the comma-joined list columns of every leaderboard row ("" = none): flagged_tasks, flags, excluded_tasks
 #: the parquet metadata key (pandas `attrs`) of leaderboard.parquet / leaderboard_clean.parquet holding the audit
 #: flags {task: {kind: reason}} and the one holding the excluded kinds (config `leaderboard.exclude_flagged`)
 TASK_FLAGS_ATTR = "geneb_task_flags"
@@ -211,16 +210,16 @@ def _reason(lacks: list[str], n_expected: int, scope: str) -> str:
     return f"missing {len(lacks)} of {n_expected} task(s): {head}"
 
 
-def category_scores(
+def _scores(
     cells: pd.DataFrame,
-    missing: Mapping[str, str] | None = None,
-    *,
-    missing_reasons: Mapping[str, str] | None = None,
-    cell_reasons: _CellReasons | None = None,
-    flags: _TaskFlags | None = None,
-    exclude_flagged: Sequence[str] = (),
-) -> pd.DataFrame:
-    """Per (protocol, regime, model, category): mean cell value over the category's tasks.
+    missing: Mapping[str, str] | None,
+    missing_reasons: Mapping[str, str] | None,
+    cell_reasons: _CellReasons | None,
+    flags: _TaskFlags | None,
+    exclude_flagged: Sequence[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(category rows, macro and micro rows: see `leaderboard`). The category rows: per (protocol, regime, model,
+    category), the mean cell value over the category's tasks.
 
     cells: per-cell table (`tables.cell_scores`). missing: {task: category} of configured tasks that failed
     (a partial run, geneb.run.partial) or have no value in this table (the clean leaderboard's tasks without clean
@@ -231,21 +230,9 @@ def category_scores(
     left out of every value and rank. Returns columns protocol, regime, model, category, value, n_tasks (tasks the
     model has), n_tasks_expected (tasks of the category any model has in that protocol and regime, plus the
     missing ones, less the excluded ones), complete (n_tasks == n_tasks_expected > 0), incomplete_reason ("" when
-    complete), flagged_tasks, flags, excluded_tasks (comma-joined; LIST_COLUMNS). Raises AnalysisInputError for an
+    complete), flagged_tasks, flags, excluded_tasks (comma-joined, "" = none). Raises AnalysisInputError for an
     unknown flag kind.
     """
-    return _scores(cells, missing, missing_reasons, cell_reasons, flags, exclude_flagged)[0]
-
-
-def _scores(
-    cells: pd.DataFrame,
-    missing: Mapping[str, str] | None,
-    missing_reasons: Mapping[str, str] | None,
-    cell_reasons: _CellReasons | None,
-    flags: _TaskFlags | None,
-    exclude_flagged: Sequence[str],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(category rows, macro and micro rows): see `category_scores` and `leaderboard`."""
     bad = sorted(set(exclude_flagged) - set(_FLAG_KINDS))
     if bad:
         raise AnalysisInputError(f"leaderboard.exclude_flagged: unknown kind(s) {bad}; expected some of {_FLAG_KINDS}")
@@ -352,7 +339,7 @@ def leaderboard(
     feeding the row that fail an audit, their kinds, and those left out of value and rank under
     `exclude_flagged`), source, schema_version, geneb_version, input_sha256 (hash of `cells`), geneb_commit and
     geneb_dirty (the running code's revision, `geneb.tables.scores.with_code_revision`).
-    missing, missing_reasons, cell_reasons, flags, exclude_flagged: see `category_scores`; a model missing any
+    missing, missing_reasons, cell_reasons, flags, exclude_flagged: see `_scores`; a model missing any
     expected task has `complete` False and no rank on its macro and micro rows. The table's attrs hold the flags
     (TASK_FLAGS_ATTR) and the excluded kinds (EXCLUDE_FLAGGED_ATTR). Raises AnalysisInputError for an empty table
     or an unknown flag kind.

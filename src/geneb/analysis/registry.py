@@ -164,18 +164,6 @@ _ANALYSES: list[Analysis] = [
 ]
 
 
-def register(analysis: Analysis) -> Analysis:
-    """Add `analysis` to the registry (after the others). Raises AnalysisInputError when its name or one of its
-    tables is taken."""
-    if analysis.name in {a.name for a in _ANALYSES}:
-        raise AnalysisInputError(f"analysis {analysis.name!r} is registered already")
-    taken = set(analysis.tables) & set(analysis_tables())
-    if taken:
-        raise AnalysisInputError(f"analysis {analysis.name!r}: tables {sorted(taken)} are another analysis' tables")
-    _ANALYSES.append(analysis)
-    return analysis
-
-
 def analyses() -> tuple[Analysis, ...]:
     """The registered analyses, in registry order."""
     return tuple(_ANALYSES)

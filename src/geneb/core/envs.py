@@ -180,12 +180,6 @@ def _read_record(venv: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and _python_of(venv).exists() else None
 
 
-def built_env(name: str, *, envs_dir: str | Path = ENVS_DIR, prefix: str | Path | None = None) -> Path | None:
-    """The folder of the complete venv of env `name` for its current env file, or None when not built."""
-    venv = _env_prefix(read_env(name, envs_dir), prefix)
-    return venv if _read_record(venv) is not None else None
-
-
 def python_for_env(name: str, *, envs_dir: str | Path = ENVS_DIR, prefix: str | Path | None = None) -> Path:
     """The interpreter of the built venv of env `name`. Raises EnvError naming `geneb env build NAME` when it is
     not built for the current env file (saying so when only a venv of an older version of the file exists),

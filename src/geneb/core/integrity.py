@@ -77,8 +77,6 @@ if TYPE_CHECKING:
 
 #: the sidecar of `<file>` is `<file>` + this suffix
 DIGEST_SUFFIX = ".sha256"
-#: bytes read per hashing step
-CHUNK = 1 << 20
 
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()
@@ -224,11 +222,6 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
         check(path)  # raises, with the message every reader gives
         raise IntegrityError(f"{path}: changed while it was read", path)
     return data
-
-
-def read_text(path: str | os.PathLike[str]) -> str:
-    """The UTF-8 text of `path`, checked against its digest."""
-    return _read_bytes(path).decode("utf-8")
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

@@ -58,7 +58,7 @@ _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class _StopServer(Exception):
-    """A `stop` request: the server exits after answering none (`client.stop_servers`)."""
+    """A `stop` request: the server exits after answering none (a test's `extraction_support.stop_servers`)."""
 
 
 @contextmanager
@@ -365,17 +365,3 @@ def _message(reader: Any) -> dict[str, Any] | None:
     if not line.endswith(b"\n"):
         return None
     return json.loads(line)
-
-
-def stop_servers(folder: str | Path | None = None) -> int:
-    """Ask every model server with a socket in `folder` (default: `server_dir()`) to stop now, instead of at
-    its idle timeout; returns how many were asked. A server busy with a task stops after it."""
-    asked = 0
-    for sock in sorted(Path(folder or server_dir()).glob("*.sock")):
-        conn = connect(sock)
-        if conn is None:
-            continue
-        with conn:
-            send(conn, {"op": "stop"})
-        asked += 1
-    return asked

@@ -59,14 +59,6 @@ _FIGURES: list[_Figure] = [
 ]
 
 
-def register(figure: _Figure) -> _Figure:
-    """Add `figure` to the registry (drawn after the others). Raises ValueError when its name is taken."""
-    if figure.name in figure_names():
-        raise ValueError(f"figure {figure.name!r} is registered already")
-    _FIGURES.append(figure)
-    return figure
-
-
 def figures() -> tuple[_Figure, ...]:
     """The registered figures, in registry order."""
     return tuple(_FIGURES)

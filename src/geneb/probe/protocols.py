@@ -17,7 +17,6 @@ from sklearn.linear_model import LogisticRegression
 from geneb.core.paths import schema_errors, section
 from geneb.core.provenance import stable_hash
 from geneb.probe.shots import ProtocolConfigError
-from geneb.tables.scores import REGIMES
 
 _PROTOCOL_NAMES = ("geneb-paper", "geneb-strict")
 #: cv_scoring -> the scikit-learn scorer of the inner CV
@@ -26,8 +25,6 @@ CV_SCORERS = {"MCC": "matthews_corrcoef", "log_loss": "neg_log_loss"}
 #: times the rows of the smallest (GENEB's choice by measurement: balanced weights cost 0.04 MCC on a 2:1:1 task
 #: and help on strongly imbalanced ones; bench/probe_quality.py, docs/protocols.md)
 _IMBALANCE_RATIO = 3.0
-#: the k of each k-shot regime GENEB's analyses know ("10shot", "1shot"; geneb.tables.scores.REGIMES)
-SUPPORTED_K = tuple(int(r.removesuffix("shot")) for r in REGIMES if r != "full")
 _SETTING_KEYS = (
     "draw",
     "standardize",
@@ -188,7 +185,7 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
 
     The section is validated against the workflow's schema (`_schema_problem`: every key of SETTING_KEYS
     present and no other, no silent defaults, each value's type and range), then by the rules a schema
-    cannot express: C_grid ascending (the schema's enum of few_shot_k is SUPPORTED_K, the regimes GENEB's
+    cannot express: C_grid ascending (the schema's enum of few_shot_k is the k of the k-shot regimes GENEB's
     analyses know, so other k are refused before any job runs). Raises
     ProtocolConfigError naming the protocol and the offending key and value.
     """

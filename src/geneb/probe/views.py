@@ -1,6 +1,6 @@
 """Probing views (`geneb.registry.spec`): the view columns of every score and prediction row, and the layer rule.
 
-Every score row names its view (`VIEW_COLUMNS`, the score-table contract, `geneb.tables.scores`): a run without
+Every score row names its view (the view columns of the score-table contract, `geneb.tables.scores`): a run without
 `views:` carries view "default", the registry's layer (absolute index) and pooling, layer_rule "registry"; a views
 run probes each view of the file (layer_rule "fixed") and, per (pooling, rc) with more than one layer, adds the
 rows of the layer the inner-CV rule chose (view "Lcv|<pooling>|rc<0|1>", layer_rule "inner_cv", `layer` the chosen
@@ -31,8 +31,6 @@ from geneb.probe.protocols import Protocol
 from geneb.registry.families import family as model_family
 from geneb.registry.spec import DEFAULT_VIEW_ID, INNER_CV_LAYER, absolute_layer, layer_depth, view_id
 
-#: the view columns of the score-table contract, in order
-VIEW_COLUMNS = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
 _SEED_COLUMNS = ("seed_mean", "seed_sd", "seed_ci_low", "seed_ci_high", "n_seeds")
 
 

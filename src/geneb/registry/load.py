@@ -166,12 +166,6 @@ def not_runnable(registry: Registry, models: list[str]) -> dict[str, str]:
     return out
 
 
-def runnable_offline(spec: ModelSpec) -> bool:
-    """Runnable with no network: a builtin, an existing local folder, or external weights the config gives."""
-    ok, _ = runnable(spec)
-    return ok and spec.source.kind in ("builtin", "local", "external")
-
-
 def _selection_error(registry: Registry, problems: dict[str, str], lock: LockResult | None, pins: str) -> str:
     """One message for every selected model that cannot run (`problems`, from `not_runnable`), grouped by what
     it needs: the network once, to pin its hub revision (with the hub's answer where `lock`, the lockfile step's

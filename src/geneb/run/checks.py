@@ -3,7 +3,7 @@ pre-flight of every selected model and task source.
 
 Pre-flight: before Snakemake submits anything, check that every selected model can run where it will run.
 
-`preflight_problems` is called by workflow/rules/common.smk while the DAG is built (main process, dry runs
+`preflight_or_stop` is called by the run plan (`geneb.run.plan.plan_run`, from workflow/rules/common.smk) while the DAG is built (main process, dry runs
 too): every problem of every selected model is collected and reported at once, each naming the model, its env
 and the fix, and the run stops before any job starts (a refusal inside a GPU job would be resubmitted by the
 profile's retries). Checked per model:
@@ -188,12 +188,6 @@ def _download_cache_problem(spec: ModelSpec, weights_dir: str) -> str | None:
         f"{source['path']}; fetch them where there is network: `geneb weights fetch {spec.id}` with the same "
         "execution.weights_dir (docs/hpc.md, 'Offline compute nodes')"
     )
-
-
-def preflight_problems(*args: Any, **kwargs: Any) -> list[str]:
-    """Every reason a model cannot run in this run (`_preflight`'s two lists together); same arguments."""
-    blocking, here = _preflight(*args, **kwargs)
-    return blocking + here
 
 
 def _preflight(

@@ -274,23 +274,6 @@ def check_before_dag(
     return bad, adopted
 
 
-def set_aside_partial(
-    paths: Iterable[str | os.PathLike[str]], *, hdf5_locking: str = "auto"
-) -> list[tuple[Path, Path]]:
-    """Move every existing file among `paths` that is not a complete embedding cache to
-    `<folder>/.partial-<name>.<n>`, so Snakemake sees its output missing. The completeness test is
-    `geneb.extract.cache.is_complete_file` (a file the file system refuses to lock is not partial). Returns the
-    (old, new) path pairs moved. `set_aside_bad` is the plan's full check (digests too)."""
-    from geneb.extract.cache import is_complete_file
-
-    moved = []
-    for path in map(Path, paths):
-        if not path.is_file() or is_complete_file(path, hdf5_locking=hdf5_locking):
-            continue
-        moved.append((path, _move_aside(path, "partial")))
-    return moved
-
-
 #: the prefixes of files GENEB itself set aside or is writing: never checked
 _SKIPPED_PREFIXES = (".corrupt-", ".partial-", ".tmp-")
 

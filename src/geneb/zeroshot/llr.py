@@ -70,7 +70,7 @@ Torch-free at import.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -176,38 +176,6 @@ def _reverse_variant(sequence: str, pos: int, ref: str, alt: str) -> tuple[str, 
 # ---- tokenizer views ----------------------------------------------------------------------------------------
 
 
-def one_base_tokenize(vocab: Mapping[str, int]) -> _Tokenize:
-    """One token per base, `vocab` maps a base letter to its id (case-insensitive for A/C/G/T/N)."""
-
-    def tokenize(text: str) -> _AlleleTokens:
-        return _AlleleTokens(tuple(vocab[c.upper()] for c in text), tuple((i, i + 1) for i in range(len(text))))
-
-    return tokenize
-
-
-def kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
-    """Non-overlapping k-mers left to right (the Nucleotide Transformer rule): a k-mer with an `N`, and the tail
-    shorter than k, go one base per token. `vocab` maps each k-mer and each single base to its id."""
-
-    def tokenize(text: str) -> _AlleleTokens:
-        ids: list[int] = []
-        spans: list[tuple[int, int]] = []
-        i, upper = 0, text.upper()
-        while i < len(upper):
-            word = upper[i : i + k]
-            if len(word) == k and "N" not in word:
-                ids.append(vocab[word])
-                spans.append((i, i + k))
-                i += k
-            else:
-                ids.append(vocab[upper[i]])
-                spans.append((i, i + 1))
-                i += 1
-        return _AlleleTokens(tuple(ids), tuple(spans))
-
-    return tokenize
-
-
 def _overlapping_kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
     """Overlapping k-mers (DNABERT-1): one token per start 0..len-k, token i covers characters [i, i + k)."""
 
@@ -230,15 +198,6 @@ def _hf_tokenize(tokenizer: Any) -> _Tokenize:
         return _AlleleTokens(tuple(int(i) for i in enc["input_ids"]), tuple(tuple(s) for s in enc["offset_mapping"]))
 
     return tokenize
-
-
-def kmer_vocab(k: int, *, first_id: int = 0, bases: Sequence[str] = "ACGT") -> dict[str, int]:
-    """Every k-mer over `bases` (lexicographic) then the single bases and N, numbered from `first_id`."""
-    import itertools
-
-    words = ["".join(p) for p in itertools.product(bases, repeat=k)]
-    words += [b for b in [*bases, "N"] if b not in words]
-    return {w: first_id + i for i, w in enumerate(words)}
 
 
 _HeadKind = Literal["masked", "causal"]

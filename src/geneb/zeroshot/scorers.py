@@ -142,14 +142,6 @@ def klet_shuffle(sequence: str, k: int, rng: np.random.Generator) -> str:
     return "".join(out)
 
 
-def klet_counts(sequence: str, k: int) -> dict[str, int]:
-    """{k-let: occurrences} of `sequence` (overlapping), the invariant `klet_shuffle` keeps."""
-    counts: dict[str, int] = {}
-    for i in range(len(sequence) - k + 1):
-        counts[sequence[i : i + k]] = counts.get(sequence[i : i + k], 0) + 1
-    return counts
-
-
 #: additive (Laplace) smoothing: every (context, next base) pair is counted this many extra times, so a k+1-mer
 #: absent from the background still has a finite probability (add-one smoothing; Jurafsky & Martin, "Speech and
 #: Language Processing", section 3.5)
@@ -277,13 +269,6 @@ def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUD
     by_context = counts.reshape(-1, 4).astype(np.float64) + pseudocount
     log_prob = np.log(by_context / by_context.sum(axis=1, keepdims=True)).reshape(-1)
     return _MarkovChain(order, log_prob, counts, float(pseudocount), background.tasks)
-
-
-def log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:
-    """(log-likelihood in nats, number of scored bases) of one strand of `sequence`: the sum of log p(base |
-    its `order` preceding bases) over every position from `order` on whose window holds no N."""
-    index, valid = _window_index(_windows(_encode(sequence), chain.order + 1))
-    return float(chain.log_prob[index[valid]].sum()), int(valid.sum())
 
 
 def _both_strands_log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:

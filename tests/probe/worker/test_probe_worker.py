@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from test_job import TASK, _run, _shots
 
+from extraction_support import stop_servers
 from geneb.extract.cache import _CacheKeyMismatchError
-from geneb.extract.server import stop_servers
 from geneb.probe.fit import _PROBE_THREADS
 from geneb.probe.worker import _fit_probes_via_worker, run_fit_probes_job
 from geneb.tables.scores import probe_threads

@@ -39,8 +39,6 @@ import torch
 from geneb.core.errors import ItemOutOfMemoryError
 from geneb.registry.spec import AUTO_DTYPE, COMPUTE_DTYPES, Extraction, ExtractionSettings, SettingsLike
 
-REDUCED_DTYPES = tuple(d for d in COMPUTE_DTYPES if d != "float32")
-
 
 def _resolve_device(device: str, *, model: str) -> str:
     """ "cpu", "cuda[:i]" or "auto" (cuda when available) -> a torch device string. device=cuda without CUDA

@@ -137,7 +137,7 @@ def chunk_bounds(n: int, cap: int, multiple: int | None = None) -> list[tuple[in
     as the length rule allows, never a full chunk plus a scrap (n = cap + 1 gives two halves, not [cap, 1]):
     each chunk but the last is a whole number of `multiple` tokens (1 without a rule; `cap` is one already),
     longer chunks first, and the last takes the remainder. No chunk of a multi-chunk row is shorter than
-    `min_chunk_tokens(cap, multiple)` (half the cap, rounded down to the multiple)."""
+    half the cap, rounded down to the multiple."""
     if n <= cap:
         return [(0, n)]
     unit = int(multiple or 1)
@@ -151,13 +151,6 @@ def chunk_bounds(n: int, cap: int, multiple: int | None = None) -> list[tuple[in
         bounds.append((start, start + size))
         start += size
     return bounds
-
-
-def min_chunk_tokens(cap: int, multiple: int | None = None) -> int:
-    """The fewest body tokens any chunk of a multi-chunk row has under `chunk_bounds`: half the body cap,
-    rounded down to the length multiple (a row that fits is one chunk of any length)."""
-    unit = int(multiple or 1)
-    return (cap // unit // 2) * unit
 
 
 def split_tokens(
@@ -254,15 +247,6 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, method: str, *, rows: list[in
     else:
         idx = torch.where(m, positions, -1).amax(dim=1)
     return h[torch.arange(h.shape[0], device=h.device), idx]
-
-
-def last_real_index(mask: np.ndarray | torch.Tensor) -> np.ndarray:
-    """Index of the last real position per row of a (B, T) mask, e.g. [1,1,1,0,0] -> 2.
-
-    Rows with no real position give -1 (pool() refuses them)."""
-    m = torch.as_tensor(np.asarray(mask)).to(torch.bool)
-    positions = torch.arange(m.shape[1]).expand_as(m)
-    return torch.where(m, positions, -1).amax(dim=1).numpy()
 
 
 class RowAccumulator:

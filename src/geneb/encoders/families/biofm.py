@@ -25,14 +25,11 @@ What the checkpoint is (read, not copied, from the public code; docs/adapters/bi
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from geneb.core.errors import ModelLoadError
 from geneb.encoders.families.hf import HFEncoder, read_config_json
 from geneb.registry.spec import ExtractionSettings
-
-log = logging.getLogger(__name__)
 
 #: the file the characters and the length cap are read from (AnnotationTokenizer.from_pretrained on a folder)
 _TOKENIZER_FILE = "tokenizer_config.json"

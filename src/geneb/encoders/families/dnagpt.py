@@ -183,8 +183,8 @@ _log = logging.getLogger(__name__)
 
 #: the authors' code every fact of this module was read from
 _UPSTREAM = "TencentAILabHealthcare/DNAGPT@9b6c0931e3b2011ee5bbb4b988be3e19d62953ae"
-#: the paper's reference extractor (its `<R>` prefix, cap and pooling)
-REFERENCE = "darlednik/GENEB@e3d5f4525c7fe12e4658c4ec6af803bc6bc42788:embedding_pipeline/extractors/dnagpt.py"
+# the paper's reference extractor (its `<R>` prefix, cap and pooling):
+# darlednik/GENEB@e3d5f4525c7fe12e4658c4ec6af803bc6bc42788:embedding_pipeline/extractors/dnagpt.py
 
 #: test.py get_model: the reserved tokens, in id order, each written `<t>` (KmerTokenizer.__init__)
 _RESERVED = (
