@@ -108,11 +108,6 @@ class _Tiers:
     n_tasks: int
     confidence: float
 
-    def adjacent_separable(self) -> np.ndarray:
-        """(k - 1,) bool: whether each model is separable from the next one in rank order."""
-        sep = separable(self.mean_rank, self.cd, self.friedman_p, self.confidence)
-        return np.array([sep[i, i + 1] for i in range(len(self.models) - 1)], dtype=bool)
-
 
 def _tiers(matrix: pd.DataFrame, confidence: float) -> _Tiers:
     """Tiers of the models (rows) of `matrix` (n_models, n_tasks; higher = better, no NaN) at `confidence`

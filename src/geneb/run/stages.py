@@ -50,7 +50,6 @@ from geneb.zeroshot.task import (
     CatalogueEntry,
     ZeroShotCatalogueError,
     catalogue_entry,
-    markov_scorer,
     zeroshot_source_identity,
 )
 
@@ -236,10 +235,6 @@ class ZeroShotPlan:
             "rows": self.zeroshot_task_file(zstask),
             "background": [self.task_file(t, "train.parquet") for t in self.zeroshot_background(zstask)],
         }
-
-    def zeroshot_baseline_scorers(self) -> list[str]:
-        """The baseline scorer names (markov-<order>) of this config."""
-        return [markov_scorer(o) for o in self.config["zeroshot"]["markov_orders"]]
 
     # ---- tables ----------------------------------------------------------------------------------------------
 
