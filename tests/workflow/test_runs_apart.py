@@ -11,7 +11,6 @@ process (`dry_run`, their log captured)."""
 from __future__ import annotations
 
 import io
-import shutil
 from contextlib import redirect_stderr
 from pathlib import Path
 
@@ -129,52 +128,3 @@ def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothin
     said = leaderboard_warning(run, "results", monkeypatch)
     assert f"was computed from {h5}" in said and "written again" in said, said
     assert "warning" not in leaderboard_warning(run, "results/b", monkeypatch)
-
-
-def test_a_legacy_layout_workdir_is_moved_into_the_new_one_without_re_extraction(tmp_path, shared, caplog):
-    """The layout before task hashes (resources/tasks/<task>/, resources/embeddings/<model>/<xhash>/<task>.h5),
-    made by the project's own writers: a dry run only says what it would move (Snakemake sets `workflow.dryrun`
-    only after planning; the plan reads -n from the output settings); a real run moves the task and its
-    embeddings (same bytes, same modification time: nothing extracted again), and then nothing is left to do. A
-    config whose caps differ from the legacy card's leaves the legacy files where they are. Its own run: the
-    legacy layout is made from nothing, before any run of the new layout; the dry runs are planned in process."""
-    from geneb.extract.step import extract_task
-    from geneb.run.migrate import _legacy_embedding_path as legacy_embedding_path
-    from geneb.run.migrate import legacy_task_dir
-    from geneb.tasks.catalogue import source_string, task_row
-    from geneb.tasks.prepare import prepare_from_params
-
-    run = make_run(tmp_path, shared)
-    plan_a = run_plan(run, "config/a.yaml")
-    old_dir = run / legacy_task_dir(TASK)
-    old_dir.mkdir(parents=True)
-    source = source_string(task_row(plan_a.task_sheet, TASK), plan_a.config)
-    prepare_from_params(TASK, plan_a.task_params(TASK), source, old_dir / "card.json")
-    old_h5 = run / legacy_embedding_path(MODEL, plan_a.extraction_hashes[MODEL], TASK)
-    old_h5.parent.mkdir(parents=True)
-    extract_task(plan_a.extraction_settings[MODEL], old_dir, old_h5, progress=False)
-    h5_bytes, h5_mtime = old_h5.read_bytes(), old_h5.stat().st_mtime_ns
-
-    # config B's caps are not the legacy card's: it prepares anew and leaves the legacy files alone
-    caplog.clear()
-    jobs = planned(run, "b")
-    said = caplog.text
-    assert f"legacy task cache {legacy_task_dir(TASK)}/ left in place (the card records train capped to 300" in said
-    assert "extract_embeddings" in rules(jobs)
-
-    caplog.clear()
-    planned(run, "a")
-    said = caplog.text
-    assert f"legacy task cache {legacy_task_dir(TASK)}/ would move to {plan_a.task_dir(TASK)}/" in said
-    assert "with 1 of 1 embedding file(s) kept without re-extraction" in said
-    assert "a dry run moves nothing" in said
-    assert old_h5.is_file() and (old_dir / "card.json").is_file(), "a dry run moved a file"
-
-    said = snakemake(run, "a")
-    assert f"legacy task cache {legacy_task_dir(TASK)}/ moved to {plan_a.task_dir(TASK)}/" in said
-    new_h5 = run / plan_a.embedding_file(MODEL, TASK)
-    assert not old_h5.exists() and new_h5.read_bytes() == h5_bytes and new_h5.stat().st_mtime_ns == h5_mtime
-    assert "rule extract_embeddings" not in said and "rule prepare_task" not in said
-    assert planned(run, "a") == []  # nothing to be done
-    shutil.rmtree(run / "results/a")  # the tables are made again from the moved files alone
-    assert "rule extract_embeddings" not in snakemake(run, "a")

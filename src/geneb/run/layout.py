@@ -21,7 +21,7 @@ methods (its base class) over the portable resources of `geneb.run.layout`; site
 The resources/ layout: every cache path of a run and the hash it carries, so two configs that prepare a task,
 draw shots, audit or extract differently never write the same file (docs/data-dictionary.md, "Runs kept apart").
 
-One function per kind of path (used by `RunPlan`, geneb.evaluate and geneb.run.migrate) and `ResourceLayout`, the
+One function per kind of path (used by `RunPlan` and geneb.evaluate) and `ResourceLayout`, the
 `RunPlan` methods (its base class) that fill them in from the plan's settings. The `{thash}`, `{dhash}`, `{ahash}`
 and `{xhash}` wildcards of the rules are these hashes.
 """
@@ -191,8 +191,7 @@ def params_hash(params: Mapping[str, Any]) -> str:
 
 # ---- the resources/ layout: one function per kind of path, each keyed on everything that decides its content
 # (docs/data-dictionary.md). Two configs that prepare a task differently get different folders, so neither
-# re-prepares, re-draws or re-extracts the other's files (`RunPlan` methods call these; so do geneb.evaluate and
-# geneb.run.migrate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
+# re-prepares, re-draws or re-extracts the other's files (`RunPlan` methods call these; so does geneb.evaluate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
 
 
 def task_dir_path(task: str, thash: str) -> str:

@@ -49,7 +49,6 @@ from geneb.run.checks import (
 )
 from geneb.run.integrity import BadFile, TrustedFiles, check_before_dag
 from geneb.run.layout import ExtractionResources, ResourceLayout, check_hash, params_hash, report_config, stable_params
-from geneb.run.migrate import legacy_task_dir, migrate_legacy
 from geneb.run.stages import FineTunePlan, ZeroShotPlan
 from geneb.tasks.catalogue import lock_identity, read_catalogue, read_lock, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
@@ -94,8 +93,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     {model: the resolved output-affecting extraction settings (the extraction rerun key)} and {model: their
     12-hex hash, the embedding cache folder}. preflight_here: the pre-flight problems of this interpreter on the
     conda route without --sdm conda (a real run stops on them in `onstart`; a dry run plans on). set_aside:
-    (old, new) paths of the partial embedding files moved aside. migrated: (old, new) paths of the legacy-layout
-    cache files moved into this layout (`geneb.run.migrate`). lock_log: the lockfile lines (models pinned now
+    (old, new) paths of the partial embedding files moved aside. lock_log: the lockfile lines (models pinned now
     or run at locked commits). partial: the failures file of a partial run (`geneb.run.partial`), None otherwise;
     partial_file: its path. task_lock: the task lock's entries as planned (`geneb.tasks.catalogue.read_lock`).
     """
@@ -112,7 +110,6 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
     task_lock: Mapping[str, Any] = field(default_factory=dict)
-    migrated: tuple[tuple[Path, Path], ...] = ()
     #: task_params per task, computed once per process (a mirror folder's files are hashed for it)
     _task_params: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -314,9 +311,7 @@ def plan_run(
     files; a remote source, for tasks not prepared yet, reachable: geneb.run.checks), reported together. Then
     the extraction settings and hash per model (`dtype: auto` resolved for the run's device class), and, in the main
     process, every configured embedding file that is not complete moved aside so Snakemake schedules it again (a
-    failed job's partial output). Before that, in the main process, the cache files of the layout before task
-    hashes whose content this config would make again are moved into this layout (`geneb.run.migrate`;
-    `dry_run`: only said, nothing moved).
+    failed job's partial output).
     Last, `RunPlan.trusted_files` are checked by content and the bad ones moved aside, to be rebuilt in this run
     (`geneb.run.integrity.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 
@@ -376,8 +371,8 @@ def plan_run(
             not_runnable_message,
             conda_deploys=conda_deploys,
             task_sheet=task_sheet,
-            # prepared under this config, or in the legacy layout (`migrate_legacy` moves it; else prepare_task says)
-            prepared=lambda task: task_prepared(tasks_only.task_dir(task)) or task_prepared(legacy_task_dir(task)),
+            # prepared under this config (else prepare_task says)
+            prepared=lambda task: task_prepared(tasks_only.task_dir(task)),
         )
         if here:
             log.warning(format_problems(here, here=True))
@@ -405,12 +400,11 @@ def plan_run(
     plan.check_zeroshot_config()
     if not main_process:
         return plan
-    migrated = migrate_legacy(plan, dry_run=dry_run, log=log)
     bad, _ = check_before_dag(
         plan.trusted_files(), log=log, dry_run=dry_run, hdf5_locking=config["execution"]["hdf5_locking"]
     )
     aside = tuple((b.path, b.aside) for b in bad if b.aside is not None)
-    return dataclasses.replace(plan, set_aside=aside, bad_files=tuple(bad), migrated=tuple(migrated))
+    return dataclasses.replace(plan, set_aside=aside, bad_files=tuple(bad))
 
 
 def plan_workflow(
