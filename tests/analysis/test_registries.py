@@ -42,7 +42,7 @@ def register_analysis(analysis: registry.Analysis) -> None:
     registry._ANALYSES.append(analysis)
 
 
-def register_figure(figure: figure_registry._Figure) -> None:
+def register_figure(figure: figure_registry.Figure) -> None:
     """Add `figure` to the registry (drawn after the others). Raises ValueError when its name is taken."""
     if figure.name in figure_registry.figure_names():
         raise ValueError(f"figure {figure.name!r} is registered already")
@@ -56,7 +56,7 @@ DUMMY_ANALYSIS = registry.Analysis(
     ("dummy_counts",),
     (registry.Section("Dummy counts per regime", "dummy_counts", only="flag"),),
 )
-DUMMY_FIGURE = figure_registry._Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "dummy_figure.rst")
+DUMMY_FIGURE = figure_registry.Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "dummy_figure.rst")
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_the_workflow_takes_its_outputs_from_the_registries(repo, shared, tmp_pa
     monkeypatch.setattr(registry, "_ANALYSES", list(registry._ANALYSES))
     monkeypatch.setattr(figure_registry, "_FIGURES", list(figure_registry._FIGURES))
     register_analysis(registry.Analysis("dummy", "run", _dummy_tables, ("dummy_counts",)))
-    register_figure(figure_registry._Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
+    register_figure(figure_registry.Figure("dummy_figure", _dummy_figure, ("dummy_counts",), "heatmap.rst"))
     (tmp_path / "shared").symlink_to(shared)
     work = tmp_path / "work"
     work.mkdir()

@@ -121,8 +121,7 @@ def _settings(**over):
 
 
 def test_audit_flags_thresholds_are_the_configs_and_a_test_split_inside_train_is_leakage():
-    from geneb.analysis.controls import _AuditFlagError as AuditFlagError
-    from geneb.analysis.controls import audit_flags
+    from geneb.analysis.controls import AuditFlagError, audit_flags
 
     s = _settings()
     assert s == {

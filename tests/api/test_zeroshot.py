@@ -9,8 +9,8 @@ import pytest
 
 import geneb
 from extraction_support import random_dna
-from geneb.api.zeroshot import _ZeroShotResult, evaluate_zeroshot
-from geneb.zeroshot.scorers import Background, _BackgroundLeakError
+from geneb.api.zeroshot import ZeroShotResult, evaluate_zeroshot
+from geneb.zeroshot.scorers import Background, BackgroundLeakError
 from geneb.zeroshot.task import NotApplicable, ZeroShotTask, row_scores
 
 
@@ -43,7 +43,7 @@ def test_kmer_registry_model_with_markov_baselines():
     result = evaluate_zeroshot(
         "kmer-3", [_variant_task(), _paired_task()], markov_orders=(0, 2), background=BACKGROUND, n_boot=50, seed=4
     )
-    assert isinstance(result, _ZeroShotResult)
+    assert isinstance(result, ZeroShotResult)
     assert list(result.scores.columns) == ["model", "task", "row", "scorer", "score"]
     per_task = result.scores.groupby(["task", "scorer"]).size().to_dict()
     assert per_task == {
@@ -73,7 +73,7 @@ def test_kmer_registry_model_with_markov_baselines():
 
 def test_a_leaking_background_or_a_missing_one_is_refused():
     leak = Background(tasks=("genome-windows",), sequences=BACKGROUND.sequences)
-    with pytest.raises(_BackgroundLeakError, match="genome-windows"):
+    with pytest.raises(BackgroundLeakError, match="genome-windows"):
         evaluate_zeroshot("kmer-3", [_variant_task()], scorers=(), markov_orders=(1,), background=leak, n_boot=10)
     with pytest.raises(ValueError, match="need a declared background"):
         evaluate_zeroshot("kmer-3", [_variant_task()], markov_orders=(1,))

@@ -75,9 +75,9 @@ def test_class_code_out_of_range_is_refused_not_counted_elsewhere():
     """A code >= K in one vector of a batch would land in the next vector's confusion matrix."""
     y_true = np.array([[0, 1, 2, 0], [0, 1, 0, 1]])
     y_pred = np.array([[0, 1, 1, 0], [0, 1, 0, 1]])
-    with pytest.raises(metrics._MetricInputError, match=r"y_true holds class code 2, outside 0..1"):
+    with pytest.raises(metrics.MetricInputError, match=r"y_true holds class code 2, outside 0..1"):
         metrics.batched_mcc(y_true, y_pred, 2)
-    with pytest.raises(metrics._MetricInputError, match=r"y_pred holds class code -1"):
+    with pytest.raises(metrics.MetricInputError, match=r"y_pred holds class code -1"):
         metrics.batched_mcc(y_true[1:], y_pred[1:] - 1, 2)
 
 

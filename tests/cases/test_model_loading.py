@@ -617,7 +617,7 @@ def test_evo_hidden_states_not_logits(monkeypatch):
 
 def test_pooled_logits_are_refused(monkeypatch):
     """The reference mistake (pooling what the generation API returns): 'looks like logits'."""
-    from geneb.encoders.families.evo import _EvoEncoder as EvoEncoder
+    from geneb.encoders.families.evo import EvoEncoder
 
     _fake_evo(monkeypatch)
 

@@ -13,7 +13,7 @@ import torch
 from extraction_support import KINDS, random_dna
 from geneb.core.errors import NonFiniteEmbeddingError
 from geneb.encoders.engine.chunking import pool
-from geneb.encoders.engine.invariance import _DEFAULT_ATOL, _InvarianceError, check_batch_invariance
+from geneb.encoders.engine.invariance import _DEFAULT_ATOL, InvarianceError, check_batch_invariance
 from geneb.encoders.engine.tokenmodel import LoadedNetwork, TokenModelEncoder
 from geneb.encoders.protocol import EmbedResult
 from geneb.extract.cache import CacheError, SplitEmbeddings, write_embeddings
@@ -265,7 +265,7 @@ def test_checker_tolerance_is_explicit():
     enc = _Drifting()
     report = check_batch_invariance(enc, ["A", "C"], batch_sizes=(1, 4))
     assert 0 < report.max_abs_diff < 1e-6 and report.ok  # fp32 default 1e-5
-    with pytest.raises(_InvarianceError, match="atol 0.0e"):
+    with pytest.raises(InvarianceError, match="atol 0.0e"):
         check_batch_invariance(enc, ["A", "C"], batch_sizes=(1, 4), atol=0).require()
     assert _DEFAULT_ATOL["float32"] == 1e-5 and _DEFAULT_ATOL["bfloat16"] == 2e-2
     enc.compute_dtype = "bfloat16"

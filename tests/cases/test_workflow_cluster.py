@@ -319,8 +319,7 @@ def test_failed_job_partial_output_is_rescheduled(tmp_path):
     it: the partial-file check that common.smk runs before every DAG moves the file aside, and the job is
     scheduled again; GENEB's reader refuses the file by itself. Its own folder and one-rule Snakefile (the test
     double), planned by the real `snakemake -n` (dry_run plans the repository's Snakefile only)."""
-    from geneb.extract.cache import _IncompleteCacheError as IncompleteCacheError
-    from geneb.extract.cache import read_embeddings
+    from geneb.extract.cache import IncompleteCacheError, read_embeddings
     from geneb.run.integrity import StampStore, set_aside_bad
 
     wf = tmp_path / "wf"
@@ -380,8 +379,7 @@ def test_probe_refuses_partial_embedding_by_itself(finished_run, tmp_path):
     """Even if nothing reschedules a partial embedding file, the probe job refuses it and writes nothing: by its
     content digest (the bytes changed since it was written), and, for a file written before digests, by its
     missing `complete` attribute."""
-    from geneb.extract.cache import _CorruptCacheError as CorruptCacheError
-    from geneb.extract.cache import _IncompleteCacheError as IncompleteCacheError
+    from geneb.extract.cache import CorruptCacheError, IncompleteCacheError
     from geneb.probe.job import fit_probes
 
     run = copy_run(finished_run, tmp_path / "run")
@@ -414,7 +412,7 @@ def test_probe_refuses_a_complete_file_made_for_other_settings_or_another_model(
     """A complete cache copied in from elsewhere (another model, other extraction settings) is not trusted: the
     probe compares the file's key with its model, task and settings-hash folder. It reads the finished run as it
     is (the probe writes under tmp_path only)."""
-    from geneb.extract.cache import _CacheKeyMismatchError as CacheKeyMismatchError
+    from geneb.extract.cache import CacheKeyMismatchError
     from geneb.probe.job import fit_probes
 
     run = finished_run

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from geneb.cli import main
-from geneb.tasks.catalogue import _TaskLockError, read_catalogue, read_lock, task_row
+from geneb.tasks.catalogue import TaskLockError, read_catalogue, read_lock, task_row
 from geneb.tasks.prepare import prepare_from_params
 from geneb.tasks.sources import file_record
 from workflow_support import write_run_config
@@ -59,7 +59,7 @@ def test_tasks_lock_relocks_a_changed_folder_task_and_the_next_preparation_accep
     lock = run / "config/tasks.lock"
     old = read_lock(lock)[TASK]["files"]["test.csv.gz"]
     _flip_first_label(mirror / TASK / "test.csv.gz")
-    with pytest.raises(_TaskLockError, match=f"geneb tasks lock {TASK} --configfile"):
+    with pytest.raises(TaskLockError, match=f"geneb tasks lock {TASK} --configfile"):
         prepare_from_params(TASK, _params(repo), str(mirror), run / "a" / "card.json", lock_path=lock)
     assert main(["tasks", "lock", TASK, "--configfile", config]) == 0
     out = capsys.readouterr().out
@@ -91,7 +91,7 @@ def test_tasks_lock_downloads_an_http_task_afresh(run, repo, capsys):
         text = lock.read_text()
         (cached,) = (run / "resources/downloads").glob(f"*/{TASK}/train.csv.gz")
         _flip_first_label(cached)
-        with pytest.raises(_TaskLockError, match="train.csv.gz: expected"):
+        with pytest.raises(TaskLockError, match="train.csv.gz: expected"):
             prepare_from_params(TASK, _params(repo), url, run / "b" / "card.json", lock_path=lock)
         assert main(["tasks", "lock", TASK, "--configfile", str(run / "config/config.yaml")]) == 0
         assert f"{TASK}: unchanged (3 file(s) from {url})" in capsys.readouterr().out

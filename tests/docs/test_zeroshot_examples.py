@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from geneb.zeroshot.task import _ZeroShotTaskError
+from geneb.zeroshot.task import ZeroShotTaskError
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "zeroshot.md"
@@ -47,5 +47,5 @@ def test_the_recipe_writes_a_valid_task(tmp_path, monkeypatch, capsys):
 def test_a_ref_that_disagrees_with_the_genome_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_inputs(tmp_path, "T")
-    with pytest.raises(_ZeroShotTaskError, match="row 0: ref 'T' does not match the window at pos 100, which has 'A'"):
+    with pytest.raises(ZeroShotTaskError, match="row 0: ref 'T' does not match the window at pos 100, which has 'A'"):
         exec(compile(block(), str(DOC), "exec"), {})

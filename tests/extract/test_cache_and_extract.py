@@ -14,9 +14,9 @@ from extraction_support import random_dna
 from geneb.core.provenance import code_revision, dirty_label
 from geneb.encoders.protocol import EmbedCounters, EmbedResult
 from geneb.extract.cache import (
+    CacheKeyMismatchError,
+    IncompleteCacheError,
     SplitEmbeddings,
-    _CacheKeyMismatchError,
-    _IncompleteCacheError,
     read_embeddings,
     read_key,
     write_embeddings,
@@ -42,7 +42,7 @@ def test_roundtrip_attrs_and_datasets(tmp_path):
     with h5py.File(tmp_path / "x.h5", "r") as f:
         assert f.attrs["pooling"] == "mean" and f.attrs["storage_dtype"] == "float32"
         assert f["train"]["trimmed_bases"][:].tolist() == [0, 1, 2, 3]
-    with pytest.raises(_CacheKeyMismatchError, match="task_data_hash: file has 'abc', expected 'zzz'"):
+    with pytest.raises(CacheKeyMismatchError, match="task_data_hash: file has 'abc', expected 'zzz'"):
         read_embeddings(tmp_path / "x.h5", expected={"task_data_hash": "zzz"})
 
 
@@ -52,7 +52,7 @@ def test_incomplete_file_is_never_read(tmp_path):
         f.attrs["extraction_key"] = "{}"
         f.create_group("train").create_dataset("embeddings", data=np.zeros((2, 2)))
     for read in (read_embeddings, read_key):
-        with pytest.raises(_IncompleteCacheError, match="incomplete"):
+        with pytest.raises(IncompleteCacheError, match="incomplete"):
             read(tmp_path / "partial.h5")
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from geneb.core import integrity
-from geneb.extract.cache import CacheError, _CorruptCacheError, list_views, read_embeddings, read_key, read_whole
+from geneb.extract.cache import CacheError, CorruptCacheError, list_views, read_embeddings, read_key, read_whole
 from integrity_support import finished_files
 
 
@@ -31,7 +31,7 @@ def test_a_sign_flip_of_the_stored_floats_is_refused_by_every_reader(h5):
         f["train/embeddings"][...] = -f["train/embeddings"][...]
         assert np.isfinite(f["train/embeddings"][...]).all()
     for read in (read_embeddings, read_key, list_views):
-        with pytest.raises(_CorruptCacheError, match="content differs") as err:
+        with pytest.raises(CorruptCacheError, match="content differs") as err:
             read(h5)
         assert isinstance(err.value, CacheError) and isinstance(err.value, integrity.IntegrityError)
         assert str(h5) in str(err.value)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from geneb.extract.cache import SplitEmbeddings, read_embeddings, write_embeddings
-from geneb.extract.precomputed import _PrecomputedError, import_task
+from geneb.extract.precomputed import PrecomputedError, import_task
 
 SETTINGS = {
     "model": "vecs",
@@ -76,7 +76,7 @@ def test_every_problem_is_named_at_once(tmp_path, task):
     bad[3, 1] = np.nan
     np.save(vecs / "train.npy", bad)
     np.save(vecs / "test.npy", np.ones((4, 3), np.float32))  # a row too many
-    with pytest.raises(_PrecomputedError) as err:
+    with pytest.raises(PrecomputedError) as err:
         import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
     text = str(err.value)
     assert "3 problem(s)" in text and "split test" in text and "4 rows, the task's source split has 3" in text
@@ -88,15 +88,15 @@ def test_every_problem_is_named_at_once(tmp_path, task):
     assert not (tmp_path / "out.h5").exists()
     np.save(vecs / "test.npy", np.ones((3, 3), np.float32))
     np.save(vecs / "train.npy", np.ones((6, 2), np.int64))
-    with pytest.raises(_PrecomputedError, match="dtype int64; expected float32 or float64"):
+    with pytest.raises(PrecomputedError, match="dtype int64; expected float32 or float64"):
         import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
     np.save(vecs / "train.npy", np.ones((6, 2), np.float32))
-    with pytest.raises(_PrecomputedError, match="different widths"):
+    with pytest.raises(PrecomputedError, match="different widths"):
         import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
     (vecs / "test.npy").unlink()
-    with pytest.raises(_PrecomputedError, match=r"split test: .*test.npy is missing"):
+    with pytest.raises(PrecomputedError, match=r"split test: .*test.npy is missing"):
         import_task(settings_for(tmp_path / "vecs"), task, tmp_path / "out.h5")
-    with pytest.raises(_PrecomputedError, match="no .*/t/ with"):
+    with pytest.raises(PrecomputedError, match="no .*/t/ with"):
         import_task(settings_for(tmp_path / "elsewhere"), task, tmp_path / "out.h5")
 
 
@@ -108,7 +108,7 @@ def test_an_hdf5_file_in_geneb_layout_is_read_by_row_id(tmp_path, task):
         "test": SplitEmbeddings(np.ones((2, 2), np.float32), np.asarray([0, 1]), np.ones(2, np.int32)),
     }
     write_embeddings(folder / "t.h5", splits, {"model": "x", "task": "t"})
-    with pytest.raises(_PrecomputedError, match=r"split test: .*t.h5 lacks 1 prepared row id\(s\), row 2"):
+    with pytest.raises(PrecomputedError, match=r"split test: .*t.h5 lacks 1 prepared row id\(s\), row 2"):
         import_task(settings_for(folder), task, tmp_path / "out.h5")
 
 
@@ -123,7 +123,7 @@ def test_a_width_mismatch_is_named_with_every_other_problem(tmp_path, task):
         "test": SplitEmbeddings(np.ones((3, 3), np.float32), np.asarray([0, 1, 1]), np.ones(3, np.int32)),
     }
     write_embeddings(folder / "t.h5", splits, {"model": "x", "task": "t"})
-    with pytest.raises(_PrecomputedError) as err:
+    with pytest.raises(PrecomputedError) as err:
         import_task(settings_for(folder), task, tmp_path / "out.h5")
     text = str(err.value)
     assert "3 problem(s)" in text, text
@@ -137,7 +137,7 @@ def test_a_width_mismatch_is_named_with_every_other_problem(tmp_path, task):
     train[[1, 4], 0] = np.inf
     np.save(vecs / "train.npy", train)
     np.save(vecs / "test.npy", np.ones((2, 5), np.int64))  # source split has 3 rows; prepared row 2 is cut off
-    with pytest.raises(_PrecomputedError) as err:
+    with pytest.raises(PrecomputedError) as err:
         import_task(settings_for(folder), task, tmp_path / "out.h5")
     text = str(err.value)
     assert "4 problem(s)" in text, text

@@ -14,7 +14,7 @@ from geneb.probe import metrics
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.metrics import clean_columns
 from geneb.probe.protocols import from_config
-from geneb.tasks.audit import _AUDIT_SCHEMA_VERSION, _AuditFileError
+from geneb.tasks.audit import _AUDIT_SCHEMA_VERSION, AuditFileError
 
 TASK = "gue_emp_h3__devtrain"  # tests/probe/conftest.py STAGE_TASK
 
@@ -108,7 +108,7 @@ def test_leaked_rows_are_left_out_of_the_clean_value_only(stage, probe_config):
 
 def test_an_audit_of_other_data_is_refused(stage, probe_config):
     audit = _audit(stage[1], stage[0] / "audit-other.json", [], data_hash="0" * 64)
-    with pytest.raises(_AuditFileError, match="other data"):
+    with pytest.raises(AuditFileError, match="other data"):
         _fit(stage, probe_config, audit, "other")
 
 

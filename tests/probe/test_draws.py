@@ -65,7 +65,7 @@ def test_nested_draw_depends_on_seed_and_data_hash_only():
 
 def test_nested_draw_identical_across_processes_and_hash_seeds(tmp_path):
     code = (
-        "import json, numpy as np; from geneb.probe.shots import nested_draw; "
+        "import json, numpy as np; from geneb.probe.shots import _nested_draw as nested_draw; "
         "y = np.array([0, 1, 2] * 40); r = np.arange(120) * 11; "
         "print(json.dumps({k: v.tolist() for k, v in nested_draw(y, r, data_hash='abc', seed=5, ks=(1, 10)).items()}))"
     )

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from geneb.core.provenance import code_revision
-from geneb.extract.cache import _CacheKeyMismatchError
+from geneb.extract.cache import CacheKeyMismatchError
 from geneb.probe.job import fit_probes, write_shot_indices
 from geneb.probe.shots import ProbeInputError
 from geneb.tables.scores import SCHEMA_VERSION
@@ -92,7 +92,7 @@ def test_embeddings_of_other_rows_or_data_are_refused(stage, probe_config, tmp_p
     card = json.loads((task_dir / "card.json").read_text())
     other = tmp_path / "card.json"
     other.write_text(json.dumps({**card, "data_hash": "f" * 64}))
-    with pytest.raises(_CacheKeyMismatchError, match="task_data_hash"):
+    with pytest.raises(CacheKeyMismatchError, match="task_data_hash"):
         _run(stage, probe_config, "geneb-paper", card=other)
     test = pd.read_parquet(task_dir / "test.parquet")
     shuffled = tmp_path / "test.parquet"

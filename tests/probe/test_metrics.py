@@ -8,7 +8,7 @@ from scipy import stats
 from sklearn.metrics import matthews_corrcoef
 
 from geneb.probe import metrics
-from geneb.probe.metrics import _MetricInputError
+from geneb.probe.metrics import MetricInputError
 
 
 def _ci(y_true, y_pred, k=2, n_resamples=1000, seed=0, method="percentile"):
@@ -51,11 +51,11 @@ def test_multiclass_auroc_is_one_vs_rest_and_nan_when_a_class_is_absent():
 
 
 def test_empty_or_mismatched_inputs_are_refused():
-    with pytest.raises(_MetricInputError, match="non-empty"):
+    with pytest.raises(MetricInputError, match="non-empty"):
         metrics.score_predictions(np.array([], int), np.array([], int), np.zeros((0, 2)), np.array([0, 1]))
-    with pytest.raises(_MetricInputError, match="must match"):
+    with pytest.raises(MetricInputError, match="must match"):
         metrics.batched_mcc(np.zeros(3, int), np.zeros(4, int), 2)
-    with pytest.raises(_MetricInputError, match="label 7 at position 1"):
+    with pytest.raises(MetricInputError, match="label 7 at position 1"):
         metrics.encode(np.array([0, 7]), np.array([0, 1]), "task t, split 'test'")
 
 

@@ -12,7 +12,7 @@ import yaml
 
 from geneb.registry.load import DEFAULT_EXTRACTION, extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError
-from geneb.registry.spec import Extraction, ExtractionSettings, InputTransform, Source, _Load
+from geneb.registry.spec import Extraction, ExtractionSettings, InputTransform, Load, Source
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_the_typed_fields_are_the_settings(every_settings):
         ext = settings["extraction"]
         assert (typed.model, typed.family) == (settings["model"], settings["family"])
         assert isinstance(typed.source, Source) and typed.source.kind == settings["source"]["kind"]
-        assert isinstance(typed.load, _Load) and typed.load.as_dict() == settings["load"]
+        assert isinstance(typed.load, Load) and typed.load.as_dict() == settings["load"]
         assert typed.trust_remote_code is settings["trust_remote_code"]
         assert dict(typed.builtin) == settings["builtin"] and dict(typed.alphabet) == settings["alphabet"]
         assert isinstance(typed.extraction, Extraction), name

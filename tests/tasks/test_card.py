@@ -9,12 +9,12 @@ import pytest
 
 from geneb.tasks.catalogue import read_catalogue, task_row
 from geneb.tasks.prepare import (
+    Overlap,
+    SplitCap,
+    SplitSummary,
     TaskCard,
     _card_text,
-    _Overlap,
     _report_lines,
-    _SplitCap,
-    _SplitSummary,
     _write_card,
     prepare_task,
     read_card,
@@ -56,15 +56,15 @@ def test_the_typed_fields_are_the_cards_keys(prepared):
     assert card.label_names is None and raw["label_names"] is None
     for split, s in raw["splits"].items():
         summary = card.split(split)
-        assert isinstance(summary, _SplitSummary)
+        assert isinstance(summary, SplitSummary)
         assert (summary.n, summary.n_source, summary.n_duplicate_rows) == (s["n"], s["n_source"], s["n_duplicate_rows"])
         assert summary.class_counts == s["class_counts"] and summary.class_counts_dedup == s["class_counts_dedup"]
         assert list(summary.dedup_drop_rows) == s["dedup_drop_rows"]
         assert list(summary.duplicate_rows) == s["duplicate_rows"]
-    assert isinstance(card.overlap, _Overlap)
+    assert isinstance(card.overlap, Overlap)
     assert card.overlap.exact == raw["train_test_overlap"]["exact"]
     assert list(card.overlap.exact_rows) == raw["train_test_overlap"]["exact_rows"]
-    assert set(card.caps) == {"train"} and isinstance(card.caps["train"], _SplitCap)
+    assert set(card.caps) == {"train"} and isinstance(card.caps["train"], SplitCap)
     assert card.caps["train"].n_kept == 300 and card.caps["train"].n_source == 1484
     assert list(card.capped_splits()) == ["train"]
     assert _report_lines(card)[0].startswith(f"task {TASK} (")

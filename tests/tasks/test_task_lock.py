@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from geneb.tasks.catalogue import (
-    _TaskLockError,
+    TaskLockError,
     lock_identity,
     read_catalogue,
     read_lock,
@@ -107,7 +107,7 @@ def test_a_folder_source_with_a_changed_file_is_refused(tmp_path, catalogue, mir
     expected = read_lock(lock)[TASK]["files"]["test.csv.gz"]["sha256"]
     flip_labels(mirror / TASK / "test.csv.gz", n=1)
     found = file_record(mirror / TASK / "test.csv.gz")["sha256"]
-    with pytest.raises(_TaskLockError) as err:
+    with pytest.raises(TaskLockError) as err:
         prepare(tmp_path, catalogue, str(mirror), lock, out="b")
     msg = str(err.value)
     assert (
@@ -150,7 +150,7 @@ def test_http_source_without_digests_serving_flipped_labels_is_refused_by_the_lo
     # another machine (a fresh download cache: resources/downloads of another working directory): refused
     (tmp_path / "other").mkdir()
     monkeypatch.chdir(tmp_path / "other")
-    with pytest.raises(_TaskLockError) as err:
+    with pytest.raises(TaskLockError) as err:
         prepare(tmp_path, catalogue, served, lock, out="b")
     msg = str(err.value)
     assert f"task {TASK!r}" in msg and served in msg
@@ -167,7 +167,7 @@ def test_a_cached_download_changed_on_disk_is_refused_on_the_next_use(tmp_path, 
     expected = read_lock(lock)[TASK]["files"]["test.csv.gz"]["sha256"]
     flip_labels(cached, n=3)  # a valid gzip CSV still: only a digest can tell
     with pytest.raises(
-        _TaskLockError,
+        TaskLockError,
         match=rf"test.csv.gz: expected sha256 {expected} \(.*\), found .*read from {cached}.*until it is deleted",
     ):
         prepare(tmp_path, catalogue, served, lock, out="b")
@@ -268,7 +268,7 @@ def test_hf_saved_dataset_files_are_locked(tmp_path, catalogue, shared):
     shutil.rmtree(tmp_path / "hf" / TASK)
     parts["test"] = datasets.Dataset.from_pandas(pd.read_csv(shared / f"data/tasks/{TASK}/test.csv.gz").iloc[:-1])
     datasets.DatasetDict(parts).save_to_disk(str(tmp_path / "hf" / TASK))
-    with pytest.raises(_TaskLockError, match=r"test/data-00000-of-00001.arrow: expected sha256 [0-9a-f]{64}"):
+    with pytest.raises(TaskLockError, match=r"test/data-00000-of-00001.arrow: expected sha256 [0-9a-f]{64}"):
         prepare(tmp_path, catalogue, f"hf:{tmp_path / 'hf'}", lock, out="b")
 
 
@@ -301,7 +301,7 @@ def test_hub_dataset_files_are_fetched_at_the_revision_and_locked(tmp_path, cata
     (store / f"tasks/{TASK}/test.csv").write_text(
         (store / f"tasks/{TASK}/test.csv").read_text().replace(",1\n", ",0\n", 1)
     )
-    with pytest.raises(_TaskLockError, match=rf"tasks/{TASK}/test.csv: expected sha256"):
+    with pytest.raises(TaskLockError, match=rf"tasks/{TASK}/test.csv: expected sha256"):
         prepare(tmp_path, catalogue, f"hf:DeepPavlov/geneb-tasks@{rev}", lock, out="b")
 
 
@@ -340,17 +340,17 @@ def test_a_second_first_preparation_with_other_files_is_refused(tmp_path, mirror
     files = open_source(str(mirror)).source_files(TASK)
     record_files(lock, TASK, str(mirror), files)
     flip_labels(mirror / TASK / "train.csv.gz", n=1)
-    with pytest.raises(_TaskLockError, match="train.csv.gz: expected"):
+    with pytest.raises(TaskLockError, match="train.csv.gz: expected"):
         record_files(lock, TASK, str(mirror), open_source(str(mirror)).source_files(TASK))
 
 
 def test_a_broken_lockfile_is_named(tmp_path):
     lock = tmp_path / "tasks.lock"
     lock.write_text("schema_version: 1\ntasks:\n  t: {files: {a: {sha256: xyz, size: 1}}}\n")
-    with pytest.raises(_TaskLockError, match=rf"{lock}: task 't': an entry needs"):
+    with pytest.raises(TaskLockError, match=rf"{lock}: task 't': an entry needs"):
         read_lock(lock)
     lock.write_text("schema_version: 7\n")
-    with pytest.raises(_TaskLockError, match="expected schema_version 1"):
+    with pytest.raises(TaskLockError, match="expected schema_version 1"):
         read_lock(lock)
 
 

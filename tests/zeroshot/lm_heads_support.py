@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from geneb.zeroshot.llr import _AlleleTokens, _LanguageModel, _Tokenize
+from geneb.zeroshot.llr import AlleleTokens, LanguageModel, _Tokenize
 
 
 def one_base_tokenize(vocab: Mapping[str, int]) -> _Tokenize:
     """One token per base, `vocab` maps a base letter to its id (case-insensitive for A/C/G/T/N)."""
 
-    def tokenize(text: str) -> _AlleleTokens:
-        return _AlleleTokens(tuple(vocab[c.upper()] for c in text), tuple((i, i + 1) for i in range(len(text))))
+    def tokenize(text: str) -> AlleleTokens:
+        return AlleleTokens(tuple(vocab[c.upper()] for c in text), tuple((i, i + 1) for i in range(len(text))))
 
     return tokenize
 
@@ -30,7 +30,7 @@ def kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
     """Non-overlapping k-mers left to right (the Nucleotide Transformer rule): a k-mer with an `N`, and the tail
     shorter than k, go one base per token. `vocab` maps each k-mer and each single base to its id."""
 
-    def tokenize(text: str) -> _AlleleTokens:
+    def tokenize(text: str) -> AlleleTokens:
         ids: list[int] = []
         spans: list[tuple[int, int]] = []
         i, upper = 0, text.upper()
@@ -44,7 +44,7 @@ def kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
                 ids.append(vocab[upper[i]])
                 spans.append((i, i + 1))
                 i += 1
-        return _AlleleTokens(tuple(ids), tuple(spans))
+        return AlleleTokens(tuple(ids), tuple(spans))
 
     return tokenize
 
@@ -147,9 +147,9 @@ def markov_model(
     prefix: tuple[int, ...] = (),
     suffix: tuple[int, ...] = (),
     takes_attention_mask: bool = False,
-) -> _LanguageModel:
+) -> LanguageModel:
     network = CausalMarkovHead(table, order) if kind == "causal" else MaskedMarkovHead(table, order)
-    return _LanguageModel(
+    return LanguageModel(
         name=f"markov-{kind}",
         kind=kind,  # type: ignore[arg-type]
         network=network,

@@ -16,8 +16,8 @@ import torch
 from extraction_support import random_dna, spec
 from geneb.registry.load import extraction_settings
 from geneb.zeroshot.llr import (
-    _LanguageModel,
-    _NoLanguageHead,
+    LanguageModel,
+    NoLanguageHead,
     _variant_tokens,
     head_split,
     load_language_model,
@@ -99,7 +99,7 @@ def bert_masked(tmp_path_factory, shared) -> Path:
 
 def test_causal_head_loads_and_batched_equals_naive(mistral_causal):
     model = load_language_model(_settings(mistral_causal, "hf-decoder", 256), head="causal")
-    assert isinstance(model, _LanguageModel) and model.identity["model_class"] == "MixtralForCausalLM"
+    assert isinstance(model, LanguageModel) and model.identity["model_class"] == "MixtralForCausalLM"
     assert head_split(model.network) is not None  # batched runs the head at the read positions only, naive everywhere
     task = _variant_task()
     batched = score_llr(model, task, batch_size=4)
@@ -112,7 +112,7 @@ def test_causal_head_loads_and_batched_equals_naive(mistral_causal):
 
 def test_masked_head_loads_and_batched_equals_naive_with_unaligned_bpe_spans(bert_masked):
     model = load_language_model(_settings(bert_masked, "hf-encoder", 128), head="masked")
-    assert isinstance(model, _LanguageModel) and model.mask_id == 4 and model.prefix == (1,) and model.suffix == (2,)
+    assert isinstance(model, LanguageModel) and model.mask_id == 4 and model.prefix == (1,) and model.suffix == (2,)
     task = _variant_task()
     spans = [_variant_tokens(model.tokenize, r.sequence, r.pos, r.ref, r.alt) for r in task.rows.itertuples()]
     assert any(s.aligned for s in spans) and any(not s.aligned for s in spans)  # both BPE rules are exercised
@@ -133,7 +133,7 @@ def test_a_checkpoint_without_head_weights_is_not_applicable(shared, tmp_path):
     # the real fine-tuned Mistral-DNA keeps its classifier (score.weight), not its lm_head
     real = shared / "models" / "mistral-dna-v1-1m-hg38-finetuned-prom"
     result = load_language_model(_settings(real, "hf-decoder", 256), head="causal")
-    assert isinstance(result, _NoLanguageHead) and "lm_head.weight" in result.reason
+    assert isinstance(result, NoLanguageHead) and "lm_head.weight" in result.reason
     verdict = score_llr(result, _variant_task(2))
     assert isinstance(verdict, NotApplicable) and verdict.model == "m" and "no trained causal" in verdict.reason
 
@@ -144,7 +144,7 @@ def test_a_backbone_only_export_is_not_applicable(bert_masked, tmp_path):
     AutoModel.from_pretrained(bert_masked).save_pretrained(tmp_path)  # BertModel: no cls.predictions head
     _copy_tokenizer(bert_masked, tmp_path)
     result = load_language_model(_settings(tmp_path, "hf-encoder", 128), head="masked")
-    assert isinstance(result, _NoLanguageHead) and "cls.predictions" in result.reason
+    assert isinstance(result, NoLanguageHead) and "cls.predictions" in result.reason
 
 
 def test_no_head_declared_or_no_loader_is_not_applicable():
@@ -184,7 +184,7 @@ def nt_style_masked(tmp_path_factory) -> Path:
 
 def test_a_slow_kmer_tokenizer_is_placed_from_its_token_texts(nt_style_masked):
     model = load_language_model(_settings(nt_style_masked, "hf-encoder", 64), head="masked")
-    assert isinstance(model, _LanguageModel) and model.prefix == (3,)
+    assert isinstance(model, LanguageModel) and model.prefix == (3,)
     task = _variant_task(n=8, length=40)
     for r in task.rows.itertuples():
         vt = _variant_tokens(model.tokenize, r.sequence, r.pos, r.ref, r.alt)
@@ -210,7 +210,7 @@ def _hyena_settings(folder: Path) -> dict:
 
 def test_real_hyenadna_remote_code_without_its_head_is_not_applicable(shared):
     result = load_language_model(_hyena_settings(shared / "models" / "hyenadna-tiny-1k-ft-anticapt"), head="causal")
-    assert isinstance(result, _NoLanguageHead) and "HyenaDNAForCausalLM" in result.reason
+    assert isinstance(result, NoLanguageHead) and "HyenaDNAForCausalLM" in result.reason
     assert "lm_head.weight" in result.reason
 
 
@@ -233,7 +233,7 @@ def test_real_hyenadna_backbone_with_a_seeded_head_scores_through_remote_code(sh
     tensors["lm_head.weight"] = torch.randn(vocab, width, generator=torch.Generator().manual_seed(0)) * 0.02
     save_file(tensors, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
     model = load_language_model(_hyena_settings(tmp_path), head="causal")
-    assert isinstance(model, _LanguageModel) and model.suffix == () and not model.takes_attention_mask
+    assert isinstance(model, LanguageModel) and model.suffix == () and not model.takes_attention_mask
     task = _variant_task(n=6, length=30)
     vt = _variant_tokens(
         model.tokenize, task.rows["sequence"][0], int(task.rows["pos"][0]), task.rows["ref"][0], task.rows["alt"][0]
@@ -254,7 +254,7 @@ def test_the_registry_decides_whether_llr_runs(mistral_causal, shared):
         "lm_head_source": "classifier checkpoint",
     }
     registry = {"models": {"head": head, "no-llr": no_llr, "shipped": shipped}}
-    assert isinstance(registry_language_model(registry, "head"), _LanguageModel)
+    assert isinstance(registry_language_model(registry, "head"), LanguageModel)
     assert (
         "leaves out llr; lm_head causal (default of family 'hf-decoder')"
         in registry_language_model(registry, "no-llr").reason

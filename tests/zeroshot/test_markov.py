@@ -11,10 +11,10 @@ import pytest
 
 from geneb.zeroshot.scorers import (
     Background,
-    _BackgroundLeakError,
+    BackgroundLeakError,
+    MarkovChain,
     _both_strands_log_likelihood,
     _encode,
-    _MarkovChain,
     _window_index,
     _windows,
     background_from_tasks,
@@ -24,7 +24,7 @@ from geneb.zeroshot.scorers import (
 from geneb.zeroshot.task import ZeroShotTask
 
 
-def log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:
+def log_likelihood(chain: MarkovChain, sequence: str) -> tuple[float, int]:
     """(log-likelihood in nats, number of scored bases) of one strand of `sequence`: the sum of log p(base |
     its `order` preceding bases) over every position from `order` on whose window holds no N."""
     index, valid = _window_index(_windows(_encode(sequence), chain.order + 1))
@@ -145,11 +145,11 @@ def test_paired_prefers_the_sequence_the_background_finds_likely():
 def test_a_background_from_the_scored_task_or_its_sources_is_refused():
     task = _variant_task(["ACGTACGT"], [3], ["A"], name="shuffled-ccre", source_tasks=("ccre",))
     chain = fit_markov(_background(tasks=("ccre", "other")), 1)
-    with pytest.raises(_BackgroundLeakError, match=r"shuffled-ccre.*\['ccre'\]"):
+    with pytest.raises(BackgroundLeakError, match=r"shuffled-ccre.*\['ccre'\]"):
         markov_scores(task, chain, _background(tasks=("ccre", "other")))
     built = background_from_tasks([_variant_task(["ACGT"], [0], ["C"], name="x", source_tasks=("ccre",))])
     assert built.tasks == ("x", "ccre")
-    with pytest.raises(_BackgroundLeakError):
+    with pytest.raises(BackgroundLeakError):
         markov_scores(task, fit_markov(built, 1), built)
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from geneb.tasks.sources import TaskDigestError
-from geneb.zeroshot.task import _rows_sha256, _ZeroShotTaskError, read_zeroshot_task, write_zeroshot_task
+from geneb.zeroshot.task import ZeroShotTaskError, _rows_sha256, read_zeroshot_task, write_zeroshot_task
 
 SEQ = "ACGTACGTAC"
 
@@ -77,7 +77,7 @@ def test_every_variant_problem_is_named_at_once(tmp_path):
         ["ACGT", "2", "G", "C", "0", "h"],  # row 11: the same variant as row 9 with another label
     ]
     folder = write_raw(tmp_path / "bad", header, lines, {"kind": "variant"})
-    with pytest.raises(_ZeroShotTaskError) as err:
+    with pytest.raises(ZeroShotTaskError) as err:
         read_zeroshot_task(folder)
     text = str(err.value)
     expected = [
@@ -101,23 +101,23 @@ def test_every_variant_problem_is_named_at_once(tmp_path):
 
 def test_missing_columns_unknown_kind_and_paired_problems(tmp_path):
     folder = write_raw(tmp_path / "m", ["sequence", "pos"], [["ACGT", "0"]], {"kind": "variant"})
-    with pytest.raises(_ZeroShotTaskError, match="lacks column\\(s\\) ref, alt, label"):
+    with pytest.raises(ZeroShotTaskError, match="lacks column\\(s\\) ref, alt, label"):
         read_zeroshot_task(folder)
     folder = write_raw(tmp_path / "k", ["sequence_a", "sequence_b"], [["AC", "GT"]], {"kind": "pairs"})
-    with pytest.raises(_ZeroShotTaskError, match="kind 'pairs' is not one of variant, paired"):
+    with pytest.raises(ZeroShotTaskError, match="kind 'pairs' is not one of variant, paired"):
         read_zeroshot_task(folder)
     folder = write_raw(tmp_path / "n", ["sequence_a", "sequence_b"], [["AC", "GT"]], {"name": "n"})
-    with pytest.raises(_ZeroShotTaskError, match="has no `kind`"):
+    with pytest.raises(ZeroShotTaskError, match="has no `kind`"):
         read_zeroshot_task(folder)
     folder = write_raw(
         tmp_path / "p", ["sequence_a", "sequence_b", "extra"], [["AC", "AC", "x"], ["AXC", "", "y"]], {"kind": "paired"}
     )
-    with pytest.raises(_ZeroShotTaskError) as err:
+    with pytest.raises(ZeroShotTaskError) as err:
         read_zeroshot_task(folder)
     text = str(err.value)
     assert "column(s) extra that a paired task does not have" in text
     folder = write_raw(tmp_path / "q", ["sequence_a", "sequence_b"], [["AC", "AC"], ["AXC", ""]], {"kind": "paired"})
-    with pytest.raises(_ZeroShotTaskError) as err:
+    with pytest.raises(ZeroShotTaskError) as err:
         read_zeroshot_task(folder)
     text = str(err.value)
     assert "row 0: sequence_a equals sequence_b" in text
@@ -128,7 +128,7 @@ def test_write_names_floats_and_missing_values_as_written(tmp_path):
     rows = variant_rows().astype({"pos": object})
     rows.loc[0, "pos"] = 0.0
     rows.loc[1, "label"] = None
-    with pytest.raises(_ZeroShotTaskError) as err:
+    with pytest.raises(ZeroShotTaskError) as err:
         write_zeroshot_task(tmp_path / "f", rows, {"kind": "variant"})
     assert "row 0: pos '0.0' is not a non-negative integer" in str(err.value)
     assert "row 1: label " in str(err.value) and "is not 0 or 1" in str(err.value)
@@ -137,7 +137,7 @@ def test_write_names_floats_and_missing_values_as_written(tmp_path):
 def test_write_refuses_bad_rows_before_writing(tmp_path):
     rows = variant_rows()
     rows.loc[1, "ref"] = "G"
-    with pytest.raises(_ZeroShotTaskError, match="row 1: ref 'G' does not match the window at pos 4, which has 'A'"):
+    with pytest.raises(ZeroShotTaskError, match="row 1: ref 'G' does not match the window at pos 4, which has 'A'"):
         write_zeroshot_task(tmp_path / "w", rows, {"kind": "variant"})
     assert not (tmp_path / "w").exists()
 
@@ -155,7 +155,7 @@ def test_a_line_with_another_field_count_is_named(tmp_path):
     folder = write_raw(
         tmp_path / "r", header, [["ACGT", "0", "A", "C", "1", "9"], ["ACGT", "1", "C"]], {"kind": "variant"}
     )
-    with pytest.raises(_ZeroShotTaskError) as err:
+    with pytest.raises(ZeroShotTaskError) as err:
         read_zeroshot_task(folder)
     assert "row 0: 6 tab-separated field(s), the header has 5" in str(err.value)
     assert "row 1: 3 tab-separated field(s), the header has 5" in str(err.value)
@@ -165,7 +165,7 @@ def test_na_stays_text_and_a_blank_line_is_a_row(tmp_path):
     folder = write_raw(
         tmp_path / "na", ["sequence_a", "sequence_b"], [["NA", "AC"], [""], ["AC", "GT"]], {"kind": "paired"}
     )
-    with pytest.raises(_ZeroShotTaskError, match="row 1: 1 tab-separated field"):
+    with pytest.raises(ZeroShotTaskError, match="row 1: 1 tab-separated field"):
         read_zeroshot_task(folder)
     folder = write_raw(tmp_path / "na2", ["sequence_a", "sequence_b"], [["NA", "AC"]], {"kind": "paired"})
     assert read_zeroshot_task(folder).rows["sequence_a"].tolist() == ["NA"]  # text, not a missing value

@@ -13,7 +13,7 @@ import pytest
 
 from extraction_support import spec
 from geneb.registry.load import extraction_settings
-from geneb.zeroshot.llr import _LanguageModel, load_language_model, score_llr
+from geneb.zeroshot.llr import LanguageModel, load_language_model, score_llr
 from geneb.zeroshot.reference_lms import _PROVENANCE_FILE, ReferenceLMSettings, pretrain_reference_lm
 from geneb.zeroshot.task import ZeroShotTask
 
@@ -37,7 +37,7 @@ def test_a_short_pretraining_writes_a_loadable_trained_head(kind, family, sequen
     assert getattr(importlib.import_module(module), name) is pretrain_reference_lm
     entry = spec(tmp_path / "a", family, {"max_tokens": 256})
     model = load_language_model(extraction_settings({"models": {kind: entry}}, kind, {}), head=kind)
-    assert isinstance(model, _LanguageModel)  # the head's tensors are in the files
+    assert isinstance(model, LanguageModel)  # the head's tensors are in the files
     rng = np.random.default_rng(0)
     real = [s[:64] for s in sequences[:6]]
     shuffled = ["".join(rng.permutation(list(s))) for s in real]

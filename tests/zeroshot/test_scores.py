@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geneb.zeroshot.task import ZeroShotTask, _ZeroShotScoreError, check_row_scores, markov_scorer, row_scores
+from geneb.zeroshot.task import ZeroShotScoreError, ZeroShotTask, check_row_scores, markov_scorer, row_scores
 
 
 def _task(n: int = 4) -> ZeroShotTask:
@@ -21,15 +21,15 @@ def test_one_finite_score_per_row_in_order():
 
 
 def test_a_nan_score_is_named_by_row():
-    with pytest.raises(_ZeroShotScoreError, match=r"row 2: nan"):
+    with pytest.raises(ZeroShotScoreError, match=r"row 2: nan"):
         row_scores(_task(), "llr", np.array([0.5, -1.0, np.nan, 0.0]))
 
 
 def test_a_missing_or_repeated_row_is_named():
     frame = pd.DataFrame({"row": [0, 1, 1, 3], "scorer": "llr", "score": [0.0, 1.0, 1.0, 2.0]})
-    with pytest.raises(_ZeroShotScoreError, match=r"missing \[2\].*repeated \[1\]"):
+    with pytest.raises(ZeroShotScoreError, match=r"missing \[2\].*repeated \[1\]"):
         check_row_scores(_task(), frame)
-    with pytest.raises(_ZeroShotScoreError, match="3 rows"):
+    with pytest.raises(ZeroShotScoreError, match="3 rows"):
         row_scores(_task(3), "llr", np.zeros(4))
 
 

@@ -16,14 +16,14 @@ from geneb.core.integrity import IntegrityError
 from geneb.zeroshot.build import build_into
 from geneb.zeroshot.job import (
     _SCORE_FILE_ATTR,
+    ZeroShotFileError,
     _baselines_job,
     _write_score_file,
-    _ZeroShotFileError,
     read_score_file,
     run_build_rule,
     task_of_rows_file,
 )
-from geneb.zeroshot.scorers import _BackgroundLeakError
+from geneb.zeroshot.scorers import BackgroundLeakError
 from geneb.zeroshot.tables import _zeroshot_tables
 from geneb.zeroshot.task import NotApplicable, catalogue_entry, row_scores
 
@@ -56,7 +56,7 @@ def test_a_score_file_reads_back_only_for_its_task_and_unchanged(built, tmp_path
     assert np.allclose(read.scores["score"], frames[0]["score"])
     # the same rows under another task's name or data: refused
     other = type(built)(name="other", kind=built.kind, rows=built.rows, data_sha256=built.data_sha256)
-    with pytest.raises(_ZeroShotFileError, match="read for task 'other'"):
+    with pytest.raises(ZeroShotFileError, match="read for task 'other'"):
         read_score_file(out, other)
     # one changed byte: the digest says so
     data = bytearray(out.read_bytes())
@@ -68,7 +68,7 @@ def test_a_score_file_reads_back_only_for_its_task_and_unchanged(built, tmp_path
 
 def test_the_baselines_refuse_the_task_the_rows_were_built_from(built, tmp_path, shared):
     source = _background(tmp_path, shared, "prelnc_ath_lncrna_vs_mrna__resplit")
-    with pytest.raises(_BackgroundLeakError, match="prelnc_ath_lncrna_vs_mrna__resplit"):
+    with pytest.raises(BackgroundLeakError, match="prelnc_ath_lncrna_vs_mrna__resplit"):
         _baselines_job(
             built, {"prelnc_ath_lncrna_vs_mrna__resplit": source}, tmp_path / "b.parquet", orders=[1], pseudocount=1.0
         )

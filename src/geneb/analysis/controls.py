@@ -105,7 +105,7 @@ _AUDIT_FLAG_COLUMNS: tuple[str, ...] = (
 )
 
 
-class _AuditFlagError(ValueError):
+class AuditFlagError(ValueError):
     """A `leaderboard:` section or a task audit table `audit_flags` cannot use; the message names key or column."""
 
 
@@ -114,7 +114,7 @@ def leaderboard_settings(section: dict[str, object] | None) -> dict[str, object]
     Raises AuditFlagError naming the missing keys when it was not validated."""
     missing = [k for k in _LEADERBOARD_KEYS if k not in (section or {})]
     if missing:
-        raise _AuditFlagError(
+        raise AuditFlagError(
             f"leaderboard settings lack {missing}: pass the config's `leaderboard:` section validated against "
             "workflow/schemas/config.schema.yaml (snakemake.utils.validate fills in the defaults)"
         )
@@ -139,7 +139,7 @@ def audit_flags(audit: pd.DataFrame, settings: dict[str, object]) -> dict[str, d
     s = leaderboard_settings(settings)
     missing = [c for c in _AUDIT_FLAG_COLUMNS if c not in audit.columns]
     if missing:
-        raise _AuditFlagError(f"task audit table: missing columns {missing}; have {list(audit.columns)}")
+        raise AuditFlagError(f"task audit table: missing columns {missing}; have {list(audit.columns)}")
     leak_max = float(s["leakage_max_fraction"])  # type: ignore[arg-type]
     auroc_max = float(s["shortcut_max_auroc"])  # type: ignore[arg-type]
     mcc_max = None if s["shortcut_max_mcc"] is None else float(s["shortcut_max_mcc"])  # type: ignore[arg-type]
@@ -184,7 +184,7 @@ def read_audit_flags(path: str | Path | None, settings: dict[str, object]) -> di
     if path is None:
         return {}
     if not Path(path).is_file():
-        raise _AuditFlagError(f"task audit table {path} not found; run rule task_audit_table first")
+        raise AuditFlagError(f"task audit table {path} not found; run rule task_audit_table first")
     return audit_flags(integrity.read_parquet(path), settings)
 
 

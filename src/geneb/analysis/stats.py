@@ -433,7 +433,7 @@ def _seed_mean_mcc(y: np.ndarray, preds: list[np.ndarray], idx: np.ndarray, k: i
 
 
 @dataclass(frozen=True)
-class _PairedDraws:
+class PairedDraws:
     """The paired bootstrap of two cells of one task: mcc_a, mcc_b (seed-mean MCC on all n_rows test rows) and
     draws (B,) of MCC(a) - MCC(b) on the same B row draws; y, preds_a, preds_b: the labels and each seed's
     predictions (n_rows,), for tests that need the items (`_mcnemar`)."""
@@ -447,9 +447,7 @@ class _PairedDraws:
     preds_b: list[np.ndarray]
 
 
-def paired_draws(
-    a: pd.DataFrame, b: pd.DataFrame, *, task: str, n_resamples: int = 1000, seed: int = 0
-) -> _PairedDraws:
+def paired_draws(a: pd.DataFrame, b: pd.DataFrame, *, task: str, n_resamples: int = 1000, seed: int = 0) -> PairedDraws:
     """The paired bootstrap of MCC(a) - MCC(b) over the test rows of `task` (module docstring: the rows drawn
     with `numpy.random.default_rng([seed, 4, crc32(task)])`, the same draw for both cells).
 
@@ -483,7 +481,7 @@ def paired_draws(
             for s in range(0, n_resamples, step)
         ]
     )
-    return _PairedDraws(
+    return PairedDraws(
         n_rows=n,
         mcc_a=float(_seed_mean_mcc(yc, ca, whole, k)[0]),
         mcc_b=float(_seed_mean_mcc(yc, cb, whole, k)[0]),

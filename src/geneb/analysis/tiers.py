@@ -95,7 +95,7 @@ def separable(mean_ranks: np.ndarray, cd: float, friedman_p: float, confidence: 
 
 
 @dataclass(frozen=True)
-class _Tiers:
+class Tiers:
     """The tiers of one group: `models` ordered best first by mean rank, their `mean_rank` and `tier`, the
     Friedman statistic and p-value, the Nemenyi critical difference `cd`, the number of tasks (blocks)."""
 
@@ -109,7 +109,7 @@ class _Tiers:
     confidence: float
 
 
-def _tiers(matrix: pd.DataFrame, confidence: float) -> _Tiers:
+def _tiers(matrix: pd.DataFrame, confidence: float) -> Tiers:
     """Tiers of the models (rows) of `matrix` (n_models, n_tasks; higher = better, no NaN) at `confidence`
     (module docstring). Raises AnalysisInputError as `_friedman` and `_critical_difference` do."""
     x = matrix.to_numpy(dtype=float).T  # (tasks, models)
@@ -129,7 +129,7 @@ def _tiers(matrix: pd.DataFrame, confidence: float) -> _Tiers:
             tier[j] = level
             j += 1
         level, i = level + 1, j
-    return _Tiers(tuple(str(matrix.index[o]) for o in order), r, tier, stat, p, cd, n, confidence)
+    return Tiers(tuple(str(matrix.index[o]) for o in order), r, tier, stat, p, cd, n, confidence)
 
 
 def _undefined(n_models: int, n_tasks: int, category: str) -> str:

@@ -44,7 +44,7 @@ _CONFIG_TASKS = ["zero-shot"]
 
 
 @dataclass
-class _ZeroShotResult:
+class ZeroShotResult:
     """scores: one row per (task, scorer, row): `model, task` + `RowScores` columns (row, scorer, score).
     metrics: `model` + `geneb.zeroshot.tables.METRIC_COLUMNS`, per (task, scorer, metric, group).
     not_applicable: the (model, task, scorer) pairs a scorer declined, with the reason.
@@ -114,7 +114,7 @@ def evaluate_zeroshot(
     name: str | None = None,
     config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     workdir: str | os.PathLike[str] | None = None,
-) -> _ZeroShotResult:
+) -> ZeroShotResult:
     """Score `model` on zero-shot `tasks` with `scorers` and the Markov baselines of `markov_orders`, and their
     metrics (`geneb.zeroshot.tables.score_metrics`, `n_boot` resamples seeded by `seed`).
 
@@ -180,7 +180,7 @@ def evaluate_zeroshot(
         "host": socket.gethostname(),
         "run_id": uuid.uuid4().hex[:12],
     }
-    return _ZeroShotResult(
+    return ZeroShotResult(
         scores=scores[["model", "task", *ROW_SCORE_COLUMNS]],
         metrics=metrics.reindex(columns=["model", *METRIC_COLUMNS]),
         not_applicable=declined,

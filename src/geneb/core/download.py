@@ -3,7 +3,7 @@
 `requests`' timeout bounds each socket read: a server that sends one byte every few seconds restarts it with every
 byte and holds a download open for ever. `DeadlineDownloader` streams the body with `read1` (one socket read per
 call, so a trickle of bytes returns as it arrives) and stops the download once `deadline_s` seconds of wall-clock
-time have passed since the request was sent, raising `_DownloadDeadlineError` naming the URL, the bytes received and
+time have passed since the request was sent, raising `DownloadDeadlineError` naming the URL, the bytes received and
 the limit. A download therefore ends within `deadline_s` plus at most one read timeout (`read_timeout_s`, itself
 never longer than the deadline).
 """
@@ -22,7 +22,7 @@ DEFAULT_READ_TIMEOUT_S = 30.0
 _CHUNK = 1 << 16
 
 
-class _DownloadDeadlineError(TimeoutError):
+class DownloadDeadlineError(TimeoutError):
     """A download that did not finish within its overall deadline (the message names URL, bytes and limit)."""
 
 
@@ -61,17 +61,17 @@ class DeadlineDownloader:
                 response.raise_for_status()
                 while True:
                     if time.monotonic() - start > self.deadline_s:
-                        raise _DownloadDeadlineError(self._message(url, received, start))
+                        raise DownloadDeadlineError(self._message(url, received, start))
                     block = response.raw.read1(_CHUNK, decode_content=True)
                     if not block:  # read1 returns b"" only at the end of the body
                         break
                     out.write(block)
                     received += len(block)
-        except (_DownloadDeadlineError, requests.HTTPError):
+        except (DownloadDeadlineError, requests.HTTPError):
             raise
         except Exception as exc:  # a read that timed out past the deadline (urllib3's ReadTimeoutError) is the deadline
             if time.monotonic() - start > self.deadline_s:
-                raise _DownloadDeadlineError(self._message(url, received, start)) from exc
+                raise DownloadDeadlineError(self._message(url, received, start)) from exc
             raise
         finally:
             if is_path:

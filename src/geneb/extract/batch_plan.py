@@ -129,7 +129,7 @@ _CHECKED_PACKAGES = ("torch", "transformers", "tokenizers")
 
 
 @dataclass(frozen=True)
-class _LoadChecksRecord:
+class LoadChecksRecord:
     """A passed set of load-time probes.
 
     model, settings_hash: the registry entry and its extraction-settings hash. identity_sha256: 12-hex hash
@@ -153,10 +153,10 @@ class _LoadChecksRecord:
         return stable_hash(json.loads(self.as_json()))
 
 
-def expected(model: str, settings_hash: str, identity: dict[str, Any], checks: tuple[str, ...]) -> _LoadChecksRecord:
+def expected(model: str, settings_hash: str, identity: dict[str, Any], checks: tuple[str, ...]) -> LoadChecksRecord:
     """The record a load of `model` under `settings_hash` with encoder `identity` would need (or write)."""
     versions = package_versions(_CHECKED_PACKAGES)
-    return _LoadChecksRecord(
+    return LoadChecksRecord(
         model=model,
         settings_hash=settings_hash,
         identity_sha256=stable_hash(identity),
@@ -165,14 +165,14 @@ def expected(model: str, settings_hash: str, identity: dict[str, Any], checks: t
     )
 
 
-def read_record(path: str | Path) -> _LoadChecksRecord | None:
+def read_record(path: str | Path) -> LoadChecksRecord | None:
     """The record at `path`, or None when there is none. A file that is not a record of this layout (edited
     by hand, another GENEB version) is logged and treated as absent, so the probes run again and replace it."""
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         raw["checks"] = tuple(raw["checks"])
-        record = _LoadChecksRecord(**raw)
+        record = LoadChecksRecord(**raw)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, KeyError) as err:
@@ -184,7 +184,7 @@ def read_record(path: str | Path) -> _LoadChecksRecord | None:
     return record
 
 
-def write_record(path: str | Path, record: _LoadChecksRecord) -> None:
+def write_record(path: str | Path, record: LoadChecksRecord) -> None:
     """Write `record` to `path` atomically (a killed write leaves no record under the final name)."""
     write_text_atomic(path, json.dumps(json.loads(record.as_json()), indent=1, sort_keys=True) + "\n")
 

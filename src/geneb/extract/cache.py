@@ -35,15 +35,15 @@ class CacheError(RuntimeError):
     """An embedding cache file that must not be used (incomplete, wrong key, bad content)."""
 
 
-class _IncompleteCacheError(CacheError):
+class IncompleteCacheError(CacheError):
     """The file lacks the `complete` attribute: a partial write or a foreign file."""
 
 
-class _CorruptCacheError(CacheError, integrity.IntegrityError):
+class CorruptCacheError(CacheError, integrity.IntegrityError):
     """The file's bytes differ from the digest recorded when it was written (`geneb.core.integrity`)."""
 
 
-class _CacheKeyMismatchError(CacheError):
+class CacheKeyMismatchError(CacheError):
     """The file's extraction key differs from the one the caller expects."""
 
 
@@ -253,7 +253,7 @@ def read_view(
 
 
 @dataclass
-class _CachedTask:
+class CachedTask:
     """What `read_embeddings` returns: the key and, per split, (embeddings float32 (n, d), row int64 (n,)), the
     pooled positions per row, and the split's attributes (n_unknown_tokens, n_chunked, ...)."""
 
@@ -276,26 +276,24 @@ def _open_for_reading(path: Path, hdf5_locking: str) -> Any:
     except FileNotFoundError:
         raise
     except integrity.IntegrityError as err:
-        raise _CorruptCacheError(f"{err}; rerun extraction", path) from err
+        raise CorruptCacheError(f"{err}; rerun extraction", path) from err
     except OSError as err:
         if _is_lock_error(err):
             raise CacheError(
                 f"{path}: cannot lock the file ({err}); on NFS/Lustre set execution.hdf5_locking: off"
             ) from err
-        raise _IncompleteCacheError(
+        raise IncompleteCacheError(
             f"{path}: not a readable HDF5 embedding file (empty, truncated or foreign: {err}); rerun extraction"
         ) from err
     if integrity.identity(path) != before:
         f.close()
-        raise _CorruptCacheError(f"{path}: replaced while it was being checked; read it again", path)
+        raise CorruptCacheError(f"{path}: replaced while it was being checked; read it again", path)
     return f
 
 
 def _read_key_attr(f: Any, path: Path) -> dict[str, Any]:
     if not bool(f.attrs.get("complete", False)):
-        raise _IncompleteCacheError(
-            f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction"
-        )
+        raise IncompleteCacheError(f"{path}: embedding cache is incomplete (no 'complete' attribute); rerun extraction")
     try:
         key = json.loads(f.attrs["extraction_key"])
     except (KeyError, TypeError, ValueError) as err:
@@ -341,7 +339,7 @@ def read_whole(path: str | os.PathLike[str], *, hdf5_locking: str = "auto") -> i
     try:
         f = _open_lock_tolerant(path, hdf5_locking)
     except OSError as err:
-        raise _IncompleteCacheError(f"{path}: not a readable HDF5 embedding file ({err}); rerun extraction") from err
+        raise IncompleteCacheError(f"{path}: not a readable HDF5 embedding file ({err}); rerun extraction") from err
     with f:
         _read_key_attr(f, path)
         try:  # every dataset read whole
@@ -365,7 +363,7 @@ def read_embeddings(
     *,
     expected: dict[str, Any] | None = None,
     hdf5_locking: str = "auto",
-) -> _CachedTask:
+) -> CachedTask:
     """Read a complete cache file.
 
     expected: key items that must match (e.g. {"task_data_hash": ..., "model": ...}); a mismatch raises
@@ -379,7 +377,7 @@ def read_embeddings(
             diff = {k: (key.get(k), v) for k, v in expected.items() if key.get(k) != v}
             if diff:
                 detail = "; ".join(f"{k}: file has {a!r}, expected {b!r}" for k, (a, b) in diff.items())
-                raise _CacheKeyMismatchError(f"{path}: extraction key differs ({detail}); rerun extraction")
+                raise CacheKeyMismatchError(f"{path}: extraction key differs ({detail}); rerun extraction")
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         ntok: dict[str, np.ndarray] = {}
         attrs: dict[str, dict[str, Any]] = {}
@@ -399,4 +397,4 @@ def read_embeddings(
                 )
         if "key_hash" not in f.attrs:
             raise CacheError(f"{path}: no key_hash attribute; rerun extraction")
-        return _CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok, split_attrs=attrs)
+        return CachedTask(key=key, key_hash=str(f.attrs["key_hash"]), splits=out, n_tokens=ntok, split_attrs=attrs)

@@ -8,7 +8,7 @@ in the file's order, before any cap: GENEB picks the rows a cap keeps by their r
 `row` ids they belong to; every prepared row id must be there).
 
 `import_task` is the extraction job of such a model: it checks the files against the prepared task and raises
-`_PrecomputedError` naming every problem of every split at once, each with its file and row ids (a missing task or
+`PrecomputedError` naming every problem of every split at once, each with its file and row ids (a missing task or
 split, a row count other than the source split's with the rows it lacks or adds, a non-float or non-2-D array,
 non-finite values with their rows and the first one's column, widths that differ between splits, row ids the HDF5
 file lacks, holds twice or that no source row has); no check waits for another to pass, then writes the cache file with the files' sha256 in its extraction key
@@ -47,12 +47,12 @@ _log = logging.getLogger(__name__)
 _SHOWN_IDS = 10
 
 
-class _PrecomputedError(ExtractionError):
+class PrecomputedError(ExtractionError):
     """Precomputed vectors that do not fit their task; the message lists every problem found, each naming the
     model, task, split (and row) and the fix."""
 
 
-class _PrecomputedVectors:
+class PrecomputedVectors:
     """What family precomputed's entry point builds: it meets the `Encoder` protocol, has no load-time checks, and
     embeds nothing (its vectors are keyed by a task's source rows, not by sequences): `import_task` reads them."""
 
@@ -79,9 +79,9 @@ class _PrecomputedVectors:
         )
 
 
-def from_settings(settings: ExtractionSettings, **_: Any) -> _PrecomputedVectors:
-    """Family entry point (geneb.registry.families): a `_PrecomputedVectors`."""
-    return _PrecomputedVectors(settings)
+def from_settings(settings: ExtractionSettings, **_: Any) -> PrecomputedVectors:
+    """Family entry point (geneb.registry.families): a `PrecomputedVectors`."""
+    return PrecomputedVectors(settings)
 
 
 def _sha256(path: Path) -> str:
@@ -232,7 +232,7 @@ def _check_task(folder: str | Path, card: TaskCard, frames: dict[str, pd.DataFra
         for _, info in out.values():
             info["sha256"] = digest
     if problems:
-        raise _PrecomputedError(
+        raise PrecomputedError(
             f"{len(problems)} problem(s) with the precomputed vectors of model {model}, task {task}:\n"
             + "\n".join(f"  - {p}" for p in problems)
         )

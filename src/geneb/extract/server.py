@@ -57,14 +57,14 @@ _log = logging.getLogger("geneb.extract.server")
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class _StopServer(Exception):
+class StopServer(Exception):
     """A `stop` request: the server exits after answering none (a test's `extraction_support.stop_servers`)."""
 
 
 @contextmanager
 def _captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list[str]]:
     """Collect the formatted log records of this process during the block (they also reach the server's log).
-    forward: called with each line as it is made (`_LiveLog`); a line it forwarded (True) is not collected."""
+    forward: called with each line as it is made (`LiveLog`); a line it forwarded (True) is not collected."""
     lines: list[str] = []
 
     class Collect(logging.Handler):
@@ -83,7 +83,7 @@ def _captured_log(forward: Callable[[str], bool] | None = None) -> Iterator[list
         root.removeHandler(handler)
 
 
-class _LiveLog:
+class LiveLog:
     """Send log lines to the waiting job as they are made (`{"op": "log", "line": ...}` messages before the answer),
     so the job's log shows a long split's progress lines (geneb.encoders.engine.batching) while it runs, not at its
     end. After a failed send (the job left) it forwards nothing more."""
@@ -122,12 +122,12 @@ def _handle(conn: socket.socket, loaded: Any, spec: ServerSpec, load_log: list[s
 
     request = receive(conn)
     if request is not None and request.get("op") == "stop":
-        raise _StopServer
+        raise StopServer
     if request is None or request.get("op") != "extract":
         return False
     out = Path(request["out_path"])
     tmp = out.with_name(f".tmp-{out.name}.server-{os.getpid()}")  # a name no reader takes for a result
-    live = _LiveLog(conn)
+    live = LiveLog(conn)
     with _captured_log(live) as lines:
         if served == 0:
             lines.extend(line for line in load_log if not live(line))
@@ -211,7 +211,7 @@ def _serve(spec_path: str | Path) -> int:
                 served += _handle(conn, loaded, spec, load_log, served)
             except OSError as err:  # the job went away mid-answer; the server carries on
                 _log.warning("connection lost: %s", err)
-            except _StopServer:
+            except StopServer:
                 with held(paths.lock):
                     paths.socket.unlink(missing_ok=True)
                 listener.close()

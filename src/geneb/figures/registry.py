@@ -6,7 +6,7 @@ renderer (`render.render_figures`) and the HTML report's figures are all derived
 
 Adding a figure: write its drawing function `draw_<name>(tables, display, *, protocol, regime)` returning a
 matplotlib figure (in a module of `geneb.figures`), write its caption `workflow/report/{name}.rst`, import the
-function here and add one `_Figure(...)` line to `_FIGURES` (docs/analyses.md).
+function here and add one `Figure(...)` line to `_FIGURES` (docs/analyses.md).
 
 Render every analysis figure from the analysis tables of one run (what the figures rule calls).
 
@@ -32,7 +32,7 @@ from geneb.tables.scores import AnalysisInputError
 
 
 @dataclass(frozen=True)
-class _Figure:
+class Figure:
     """One registered figure: results/figures/{name}.png and .pdf, drawn by the function `draw` from the tables
     `inputs` (results/tables/{input}.parquet) and captioned by the file `caption` in workflow/report/ (the
     caption of both `snakemake --report` and the HTML report)."""
@@ -44,22 +44,22 @@ class _Figure:
 
 
 #: the registered figures, in report order
-_FIGURES: list[_Figure] = [
-    _Figure("heatmap", draw_heatmap, ("leaderboard",), "heatmap.rst"),
-    _Figure("scale", draw_scale, ("leaderboard", "scale", "in_domain"), "scale.rst"),
-    _Figure("rank_bump", draw_rank_bump, ("leaderboard",), "rank_bump.rst"),
-    _Figure("fewshot", draw_fewshot, ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
-    _Figure("matched_pairs", draw_matched_pairs, ("matched_pairs",), "matched_pairs.rst"),
-    _Figure("task_variance", draw_task_variance, ("task_variance", "near_random"), "task_variance.rst"),
-    _Figure("best_layer", draw_best_layer, ("best_layer",), "best_layer.rst"),
-    _Figure("sensitivity", draw_sensitivity, ("sensitivity_leaderboard",), "sensitivity.rst"),
-    _Figure("pretraining_gain", draw_pretraining_gain, ("pretraining_gain",), "pretraining_gain.rst"),
-    _Figure("critical_difference", draw_critical_difference, ("leaderboard",), "critical_difference.rst"),
-    _Figure("finetune_vs_probe", draw_finetune_vs_probe, ("finetune_vs_probe",), "finetune_vs_probe.rst"),
+_FIGURES: list[Figure] = [
+    Figure("heatmap", draw_heatmap, ("leaderboard",), "heatmap.rst"),
+    Figure("scale", draw_scale, ("leaderboard", "scale", "in_domain"), "scale.rst"),
+    Figure("rank_bump", draw_rank_bump, ("leaderboard",), "rank_bump.rst"),
+    Figure("fewshot", draw_fewshot, ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
+    Figure("matched_pairs", draw_matched_pairs, ("matched_pairs",), "matched_pairs.rst"),
+    Figure("task_variance", draw_task_variance, ("task_variance", "near_random"), "task_variance.rst"),
+    Figure("best_layer", draw_best_layer, ("best_layer",), "best_layer.rst"),
+    Figure("sensitivity", draw_sensitivity, ("sensitivity_leaderboard",), "sensitivity.rst"),
+    Figure("pretraining_gain", draw_pretraining_gain, ("pretraining_gain",), "pretraining_gain.rst"),
+    Figure("critical_difference", draw_critical_difference, ("leaderboard",), "critical_difference.rst"),
+    Figure("finetune_vs_probe", draw_finetune_vs_probe, ("finetune_vs_probe",), "finetune_vs_probe.rst"),
 ]
 
 
-def figures() -> tuple[_Figure, ...]:
+def figures() -> tuple[Figure, ...]:
     """The registered figures, in registry order."""
     return tuple(_FIGURES)
 

@@ -90,7 +90,7 @@ def _last_block(model: nn.Module, n_layers: int | None) -> tuple[str, nn.Module]
     return f"{name}.{len(blocks) - 1}", blocks[len(blocks) - 1]
 
 
-class _Classifier(nn.Module):
+class Classifier(nn.Module):
     """Encoder network (adapted) + linear head on its pooled representation.
 
     forward(ids (B, T) long, attn (B, T), pmask (B, T), seg (B,) long: the output row of each chunk, n_out) ->
@@ -140,10 +140,10 @@ class _Classifier(nn.Module):
 
 
 @dataclasses.dataclass
-class _Adapted:
+class Adapted:
     """A cell's network: the classifier, its trainable parameters (name -> tensor), and what was adapted."""
 
-    classifier: _Classifier
+    classifier: Classifier
     method: str
     targets: list[str]
 
@@ -167,7 +167,7 @@ class _Adapted:
 
 def adapt(
     encoder: TokenModelEncoder, pristine: nn.Module, family: str, recipe: Recipe, n_classes: int, seed: int
-) -> _Adapted:
+) -> Adapted:
     """A fresh trainable network for one cell: a copy of `pristine` (the encoder's loaded network, never
     changed), LoRA (peft `inject_adapter_in_model`, rank/alpha/dropout of the recipe) on the linear modules named
     by `recipe.targets_for(family)`, or, when the recipe names none for the family or none match, its last block
@@ -192,9 +192,9 @@ def adapt(
             p.requires_grad_(True)
         targets, method = [name], FALLBACK
     encoder.loaded = dataclasses.replace(encoder.loaded, model=network)
-    classifier = _Classifier(encoder, network, n_classes)
+    classifier = Classifier(encoder, network, n_classes)
     classifier.to(classifier.encoder.device)
-    return _Adapted(classifier, method, targets)
+    return Adapted(classifier, method, targets)
 
 
 def load_encoder(settings: dict[str, Any], *, device: str, threads: int | None) -> TokenModelEncoder:
@@ -269,7 +269,7 @@ def _atomic_save(obj: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def predict(adapted: _Adapted, rows: list[list[Chunk]], batch_size: int) -> np.ndarray:
+def predict(adapted: Adapted, rows: list[list[Chunk]], batch_size: int) -> np.ndarray:
     """Class probabilities float64 (n, K) of each row's chunks (eval mode, no gradients)."""
     clf = adapted.classifier
     clf.eval()
@@ -283,7 +283,7 @@ def predict(adapted: _Adapted, rows: list[list[Chunk]], batch_size: int) -> np.n
 
 
 def train_cell(
-    adapted: _Adapted,
+    adapted: Adapted,
     rows: list[list[Chunk]],
     y: np.ndarray,
     recipe: Recipe,

@@ -50,7 +50,7 @@ _FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 @dataclass(frozen=True)
-class _Mismatch:
+class Mismatch:
     """One (bundle, model, task) whose `field` is `value` where the reference bundle `ref_bundle` has
     `ref_value` for the same key."""
 
@@ -69,11 +69,11 @@ class _Mismatch:
         )
 
 
-def _mismatches(bundles: Sequence[Bundle]) -> list[_Mismatch]:
+def _mismatches(bundles: Sequence[Bundle]) -> list[Mismatch]:
     """Every (bundle, model, task, field) whose value differs from the first bundle's (in the given order) that
     holds the same key, and every row of a score-schema version other than this GENEB's SCHEMA_VERSION (the
     reference then is "this GENEB"). Empty when all rows are comparable."""
-    out: list[_Mismatch] = []
+    out: list[Mismatch] = []
     for field, keys in _FIELDS:
         ref: dict[tuple[str, ...], tuple[str, str]] = {}
         for b in bundles:
@@ -82,15 +82,15 @@ def _mismatches(bundles: Sequence[Bundle]) -> list[_Mismatch]:
                 k = tuple(map(str, key))
                 if field == "schema_version":
                     if value != SCHEMA_VERSION:
-                        out.append(_Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION))
+                        out.append(Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION))
                     continue
                 ref_bundle, ref_value = ref.setdefault(k, (b.name, value))
                 if value != ref_value:
-                    out.append(_Mismatch(b.name, model, task, field, value, ref_bundle, ref_value))
+                    out.append(Mismatch(b.name, model, task, field, value, ref_bundle, ref_value))
     return out
 
 
-def _describe(found: Sequence[_Mismatch], limit: int = 20) -> str:
+def _describe(found: Sequence[Mismatch], limit: int = 20) -> str:
     """The refusal message: each mismatch on its line (the first `limit`, then how many more)."""
     lines = [str(m) for m in found[:limit]]
     if len(found) > limit:

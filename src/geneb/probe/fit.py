@@ -50,13 +50,13 @@ from geneb.probe.shots import ProbeInputError, require_all_classes
 _log = logging.getLogger(__name__)
 
 
-class _Estimator(typing.Protocol):
+class Estimator(typing.Protocol):
     """What `_fit_recorded` fits: a scikit-learn estimator (LogisticRegression, LogisticRegressionCV)."""
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> Any: ...
 
 
-def _fit_recorded(estimator: _Estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
+def _fit_recorded(estimator: Estimator, X: np.ndarray, y: np.ndarray, where: str) -> int:
     """Fit, turning ConvergenceWarnings into a count (logged, recorded) and passing other warnings on."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -45,7 +45,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, roc_auc
 from geneb.probe.protocols import Protocol
 
 
-class _MetricInputError(ValueError):
+class MetricInputError(ValueError):
     """Inputs a metric cannot score: empty or mismatched arrays, a class code outside 0..K-1, an unknown label."""
 
 
@@ -66,7 +66,7 @@ def encode(y: np.ndarray, classes: np.ndarray, what: str) -> np.ndarray:
     ok = (pos < len(classes)) & (classes[np.minimum(pos, len(classes) - 1)] == y)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        raise _MetricInputError(
+        raise MetricInputError(
             f"{what}: label {y.flat[i].item()!r} at position {i} is not one of the classes {classes.tolist()}"
         )
     return pos.astype(np.int64)
@@ -97,11 +97,11 @@ def _confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nda
     y_true = np.asarray(y_true, dtype=np.int64)
     y_pred = np.asarray(y_pred, dtype=np.int64)
     if y_true.shape != y_pred.shape or y_true.shape[-1] == 0:
-        raise _MetricInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
+        raise MetricInputError(f"MCC: y_true {y_true.shape} and y_pred {y_pred.shape} must match and be non-empty")
     for name, y in (("y_true", y_true), ("y_pred", y_pred)):
         lo, hi = int(y.min()), int(y.max())
         if lo < 0 or hi >= n_classes:
-            raise _MetricInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
+            raise MetricInputError(f"MCC: {name} holds class code {lo if lo < 0 else hi}, outside 0..{n_classes - 1}")
     lead = y_true.shape[:-1]
     b = int(np.prod(lead, dtype=np.int64))
     k = int(n_classes)
@@ -155,7 +155,7 @@ def score_predictions(
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if len(y_true) == 0 or y_true.shape != y_pred.shape or len(proba) != len(y_true):
-        raise _MetricInputError(
+        raise MetricInputError(
             f"scores: y_true {y_true.shape}, y_pred {y_pred.shape}, proba {np.shape(proba)} must match and be non-empty"
         )
     out = {**label_scores(y_true, y_pred, classes, f1_labels), "AUROC": float("nan")}
@@ -223,7 +223,7 @@ def paired_bootstrap_mcc_difference(
     test-set sampling noise. Raises MetricInputError for mismatched lengths or unknown labels.
     """
     if not (len(y_true) == len(pred_a) == len(pred_b)):
-        raise _MetricInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
+        raise MetricInputError(f"paired bootstrap: lengths differ ({len(y_true)}, {len(pred_a)}, {len(pred_b)})")
     k = len(classes)
     yt, a, b = (encode(v, classes, name) for v, name in ((y_true, "y_true"), (pred_a, "pred_a"), (pred_b, "pred_b")))
 

@@ -50,7 +50,7 @@ _SETTING_KEYS = (
 
 
 @dataclass(frozen=True)
-class _Bootstrap:
+class Bootstrap:
     """Settings of the bootstrap CI on every test MCC (scipy.stats.bootstrap over test rows)."""
 
     n_resamples: int
@@ -97,7 +97,7 @@ class Protocol:
     report_full_per_seed: bool
     max_train: int | None
     subsample_seed: int
-    bootstrap: _Bootstrap
+    bootstrap: Bootstrap
     dedup_test: bool
     f1_labels: str
 
@@ -218,7 +218,7 @@ def from_config(name: str, settings: dict[str, Any]) -> Protocol:
         report_full_per_seed=bool(s["report_full_per_seed"]),
         max_train=s["max_train"],
         subsample_seed=int(s["subsample_seed"]),
-        bootstrap=_Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
+        bootstrap=Bootstrap(int(b["n_resamples"]), int(b["seed"]), float(b["confidence"]), b["method"]),
         dedup_test=s["dedup_test"],
         f1_labels=s["f1_labels"],
     )

@@ -66,7 +66,7 @@ from geneb.extract.server import connect, spawn
 
 
 @dataclass(frozen=True)
-class _WorkerSpec:
+class WorkerSpec:
     """python: the interpreter; code: `geneb.core.ipc.code_fingerprint()`; hdf5_locking: auto |
     on | off; idle_s: seconds without a job after which the worker stops (not in the key)."""
 
@@ -81,7 +81,7 @@ class _WorkerSpec:
         return stable_hash({k: v for k, v in asdict(self).items() if k != "idle_s"}, length=16)
 
 
-def _start(spec: _WorkerSpec, paths: ServerPaths) -> socket.socket:
+def _start(spec: WorkerSpec, paths: ServerPaths) -> socket.socket:
     """Start the worker of `spec` and return a connection once it listens. Raises RuntimeError (naming the
     worker's log) when it exits first."""
     conn, proc = spawn("geneb.probe.worker", spec.python, paths, spec.__dict__, None)
@@ -99,7 +99,7 @@ def _fit_probes_via_worker(kwargs: dict[str, Any], *, log: str | Path, hdf5_lock
 
     Raises fit_probes' errors under their own class, or RuntimeError when the worker or its child dies first.
     """
-    spec = _WorkerSpec(python=sys.executable, code=code_fingerprint(), hdf5_locking=hdf5_locking, idle_s=float(idle_s))
+    spec = WorkerSpec(python=sys.executable, code=code_fingerprint(), hdf5_locking=hdf5_locking, idle_s=float(idle_s))
     paths = ServerPaths(server_dir(), spec.key())
     job_kwargs = {k: os.fspath(v) if isinstance(v, Path) else v for k, v in kwargs.items()}
     for key in ("scores_out", "predictions_out"):
@@ -204,8 +204,8 @@ def _child(conn: socket.socket, request: dict[str, Any]) -> None:
 
 
 def _serve(spec_path: str | Path) -> int:
-    """Run the worker described by the spec file at `spec_path` (`_WorkerSpec` as JSON) until idle; returns 0."""
-    spec = _WorkerSpec(**json.loads(Path(spec_path).read_text(encoding="utf-8")))
+    """Run the worker described by the spec file at `spec_path` (`WorkerSpec` as JSON) until idle; returns 0."""
+    spec = WorkerSpec(**json.loads(Path(spec_path).read_text(encoding="utf-8")))
     paths = ServerPaths(Path(spec_path).parent, spec.key())
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=_LOG_FORMAT, force=True)
     from geneb.extract.cache import configure_hdf5_locking

@@ -94,7 +94,7 @@ def require_modules(model: str, modules: Mapping[str, str] | None) -> None:
 
 
 @dataclass(frozen=True)
-class _Family:
+class Family:
     """One adapter family. entry: "module:function" returning an Encoder (or None: no adapter yet).
     extraction: defaults merged under the registry entry's `extraction`. requires: {import name: pip
     package}. uses_torch: whether building it imports torch. dtypes: the compute dtypes its adapter runs in
@@ -114,44 +114,44 @@ class _Family:
 
 _HF = "geneb.encoders.families.hf:from_settings"
 
-FAMILIES: dict[str, _Family] = {
-    "kmer": _Family(
+FAMILIES: dict[str, Family] = {
+    "kmer": Family(
         "geneb.encoders.families.kmer:from_settings", uses_torch=False, notes="overlapping k-mer frequencies; no model"
     ),
-    "shortcut": _Family(
+    "shortcut": Family(
         "geneb.encoders.families.shortcut:from_settings",
         uses_torch=False,
         notes="shortcut features (length, GC, mono-/di-/trinucleotide composition, CpG o/e); no model, CPU only",
     ),
-    "random-init": _Family(
+    "random-init": Family(
         "geneb.encoders.families.random_init:from_settings",
         notes="seeded random-init NT/ESM-style encoder built from a config",
     ),
-    "hf-encoder": _Family(
+    "hf-encoder": Family(
         _HF,
         {"causal": False},
         notes="bidirectional transformers encoder (ESM/NT, BERT, ModernBERT, BigBird, remote-code BERTs)",
     ),
-    "hf-decoder": _Family(
+    "hf-decoder": Family(
         _HF,
         {"causal": True},
         notes="causal transformers decoder (Llama, Mistral, Mixtral, GPT-NeoX, GPT-2, OLMo)",
         lm_head="causal",
     ),
-    "hf-ssm": _Family(
+    "hf-ssm": Family(
         _HF,
         {"causal": True},
         notes="causal state-space model in transformers (Mamba); takes an attention mask",
         lm_head="causal",
     ),
-    "hyena": _Family(
+    "hyena": Family(
         _HF,
         {"causal": True, "attention_mask": False},
         notes="HyenaDNA -hf remote code: a causal long convolution with no attention mask; right padding "
         "is invisible to real positions, so batches are padded on the right and pooled over real tokens",
         lm_head="causal",
     ),
-    "caduceus": _Family(
+    "caduceus": Family(
         _HF,
         {"causal": False, "attention_mask": False},
         {"mamba_ssm": "mamba-ssm"},
@@ -162,35 +162,35 @@ FAMILIES: dict[str, _Family] = {
         "for which the authors average forward and RC embeddings (rc: average)",
         lm_head="masked",
     ),
-    "biofm": _Family(
+    "biofm": Family(
         "geneb.encoders.families.biofm:from_settings",
         {"causal": True},
         notes="BioFM (m42-health): a transformers Mistral decoder read with GENEB's BioToken tokenizer "
         "(biofm-eval's AnnotationTokenizer rules: one token per letter, [CLS] ... [SEP]); padded on the right "
         "with the attention mask, so `last` pooling without special tokens is each row's last nucleotide",
     ),
-    "gpn": _Family(
+    "gpn": Family(
         _HF,
         {"causal": False},
         {"gpn": "gpn"},
         notes="GPN: `import gpn.model` registers its classes with AutoModel (no remote code)",
         lm_head="masked",
     ),
-    "evo": _Family(
+    "evo": Family(
         "geneb.encoders.families.evo:from_settings",
         {"causal": True, "attention_mask": False},
         {"evo": "evo-model"},
         notes="Evo 1 / 1.5 through the evo-model package: StripedHyena returns logits, so the unembedding "
         "is replaced by the identity to read the final hidden states (evo-design/evo #32)",
     ),
-    "evo2": _Family(
+    "evo2": Family(
         "geneb.encoders.families.evo:from_settings_evo2",
         {"causal": True, "attention_mask": False},
         {"evo2": "evo2"},
         notes="Evo 2 through the evo2 package (Vortex): embeddings from a named block via "
         "return_embeddings/layer_names; the layer must be a module name",
     ),
-    "enformer": _Family(
+    "enformer": Family(
         "geneb.encoders.families.enformer:from_settings",
         {},
         {"enformer_pytorch": "enformer-pytorch"},
@@ -198,19 +198,19 @@ FAMILIES: dict[str, _Family] = {
         "bins of width 3072; GENEB centres the sequence and pools the bins that cover it",
         dtypes=("float32",),  # the adapter runs the package's model as loaded, in float32
     ),
-    "genomics-fm": _Family(
+    "genomics-fm": Family(
         "geneb.encoders.families.genomics_fm:from_settings",
         {"causal": False},
         notes="Genomics-FM from the authors' checkpoint folder: GENEB's own MosaicBERT-style module (fused Wqkv, "
         "gated-GELU MLP, ALiBi), input [CLS] [BPE] [ALIBI] tokens [SEP] as in pretraining; no remote code",
     ),
-    "deepgene": _Family(
+    "deepgene": Family(
         "geneb.encoders.families.deepgene:from_settings",
         {"causal": False},
         notes="DeepGene from the authors' checkpoint folder in transformers' RoFormerModel (checked key mapping, "
         "rotary table checked against the authors' formula), input [CLS] [SEP] tokens; no remote code",
     ),
-    "space": _Family(
+    "space": Family(
         "geneb.encoders.families.space:from_settings",
         notes="SPACE (species mixture-of-experts Enformer) in GENEB's own module, read from the checkpoint's "
         "config.json and weights (no remote code): a 131,072-bp one-hot window, 896 x 128-bp output bins of "
@@ -218,14 +218,14 @@ FAMILIES: dict[str, _Family] = {
         "cover it",
         dtypes=("float32",),  # the module runs in float32, as the reference
     ),
-    "dnagpt": _Family(
+    "dnagpt": Family(
         "geneb.encoders.families.dnagpt:from_settings",
         {"causal": True, "attention_mask": False},
         notes="DNAGPT (TencentAILabHealthcare/DNAGPT): GENEB's own module and k-mer tokenizer from the authors' "
         "code, reading the authors' <name>.pth from a local folder; a causal decoder without a padding mask, "
         "padded on the right; the <R> species token before every chunk (docs/adapters/dnagpt.md)",
     ),
-    "lucaone": _Family(
+    "lucaone": Family(
         "geneb.encoders.families.lucaone:from_settings",
         {"causal": False},
         {"lucaone": "lucaone"},
@@ -233,7 +233,7 @@ FAMILIES: dict[str, _Family] = {
         "vocabulary, nucleotides as digits (seq_type gene), [CLS]/[SEP], token type 0, rotary positions, "
         "attention mask",
     ),
-    "janusdna": _Family(
+    "janusdna": Family(
         "geneb.encoders.families.janusdna:from_settings",
         {"causal": False, "attention_mask": False},
         notes="JanusDNA (Harvard Dataverse Lightning checkpoints) on GENEB's native torch network: two causal "
@@ -241,7 +241,7 @@ FAMILIES: dict[str, _Family] = {
         "equal-length sequences share a batch; no Mamba kernels, runs in the default env on CPU or GPU",
         dtypes=("float32",),  # the native selective scan is checked in float32 only; the model has 2M parameters
     ),
-    "python": _Family(
+    "python": Family(
         "geneb.encoders.families.python_encoder:from_settings",
         notes="the user's own encoder: `load.entry` names a factory (a .py file, a module or an entry point of the "
         "group geneb.encoders) called with `load.options`, returning an object whose `embed(list[str])` gives one "
@@ -249,18 +249,18 @@ FAMILIES: dict[str, _Family] = {
         "(geneb.registry.python_entry)",
         dtypes=("float32",),  # the object computes in what it likes; GENEB stores float32, one cache on CPU and GPU
     ),
-    "precomputed": _Family(
+    "precomputed": Family(
         "geneb.extract.precomputed:from_settings",
         uses_torch=False,
         notes="vectors computed elsewhere: <source.path>/<task>/<split>.npy in the order of the task's source rows, "
         "or <source.path>/<task>.h5 in GENEB's cache layout; checked and copied into the cache by the extraction "
         "job (geneb.extract.precomputed)",
     ),
-    "unsupported": _Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
+    "unsupported": Family(None, notes="no GENEB adapter yet (custom package or weights outside the hub)"),
 }
 
 
-def family(name: str, *, model: str = "?") -> _Family:
+def family(name: str, *, model: str = "?") -> Family:
     """The Family called `name`; raises ValueError naming the model and the known families."""
     if name not in FAMILIES:
         raise ValueError(f"model {model}: unknown family {name!r}; known: {sorted(FAMILIES)}")

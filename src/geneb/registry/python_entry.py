@@ -232,7 +232,7 @@ FACT_DEFAULTS = {
 }
 
 
-class _EntryError(ValueError):
+class EntryError(ValueError):
     """A `load.entry` that cannot be found or read (the message names the model, the entry and the fix)."""
 
 
@@ -303,7 +303,7 @@ def parse_entry(entry: str, *, model: str = "?") -> EntryRef:
         found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == entry]
         if not found:
             known = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-            raise _EntryError(
+            raise EntryError(
                 f"model {model}: load.entry {entry!r} is no entry point of the group {ENTRY_POINT_GROUP!r} "
                 f"(installed: {known or 'none'}); give `<file.py>:<factory>`, `<module>:<factory>`, or install the "
                 "package that registers it"
@@ -312,14 +312,14 @@ def parse_entry(entry: str, *, model: str = "?") -> EntryRef:
         return EntryRef("entry-point", module.strip(), factory.strip(), _module_file(module.strip()), entry)
     target, factory = entry.rsplit(":", 1)
     if not factory.isidentifier() or not target:
-        raise _EntryError(
+        raise EntryError(
             f"model {model}: load.entry {entry!r} must be `<file.py or module>:<factory>` (the factory a Python name)"
         )
     if _is_file_entry(entry):
         path = Path(target)
         return EntryRef("file", f"geneb_user_{path.stem}", factory, path if path.is_file() else None)
     if not all(part.isidentifier() for part in target.split(".")):
-        raise _EntryError(f"model {model}: load.entry {entry!r}: {target!r} is neither a .py file nor a module name")
+        raise EntryError(f"model {model}: load.entry {entry!r}: {target!r} is neither a .py file nor a module name")
     return EntryRef("module", target, factory, _module_file(target))
 
 
@@ -334,7 +334,7 @@ def entry_problems(model: str, spec: Mapping[str, Any]) -> list[str]:
         if ":" in entry:
             try:
                 parse_entry(entry, model=model)
-            except _EntryError as err:
+            except EntryError as err:
                 return [str(err)]
     if family == PRECOMPUTED and (spec.get("source") or {}).get("kind") != "local":
         return [f"model {model}: family precomputed needs source: {{kind: local, path: <folder of vectors>}}"]
@@ -346,7 +346,7 @@ def entry_refusal(model: str, entry: str | None, options: Mapping[str, Any] | No
     file that is not there (`_missing_option_files`), else None."""
     try:
         ref = parse_entry(entry or "", model=model)
-    except _EntryError as err:
+    except EntryError as err:
         return ("entry not found", str(err))
     if ref.file is None:
         where = "file" if ref.kind == "file" else "module"
@@ -482,7 +482,7 @@ def entry_fingerprint(entry: str, *, model: str = "?") -> str:
     EntryError when the source file is not found."""
     ref = parse_entry(entry, model=model)
     if ref.file is None:
-        raise _EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
+        raise EntryError(f"model {model}: load.entry {entry!r}: its source file is not found")
     h = hashlib.sha256(cached_file_sha256(ref.file).encode())
     base = ref.file.resolve().parent
     for helper in code_files(ref):
@@ -503,7 +503,7 @@ def option_fingerprints(options: Mapping[str, Any] | None, *, model: str = "?") 
     that ends like a model file (`_MODEL_FILE_SUFFIXES`) but names nothing."""
     missing = _missing_option_files(options)
     if missing:
-        raise _EntryError(_missing_option_message(model, missing))
+        raise EntryError(_missing_option_message(model, missing))
     out: dict[str, str] = {}
     for key, value in _option_strings(options or {}):
         path = Path(os.path.expanduser(value))

@@ -129,7 +129,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class _Load:
+class Load:
     """How the checkpoint is loaded (registry `load:`). transformers: PEP 440 range the remote code works
     with; requires: {import name: pip package} checked before loading; preimport: modules imported first;
     hide_modules_on_cpu: modules hidden on CPU; package_model_name: the checkpoint name of a model package
@@ -160,7 +160,7 @@ class _Load:
     options_sha256: Mapping[str, str] | None = None
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> _Load:
+    def from_mapping(cls, data: Mapping[str, Any] | None, *, model: str = "?") -> Load:
         """Build from a registry `load:` mapping (None: nothing); raises SpecError for an unknown key."""
         return _build(cls, data or {}, f"model {model}: load")
 
@@ -212,7 +212,7 @@ class ModelSpec:
     source: `Source`; builtin: construction settings of a builtin (e.g. {"k": 3}); trust_remote_code: run
     the checkpoint's own code (pinned revision and `load.transformers` required); env: the runtime environment
     its extraction runs in (`envs/<env>.yaml`; None = the default env, `geneb.core.envs.DEFAULT_ENV`; not in the
-    extraction settings: an env is how a model runs, not what it computes); load: `_Load`; extraction:
+    extraction settings: an env is how a model runs, not what it computes); load: `Load`; extraction:
     the entry's own extraction options (the family's and GENEB's defaults fill the rest:
     `extraction.resolved_extraction`). params (count of parameters, None unknown), params_paper (the count
     the paper's scale analysis used), context_tokens (trained maximum input, tokens), trained_on_tasks
@@ -244,7 +244,7 @@ class ModelSpec:
     lm_head_source: str | None = None
     scoring: tuple[str, ...] | None = None
     env: str | None = None
-    load: _Load = field(default_factory=_Load)
+    load: Load = field(default_factory=Load)
     extraction: Mapping[str, Any] | None = None
     trained_on_tasks: tuple[str, ...] = ()
     supervised: bool | None = None
@@ -274,7 +274,7 @@ class ModelSpec:
             f"model {model}",
             id=model,
             source=Source.from_mapping(data["source"], model=model),
-            load=_Load.from_mapping(data.get("load"), model=model),
+            load=Load.from_mapping(data.get("load"), model=model),
             trained_on_tasks=tuple(data.get("trained_on_tasks") or ()),
         )
 
@@ -592,7 +592,7 @@ class ExtractionSettings:
     """Everything about a model that changes its embeddings (`extraction.extraction_settings`). model: the
     registry id; family: the adapter family; source: `Source` (a local folder carries its content
     fingerprint); builtin: construction settings of a builtin ({"k": 3}, a random-init config); load:
-    `_Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with; views: the
+    `Load`; extraction: `Extraction`; alphabet: the alphabet policy the inputs were checked with; views: the
     resolved `views:` of the run (`geneb.registry.spec.ViewSet`), None (and absent from the mapping, so the
     settings hash of a run without views is unchanged) for the registry's single view; twin: {of, seed} of a
     random-init twin (`geneb.registry.families`; absent from the mapping for any other model)."""
@@ -603,7 +603,7 @@ class ExtractionSettings:
     source: Source = field(default_factory=lambda: Source(kind="builtin"))
     builtin: Mapping[str, Any] = field(default_factory=dict)
     trust_remote_code: bool = False
-    load: _Load = field(default_factory=_Load)
+    load: Load = field(default_factory=Load)
     alphabet: Mapping[str, Any] = field(default_factory=dict)
     views: ViewSet | None = None
     twin: Mapping[str, Any] | None = None
@@ -622,7 +622,7 @@ class ExtractionSettings:
             source=Source.from_mapping(data["source"], model=model) if "source" in data else Source(kind="builtin"),
             builtin=dict(data.get("builtin") or {}),
             trust_remote_code=bool(data.get("trust_remote_code", False)),
-            load=_Load.from_mapping(data.get("load"), model=model),
+            load=Load.from_mapping(data.get("load"), model=model),
             alphabet=dict(data.get("alphabet") or {}),
             views=ViewSet.from_dict(data["views"]) if data.get("views") is not None else None,
             twin=dict(data["twin"]) if data.get("twin") is not None else None,

@@ -140,7 +140,7 @@ def apply_pins(registry: dict[str, Any], pins: dict[str, dict[str, Any]]) -> dic
     return registry
 
 
-class _HubUnreachable(PinError):
+class HubUnreachable(PinError):
     """The hub could not be reached at all (no network, HF_HUB_OFFLINE): no model can be pinned now."""
 
 
@@ -161,7 +161,7 @@ def _resolve_one(api: Any, model: str, hub_id: str, ref: str) -> dict[str, Any]:
         raise PinError(f"model {model}: cannot resolve {hub_id}@{ref} on {api.endpoint}: {first}") from exc
     except Exception as exc:  # no answer at all: connection refused, DNS, timeout, HF_HUB_OFFLINE
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise _HubUnreachable(f"model {model}: cannot reach {api.endpoint} to resolve {hub_id}@{ref}: {first}") from exc
+        raise HubUnreachable(f"model {model}: cannot reach {api.endpoint} to resolve {hub_id}@{ref}: {first}") from exc
     if not sha or not REVISION.match(sha):
         raise PinError(f"model {model}: the hub answered revision {sha!r} for {hub_id}@{ref}, not a 40-hex commit")
     return {"hub_id": hub_id, "revision": sha, "resolved_from": ref, "resolved_at": _now()}
@@ -246,7 +246,7 @@ def lock_revisions(
             continue
         try:
             pinned[model] = _resolve_one(api, model, hub_id, ref)
-        except _HubUnreachable as err:
+        except HubUnreachable as err:
             unreachable = True
             failed[model] = str(err).removeprefix(f"model {model}: ")
         except PinError as err:

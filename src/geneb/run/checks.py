@@ -285,7 +285,7 @@ _OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 @dataclass(frozen=True)
-class _SourceProblem:
+class SourceProblem:
     """Tasks that cannot be read from one source: the source string, the task ids (config order), why, the fix."""
 
     source: str
@@ -348,30 +348,30 @@ def _fix(paper: bool, what: str) -> str:
 
 def _check_source(
     spec: str, tasks: list[str], paper: bool, probe: Callable[[str], tuple[bool, str]]
-) -> list[_SourceProblem]:
+) -> list[SourceProblem]:
     """The problems of one source string for `tasks` (all from it, `paper`: they are paper tasks)."""
     if spec.startswith(("http://", "https://")):
         ok, detail = probe(spec.rstrip("/") + "/")
         if ok:
             return []
-        return [_SourceProblem(spec, tuple(tasks), f"the mirror does not answer ({detail})", _fix(paper, "fix"))]
+        return [SourceProblem(spec, tuple(tasks), f"the mirror does not answer ({detail})", _fix(paper, "fix"))]
     if spec.startswith("hf:"):
         body = spec[3:]
         if Path(body).is_dir():
             lacking = [t for t in tasks if not (Path(body) / t).is_dir()]
             why = f"no <task> folder of save_to_disk datasets under {body}"
-            return [_SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
+            return [SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
         repo, _, revision = body.partition("@")
         if not revision:
             why = f"{body} is not a folder, and a hub dataset needs a pinned revision (hf:<dataset>@<40-hex revision>)"
-            return [_SourceProblem(spec, tuple(tasks), why, _fix(paper, "fix"))]
+            return [SourceProblem(spec, tuple(tasks), why, _fix(paper, "fix"))]
         if _offline():
             lacking = [t for t in tasks if not _in_hub_cache(repo, revision, t)]
             why = (
                 f"offline ({' / '.join(v for v in _OFFLINE_ENV if os.environ.get(v))} set) and not in the hub cache "
                 f"{_hub_cache()}"
             )
-            return [_SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
+            return [SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
         endpoint = os.environ.get("HF_ENDPOINT") or _DEFAULT_HF_ENDPOINT
         ok, detail = probe(f"{endpoint.rstrip('/')}/api/datasets/{repo}/revision/{revision}")
         if ok and detail != "404":
@@ -382,9 +382,9 @@ def _check_source(
             if ok
             else f"the hub at {endpoint} cannot be reached ({detail}) and the tasks are not in the hub cache"
         )
-        return [_SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
+        return [SourceProblem(spec, tuple(lacking), why, _fix(paper, "fix"))] if lacking else []
     if not Path(spec).is_dir():
-        return [_SourceProblem(spec, tuple(tasks), f"the mirror folder {spec} does not exist", _fix(paper, "fix"))]
+        return [SourceProblem(spec, tuple(tasks), f"the mirror folder {spec} does not exist", _fix(paper, "fix"))]
     problems = []
     by_missing: dict[tuple[str, ...], list[str]] = {}
     for task in tasks:
@@ -394,7 +394,7 @@ def _check_source(
     for missing, lacking in by_missing.items():
         why = f"no {'/'.join(missing)} split ({{split}}.csv.gz or {{split}}.csv) under {spec}/<task>"
         fix = _fix(paper, "add the task's files there (docs/adding-a-task.md), or")
-        problems.append(_SourceProblem(spec, tuple(lacking), why, fix))
+        problems.append(SourceProblem(spec, tuple(lacking), why, fix))
     return problems
 
 
@@ -402,7 +402,7 @@ def _is_remote(spec: str) -> bool:
     return spec.startswith(("http://", "https://")) or (spec.startswith("hf:") and not Path(spec[3:]).is_dir())
 
 
-def _lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[_SourceProblem]:
+def _lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[SourceProblem]:
     """The configured tasks from a local source (mirror folder, save_to_disk folder) whose files differ from
     their entry in the task lock (config `task_lock`; no key or no file: nothing to check), or whose split files
     fail `meta.json`'s digests: one problem per task, naming each file with its expected and found digests, and
@@ -412,7 +412,7 @@ def _lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[
     if not lock_path:
         return []
     entries = read_lock(lock_path)
-    problems: list[_SourceProblem] = []
+    problems: list[SourceProblem] = []
     for task in config["tasks"]:
         row = task_row(task_sheet, task)
         spec = source_string(row, dict(config))
@@ -421,7 +421,7 @@ def _lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[
         try:
             files = open_source(spec).source_files(task)
         except TaskDigestError as err:
-            problems.append(_SourceProblem(spec, (task,), str(err), "restore the file, or fix meta.json's sha256"))
+            problems.append(SourceProblem(spec, (task,), str(err), "restore the file, or fix meta.json's sha256"))
             continue
         except TaskSourceError:
             continue  # a missing folder or split, an unreadable meta.json: reported by _check_source or prepare_task
@@ -431,7 +431,7 @@ def _lock_problems(config: Mapping[str, Any], task_sheet: pd.DataFrame) -> list[
         diff = changes(entry, records(files), files)
         if diff:
             why = f"its files differ from the task lock {lock_path} ({'; '.join(c.describe() for c in diff)})"
-            problems.append(_SourceProblem(spec, (task,), why, fix_hint(task, lock_path)))
+            problems.append(SourceProblem(spec, (task,), why, fix_hint(task, lock_path)))
     return problems
 
 
@@ -441,7 +441,7 @@ def source_problems(
     *,
     prepared: Callable[[str], bool] | None = None,
     probe: Callable[[str], tuple[bool, str]] = _reachable,
-) -> list[_SourceProblem]:
+) -> list[SourceProblem]:
     """Every configured task (config `tasks`) whose source cannot give it, grouped by source and reason.
 
     A local mirror folder is checked for every task (its files are the prepare_task rerun key); a remote source
@@ -456,13 +456,13 @@ def source_problems(
         if _is_remote(spec) and prepared is not None and prepared(task):
             continue
         groups.setdefault((spec, row["source"] != "mirror"), []).append(task)
-    problems: list[_SourceProblem] = []
+    problems: list[SourceProblem] = []
     for (spec, paper), tasks in groups.items():
         problems += _check_source(spec, tasks, paper, probe)
     return problems + _lock_problems(config, task_sheet)
 
 
-def _format_source_problems(problems: Iterable[_SourceProblem]) -> str:
+def _format_source_problems(problems: Iterable[SourceProblem]) -> str:
     """The task-source part of the pre-flight report: a count, then per problem its source, why, every task it
     affects and the fix. "" when there is none."""
     problems = list(problems)

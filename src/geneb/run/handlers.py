@@ -19,7 +19,7 @@ from geneb.run.plan import RunPlan
 from geneb.tasks.catalogue import task_row
 
 
-class _ErrorLog(Protocol):
+class ErrorLog(Protocol):
     """Where the `onerror` handler reports: Snakemake's logger in the workflow, any `logging.Logger`."""
 
     def error(self, msg: str) -> object: ...
@@ -75,7 +75,7 @@ def _report_job_errors(
     keep_going: bool,
     argv: list[str],
     run_dir: str | Path,
-    log: _ErrorLog,
+    log: ErrorLog,
 ) -> None:
     """The `onerror` handler: log (error level) the one-line GENEB error of every job of this run that failed in
     GENEB code (the last line of its log, geneb.core.logs), so it reaches the console also where job stderr does
@@ -155,7 +155,7 @@ def _report_job_errors(
         log.error(line)
 
 
-def on_error(plan: RunPlan, workflow: Any, *, run_started: float, log: _ErrorLog) -> None:
+def on_error(plan: RunPlan, workflow: Any, *, run_started: float, log: ErrorLog) -> None:
     """The Snakefile's `onerror`: `_report_job_errors` with the targets, --keep-going, command line and run folder
     of the Snakemake `workflow` that failed."""
     _report_job_errors(

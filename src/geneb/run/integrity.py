@@ -279,7 +279,7 @@ _SKIPPED_PREFIXES = (".corrupt-", ".partial-", ".tmp-")
 
 
 @dataclass
-class _VerifyReport:
+class VerifyReport:
     """What `verify_files` found: checked (files hashed), n_bytes (their total size), bad ({file: reason}),
     no_digest (files without a digest, not adopted), adopted (files whose digest was recorded now)."""
 
@@ -333,10 +333,10 @@ def verify_files(
     *,
     adopt: bool = False,
     hdf5_locking: str = "auto",
-) -> _VerifyReport:
+) -> VerifyReport:
     """Check the run's own files `own` (the missing ones skipped: not built yet) and every digested file under
     `roots`; see the module docstring."""
-    report = _VerifyReport()
+    report = VerifyReport()
     store = StampStore(None)  # every file hashed
     own_paths = [Path(p) for p in own]
     for path in dict.fromkeys([*own_paths, *_digested_files(roots)]):

@@ -74,7 +74,7 @@ _PUBLISHED_FILE_NAMES = {
 }
 
 
-class _PlanLog(Protocol):
+class PlanLog(Protocol):
     """Where planning says what it did: Snakemake's logger in the workflow, any `logging.Logger`, a test double."""
 
     def info(self, msg: str) -> object: ...
@@ -292,7 +292,7 @@ def plan_run(
     main_process: bool,
     conda_deploys: bool,
     partial_file: str | None,
-    log: _PlanLog,
+    log: PlanLog,
     dry_run: bool = False,
     config_files: Sequence[str] = (),
 ) -> RunPlan:
@@ -412,7 +412,7 @@ def plan_workflow(
     config: Mapping[str, Any],
     schema_files: Mapping[str, str | os.PathLike[str]],
     *,
-    log: _PlanLog,
+    log: PlanLog,
     no_job_run: bool,
 ) -> RunPlan:
     """The plan of the Snakemake `workflow` being parsed (workflow/rules/common.smk): `plan_run` with the workflow's

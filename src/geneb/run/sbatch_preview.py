@@ -30,7 +30,7 @@ _PLACEHOLDER_RUN_ID = "<run-id>"
 
 
 @dataclass
-class _JobPreview:
+class JobPreview:
     """One job of the DAG: rule, wildcards, whether it runs locally, its evaluated resources and threads,
     and the sbatch command (None for local jobs)."""
 
@@ -44,7 +44,7 @@ class _JobPreview:
 
 
 @dataclass
-class _GroupPreview:
+class GroupPreview:
     """One group job of a cluster run: the group id, its jobs per rule, the resources Snakemake requests for
     it on a cluster (layered: jobs that may run at once add up, layers of jobs one after another add up
     their minutes) and its sbatch command."""
@@ -124,7 +124,7 @@ class _Resources(dict):
             raise AttributeError(name) from err
 
 
-def preview_submissions(snakemake_args: list[str]) -> tuple[list[_JobPreview], list[_GroupPreview]]:
+def preview_submissions(snakemake_args: list[str]) -> tuple[list[JobPreview], list[GroupPreview]]:
     """Dry-run Snakemake with `snakemake_args` (profiles, config, targets; `-n` is added) and return every job it
     would run, with the sbatch call the Slurm plugin would make (a grouped job's is its group job's), and the group
     jobs (GroupPreview) the grouped jobs are submitted in: a cluster run submits one sbatch job per group job and
@@ -132,8 +132,8 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[_JobPreview], l
     import snakemake.cli
     from snakemake.jobs import GroupJob, Job
 
-    seen: list[_JobPreview] = []
-    groups: list[_GroupPreview] = []
+    seen: list[JobPreview] = []
+    groups: list[GroupPreview] = []
     original = Job.log_info
     original_group = GroupJob.log_info
 
@@ -143,7 +143,7 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[_JobPreview], l
         for job in self.jobs:
             rules[job.rule.name] = rules.get(job.rule.name, 0) + 1
         sbatch = _render_sbatch(f"group_{self.groupid}", {}, resources, int(resources.get("_cores", 1) or 1))
-        groups.append(_GroupPreview(str(self.groupid), rules, dict(resources), sbatch))
+        groups.append(GroupPreview(str(self.groupid), rules, dict(resources), sbatch))
         return original_group(self, *args, **kwargs)
 
     def record(self: Job, *args: Any, **kwargs: Any) -> Any:
@@ -152,7 +152,7 @@ def preview_submissions(snakemake_args: list[str]) -> tuple[list[_JobPreview], l
         # what Workflow.is_local says for a remote executor (a dry run itself counts as local execution)
         local = rule.group is None and (rule.name in wf._localrules or rule.norun or rule.is_template_engine)
         seen.append(
-            _JobPreview(
+            JobPreview(
                 rule=self.rule.name,
                 wildcards=dict(self.wildcards_dict),
                 local=local,

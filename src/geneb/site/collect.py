@@ -22,7 +22,7 @@ Rows of several runs on one site: each labelled by its run, and the rule for a c
 A cell is one (model, task, regime, protocol) score, plus the view where the table has a `view` column. Two runs
 may hold the same cell (a run repeated, or a second run adding models to the first): the site shows it once per
 run, and requires the runs to agree on it, to `_CELL_TOLERANCE`. A cell whose values differ is refused
-(`_SiteConflictError`), naming the cell, the runs and their values: the site would otherwise show two answers to
+(`SiteConflictError`), naming the cell, the runs and their values: the site would otherwise show two answers to
 one question without saying which is right. The category rows of the leaderboard are not compared: they
 are means over each run's own set of tasks, and are shown per run.
 """
@@ -255,7 +255,7 @@ _CELL_KEYS = ("model", "task", "regime", "protocol")
 _SHOWN_CONFLICTS = 10
 
 
-class _SiteConflictError(AnalysisInputError):
+class SiteConflictError(AnalysisInputError):
     """Two runs given to one site hold the same cell with different values."""
 
 
@@ -295,7 +295,7 @@ def check_cells(cells: pd.DataFrame) -> None:
     if conflicts:
         shown = "\n".join(f"- {c}" for c in conflicts[:_SHOWN_CONFLICTS])
         more = f"\n... and {len(conflicts) - _SHOWN_CONFLICTS} more" if len(conflicts) > _SHOWN_CONFLICTS else ""
-        raise _SiteConflictError(
+        raise SiteConflictError(
             f"site: {len(conflicts)} (model, task, regime, protocol) cell(s) differ between the runs given; a site "
             f"shows one value per cell, so give runs that agree (or one of them):\n{shown}{more}"
         )

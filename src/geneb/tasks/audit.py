@@ -127,7 +127,7 @@ for _i, _b in enumerate(_BASES):
     _LUT[ord(_b.lower())] = _i
 
 
-class _ShortcutInputError(ValueError):
+class ShortcutInputError(ValueError):
     """A sequence the shortcut features cannot read (not text, not ASCII) or an unknown group; the message
     names the row (0-based position in the list given) and the value."""
 
@@ -171,7 +171,7 @@ def feature_matrix(
     for g in groups:
         _check_group(g)
     if len(set(groups)) != len(groups):
-        raise _ShortcutInputError(f"{where}feature groups repeated: {list(groups)}")
+        raise ShortcutInputError(f"{where}feature groups repeated: {list(groups)}")
     _check_text(sequences, where)
     ks = sorted({1} | ({2} if {"di", "cpg_oe"} & set(groups) else set()) | ({3} if "tri" in groups else set()))
     lengths, counts = _counts(sequences, ks, where)
@@ -185,13 +185,13 @@ def feature_matrix(
 
 def _check_group(group: str) -> None:
     if group not in GROUPS:
-        raise _ShortcutInputError(f"unknown shortcut feature group {group!r}; known: {', '.join(GROUPS)}")
+        raise ShortcutInputError(f"unknown shortcut feature group {group!r}; known: {', '.join(GROUPS)}")
 
 
 def _check_text(sequences: Sequence[str], where: str) -> None:
     for i, s in enumerate(sequences):
         if not isinstance(s, str):
-            raise _ShortcutInputError(f"{where}row {i}: sequence is {s!r} ({type(s).__name__}), not text")
+            raise ShortcutInputError(f"{where}row {i}: sequence is {s!r} ({type(s).__name__}), not text")
 
 
 def _frequencies(counts: np.ndarray) -> np.ndarray:
@@ -241,7 +241,7 @@ def _encode(chunk: Sequence[str], offset: int, where: str) -> np.ndarray:
         for i, s in enumerate(chunk):
             bad = next((c for c in s if ord(c) > 127), None)
             if bad is not None:
-                raise _ShortcutInputError(
+                raise ShortcutInputError(
                     f"{where}row {offset + i}: non-ASCII character {bad!r} in sequence beginning {s[:30]!r}"
                 ) from None
         raise
@@ -400,16 +400,16 @@ def _headline(table: pd.DataFrame) -> dict[str, object]:
 # leak_n_mmseqs_similarity, audit_fail, seconds_shortcuts, seconds_homology, seconds_rescore, parameters
 
 
-class _AuditInputError(ValueError):
+class AuditInputError(ValueError):
     """A split the audit cannot use (missing column, empty); the message names task and split."""
 
 
 def _columns(df: pd.DataFrame, task: str, split: str) -> None:
     missing = [c for c in ("sequence", "label") if c not in df.columns]
     if missing:
-        raise _AuditInputError(f"task {task!r}, split {split!r}: no column(s) {missing}; found {list(df.columns)}")
+        raise AuditInputError(f"task {task!r}, split {split!r}: no column(s) {missing}; found {list(df.columns)}")
     if df.empty:
-        raise _AuditInputError(f"task {task!r}, split {split!r}: no rows")
+        raise AuditInputError(f"task {task!r}, split {split!r}: no rows")
 
 
 def audit_task(
@@ -421,7 +421,7 @@ def audit_task(
     min_rows_per_class: int = _MIN_ROWS_PER_CLASS,
     tmp_root: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Audit one task: a dict with every scalar column of an audit record (listed above `_AuditInputError`), plus `shortcut_aurocs` ({feature: AUROC} for
+    """Audit one task: a dict with every scalar column of an audit record (listed above `AuditInputError`), plus `shortcut_aurocs` ({feature: AUROC} for
     length, gc, mono_A..mono_T, di_AA..di_TT), `shortcut_flags` ({feature: flag}) and `leaked_test_rows`
     (sorted test row ids: the `row` column of `test_df` where it has one, which `load_task` fills with the
     0-based row in the source file; else 0-based positions in `test_df`), with, for each, the training row of
@@ -445,7 +445,7 @@ def audit_task(
     test_seqs = test_df["sequence"].astype(str).tolist()
     y = train_df["label"].to_numpy()
     if y.dtype.kind not in "iu":
-        raise _AuditInputError(f"task {task!r}, split 'train': labels must be integers (dtype {y.dtype})")
+        raise AuditInputError(f"task {task!r}, split 'train': labels must be integers (dtype {y.dtype})")
 
     t0 = time.perf_counter()
     table = _single_feature_aurocs(
@@ -537,7 +537,7 @@ _HOMOLOGY_KEYS = {
 }
 
 
-class _AuditFileError(ValueError):
+class AuditFileError(ValueError):
     """An audit file that cannot be used (missing, another task's, other data); the message names the file."""
 
 
@@ -592,7 +592,7 @@ def audit_prepared(
     raises (MMseqsNotFoundError with the install command when MMseqs2 is missing)."""
     c = read_card(card)
     if c.task != task:
-        raise _AuditFileError(f"{card}: card of task {c.task!r}, expected {task!r}")
+        raise AuditFileError(f"{card}: card of task {c.task!r}, expected {task!r}")
     frames = {
         split: integrity.read_parquet(path, columns=["row", "sequence", "label"])
         for split, path in (("train", train), ("test", test))
@@ -629,13 +629,11 @@ def read_audit(
     try:
         data = integrity.read_json(path)
     except (OSError, json.JSONDecodeError) as err:
-        raise _AuditFileError(f"{path}: cannot read the task audit ({err}); run the audit_task rule") from err
+        raise AuditFileError(f"{path}: cannot read the task audit ({err}); run the audit_task rule") from err
     if data.get("schema_version") != _AUDIT_SCHEMA_VERSION:
-        raise _AuditFileError(
-            f"{path}: audit layout {data.get('schema_version')!r}, expected {_AUDIT_SCHEMA_VERSION!r}"
-        )
+        raise AuditFileError(f"{path}: audit layout {data.get('schema_version')!r}, expected {_AUDIT_SCHEMA_VERSION!r}")
     if task is not None and data.get("task") != task:
-        raise _AuditFileError(f"{path}: audit of task {data.get('task')!r}, expected {task!r}")
+        raise AuditFileError(f"{path}: audit of task {data.get('task')!r}, expected {task!r}")
     if data_hash is not None and data.get("data_hash") != data_hash:
-        raise _AuditFileError(f"{path}: audit of other data than the task card's (data hash); run audit_task again")
+        raise AuditFileError(f"{path}: audit of other data than the task card's (data hash); run audit_task again")
     return data

@@ -123,7 +123,7 @@ _LOCK_HEADER = """\
 """
 
 
-class _TaskLockError(TaskDigestError):
+class TaskLockError(TaskDigestError):
     """A task whose source files differ from the lock, or a lockfile that cannot be read."""
 
 
@@ -144,12 +144,12 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise _TaskLockError(f"task lock {path} is not YAML: {exc}") from exc
+        raise TaskLockError(f"task lock {path} is not YAML: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema_version") != _LOCK_SCHEMA_VERSION:
-        raise _TaskLockError(f"task lock {path}: expected schema_version {_LOCK_SCHEMA_VERSION} and a `tasks` mapping")
+        raise TaskLockError(f"task lock {path}: expected schema_version {_LOCK_SCHEMA_VERSION} and a `tasks` mapping")
     tasks = data.get("tasks") or {}
     if not isinstance(tasks, dict):
-        raise _TaskLockError(f"task lock {path}: `tasks` is not a mapping")
+        raise TaskLockError(f"task lock {path}: `tasks` is not a mapping")
     for task, entry in tasks.items():
         files = entry.get("files") if isinstance(entry, dict) else None
         ok = (
@@ -164,7 +164,7 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
             )
         )
         if not ok:
-            raise _TaskLockError(
+            raise TaskLockError(
                 f"task lock {path}: task {task!r}: an entry needs `files: {{name: {{sha256: 64 hex, size: bytes}}}}`, "
                 f"got {entry!r}"
             )
@@ -187,7 +187,7 @@ def records(files: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class _FileChange:
+class FileChange:
     """One file of a task whose content differs from the lock: expected / found are {"sha256", "size"} records,
     None for a file absent on that side. path: where it was read (None when absent)."""
 
@@ -206,7 +206,7 @@ class _FileChange:
 
 def changes(
     entry: Mapping[str, Any], found: Mapping[str, dict[str, Any]], paths: Mapping[str, Path] | None = None
-) -> list[_FileChange]:
+) -> list[FileChange]:
     """The files whose name or content differs between a lock entry and `found` (`records` of what the source
     has now), in name order."""
     locked = entry.get("files") or {}
@@ -215,7 +215,7 @@ def changes(
     for name in sorted(set(locked) | set(found)):
         a, b = locked.get(name), found.get(name)
         if a is None or b is None or a["sha256"] != b["sha256"] or int(a["size"]) != int(b["size"]):
-            out.append(_FileChange(name, dict(a) if a else None, dict(b) if b else None, paths.get(name)))
+            out.append(FileChange(name, dict(a) if a else None, dict(b) if b else None, paths.get(name)))
     return out
 
 
@@ -227,7 +227,7 @@ def fix_hint(task: str, lock_path: str | Path) -> str:
     )
 
 
-def _mismatch_message(task: str, source: str, lock_path: str | Path, diff: list[_FileChange]) -> str:
+def _mismatch_message(task: str, source: str, lock_path: str | Path, diff: list[FileChange]) -> str:
     """One message for a task whose files differ from its lock entry: task, source, every file with its expected
     and found digests, and the fix."""
     lines = "; ".join(c.describe() for c in diff)
@@ -249,7 +249,7 @@ def check_files(lock_path: str | Path, task: str, source: str, files: Mapping[st
         return None
     diff = changes(entry, records(files), files)
     if diff:
-        raise _TaskLockError(_mismatch_message(task, source, lock_path, diff))
+        raise TaskLockError(_mismatch_message(task, source, lock_path, diff))
     return entry
 
 
@@ -266,7 +266,7 @@ def record_files(lock_path: str | Path, task: str, source: str, files: Mapping[s
         if entry is not None:
             diff = changes(entry, found, files)
             if diff:
-                raise _TaskLockError(_mismatch_message(task, source, path, diff))
+                raise TaskLockError(_mismatch_message(task, source, path, diff))
             return entry
         entry = {"source": source, "locked_at": _now(), "generation": 0, "files": found}
         tasks[task] = entry
@@ -274,11 +274,11 @@ def record_files(lock_path: str | Path, task: str, source: str, files: Mapping[s
     return entry
 
 
-def _data_changed(diff: list[_FileChange]) -> bool:
+def _data_changed(diff: list[FileChange]) -> bool:
     return any(c.name.endswith(DATA_FILE_SUFFIXES) or "/" in c.name for c in diff)
 
 
-def relock(lock_path: str | Path, task: str, source: str, files: Mapping[str, Path]) -> list[_FileChange]:
+def relock(lock_path: str | Path, task: str, source: str, files: Mapping[str, Path]) -> list[FileChange]:
     """Write `task`'s files as its lock entry now (`geneb tasks lock`), whatever was locked before; returns what
     changed ([] when the entry already matched: the file is then left as it was). The entry's `generation` goes up
     by one when a data file (not only `meta.json`) changed, which gives a remote task a new identity

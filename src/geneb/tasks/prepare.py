@@ -93,7 +93,7 @@ def stratified_cap(labels: np.ndarray, cap: int, seed: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _SplitSummary:
+class SplitSummary:
     """One split of the card (`splits.{train,test}`): rows kept (`n`) and in the source (`n_source`), length
     range, rows per class (all and after dedup), within-split duplicates (`n_duplicate_rows`,
     `duplicate_rows`), the rows the `*_dedup` scores leave out (`dedup_drop_rows`), sequences with more than
@@ -114,7 +114,7 @@ class _SplitSummary:
     rc_duplicate_rows: tuple[int, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> _SplitSummary:
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitSummary:
         rows = ("duplicate_rows", "dedup_drop_rows", "rc_duplicate_rows")
         counts = ("class_counts", "class_counts_dedup")
         known = set(cls.__dataclass_fields__)
@@ -125,7 +125,7 @@ class _SplitSummary:
 
 
 @dataclass(frozen=True)
-class _SplitCap:
+class SplitCap:
     """The cap applied to one split (`caps.{split}`): the cap, its seed, rows in the source and kept, and the
     kept row ids' sha256."""
 
@@ -141,12 +141,12 @@ class _SplitCap:
         return self.n_kept < self.n_source
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> _SplitCap:
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitCap:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
-class _Overlap:
+class Overlap:
     """Test rows also in train (`train_test_overlap`): exact and reverse-complement counts and row ids, how
     many overlapping rows carry a conflicting label, and the exact ones that differ in letter case only."""
 
@@ -159,7 +159,7 @@ class _Overlap:
     case_only_rows: tuple[int, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> _Overlap:
+    def from_dict(cls, data: Mapping[str, Any]) -> Overlap:
         values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for k in ("exact_rows", "reverse_complement_rows", "case_only_rows"):
             if k in data:
@@ -172,7 +172,7 @@ class TaskCard:
     """A task card. task, category, data_hash (sha256 of the prepared splits: the data identity every cache
     key downstream carries) are required; classes (train's class indices, sorted), label_names ({index: name}
     where the source labels are names, else None), splits ({split:
-    SplitSummary}), overlap (`_Overlap`, None when the card has none) and caps ({split: SplitCap}) are typed
+    SplitSummary}), overlap (`Overlap`, None when the card has none) and caps ({split: SplitCap}) are typed
     from the card's keys. The whole mapping stays available through `as_dict` (what `_write_card` writes)."""
 
     task: str
@@ -180,9 +180,9 @@ class TaskCard:
     data_hash: str
     classes: tuple[int, ...] = ()
     label_names: Mapping[str, str] | None = None
-    splits: Mapping[str, _SplitSummary] = field(default_factory=dict)
-    overlap: _Overlap | None = None
-    caps: Mapping[str, _SplitCap] = field(default_factory=dict)
+    splits: Mapping[str, SplitSummary] = field(default_factory=dict)
+    overlap: Overlap | None = None
+    caps: Mapping[str, SplitCap] = field(default_factory=dict)
     _data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -197,9 +197,9 @@ class TaskCard:
             data_hash=data["data_hash"],
             classes=tuple(int(c) for c in data.get("classes") or ()),
             label_names=dict(data["label_names"]) if data.get("label_names") is not None else None,
-            splits={s: _SplitSummary.from_dict(v) for s, v in (data.get("splits") or {}).items()},
-            overlap=_Overlap.from_dict(overlap) if overlap is not None else None,
-            caps={s: _SplitCap.from_dict(v) for s, v in (data.get("caps") or {}).items()},
+            splits={s: SplitSummary.from_dict(v) for s, v in (data.get("splits") or {}).items()},
+            overlap=Overlap.from_dict(overlap) if overlap is not None else None,
+            caps={s: SplitCap.from_dict(v) for s, v in (data.get("caps") or {}).items()},
             _data=data,
         )
 
@@ -229,11 +229,11 @@ class TaskCard:
         rows = (self._data.get("flags") or {}).get("no_base_rows") or {}
         return {split: tuple(int(r) for r in ids) for split, ids in rows.items()}
 
-    def split(self, name: str) -> _SplitSummary:
+    def split(self, name: str) -> SplitSummary:
         """The summary of split `name`; an empty one when the card has none (e.g. no dedup rows listed)."""
-        return self.splits.get(name, _SplitSummary())
+        return self.splits.get(name, SplitSummary())
 
-    def capped_splits(self) -> dict[str, _SplitCap]:
+    def capped_splits(self) -> dict[str, SplitCap]:
         """{split: cap} of the splits a cap cut (fewer rows kept than in the source), in split-name order."""
         return {s: c for s, c in sorted(self.caps.items()) if c.cut}
 

@@ -347,7 +347,7 @@ class HttpMirror:
 
 
 @dataclass
-class _HuggingFaceSource:
+class HuggingFaceSource:
     """A Hugging Face dataset at a pinned revision, or a local folder of `save_to_disk` DatasetDicts."""
 
     repo_or_dir: str
@@ -516,11 +516,11 @@ def open_source(
     if spec.startswith("hf:"):
         body = spec[3:]
         if Path(body).is_dir():
-            return _HuggingFaceSource(body)
+            return HuggingFaceSource(body)
         repo, _, revision = body.partition("@")
         if not REVISION.match(revision):
             raise TaskSourceError(f"hf task source {spec!r} must pin a 40-hex revision: hf:<dataset>@<revision>")
-        return _HuggingFaceSource(repo, revision)
+        return HuggingFaceSource(repo, revision)
     root = Path(spec)
     if not root.is_dir():
         raise TaskSourceError(f"task source {spec!r} is neither a folder, an http(s) URL nor hf:<dataset>@<revision>")

@@ -281,7 +281,7 @@ LETTER_KEYS = (
 
 
 @dataclass(frozen=True)
-class _Problem:
+class Problem:
     kind: str
     split: str | None
     row: int | None
@@ -293,10 +293,10 @@ class Problems:
 
     def __init__(self, task: str) -> None:
         self.task = task
-        self.items: list[_Problem] = []
+        self.items: list[Problem] = []
 
     def add(self, kind: str, split: str | None, row: int | None, message: str) -> None:
-        self.items.append(_Problem(kind, split, row, message))
+        self.items.append(Problem(kind, split, row, message))
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -304,9 +304,9 @@ class Problems:
     def __len__(self) -> int:
         return len(self.items)
 
-    def grouped(self) -> dict[str, list[_Problem]]:
+    def grouped(self) -> dict[str, list[Problem]]:
         """{kind: problems} in order of first appearance."""
-        out: dict[str, list[_Problem]] = {}
+        out: dict[str, list[Problem]] = {}
         for p in self.items:
             out.setdefault(p.kind, []).append(p)
         return out

@@ -35,12 +35,12 @@ _log = logging.getLogger(__name__)
 _SCORE_FILE_ATTR = "geneb_zeroshot"
 
 
-class _ZeroShotFileError(ValueError):
+class ZeroShotFileError(ValueError):
     """A score file that does not belong to the task it is read for (another task's rows or data)."""
 
 
 @dataclass(frozen=True)
-class _ScoreFile:
+class ScoreFile:
     """One score file as read: `scores` (row, scorer, score), the provenance and what did not apply."""
 
     model: str
@@ -88,14 +88,14 @@ def _write_score_file(
     integrity.write_parquet(table, out)
 
 
-def read_score_file(path: str | Path, task: ZeroShotTask) -> _ScoreFile:
+def read_score_file(path: str | Path, task: ZeroShotTask) -> ScoreFile:
     """Read a score file for `task`, its digest checked (`integrity.read_parquet`). Raises ZeroShotFileError when
     it was written for another task or other task data (its `data_sha256`), or its rows break the RowScores
     contract for any scorer."""
     table = integrity.read_parquet(path)
     meta = json.loads(table.attrs.get(_SCORE_FILE_ATTR, "{}"))
     if meta.get("task") != task.name or meta.get("data_sha256") != task.data_sha256:
-        raise _ZeroShotFileError(
+        raise ZeroShotFileError(
             f"{path}: scores of task {meta.get('task')!r} (data {meta.get('data_sha256')!r}), read for task "
             f"{task.name!r} (data {task.data_sha256!r}); delete it and rerun"
         )
@@ -103,9 +103,9 @@ def read_score_file(path: str | Path, task: ZeroShotTask) -> _ScoreFile:
         try:
             check_row_scores(task, part.reset_index(drop=True))
         except ValueError as exc:
-            raise _ZeroShotFileError(f"{path}: {exc}") from exc
+            raise ZeroShotFileError(f"{path}: {exc}") from exc
     na = tuple(NotApplicable(**n) for n in meta.get("not_applicable", []))
-    return _ScoreFile(str(meta["model"]), task.name, table.reset_index(drop=True), na, meta)
+    return ScoreFile(str(meta["model"]), task.name, table.reset_index(drop=True), na, meta)
 
 
 # ---- rule jobs -------------------------------------------------------------------------------------------------

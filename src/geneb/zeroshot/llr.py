@@ -3,7 +3,7 @@ sees it, loading a registry model's language-model head, the batched log-likelih
 
 Which tokens a single-base variant changes, for any tokenizer: the token span the LLR scorer masks or sums over.
 
-A tokenizer is seen here only as `_Tokenize`: window text -> `_AlleleTokens` (token ids without special tokens and
+A tokenizer is seen here only as `_Tokenize`: window text -> `AlleleTokens` (token ids without special tokens and
 each token's character span in the window). Built-in views: one token per base, non-overlapping k-mers
 (Nucleotide Transformer: left to right, a short tail and any `N` one base per token), overlapping k-mers (DNABERT-1:
 one k-mer starting at every base), and a transformers fast tokenizer with offsets (BPE: DNABERT-2, GENA-LM).
@@ -24,14 +24,14 @@ Torch-free.
 A language model as the LLR scorer sees it: a network that returns next-token (causal) or masked-token (masked)
 logits, its tokenizer view, its special tokens, and one call that reads log-probabilities at chosen positions.
 
-`_LanguageModel` wraps any torch module whose forward takes token ids (B, T) and returns logits (B, T, V) or an
+`LanguageModel` wraps any torch module whose forward takes token ids (B, T) and returns logits (B, T, V) or an
 output with `.logits` (a transformers `*ForMaskedLM` / `*ForCausalLM`, a test's closed-form head). Loading a
 registry model's head is `geneb.zeroshot.llr`. torch is imported inside the functions that need it, so this
 module imports without torch.
 
 Loading a registry model's language-model head for the `llr` scorer, through the embedding adapter's own
 loading path (`geneb.encoders.families.hf`, a subclass of the transformers adapter: same remote-code, weights
-and config rules), and wrapping it as a `_LanguageModel`.
+and config rules), and wrapping it as a `LanguageModel`.
 
 torch and transformers are imported inside the functions (this package stays torch-free at import).
 
@@ -54,7 +54,7 @@ complement window with the variant complemented):
   log-probability of the predicted tokens over the bases they cover; masked: pseudo-log-likelihood (each token
   masked once, every PLL_STRIDE-th token together in one pass, its log-probability summed) over the window's bases.
 
-Every (row, strand, allele) becomes a `_Query` (an input and the log-probabilities it adds to its row, with a
+Every (row, strand, allele) becomes a `Query` (an input and the log-probabilities it adds to its row, with a
 weight); identical inputs run once, the rest in length-sorted batches, right-padded where the model allows it
 (always for causal models; masked ones with an attention mask), else of equal length only. `score_llr_naive` is the reference: one
 forward pass per query and, for causal models, every token of the window summed. Torch-free (the forward pass
@@ -88,7 +88,7 @@ _COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
 
 
 @dataclass(frozen=True)
-class _AlleleTokens:
+class AlleleTokens:
     """One window tokenised: `ids` (n,) without special tokens, `spans` (n,) [start, end) characters per token."""
 
     ids: tuple[int, ...]
@@ -107,16 +107,16 @@ class _AlleleTokens:
         return sum(end - start for start, end in self.spans[first:])
 
 
-_Tokenize = Callable[[str], _AlleleTokens]
+_Tokenize = Callable[[str], AlleleTokens]
 
 
 @dataclass(frozen=True)
-class _VariantTokens:
+class VariantTokens:
     """A variant's two tokenisations and the token spans that change: `ref_span` / `alt_span` are [start, end)
     token indices into `ref.ids` / `alt.ids`. Tokens before `first` are identical in both."""
 
-    ref: _AlleleTokens
-    alt: _AlleleTokens
+    ref: AlleleTokens
+    alt: AlleleTokens
     ref_span: tuple[int, int]
     alt_span: tuple[int, int]
 
@@ -131,7 +131,7 @@ class _VariantTokens:
         return min(self.ref_span[0], self.alt_span[0])
 
 
-def _variant_tokens(tokenize: _Tokenize, sequence: str, pos: int, ref: str, alt: str) -> _VariantTokens:
+def _variant_tokens(tokenize: _Tokenize, sequence: str, pos: int, ref: str, alt: str) -> VariantTokens:
     """The changed token spans of the single-base variant `ref`>`alt` at 0-based `pos` of `sequence`.
 
     Raises ValueError when `sequence[pos]` is not `ref`, when ref equals alt, or when no token covers `pos` in
@@ -156,7 +156,7 @@ def _variant_tokens(tokenize: _Tokenize, sequence: str, pos: int, ref: str, alt:
         suffix += 1
     ref_span = (min(prefix, ref_cover[0]), max(len(a) - suffix, ref_cover[-1] + 1))
     alt_span = (min(prefix, alt_cover[0]), max(len(b) - suffix, alt_cover[-1] + 1))
-    return _VariantTokens(ref_tokens, alt_tokens, ref_span, alt_span)
+    return VariantTokens(ref_tokens, alt_tokens, ref_span, alt_span)
 
 
 def _reverse_complement(sequence: str) -> str:
@@ -179,10 +179,10 @@ def _reverse_variant(sequence: str, pos: int, ref: str, alt: str) -> tuple[str, 
 def _overlapping_kmer_tokenize(vocab: Mapping[str, int], k: int) -> _Tokenize:
     """Overlapping k-mers (DNABERT-1): one token per start 0..len-k, token i covers characters [i, i + k)."""
 
-    def tokenize(text: str) -> _AlleleTokens:
+    def tokenize(text: str) -> AlleleTokens:
         upper = text.upper()
         starts = range(len(upper) - k + 1)
-        return _AlleleTokens(tuple(vocab[upper[i : i + k]] for i in starts), tuple((i, i + k) for i in starts))
+        return AlleleTokens(tuple(vocab[upper[i : i + k]] for i in starts), tuple((i, i + k) for i in starts))
 
     return tokenize
 
@@ -193,9 +193,9 @@ def _hf_tokenize(tokenizer: Any) -> _Tokenize:
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"tokenizer {type(tokenizer).__name__} gives no character offsets (not a fast tokenizer)")
 
-    def tokenize(text: str) -> _AlleleTokens:
+    def tokenize(text: str) -> AlleleTokens:
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        return _AlleleTokens(tuple(int(i) for i in enc["input_ids"]), tuple(tuple(s) for s in enc["offset_mapping"]))
+        return AlleleTokens(tuple(int(i) for i in enc["input_ids"]), tuple(tuple(s) for s in enc["offset_mapping"]))
 
     return tokenize
 
@@ -205,7 +205,7 @@ _HEAD_KINDS: tuple[_HeadKind, ...] = ("masked", "causal")
 
 
 @dataclass(frozen=True)
-class _LanguageModel:
+class LanguageModel:
     """A network with a language-model head, ready to score.
 
     kind: "masked" (logits at position t score the token at t, given the input with t masked) or "causal"
@@ -323,7 +323,7 @@ _HF_ENTRY = "geneb.encoders.families.hf:from_settings"
 
 
 @dataclass(frozen=True)
-class _NoLanguageHead:
+class NoLanguageHead:
     """A model the `llr` scorer cannot score, and why (`score_llr` turns it into NotApplicable)."""
 
     model: str
@@ -336,7 +336,7 @@ def registry_language_model(
     *,
     alphabet: Mapping[str, Any] | None = None,
     device: str = "cpu",
-) -> _LanguageModel | _NoLanguageHead:
+) -> LanguageModel | NoLanguageHead:
     """The `llr` scorer's model for registry entry `model`: NoLanguageHead when its `scoring` leaves out llr
     (the reason names its lm_head and where that fact comes from), else `load_language_model` on its extraction
     settings with its `lm_head` (geneb.registry.spec). alphabet: the run's alphabet policy (as for
@@ -346,14 +346,14 @@ def registry_language_model(
     head = resolved_lm_head(entry)
     if "llr" not in resolved_scoring(entry):
         source = f" ({spec.lm_head_source})" if spec.lm_head_source else f" (default of family {spec.family!r})"
-        return _NoLanguageHead(model, f"scoring {list(resolved_scoring(entry))} leaves out llr; lm_head {head}{source}")
+        return NoLanguageHead(model, f"scoring {list(resolved_scoring(entry))} leaves out llr; lm_head {head}{source}")
     settings = extraction_settings(registry, model, dict(alphabet or {}), device=device)
     return load_language_model(settings, head=head, device=device)
 
 
 def load_language_model(
     settings: SettingsLike, *, head: str, device: str = "cpu", where: str | None = None
-) -> _LanguageModel | _NoLanguageHead:
+) -> LanguageModel | NoLanguageHead:
     """The registry model's masked or causal language model, ready for `score_llr`.
 
     settings: the model's resolved extraction settings (`geneb.registry.load.extraction_settings`).
@@ -365,10 +365,10 @@ def load_language_model(
     settings = ExtractionSettings.of(settings)
     model = settings.model
     if head not in _HEAD_KINDS:
-        return _NoLanguageHead(model, f"the registry declares lm_head {head!r}: no language-model head")
+        return NoLanguageHead(model, f"the registry declares lm_head {head!r}: no language-model head")
     fam = FAMILIES.get(settings.family)
     if fam is None or fam.entry != _HF_ENTRY:
-        return _NoLanguageHead(model, f"family {settings.family!r} has no language-model head loader in GENEB")
+        return NoLanguageHead(model, f"family {settings.family!r} has no language-model head loader in GENEB")
     from geneb.encoders.families.hf import HFLanguageModelEncoder, NoLanguageHeadError
     from geneb.encoders.protocol import deferred_load_checks
 
@@ -376,23 +376,23 @@ def load_language_model(
         with deferred_load_checks():  # the embedding probes (padding, pooling) do not concern the head
             encoder = HFLanguageModelEncoder(settings, head=head, device=device, where=where, progress=False)
     except NoLanguageHeadError as err:
-        return _NoLanguageHead(model, str(err))
+        return NoLanguageHead(model, str(err))
     return _language_model_from_encoder(encoder, head)
 
 
-def _language_model_from_encoder(encoder: Any, head: _HeadKind) -> _LanguageModel | _NoLanguageHead:
-    """Wrap a loaded head adapter (its network returns `.logits`) as a `_LanguageModel`: its tokenizer's view,
+def _language_model_from_encoder(encoder: Any, head: _HeadKind) -> LanguageModel | NoLanguageHead:
+    """Wrap a loaded head adapter (its network returns `.logits`) as a `LanguageModel`: its tokenizer's view,
     the special tokens the adapter found (`prefix`, `suffix`), the mask token and the usable maximum length."""
     model = str(encoder.model_id)
     tokenizer = encoder.tokenizer
     mask_id = getattr(tokenizer, "mask_token_id", None)
     if head == "masked" and mask_id is None:
-        return _NoLanguageHead(model, "a masked language model whose tokenizer has no mask token")
+        return NoLanguageHead(model, "a masked language model whose tokenizer has no mask token")
     try:
         tokenize = _tokenize_view(tokenizer, encoder.extraction.input_transform)
     except ValueError as err:
-        return _NoLanguageHead(model, str(err))
-    return _LanguageModel(
+        return NoLanguageHead(model, str(err))
+    return LanguageModel(
         name=model,
         kind=head,
         network=encoder.model,
@@ -423,7 +423,7 @@ def _tokenize_view(tokenizer: Any, transform: Any = None) -> _Tokenize:
     if getattr(tokenizer, "is_fast", False):
         return _hf_tokenize(tokenizer)
 
-    def tokenize(text: str) -> _AlleleTokens:
+    def tokenize(text: str) -> AlleleTokens:
         ids = [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
         words = [str(w) for w in tokenizer.convert_ids_to_tokens(ids)]
         if "".join(words).upper() != text.upper():
@@ -435,7 +435,7 @@ def _tokenize_view(tokenizer: Any, transform: Any = None) -> _Tokenize:
         for word in words:
             spans.append((start, start + len(word)))
             start += len(word)
-        return _AlleleTokens(tuple(ids), tuple(spans))
+        return AlleleTokens(tuple(ids), tuple(spans))
 
     return tokenize
 
@@ -454,7 +454,7 @@ _PLL_STRIDE = 8
 
 
 @dataclass(frozen=True)
-class _Query:
+class Query:
     """One model input and what it adds to its row: score[row] += weight * sum_j log p(targets[j] at cols[j])."""
 
     row: int
@@ -469,12 +469,12 @@ def score_llr(
 ) -> pd.DataFrame | NotApplicable:
     """The `llr` RowScores of `task` under `model` (batched: `batch_size` inputs per forward pass, `_run_batched`).
 
-    model: a `_LanguageModel` (geneb.zeroshot.llr.load_language_model); anything else (an embedding-only
-    encoder, a `_NoLanguageHead`) gives NotApplicable with its reason. strands: 2 averages both strands, 1 scores
+    model: a `LanguageModel` (geneb.zeroshot.llr.load_language_model); anything else (an embedding-only
+    encoder, a `NoLanguageHead`) gives NotApplicable with its reason. strands: 2 averages both strands, 1 scores
     the given strand only. Returns the RowScores frame (scores in nats; direction of geneb.zeroshot.task).
     Raises ValueError naming the task and every row concerned (the first five shown) for an input longer than
     the model's `max_tokens`, a variant whose base the tokenizer drops or whose ref is not the window's base."""
-    if not isinstance(model, _LanguageModel):
+    if not isinstance(model, LanguageModel):
         name = str(getattr(model, "model", getattr(model, "name", type(model).__name__)))
         reason = str(getattr(model, "reason", f"{type(model).__name__} has no language-model head"))
         return NotApplicable(model=name, task=task.name, scorer=LLR, reason=reason)
@@ -482,7 +482,7 @@ def score_llr(
     return row_scores(task, LLR, _run_batched(model, queries, task.n, batch_size=batch_size))
 
 
-def score_llr_naive(model: _LanguageModel, task: ZeroShotTask, *, strands: int = 2) -> pd.DataFrame:
+def score_llr_naive(model: LanguageModel, task: ZeroShotTask, *, strands: int = 2) -> pd.DataFrame:
     """The reference for `score_llr`: one forward pass per (row, strand, allele) input, causal windows summed
     over every token (no shortcut). Same scores to float rounding; for the speed comparison and the tests."""
     queries = _build_queries(model, task, strands=strands, full_causal=True)
@@ -499,13 +499,13 @@ def score_llr_naive(model: _LanguageModel, task: ZeroShotTask, *, strands: int =
     return row_scores(task, LLR, scores)
 
 
-def _run_batched(model: _LanguageModel, queries: list[_Query], n_rows: int, *, batch_size: int) -> np.ndarray:
+def _run_batched(model: LanguageModel, queries: list[Query], n_rows: int, *, batch_size: int) -> np.ndarray:
     """Sum every query's weighted log-probabilities into (n_rows,) scores: identical inputs run once, sorted by
     length, `batch_size` per forward pass, padded on the right to the batch's longest where the model allows it
     (`LanguageModel.pads`), else only inputs of one length together (no padding)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    by_input: dict[tuple[int, ...], list[_Query]] = defaultdict(list)
+    by_input: dict[tuple[int, ...], list[Query]] = defaultdict(list)
     for q in queries:
         by_input[q.ids].append(q)
     inputs = sorted(by_input, key=len, reverse=True)
@@ -545,12 +545,12 @@ def _run_batched(model: _LanguageModel, queries: list[_Query], n_rows: int, *, b
     return scores
 
 
-def _build_queries(model: _LanguageModel, task: ZeroShotTask, *, strands: int, full_causal: bool) -> list[_Query]:
+def _build_queries(model: LanguageModel, task: ZeroShotTask, *, strands: int, full_causal: bool) -> list[Query]:
     """Every query of `task` (see the module docstring). full_causal: sum a causal window over all its tokens
     (the naive reference) instead of from the first changed token on."""
     if strands not in (1, 2):
         raise ValueError(f"strands must be 1 or 2, got {strands}")
-    queries: list[_Query] = []
+    queries: list[Query] = []
     columns = {c: [str(v) for v in task.rows[c]] for c in REQUIRED_COLUMNS[task.kind]}
     bad: list[str] = []
     # a window shared by several variants (and its reverse strand) is tokenised once: the same text always
@@ -586,9 +586,9 @@ def _build_queries(model: _LanguageModel, task: ZeroShotTask, *, strands: int, f
 
 
 def _memo(tokenize: _Tokenize) -> _Tokenize:
-    cache: dict[str, _AlleleTokens] = {}
+    cache: dict[str, AlleleTokens] = {}
 
-    def cached(text: str) -> _AlleleTokens:
+    def cached(text: str) -> AlleleTokens:
         if text not in cache:
             cache[text] = tokenize(text)
         return cache[text]
@@ -597,7 +597,7 @@ def _memo(tokenize: _Tokenize) -> _Tokenize:
 
 
 def _variant_queries(
-    model: _LanguageModel,
+    model: LanguageModel,
     tokenize: _Tokenize,
     row: int,
     seq: str,
@@ -607,7 +607,7 @@ def _variant_queries(
     *,
     weight: float,
     full: bool,
-) -> list[_Query]:
+) -> list[Query]:
     """The queries of one strand of a variant: score += weight * (log p(ref) - log p(alt))."""
     vt = _variant_tokens(tokenize, seq, pos, ref, alt)
     if model.kind == "causal":
@@ -621,27 +621,27 @@ def _variant_queries(
         cols = tuple(len(model.prefix) + i for i in range(*vt.ref_span))
         ref_ids = vt.ref.ids[slice(*vt.ref_span)]
         alt_ids = vt.alt.ids[slice(*vt.alt_span)]
-        return [_Query(row, ids, cols, ref_ids, weight), _Query(row, ids, cols, alt_ids, -weight)]
+        return [Query(row, ids, cols, ref_ids, weight), Query(row, ids, cols, alt_ids, -weight)]
     return [
         _masked_span_query(model, row, vt.ref, vt.ref_span, weight),
         _masked_span_query(model, row, vt.alt, vt.alt_span, -weight),
     ]
 
 
-def _masked_input(model: _LanguageModel, tokens: _AlleleTokens, start: int, end: int) -> tuple[int, ...]:
+def _masked_input(model: LanguageModel, tokens: AlleleTokens, start: int, end: int) -> tuple[int, ...]:
     assert model.mask_id is not None  # LanguageModel checks it for a masked head
     body = tokens.ids[:start] + (model.mask_id,) * (end - start) + tokens.ids[end:]
     return model.prefix + body + model.suffix
 
 
 def _masked_span_query(
-    model: _LanguageModel, row: int, tokens: _AlleleTokens, span: tuple[int, int], weight: float
-) -> _Query:
+    model: LanguageModel, row: int, tokens: AlleleTokens, span: tuple[int, int], weight: float
+) -> Query:
     cols = tuple(len(model.prefix) + i for i in range(*span))
-    return _Query(row, _masked_input(model, tokens, *span), cols, tokens.ids[slice(*span)], weight)
+    return Query(row, _masked_input(model, tokens, *span), cols, tokens.ids[slice(*span)], weight)
 
 
-def _causal_queries(model: _LanguageModel, row: int, tokens: _AlleleTokens, first: int, weight: float) -> list[_Query]:
+def _causal_queries(model: LanguageModel, row: int, tokens: AlleleTokens, first: int, weight: float) -> list[Query]:
     """score += weight * sum of log p(token t | tokens before t) for t >= first that have a prediction."""
     ids = model.prefix + tokens.ids
     lead = len(model.prefix)
@@ -649,10 +649,10 @@ def _causal_queries(model: _LanguageModel, row: int, tokens: _AlleleTokens, firs
     if not predicted:
         return []
     cols = tuple(lead + t - 1 for t in predicted)
-    return [_Query(row, ids, cols, tuple(tokens.ids[t] for t in predicted), weight)]
+    return [Query(row, ids, cols, tuple(tokens.ids[t] for t in predicted), weight)]
 
 
-def _likelihood_queries(model: _LanguageModel, row: int, tokens: _AlleleTokens, weight: float) -> list[_Query]:
+def _likelihood_queries(model: LanguageModel, row: int, tokens: AlleleTokens, weight: float) -> list[Query]:
     """score += weight * per-base log-likelihood of one window (causal: predicted tokens over their bases;
     masked: strided pseudo-log-likelihood, PLL_STRIDE queries, over all bases)."""
     if model.kind == "causal":
@@ -669,7 +669,7 @@ def _likelihood_queries(model: _LanguageModel, row: int, tokens: _AlleleTokens, 
     ]
 
 
-def _strided_mask_query(model: _LanguageModel, row: int, tokens: _AlleleTokens, offset: int, weight: float) -> _Query:
+def _strided_mask_query(model: LanguageModel, row: int, tokens: AlleleTokens, offset: int, weight: float) -> Query:
     """One pass of the strided pseudo-log-likelihood: every token at offset, offset + PLL_STRIDE, ... masked together
     and each read at its own position."""
     assert model.mask_id is not None  # LanguageModel checks it for a masked head
@@ -678,7 +678,7 @@ def _strided_mask_query(model: _LanguageModel, row: int, tokens: _AlleleTokens, 
     for i in picked:
         body[i] = model.mask_id
     cols = tuple(len(model.prefix) + i for i in picked)
-    return _Query(row, model.prefix + tuple(body) + model.suffix, cols, tuple(tokens.ids[i] for i in picked), weight)
+    return Query(row, model.prefix + tuple(body) + model.suffix, cols, tuple(tokens.ids[i] for i in picked), weight)
 
 
 def llr_scores(model: ZeroShotModel, task: ZeroShotTask) -> pd.DataFrame | NotApplicable:
@@ -695,12 +695,12 @@ def llr_scores(model: ZeroShotModel, task: ZeroShotTask) -> pd.DataFrame | NotAp
     if LLR not in model.loaded:
         device = str(getattr(model.encoder, "device", "cpu"))
         model.loaded[LLR] = (
-            _NoLanguageHead(model.name, f"the registry declares lm_head {model.lm_head!r}: no language-model head")
+            NoLanguageHead(model.name, f"the registry declares lm_head {model.lm_head!r}: no language-model head")
             if model.lm_head == "none"
             else load_language_model(model.settings, head=model.lm_head, device=device)
         )
     lm = model.loaded[LLR]
-    if isinstance(lm, _NoLanguageHead):
+    if isinstance(lm, NoLanguageHead):
         return NotApplicable(model.name, task.name, LLR, lm.reason)
     return score_llr(lm, task)
 

@@ -155,7 +155,7 @@ for _i, _b in enumerate("ACGT"):
 _COMPLEMENT = np.array([3, 2, 1, 0], dtype=np.int8)  # A<->T, C<->G on the codes
 
 
-class _BackgroundLeakError(ValueError):
+class BackgroundLeakError(ValueError):
     """A baseline's background includes the scored task or a task its rows were built from."""
 
 
@@ -195,14 +195,14 @@ def check_background(task: ZeroShotTask, background: Background) -> None:
     forbidden = {task.name, *task.source_tasks}
     overlap = sorted(forbidden & set(background.tasks))
     if overlap:
-        raise _BackgroundLeakError(
+        raise BackgroundLeakError(
             f"zero-shot task {task.name}: the Markov background includes {overlap} (the task itself or a task "
             f"its rows were built from: {sorted(forbidden)}); fit the baseline on other tasks' sequences"
         )
 
 
 @dataclass(frozen=True)
-class _MarkovChain:
+class MarkovChain:
     """A fitted order-`order` chain. log_prob: float64 (4**(order+1),), natural-log p(next | context) indexed
     by the (order+1)-mer's base-4 code (A=0, C=1, G=2, T=3, first base most significant). counts: the
     background (order+1)-mer counts (both strands), same index; pseudocount: the additive smoothing used;
@@ -245,7 +245,7 @@ def _windows(codes: np.ndarray, width: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(codes, width, axis=-1)
 
 
-def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUDOCOUNT) -> _MarkovChain:
+def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUDOCOUNT) -> MarkovChain:
     """Fit an order-`order` chain on both strands of `background`'s sequences: p(b | context) =
     (count(context b) + pseudocount) / (count(context) + 4 * pseudocount), windows holding N left out.
 
@@ -268,10 +268,10 @@ def fit_markov(background: Background, order: int, *, pseudocount: float = PSEUD
         )
     by_context = counts.reshape(-1, 4).astype(np.float64) + pseudocount
     log_prob = np.log(by_context / by_context.sum(axis=1, keepdims=True)).reshape(-1)
-    return _MarkovChain(order, log_prob, counts, float(pseudocount), background.tasks)
+    return MarkovChain(order, log_prob, counts, float(pseudocount), background.tasks)
 
 
-def _both_strands_log_likelihood(chain: _MarkovChain, sequence: str) -> tuple[float, int]:
+def _both_strands_log_likelihood(chain: MarkovChain, sequence: str) -> tuple[float, int]:
     """(mean of the forward and reverse-complement log-likelihoods, scored bases per strand)."""
     codes = _encode(sequence)
     totals = []
@@ -314,7 +314,7 @@ def _local_segments(seqs: Sequence[str], pos: np.ndarray, order: int) -> np.ndar
     return out
 
 
-def _local_delta(chain: _MarkovChain, segments: np.ndarray, ref: np.ndarray, alt: np.ndarray) -> np.ndarray:
+def _local_delta(chain: MarkovChain, segments: np.ndarray, ref: np.ndarray, alt: np.ndarray) -> np.ndarray:
     """log p(ref) - log p(alt) over the order+1 windows through the centre of each segment (n, 2*order+1)."""
     centre = chain.order
     with_ref, with_alt = segments.copy(), segments.copy()
@@ -327,7 +327,7 @@ def _local_delta(chain: _MarkovChain, segments: np.ndarray, ref: np.ndarray, alt
 
 
 def _variant_effects(
-    chain: _MarkovChain, seqs: Sequence[str], pos: np.ndarray, ref: np.ndarray, alt: np.ndarray
+    chain: MarkovChain, seqs: Sequence[str], pos: np.ndarray, ref: np.ndarray, alt: np.ndarray
 ) -> np.ndarray:
     """Effect scores float64 (n,): log p(window with ref) - log p(window with alt), averaged over both strands.
 
@@ -341,7 +341,7 @@ def _variant_effects(
     return (forward + reverse) / 2
 
 
-def markov_scores(task: ZeroShotTask, chain: _MarkovChain, background: Background) -> pd.DataFrame:
+def markov_scores(task: ZeroShotTask, chain: MarkovChain, background: Background) -> pd.DataFrame:
     """The `RowScores` frame of scorer `markov-<order>` for `task` (variant effects or paired preferences, module
     docstring). Raises BackgroundLeakError when `background` (the one `chain` was fitted on) includes the task
     or its source tasks; ValueError naming the rows for a variant row whose pos/ref/alt is off or not A/C/G/T,

@@ -483,7 +483,7 @@ _PROVENANCE_COLUMNS = ("scores_sha256", "data_sha256", "settings_hash", "geneb_v
 
 
 @dataclass(frozen=True)
-class _ZeroShotTables:
+class ZeroShotTables:
     """The five tables of one run (module docstring)."""
 
     scores: pd.DataFrame
@@ -500,7 +500,7 @@ def _zeroshot_tables(
     *,
     n_boot: int,
     seed: int,
-) -> _ZeroShotTables:
+) -> ZeroShotTables:
     """Read every score file (each checked against its task: `read_score_file`) and compute the tables.
 
     tasks: the configured zero-shot tasks (each score file names one of them); score_files: the models' and the
@@ -541,7 +541,7 @@ def _zeroshot_tables(
     na = pd.DataFrame(declined, columns=list(_NOT_APPLICABLE_COLUMNS))
     board = _zeroshot_leaderboard(metric_table, {t.name: t.kind for t in tasks}, na)
     vs = _zeroshot_vs_probe(board, probe_leaderboard, n_boot=n_boot, seed=seed)
-    return _ZeroShotTables(metric_table, row_table, board, vs, na)
+    return ZeroShotTables(metric_table, row_table, board, vs, na)
 
 
 def _task_of(path: str | Path) -> str:
@@ -549,7 +549,7 @@ def _task_of(path: str | Path) -> str:
     return Path(path).parent.name
 
 
-def _write_zeroshot_tables(tables: _ZeroShotTables, outputs: Mapping[str, str | Path]) -> None:
+def _write_zeroshot_tables(tables: ZeroShotTables, outputs: Mapping[str, str | Path]) -> None:
     """Write each table to outputs[name] (names: scores, row_scores, leaderboard, vs_probe, not_applicable)."""
     for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable"):
         integrity.write_parquet(getattr(tables, name).reset_index(drop=True), outputs[name])

@@ -45,7 +45,7 @@ e.g. a user's own variant set), the real tasks it is built from (`-`: none) and 
 
 Read, check and write a zero-shot task folder (`rows.tsv` + `meta.json`, see `geneb.zeroshot.task`).
 
-Every problem of a folder is found in one pass and reported together in one `_ZeroShotTaskError`, each naming the
+Every problem of a folder is found in one pass and reported together in one `ZeroShotTaskError`, each naming the
 task, the row id (0-based data rows: row 0 is file line 2, the header being line 1) and the value. Nothing is
 dropped, clipped, upper-cased or otherwise coerced: a soft-masked (lower-case) base is a problem, not a fix.
 
@@ -194,7 +194,7 @@ def markov_scorer(order: int) -> str:
     return f"{MARKOV_PREFIX}{order}"
 
 
-class _ZeroShotScoreError(ValueError):
+class ZeroShotScoreError(ValueError):
     """A scorer's output breaks the `RowScores` contract (missing or repeated rows, a non-finite score)."""
 
 
@@ -216,7 +216,7 @@ def row_scores(task: ZeroShotTask, scorer: str, scores: np.ndarray) -> pd.DataFr
     """
     values = np.asarray(scores, dtype=np.float64)
     if values.shape != (task.n,):
-        raise _ZeroShotScoreError(
+        raise ZeroShotScoreError(
             f"zero-shot task {task.name}, scorer {scorer}: {values.shape} scores for {task.n} rows"
         )
     frame = pd.DataFrame({"row": task.rows.index.to_numpy(dtype=np.int64), "scorer": scorer, "score": values})
@@ -228,15 +228,15 @@ def check_row_scores(task: ZeroShotTask, frame: pd.DataFrame) -> None:
     """Raise ZeroShotScoreError unless `frame` is a `RowScores` frame for every row of `task`, in order."""
     missing = [c for c in ROW_SCORE_COLUMNS if c not in frame.columns]
     if missing:
-        raise _ZeroShotScoreError(f"zero-shot task {task.name}: score table lacks columns {missing}")
+        raise ZeroShotScoreError(f"zero-shot task {task.name}: score table lacks columns {missing}")
     scorers = sorted(set(frame["scorer"]))
     where = f"zero-shot task {task.name}, scorer {','.join(map(str, scorers))}"
     if len(scorers) != 1:
-        raise _ZeroShotScoreError(f"{where}: one scorer per table, got {scorers}")
+        raise ZeroShotScoreError(f"{where}: one scorer per table, got {scorers}")
     rows = frame["row"].to_numpy()
     expected = task.rows.index.to_numpy()
     if len(rows) != len(expected) or not np.array_equal(rows, expected):
-        raise _ZeroShotScoreError(
+        raise ZeroShotScoreError(
             f"{where}: rows must be the task's {len(expected)} row ids in order, got {len(rows)} "
             f"(first differences: {_first_differences(rows, expected)})"
         )
@@ -244,7 +244,7 @@ def check_row_scores(task: ZeroShotTask, frame: pd.DataFrame) -> None:
     bad = np.flatnonzero(~np.isfinite(score))
     if len(bad):
         shown = ", ".join(f"row {int(rows[i])}: {score[i]}" for i in bad[:5])
-        raise _ZeroShotScoreError(f"{where}: {len(bad)} non-finite scores ({shown})")
+        raise ZeroShotScoreError(f"{where}: {len(bad)} non-finite scores ({shown})")
 
 
 def _first_differences(rows: np.ndarray, expected: np.ndarray, limit: int = 5) -> str:
@@ -344,7 +344,7 @@ _ITEM_COLUMNS: dict[_ZeroShotKind, tuple[str, ...]] = {
 _ROW_NUMBERING = "rows are 0-based data rows of rows.tsv: row 0 is file line 2, the header being line 1"
 
 
-class _ZeroShotTaskError(ValueError):
+class ZeroShotTaskError(ValueError):
     """A zero-shot task folder or row set with problems; `problems` holds every one (task, row and value named)."""
 
     def __init__(self, task: str, problems: Sequence[str]) -> None:
@@ -503,13 +503,13 @@ def _read_rows(path: Path, task: str) -> pd.DataFrame:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is not UTF-8 text ({exc})"]) from exc
+        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not UTF-8 text ({exc})"]) from exc
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the end of the last line
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     if not lines:
-        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is empty (no header)"])
+        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is empty (no header)"])
     header = lines[0].split("\t")
     cells = [line.split("\t") for line in lines[1:]]
     ragged = [
@@ -520,7 +520,7 @@ def _read_rows(path: Path, task: str) -> pd.DataFrame:
     if len(set(header)) != len(header):
         ragged.insert(0, f"task {task!r}: rows.tsv's header names a column twice: {header}")
     if ragged:
-        raise _ZeroShotTaskError(task, ragged)
+        raise ZeroShotTaskError(task, ragged)
     return pd.DataFrame(cells, columns=header, dtype=object) if cells else pd.DataFrame(columns=header)
 
 
@@ -528,13 +528,13 @@ def _read_meta(folder: Path, task: str) -> dict[str, Any]:
     """meta.json of a task folder as a dict; ZeroShotTaskError when it is missing, not JSON or not an object."""
     path = folder / _META_FILE
     if not path.is_file():
-        raise _ZeroShotTaskError(task, [f"task {task!r}: no {_META_FILE} in {folder}"])
+        raise ZeroShotTaskError(task, [f"task {task!r}: no {_META_FILE} in {folder}"])
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is not JSON ({exc})"]) from exc
+        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not JSON ({exc})"]) from exc
     if not isinstance(meta, dict):
-        raise _ZeroShotTaskError(task, [f"task {task!r}: {path} is not a JSON object"])
+        raise ZeroShotTaskError(task, [f"task {task!r}: {path} is not a JSON object"])
     return meta
 
 
@@ -557,14 +557,14 @@ def read_zeroshot_task(folder: str | Path, name: str | None = None) -> ZeroShotT
     task = name or str(meta.get("name") or folder.name)
     rows_path = folder / _ROWS_FILE
     if not rows_path.is_file():
-        raise _ZeroShotTaskError(task, [f"task {task!r}: no {_ROWS_FILE} in {folder}", *_check_kind(meta, task)])
+        raise ZeroShotTaskError(task, [f"task {task!r}: no {_ROWS_FILE} in {folder}", *_check_kind(meta, task)])
     check_meta_digests(task, meta, {_ROWS_FILE: rows_path}, f"folder {folder}")
     problems = _check_kind(meta, task)
     rows = _read_rows(rows_path, task)
     if not problems:
         problems = _row_problems(rows, meta["kind"], task)
     if problems:
-        raise _ZeroShotTaskError(task, problems)
+        raise ZeroShotTaskError(task, problems)
     kind: _ZeroShotKind = meta["kind"]
     return ZeroShotTask(
         name=task,
@@ -591,7 +591,7 @@ def write_zeroshot_task(folder: str | Path, rows: pd.DataFrame, meta: Mapping[st
     if not problems:
         problems = _row_problems(text_rows, meta["kind"], task)
     if problems:
-        raise _ZeroShotTaskError(task, problems)
+        raise ZeroShotTaskError(task, problems)
     kind: _ZeroShotKind = meta["kind"]
     text = _canonical_rows_text(text_rows, kind)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -605,7 +605,7 @@ def write_zeroshot_task(folder: str | Path, rows: pd.DataFrame, meta: Mapping[st
 _HF_ZEROSHOT_FOLDER = "zeroshot"
 
 
-class _ZeroShotHttpMirror(HttpMirror):
+class ZeroShotHttpMirror(HttpMirror):
     """An http mirror read for a task folder's named files instead of a task's splits."""
 
     def fetch(self, task: str, name: str) -> Path:
@@ -642,7 +642,7 @@ def _zeroshot_task_folder(
     docstring), fetched first where remote. Raises TaskSourceError naming source and task (a file missing,
     a download failing), TaskDigestError when a download fails meta.json's sha256."""
     if spec.startswith(("http://", "https://")):
-        mirror = _ZeroShotHttpMirror(spec, Path(download_dir))
+        mirror = ZeroShotHttpMirror(spec, Path(download_dir))
         try:
             rows = mirror.fetch(task, _ROWS_FILE)
         except NotOnServer as exc:

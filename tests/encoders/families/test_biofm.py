@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from geneb.core.errors import ModelLoadError
-from geneb.encoders.families.biofm import _BioTokenTokenizer
+from geneb.encoders.families.biofm import BioTokenTokenizer
 from geneb.registry.families import FAMILIES, build
 from geneb.registry.load import extraction_settings, runnable
 from geneb.registry.registry import as_registry
@@ -138,7 +138,7 @@ def test_family_and_registry_entry(registry):
 
 def test_tokenizer_golden_ids(enc32):
     tok = enc32.tokenizer
-    assert isinstance(tok, _BioTokenTokenizer) and len(tok) == 24
+    assert isinstance(tok, BioTokenTokenizer) and len(tok) == 24
     assert tok("ACGTN")["input_ids"] == [6, 2, 5, 4, 3, 1, 7]
     assert tok(["GATTACA", "D"], add_special_tokens=False)["input_ids"] == [[4, 2, 3, 3, 2, 5, 2], [0]]
     assert tok("ARYC", add_special_tokens=False)["input_ids"] == [2, 8, 8, 5]  # IUPAC codes other than D: [UNK]
@@ -216,7 +216,7 @@ def test_bfloat16_as_registered(registry, standin, causal_lm):
 def test_malformed_tokenizer_config_is_refused(tmp_path, content, message):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(content))
     with pytest.raises(ModelLoadError, match=r"model BioFM-265M: tokenizer_config.json of .*") as err:
-        _BioTokenTokenizer.from_checkpoint(str(tmp_path), None, model=MODEL)
+        BioTokenTokenizer.from_checkpoint(str(tmp_path), None, model=MODEL)
     assert message in str(err.value)
 
 

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from extraction_support import random_dna
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
-from geneb.encoders.families.dnagpt import _ARCHITECTURES, _KmerTokenizer, _vocabulary
+from geneb.encoders.families.dnagpt import _ARCHITECTURES, KmerTokenizer, _vocabulary
 from geneb.registry.families import build
 from geneb.registry.load import extraction_settings
 
@@ -141,7 +141,7 @@ def test_vocabulary_golden_ids():
 def test_tokenizer_rules_partial_kmer_n_and_unknown_letters():
     """Non-overlapping 6-mers from the first base; N is a base; a piece outside the vocabulary is id 0 (<0>):
     the trailing partial 6-mer under 6-mers only, an IUPAC letter, lowercase."""
-    h, m = _KmerTokenizer(dynamic_kmer=False), _KmerTokenizer(dynamic_kmer=True)
+    h, m = KmerTokenizer(dynamic_kmer=False), KmerTokenizer(dynamic_kmer=True)
     seq = "ACGTACNNNNNNGT"  # 14 nt: two 6-mers and a 2-base tail
     ids, spans = h.encode(seq)
     assert ids == [5392, kmer_id("NNNNNN", False), 0] and spans == [(0, 6), (6, 12), (12, 14)]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from geneb.encoders.families.python_encoder import PythonEncoder, _EncoderContractError, _piece_bounds
+from geneb.encoders.families.python_encoder import EncoderContractError, PythonEncoder, _piece_bounds
 from geneb.extract.step import build_encoder
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry, runnable
 from geneb.registry.registry import RegistryError
@@ -142,7 +142,7 @@ class Broken:
     ],
 )
 def test_the_load_time_checks_name_what_is_wrong_and_the_fix(how, message):
-    with pytest.raises(_EncoderContractError, match=f"model mine.*{message}"):
+    with pytest.raises(EncoderContractError, match=f"model mine.*{message}"):
         PythonEncoder(Broken(how), model="mine")
 
 
@@ -243,7 +243,7 @@ def test_a_factory_imports_a_sibling_module_and_two_folders_helpers_never_mix(tm
 
 
 def test_an_error_in_user_code_names_the_users_file_and_line(tmp_path):
-    from geneb.encoders.families.python_encoder import _UserCodeError as UserCodeError
+    from geneb.encoders.families.python_encoder import UserCodeError
 
     sheet = user_entry(tmp_path / "embed", embed='raise ValueError("weights do not fit")\n')
     model = sheet.parent / "model.py"
@@ -277,7 +277,7 @@ def test_the_one_line_error_of_a_step_names_the_users_file_and_line(tmp_path):
 
 
 def test_weights_retrained_after_the_plan_are_refused_by_the_job(tmp_path):
-    from geneb.encoders.families.python_encoder import _EncoderContractError as EncoderContractError
+    from geneb.encoders.families.python_encoder import EncoderContractError
 
     sheet = user_entry(tmp_path)
     data = yaml.safe_load(sheet.read_text())
@@ -308,7 +308,7 @@ def test_a_module_of_the_same_name_already_imported_elsewhere_does_not_shadow_th
 def test_a_package_installed_below_the_factorys_folder_stays_imported(tmp_path, monkeypatch):
     """A factory at a checkout's root, beside its .venv: what it imports from the venv is no module of the folder
     (it stays in sys.modules, as torch must), and frames in the venv are not the user's."""
-    from geneb.encoders.families.python_encoder import _UserCodeError as UserCodeError
+    from geneb.encoders.families.python_encoder import UserCodeError
 
     sheet = user_entry(tmp_path, embed="import venvpkg\nvenvpkg.fail()\n")
     site = sheet.parent / ".venv" / "lib" / "site-packages"

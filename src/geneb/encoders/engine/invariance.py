@@ -19,12 +19,12 @@ import numpy as np
 _DEFAULT_ATOL = {"float32": 1e-5, "bfloat16": 2e-2, "float16": 1e-2}
 
 
-class _InvarianceError(AssertionError):
+class InvarianceError(AssertionError):
     """A sequence's embedding changed with its batch (beyond the tolerance)."""
 
 
 @dataclass(frozen=True)
-class _InvarianceReport:
+class InvarianceReport:
     """What a check compared: max |a - b| over all rows and dimensions, the tolerance, and the verdict."""
 
     what: str
@@ -36,10 +36,10 @@ class _InvarianceReport:
     def ok(self) -> bool:
         return bool(np.isfinite(self.max_abs_diff) and self.max_abs_diff <= self.atol)
 
-    def require(self) -> _InvarianceReport:
+    def require(self) -> InvarianceReport:
         """Return self if ok, else raise InvarianceError with the numbers."""
         if not self.ok:
-            raise _InvarianceError(
+            raise InvarianceError(
                 f"{self.what}: max |diff| {self.max_abs_diff:.3e} > atol {self.atol:.1e} "
                 f"(compute dtype {self.compute_dtype})"
             )
@@ -60,7 +60,7 @@ def _diff(a: np.ndarray, b: np.ndarray) -> float:
 
 def check_batch_invariance(
     encoder: Any, sequences: Sequence[str], *, batch_sizes: Sequence[int] = (1, 4), atol: float | None = None
-) -> _InvarianceReport:
+) -> InvarianceReport:
     """Embed `sequences` at each batch size (encoder.batch_size is set, then restored) and report the largest
     difference to the first. atol None = DEFAULT_ATOL for the encoder's compute dtype."""
     tol, dtype = _atol(encoder, atol)
@@ -73,12 +73,12 @@ def check_batch_invariance(
     finally:
         encoder.batch_size = saved
     worst = max(_diff(runs[0], r) for r in runs[1:]) if len(runs) > 1 else 0.0
-    return _InvarianceReport(f"batch sizes {list(batch_sizes)}", worst, tol, dtype)
+    return InvarianceReport(f"batch sizes {list(batch_sizes)}", worst, tol, dtype)
 
 
 def check_padding_invariance(
     encoder: Any, sequence: str, companions: Sequence[str], *, atol: float | None = None
-) -> _InvarianceReport:
+) -> InvarianceReport:
     """Embed `sequence` alone and in one batch with `companions` (typically longer, so it gets padded) and
     report the difference of its vector. atol None = DEFAULT_ATOL for the encoder's compute dtype."""
     tol, dtype = _atol(encoder, atol)
@@ -89,6 +89,6 @@ def check_padding_invariance(
         alone = encoder.embed([sequence]).embeddings
     finally:
         encoder.batch_size = saved
-    return _InvarianceReport(
+    return InvarianceReport(
         f"{len(sequence)}-long sequence alone vs with {len(companions)} others", _diff(alone, together), tol, dtype
     )

@@ -5,9 +5,9 @@ The typed contract between a family adapter and the token-model engine.
 
 A family's `_load()` returns one frozen `LoadedNetwork`: the network, its tokenizer and the facts the engine needs
 about them (special tokens, pad and unknown ids, maximum length and where it came from, widths, attention mask).
-The engine derives everything else from it in one place, `_derive_layout`, into a frozen `_EngineLayout` (the
+The engine derives everything else from it in one place, `_derive_layout`, into a frozen `EngineLayout` (the
 strand token, the body cap, the padding side, equal-length batching, the causal-mask elision, the layer), and
-`_LoadedView` shows both as read-only attributes of the encoder. Nothing is set on the encoder as a side effect
+`LoadedView` shows both as read-only attributes of the encoder. Nothing is set on the encoder as a side effect
 of loading.
 
 The shared engine behind every token-level model adapter (transformers, remote code, Evo): batches and the
@@ -134,7 +134,7 @@ class LoadedNetwork:
 
 
 @dataclass(frozen=True)
-class _EngineLayout:
+class EngineLayout:
     """What the engine derives once from a `LoadedNetwork` and the extraction settings (`_derive_layout`).
 
     strand: the strand token an `input_transform` puts after the prefix of every chunk (gLM2), never pooled.
@@ -154,7 +154,7 @@ class _EngineLayout:
     layer_resolved: str
 
 
-def _derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list[int], model: str) -> _EngineLayout:
+def _derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: list[int], model: str) -> EngineLayout:
     """The engine's layout for `loaded` under `extraction`; `strand` is the tokenized strand prefix ([] if none).
 
     Raises ValueError when max_tokens leaves no room for sequence tokens, for a batching setting that would pad
@@ -197,14 +197,14 @@ def _derive_layout(loaded: LoadedNetwork, extraction: Extraction, *, strand: lis
         resolved = f"module:{layer}"
     else:
         resolved = "last_hidden_state" if layer == -1 else f"hidden_states[{layer}]"
-    return _EngineLayout(tuple(strand), body_cap, pad_id, side, equal_lengths, elide, resolved)
+    return EngineLayout(tuple(strand), body_cap, pad_id, side, equal_lengths, elide, resolved)
 
 
-class _LoadedView:
+class LoadedView:
     """Read-only attributes of a token-model encoder over its `loaded` network and derived `layout`."""
 
     loaded: LoadedNetwork
-    layout: _EngineLayout
+    layout: EngineLayout
 
     @property
     def model(self) -> Any:
@@ -298,7 +298,7 @@ class _LoadedView:
 _log = logging.getLogger(__name__)
 
 
-class TokenModelEncoder(_LoadedView, ExecutionKnobs):
+class TokenModelEncoder(LoadedView, ExecutionKnobs):
     """Base class of token-level adapters. See the module docstring for the policy.
 
     settings: resolved extraction settings (registry.extraction_settings). device: "cpu", "cuda" or "auto".

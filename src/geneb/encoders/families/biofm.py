@@ -9,7 +9,7 @@ What the checkpoint is (read, not copied, from the public code; docs/adapters/bi
   the `MistralModel` trunk; its `last_hidden_state` (after the final RMSNorm) is the reference's
   `output.hidden_states[-1]` (biofm_eval/embedder.py `Embedder._get_sequence_embeddings`).
 * The tokenizer: biofm-eval's `AnnotationTokenizer` (biofm_eval/tokenizers/base.py) is not a transformers tokenizer
-  a checkpoint can name, and the package is not on PyPI, so GENEB implements its rules here (`_BioTokenTokenizer`):
+  a checkpoint can name, and the package is not on PyPI, so GENEB implements its rules here (`BioTokenTokenizer`):
   the checkpoint's `tokenizer_config.json` gives `char_ords` (the characters, ids 0-5 in file order) and
   `model_max_length`; `[CLS]` 6, `[SEP]` 7, `[UNK]` 8, `[PAD]` 9, `[EOS]` 10, `[BOS]` 11, `[SPECIAL]` 12 are fixed in
   the code, then the variant characters `ÂṰĜĈ` (13-16) and the seven annotation tokens (17-23). The Embedder
@@ -51,7 +51,7 @@ _ANNOTATION_TOKENS = (
 )
 
 
-class _BioTokenTokenizer:
+class BioTokenTokenizer:
     """GENEB's implementation of biofm-eval's AnnotationTokenizer for plain DNA (no annotation or variant input).
 
     characters: the checkpoint's characters in `char_ords` order (ids 0..5). model_max_length: its length cap in
@@ -99,7 +99,7 @@ class _BioTokenTokenizer:
         self.pad_token_id = _SPECIAL_IDS["[PAD]"]
 
     @classmethod
-    def from_checkpoint(cls, where: str, revision: str | None, *, model: str) -> _BioTokenTokenizer:
+    def from_checkpoint(cls, where: str, revision: str | None, *, model: str) -> BioTokenTokenizer:
         """Read `tokenizer_config.json` of a local folder or a hub snapshot at `revision` (`char_ords`,
         `model_max_length`; other keys are ignored, as AnnotationTokenizer.from_config ignores them). Raises
         ModelLoadError naming the model and the file when the file is missing or a key is absent or malformed."""
@@ -155,14 +155,14 @@ class _BioTokenTokenizer:
             ) from err
 
 
-class _BioFMEncoder(HFEncoder):
+class BioFMEncoder(HFEncoder):
     """BioFM behind the shared engine: `HFEncoder` loading (no remote code; `AutoModel` -> `MistralModel`,
-    checkpoint heads such as `lm_head.` logged), GENEB's `_BioTokenTokenizer`, and the family's causal defaults
+    checkpoint heads such as `lm_head.` logged), GENEB's `BioTokenTokenizer`, and the family's causal defaults
     (right padding with the attention mask; registry family `biofm`). Raises what HFEncoder raises, and
     ModelLoadError for a missing or malformed tokenizer_config.json."""
 
-    def _load_tokenizer(self, kwargs: dict[str, Any]) -> _BioTokenTokenizer:
-        return _BioTokenTokenizer.from_checkpoint(self.where, self.revision, model=self.model_id)
+    def _load_tokenizer(self, kwargs: dict[str, Any]) -> BioTokenTokenizer:
+        return BioTokenTokenizer.from_checkpoint(self.where, self.revision, model=self.model_id)
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         encoded = [self.tokenizer.encode(t) for t in texts]
@@ -171,6 +171,6 @@ class _BioFMEncoder(HFEncoder):
         return encoded
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _BioFMEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> BioFMEncoder:
     """Adapter entry point (see geneb.registry.families)."""
-    return _BioFMEncoder(settings, **kwargs)
+    return BioFMEncoder(settings, **kwargs)

@@ -135,7 +135,7 @@ def _sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
     return torch.tensor(out, dtype=torch.float32)
 
 
-class _DeepGeneEncoder(FolderTokenizerEncoder):
+class DeepGeneEncoder(FolderTokenizerEncoder):
     """DeepGene from a local checkpoint folder (`source.kind: local`: config.json, pytorch_model.bin or
     model.safetensors, and the repository's tokenizer.json). Input per chunk: [CLS] [SEP] tokens (the module
     docstring). Raises ModelLoadError for a missing file, an unsupported config, a config/weights mismatch, a
@@ -199,6 +199,6 @@ class _DeepGeneEncoder(FolderTokenizerEncoder):
         return {**super().identity(), **self._folder_identity(), "source_code": _SOURCE}
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _DeepGeneEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> DeepGeneEncoder:
     """Adapter entry point (see geneb.registry.families)."""
-    return _DeepGeneEncoder(settings, **kwargs)
+    return DeepGeneEncoder(settings, **kwargs)

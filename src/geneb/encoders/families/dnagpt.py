@@ -61,7 +61,7 @@ from geneb.registry.spec import ExtractionSettings
 
 
 @dataclass(frozen=True)
-class _Architecture:
+class Architecture:
     """One released checkpoint's sizes (`DNAGPT.from_name`, dna_gpt/model/dna_gpt.py) and its tokenizer's
     `dynamic_kmer` (test.py get_model). Every released model has `bias=False`."""
 
@@ -137,7 +137,7 @@ class _Backbone(nn.Module):
     """dna_gpt.py's `transformer`: token embeddings `wte`, positions `wpe`, blocks `h`, final LayerNorm `ln_f`
     (built and registered in this order, as the authors' ModuleDict: the same state-dict keys and random init)."""
 
-    def __init__(self, arch: _Architecture, vocab_size: int) -> None:
+    def __init__(self, arch: Architecture, vocab_size: int) -> None:
         super().__init__()
         d = arch.embedding_dim
         self.wte = nn.Embedding(vocab_size, d)
@@ -146,7 +146,7 @@ class _Backbone(nn.Module):
         self.ln_f = nn.LayerNorm(d, eps=1e-5, bias=False)
 
 
-class _DNAGPTModel(nn.Module):
+class DNAGPTModel(nn.Module):
     """DNAGPT with the authors' module names, so its state-dict keys are the released checkpoints' keys:
     `transformer.wte`, `transformer.wpe`, `transformer.h.<i>.{ln_1,attn.c_attn,attn.c_proj,ln_2,mlp.c_fc,
     mlp.c_proj}`, `transformer.ln_f`, and the heads `number_embedding`, `mlm_head`, `num_regression` (each
@@ -156,7 +156,7 @@ class _DNAGPTModel(nn.Module):
     with output_hidden_states the tuple of num_layers + 1 states: the embeddings (tokens + positions), the
     output of each block, the last one after ln_f (transformers' GPT-2 convention)}. The heads are not run."""
 
-    def __init__(self, arch: _Architecture, vocab_size: int, heads: tuple[str, ...] = _HEADS) -> None:
+    def __init__(self, arch: Architecture, vocab_size: int, heads: tuple[str, ...] = _HEADS) -> None:
         super().__init__()
         d = arch.embedding_dim
         self.arch = arch
@@ -206,10 +206,10 @@ _UNK_ID = 0
 
 
 #: DNAGPT.from_name's table (UPSTREAM dna_gpt/model/dna_gpt.py) with test.py's dynamic_kmer (False only for 0.1b_h)
-_ARCHITECTURES: dict[str, _Architecture] = {
-    "dna_gpt0.1b_h": _Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=4096, dynamic_kmer=False),
-    "dna_gpt0.1b_m": _Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=512, dynamic_kmer=True),
-    "dna_gpt3b_m": _Architecture(num_layers=60, num_heads=64, embedding_dim=2048, max_len=512, dynamic_kmer=True),
+_ARCHITECTURES: dict[str, Architecture] = {
+    "dna_gpt0.1b_h": Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=4096, dynamic_kmer=False),
+    "dna_gpt0.1b_m": Architecture(num_layers=12, num_heads=12, embedding_dim=768, max_len=512, dynamic_kmer=True),
+    "dna_gpt3b_m": Architecture(num_layers=60, num_heads=64, embedding_dim=2048, max_len=512, dynamic_kmer=True),
 }
 #: the architecture fields `load.config_overrides` may change (a smaller stand-in of the same layout)
 _OVERRIDABLE = ("num_layers", "num_heads", "embedding_dim")
@@ -232,7 +232,7 @@ def _vocabulary(dynamic_kmer: bool) -> list[str]:
     return [f"<{t}>" for t in _RESERVED] + kmers
 
 
-class _KmerTokenizer:
+class KmerTokenizer:
     """GENEB's implementation of DNAGPT's tokenizer rules (see the module docstring) for plain sequences.
 
     `encode(seq)` cuts `seq` into non-overlapping 6-mers from position 0 (the last piece is shorter when
@@ -262,7 +262,7 @@ class _KmerTokenizer:
 # ---- loading ----------------------------------------------------------------------------------------------
 
 
-def _architecture(name: str, overrides: Mapping[str, Any] | None, *, model: str) -> _Architecture:
+def _architecture(name: str, overrides: Mapping[str, Any] | None, *, model: str) -> Architecture:
     """The Architecture of checkpoint `name` (ARCHITECTURES), with `load.config_overrides` applied (only the
     OVERRIDABLE fields: a smaller stand-in of the same layout). Raises ModelLoadError for an unknown name or
     override key."""
@@ -325,8 +325,8 @@ def _read_state_dict(path: Path, *, model: str, name: str) -> dict[str, torch.Te
 
 
 def _build_model(
-    state: Mapping[str, torch.Tensor], arch: _Architecture, vocab_size: int, *, model: str, path: Path
-) -> _DNAGPTModel:
+    state: Mapping[str, torch.Tensor], arch: Architecture, vocab_size: int, *, model: str, path: Path
+) -> DNAGPTModel:
     """A DNAGPTModel holding exactly the tensors of `state` (no random weights anywhere: the module is built
     on the meta device and the checkpoint's tensors are assigned). Raises WeightsNotLoadedError naming the
     model, the file and the keys for a missing or unexpected tensor (a head may be missing only as a whole,
@@ -334,7 +334,7 @@ def _build_model(
     vocabulary: dynamic_kmer does not match the checkpoint)."""
     heads = tuple(h for h in _HEADS if any(k.startswith(f"{h}.") for k in state))
     with torch.device("meta"):
-        net = _DNAGPTModel(arch, vocab_size, heads=heads)
+        net = DNAGPTModel(arch, vocab_size, heads=heads)
     expected = net.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
@@ -363,7 +363,7 @@ def _build_model(
     return net
 
 
-class _DNAGPTEncoder(TokenModelEncoder):
+class DNAGPTEncoder(TokenModelEncoder):
     """DNAGPT from a local folder holding the authors' `<name>.pth` (`settings.source.path`). The checkpoint
     name is `load.package_model_name`, else the registry id (the authors' names: ARCHITECTURES); its
     architecture is the authors' (`load.config_overrides` may shrink depth and width, for stand-ins). Raises
@@ -386,7 +386,7 @@ class _DNAGPTEncoder(TokenModelEncoder):
                 f"into a folder and point the config at it (model_weights: {{{self.model_id}: /path/to/folder}})"
             )
         path = Path(src.folder) / f"{name}.pth"
-        tokenizer = _KmerTokenizer(arch.dynamic_kmer)
+        tokenizer = KmerTokenizer(arch.dynamic_kmer)
         state = _read_state_dict(path, model=self.model_id, name=name)
         net = _build_model(state, arch, len(tokenizer), model=self.model_id, path=path)
         weights_sha256 = file_sha256(path, length=64)
@@ -436,6 +436,6 @@ class _DNAGPTEncoder(TokenModelEncoder):
         }
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _DNAGPTEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> DNAGPTEncoder:
     """Adapter entry point of family `dnagpt` (see geneb.registry.families)."""
-    return _DNAGPTEncoder(settings, **kwargs)
+    return DNAGPTEncoder(settings, **kwargs)

@@ -39,7 +39,7 @@ class _IdentityUnembed(nn.Module):
         return u
 
 
-class _EvoEncoder(TokenModelEncoder):
+class EvoEncoder(TokenModelEncoder):
     """Evo 1 / 1.5 through `evo.Evo`. `settings.load.package_model_name` names the checkpoint for the
     package (e.g. "evo-1-131k-base"); `extraction.max_tokens` is required (the context: 8192 or 131072)."""
 
@@ -115,7 +115,7 @@ class _EvoEncoder(TokenModelEncoder):
         }
 
 
-class _Evo2Encoder(_EvoEncoder):
+class Evo2Encoder(EvoEncoder):
     """Evo 2 through `evo2.Evo2`; `layer` must be a module name of the Vortex model (read with a hook)."""
 
     package = "evo2"
@@ -139,11 +139,11 @@ def _cfg_int(cfg: Any, key: str) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _EvoEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> EvoEncoder:
     """Adapter entry point of family `evo`."""
-    return _EvoEncoder(settings, **kwargs)
+    return EvoEncoder(settings, **kwargs)
 
 
-def from_settings_evo2(settings: ExtractionSettings, **kwargs: Any) -> _Evo2Encoder:
+def from_settings_evo2(settings: ExtractionSettings, **kwargs: Any) -> Evo2Encoder:
     """Adapter entry point of family `evo2`."""
-    return _Evo2Encoder(settings, **kwargs)
+    return Evo2Encoder(settings, **kwargs)

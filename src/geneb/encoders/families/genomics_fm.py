@@ -170,7 +170,7 @@ class _Encoder(nn.Module):
         self.layer = nn.ModuleList(_Layer(cfg) for _ in range(cfg["num_hidden_layers"]))
 
 
-class _GenomicsFMModel(nn.Module):
+class GenomicsFMModel(nn.Module):
     """The Genomics-FM backbone (bert_layers.py `BertModel` without pooler), tensor names as in the checkpoint
     minus `bert.`. cfg: the config.json values (see `_CONFIG_KEYS`). use_alibi: ALiBi biases and no position
     table (how pretraining ran), else the learned position table and no ALiBi.
@@ -261,7 +261,7 @@ def _read_config(raw: dict[str, Any], *, model: str) -> dict[str, Any]:
     return cfg
 
 
-class _GenomicsFMEncoder(FolderTokenizerEncoder):
+class GenomicsFMEncoder(FolderTokenizerEncoder):
     """Genomics-FM from a local checkpoint folder (`source.kind: local`: config.json, pytorch_model.bin or
     model.safetensors, tokenizer.json). Input per chunk: [CLS] [BPE] [ALIBI] tokens [SEP], ALiBi on (the
     module docstring). Raises ModelLoadError for a missing file, a config/weights mismatch or an unreadable
@@ -274,7 +274,7 @@ class _GenomicsFMEncoder(FolderTokenizerEncoder):
         tokenizer.add_special_tokens(list(_ADDED_TOKENS))
         cfg = _read_config(raw, model=self.model_id)
         state, fmt = read_state_dict(folder, model=self.model_id, get=_GET)
-        model = _GenomicsFMModel(cfg, use_alibi=True)
+        model = GenomicsFMModel(cfg, use_alibi=True)
         heads = load_mapped(model, state, prefix=_PREFIX, model=self.model_id)
         if heads:
             _log.info("model %s: checkpoint heads not used for embeddings: %s", self.model_id, heads[:5])
@@ -314,6 +314,6 @@ class _GenomicsFMEncoder(FolderTokenizerEncoder):
         }
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _GenomicsFMEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> GenomicsFMEncoder:
     """Adapter entry point (see geneb.registry.families)."""
-    return _GenomicsFMEncoder(settings, **kwargs)
+    return GenomicsFMEncoder(settings, **kwargs)

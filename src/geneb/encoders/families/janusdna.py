@@ -31,7 +31,7 @@ Facts used, all read in Qihao-Duan/JanusDNA at commit 03cd86e72c5a608ceead55c327
   SiLU(gate); out_proj. `geneb.encoders.families.janusdna.selective_scan` is GENEB's reference recurrence of that
   scan (the semantics of mamba_ssm's documented `selective_scan_ref`; Gu & Dao 2023, Algorithm 2).
 * Middle attention (72-w only): per stream, causal (`is_causal`), no positional encoding, scale 1/sqrt(head_dim).
-* The Janus fusion: the backward stream is flipped back, and one `_FinalAttention` block (attention + SwiGLU MLP)
+* The Janus fusion: the backward stream is flipped back, and one `FinalAttention` block (attention + SwiGLU MLP)
   runs over the 2L positions with the four-part mask of `JanusDNAFlexAttention.create_janus_mask`: forward
   position i sees forward positions <= i and backward positions >= i + 2; backward position j sees forward
   positions <= j - 2 and backward positions >= j. FlexAttention there pads the 18-wide heads with zeros to
@@ -76,7 +76,7 @@ from geneb.encoders.loading import PICKLE_WEIGHTS_ONLY
 from geneb.registry.spec import ExtractionSettings
 
 
-class _RMSNorm(nn.Module):
+class RMSNorm(nn.Module):
     """weight * x / sqrt(mean(x^2) + eps), in float32 (`JanusDNARMSNorm`). x: (..., d) -> (..., d)."""
 
     def __init__(self, d: int, eps: float) -> None:
@@ -131,7 +131,7 @@ def selective_scan(
     return y * F.silu(z.float())
 
 
-class _MambaMixer(nn.Module):
+class MambaMixer(nn.Module):
     """`JanusDNAMambaMixer` without cache or kernels (its `slow_forward`). x: (batch, L, hidden) -> same."""
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
@@ -149,9 +149,9 @@ class _MambaMixer(nn.Module):
         self.A_log = nn.Parameter(torch.zeros(inner, state))
         self.D = nn.Parameter(torch.ones(inner))
         self.out_proj = nn.Linear(inner, hidden, bias=bias)
-        self.dt_layernorm = _RMSNorm(rank, eps)
-        self.b_layernorm = _RMSNorm(state, eps)
-        self.c_layernorm = _RMSNorm(state, eps)
+        self.dt_layernorm = RMSNorm(rank, eps)
+        self.b_layernorm = RMSNorm(state, eps)
+        self.c_layernorm = RMSNorm(state, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         length = x.shape[1]
@@ -165,7 +165,7 @@ class _MambaMixer(nn.Module):
         return self.out_proj(y.transpose(1, 2).to(x.dtype))
 
 
-class _MLP(nn.Module):
+class MLP(nn.Module):
     """SwiGLU feed-forward: down(SiLU(gate(x)) * up(x)) (`JanusDNAMLP`)."""
 
     def __init__(self, hidden: int, inner: int) -> None:
@@ -178,7 +178,7 @@ class _MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-class _SparseMoE(nn.Module):
+class SparseMoE(nn.Module):
     """Top-k mixture of SwiGLU experts (`JanusDNASparseMoeBlock`): router softmax in float32, the k largest
     weights used as they are (not renormalised), every token through its k experts. x: (batch, L, d) -> same."""
 
@@ -186,7 +186,7 @@ class _SparseMoE(nn.Module):
         super().__init__()
         self.top_k = top_k
         self.router = nn.Linear(hidden, n_experts, bias=False)
-        self.experts = nn.ModuleList([_MLP(hidden, inner) for _ in range(n_experts)])
+        self.experts = nn.ModuleList([MLP(hidden, inner) for _ in range(n_experts)])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -205,11 +205,11 @@ class _SparseMoE(nn.Module):
 def _ffn(cfg: Mapping[str, Any], n_experts: int) -> nn.Module:
     hidden, inner = int(cfg["hidden_size"]), int(cfg["intermediate_size"])
     if n_experts > 1:
-        return _SparseMoE(hidden, inner, n_experts, int(cfg["num_experts_per_tok"]))
-    return _MLP(hidden, inner)
+        return SparseMoE(hidden, inner, n_experts, int(cfg["num_experts_per_tok"]))
+    return MLP(hidden, inner)
 
 
-class _Attention(nn.Module):
+class Attention(nn.Module):
     """Multi-head attention without positions (`JanusDNAAttention` / `JanusDNAFlexAttention`): softmax(q k^T /
     sqrt(scale_dim)) v under a boolean mask `allowed` (L, L), True = may attend. `scale_dim` is the head width the
     softmax scale is taken from (FlexAttention's zero-padded heads: 32 for 18-wide heads). q/k/v/out projections
@@ -242,16 +242,16 @@ class _Attention(nn.Module):
         return (self.o_projs[0] if hasattr(self, "o_projs") else self.o_proj)(out)
 
 
-class _MambaLayer(nn.Module):
+class MambaLayer(nn.Module):
     """One Mamba layer of both streams (`BiJanusDNAMambaSeperateWrapper`): `mamba_fwd` and `*_fwd` on the
     forward stream, `mamba_rev` and `*_bwd` on the (flipped) backward stream."""
 
     def __init__(self, cfg: Mapping[str, Any], n_experts: int) -> None:
         super().__init__()
         d, eps = int(cfg["hidden_size"]), float(cfg["rms_norm_eps"])
-        self.mamba_fwd, self.mamba_rev = _MambaMixer(cfg), _MambaMixer(cfg)
-        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
-        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
+        self.mamba_fwd, self.mamba_rev = MambaMixer(cfg), MambaMixer(cfg)
+        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = RMSNorm(d, eps), RMSNorm(d, eps)
+        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = RMSNorm(d, eps), RMSNorm(d, eps)
         self.feed_forward_fwd, self.feed_forward_bwd = _ffn(cfg, n_experts), _ffn(cfg, n_experts)
 
     def forward(self, fwd: torch.Tensor, bwd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -262,7 +262,7 @@ class _MambaLayer(nn.Module):
         return fwd, bwd
 
 
-class _AttentionLayer(nn.Module):
+class AttentionLayer(nn.Module):
     """One middle attention layer of both streams (`BiJanusDNAAttentionWrapper`): causal attention per stream."""
 
     def __init__(self, cfg: Mapping[str, Any], n_experts: int) -> None:
@@ -270,10 +270,10 @@ class _AttentionLayer(nn.Module):
         d, eps = int(cfg["hidden_size"]), float(cfg["rms_norm_eps"])
         head = d // int(cfg["num_attention_heads"])
         self.causal = bool(cfg["is_causal"])
-        self.self_attn_fwd = _Attention(cfg, scale_dim=head, flex=False)
-        self.self_attn_bwd = _Attention(cfg, scale_dim=head, flex=False)
-        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
-        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = _RMSNorm(d, eps), _RMSNorm(d, eps)
+        self.self_attn_fwd = Attention(cfg, scale_dim=head, flex=False)
+        self.self_attn_bwd = Attention(cfg, scale_dim=head, flex=False)
+        self.input_layernorm_fwd, self.pre_ff_layernorm_fwd = RMSNorm(d, eps), RMSNorm(d, eps)
+        self.input_layernorm_bwd, self.pre_ff_layernorm_bwd = RMSNorm(d, eps), RMSNorm(d, eps)
         self.feed_forward_fwd, self.feed_forward_bwd = _ffn(cfg, n_experts), _ffn(cfg, n_experts)
 
     def forward(self, fwd: torch.Tensor, bwd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -288,16 +288,16 @@ class _AttentionLayer(nn.Module):
         return fwd, bwd
 
 
-class _DecoderLayer(nn.Module):
+class DecoderLayer(nn.Module):
     """Layer i of the state dict: `layers.i.mamba_module.*` (`JanusDNAMambaDecoderLayer`) or `layers.i.attn.*`
     (`JanusDNAAttentionDecoderLayer`). forward(fwd, bwd) -> (fwd, bwd), each (batch, L, d)."""
 
     def __init__(self, cfg: Mapping[str, Any], kind: str, n_experts: int) -> None:
         super().__init__()
         if kind == "attention":
-            self.attn = _AttentionLayer(cfg, n_experts)
+            self.attn = AttentionLayer(cfg, n_experts)
         else:
-            self.mamba_module = _MambaLayer(cfg, n_experts)
+            self.mamba_module = MambaLayer(cfg, n_experts)
 
     def forward(self, fwd: torch.Tensor, bwd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return (self.attn if hasattr(self, "attn") else self.mamba_module)(fwd, bwd)
@@ -318,15 +318,15 @@ def _janus_mask(length: int, device: torch.device | str = "cpu") -> torch.Tensor
     )
 
 
-class _FinalAttention(nn.Module):
-    """`_FinalAttention`: x + attn(RMSNorm(x)) under `_janus_mask`, then x + MLP(RMSNorm(x)). x: (batch, 2L, d)."""
+class FinalAttention(nn.Module):
+    """`FinalAttention`: x + attn(RMSNorm(x)) under `_janus_mask`, then x + MLP(RMSNorm(x)). x: (batch, 2L, d)."""
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__()
         d, eps = int(cfg["hidden_size"]), float(cfg["rms_norm_eps"])
-        self.self_attn = _Attention(cfg, scale_dim=int(cfg["final_head_dim"]), flex=True)
-        self.feed_forward = _MLP(d, int(cfg["intermediate_size"]))
-        self.input_layernorm, self.pre_ff_layernorm = _RMSNorm(d, eps), _RMSNorm(d, eps)
+        self.self_attn = Attention(cfg, scale_dim=int(cfg["final_head_dim"]), flex=True)
+        self.feed_forward = MLP(d, int(cfg["intermediate_size"]))
+        self.input_layernorm, self.pre_ff_layernorm = RMSNorm(d, eps), RMSNorm(d, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         allowed = _janus_mask(x.shape[1] // 2, x.device)
@@ -346,7 +346,7 @@ def _janus_fusion(h: torch.Tensor) -> torch.Tensor:
     return torch.cat([bwd[:, 1:2], middle, fwd[:, length - 2 : length - 1]], dim=1)
 
 
-class _JanusDNA(nn.Module):
+class JanusDNA(nn.Module):
     """GENEB's JanusDNA backbone (`JanusDNAModel` with layer_fusion false, final attention, the Janus fusion);
     parameter names are those of its state dict. forward(input_ids (batch, L) int64) -> (batch, L, d) float:
     RMSNorm(fused) + final_mlp(RMSNorm(fused)), where final_mlp is the identity when `final_mlp` is False (the
@@ -358,12 +358,12 @@ class _JanusDNA(nn.Module):
         self.embed_tokens = nn.Embedding(int(cfg["vocab_size"]), d)
         self.layers = nn.ModuleList(
             [
-                _DecoderLayer(cfg, kind, experts)
+                DecoderLayer(cfg, kind, experts)
                 for kind, experts in zip(cfg["layer_types"], cfg["layer_experts"], strict=True)
             ]
         )
-        self.final_attention = _FinalAttention(cfg)
-        self.final_layernorm = _RMSNorm(d, float(cfg["rms_norm_eps"]))
+        self.final_attention = FinalAttention(cfg)
+        self.final_layernorm = RMSNorm(d, float(cfg["rms_norm_eps"]))
         self.final_mlp: nn.Module = (
             nn.Sequential(nn.Linear(d, 2 * d), nn.SiLU(), nn.Linear(2 * d, d), nn.SiLU())
             if final_mlp
@@ -566,7 +566,7 @@ def _backbone_state(state: Mapping[str, torch.Tensor], *, model: str, path: Path
     return out
 
 
-def _load_strict(net: _JanusDNA, state: Mapping[str, torch.Tensor], *, model: str, path: Path) -> None:
+def _load_strict(net: JanusDNA, state: Mapping[str, torch.Tensor], *, model: str, path: Path) -> None:
     """Copy `state` into `net`, every key and shape exactly (the final MLP's four keys may be absent together).
     Raises WeightsNotLoadedError for missing tensors and ModelLoadError for unexpected keys or shapes, naming
     the model, the file and the first keys."""
@@ -625,7 +625,7 @@ def _read_config(path: Path, *, model: str) -> dict[str, Any]:
     return _janus_config(raw, model=model)
 
 
-def _load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple[_JanusDNA, dict[str, Any]]:
+def _load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple[JanusDNA, dict[str, Any]]:
     """(network in eval mode with the checkpoint's weights, resolved config) from the released files
     (`_janusdna_files`). Raises ModelLoadError / WeightsNotLoadedError naming the model and file."""
     ckpt_path, config_path = _janusdna_files(folder, stem, model=model)
@@ -634,7 +634,7 @@ def _load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple
     has_mlp = [k in state for k in _FINAL_MLP_KEYS]
     if any(has_mlp) and not all(has_mlp):
         raise ModelLoadError(f"model {model}: {ckpt_path} has only some of the final_mlp tensors {_FINAL_MLP_KEYS}")
-    net = _JanusDNA(cfg, final_mlp=all(has_mlp))
+    net = JanusDNA(cfg, final_mlp=all(has_mlp))
     _load_strict(net, state, model=model, path=ckpt_path)
     cfg["final_mlp"] = "checkpoint" if all(has_mlp) else "identity (the checkpoint has none)"
     return net.eval(), cfg
@@ -643,10 +643,10 @@ def _load_janusdna(folder: str | None, stem: str | None, *, model: str) -> tuple
 # ---- the encoder ----------------------------------------------------------------------------------------------
 
 
-class _JanusDNAEncoder(TokenModelEncoder):
-    """JanusDNA through GENEB's native network (`_JanusDNA`), float32, on CPU or CUDA. Settings:
+class JanusDNAEncoder(TokenModelEncoder):
+    """JanusDNA through GENEB's native network (`JanusDNA`), float32, on CPU or CUDA. Settings:
     `source.path` (the folder with the Dataverse files), `load.package_model_name` (their stem),
-    `extraction.layer` -1 (the final output) or a module name of `_JanusDNA` that runs once per forward pass
+    `extraction.layer` -1 (the final output) or a module name of `JanusDNA` that runs once per forward pass
     (e.g. `final_layernorm`, `final_attention`; a layer of the two streams runs twice and is refused)."""
 
     def _load(self) -> LoadedNetwork:
@@ -693,6 +693,6 @@ class _JanusDNAEncoder(TokenModelEncoder):
         }
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _JanusDNAEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> JanusDNAEncoder:
     """Adapter entry point of family `janusdna`."""
-    return _JanusDNAEncoder(settings, **kwargs)
+    return JanusDNAEncoder(settings, **kwargs)

@@ -60,7 +60,7 @@ _NUCLEOTIDE_IDS = {"A": 5, "T": 6, "U": 6, "C": 7, "G": 8, "N": 9}
 _KNOWN_LETTERS = frozenset("ACGTUNacgtun")
 
 
-class _LucaOneEncoder(HFEncoder):
+class LucaOneEncoder(HFEncoder):
     """LucaOne through its checkpoint's own remote code (AutoModel/AutoTokenizer, trust_remote_code), on the
     shared token engine: [CLS] + nucleotide ids + [SEP], token type 0, attention mask, right padding.
 
@@ -135,6 +135,6 @@ class _LucaOneEncoder(HFEncoder):
         return {**super().identity(), "seq_type": _SEQ_TYPE, "token_type_id": _GENE_TOKEN_TYPE}
 
 
-def from_settings(settings: ExtractionSettings, **kwargs: Any) -> _LucaOneEncoder:
+def from_settings(settings: ExtractionSettings, **kwargs: Any) -> LucaOneEncoder:
     """Adapter entry point of family `lucaone` (see geneb.registry.families)."""
-    return _LucaOneEncoder(settings, **kwargs)
+    return LucaOneEncoder(settings, **kwargs)

@@ -7,7 +7,7 @@ A file entry's folder is importable: while GENEB imports the file, calls the fac
 is the first entry of sys.path (`_user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
 loaded from the folder are kept per folder and code fingerprint, so two entries' `helpers.py` never mix in one
 process (`geneb.evaluate` in a notebook). An exception raised in the user's code (import, factory, `embed`) is
-re-raised as `_UserCodeError` (the original chained), whose message names the innermost frame in the user's
+re-raised as `UserCodeError` (the original chained), whose message names the innermost frame in the user's
 code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`_user_frame`); a MemoryError passes as it is.
 
 Family `python`: the user's own encoder, without editing GENEB (docs/adding-a-model.md, "I have my own PyTorch
@@ -23,14 +23,14 @@ weighted by their length, i.e. the mean over every position when each vector is 
 `PythonEncoder` meets `geneb.encoders.protocol.Encoder`. Its load-time checks (`_LOAD_CHECK_NAMES`): `output` (an
 array of one finite float row per sequence, one width, the entry's `extraction.embedding_dim` when set), `determinism`
 (the same call twice gives the same vectors) and `batch_invariance` (each probe embedded alone equals it embedded
-with its batch mates), each to a relative 1e-5; a failure is `_EncoderContractError` naming the model, the check, the
+with its batch mates), each to a relative 1e-5; a failure is `EncoderContractError` naming the model, the check, the
 difference and the fix. `wrap_callable` wraps a bare `list[str] -> array` function (`geneb.evaluate`).
 
 A file entry's folder is importable: while GENEB imports the file, calls the factory and calls `embed`, the folder
 is the first entry of sys.path (`_user_code`), so `from helpers import x` finds `<folder>/helpers.py`; the modules
 loaded from the folder are kept per folder and code fingerprint, so two entries' `helpers.py` never mix in one
 process (`geneb.evaluate` in a notebook). An exception raised in the user's code (import, factory, `embed`) is
-re-raised as `_UserCodeError` (the original chained), whose message names the innermost frame in the user's
+re-raised as `UserCodeError` (the original chained), whose message names the innermost frame in the user's
 code: `model m: in /path/my_model.py:42, in embed: ValueError: ...` (`_user_frame`), so the step's one-line
 `GENEB ERROR` and its log say where; a MemoryError passes as it is.
 """
@@ -68,12 +68,12 @@ from geneb.registry.python_entry import (
 from geneb.registry.spec import Extraction, ExtractionSettings
 
 
-class _EncoderContractError(ExtractionError):
+class EncoderContractError(ExtractionError):
     """A python entry's object does not keep the encoder contract (output shape, dtype, finiteness, width,
     determinism, batch-mate invariance); the message names the model, the check, the row and the fix."""
 
 
-class _UserCodeError(ExtractionError):
+class UserCodeError(ExtractionError):
     """An exception raised in the user's own code (importing the entry's file, its factory, `embed`); the message
     names the model and the innermost frame in the user's code, the original is its `__cause__`."""
 
@@ -115,14 +115,14 @@ def _user_frame(err: BaseException, folder: Path | None = None) -> tuple[str, in
 
 
 def _user_error(err: Exception, model: str, folder: Path | None = None) -> Exception:
-    """`err` as a `_UserCodeError` naming the model and `_user_frame`, to raise `from err`; a MemoryError, or an
+    """`err` as a `UserCodeError` naming the model and `_user_frame`, to raise `from err`; a MemoryError, or an
     error GENEB itself raised (ExtractionError), as it is."""
     if isinstance(err, (MemoryError, ExtractionError)):
         return err
     where = _user_frame(err, folder)
     at = f"in {where[0]}:{where[1]}, in {where[2]}: " if where else ""
     text = str(err).strip() or repr(err)
-    return _UserCodeError(f"model {model}: {at}{type(err).__name__}: {text}")
+    return UserCodeError(f"model {model}: {at}{type(err).__name__}: {text}")
 
 
 #: modules loaded from a user's folder, by (folder, code fingerprint), out of sys.modules between calls
@@ -201,10 +201,10 @@ def _load_factory(entry: str, *, model: str, expected_sha256: str | None = None)
     ref = parse_entry(entry, model=model)
     if ref.kind == "file":
         if ref.file is None:
-            raise _EncoderContractError(f"model {model}: load.entry file {entry.rsplit(':', 1)[0]} does not exist")
+            raise EncoderContractError(f"model {model}: load.entry file {entry.rsplit(':', 1)[0]} does not exist")
         fingerprint = entry_fingerprint(entry, model=model)
         if expected_sha256 is not None and fingerprint != expected_sha256:
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"model {model}: {ref.file} or a file it imports from its folder changed after the run was planned "
                 f"(fingerprint now {fingerprint[:12]}, planned {expected_sha256[:12]}); run again so that its new "
                 "content gets its own cache"
@@ -214,7 +214,7 @@ def _load_factory(entry: str, *, model: str, expected_sha256: str | None = None)
         if module is None:
             spec = importlib.util.spec_from_file_location(name, ref.file)
             if spec is None or spec.loader is None:
-                raise _EncoderContractError(f"model {model}: cannot load {ref.file} as Python code")
+                raise EncoderContractError(f"model {model}: cannot load {ref.file} as Python code")
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             try:
@@ -233,7 +233,7 @@ def _load_factory(entry: str, *, model: str, expected_sha256: str | None = None)
     factory = getattr(module, ref.factory, None)
     if not callable(factory):
         where = ref.file if ref.kind == "file" else ref.module
-        raise _EncoderContractError(
+        raise EncoderContractError(
             f"model {model}: {where} has no callable {ref.factory!r}"
             + (f" (entry point {ref.name!r} of {ENTRY_POINT_GROUP})" if ref.name else "")
         )
@@ -318,7 +318,7 @@ class PythonEncoder:
         if max_length is not None and (
             not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1
         ):
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"model {model}: max_length must be a positive int (nucleotides), got {max_length!r}"
             )
         self.max_length: int | None = max_length
@@ -349,25 +349,25 @@ class PythonEncoder:
         arr = np.asarray(out)
         where = f"model {self.model_id}"
         if arr.dtype not in (np.float32, np.float64):
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"{where}: embed() returned dtype {arr.dtype}; return float32 or float64 (n, d) (rows {rows[:3]} ...)"
             )
         if arr.ndim != 2 or arr.shape[0] != len(batch):
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"{where}: embed() of {len(batch)} sequences returned shape {arr.shape}; expected ({len(batch)}, d), "
                 "one row per sequence in order"
             )
         bad = ~np.isfinite(arr)
         if bad.any():
             i, j = (int(v) for v in np.argwhere(bad)[0])
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"{where}, row {rows[i]}: embed() returned {arr[i, j]} at column {j}; every value must be finite"
             )
         if self._width is None:
             self._width = int(arr.shape[1])
         elif arr.shape[1] != self._width:
             what = "extraction.embedding_dim" if self.embedding_dim is not None else "earlier calls"
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"{where}: embed() returned width {arr.shape[1]}, {what} gave {self._width} (rows {rows[:3]} ...)"
             )
         return arr.astype(np.float64)
@@ -413,7 +413,7 @@ class PythonEncoder:
         scale = max(float(np.abs(a).max(initial=0.0)), 1e-12)
         diff = float(np.abs(a - b).max(initial=0.0)) / scale
         if not diff <= _CHECK_RTOL:
-            raise _EncoderContractError(
+            raise EncoderContractError(
                 f"model {self.model_id}: load-time check {name} failed: vectors differ by {diff:.3g} (relative to "
                 f"the largest value; limit {_CHECK_RTOL:g}). {fix}"
             )
@@ -455,7 +455,7 @@ def from_settings(
         now = option_fingerprints(load.options, model=settings.model)
         for key, want in (load.options_sha256 or {}).items():
             if now.get(key) != want:
-                raise _EncoderContractError(
+                raise EncoderContractError(
                     f"model {settings.model}: the file or folder load.options.{key} names changed after the run was "
                     f"planned (sha256 now {str(now.get(key))[:12]}, planned {want[:12]}); run again so that its new "
                     "content gets its own cache"
@@ -470,7 +470,7 @@ def from_settings(
     except Exception as err:
         raise _user_error(err, settings.model, folder) from err
     if not callable(getattr(obj, "embed", None)):
-        raise _EncoderContractError(
+        raise EncoderContractError(
             f"model {settings.model}: the factory of {load.entry!r} returned a {type(obj).__name__} without an "
             "embed(list[str]) method; return an object with one (docs/adding-a-model.md)"
         )

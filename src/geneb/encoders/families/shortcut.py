@@ -45,7 +45,7 @@ _UNDEFINED_VALUE = 0.0
 
 
 @dataclass
-class _ShortcutEncoder:
+class ShortcutEncoder:
     """Shortcut feature encoder. `groups`: feature groups of `geneb.tasks.audit.GROUPS`, distinct, in
     the order their columns are stacked. `embed` returns float32 (n, d), d = sum of the groups' widths. Meets the
     `Encoder` protocol with no token options and no load-time probes. Raises ValueError for an empty, repeated or
@@ -110,13 +110,13 @@ class _ShortcutEncoder:
         )
 
 
-def from_settings(settings: ExtractionSettings, **_execution: object) -> _ShortcutEncoder:
+def from_settings(settings: ExtractionSettings, **_execution: object) -> ShortcutEncoder:
     """Adapter entry point (geneb.registry.families): `builtin.groups` of the registry entry. Execution knobs
     (device, batch size) do not apply. Raises ValueError naming the model for a missing or bad `groups`."""
     groups = settings.builtin.get("groups")
     if not isinstance(groups, (list, tuple)) or not groups:
         raise ValueError(f"model {settings.model}: family shortcut needs builtin.groups, a list of {list(GROUPS)}")
     try:
-        return _ShortcutEncoder(tuple(str(g) for g in groups))
+        return ShortcutEncoder(tuple(str(g) for g in groups))
     except ValueError as err:
         raise ValueError(f"model {settings.model}: {err}") from None

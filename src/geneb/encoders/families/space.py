@@ -8,7 +8,7 @@ dict loads strictly; eval-mode forward only. The facts it reproduces are listed 
 
 SPACE (Yang, Zhu & Su, ICML 2025): an Enformer whose transformer feed-forwards are species mixtures of
 experts, supervised on human + mouse functional-genomics tracks. GENEB's own PyTorch module of the network
-(`_SpaceTrunk`), loaded from the checkpoint's config.json and weights, run through the Enformer adapter's
+(`SpaceTrunk`), loaded from the checkpoint's config.json and weights, run through the Enformer adapter's
 window-and-bins logic (`geneb.encoders.families.enformer.EnformerEncoder`, subclassed; nothing duplicated).
 
 Facts used (github.com/ZhuJiwei111/SPACE at 323d89cfd0189eee1a57b844ea2a8a93996a65aa: model/config_space.py,
@@ -79,7 +79,7 @@ _WINDOW_BP = 131_072
 
 
 @dataclass(frozen=True)
-class _SpaceArch:
+class SpaceArch:
     """The SPACE hyperparameters the network's shape depends on, read from config.json with SpaceConfig's
     defaults (model/config_space.py). species: the config's output_heads keys, in order."""
 
@@ -98,7 +98,7 @@ class _SpaceArch:
     species: tuple[str, ...] = ("human", "mouse")
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any], *, model: str) -> _SpaceArch:
+    def from_config(cls, cfg: dict[str, Any], *, model: str) -> SpaceArch:
         """From a parsed config.json; raises ModelLoadError naming the model for a value the network cannot
         take (use_tf_gamma: Enformer's precomputed gammas exist for 1,536 positions only, SPACE runs 1,025; a
         dim not divisible by heads; output_heads without species)."""
@@ -297,7 +297,7 @@ class _SpeciesMoE(nn.Module):
 class _Block(nn.Module):
     """attention = Residual(LayerNorm, Attention, Dropout); feed_forward = MLP or SpeciesMoE."""
 
-    def __init__(self, arch: _SpaceArch) -> None:
+    def __init__(self, arch: SpaceArch) -> None:
         super().__init__()
         self.attention = _Residual(
             nn.Sequential(nn.LayerNorm(arch.dim), _Attention(arch.dim, arch.heads, arch.attn_dim_key), nn.Identity())
@@ -315,7 +315,7 @@ class _Block(nn.Module):
 class _Transformer(nn.Module):
     """species_embedding (one (1, 1, dim) token per species) + `transformer`, the list of blocks."""
 
-    def __init__(self, arch: _SpaceArch) -> None:
+    def __init__(self, arch: SpaceArch) -> None:
         super().__init__()
         self.species_embedding = nn.ParameterDict({s: nn.Parameter(torch.zeros(1, 1, arch.dim)) for s in arch.species})
         self.transformer = nn.ModuleList(_Block(arch) for _ in range(arch.depth))
@@ -327,13 +327,13 @@ class _Transformer(nn.Module):
         return x
 
 
-class _SpaceTrunk(nn.Module):
+class SpaceTrunk(nn.Module):
     """SPACE up to its per-bin embeddings, with upstream's parameter names (`Space` less `heads.` and
     `tracks.`). forward(one_hot (B, L, 4) float, species) -> (B, target_length, 2 dim) float, L a multiple of
     2**num_downsamples with L / 2**num_downsamples >= target_length. Raises ValueError for another L or an
     unknown species."""
 
-    def __init__(self, arch: _SpaceArch) -> None:
+    def __init__(self, arch: SpaceArch) -> None:
         super().__init__()
         self.arch = arch
         f = arch.filters()
@@ -368,12 +368,12 @@ class _SpaceTrunk(nn.Module):
         return self.final_pointwise(x)
 
 
-class _SpaceWindowInput(nn.Module):
+class SpaceWindowInput(nn.Module):
     """The call the Enformer adapter makes: model(indices (B, L) long, A C G T = 0..3, N = 4,
     return_embeddings=True) -> (None, per-bin embeddings (B, bins, width)); indices become the one-hot SPACE
     reads (N all zeros) and the trunk runs for `species`."""
 
-    def __init__(self, trunk: _SpaceTrunk, species: str) -> None:
+    def __init__(self, trunk: SpaceTrunk, species: str) -> None:
         super().__init__()
         self.trunk, self.species = trunk, species
 
@@ -455,7 +455,7 @@ def _load_state_dict(settings: ExtractionSettings) -> tuple[dict[str, torch.Tens
     raise ModelLoadError(f"model {model}: no SPACE weights ({', '.join(_SAFETENSORS + _PICKLE)}) in the checkpoint")
 
 
-def _load_trunk(settings: ExtractionSettings) -> tuple[_SpaceTrunk, str, list[str]]:
+def _load_trunk(settings: ExtractionSettings) -> tuple[SpaceTrunk, str, list[str]]:
     """(SpaceTrunk with the checkpoint's weights, eval mode, float32; weights format; the checkpoint tensors
     left unused, all under UNUSED_PREFIXES). Raises ModelLoadError without config.json and
     WeightsNotLoadedError (`check_loading_info`) for a trunk tensor the checkpoint lacks, a checkpoint tensor
@@ -464,8 +464,8 @@ def _load_trunk(settings: ExtractionSettings) -> tuple[_SpaceTrunk, str, list[st
     cfg_path = _fetch(settings, "config.json")
     if cfg_path is None:
         raise ModelLoadError(f"model {model}: the SPACE checkpoint has no config.json")
-    arch = _SpaceArch.from_config(json.loads(cfg_path.read_text()), model=model)
-    trunk = _SpaceTrunk(arch)
+    arch = SpaceArch.from_config(json.loads(cfg_path.read_text()), model=model)
+    trunk = SpaceTrunk(arch)
     state, fmt = _load_state_dict(settings)
     own = trunk.state_dict()
     heads = [k for k in state if k.startswith(_UNUSED_PREFIXES)]
@@ -523,7 +523,7 @@ class SpaceEncoder(EnformerEncoder):
                 self.unused[0],
             )
         self.arch = arch
-        self.model = _SpaceWindowInput(trunk, self.species).eval().to(self.device)
+        self.model = SpaceWindowInput(trunk, self.species).eval().to(self.device)
         src = self.settings.source
         self.where = src.folder or src.hub_id
 

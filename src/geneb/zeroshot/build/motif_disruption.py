@@ -48,7 +48,7 @@ _BASES = "ACGT"
 
 
 @dataclass(frozen=True)
-class _StrandMatrix:
+class StrandMatrix:
     """One motif on one strand: `prob` (4, L) base probabilities in ACGT order along the forward sequence,
     `pssm` the Biopython log-odds matrix of that strand, `low`/`high` its minimum and maximum window score."""
 
@@ -72,7 +72,7 @@ class _StrandMatrix:
         return (raw - self.low) / (self.high - self.low)
 
 
-def _load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[_StrandMatrix], dict[str, Any]]:
+def _load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[StrandMatrix], dict[str, Any]]:
     """Both strands of each JASPAR matrix (pyjaspar's bundled database) and the record of what was loaded
     (release, pyjaspar version, id -> name). Raises ValueError naming an id the database lacks."""
     from importlib.metadata import version
@@ -80,7 +80,7 @@ def _load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[_
     from pyjaspar import jaspardb  # type: ignore[import-untyped]
 
     db = jaspardb()
-    out: list[_StrandMatrix] = []
+    out: list[StrandMatrix] = []
     names: dict[str, str] = {}
     for motif_id in motif_ids:
         motif = db.fetch_motif_by_id(motif_id)
@@ -91,7 +91,7 @@ def _load_matrices(motif_ids: Sequence[str], pseudocount: float) -> tuple[list[_
         for strand, matrix in (("+", pwm), ("-", pwm.reverse_complement())):
             pssm = matrix.log_odds()
             prob = np.array([[matrix[b][j] for j in range(matrix.length)] for b in _BASES], dtype=float)
-            out.append(_StrandMatrix(motif_id, names[motif_id], strand, prob, pssm, float(pssm.min), float(pssm.max)))
+            out.append(StrandMatrix(motif_id, names[motif_id], strand, prob, pssm, float(pssm.min), float(pssm.max)))
     return out, {"jaspar_release": str(db.release), "pyjaspar_version": version("pyjaspar"), "motifs": names}
 
 
@@ -100,7 +100,7 @@ def _information_content(prob: np.ndarray) -> np.ndarray:
     return np.asarray(2.0 + (prob * np.log2(prob)).sum(axis=0))
 
 
-def _effect(seq: str, start: int, m: _StrandMatrix, min_ic: float) -> tuple[int, str] | None:
+def _effect(seq: str, start: int, m: StrandMatrix, min_ic: float) -> tuple[int, str] | None:
     """(position, alt) of the effect inside the match at `start`, or None when no column qualifies."""
     ic = _information_content(m.prob)
     best = None
@@ -132,7 +132,7 @@ def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any])
             break
         source, source_row, seq = candidates[int(i)]
         near_match = np.zeros(len(seq), dtype=bool)
-        strong_hits: list[tuple[_StrandMatrix, int, float]] = []
+        strong_hits: list[tuple[StrandMatrix, int, float]] = []
         for m in matrices:
             if len(seq) < m.length:
                 continue
