@@ -18,13 +18,14 @@ MOVES = json.loads((REFERENCE.parent / "module_moves.json").read_text())["moves"
 
 
 def _moved(path: str) -> str | None:
-    """The module path (geneb/...) a reference module's lines are in now; None for code moved into tests/."""
+    """The module path (geneb/...) a reference module's lines are in now; None for code moved into tests/ or
+    deleted as dead code (tests/reference/module_moves.json says which)."""
     dotted = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
     seen = set()
     while dotted in MOVES and dotted not in seen:
         seen.add(dotted)
         dotted = MOVES[dotted]
-    if dotted.startswith("tests/"):
+    if dotted.startswith(("tests/", "deleted")):
         return None
     src = Path(__file__).resolve().parents[1] / "src" / Path(*dotted.split("."))
     return f"{dotted.replace('.', '/')}/__init__.py" if src.is_dir() else f"{dotted.replace('.', '/')}.py"
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> int:
     for module, entry in sorted(before["modules"].items()):
         where = _moved(module)
         if where is None:
-            print(f"moved out of the product (into tests/): {module}")
+            print(f"moved out of the product (into tests/) or deleted: {module}")
         elif entry["covered"] and not now.get(where, {}).get("covered"):
             lost.append(module if where == module else f"{module} (now {where})")
     for module in lost:
