@@ -8,9 +8,9 @@ import re
 import pytest
 import yaml
 
+from geneb.core.provenance import stable_params
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import Registry, RegistryError
-from geneb.run.layout import stable_params
 from workflow_support import REPO, dry_run, write_run_config
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from geneb.core.provenance import stable_params
 from geneb.registry.load import extraction_hash, extraction_settings, load_registry
 from geneb.registry.registry import NotRunnableError, Registry
 from geneb.registry.spec import ModelSpec, Source
-from geneb.run.layout import stable_params
 
 HERE = Path(__file__).parent
 

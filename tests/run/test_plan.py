@@ -16,10 +16,11 @@ import pytest
 import yaml
 
 from geneb.core.paths import validate_with_defaults
+from geneb.core.provenance import stable_params
 from geneb.registry.load import extraction_hash, extraction_settings
 from geneb.registry.registry import RegistryError
 from geneb.run.checks import PreflightError, check_config, default_schema_files
-from geneb.run.layout import canonical_path, stable_params
+from geneb.run.layout import canonical_path
 from geneb.run.plan import _FINAL_OUTPUTS, RunPlan, plan_run
 from geneb.tasks.catalogue import CatalogueError
 from workflow_support import reversed_mappings

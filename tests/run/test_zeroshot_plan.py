@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geneb.run.layout import params_hash
+from geneb.core.provenance import params_hash
 from geneb.run.plan import plan_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -142,8 +142,8 @@ def resolve_config(
     mappings key by key), `tasks` and `models` set, validated and its defaults filled as the workflow does
     (`geneb.run.checks.check_config`). Raises ValueError listing every problem of the config."""
     from geneb.core.paths import load_schema
+    from geneb.core.provenance import stable_params
     from geneb.run.checks import check_config
-    from geneb.run.layout import stable_params
 
     if config is None:
         base: dict[str, Any] = {}

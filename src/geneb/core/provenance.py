@@ -1,9 +1,14 @@
-"""Provenance: stable hashes of settings, the versions of the packages that produce a result, and the git
-commit of the running GENEB code.
+"""Provenance: stable hashes of settings, the rerun keys built on them, the versions of the packages that produce a
+result, and the git commit of the running GENEB code.
 
 Every output row carries a `config_hash` (what was asked for), package versions and the code revision
 (`code_revision`: commit and dirty-tree flag; what computed it), so a number can be traced back and two numbers
 are only compared when they were made the same way.
+
+Rerun keys: params that stay equal from one Snakemake call to the next. Params are rerun triggers, compared by
+`repr` (Snakemake's persistence): `stable_params` sorts every mapping so that key order in a YAML file, or a dict
+built in a different order, never reruns a job; `params_hash` is the 12-hex cache key a path carries (the
+resources/ layout, `geneb.run.layout`, and the zero-shot stage's paths, `geneb.zeroshot.plan`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -47,6 +53,37 @@ def canonical_json(obj: Any) -> str:
 def stable_hash(obj: Any, length: int = 12) -> str:
     """First `length` hex digits of the sha256 of `canonical_json(obj)`; identical across processes/machines."""
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def stable_params(obj: Any) -> Any:
+    """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists, numpy
+    scalars as Python numbers and integral floats as ints (`200.0` -> `200`, `C: 1` and `C: 1.0` alike): the
+    same value however it was written or built, so `repr` (Snakemake's params key) is equal across processes,
+    key orders and number spellings. Booleans stay booleans. Raises TypeError for objects JSON
+    cannot hold."""
+    return _integral_floats_as_ints(json.loads(canonical_json(obj)))
+
+
+def _integral_floats_as_ints(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_integral_floats_as_ints(v) for v in obj]
+    if isinstance(obj, float) and obj.is_integer():
+        return int(obj)
+    return obj
+
+
+def params_hash(params: Mapping[str, Any]) -> str:
+    """The 12-hex cache key of a path: `stable_hash` of `stable_params(params)` (sorted mappings, so the key order
+    of a YAML file never gives a new path), the primitive of the extraction settings hash too."""
+    return stable_hash(stable_params(dict(params)))
+
+
+def check_hash(what: str, wildcard: str, current: str) -> None:
+    """Raises ValueError when the hash `wildcard` of a path asking for `what` is not this config's `current`."""
+    if wildcard != current:
+        raise ValueError(f"{what}: the path has hash {wildcard}, this config's is {current}")
 
 
 def file_sha256(path: str | os.PathLike[str], length: int = 12) -> str:

@@ -1,11 +1,9 @@
 """What a job carries: the resources/ layout (every cache path and the hash it carries), rerun keys and the
 resources jobs ask of a scheduler.
 
-Rerun keys: params that stay equal from one Snakemake call to the next.
-
-Params are rerun triggers, compared by `repr` (Snakemake's persistence): `stable_params` sorts every mapping so
-that key order in a YAML file, or a dict built in a different order, never reruns a job, and
-`canonical_path` gives a local path one spelling.
+Rerun keys: params that stay equal from one Snakemake call to the next. Params are rerun triggers, compared by
+`repr` (Snakemake's persistence): `geneb.core.provenance.stable_params` sorts every mapping (and its `params_hash`
+is the hash a path carries), and `canonical_path` gives a local path one spelling.
 
 What the workflow's jobs ask of a scheduler: portable resources (a GPU count, memory, run time).
 
@@ -29,37 +27,16 @@ and `{xhash}` wildcards of the rules are these hashes.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from geneb.core.provenance import canonical_json, stable_hash
+from geneb.core.provenance import check_hash, params_hash, stable_params
 from geneb.registry.families import family as model_family
 from geneb.registry.python_entry import cpu_only
 from geneb.registry.registry import Registry, model_spec
 from geneb.run import partial as partial_run
-
-
-def stable_params(obj: Any) -> Any:
-    """`obj` with every mapping's keys sorted (recursively), sets as sorted lists, tuples as lists, numpy
-    scalars as Python numbers and integral floats as ints (`200.0` -> `200`, `C: 1` and `C: 1.0` alike): the
-    same value however it was written or built, so `repr` (Snakemake's params key) is equal across processes,
-    key orders and number spellings. Booleans stay booleans. Raises TypeError for objects JSON
-    cannot hold."""
-    return _integral_floats_as_ints(json.loads(canonical_json(obj)))
-
-
-def _integral_floats_as_ints(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _integral_floats_as_ints(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_integral_floats_as_ints(v) for v in obj]
-    if isinstance(obj, float) and obj.is_integer():
-        return int(obj)
-    return obj
-
 
 #: the config keys the report does not show (execution knobs, weight paths, the task lock's path, download limits)
 _REPORT_HIDDEN = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")
@@ -183,12 +160,6 @@ class ExtractionResources:
 _TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
 
 
-def params_hash(params: Mapping[str, Any]) -> str:
-    """The 12-hex cache key of a path: `stable_hash` of `stable_params(params)` (sorted mappings, so the key order
-    of a YAML file never gives a new path), the primitive of the extraction settings hash too."""
-    return stable_hash(stable_params(dict(params)))
-
-
 # ---- the resources/ layout: one function per kind of path, each keyed on everything that decides its content
 # (docs/data-dictionary.md). Two configs that prepare a task differently get different folders, so neither
 # re-prepares, re-draws or re-extracts the other's files (`RunPlan` methods call these; so does geneb.evaluate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
@@ -220,12 +191,6 @@ def model_embeddings_dir(model: str, xhash: str) -> str:
 def embedding_path(model: str, xhash: str, task: str, thash: str) -> str:
     """The HDF5 embedding cache of (model under the extraction settings hashed `xhash`, prepared task `thash`)."""
     return f"{model_embeddings_dir(model, xhash)}/{task}/{thash}.h5"
-
-
-def check_hash(what: str, wildcard: str, current: str) -> None:
-    """Raises ValueError when the hash `wildcard` of a path asking for `what` is not this config's `current`."""
-    if wildcard != current:
-        raise ValueError(f"{what}: the path has hash {wildcard}, this config's is {current}")
 
 
 class ResourceLayout:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from geneb.core.provenance import check_hash, params_hash, stable_params
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.probe.shots import NESTED_DRAW_KEY
 from geneb.registry.families import with_twins
@@ -48,7 +49,7 @@ from geneb.run.checks import (
     task_prepared,
 )
 from geneb.run.integrity import BadFile, TrustedFiles, check_before_dag
-from geneb.run.layout import ExtractionResources, ResourceLayout, check_hash, params_hash, report_config, stable_params
+from geneb.run.layout import ExtractionResources, ResourceLayout, report_config
 from geneb.run.stages import FineTunePlan, ZeroShotPlan
 from geneb.tasks.catalogue import lock_identity, read_catalogue, read_lock, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED

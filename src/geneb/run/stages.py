@@ -35,11 +35,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from geneb.core.provenance import check_hash, params_hash
 from geneb.finetune.recipe import FINETUNE_PROTOCOL, RecipeConfigError, from_config
 from geneb.registry.families import resolved_lm_head, resolved_scoring
 from geneb.registry.registry import Registry, model_spec
 from geneb.registry.spec import model_depth
-from geneb.run.layout import check_hash, params_hash
 from geneb.tasks.sources import resolve_source_string, source_identity
 from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS
 from geneb.zeroshot.task import (
