@@ -94,10 +94,10 @@ def run_files(plan: Any) -> dict[str, str]:
     (probes,) = plan.probe_tables()
     (predictions,) = plan.probe_tables(kind="predictions")
     return {
-        **plan.task_inputs(TASK),  # train, test, card
-        "audit": plan.audit_file(TASK),
-        "shots": plan.shot_file(PROTOCOL, TASK),
-        "embeddings": plan.embedding_file(MODEL, TASK),
+        **plan.layout.task_inputs(TASK),  # train, test, card
+        "audit": plan.layout.audit_file(TASK),
+        "shots": plan.layout.shot_file(PROTOCOL, TASK),
+        "embeddings": plan.layout.embedding_file(MODEL, TASK),
         "probes": probes,
         "predictions": predictions,
         "scores": plan.results_path("tables/scores.parquet"),
@@ -130,7 +130,7 @@ def _build_digested_run(root: Path, shared: Path) -> None:
     files = run_files(plan)
     assert all((root / path).is_file() for kind, path in files.items() if kind != "audit"), files
     audit_prepared(
-        **{key: root / path for key, path in plan.task_inputs(TASK).items()},
+        **{key: root / path for key, path in plan.layout.task_inputs(TASK).items()},
         output=root / files["audit"],
         task=TASK,
         settings=plan.config["task_audit"],

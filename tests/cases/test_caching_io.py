@@ -166,7 +166,7 @@ def test_one_output_per_job_and_two_parallel_jobs(workflow_dir):
     (--cores 2) produce two complete files, and neither touches the other's."""
     d = workflow_dir
     plan = run_plan(d)
-    targets = [plan.embedding_file(m, t) for m in PARALLEL_MODELS for t in PARALLEL_TASKS]
+    targets = [plan.layout.embedding_file(m, t) for m in PARALLEL_MODELS for t in PARALLEL_TASKS]
     assert len(set(targets)) == 4
     # the DAG, planned in this process (workflow_support.dry_run: Snakemake's API, what `snakemake -n` plans)
     jobs = dry_run(d, *targets)

@@ -110,7 +110,7 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_r
     # A job's comment names its rule and wildcards: an audit's are the task, its task hash and its audit hash
     # (resources/tasks/<task>/<thash>/audit-<ahash>.json, the paths the run's plan gives)
     plan = run_plan(run)
-    audits = [Path(plan.audit_file(t)) for t in TASKS]
+    audits = [Path(plan.layout.audit_file(t)) for t in TASKS]
     comments = Counter(j["comment"] for j in jobs)
     assert comments == Counter(
         [f"rule_extract_{m}_extract_embeddings" for m in MODELS]

@@ -1,4 +1,4 @@
-"""The finetune-lora protocol at planning (geneb.run.stages), with the shipped overlay config/finetune.yaml:
+"""The finetune-lora protocol at planning (geneb.finetune.plan), with the shipped overlay config/finetune.yaml:
 one table per fine-tunable (model, task) beside the probe tables, the probe's shot file, the k-mer model skipped
 with its reason, resources from the model size, and the refusal of a model too large for the device."""
 
@@ -48,16 +48,16 @@ def test_overlay_plans_finetune_tables_beside_the_probes(overlay_config, monkeyp
     ft = [t for t in tables if "/finetune-lora/" in t]
     assert len(ft) == 6 * 5 and not any("kmer-3to6" in t for t in ft)  # every torch model x task, no k-mer
     assert len(tables) - len(ft) == 7 * 5  # the probes of every model
-    assert ft == plan.finetune_tables()
-    assert plan.finetune_coverage() == {"kmer-3to6": "finetune-lora: skipped, it has no torch network (family kmer)"}
+    assert ft == plan.finetune.tables()
+    assert plan.finetune.coverage() == {"kmer-3to6": "finetune-lora: skipped, it has no torch network (family kmer)"}
     task = plan.tasks[0]
-    inputs = plan.finetune_inputs("mistral-dna-1m-ft-prom", task)
-    assert inputs["shots"] == plan.shot_file("geneb-paper", task)  # the probes' own draws
-    params = plan.finetune_params("hyenadna-tiny-1k-ft-anticapt")
+    inputs = plan.finetune.inputs("mistral-dna-1m-ft-prom", task)
+    assert inputs["shots"] == plan.layout.shot_file("geneb-paper", task)  # the probes' own draws
+    params = plan.finetune.params("hyenadna-tiny-1k-ft-anticapt")
     assert params["recipe"]["seeds"] == [13, 17] and params["extraction"]["family"] == "hyena"
     assert params["settings_hash"] == plan.extraction_hashes["hyenadna-tiny-1k-ft-anticapt"]
-    assert plan.finetune_mem_mb("mistral-dna-1m-ft-prom", 2) == 2 * plan.finetune_memory_mb("mistral-dna-1m-ft-prom")
-    assert plan.finetune_runtime("mistral-dna-1m-ft-prom", 1) == 60
+    assert plan.finetune.mem_mb("mistral-dna-1m-ft-prom", 2) == 2 * plan.finetune.memory_mb("mistral-dna-1m-ft-prom")
+    assert plan.finetune.runtime("mistral-dna-1m-ft-prom", 1) == 60
 
 
 def test_a_model_too_large_for_the_device_is_refused_with_its_estimate(overlay_config, monkeypatch):

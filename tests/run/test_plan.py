@@ -249,7 +249,7 @@ def test_paper_tasks_offline_stop_the_plan_naming_each_task_and_paper_task_sourc
     assert plan(small_config).tasks == [*PAPER_TASKS, TASKS[0]]  # a job process does not look
     # a prepared task is not read again: nothing to reach
     for task in PAPER_TASKS:
-        folder = tmp_path / plan(small_config).task_dir(task)
+        folder = tmp_path / plan(small_config).layout.task_dir(task)
         folder.mkdir(parents=True)
         for name in ("train.parquet", "test.parquet", "card.json"):
             (folder / name).write_text("x")
@@ -331,7 +331,7 @@ def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config,
     """A half-written embedding file (no `complete` attribute) of a configured model and task is moved to
     .partial-<name>.<n> before the DAG is built, with a warning; a job process leaves it."""
     monkeypatch.chdir(tmp_path)
-    half = tmp_path / plan(small_config).embedding_file("kmer-3", TASKS[0])
+    half = tmp_path / plan(small_config).layout.embedding_file("kmer-3", TASKS[0])
     half.parent.mkdir(parents=True)
     with h5py.File(half, "w") as f:
         f.create_group("train").create_dataset("embeddings", data=np.zeros((3, 4), dtype="float32"))
@@ -339,13 +339,15 @@ def test_partial_embedding_files_are_set_aside_by_the_main_process(small_config,
     log = RecordingLog()
     made = plan(small_config, main_process=True, log=log)
     aside = half.with_name(f".partial-{half.name}.0")
-    assert made.set_aside == ((Path(made.embedding_file("kmer-3", TASKS[0])), Path(aside.relative_to(tmp_path))),)
+    assert made.set_aside == (
+        (Path(made.layout.embedding_file("kmer-3", TASKS[0])), Path(aside.relative_to(tmp_path))),
+    )
     assert not half.exists() and aside.exists()
     lines = [text for level, text in log.lines if level == "warning" and text.startswith("GENEB ERROR")]
-    assert len(lines) == 1 and made.embedding_file("kmer-3", TASKS[0]) in lines[0], log.lines
+    assert len(lines) == 1 and made.layout.embedding_file("kmer-3", TASKS[0]) in lines[0], log.lines
     assert f"moved to {aside.name}; this run builds it again" in lines[0]
     # the file moved aside is an input of the default target: this run extracts it again (geneb.run.integrity)
-    assert made.rebuild_targets() == [made.embedding_file("kmer-3", TASKS[0])]
+    assert made.trusted.rebuild_targets() == [made.layout.embedding_file("kmer-3", TASKS[0])]
 
 
 def test_a_dry_run_plan_moves_nothing_and_names_what_a_run_would(small_config, tmp_path, monkeypatch):
@@ -357,14 +359,14 @@ def test_a_dry_run_plan_moves_nothing_and_names_what_a_run_would(small_config, t
     assert dry_run_requested(["--report", "r.zip"]) and not dry_run_requested(["--cores", "1", "results/x"])
     monkeypatch.chdir(tmp_path)
     made = plan(small_config)
-    half = tmp_path / made.embedding_file("kmer-3", TASKS[0])
+    half = tmp_path / made.layout.embedding_file("kmer-3", TASKS[0])
     half.parent.mkdir(parents=True)
     half.write_bytes(b"\x89HDF\r\n")  # a truncated HDF5 file without a digest
     log = RecordingLog()
     dry = plan(small_config, main_process=True, log=log, dry_run=True)
-    assert dry.set_aside == () and dry.rebuild_targets() == [] and half.read_bytes() == b"\x89HDF\r\n"
+    assert dry.set_aside == () and dry.trusted.rebuild_targets() == [] and half.read_bytes() == b"\x89HDF\r\n"
     (line,) = [text for _, text in log.lines if text.startswith("GENEB ERROR")]
-    assert made.embedding_file("kmer-3", TASKS[0]) in line and "dry run: nothing moved" in line
+    assert made.layout.embedding_file("kmer-3", TASKS[0]) in line and "dry run: nothing moved" in line
     assert not (tmp_path / ".geneb").exists()  # nothing recorded either
 
 
@@ -460,8 +462,8 @@ def test_settings_hashes_name_the_resolved_settings_and_refuse_another_hash(smal
         assert made.extraction_params(model, made.extraction_hashes[model]) == settings
     assert made.extraction_hashes["kmer-3"] != made.extraction_hashes["kmer-4"]
     assert (
-        made.embedding_file("kmer-3", TASKS[1])
-        == f"resources/embeddings/kmer-3/{made.extraction_hashes['kmer-3']}/{TASKS[1]}/{made.task_hash(TASKS[1])}.h5"
+        made.layout.embedding_file("kmer-3", TASKS[1])
+        == f"resources/embeddings/kmer-3/{made.extraction_hashes['kmer-3']}/{TASKS[1]}/{made.layout.task_hash(TASKS[1])}.h5"
     )
     with pytest.raises(ValueError) as err:
         made.extraction_params("kmer-3", "000000000000")
@@ -477,22 +479,22 @@ def test_settings_hashes_name_the_resolved_settings_and_refuse_another_hash(smal
 def test_cpu_only_encoders_are_cpu_jobs_in_the_profiles_cpu_partition(small_config):
     small_config["models"] = ["kmer-3", "random-esm-tiny"]
     small_config["execution"]["device"] = "cuda"
-    made = plan(small_config)
-    assert [made.extraction_partition(m) for m in ("kmer-3", "random-esm-tiny")] == [None, None]  # no profile: unset
+    res = plan(small_config).resources
+    assert [res.extraction_partition(m) for m in ("kmer-3", "random-esm-tiny")] == [None, None]  # no profile: unset
     small_config["slurm"] = {"gpu_partition": "gpu", "cpu_partition": "cpu"}
-    made = plan(small_config)
-    assert (made.extraction_partition("kmer-3"), made.extraction_gpus("kmer-3"), made.extraction_gres("kmer-3")) == (
+    res = plan(small_config).resources
+    assert (res.extraction_partition("kmer-3"), res.extraction_gpus("kmer-3"), res.extraction_gres("kmer-3")) == (
         "cpu",
         0,
         None,
     )
-    assert (made.extraction_partition("random-esm-tiny"), made.extraction_gpus("random-esm-tiny")) == ("gpu", 1)
+    assert (res.extraction_partition("random-esm-tiny"), res.extraction_gpus("random-esm-tiny")) == ("gpu", 1)
     small_config["slurm"]["gpu_gres"] = "gpu:1"  # sites that refuse --gpus: the GPU job asks with --gres instead
-    made = plan(small_config)
-    assert (made.extraction_gpus("random-esm-tiny"), made.extraction_gres("random-esm-tiny")) == (0, "gpu:1")
-    assert (made.extraction_gres("kmer-3"), made.extraction_partition("kmer-3")) == (None, "cpu")
+    res = plan(small_config).resources
+    assert (res.extraction_gpus("random-esm-tiny"), res.extraction_gres("random-esm-tiny")) == (0, "gpu:1")
+    assert (res.extraction_gres("kmer-3"), res.extraction_partition("kmer-3")) == (None, "cpu")
     small_config["execution"]["device"] = "cpu"  # a CPU-only cluster: every extraction is a CPU job
-    assert plan(small_config).extraction_partition("random-esm-tiny") == "cpu"
+    assert plan(small_config).resources.extraction_partition("random-esm-tiny") == "cpu"
 
 
 def test_models_extra_adds_to_the_models_an_overlay_set(small_config):
@@ -510,7 +512,7 @@ def test_results_dir_keeps_a_runs_tables_apart(small_config):
     assert made.final_outputs()[0] == "results/paper/tables/scores.parquet"
     assert made.probe_tables()[0] == f"results/paper/probes/geneb-paper/{MODELS[0]}/{TASKS[0]}.parquet"
     assert made.failures_file() == "results/paper/tables/failed_tasks.json"
-    assert made.embedding_file(MODELS[0], TASKS[0]).startswith("resources/embeddings/")  # caches stay shared
+    assert made.layout.embedding_file(MODELS[0], TASKS[0]).startswith("resources/embeddings/")  # caches stay shared
     for bad in ("/tmp/elsewhere", "results/../resources", "output"):
         small_config["results_dir"] = bad
         with pytest.raises(ValueError, match="results_dir"):
@@ -522,8 +524,8 @@ def test_extraction_priority_env_and_resources(small_config):
     order = sorted(((m, t) for m in MODELS for t in TASKS), key=lambda mt: -made.extraction_priority(*mt))
     assert order == [(MODELS[0], TASKS[0]), (MODELS[1], TASKS[0]), (MODELS[0], TASKS[1]), (MODELS[1], TASKS[1])]
     assert made.extraction_env("kmer-3") == "../../envs/geneb.yaml"
-    assert made.extraction_gpus("kmer-3") == 0  # k-mer models never hold a GPU
-    assert made.extraction_mem_mb("kmer-3", 2) == 2 * made.extraction_mem_mb("kmer-3", 1)
+    assert made.resources.extraction_gpus("kmer-3") == 0  # k-mer models never hold a GPU
+    assert made.resources.extraction_mem_mb("kmer-3", 2) == 2 * made.resources.extraction_mem_mb("kmer-3", 1)
     small_config["execution"]["env_route"] = "venv"
     assert plan(small_config).extraction_env("kmer-3") is None
 
@@ -566,8 +568,8 @@ def test_table_lists_follow_snakemakes_expand_order(small_config):
         expected = expand(pattern, kind=kind, protocol=made.config["protocols"], model=MODELS, task=TASKS)
         assert made.probe_tables(kind=kind) == expected
     assert made.probe_tables([TASKS[1]]) == [f"results/probes/geneb-paper/{m}/{TASKS[1]}.parquet" for m in MODELS]
-    assert made.task_embedding_files(TASKS[0]) == [made.embedding_file(m, TASKS[0]) for m in MODELS]
-    assert made.task_cards() == [f"resources/tasks/{t}/{made.task_hash(t)}/card.json" for t in TASKS]
+    assert made.layout.task_embedding_files(TASKS[0]) == [made.layout.embedding_file(m, TASKS[0]) for m in MODELS]
+    assert made.layout.task_cards() == [f"resources/tasks/{t}/{made.layout.task_hash(t)}/card.json" for t in TASKS]
     assert made.submission_files() == [f"results/submissions/{m}.json" for m in MODELS]
     assert _FINAL_OUTPUTS[0] == "tables/scores.parquet" and made.final_outputs()[0] == "results/tables/scores.parquet"
 
@@ -600,16 +602,16 @@ def test_every_resources_path_carries_the_hash_of_what_decides_its_content(small
 
     def files(made: RunPlan) -> dict[str, str]:
         return {
-            "task": made.task_dir(task),
-            "card": made.task_file(task, "card.json"),
-            "audit": made.audit_file(task),
-            "shots": made.shot_file("geneb-paper", task),
-            "embeddings": made.embedding_file("kmer-3", task),
+            "task": made.layout.task_dir(task),
+            "card": made.layout.task_file(task, "card.json"),
+            "audit": made.layout.audit_file(task),
+            "shots": made.layout.shot_file("geneb-paper", task),
+            "embeddings": made.layout.embedding_file("kmer-3", task),
         }
 
     base = plan(small_config)
     ours = files(base)
-    assert ours["task"] == f"resources/tasks/{task}/{base.task_hash(task)}"
+    assert ours["task"] == f"resources/tasks/{task}/{base.layout.task_hash(task)}"
     assert ours["card"] == f"{ours['task']}/card.json" and ours["audit"].startswith(f"{ours['task']}/audit-")
     variants = {
         "caps": {"caps": {**small_config["caps"], "default": {"max_train": 123, "max_test": 45}}},
@@ -631,12 +633,12 @@ def test_every_resources_path_carries_the_hash_of_what_decides_its_content(small
 
     with pytest.raises(ValueError, match=f"task {task}: the path has hash 000000000000, this config's is "):
         base.task_params(task, "000000000000")
-    assert base.task_params(task, base.task_hash(task)) == base.task_params(task)
+    assert base.task_params(task, base.layout.task_hash(task)) == base.task_params(task)
     with pytest.raises(ValueError, match="protocol geneb-paper draws: the path has hash 000000000000"):
         base.shot_draw_params("geneb-paper", "000000000000")
     with pytest.raises(ValueError, match="task_audit: the path has hash 000000000000"):
-        base.audit_settings("000000000000")
-    assert base.probe_inputs("geneb-paper", "kmer-3", task) == {
+        base.layout.audit_settings("000000000000")
+    assert base.layout.probe_inputs("geneb-paper", "kmer-3", task) == {
         "train": f"{ours['task']}/train.parquet",
         "test": f"{ours['task']}/test.parquet",
         "card": ours["card"],

@@ -38,7 +38,7 @@ def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
     run = tmp_path / "run"
     write_run_config(run, bad_mirror(tmp_path, shared), [TASK], ["kmer-3"])
     plan = run_plan(run)
-    proc = run_snakemake(run, plan.task_file(TASK, "card.json"))
+    proc = run_snakemake(run, plan.layout.task_file(TASK, "card.json"))
     assert proc.returncode != 0
     wanted = f"task {TASK!r}, split 'test', row 5: empty sequence"
     console = proc.stdout
@@ -48,10 +48,10 @@ def test_prepare_error_is_on_the_console_with_task_split_row(tmp_path, shared):
     # ... and again from the onerror handler (what a Slurm run shows, where job stderr is not the console)
     assert console.count(wanted) >= 2, console[-4000:]
     # the machine-readable report survives the failed job; no card does
-    report = json.loads((run / plan.task_file(TASK, "validation.json")).read_text())
+    report = json.loads((run / plan.layout.task_file(TASK, "validation.json")).read_text())
     assert report["kinds"]["empty sequence"]["problems"][0]["row"] == 5
-    assert not (run / plan.task_file(TASK, "card.json")).exists()
-    log = (run / f"logs/prepare_task/{plan.task_hash(TASK)}/{TASK}.log").read_text()
+    assert not (run / plan.layout.task_file(TASK, "card.json")).exists()
+    log = (run / f"logs/prepare_task/{plan.layout.task_hash(TASK)}/{TASK}.log").read_text()
     assert "Traceback (most recent call last)" in log and log.rstrip().endswith(wanted)
 
 

@@ -109,9 +109,12 @@ def test_edited_mirror_file_reruns_the_task_and_a_moved_mirror_does_not(tmp_path
     assert planned_prepare(run)
     prepare(run)
     plan = run_plan(run)
-    test = pd.read_parquet(run / plan.task_file(TASK, "test.parquet"))
+    test = pd.read_parquet(run / plan.layout.task_file(TASK, "test.parquet"))
     assert int(test.loc[test["row"] == 0, "label"].iloc[0]) == 1 - int(label)
-    assert json.loads((run / plan.task_file(TASK, "card.json")).read_text())["splits"]["test"]["n"] == len(lines) - 1
+    assert (
+        json.loads((run / plan.layout.task_file(TASK, "card.json")).read_text())["splits"]["test"]["n"]
+        == len(lines) - 1
+    )
 
 
 def test_a_note_in_the_task_sheet_reruns_nothing(tmp_path, finished_run):

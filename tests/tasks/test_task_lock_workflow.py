@@ -35,7 +35,7 @@ def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp
         write_run_config(run, mirror, [TASK], ["kmer-3"])
         config = run / "config/config.yaml"
         config.write_text(config.read_text().replace(f"task_source: {mirror}", f"task_source: {url}"))
-        card = run_plan(run).task_file(TASK, "card.json")  # resources/tasks/{TASK}/{thash}/card.json
+        card = run_plan(run).layout.task_file(TASK, "card.json")  # resources/tasks/{TASK}/{thash}/card.json
         first = run_snakemake(run, card)
         assert first.returncode == 0 and (run / card).exists(), first.stdout[-3000:]
         locked = read_lock(run / "config/tasks.lock")[TASK]["files"]["train.csv.gz"]
@@ -48,7 +48,7 @@ def test_an_http_mirror_serving_flipped_labels_fails_the_run_naming_the_file(tmp
         with gzip.open(path, "wt") as f:
             f.write("\n".join(lines) + "\n")
         shutil.rmtree(run / "resources")  # another machine: nothing prepared, nothing downloaded
-        card = run_plan(run).task_file(TASK, "card.json")  # planned again, with the lock the first run wrote
+        card = run_plan(run).layout.task_file(TASK, "card.json")  # planned again, with the lock the first run wrote
         second = run_snakemake(run, card)
     finally:
         server.shutdown()

@@ -37,7 +37,7 @@ def test_corrupt_files_are_set_aside_and_rebuilt_in_the_same_run(tmp_path, finis
     untouched = pd.read_parquet(run / SCORES)
     assert geneb_verify(run, monkeypatch, capsys)[0] == 0
 
-    h5 = run / run_plan(run).embedding_file("kmer-3", TASK)
+    h5 = run / run_plan(run).layout.embedding_file("kmer-3", TASK)
     assert h5.is_file()
     probes = run / PROBES
     data = bytearray(probes.read_bytes())

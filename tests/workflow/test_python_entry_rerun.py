@@ -89,7 +89,7 @@ def test_retraining_reextracts_an_unrelated_comment_does_not_a_helper_edit_does(
 
     (code / "train.py").write_text("# how the weights were trained (imported by nothing)\n# a second comment\n")
     # what `-n --until extract_embeddings` plans: the extraction of the file the plan names now (one task, one model)
-    dry = dry_run(run, run_plan(run).embedding_file("mine", TASK))
+    dry = dry_run(run, run_plan(run).layout.embedding_file("mine", TASK))
     assert dry == [] and "extract_embeddings" not in {job["rule"] for job in dry}, dry
     # the file of the current settings hash is up to date (a path of another hash would be refused by the plan)
     assert dry_run(run, str(second.relative_to(run))) == []

@@ -50,7 +50,7 @@ def _audit_threads(run, shared, threads: int | None) -> list[str]:
         config = yaml.safe_load((run / "config/config.yaml").read_text())
         config["execution"]["threads"] = threads
         (run / "config/config.yaml").write_text(yaml.safe_dump(config))
-    audit = run_plan(run).audit_file("gue_emp_h3__devtrain")  # resources/tasks/{task}/{thash}/audit-{ahash}.json
+    audit = run_plan(run).layout.audit_file("gue_emp_h3__devtrain")  # resources/tasks/{task}/{thash}/audit-{ahash}.json
     proc = run_snakemake(run, "-n", "--cores", "2", audit)
     assert proc.returncode == 0, proc.stdout[-4000:]
     job = proc.stdout.split("rule audit_task:")[1].split("\n\n")[0]

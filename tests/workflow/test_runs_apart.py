@@ -74,10 +74,13 @@ def cache_files(plan, task: str = TASK) -> list[str]:
     """Every resources/ file the plan's run makes of the task: splits, card, validation record, audit, shots,
     embeddings."""
     return [
-        *(plan.task_file(task, name) for name in ("train.parquet", "test.parquet", "card.json", "validation.json")),
-        plan.audit_file(task),
-        plan.shot_file("geneb-paper", task),
-        plan.embedding_file(MODEL, task),
+        *(
+            plan.layout.task_file(task, name)
+            for name in ("train.parquet", "test.parquet", "card.json", "validation.json")
+        ),
+        plan.layout.audit_file(task),
+        plan.layout.shot_file("geneb-paper", task),
+        plan.layout.embedding_file(MODEL, task),
     ]
 
 
@@ -121,7 +124,7 @@ def test_two_configs_keep_their_files_apart_and_a_rerun_of_the_first_does_nothin
 
     # a re-extraction of A's embeddings with A's own settings (its tables not rebuilt) is named when A is read: the
     # embedding file of SHARED_TASK (the target, before the options that take several values)
-    h5 = plan_a.embedding_file(MODEL, SHARED_TASK)
+    h5 = plan_a.layout.embedding_file(MODEL, SHARED_TASK)
     proc = run_snakemake(run, h5, "--configfile=config/a.yaml", "--forcerun", "extract_embeddings")
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert (run / h5).stat().st_mtime_ns != before[h5]

@@ -10,8 +10,8 @@ rule aggregate_scores:
     input:
         tables=probe_tables,
         failures=failure_files,
-        cards=PLAN.task_cards(),
-        audits=PLAN.task_audits(),
+        cards=PLAN.layout.task_cards(),
+        audits=PLAN.layout.task_audits(),
         # every resources/ file the probes read (embeddings, shot draws): recorded beside the table, so reading it
         # after another run rewrote one of them says so (geneb.tables.freshness)
         resources=resource_files,

@@ -48,8 +48,8 @@ rule leaderboard:
 rule task_audit_table:
     input:
         scores=results("tables/scores.parquet"),
-        audits=PLAN.task_audits(),
-        cards=PLAN.task_cards(),
+        audits=PLAN.layout.task_audits(),
+        cards=PLAN.layout.task_cards(),
         models=config["model_sheet"],
     output:
         results("tables/task_audit.parquet"),
@@ -159,7 +159,7 @@ rule compare_published_tables:
         published=results("published/tables/scores.parquet"),
         models=config["model_sheet"],
         tasks=config["task_sheet"],
-        cards=PLAN.task_cards(),
+        cards=PLAN.layout.task_cards(),
     output:
         board=report(
             results("tables/compare_published.parquet"),
@@ -185,7 +185,7 @@ rule submission:
         models=config["model_sheet"],
         tasks=config["task_sheet"],
         spec=PUBLISHED_FILES["spec"],
-        cards=PLAN.task_cards(),
+        cards=PLAN.layout.task_cards(),
     output:
         results("submissions/{model}.json"),
     log:

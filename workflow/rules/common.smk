@@ -44,11 +44,11 @@ def task_params(wildcards):
 
 
 def audit_settings(wildcards):
-    return PLAN.audit_settings(wildcards.ahash)
+    return PLAN.layout.audit_settings(wildcards.ahash)
 
 
 def probe_inputs(wildcards):
-    return PLAN.probe_inputs(wildcards.protocol, wildcards.model, wildcards.task)
+    return PLAN.layout.probe_inputs(wildcards.protocol, wildcards.model, wildcards.task)
 
 
 def extraction_params(wildcards):
@@ -68,19 +68,19 @@ def extraction_priority(wildcards):
 
 
 def extraction_gpus(wildcards):
-    return PLAN.extraction_gpus(wildcards.model)
+    return PLAN.resources.extraction_gpus(wildcards.model)
 
 
 def extraction_mem_mb(wildcards, attempt):
-    return PLAN.extraction_mem_mb(wildcards.model, attempt)
+    return PLAN.resources.extraction_mem_mb(wildcards.model, attempt)
 
 
 def extraction_partition(wildcards):
-    return PLAN.extraction_partition(wildcards.model)
+    return PLAN.resources.extraction_partition(wildcards.model)
 
 
 def extraction_gres(wildcards):
-    return PLAN.extraction_gres(wildcards.model)
+    return PLAN.resources.extraction_gres(wildcards.model)
 
 
 def extraction_runtime(wildcards, attempt):
@@ -124,56 +124,56 @@ def report_config(wildcards=None):
 
 
 def resource_files(wildcards=None):
-    return PLAN.resource_files()
+    return PLAN.layout.resource_files()
 
 
 def finetune_inputs(wildcards):
-    return PLAN.finetune_inputs(wildcards.model, wildcards.task)
+    return PLAN.finetune.inputs(wildcards.model, wildcards.task)
 
 
 def finetune_params(wildcards):
-    return PLAN.finetune_params(wildcards.model)
+    return PLAN.finetune.params(wildcards.model)
 
 
 def finetune_mem_mb(wildcards, attempt):
-    return PLAN.finetune_mem_mb(wildcards.model, attempt)
+    return PLAN.finetune.mem_mb(wildcards.model, attempt)
 
 
 def finetune_runtime(wildcards, attempt):
-    return PLAN.finetune_runtime(wildcards.model, attempt)
+    return PLAN.finetune.runtime(wildcards.model, attempt)
 
 
 def zeroshot_task_params(wildcards):
-    return PLAN.zeroshot_task_params(wildcards.zstask, wildcards.zthash)
+    return PLAN.zeroshot.task_params(wildcards.zstask, wildcards.zthash)
 
 
 def zeroshot_score_params(wildcards):
-    return PLAN.zeroshot_score_params(wildcards.model, wildcards.shash)
+    return PLAN.zeroshot.score_params(wildcards.model, wildcards.shash)
 
 
 def zeroshot_baseline_params(wildcards):
-    return PLAN.zeroshot_baseline_params(wildcards.zstask, wildcards.bhash)
+    return PLAN.zeroshot.baseline_params(wildcards.zstask, wildcards.bhash)
 
 
 def zeroshot_baseline_inputs(wildcards):
-    return PLAN.zeroshot_baseline_inputs(wildcards.zstask)
+    return PLAN.zeroshot.baseline_inputs(wildcards.zstask)
 
 
 def zeroshot_table_inputs(wildcards=None):
-    return PLAN.zeroshot_table_inputs()
+    return PLAN.zeroshot.table_inputs()
 
 
 def zeroshot_table_params(wildcards=None):
-    return PLAN.zeroshot_table_params()
+    return PLAN.zeroshot.table_params()
 
 
 def zeroshot_report_inputs(wildcards=None):
-    return PLAN.zeroshot_report_inputs()
+    return PLAN.zeroshot.report_inputs()
 
 
 def final_outputs():
     """The default targets, and every file planning set aside (geneb.run.integrity): this run builds it again."""
-    return PLAN.final_outputs() + PLAN.rebuild_targets()
+    return PLAN.final_outputs() + PLAN.trusted.rebuild_targets()
 
 
 def results(path):

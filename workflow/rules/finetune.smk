@@ -1,7 +1,7 @@
 # Stage 3c, beside the probes: the finetune-lora protocol (docs/protocols.md, "finetune-lora"). One job per
 # (model, task) fine-tunes every (regime, seed) cell on the shot draws of the recipe's `shots_from` probe protocol
 # and writes a table with the probe tables' columns under results/probes/finetune-lora/, which aggregation reads
-# like any probe table. Models without a torch network are skipped at planning (geneb.run.stages). A GPU
+# like any probe table. Models without a torch network are skipped at planning (geneb.finetune.plan). A GPU
 # job where the model's extraction is one; host memory and time from the model size. Checkpoints after every
 # epoch in resources/finetune/scratch/: a killed job resumes there.
 

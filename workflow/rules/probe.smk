@@ -26,7 +26,7 @@ rule write_shot_indices:
 
 
 rule fit_probes:
-    # the task's files, embeddings, shot draws and audit, under this config's hashes (RunPlan.probe_inputs)
+    # the task's files, embeddings, shot draws and audit, under this config's hashes (RunPlan.layout.probe_inputs)
     input:
         unpack(probe_inputs),
     output:

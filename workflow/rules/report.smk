@@ -17,7 +17,7 @@ rule report:
         tables=analysis_table_files(results("tables/{name}.parquet")),
         summary=results("tables/analysis_summary.json"),
         figures=figure_files(results("figures/{name}.png")),
-        cards=PLAN.task_cards(),
+        cards=PLAN.layout.task_cards(),
         # the zero-shot section's tables and figure, when the config has a zero-shot stage
         zeroshot=zeroshot_report_inputs,
     output:

@@ -17,7 +17,7 @@ rule build_site:
         tables=analysis_table_files(results("tables/{name}.parquet")),
         summary=results("tables/analysis_summary.json"),
         figures=figure_files(results("figures/{name}.png")),
-        cards=PLAN.task_cards(),
+        cards=PLAN.layout.task_cards(),
     output:
         directory(results("site")),
     log:

@@ -2,7 +2,7 @@
 # (or fetched from a source) once; each model scores it with no training in one job per (model, task), on the GPU
 # where extraction would use one; the k-mer Markov baselines are fitted on a declared background of other tasks;
 # one local rule turns the per-row scores into the metrics, the leaderboard and the rank correlation with the probe
-# leaderboard. params carry the rerun keys (geneb.run.stages); device, batch size and threads are knobs.
+# leaderboard. params carry the rerun keys (geneb.zeroshot.plan); device, batch size and threads are knobs.
 
 
 localrules:
@@ -111,4 +111,4 @@ rule zeroshot_figure:
 
 rule zeroshot:
     input:
-        PLAN.zeroshot_outputs(),
+        PLAN.zeroshot.outputs(),

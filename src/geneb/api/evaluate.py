@@ -302,7 +302,8 @@ def evaluate(
     tables: list[str | Path] = []
     cards: list[str | Path] = []
     for task in task_list:
-        task_dir = root / plan.task_dir(task)  # the workflow's layout: the folder is the preparation params' hash
+        # the workflow's layout: the folder is the preparation params' hash
+        task_dir = root / plan.layout.task_dir(task)
         task_dir.mkdir(parents=True, exist_ok=True)
         card = task_dir / "card.json"
         source = source_string(task_row(sheet, task), cfg)
@@ -312,7 +313,7 @@ def evaluate(
             prepare_from_params(task, params, source, card, lock_path=cfg["task_lock"], download=cfg["task_download"])
             _stamp(task_dir, params, source)
         cards.append(card)
-        h5 = root / embedding_path(model_id, settings_hash, task, plan.task_hash(task))
+        h5 = root / embedding_path(model_id, settings_hash, task, plan.layout.task_hash(task))
         h5.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         if settings["family"] == "precomputed":
@@ -342,7 +343,7 @@ def evaluate(
             )
         _log.info("task %s: embeddings in %.1f s", task, time.perf_counter() - t0)
         for proto in protocols:
-            shots = root / plan.shot_file(proto, task)
+            shots = root / plan.layout.shot_file(proto, task)
             shots.parent.mkdir(parents=True, exist_ok=True)
             write_shot_indices(
                 train=task_dir / "train.parquet",

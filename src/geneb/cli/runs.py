@@ -69,7 +69,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(f"cannot plan the run of {', '.join(args.config or ['config/config.yaml'])}: {err}") from err
     report = verify_files(
-        plan.trusted_files(),
+        plan.trusted.files(),
         roots=[Path("resources"), Path(plan.results_dir)],
         adopt=args.adopt,
         hdf5_locking=plan.config["execution"]["hdf5_locking"],

@@ -326,7 +326,7 @@ def _in_hub_cache(repo: str, revision: str, task: str) -> bool:
 
 
 def task_prepared(folder: str | os.PathLike[str]) -> bool:
-    """Whether the prepared task folder `folder` (`geneb.run.plan.RunPlan.task_dir`: resources/tasks/<task>/<task
+    """Whether the prepared task folder `folder` (`geneb.run.layout.ResourceLayout.task_dir`: resources/tasks/<task>/<task
     hash>) holds its splits and card, so its source is not read again."""
     folder = Path(folder)
     return all((folder / name).is_file() for name in ("train.parquet", "test.parquet", "card.json"))

@@ -107,7 +107,7 @@ def _report_job_errors(
         probes = [p for p in plan.probe_tables([task]) if f"/{model}/" in p]
         return (
             all(Path(p).exists() for p in probes)
-            or Path(plan.embedding_file(model, task)).exists()
+            or Path(plan.layout.embedding_file(model, task)).exists()
             or not cell_started(model, task)
         )
 

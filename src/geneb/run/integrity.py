@@ -1,8 +1,9 @@
 """Files a run trusts: which they are, setting aside the ones that fail their checks before the DAG is
 built, and `geneb verify`.
 
-The files of a run that a later step trusts, as `RunPlan` methods (its base class): what the plan checks by content
-before the DAG is built (`geneb.run.integrity`), `geneb verify` checks offline, and the default target rebuilds.
+The files of a run that a later step trusts, `TrustedFiles` (the run plan's `trusted` part; what it reads of the plan
+is `TrustedNeeds`): what the plan checks by content before the DAG is built (`geneb.run.integrity`), `geneb verify`
+checks offline, and the default target rebuilds.
 
 Files a run would read that must not be trusted, moved aside before the DAG is built, so Snakemake builds them
 again in the same run (a failed or killed job's partial output).
@@ -15,7 +16,7 @@ read (a partial embedding file without `complete`, a truncated parquet or JSON f
 Why the same run rebuilds it: Snakemake never reruns a job only because its output is missing; it does when a
 target needs that output, or a job that must run does (a missing intermediate file whose consumers are up to date
 is "Nothing to be done"). So `workflow/rules/common.smk` adds every file moved aside to the inputs of the default
-target (`RunPlan.rebuild_targets`): the job that writes it runs, and every job downstream of it (its inputs are
+target (`TrustedFiles.rebuild_targets`): the job that writes it runs, and every job downstream of it (its inputs are
 then newer). A dry run moves nothing: it names each file it would move, and the real run rebuilds them.
 
 Checking every file fully on every plan would read every embedding file of a big run; `StampStore` remembers
@@ -24,7 +25,7 @@ changed is hashed again. Readers (`geneb.core.integrity`) always hash fully. Cos
 
 `geneb verify`: check every content-digested file of a run offline (`geneb.core.integrity`).
 
-The files checked are the run's own (`RunPlan.trusted_files` of its config: prepared tasks, shot files, embedding
+The files checked are the run's own (`TrustedFiles.files` of its config: prepared tasks, shot files, embedding
 files, probe and prediction tables, result tables) and every other file with a digest file under `resources/` and
 the results folder (another config's caches, the published tables). Each is hashed whole (the plan's stamp store is
 not used). A file without a digest among the run's own is reported as such (written before GENEB recorded digests);
@@ -38,7 +39,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from geneb.analysis.registry import all_tables
 from geneb.core import integrity
@@ -46,48 +47,76 @@ from geneb.core.integrity import write_text_atomic
 from geneb.core.logs import ERROR_MARK
 
 
+class RunFiles(Protocol):
+    """The resources/ paths of the run (its `geneb.run.layout.ResourceLayout`) that `TrustedFiles` lists."""
+
+    def task_file(self, task: str, name: str) -> str: ...
+
+    def audit_file(self, task: str) -> str: ...
+
+    def shot_file(self, protocol: str, task: str) -> str: ...
+
+    def embedding_file(self, model: str, task: str) -> str: ...
+
+
+class ZeroShotFiles(Protocol):
+    """The zero-shot stage's files a later step reads back (the run's `geneb.zeroshot.plan.ZeroShotPlan`)."""
+
+    def trusted_files(self) -> list[str]: ...
+
+
+class TrustedNeeds(Protocol):
+    """What `TrustedFiles` reads of the run plan (`geneb.run.plan.RunPlan`): the validated config, the files
+    planning set aside, the run's tasks and models, its results folder and probe tables, its layout's paths and the
+    zero-shot stage's files."""
+
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def bad_files(self) -> tuple[BadFile, ...]: ...
+    @property
+    def tasks(self) -> list[str]: ...
+    @property
+    def models(self) -> list[str]: ...
+    @property
+    def layout(self) -> RunFiles: ...
+    @property
+    def zeroshot(self) -> ZeroShotFiles: ...
+    def results_path(self, path: str) -> str: ...
+    def probe_tables(self, tasks: list[str] | None = None, *, kind: str = "probes") -> list[str]: ...
+
+
 class TrustedFiles:
-    """Mixed into `geneb.run.plan.RunPlan`, whose path methods (the resources/ layout) these build on."""
+    """The files of one run plan (`run`) that a later step trusts (`geneb.run.plan.RunPlan.trusted`), built on its
+    resources/ layout."""
 
-    if TYPE_CHECKING:
-        config: dict[str, Any]
-        bad_files: tuple[BadFile, ...]
-
-        @property
-        def tasks(self) -> list[str]: ...
-        @property
-        def models(self) -> list[str]: ...
-        def results_path(self, path: str) -> str: ...
-        def embedding_file(self, model: str, task: str) -> str: ...
-        def task_file(self, task: str, name: str) -> str: ...
-        def audit_file(self, task: str) -> str: ...
-        def shot_file(self, protocol: str, task: str) -> str: ...
-        def probe_tables(self, tasks: list[str] | None = None, *, kind: str = "probes") -> list[str]: ...
-        def zeroshot_trusted_files(self) -> list[str]: ...
+    def __init__(self, run: TrustedNeeds) -> None:
+        self._run = run
 
     def result_tables(self) -> list[str]:
         """The parquet tables under results_dir/tables that the default targets read back: the score table, the
         leaderboard and analysis tables (`geneb.analysis.registry.all_tables`), the clean leaderboard, the task
         audit table."""
         names = dict.fromkeys(("scores", *all_tables(), "leaderboard_clean", "task_audit"))
-        return [self.results_path(f"tables/{name}.parquet") for name in names]
+        return [self._run.results_path(f"tables/{name}.parquet") for name in names]
 
-    def trusted_files(self) -> list[str]:
+    def files(self) -> list[str]:
         """Every file of this run that a later step reads back and that GENEB writes with a content digest
         (`geneb.core.integrity`): the prepared tasks (splits, card, audit), the shot files, the embedding files,
         the probe and prediction tables, the result tables, the zero-shot scores and tables; upstream first."""
-        tasks = [self.task_file(t, n) for t in self.tasks for n in ("train.parquet", "test.parquet", "card.json")]
-        tasks += [self.audit_file(t) for t in self.tasks]
-        shots = [self.shot_file(p, t) for p in self.config["protocols"] for t in self.tasks]
-        embeddings = [self.embedding_file(m, t) for m in self.models for t in self.tasks]
-        probes = self.probe_tables() + self.probe_tables(kind="predictions")
-        return [*tasks, *shots, *embeddings, *probes, *self.result_tables(), *self.zeroshot_trusted_files()]
+        run, layout = self._run, self._run.layout
+        tasks = [layout.task_file(t, n) for t in run.tasks for n in ("train.parquet", "test.parquet", "card.json")]
+        tasks += [layout.audit_file(t) for t in run.tasks]
+        shots = [layout.shot_file(p, t) for p in run.config["protocols"] for t in run.tasks]
+        embeddings = [layout.embedding_file(m, t) for m in run.models for t in run.tasks]
+        probes = run.probe_tables() + run.probe_tables(kind="predictions")
+        return [*tasks, *shots, *embeddings, *probes, *self.result_tables(), *run.zeroshot.trusted_files()]
 
     def rebuild_targets(self) -> list[str]:
         """The files planning moved aside (bad content, `bad_files`): inputs of the default target, so this run
         builds them again and everything downstream of them (Snakemake alone reruns no job for a missing
         intermediate file; geneb.run.integrity). [] in a dry run, which moves nothing."""
-        return [str(b.path) for b in self.bad_files if b.aside is not None]
+        return [str(b.path) for b in self._run.bad_files if b.aside is not None]
 
 
 #: the stamp store of a run's working directory (`StampStore`)

@@ -12,16 +12,19 @@ Rules declare portable resources only; site specifics (partition, account, GPU m
 them directly (docs/hpc.md). Resources are never rerun triggers: changing the device, a memory size or the
 retry count reruns nothing (rerun keys: `geneb.run.layout`).
 
-What one model's extraction jobs ask of the scheduler (GPU or not, partition, gres, memory), as `RunPlan`
-methods (its base class) over the portable resources of `geneb.run.layout`; site values come from the config's
-`slurm:` section that the profiles fill in (docs/hpc.md).
+What one model's extraction jobs ask of the scheduler (GPU or not, partition, gres, memory): `ExtractionResources`,
+the run plan's `resources` part, over the portable resources of `geneb.run.layout`; site values come from the
+config's `slurm:` section that the profiles fill in (docs/hpc.md).
 
 The resources/ layout: every cache path of a run and the hash it carries, so two configs that prepare a task,
 draw shots, audit or extract differently never write the same file (docs/data-dictionary.md, "Runs kept apart").
 
-One function per kind of path (used by `RunPlan` and geneb.evaluate) and `ResourceLayout`, the
-`RunPlan` methods (its base class) that fill them in from the plan's settings. The `{thash}`, `{dhash}`, `{ahash}`
-and `{xhash}` wildcards of the rules are these hashes.
+One function per kind of path (used by `ResourceLayout` and geneb.evaluate) and `ResourceLayout`, the run plan's
+`layout` part, that fills them in from the plan's settings. The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}`
+wildcards of the rules are these hashes.
+
+Each part is built by the run plan (`geneb.run.plan.RunPlan`) with the plan itself, and reads of it only what its
+Protocol (`ResourceNeeds`, `LayoutNeeds`) names.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import itertools
 import math
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from geneb.core.provenance import check_hash, params_hash, stable_params
 from geneb.registry.families import family as model_family
@@ -117,43 +120,54 @@ def probe_runtime(attempt: int) -> int:
     return _scaled(_PROBE_RUNTIME_MIN, attempt)
 
 
-class ExtractionResources:
-    """Mixed into `geneb.run.plan.RunPlan`: the resources of each configured model's extraction jobs."""
+class ResourceNeeds(Protocol):
+    """What `ExtractionResources` reads of the run plan (`geneb.run.plan.RunPlan`): the validated config (its
+    execution device and `slurm:` section), the registry and the resolved extraction settings."""
 
-    if TYPE_CHECKING:
-        config: dict[str, Any]
-        registry: Registry
-        extraction_settings: Mapping[str, dict[str, Any]]
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def registry(self) -> Registry: ...
+    @property
+    def extraction_settings(self) -> Mapping[str, dict[str, Any]]: ...
+
+
+class ExtractionResources:
+    """The resources of each configured model's extraction jobs (`geneb.run.plan.RunPlan.resources`; fine-tune and
+    zero-shot scoring jobs ask for the same GPU)."""
+
+    def __init__(self, run: ResourceNeeds) -> None:
+        self._run = run
 
     def extraction_wants_gpu(self, model: str) -> bool:
         """Whether the model's extraction jobs need a GPU node: a torch model when execution.device is cuda/auto;
         never a CPU-only encoder (a family that does not use torch: the k-mer spectra, the shortcut features; a python
         entry with `load.cpu_only`; precomputed vectors) or device cpu."""
-        settings = self.extraction_settings[model]
+        settings = self._run.extraction_settings[model]
         uses_gpu = model_family(settings["family"]).uses_torch and not cpu_only(settings)  # load.cpu_only: no GPU
-        return _extraction_gpus(uses_gpu, self.config["execution"]["device"]) > 0
+        return _extraction_gpus(uses_gpu, self._run.config["execution"]["device"]) > 0
 
     def extraction_gpus(self, model: str) -> int:
         """The `gpu` resource (sbatch --gpus) of the model's extraction jobs: 1 when it needs a GPU
         (`extraction_wants_gpu`) and the site takes --gpus; 0 for a CPU job, and where the profile asks for GPUs
         as --gres instead (config slurm.gpu_gres, `extraction_gres`)."""
-        return int(self.extraction_wants_gpu(model) and not self.config["slurm"]["gpu_gres"])
+        return int(self.extraction_wants_gpu(model) and not self._run.config["slurm"]["gpu_gres"])
 
     def extraction_partition(self, model: str) -> str | None:
         """The `slurm_partition` resource of the model's extraction jobs: the profile's slurm.gpu_partition for a
         job that needs a GPU, slurm.cpu_partition for a CPU job (a k-mer model, device cpu), so a CPU-only
         encoder never lands in the GPU partition; None (the profile's default partition) when not set."""
-        slurm = self.config["slurm"]
+        slurm = self._run.config["slurm"]
         return slurm["gpu_partition"] if self.extraction_wants_gpu(model) else slurm["cpu_partition"]
 
     def extraction_gres(self, model: str) -> str | None:
         """The `gres` resource (sbatch --gres) of the model's extraction jobs: the profile's slurm.gpu_gres for a
         job that needs a GPU (sites that refuse --gpus, profiles/slurm-gres), None for a CPU job or when unset."""
-        return self.config["slurm"]["gpu_gres"] if self.extraction_wants_gpu(model) else None
+        return self._run.config["slurm"]["gpu_gres"] if self.extraction_wants_gpu(model) else None
 
     def extraction_mem_mb(self, model: str, attempt: int) -> int:
         """Host memory (MB) of one extraction job: base + weights (registry `params`), doubled on each retry."""
-        return _extraction_mem_mb(model_spec(self.registry, model).params, attempt)
+        return _extraction_mem_mb(model_spec(self._run.registry, model).params, attempt)
 
 
 #: the files of one prepared task folder (`task_dir`): the two splits, the card and the validation record
@@ -162,7 +176,7 @@ _TASK_FILES = ("train.parquet", "test.parquet", "card.json", "validation.json")
 
 # ---- the resources/ layout: one function per kind of path, each keyed on everything that decides its content
 # (docs/data-dictionary.md). Two configs that prepare a task differently get different folders, so neither
-# re-prepares, re-draws or re-extracts the other's files (`RunPlan` methods call these; so does geneb.evaluate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
+# re-prepares, re-draws or re-extracts the other's files (`ResourceLayout` calls these; so does geneb.evaluate). The `{thash}`, `{dhash}`, `{ahash}` and `{xhash}` wildcards of the rules are these hashes.
 
 
 def task_dir_path(task: str, thash: str) -> str:
@@ -193,24 +207,43 @@ def embedding_path(model: str, xhash: str, task: str, thash: str) -> str:
     return f"{model_embeddings_dir(model, xhash)}/{task}/{thash}.h5"
 
 
+class ShotProtocols(Protocol):
+    """Which protocol's shot draws a protocol reads (the run's `geneb.finetune.plan.FineTunePlan`: finetune-lora
+    reads its `shots_from` probe protocol's draws)."""
+
+    def shot_protocol(self, protocol: str) -> str: ...
+
+
+class LayoutNeeds(Protocol):
+    """What `ResourceLayout` reads of the run plan (`geneb.run.plan.RunPlan`): the validated config, the extraction
+    settings hashes, a partial run's failures, the run's tasks and models, the rerun keys that the task and shot
+    hashes are made of, and the fine-tune stage's protocol mapping (`shot_file`)."""
+
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def extraction_hashes(self) -> Mapping[str, str]: ...
+    @property
+    def partial(self) -> dict[str, Any] | None: ...
+    @property
+    def tasks(self) -> list[str]: ...
+    @property
+    def models(self) -> list[str]: ...
+    @property
+    def finetune(self) -> ShotProtocols: ...
+    def task_params(self, task: str, thash: str | None = None) -> dict[str, Any]: ...
+    def shot_draw_params(self, protocol: str, dhash: str | None = None) -> dict[str, Any]: ...
+
+
 class ResourceLayout:
-    """Mixed into `geneb.run.plan.RunPlan`: the paths of its prepared tasks, audits, shot draws and embeddings."""
+    """The paths of a run plan's prepared tasks, audits, shot draws and embeddings (`geneb.run.plan.RunPlan.layout`)."""
 
-    if TYPE_CHECKING:
-        config: dict[str, Any]
-        extraction_hashes: Mapping[str, str]
-        partial: dict[str, Any] | None
-
-        @property
-        def tasks(self) -> list[str]: ...
-        @property
-        def models(self) -> list[str]: ...
-        def task_params(self, task: str, thash: str | None = None) -> dict[str, Any]: ...
-        def shot_draw_params(self, protocol: str, dhash: str | None = None) -> dict[str, Any]: ...
+    def __init__(self, run: LayoutNeeds) -> None:
+        self._run = run
 
     def task_hash(self, task: str) -> str:
         """The 12-hex hash of `task_params(task)`: the `{thash}` of every path derived from the prepared task."""
-        return params_hash(self.task_params(task))
+        return params_hash(self._run.task_params(task))
 
     def task_dir(self, task: str) -> str:
         """The prepared task's folder (`task_dir_path`): its splits, card, validation record and audits."""
@@ -231,12 +264,12 @@ class ResourceLayout:
 
     def task_cards(self) -> list[str]:
         """The task cards of every configured task (they record caps, which make a task not the paper's split)."""
-        return [self.task_file(task, "card.json") for task in self.tasks]
+        return [self.task_file(task, "card.json") for task in self._run.tasks]
 
     def audit_settings(self, ahash: str | None = None) -> dict[str, Any]:
         """The audit settings (config task_audit): the audit_task rerun key. ahash: the `{ahash}` of the path
         asking (ValueError when it is not this config's)."""
-        settings = self.config["task_audit"]
+        settings = self._run.config["task_audit"]
         if ahash is not None:
             check_hash("task_audit", ahash, params_hash(settings))
         return settings
@@ -247,20 +280,23 @@ class ResourceLayout:
 
     def task_audits(self) -> list[str]:
         """The audit of every configured task, in config order."""
-        return [self.audit_file(task) for task in self.tasks]
+        return [self.audit_file(task) for task in self._run.tasks]
 
     def embedding_file(self, model: str, task: str) -> str:
         """The HDF5 cache of (model, task) under the model's current settings hash and the task's preparation hash
         (`embedding_path`). Raises KeyError for a model that is not configured."""
-        return embedding_path(model, self.extraction_hashes[model], task, self.task_hash(task))
+        return embedding_path(model, self._run.extraction_hashes[model], task, self.task_hash(task))
 
     def task_embedding_files(self, task: str) -> list[str]:
         """The embedding files of one task (every model, current settings): its probes can run when all exist."""
-        return [self.embedding_file(model, task) for model in self.models]
+        return [self.embedding_file(model, task) for model in self._run.models]
 
     def shot_file(self, protocol: str, task: str) -> str:
-        """The shot draws of (protocol, task) under this config's draw settings and task preparation (`_shot_path`)."""
-        return _shot_path(protocol, params_hash(self.shot_draw_params(protocol)), task, self.task_hash(task))
+        """The shot draws of (protocol, task) under this config's draw settings and task preparation (`_shot_path`),
+        of the protocol whose draws `protocol` reads (`geneb.finetune.plan.FineTunePlan.shot_protocol`: finetune-lora
+        reads its shots_from protocol's)."""
+        drawn = self._run.finetune.shot_protocol(protocol)
+        return _shot_path(drawn, params_hash(self._run.shot_draw_params(drawn)), task, self.task_hash(task))
 
     def probe_inputs(self, protocol: str, model: str, task: str) -> dict[str, str]:
         """Every file one fit_probes job reads: the task's splits and card, the embeddings, the shots, the audit."""
@@ -274,8 +310,9 @@ class ResourceLayout:
     def resource_files(self) -> list[str]:
         """Every resources/ file the score table is computed from (cards, audits, and per kept probe cell its
         embeddings and shots), de-duplicated in order: what `geneb.tables.freshness` records beside it."""
-        every = itertools.product(self.config["protocols"], self.models, self.tasks)
+        run = self._run
+        every = itertools.product(run.config["protocols"], run.models, run.tasks)
         files = [*self.task_cards(), *self.task_audits()]
-        for protocol, model, task in partial_run.kept_cells(every, self.partial):
+        for protocol, model, task in partial_run.kept_cells(every, run.partial):
             files += [self.embedding_file(model, task), self.shot_file(protocol, task)]
         return list(dict.fromkeys(files))

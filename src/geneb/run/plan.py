@@ -5,7 +5,16 @@
 its pins, the extraction settings and settings hash of every selected model, and what planning did on the way
 (lockfile lines, pre-flight warnings, partial embedding files moved aside). Every mistake in the config stops here,
 before any job, with one message naming it. workflow/rules/common.smk calls it once and hands its parts to the
-rules; the input and params functions of the rules are methods of the plan, so they are tested here too.
+rules; the input and params functions of the rules are methods of the plan and of its parts, so they are tested
+here too.
+
+The plan holds its parts as objects, each in the module of its stage and each reading of the plan only what its
+Protocol names: `layout` (the resources/ paths and their hashes, `geneb.run.layout.ResourceLayout`), `resources`
+(the scheduler resources of extraction jobs, `geneb.run.layout.ExtractionResources`), `zeroshot` (the zero-shot
+stage, `geneb.zeroshot.plan.ZeroShotPlan`), `finetune` (the finetune-lora protocol,
+`geneb.finetune.plan.FineTunePlan`) and `trusted` (the files a later step trusts, `geneb.run.integrity.TrustedFiles`).
+What stays on the plan itself: the settings and the rerun keys the parts hash (`task_params`, `shot_draw_params`),
+the extraction and probe params, and the run's targets.
 
 Planning is torch-free (tests/run/test_torch_free.py): Snakemake parses the workflow in every job process too.
 """
@@ -18,12 +27,14 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
 
 from geneb.core.provenance import check_hash, params_hash, stable_params
+from geneb.finetune.plan import FineTunePlan
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
 from geneb.probe.shots import NESTED_DRAW_KEY
 from geneb.registry.families import with_twins
@@ -50,10 +61,10 @@ from geneb.run.checks import (
 )
 from geneb.run.integrity import BadFile, TrustedFiles, check_before_dag
 from geneb.run.layout import ExtractionResources, ResourceLayout, report_config
-from geneb.run.stages import FineTunePlan, ZeroShotPlan
 from geneb.tasks.catalogue import lock_identity, read_catalogue, read_lock, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
+from geneb.zeroshot.plan import ZeroShotPlan
 
 #: the default task_checks (config schema): left out of the prepare_task rerun key
 _TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
@@ -84,8 +95,9 @@ class PlanLog(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, ZeroShotPlan):
-    """What `plan_run` decided for one run.
+class RunPlan:
+    """What `plan_run` decided for one run, and its parts (`layout`, `resources`, `zeroshot`, `finetune`, `trusted`:
+    the module docstring), each built once per plan when first used.
 
     config: the validated configuration, schema defaults filled, every mapping sorted (`stable_params`), local
     paths in one spelling (`canonical_path`), `tasks` restricted to the completed ones in a partial run.
@@ -114,6 +126,38 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     #: task_params per task, computed once per process (a mirror folder's files are hashed for it)
     _task_params: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        """`FineTunePlan.check_config` whenever a plan with extraction settings is made (`plan_run`)."""
+        if self.extraction_settings:
+            self.finetune.check_config()
+
+    # ---- the parts -------------------------------------------------------------------------------------------
+
+    @cached_property
+    def layout(self) -> ResourceLayout:
+        """The resources/ paths of the run: prepared tasks, audits, shot draws, embeddings."""
+        return ResourceLayout(self)
+
+    @cached_property
+    def resources(self) -> ExtractionResources:
+        """What each model's extraction jobs ask of the scheduler (fine-tune and zero-shot jobs ask the same GPU)."""
+        return ExtractionResources(self)
+
+    @cached_property
+    def zeroshot(self) -> ZeroShotPlan:
+        """The zero-shot stage: its tasks, models, scorers and paths ([] of everything without one)."""
+        return ZeroShotPlan(self)
+
+    @cached_property
+    def finetune(self) -> FineTunePlan:
+        """The finetune-lora protocol: the cells it covers, its jobs' inputs, rerun keys and resources."""
+        return FineTunePlan(self)
+
+    @cached_property
+    def trusted(self) -> TrustedFiles:
+        """The files of the run a later step trusts (checked by content before the DAG is built)."""
+        return TrustedFiles(self)
+
     @property
     def tasks(self) -> list[str]:
         """The configured task ids, in config order."""
@@ -135,7 +179,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
 
     def final_outputs(self) -> list[str]:
         """The default targets (FINAL_OUTPUTS) under the run's results_dir, and the zero-shot stage's when configured."""
-        return [self.results_path(p) for p in _FINAL_OUTPUTS] + self.zeroshot_outputs()
+        return [self.results_path(p) for p in _FINAL_OUTPUTS] + self.zeroshot.outputs()
 
     def failures_file(self) -> str:
         """Where a partial run's failed tasks are recorded (`geneb.run.partial.FAILURES_FILE` under results_dir)."""
@@ -144,7 +188,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
     # ---- tasks -----------------------------------------------------------------------------------------------
 
     def task_params(self, task: str, thash: str | None = None) -> dict[str, Any]:
-        """Everything that decides a prepared task's content (the prepare_task rerun key, and `task_hash` its
+        """Everything that decides a prepared task's content (the prepare_task rerun key, and `layout.task_hash` its
         folder): the catalogue columns it uses, the source's content identity (file digests for a mirror folder, so
         an edited file reruns the task and a moved mirror with the same files does not; the pinned source string
         otherwise, plus the task lock's generation once re-locked to new data: `geneb.tasks.catalogue.lock_identity`),
@@ -238,7 +282,8 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
         """Every results/<kind>/<protocol>/<model>/<task>.parquet of `tasks` (default: every configured task),
         protocols outermost and tasks innermost (Snakemake's `expand` order). kind: probes (score tables) or
         predictions."""
-        every = self.protocol_cells(self.tasks if tasks is None else tasks)  # finetune-lora: fine-tunable models
+        # finetune-lora: the fine-tunable models only
+        every = self.finetune.protocol_cells(self.tasks if tasks is None else tasks)
         combos = partial_run.kept_cells(every, self.partial)  # a partial run's failed (model, task) cells left out
         return [self.results_path(f"{kind}/{protocol}/{model}/{task}.parquet") for protocol, model, task in combos]
 
@@ -282,7 +327,7 @@ class RunPlan(FineTunePlan, ResourceLayout, ExtractionResources, TrustedFiles, Z
 
     def coverage_notes(self) -> dict[str, dict[str, str]]:
         """{protocol: {model: reason}} of the models a protocol of the run skips ({} when none skips one)."""
-        notes = self.finetune_coverage()
+        notes = self.finetune.coverage()
         return {"finetune-lora": notes} if notes else {}
 
 
@@ -313,8 +358,8 @@ def plan_run(
     the extraction settings and hash per model (`dtype: auto` resolved for the run's device class), and, in the main
     process, every configured embedding file that is not complete moved aside so Snakemake schedules it again (a
     failed job's partial output).
-    Last, `RunPlan.trusted_files` are checked by content and the bad ones moved aside, to be rebuilt in this run
-    (`geneb.run.integrity.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
+    Last, the plan's trusted files (`TrustedFiles.files`) are checked by content and the bad ones moved aside, to be
+    rebuilt in this run (`geneb.run.integrity.check_before_dag`; dry_run, `snakemake -n`: nothing moved).
 
     log: gets the caps.default line and the lockfile lines (info), the pre-flight problems of this interpreter and
     each file moved aside (warning), as they happen.
@@ -373,7 +418,7 @@ def plan_run(
             conda_deploys=conda_deploys,
             task_sheet=task_sheet,
             # prepared under this config (else prepare_task says)
-            prepared=lambda task: task_prepared(tasks_only.task_dir(task)),
+            prepared=lambda task: task_prepared(tasks_only.layout.task_dir(task)),
         )
         if here:
             log.warning(format_problems(here, here=True))
@@ -398,11 +443,11 @@ def plan_run(
         task_lock=task_lock,
         _task_params=task_params,
     )
-    plan.check_zeroshot_config()
+    plan.zeroshot.check_config()
     if not main_process:
         return plan
     bad, _ = check_before_dag(
-        plan.trusted_files(), log=log, dry_run=dry_run, hdf5_locking=config["execution"]["hdf5_locking"]
+        plan.trusted.files(), log=log, dry_run=dry_run, hdf5_locking=config["execution"]["hdf5_locking"]
     )
     aside = tuple((b.path, b.aside) for b in bad if b.aside is not None)
     return dataclasses.replace(plan, set_aside=aside, bad_files=tuple(bad))

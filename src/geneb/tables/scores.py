@@ -84,7 +84,7 @@ MISSING_CELL_RULE = (
 )
 MISSING_CELL_RULE_ATTR = "geneb_missing_cell_rule"
 #: the parquet metadata key of leaderboard.parquet listing the models a protocol of the run skips, with the reason,
-#: {protocol: {model: reason}} (finetune-lora: models without a torch network; geneb.run.stages)
+#: {protocol: {model: reason}} (finetune-lora: models without a torch network; geneb.finetune.plan)
 COVERAGE_NOTES_ATTR = "geneb_coverage_notes"
 
 

@@ -305,7 +305,7 @@ def run_baselines_rule(
     rows_file: str | Path, background_files: Sequence[str | Path], out: str | Path, params: Mapping[str, Any]
 ) -> None:
     """Rule zeroshot_baselines: params["background"] is {task: preparation hash} in the order of
-    `background_files` (`RunPlan.zeroshot_baseline_inputs`). Raises ValueError when the two disagree."""
+    `background_files` (`geneb.zeroshot.plan.ZeroShotPlan.baseline_inputs`). Raises ValueError when the two disagree."""
     tasks = list(params["background"])
     if len(tasks) != len(background_files):
         raise ValueError(f"zero-shot baselines: {len(tasks)} background tasks but {len(background_files)} files")
