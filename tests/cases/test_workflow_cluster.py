@@ -73,7 +73,8 @@ from workflow_support import (
 @pytest.fixture(scope="module")
 def kill_reference(tmp_path_factory) -> Path:
     """An uninterrupted run of the configuration the SIGKILL tests interrupt (write_kill_config): another task,
-    model and protocol than the shared finished run, so it is built here, once for both tests."""
+    model and protocol than the shared finished run, so it is built here, once for both tests; each interrupts a copy
+    of it with the work to redo deleted (copy_run), not a run from scratch."""
     run = tmp_path_factory.mktemp("kill_reference")
     write_kill_config(run)
     snakemake(run, SCORES)
@@ -488,9 +489,10 @@ def _recover_and_check(run: Path, reference: Path) -> None:
 @pytest.mark.slow
 def test_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
     """SIGKILL of Snakemake and its jobs while the extraction runs, then the documented recovery; the result equals
-    the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
-    run = tmp_path / "run"
-    write_kill_config(run)
+    the uninterrupted run. The kill needs long work in flight (KILL_TASK x kmer-6, uncapped): a copy of that run
+    (kill_reference) without its embeddings and results, so that the extraction job is the first to run."""
+    run = copy_run(kill_reference, tmp_path / "run")
+    drop_extractions(run)
     proc = _start(run, SCORES)
     emb_dir = run / "resources" / "embeddings" / "kmer-6"
     # kill while the extraction job writes its HDF5 file (its atomic temporary exists)
@@ -514,11 +516,13 @@ def test_sigkill_midway_extraction_then_recover(kill_reference, tmp_path):
 @pytest.mark.slow
 def test_sigkill_midway_probing_then_recover(kill_reference, tmp_path):
     """SIGKILL of Snakemake and its jobs while the probe job runs, then the documented recovery; the result equals
-    the uninterrupted run. Its own run: the kill needs long work in flight (KILL_TASK x kmer-6, from scratch)."""
-    run = tmp_path / "run"
-    write_kill_config(run)
-    proc = _start(run, SCORES)
+    the uninterrupted run. The kill needs long work in flight (KILL_TASK x kmer-6 under geneb-strict): a copy of
+    that run (kill_reference) without its results, so that the probe job is the first to run."""
+    run = copy_run(kill_reference, tmp_path / "run")
+    shutil.rmtree(run / "results")
     log = run / "logs" / "fit_probes" / "geneb-strict" / "kmer-6" / f"{KILL_TASK}.log"
+    log.unlink()  # the uninterrupted run's: its reappearance says that the probe job started
+    proc = _start(run, SCORES)
     wait_for(log.exists, proc, "the probe job to start")
     time.sleep(2.0)  # into the fits: the log opens after the imports, the fits take about 10 s
     probe = run / "results" / "probes" / "geneb-strict" / "kmer-6" / f"{KILL_TASK}.parquet"

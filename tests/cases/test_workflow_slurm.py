@@ -85,26 +85,49 @@ def _squeue(env, run_id: str) -> list[dict]:
 SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs", "--latency-wait", "10"]
 
 
+def _running_extraction(env, log: Path):
+    """A RUNNING extraction job of the run whose Snakemake console is `log`, or None."""
+    m = re.search(r"SLURM run ID: (\S+)", log.read_text())
+    if not m:
+        return None
+    return next(
+        (j for j in _squeue(env, m.group(1)) if j["state"] == "RUNNING" and "extract_embeddings" in j["comment"]),
+        None,
+    )
+
+
 @pytest.mark.slurm
-def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_run, tmp_path):
-    """The small run from scratch under the Slurm profile equals the finished (local) run. Its own run: every job
-    of a fresh run (audits, extractions, probes) is to go through Slurm."""
+def test_slurm_profile_runs_the_workflow_on_a_real_cluster_and_retries_a_scancelled_job(
+    slurm_env, finished_run, tmp_path
+):
+    """The small run from scratch under the Slurm profile as shipped equals the finished (local) run, and an
+    extraction job cancelled midway on Slurm (scancel) is resubmitted by the profile's retries. Its own run: every
+    job of a fresh run (audits, extractions, probes) is to go through Slurm; the cancel rides on the same run
+    instead of a second one."""
     env = slurm_env
     run = tmp_path / "run"
     write_small_config(run)
     t0 = time.monotonic()
     # the profile as shipped (device cuda): k-mer models are CPU-only encoders, so their extraction jobs are CPU jobs
-    proc = snakemake(
-        run,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        *SLURM_FAST,
-        SCORES,
-        env=env,
-    )
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--profile", str(REPO / "profiles" / "slurm")]
+    log = tmp_path / "snakemake.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(
+            [*cmd, *SLURM_FAST, SCORES], cwd=run, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        cancelled = wait_for(lambda: _running_extraction(env, log), proc, "a running extraction job", poll=0.2)
+        subprocess.run(["scancel", cancelled["id"]], env=env, check=True)
+        proc.wait(timeout=600)
     elapsed = time.monotonic() - t0
-    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
+    out = log.read_text()
+    assert proc.returncode == 0, out[-4000:]
+    run_id = re.search(r"SLURM run ID: (\S+)", out).group(1)
     jobs = _squeue(env, run_id)
+    # the cancelled extraction was resubmitted: its group's job twice, once CANCELLED, once COMPLETED
+    (gone,) = [j for j in jobs if j["id"] == cancelled["id"]]
+    assert gone["state"] == "CANCELLED", gone
+    jobs = [j for j in jobs if j["id"] != cancelled["id"]]
+    assert any(j["comment"] == cancelled["comment"] for j in jobs), "the cancelled extraction was not resubmitted"
     # one sbatch job per model for its extractions and one for its probes (the rules' groups), not one per
     # (model, task), and one task audit (MMseqs2) per task; task preparation and aggregation are local rules.
     # A job's comment names its rule and wildcards: an audit's are the task, its task hash and its audit hash
@@ -126,7 +149,9 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_r
     assert {j["partition"] for j in jobs if "extract_" in j["comment"]} == {"cpu"}
     assert not any("gpu" in j["tres"] for j in jobs if "extract_" in j["comment"]), jobs
     assert {j["partition"] for j in jobs if "probe_" in j["comment"]} == {"cpu"}
-    for m in MODELS:  # each model was loaded once on the node, for all its tasks
+    for m in MODELS:  # each model was loaded once on the node, for all its tasks (the retried one: once per attempt)
+        if f"rule_extract_{m}_" in cancelled["comment"]:
+            continue
         loads = set()
         for t in TASKS:
             (h5,) = (run / "resources" / "embeddings" / m).glob(f"*/{t}/*.h5")
@@ -137,65 +162,17 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster(slurm_env, finished_r
     logged = {p.stem for p in (run / "logs" / "slurm").rglob("*.log")}
     assert {j["id"] for j in jobs} <= logged
     assert_same_scores(run, finished_run)
-    assert dry_run(run, SCORES) == []
-    print(f"slurm workflow run: {len(jobs)} Slurm jobs in {elapsed:.1f} s")
-
-
-@pytest.mark.slurm
-def test_slurm_scancel_midway_is_retried_and_equals_local(slurm_env, finished_run, tmp_path):
-    """An extraction job cancelled on Slurm (scancel) is resubmitted and the scores equal the local run's. On a
-    copy of the finished run without embeddings and results: the extractions and all after them run again."""
-    env = slurm_env
-    run = copy_run(finished_run, tmp_path / "run")
-    drop_extractions(run)
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        "--config",
-        "execution={device: cpu}",
-        *SLURM_FAST,
-        SCORES,
-    ]
-    log = tmp_path / "snakemake.log"
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=run, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-        def running_extraction():
-            m = re.search(r"SLURM run ID: (\S+)", log.read_text())
-            if not m:
-                return None
-            return next(
-                (
-                    j
-                    for j in _squeue(env, m.group(1))
-                    if j["state"] == "RUNNING" and "extract_embeddings" in j["comment"]
-                ),
-                None,
-            )
-
-        job = wait_for(running_extraction, proc, "a running extraction job", poll=0.2)
-        subprocess.run(["scancel", job["id"]], env=env, check=True)
-        proc.wait(timeout=600)
-    out = log.read_text()
-    assert proc.returncode == 0, out[-4000:]
-    run_id = re.search(r"SLURM run ID: (\S+)", out).group(1)
-    states = {j["id"]: j["state"] for j in _squeue(env, run_id)}
-    assert states[job["id"]] == "CANCELLED"
-    retried = [j for j in _squeue(env, run_id) if j["comment"] == job["comment"] and j["state"] == "COMPLETED"]
-    assert retried, "the cancelled extraction was not resubmitted"
-    assert_same_scores(run, finished_run)
     assert_downstream_newer(run)
+    assert dry_run(run, SCORES) == []
+    print(f"slurm workflow run: {len(jobs) + 1} Slurm jobs in {elapsed:.1f} s")
 
 
 @pytest.mark.slurm
-def test_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finished_run, tmp_path):
-    """Under the gres profile a neural extraction job is given a GPU by Slurm, and without CUDA it stops instead
-    of running on the CPU. On a copy of the finished run without embeddings and results (its task prepared)."""
+def test_gres_profile_gives_a_neural_job_a_gpu_and_a_cpu_only_entry_none(slurm_env, finished_run, tmp_path):
+    """Under the gres profile a neural extraction job is given a GPU by Slurm, and without CUDA it stops instead of
+    running on the CPU; beside it a user's CPU-only encoder (`family: python`, `load.cpu_only: true`) asks Slurm for
+    no GPU and runs (no CUDA here) to a complete embedding file. One run of both models (their jobs are submitted
+    together), on a copy of the finished run without embeddings and results (its task prepared)."""
     env = slurm_env
     import torch
 
@@ -203,7 +180,13 @@ def test_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finishe
         pytest.skip("this machine has CUDA; the no-fallback check needs a machine without it")
     run = copy_run(finished_run, tmp_path / "run")
     drop_extractions(run)
-    write_small_config(run, tasks=TASKS[:1], models=["random-esm-tiny"])
+    registry = repo_registry()
+    cnn = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"
+    registry["models"]["my-cnn"] = {
+        "family": "python",
+        "load": {"entry": f"{cnn}:build", "options": {"channels": 16, "threads": 1}, "cpu_only": True},
+    }
+    write_small_config(run, tasks=TASKS[:1], models=["random-esm-tiny", "my-cnn"], registry=registry)
     proc = snakemake(
         run,
         "--profile",
@@ -218,16 +201,24 @@ def test_gres_profile_job_gets_a_gpu_on_slurm_and_refuses_cpu(slurm_env, finishe
         env=env,
         check=False,
     )
-    assert proc.returncode != 0
+    assert proc.returncode != 0  # the neural job failed (keep-going: the other ran)
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
-    (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
-    assert job["partition"] == "gpu" and "gpu" in job["tres"], job
-    assert job["state"] == "FAILED", job
-    detail = subprocess.run(["scontrol", "show", "job", job["id"]], env=env, capture_output=True, text=True).stdout
+    jobs = {
+        m: [j for j in _squeue(env, run_id) if f"rule_extract_{m}_extract_embeddings" == j["comment"]]
+        for m in ("random-esm-tiny", "my-cnn")
+    }
+    (neural,) = jobs["random-esm-tiny"]
+    assert neural["partition"] == "gpu" and "gpu" in neural["tres"], neural
+    assert neural["state"] == "FAILED", neural
+    detail = subprocess.run(["scontrol", "show", "job", neural["id"]], env=env, capture_output=True, text=True).stdout
     assert "gres/gpu" in detail or "gres:gpu" in detail, detail
     text = "".join(p.read_text() for p in (run / "logs").rglob("*.log"))
     assert "CUDA is not available" in text and "not falling back to CPU" in text, text[-3000:]
-    assert embedding_files(run) == []
+    (cpu_only,) = jobs["my-cnn"]
+    assert cpu_only["state"] == "COMPLETED" and "gpu" not in cpu_only["tres"], cpu_only
+    detail = subprocess.run(["scontrol", "show", "job", cpu_only["id"]], env=env, capture_output=True, text=True).stdout
+    assert "gres/gpu" not in detail and "gres:gpu" not in detail, detail
+    assert [h5_cell(p)[0] for p in embedding_files(run)] == ["my-cnn"]
 
 
 @pytest.mark.slurm
@@ -301,39 +292,3 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
     assert set(scores["task"]) == {TASKS[0]}
     assert TASKS[1] in failed_tasks(run / SCORES)
     assert "Failed tasks" in (run / "results" / "report" / "geneb_report.html").read_text()
-
-
-@pytest.mark.slurm
-def test_a_cpu_only_python_entry_is_submitted_without_a_gpu_and_runs(slurm_env, finished_run, tmp_path):
-    """A user's CPU-only encoder (`family: python`, `load.cpu_only: true`) under the GPU profile: its extraction job
-    asks Slurm for no GPU, and it runs (no CUDA here) to a complete embedding file. On a copy of the finished run
-    without embeddings and results (its task prepared)."""
-    env = slurm_env
-    run = copy_run(finished_run, tmp_path / "run")
-    drop_extractions(run)
-    registry = repo_registry()
-    cnn = REPO / "tests" / "encoders" / "families" / "dilated_cnn.py"
-    registry["models"]["my-cnn"] = {
-        "family": "python",
-        "load": {"entry": f"{cnn}:build", "options": {"channels": 16, "threads": 1}, "cpu_only": True},
-    }
-    write_small_config(run, tasks=TASKS[:1], models=["my-cnn"], registry=registry)
-    proc = snakemake(
-        run,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        *SLURM_FAST,
-        "--retries",
-        "0",
-        "--until",
-        "extract_embeddings",
-        env=env,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
-    (job,) = [j for j in _squeue(env, run_id) if "extract_embeddings" in j["comment"]]
-    assert "gpu" not in job["tres"], job
-    detail = subprocess.run(["scontrol", "show", "job", job["id"]], env=env, capture_output=True, text=True).stdout
-    assert "gres/gpu" not in detail and "gres:gpu" not in detail, detail
-    assert len(embedding_files(run)) == 1
