@@ -104,10 +104,12 @@ def test_a_real_checkpoint_scores_every_variant(zoo):
     cosine, euclidean, cosine_at, euclidean_at = _embedding_scores(model, task)
     assert (cosine["score"] > 0).all() and np.isfinite(euclidean["score"]).all()
     assert (cosine_at["score"] > 0).all() and np.isfinite(euclidean_at["score"]).all()
-    # the same alleles on both sides: the model's own vectors at distance zero
+    # the same alleles on both sides: the model's own vectors at distance zero, up to float32 rounding (the two
+    # copies sit in other rows of the batch, and BLAS may split a row's sums differently with the thread count)
     refs, _ = variant_windows(task)
     same = model.encoder.embed(refs + refs).embeddings
-    np.testing.assert_allclose(embedding_distances(same[:4], same[4:])[1], 0, atol=1e-6)
+    rounding = 1e-5 * np.linalg.norm(same.astype(np.float64), axis=1).max()
+    np.testing.assert_allclose(embedding_distances(same[:4], same[4:])[1], 0, atol=rounding)
 
 
 LOCAL_CHECKPOINTS = [
