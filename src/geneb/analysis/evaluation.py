@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from geneb.analysis import inputs
+import geneb.analysis.inputs as inputs
 from geneb.analysis.inputs import RunContext, task_categories, task_matrix
 from geneb.analysis.ranking import prepare_cells
 from geneb.analysis.stats import category_replicates, compare_cells, load_predictions, read_cell, two_level_replicates

@@ -57,8 +57,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+import geneb.analysis.ranking as ranking
 from geneb import __version__
-from geneb.analysis import ranking
 from geneb.analysis.inputs import cell_scores, model_frame, task_categories, task_matrix
 from geneb.analysis.inputs import registry as read_registry
 from geneb.analysis.ranking import AGGREGATES, rank_intervals

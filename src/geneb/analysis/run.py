@@ -20,9 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import geneb.analysis.controls as controls
+import geneb.analysis.inputs as inputs
+import geneb.analysis.ranking as lb
+import geneb.analysis.registry as registry
+import geneb.analysis.stats as stats
+import geneb.analysis.tiers as tiers
 from geneb import __version__
-from geneb.analysis import controls, inputs, registry, stats, tiers
-from geneb.analysis import ranking as lb
 from geneb.analysis.controls import NO_CLEAN_ROWS
 from geneb.analysis.inputs import ProtocolContext, RegimeContext, RunContext, frame_sha256, task_categories, task_matrix
 from geneb.analysis.ranking import prepare_cells

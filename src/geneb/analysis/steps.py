@@ -15,8 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+import geneb.analysis.inputs as inputs
+import geneb.analysis.published as published
+import geneb.analysis.run as run
 from geneb import __version__
-from geneb.analysis import inputs, published, run
 from geneb.analysis.controls import leaderboard_settings, read_audit_flags
 from geneb.analysis.inputs import frame_sha256
 from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR

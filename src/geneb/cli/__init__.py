@@ -39,6 +39,20 @@ bad arguments or missing/invalid inputs (a file that is not the table or sheet t
 category with nothing in it). Output cut short by its reader (`geneb models | head`) ends quietly.
 """
 
-from geneb.cli.app import main
+from __future__ import annotations
 
-__all__ = ["main"]
+from typing import TYPE_CHECKING
+
+from geneb._exports import lazy_exports
+
+#: what the package exports (its `__all__`): the names other GENEB packages use and those docs/api.md documents,
+#: each with the module that defines it (only docs/api.md's are promised to users; geneb._exports)
+_EXPORTS = {
+    "main": "geneb.cli.app",
+}
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for mypy and editors
+    from geneb.cli.app import main as main
+else:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from geneb.core import paths
+import geneb.core.paths as paths
 
 #: the repository's env folder (GENEB is installed from its checkout, pip -e)
 ENVS_DIR = paths.envs_dir()

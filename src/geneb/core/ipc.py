@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from geneb.core import paths
+import geneb.core.paths as paths
 from geneb.core.provenance import stable_hash
 
 #: environment variable naming the folder of the servers' sockets (default: a private folder in TMPDIR)

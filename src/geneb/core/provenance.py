@@ -24,8 +24,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
 
+import geneb.core.paths as paths
 from geneb import __version__
-from geneb.core import paths
 
 #: a pinned revision: a full 40-hex git commit (hub models, hub datasets, remote code); never a branch or tag
 REVISION = re.compile(r"^[0-9a-f]{40}$")

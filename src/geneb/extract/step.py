@@ -31,11 +31,11 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+import geneb.extract.batch_plan as batch_plan
 from geneb.core import integrity
 from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
-from geneb.extract import batch_plan
 from geneb.extract.cache import SplitEmbeddings, ViewArrays, key_hash, write_embeddings
 from geneb.registry.load import extraction_hash
 from geneb.registry.spec import ExtractionSettings, SettingsLike, View, ViewSet, layer_depth

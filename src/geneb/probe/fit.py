@@ -43,7 +43,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from geneb.probe import metrics
+import geneb.probe.metrics as metrics
 from geneb.probe.protocols import CV_SCORERS, Protocol, penalty_kwargs
 from geneb.probe.shots import ProbeInputError, require_all_classes
 

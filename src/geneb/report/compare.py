@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+import geneb.report.runcard as runcard
 from geneb import __version__
 from geneb.analysis.inputs import load_model_meta
 from geneb.core import integrity
@@ -28,7 +29,6 @@ from geneb.core.categories import CATEGORIES
 from geneb.core.integrity import write_text_atomic
 from geneb.figures.paper import rank_figure
 from geneb.figures.style import paper_style, save
-from geneb.report import runcard
 from geneb.report.render import CSS, PROVENANCE_COLUMNS, facts_html, figure_html, plural, table_html
 from geneb.tables.freshness import INPUTS_NAME, stale_warnings
 

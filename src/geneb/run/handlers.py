@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import geneb.run.partial as partial_run
 from geneb.core.logs import failure_lines
-from geneb.run import partial as partial_run
 from geneb.run.checks import PreflightError, format_problems
 from geneb.run.plan import RunPlan
 from geneb.tasks.catalogue import task_row

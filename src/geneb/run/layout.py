@@ -35,11 +35,11 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+import geneb.run.partial as partial_run
 from geneb.core.provenance import check_hash, params_hash, stable_params
 from geneb.registry.families import family as model_family
 from geneb.registry.python_entry import cpu_only
 from geneb.registry.registry import Registry, model_spec
-from geneb.run import partial as partial_run
 
 #: the config keys the report does not show (execution knobs, weight paths, the task lock's path, download limits)
 _REPORT_HIDDEN = ("execution", "model_weights", "slurm", "models_extra", "task_lock", "task_download")

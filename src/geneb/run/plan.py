@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+import geneb.run.partial as partial_run
 from geneb.core.provenance import check_hash, params_hash, stable_params
 from geneb.finetune.plan import FineTunePlan
 from geneb.probe.shots import DRAW_KEYS as SHOT_DRAW_KEYS
@@ -42,7 +43,6 @@ from geneb.registry.load import extraction_hash, extraction_settings
 from geneb.registry.python_entry import PRECOMPUTED, precomputed_inputs
 from geneb.registry.registry import Registry, model_spec
 from geneb.registry.spec import model_depth
-from geneb.run import partial as partial_run
 from geneb.run.checks import (
     canonical_config_paths,
     caps_default_line,
