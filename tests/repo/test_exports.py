@@ -1,7 +1,8 @@
 """Each package's `__init__` says what it exports (docs/architecture.md, "The shape of the tree"): its `_EXPORTS`
 table {name: the module that defines it} is its `__all__`; every name resolves through the package to the object of
 its module and is listed by `dir()`; the `if TYPE_CHECKING:` imports name the same table; importing a package
-imports none of its modules (torch least of all)."""
+imports none of its modules (torch least of all); and every name docs/api.md documents from a package is in that
+package's `__all__`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,6 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "geneb"
+API_DOC = REPO / "docs" / "api.md"
 PACKAGES = ["geneb", *(f"geneb.{p.parent.name}" for p in sorted(SRC.glob("*/__init__.py")))]
 #: the packages whose exports import torch when they are resolved (the torch side); every other package's exports
 #: resolve torch-free, as planning a run needs
@@ -106,3 +109,38 @@ def test_importing_a_package_imports_none_of_its_modules_and_resolving_its_expor
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def documented_names() -> dict[str, set[str]]:
+    """{package: names} docs/api.md documents as importable from it: the names of its ```python import lines, and
+    every `geneb.<package>.<name>` it mentions whose <name> is not a module (a path through a module, such as
+    `geneb.tables.scores`, names where the code lives, not an import)."""
+    text = API_DOC.read_text()
+    found: dict[str, set[str]] = {}
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("geneb"):
+                found.setdefault(node.module, set()).update(a.name for a in node.names)
+    for path in re.findall(r"(?<![\w./-])geneb(?:\.\w+)+", text):
+        package, parts = "geneb", path.split(".")[1:]
+        for part in parts:
+            kinds = submodules(importlib.import_module(package))
+            if kinds.get(part) is True:
+                package = f"{package}.{part}"
+            elif part not in kinds:
+                found.setdefault(package, set()).add(part)
+                break
+            else:
+                break
+    return found
+
+
+def test_every_name_docs_api_documents_is_in_its_packages_all():
+    documented = documented_names()
+    assert sum(map(len, documented.values())) > 25, "the reader of docs/api.md found too few names"
+    missing = {
+        package: sorted(set(names) - set(importlib.import_module(package).__all__))
+        for package, names in documented.items()
+    }
+    missing = {package: names for package, names in missing.items() if names}
+    assert not missing, f"docs/api.md documents names their package does not export: {missing}"
