@@ -120,10 +120,11 @@ def in_process_dag(
     config: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     until: tuple[str, ...] = (),
+    cores: int = 1,
 ) -> Iterator[Any]:
     """Snakemake's DAG of the repository's Snakefile in `run`, built in this process by Snakemake's own API (the
-    code `snakemake -n` runs, without a new interpreter: about 0.5 s instead of 5-8 s); the working directory and
-    the environment are restored afterwards."""
+    code `snakemake -n --cores <cores>` runs, without a new interpreter: about 0.5 s instead of 5-8 s); the working
+    directory and the environment are restored afterwards."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
 
@@ -133,7 +134,7 @@ def in_process_dag(
     try:
         with SnakemakeApi(OutputSettings(dryrun=True, quiet={"all"})) as api:  # type: ignore[arg-type]
             workflow_api = api.workflow(
-                resource_settings=ResourceSettings(cores=1),
+                resource_settings=ResourceSettings(cores=cores),
                 config_settings=ConfigSettings(
                     configfiles=[run / f for f in configfiles], config=copy.deepcopy(config or {})
                 ),

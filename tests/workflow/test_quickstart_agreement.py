@@ -14,7 +14,7 @@ import yaml
 
 from geneb.tables.agreement import check_against_reference
 from geneb.tables.scores import probe_threads
-from workflow_support import REPO, run_plan, run_snakemake, write_run_config
+from workflow_support import REPO, in_process_dag, run_plan, run_snakemake, write_run_config
 
 REFERENCE = REPO / "tests" / "reference" / "quickstart_means.json"
 
@@ -43,22 +43,22 @@ def test_a_fresh_quickstart_run_agrees_with_the_committed_reference(shared, tmp_
     assert set(pd.read_parquet(scores)["model"]) == set(config["models"])
 
 
-def _audit_threads(run, shared, threads: int | None) -> list[str]:
-    """The `threads:` lines of the audit_task job in a dry run of one task (Snakemake prints none for 1 thread)."""
+def _audit_threads(run, shared, threads: int | None) -> int:
+    """The threads of the audit_task job of one task under `--cores 2`, planned in process (`in_process_dag`:
+    Snakemake's own DAG, what `snakemake -n --cores 2` plans)."""
     write_run_config(run, shared / "data" / "tasks", ["gue_emp_h3__devtrain"], ["kmer-3"])
     if threads is not None:
         config = yaml.safe_load((run / "config/config.yaml").read_text())
         config["execution"]["threads"] = threads
         (run / "config/config.yaml").write_text(yaml.safe_dump(config))
     audit = run_plan(run).layout.audit_file("gue_emp_h3__devtrain")  # resources/tasks/{task}/{thash}/audit-{ahash}.json
-    proc = run_snakemake(run, "-n", "--cores", "2", audit)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    job = proc.stdout.split("rule audit_task:")[1].split("\n\n")[0]
-    return [line.strip() for line in job.splitlines() if line.strip().startswith("threads:")]
+    with in_process_dag(run, (audit,), cores=2) as dag:
+        (job,) = [job for job in dag.needrun_jobs() if job.rule.name == "audit_task"]
+        return job.threads
 
 
 def test_a_task_audit_takes_execution_threads_one_by_default(shared, tmp_path):
     """On the quickstart's `--cores 2` a 2-thread audit held the whole machine while MMseqs2 used one core
     (docs/performance.md, "Where the quickstart's time goes"); it takes execution.threads, 1 by default."""
-    assert _audit_threads(tmp_path / "default", shared, None) == []
-    assert _audit_threads(tmp_path / "two", shared, 2) == ["threads: 2"]
+    assert _audit_threads(tmp_path / "default", shared, None) == 1
+    assert _audit_threads(tmp_path / "two", shared, 2) == 2
