@@ -139,7 +139,7 @@ def test_compare_intervals_mark_the_undefined_with_a_reason():
     cells = pd.DataFrame(rows)
     board = pd.DataFrame(
         [
-            {"protocol": "geneb-paper", "regime": "full", "category": c, "model": m}
+            {"protocol": "geneb-paper", "regime": "full", "category": c, "model": m, "rank": 1}  # every one ranked
             for m in ("p1", "p2", "p3")
             for c in ("Promoters", "Coding/NC", "macro")
         ]

@@ -457,7 +457,10 @@ class RegimeContext:
     matrix: model x task cell values; complete: its models without a missing task; rows: test-row replicates
     (B, models, tasks) of `complete`, or None without predictions; replicates: the paired category
     replicates (`bootstrap.category_replicates`) of `complete`, or None with fewer than 2 complete models;
-    wide: the leaderboard's model x (categories + macro) view; macro: the models' macro MCC (NaN dropped).
+    wide: the leaderboard's model x (categories + macro) view; macro: the models' macro MCC (NaN dropped); ranked:
+    {column (category or macro): the paired replicates over the models the leaderboard ranks there}
+    (`ranking.ranked_replicates`; columns with fewer than 2 ranked models left out), what the rank intervals and the
+    recommendation use, so that a rank, its interval and the best model come from the same models.
     """
 
     protocol: ProtocolContext
@@ -469,6 +472,7 @@ class RegimeContext:
     wide: pd.DataFrame
     macro: pd.Series
     summary: dict[str, Any] = field(default_factory=dict)
+    ranked: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run(self) -> RunContext:

@@ -33,7 +33,8 @@ user), so the numbers are comparable; `n_tasks_paper` says how many tasks the pa
 uncertainty (`compare_intervals`) resamples the common tasks within each category (no per-row predictions exist
 for the published models, so test rows are not resampled): a percentile CI of every complete model's category and
 macro score, its rank interval, and the best model with those it cannot be told apart from (the analyses'
-`bootstrap.two_level_replicates`, `ranks.rank_intervals`, `recommend.recommend`), so `geneb leaderboard` and
+`ranking.ranked_replicates`, `ranking.rank_intervals`, `ranking.recommend`: rank, interval and best over the same
+models, those the comparison board ranks in the column), so `geneb leaderboard` and
 `geneb recommend` read the comparison table like their own.
 
 A model's results as a submission file for the official GENEB leaderboard (schema 1.0).
@@ -62,7 +63,6 @@ from geneb import __version__
 from geneb.analysis.inputs import cell_scores, model_frame, task_categories, task_matrix
 from geneb.analysis.inputs import registry as read_registry
 from geneb.analysis.ranking import AGGREGATES, rank_intervals
-from geneb.analysis.stats import two_level_replicates
 from geneb.core.paths import load_schema, schema_errors
 from geneb.core.provenance import file_sha256
 from geneb.registry.spec import ModelSpec
@@ -447,6 +447,7 @@ _INTERVAL_COLUMNS = (
     "rank_low",
     "rank_high",
     "p_top1",
+    "rank_interval_widened",
     "interval_reason",
     "role",
     "tie_rule",
@@ -466,29 +467,32 @@ def compare_intervals(
 ) -> pd.DataFrame:
     """`board` with the comparison's uncertainty, per (regime, category incl. macro, model), tasks resampled.
 
-    cells: the per-cell table of the comparison (board.attrs["cells"]). For each regime, the macro column over the
-    models with every common task, and each category over the models with every task of that category (the
-    models the board ranks there; an incomplete model gets no interval), go through
-    `bootstrap.two_level_replicates` (tasks drawn with replacement within each category, `n_resamples` draws from
-    `seed`, the same draws for a category either way; no test-row level: the published models have no per-row
-    predictions). Adds ci_low, ci_high (percentile
-    CI of the score at `confidence`; NA for a single-task category, where there is nothing to resample, and for
-    a macro over one), rank_low, rank_high, p_top1 (`ranks.rank_intervals`), interval_reason (why an interval is
-    NA, "" otherwise), role ("best", "tied" by `tie_rule`, else NA; `recommend.recommend`), tie_rule, confidence
-    and seed. Micro rows get no interval. Returns a new frame.
+    cells: the per-cell table of the comparison (board.attrs["cells"]). For each regime, each column (a category,
+    macro) with at least 2 ranked models goes through `ranking.ranked_replicates` over exactly the models the board
+    ranks there (`ranking.ranked_sets`: a category over the models with every task of it, macro over those with every
+    common task; an unranked model gets no interval), tasks drawn with replacement within each category, `n_resamples`
+    draws from `seed` (the same draws for a category either way; no test-row level: the published models have no
+    per-row predictions). Sets rank and of on those rows from the same computation as the interval
+    (`ranking.rank_intervals`: rank_low <= rank <= rank_high) and adds ci_low, ci_high (percentile CI of the score at
+    `confidence`; NA for a single-task category, where there is nothing to resample, and for a macro over one),
+    rank_low, rank_high, p_top1, rank_interval_widened, interval_reason (why an interval is NA, "" otherwise), role
+    ("best", "tied" by `tie_rule`, else NA; `ranking.recommend`: the best is a model of rank 1), tie_rule,
+    confidence and seed. Micro rows and columns with one ranked model get no interval (`of` is still set). Returns
+    a new frame.
     """
     rows = []
     for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
-        wide, categories = task_matrix(c, str(regime)), task_categories(c)
-        # macro over the models with every task; each category over the models with every task of it (its ranked ones)
-        subsets = [("macro", wide)] + [(cat, wide[list(g.index)]) for cat, g in categories.groupby(categories)]
-        for column, sub in subsets:
-            matrix = sub.dropna(how="any")
-            if len(matrix) < 2:
-                continue
-            rep, _ = two_level_replicates(matrix, categories, None, str(regime), n_resamples=n_resamples, seed=seed)
+        reps = ranking.ranked_replicates(
+            task_matrix(c, str(regime)),
+            task_categories(c),
+            None,
+            ranking.ranked_sets(board, str(protocol), str(regime)),
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+        for column, rep in reps.items():
             ri = rank_intervals(rep, confidence)
-            ri = ri[ri["category"] == column].drop(columns=["value", "rank", "rows_resampled", "n_resamples"])
+            ri = ri[ri["category"] == column].drop(columns=["value", "rows_resampled", "n_resamples"])
             rec = ranking.recommend(rep, confidence=confidence, tie_rule=tie_rule)
             ri = ri.merge(
                 rec.loc[rec["category"] == column, ["category", "model", "role"]], on=["category", "model"], how="left"
@@ -496,15 +500,22 @@ def compare_intervals(
             ri["protocol"], ri["regime"] = protocol, regime
             rows.append(ri)
     keys = ["protocol", "regime", "category", "model"]
+    fields = ["rank", "of", "rank_low", "rank_high", "p_top1", "rank_interval_widened", "interval_reason", "seed"]
     extra = (
         pd.concat(rows, ignore_index=True)
         if rows
-        else pd.DataFrame(
-            columns=[*keys, "rank_low", "rank_high", "p_top1", "interval_reason", "seed", "ci_low", "ci_high", "role"]
-        )
+        else pd.DataFrame(columns=[*keys, *fields, "ci_low", "ci_high", "role"])
+    ).rename(columns={"rank": "_rank", "of": "_of"})
+    out = board.drop(columns=[c for c in (*_INTERVAL_COLUMNS, "of") if c in board.columns]).merge(
+        extra, on=keys, how="left"
     )
-    out = board.drop(columns=[c for c in _INTERVAL_COLUMNS if c in board.columns]).merge(extra, on=keys, how="left")
-    out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
+    ranked = out["rank"].notna()
+    out["of"] = ranked.groupby([out[k] for k in keys[:3]], observed=True).transform("sum").astype("Int64")
+    has = out["_rank"].notna()
+    out.loc[has, "rank"], out.loc[has, "of"] = out.loc[has, "_rank"], out.loc[has, "_of"]
+    out = out.drop(columns=["_rank", "_of"])
+    out[["rank", "of", "rank_low", "rank_high"]] = out[["rank", "of", "rank_low", "rank_high"]].astype("Int64")
+    out["rank_interval_widened"] = out["rank_interval_widened"].astype("boolean")
     out["tie_rule"], out["confidence"], out["seed"] = tie_rule, float(confidence), int(seed)
     out.attrs = dict(board.attrs)
     return out

@@ -33,10 +33,13 @@ Rank instability: how much a model's rank depends on which category, which tasks
   categories (and macro); tau near 1 means the categories agree on the order, near 0 that they do not.
 * `rank_intervals`: each model's rank in each category and on macro with a bootstrap interval: the 2.5 and
   97.5 percentiles of its rank over paired replicates (`bootstrap.category_replicates`, test rows and tasks
-  resampled), and how often it ranks first. Overlapping rank intervals mean the order is not resolved.
+  resampled), and how often it ranks first. Overlapping rank intervals mean the order is not resolved. Rank,
+  `of` and interval are computed together, per column, over the models the leaderboard ranks there
+  (`ranked_sets`, `ranked_replicates`), so the rank lies in its interval and is the leaderboard's; writing
+  checks it (`check_rank_intervals`).
 
-Category-aware recommendation: for each category (and macro), the best model and the models it cannot be
-told apart from.
+Category-aware recommendation: for each category (and macro), the best model (the leaderboard's rank 1, over the
+same models as the rank intervals) and the models it cannot be told apart from.
 
 Tie rules (config `analysis.recommendation.tie_rule`):
 * "overlap": a model ties with the best when their percentile CIs overlap (its upper end >= the best's
@@ -62,7 +65,7 @@ from scipy import stats
 
 from geneb import __version__
 from geneb.analysis.inputs import RegimeContext, cell_scores, frame_sha256
-from geneb.analysis.stats import CategoryReplicates
+from geneb.analysis.stats import CategoryReplicates, category_replicates
 from geneb.core.categories import CATEGORIES
 from geneb.tables.scores import CELL_KEYS, AnalysisInputError, with_code_revision
 
@@ -140,8 +143,9 @@ def prepare_cells(
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
-#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`)
-_SCHEMA_VERSION = "5"
+#: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`; 6: `of`, the number of
+#: models ranked in the row's protocol, regime and category)
+_SCHEMA_VERSION = "6"
 AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.controls.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
@@ -181,9 +185,16 @@ def _borda_rank(matrix: pd.DataFrame) -> pd.Series:
     return pd.Series(rank, index=matrix.index, name="borda_rank")
 
 
+#: the decimals a score is rounded to before it is ranked: two means of the same task scores summed in another
+#: order (1e-16 apart) tie, so the leaderboard's rank and the rank-interval table's, computed from the same cells by
+#: two code paths, agree
+_RANK_DECIMALS = 12
+
+
 def rank_desc(values: pd.Series) -> pd.Series:
-    """Rank 1 = highest; ties share the lowest rank; NaN stays unranked (pandas Int64 NA)."""
-    return values.rank(method="min", ascending=False).astype("Int64")
+    """Rank 1 = highest; ties (equal to `_RANK_DECIMALS` decimals) share the lowest rank; NaN stays unranked
+    (pandas Int64 NA)."""
+    return values.astype(float).round(_RANK_DECIMALS).rank(method="min", ascending=False).astype("Int64")
 
 
 def _join(items: Iterable[str]) -> str:
@@ -334,7 +345,8 @@ def leaderboard(
     configured task (its cells' tasks and the `missing` ones) plus `macro` and `micro`, with value, n_tasks,
     n_tasks_expected, complete, incomplete_reason (why a row is not complete: the missing tasks and their errors;
     "no task of this category completed: ..." when the model has none), rank (by value within protocol, regime and
-    category, 1 = best; NA on every incomplete row), borda_rank (over the category's tasks; over all tasks for
+    category, 1 = best; NA on every incomplete row), of (the number of models ranked in that protocol, regime and
+    category, on every row of it), borda_rank (over the category's tasks; over all tasks for
     macro/micro; NA where no task of the category has a value), flagged_tasks / flags / excluded_tasks (the tasks
     feeding the row that fail an audit, their kinds, and those left out of value and rank under
     `exclude_flagged`), source, schema_version, geneb_version, input_sha256 (hash of `cells`), geneb_commit and
@@ -349,7 +361,9 @@ def leaderboard(
     cats, aggs = _scores(cells, missing, missing_reasons, cell_reasons, flags, exclude_flagged)
     table = pd.concat([cats, aggs], ignore_index=True)
     table["_ranked"] = table["value"].where(table["complete"])
-    table["rank"] = table.groupby(["protocol", "regime", "category"], observed=True)["_ranked"].transform(rank_desc)
+    group = table.groupby(["protocol", "regime", "category"], observed=True)
+    table["rank"] = group["_ranked"].transform(rank_desc)
+    table["of"] = group["_ranked"].transform("count").astype("Int64")
     table = table.drop(columns="_ranked")
     excluded = {t for t, kinds in (flags or {}).items() if set(kinds) & set(exclude_flagged)}
     cells = cells[~cells["task"].isin(excluded)]
@@ -425,13 +439,66 @@ def wide_view(board: pd.DataFrame, protocol: str, regime: str, *, complete_only:
     return wide[cols].sort_values("macro", ascending=False, na_position="last")
 
 
-def _ranked_rows(rows: pd.DataFrame, board: pd.DataFrame, protocol: str, regime: str) -> pd.DataFrame:
-    """The rows of `rows` (columns category, model) whose (category, model) the leaderboard `board` ranks in
-    (`protocol`, `regime`): what an analysis that ranks or recommends may show. A model missing a configured
-    task (failed, contaminated, not run) has no macro or micro rank, so it is never recommended there."""
+def ranked_sets(board: pd.DataFrame, protocol: str, regime: str) -> dict[str, tuple[str, ...]]:
+    """{column: the models `board` ranks there} for one (`protocol`, `regime`), columns in the official order (the
+    categories, then macro; micro ranks the macro's models on another mean and has no bootstrap of its own): per
+    category the models complete in it (every task of the category), for macro the models complete on every task.
+    What the rank interval, the recommendation and the point rank of a column are computed over, so that the three
+    agree (a model missing one task of another category is still ranked, with an interval, in this one)."""
     b = board[(board["protocol"] == protocol) & (board["regime"] == regime) & board["rank"].notna()]
-    keep = set(zip(b["category"], b["model"]))
-    return rows[[(c, m) in keep for c, m in zip(rows["category"], rows["model"])]].reset_index(drop=True)
+    out: dict[str, tuple[str, ...]] = {}
+    for column in (*CATEGORIES, "macro"):
+        models = b.loc[b["category"] == column, "model"]
+        if len(models):
+            out[column] = tuple(sorted(map(str, models)))
+    return out
+
+
+def ranked_replicates(
+    matrix: pd.DataFrame,
+    task_category: pd.Series,
+    rows: np.ndarray | None,
+    ranked: Mapping[str, Sequence[str]],
+    *,
+    n_resamples: int,
+    seed: int,
+    resample_tasks: bool = True,
+) -> dict[str, CategoryReplicates]:
+    """{column: the paired replicates over the models ranked there} for every column of `ranked` (`ranked_sets`)
+    with at least 2 models.
+
+    matrix: (M, T) cell values of one (protocol, regime) (index model, columns task), NaN where a model lacks a task;
+    task_category: task -> category; rows: test-row replicates (B, M, T) in `matrix`'s order (`stats.row_replicates`),
+    or None; a category's replicates draw its tasks only, macro's every task (`stats.category_replicates`: the task
+    draw of a category depends on the category alone, so every column sees the same draws). Raises
+    AnalysisInputError when a ranked model lacks a task of its column or is not in `matrix` (the leaderboard and the
+    matrix come from other cells), naming the column and the model.
+    """
+    out: dict[str, CategoryReplicates] = {}
+    for column, models in ranked.items():
+        if len(models) < 2:
+            continue
+        unknown = [m for m in models if m not in matrix.index]
+        if unknown:
+            raise AnalysisInputError(f"rank intervals of {column!r}: ranked model(s) {unknown} have no cells")
+        tasks = [t for t in matrix.columns if column == "macro" or task_category.get(t) == column]
+        sub = matrix.loc[list(models), tasks]
+        lacking = sub.isna().any(axis=1)
+        if not tasks or lacking.any():
+            bad = list(sub.index[lacking]) if tasks else list(models)
+            raise AnalysisInputError(
+                f"rank intervals of {column!r}: model(s) {bad} are ranked there but lack one of its tasks {tasks}"
+            )
+        part = None
+        if rows is not None:
+            mi = np.asarray(matrix.index.get_indexer(pd.Index(list(models))), dtype=np.intp)
+            ti = np.asarray(matrix.columns.get_indexer(pd.Index(tasks)), dtype=np.intp)
+            part = rows[:, mi][:, :, ti]
+            part = None if np.isnan(part).all() else part
+        out[column] = category_replicates(
+            sub, task_category, part, n_resamples=n_resamples, seed=seed, resample_tasks=resample_tasks
+        )
+    return out
 
 
 def _category_kendall(wide: pd.DataFrame) -> pd.DataFrame:
@@ -452,27 +519,33 @@ def _category_kendall(wide: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks along axis -2 (models), 1 = highest, ties share the lowest rank."""
-    return stats.rankdata(-x, axis=-2, method="min")
+    """Ranks along axis -2 (models), 1 = highest, ties (equal to `_RANK_DECIMALS` decimals) share the lowest rank."""
+    return stats.rankdata(-np.round(x, _RANK_DECIMALS), axis=-2, method="min")
 
 
 def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
-    """Per (model, category incl. macro): value, ci_low, ci_high, rank, rank_low, rank_high, p_top1.
+    """Per (model, category incl. macro): value, ci_low, ci_high, rank, of, rank_low, rank_high, p_top1, computed
+    together over the models of `rep` and its replicates.
 
-    rep: paired replicates (B, M, C + 1). rank_low/rank_high: percentile interval of the model's rank over
-    replicates at `confidence`; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 =
-    best, ties share the lowest rank (scipy.stats.rankdata, method "min"). ci_low/ci_high: the percentile
-    interval of the model's value over the same replicates (`CategoryReplicates.interval`, NaN where undefined). A column whose replicates cannot
-    vary for some model (`CategoryReplicates.column_defined`: a single-task category without that task's per-row
+    rep: paired replicates (B, M, C + 1). rank: the model's rank on the unresampled data (`rep.point`) among the M
+    models; of: M. rank_low/rank_high: percentile interval of the model's rank over replicates at `confidence`,
+    widened where it misses the point rank (a biased resample, e.g. MCC recomputed on resampled test rows: the
+    interval then reaches the rank shown, and `rank_interval_widened` is True), so rank_low <= rank <= rank_high on
+    every row; p_top1: fraction of replicates in which the model ranks first. Ranks: 1 = best, ties share the lowest
+    rank (scipy.stats.rankdata, method "min"). ci_low/ci_high: the percentile interval of the model's value over the
+    same replicates (`CategoryReplicates.interval`, NaN where undefined). A column whose replicates cannot vary for
+    some model (`CategoryReplicates.column_defined`: a single-task category without that task's per-row
     predictions, a macro over one) has nothing to resample: its interval and p_top1 are missing (NA), not a
-    certain-looking [rank, rank] and 1.0, and `interval_reason` says why ("" where defined). `seed`: the
-    bootstrap seed of the replicates.
+    certain-looking [rank, rank] and 1.0, and `interval_reason` says why ("" where defined). `seed`: the bootstrap
+    seed of the replicates.
     """
     point_rank = _ranks(rep.point)
     draw_rank = _ranks(rep.draws)
     a = (1 - confidence) / 2
     low = np.quantile(draw_rank, a, axis=0, method="lower")
     high = np.quantile(draw_rank, 1 - a, axis=0, method="higher")
+    widened = (low > point_rank) | (high < point_rank)
+    low, high = np.minimum(low, point_rank), np.maximum(high, point_rank)
     top = (draw_rank == 1).mean(axis=0)
     ci_low, ci_high = rep.interval(confidence)
     no_variation = ~rep.column_defined()
@@ -488,28 +561,64 @@ def rank_intervals(rep: CategoryReplicates, confidence: float) -> pd.DataFrame:
                     "ci_low": float(ci_low[m, c]),
                     "ci_high": float(ci_high[m, c]),
                     "rank": int(point_rank[m, c]),
+                    "of": len(rep.models),
                     "rank_low": int(low[m, c]) if known else None,
                     "rank_high": int(high[m, c]) if known else None,
                     "p_top1": float(top[m, c]) if known else np.nan,
+                    "rank_interval_widened": bool(widened[m, c]) and known,
                     "interval_reason": "" if known else rep.column_reason(c),
                 }
             )
     out = pd.DataFrame(rows)
-    out[["rank_low", "rank_high"]] = out[["rank_low", "rank_high"]].astype("Int64")
+    out[["rank", "of", "rank_low", "rank_high"]] = out[["rank", "of", "rank_low", "rank_high"]].astype("Int64")
     out["rows_resampled"] = rep.rows_resampled
     out["n_resamples"] = rep.draws.shape[0]
     out["seed"] = rep.seed
     return out
 
 
+def check_rank_intervals(table: pd.DataFrame, name: str) -> None:
+    """Raise AnalysisInputError when a row of `table` (written as `name`) has rank, rank_low and rank_high and
+    the rank lies outside [rank_low, rank_high], or a rank above its `of`: rank and interval were computed over
+    different models. Names the protocol, regime, category and model of the first such rows and their count. A
+    table without those columns, or a row missing one of them, passes."""
+    if not {"rank", "rank_low", "rank_high"} <= set(table.columns) or table.empty:
+        return
+    rank = pd.to_numeric(table["rank"], errors="coerce")
+    low = pd.to_numeric(table["rank_low"], errors="coerce")
+    high = pd.to_numeric(table["rank_high"], errors="coerce")
+    has = rank.notna() & low.notna() & high.notna()
+    bad = has & ((low > rank) | (rank > high))
+    if "of" in table.columns:
+        bad |= rank.notna() & (rank > pd.to_numeric(table["of"], errors="coerce")).fillna(False)
+    if not bad.any():
+        return
+    shown = []
+    for i in table.index[bad][:5]:
+        r = table.loc[i]
+        where = ", ".join(f"{k} {r[k]}" for k in ("protocol", "regime", "category", "model") if k in table.columns)
+        of = f" of {r['of']}" if "of" in table.columns else ""
+        shown.append(f"{where}: rank {r['rank']}{of}, rank interval {r['rank_low']}-{r['rank_high']}")
+    raise AnalysisInputError(
+        f"{name}: {int(bad.sum())} row(s) with a rank outside its own rank interval (rank and interval computed over "
+        f"different models): " + "; ".join(shown)
+    )
+
+
+def _column_rows(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The rows of `frame` (a `rank_intervals` or `recommend` output) of one column (a category or macro)."""
+    return frame[frame["category"] == column]
+
+
 def rank_interval_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
-    """Registered analysis `rank_intervals`: `rank_intervals` of the regime's paired replicates (none with
-    fewer than 2 complete models), only where the run's leaderboard ranks the (category, model)
-    (`leaderboard.ranked_rows`: no macro interval for a model that lacks a failed task)."""
-    if ctx.replicates is None:
+    """Registered analysis `rank_intervals`: per column (category, macro) with at least 2 ranked models,
+    `rank_intervals` of the replicates over exactly the models the run's leaderboard ranks there (`ranked_sets`,
+    `ranked_replicates`: a model that lacks a task of another category, or a failed task, still has its interval
+    where it is ranked, and none where it is not); rank and of are the leaderboard's."""
+    frames = [_column_rows(rank_intervals(rep, ctx.run.confidence), col) for col, rep in ctx.ranked.items()]
+    if not frames:
         return {}
-    ri = rank_intervals(ctx.replicates, ctx.run.confidence)
-    return {"rank_intervals": _ranked_rows(ri, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
+    return {"rank_intervals": pd.concat(frames, ignore_index=True)}
 
 
 def category_kendall_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
@@ -531,25 +640,30 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
     """Best and tied models per category (incl. macro).
 
     rep: paired category replicates of one (protocol, regime). Returns rows category, model, role ("best" or
-    "tied"), value, ci_low, ci_high, n_recommended (best + tied), sorted by category then value. Raises
+    "tied"), value, ci_low, ci_high, rank and of (the model's point rank among the models of `rep`, as
+    `rank_intervals` gives it: the best has rank 1), n_recommended (best + tied), sorted by category then value.
+    The best is a model of rank 1; another model of rank 1 (the same value) is always "tied". Raises
     AnalysisInputError for an unknown tie rule.
     """
     if tie_rule not in _TIE_RULES:
         raise AnalysisInputError(f"tie_rule must be one of {_TIE_RULES}, not {tie_rule!r}")
     low, high = rep.interval(confidence)
+    point_rank = _ranks(rep.point)
     a = (1 - confidence) / 2
     rows = []
     for c, col in enumerate(rep.columns):
         values = rep.point[:, c]
-        best = int(np.nanargmax(values))
+        best = int(np.flatnonzero(point_rank[:, c] == 1)[0])
         has_ci = np.isfinite(low[best, c])
         chosen: list[dict[str, Any]] = []
         for m, model in enumerate(rep.models):
             role: str | None
             if m == best:
                 role = "best"
+            elif point_rank[m, c] == 1:  # the same value as the best: a tie whatever the rule
+                role = "tied"
             elif not has_ci:
-                role = "tied" if values[m] == values[best] else None
+                role = None
             elif tie_rule == "overlap":
                 role = "tied" if high[m, c] >= low[best, c] else None
             else:
@@ -564,22 +678,28 @@ def recommend(rep: CategoryReplicates, *, confidence: float, tie_rule: str = "ov
                         "value": float(values[m]),
                         "ci_low": float(low[m, c]),
                         "ci_high": float(high[m, c]),
+                        "rank": int(point_rank[m, c]),
+                        "of": len(rep.models),
                     }
                 )
         for r in chosen:
             r["n_recommended"] = len(chosen)
-        rows += sorted(chosen, key=lambda r: -r["value"])
+        rows += sorted(chosen, key=lambda r: (r["rank"], r["role"] != "best", -r["value"]))
     out = pd.DataFrame(rows)
     out["tie_rule"] = tie_rule
     return out
 
 
 def recommendation_tables(ctx: RegimeContext) -> dict[str, pd.DataFrame]:
-    """Registered analysis `recommendation`: `recommend` on the regime's paired replicates with the configured
-    tie rule (none with fewer than 2 complete models), only where the run's leaderboard ranks the (category,
-    model): a category or macro that lacks a failed task is never recommended on (`leaderboard.ranked_rows`)."""
-    if ctx.replicates is None:
-        return {}
+    """Registered analysis `recommendation`: per column (category, macro) with at least 2 ranked models, `recommend`
+    on the replicates over exactly the models the run's leaderboard ranks there (`ranked_sets`), with the
+    configured tie rule: the best is the leaderboard's rank 1 (another model of rank 1 is tied), and a column the
+    leaderboard ranks nobody in (a failed task) is never recommended on."""
     rule = ctx.run.settings["recommendation"]["tie_rule"]
-    rec = recommend(ctx.replicates, confidence=ctx.run.confidence, tie_rule=rule)
-    return {"recommendations": _ranked_rows(rec, ctx.run.board, ctx.protocol.protocol, ctx.regime)}
+    frames = [
+        _column_rows(recommend(rep, confidence=ctx.run.confidence, tie_rule=rule), col)
+        for col, rep in ctx.ranked.items()
+    ]
+    if not frames:
+        return {}
+    return {"recommendations": pd.concat(frames, ignore_index=True)}

@@ -203,38 +203,53 @@ def clean_leaderboard(
 
 
 def _regime_context(pctx: ProtocolContext, regime: str) -> RegimeContext:
-    """The (protocol, regime)'s matrix and shared replicates; attaches the test-row CIs to the run's cells."""
+    """The (protocol, regime)'s matrix and shared replicates; attaches the test-row CIs to the run's cells.
+
+    The test rows are drawn once for every model the run's leaderboard ranks somewhere (a row draw depends on the
+    task alone, so a model's replicates do not depend on which others are drawn with it): the replicates of the
+    complete models (`replicates`, what most analyses share) and those over each column's ranked models
+    (`ranked`, what the rank intervals and the recommendation use: `ranking.ranked_replicates`) are slices of it."""
     run = pctx.run
     matrix = task_matrix(pctx.cells, regime)
     complete = matrix.dropna(how="any")
     rsum: dict[str, Any] = {"n_models": int(matrix.shape[0]), "n_tasks": int(matrix.shape[1])}
     rsum["incomplete_models"] = sorted(set(matrix.index) - set(complete.index))
-    rows = rep = None
-    preds = {k: v for k, v in pctx.predictions.items() if k[0] in complete.index and k[1] in complete.columns}
-    if len(complete) >= 2:  # the two-level bootstrap every analysis of the regime shares
-        rep, rows = stats.two_level_replicates(
-            complete,
-            task_categories(pctx.cells),
-            preds,
-            regime,
-            n_resamples=run.n_resamples,
-            seed=run.seed,
-            resample_tasks=bool(run.settings["bootstrap"]["resample_tasks"]),
+    ranked = lb.ranked_sets(run.board, pctx.protocol, regime)
+    drawn = [m for m in matrix.index if m in complete.index or any(m in s for s in ranked.values())]
+    preds = {k: v for k, v in pctx.predictions.items() if k[0] in drawn and k[1] in matrix.columns}
+    all_rows = None
+    if preds:
+        all_rows = stats.row_replicates(
+            preds, drawn, list(matrix.columns), regime, n_resamples=run.n_resamples, seed=run.seed
         )
-    elif len(complete) and preds:  # one model: its test-row CIs only
-        rows = stats.row_replicates(
-            preds, list(complete.index), list(complete.columns), regime, n_resamples=run.n_resamples, seed=run.seed
+    rows = rep = None
+    if all_rows is not None and any(k[0] in complete.index for k in preds):  # the complete models' test rows
+        rows = all_rows[:, [drawn.index(m) for m in complete.index]]
+    categories = task_categories(pctx.cells)
+    resample_tasks = bool(run.settings["bootstrap"]["resample_tasks"])
+    if len(complete) >= 2:  # the two-level bootstrap every analysis of the regime shares
+        rep = stats.category_replicates(
+            complete, categories, rows, n_resamples=run.n_resamples, seed=run.seed, resample_tasks=resample_tasks
         )
     if rows is not None:
         _attach_row_cis(run.used, {"protocol": pctx.protocol, "regime": regime}, complete, rows, run.confidence)
     rsum["rows_resampled"] = rows is not None
+    per_column = lb.ranked_replicates(
+        matrix.loc[drawn],
+        categories,
+        all_rows,
+        ranked,
+        n_resamples=run.n_resamples,
+        seed=run.seed,
+        resample_tasks=resample_tasks,
+    )
     wide = lb.wide_view(run.board, pctx.protocol, regime).drop(columns="micro")
     macro = wide["macro"].dropna()
     if len(macro):
         rsum["top_model"] = str(macro.idxmax())
         rsum["top_macro"] = float(macro.max())
         rsum["mean_macro"] = float(macro.mean())
-    return RegimeContext(pctx, regime, matrix, complete, rows, rep, wide, macro, rsum)
+    return RegimeContext(pctx, regime, matrix, complete, rows, rep, wide, macro, rsum, ranked=per_column)
 
 
 def _collect(out: dict[str, list[pd.DataFrame]], analysis: Analysis, ctx: Any, tag: dict[str, str]) -> None:
@@ -360,7 +375,9 @@ def write_tables(
     """Write `tables[name]` to `outdir/{name}.parquet` for each of `names` (an absent table is written
     empty), and, when given, the summary to `outdir/analysis_summary.json`.
 
-    Every table gets `settings_hash` and `input_sha256` columns (provenance; from the summary, else kept as
+    A table with rank, rank_low and rank_high is checked first (`ranking.check_rank_intervals`: AnalysisInputError
+    naming the protocol, regime, category and model of a rank outside its own interval). Every table gets
+    `settings_hash` and `input_sha256` columns (provenance; from the summary, else kept as
     the table has them) and the running code's `geneb_commit` and `geneb_dirty` (`geneb.tables.scores.with_code_revision`).
     Returns the written paths.
     """
@@ -372,6 +389,7 @@ def write_tables(
             df["settings_hash"] = summary["settings_hash"]
             df["input_sha256"] = summary["input_sha256"]
         df = with_code_revision(df)
+        lb.check_rank_intervals(df, name)
         path = outdir / f"{name}.parquet"
         integrity.write_parquet(df, path)
         paths.append(path)

@@ -21,7 +21,7 @@ import geneb.analysis.run as run
 from geneb import __version__
 from geneb.analysis.controls import leaderboard_settings, read_audit_flags
 from geneb.analysis.inputs import frame_sha256
-from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR, check_rank_intervals
 from geneb.analysis.registry import LEADERBOARD_TABLES, analysis_tables
 from geneb.core import integrity
 from geneb.core.integrity import write_text_atomic
@@ -259,6 +259,7 @@ def compare_step(
         seed=int(boot["seed"]),
         tie_rule=settings["recommendation"]["tie_rule"],
     )
+    check_rank_intervals(board, board_out)
     origin = dict(zip(board["model"], board["origin"]))
     per_task = published.task_table(cells, origin)
     for df, path in ((board, board_out), (left, left_out), (per_task, tasks_out)):

@@ -374,7 +374,7 @@ def _recommend_model(args: argparse.Namespace) -> str:
     path = _table_path(args, "recommendation")
     table = _read(path, "recommendation", allow_empty=True)
     board, recs, intervals = _beside_tables(path)
-    if "rank" in table.columns and len(table):  # the comparison table: ranks, CIs and roles in one
+    if {"rank", "complete"} <= set(table.columns) and len(table):  # the comparison table: board, CIs, roles in one
         board, recs = table, table
     elif len(table):
         recs = table
