@@ -216,6 +216,26 @@ def test_the_quickstart_case_ranks_every_model_with_an_interval_containing_its_r
             assert list(best) and set(best) <= set(first), (regime, col)
 
 
+def test_readers_take_an_interval_only_from_the_same_models():
+    cats = {"p1": "Promoters", "p2": "Promoters", "e1": "Enhancers", "e2": "Enhancers"}
+    level = {"kmer": 0.3, "ft-prom": 0.5, "ft-tf0": 0.45, "random": 0.1}
+    values = {(m, t, "full"): v + 0.02 * i for m, v in level.items() for i, t in enumerate(cats)}
+    tables = _ranked_analyses(values, cats, {"ft-prom": ["p1"]}, _settings())
+    board, ri = tables["leaderboard"], tables["rank_intervals"]
+    shown = ranking.attach_rank_intervals(board, ri)
+    ranked = shown[shown["rank"].notna() & (shown["category"] != "micro")]
+    assert ranked["rank_low"].notna().all() and (ranked["interval_reason"] == "").all()
+    ranking.check_rank_intervals(shown, "attached")
+    # a rank-interval table computed over other models (the old bootstrap over the complete models only): the
+    # reader shows no interval, and says why, instead of one from another model set
+    old = ri[ri["model"] != "ft-prom"].drop(columns="of").copy()
+    old["rank"] = old.groupby(["regime", "category"])["value"].rank(method="min", ascending=False).astype("Int64")
+    shown = ranking.attach_rank_intervals(board, old).set_index(["regime", "category", "model"])
+    row = shown.loc[("full", "Enhancers", "kmer")]  # 3rd of 4 on the board, 2nd of 3 in the old table
+    assert row["rank"] == 3 and pd.isna(row["rank_low"]) and "computed over other models" in row["interval_reason"]
+    ranking.check_rank_intervals(shown.reset_index(), "attached")
+
+
 def test_writing_a_rank_outside_its_interval_names_the_row():
     bad = pd.DataFrame(
         {

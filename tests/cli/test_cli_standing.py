@@ -93,6 +93,7 @@ def test_recommend_on_a_one_model_run_answers(synthetic_run, tmp_path, capsys):
     model = sorted(board["model"].unique())[0]
     one = board[board["model"] == model].copy()
     one["rank"] = one["rank"].where(one["rank"].isna(), 1)
+    one["of"] = one["rank"].notna().astype("Int64")  # ranked rows: 1 of 1
     one.to_parquet(tmp_path / "leaderboard.parquet")
     recs = pd.read_parquet(t / "recommendations.parquet").iloc[0:0]
     recs.to_parquet(tmp_path / "recommendations.parquet")  # what a one-model run writes: no rows
@@ -145,3 +146,24 @@ def test_error_lines_join_a_line_that_introduces_the_next_with_a_space():
 
     assert one_line("cannot plan:\n - a\n - b\n") == "cannot plan: - a; - b"
     assert ":;" not in one_line("problems (1):\n- results_dir: no")
+
+
+def test_standing_never_prints_a_rank_outside_its_interval_from_another_model_set(synthetic_run, tmp_path, capsys):
+    """A rank-interval table bootstrapped over fewer models than the leaderboard ranks (as before issue 43: the
+    models complete on every task): `recommend --model` shows no interval where its rank or `of` differ."""
+    import re
+
+    t = _tables(synthetic_run)
+    for name in ("leaderboard.parquet", "recommendations.parquet"):
+        shutil.copy(t / name, tmp_path)
+    ri = pd.read_parquet(t / "rank_intervals.parquet")
+    old = ri[ri["model"] != "enc-big"].drop(columns=["of"])  # the best model left out of the interval's set
+    old["rank"] = old.groupby(["protocol", "regime", "category"])["value"].rank(method="min", ascending=False)
+    old.to_parquet(tmp_path / "rank_intervals.parquet")
+    shown = 0
+    for model in sorted(set(ri["model"]) - {"enc-big"}):
+        assert main(["recommend", "--table", str(tmp_path / "recommendations.parquet"), "--model", model]) == 0
+        for r, lo, hi in re.findall(r"rank (\d+) of \d+ \(rank interval (\d+)-(\d+)\)", capsys.readouterr().out):
+            shown += 1
+            assert int(lo) <= int(r) <= int(hi)
+    assert shown == 0  # the old table ranks every model out of one fewer: none of its intervals is shown

@@ -35,8 +35,9 @@ Rank instability: how much a model's rank depends on which category, which tasks
   97.5 percentiles of its rank over paired replicates (`bootstrap.category_replicates`, test rows and tasks
   resampled), and how often it ranks first. Overlapping rank intervals mean the order is not resolved. Rank,
   `of` and interval are computed together, per column, over the models the leaderboard ranks there
-  (`ranked_sets`, `ranked_replicates`), so the rank lies in its interval and is the leaderboard's; writing
-  checks it (`check_rank_intervals`).
+  (`ranked_sets`, `ranked_replicates`), so the rank lies in its interval and is the leaderboard's; readers take
+  an interval only from the same models (`attach_rank_intervals`), and writing checks it
+  (`check_rank_intervals`).
 
 Category-aware recommendation: for each category (and macro), the best model (the leaderboard's rank 1, over the
 same models as the rank intervals) and the models it cannot be told apart from.
@@ -439,6 +440,10 @@ def wide_view(board: pd.DataFrame, protocol: str, regime: str, *, complete_only:
     return wide[cols].sort_values("macro", ascending=False, na_position="last")
 
 
+#: the rank-interval columns a reader takes from the rank-interval table (`attach_rank_intervals`)
+_INTERVAL_FIELDS = ("rank_low", "rank_high", "p_top1")
+
+
 def ranked_sets(board: pd.DataFrame, protocol: str, regime: str) -> dict[str, tuple[str, ...]]:
     """{column: the models `board` ranks there} for one (`protocol`, `regime`), columns in the official order (the
     categories, then macro; micro ranks the macro's models on another mean and has no bootstrap of its own): per
@@ -603,6 +608,89 @@ def check_rank_intervals(table: pd.DataFrame, name: str) -> None:
         f"{name}: {int(bad.sum())} row(s) with a rank outside its own rank interval (rank and interval computed over "
         f"different models): " + "; ".join(shown)
     )
+
+
+def attach_rank_intervals(
+    board: pd.DataFrame, intervals: pd.DataFrame | None, keys: Sequence[str] = ("protocol", "regime", "category")
+) -> pd.DataFrame:
+    """`board` (leaderboard rows) with `of` and each row's rank interval from `intervals` (a run's rank_intervals
+    table), taken only where that table ranks the model over the same models: the same rank and the same `of`, which
+    `rank_intervals` computed together with the interval. What every reader that shows a leaderboard rank with its
+    interval uses, so that no row shows a rank from one model set and an interval from another.
+
+    keys: the columns of a ranking group, without model (the site adds "run"). Adds `of` where the board has none
+    (the ranked rows of the row's group), rank_low, rank_high (Int64), p_top1 (NA where no interval is taken),
+    ci_low / ci_high where the board has none (the value's interval from the interval table's row of the model, also
+    where its rank is not taken: a model's value draws do not depend on the other models drawn with it), and
+    `interval_reason`: "" where an interval is taken, else why not: the row is not ranked, it is the only ranked
+    model, the interval table's own reason (nothing to resample), no row of it in the interval table, or the
+    interval table ranks it otherwise (tables of another run, or written before rank and interval were computed
+    together). A board that carries rank_low already (the comparison table, `published.compare_intervals`) keeps its
+    own intervals. Returns a new frame in `board`'s row order.
+    """
+    group = list(keys)
+    out = board.copy()
+    if "of" not in out.columns:
+        ranked = out["rank"].notna()
+        out["of"] = ranked.groupby([out[k] for k in group], observed=True, dropna=False).transform("sum")
+        out["of"] = out["of"].astype("Int64")
+    if "rank_low" in out.columns:
+        return out
+    rank, of = out["rank"].astype("Int64").to_numpy(), out["of"].astype("Int64").to_numpy()
+    low: list[Any] = [pd.NA] * len(out)
+    high: list[Any] = [pd.NA] * len(out)
+    top = np.full(len(out), np.nan)
+    reason = np.array(
+        [
+            "not ranked"
+            if pd.isna(r)
+            else "the only ranked model: nothing to rank it against"
+            if n == 1
+            else "no row of it in the rank-interval table"
+            for r, n in zip(rank, of)
+        ],
+        dtype=object,
+    )
+    on = [*group, "model"]
+    if intervals is not None and (
+        intervals.empty or not {*on, "rank", "rank_low", "rank_high"} <= set(intervals.columns)
+    ):
+        intervals = None  # nothing to take: every ranked row says so
+    own_ci = {"ci_low", "ci_high"} <= set(out.columns)
+    with_ci = own_ci or (intervals is not None and {"ci_low", "ci_high"} <= set(intervals.columns))
+    ci = {
+        c: out[c].to_numpy(dtype=float, na_value=np.nan) if own_ci else np.full(len(out), np.nan)
+        for c in ("ci_low", "ci_high")
+    }
+    if intervals is not None:
+        ri = intervals.copy()
+        if "of" not in ri.columns:  # a table written before `of`: its rows per group
+            ri["of"] = ri.groupby(group, observed=True, dropna=False)["model"].transform("size")
+        take = [c for c in ("rank", "of", *_INTERVAL_FIELDS, "interval_reason", "ci_low", "ci_high") if c in ri.columns]
+        ri = ri[on + take].drop_duplicates(on).rename(columns={c: f"_ri_{c}" for c in take})
+        m = out[on].reset_index(drop=True).merge(ri, on=on, how="left")
+        has = m["_ri_rank"].notna().to_numpy()
+        ri_rank, ri_of = m["_ri_rank"].astype("Int64").to_numpy(), m["_ri_of"].astype("Int64").to_numpy()
+        for i in map(int, np.flatnonzero(has & ~pd.isna(rank))):
+            for c in ("ci_low", "ci_high"):  # the value's own interval: its draws do not depend on the other models
+                if np.isnan(ci[c][i]) and f"_ri_{c}" in m.columns:
+                    ci[c][i] = m[f"_ri_{c}"].iloc[i]
+            if ri_rank[i] != rank[i] or ri_of[i] != of[i]:
+                reason[i] = (
+                    f"the rank-interval table ranks it {ri_rank[i]} of {ri_of[i]}, the leaderboard {rank[i]} of "
+                    f"{of[i]}: computed over other models (another run's tables, or tables written before rank and "
+                    "interval were computed together: rerun the analyses)"
+                )
+                continue
+            low[i], high[i] = m["_ri_rank_low"].iloc[i], m["_ri_rank_high"].iloc[i]
+            if "_ri_p_top1" in m.columns:
+                top[i] = m["_ri_p_top1"].iloc[i]
+            reason[i] = str(m["_ri_interval_reason"].iloc[i] or "") if "_ri_interval_reason" in m.columns else ""
+    out["rank_low"], out["rank_high"] = pd.array(low, dtype="Int64"), pd.array(high, dtype="Int64")
+    out["p_top1"], out["interval_reason"] = top, reason
+    if with_ci:
+        out["ci_low"], out["ci_high"] = ci["ci_low"], ci["ci_high"]
+    return out
 
 
 def _column_rows(frame: pd.DataFrame, column: str) -> pd.DataFrame:

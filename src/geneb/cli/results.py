@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR
+from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR, attach_rank_intervals
 from geneb.analysis.stats import compare_cells, read_cell
 from geneb.cli.common import CliError, category_name, existing_file, protocol_rows, short_error
 from geneb.core import integrity
@@ -64,29 +64,18 @@ def _ordered(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(_o=key.to_numpy()).sort_values("_o").drop(columns="_o")
 
 
-def _n_ranked(board: pd.DataFrame) -> pd.Series:
-    """The number of ranked models per (regime, category) of `board` (one protocol)."""
-    return board[board["rank"].notna()].groupby(["regime", "category"], observed=True)["model"].nunique()
-
-
 def _model_board(
     board: pd.DataFrame, model: str, regime: str | None, intervals: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """`model`'s rows of a one-protocol leaderboard, every category (and macro / micro) of `regime` (every regime
     when None): regime, category, value, ci_low / ci_high (where the table has them), rank, of (the number of
     ranked models there), rank_low / rank_high (the table's, else those of `intervals`, the run's rank-interval
-    table), tier (where present), n_tasks, complete, incomplete_reason."""
+    table, where it ranks the model over the same models: `ranking.attach_rank_intervals`), tier (where present),
+    n_tasks, complete, incomplete_reason."""
     if regime is not None:
         board = board[board["regime"] == regime]
-    of = _n_ranked(board)
-    mine = board[board["model"] == model].copy()
-    if intervals is not None and "rank_low" not in mine.columns:
-        keep = ["protocol", "regime", "category", "rank_low", "rank_high"]
-        keep += [c for c in ("ci_low", "ci_high") if c in intervals.columns and c not in mine.columns]
-        ri = intervals[intervals["model"] == model][keep]
-        mine = mine.merge(ri, on=["protocol", "regime", "category"], how="left")
-    idx = pd.MultiIndex.from_frame(mine[["regime", "category"]])
-    mine["of"] = of.reindex(idx).fillna(0).astype(int).to_numpy()
+    mine = attach_rank_intervals(board, intervals)
+    mine = mine[mine["model"] == model]
     cols = ["regime", "category", "value", "ci_low", "ci_high", "rank", "of", "rank_low", "rank_high", "tier"]
     cols += ["n_tasks", "complete", "incomplete_reason"]
     out = _ordered(mine)[[c for c in cols if c in mine.columns]]
@@ -96,7 +85,9 @@ def _model_board(
 def _format_board(rows: pd.DataFrame, model: str, protocol: str) -> str:
     """The text `geneb leaderboard --model` prints for `_model_board`'s rows."""
     shown = rows.copy()
-    shown["rank"] = [f"{int(r)} of {n}" if pd.notna(r) else f"- of {n}" for r, n in zip(shown["rank"], shown.pop("of"))]
+    shown["rank"] = [
+        f"{int(r)} of {int(n)}" if pd.notna(r) else f"- of {int(n)}" for r, n in zip(shown["rank"], shown.pop("of"))
+    ]
     for c in ("rank_low", "rank_high"):
         if c in shown.columns:
             shown[c] = [str(int(v)) if pd.notna(v) else "-" for v in shown[c]]
@@ -116,12 +107,13 @@ def _standing(
     board: pd.DataFrame, recs: pd.DataFrame | None, intervals: pd.DataFrame | None, model: str
 ) -> pd.DataFrame:
     """Where `model` stands in each (regime, category) of a one-protocol leaderboard `board`: regime, category,
-    rank, of, value, ci_low, ci_high (the table's own CI, else the recommendation table's for a best or tied
-    model, else the rank-interval table's value interval, else missing), best (the best model's id), to_best (best value minus this value, 0 for the best),
-    role (best / tied / "-": `recommendations`; "only model" where it is the single ranked model), rank_low /
-    rank_high (the table's, else the rank-interval table's), tier where the board has it."""
-    b = _model_board(board, model, None)
-    ranked = board[board["rank"].notna()].sort_values("rank")
+    rank, of, value, ci_low, ci_high (the table's own CI, else the rank-interval table's value interval, else the
+    recommendation table's for a best or tied model, else missing), best (the best model's id), to_best (best value
+    minus this value, 0 for the best), role (best / tied / "-": `recommendations`; "only model" where it is the
+    single ranked model), rank_low / rank_high (the table's, else the rank-interval table's where it ranks the model
+    over the same models: `ranking.attach_rank_intervals`), tier where the board has it."""
+    b = _model_board(board, model, None, intervals)
+    ranked = board[board["rank"].notna()].sort_values(["rank", "model"])
     top = ranked.drop_duplicates(["regime", "category"]).set_index(["regime", "category"])
     rows = []
     for r in b.to_dict("records"):
@@ -142,13 +134,6 @@ def _standing(
         out["role"] = role
         for c in ("rank_low", "rank_high"):
             out[c] = r.get(c)
-        if intervals is not None:
-            hit = intervals[(intervals["model"] == model) & (intervals["regime"] == key[0])]
-            hit = hit[hit["category"] == key[1]]
-            if len(hit) and pd.isna(out.get("rank_low")):
-                out["rank_low"], out["rank_high"] = hit["rank_low"].iloc[0], hit["rank_high"].iloc[0]
-            if len(hit) and pd.isna(out.get("ci_low")) and "ci_low" in hit.columns:  # the two-level bootstrap's
-                out["ci_low"], out["ci_high"] = hit["ci_low"].iloc[0], hit["ci_high"].iloc[0]
         if "tier" in b.columns:
             out["tier"] = r.get("tier")
         rows.append(out)
@@ -175,6 +160,8 @@ def _format_standing(st: pd.DataFrame, model: str, protocol: str, ci_label: str 
             text += ": the only ranked model, so the best by default (nothing to compare with)"
         elif r["best"] == model:
             text += ": the best"
+        elif int(r["rank"]) == 1:
+            text += f": tied for rank 1 with {r['best']} (the same MCC)"
         else:
             text += f", {_num(r['to_best'])} below the best ({r['best']})"
         if r["role"] == "tied":

@@ -147,9 +147,10 @@ def _headline(board: pd.DataFrame, left: pd.DataFrame, summary: dict[str, Any]) 
 def _placement_table(board: pd.DataFrame, summary: dict[str, Any], regime: str = "full") -> pd.DataFrame:
     """Each user model per category (and macro) in `regime`: value, CI, rank of ranked, rank interval, role."""
     b = board[(board["protocol"] == summary["protocol"]) & (board["regime"] == regime)]
-    n_ranked = b[b["rank"].notna()].groupby("category")["model"].size()
     mine = b[b["model"].isin(summary["user_models"])].copy()
-    mine["of"] = mine["category"].map(n_ranked).astype("Int64")
+    if "of" not in mine.columns:  # a comparison table written before `of`
+        n_ranked = b[b["rank"].notna()].groupby("category")["model"].size()
+        mine["of"] = mine["category"].map(n_ranked).astype("Int64")
     cols = ["model", "category", "value", "ci_low", "ci_high", "rank", "of", "rank_low", "rank_high", "role", "n_tasks"]
     order = {c: i for i, c in enumerate((*CATEGORIES, "macro", "micro"))}
     mine = mine.assign(_o=mine["category"].map(order)).sort_values(["model", "_o"])

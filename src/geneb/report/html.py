@@ -286,9 +286,8 @@ def build_report(
     wide = wide.reset_index()
     ri = _sel(t["rank_intervals"], protocol=protocol, regime=regime)
     if len(ri):
-        ri = ri[ri["category"] == "macro"][["model", "value", "rank", "rank_low", "rank_high", "p_top1"]].sort_values(
-            "rank"
-        )
+        ri_cols = [c for c in ("model", "value", "rank", "of", "rank_low", "rank_high", "p_top1") if c in ri.columns]
+        ri = ri[ri["category"] == "macro"][ri_cols].sort_values("rank")  # rank, of and interval: one computation
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     read = [
         "leaderboard",

@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from geneb.analysis.ranking import attach_rank_intervals
 from geneb.core import integrity
 from geneb.report import runcard
 from geneb.report.runcard import recorded_inputs
@@ -302,19 +303,16 @@ def check_cells(cells: pd.DataFrame) -> None:
 
 
 def board_rows(runs: list[RunTables]) -> pd.DataFrame:
-    """The leaderboard rows of every run, labelled by run, with each row's bootstrap rank interval (`rank_low`,
-    `rank_high`, `p_top1` and the value's `ci_low` / `ci_high` from rank_intervals, where the run has it) and the model's display name."""
+    """The leaderboard rows of every run, labelled by run, with `of` and each row's bootstrap rank interval
+    (`rank_low`, `rank_high`, `p_top1`, the value's `ci_low` / `ci_high` and `interval_reason`) from the run's
+    rank_intervals where it ranks the model over the same models as the leaderboard
+    (`ranking.attach_rank_intervals`), and the model's display name."""
     board = labelled(runs, "leaderboard")
     ri = labelled(runs, "rank_intervals")
-    keys = ["run", "protocol", "regime", "model", "category"]
-    if len(ri) and set(keys) <= set(ri.columns):
-        extra = [
-            c
-            for c in ("rank_low", "rank_high", "p_top1", "ci_low", "ci_high")
-            if c in ri.columns and c not in board.columns
-        ]
-        board = board.merge(ri[keys + extra].drop_duplicates(keys), on=keys, how="left")
-    return with_display(board, runs)
+    if board.empty or "rank" not in board.columns:
+        return with_display(board, runs)
+    keys = ["run", "protocol", "regime", "category"]
+    return with_display(attach_rank_intervals(board, ri if len(ri) else None, keys), runs)
 
 
 def with_display(df: pd.DataFrame, runs: list[RunTables]) -> pd.DataFrame:
