@@ -1,4 +1,4 @@
-"""Rank, `of`, rank interval and best model computed together (issue 43, item 1): per (protocol, regime, category)
+"""Rank, `of`, rank interval and best model computed together: per (protocol, regime, category)
 the point rank and its bootstrap interval come from the same models and the same replicates, so no row shows a
 rank outside its own interval, and the recommendation's best model is the leaderboard's rank 1.
 

@@ -149,8 +149,9 @@ def test_error_lines_join_a_line_that_introduces_the_next_with_a_space():
 
 
 def test_standing_never_prints_a_rank_outside_its_interval_from_another_model_set(synthetic_run, tmp_path, capsys):
-    """A rank-interval table bootstrapped over fewer models than the leaderboard ranks (as before issue 43: the
-    models complete on every task): `recommend --model` shows no interval where its rank or `of` differ."""
+    """A rank-interval table bootstrapped over fewer models than the leaderboard ranks (as GENEB wrote it before
+    rank and interval were computed together: the models complete on every task): `recommend --model` shows no
+    interval where its rank or `of` differ."""
     import re
 
     t = _tables(synthetic_run)
