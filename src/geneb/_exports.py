@@ -11,6 +11,10 @@
 
 An exported name never equals a submodule's name (`geneb.api.evaluate` is the module): importing the submodule
 would rebind it (tests/repo/test_exports.py checks both tables).
+
+`LazyFunction` does the same for one function of a registry (the analysis and figure registries): named by module
+and name, imported on its first call, so that reading a registry's names (what the workflow does while it plans)
+imports no analysis or drawing code, scipy.stats or matplotlib.
 """
 
 from __future__ import annotations
@@ -39,3 +43,27 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
         return sorted({*namespace, *exports})
 
     return __getattr__, __dir__
+
+
+class LazyFunction:
+    """The function `name` of `module`, imported on the first call (or `resolve()`) and called with the same
+    arguments. Raises ImportError or AttributeError on that first use when the module or the name does not exist
+    (tests/analysis/test_registries.py resolves every registered one)."""
+
+    __slots__ = ("_function", "module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self._function: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The function itself (imported now if it was not yet)."""
+        if self._function is None:
+            self._function = getattr(importlib.import_module(self.module), self.name)
+        return self._function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.name}"

@@ -3,6 +3,8 @@ nowhere else) is computed, written, drawn, listed in the rules' outputs and show
 registered figure has its caption file; no rule file names a protocol."""
 
 import shutil
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -140,9 +142,22 @@ def test_every_registered_figure_has_a_caption_file_and_reads_produced_tables(re
     for fig in figure_registry.figures():
         assert (repo / "workflow" / "report" / fig.caption).is_file(), fig.name
         assert set(fig.inputs) <= produced, fig.name
-        assert callable(fig.draw), fig.name
+        assert callable(fig.draw.resolve()), fig.name  # a registry names its functions, imported on first call
     for analysis in registry.analyses():
-        assert callable(analysis.compute), analysis.name
+        assert callable(analysis.compute.resolve()), analysis.name
+
+
+def test_reading_the_registries_imports_no_analysis_or_drawing_code(repo):
+    """What the workflow imports while it plans (the `geneb` imports of workflow/rules/common.smk) leaves
+    scipy.stats, matplotlib and the analysis and figure modules unimported: every `snakemake` start, and every
+    cluster job's, would pay for them (docs/performance.md, "Workflow start-up")."""
+    common = (repo / "workflow" / "rules" / "common.smk").read_text().splitlines()
+    imports = [line for line in common if line.startswith(("from geneb", "import geneb"))]
+    assert any("analysis.registry" in line for line in imports) and any("figures.registry" in line for line in imports)
+    heavy = ("scipy.stats", "matplotlib", "geneb.analysis.controls", "geneb.analysis.ranking", "geneb.figures.paper")
+    code = "\n".join(["import sys", *imports, f"print(sorted(m for m in {heavy!r} if m in sys.modules))"])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_no_rule_file_names_a_protocol(repo):

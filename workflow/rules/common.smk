@@ -8,12 +8,12 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from geneb.analysis.registry import analysis_tables
-from geneb.analysis.published import PROTOCOL as PUBLISHED_PROTOCOL
 from geneb.figures.registry import figure_names, figures
 from geneb.report.render import report_captions
 from geneb.run import handlers
 from geneb.run import layout as job_resources
 from geneb.run.plan import plan_workflow
+from geneb.tables.scores import PUBLISHED_PROTOCOL
 from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 
 RUN_STARTED = time.time()  # `report_job_errors` shows the one-line errors of logs written since then

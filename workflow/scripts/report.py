@@ -4,7 +4,7 @@ from pathlib import Path
 
 from geneb.core.logs import log_to_file
 from geneb.report.html import build_report
-from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS
+from geneb.zeroshot.plan import ZEROSHOT_REPORT_INPUTS
 
 log_to_file(snakemake.log[0])
 build_report(

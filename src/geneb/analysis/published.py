@@ -63,10 +63,12 @@ from geneb import __version__
 from geneb.analysis.inputs import cell_scores, model_frame, task_categories, task_matrix
 from geneb.analysis.inputs import registry as read_registry
 from geneb.analysis.ranking import AGGREGATES, rank_intervals
+from geneb.core import yamlio
 from geneb.core.paths import load_schema, schema_errors
 from geneb.core.provenance import file_sha256
 from geneb.registry.spec import ModelSpec
 from geneb.tables.scores import (
+    PUBLISHED_PROTOCOL,
     PUBLISHED_SEED,
     REGIMES,
     SCHEMA_VERSION,
@@ -76,7 +78,7 @@ from geneb.tables.scores import (
 )
 from geneb.tasks.prepare import read_card
 
-PROTOCOL = "geneb-paper"
+PROTOCOL = PUBLISHED_PROTOCOL
 
 
 def _need(folder: Path, name: str) -> Path:
@@ -132,7 +134,7 @@ def import_published(folder: str | Path) -> pd.DataFrame:
 def _registry_by_hub(registry: str | Path | None) -> dict[str, dict[str, Any]]:
     if registry is None or not Path(registry).exists():
         return {}
-    entries = yaml.safe_load(Path(registry).read_text()) or []
+    entries = yamlio.safe_load(Path(registry).read_text()) or []
     return {str(e["hf_id"]).lower(): e for e in entries if isinstance(e, dict) and e.get("hf_id")}
 
 
@@ -266,7 +268,7 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
     defaulted to "absolute". Raises AnalysisInputError naming the file and the first problem, including a claim
     id without a statistic in STATISTICS and an id listed twice."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yamlio.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as err:
         raise AnalysisInputError(f"{path}: {err}") from err
     errors = schema_errors(data, load_schema("paper_claims"))

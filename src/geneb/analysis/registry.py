@@ -6,8 +6,9 @@ sections that show it. Everything else is derived from it: `run.run_analyses`, t
 (`outputs.analysis_tables`, the rules' `output:`) and the HTML report's "Analysis tables" sections.
 
 Adding an analysis: write its module (a function taking a context of `geneb.analysis.inputs` and returning
-{table name: frame}, named for what it computes, e.g. `scale_tables`), import the function here and add one
-`Analysis(...)` line to `_ANALYSES` (docs/analyses.md).
+{table name: frame}, named for what it computes, e.g. `scale_tables`) and add one `Analysis(...)` line to
+`_ANALYSES` naming it (`_analysis(module, name)`, imported when the analyses run: reading this registry, as the
+workflow does while it plans, imports no analysis code; docs/analyses.md).
 
 Scopes: "regime" runs once per (protocol, regime) and its tables get `protocol` and `regime` columns;
 "protocol" once per protocol, after its regimes (tables get `protocol`); "run" once, after every protocol.
@@ -23,11 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from geneb.analysis.controls import finetune_vs_probe_tables, pretraining_gain_tables
-from geneb.analysis.evaluation import best_layer_tables, sensitivity_tables
-from geneb.analysis.inputs import models_tables
-from geneb.analysis.paper import difficulty_tables, fewshot_tables, matched_pair_tables, scale_tables
-from geneb.analysis.ranking import category_kendall_tables, rank_interval_tables, recommendation_tables
+from geneb._exports import LazyFunction
 from geneb.tables.scores import AnalysisInputError
 
 _SCOPES = ("regime", "protocol", "run")
@@ -64,14 +61,20 @@ class Analysis:
                 raise AnalysisInputError(f"analysis {self.name!r}: section {s.heading!r} shows unknown {s.table!r}")
 
 
+def _analysis(module: str, name: str) -> LazyFunction:
+    """The analysis function `name` of geneb.analysis.<module>, imported when the analyses run, not when the
+    workflow reads the table names."""
+    return LazyFunction(f"geneb.analysis.{module}", name)
+
+
 #: the registered analyses, in report order (tables and sections follow it)
 _ANALYSES: list[Analysis] = [
-    Analysis("models", "run", models_tables, ("models",)),
-    Analysis("rank_intervals", "regime", rank_interval_tables, ("rank_intervals",)),
+    Analysis("models", "run", _analysis("inputs", "models_tables"), ("models",)),
+    Analysis("rank_intervals", "regime", _analysis("ranking", "rank_interval_tables"), ("rank_intervals",)),
     Analysis(
         "scale",
         "regime",
-        scale_tables,
+        _analysis("paper", "scale_tables"),
         ("scale", "in_domain", "reversals"),
         (
             Section("Scale: Spearman ρ", "scale"),
@@ -82,14 +85,14 @@ _ANALYSES: list[Analysis] = [
     Analysis(
         "matched_pairs",
         "regime",
-        matched_pair_tables,
+        _analysis("paper", "matched_pair_tables"),
         ("matched_pairs",),
         (Section("Matched pairs significant after Benjamini-Hochberg", "matched_pairs", only="significant"),),
     ),
     Analysis(
         "fewshot",
         "protocol",
-        fewshot_tables,
+        _analysis("paper", "fewshot_tables"),
         ("fewshot_drops", "fewshot_inverse", "fewshot_regimes"),
         (
             Section("Few-shot drops (macro MCC)", "fewshot_drops", by=("protocol",)),
@@ -102,14 +105,14 @@ _ANALYSES: list[Analysis] = [
     Analysis(
         "category_kendall",
         "regime",
-        category_kendall_tables,
+        _analysis("ranking", "category_kendall_tables"),
         ("category_kendall",),
         (Section("Kendall τ between category rankings", "category_kendall"),),
     ),
     Analysis(
         "difficulty",
         "run",
-        difficulty_tables,
+        _analysis("paper", "difficulty_tables"),
         ("near_random", "task_variance", "specialists"),
         (
             Section("Near-random tasks", "near_random", only="near_random"),
@@ -120,14 +123,14 @@ _ANALYSES: list[Analysis] = [
     Analysis(
         "recommendation",
         "regime",
-        recommendation_tables,
+        _analysis("ranking", "recommendation_tables"),
         ("recommendations",),
         (Section("Recommendation per category", "recommendations"),),
     ),
     Analysis(
         "best_layer",
         "run",
-        best_layer_tables,
+        _analysis("evaluation", "best_layer_tables"),
         ("best_layer",),
         (
             Section(
@@ -139,7 +142,7 @@ _ANALYSES: list[Analysis] = [
     Analysis(
         "sensitivity",
         "run",
-        sensitivity_tables,
+        _analysis("evaluation", "sensitivity_tables"),
         ("sensitivity", "sensitivity_leaderboard"),
         (
             Section(
@@ -150,14 +153,14 @@ _ANALYSES: list[Analysis] = [
     Analysis(
         "pretraining_gain",
         "run",
-        pretraining_gain_tables,
+        _analysis("controls", "pretraining_gain_tables"),
         ("pretraining_gain",),
         (Section("Does pretraining help: each model minus its random-init twin", "pretraining_gain"),),
     ),
     Analysis(
         "finetune_vs_probe",
         "run",
-        finetune_vs_probe_tables,
+        _analysis("controls", "finetune_vs_probe_tables"),
         ("finetune_vs_probe",),
         (Section("Does the probe ranking survive fine-tuning (finetune-lora)", "finetune_vs_probe", by=("regime",)),),
     ),

@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
-from geneb.core import integrity, paths
+from geneb.core import integrity, paths, yamlio
 from geneb.core.envs import ENVS_DIR
 from geneb.registry.registry import Registry
 
@@ -107,7 +106,7 @@ def _shipped_probe_section() -> dict[str, Any]:
     data = path.read_bytes()
     key = hashlib.sha256(data).hexdigest()
     if key not in _probe_sections:
-        _remember(_probe_sections, key, yaml.safe_load(data.decode("utf-8"))["probe"])
+        _remember(_probe_sections, key, yamlio.safe_load(data.decode("utf-8"))["probe"])
     return copy.deepcopy(_probe_sections[key])
 
 
@@ -150,7 +149,7 @@ def resolve_config(
     elif isinstance(config, Mapping):
         base = copy.deepcopy(dict(config))
     else:
-        base = yaml.safe_load(Path(config).read_text()) or {}
+        base = yamlio.safe_load(Path(config).read_text()) or {}
     base = _merge(base, dict(overrides))
     if "probe" not in base:  # the schema has no probe defaults: every setting is written out in the shipped config
         base["probe"] = _shipped_probe_section()

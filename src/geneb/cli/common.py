@@ -11,6 +11,7 @@ from typing import NoReturn
 import pandas as pd
 
 from geneb.analysis.ranking import AGGREGATES
+from geneb.core import yamlio
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import load_registry
 from geneb.registry.registry import Registry, RegistryError
@@ -79,7 +80,7 @@ def _weights_config(path: str | None) -> tuple[dict[str, str], str | None]:
     import yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yamlio.safe_load(Path(path).read_text()) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise CliError(f"config file {path} is not valid YAML ({short_error(err)})") from err
     if not isinstance(data, dict):
@@ -98,7 +99,7 @@ def _registry_extra_config(path: str | None) -> list[str]:
     import yaml
 
     try:
-        extra = (yaml.safe_load(Path(path).read_text()) or {}).get("registry_extra") or []
+        extra = (yamlio.safe_load(Path(path).read_text()) or {}).get("registry_extra") or []
     except (yaml.YAMLError, UnicodeDecodeError, AttributeError) as err:
         raise CliError(f"config file {path}: not a YAML mapping of config keys ({short_error(err)})") from err
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):

@@ -27,6 +27,7 @@ import yaml
 
 from geneb.analysis.inputs import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
+from geneb.core import yamlio
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import environment_refusals, load_registry, refusals
 from geneb.registry.python_entry import PRECOMPUTED, PYTHON
@@ -157,7 +158,7 @@ def _load_run_config(paths: list[str]) -> dict[str, Any]:
     for path in paths:
         p = existing_file(path, "config file")
         try:
-            loaded = yaml.safe_load(p.read_text()) or {}
+            loaded = yamlio.safe_load(p.read_text()) or {}
         except yaml.YAMLError as err:
             raise CliError(f"config file {p} is not YAML ({short_error(err)})") from err
         if not isinstance(loaded, dict):

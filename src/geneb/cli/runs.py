@@ -26,9 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from geneb.cli.common import CliError, existing_file
+from geneb.core import yamlio
 from geneb.core.paths import load_schema
 from geneb.report.render import report_captions
 from geneb.run.integrity import verify_files
@@ -52,7 +51,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     summary. Returns 1 when any file is bad or has no digest (and `--adopt` was not given), else 0."""
     config: dict[str, Any] = {}
     for name in args.config or ["config/config.yaml"]:
-        loaded = yaml.safe_load(existing_file(name, "config file").read_text(encoding="utf-8")) or {}
+        loaded = yamlio.safe_load(existing_file(name, "config file").read_text(encoding="utf-8")) or {}
         config = _merge(config, loaded)
     if args.results_dir is not None:
         if not re.match(load_schema("config")["properties"]["results_dir"]["pattern"], args.results_dir):

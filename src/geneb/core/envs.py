@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 import geneb.core.paths as paths
+from geneb.core.yamlio import safe_load as load_yaml
 
 #: the repository's env folder (GENEB is installed from its checkout, pip -e)
 ENVS_DIR = paths.envs_dir()
@@ -129,7 +130,7 @@ def read_env(name: str, envs_dir: str | Path = ENVS_DIR) -> EnvFile:
             f"env {name!r} has no file {path}; known envs: {', '.join(known) or 'none'} (add {path} or name one of them)"
         )
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = load_yaml(path.read_text())
     except yaml.YAMLError as err:
         raise EnvError(f"env {name}: {path} is not valid YAML ({str(err).splitlines()[0]})") from err
     deps = doc.get("dependencies") if isinstance(doc, dict) else None

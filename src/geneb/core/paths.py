@@ -26,9 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import geneb
+from geneb.core.yamlio import safe_load as load_yaml
 
 #: environment variable naming the GENEB checkout when the package is installed elsewhere
 _REPO_ENV = "GENEB_REPO"
@@ -90,7 +89,7 @@ def load_schema(name: str) -> dict[str, Any]:
     path = SCHEMA_DIR / f"{name}.schema.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"JSON schema {path} not found (GENEB reads its schemas from the repository checkout)")
-    return yaml.safe_load(path.read_text())
+    return load_yaml(path.read_text())
 
 
 def schema_errors(instance: Any, schema: dict[str, Any]) -> list[Any]:

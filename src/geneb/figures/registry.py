@@ -5,8 +5,9 @@ the tables it reads. The figure rules' outputs, their `report()` entries (workfl
 renderer (`render.render_figures`) and the HTML report's figures are all derived from it.
 
 Adding a figure: write its drawing function `draw_<name>(tables, display, *, protocol, regime)` returning a
-matplotlib figure (in a module of `geneb.figures`), write its caption `workflow/report/{name}.rst`, import the
-function here and add one `Figure(...)` line to `_FIGURES` (docs/analyses.md).
+matplotlib figure (in a module of `geneb.figures`), write its caption `workflow/report/{name}.rst` and add one
+`Figure(...)` line to `_FIGURES` naming it (`_drawing(module, name)`, imported when figures are drawn: reading this
+registry imports no matplotlib; docs/analyses.md).
 
 Render every analysis figure from the analysis tables of one run (what the figures rule calls).
 
@@ -23,11 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from geneb._exports import LazyFunction
 from geneb.core import integrity
-from geneb.figures.evaluation import draw_best_layer, draw_finetune_vs_probe, draw_pretraining_gain, draw_sensitivity
-from geneb.figures.leaderboard import draw_critical_difference, draw_heatmap, draw_rank_bump, draw_task_variance
-from geneb.figures.paper import draw_fewshot, draw_matched_pairs, draw_scale
-from geneb.figures.style import paper_style, save
 from geneb.tables.scores import AnalysisInputError
 
 
@@ -43,19 +41,45 @@ class Figure:
     caption: str
 
 
+def _drawing(module: str, name: str) -> LazyFunction:
+    """The drawing function `name` of geneb.figures.<module>, imported when figures are drawn (with matplotlib),
+    not when the workflow reads the figure names."""
+    return LazyFunction(f"geneb.figures.{module}", name)
+
+
 #: the registered figures, in report order
 _FIGURES: list[Figure] = [
-    Figure("heatmap", draw_heatmap, ("leaderboard",), "heatmap.rst"),
-    Figure("scale", draw_scale, ("leaderboard", "scale", "in_domain"), "scale.rst"),
-    Figure("rank_bump", draw_rank_bump, ("leaderboard",), "rank_bump.rst"),
-    Figure("fewshot", draw_fewshot, ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
-    Figure("matched_pairs", draw_matched_pairs, ("matched_pairs",), "matched_pairs.rst"),
-    Figure("task_variance", draw_task_variance, ("task_variance", "near_random"), "task_variance.rst"),
-    Figure("best_layer", draw_best_layer, ("best_layer",), "best_layer.rst"),
-    Figure("sensitivity", draw_sensitivity, ("sensitivity_leaderboard",), "sensitivity.rst"),
-    Figure("pretraining_gain", draw_pretraining_gain, ("pretraining_gain",), "pretraining_gain.rst"),
-    Figure("critical_difference", draw_critical_difference, ("leaderboard",), "critical_difference.rst"),
-    Figure("finetune_vs_probe", draw_finetune_vs_probe, ("finetune_vs_probe",), "finetune_vs_probe.rst"),
+    Figure("heatmap", _drawing("leaderboard", "draw_heatmap"), ("leaderboard",), "heatmap.rst"),
+    Figure("scale", _drawing("paper", "draw_scale"), ("leaderboard", "scale", "in_domain"), "scale.rst"),
+    Figure("rank_bump", _drawing("leaderboard", "draw_rank_bump"), ("leaderboard",), "rank_bump.rst"),
+    Figure("fewshot", _drawing("paper", "draw_fewshot"), ("fewshot_drops", "fewshot_inverse"), "fewshot.rst"),
+    Figure("matched_pairs", _drawing("paper", "draw_matched_pairs"), ("matched_pairs",), "matched_pairs.rst"),
+    Figure(
+        "task_variance",
+        _drawing("leaderboard", "draw_task_variance"),
+        ("task_variance", "near_random"),
+        "task_variance.rst",
+    ),
+    Figure("best_layer", _drawing("evaluation", "draw_best_layer"), ("best_layer",), "best_layer.rst"),
+    Figure("sensitivity", _drawing("evaluation", "draw_sensitivity"), ("sensitivity_leaderboard",), "sensitivity.rst"),
+    Figure(
+        "pretraining_gain",
+        _drawing("evaluation", "draw_pretraining_gain"),
+        ("pretraining_gain",),
+        "pretraining_gain.rst",
+    ),
+    Figure(
+        "critical_difference",
+        _drawing("leaderboard", "draw_critical_difference"),
+        ("leaderboard",),
+        "critical_difference.rst",
+    ),
+    Figure(
+        "finetune_vs_probe",
+        _drawing("evaluation", "draw_finetune_vs_probe"),
+        ("finetune_vs_probe",),
+        "finetune_vs_probe.rst",
+    ),
 ]
 
 
@@ -98,6 +122,8 @@ def render_figures(
     protocol = choose_protocol(board, protocol)
     models = _read(tables_dir, "models")
     display = dict(zip(models["model"], models["display"].fillna(models["model"])))
+    from geneb.figures.style import paper_style, save  # matplotlib: only when drawing
+
     out = []
     with paper_style():
         for fig in figures():

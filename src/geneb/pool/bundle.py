@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from geneb import __version__
-from geneb.core import integrity
+from geneb.core import integrity, yamlio
 from geneb.core.provenance import canonical_json
 from geneb.registry.load import load_registry
 from geneb.registry.registry import MERGED_SHEET, RegistryError
@@ -194,7 +194,7 @@ def read_bundle(path: str | os.PathLike[str]) -> Bundle:
         name=name,
         scores=pd.read_parquet(io.BytesIO(members[SCORES])),
         tables=tables,
-        registry=(yaml.safe_load(members[_REGISTRY]) or {}).get("models") or {},
+        registry=(yamlio.safe_load(members[_REGISTRY]) or {}).get("models") or {},
         provenance=json.loads(members[_PROVENANCE]),
     )
 

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
+from geneb.core import yamlio
 from geneb.core.envs import DEFAULT_ENV, ENVS_DIR, EnvError, EnvFile, env_names, read_env
 from geneb.core.paths import load_schema, schema_errors
 from geneb.core.provenance import REVISION, stable_hash
@@ -543,13 +544,7 @@ def _newest_first(version: str | None) -> tuple[int, ...]:
     return (0, *(-p for p in Version(version).release))
 
 
-if TYPE_CHECKING:
-    _SafeLoader = yaml.SafeLoader
-else:  # the C parser when libyaml is there
-    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _UniqueKeyLoader(_SafeLoader):
+class _UniqueKeyLoader(yamlio.SafeLoader):
     """A safe loader that refuses a key given twice in one mapping: plain YAML keeps the last silently, so a
     model id appended again would replace the first entry without a word."""
 

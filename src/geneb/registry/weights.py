@@ -84,6 +84,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from geneb.core import yamlio
 from geneb.core.integrity import write_text_atomic
 from geneb.core.provenance import REVISION, cached_file_sha256
 from geneb.registry.spec import ModelSpec, SettingsLike, Source
@@ -109,7 +110,7 @@ def read_pins(path: str | Path) -> dict[str, dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return {}
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yamlio.safe_load(path.read_text()) or {}
     if data.get("schema_version") != _PINS_SCHEMA_VERSION or not isinstance(data.get("revisions", {}), dict):
         raise PinError(f"{path}: expected schema_version {_PINS_SCHEMA_VERSION} and a `revisions` mapping")
     pins = data.get("revisions") or {}

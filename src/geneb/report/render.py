@@ -26,7 +26,6 @@ import pandas as pd
 from PIL import Image
 
 from geneb.figures.registry import figures
-from geneb.figures.style import NOT_APPLICABLE_KEY
 from geneb.tables.scores import AnalysisInputError
 
 #: the caption of the leaderboard table (the report's Leaderboard section; the leaderboard rule's report entry)
@@ -187,6 +186,8 @@ def figure_not_applicable(png: Path) -> str | None:
     text chunk `NOT_APPLICABLE_KEY`), or None for a figure with content (or one drawn before the key existed)."""
     with Image.open(png) as im:
         text = getattr(im, "text", {}) or {}
+    from geneb.figures.style import NOT_APPLICABLE_KEY  # matplotlib: only for a report with figures
+
     return text.get(NOT_APPLICABLE_KEY) or None
 
 

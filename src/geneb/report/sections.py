@@ -40,7 +40,8 @@ from geneb.analysis.registry import Section
 from geneb.core import integrity
 from geneb.report.render import not_applicable, table_html
 from geneb.tables.scores import MISSING_CELL_RULE, REGIMES, AnalysisInputError, failed_cells
-from geneb.zeroshot.tables import MACRO, ZEROSHOT_REPORT_INPUTS
+from geneb.zeroshot.plan import ZEROSHOT_REPORT_INPUTS
+from geneb.zeroshot.tables import MACRO
 
 
 def _regime(summary: dict[str, Any], protocol: str, regime: str) -> dict[str, Any]:

@@ -67,8 +67,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
+from geneb.core import yamlio
 from geneb.core.envs import DEFAULT_ENV, ENVS_DIR, EnvError, python_for_env
 from geneb.core.paths import SCHEMA_DIR, schema_problems, validate_with_defaults
 from geneb.registry.families import family as model_family
@@ -584,7 +584,7 @@ def default_schema_files() -> dict[str, Path]:
 
 def read_yaml(path: Path) -> Any:
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yamlio.safe_load(handle)
 
 
 def check_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

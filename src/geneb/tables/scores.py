@@ -22,6 +22,9 @@ from geneb.core.provenance import CodeRevision, code_revision
 #: `ci_high_clean`, `n_test_clean`; geneb.probe.metrics); 4: the view columns (_VIEW_COLUMNS).
 SCHEMA_VERSION = "4"
 REGIMES: tuple[str, ...] = ("full", "10shot", "1shot")
+#: the protocol of the GENEB paper's published scores (the `protocol` of every imported published row, and of the
+#: published chain's figures; geneb.analysis.published)
+PUBLISHED_PROTOCOL = "geneb-paper"
 #: columns every score table must have
 _REQUIRED_COLUMNS: tuple[str, ...] = ("protocol", "model", "task", "category", "regime", "seed", "metric", "value")
 #: the view columns every probe row carries (`geneb.probe.views`; docs/data-dictionary.md): view (str: "default" for

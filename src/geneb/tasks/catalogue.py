@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from geneb.core import yamlio
 from geneb.core.integrity import write_text_atomic
 from geneb.core.ipc import held
 from geneb.tasks.sources import (
@@ -142,7 +143,7 @@ def read_lock(path: str | Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yamlio.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise TaskLockError(f"task lock {path} is not YAML: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema_version") != _LOCK_SCHEMA_VERSION:

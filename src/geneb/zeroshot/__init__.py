@@ -32,7 +32,7 @@ _EXPORTS = {
     "N_BOOT": "geneb.zeroshot.tables",
     "run_tables_rule": "geneb.zeroshot.tables",
     "score_metrics": "geneb.zeroshot.tables",
-    "ZEROSHOT_REPORT_INPUTS": "geneb.zeroshot.tables",
+    "ZEROSHOT_REPORT_INPUTS": "geneb.zeroshot.plan",
     "check_row_scores": "geneb.zeroshot.task",
     "MARKOV_PREFIX": "geneb.zeroshot.task",
     "NotApplicable": "geneb.zeroshot.task",
@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the same names, for mypy and editors
     from geneb.zeroshot.job import run_baselines_rule as run_baselines_rule
     from geneb.zeroshot.job import run_build_rule as run_build_rule
     from geneb.zeroshot.job import run_score_rule as run_score_rule
+    from geneb.zeroshot.plan import ZEROSHOT_REPORT_INPUTS as ZEROSHOT_REPORT_INPUTS
     from geneb.zeroshot.plan import ZeroShotPlan as ZeroShotPlan
     from geneb.zeroshot.reference_lms import PRETRAINING_TASK as PRETRAINING_TASK
     from geneb.zeroshot.reference_lms import build_reference_lms as build_reference_lms
@@ -66,7 +67,6 @@ if TYPE_CHECKING:  # the same names, for mypy and editors
     from geneb.zeroshot.tables import MACRO as MACRO
     from geneb.zeroshot.tables import METRIC_COLUMNS as METRIC_COLUMNS
     from geneb.zeroshot.tables import N_BOOT as N_BOOT
-    from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS as ZEROSHOT_REPORT_INPUTS
     from geneb.zeroshot.tables import run_tables_rule as run_tables_rule
     from geneb.zeroshot.tables import score_metrics as score_metrics
     from geneb.zeroshot.task import MARKOV_PREFIX as MARKOV_PREFIX

@@ -26,7 +26,6 @@ from geneb.core.provenance import check_hash, params_hash
 from geneb.registry.families import resolved_lm_head, resolved_scoring
 from geneb.registry.registry import Registry, model_spec
 from geneb.tasks.sources import resolve_source_string, source_identity
-from geneb.zeroshot.tables import ZEROSHOT_REPORT_INPUTS
 from geneb.zeroshot.task import (
     EMBEDDING_SCORERS,
     LLR,
@@ -50,6 +49,9 @@ _ZEROSHOT_TABLES = (
     "zeroshot_not_applicable",
 )
 _ZEROSHOT_FIGURE = "figures/zeroshot.png"
+
+#: what the report's zero-shot section reads (geneb.report.sections), in the order the report rule passes them
+ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
 
 
 class PreparedTasks(Protocol):
@@ -277,7 +279,7 @@ class ZeroShotPlan:
         ]
 
     def report_inputs(self) -> list[str]:
-        """The report rule's zero-shot inputs, in `geneb.zeroshot.tables.ZEROSHOT_REPORT_INPUTS` order: the leaderboard,
+        """The report rule's zero-shot inputs, in `ZEROSHOT_REPORT_INPUTS` order: the leaderboard,
         the rank correlation, the not-applicable list and the figure; [] without a zero-shot stage."""
         if not self.tasks:
             return []

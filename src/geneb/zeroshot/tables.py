@@ -477,8 +477,6 @@ def _bootstrap_tau(
 
 
 _NOT_APPLICABLE_COLUMNS = ("model", "task", "scorer", "reason")
-#: what the report's zero-shot section reads (geneb.report.sections), in the order the report rule passes them
-ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
 _PROVENANCE_COLUMNS = ("scores_sha256", "data_sha256", "settings_hash", "geneb_version")
 
 
