@@ -16,33 +16,54 @@ if [ "${GENEB_TEST_SYSTEM:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get
     trap 'tests/slurm/cluster.sh stop' EXIT
 fi
 
-# Style gates first (cheap, and a finding fails the run): lint, formatting, Snakemake formatting and lint, then
-# the type checker over the whole package (`[tool.mypy] files` in pyproject.toml: src/geneb), its cache outside the
-# checkout so that a second run on this machine (a fresh clone too) takes seconds instead of minutes.
-export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$HOME/.cache/geneb-mypy}"
+# Style gates first (cheap, and a finding fails the run): lint, formatting, Snakemake formatting and lint.
 start=$SECONDS
 ruff check --quiet src workflow tools bench tests
 ruff format --check --quiet src workflow tools bench tests
 snakefmt --check Snakefile workflow
 snakemake --lint
 echo "style gates: passed in $((SECONDS - start)) s"
-start=$SECONDS
-mypy
-echo "mypy: passed in $((SECONDS - start)) s (cache $MYPY_CACHE_DIR)"
 
-# Three non-default envs built from their files: transformers4 (transformers 4.x) and hyena, in which
-# tests/workflow/test_env_workflow.py runs real extractions through the workflow (venv route), and lucaone, whose package
-# tests/encoders/families/test_lucaone.py runs the LucaOne stand-in with. Cached under $GENEB_ENV_DIR (default
-# ~/.cache/geneb-envs, outside the checkout, so later runs reuse them while the env file and pyproject.toml are
-# unchanged); GENEB_TEST_ENVS=0 skips the step (the env tests then build them or skip, naming the command).
+# Then, side by side (each mostly one core or the disk, minutes each when nothing is cached), the type checker over
+# the whole package (`[tool.mypy] files` in pyproject.toml: src/geneb) and the three non-default envs built from
+# their files: transformers4 (transformers 4.x) and hyena, in which tests/workflow/test_env_workflow.py runs real
+# extractions through the workflow (venv route), and lucaone, whose package tests/encoders/families/test_lucaone.py
+# runs the LucaOne stand-in with. Both are cached outside the checkout, so that a second run on this machine (a fresh
+# clone too) takes seconds: mypy's cache in $MYPY_CACHE_DIR (default ~/.cache/geneb-mypy), the envs under
+# $GENEB_ENV_DIR (default ~/.cache/geneb-envs, reused while the env file and pyproject.toml are unchanged).
+# GENEB_TEST_ENVS=0 skips the envs (the env tests then build them or skip, naming the command). Each step's output
+# is kept in a log and printed when it fails.
+export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$HOME/.cache/geneb-mypy}"
 export GENEB_ENV_DIR="${GENEB_ENV_DIR:-$HOME/.cache/geneb-envs}"
+logs=$(mktemp -d)
+steps=(mypy)
 if [ "${GENEB_TEST_ENVS:-1}" = 1 ]; then
-    for env in transformers4 hyena lucaone; do
-        start=$SECONDS
-        python -m geneb.cli env build "$env" >/dev/null
-        echo "env $env: ready in $((SECONDS - start)) s under $GENEB_ENV_DIR"
-    done
+    steps+=(transformers4 hyena lucaone)
 fi
+pids=()
+for step in "${steps[@]}"; do
+    (
+        start=$SECONDS
+        if [ "$step" = mypy ]; then
+            mypy >"$logs/$step.log" 2>&1
+            echo "mypy: passed in $((SECONDS - start)) s (cache $MYPY_CACHE_DIR)"
+        else
+            python -m geneb.cli env build "$step" >"$logs/$step.log" 2>&1
+            echo "env $step: ready in $((SECONDS - start)) s under $GENEB_ENV_DIR"
+        fi
+    ) &
+    pids+=($!)
+done
+failed=0
+for i in "${!steps[@]}"; do
+    if ! wait "${pids[$i]}"; then
+        echo "${steps[$i]} failed:" >&2
+        cat "$logs/${steps[$i]}.log" >&2
+        failed=1
+    fi
+done
+rm -rf "$logs"
+[ "$failed" = 0 ] || exit 1
 
 # pytest on $GENEB_TEST_WORKERS pytest-xdist workers (default 2, one per core here; 0 runs in this process), each
 # test file on one worker (--dist loadfile: a file's module fixtures are built once, and the Slurm tests, all in
