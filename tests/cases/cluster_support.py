@@ -52,10 +52,28 @@ def env_for_tests(**extra: str) -> dict[str, str]:
     return env
 
 
-def snakemake(run: Path, *args: str, check: bool = True, snakefile: Path = SNAKEFILE, env=None, timeout=900):
+STEADY_POLLING = REPO / "tests" / "slurm" / "steady_polling.py"
+
+
+def snakemake_command(*, steady_polling: bool = False) -> list[str]:
+    """`python -m snakemake`, or with steady_polling Snakemake whose Slurm executor polls `sacct` at its initial
+    interval throughout instead of backing off by 10 s per poll (tests/slurm/steady_polling.py says why)."""
+    return [sys.executable, str(STEADY_POLLING)] if steady_polling else [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(
+    run: Path,
+    *args: str,
+    check: bool = True,
+    snakefile: Path = SNAKEFILE,
+    env=None,
+    timeout=900,
+    steady_polling: bool = False,
+):
     """Run `python -m snakemake -s <snakefile> --cores 2 <args>` in `run`; returns the CompletedProcess
-    (stdout and stderr together in .stdout). check: raise with the output when it fails."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", *args]
+    (stdout and stderr together in .stdout). check: raise with the output when it fails. steady_polling: see
+    snakemake_command."""
+    cmd = [*snakemake_command(steady_polling=steady_polling), "-s", str(snakefile), "--cores", "2", *args]
     proc = subprocess.run(
         cmd,
         cwd=run,

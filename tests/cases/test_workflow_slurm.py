@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,6 +33,7 @@ from cluster_support import (
     h5_cell,
     repo_registry,
     snakemake,
+    snakemake_command,
     task_folder,
     wait_for,
 )
@@ -82,6 +82,8 @@ def _squeue(env, run_id: str) -> list[dict]:
     return [dict(zip(keys, line.split("|"), strict=True)) for line in out.splitlines() if line.strip()]
 
 
+# a first `sacct` poll after 2 s, not the profile's 40 s, and every later one 2 s apart (the runs below go through
+# snakemake_command(steady_polling=True)): a test cluster's jobs take seconds
 SLURM_FAST = ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs", "--latency-wait", "10"]
 
 
@@ -109,7 +111,7 @@ def test_slurm_profile_runs_the_workflow_on_a_real_cluster_and_retries_a_scancel
     write_small_config(run)
     t0 = time.monotonic()
     # the profile as shipped (device cuda): k-mer models are CPU-only encoders, so their extraction jobs are CPU jobs
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--profile", str(REPO / "profiles" / "slurm")]
+    cmd = [*snakemake_command(steady_polling=True), "-s", str(SNAKEFILE), "--profile", str(REPO / "profiles" / "slurm")]
     log = tmp_path / "snakemake.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(
@@ -200,6 +202,7 @@ def test_gres_profile_gives_a_neural_job_a_gpu_and_a_cpu_only_entry_none(slurm_e
         "extract_embeddings",
         env=env,
         check=False,
+        steady_polling=True,
     )
     assert proc.returncode != 0  # the neural job failed (keep-going: the other ran)
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
@@ -280,6 +283,7 @@ def test_a_job_failing_on_a_slurm_node_reaches_the_console_and_blocks_no_other_t
         "0",
         check=False,
         env=slurm_env,
+        steady_polling=True,
     )
     assert proc.returncode != 0
     assert re.search(
