@@ -265,3 +265,25 @@ def test_leaderboard_shows_unranked_rows_with_why_and_the_audit_marks(tmp_path, 
     assert main(["leaderboard", "--table", str(x / "leaderboard.parquet")]) == 0
     out = capsys.readouterr().out
     assert "ranked without the tasks flagged leakage (config leaderboard.exclude_flagged): l1" in out
+
+
+def test_every_option_and_subcommand_of_geneb_has_help_text():
+    """`geneb ... --help` explains every option, positional argument and subcommand (none shows a bare name)."""
+    import argparse
+
+    from geneb.cli.app import _build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helped = {choice.dest for choice in action._choices_actions if choice.help}
+                missing.extend(f"{path} {name} (subcommand)" for name in action.choices if name not in helped)
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(_build_parser(), "geneb")
+    assert missing == []

@@ -20,8 +20,18 @@ def test_leaderboard_model_lists_its_rows_per_regime_and_category_with_rank_out_
     assert main(["leaderboard", "--table", str(t / "leaderboard.parquet"), "--model", model]) == 0
     out = capsys.readouterr().out
     mine = board[(board["model"] == model) & (board["protocol"] == "geneb-paper")]
+    assert set(board["protocol"]) == {"geneb-paper"}
     assert out.count("\n") == len(mine) + 2  # a title line, a header, one line per row
     assert "<NA>" not in out
+    # a table that holds the model under a second protocol shows the first and names the other
+    both = pd.concat([board, board.assign(protocol="geneb-strict")], ignore_index=True)
+    both.to_parquet(t.parent / "two_protocols.parquet")
+    assert main(["leaderboard", "--table", str(t.parent / "two_protocols.parquet"), "--model", model]) == 0
+    two = capsys.readouterr().out
+    assert two.splitlines()[0].startswith(f"{model} (geneb-paper)") and two.count("\n") == len(mine) + 3
+    assert (
+        two.rstrip().splitlines()[-1] == f"{model} is also scored under geneb-strict: --protocol NAME shows those rows"
+    )
     macro = mine[(mine["regime"] == "full") & (mine["category"] == "macro")].iloc[0]
     n = (
         board[(board["protocol"] == "geneb-paper") & (board["regime"] == "full") & (board["category"] == "macro")][

@@ -41,7 +41,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser(
         "models", help="list the models of the registry: facts, env, source, pin, runnable here and why not"
     )
-    m.add_argument("--sheet", default="config/models.yaml")
+    m.add_argument("--sheet", default="config/models.yaml", help="the model registry (default config/models.yaml)")
     m.add_argument("--pins", default="config/model_revisions.yaml", help="the lockfile of pinned hub revisions")
     m.add_argument("--runnable", action="store_true", help="list only the models runnable here")
     m.add_argument("--twins", action="store_true", help="list the random-init twins (`<model>-twin`) too")
@@ -52,9 +52,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     m.set_defaults(func=cmd_models)
     t = sub.add_parser("tasks", help="list the tasks of the catalogue")
-    t.add_argument("--sheet", default="config/tasks.tsv")
+    t.add_argument("--sheet", default="config/tasks.tsv", help="the task catalogue (default config/tasks.tsv)")
     t.add_argument("--category", help=f"one of: {', '.join(CATEGORIES)}")
-    t.add_argument("--set", choices=["paper", "mirror"])
+    t.add_argument(
+        "--set", choices=["paper", "mirror"], help="only the tasks of this set: the paper's 100 or the local mirror's"
+    )
     t.set_defaults(func=cmd_tasks)
     t_sub = t.add_subparsers(dest="tasks_command", required=False, metavar="{lock}")
     tl = t_sub.add_parser(
@@ -77,8 +79,12 @@ def _build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("pin-revisions", help="move lockfile pins to the commit a ref points to now (needs network)")
     pr.add_argument("models", nargs="+", help="registry ids of hub models")
     pr.add_argument("--ref", default="main", help="branch or tag to resolve (default main)")
-    pr.add_argument("--sheet", default="config/models.yaml")
-    pr.add_argument("--pins", default="config/model_revisions.yaml")
+    pr.add_argument("--sheet", default="config/models.yaml", help="the model registry (default config/models.yaml)")
+    pr.add_argument(
+        "--pins",
+        default="config/model_revisions.yaml",
+        help="the lockfile of pinned hub revisions to update (default config/model_revisions.yaml)",
+    )
     pr.add_argument("--endpoint", default=None, help="hub endpoint (default: HF_ENDPOINT or huggingface.co)")
     pr.set_defaults(func=cmd_pin_revisions)
     w = sub.add_parser("weights", help="fetch or list the weights of models whose weights are outside the hub")
@@ -97,7 +103,7 @@ def _build_parser() -> argparse.ArgumentParser:
         ws.add_argument(
             "--config", default="config/config.yaml", help="the workflow config (model_weights, weights_dir)"
         )
-        ws.add_argument("--sheet", default="config/models.yaml")
+        ws.add_argument("--sheet", default="config/models.yaml", help="the model registry (default config/models.yaml)")
         ws.add_argument(
             "--weights-dir", default=None, help="the weights cache (default: the config's execution.weights_dir)"
         )
@@ -114,7 +120,11 @@ def _build_parser() -> argparse.ArgumentParser:
     zb.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
     zb.add_argument("--seed", type=int, default=0, help="the seed of every random draw (default 0)")
     zb.add_argument("--tasks", nargs="+", metavar="TASK", help="only these catalogued tasks")
-    zb.add_argument("--catalogue", default="config/zeroshot_tasks.tsv")
+    zb.add_argument(
+        "--catalogue",
+        default="config/zeroshot_tasks.tsv",
+        help="the zero-shot task catalogue (default config/zeroshot_tasks.tsv)",
+    )
     zb.add_argument(
         "--task-source", help="the mirror folder of real tasks (default $GENEB_TASK_SOURCE, else ../shared/data/tasks)"
     )
@@ -137,7 +147,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cache_help = "the folder the venvs are cached under (default $GENEB_ENV_DIR, else .geneb/envs)"
     el = env_sub.add_parser("list", help="each env, the models it serves, whether built and where")
     el.add_argument("--prefix", default=None, help=cache_help)
-    el.add_argument("--sheet", default="config/models.yaml")
+    el.add_argument("--sheet", default="config/models.yaml", help="the model registry (default config/models.yaml)")
     el.set_defaults(func=cmd_env_list)
     eb = env_sub.add_parser("build", help="build (or reuse) the pip venv of envs/NAME.yaml; prints its python")
     eb.add_argument("name", help="an env name (a file envs/NAME.yaml)")
@@ -156,7 +166,11 @@ def _build_parser() -> argparse.ArgumentParser:
         )
         s.add_argument("--regime", default=None, choices=REGIMES, help="default full (with --model: every regime)")
         s.add_argument("--model", help="one model's rows: where it stands in every category (and regime)")
-        s.add_argument("--protocol")
+        s.add_argument(
+            "--protocol",
+            help="the probing protocol whose rows to read, e.g. geneb-paper or geneb-strict (default geneb-paper when "
+            "the table has it, else its first); --model names the model's other protocols",
+        )
         s.add_argument(
             "--results-dir",
             default=None,

@@ -282,14 +282,20 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
         args.table = str(Path(_table_path(args, "leaderboard")).with_name("leaderboard_clean.parquet"))
     if args.model:
         args.table = _table_path(args, "leaderboard")
-        board = protocol_rows(_read(args.table, "leaderboard"), args.protocol)
+        every = _read(args.table, "leaderboard")
+        board = protocol_rows(every, args.protocol)
         _check_model(board, args.model, args.table)
+        protocol = str(board["protocol"].iloc[0])
+        others = sorted(set(every.loc[every["model"] == args.model, "protocol"].dropna().astype(str)) - {protocol})
         rows = _model_board(board, args.model, args.regime, _beside_tables(args.table)[2])
         if args.category:  # ranks stay out of every ranked model of that category, not of the rows shown
             rows = rows[rows["category"] == category_name(args.category)]
             if rows.empty:
                 raise CliError(f"model {args.model!r} has no row for category {args.category!r} in {args.table}")
-        return _format_board(rows, args.model, board["protocol"].iloc[0])
+        text = _format_board(rows, args.model, protocol)
+        if others:  # the table holds the model under more protocols than the one shown
+            text += f"\n{args.model} is also scored under {', '.join(others)}: --protocol NAME shows those rows"
+        return text
     args.regime = args.regime or "full"
     args.category = args.category or "macro"
     b, cat = _rows(args, "leaderboard")

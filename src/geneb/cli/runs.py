@@ -195,7 +195,7 @@ def add_pool_commands(sub: Any) -> None:
         "build the leaderboard and analysis tables, draw OUT/figures and write OUT/report/geneb_report.html "
         "(docs/pooling.md).",
     )
-    m.add_argument("bundles", nargs="+", metavar="BUNDLE")
+    m.add_argument("bundles", nargs="+", metavar="BUNDLE", help="the bundles to merge (`geneb bundle` writes them)")
     m.add_argument("--out", required=True, metavar="DIR", help="the merged results folder to write")
     m.add_argument("--prefer", metavar="BUNDLE", help="the bundle (file name) whose rows win a differing cell")
     m.add_argument("--config", default="config/config.yaml", help="the config whose analysis settings build tables")
