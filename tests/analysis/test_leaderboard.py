@@ -64,6 +64,13 @@ def test_incomplete_model_has_no_macro_and_no_rank():
     assert np.isnan(b.loc[("c", "macro"), "value"]) and pd.isna(b.loc[("c", "macro"), "rank"])
     assert not b.loc[("c", "macro"), "complete"] and b.loc[("a", "macro"), "complete"]
     assert b.loc[("c", "Promoters"), "complete"]
+    # no rank of any kind on an unranked row; the ranked models' Borda ranks count only each other
+    for agg in ("macro", "micro"):
+        assert pd.isna(b.loc[("c", agg), "borda_rank"])
+        ranked = b.xs(agg, level="category")
+        ranked = ranked[ranked["rank"].notna()]
+        assert ranked["borda_rank"].min() == 1 and ranked["borda_rank"].max() <= len(ranked)
+    assert b["borda_rank"].isna().eq(b["rank"].isna()).all()
 
 
 def test_wide_view_orders_by_macro():

@@ -347,8 +347,8 @@ def leaderboard(
     n_tasks_expected, complete, incomplete_reason (why a row is not complete: the missing tasks and their errors;
     "no task of this category completed: ..." when the model has none), rank (by value within protocol, regime and
     category, 1 = best; NA on every incomplete row), of (the number of models ranked in that protocol, regime and
-    category, on every row of it), borda_rank (over the category's tasks; over all tasks for
-    macro/micro; NA where no task of the category has a value), flagged_tasks / flags / excluded_tasks (the tasks
+    category, on every row of it), borda_rank (MTEB's Borda over the category's tasks, all tasks for
+    macro/micro, among the models ranked there; NA on every row without a rank), flagged_tasks / flags / excluded_tasks (the tasks
     feeding the row that fail an audit, their kinds, and those left out of value and rank under
     `exclude_flagged`), source, schema_version, geneb_version, input_sha256 (hash of `cells`), geneb_commit and
     geneb_dirty (the running code's revision, `geneb.tables.scores.with_code_revision`).
@@ -368,12 +368,19 @@ def leaderboard(
     table = table.drop(columns="_ranked")
     excluded = {t for t, kinds in (flags or {}).items() if set(kinds) & set(exclude_flagged)}
     cells = cells[~cells["task"].isin(excluded)]
+    # Borda among the models ranked in the row's (protocol, regime, category): an unranked row gets none, and the
+    # ranked ones count only each other's votes, as `rank` does
+    done = table.loc[table["complete"].astype(bool), ["protocol", "regime", "category", "model"]]
+    ranked = {key: set(g["model"]) for key, g in done.groupby(["protocol", "regime", "category"], observed=True)}
     borda = []
     for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True):
         if c.empty:
             continue
-        wide = c.pivot(index="model", columns="task", values="value")
+        everything = c.pivot(index="model", columns="task", values="value")
         for agg in AGGREGATES:
+            wide = everything[everything.index.isin(ranked.get((protocol, regime, agg), set()))]
+            if wide.empty:
+                continue
             b = _borda_rank(wide)
             borda.append(
                 pd.DataFrame(
@@ -387,7 +394,11 @@ def leaderboard(
                 )
             )
         for cat, cc in c.groupby("category", observed=True):
-            b = _borda_rank(cc.pivot(index="model", columns="task", values="value"))
+            wide = cc.pivot(index="model", columns="task", values="value")
+            wide = wide[wide.index.isin(ranked.get((protocol, regime, cat), set()))]
+            if wide.empty:
+                continue
+            b = _borda_rank(wide)
             borda.append(
                 pd.DataFrame(
                     {
