@@ -178,3 +178,27 @@ def test_standing_never_prints_a_rank_outside_its_interval_from_another_model_se
             shown += 1
             assert int(lo) <= int(r) <= int(hi)
     assert shown == 0  # the old table ranks every model out of one fewer: none of its intervals is shown
+
+
+def test_counts_and_ranks_print_as_integers_and_an_unranked_row_shows_no_rank(synthetic_run, tmp_path, capsys):
+    """A leaderboard with an unranked model (its rank and tier missing, so float columns): every rank, tier, count
+    and Borda rank prints as an integer, and the unranked row shows "-" for each rank, never 1.0000 or <NA>."""
+    board = pd.read_parquet(_tables(synthetic_run) / "leaderboard.parquet")
+    last = sorted(board["model"].unique())[-1]
+    mine = board["model"] == last
+    board.loc[mine, ["rank", "tier"]] = float("nan")
+    board["borda_rank"] = board["borda_rank"].astype("Int64").mask(mine)
+    board.loc[mine, "complete"] = False
+    path = tmp_path / "leaderboard.parquet"
+    board.to_parquet(path)
+    assert main(["leaderboard", "--table", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1].split()
+    rows = [dict(zip(header, line.split(), strict=True)) for line in lines[2 : 2 + board["model"].nunique()]]
+    assert {r["model"] for r in rows} == set(board["model"])
+    for r in rows:
+        counts = [r[c] for c in ("rank", "n_tasks", "borda_rank", "tier")]
+        if r["model"] == last:
+            assert (r["rank"], r["borda_rank"], r["tier"]) == ("-", "-", "-") and r["n_tasks"].isdigit()
+        else:
+            assert all(v.isdigit() for v in counts), r

@@ -82,15 +82,30 @@ def _model_board(
     return out.drop(columns=[c for c in ("incomplete_reason",) if c in out.columns and not out[c].fillna("").any()])
 
 
+#: columns that hold counts or ranks: printed as integers, "-" where missing (a float column with a missing value
+#: would print 1.0000)
+_INTEGER_COLUMNS = ("rank", "of", "rank_low", "rank_high", "tier", "n_tasks", "n_tasks_expected", "borda_rank")
+
+
+def _integers_as_integers(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each numeric column of _INTEGER_COLUMNS whose values are whole numbers written as integers,
+    "-" where missing (text, for printing)."""
+    out = frame.copy()
+    for col in _INTEGER_COLUMNS:
+        if col in out.columns and pd.api.types.is_numeric_dtype(out[col]):
+            values = pd.to_numeric(out[col]).astype(float)
+            if (values.dropna() == values.dropna().round()).all():
+                out[col] = ["-" if pd.isna(v) else str(int(round(v))) for v in values]
+    return out
+
+
 def _format_board(rows: pd.DataFrame, model: str, protocol: str) -> str:
     """The text `geneb leaderboard --model` prints for `_model_board`'s rows."""
     shown = rows.copy()
     shown["rank"] = [
         f"{int(r)} of {int(n)}" if pd.notna(r) else f"- of {int(n)}" for r, n in zip(shown["rank"], shown.pop("of"))
     ]
-    for c in ("rank_low", "rank_high"):
-        if c in shown.columns:
-            shown[c] = [str(int(v)) if pd.notna(v) else "-" for v in shown[c]]
+    shown = _integers_as_integers(shown)  # rank_low, rank_high, tier, n_tasks
     head = f"{model} ({protocol}): MCC per category and regime; rank among the ranked models"
     return head + "\n" + shown.to_string(index=False, float_format=lambda v: f"{v:.4f}", na_rep="-")
 
@@ -311,7 +326,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     tiered = "tier" in b.columns and b["tier"].notna().any()
     cols += ["tier"] if tiered else []
     subset = " on the test rows without a training homolog" if getattr(args, "clean", False) else ""
-    out = f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC{subset}\n" + b[cols].to_string(
+    out = f"{cat}, {args.regime} ({b['protocol'].iloc[0]}): MCC{subset}\n" + _integers_as_integers(b[cols]).to_string(
         index=False, float_format=lambda v: f"{v:.4f}", na_rep="-"
     )
     if tiered:
