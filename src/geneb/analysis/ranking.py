@@ -25,7 +25,9 @@ audit (`geneb.analysis.controls.audit_flags`) is named on every row it feeds (`f
 
 Borda rank as MTEB computes it (`mteb/benchmarks/_create_table.py`, `_get_borda_rank`): each task gives every
 model `n - rank` votes (n = number of models; rank 1 = best, ties share the average rank; a model without the
-task gets 0 votes from it); models are ranked by their summed votes, ties sharing the lowest rank ("min").
+task gets 0 votes from it); models are ranked by their summed votes, ties sharing the lowest rank ("min"). It
+counts the models the leaderboard ranks in that (protocol, regime, category) only: an unranked row has no rank of
+any kind.
 
 Rank instability: how much a model's rank depends on which category, which tasks and which test rows.
 
@@ -51,6 +53,9 @@ Where a column has no CI (a single-task category without per-row predictions), o
 
 Leaderboards and ranks: the category, macro and micro leaderboards with Borda rank, statistically tied tiers,
 rank instability and intervals, the category-aware recommendation, and the contaminated cells they leave out.
+One module because every one of these ranks the same models per column (who is complete, who is left out) and
+they must agree with each other: a rank inside its interval, the recommendation's best the leaderboard's rank 1,
+no Borda rank where there is no rank. Split, each part would keep its own copy of who is ranked where.
 """
 
 from __future__ import annotations
