@@ -30,6 +30,7 @@ SETTINGS = {
     "split_memory_limit": "1G",
     "prefilter_identity": 0.7,
     "prefilter_coverage": 0.7,
+    "mask_low_complexity": False,
     "min_rows_per_class": 250,
 }
 

@@ -534,6 +534,7 @@ _HOMOLOGY_KEYS = {
     "split_memory_limit": "split_memory_limit",
     "prefilter_identity": "prefilter_identity",
     "prefilter_coverage": "prefilter_coverage",
+    "mask_low_complexity": "mask_low_complexity",
 }
 
 

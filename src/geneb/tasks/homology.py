@@ -71,7 +71,14 @@ github.com/genomic-benchmarks/genomic-benchmarks-qc):
 Search settings (all in `HomologyParams`, recorded with the result for the task card): k-mer length 11
 (`-k 11`; MMseqs2's automatic choice for nucleotides, k=15, needs 8 GB for a 25,000-row task and is refused
 under a 1 GB split memory limit), sensitivity 5.7, at most 300 prefilter candidates per query,
-`--split-memory-limit 1G` (bounds the prefilter index), `--min-seq-id` and `-c` at the prefilter bounds above.
+`--split-memory-limit 1G` (bounds the prefilter index), `--min-seq-id` and `-c` at the prefilter bounds above,
+and **no low-complexity masking** (`mask_low_complexity` False: `--mask 0 --mask-lower-case 0`). MMseqs2 masks
+low-complexity regions with tantan (Frith 2011, Nucleic Acids Res 39:e23) in its k-mer prefilter by default; a
+test row made mostly of tandem repeats then keeps no k-mer to seed a candidate, and its training homolog (at 93 %
+identity with indels) was never aligned: tests/tasks/audit/test_homology_repeats.py. The identity is decided by
+the whole-row alignment, never by the k-mer stage, so masking can only hide homologs, not guard against spurious
+ones (an unrelated repeat-rich candidate still has to reach `threshold` over the whole test row). Cost on real
+tasks: docs/performance.md, "Homology re-scoring" (bench/homology_mask.py).
 Rows with fewer than `min_length` (17) A/C/G/T letters (N-only rows, very short rows) are not searched: with
 k=11 (spaced k-mers) MMseqs2 found no exact copy of 16 bases or fewer and every copy of 17 or more in GENEB's
 tests. Such rows are matched exactly only, and counted (`n_unsearched_test`, `n_unsearched_train`).
@@ -133,6 +140,7 @@ class HomologyParams:
     prefilter_identity: float = 0.7
     prefilter_coverage: float = 0.7
     rescore: bool = True
+    mask_low_complexity: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -236,6 +244,10 @@ def _search_hits(
             str(params.prefilter_coverage if params.rescore else params.threshold),
             "--cov-mode",
             "2" if params.coverage == "query" else "0",
+            "--mask",
+            "1" if params.mask_low_complexity else "0",
+            "--mask-lower-case",
+            "0",
             "--format-mode",
             "0",
             "--format-output",
