@@ -109,10 +109,24 @@ def test_rows_that_are_not_comparable_are_refused_naming_the_field(two_runs, tmp
         write_bundle(folder, b, model_sheet=REPO / "config/models.yaml")
         with pytest.raises(MergeError) as err:
             merge_bundles([a, b], tmp_path / f"m-{field}")
-        msg = str(err.value)
+        lines = str(err.value).splitlines()
         task = "gue_prom_core_all"
-        assert f"b-{field}.geneb.zip: model shortcut-gc, task {task}: {field} 0000other differs from" in msg
+        # one line per difference, naming the key, both bundles' values, the models, the cause and the fix
+        assert lines[0].startswith("1 difference(s) make the bundles' rows not comparable") and len(lines) == 2
+        where = {"data_hash": f"task {task}", "shots_hash": f"task {task} (regimes 10shot, 1shot, full)", "config_hash": "protocol geneb-"}
+        assert lines[1].startswith(f"- {field} of {where.get(field, 'the rows')}"), lines[1]
+        assert f"b-{field}.geneb.zip has 0000other" in lines[1] and "shortcut-gc" in lines[1]
+        assert "Why: " in lines[1] and "Fix: " in lines[1]
         assert not (tmp_path / f"m-{field}").exists()
+    # caps that differ are said to differ, with each bundle's row counts
+    b = tmp_path / "b-caps.geneb.zip"
+    caps = altered(two_runs["cluster-b"] / "results", tmp_path / "caps", data_hash="0000other", n_train=160, n_test=200)
+    write_bundle(caps, b, model_sheet=REPO / "config/models.yaml")
+    with pytest.raises(MergeError) as err:
+        merge_bundles([a, b], tmp_path / "m-caps")
+    (line,) = str(err.value).splitlines()[1:]
+    assert "Why: caps differ: b-caps.geneb.zip has 160 training / 200 test rows of gue_prom_core_all" in line
+    assert "Fix: rerun one run with the other's `caps`" in line
 
 
 def test_a_cell_from_two_runs_is_kept_once_refused_or_preferred(two_runs, tmp_path):  # noqa: F811

@@ -61,6 +61,8 @@ class Mismatch:
     value: str
     ref_bundle: str
     ref_value: str
+    #: the key the field must agree on, in words ("task t", "task t, regime 1-shot", "protocol p", "the rows")
+    where: str = ""
 
     def __str__(self) -> str:
         return (
@@ -80,22 +82,93 @@ def _mismatches(bundles: Sequence[Bundle]) -> list[Mismatch]:
             rows = b.scores.assign(**{field: b.scores[field].astype(str)})
             for (model, task, *key, value), _ in rows.groupby(["model", "task", *keys, field], sort=True):
                 k = tuple(map(str, key))
+                where = ", ".join(f"{name} {v}" for name, v in zip(keys, k)) or "the rows"
                 if field == "schema_version":
                     if value != SCHEMA_VERSION:
-                        out.append(Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION))
+                        out.append(Mismatch(b.name, model, task, field, value, "this GENEB", SCHEMA_VERSION, where))
                     continue
                 ref_bundle, ref_value = ref.setdefault(k, (b.name, value))
                 if value != ref_value:
-                    out.append(Mismatch(b.name, model, task, field, value, ref_bundle, ref_value))
+                    out.append(Mismatch(b.name, model, task, field, value, ref_bundle, ref_value, where))
     return out
 
 
-def _describe(found: Sequence[Mismatch], limit: int = 20) -> str:
-    """The refusal message: each mismatch on its line (the first `limit`, then how many more)."""
-    lines = [str(m) for m in found[:limit]]
-    if len(found) > limit:
-        lines.append(f"... and {len(found) - limit} more")
-    return "rows that are not comparable (docs/pooling.md, 'Comparable rows'):\n" + "\n".join(lines)
+#: per field: what differs between the runs, and how to make them comparable (docs/pooling.md)
+_CAUSES: dict[str, tuple[str, str]] = {
+    "schema_version": (
+        "the rows were written by another score schema than this GENEB's",
+        "bundle the run again with this GENEB (rerun its aggregate step, then `geneb bundle`)",
+    ),
+    "data_hash": (
+        "the task's prepared data differ (task source or its revision, alphabet settings or caps)",
+        "rerun one run with the other's `task_source`, `alphabet` and `caps`, then bundle it again",
+    ),
+    "shots_hash": (
+        "the k-shot training draws differ (`caps.seed`, the protocol's seeds or the task's data)",
+        "rerun one run with the other's `caps.seed` and protocol seeds, then bundle it again",
+    ),
+    "config_hash": (
+        "the protocol's probe settings differ (its section of the config)",
+        "rerun one run with the other's protocol settings, or merge bundles of one protocol setting only",
+    ),
+}
+
+
+def _row_counts(bundle: Bundle, task: str) -> str:
+    """ "2,000 training / 1,000 test rows": the full-regime rows' `n_train` / `n_test` of `task` in `bundle`
+    ("" where the bundle has no full-regime row of it, or the rows disagree)."""
+    rows = bundle.scores[(bundle.scores["task"] == task) & (bundle.scores["regime"] == "full")]
+    counts = {(int(a), int(b)) for a, b in zip(rows.get("n_train", []), rows.get("n_test", [])) if pd.notna(a) and pd.notna(b)}  # fmt: skip
+    if len(counts) != 1:
+        return ""
+    (train, test) = counts.pop()
+    return f"{train:,} training / {test:,} test rows"
+
+
+def _difference_line(field: str, where: str, bundle: str, value: str, ref: str, ref_value: str, models: list[str], by_name: dict[str, Bundle]) -> str:  # fmt: skip
+    """One difference: the key, both bundles' values, the models it touches, the cause and the fix."""
+    cause, fix = _CAUSES[field]
+    if field == "data_hash":
+        task = where.removeprefix("task ")  # data_hash agrees per task: `where` is "task <id>"
+        ours, theirs = _row_counts(by_name[bundle], task), _row_counts(by_name[ref], task) if ref in by_name else ""
+        if ours and theirs and ours != theirs:
+            cause = f"caps differ: {bundle} has {ours} of {task}, {ref} has {theirs} (config `caps`)"
+            fix = "rerun one run with the other's `caps` (`max_train`, `max_test`, `per_task`), then bundle it again"
+    named = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+    return (
+        f"- {field} of {where}: {bundle} has {value}, {ref} has {ref_value} ({len(models)} model(s): {named}). "
+        f"Why: {cause}. Fix: {fix}."
+    )
+
+
+def _describe(found: Sequence[Mismatch], bundles: Sequence[Bundle], limit: int = 20) -> str:
+    """The refusal message: one line per difference (a field of one key, e.g. the data hash of one task, between
+    two bundles; the models it touches counted, not repeated) with the cause and the fix; the first `limit`, then
+    how many more."""
+    by_name = {b.name: b for b in bundles}
+    grouped: dict[tuple[str, str, str, str, str, str], list[str]] = {}
+    regimes: dict[tuple[str, str, str, str, str, str], set[str]] = {}
+    for m in found:
+        # the regimes of one task whose draws differ alike are one difference
+        where, _, regime = m.where.partition(", regime ")
+        key = (m.field, where, m.bundle, m.value, m.ref_bundle, m.ref_value)
+        grouped.setdefault(key, []).append(m.model)
+        regimes.setdefault(key, set()).update([regime] if regime else [])
+    lines = [
+        _difference_line(
+            key[0],
+            key[1] + (f" (regimes {', '.join(sorted(regimes[key]))})" if regimes[key] else ""),
+            *key[2:],
+            sorted(set(models)),
+            by_name,
+        )  # fmt: skip
+        for key, models in grouped.items()
+    ]
+    shown = lines[:limit] + ([f"... and {len(lines) - limit} more difference(s)"] if len(lines) > limit else [])
+    return (
+        f"{len(lines)} difference(s) make the bundles' rows not comparable (docs/pooling.md, 'Comparable rows'); "
+        "nothing was written:\n" + "\n".join(shown)
+    )
 
 
 def _cell_frame(scores: pd.DataFrame) -> pd.DataFrame:
@@ -202,7 +275,7 @@ def merge_bundles(
         raise MergeError(f"--prefer {prefer!r} is not one of the bundles {names}")
     found = _mismatches(bundles)
     if found:
-        raise MergeError(_describe(found))
+        raise MergeError(_describe(found, bundles))
     scores, record = _resolve_cells(bundles, prefer)
     root = Path(out)
     (root / "tables").mkdir(parents=True, exist_ok=True)
