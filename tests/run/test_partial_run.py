@@ -58,6 +58,8 @@ def test_a_failed_task_leaves_results_for_the_others(tmp_path, shared, finished_
     for agg in ("macro", "micro"):  # and every board says why, the clean one too
         assert not full.loc[agg, "complete"].any() and full.loc[agg, "rank"].isna().all()
         assert full.loc[agg, "incomplete_reason"].str.contains(f"{BAD}: failed in this run").all()
+        # the reason names the problem (split, row, value), not only the error's header and log
+        assert full.loc[agg, "incomplete_reason"].str.contains("split 'test', row 2: character 'X'").all()
     clean = pd.read_parquet(run / "results/tables/leaderboard_clean.parquet")
     clean = clean[clean["regime"] == "full"].set_index(["category", "model"])
     assert clean.loc["macro", "rank"].isna().all() and clean.loc["DNA Methyl.", "rank"].isna().all()

@@ -79,3 +79,28 @@ def test_hook_prints_one_line_and_keeps_the_traceback(tmp_path):
     assert "Traceback" in text
     assert failure_lines([log], since=time.time() - 60) == [proc.stderr.strip()]
     assert failure_lines([log], since=time.time() + 60) == []  # an older run's log is not reported
+
+
+def test_a_boards_failure_reason_names_the_problem_not_the_header():
+    """A grouped validation error as a board quotes it: its type, counts and each kind with its first problem
+    (split, row, value) and the log path, on one line; several jobs' errors each so; a long problem is cut, the log
+    path never."""
+    from geneb.core.logs import failure_reason
+
+    header = (
+        "task 't': 3 problem(s) of 1 kind(s) in 3 row(s); every row was checked (full list: validation.json beside "
+        "the card); rows are 0-based data rows of the file: row 0 is file line 2, the header being line 1"
+    )
+    rows = "".join(f"\n    task 't', split 'train', row {r}: label 'x{r}' is not an integer" for r in (5, 7, 9))
+    error = f"{ERROR_MARK} (logs/prepare_task/t.log): TaskValidationError: {header}\n  label not an integer (3):{rows}"
+    reason = failure_reason(error)
+    assert reason == (
+        "TaskValidationError: task 't': 3 problem(s) of 1 kind(s) in 3 row(s): label not an integer (3): task 't', "
+        "split 'train', row 5: label 'x5' is not an integer (log: logs/prepare_task/t.log)"
+    )
+    two = failure_reason(f"{error} | {ERROR_MARK} (logs/audit_task/t.log): ValueError: {'y' * 500}", limit=400)
+    first, second = two.split(" | ")
+    assert first.startswith("TaskValidationError: task 't'") and first.endswith("(log: logs/prepare_task/t.log)")
+    assert second.startswith("ValueError: yyy") and second.endswith("… (log: logs/audit_task/t.log)")
+    assert len(second) <= 200
+    assert failure_reason(None) == "" and failure_reason("did not complete") == "did not complete"

@@ -206,3 +206,19 @@ def test_sequences_with_two_labels_are_refused_only_under_the_error_policy(tmp_p
     ):
         run()
     assert not (out / "card.json").exists()
+
+
+def test_the_header_counts_the_rows_a_class_problem_concerns():
+    """A label train lacks on three test rows concerns three rows, a one-class test split all of its rows: the
+    header counts rows, not problems."""
+    import pandas as pd
+
+    from geneb.tasks.validation import class_problems
+
+    train = pd.DataFrame({"row": range(6), "label": [0, 1] * 3})
+    test = pd.DataFrame({"row": range(5), "label": [0, 2, 2, 1, 2]})
+    text = class_problems({"train": train, "test": test}, {}, task="t").summary()
+    assert "1 problem(s) of 1 kind(s) in 3 row(s)" in text and "label '2' (rows 1, 2, 4)" in text
+    one_class = pd.DataFrame({"row": range(375), "label": [0] * 375})
+    text = class_problems({"train": train, "test": one_class}, {}, task="t").summary()
+    assert "1 problem(s) of 1 kind(s) in 375 row(s)" in text and "(all 375 rows)" in text

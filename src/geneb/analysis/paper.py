@@ -515,6 +515,7 @@ def fewshot_tables(ctx: ProtocolContext) -> dict[str, pd.DataFrame]:
         return {}
     fd = _drops(board, protocol)
     if not set(SHOTS) & set(fd.columns):
+        ctx.summary["fewshot_skipped"] = f"protocol {protocol} has no k-shot regime beside the full one"
         return {}
     inv = _inverse_pattern(fd)
     reg = _regime_changes(board, protocol)

@@ -25,6 +25,7 @@ from geneb.analysis.ranking import EXCLUDE_FLAGGED_ATTR, TASK_FLAGS_ATTR, check_
 from geneb.analysis.registry import LEADERBOARD_TABLES, analysis_tables
 from geneb.core import integrity
 from geneb.core.integrity import write_text_atomic
+from geneb.core.logs import failure_reason
 from geneb.core.paths import repo_root
 from geneb.core.provenance import code_revision
 from geneb.tables.scores import (
@@ -50,17 +51,6 @@ def _meta(view: str, models_yaml: str, settings: dict[str, Any]) -> tuple[pd.Dat
             models_yaml
         )
     return inputs.load_model_meta(models_yaml), inputs.declared_pairs(models_yaml)
-
-
-#: the longest error text a leaderboard row's `incomplete_reason` quotes (the whole error is in the metadata)
-_REASON_CHARS = 200
-
-
-def _one_line(error: object, limit: int = _REASON_CHARS) -> str:
-    """The first line of a recorded error, at most `limit` characters ("..." when cut; "" for None): what a
-    leaderboard row quotes of a failure whose whole text is in the table's metadata and the report."""
-    text = (str(error or "").strip().splitlines() or [""])[0]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def leaderboard_step(
@@ -93,8 +83,10 @@ def leaderboard_step(
         board_settings = leaderboard_settings(leaderboard_config)
         flags, exclude = read_audit_flags(task_audit, board_settings), list(board_settings["exclude_flagged"])  # type: ignore[call-overload]  # a list by the config schema
     opts = {
-        "missing_reasons": {t: f"failed in this run ({_one_line(rec.get('error'))})" for t, rec in failed.items()},
-        "cell_reasons": {m: {t: _one_line(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()},
+        "missing_reasons": {t: f"failed in this run ({failure_reason(rec.get('error'))})" for t, rec in failed.items()},
+        "cell_reasons": {
+            m: {t: failure_reason(r.get("error")) for t, r in ts.items()} for m, ts in cells_failed.items()
+        },
         "flags": flags,
         "exclude_flagged": exclude,
     }
@@ -157,7 +149,7 @@ def analyses_step(
         settings=settings,
         predictions_root=predictions_root,
         missing={t: rec["category"] for t, rec in failed.items()},
-        missing_reasons={t: f"failed in this run ({_one_line(rec.get('error'))})" for t, rec in failed.items()},
+        missing_reasons={t: f"failed in this run ({failure_reason(rec.get('error'))})" for t, rec in failed.items()},
     )
     summary["view"] = view
     for path in run.write_tables(tables, summary, outdir, analysis_tables()):
@@ -245,7 +237,7 @@ def compare_step(
     if settings["contamination"] == "exclude":
         _, bad = run.prepare_cells(user, inputs.load_model_meta(models_yaml), task_meta, settings)
         exclude = set(zip(bad["model"], bad["task"]))
-    failed = {t: str(rec.get("error", "")) for t, rec in failed_tasks(scores).items()}
+    failed = {t: failure_reason(rec.get("error")) for t, rec in failed_tasks(scores).items()}
     board, left = published.compare_with_published(
         user, pub, task_meta, exclude, capped=published.capped_tasks(cards), failed=failed
     )

@@ -12,6 +12,7 @@ Slurm log, not the console) shows it too.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Iterable
@@ -74,3 +75,45 @@ def failure_lines(log_paths: Iterable[str | Path], since: float) -> list[str]:
         if start >= 0 and (start == 0 or text[start - 1] == "\n"):
             lines.append(text[start:].rstrip("\n"))
     return lines
+
+
+#: `_error_line`'s form, read back: the log path, the error's type and its message
+_ERROR_LINE = re.compile(rf"^{ERROR_MARK} \((?P<log>[^)]*)\): (?P<type>[A-Za-z_][\w.]*): ?(?P<message>.*)$", re.S)
+#: how `geneb.run.partial.task_errors` joins the errors of several jobs of one task
+_JOINED = " | "
+
+
+def _problem(message: str) -> str:
+    """The problem a message states, on one line: a grouped report (a header line, then per kind "kind (n):" and
+    its problems, geneb.tasks.validation.Problems.summary) as its counts and each kind with its first problem;
+    any other message as its first line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    header, details = lines[0], lines[1:]
+    kinds = [
+        f"{line[:-1]}: {details[i + 1]}" if i + 1 < len(details) and not details[i + 1].endswith("):") else line[:-1]
+        for i, line in enumerate(details)
+        if line.endswith("):")
+    ]
+    if not kinds:
+        return header
+    return f"{header.split(';')[0]}: " + "; ".join(kinds)
+
+
+def failure_reason(error: object, limit: int = 400) -> str:
+    """What a board says of a failed job (a task's or a cell's recorded error, `failure_lines` joined): per job its
+    error type and problem (`_problem`: the kind, split, rows and value, not the header), then its log path, on
+    one line of at most about `limit` characters, cut inside the problem text ("…"), never the log path. "" for
+    no error; a text that is not a GENEB error line is kept as its problem."""
+    parts = []
+    for one in str(error or "").strip().split(_JOINED):
+        match = _ERROR_LINE.match(one.strip())
+        kind, message, log = (match["type"] + ": ", match["message"], match["log"]) if match else ("", one, "")
+        parts.append((kind + _problem(message), f" (log: {log})" if log else ""))
+    budget = max(40, limit // max(1, len(parts)))
+    return _JOINED.join(
+        (body if len(body) + len(tail) <= budget else body[: max(20, budget - len(tail) - 1)] + "…") + tail
+        for body, tail in parts
+        if body or tail
+    )

@@ -68,7 +68,12 @@ def empty_reason(section: Section, summary: dict[str, Any], protocol: str, regim
             return "no matched pair could be tested (none declared in the registry or derivable, or too few tasks)"
         return f"none of the {tested} tested pairs differs significantly after Benjamini-Hochberg"
     if table.startswith("fewshot"):
-        return "the run has no k-shot regime beside the full one (regimes: full, 10shot, 1shot)"
+        skipped = ((summary.get("protocols") or {}).get(protocol) or {}).get("fewshot_skipped")
+        if skipped:
+            return str(skipped)
+        if table == "fewshot_inverse":
+            return "Spearman ρ needs at least 3 models with a macro MCC in the full regime and in a k-shot regime"
+        return f"no model has a macro MCC in the full regime and in a k-shot regime of {protocol}"
     if table == "recommendations":
         return "fewer than 2 complete models: nothing to choose between"
     for key in ("best_layer", "sensitivity", "pretraining_gain"):

@@ -38,6 +38,7 @@ import pandas as pd
 
 from geneb.analysis.ranking import attach_rank_intervals
 from geneb.core import integrity
+from geneb.core.logs import failure_reason
 from geneb.report import runcard
 from geneb.report.runcard import recorded_inputs
 from geneb.tables.freshness import INPUTS_NAME
@@ -220,9 +221,9 @@ def left_out(run: RunTables, model: str, cells: pd.DataFrame) -> pd.DataFrame:
         if task in scored:
             continue
         if task in run.failed_tasks:
-            why = f"the task failed in this run: {run.failed_tasks[task].get('error', '')}"
+            why = f"the task failed in this run: {failure_reason(run.failed_tasks[task].get('error'))}"
         elif task in failed_cells:
-            why = f"failed for this model: {failed_cells[task].get('error', '')}"
+            why = f"failed for this model: {failure_reason(failed_cells[task].get('error'))}"
         elif (
             contamination is not None
             and len(contamination)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -282,10 +282,18 @@ LETTER_KEYS = (
 
 @dataclass(frozen=True)
 class Problem:
+    """One problem: its kind, split, first row (None for a split-level problem) and message; `rows`: every row it
+    concerns where that is more than `row` (a class whose rows all break a rule; a one-class split: all of it)."""
+
     kind: str
     split: str | None
     row: int | None
     message: str
+    rows: tuple[int, ...] = ()
+
+    def row_keys(self) -> set[tuple[str | None, int]]:
+        """The (split, row) pairs this problem concerns."""
+        return {(self.split, r) for r in (self.rows or (() if self.row is None else (self.row,)))}
 
 
 class Problems:
@@ -295,8 +303,9 @@ class Problems:
         self.task = task
         self.items: list[Problem] = []
 
-    def add(self, kind: str, split: str | None, row: int | None, message: str) -> None:
-        self.items.append(Problem(kind, split, row, message))
+    def add(self, kind: str, split: str | None, row: int | None, message: str, rows: Sequence[int] = ()) -> None:
+        """Record a problem; rows: every row it concerns where there are several (`Problem.rows`)."""
+        self.items.append(Problem(kind, split, row, message, tuple(int(r) for r in rows)))
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -314,7 +323,7 @@ class Problems:
     def summary(self, shown: int = _SHOWN) -> str:
         """Every kind with its count and first `shown` messages; what the task's error says."""
         groups = self.grouped()
-        rows = {(p.split, p.row) for p in self.items if p.row is not None}
+        rows = set().union(*(p.row_keys() for p in self.items))
         lines = [
             f"task {self.task!r}: {len(self.items)} problem(s) of {len(groups)} kind(s) in {len(rows)} row(s); "
             f"every row was checked (full list: validation.json beside the card); {_ROW_NUMBERING}"
@@ -434,6 +443,7 @@ def class_problems(
             f"task {task!r}, split 'test': only one label, {only} (all {len(test)} rows); MCC would "
             "be 0 for every model. Fix the split, or set task_checks.single_class_test: keep to score it "
             "flagged and outside the category means",
+            rows=test["row"].tolist(),
         )
     for code in sorted(set(test_classes) - set(train_classes)):
         rows = test.loc[test["label"] == code, "row"].tolist()
@@ -443,6 +453,7 @@ def class_problems(
             int(rows[0]),
             f"task {task!r}, split 'test': label {_label_text(code, names)} ({_rows_text(rows)}) does not occur in train "
             f"(train labels: {train_labels})",
+            rows=rows,
         )
     expected = str(catalogue_row.get("n_classes") or "").strip()
     if expected and int(expected) != len(train_classes):
@@ -456,7 +467,11 @@ def class_problems(
     if len(train_classes) < 2:
         only = _label_text(train_classes[0], names) if train_classes else "none"
         problems.add(
-            "one class", "train", None, f"task {task!r}, split 'train': only one label, {only} (all {len(train)} rows)"
+            "one class",
+            "train",
+            None,
+            f"task {task!r}, split 'train': only one label, {only} (all {len(train)} rows)",
+            rows=train["row"].tolist(),
         )
     return problems
 
