@@ -26,9 +26,12 @@ def sequences(shared):
 
 
 @pytest.mark.parametrize("kind,family", [("masked", "hf-encoder"), ("causal", "hf-decoder")])
-def test_a_short_pretraining_writes_a_loadable_trained_head(kind, family, sequences, tmp_path):
+def test_a_short_pretraining_writes_a_loadable_trained_head(kind, family, sequences, tmp_path, capsys):
     settings = ReferenceLMSettings(kind=kind, hidden=32, window=64, steps=40, batch=16, lr=3e-3, seed=1)
     record = pretrain_reference_lm(tmp_path / "a", sequences, settings, data={"task": TASK})
+    # the progress line a user watches (stderr, also off a terminal): steps done of all and the last loss
+    progress = capsys.readouterr().err
+    assert f"pretraining the {kind} reference LM" in progress and "40/40" in progress and "loss=" in progress
     curve = record["loss_every_10_steps"]
     assert curve[-1] < curve[0] - 0.2, curve  # it learns (from about ln 10 for 10 tokens)
     saved = json.loads((tmp_path / "a" / _PROVENANCE_FILE).read_text())

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from geneb.core.provenance import file_sha256
 from geneb.zeroshot.task import CatalogueEntry
@@ -145,11 +148,17 @@ def _network(settings: ReferenceLMSettings, vocab_size: int, max_tokens: int) ->
 
 
 def pretrain_reference_lm(
-    out: Path, sequences: Sequence[str], settings: ReferenceLMSettings, *, data: dict[str, Any] | None = None
+    out: Path,
+    sequences: Sequence[str],
+    settings: ReferenceLMSettings,
+    *,
+    data: dict[str, Any] | None = None,
+    quiet: bool | None = False,
 ) -> dict[str, Any]:
     """Pretrain one tiny reference model on `sequences` (A/C/G/T/N, each at least `settings.window` long) and write it to
     `out` (config, safetensors weights with the head, tokenizer, `geneb_pretraining.json`). data: provenance of
-    the sequences (task, file digest), recorded. Returns the provenance record (with the loss every 10 steps).
+    the sequences (task, file digest), recorded; quiet: no progress line (None: tqdm's default, a line only on a
+    terminal). Returns the provenance record (with the loss every 10 steps).
     Raises ValueError for an unknown kind or no sequence long enough."""
     import numpy as np
     import torch
@@ -169,7 +178,17 @@ def pretrain_reference_lm(
     curve: list[float] = []
     started = time.process_time()
     model.train()
-    for step in range(settings.steps):
+    # a progress line on stderr (steps done, rate, ETA, last loss) at most every 10 s: a few CPU minutes per model
+    # on a busy 2-core machine, where silence reads as a hang
+    progress = tqdm(
+        range(settings.steps),
+        desc=f"pretraining the {settings.kind} reference LM",
+        unit="step",
+        mininterval=10,
+        file=sys.stderr,
+        disable=None if quiet is None else quiet,
+    )
+    for step in progress:
         picks = rng.integers(len(usable), size=settings.batch)
         texts = []
         for i in picks:
@@ -188,6 +207,8 @@ def pretrain_reference_lm(
         optimiser.step()
         if step % 10 == 0 or step == settings.steps - 1:
             curve.append(round(float(loss.detach()), 5))
+            progress.set_postfix(loss=curve[-1], refresh=False)
+    progress.close()
     model.eval()
     model.save_pretrained(out)
     record = {
