@@ -147,10 +147,10 @@ def test_the_comparison_report_states_coverage_left_out_tasks_rules_and_caveat(c
     assert "arXiv 2606.04525" in cite and "darlednik/GENEB" in cite and "published scores sha256" in cite
     assert "13 of 100 paper tasks, 3 of 13 categories (Promoters 4 of " in text
     assert re.search(
-        r"<b>kmer-3to6</b> \(full\): rank \d+ of \d+ ranked models by macro MCC \(0\.\d{3}, 95% CI 0\.\d{3}–0\.\d{3}\)",
+        r"<b>kmer-3to6</b> \(full\): rank \d+ of \d+ ranked models by macro MCC \(0\.\d{3}; 95% CI 0\.\d{3}–0\.\d{3} "
+        r"and rank interval \d+–\d+ from 200 bootstrap resamples of the compared tasks\)",
         text,
     )
-    assert "rank interval" in text and "over 200 task resamples" in text
     assert "<b>mistral-dna-1m-ft-prom</b> (full): not ranked" in text
     assert "1 task for mistral-dna-1m-ft-prom: left out: the model was trained on this task: gue_prom_core_all" in text
     assert "87 tasks for all models: paper task not run by the user" in text
@@ -198,3 +198,17 @@ def test_compare_intervals_leaves_a_single_task_category_without_an_interval(cat
     prom = board[(board["regime"] == "full") & (board["category"] == "Promoters")]
     assert prom["ci_low"].isna().all() and prom["rank_low"].isna().all()
     assert (prom["role"] == "best").sum() == 1 and set(board["confidence"]) == {0.9}
+
+
+def test_a_model_line_without_an_interval_says_why():
+    import pandas as pd
+
+    from geneb.report.compare import _model_lines
+
+    row = {"protocol": "geneb-paper", "regime": "full", "category": "macro", "model": "mine", "rank": 1, "value": 0.5,
+           "ci_low": float("nan"), "ci_high": float("nan"), "rank_low": float("nan"), "rank_high": float("nan"),
+           "interval_reason": "a macro over one category: nothing to resample", "n_tasks": 1, "n_tasks_expected": 1}  # fmt: skip
+    summary = {"user_models": ["mine"], "confidence": 0.95, "n_resamples": 1000}
+    (line,) = _model_lines(pd.DataFrame([row]), summary, "geneb-paper", "full")
+    assert "95% CI no interval and rank interval no interval from 1000 bootstrap resamples" in line
+    assert line.endswith("; a macro over one category: nothing to resample)")

@@ -81,10 +81,13 @@ def _model_lines(board: pd.DataFrame, summary: dict[str, Any], protocol: str, re
                 "has is not comparable"
             )
             continue
+        # an interval the resamples could not give says why (`interval_reason`), not only "no interval"
+        why = str(r.get("interval_reason") or "") if any(pd.isna(r[c]) for c in ("ci_low", "ci_high", "rank_low", "rank_high")) else ""  # fmt: skip
         out.append(
             f"<b>{html.escape(model)}</b> ({regime}): rank {int(r['rank'])} of {n_ranked} ranked models by macro MCC "
-            f"({_fmt(r['value'])}, {conf:.0%} CI {_interval(r['ci_low'], r['ci_high'])}); rank interval "
-            f"{_interval(r['rank_low'], r['rank_high'], 'd')} over {summary['n_resamples']} task resamples"
+            f"({_fmt(r['value'])}; {conf:.0%} CI {_interval(r['ci_low'], r['ci_high'])} and rank interval "
+            f"{_interval(r['rank_low'], r['rank_high'], 'd')} from {summary['n_resamples']} bootstrap resamples of the "
+            f"compared tasks{'; ' + html.escape(why) if why else ''})"
         )
     return out
 
