@@ -213,19 +213,35 @@ def cell_scores(scores: pd.DataFrame, metric: str = "MCC", protocol: str | None 
     """One row per (protocol, model, task, category, regime): the seed mean of `metric`.
 
     scores: a validated score table (`check_scores`). Returns columns CELL_KEYS + [value, n_seeds, source],
-    sorted by the keys. `protocol` keeps only that protocol. Raises AnalysisInputError when no row is left.
+    sorted by the keys, and the spread over seeds where the table has it (`SEED_SPREAD`: sd, Student-t interval,
+    min, max of the seed values; one value per cell in a score table). `protocol` keeps only that protocol. Raises
+    AnalysisInputError when no row is left.
     """
     df = scores[scores["metric"] == metric]
     if protocol is not None:
         df = df[df["protocol"] == protocol]
     if df.empty:
         raise AnalysisInputError(f"no {metric} rows" + (f" for protocol {protocol!r}" if protocol else ""))
+    spread: dict[str, Any] = {c: (c, "first") for c in SEED_SPREAD if c in df.columns}
+    if "finetune_status" in df.columns:  # "collapsed" when any run of the cell collapsed (geneb.tables.collapse)
+        spread["finetune_status"] = ("finetune_status", _cell_status)
     out = (
         df.groupby(list(CELL_KEYS), sort=True, observed=True)
-        .agg(value=("value", "mean"), n_seeds=("seed", "nunique"), source=("source", "first"))
+        .agg(value=("value", "mean"), n_seeds=("seed", "nunique"), source=("source", "first"), **spread)
         .reset_index()
     )
     return out
+
+
+def _cell_status(status: pd.Series) -> str:
+    """A cell's `finetune_status` from its runs': "collapsed" when any is, else the first ("ok", or "" for a
+    probe cell)."""
+    values = status.fillna("").astype(str)
+    return "collapsed" if (values == "collapsed").any() else (str(values.iloc[0]) if len(values) else "")
+
+
+#: the spread over seeds a cell carries when its score rows have it (`cell_scores`; docs/data-dictionary.md)
+SEED_SPREAD: tuple[str, ...] = ("seed_sd", "seed_ci_low", "seed_ci_high", "seed_min", "seed_max")
 
 
 def task_matrix(cells: pd.DataFrame, regime: str, protocol: str | None = None) -> pd.DataFrame:

@@ -73,6 +73,7 @@ from geneb import __version__
 from geneb.analysis.inputs import RegimeContext, cell_scores, frame_sha256
 from geneb.analysis.stats import CategoryReplicates, category_replicates
 from geneb.core.categories import CATEGORIES
+from geneb.tables.collapse import collapsed_cells as tables_collapsed_cells
 from geneb.tables.scores import CELL_KEYS, AnalysisInputError, with_code_revision
 
 _log = logging.getLogger(__name__)
@@ -137,21 +138,45 @@ def prepare_cells(
     Tasks whose score rows are flagged `test_single_class` (a one-class test split kept by
     task_checks.single_class_test: keep) are left out: MCC there is 0 for every model, so they would only pull
     their category's mean towards 0."""
+    scores = _two_class_tests(scores)
+    cells = _flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
+    used, contaminated = _apply_policy(cells, settings["contamination"])
+    collapsed = collapsed_cells(scores, settings)
+    if len(collapsed):  # a collapsed fine-tune run's cell is never ranked as a score (geneb.tables.collapse)
+        gone = used.merge(collapsed[list(CELL_KEYS)], on=list(CELL_KEYS), how="left", indicator=True)["_merge"]
+        used = used[(gone == "left_only").to_numpy()].reset_index(drop=True)
+    return _cell_cis(used, scores, settings["metric"]), contaminated
+
+
+def _two_class_tests(scores: pd.DataFrame) -> pd.DataFrame:
+    """`scores` without the tasks flagged `test_single_class` (logged)."""
     if "test_single_class" in scores.columns and scores["test_single_class"].fillna(False).astype(bool).any():
         flagged = scores["test_single_class"].fillna(False).astype(bool)
         _log.warning("left out of the analyses (one-class test split): %s", sorted(set(scores.loc[flagged, "task"])))
         scores = scores[~flagged]
-    cells = _flag_contamination(cell_scores(scores, metric=settings["metric"]), model_meta, task_meta)
-    used, contaminated = _apply_policy(cells, settings["contamination"])
-    return _cell_cis(used, scores, settings["metric"]), contaminated
+    return scores
+
+
+def collapsed_cells(scores: pd.DataFrame, settings: dict[str, Any]) -> pd.DataFrame:
+    """The cells (CELL_KEYS) of the configured metric with a collapsed fine-tune run (`finetune_status`
+    "collapsed", geneb.tables.collapse), which `prepare_cells` leaves out of every ranking and analysis: CELL_KEYS,
+    value (the seed mean, shown but never ranked), n_seeds, the seed spread columns, collapse_reason ("seed <s>:
+    why", per collapsed run) and n_collapsed. Empty when nothing collapsed or the table has no such column."""
+    scores = _two_class_tests(scores)
+    metric = scores[scores["metric"] == settings["metric"]]
+    marked = tables_collapsed_cells(metric, CELL_KEYS)
+    if marked.empty:
+        return marked
+    return cell_scores(metric, metric=settings["metric"]).merge(marked, on=list(CELL_KEYS), how="inner")
 
 
 #: the leaderboard table's version (2: the code-revision columns `geneb_commit`, `geneb_dirty` were added; 3: the
 #: margin over the best shortcut model, `shortcut_margin`; 4: every category of a configured task is listed, also
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
 #: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`; 6: `of`, the number of
-#: models ranked in the row's protocol, regime and category)
-_SCHEMA_VERSION = "6"
+#: models ranked in the row's protocol, regime and category; 7: `collapsed_tasks`, the tasks whose fine-tune cell
+#: collapsed, left unranked)
+_SCHEMA_VERSION = "7"
 AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.controls.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
@@ -208,8 +233,17 @@ def _join(items: Iterable[str]) -> str:
     return ",".join(sorted(set(items)))
 
 
-def _why_missing(task: str, model: str, missing_reasons: Mapping[str, str], cell_reasons: _CellReasons) -> str:
-    """Why `model` has no score for `task`: the task's failure, the cell's failure, else not scored."""
+def _why_missing(
+    task: str,
+    model: str,
+    missing_reasons: Mapping[str, str],
+    cell_reasons: _CellReasons,
+    collapsed: Mapping[str, str] | None = None,
+) -> str:
+    """Why `model` has no score for `task`: its collapsed fine-tune run(s) (`collapsed`: {task: reason} of this
+    model, protocol and regime), the task's failure, the cell's failure, else not scored."""
+    if collapsed and task in collapsed:
+        return f"{task}: fine-tune collapsed, not ranked ({collapsed[task]})"
     if task in missing_reasons:
         return f"{task}: {missing_reasons[task]}"
     if task in cell_reasons.get(model, {}):
@@ -234,6 +268,7 @@ def _scores(
     cell_reasons: _CellReasons | None,
     flags: _TaskFlags | None,
     exclude_flagged: Sequence[str],
+    collapsed: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(category rows, macro and micro rows: see `leaderboard`). The category rows: per (protocol, regime, model,
     category), the mean cell value over the category's tasks.
@@ -244,11 +279,13 @@ def _scores(
     of it completed (value NaN, not ranked). missing_reasons: {task: why} for those tasks; cell_reasons:
     {model: {task: why}} of failed (model, task) cells; flags: {task: {kind: why}} of tasks failing an audit
     (`geneb.analysis.controls.audit_flags`); exclude_flagged: the kinds (FLAG_KINDS) whose flagged tasks are
-    left out of every value and rank. Returns columns protocol, regime, model, category, value, n_tasks (tasks the
+    left out of every value and rank; collapsed: `collapsed_cells` (cells left out as collapsed fine-tune runs:
+    each counts as a task the model lacks, with its reason, and its task as expected). Returns columns protocol,
+    regime, model, category, value, n_tasks (tasks the
     model has), n_tasks_expected (tasks of the category any model has in that protocol and regime, plus the
     missing ones, less the excluded ones), complete (n_tasks == n_tasks_expected > 0), incomplete_reason ("" when
-    complete), flagged_tasks, flags, excluded_tasks (comma-joined, "" = none). Raises AnalysisInputError for an
-    unknown flag kind.
+    complete), flagged_tasks, flags, excluded_tasks, collapsed_tasks (comma-joined, "" = none). Raises
+    AnalysisInputError for an unknown flag kind.
     """
     bad = sorted(set(exclude_flagged) - set(_FLAG_KINDS))
     if bad:
@@ -261,23 +298,31 @@ def _scores(
     cell_why = cell_reasons or {}
     flags = flags or {}
     excluded = {t for t, kinds in flags.items() if set(kinds) & set(exclude_flagged)}
+    gone = collapsed if collapsed is not None else pd.DataFrame(columns=[*CELL_KEYS, "collapse_reason"])
     cats, aggs = [], []
-    for (protocol, regime), c in cells.groupby(["protocol", "regime"], observed=True, sort=True):
+    every = pd.concat([cells[list(CELL_KEYS)], gone[list(CELL_KEYS)]]) if len(gone) else cells
+    for (protocol, regime), c_all in every.groupby(["protocol", "regime"], observed=True, sort=True):
+        c = cells[(cells["protocol"] == protocol) & (cells["regime"] == regime)]
+        here = gone[(gone["protocol"] == protocol) & (gone["regime"] == regime)]
         task_cat = {
-            **dict(zip(c["task"], c["category"])),
-            **{t: k for t, k in missing.items() if t not in set(c["task"])},
+            **dict(zip(c_all["task"], c_all["category"])),
+            **{t: k for t, k in missing.items() if t not in set(c_all["task"])},
         }
         expected = {t: k for t, k in task_cat.items() if t not in excluded}
         by_cat: dict[str, list[str]] = {}
         for t, k in sorted(task_cat.items()):
             by_cat.setdefault(k, []).append(t)
-        for model, mc in c.groupby("model", observed=True, sort=True):
+        for model in sorted(set(c["model"]) | set(here["model"])):
+            mc = c[c["model"] == model]
+            fell = dict(
+                zip(here.loc[here["model"] == model, "task"], here.loc[here["model"] == model, "collapse_reason"])
+            )
             have = dict(zip(mc["task"], mc["value"].astype(float)))
             cat_values, all_lacks, all_flagged, all_excl = [], [], set(), set()
             for category, tasks in by_cat.items():
                 exp = [t for t in tasks if t in expected]
                 got = [t for t in exp if t in have]
-                lacks = [_why_missing(t, str(model), why, cell_why) for t in exp if t not in have]
+                lacks = [_why_missing(t, str(model), why, cell_why, fell) for t in exp if t not in have]
                 flagged = {t for t in tasks if t in flags and t in have}
                 excl = flagged & excluded
                 complete = len(got) == len(exp) > 0
@@ -297,6 +342,7 @@ def _scores(
                         "complete": complete,
                         "incomplete_reason": "" if complete else reason,
                         **_flag_columns(flagged, excl, flags),
+                        "collapsed_tasks": _join(t for t in tasks if t in fell),
                     }
                 )
                 if exp:
@@ -323,6 +369,7 @@ def _scores(
                         "complete": complete,
                         "incomplete_reason": "" if complete else _reason(all_lacks, n_exp, "aggregate"),
                         **_flag_columns(all_flagged, all_excl, flags),
+                        "collapsed_tasks": _join(fell),
                     }
                 )
     return pd.DataFrame(cats), pd.DataFrame(aggs)
@@ -344,6 +391,7 @@ def leaderboard(
     cell_reasons: _CellReasons | None = None,
     flags: _TaskFlags | None = None,
     exclude_flagged: Sequence[str] = (),
+    collapsed: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The leaderboard table (`results/tables/leaderboard.parquet`, docs/data-dictionary.md).
 
@@ -357,6 +405,9 @@ def leaderboard(
     feeding the row that fail an audit, their kinds, and those left out of value and rank under
     `exclude_flagged`), source, schema_version, geneb_version, input_sha256 (hash of `cells`), geneb_commit and
     geneb_dirty (the running code's revision, `geneb.tables.scores.with_code_revision`).
+    collapsed_tasks: the tasks feeding the row whose cell has a collapsed fine-tune run (`collapsed`, the
+    `collapsed_cells` of the table: left out of `cells` by `prepare_cells`; the row is incomplete, unranked, and
+    its incomplete_reason says "fine-tune collapsed, not ranked" with each run's reason).
     missing, missing_reasons, cell_reasons, flags, exclude_flagged: see `_scores`; a model missing any
     expected task has `complete` False and no rank on its macro and micro rows. The table's attrs hold the flags
     (TASK_FLAGS_ATTR) and the excluded kinds (EXCLUDE_FLAGGED_ATTR). Raises AnalysisInputError for an empty table
@@ -364,7 +415,7 @@ def leaderboard(
     """
     if cells.empty:
         raise AnalysisInputError("leaderboard: no cells")
-    cats, aggs = _scores(cells, missing, missing_reasons, cell_reasons, flags, exclude_flagged)
+    cats, aggs = _scores(cells, missing, missing_reasons, cell_reasons, flags, exclude_flagged, collapsed)
     table = pd.concat([cats, aggs], ignore_index=True)
     table["_ranked"] = table["value"].where(table["complete"])
     group = table.groupby(["protocol", "regime", "category"], observed=True)
@@ -433,12 +484,24 @@ def leaderboard(
     return table
 
 
-def task_leaderboard(cells: pd.DataFrame, flags: _TaskFlags | None = None) -> pd.DataFrame:
+def task_leaderboard(
+    cells: pd.DataFrame, flags: _TaskFlags | None = None, collapsed: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Per-task leaderboard: cells with a `rank` within (protocol, regime, task), 1 = best, and `flags` (the
-    task's audit flags, comma-joined kinds; "" for none; `flags`: {task: {kind: reason}})."""
+    task's audit flags, comma-joined kinds; "" for none; `flags`: {task: {kind: reason}}). collapsed: the
+    `collapsed_cells` of the table, listed with their value and spread, `finetune_status` "collapsed" and
+    `collapse_reason`, and no rank (NA; the ranked cells' ranks are among themselves). `collapse_reason` is ""
+    on every other row."""
     out = cells.copy()
-    out["flags"] = [_join((flags or {}).get(t, {})) for t in out["task"]]
+    if "collapse_reason" not in out.columns:
+        out["collapse_reason"] = ""
     out["rank"] = out.groupby(["protocol", "regime", "task"], observed=True)["value"].transform(rank_desc)
+    if collapsed is not None and len(collapsed):
+        shown = collapsed.drop(columns=["n_collapsed"], errors="ignore").assign(finetune_status="collapsed")
+        out = pd.concat([out, shown.assign(rank=pd.array([pd.NA] * len(shown), dtype="Int64"))], ignore_index=True)
+    out["collapse_reason"] = out["collapse_reason"].fillna("")
+    out["flags"] = [_join((flags or {}).get(t, {})) for t in out["task"]]
+    out["rank"] = out["rank"].astype("Int64")
     return out.sort_values(["protocol", "regime", "category", "task", "rank"]).reset_index(drop=True)
 
 

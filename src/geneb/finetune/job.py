@@ -8,7 +8,9 @@ is the recipe hash, `C` is NaN, `C_selection` names how the model was adapted (`
 `last_block+head`), `n_iter` the epochs trained, `embedding_key_hash` the model's extraction settings hash (its
 weights, tokenizer, layer and pooling; no embedding file is read). Each cell's training record (targets, epochs,
 best epoch, validation MCC, final loss, resumed) and any failed cell are in the table's metadata
-(FINETUNE_ATTR).
+(FINETUNE_ATTR), with each run's mark (`status` ok | collapsed, `collapse_reason`: one class predicted for every test
+row, or a validation loss that never fell below its first evaluation; `geneb.tables.collapse`), which aggregation
+joins onto the score table as `finetune_status` / `collapse_reason`.
 
 Work in progress lives in `scratch` (one checkpoint per cell, `train.train_cell`; one result file per finished
 cell), so a killed job resumes; it is deleted when the tables are written. The fine-tuned weights are never
@@ -38,6 +40,7 @@ from geneb.probe.protocols import Protocol
 from geneb.probe.protocols import from_config as probe_protocol
 from geneb.probe.shots import check_shots, read_shots
 from geneb.probe.views import registry_view, with_view
+from geneb.tables.collapse import COLLAPSED, FINETUNE_ATTR, run_status
 from geneb.tables.scores import PROBE_THREADS_ATTR
 from geneb.tasks.audit import read_audit
 from geneb.tasks.prepare import read_card
@@ -45,7 +48,7 @@ from geneb.tasks.prepare import read_card
 _PathLike = str | os.PathLike[str]
 _log = logging.getLogger(__name__)
 #: parquet metadata key of a fine-tune score table: {"recipe": settings, "recipe_hash", "cells": [...], "failed": [...]}
-_FINETUNE_ATTR = "geneb_finetune"
+_FINETUNE_ATTR = FINETUNE_ATTR
 
 
 def _split(path: _PathLike, task: str, split: str) -> pd.DataFrame:
@@ -199,7 +202,24 @@ def finetune_task(
                 n_short_classes=res["n_short"],
             )
         )
-        records.append({"regime": regime, "seed": seed, **{k: v for k, v in rec_d.items() if k != "history"}})
+        mark = run_status(
+            classes[proba.argmax(axis=1)],
+            classes,
+            rec_d.get("val_loss_improved"),
+            first_val_loss=float(rec_d.get("first_val_loss", float("nan"))),
+            best_val_loss=float(rec_d.get("best_val_loss", float("nan"))),
+        )
+        if mark["status"] == COLLAPSED:
+            _log.warning("%s: collapsed (%s); its scores are kept and never ranked", name, mark["collapse_reason"])
+        records.append(
+            {
+                "regime": regime,
+                "seed": seed,
+                **{k: v for k, v in rec_d.items() if k != "history"},
+                "val_losses": [h.get("val_loss") for h in rec_d.get("history", [])],
+                **mark,
+            }
+        )
     if not fits:
         raise NonFiniteLossError(f"{model}/{task}: every cell failed: {[f['error'] for f in failed]}")
     scores, preds = _tables(fits, classes, te, task, proto, c, audit)

@@ -250,7 +250,14 @@ def _lr_factor(step: int, total: int, recipe: Recipe) -> float:
 class CellRecord:
     """What training one cell did: epochs run, the epoch whose tensors were kept, its validation MCC (NaN
     without a validation split), whether patience stopped it, the last epoch's mean training loss, the rows
-    fitted and held out, and whether it resumed from a checkpoint (epoch it resumed after, or -1)."""
+    fitted and held out, and whether it resumed from a checkpoint (epoch it resumed after, or -1).
+
+    Validation loss (mean cross-entropy, nats, of the held-out rows after each epoch; `history[i]["val_loss"]`):
+    `first_val_loss` (after the first epoch), `best_val_loss` (lowest after a later epoch; NaN with one
+    evaluation), and `val_loss_improved`: whether a later evaluation fell below the first (strictly: min_delta 0,
+    the default of Keras' and PyTorch Lightning's early stopping); None when it cannot be told (no validation
+    split, 1-shot; or a single evaluation). A run whose validation loss never improved is collapsed
+    (`geneb.tables.collapse`)."""
 
     epochs_run: int
     best_epoch: int
@@ -261,6 +268,21 @@ class CellRecord:
     n_val: int
     resumed_after: int = -1
     history: list[dict[str, float]] = field(default_factory=list)
+    first_val_loss: float = math.nan
+    best_val_loss: float = math.nan
+    val_loss_improved: bool | None = None
+
+
+def val_loss_trend(history: list[dict[str, float]]) -> tuple[float, float, bool | None]:
+    """(first validation loss, lowest later one, improved) of a cell's epoch history (`CellRecord`): NaN, NaN,
+    None without validation losses (no validation split); first, NaN, None with one evaluation."""
+    losses = [float(h["val_loss"]) for h in history if math.isfinite(float(h.get("val_loss", math.nan)))]
+    if not losses:
+        return math.nan, math.nan, None
+    if len(losses) == 1:
+        return losses[0], math.nan, None
+    later = min(losses[1:])
+    return losses[0], later, bool(later < losses[0])
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
@@ -350,16 +372,18 @@ def train_cell(
             opt.step()
             sched.step()
             losses.append(float(loss.item()))
-        val_mcc = math.nan
+        val_mcc = val_loss = math.nan
         if len(val):
             proba = predict(adapted, [rows[i] for i in val], recipe.batch_size)
             val_mcc = float(matthews_corrcoef(y[val], proba.argmax(axis=1)))
+            picked = proba[np.arange(len(val)), y[val]]
+            val_loss = float(-np.mean(np.log(np.clip(picked, np.finfo(np.float64).tiny, None))))
         improved = (not len(val)) or val_mcc > best_val
         if improved:
             best_state, best_epoch, best_val, bad = adapted.trainable_state(), epoch, val_mcc, 0
         else:
             bad += 1
-        history.append({"epoch": epoch, "loss": float(np.mean(losses)), "val_mcc": val_mcc})
+        history.append({"epoch": epoch, "loss": float(np.mean(losses)), "val_mcc": val_mcc, "val_loss": val_loss})
         _atomic_save(
             {
                 "key": key,
@@ -379,6 +403,7 @@ def train_cell(
         if on_epoch_end is not None:
             on_epoch_end(cell, epoch)
     adapted.load_trainable(best_state)
+    first_loss, best_loss, improved = val_loss_trend(history)
     return CellRecord(
         epochs_run=len(history),
         best_epoch=best_epoch,
@@ -389,4 +414,7 @@ def train_cell(
         n_val=len(val),
         resumed_after=resumed,
         history=history,
+        first_val_loss=first_loss,
+        best_val_loss=best_loss,
+        val_loss_improved=improved,
     )

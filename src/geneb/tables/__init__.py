@@ -1,6 +1,6 @@
 """The score-table contract (`scores`, read it first), its assembly from probe tables (`aggregate`), agreement
 with a committed reference across machines (`agreement`) and whether a table is older than its inputs
-(`freshness`)."""
+(`freshness`), and the mark of a collapsed fine-tune run (`collapse`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ from geneb._exports import lazy_exports
 #: each with the module that defines it (only docs/api.md's are promised to users; geneb._exports)
 _EXPORTS = {
     "concat_tables": "geneb.tables.aggregate",
+    "COLLAPSED": "geneb.tables.collapse",
+    "collapsed_cells": "geneb.tables.collapse",
+    "FINETUNE_ATTR": "geneb.tables.collapse",
+    "run_status": "geneb.tables.collapse",
+    "status_columns": "geneb.tables.collapse",
     "INPUTS_NAME": "geneb.tables.freshness",
     "stale_warning": "geneb.tables.freshness",
     "stale_warnings": "geneb.tables.freshness",
@@ -38,6 +43,11 @@ __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for mypy and editors
     from geneb.tables.aggregate import concat_tables as concat_tables
+    from geneb.tables.collapse import COLLAPSED as COLLAPSED
+    from geneb.tables.collapse import FINETUNE_ATTR as FINETUNE_ATTR
+    from geneb.tables.collapse import collapsed_cells as collapsed_cells
+    from geneb.tables.collapse import run_status as run_status
+    from geneb.tables.collapse import status_columns as status_columns
     from geneb.tables.freshness import INPUTS_NAME as INPUTS_NAME
     from geneb.tables.freshness import stale_warning as stale_warning
     from geneb.tables.freshness import stale_warnings as stale_warnings

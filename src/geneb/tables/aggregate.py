@@ -17,6 +17,11 @@ fraction (`leaked_fraction`).
 They come from the cards rather than the probe tables, so probe tables written before these columns existed
 stay valid (no schema change, nothing refitted).
 
+Per score row also: `seed_min` / `seed_max`, the range of `value` over the seeds of its (protocol, model, task,
+view, regime, metric), beside the tables' own seed mean, sd and Student-t interval (`seed_mean`, `seed_sd`,
+`seed_ci_low`, `seed_ci_high`); and the mark of a collapsed fine-tune run, `finetune_status` / `collapse_reason`
+(`geneb.tables.collapse.status_columns`, from each fine-tune table's metadata; "" on probe rows).
+
 Aggregation: per-(protocol, model, task) probe tables -> one long-format score table.
 """
 
@@ -28,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from geneb.core import integrity
+from geneb.tables.collapse import status_columns
 from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, PROBE_THREADS_ATTR, SCHEMA_VERSION
 from geneb.tasks.audit import read_audit
 from geneb.tasks.prepare import TaskCard, read_card
@@ -109,6 +115,14 @@ def _join_columns(
     return out
 
 
+def _seed_range(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with `seed_min` / `seed_max`: the lowest and highest `value` over the seeds of each row's
+    (protocol, model, task, view, regime, metric); NaN values are skipped (NaN when every seed's is)."""
+    keys = [k for k in ("protocol", "model", "task", "view", "regime", "metric") if k in table.columns]
+    group = table.groupby(keys, sort=False, observed=True, dropna=False)["value"]
+    return table.assign(seed_min=group.transform("min"), seed_max=group.transform("max"))
+
+
 def _thread_records(frames: list[pd.DataFrame]) -> list[dict]:
     """The distinct thread-pool records (`geneb.tables.scores.PROBE_THREADS_ATTR`) of probe tables, each with
     "files": how many tables carry it, in first-seen order; tables without one (written before it was
@@ -165,7 +179,11 @@ def concat_tables(
             raise ValueError(
                 f"{p}: columns differ from {paths[0]} (extra {extra}, missing {missing}, or another order)"
             )
+    if "metric" in cols:  # score tables (prediction tables carry no metric): the fine-tune runs' marks
+        frames = [df.assign(**status_columns(df)) for df in frames]  # assign keeps each table's attrs
     table = pd.concat(frames, ignore_index=True)
+    if "metric" in cols and "value" in cols:
+        table = _seed_range(table)
     if cards is not None:
         table = _join_columns(table, cards, audits)
     table.attrs = {}
