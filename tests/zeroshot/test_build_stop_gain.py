@@ -1,7 +1,9 @@
-"""Stop-gain alts create a stop in the ORF's frame and synonymous ones keep the amino acid (Biopython translate)."""
+"""Stop-gain alts create a stop in the ORF's frame, each matched to a control of the same transcript with the same
+ref>alt at the same codon position that does not (Biopython translate), preferring the same trinucleotide."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from Bio.Seq import Seq
 
@@ -23,9 +25,12 @@ def codons(row):
     return ref, alt
 
 
-def test_changes_are_stop_gains_or_synonymous_in_frame(built):
-    _, rows, _ = built
+def test_changes_are_stop_gains_or_their_controls_in_frame(built):
+    _, rows, details = built
     assert len(rows) == 80 and set(rows.groupby("group")["label"].sum()) == {2}
+    kinds = {}
+    for pair in details["pairs"]:
+        kinds[pair["rows"][1]] = pair["control"]
     for row in rows.itertuples():
         ref, alt = codons(row)
         assert len(ref) == 3 and row.sequence[row.pos] == row.ref
@@ -34,7 +39,35 @@ def test_changes_are_stop_gains_or_synonymous_in_frame(built):
         if row.label == 1:
             assert after == "*"
         else:
-            assert after == before
+            assert after != "*" and (after == before) == (kinds[row.Index] == "synonymous")
+
+
+def test_each_stop_gain_has_a_control_with_its_substitution_and_codon_position(built):
+    _, rows, details = built
+    assert details["stop_gains_without_control"] >= 0 and len(details["pairs"]) == 40
+    assert details["controls"]["synonymous"] + details["controls"]["missense"] == 40
+    for pair in details["pairs"]:
+        gain, control = rows.iloc[pair["rows"][0]], rows.iloc[pair["rows"][1]]
+        assert (gain.label, control.label) == (1, 0) and gain.group == control.group
+        assert (gain.ref, gain.alt, gain.pos % 3) == (control.ref, control.alt, control.pos % 3)
+        context = gain.sequence[gain.pos - 1 : gain.pos + 2] == control.sequence[control.pos - 1 : control.pos + 2]
+        assert context == pair["same_trinucleotide"]
+    # the trinucleotide where the transcript has one: most pairs
+    assert details["controls_same_trinucleotide"] > len(details["pairs"]) / 2
+
+
+def test_a_stop_gain_takes_the_nearest_control_of_the_best_tier():
+    # ORF ATG | TGG (Trp) | CAA (Gln) | TTA (Leu) | CTA (Leu) | TAA: TGG>TAG/TGA, CAA>TAA, TTA>TAA/TGA make stops;
+    # CAA's C>T at codon position 0 has only missense controls with its ref>alt (CTA>TTA keeps Leu: synonymous)
+    seq = "ATGTGGCAATTACTATAA"
+    changes = sg._orf_changes(seq, (0, len(seq)))
+    assert {(p, a) for p, a, k in changes if k == "stop_gain"} == {(4, "A"), (5, "A"), (6, "T"), (10, "A"), (10, "G")}
+    pairs, dropped = sg._match_controls(seq, (0, len(seq)), changes, 5, np.random.default_rng(0))
+    by_gain = {g: (c, kind, same) for g, c, kind, same in pairs}
+    assert by_gain[(6, "T")] == ((12, "T"), "synonymous", False)  # CTA>TTA: the only C>T at codon position 0
+    assert dropped == len([g for g in [(4, "A"), (5, "A"), (6, "T"), (10, "A"), (10, "G")] if g not in by_gain])
+    for (pos, alt), (cpos, calt), _, _ in pairs:
+        assert (seq[pos], alt, pos % 3) == (seq[cpos], calt, cpos % 3)
 
 
 def test_windows_sit_in_the_longest_orf_of_a_real_mrna(built):

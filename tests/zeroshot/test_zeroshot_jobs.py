@@ -4,6 +4,7 @@ tables turn the files into metrics, a leaderboard and the rank correlation with 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from geneb.zeroshot.job import (
     task_of_rows_file,
 )
 from geneb.zeroshot.scorers import BackgroundLeakError
+from geneb.zeroshot.shortcuts import write_shortcuts
 from geneb.zeroshot.tables import _zeroshot_tables
 from geneb.zeroshot.task import NotApplicable, catalogue_entry, row_scores
 
@@ -140,8 +142,12 @@ def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shar
     tables = _zeroshot_tables([built], files, probe, n_boot=100, seed=0)
     outputs = {
         name: tmp_path / f"{name}.parquet"
-        for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable")
+        for name in ("scores", "row_scores", "leaderboard", "vs_probe", "not_applicable", "shortcuts")
     }
+    # the model-free baselines beside the models, their flag on every leaderboard row (as run_tables_rule does)
+    board = write_shortcuts(tables.leaderboard, [built], outputs["shortcuts"], {"n_boot": 100, "seed": 0})
+    assert set(board["shortcut_flag"]) == {"pass"}  # the matched stop-gain task: no model-free rule solves it
+    tables = dataclasses.replace(tables, leaderboard=board)
     write_zeroshot_tables(tables, outputs)
     png = tmp_path / "zeroshot.png"
     with paper_style():
@@ -152,9 +158,11 @@ def test_the_figure_and_the_report_section_from_the_tables(built, tmp_path, shar
         "zeroshot_vs_probe": outputs["vs_probe"],
         "zeroshot_not_applicable": outputs["not_applicable"],
         "zeroshot_figure": png,
+        "zeroshot_shortcuts": outputs["shortcuts"],
     }
     html = "\n".join(zeroshot_section(files_in, lambda df, *a: df.to_html(), lambda p, n, c: f"<img {n}>", "cap"))
     assert "Zero-shot scoring" in html and "no head" in html and "good" in html and "<img zeroshot>" in html
+    assert "Model-free baselines" in html and "codon_position" in html and "shortcut_flag" in html
     assert zeroshot_section(None, lambda df, *a: "", lambda p, n, c: "", "cap") == []
 
 
@@ -186,3 +194,17 @@ def test_a_users_own_task_is_read_from_its_source_and_checked(tmp_path):
         run_build_rule(
             params, out, config={"task_source": None, "zeroshot": {"task_source": str(source), "build_source": None}}
         )
+
+
+def test_the_baselines_leave_out_a_background_sequence_held_in_a_row_under_another_name(built, tmp_path, shared):
+    """The check by name passes (another task's name); the content check finds the planted piece of a row."""
+    comp = str.maketrans("ACGT", "TGCA")
+    planted = built.rows["sequence"].iloc[3][100:170].translate(comp)[::-1]  # a 70-base piece, other strand
+    sequences = pd.read_csv(shared / "data" / "tasks" / "idna_ms_5hmc_h_sapiens" / "train.csv.gz")["sequence"]
+    path = tmp_path / "tasks" / "gue_prom_core_all" / "0123456789ab" / "train.parquet"
+    integrity.write_parquet(pd.DataFrame({"sequence": [*sequences.head(200), planted]}), path)
+    out = tmp_path / "planted.parquet"
+    _baselines_job(built, {"gue_prom_core_all": path}, out, orders=[1], pseudocount=1.0)
+    check = read_score_file(out, built).provenance["background_content_check"]
+    assert check["sequences_left_out_sharing_kmer"] == 1 and check["sequences_held_whole_by_rows"] == 1
+    assert read_score_file(out, built).provenance["background_sequences"] == 200

@@ -59,6 +59,10 @@ def test_targets_paths_and_scorers(shared, env):
     plan = _plan(_config(shared))
     outputs = plan.final_outputs()
     assert "results/tables/zeroshot_leaderboard.parquet" in outputs and "results/figures/zeroshot.png" in outputs
+    assert "results/tables/zeroshot_shortcuts.parquet" in outputs  # the model-free baselines beside the models
+    # a builder past version 1 keys its task folders on the version: the matched stop-gain rows are rebuilt
+    assert plan.zeroshot.task_params(ZS_TASKS[1])["builder_version"] == 2
+    assert "builder_version" not in plan.zeroshot.task_params(ZS_TASKS[0])
     assert len(plan.zeroshot.score_files()) == 4  # 2 models x 2 tasks
     score_file = plan.zeroshot.score_file("kmer-3", ZS_TASKS[0])
     assert score_file.startswith(f"resources/zeroshot/scores/kmer-3/{plan.extraction_hashes['kmer-3']}/")

@@ -81,6 +81,7 @@ rule zeroshot_tables:
         leaderboard=results("tables/zeroshot_leaderboard.parquet"),
         vs_probe=results("tables/zeroshot_vs_probe.parquet"),
         not_applicable=results("tables/zeroshot_not_applicable.parquet"),
+        shortcuts=results("tables/zeroshot_shortcuts.parquet"),
     log:
         "logs/zeroshot_tables.log",
     conda:

@@ -26,6 +26,7 @@ from geneb.cli.runs import (
     cmd_sbatch_preview,
     cmd_site,
     cmd_verify,
+    cmd_zeroshot_baselines,
     cmd_zeroshot_build,
     cmd_zeroshot_reference_lms,
 )
@@ -129,6 +130,31 @@ def _build_parser() -> argparse.ArgumentParser:
         "--task-source", help="the mirror folder of real tasks (default $GENEB_TASK_SOURCE, else ../shared/data/tasks)"
     )
     zb.set_defaults(func=cmd_zeroshot_build)
+    zm = zs_sub.add_parser(
+        "baselines",
+        help="model-free baselines of built zero-shot tasks, their shortcut flag and content leak checks",
+        description="Score each built zero-shot task with rules that never read the sequence as DNA (substitution, "
+        "transition, CpG, codon and window position, local GC; a pair's member composition; and their grouped "
+        "cross-validated combination) and flag a task whose best baseline reaches 0.60 with its interval above 0.5; "
+        "then compare each task's sequences by shared 31-mers and whole-sequence containment with real tasks' "
+        "training splits (docs/zeroshot.md, 'Model-free baselines').",
+    )
+    zm.add_argument("--tasks-dir", default=DEFAULT_OUT, help=f"the built tasks' folder (default {DEFAULT_OUT})")
+    zm.add_argument("--tasks", nargs="+", metavar="TASK", help="only these tasks (default: every folder with rows.tsv)")
+    zm.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of each interval (default 1000)")
+    zm.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    zm.add_argument(
+        "--leak-tasks",
+        nargs="*",
+        metavar="TASK",
+        help="real tasks whose training splits are compared by content (default: the reference language models' "
+        "pretraining task; none: no check)",
+    )
+    zm.add_argument(
+        "--task-source", help="the mirror folder of real tasks (default $GENEB_TASK_SOURCE, else ../shared/data/tasks)"
+    )
+    zm.add_argument("--out", help="also write the baselines table (parquet) here")
+    zm.set_defaults(func=cmd_zeroshot_baselines)
     zr = zs_sub.add_parser(
         "reference-lms",
         help="pretrain GENEB's tiny masked and causal reference language models (a few CPU minutes, seeded)",

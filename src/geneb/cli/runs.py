@@ -14,6 +14,9 @@ command goes to snakemake, whose paths are checked first.
 
 `geneb zeroshot build`: build the catalogued zero-shot tasks (`config/zeroshot_tasks.tsv`) from the real
 tasks' training splits, offline and seeded (`geneb.zeroshot.build`); prints one line per task.
+
+`geneb zeroshot baselines`: the model-free baselines of built zero-shot tasks with their shortcut flag
+(`geneb.zeroshot.shortcuts`) and the tasks' content overlap with real training splits (`geneb.zeroshot.overlap`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from geneb.cli.common import CliError, existing_file
-from geneb.core import yamlio
+from geneb.core import integrity, yamlio
 from geneb.core.paths import load_schema
 from geneb.report.render import report_captions
 from geneb.run.integrity import verify_files
@@ -238,6 +241,49 @@ def cmd_zeroshot_build(args: argparse.Namespace) -> str:
         raise CliError(str(err)) from err
     lines = [f"built {len(built)} zero-shot task(s) under {args.out} (seed {args.seed}, source {source}):"]
     lines.extend(f"  {t.name}\t{t.kind}\t{t.n} rows\tdata_sha256 {t.data_sha256}" for t in built)
+    return "\n".join(lines)
+
+
+def cmd_zeroshot_baselines(args: argparse.Namespace) -> str:
+    """The model-free baselines of built zero-shot tasks (`geneb.zeroshot.shortcuts`) and their content overlap
+    with real tasks' training splits (`geneb.zeroshot.overlap`): per task its flag and every baseline's value and
+    interval, then one line per (task, `--leak-tasks` task). `--out` also writes the baselines table (parquet).
+    CliError for a missing folder or task, or a task the baselines cannot score."""
+    from geneb.tasks.sources import MirrorFolder
+    from geneb.zeroshot.overlap import content_overlap
+    from geneb.zeroshot.reference_lms import PRETRAINING_TASK
+    from geneb.zeroshot.shortcuts import shortcut_flags, shortcut_table
+    from geneb.zeroshot.task import read_zeroshot_task
+
+    root = Path(args.tasks_dir)
+    names = args.tasks or sorted(p.parent.name for p in root.glob("*/rows.tsv"))
+    if not names:
+        raise CliError(f"no zero-shot task (a folder with rows.tsv) under {root}; build them: geneb zeroshot build")
+    leak_tasks = args.leak_tasks if args.leak_tasks is not None else [PRETRAINING_TASK]
+    source = args.task_source or os.environ.get(ENV_TASK_SOURCE) or _DEFAULT_TASK_SOURCE
+    if leak_tasks and not Path(source).is_dir():
+        raise CliError(f"the real tasks folder {source} is not a folder (--task-source or ${ENV_TASK_SOURCE})")
+    try:
+        tasks = [read_zeroshot_task(root / n, name=n) for n in names]
+        table = shortcut_table(tasks, n_boot=args.n_boot, seed=args.seed)
+        references = {t: MirrorFolder(Path(source)).read_split(t, "train")["sequence"].astype(str) for t in leak_tasks}
+    except (ValueError, OSError, TaskSourceError) as err:
+        raise CliError(str(err)) from err
+    flags = shortcut_flags(table).set_index("task")
+    lines = [f"model-free baselines of {len(tasks)} zero-shot task(s) under {root} (n_boot {args.n_boot}, seed {args.seed}):"]  # fmt: skip
+    for task in tasks:
+        flag = flags.loc[task.name]
+        lines.append(f"  {task.name}	shortcut_flag {flag['shortcut_flag']}: {flag['shortcut_reason']}")
+        for r in table[table["task"] == task.name].itertuples():
+            lines.append(f"    {r.baseline:<16}{r.metric} {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]")
+    for task in tasks:
+        for name, seqs in references.items():
+            lines.append(
+                f"  {task.name} vs {name} (train) by content: {content_overlap(task, seqs.tolist()).describe()}"
+            )
+    if args.out:
+        integrity.write_parquet(table.merge(flags.reset_index(), on="task"), args.out)
+        lines.append(f"wrote {args.out}")
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ from geneb.core.provenance import check_hash, params_hash
 from geneb.registry.families import resolved_lm_head, resolved_scoring
 from geneb.registry.registry import Registry, model_spec
 from geneb.tasks.sources import resolve_source_string, source_identity
+from geneb.zeroshot.overlap import K as OVERLAP_K
 from geneb.zeroshot.task import (
     EMBEDDING_SCORERS,
     LLR,
@@ -47,11 +48,18 @@ _ZEROSHOT_TABLES = (
     "zeroshot_leaderboard",
     "zeroshot_vs_probe",
     "zeroshot_not_applicable",
+    "zeroshot_shortcuts",
 )
 _ZEROSHOT_FIGURE = "figures/zeroshot.png"
 
 #: what the report's zero-shot section reads (geneb.report.sections), in the order the report rule passes them
-ZEROSHOT_REPORT_INPUTS = ("zeroshot_leaderboard", "zeroshot_vs_probe", "zeroshot_not_applicable", "zeroshot_figure")
+ZEROSHOT_REPORT_INPUTS = (
+    "zeroshot_leaderboard",
+    "zeroshot_vs_probe",
+    "zeroshot_not_applicable",
+    "zeroshot_figure",
+    "zeroshot_shortcuts",
+)
 
 
 class PreparedTasks(Protocol):
@@ -150,8 +158,9 @@ class ZeroShotPlan:
 
     def task_params(self, zstask: str, zthash: str | None = None) -> dict[str, Any]:
         """What decides a zero-shot task's rows (the build_zeroshot_task rerun key; its hash is the folder): the
-        catalogue entry, and for a built task the build seed and the content identity of each source task (the
-        mirror's split files), for a fetched one the identity of its source's files. zthash: the `{zthash}` of the
+        catalogue entry, and for a built task the build seed, the builder's version (from 2 on: a builder that now
+        makes other rows from the same seed and files) and the content identity of each source task (the mirror's
+        split files), for a fetched one the identity of its source's files. zthash: the `{zthash}` of the
         path asking (ValueError when it is not this config's)."""
         zs = self._run.config["zeroshot"]
         entry = self.entry(zstask)
@@ -161,8 +170,14 @@ class ZeroShotPlan:
             params["source_identity"] = zeroshot_source_identity(zs["task_source"], zstask)
         else:
             # the sources' content, not where they are read from: the same files under another path are the same
+            from geneb.zeroshot.build import BUILDERS
+
             build_source = self.build_source()
             params["seed"] = zs["build_seed"]
+            builder = BUILDERS.get(entry.builder)
+            if builder is not None and builder.version != 1:
+                # a builder's version 1 adds no key: folders built before builders had versions keep their hash
+                params["builder_version"] = builder.version
             params["source_identity"] = {t: source_identity(build_source, t) for t in entry.source_tasks}
         if zthash is not None:
             check_hash(f"zero-shot task {zstask}", zthash, params_hash(params))
@@ -219,12 +234,15 @@ class ZeroShotPlan:
         return [t for t in (self._run.tasks if chosen is None else chosen) if t not in excluded]
 
     def baseline_params(self, zstask: str, bhash: str | None = None) -> dict[str, Any]:
-        """The Markov baselines' rerun key: orders, pseudocount and {background task: its preparation hash}."""
+        """The Markov baselines' rerun key: orders, pseudocount, {background task: its preparation hash} and the
+        k of the content check that leaves out background sequences sharing a k-mer with the task."""
         zs = self._run.config["zeroshot"]
         params = {
             "orders": list(zs["markov_orders"]),
             "pseudocount": zs["pseudocount"],
             "background": {t: self._run.layout.task_hash(t) for t in self.background(zstask)},
+            # background sequences sharing a k-mer with the task are left out (geneb.zeroshot.overlap)
+            "content_check_k": OVERLAP_K,
         }
         if bhash is not None:
             check_hash(f"zero-shot baselines of {zstask}", bhash, params_hash(params))

@@ -568,4 +568,11 @@ def run_tables_rule(
     tasks = [task_of_rows_file(r) for r in rows]
     probe = integrity.read_parquet(leaderboard)
     tables = _zeroshot_tables(tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]))
+    if "shortcuts" in outputs:  # the model-free baselines, and their flag on the leaderboard's rows
+        from dataclasses import replace
+
+        from geneb.zeroshot.shortcuts import write_shortcuts
+
+        board = write_shortcuts(tables.leaderboard, tasks, outputs["shortcuts"], bootstrap, macro=MACRO)
+        tables = replace(tables, leaderboard=board)
     _write_zeroshot_tables(tables, outputs)

@@ -56,12 +56,15 @@ _BuildFunction = Callable[[Sequence[SourceSplit], int, Mapping[str, Any]], tuple
 @dataclass(frozen=True)
 class Builder:
     """A builder: its name (the catalogue's `builder`), the kind of task it makes, its default parameters (sizes
-    included) and its function."""
+    included), its function and its version: raised whenever the same seed and sources would give other rows, so
+    that the workflow's task key (`geneb.zeroshot.plan.ZeroShotPlan.task_params`) changes and old folders are
+    rebuilt."""
 
     name: str
     kind: str
     defaults: Mapping[str, Any]
     build: _BuildFunction
+    version: int = 1
 
 
 def read_source_split(tasks_root: str | Path, task: str, split: str = _SOURCE_SPLIT) -> SourceSplit:
