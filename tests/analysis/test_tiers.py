@@ -108,33 +108,96 @@ def test_an_unranked_model_gets_no_tier_and_says_why():
     del vals["c"]["t0"]  # c lacks a task: not ranked on Promoters, macro or micro
     board = _tiered(_cells(vals, cats))
     c = board[board["model"] == "c"].set_index("category")
-    assert c["tier"].isna().all() and c.loc["macro", "tier_reason"].startswith("not ranked: missing 1 of 4")
+    assert c["tier"].isna().all() and c.loc["micro", "tier_reason"].startswith("not ranked: missing 1 of 4")
+    assert c.loc["macro", "tier_reason"].startswith("this regime has 1 category(ies): the Friedman test needs >= 2")
     assert (board.loc[board["model"] != "c", "tier_n_models"] == 2).all()
     with pytest.raises(AnalysisInputError, match="tier_confidence"):
         tiers.add_tiers(leaderboard(_cells(vals, cats)), _cells(vals, cats), 1.0)
 
 
-@pytest.mark.skipif(not (PAPER / "per_task_results.tsv").exists(), reason="needs ../shared/reference/geneb_paper")
-def test_tiers_of_the_published_40_models_are_scipy_and_scikit_posthocs_on_the_real_table():
+@pytest.fixture(scope="module")
+def published_cells() -> pd.DataFrame:
+    """The paper's published cells (40 models x 100 tasks x 3 regimes)."""
+    if not (PAPER / "per_task_results.tsv").exists():
+        pytest.skip("needs ../shared/reference/geneb_paper")
     from geneb.analysis.inputs import cell_scores
     from geneb.analysis.published import import_published
 
-    cells = cell_scores(import_published(PAPER))
+    return cell_scores(import_published(PAPER))
+
+
+def _block_values(cells: pd.DataFrame, regime: str, category: str) -> pd.DataFrame:
+    """(blocks, models) as GENEB's rows use them: macro the category means, micro every task, a category its tasks."""
+    c = cells[cells["regime"] == regime]
+    if category == "macro":
+        return c.groupby(["category", "model"])["value"].mean().unstack("model")
+    c = c if category == "micro" else c[c["category"] == category]
+    return c.pivot(index="task", columns="model", values="value")
+
+
+def test_tiers_of_the_published_40_models_are_scipy_and_scikit_posthocs_on_the_real_table(published_cells):
+    cells = published_cells
     board = _tiered(cells)
-    for regime in REGIMES:  # the statistic over all tasks and over one category's, as scipy computes them
-        for category, tasks in (("macro", cells), ("Enhancers", cells[cells["category"] == "Enhancers"])):
-            row = board[(board["regime"] == regime) & (board["category"] == category)].iloc[0]
-            w = tasks[tasks["regime"] == regime].pivot(index="task", columns="model", values="value")
+    for regime in REGIMES:  # macro over the 13 category means, micro and a category over their tasks
+        for category in ("macro", "micro", "Enhancers", "Histone Mod."):
+            g = board[(board["regime"] == regime) & (board["category"] == category)].set_index("model")
+            w = _block_values(cells, regime, category)
             ref = stats.friedmanchisquare(*w.to_numpy().T)
+            row = g.iloc[0]
+            assert row["tier_n_blocks"] == len(w) and row["tier_blocks"] == (
+                "categories" if category == "macro" else "tasks"
+            )
             assert row["friedman_stat"] == pytest.approx(ref.statistic, rel=1e-9)
             assert row["friedman_p"] == pytest.approx(ref.pvalue, rel=1e-6, abs=1e-300)
-    full = board[(board["regime"] == "full") & (board["category"] == "macro")].set_index("model")
+            p = sp.posthoc_nemenyi_friedman(w.to_numpy())  # pairwise Nemenyi p-values (scikit-posthocs)
+            p.index = p.columns = w.columns
+            # every tier from scikit-posthocs' decisions: walk the mean-rank order, a tier ends at the first model
+            # separable (p < 0.05) from its first
+            order = list(g.sort_values("tier_position").index)
+            assert order == sorted(order, key=lambda m: (g.loc[m, "tier_mean_rank"], -w[m].mean(), m))
+            expected, head, level = {}, order[0], 1
+            for m in order:
+                if p.loc[head, m] < 0.05 and ref.pvalue < 0.05:
+                    head, level = m, level + 1
+                expected[m] = level
+            assert g["tier"].to_dict() == expected, (regime, category)
+    full = board[(board["regime"] == "full") & (board["category"] == "macro")]
     assert full["tier"].notna().sum() == 40 and (full["tier_n_tasks"] == cells["task"].nunique()).all()
-    wide = cells[cells["regime"] == "full"].pivot(index="task", columns="model", values="value")
-    p = sp.posthoc_nemenyi_friedman(wide.to_numpy())
-    p.index = p.columns = wide.columns
-    best = full["tier_mean_rank"].idxmin()
-    assert set(full.index[full["tier"] == 1]) == {best, *p.columns[p.loc[best] >= 0.05]}
     sep = tiers.rank_separability(board)
     assert set(sep["regime"]) == set(REGIMES) and len(sep) == 3 * 15
     assert (sep["n_defensible_top"].dropna() >= 1).all()
+
+
+def test_two_task_categories_of_the_published_40_have_no_tier_but_the_reason_with_its_numbers(published_cells):
+    board = _tiered(published_cells)
+    for category in ("Regulatory", "Virus/Phage"):
+        g = board[(board["regime"] == "full") & (board["category"] == category)]
+        k, cd = 40, tiers._critical_difference(40, 2, 0.95)
+        assert g["tier"].isna().all() and cd > k - 1
+        assert (g["tier_reason"] == g["tier_reason"].iloc[0]).all()
+        reason = g["tier_reason"].iloc[0]
+        assert reason.startswith("too few tasks for a post-hoc test: the Nemenyi critical difference over 2 tasks is")
+        assert f"{cd:.2f}" in reason and "at least 39" in reason and "between 40 models" in reason
+    assert board.loc[(board["regime"] == "full") & (board["category"] == "Virus/Phage"), "friedman_p"].iloc[0] < 0.05
+
+
+def test_every_published_tier_against_the_rank_order_says_why(published_cells):
+    """Tiers order by mean rank, ranks by value: every row in a contradiction carries a tier_note naming the other
+    model, and no other row does; macro over categories has fewer contradictions than over tasks had (5 pairs in
+    the full regime)."""
+    board = _tiered(published_cells)
+    n_pairs = {}
+    for (regime, category), g in board[board["tier"].notna()].groupby(["regime", "category"]):
+        r, t, m = g["rank"].to_numpy(float), g["tier"].to_numpy(float), g["model"].tolist()
+        bad = {i for i in range(len(g)) for j in range(len(g)) if (r[i] - r[j]) * (t[i] - t[j]) < 0}
+        n_pairs[(regime, category)] = sum(
+            1 for i in range(len(g)) for j in range(len(g)) if r[i] < r[j] and t[i] > t[j]
+        )
+        for i, note in enumerate(g["tier_note"]):
+            assert (i in bad) == (note != ""), (regime, category, m[i], note)
+            if i in bad:
+                others = [m[j] for j in range(len(g)) if (r[i] - r[j]) * (t[i] - t[j]) < 0]
+                assert "tiers order by mean rank over the" in note and any(f"{o} (rank" in note for o in others)
+    assert n_pairs[("full", "macro")] == 0 and n_pairs[("1shot", "macro")] == 0 and n_pairs[("10shot", "macro")] == 1
+    sep = tiers.rank_separability(board).set_index(["regime", "category"])
+    assert [sep.loc[(r, "macro"), "n_tiers"] for r in REGIMES] == [2, 2, 2]  # over the 100 tasks: 5, 4, 3

@@ -19,13 +19,16 @@ def test_cliques_are_the_maximal_runs_of_models_no_two_of_which_are_separable():
 
 
 def test_the_diagram_draws_one_panel_per_regime_with_tiers(tmp_path):
-    cats = {f"t{i}": "Promoters" for i in range(6)}
+    cats = {
+        f"t{i}": c
+        for i, c in enumerate(("Promoters", "Promoters", "Enhancers", "Enhancers", "TF Binding", "TF Binding"))
+    }
     rows = []
     for regime in ("full", "10shot"):
         for j, m in enumerate("abcde"):
             for i, t in enumerate(cats):
                 rows.append(
-                    {"protocol": "p", "model": m, "task": t, "category": "Promoters", "regime": regime,
+                    {"protocol": "p", "model": m, "task": t, "category": cats[t], "regime": regime,
                      "value": 0.9 - 0.15 * j + 0.01 * ((i + j) % 2), "source": "x"}
                 )  # fmt: skip
     cells = pd.DataFrame(rows)
@@ -34,8 +37,11 @@ def test_the_diagram_draws_one_panel_per_regime_with_tiers(tmp_path):
         fig = _cd_diagram(board, {"a": "model A"}, protocol="p")
         titles = [ax.get_title() for ax in fig.axes]
         png, pdf = save(fig, tmp_path / "cd.png")
-    assert len(titles) == 2 and titles[0].startswith("full: 5 models over 6 tasks")
+    assert len(titles) == 2 and titles[0].startswith("full: 5 models over 3 categories")
     assert png.stat().st_size > 0 and pdf.exists()
     with paper_style():
         note = _cd_diagram(board.drop(columns="tier"), {}, protocol="p")
     assert "no tier columns" in note.axes[0].texts[0].get_text()
+    with paper_style():  # Wilcoxon-Holm tiers have no critical difference: a note, not an empty diagram
+        wil = _cd_diagram(board.assign(tier_cd=np.nan, tier_method="Wilcoxon"), {}, protocol="p")
+    assert "no critical difference" in wil.axes[0].texts[0].get_text()

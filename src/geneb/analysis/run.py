@@ -50,6 +50,8 @@ _SETTING_KEYS: tuple[str, ...] = (
     "published",
     "sensitivity",
     "tier_confidence",
+    "tier_method",
+    "tier_category_blocks",
 )
 
 
@@ -125,6 +127,19 @@ def _reference_view_scores(
     return inputs.select_views(scores, ref), (scores if inputs.has_views(scores) else None), ref
 
 
+def _tier_options(settings: dict[str, Any], task_meta: pd.DataFrame | None) -> dict[str, Any]:
+    """`tiers.add_tiers`' keyword arguments from the settings (`tier_method`, `tier_category_blocks`) and the task
+    catalogue (each task's `source_benchmark`, where the catalogue has that column)."""
+    sources = None
+    if task_meta is not None and "source_benchmark" in task_meta.columns:
+        sources = {str(t): str(v) for t, v in task_meta["source_benchmark"].fillna("").items()}
+    return {
+        "method": str(settings["tier_method"]),
+        "category_blocks": str(settings["tier_category_blocks"]),
+        "sources": sources,
+    }
+
+
 def leaderboard_tables(
     scores: pd.DataFrame,
     model_meta: pd.DataFrame,
@@ -143,10 +158,9 @@ def leaderboard_tables(
     without); with several views per model, each model's reference view; each row with its margin over the best
     shortcut model (`task_audit.shortcut_margins`: `shortcut_margin`, over the tasks ranked; per task also
     `shortcut_best_model`, `shortcut_best_mcc`); statistically tied tiers at `tier_confidence`
-    (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
+    by `tier_method` over `tier_category_blocks` (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
     scores = _reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
-    collapsed = lb.collapsed_cells(scores, settings)  # collapsed fine-tune cells: shown, with why, never ranked
     board = lb.leaderboard(
         used,
         missing,
@@ -154,20 +168,24 @@ def leaderboard_tables(
         cell_reasons=cell_reasons,
         flags=flags,
         exclude_flagged=exclude_flagged,
-        collapsed=collapsed,
     )
     excluded = set(board["excluded_tasks"].str.split(",").explode().dropna()) - {""}
     attrs = dict(board.attrs)
     board, _ = controls.shortcut_margins(
         board, used[~used["task"].isin(excluded)], controls.shortcut_models(model_meta)
     )
-    board = tiers.add_tiers(board, used[~used["task"].isin(excluded)], float(settings["tier_confidence"]))
+    board = tiers.add_tiers(
+        board,
+        used[~used["task"].isin(excluded)],
+        float(settings["tier_confidence"]),
+        **_tier_options(settings, task_meta),
+    )
     board.attrs = attrs
     _, cells = controls.shortcut_margins(board, used, controls.shortcut_models(model_meta))
     return {
         "leaderboard": board,
         "rank_separability": tiers.rank_separability(board),
-        "leaderboard_tasks": lb.task_leaderboard(cells, flags, collapsed),
+        "leaderboard_tasks": lb.task_leaderboard(cells, flags),
         "contamination": contaminated,
     }
 
@@ -297,15 +315,17 @@ def run_analyses(
     all_scores = scores
     scores, view_scores, ref_views = _reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
-    collapsed = lb.collapsed_cells(scores, s)  # collapsed fine-tune cells: shown, with why, never ranked
     board = tiers.add_tiers(
-        lb.leaderboard(used, missing, missing_reasons=missing_reasons, collapsed=collapsed), used, s["tier_confidence"]
+        lb.leaderboard(used, missing, missing_reasons=missing_reasons),
+        used,
+        s["tier_confidence"],
+        **_tier_options(s, task_meta),
     )
     out: dict[str, list[pd.DataFrame]] = {name: [] for name in LEADERBOARD_TABLES}
     out.update({name: [] for a in analyses for name in a.tables})
     out["leaderboard"].append(board)
     out["rank_separability"].append(tiers.rank_separability(board))
-    out["leaderboard_tasks"].append(lb.task_leaderboard(used, collapsed=collapsed))
+    out["leaderboard_tasks"].append(lb.task_leaderboard(used))
     out["contamination"].append(contaminated)
     has_preds = predictions_root is not None and Path(predictions_root).exists()
     run = RunContext(

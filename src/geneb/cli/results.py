@@ -331,11 +331,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     )
     if tiered:
         t = b[b["tier"].notna()].iloc[0]
-        out += (
-            f"\ntier 1 = not distinguishable from the best (Friedman p {t['friedman_p']:.3g}, {t['tier_method']}, "
-            f"confidence {t['tier_confidence']:g}, critical difference {t['tier_cd']:.2f} mean ranks over "
-            f"{int(t['tier_n_tasks'])} tasks)"
-        )
+        out += _tier_line(t)
+        notes = b[b["tier_note"].fillna("") != ""] if "tier_note" in b.columns else b.iloc[:0]
+        out += "".join(f"\ntier note: {r.model}: {r.tier_note}" for r in notes.itertuples())
     elif "tier_reason" in b.columns and (b["tier_reason"].fillna("") != "").any():
         out += f"\nno tiers: {b['tier_reason'].dropna().iloc[0]}"
     out += _marks(every, attrs)
@@ -349,6 +347,20 @@ def cmd_leaderboard(args: argparse.Namespace) -> str:
     skipped = notes.get(str(b["protocol"].iloc[0]), {}) if isinstance(notes, dict) else {}
     out += "".join(f"\nnot covered: {m}: {r}" for m, r in sorted(skipped.items()))
     return out
+
+
+def _tier_line(t: pd.Series) -> str:
+    """The line under a tiered board saying what a tier is: the test, its confidence, the critical difference
+    (nemenyi) and the blocks (`tier_n_blocks` `tier_blocks`; a table written before them: its tasks)."""
+    if "tier_n_blocks" in t.index and pd.notna(t["tier_n_blocks"]):
+        blocks = f"{int(t['tier_n_blocks'])} {t['tier_blocks']}"
+    else:
+        blocks = f"{int(t['tier_n_tasks'])} tasks"
+    cd = f"critical difference {t['tier_cd']:.2f} mean ranks, " if pd.notna(t["tier_cd"]) else ""
+    return (
+        f"\ntier 1 = not distinguishable from the best (Friedman p {t['friedman_p']:.3g}, {t['tier_method']}, "
+        f"confidence {t['tier_confidence']:g}, {cd}over {blocks})"
+    )
 
 
 def _marks(rows: pd.DataFrame, attrs: dict[str, Any]) -> str:

@@ -209,10 +209,17 @@ def _panel(ax: Axes, g: pd.DataFrame, display: dict[str, str], regime: str) -> N
     ax.set_ylim(top - half + 0.5, 2.2)
     ax.axis("off")
     ax.set_title(
-        f"{regime}: {k} models over {int(first['tier_n_tasks'])} tasks, Friedman p {_p_text(p)}; "
+        f"{regime}: {k} models over {_blocks_text(first)}, Friedman p {_p_text(p)}; "
         f"{n_top} in tier 1 (vermillion: not separable from the best), bars: {conf:.0%} Nemenyi ties",
         fontsize=7,
     )
+
+
+def _blocks_text(row: pd.Series) -> str:
+    """ "13 categories": the row's blocks (`tier_n_blocks` `tier_blocks`; a board written before them: its tasks)."""
+    if "tier_n_blocks" in row.index and pd.notna(row["tier_n_blocks"]):
+        return f"{int(row['tier_n_blocks'])} {row['tier_blocks']}"
+    return f"{int(row['tier_n_tasks'])} tasks"
 
 
 def _n_rows(g: pd.DataFrame) -> int:
@@ -232,6 +239,9 @@ def _cd_diagram(board: pd.DataFrame, display: dict[str, str], *, protocol: str) 
     if "tier" not in board.columns:
         return empty_figure("the leaderboard has no tier columns (written before tiers existed)", DOUBLE_COLUMN)
     b = board[(board["protocol"] == protocol) & (board["category"] == "macro") & board["tier"].notna()]
+    if "tier_cd" in b.columns and len(b) and b["tier_cd"].isna().all():  # wilcoxon_holm: no critical difference
+        method = str(b["tier_method"].iloc[0])
+        return empty_figure(f"the tiers of {protocol} are by {method}: no critical difference to draw", DOUBLE_COLUMN)
     regimes = [r for r in REGIMES if r in set(b["regime"])]
     if not regimes:
         why = board.loc[(board["protocol"] == protocol) & (board["category"] == "macro"), "tier_reason"]

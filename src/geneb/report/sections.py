@@ -254,11 +254,14 @@ _SHOWN = (
     "category",
     "n_models",
     "n_tasks",
+    "tier_blocks",
+    "tier_n_blocks",
     "n_defensible_top",
     "n_separable_adjacent",
     "n_adjacent_pairs",
     "n_tiers",
     "friedman_p",
+    "n_tier_notes",
     "tier_reason",
 )
 #: the banner of the published report's section: the counts are GENEB's analysis of the published per-task
@@ -288,8 +291,18 @@ def _headline(sep: pd.DataFrame, regime: str) -> str:
         f"(tier 1 at {conf:.0%}: {str(r['defensible_top_models']).replace(',', ', ')}); "
         f"{int(r['n_separable_adjacent'])} of {int(r['n_adjacent_pairs'])} adjacent macro ranks are separable; "
         f"{single} of {len(tiered)} tiered categories have a single defensible #1, "
-        f"{len(cats) - len(tiered)} have no tiers (fewer than 2 tasks or ranked models)."
+        f"{len(cats) - len(tiered)} have no tiers (too few blocks or ranked models)."
     )
+
+
+def _units(sep: pd.DataFrame) -> str:
+    """ "macro: categories, micro: tasks, category rows: tasks": the blocks of each kind of row of `sep` (a table
+    written before `tier_blocks`: every task)."""
+    if "tier_blocks" not in sep.columns:
+        return "every task of the regime"
+    kind = sep["category"].map(lambda c: c if c in ("macro", "micro") else "category rows")
+    units = sep.assign(_k=kind).groupby("_k", sort=False)["tier_blocks"].agg(lambda v: "/".join(sorted(set(v))))
+    return ", ".join(f"{k}: {units[k]}" for k in ("macro", "micro", "category rows") if k in units.index)
 
 
 def tiers_section(
@@ -307,10 +320,11 @@ def tiers_section(
     return [
         "<h2 id='tiers'>Statistically tied tiers</h2>",
         *([f"<p class='warn'>{html.escape(_OWN_FINDING)}</p>"] if own_finding else []),
-        f"<p>{method}: per regime and category a Friedman test over the tasks, then the Nemenyi critical "
-        "difference of mean ranks; tier 1 = the models not separable from the best mean rank (each a defensible "
-        "#1). Macro uses every task of the regime. The tier of every row is in leaderboard.parquet "
-        "(tier, tier_reason, friedman_p).</p>",
+        f"<p>{method}: per regime and category the models are compared over blocks in the unit the row's score "
+        f"weights equally ({_units(s)}); tier 1 = the models the post-hoc test does not separate from the first "
+        "(each a defensible #1). A group whose blocks are too few for the test to separate any pair has no tiers. "
+        "The tier of every row is in leaderboard.parquet (tier, tier_reason, tier_blocks, tier_note, "
+        "friedman_p).</p>",
         '<ul class="headline">' + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>",
         table_html(s[[c for c in _SHOWN if c in s.columns]].reset_index(drop=True), 3, 200),
     ]
@@ -346,7 +360,6 @@ def zeroshot_section(
         "<h2 id='zeroshot'>Zero-shot scoring</h2>",
         f"<p>{html.escape(caption)}</p>",
         table(wide.reset_index().rename(columns={"value": "macro"}), 3, 200),
-        *_zeroshot_shortcut_parts(files, table),
         "<h3>Zero-shot ranking against the probe ranking (Kendall τ-b, bootstrap CI over models)</h3>",
         table(vs.drop(columns=["models"]), 3, 200),
         *(
@@ -358,23 +371,6 @@ def zeroshot_section(
             else []
         ),
         figure(Path(files["zeroshot_figure"]), "zeroshot", caption),
-    ]
-
-
-def _zeroshot_shortcut_parts(files: Mapping[str, str | Path], table: Callable[..., str]) -> list[str]:
-    """The model-free baselines of the zero-shot tasks (`zeroshot_shortcuts.parquet`, geneb.zeroshot.shortcuts):
-    a warning naming each flagged task with its reason, then every baseline's value and interval."""
-    shortcuts = integrity.read_parquet(files["zeroshot_shortcuts"])
-    flagged = shortcuts[shortcuts["shortcut_flag"] == "fail"].drop_duplicates("task")
-    shown = ["task", "baseline", "metric", "value", "ci_low", "ci_high", "n_groups", "resample_unit", "shortcut_flag"]
-    return [
-        "<h3>Model-free baselines (no model: substitution, codon and window position, CpG, local GC; member "
-        "composition of a pair; grouped cross-validated logistic regression)</h3>",
-        *(
-            f"<p class='warn'>{html.escape(str(r.task))}: {html.escape(str(r.shortcut_reason))}</p>"
-            for r in flagged.itertuples()
-        ),
-        table(shortcuts[shown].reset_index(drop=True), 3, 200),
     ]
 
 

@@ -31,6 +31,7 @@ _BOARD_COLUMNS = (
     "flags",
     "excluded_tasks",
     "incomplete_reason",
+    "tier_note",
 )
 #: the task audit columns of the task list, those present
 _AUDIT_COLUMNS = (
@@ -49,6 +50,7 @@ _LABELS = {
     "display": "model",
     "value": "MCC",
     "incomplete_reason": "not ranked because",
+    "tier_note": "tier against rank",
     "excluded_tasks": "excluded tasks",
     "shortcut_margin": "shortcut margin",
     "borda_rank": "Borda rank",
