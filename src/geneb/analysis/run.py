@@ -161,6 +161,7 @@ def leaderboard_tables(
     by `tier_method` over `tier_category_blocks` (`geneb.analysis.tiers.add_tiers`) and their summary, rank_separability."""
     scores = _reference_view_scores(scores, settings)[0]
     used, contaminated = prepare_cells(scores, model_meta, task_meta, settings)
+    collapsed = lb.collapsed_cells(scores, settings)  # collapsed fine-tune cells: shown, with why, never ranked
     board = lb.leaderboard(
         used,
         missing,
@@ -168,6 +169,7 @@ def leaderboard_tables(
         cell_reasons=cell_reasons,
         flags=flags,
         exclude_flagged=exclude_flagged,
+        collapsed=collapsed,
     )
     excluded = set(board["excluded_tasks"].str.split(",").explode().dropna()) - {""}
     attrs = dict(board.attrs)
@@ -185,7 +187,7 @@ def leaderboard_tables(
     return {
         "leaderboard": board,
         "rank_separability": tiers.rank_separability(board),
-        "leaderboard_tasks": lb.task_leaderboard(cells, flags),
+        "leaderboard_tasks": lb.task_leaderboard(cells, flags, collapsed),
         "contamination": contaminated,
     }
 
@@ -315,8 +317,9 @@ def run_analyses(
     all_scores = scores
     scores, view_scores, ref_views = _reference_view_scores(scores, s)
     used, contaminated = prepare_cells(scores, model_meta, task_meta, s)
+    collapsed = lb.collapsed_cells(scores, s)  # collapsed fine-tune cells: shown, with why, never ranked
     board = tiers.add_tiers(
-        lb.leaderboard(used, missing, missing_reasons=missing_reasons),
+        lb.leaderboard(used, missing, missing_reasons=missing_reasons, collapsed=collapsed),
         used,
         s["tier_confidence"],
         **_tier_options(s, task_meta),
@@ -325,7 +328,7 @@ def run_analyses(
     out.update({name: [] for a in analyses for name in a.tables})
     out["leaderboard"].append(board)
     out["rank_separability"].append(tiers.rank_separability(board))
-    out["leaderboard_tasks"].append(lb.task_leaderboard(used))
+    out["leaderboard_tasks"].append(lb.task_leaderboard(used, collapsed=collapsed))
     out["contamination"].append(contaminated)
     has_preds = predictions_root is not None and Path(predictions_root).exists()
     run = RunContext(

@@ -360,6 +360,7 @@ def zeroshot_section(
         "<h2 id='zeroshot'>Zero-shot scoring</h2>",
         f"<p>{html.escape(caption)}</p>",
         table(wide.reset_index().rename(columns={"value": "macro"}), 3, 200),
+        *_zeroshot_shortcut_parts(files, table),
         "<h3>Zero-shot ranking against the probe ranking (Kendall τ-b, bootstrap CI over models)</h3>",
         table(vs.drop(columns=["models"]), 3, 200),
         *(
@@ -371,6 +372,23 @@ def zeroshot_section(
             else []
         ),
         figure(Path(files["zeroshot_figure"]), "zeroshot", caption),
+    ]
+
+
+def _zeroshot_shortcut_parts(files: Mapping[str, str | Path], table: Callable[..., str]) -> list[str]:
+    """The model-free baselines of the zero-shot tasks (`zeroshot_shortcuts.parquet`, geneb.zeroshot.shortcuts):
+    a warning naming each flagged task with its reason, then every baseline's value and interval."""
+    shortcuts = integrity.read_parquet(files["zeroshot_shortcuts"])
+    flagged = shortcuts[shortcuts["shortcut_flag"] == "fail"].drop_duplicates("task")
+    shown = ["task", "baseline", "metric", "value", "ci_low", "ci_high", "n_groups", "resample_unit", "shortcut_flag"]
+    return [
+        "<h3>Model-free baselines (no model: substitution, codon and window position, CpG, local GC; member "
+        "composition of a pair; grouped cross-validated logistic regression)</h3>",
+        *(
+            f"<p class='warn'>{html.escape(str(r.task))}: {html.escape(str(r.shortcut_reason))}</p>"
+            for r in flagged.itertuples()
+        ),
+        table(shortcuts[shown].reset_index(drop=True), 3, 200),
     ]
 
 
