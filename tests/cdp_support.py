@@ -152,6 +152,16 @@ class Browser:
         """Click the first element matching `selector`."""
         self.eval(f"document.querySelector({json.dumps(selector)}).click()")
 
+    def press(self, selector: str, key: str = "Enter") -> None:
+        """Focus the first element matching `selector` and press `key` (Enter or Space) as a keyboard does: real
+        key events through the browser's input pipeline, so a button's keyboard activation is what runs."""
+        codes = {"Enter": (13, "\r"), " ": (32, " ")}
+        code, text = codes[key]
+        self.eval(f"document.querySelector({json.dumps(selector)}).focus()")
+        base = {"key": key, "code": "Space" if key == " " else key, "windowsVirtualKeyCode": code}
+        self.send("Input.dispatchKeyEvent", {"type": "keyDown", "text": text, **base}, session=True)
+        self.send("Input.dispatchKeyEvent", {"type": "keyUp", **base}, session=True)
+
     def select(self, selector: str, value: str) -> None:
         """Choose `value` in the <select> matching `selector`, with the change event a user's choice fires."""
         self.eval(

@@ -67,6 +67,18 @@ def check_site(site: Path, tmp_path: Path) -> Path:
         nums = [float(x) for x in up if x != "–"]
         assert nums == sorted(nums) and [float(x) for x in down if x != "–"] == sorted(nums, reverse=True)
         assert up != down and (up[-1] == "–") == ("–" in up)
+        # the header cell sorts anywhere in it (not only on its label), and from the keyboard
+        b.click("#board th[data-sort-key=value]")
+        assert _column(b, "value") == up
+        b.press("#board button[data-sort=value]", "Enter")
+        assert _column(b, "value") == down
+        # headers in words with the data dictionary's meaning as a tooltip; numbers never in a float's full repr
+        labels = b.eval("[...document.querySelectorAll('#board thead button')].map(x=>x.textContent)")
+        assert not [x for x in labels if "_" in x], labels
+        tip = b.eval("document.querySelector('#board th[data-sort-key=value]').title")
+        assert tip.startswith("value: ") and len(tip) > 40 and tip.endswith("(click or Enter to sort)"), tip
+        long = b.eval(f"{ROWS}.flatMap(r=>[...r.children].map(c=>c.textContent)).filter(t=>/\\d\\.\\d{{6,}}/.test(t))")
+        assert long == [], long[:5]
         # a model page opens from its link
         name = b.eval(f"{ROWS}[0].querySelector('a').textContent")
         b.click_and_wait("#board tbody tr a")

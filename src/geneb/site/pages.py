@@ -10,9 +10,11 @@ kinds, filters, default selection and sort the page's table starts with, and the
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -55,11 +57,47 @@ def page(title: str, body: Iterable[str], *, depth: int = 0, generated: str = ""
     )
 
 
+#: decimals of a score or any other fractional number on the site (the report's and the CLI's too)
+DIGITS = 3
+
+
 def _fact(v: Any) -> Any:
-    """A card value as shown: a whole float as an integer with thousands separators (parameter counts)."""
-    if isinstance(v, float) and v == v and v.is_integer() and abs(v) >= 1000:
-        return f"{int(v):,}"
+    """A card value as shown: a whole float as an integer with thousands separators (parameter counts), any other
+    float with DIGITS decimals (never a float's full repr such as 0.7028712500000001)."""
+    if isinstance(v, (float, np.floating)) and v == v:
+        if float(v).is_integer():
+            return f"{int(v):,}" if abs(v) >= 1000 else str(int(v))
+        return f"{float(v):.{DIGITS}f}"
     return v
+
+
+def column_words(column: str) -> str:
+    """A column name in words for a header: `largest_clean_difference_model` -> "largest clean difference model"
+    (the name itself stays the sort key and the tooltip's first word)."""
+    return column.replace("_", " ")
+
+
+@functools.cache
+def column_help() -> dict[str, str]:
+    """{column: its meaning} from docs/data-dictionary.md of the checkout (its table rows whose first cell names
+    columns in backticks; the meaning is the last cell), without markdown backticks, at most 300 characters; {} outside a checkout (a header then has no
+    tooltip beyond its name)."""
+    from geneb.core.paths import repo_root
+
+    try:
+        text = (repo_root() / "docs" / "data-dictionary.md").read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) < 2 or not cells[0].startswith("`"):
+            continue
+        meaning = cells[-1].replace("`", "")
+        meaning = meaning if len(meaning) <= 300 else meaning[:299] + "…"
+        for name in re.findall(r"`([A-Za-z_][\w]*)`", cells[0]):
+            out.setdefault(name, meaning)
+    return out
 
 
 def card(facts: Mapping[str, Any]) -> str:
@@ -145,7 +183,8 @@ def table_spec(
     """The JSON spec of a page table showing `columns` of `df` (default all, those present; the filter and CI
     columns are carried in the rows even when not shown).
 
-    labels: header text per column (default the column name); filters: the columns with a select (those present);
+    labels: header text per column (default the name in words, `column_words`; the header's tooltip is the name
+    and its data-dictionary meaning, `column_help`); filters: the columns with a select (those present);
     defaults: {column: value} selected on load (dropped when the value is not in the column); sort: (column,
     "asc" | "desc") on load; hrefs: {column: link template with {column} fields}; ci: {value column: (low, high)}
     drawn as a bar (only where both are present); flagged: a column whose non-empty values mark the row.
@@ -155,7 +194,14 @@ def table_spec(
     shown = [c for c in (columns or list(df.columns)) if c in df.columns]
     cols = []
     for c in shown:
-        col: dict[str, Any] = {"key": c, "label": labels.get(c, c), "kind": _column_kind(df[c]), "digits": digits}
+        meaning = column_help().get(c, "")
+        col: dict[str, Any] = {
+            "key": c,
+            "label": labels.get(c, column_words(c)),
+            "help": f"{c}: {meaning}" if meaning else c,
+            "kind": _column_kind(df[c]),
+            "digits": digits,
+        }
         if c in ci:
             col.update(kind="ci", low=ci[c][0], high=ci[c][1])
         if hrefs and c in hrefs:

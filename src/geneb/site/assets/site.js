@@ -17,8 +17,11 @@
 
   function show(v, col) {
     if (missing(v)) return "–";
-    if (col.kind === "num" || col.kind === "ci") return Number(v).toFixed(col.digits === undefined ? 3 : col.digits);
+    const digits = col.digits === undefined ? 3 : col.digits;
+    if (col.kind === "num" || col.kind === "ci") return Number(v).toFixed(digits);
     if (col.kind === "bool") return v ? "yes" : "no";
+    // a number in a mixed column: fixed decimals, never a float's full repr
+    if (typeof v === "number" && !Number.isInteger(v)) return v.toFixed(digits);
     return String(v);
   }
 
@@ -131,8 +134,11 @@
       b.type = "button";
       b.textContent = c.label;
       b.dataset.sort = c.key;
-      b.title = "sort by " + c.label;
-      b.addEventListener("click", function () {
+      // the tooltip: the column's name and its data-dictionary meaning; a click anywhere in the cell sorts, and
+      // the button takes Enter and Space from the keyboard (its click bubbles to the cell)
+      th.title = (c.help || c.key) + " (click or Enter to sort)";
+      th.dataset.sortKey = c.key;
+      th.addEventListener("click", function () {
         const dir = state.sort && state.sort[0] === c.key && state.sort[1] === "asc" ? "desc" : "asc";
         state.sort = [c.key, dir];
         draw();
