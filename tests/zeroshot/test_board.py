@@ -97,3 +97,26 @@ def test_tau_against_the_probe_ranking():
     assert vs.loc[("embedding-cosine", "full"), "tau"] == pytest.approx(1.0)
     again = _zeroshot_vs_probe(board, probe, n_boot=200, seed=3).set_index(["scorer", "regime"])
     assert again.loc[("llr", "full"), "n_boot_used"] == vs.loc[("llr", "full"), "n_boot_used"]
+
+
+def test_reference_rows_are_named_and_each_model_stands_beside_its_twin():
+    """Markov baselines and random-init twins are labelled reference rows; a model's row carries its twin's value
+    and the gain over it for the same scorer and task; AUPRC stands beside a variant task's AUROC."""
+    rows = _metrics().to_dict("records")
+    rows.append(_metric("a-twin", "llr", "motif", "auroc", 0.65))
+    rows.append(_metric("a-twin", "llr", "shuffled", "paired_accuracy", 0.5))
+    rows.append(_metric("markov-3", "markov-3", "motif", "auroc", 0.55))
+    board = _zeroshot_leaderboard(pd.DataFrame(rows), KINDS, _na(), twins={"a-twin": "a"})
+    by = board.set_index(["model", "scorer", "task"])
+    assert by.loc[("a-twin", "llr", "motif"), "reference"] == "random-init twin of a"
+    assert by.loc[("markov-3", "markov-3", "motif"), "reference"] == "markov baseline"
+    assert by.loc[("a", "llr", "motif"), "reference"] == ""
+    a = by.loc[("a", "llr", "motif")]
+    assert a["twin"] == "a-twin" and a["twin_value"] == 0.65 and a["gain_over_twin"] == pytest.approx(0.8 - 0.65)
+    assert by.loc[("a", "llr", "macro"), "gain_over_twin"] == pytest.approx((0.8 + 0.9) / 2 - (0.65 + 0.5) / 2)
+    # no twin scored with this scorer: nothing beside it
+    assert by.loc[("a", "embedding-cosine", "motif"), "twin"] == "" and np.isnan(
+        by.loc[("a", "embedding-cosine", "motif"), "gain_over_twin"]
+    )
+    assert by.loc[("a", "embedding-cosine", "motif"), "auprc"] == 0.1
+    assert np.isnan(by.loc[("a", "llr", "shuffled"), "auprc"])

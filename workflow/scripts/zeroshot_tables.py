@@ -10,4 +10,5 @@ run_tables_rule(
     leaderboard=snakemake.input.leaderboard,
     outputs=dict(snakemake.output.items()),
     bootstrap=snakemake.params.tables["bootstrap"],
+    twins=snakemake.params.tables["twins"],
 )

@@ -353,7 +353,9 @@ def zeroshot_section(
     board = integrity.read_parquet(files["zeroshot_leaderboard"])
     macro = board[board["task"] == MACRO].sort_values(["rank", "value"], ascending=[True, False], na_position="last")
     per_task = board[board["task"] != MACRO].pivot_table(index=["model", "scorer"], columns="task", values="value")
-    wide = macro.set_index(["model", "scorer"])[["value", "rank", "complete", "incomplete_reason"]].join(per_task)
+    # reference rows (Markov baselines, random-init twins) named, and what each model gains over its twin
+    shown = ["value", "rank", "reference", "gain_over_twin", "shortcut_flag", "complete", "incomplete_reason"]
+    wide = macro.set_index(["model", "scorer"])[[c for c in shown if c in macro.columns]].join(per_task)
     vs = integrity.read_parquet(files["zeroshot_vs_probe"])
     na = integrity.read_parquet(files["zeroshot_not_applicable"])
     return [

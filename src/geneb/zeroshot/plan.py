@@ -283,9 +283,11 @@ class ZeroShotPlan:
         }
 
     def table_params(self) -> dict[str, Any]:
-        """The zeroshot_tables rerun key: the bootstrap and the configured tasks and models (the tables' scope)."""
+        """The zeroshot_tables rerun key: the bootstrap, the configured tasks and models (the tables' scope) and
+        {twin: its model} of the scored random-init twins (the leaderboard sets each model beside its twin)."""
         zs = self._run.config["zeroshot"]
-        return {"bootstrap": dict(zs["bootstrap"]), "tasks": self.tasks, "models": self.models}
+        twins = {m: str(spec.twin["of"]) for m in self.models if (spec := model_spec(self._run.registry, m)).twin}
+        return {"bootstrap": dict(zs["bootstrap"]), "tasks": self.tasks, "models": self.models, "twins": twins}
 
     def outputs(self) -> list[str]:
         """The zero-shot tables and figure under results_dir ([] without a zero-shot stage)."""

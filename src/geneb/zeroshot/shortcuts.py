@@ -75,16 +75,6 @@ FLAG_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _reading_frame(task: ZeroShotTask) -> int | None:
-    """The offset of the first codon in every window: meta.json's or its provenance's `reading_frame`, 0 for a task
-    of the stop-gain builder (its windows start in the ORF's frame at every version), else None (no frame)."""
-    provenance = task.meta.get("provenance") or {}
-    for frame in (task.meta.get("reading_frame"), provenance.get("reading_frame")):
-        if frame is not None:
-            return int(frame)
-    return 0 if provenance.get("builder") == "stop_gain" else None
-
-
 def variant_features(task: ZeroShotTask) -> dict[str, np.ndarray]:
     """{baseline: float64 (n, d)} of a variant task's rows (module docstring), `combined` last; `codon_position`
     only when the task has a reading frame. Raises ValueError naming the task when it is not a variant task."""
@@ -111,9 +101,9 @@ def variant_features(task: ZeroShotTask) -> dict[str, np.ndarray]:
             gc[i, 0] = (flank.count("G") + flank.count("C")) / len(flank)
         place[i] = [p / max(len(s) - 1, 1), min(p, len(s) - 1 - p), len(s)]
     out["cpg"] = cpg
-    frame = _reading_frame(task)
-    if frame is not None:
-        out["codon_position"] = np.eye(3)[(pos - frame) % 3]
+    codon = task.codon_positions
+    if codon is not None:
+        out["codon_position"] = np.eye(3)[codon]
     out["window_position"] = place
     out["local_gc"] = gc
     out[COMBINED] = np.hstack(list(out.values()))

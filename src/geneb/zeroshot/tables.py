@@ -63,7 +63,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.stats import binomtest, rankdata
+from scipy.stats import binomtest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from geneb.analysis.ranking import rank_desc
@@ -73,7 +73,7 @@ from geneb.zeroshot.task import GROUP_COLUMN, ZeroShotTask, check_row_scores, sc
 
 METRIC_COLUMNS: tuple[str, ...] = (
     "task", "scorer", "metric", "group", "value", "ci_low", "ci_high", "n", "n_positive", "p_value", "n_boot",
-    "seed", "ci_level", "note",
+    "seed", "ci_level", "note", "resample_unit",
 )  # fmt: skip
 _ALL = "all"
 _WEIGHTED_MEAN = "weighted-mean"
@@ -88,36 +88,57 @@ _VARIANT_METRICS: dict[str, _Metric] = {
 }
 
 
-def _resampled_auroc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """AUROC of each resample, float64 (b,), from labels and scores (b, n) with both classes in every row: the
-    Mann-Whitney form (mean rank of the positives, ties at mid-rank; `scipy.stats.rankdata`), equal to
-    `roc_auc_score` (its trapezoids count a tie as 1/2), vectorised because a bootstrap calls it thousands of times."""
-    positives = labels.sum(axis=1)
-    negatives = labels.shape[1] - positives
-    ranks = rankdata(scores, axis=1)
-    return np.asarray(((ranks * labels).sum(axis=1) - positives * (positives + 1) / 2) / (positives * negatives))
+def _tie_blocks(score: np.ndarray, descending: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(order, starts): the row order that sorts `score` (n,) and the start of each run of equal scores in it."""
+    order = np.argsort(-score if descending else score, kind="stable")
+    s = score[order]
+    starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]])) if len(s) else np.array([], np.int64)
+    return order, starts
 
 
-def _resampled_auprc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Average precision of each resample, float64 (b,), as `average_precision_score` defines it (sum over the
-    distinct score thresholds of recall gained x precision there; tied scores are one threshold), vectorised."""
-    order = np.argsort(-scores, axis=1, kind="stable")
-    y = np.take_along_axis(labels, order, axis=1).astype(np.float64)
-    s = np.take_along_axis(scores, order, axis=1)
-    n = s.shape[1]
-    true_pos = np.cumsum(y, axis=1)
-    block_end = np.concatenate([s[:, 1:] != s[:, :-1], np.ones((len(s), 1), bool)], axis=1)
-    # each position's tie block ends at the next block end at or after it
-    end = np.where(block_end, np.arange(n), n)[:, ::-1]
-    end = np.minimum.accumulate(end, axis=1)[:, ::-1]
-    precision = np.take_along_axis(true_pos, end, axis=1) / (end + 1)
-    return np.asarray((y * precision).sum(axis=1) / y.sum(axis=1))
+def _auroc_parts(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(numerator, pairs) of the weighted Mann-Whitney AUROC, each (b,): numerator = the sum over (positive,
+    control) pairs of w_pos x w_control x [score_pos > score_control, 1/2 for a tie], pairs = W_pos x W_control.
+    label int (n,), score float (n,), weights float (b, n) (a bootstrap resample's row counts, or ones)."""
+    order, starts = _tie_blocks(score, descending=False)
+    y = label[order].astype(np.float64)
+    w = weights[:, order]
+    if w.shape[1] == 0:
+        return np.zeros(len(w)), np.zeros(len(w))
+    pos = np.add.reduceat(w * y, starts, axis=1)
+    neg = np.add.reduceat(w * (1 - y), starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg
+    return (pos * (below + 0.5 * neg)).sum(axis=1), pos.sum(axis=1) * neg.sum(axis=1)
 
 
-#: the same metrics over bootstrap resamples: (labels (b, n), scores (b, n)) -> (b,)
-_RESAMPLED_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "auroc": _resampled_auroc,
-    "auprc": _resampled_auprc,
+def _weighted_auroc(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """AUROC of each weighting, float64 (b,), NaN where a weighting leaves one class only: the Mann-Whitney form
+    with rows weighted (`_auroc_parts`), equal to `roc_auc_score(label, score, sample_weight=w)` (its trapezoids
+    count a tie as 1/2); a bootstrap resample is its row counts, so one sort serves every resample."""
+    numerator, pairs = _auroc_parts(label, score, weights)
+    return np.divide(numerator, pairs, out=np.full(len(pairs), np.nan), where=pairs > 0)
+
+
+def _weighted_auprc(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Average precision of each weighting, float64 (b,), NaN without positive weight, as
+    `average_precision_score(label, score, sample_weight=w)` defines it: the sum over the distinct score thresholds
+    (descending; tied scores are one threshold) of the recall gained there x the precision there."""
+    order, starts = _tie_blocks(score, descending=True)
+    y = label[order].astype(np.float64)
+    w = weights[:, order]
+    if w.shape[1] == 0:
+        return np.full(len(w), np.nan)
+    pos = np.add.reduceat(w * y, starts, axis=1)
+    seen = np.cumsum(np.add.reduceat(w, starts, axis=1), axis=1)
+    precision = np.divide(np.cumsum(pos, axis=1), seen, out=np.zeros_like(seen), where=seen > 0)
+    total = pos.sum(axis=1)
+    return np.divide((pos * precision).sum(axis=1), total, out=np.full(len(total), np.nan), where=total > 0)
+
+
+#: the same metrics over weighted rows: (labels int (n,), scores (n,), weights (b, n)) -> (b,)
+_RESAMPLED_METRICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "auroc": _weighted_auroc,
+    "auprc": _weighted_auprc,
 }
 _PAIRED_ACCURACY = "paired_accuracy"
 
@@ -152,6 +173,38 @@ def _stratified_resamples(strata: np.ndarray, n_boot: int, rng: np.random.Genera
     return out
 
 
+def _counts(draws: np.ndarray, size: int) -> np.ndarray:
+    """How often each of `size` items was drawn in each resample: float64 (b, size) from draws int (b, m)."""
+    offsets = draws + size * np.arange(len(draws))[:, None]
+    return np.bincount(offsets.ravel(), minlength=len(draws) * size).reshape(len(draws), size).astype(np.float64)
+
+
+#: `resample_unit` of a metric row: what its bootstrap resamples
+_UNIT_ROWS = "rows"
+_UNIT_GROUPS = "groups"
+_UNIT_WITHIN_GROUPS = "rows within each group"
+
+
+def _resample_weights(strata: np.ndarray, groups: np.ndarray | None, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, str]:  # fmt: skip
+    """(weights float (n_boot, n), unit): each row's count in each bootstrap resample. groups (n,) given: a cluster
+    bootstrap, the groups (transcripts, loci: rows that share a source sequence are not independent) drawn with
+    replacement and every row of a drawn group counted; else the rows drawn with replacement within each stratum
+    (the label), so every resample keeps both classes."""
+    if groups is None:
+        return _counts(_stratified_resamples(strata, n_boot, rng), len(strata)), _UNIT_ROWS
+    names, codes = np.unique(groups, return_inverse=True)
+    drawn = _counts(rng.integers(0, len(names), size=(n_boot, len(names))), len(names))
+    return drawn[:, codes], _UNIT_GROUPS
+
+
+def _finite(reps: np.ndarray, unit: str) -> tuple[np.ndarray, str]:
+    """The replicates with a value, and a note counting the left-out resamples (a group resample with one class)."""
+    keep = np.isfinite(reps)
+    if keep.all():
+        return reps, ""
+    return reps[keep], f"{int((~keep).sum())} of {len(reps)} {unit} resamples left one class only and were left out"
+
+
 def _interval(replicates: np.ndarray) -> tuple[float, float]:
     if len(replicates) == 0:
         return float("nan"), float("nan")
@@ -164,7 +217,7 @@ def _row(task: str, scorer: str, metric: str, group: str, value: float, reps: np
     low, high = _interval(reps) if np.isfinite(value) else (float("nan"), float("nan"))
     return {"task": task, "scorer": scorer, "metric": metric, "group": group, "value": value, "ci_low": low,
             "ci_high": high, "n": n, "n_positive": kw.get("n_positive", np.nan), "p_value": kw.get("p_value", np.nan),
-            "note": kw.get("note", "")}  # fmt: skip
+            "note": kw.get("note", ""), "resample_unit": kw.get("unit", _UNIT_ROWS)}  # fmt: skip
 
 
 def _groups(task: ZeroShotTask) -> list[tuple[str, np.ndarray]]:
@@ -187,15 +240,68 @@ def _weighted_mean(
     left_out = [p[0] for p in parts if not np.isfinite(p[2])]
     note = f"groups left out (no value): {', '.join(left_out)}" if left_out else ""
     n = sum(p[1] for p in used)
+    unit = _UNIT_WITHIN_GROUPS
     if not used:
-        return _row(task, scorer, metric, _WEIGHTED_MEAN, float("nan"), np.array([]), 0, note=note or "no groups")
+        return _row(task, scorer, metric, _WEIGHTED_MEAN, float("nan"), np.array([]), 0, note=note or "no groups", unit=unit)  # fmt: skip
     weights = np.array([p[1] for p in used], dtype=np.float64) / n
     value = float(np.dot(weights, [p[2] for p in used]))
     reps = np.stack([p[3] for p in used]).T @ weights
-    return _row(task, scorer, metric, _WEIGHTED_MEAN, value, reps, n, note=note)
+    return _row(task, scorer, metric, _WEIGHTED_MEAN, value, reps, n, note=note, unit=unit)
+
+
+#: AUROC over the (effect, control) pairs that share a stratum (`_strata`)
+_AUROC_WITHIN_STRATA = "auroc_within_strata"
+
+
+def _strata(task: ZeroShotTask) -> tuple[np.ndarray, str]:
+    """(stratum code int (n,), what the strata are) of a variant task: the substitution (ref>alt), and the position
+    in the codon where the task has a reading frame (`ZeroShotTask.codon_positions`)."""
+    keys = (task.rows["ref"].astype(str) + ">" + task.rows["alt"].astype(str)).to_numpy()
+    what = "substitution"
+    codon = task.codon_positions
+    if codon is not None:
+        keys = keys + ":" + codon.astype(str)
+        what = "substitution x codon position"
+    return np.unique(keys, return_inverse=True)[1], what
+
+
+def _auroc_within_strata(label: np.ndarray, score: np.ndarray, strata: np.ndarray, weights: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The AUROC of the (effect, control) pairs in the same stratum, float64 (b,) (NaN where no stratum holds both
+    classes): the pair-weighted mean of the strata's AUROCs, so a score that only tells substitutions or codon
+    positions apart earns nothing (the stratified AUROC of matched designs; cf. the per-stratum evaluation of
+    variant-effect predictors in TraitGym, Benegas et al. 2025)."""
+    numerator = np.zeros(len(weights))
+    pairs = np.zeros(len(weights))
+    for code in np.unique(strata):
+        members = np.flatnonzero(strata == code)
+        num, pair = _auroc_parts(label[members], score[members], weights[:, members])
+        numerator += num
+        pairs += pair
+    return np.divide(numerator, pairs, out=np.full(len(pairs), np.nan), where=pairs > 0)
+
+
+def _strata_row(task: ZeroShotTask, scorer: str, label: np.ndarray, score: np.ndarray, weights: np.ndarray, unit: str) -> dict[str, object]:  # fmt: skip
+    """The `auroc_within_strata` row of a variant task (all rows), its CI from the same resamples as its AUROC."""
+    strata, what = _strata(task)
+    both = [c for c in np.unique(strata) if 0 < label[strata == c].sum() < (strata == c).sum()]
+    note = f"strata: {what}; {len(both)} of {len(np.unique(strata))} hold both classes"
+    value = float(_auroc_within_strata(label, score, strata, np.ones((1, len(label))))[0])
+    if not np.isfinite(value):
+        note = f"no stratum ({what}) holds both classes: they alone separate effects from controls"
+        return _row(task.name, scorer, _AUROC_WITHIN_STRATA, _ALL, value, np.array([]), len(label),
+                    n_positive=int(label.sum()), note=note, unit=unit)  # fmt: skip
+    reps, left_out = _finite(_auroc_within_strata(label, score, strata, weights), unit)
+    return _row(task.name, scorer, _AUROC_WITHIN_STRATA, _ALL, value, reps, len(label), n_positive=int(label.sum()),
+                note="; ".join(x for x in (note, left_out) if x), unit=unit)  # fmt: skip
+
+
+def _group_labels(task: ZeroShotTask) -> np.ndarray | None:
+    return task.rows[GROUP_COLUMN].astype(str).to_numpy() if task.has_groups else None
 
 
 def _variant_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int, seed: int) -> list[dict[str, object]]:  # fmt: skip
+    """The variant metrics of all rows (CI: a bootstrap over groups where the task has them, else over rows within
+    each class), of each group (over its rows) and their count-weighted mean, plus `auroc_within_strata`."""
     label = task.rows["label"].to_numpy()
     bad = sorted(set(np.unique(label).tolist()) - {0, 1})
     if bad:
@@ -206,37 +312,45 @@ def _variant_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: in
     for group, members in [(_ALL, np.arange(task.n)), *_groups(task)]:
         y, s = label[members], score[members]
         n_pos = int(y.sum())
-        for metric, fn in _VARIANT_METRICS.items():
-            if n_pos in (0, len(y)):
-                what = "no effect rows (label 1)" if n_pos == 0 else "no control rows (label 0)"
-                row = _row(task.name, scorer, metric, group, float("nan"), np.array([]), len(y), n_positive=n_pos,
-                           note=f"one class only: {what}")  # fmt: skip
-                rows.append(row)
+        if n_pos in (0, len(y)):
+            what = "no effect rows (label 1)" if n_pos == 0 else "no control rows (label 0)"
+            for metric in _VARIANT_METRICS:
+                rows.append(_row(task.name, scorer, metric, group, float("nan"), np.array([]), len(y),
+                                 n_positive=n_pos, note=f"one class only: {what}"))  # fmt: skip
                 if group != _ALL:
                     parts[metric].append((group, len(y), float("nan"), np.full(n_boot, np.nan)))
-                continue
-            idx = _stratified_resamples(y, n_boot, _rng(seed, group))
+            continue
+        clusters = _group_labels(task) if group == _ALL else None
+        weights, unit = _resample_weights(y, clusters, n_boot, _rng(seed, group))
+        for metric, fn in _VARIANT_METRICS.items():
             value = fn(y, s)
-            reps = _RESAMPLED_METRICS[metric](y[idx], s[idx])
-            rows.append(_row(task.name, scorer, metric, group, value, reps, len(y), n_positive=n_pos))
+            reps, left_out = _finite(_RESAMPLED_METRICS[metric](y, s, weights), unit)
+            rows.append(_row(task.name, scorer, metric, group, value, reps, len(y), n_positive=n_pos, note=left_out,
+                             unit=unit))  # fmt: skip
             if group != _ALL:
                 parts[metric].append((group, len(y), value, reps))
+        if group == _ALL:
+            rows.append(_strata_row(task, scorer, y, s, weights, unit))
     if task.has_groups:
         rows += [_weighted_mean(task.name, scorer, metric, parts[metric]) for metric in _VARIANT_METRICS]
     return rows
 
 
 def _paired_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int, seed: int) -> list[dict[str, object]]:  # fmt: skip
+    """Paired accuracy of all rows (CI over groups where the task has them, else over rows), of each group and
+    their count-weighted mean, each with its sign test."""
     rows: list[dict[str, object]] = []
     parts: list[tuple[str, int, float, np.ndarray]] = []
     for group, members in [(_ALL, np.arange(task.n)), *_groups(task)]:
         s = score[members]
         p_value = _sign_test(s)
         note = "every row a tie (score 0): no sign test" if not np.isfinite(p_value) else ""
-        idx = _stratified_resamples(np.zeros(len(s), np.int64), n_boot, _rng(seed, group))
+        clusters = _group_labels(task) if group == _ALL else None
+        weights, unit = _resample_weights(np.zeros(len(s), np.int64), clusters, n_boot, _rng(seed, group))
         value = float(_paired_accuracy(s))
-        reps = _paired_accuracy(s[idx])
-        rows.append(_row(task.name, scorer, _PAIRED_ACCURACY, group, value, reps, len(s), p_value=p_value, note=note))
+        reps = weights @ ((s > 0) + 0.5 * (s == 0)) / weights.sum(axis=1)
+        rows.append(_row(task.name, scorer, _PAIRED_ACCURACY, group, value, reps, len(s), p_value=p_value, note=note,
+                         unit=unit))  # fmt: skip
         if group != _ALL:
             parts.append((group, len(s), value, reps))
     if task.has_groups:
@@ -286,20 +400,64 @@ _LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "complete",
     "rank",
     "incomplete_reason",
+    "auprc",
+    "auroc_within_strata",
+    "reference",
+    "twin",
+    "twin_value",
+    "gain_over_twin",
 )
+
+
+def _with_variant_metrics(board: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard with `auprc` and `auroc_within_strata` of all rows beside a variant task row's AUROC (NaN on
+    paired and macro rows): what the field reports beside AUROC, and what survives matching on substitution and
+    codon position."""
+    out = board.copy()
+    for metric in ("auprc", _AUROC_WITHIN_STRATA):
+        part = metrics[(metrics["group"] == _ALL) & (metrics["metric"] == metric)]
+        values = {(r.model, r.scorer, r.task): float(r.value) for r in part.itertuples(index=False)}
+        keys = zip(out["model"], out["scorer"], out["task"])
+        out[metric] = [values.get(k, np.nan) for k in keys]
+    return out
+
+
+def _with_references(board: pd.DataFrame, twins: Mapping[str, str]) -> pd.DataFrame:
+    """The leaderboard with its reference rows named and each model beside its random-init twin.
+
+    reference: "markov baseline" for the k-mer Markov entries, "random-init twin of <model>" for a twin, "" for a
+    model; twin / twin_value / gain_over_twin: on a model's row whose twin has a row of the same scorer and task,
+    the twin's id, its value and value - twin's value (what pretraining adds to this score), else "" / NaN.
+    twins: {twin id: the model it is the twin of} (registry `twin.of`)."""
+    out = board.copy()
+    twin_of = {of: twin for twin, of in twins.items()}
+    value = {(r.model, r.scorer, r.task): float(r.value) for r in out.itertuples(index=False)}
+    out["reference"] = [
+        "markov baseline"
+        if model == scorer and model.startswith(f"{BASELINE_MODEL}-")
+        else (f"random-init twin of {twins[model]}" if model in twins else "")
+        for model, scorer in zip(out["model"], out["scorer"])
+    ]
+    out["twin"] = [twin_of.get(m, "") if (twin_of.get(m), s, t) in value else "" for m, s, t in zip(out["model"], out["scorer"], out["task"])]  # fmt: skip
+    out["twin_value"] = [value[(w, s, t)] if w else np.nan for w, s, t in zip(out["twin"], out["scorer"], out["task"])]  # fmt: skip
+    out["gain_over_twin"] = out["value"] - out["twin_value"]
+    return out
 
 
 def _zeroshot_leaderboard(
     metrics: pd.DataFrame,
     task_kinds: Mapping[str, str],
     not_applicable: pd.DataFrame | None = None,
+    twins: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """The zero-shot leaderboard (module docstring) from the metrics table.
 
     metrics: `zeroshot_scores.parquet` rows (columns model, task, scorer, metric, value, ci_low, ci_high, n, group);
-    only the `group == "all"` rows of each task's primary metric are read. task_kinds: {task: kind} of every
+    only the `group == "all"` rows are read (each task's primary metric ranks; `auprc` and `auroc_within_strata`
+    stand beside it). task_kinds: {task: kind} of every
     configured zero-shot task (what a complete entry must have). not_applicable: rows model, task, scorer, reason
-    (`geneb.zeroshot.task.NotApplicable`); None = none. Returns LEADERBOARD_COLUMNS, per-task rows then the
+    (`geneb.zeroshot.task.NotApplicable`); None = none. twins: {twin id: its model} of the run's random-init twins
+    (`_with_references`). Returns LEADERBOARD_COLUMNS, per-task rows then the
     macro row of each (model, scorer), sorted by scorer, rank. Raises ValueError for a task of unknown kind or a
     metrics row of a task not in `task_kinds` (its kind decides the metric, so it cannot be guessed).
     """
@@ -385,7 +543,7 @@ def _zeroshot_leaderboard(
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
     for _, part in board[board["complete"]].groupby(["task", "scope"]):
         board.loc[part.index, "rank"] = rank_desc(part["value"])
-    board = board[list(_LEADERBOARD_COLUMNS)]
+    board = _with_references(_with_variant_metrics(board, metrics), twins or {})[list(_LEADERBOARD_COLUMNS)]
     order = board.assign(_macro=board["task"] == MACRO).sort_values(
         ["_macro", "task", "rank", "model", "scorer"], na_position="last", kind="mergesort"
     )
@@ -498,6 +656,7 @@ def _zeroshot_tables(
     *,
     n_boot: int,
     seed: int,
+    twins: Mapping[str, str] | None = None,
 ) -> ZeroShotTables:
     """Read every score file (each checked against its task: `read_score_file`) and compute the tables.
 
@@ -537,7 +696,7 @@ def _zeroshot_tables(
         else pd.DataFrame(columns=["model", "task", "row", "scorer", "score"])
     )
     na = pd.DataFrame(declined, columns=list(_NOT_APPLICABLE_COLUMNS))
-    board = _zeroshot_leaderboard(metric_table, {t.name: t.kind for t in tasks}, na)
+    board = _zeroshot_leaderboard(metric_table, {t.name: t.kind for t in tasks}, na, twins)
     vs = _zeroshot_vs_probe(board, probe_leaderboard, n_boot=n_boot, seed=seed)
     return ZeroShotTables(metric_table, row_table, board, vs, na)
 
@@ -560,14 +719,18 @@ def run_tables_rule(
     leaderboard: str | Path,
     outputs: Mapping[str, str | Path],
     bootstrap: Mapping[str, int],
+    twins: Mapping[str, str] | None = None,
 ) -> None:
     """Rule zeroshot_tables: read the tasks (their rows.tsv under resources/zeroshot/tasks/{zstask}/{zthash}/),
-    every score file and the probe leaderboard, and write the five tables (`_write_zeroshot_tables`)."""
+    every score file and the probe leaderboard, and write the five tables (`_write_zeroshot_tables`). twins: {twin
+    id: its model} of the run's random-init twins (the rule's params)."""
     from geneb.zeroshot.job import task_of_rows_file
 
     tasks = [task_of_rows_file(r) for r in rows]
     probe = integrity.read_parquet(leaderboard)
-    tables = _zeroshot_tables(tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]))
+    tables = _zeroshot_tables(
+        tasks, score_files, probe, n_boot=int(bootstrap["n_boot"]), seed=int(bootstrap["seed"]), twins=twins
+    )
     if "shortcuts" in outputs:  # the model-free baselines, and their flag on the leaderboard's rows
         from dataclasses import replace
 

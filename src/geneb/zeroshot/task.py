@@ -128,6 +128,25 @@ class ZeroShotTask:
     def n(self) -> int:
         return len(self.rows)
 
+    @property
+    def codon_positions(self) -> np.ndarray | None:
+        """Position of each variant in its codon, int (n,) in 0..2, for a variant task whose windows start in a
+        reading frame; None for any other task. The frame (the offset of the first codon in every window) is
+        meta.json's or its provenance's `reading_frame`, else 0 for a task of the stop-gain builder (its windows
+        start in the ORF's frame at every version, geneb.zeroshot.build.stop_gain). What the within-strata AUROC
+        (geneb.zeroshot.tables) and the codon-position baseline (geneb.zeroshot.shortcuts) both read."""
+        if self.kind != "variant":
+            return None
+        provenance = self.meta.get("provenance") or {}
+        frame = next(
+            (f for f in (self.meta.get("reading_frame"), provenance.get("reading_frame")) if f is not None), None
+        )
+        if frame is None and provenance.get("builder") == "stop_gain":
+            frame = 0
+        if frame is None:
+            return None
+        return np.asarray((self.rows["pos"].to_numpy(dtype=np.int64) - int(frame)) % 3, dtype=np.int64)
+
 
 if TYPE_CHECKING:
     from geneb.encoders.protocol import Encoder
