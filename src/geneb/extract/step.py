@@ -37,6 +37,7 @@ from geneb.core.errors import ExtractionError
 from geneb.core.provenance import code_revision, dirty_label, package_versions
 from geneb.encoders.protocol import EmbedResult, Encoder, deferred_load_checks
 from geneb.extract.cache import SplitEmbeddings, ViewArrays, key_hash, write_embeddings
+from geneb.extract.cost import CostMeter, model_tokens
 from geneb.registry.load import extraction_hash
 from geneb.registry.spec import ExtractionSettings, SettingsLike, View, ViewSet, layer_depth
 from geneb.tasks.prepare import read_card
@@ -392,6 +393,8 @@ def extract_task(
         )
     encoder, identity = loaded.encoder, loaded.identity
     t_load = 0.0 if reused else time.perf_counter() - t0
+    meter = CostMeter(device, threads)  # after the load: seconds_compute and the counts are the embedding's alone
+    passes = 2 if _embeds_reverse(typed) else 1
     out: dict[str, SplitEmbeddings] = {}
     step_downs = fp32_retries = 0  # over every split and strand of the file
     per_split_views: dict[str, dict[str, np.ndarray]] = {}
@@ -415,6 +418,10 @@ def extract_task(
             raise wrapped from err
         step_downs += res.counters.step_downs
         fp32_retries += res.counters.fp32_retries
+        specials_pooled = not typed.extraction.exclude_special_tokens
+        meter.add(
+            inputs, model_tokens(res.n_tokens, res.n_chunks, identity, specials_pooled=specials_pooled), passes=passes
+        )
         out[split] = SplitEmbeddings(
             res.embeddings,
             df["row"].to_numpy(),
@@ -453,6 +460,7 @@ def extract_task(
         "task_data_hash": card.data_hash,
         "package_versions": package_versions(),
     }
+    cost = meter.attrs()  # before seconds_total: the embedding's seconds never exceed the job's
     seconds = time.perf_counter() - t0
     attrs = {
         **_policy_attrs(typed, identity),
@@ -468,6 +476,7 @@ def extract_task(
         "model_reused": bool(reused),
         "load_checks_sha256": loaded.load_checks_sha256,
         "seconds_total": round(seconds, 3),
+        **cost,  # what the embedding cost, measured in this process (geneb.extract.cost)
         # the running code's revision: an attribute, not in the extraction key (a new commit reruns nothing)
         "geneb_commit": str(code_revision()["geneb_commit"]),
         "geneb_dirty": dirty_label(code_revision()["geneb_dirty"]),
@@ -479,6 +488,13 @@ def extract_task(
     write_embeddings(out_path, out, key, storage_dtype=storage, hdf5_locking=hdf5_locking, attrs=attrs, views=views)
     _log.info("wrote %s in %.1f s (model load %.1f s)", out_path, time.perf_counter() - t0, t_load)
     return key
+
+
+def _embeds_reverse(settings: ExtractionSettings) -> bool:
+    """Whether the extraction embeds the reverse strand too (rc average/concat, or a view with rc): two passes."""
+    if settings.views is not None:
+        return True in settings.views.reverse_complement
+    return settings.extraction.rc != "none"
 
 
 def _reraisable(err: BaseException) -> bool:

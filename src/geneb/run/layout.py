@@ -307,6 +307,14 @@ class ResourceLayout:
             "audit": self.audit_file(task),
         }
 
+    def embedding_files(self) -> list[str]:
+        """The embedding file of every kept (model, task) cell of any protocol, de-duplicated in order: what the cost
+        table (`geneb.tables.cost`, rule cost_table) reads."""
+        run = self._run
+        every = itertools.product(run.config["protocols"], run.models, run.tasks)
+        cells = partial_run.kept_cells(every, run.partial)
+        return list(dict.fromkeys(self.embedding_file(model, task) for _, model, task in cells))
+
     def resource_files(self) -> list[str]:
         """Every resources/ file the score table is computed from (cards, audits, and per kept probe cell its
         embeddings and shots), de-duplicated in order: what `geneb.tables.freshness` records beside it."""
