@@ -37,7 +37,7 @@ def test_category_macro_micro_values_and_planted_rank_change():
     assert b.loc[("a", "Promoters"), "rank"] == 1 and b.loc[("b", "Promoters"), "rank"] == 2
     assert b.loc[("b", "Enhancers"), "rank"] == 1 and b.loc[("a", "Enhancers"), "rank"] == 2
     assert b.loc[("b", "macro"), "rank"] == 1 and b.loc[("c", "macro"), "rank"] == 3
-    assert set(b["schema_version"]) == {lb._SCHEMA_VERSION} == {"7"} and b["input_sha256"].nunique() == 1
+    assert set(b["schema_version"]) == {lb._SCHEMA_VERSION} == {"8"} and b["input_sha256"].nunique() == 1
 
 
 def test_borda_rank_matches_the_mteb_rule_by_hand():

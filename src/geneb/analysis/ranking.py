@@ -175,8 +175,9 @@ def collapsed_cells(scores: pd.DataFrame, settings: dict[str, Any]) -> pd.DataFr
 #: when none of its tasks completed, with `incomplete_reason`, and the audit columns `flagged_tasks`, `flags`,
 #: `excluded_tasks`; 5: the statistically tied tiers, `geneb.analysis.tiers.TIER_COLUMNS`; 6: `of`, the number of
 #: models ranked in the row's protocol, regime and category; 7: `collapsed_tasks`, the tasks whose fine-tune cell
-#: collapsed, left unranked)
-_SCHEMA_VERSION = "7"
+#: collapsed, left unranked; 8: the tiers' unit and notes, `tier_blocks`, `tier_n_blocks`, `tier_position`,
+#: `tier_separable_next`, `tier_note`, and tiers as integers)
+_SCHEMA_VERSION = "8"
 AGGREGATES = ("macro", "micro")
 #: the kinds of audit flag a task can carry (`geneb.analysis.controls.audit_flags`; config
 #: `leaderboard.exclude_flagged`)
