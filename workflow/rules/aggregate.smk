@@ -24,3 +24,21 @@ rule aggregate_scores:
         "../../envs/geneb.yaml"
     script:
         "../scripts/aggregate_scores.py"
+
+
+# What each (model, task) extraction cost, from the embedding files' cost attributes (geneb.tables.cost); seconds.
+localrules:
+    cost_table,
+
+
+rule cost_table:
+    input:
+        embeddings=embedding_files,
+    output:
+        results("tables/cost.parquet"),
+    log:
+        "logs/cost_table.log",
+    conda:
+        "../../envs/geneb.yaml"
+    script:
+        "../scripts/cost_table.py"

@@ -127,6 +127,10 @@ def resource_files(wildcards=None):
     return PLAN.layout.resource_files()
 
 
+def embedding_files(wildcards=None):
+    return PLAN.layout.embedding_files()
+
+
 def finetune_inputs(wildcards):
     return PLAN.finetune.inputs(wildcards.model, wildcards.task)
 

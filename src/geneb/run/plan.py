@@ -70,10 +70,11 @@ from geneb.zeroshot.plan import ZeroShotPlan
 _TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
 
 #: the default targets of `snakemake`, under the run's `results_dir`: the score table, the leaderboard, the
-#: heatmap and the report (`RunPlan.final_outputs`)
+#: measured cost table (geneb.tables.cost), the heatmap and the report (`RunPlan.final_outputs`)
 _FINAL_OUTPUTS = (
     "tables/scores.parquet",
     "tables/leaderboard.parquet",
+    "tables/cost.parquet",
     "figures/heatmap.png",
     "report/geneb_report.html",
 )
