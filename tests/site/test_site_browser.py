@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from site_support import real_run  # noqa: F401
 
@@ -113,3 +114,28 @@ def test_site_in_headless_chromium(synthetic_run, tmp_path):
 def test_site_of_a_real_run_in_headless_chromium(real_run, tmp_path):  # noqa: F811
     shot = check_site(real_run / "results" / "site", tmp_path)
     assert shot.stat().st_size > 20000
+
+
+@pytest.mark.browser
+def test_a_model_page_with_every_track_in_headless_chromium(synthetic_run, tmp_path):
+    """The model page of a run with every track: each track's table drawn with its row, no console error, no
+    horizontal scroll at 1280 px."""
+    from site_support import with_tracks
+
+    results = synthetic_run["root"] / "results"
+    task = sorted(pd.read_parquet(results / "tables/leaderboard_tasks.parquet")["task"])[0]
+    site = build_site([with_tracks(results, tmp_path / "tracks", "enc-big", task)], tmp_path / "site").parent
+    b = _browser(tmp_path)
+    try:
+        b.open((site / "models" / "enc-big.html").as_uri())
+        assert b.eval("document.body.dataset.ready") == "1" and b.errors == [], b.errors
+        headings = b.eval("[...document.querySelectorAll('h2')].map(h=>h.textContent)")
+        for title in ("Zero-shot scores", "Fine-tuned against probed", "Pretraining gain over its random-init twin",
+                      "What it cost to run"):  # fmt: skip
+            assert title in headings, headings
+        for host in ("zeroshot_leaderboard", "zeroshot-baselines", "finetune_vs_probe", "pretraining_gain", "cost"):
+            assert b.eval(f"document.getElementById('model-{host}').dataset.shown") == "1", host
+        width, wide = _fits(b)
+        assert width <= WIDTH and not wide, (width, wide)
+    finally:
+        b.close()

@@ -146,3 +146,28 @@ def test_site_of_a_real_run_states_provenance_and_audit(real_run):  # noqa: F811
     assert pd.notna(
         pd.Series([r.get("shortcut_margin") for r in board["rows"] if r["model_page"] == "kmer-3.html"])
     ).any()
+
+
+def test_a_model_page_answers_every_track_and_says_why_one_is_missing(results, tmp_path):
+    """One page per model with every track a run has: zero-shot (with its tasks' model-free baselines), fine-tuned
+    against probed, the gain over its random-init twin, cost; a task page the tracks keyed by task. A track no run
+    made is one line naming what makes it."""
+    from site_support import with_tracks
+
+    task = sorted(integrity.read_parquet(results / "tables/leaderboard_tasks.parquet")["task"])[0]
+    both = with_tracks(results, tmp_path / "tracks", "enc-big", task)
+    site = build_site([both], tmp_path / "site").parent
+    page = specs(site / "models" / "enc-big.html")
+    for table in ("zeroshot_leaderboard", "zeroshot-baselines", "finetune_vs_probe", "pretraining_gain", "cost"):
+        assert len(page[f"model-{table}"]["rows"]) == 1, table
+    zs = page["model-zeroshot_leaderboard"]
+    assert {c["key"] for c in zs["columns"]} >= {"value", "gain_over_twin", "shortcut_flag", "auroc_within_strata"}
+    assert [c["kind"] for c in zs["columns"] if c["key"] == "value"] == ["ci"]
+    other = (site / "models" / "enc-small.html").read_text()
+    assert "no row of enc-small in zeroshot_leaderboard" in other
+    on_task = specs(site / "tasks" / f"{task}.html")
+    assert len(on_task["task-pretraining_gain"]["rows"]) == 1 and len(on_task["task-cost"]["rows"]) == 1
+    assert "task-finetune_vs_probe" not in on_task  # keyed by model, not by task
+    plain = (build_site([results], tmp_path / "plain").parent / "models" / "enc-big.html").read_text()
+    assert "not in these runs: the table zeroshot_leaderboard comes with a zero-shot stage" in plain
+    assert "not in these runs: the table pretraining_gain comes with twins: true" in plain

@@ -45,7 +45,20 @@ from geneb.tables.freshness import INPUTS_NAME
 from geneb.tables.scores import FAILED_CELLS_ATTR, FAILED_TASKS_ATTR, AnalysisInputError
 
 #: the optional tables a run's site pages read (results/tables/{name}.parquet)
-_OPTIONAL_TABLES = ("leaderboard_tasks", "task_audit", "models", "rank_intervals", "contamination", "scores")
+_OPTIONAL_TABLES = (
+    "leaderboard_tasks",
+    "task_audit",
+    "models",
+    "rank_intervals",
+    "contamination",
+    "scores",
+    # the other tracks, on the model and task pages
+    "zeroshot_leaderboard",
+    "zeroshot_shortcuts",
+    "finetune_vs_probe",
+    "pretraining_gain",
+    "cost",
+)
 #: figure files copied into the site, by preference (the report's PNGs; an SVG where a run has one)
 _FIGURE_SUFFIXES = (".svg", ".png")
 

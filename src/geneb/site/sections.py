@@ -7,7 +7,15 @@ import pandas as pd
 
 from geneb.analysis.ranking import TASK_FLAGS_ATTR
 from geneb.report.runcard import extraction_facts
-from geneb.site.collect import RunTables, card_facts, extraction_records, left_out, probe_provenance, task_card
+from geneb.site.collect import (
+    RunTables,
+    card_facts,
+    extraction_records,
+    labelled,
+    left_out,
+    probe_provenance,
+    task_card,
+)
 from geneb.site.pages import card, embed, esc, heading, note, slug, table_spec
 
 #: the leaderboard's filter columns, those present (the tier and view columns only in tables that have them)
@@ -246,11 +254,125 @@ def model_list(models: pd.DataFrame, cells: pd.DataFrame, runs: list[RunTables])
     return embed("models", spec)
 
 
+#: the other tracks on a model's (and a task's) page: (table, heading, what makes the table, columns shown, the
+#: column drawn with its interval and the interval's columns)
+_TRACKS: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, str, str] | None], ...] = (
+    (
+        "zeroshot_leaderboard",
+        "Zero-shot scores",
+        "a zero-shot stage (config zeroshot.tasks; config/zeroshot.yaml)",
+        (
+            "run",
+            "scorer",
+            "task",
+            "value",
+            "rank",
+            "auprc",
+            "auroc_within_strata",
+            "reference",
+            "twin",
+            "gain_over_twin",
+            "shortcut_flag",
+            "incomplete_reason",
+        ),  # fmt: skip
+        ("value", "ci_low", "ci_high"),
+    ),
+    (
+        "finetune_vs_probe",
+        "Fine-tuned against probed",
+        "the finetune-lora protocol (config/finetune.yaml)",
+        ("run", "probe_protocol", "regime", "level", "category", "mcc_probe", "mcc_finetune", "gain", "note"),
+        ("gain", "gain_ci_low", "gain_ci_high"),
+    ),
+    (
+        "pretraining_gain",
+        "Pretraining gain over its random-init twin",
+        "twins: true (config/twins.yaml)",
+        (
+            "run",
+            "protocol",
+            "regime",
+            "level",
+            "category",
+            "task",
+            "twin",
+            "mcc_model",
+            "mcc_twin",
+            "gain",
+            "p_holm",
+            "note",
+        ),  # fmt: skip
+        ("gain", "gain_ci_low", "gain_ci_high"),
+    ),
+    (
+        "cost",
+        "What it cost to run",
+        "the cost table (results/tables/cost.parquet, written with the extraction)",
+        (
+            "run",
+            "task",
+            "hardware",
+            "dtype",
+            "seconds_load",
+            "seconds_compute",
+            "sequences",
+            "bases_per_s",
+            "tokens_per_s",
+            "peak_memory_bytes",
+            "peak_memory_kind",
+        ),  # fmt: skip
+        None,
+    ),
+)
+
+
+def track_sections(runs: list[RunTables], key: str, value: str, prefix: str) -> list[str]:
+    """One section per other track (`_TRACKS`) with the rows whose `key` (model or task) is `value`: a table, or a
+    line saying why there is none (no run made the table, or it has no row of `value`). The zero-shot section of a
+    model is followed by the model-free baselines of its zero-shot tasks (their shortcut flags)."""
+    body: list[str] = []
+    for table, title, made_by, columns, ci in _TRACKS:
+        rows = labelled(runs, table)
+        if len(rows.columns) and key not in rows.columns:
+            continue  # a table without this page's key (finetune_vs_probe has no task column): not its page
+        body.append(heading(title))
+        if rows.empty:
+            body.append(note(f"not in these runs: the table {table} comes with {made_by}"))
+            continue
+        mine = rows[rows[key].astype(str) == value]
+        if mine.empty:
+            body.append(note(f"no row of {value} in {table} (it has {rows[key].nunique()} other {key}s)"))
+            continue
+        bands = {ci[0]: (ci[1], ci[2])} if ci else None
+        body.append(embed(f"{prefix}-{table}", table_spec(mine, columns=_show(list(columns), mine, runs), ci=bands)))
+        if table == "zeroshot_leaderboard" and key == "model":
+            body += _baselines_of(runs, set(mine["task"]), prefix)
+    return body
+
+
+def _baselines_of(runs: list[RunTables], tasks: set[str], prefix: str) -> list[str]:
+    """The model-free baselines of the zero-shot `tasks` (zeroshot_shortcuts), beside the model's scores."""
+    base = labelled(runs, "zeroshot_shortcuts")
+    if base.empty:
+        return []
+    base = base[base["task"].isin(tasks)]
+    columns = ["run", "task", "baseline", "metric", "value", "shortcut_flag", "shortcut_reason"]
+    return [
+        heading("Model-free baselines of these zero-shot tasks", 3),
+        embed(
+            f"{prefix}-zeroshot-baselines",
+            table_spec(base, columns=_show(columns, base, runs), ci={"value": ("ci_low", "ci_high")}),
+        ),
+    ]
+
+
 def model_page(
     model: str, runs: list[RunTables], board: pd.DataFrame, cells: pd.DataFrame, models: pd.DataFrame
 ) -> list[str]:
     """The body of a model's page: its registry card, per run its provenance (extraction key and probe
-    versions), its leaderboard rows, the tasks it covers with their scores, and those it left out with why."""
+    versions), its leaderboard rows, the tasks it covers with their scores, those it left out with why, and its
+    answers on every other track that ran (`track_sections`: zero-shot with the tasks' model-free baselines,
+    fine-tune against probe, the gain over its random-init twin, cost)."""
     body = [heading("Card")]
     facts = models[models["model"] == model] if len(models) else models
     hidden = {"run", "settings_hash", "input_sha256", "geneb_commit", "geneb_dirty"}
@@ -292,7 +414,7 @@ def model_page(
         if len(out)
         else note("none: the model has a score of every task of its runs")
     )
-    return body
+    return body + track_sections(runs, "model", model, "model")
 
 
 def task_page(task: str, runs: list[RunTables], cells: pd.DataFrame, audit: pd.DataFrame) -> list[str]:
@@ -325,4 +447,4 @@ def task_page(task: str, runs: list[RunTables], cells: pd.DataFrame, audit: pd.D
         heading("Every model's score"),
         cells_table(cells[cells["task"] == task], runs, "task-cells", "../", by_task=True),
     ]
-    return body
+    return body + track_sections(runs, "task", task, "task")
