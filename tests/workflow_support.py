@@ -61,23 +61,28 @@ def run_snakemake(
     )
 
 
-def run_plan(run: Path, *overlays: str | Path) -> Any:
+def run_plan(run: Path, *overlays: str | Path, log: Any = None) -> Any:
     """The `geneb.run.plan.RunPlan` a job process of `run` plans (run/config/config.yaml, then each overlay file
-    merged over it as `--configfile` does; no pre-flight, nothing moved): the paths its rules read and write."""
+    composed with it as the workflow composes `--configfile`s, `geneb.run.overlays`; no pre-flight, nothing moved):
+    the paths its rules read and write. log: gets the composition's lines (default: a logger of this module)."""
     import logging
 
-    from snakemake.utils import update_config
-
+    from geneb.run.overlays import compose_files
     from geneb.run.plan import plan_run
 
-    config = yaml.safe_load((run / "config/config.yaml").read_text())
-    for overlay in overlays:
-        update_config(config, yaml.safe_load((run / overlay).read_text()))
     cwd = Path.cwd()
     os.chdir(run)
     try:
+        composition = compose_files(["config/config.yaml", *overlays])
+        log = log or logging.getLogger("run_plan")
+        composition.log(log)
         return plan_run(
-            config, main_process=False, conda_deploys=False, partial_file=None, log=logging.getLogger("run_plan")
+            composition.config,
+            composition=composition,
+            main_process=False,
+            conda_deploys=False,
+            partial_file=None,
+            log=log,
         )
     finally:
         os.chdir(cwd)

@@ -92,8 +92,8 @@ def test_a_misspelled_model_in_an_exclusion_list_stops_the_workflow(repo, tmp_pa
     with pytest.raises(WorkflowError) as err:
         dry_run(tmp_path, configfiles=(overlay.name,))
     prefix = "analysis.scale" if where == "own" else "analysis.published.scale"
-    # the error names the config file, the setting and its entry
+    # the error names the config file (as given, relative to the run folder), the setting and its entry
     assert (
-        f"{overlay}: {prefix}.in_domain.exclude_models: entry 1: model 'evo-1-131k' is not in the registry; "
+        f"{overlay.name}: {prefix}.in_domain.exclude_models: entry 1: model 'evo-1-131k' is not in the registry; "
         "did you mean ['evo-1-131k-base'" in str(err.value)
     )

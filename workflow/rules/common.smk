@@ -19,10 +19,14 @@ from geneb.tables.scores import SCHEMA_VERSION as SCORE_SCHEMA_VERSION
 RUN_STARTED = time.time()  # `report_job_errors` shows the one-line errors of logs written since then
 
 SCHEMAS = {n: workflow.source_path(f"../schemas/{n}.schema.yaml") for n in ("config", "tasks", "models")}
-try:  # every parse-time decision, in one tested function; a mistake in the config is shown as its message
-    PLAN = plan_workflow(workflow, config, SCHEMAS, log=logger, no_job_run=handlers.dry_run_requested(sys.argv[1:]))
+# every parse-time decision, in one tested function; a mistake in the config is shown as its message. The config
+# files Snakemake was given are composed again by GENEB (geneb.run.overlays: overlays' models and tasks joined, not
+# replaced), so `config` below is the plan's, not Snakemake's merge
+try:
+    PLAN = plan_workflow(workflow, SCHEMAS, log=logger, no_job_run=handlers.dry_run_requested(sys.argv[1:]))
 except ValueError as err:
     raise WorkflowError(str(err)) from err
+config.clear()
 config.update(PLAN.config)  # the validated config, defaults filled, is what the rules and scripts read
 CAPTION_FOLDER = "../report"  # the captions of `report()` and the HTML report, relative to the rule files
 #: {caption file: text} of workflow/report (a params of the report rules: an edited caption rebuilds it)

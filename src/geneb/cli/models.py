@@ -18,16 +18,13 @@ in the config's `task_lock` and prints, per task, what changed.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from geneb.analysis.inputs import load_task_meta, model_frame
 from geneb.cli.common import CliError, category_name, existing_file, left_table, read_registry, short_error
-from geneb.core import yamlio
 from geneb.core.categories import CATEGORIES
 from geneb.registry.load import environment_refusals, load_registry, refusals
 from geneb.registry.python_entry import PRECOMPUTED, PYTHON
@@ -136,36 +133,18 @@ def cmd_pin_revisions(args: argparse.Namespace) -> str:
     )
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`over` merged into `base` recursively (mappings merged key by key, anything else replaced): Snakemake's
-    merge of several --configfile files."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(dict(out[key]), value)
-        else:
-            out[key] = value
-    return out
-
-
 def _load_run_config(paths: list[str]) -> dict[str, Any]:
-    """The workflow config of `paths` (merged in order), validated against the config schema with its defaults
-    filled (`geneb.run.checks.check_config`). Raises CliError for a missing or invalid file."""
+    """The workflow config of `paths` composed in order as the workflow composes its config files
+    (`geneb.run.overlays.compose_files`), validated against the config schema with its defaults filled
+    (`geneb.run.checks.check_config`). Raises CliError for a missing or invalid file."""
     from geneb.core.paths import load_schema
     from geneb.run.checks import check_config
+    from geneb.run.overlays import compose_files
 
-    config: dict[str, Any] = {}
     for path in paths:
-        p = existing_file(path, "config file")
-        try:
-            loaded = yamlio.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise CliError(f"config file {p} is not YAML ({short_error(err)})") from err
-        if not isinstance(loaded, dict):
-            raise CliError(f"config file {p} is not a mapping")
-        config = _merge(config, loaded)
+        existing_file(path, "config file")
     try:
-        return check_config(config, load_schema("config"))
+        return check_config(compose_files(paths).config, load_schema("config"))
     except ValueError as err:
         raise CliError(str(err)) from err
 

@@ -30,32 +30,29 @@ from pathlib import Path
 from typing import Any
 
 from geneb.cli.common import CliError, existing_file
-from geneb.core import integrity, yamlio
+from geneb.core import integrity
 from geneb.core.paths import load_schema
 from geneb.report.render import report_captions
 from geneb.run.integrity import verify_files
+from geneb.run.overlays import compose_files
 from geneb.run.plan import plan_run
 from geneb.site.build import build_site, site_summary
 from geneb.tasks.sources import ENV_TASK_SOURCE, TaskSourceError
 from geneb.zeroshot.task import ZeroShotCatalogueError
 
 
-def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
-    """Snakemake's merge of config files: mappings merged key by key, anything else replaced."""
-    out = dict(base)
-    for key, value in overlay.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Plan the run of `--config` (files merged in order, `--results-dir` applied) without touching anything, then
-    check its files and every digested file under resources/ and the results folder; print the bad ones and the
-    summary. Returns 1 when any file is bad or has no digest (and `--adopt` was not given), else 0."""
-    config: dict[str, Any] = {}
-    for name in args.config or ["config/config.yaml"]:
-        loaded = yamlio.safe_load(existing_file(name, "config file").read_text(encoding="utf-8")) or {}
-        config = _merge(config, loaded)
+    """Plan the run of `--config` (files composed in order as the workflow composes them, `geneb.run.overlays`;
+    `--results-dir` applied) without touching anything, then check its files and every digested file under
+    resources/ and the results folder; print the bad ones and the summary. Returns 1 when any file is bad or has no
+    digest (and `--adopt` was not given), else 0."""
+    names = args.config or ["config/config.yaml"]
+    for name in names:
+        existing_file(name, "config file")
+    try:
+        config = compose_files(names).config
+    except ValueError as err:
+        raise CliError(str(err)) from err
     if args.results_dir is not None:
         if not re.match(load_schema("config")["properties"]["results_dir"]["pattern"], args.results_dir):
             raise CliError(

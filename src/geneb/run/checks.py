@@ -634,11 +634,17 @@ def caps_default_line(config: dict[str, Any]) -> str | None:
 
 
 def load_run_registry(
-    config: dict[str, Any], schema: dict[str, Any], *, resolve: bool, source: str
+    config: dict[str, Any],
+    schema: dict[str, Any],
+    *,
+    resolve: bool,
+    source: str,
+    entries: Mapping[str, str] | None = None,
 ) -> tuple[Registry, list[str], str]:
     """`geneb.registry.load.load_locked_registry` for the run's config (model_sheet, model_revisions, the selected
     models, model_weights, execution.weights_dir, registry_extra; `resolve`: pin what is unpinned), an unknown model
-    named with its setting in the config file(s) `source` (`_model_settings`); then, with registry_extra files, the
+    named with its setting in the config file(s) `source`, or as `entries` names it ({model: "<file>: <key>: entry
+    <n>"}, the file that added it: `geneb.run.overlays.Composition.entries`) (`_model_settings`); then, with registry_extra files, the
     merged registry made the config's model_sheet (`_use_merged_sheet`). Returns what load_locked_registry returns;
     raises what it raises."""
     out = load_locked_registry(
@@ -650,7 +656,7 @@ def load_run_registry(
         weights=config["model_weights"],
         weights_dir=config["execution"]["weights_dir"],
         extra=config["registry_extra"],
-        where=_model_settings(config, source),
+        where={**_model_settings(config, source), **(entries or {})},
     )
     _use_merged_sheet(config)  # jobs and analyses read the one merged file
     return out

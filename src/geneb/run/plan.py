@@ -1,6 +1,7 @@
 """The run plan: everything the workflow decides when Snakemake parses it, in one function, without Snakemake.
 
-`plan_run` takes the configuration as Snakemake loaded it (config files merged, `--config` applied) and returns a
+`plan_run` takes the configuration of the run (its config files composed by `geneb.run.overlays`: overlays' models and
+tasks joined, `--config` applied; `plan_workflow` composes the files Snakemake was given) and returns a
 `RunPlan`: the validated config with the schema's defaults filled in, the task catalogue, the model registry with
 its pins, the extraction settings and settings hash of every selected model, and what planning did on the way
 (lockfile lines, pre-flight warnings, partial embedding files moved aside). Every mistake in the config stops here,
@@ -61,6 +62,7 @@ from geneb.run.checks import (
 )
 from geneb.run.integrity import BadFile, TrustedFiles, check_before_dag
 from geneb.run.layout import ExtractionResources, ResourceLayout, report_config
+from geneb.run.overlays import Composition, workflow_composition
 from geneb.tasks.catalogue import lock_identity, read_catalogue, read_lock, source_string, task_row, validate_catalogue
 from geneb.tasks.prepare import CATALOGUE_COLUMNS_USED
 from geneb.tasks.sources import source_identity
@@ -70,11 +72,10 @@ from geneb.zeroshot.plan import ZeroShotPlan
 _TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
 
 #: the default targets of `snakemake`, under the run's `results_dir`: the score table, the leaderboard, the
-#: measured cost table (geneb.tables.cost), the heatmap and the report (`RunPlan.final_outputs`)
+#: heatmap and the report (`RunPlan.final_outputs`)
 _FINAL_OUTPUTS = (
     "tables/scores.parquet",
     "tables/leaderboard.parquet",
-    "tables/cost.parquet",
     "figures/heatmap.png",
     "report/geneb_report.html",
 )
@@ -110,6 +111,8 @@ class RunPlan:
     (old, new) paths of the partial embedding files moved aside. lock_log: the lockfile lines (models pinned now
     or run at locked commits). partial: the failures file of a partial run (`geneb.run.partial`), None otherwise;
     partial_file: its path. task_lock: the task lock's entries as planned (`geneb.tasks.catalogue.read_lock`).
+    composition: how the config files were composed (`geneb.run.overlays.Composition`: which file added which
+    model, task and protocol), None for a config given as one mapping.
     """
 
     config: dict[str, Any]
@@ -124,6 +127,7 @@ class RunPlan:
     partial: dict[str, Any] | None = None
     partial_file: str | None = None
     task_lock: Mapping[str, Any] = field(default_factory=dict)
+    composition: Composition | None = None
     #: task_params per task, computed once per process (a mirror folder's files are hashed for it)
     _task_params: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -342,11 +346,14 @@ def plan_run(
     log: PlanLog,
     dry_run: bool = False,
     config_files: Sequence[str] = (),
+    composition: Composition | None = None,
 ) -> RunPlan:
-    """Plan one run of the workflow from `config` (as Snakemake loaded it; not changed: the plan holds a copy).
+    """Plan one run of the workflow from `config` (not changed: the plan holds a copy).
 
     schema_files: {"config" | "tasks" | "models": the path of that JSON schema}; default: workflow/schemas/ of this
-    checkout (the workflow passes Snakemake's copies, `workflow.source_path`); config_files: the files it was read from.
+    checkout (the workflow passes Snakemake's copies, `workflow.source_path`); config_files: the files it was read
+    from; composition: how they were composed (`geneb.run.overlays.compose`; `config` is its config): the plan keeps
+    it, and an unknown model is named with the file that added it. The caller logs the composition's lines.
 
     In order, each step stopping the run with its own message: the config against the config schema (every problem
     listed, then the defaults filled in); a partial run's task list (`partial_file`, $GENEB_PARTIAL_RUN); mappings
@@ -388,9 +395,15 @@ def plan_run(
     if main_process and caps_line:
         log.info(caps_line)
     # the one reader of the registry: the main process pins unpinned hub models once (lockfile); jobs use the pins
+    if composition is not None:
+        config_files = composition.files
     source = config_source(config_files)  # named by an error about a setting
     registry, lock_log, not_runnable_message = load_run_registry(
-        config, read_yaml(schemas["models"]), resolve=main_process, source=source
+        config,
+        read_yaml(schemas["models"]),
+        resolve=main_process,
+        source=source,
+        entries={**composition.entries("models"), **composition.entries("models_extra")} if composition else None,
     )
     if config["twins"]:  # a twin reads its model's configuration at its model's pin: nothing more to pin or check
         config["models"], twin_lines = with_twins(config["models"], registry.raw["models"])
@@ -442,6 +455,7 @@ def plan_run(
         partial=partial,
         partial_file=partial_file,
         task_lock=task_lock,
+        composition=composition,
         _task_params=task_params,
     )
     plan.zeroshot.check_config()
@@ -456,27 +470,32 @@ def plan_run(
 
 def plan_workflow(
     workflow: Any,
-    config: Mapping[str, Any],
     schema_files: Mapping[str, str | os.PathLike[str]],
     *,
     log: PlanLog,
     no_job_run: bool,
 ) -> RunPlan:
-    """The plan of the Snakemake `workflow` being parsed (workflow/rules/common.smk): `plan_run` with the workflow's
-    copies of the schemas (`schema_files`, `workflow.source_path` in the rule file), its process, deployment method
-    and config files, and the partial run's task list ($GENEB_PARTIAL_RUN). no_job_run: the command line runs no job (`handlers.dry_run_requested`); -n counts too
-    (Snakemake sets `workflow.dryrun` only when execution starts, after parsing; its output settings have -n
-    already). Raises ValueError for a mistake in the config (common.smk raises it again as Snakemake's WorkflowError,
-    from the rule file: shown as its message, not under a stack of GENEB's frames)."""
+    """The plan of the Snakemake `workflow` being parsed (workflow/rules/common.smk): `plan_run` of the workflow's
+    config files composed by GENEB (`geneb.run.overlays.workflow_composition`: the files Snakemake was given, read
+    again, overlays' lists joined instead of replaced; its lines logged in the main process, before planning),
+    with the workflow's copies of the schemas (`schema_files`, `workflow.source_path` in the rule file), its process
+    and deployment method, and the partial run's task list ($GENEB_PARTIAL_RUN). no_job_run: the command line runs
+    no job (`handlers.dry_run_requested`); -n counts too (Snakemake sets `workflow.dryrun` only when execution
+    starts, after parsing; its output settings have -n already). Raises ValueError for a mistake in the config
+    (common.smk raises it again as Snakemake's WorkflowError, from the rule file: shown as its message, not under a
+    stack of GENEB's frames)."""
     from snakemake.settings.types import DeploymentMethod
 
+    composition = workflow_composition(workflow)
+    if workflow.is_main_process:
+        composition.log(log)
     return plan_run(
-        config,
+        composition.config,
+        composition=composition,
         schema_files=schema_files,
         main_process=workflow.is_main_process,
         conda_deploys=DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method,
         partial_file=os.environ.get(partial_run.PARTIAL_ENV),
         log=log,
-        config_files=[str(f) for f in workflow.configfiles],
         dry_run=bool(workflow.output_settings and workflow.output_settings.dryrun) or no_job_run,
     )
