@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 
 from geneb.cli.common import CliError, Parser, positive_int
+from geneb.cli.cost import add_budget_arguments, add_plan_command, cmd_recommend_budget
 from geneb.cli.models import (
     cmd_env_build,
     cmd_env_list,
@@ -18,7 +19,7 @@ from geneb.cli.models import (
     cmd_weights_fetch,
     cmd_weights_list,
 )
-from geneb.cli.results import cmd_compare_cells, cmd_leaderboard, cmd_recommend
+from geneb.cli.results import cmd_compare_cells, cmd_leaderboard
 from geneb.cli.runs import (
     DEFAULT_OUT,
     add_pool_commands,
@@ -182,7 +183,7 @@ def _build_parser() -> argparse.ArgumentParser:
     eb.set_defaults(func=cmd_env_build)
     for name, func, table, help_ in (
         ("leaderboard", cmd_leaderboard, "tables/leaderboard.parquet", "print a leaderboard"),
-        ("recommend", cmd_recommend, "tables/recommendations.parquet", "recommend a model for a category"),
+        ("recommend", cmd_recommend_budget, "tables/recommendations.parquet", "recommend a model for a category"),
     ):
         s = sub.add_parser(name, help=help_)
         s.add_argument(
@@ -215,6 +216,8 @@ def _build_parser() -> argparse.ArgumentParser:
                 help="the leaderboard on the test rows without a training homolog (leaderboard_clean.parquet beside "
                 "the table)",
             )
+        if name == "recommend":
+            add_budget_arguments(s)
         s.set_defaults(func=func)
     st = sub.add_parser(
         "site",
@@ -236,6 +239,7 @@ def _build_parser() -> argparse.ArgumentParser:
     st.add_argument("--captions", help="the figure caption folder (default workflow/report, when it exists)")
     st.set_defaults(func=cmd_site)
     add_pool_commands(sub)
+    add_plan_command(sub)
     cc = sub.add_parser(
         "compare-cells",
         help="paired test of two cells of a task (model, view, protocol, regime) on the same test items",
