@@ -54,7 +54,7 @@ def test_overlay_plans_finetune_tables_beside_the_probes(overlay_config, monkeyp
     inputs = plan.finetune.inputs("mistral-dna-1m-ft-prom", task)
     assert inputs["shots"] == plan.layout.shot_file("geneb-paper", task)  # the probes' own draws
     params = plan.finetune.params("hyenadna-tiny-1k-ft-anticapt")
-    assert params["recipe"]["seeds"] == [13, 17] and params["extraction"]["family"] == "hyena"
+    assert params["recipe"]["seeds"] == [13, 17, 42] and params["extraction"]["family"] == "hyena"
     assert params["settings_hash"] == plan.extraction_hashes["hyenadna-tiny-1k-ft-anticapt"]
     assert plan.finetune.mem_mb("mistral-dna-1m-ft-prom", 2) == 2 * plan.finetune.memory_mb("mistral-dna-1m-ft-prom")
     assert plan.finetune.runtime("mistral-dna-1m-ft-prom", 1) == 60
