@@ -42,3 +42,26 @@ rule cost_table:
         "../../envs/geneb.yaml"
     script:
         "../scripts/cost_table.py"
+
+
+# Quality versus cost: the Pareto-optimal models per (protocol, regime, category), measured and analytic cost
+# (geneb.analysis.pareto).
+localrules:
+    pareto_table,
+
+
+rule pareto_table:
+    input:
+        leaderboard=results("tables/leaderboard.parquet"),
+        intervals=results("tables/rank_intervals.parquet"),
+        cost=results("tables/cost.parquet"),
+    output:
+        results("tables/pareto.parquet"),
+    log:
+        "logs/pareto_table.log",
+    conda:
+        "../../envs/geneb.yaml"
+    params:
+        model_sheet=config["model_sheet"],
+    script:
+        "../scripts/pareto_table.py"

@@ -72,10 +72,13 @@ from geneb.zeroshot.plan import ZeroShotPlan
 _TASK_CHECK_DEFAULTS = {"conflicting_labels": "keep", "no_base_rows": "keep", "single_class_test": "error"}
 
 #: the default targets of `snakemake`, under the run's `results_dir`: the score table, the leaderboard, the
-#: heatmap and the report (`RunPlan.final_outputs`)
+#: measured cost table (geneb.tables.cost) and its quality-versus-cost front (geneb.analysis.pareto), the heatmap
+#: and the report (`RunPlan.final_outputs`)
 _FINAL_OUTPUTS = (
     "tables/scores.parquet",
     "tables/leaderboard.parquet",
+    "tables/cost.parquet",
+    "tables/pareto.parquet",
     "figures/heatmap.png",
     "report/geneb_report.html",
 )
