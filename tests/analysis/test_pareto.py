@@ -80,3 +80,18 @@ def test_recommend_with_a_budget_reads_the_pareto_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "b (MCC 0.4000, interval 0.3500-0.4500), 2 device hours per Gb (measured on cpu-x)" in out
     assert main([*argv[:-1], "0.5"]) == 0 and "no model within 0.5" in capsys.readouterr().out
+
+
+def test_finished_run_has_both_fronts(finished_run):
+    """The small run's pareto.parquet: every ranked full-regime macro model on both bases, measured on the cost
+    table's one hardware, at least one model on each front."""
+    tables = finished_run / "results" / "tables"
+    table = pd.read_parquet(tables / "pareto.parquet")
+    cost = pd.read_parquet(tables / "cost.parquet")
+    board = pd.read_parquet(tables / "leaderboard.parquet")
+    ranked = set(board.loc[board["rank"].notna() & (board["category"] == "macro"), "model"])
+    macro = table[table["category"] == "macro"]
+    for basis in ("measured", "analytic"):
+        rows = macro[macro["cost_basis"] == basis]
+        assert set(rows["model"]) == ranked and rows.groupby("regime")["pareto_optimal"].any().all(), basis
+    assert set(table.loc[table["cost_basis"] == "measured", "hardware"]) == set(cost["hardware"])
