@@ -113,7 +113,11 @@ def test_rows_that_are_not_comparable_are_refused_naming_the_field(two_runs, tmp
         task = "gue_prom_core_all"
         # one line per difference, naming the key, both bundles' values, the models, the cause and the fix
         assert lines[0].startswith("1 difference(s) make the bundles' rows not comparable") and len(lines) == 2
-        where = {"data_hash": f"task {task}", "shots_hash": f"task {task} (regimes 10shot, 1shot, full)", "config_hash": "protocol geneb-"}
+        where = {
+            "data_hash": f"task {task}",
+            "shots_hash": f"task {task} (regimes 10shot, 1shot, full)",
+            "config_hash": "protocol geneb-",
+        }
         assert lines[1].startswith(f"- {field} of {where.get(field, 'the rows')}"), lines[1]
         assert f"b-{field}.geneb.zip has 0000other" in lines[1] and "shortcut-gc" in lines[1]
         assert "Why: " in lines[1] and "Fix: " in lines[1]

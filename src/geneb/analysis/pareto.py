@@ -41,7 +41,7 @@ def pareto_mask(score: np.ndarray, cost: np.ndarray) -> np.ndarray:
         raise ValueError("pareto: a score or cost is NaN; drop such models first")
     geq = (score[None, :] >= score[:, None]) & (cost[None, :] <= cost[:, None])
     strict = (score[None, :] > score[:, None]) | (cost[None, :] < cost[:, None])
-    return ~(geq & strict).any(axis=1)
+    return np.asarray(~(geq & strict).any(axis=1), dtype=bool)
 
 
 def measured_costs(cost: pd.DataFrame) -> pd.DataFrame:

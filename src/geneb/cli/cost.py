@@ -5,8 +5,9 @@ and `geneb recommend --max-gpu-hours-per-gb` (the best model under a budget, fro
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -51,7 +52,7 @@ def _measured(path: str, hardware: str | None) -> tuple[pd.DataFrame, str]:
     return table, hardware
 
 
-def _human(value: float, unit: str) -> str:
+def _human(value: Any, unit: str) -> str:
     if pd.isna(value):
         return "-"
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -60,7 +61,7 @@ def _human(value: float, unit: str) -> str:
     return f"{value:.0f} {unit}"
 
 
-def _hours(value: float) -> str:
+def _hours(value: Any) -> str:
     return "-" if pd.isna(value) else f"{value:.4f}"
 
 
@@ -89,7 +90,8 @@ def plan_text(table: pd.DataFrame, jobs: pd.DataFrame, *, top: int) -> str:
     lines.append("")
     lines.append(f"biggest jobs (of {len(jobs)}):")
     for r in biggest_jobs(jobs, top).itertuples():
-        hours = "-" if pd.isna(r.seconds) else f"{r.seconds / 3600:.4f} h"
+        seconds = float(cast(float, r.seconds))  # itertuples rows are untyped
+        hours = "-" if math.isnan(seconds) else f"{seconds / 3600:.4f} h"
         lines.append(
             f"  {r.model} x {r.task}: {r.sequences:,} seqs, {r.bases:,} bases, {_human(r.flops, 'FLOP')}, {hours}"
         )

@@ -403,7 +403,7 @@ def train_cell(
         if on_epoch_end is not None:
             on_epoch_end(cell, epoch)
     adapted.load_trainable(best_state)
-    first_loss, best_loss, improved = val_loss_trend(history)
+    first_loss, best_loss, loss_improved = val_loss_trend(history)
     return CellRecord(
         epochs_run=len(history),
         best_epoch=best_epoch,
@@ -416,5 +416,5 @@ def train_cell(
         history=history,
         first_val_loss=first_loss,
         best_val_loss=best_loss,
-        val_loss_improved=improved,
+        val_loss_improved=loss_improved,
     )

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
+from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs; types-tqdm is not a dependency
 
 from geneb.core.provenance import file_sha256
 from geneb.zeroshot.task import CatalogueEntry

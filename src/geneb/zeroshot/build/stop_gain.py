@@ -115,7 +115,8 @@ def _match_controls(
             pools.setdefault((seq[pos], alt, (pos - orf[0]) % 3), []).append((pos, alt, kind))
     gains = [(pos, alt) for pos, alt, kind in changes if kind == _STOP]
     used: set[tuple[int, str]] = set()
-    pairs, dropped = [], 0
+    pairs: list[tuple[tuple[int, str], tuple[int, str], str, bool]] = []
+    dropped = 0
     for g in rng.permutation(len(gains)):
         if len(pairs) == k:
             break
@@ -183,7 +184,7 @@ def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any])
             skipped["too_few_matched_pairs"] += 1
             continue
         group = source.sequence_id(source_row)
-        new_rows = []
+        new_rows: list[dict[str, Any]] = []
         for (gain, control, kind, same_context), r in zip(matched, range(len(rows), len(rows) + 2 * k, 2)):
             pairs.append({"rows": [r, r + 1], "control": kind, "same_trinucleotide": same_context})
             for (pos, alt), label in ((gain, 1), (control, 0)):
@@ -192,7 +193,7 @@ def _build(sources: Sequence[SourceSplit], seed: int, params: Mapping[str, Any])
                     {"sequence": seq[start:end], "pos": pos - start, "ref": seq[pos], "alt": alt, "label": label,
                      "group": group}
                 )  # fmt: skip
-        keys = {(r["sequence"], r["pos"], r["alt"]) for r in new_rows}
+        keys = {(str(r["sequence"]), int(r["pos"]), str(r["alt"])) for r in new_rows}
         if keys & seen:
             skipped["repeats_rows_of_another_transcript"] += 1
             del pairs[-k:]
