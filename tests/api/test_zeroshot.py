@@ -61,7 +61,10 @@ def test_kmer_registry_model_with_markov_baselines():
     m = result.metrics
     assert (m["model"] == "kmer-3").all() and (m["seed"] == 4).all() and (m["n_boot"] == 50).all()
     snv = m[(m["task"] == "snvs") & (m["scorer"] == "markov-2")]
-    assert set(snv["group"]) == {"all", "chr1", "chr2", "weighted-mean"} and set(snv["metric"]) == {"auroc", "auprc"}
+    assert set(snv["group"]) == {"all", "chr1", "chr2", "weighted-mean"}
+    assert set(snv["metric"]) == {"auroc", "auprc", "auroc_within_strata"}
+    assert set(snv.loc[snv["metric"] == "auroc_within_strata", "group"]) == {"all"}  # all rows only
+    assert set(snv.loc[snv["group"] == "all", "resample_unit"]) == {"groups"}  # the chromosomes are its groups
     pairs = m[m["task"] == "pairs"]
     assert set(pairs["metric"]) == {"paired_accuracy"}
     assert pairs[pairs["scorer"] == "markov-2"]["p_value"].notna().all()
