@@ -87,3 +87,16 @@ def test_no_finetune_rows_gives_an_empty_table_with_a_note(tmp_path):
     ctx.used = used[used["protocol"] == "geneb-paper"]
     assert finetune_vs_probe_tables(ctx)["finetune_vs_probe"].empty
     assert "finetune.yaml" in ctx.summary["finetune_vs_probe"]["note"]
+
+
+def test_no_model_with_both_protocols_on_every_task_gives_rows_without_a_winner(tmp_path):
+    """Every model a fine-tuned task short (e.g. collapsed fine-tunes left out): the macro ranking row has no winner
+    and says why, and the summary records None, not an error (the shipped fine-tune overlay stopped here)."""
+    ctx, used = _context(tmp_path)
+    short = {"a": "t1", "b": "t2", "c": "t3"}  # each model lacks one fine-tuned task
+    ctx.used = used[~used.apply(lambda r: r["protocol"] == "finetune-lora" and short[r["model"]] == r["task"], axis=1)]
+    table = finetune_vs_probe_tables(ctx)["finetune_vs_probe"]
+    macro = table[(table["kind"] == "ranking") & (table["level"] == "macro")].iloc[0]
+    assert pd.isna(macro["winner_changed"]) and macro["n_models"] == 0 and "fewer than 2 models" in macro["note"]
+    (headline,) = ctx.summary["finetune_vs_probe"]["headlines"]
+    assert headline["winner_changed"] is None and headline["winner_probe"] is None and headline["n_models"] == 0

@@ -707,21 +707,31 @@ def finetune_vs_probe_tables(ctx: RunContext) -> dict[str, pd.DataFrame]:
     for col in ("model", "winner_probe", "winner_finetune", "note"):
         out[col] = out[col].astype("string")
     out["winner_changed"] = out["winner_changed"].astype("boolean")
-    macro = out[(out["kind"] == "ranking") & (out["level"] == "macro")]
     ctx.summary["finetune_vs_probe"] = {
-        "headlines": [
-            {
-                "probe_protocol": r.probe_protocol,
-                "regime": r.regime,
-                "kendall_tau": None if pd.isna(r.kendall_tau) else float(r.kendall_tau),
-                "winner_probe": r.winner_probe,
-                "winner_finetune": r.winner_finetune,
-                "winner_changed": bool(r.winner_changed),
-            }
-            for r in macro.itertuples()
-        ]
-        if len(macro)
-        else [],
+        "headlines": _headlines(out),
         "note": "" if len(out) else "no finetune-lora rows in this run (config/finetune.yaml)",
     }
     return {"finetune_vs_probe": out}
+
+
+def _headlines(out: pd.DataFrame) -> list[dict[str, Any]]:
+    """The summary's macro ranking rows of `finetune_vs_probe` as JSON values: None where a row has no value (no
+    model has both protocols on every task, e.g. when collapsed fine-tunes leave every model a task short)."""
+
+    def value(v: Any) -> Any:
+        return None if pd.isna(v) else v
+
+    macro = out[(out["kind"] == "ranking") & (out["level"] == "macro")]
+    return [
+        {
+            "probe_protocol": r.probe_protocol,
+            "regime": r.regime,
+            "kendall_tau": None if pd.isna(r.kendall_tau) else float(r.kendall_tau),
+            "winner_probe": value(r.winner_probe),
+            "winner_finetune": value(r.winner_finetune),
+            "winner_changed": None if pd.isna(r.winner_changed) else bool(r.winner_changed),
+            "n_models": int(r.n_models),
+            "note": value(r.note),
+        }
+        for r in macro.itertuples()
+    ]
