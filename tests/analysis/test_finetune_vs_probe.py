@@ -100,3 +100,7 @@ def test_no_model_with_both_protocols_on_every_task_gives_rows_without_a_winner(
     assert pd.isna(macro["winner_changed"]) and macro["n_models"] == 0 and "fewer than 2 models" in macro["note"]
     (headline,) = ctx.summary["finetune_vs_probe"]["headlines"]
     assert headline["winner_changed"] is None and headline["winner_probe"] is None and headline["n_models"] == 0
+    from geneb.figures.evaluation import _finetune_vs_probe
+
+    figure = _finetune_vs_probe(table, {}, protocol="geneb-paper", regime="full")  # the figure says so too
+    assert "no macro ranking (fewer than 2 models" in figure.axes[0].get_title()

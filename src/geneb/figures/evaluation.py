@@ -181,11 +181,14 @@ def _finetune_vs_probe(table: pd.DataFrame, display: dict[str, str], *, protocol
     ax.set_ylabel("MCC fine-tune - probe")
     if len(rank):
         r = rank.iloc[0]
-        changed = "top model changes" if bool(r["winner_changed"]) else "same top model"
-        ax.set_title(
-            f"finetune-lora vs {protocol} ({regime}): macro Kendall τ {r['kendall_tau']:.2f} "
-            f"[{r['tau_ci_low']:.2f}, {r['tau_ci_high']:.2f}], {changed}"
-        )
+        if pd.isna(r["winner_changed"]):  # no model has both protocols on every task: no macro ranking to compare
+            ax.set_title(f"finetune-lora vs {protocol} ({regime}): no macro ranking ({r['note']})")
+        else:
+            changed = "top model changes" if bool(r["winner_changed"]) else "same top model"
+            ax.set_title(
+                f"finetune-lora vs {protocol} ({regime}): macro Kendall τ {r['kendall_tau']:.2f} "
+                f"[{r['tau_ci_low']:.2f}, {r['tau_ci_high']:.2f}], {changed}"
+            )
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     return fig
 
