@@ -107,7 +107,8 @@ def test_the_weighted_resample_metrics_equal_sklearns_with_sample_weights():
     """The vectorised metrics take a resample as row counts: equal to sklearn's on the same counts, ties included."""
     from sklearn.metrics import average_precision_score
 
-    from geneb.zeroshot.tables import _weighted_auprc, _weighted_auroc
+    from geneb.zeroshot.resampling import weighted_auprc as _weighted_auprc
+    from geneb.zeroshot.resampling import weighted_auroc as _weighted_auroc
 
     rng = np.random.default_rng(2)
     labels = rng.permutation([0] * 12 + [1] * 5)

@@ -141,12 +141,11 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     p = np.asarray(p_values, dtype=float)
     if not (np.isfinite(p) & (p >= 0) & (p <= 1)).all():
         raise AnalysisInputError(f"Holm adjustment: p-values must be in [0, 1], got {p[~((p >= 0) & (p <= 1))]}")
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
+    if len(p) == 0:
+        return p
+    from statsmodels.stats.multitest import multipletests  # as the pretraining-gain analysis adjusts (controls)
+
+    return np.asarray(multipletests(p, method="holm")[1], dtype=float)
 
 
 def _wilcoxon_p(a: np.ndarray, b: np.ndarray) -> float:

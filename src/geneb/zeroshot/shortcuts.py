@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from geneb.zeroshot.resampling import draw_counts, percentile_interval, weighted_auroc, weighted_paired_accuracy
 from geneb.zeroshot.task import GROUP_COLUMN, ZeroShotTask
 
 #: bases on each side of a variant whose GC fraction is `local_gc` (a 50-base neighbourhood, the variant left out)
@@ -150,26 +151,6 @@ def _out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int) -
     return out
 
 
-def _weighted_auroc(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """AUROC (Mann-Whitney form, ties 0.5) of each row of weights (B, n) over label (n,) in {0, 1} and score (n,);
-    NaN for a row without a positive or a negative weight."""
-    order = np.argsort(score, kind="stable")
-    s, y, w = score[order], label[order], weights[:, order]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
-    pos = np.add.reduceat(w * (y == 1), starts, axis=1)
-    neg = np.add.reduceat(w * (y == 0), starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg
-    total = pos.sum(axis=1) * neg.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (pos * (below + 0.5 * neg)).sum(axis=1) / total, np.nan)
-
-
-def _weighted_paired_accuracy(diff: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Paired accuracy (ties 0.5) of each row of weights (B, n) over the score differences diff (n,)."""
-    won = (diff > 0) + 0.5 * (diff == 0)
-    return np.asarray((weights * won).sum(axis=1) / weights.sum(axis=1))
-
-
 def _units(task: ZeroShotTask, groups: np.ndarray) -> tuple[np.ndarray, str]:
     """(unit index per row int (n,), "group" or "row"): what the bootstrap resamples."""
     if task.has_groups and len(np.unique(groups)) >= MIN_GROUPS_TO_RESAMPLE:
@@ -180,19 +161,7 @@ def _units(task: ZeroShotTask, groups: np.ndarray) -> tuple[np.ndarray, str]:
 def _resample_weights(units: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Row weights float64 (n_boot, n): how often each row's unit is drawn in each resample of the units."""
     n_units = int(units.max()) + 1
-    draws = rng.integers(0, n_units, size=(n_boot, n_units))
-    counts = np.zeros((n_boot, n_units))
-    np.add.at(counts, (np.repeat(np.arange(n_boot), n_units), draws.ravel()), 1.0)
-    return counts[:, units]
-
-
-def _interval(replicates: np.ndarray) -> tuple[float, float]:
-    finite = replicates[np.isfinite(replicates)]
-    if finite.size == 0:
-        return float("nan"), float("nan")
-    tail = 100 * (1 - _CI_LEVEL) / 2
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return float(low), float(high)
+    return draw_counts(rng.integers(0, n_units, size=(n_boot, n_units)), n_units)[:, units]
 
 
 def shortcut_baselines(task: ZeroShotTask, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
@@ -215,15 +184,17 @@ def shortcut_baselines(task: ZeroShotTask, *, n_boot: int = N_BOOT, seed: int = 
             raise ValueError(f"zero-shot task {task.name}: labels {np.unique(y).tolist()}, a single class")
         for name, x in variant_features(task).items():
             s = _out_of_fold(x, y, groups, folds)
-            value = float(_weighted_auroc(y, s, np.ones((1, task.n)))[0])
-            rows.append((name, x.shape[1], value, _interval(_weighted_auroc(y, s, weights))))
+            value = float(weighted_auroc(y, s, np.ones((1, task.n)))[0])
+            rows.append((name, x.shape[1], value, percentile_interval(weighted_auroc(y, s, weights), _CI_LEVEL)))
     else:
         y = np.r_[np.ones(task.n, dtype=np.int64), np.zeros(task.n, dtype=np.int64)]
         for name, (a, b) in paired_features(task).items():
             s = _out_of_fold(np.vstack([a, b]), y, np.r_[groups, groups], folds)
             diff = s[: task.n] - s[task.n :]
-            value = float(_weighted_paired_accuracy(diff, np.ones((1, task.n)))[0])
-            rows.append((name, a.shape[1], value, _interval(_weighted_paired_accuracy(diff, weights))))
+            value = float(weighted_paired_accuracy(diff, np.ones((1, task.n)))[0])
+            rows.append(
+                (name, a.shape[1], value, percentile_interval(weighted_paired_accuracy(diff, weights), _CI_LEVEL))
+            )
     return pd.DataFrame(
         [
             {

@@ -69,6 +69,14 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from geneb.analysis.ranking import rank_desc
 from geneb.core import integrity
 from geneb.zeroshot.job import BASELINE_MODEL, read_score_file
+from geneb.zeroshot.resampling import (
+    auroc_parts,
+    draw_counts,
+    percentile_interval,
+    weighted_auprc,
+    weighted_auroc,
+    weighted_paired_accuracy,
+)
 from geneb.zeroshot.task import GROUP_COLUMN, ZeroShotTask, check_row_scores, scorer_kinds
 
 METRIC_COLUMNS: tuple[str, ...] = (
@@ -88,57 +96,10 @@ _VARIANT_METRICS: dict[str, _Metric] = {
 }
 
 
-def _tie_blocks(score: np.ndarray, descending: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(order, starts): the row order that sorts `score` (n,) and the start of each run of equal scores in it."""
-    order = np.argsort(-score if descending else score, kind="stable")
-    s = score[order]
-    starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]])) if len(s) else np.array([], np.int64)
-    return order, starts
-
-
-def _auroc_parts(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(numerator, pairs) of the weighted Mann-Whitney AUROC, each (b,): numerator = the sum over (positive,
-    control) pairs of w_pos x w_control x [score_pos > score_control, 1/2 for a tie], pairs = W_pos x W_control.
-    label int (n,), score float (n,), weights float (b, n) (a bootstrap resample's row counts, or ones)."""
-    order, starts = _tie_blocks(score, descending=False)
-    y = label[order].astype(np.float64)
-    w = weights[:, order]
-    if w.shape[1] == 0:
-        return np.zeros(len(w)), np.zeros(len(w))
-    pos = np.add.reduceat(w * y, starts, axis=1)
-    neg = np.add.reduceat(w * (1 - y), starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg
-    return (pos * (below + 0.5 * neg)).sum(axis=1), pos.sum(axis=1) * neg.sum(axis=1)
-
-
-def _weighted_auroc(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """AUROC of each weighting, float64 (b,), NaN where a weighting leaves one class only: the Mann-Whitney form
-    with rows weighted (`_auroc_parts`), equal to `roc_auc_score(label, score, sample_weight=w)` (its trapezoids
-    count a tie as 1/2); a bootstrap resample is its row counts, so one sort serves every resample."""
-    numerator, pairs = _auroc_parts(label, score, weights)
-    return np.divide(numerator, pairs, out=np.full(len(pairs), np.nan), where=pairs > 0)
-
-
-def _weighted_auprc(label: np.ndarray, score: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Average precision of each weighting, float64 (b,), NaN without positive weight, as
-    `average_precision_score(label, score, sample_weight=w)` defines it: the sum over the distinct score thresholds
-    (descending; tied scores are one threshold) of the recall gained there x the precision there."""
-    order, starts = _tie_blocks(score, descending=True)
-    y = label[order].astype(np.float64)
-    w = weights[:, order]
-    if w.shape[1] == 0:
-        return np.full(len(w), np.nan)
-    pos = np.add.reduceat(w * y, starts, axis=1)
-    seen = np.cumsum(np.add.reduceat(w, starts, axis=1), axis=1)
-    precision = np.divide(np.cumsum(pos, axis=1), seen, out=np.zeros_like(seen), where=seen > 0)
-    total = pos.sum(axis=1)
-    return np.divide((pos * precision).sum(axis=1), total, out=np.full(len(total), np.nan), where=total > 0)
-
-
 #: the same metrics over weighted rows: (labels int (n,), scores (n,), weights (b, n)) -> (b,)
 _RESAMPLED_METRICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
-    "auroc": _weighted_auroc,
-    "auprc": _weighted_auprc,
+    "auroc": weighted_auroc,
+    "auprc": weighted_auprc,
 }
 _PAIRED_ACCURACY = "paired_accuracy"
 
@@ -173,12 +134,6 @@ def _stratified_resamples(strata: np.ndarray, n_boot: int, rng: np.random.Genera
     return out
 
 
-def _counts(draws: np.ndarray, size: int) -> np.ndarray:
-    """How often each of `size` items was drawn in each resample: float64 (b, size) from draws int (b, m)."""
-    offsets = draws + size * np.arange(len(draws))[:, None]
-    return np.bincount(offsets.ravel(), minlength=len(draws) * size).reshape(len(draws), size).astype(np.float64)
-
-
 #: `resample_unit` of a metric row: what its bootstrap resamples
 _UNIT_ROWS = "rows"
 _UNIT_GROUPS = "groups"
@@ -191,9 +146,9 @@ def _resample_weights(strata: np.ndarray, groups: np.ndarray | None, n_boot: int
     replacement and every row of a drawn group counted; else the rows drawn with replacement within each stratum
     (the label), so every resample keeps both classes."""
     if groups is None:
-        return _counts(_stratified_resamples(strata, n_boot, rng), len(strata)), _UNIT_ROWS
+        return draw_counts(_stratified_resamples(strata, n_boot, rng), len(strata)), _UNIT_ROWS
     names, codes = np.unique(groups, return_inverse=True)
-    drawn = _counts(rng.integers(0, len(names), size=(n_boot, len(names))), len(names))
+    drawn = draw_counts(rng.integers(0, len(names), size=(n_boot, len(names))), len(names))
     return drawn[:, codes], _UNIT_GROUPS
 
 
@@ -205,16 +160,8 @@ def _finite(reps: np.ndarray, unit: str) -> tuple[np.ndarray, str]:
     return reps[keep], f"{int((~keep).sum())} of {len(reps)} {unit} resamples left one class only and were left out"
 
 
-def _interval(replicates: np.ndarray) -> tuple[float, float]:
-    if len(replicates) == 0:
-        return float("nan"), float("nan")
-    tail = (1 - _CI_LEVEL) / 2 * 100
-    low, high = np.percentile(replicates, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def _row(task: str, scorer: str, metric: str, group: str, value: float, reps: np.ndarray, n: int, **kw: object) -> dict[str, object]:  # fmt: skip
-    low, high = _interval(reps) if np.isfinite(value) else (float("nan"), float("nan"))
+    low, high = percentile_interval(reps, _CI_LEVEL) if np.isfinite(value) else (float("nan"), float("nan"))
     return {"task": task, "scorer": scorer, "metric": metric, "group": group, "value": value, "ci_low": low,
             "ci_high": high, "n": n, "n_positive": kw.get("n_positive", np.nan), "p_value": kw.get("p_value", np.nan),
             "note": kw.get("note", ""), "resample_unit": kw.get("unit", _UNIT_ROWS)}  # fmt: skip
@@ -274,7 +221,7 @@ def _auroc_within_strata(label: np.ndarray, score: np.ndarray, strata: np.ndarra
     pairs = np.zeros(len(weights))
     for code in np.unique(strata):
         members = np.flatnonzero(strata == code)
-        num, pair = _auroc_parts(label[members], score[members], weights[:, members])
+        num, pair = auroc_parts(label[members], score[members], weights[:, members])
         numerator += num
         pairs += pair
     return np.divide(numerator, pairs, out=np.full(len(pairs), np.nan), where=pairs > 0)
@@ -348,7 +295,7 @@ def _paired_rows(task: ZeroShotTask, scorer: str, score: np.ndarray, n_boot: int
         clusters = _group_labels(task) if group == _ALL else None
         weights, unit = _resample_weights(np.zeros(len(s), np.int64), clusters, n_boot, _rng(seed, group))
         value = float(_paired_accuracy(s))
-        reps = weights @ ((s > 0) + 0.5 * (s == 0)) / weights.sum(axis=1)
+        reps = weighted_paired_accuracy(s, weights)
         rows.append(_row(task.name, scorer, _PAIRED_ACCURACY, group, value, reps, len(s), p_value=p_value, note=note,
                          unit=unit))  # fmt: skip
         if group != _ALL:
